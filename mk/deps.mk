@@ -1,0 +1,47 @@
+# mk/deps.mk: the Debian packages the project needs, `make deps`, and the
+# library check every build step waits for.
+#
+# Components add their packages to DEPS_PKGS (and headers to DEPS_HEADERS,
+# libraries to DEPS_LIBS) in their own build.mk; `make deps` installs them all.
+
+DEPS_PKGS := build-essential pkg-config libopenblas-dev liblapacke-dev libarchive-dev \
+             libcjson-dev libsodium-dev libzstd-dev libstb-dev libcmocka-dev minisign \
+             darknet zstd
+# What compiling and linking needs, checked with the target's own compiler.
+DEPS_HEADERS := cblas.h lapacke.h archive.h cjson/cJSON.h sodium.h zstd.h stb/stb_image.h cmocka.h
+DEPS_LIBS    := -lopenblas -llapacke -larchive -lcjson -lsodium -lzstd -lcmocka
+# What running the tests needs (host tools and the Darknet reference).
+DEPS_FILES   := /usr/bin/minisign /usr/lib/darknet/libdarknet.so /usr/bin/zstd
+
+# Goals that may install missing packages by themselves (the README promises
+# that these work as the first command on a fresh Debian machine).
+DEPS_AUTO_GOALS := test catalog bench
+DEPS_AUTO := $(if $(filter $(DEPS_AUTO_GOALS),$(MAKECMDGOALS)),1,0)
+
+.PHONY: deps
+deps: ## install the Debian packages the project needs (as root; else prints the command)
+	@DEPS_PKGS='$(sort $(DEPS_PKGS))' DEPS_ARCHS='$(DEPS_ARCHS)' sh mk/deps.sh
+
+# The stamp every object waits for (order-only). It is rebuilt when the
+# package list or the build settings change.
+$(O)/.deps-ok: mk/deps.mk mk/deps.sh $(SETTINGS_FILE)
+	$(Q)mkdir -p $(@D); \
+	deps_check() { \
+	  printf '#include <stdarg.h>\n#include <stddef.h>\n#include <stdint.h>\n#include <setjmp.h>\n$(foreach h,$(DEPS_HEADERS),#include <$(h)>\n)int main(void){return 0;}\n' | \
+	    $(CC) -x c - -o $(@D)/.deps-probe $(shell $(PKG_CONFIG) --cflags stb 2>/dev/null) $(DEPS_LIBS) \
+	    >/dev/null 2>&1 && rm -f $(@D)/.deps-probe && \
+	  for f in $(DEPS_FILES); do [ -e "$$f" ] || return 1; done; }; \
+	if ! deps_check; then \
+	  if [ '$(DEPS_AUTO)' = 1 ]; then \
+	    echo "deps: some build dependencies are missing; running 'make deps' first"; \
+	    $(MAKE) --no-print-directory deps && deps_check || { \
+	      echo "error: build dependencies still missing after 'make deps' (see above)"; exit 1; }; \
+	  else \
+	    missing=''; for h in $(DEPS_HEADERS); do printf '#include <stdarg.h>\n#include <stddef.h>\n#include <setjmp.h>\n#include <%s>\n' "$$h" | \
+	      $(CC) -E -x c - $(shell $(PKG_CONFIG) --cflags stb 2>/dev/null) >/dev/null 2>&1 || missing="$$missing $$h"; done; \
+	    for f in $(DEPS_FILES); do [ -e "$$f" ] || missing="$$missing $$f"; done; \
+	    echo "error: missing build dependencies ($${missing:- cannot link $(DEPS_LIBS)} ): run 'make deps'"; \
+	    exit 1; \
+	  fi; \
+	fi; \
+	touch $@
