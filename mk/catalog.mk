@@ -1,0 +1,49 @@
+# mk/catalog.mk: `make catalog`: the variants of MODEL packed into one signed,
+# deterministic archive with its report.
+#
+# The version defaults to SOURCE_DATE_EPOCH, the time of the last commit, so
+# a nightly build of a newer commit is newer and the same commit gives the
+# same bytes. Without KEY the archive is signed with a development key made
+# under $(O)/keys, and `catalog pack` warns that devices must not trust it.
+
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null)
+KEY               ?=
+KEY_PASSPHRASE_FILE ?=
+CATALOG_VERSION   ?= $(SOURCE_DATE_EPOCH)
+
+OPTIONS += KEY KEY_PASSPHRASE_FILE SOURCE_DATE_EPOCH CATALOG_VERSION
+OPT_DOC_KEY                 := minisign secret key that signs the catalog (default: a development key)
+OPT_DOC_KEY_PASSPHRASE_FILE := file holding KEY's passphrase, if it is encrypted
+OPT_DOC_SOURCE_DATE_EPOCH   := timestamp of every archive entry (default: the last commit's time)
+OPT_DOC_CATALOG_VERSION     := catalog version, a monotonic integer (default: SOURCE_DATE_EPOCH)
+
+ifneq ($(CFG_NOBUILD),1)
+ifeq ($(shell echo '$(SOURCE_DATE_EPOCH)' | grep -Ex '[0-9]{1,12}'),)
+$(error SOURCE_DATE_EPOCH='$(SOURCE_DATE_EPOCH)' is not valid: outside a git checkout set SOURCE_DATE_EPOCH=<unix time> for a reproducible catalog)
+endif
+endif
+ifneq ($(KEY),)
+ifeq ($(wildcard $(KEY)),)
+$(error KEY=$(KEY): no such file; give a minisign secret key (catalog keygen makes one))
+endif
+endif
+
+CATALOG_ARCHIVE := $(MODEL_O)/catalog-$(MODEL)-$(CATALOG_VERSION).tar.zst
+CATALOG_SIG     := $(CATALOG_ARCHIVE).minisig
+CATALOG_REPORT  := $(MODEL_O)/catalog-$(MODEL)-$(CATALOG_VERSION).report.md
+
+.PHONY: catalog
+catalog: $(CATALOG_REPORT) ## the signed catalog of MODEL: data set, base, variants, archive, report
+	@echo 'catalog: $(CATALOG_ARCHIVE)'
+	@echo 'catalog: $(CATALOG_SIG)'
+	@echo 'catalog: $(CATALOG_REPORT) (Pareto plots beside it)'
+
+$(CATALOG_ARCHIVE): $(VARIANT_JSONS) $(BIN)/catalog $(DATA)
+	$(call msg,PACK,$@)names=$$(sed -n 's/^[[:space:]]*names[[:space:]]*=[[:space:]]*//p' $(DATA) | head -n1); \
+	case "$$names" in /*) ;; *) names=$(dir $(DATA))$$names ;; esac; \
+	SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) $(BIN)/catalog pack $(VARIANTS_O) -o $(MODEL_O) \
+	  --model $(MODEL) --version $(CATALOG_VERSION) --seed $(SEED) --task $(RECIPE_TASK)=$$names \
+	  $(if $(KEY),--key $(KEY) $(if $(KEY_PASSPHRASE_FILE),--passphrase-file $(KEY_PASSPHRASE_FILE)),--dev-key-dir $(O)/keys)
+$(CATALOG_SIG): $(CATALOG_ARCHIVE)
+$(CATALOG_REPORT): $(CATALOG_ARCHIVE) $(CATALOG_SIG)
+	$(call msg,REPORT,$@)$(BIN)/catalog report $(CATALOG_ARCHIVE)
