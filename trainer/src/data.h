@@ -30,6 +30,8 @@ typedef struct trn_image {
 #define TRN_IMAGE_MAX_PIXELS (64L * 1024 * 1024) /* w * h */
 #define TRN_IMAGE_MAX_FILE (256L * 1024 * 1024)  /* bytes of an image file */
 
+/* Whether w x h x c is within the limits above (and c <= 64). */
+int trn_image_size_ok(long w, long h, long c);
 /* Allocates a w x h x c image of zeros (w, h, c >= 1, w*h within the limits
  * above). Returns -1 on a bad size or out of memory; im is then empty. */
 int trn_image_alloc(trn_image *im, int w, int h, int c, trn_err *err);
@@ -72,17 +74,21 @@ void trn_image_rotate(const trn_image *src, float rad, trn_image *dst);
 
 /* The geometric transform of Darknet's rotate_crop_image: an output pixel
  * (x, y) of a w x h window reads src at
- *   u = ((x - w/2) / scale * aspect + dx / scale * aspect)
- *   v = ((y - h/2) / scale + dy / scale)
- *   src_x = cos(rad) * u - sin(rad) * v + src.w / 2 + ox
- *   src_y = sin(rad) * u + cos(rad) * v + src.h / 2 + oy
- * bilinearly, zeros outside the window [bx0, bx1) x [by0, by1) of src
- * (normally the whole image; the jitter augmentation narrows it). */
+ *   u = (x - w/2) / scale * aspect + dx / scale * aspect
+ *   v = (y - h/2) / scale + dy / scale
+ *   src_x = cos(rad) * u - sin(rad) * v + cx
+ *   src_y = sin(rad) * u + cos(rad) * v + cy
+ * bilinearly, zeros outside the window [bx0, bx1) x [by0, by1) of src.
+ * trn_affine_init gives Darknet's case: centre (src.w/2, src.h/2), the
+ * window the whole image; the jitter augmentation moves both. */
 typedef struct trn_affine {
     float rad, scale, aspect, dx, dy;
-    float ox, oy;
+    float cx, cy;
     int bx0, by0, bx1, by1;
 } trn_affine;
+/* Identity-like defaults for src: rad 0, scale 1, aspect 1, dx = dy = 0,
+ * centre and window from src. */
+void trn_affine_init(trn_affine *a, const trn_image *src);
 /* out is (src->c, h, w). */
 void trn_image_affine(const trn_image *src, const trn_affine *a, int w, int h, float *out);
 
