@@ -303,15 +303,17 @@ int trn_label_match(const char *path, const char *const *labels, int n, const ch
 
 /* ---- labels / names files --------------------------------------------------- */
 
-/* Reads one entry per line into *out (count in *n). */
-static int read_names(const char *path, const char *what, char ***out, int *n, trn_err *err)
+/* Reads one entry per line into *out (count in *n). `from` is the .data
+ * file:line that names the file. */
+static int read_names(const char *path, const char *what, const char *from, char ***out, int *n,
+                      trn_err *err)
 {
     *out = NULL;
     *n = 0;
     char *buf;
     size_t len;
     if (trn_read_file(path, (size_t)NAMES_MAX_BYTES, &buf, &len, err) != 0)
-        return trn_err_prefix(err, "%s file", what);
+        return trn_err_prefix(err, "%s: %s file", from, what);
     line_iter it = {buf, buf + len, 0};
     char **v = NULL;
     int count = 0, cap = 0, blank_line = 0, rc = -1, nul;
@@ -387,12 +389,12 @@ static int check_labels(char **labels, int n, const char *path, trn_err *err)
 /* ---- list files ------------------------------------------------------------- */
 
 static int read_list(struct trn_split_data *sp, const char *dir, const label_index *ix,
-                     trn_err *err)
+                     const char *from, trn_err *err)
 {
     char *buf;
     size_t len;
     if (trn_read_file(sp->list, (size_t)LIST_MAX_BYTES, &buf, &len, err) != 0)
-        return trn_err_prefix(err, "list file");
+        return trn_err_prefix(err, "%s: list file", from);
     line_iter it = {buf, buf + len, 0};
     size_t cap = 0;
     char *s, where[PATH_MAX_LEN + 32];
@@ -557,7 +559,7 @@ trn_dataset *trn_dataset_open(const char *data_path, trn_err *err)
     int nl = 0, nn = 0;
     snprintf(where, sizeof where, "%s:%d", data_path, line[kl]);
     if (!(lpath = resolve(dir, val[kl], where, err))) goto fail;
-    int rc = read_names(lpath, "labels", &ds->labels, &nl, err);
+    int rc = read_names(lpath, "labels", where, &ds->labels, &nl, err);
     if (rc == 0 && nl != ds->classes)
         rc = trn_errf(err, "%s:%d: classes=%d but %s has %d labels", data_path,
                       line[K_CLASSES], ds->classes, lpath, nl);
@@ -565,7 +567,7 @@ trn_dataset *trn_dataset_open(const char *data_path, trn_err *err)
     if (rc == 0 && val[K_LABELS] && val[K_NAMES]) {
         snprintf(where, sizeof where, "%s:%d", data_path, line[K_NAMES]);
         if (!(npath = resolve(dir, val[K_NAMES], where, err))) rc = -1;
-        if (rc == 0) rc = read_names(npath, "names", &ds->names, &nn, err);
+        if (rc == 0) rc = read_names(npath, "names", where, &ds->names, &nn, err);
         if (rc == 0 && nn != nl)
             rc = trn_errf(err, "%s: %d names but %s has %d labels; the two files must list the "
                           "same classes in the same order", npath, nn, lpath, nl);
@@ -589,7 +591,7 @@ trn_dataset *trn_dataset_open(const char *data_path, trn_err *err)
         snprintf(where, sizeof where, "%s:%d", data_path, line[k]);
         ds->split[sp].present = 1;
         if (!(ds->split[sp].list = resolve(dir, val[k], where, err))) goto fail;
-        if (read_list(&ds->split[sp], dir, &ix, err) != 0) goto fail;
+        if (read_list(&ds->split[sp], dir, &ix, where, err) != 0) goto fail;
     }
     free(ix.table);
     free(buf);
