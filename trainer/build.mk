@@ -28,3 +28,12 @@ $(OBJ)/trainer/src/image_stb.o: CFLAGS += -fno-sanitize=nonnull-attribute
 # The data tests' image encoder (stb_image_write) shifts negative ints in its
 # JPEG writer: fixture code, exempt from that one UBSan check.
 $(OBJ)/tests/unit/trn_data/fx_stbiw.o: CFLAGS += -fno-sanitize=shift
+
+# Darknet's own image functions (tests/differential/trn_image_darknet_ref.c),
+# which the trn_data unit tests compare libtrn's with. Linked only against
+# libdarknet, built without sanitizers (libdarknet is not instrumented).
+TRN_DARKNET_IMAGE_REF := $(TESTD)/trn_image_darknet_ref
+$(TRN_DARKNET_IMAGE_REF): tests/differential/trn_image_darknet_ref.c $(SETTINGS_FILE) | $$(@D)/.dirstamp $(O)/.deps-ok
+	$(call msg,LD,$@)$(CC) $(CFLAGS_BASE) $(CFLAGS_OPT) -isystem /usr/lib/darknet/include -o $@ $< \
+	  -L/usr/lib/darknet -Wl,-rpath,/usr/lib/darknet -ldarknet -lm
+TEST_DEPS += $(TRN_DARKNET_IMAGE_REF)

@@ -49,6 +49,7 @@ float fx_max_diff(const float *a, const float *b, size_t n);
     X(image_affine_zoom_and_window)      \
     X(image_eval_resize_min_centre_crop) \
     X(image_load_input_matches_eval)     \
+    X(image_matches_darknet)             \
     X(augment_identity_and_flip)         \
     X(augment_same_seed_same_bytes)      \
     X(augment_check_rejects_bad_keys)    \
