@@ -150,6 +150,14 @@ void trn_image_flip(trn_image *im)
         }
 }
 
+/* floor() for a float known to be within the int range, without the libm
+ * call that floorf compiles to on baseline x86-64. */
+static inline int ifloor(float v)
+{
+    int i = (int)v;
+    return v < (float)i ? i - 1 : i;
+}
+
 /* ---- colour -------------------------------------------------------------- */
 
 /* Darknet's rgb_to_hsv for one pixel, except that a grey pixel (max == min)
@@ -184,7 +192,8 @@ static inline void hsv2rgb(float h, float s, float v, float *r, float *g, float 
         return;
     }
     h *= 6;
-    int index = (int)floorf(h);
+    if (!(h > -1e6f && h < 1e6f)) h = 0; /* NaN or absurd: treat as red */
+    int index = ifloor(h);
     float f = h - index;
     if (index >= 6 || index < 0) index = 0;
     float p = v * (1 - s), q = v * (1 - s * f), t = v * (1 - s * (1 - f));
@@ -243,21 +252,33 @@ void trn_image_distort(trn_image *im, float dhue, float dsat, float dexp)
 
 /* ---- rotation and the affine crop ---------------------------------------- */
 
-/* Bilinear sample of one plane at (x, y), zero outside the window
- * [x0, x1) x [y0, y1) (Darknet's bilinear_interpolate with
- * get_pixel_extend). Coordinates far outside (or NaN) give 0 before any
- * float-to-int conversion could overflow. */
-static inline float bilinear(const float *p, int w, int x0, int y0, int x1, int y1, float x, float y)
+/* Writes to out[k * oplane] (every channel k of one output pixel) the
+ * bilinear sample of src at (x, y), zero outside the window [x0, x1) x
+ * [y0, y1): Darknet's bilinear_interpolate with get_pixel_extend, its
+ * weights grouped as its sum groups them ((1-dy)*(1-dx)*a + ...). Coordinates
+ * far outside (or NaN) give 0 before any float-to-int conversion could
+ * overflow. */
+static inline void sample(const trn_image *src, int x0, int y0, int x1, int y1, float x, float y,
+                          float *out, size_t oplane)
 {
-    if (!(x > x0 - 1 && x < x1 && y > y0 - 1 && y < y1)) return 0;
-    int ix = (int)floorf(x), iy = (int)floorf(y);
+    if (!(x > x0 - 1 && x < x1 && y > y0 - 1 && y < y1)) {
+        for (int k = 0; k < src->c; k++) out[k * oplane] = 0;
+        return;
+    }
+    int ix = ifloor(x), iy = ifloor(y);
     float dx = x - ix, dy = y - iy;
+    float wa = (1 - dy) * (1 - dx), wb = dy * (1 - dx), wc = (1 - dy) * dx, wd = dy * dx;
     int in_x0 = ix >= x0, in_x1 = ix + 1 < x1, in_y0 = iy >= y0, in_y1 = iy + 1 < y1;
-    float a = in_x0 && in_y0 ? p[(size_t)iy * w + ix] : 0;
-    float b = in_x0 && in_y1 ? p[(size_t)(iy + 1) * w + ix] : 0;
-    float c = in_x1 && in_y0 ? p[(size_t)iy * w + ix + 1] : 0;
-    float d = in_x1 && in_y1 ? p[(size_t)(iy + 1) * w + ix + 1] : 0;
-    return (1 - dy) * (1 - dx) * a + dy * (1 - dx) * b + (1 - dy) * dx * c + dy * dx * d;
+    ptrdiff_t p = (ptrdiff_t)iy * src->w + ix;
+    size_t splane = (size_t)src->w * src->h;
+    for (int k = 0; k < src->c; k++) {
+        const float *pl = src->data + k * splane;
+        float pa = in_x0 && in_y0 ? pl[p] : 0;
+        float pb = in_x0 && in_y1 ? pl[p + src->w] : 0;
+        float pc = in_x1 && in_y0 ? pl[p + 1] : 0;
+        float pd = in_x1 && in_y1 ? pl[p + src->w + 1] : 0;
+        out[k * oplane] = wa * pa + wb * pb + wc * pc + wd * pd;
+    }
 }
 
 void trn_affine_init(trn_affine *a, const trn_image *src)
@@ -276,25 +297,28 @@ void trn_image_affine(const trn_image *src, const trn_affine *a, int w, int h, f
     /* The window, intersected with the image. */
     int x0 = a->bx0 > 0 ? a->bx0 : 0, y0 = a->by0 > 0 ? a->by0 : 0;
     int x1 = a->bx1 < src->w ? a->bx1 : src->w, y1 = a->by1 < src->h ? a->by1 : src->h;
-    size_t splane = (size_t)src->w * src->h, oplane = (size_t)w * h;
+    size_t oplane = (size_t)w * h;
     if (x1 <= x0 || y1 <= y0) {
         memset(out, 0, oplane * src->c * sizeof *out);
         return;
     }
     /* Darknet's mix of double (cos(), the /2. constants) and float (dx / s
-     * * aspect) arithmetic, kept term by term. */
+     * * aspect) arithmetic, kept term by term. The column term u is computed
+     * once per block of columns rather than once per pixel. */
     double cr = cos(a->rad), sr = sin(a->rad);
     float s = a->scale, asp = a->aspect;
     float du = a->dx / s * asp, dv = a->dy / s;
-    for (int y = 0; y < h; y++) {
-        double v = (y - h / 2.) / s + dv;
-        for (int x = 0; x < w; x++) {
-            double u = (x - w / 2.) / s * asp + du;
-            float rx = (float)(cr * u - sr * v + a->cx);
-            float ry = (float)(sr * u + cr * v + a->cy);
-            for (int k = 0; k < src->c; k++)
-                out[k * oplane + (size_t)y * w + x] =
-                    bilinear(src->data + k * splane, src->w, x0, y0, x1, y1, rx, ry);
+    enum { BLOCK = 256 };
+    double u[BLOCK];
+    for (int xb = 0; xb < w; xb += BLOCK) {
+        int n = w - xb < BLOCK ? w - xb : BLOCK;
+        for (int i = 0; i < n; i++) u[i] = (xb + i - w / 2.) / s * asp + du;
+        for (int y = 0; y < h; y++) {
+            double v = (y - h / 2.) / s + dv;
+            float *o = out + (size_t)y * w + xb;
+            for (int i = 0; i < n; i++)
+                sample(src, x0, y0, x1, y1, (float)(cr * u[i] - sr * v + a->cx),
+                       (float)(sr * u[i] + cr * v + a->cy), o + i, oplane);
         }
     }
 }
@@ -306,13 +330,10 @@ void trn_image_rotate(const trn_image *src, float rad, trn_image *dst)
     double cx = src->w / 2., cy = src->h / 2.;
     size_t plane = (size_t)src->w * src->h;
     for (int y = 0; y < src->h; y++)
-        for (int x = 0; x < src->w; x++) {
-            float rx = (float)(cr * (x - cx) - sr * (y - cy) + cx);
-            float ry = (float)(sr * (x - cx) + cr * (y - cy) + cy);
-            for (int k = 0; k < src->c; k++)
-                dst->data[k * plane + (size_t)y * src->w + x] =
-                    bilinear(src->data + k * plane, src->w, 0, 0, src->w, src->h, rx, ry);
-        }
+        for (int x = 0; x < src->w; x++)
+            sample(src, 0, 0, src->w, src->h, (float)(cr * (x - cx) - sr * (y - cy) + cx),
+                   (float)(sr * (x - cx) + cr * (y - cy) + cy), dst->data + (size_t)y * src->w + x,
+                   plane);
 }
 
 /* ---- evaluation preprocessing -------------------------------------------- */
