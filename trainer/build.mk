@@ -20,6 +20,10 @@ endif
 $(call objs,$(wildcard tests/unit/trn_*/*.c)): CFLAGS += $(TRN_CFLAGS)
 $(foreach a,$(notdir $(wildcard tests/unit/trn_*)),$(eval $(call unit_test,$(a),$(TRN_LIB),$(TRN_LDLIBS))))
 
+# The base (errors, I/O, generator) is part of the device build too.
+CROSS_TARGETS    += $(TRN_LIB)
+CROSS_UNIT_TESTS += $(TESTD)/unit/test_trn_base $(TESTD)/unit/test_trn_data
+
 # stb_image 2.27 calls memcpy(NULL, src, 0) for an empty first PNG IDAT chunk:
 # harmless, but UBSan's nonnull-attribute check stops on it. Exempt that one
 # check in the one file that holds stb_image (image_stb.c).
