@@ -1,6 +1,6 @@
 /* Differential: libtrn's image operations against Darknet's own (libdarknet,
- * run as the separate program trn_image_darknet_ref that `make test` builds
- * into $TESTD), on an image written by the test. Resize, crop, flip and the
+ * run as the separate program tests/darknet/image_ref.c that `make test`
+ * builds into $TESTD/darknet), on an image written by the test. Resize, crop, flip and the
  * evaluation preprocessing must agree bit for bit; HSV, distortion and the
  * rotations to 1e-6 (Darknet mixes double and float the same way, but a
  * compiler may order the double terms differently). Where Darknet computes
@@ -55,7 +55,7 @@ void image_matches_darknet(void **state)
     (void)state;
     const char *testd = getenv("TESTD");
     char ref[1024];
-    snprintf(ref, sizeof ref, "%s/trn_image_darknet_ref", testd ? testd : "");
+    snprintf(ref, sizeof ref, "%s/darknet/image_ref", testd ? testd : "");
     if (!testd || access(ref, X_OK) != 0) {
         TEST_SKIP("%s is not built: run through make test", ref);
         return;

@@ -1,10 +1,10 @@
 /*
- * trn_image_darknet_ref: Darknet's own image functions (libdarknet from the
+ * image_ref: Darknet's own image functions (libdarknet from the
  * Debian package) on one image, for the trn_data unit tests to compare with
  * libtrn's. Linked only against libdarknet, so Darknet's generic names never
  * meet ours.
  *
- * Usage: trn_image_darknet_ref IMAGE.png OUTDIR
+ * Usage: image_ref IMAGE.png OUTDIR
  * Writes OUTDIR/<op>.f32 for each operation below, each file being three
  * int32 (w, h, c) followed by the (c, h, w) floats:
  *   load      load_image_stb(IMAGE, 3)
