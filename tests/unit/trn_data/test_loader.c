@@ -78,6 +78,15 @@ static int which(const float *x)
     return (v - 10) / 20;
 }
 
+static trn_loader *open_ok(const trn_dataset *ds, trn_split split, const trn_loader_opts *o)
+{
+    trn_err e;
+    trn_loader *l = trn_loader_open(ds, split, o, &e);
+    if (!l) print_error("%s\n", e.msg);
+    assert_non_null(l);
+    return l;
+}
+
 static void get_ok(trn_loader *l, uint64_t k, float *x, float *y)
 {
     trn_err e;
@@ -91,9 +100,7 @@ void loader_order_and_one_hot(void **state)
     (void)state;
     trn_dataset *ds = open_set();
     trn_loader_opts o = opts(4, 0, 0, 2, 1);
-    trn_err e;
-    trn_loader *l = trn_loader_open(ds, TRN_SPLIT_TRAIN, &o, &e);
-    assert_non_null(l);
+    trn_loader *l = open_ok(ds, TRN_SPLIT_TRAIN, &o);
     assert_int_equal(trn_loader_epoch_size(l), NIMG);
     float x[4 * SAMPLE], y[4 * 2];
     get_ok(l, 0, x, y);
@@ -117,9 +124,7 @@ void loader_shuffle_is_per_epoch_perm(void **state)
     (void)state;
     trn_dataset *ds = open_set();
     trn_loader_opts o = opts(5, 0, 1, 1, 42);
-    trn_err e;
-    trn_loader *l = trn_loader_open(ds, TRN_SPLIT_TRAIN, &o, &e);
-    assert_non_null(l);
+    trn_loader *l = open_ok(ds, TRN_SPLIT_TRAIN, &o);
     float x[5 * SAMPLE], y[5 * 2];
     int order[3][NIMG];
     for (int ep = 0; ep < 3; ep++) {
@@ -140,8 +145,7 @@ void loader_shuffle_is_per_epoch_perm(void **state)
     trn_loader_close(l);
     /* Another seed, another order. */
     o.seed = 43;
-    l = trn_loader_open(ds, TRN_SPLIT_TRAIN, &o, &e);
-    assert_non_null(l);
+    l = open_ok(ds, TRN_SPLIT_TRAIN, &o);
     int other[NIMG];
     for (int b = 0; b < 2; b++) {
         get_ok(l, (uint64_t)b, x, y);
@@ -159,9 +163,7 @@ void loader_shuffle_is_per_epoch_perm(void **state)
 static void sequential(const trn_dataset *ds, const trn_loader_opts *o, float (*x)[B * SAMPLE],
                        float (*y)[B * 2])
 {
-    trn_err e;
-    trn_loader *l = trn_loader_open(ds, TRN_SPLIT_TRAIN, o, &e);
-    assert_non_null(l);
+    trn_loader *l = open_ok(ds, TRN_SPLIT_TRAIN, o);
     for (int k = 0; k < NB; k++) get_ok(l, (uint64_t)k, x[k], y[k]);
     trn_loader_close(l);
 }
@@ -177,9 +179,7 @@ void loader_resume_equivalence(void **state)
      * order, gives the same bytes. */
     const int asks[] = {4, 5, 6, 1, 2, 0, 6};
     float x[B * SAMPLE], y[B * 2];
-    trn_err e;
-    trn_loader *l = trn_loader_open(ds, TRN_SPLIT_TRAIN, &o, &e);
-    assert_non_null(l);
+    trn_loader *l = open_ok(ds, TRN_SPLIT_TRAIN, &o);
     for (size_t i = 0; i < sizeof asks / sizeof asks[0]; i++) {
         get_ok(l, (uint64_t)asks[i], x, y);
         assert_memory_equal(x, xs[asks[i]], sizeof x);
@@ -235,8 +235,7 @@ void loader_errors(void **state)
     trn_err e;
     trn_loader_opts o = opts(2, 0, 0, 2, 1);
     /* The broken list: images 0, 1, 2, bad, 4, 5; batch 1 holds the bad one. */
-    trn_loader *l = trn_loader_open(ds, TRN_SPLIT_VALID, &o, &e);
-    assert_non_null(l);
+    trn_loader *l = open_ok(ds, TRN_SPLIT_VALID, &o);
     float x[2 * SAMPLE], y[2 * 2];
     assert_int_equal(trn_loader_get(l, 1, x, y, &e), -1);
     assert_err_has(e, "0003_bad_odd.png");
@@ -247,8 +246,7 @@ void loader_errors(void **state)
     assert_int_equal(which(x + SAMPLE), 1);
     trn_loader_close(l);
     /* Closing with a batch still being prepared. */
-    l = trn_loader_open(ds, TRN_SPLIT_TRAIN, &o, &e);
-    assert_non_null(l);
+    l = open_ok(ds, TRN_SPLIT_TRAIN, &o);
     trn_loader_close(l);
     trn_loader_close(NULL);
     /* Absent split, bad options. */
