@@ -1,0 +1,79 @@
+/* json.c: loading JSON files with located errors, and deterministic output
+ * (keys sorted bytewise in every object, cJSON's tab layout, final newline). */
+#include "cat.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+cJSON *cat_json_load(const char *path, size_t max, trn_err *err)
+{
+    char *text;
+    size_t len;
+    if (trn_read_file(path, max, &text, &len, err) != 0) return NULL;
+    const char *end = NULL;
+    cJSON *j = cJSON_ParseWithLengthOpts(text, len, &end, 0);
+    if (!j) {
+        size_t off = end && end >= text && end <= text + len ? (size_t)(end - text) : 0;
+        int line = 1, col = 1;
+        for (size_t i = 0; i < off; i++) {
+            if (text[i] == '\n') line++, col = 1;
+            else col++;
+        }
+        trn_errf(err, "%s:%d:%d: JSON syntax error (byte offset %zu)", path, line, col, off);
+    }
+    free(text);
+    return j;
+}
+
+static int key_before(const cJSON *x, const cJSON *y)
+{
+    return strcmp(x->string ? x->string : "", y->string ? y->string : "") < 0;
+}
+
+void cat_json_sort(cJSON *item)
+{
+    if (!item) return;
+    for (cJSON *c = item->child; c; c = c->next) cat_json_sort(c);
+    if (!cJSON_IsObject(item) || !item->child) return;
+    size_t n = 0;
+    for (cJSON *c = item->child; c; c = c->next) n++;
+    cJSON **a = malloc(n * sizeof *a);
+    if (!a) return; /* out of memory: leave the order as it is */
+    n = 0;
+    for (cJSON *c = item->child; c; c = c->next) a[n++] = c;
+    for (size_t i = 1; i < n; i++) { /* insertion sort: stable for repeated keys */
+        cJSON *x = a[i];
+        size_t k = i;
+        for (; k > 0 && key_before(x, a[k - 1]); k--) a[k] = a[k - 1];
+        a[k] = x;
+    }
+    for (size_t i = 0; i < n; i++) {
+        a[i]->next = i + 1 < n ? a[i + 1] : NULL;
+        a[i]->prev = i ? a[i - 1] : a[n - 1]; /* cJSON: the head's prev is the tail */
+    }
+    item->child = a[0];
+    free(a);
+}
+
+char *cat_json_print(cJSON *item)
+{
+    cat_json_sort(item);
+    char *s = cJSON_Print(item);
+    if (!s) return NULL;
+    size_t n = strlen(s);
+    char *out = realloc(s, n + 2);
+    if (!out) {
+        free(s);
+        return NULL;
+    }
+    out[n] = '\n';
+    out[n + 1] = '\0';
+    return out;
+}
+
+const struct cat_embedded *cat_embedded_find(const char *name)
+{
+    for (size_t i = 0; i < cat_embedded_count; i++)
+        if (strcmp(cat_embedded_files[i].name, name) == 0) return &cat_embedded_files[i];
+    return NULL;
+}
