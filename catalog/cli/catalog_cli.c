@@ -376,7 +376,8 @@ static int cmd_report(int argc, char **argv)
     static const char help[] =
         "Usage: catalog report ARCHIVE [-o BASE]\n"
         "Writes BASE.report.md and the Pareto plots BASE.pareto-macs.svg and\n"
-        "BASE.pareto-bytes.svg (top-1 against MACs and against weight bytes) from the\n"
+        "BASE.pareto-bytes.svg (top-1 against MACs and against weight bytes) of the task\n"
+        "with the most variants (BASE.TASK.pareto-*.svg for other tasks) from the\n"
         "archive's manifest. BASE defaults to ARCHIVE without .tar.zst (beside it).\n";
     static const struct option lo[] = {{"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     const char *base = NULL;
@@ -401,7 +402,7 @@ static int cmd_report(int argc, char **argv)
     int rc = cat_report(m, base, &err);
     cJSON_Delete(m);
     if (rc != 0) return fail(&err);
-    printf("report: %s.report.md, %s*.pareto-macs.svg, %s*.pareto-bytes.svg\n", base, base, base);
+    printf("report: %s.report.md, %s.pareto-macs.svg, %s.pareto-bytes.svg\n", base, base, base);
     return 0;
 }
 

@@ -224,8 +224,9 @@ int cat_pack(const char *archive, const char *manifest_text, const struct cat_pa
 /* ---- report (catalog/src/report.c) -------------------------------------------- */
 
 /* Writes <base>.report.md and the Pareto plots <base>.pareto-macs.svg and
- * <base>.pareto-bytes.svg (top-1 against MACs and against weight bytes)
- * for the manifest; base is a path without extension. */
+ * <base>.pareto-bytes.svg (top-1 against MACs and against weight bytes) of
+ * the task with the most variants, <base>.<task>.pareto-*.svg of the other
+ * tasks, for the manifest; base is a path without extension. */
 int cat_report(const cJSON *manifest, const char *base, trn_err *err);
 
 /* SVG text of a Pareto plot of the manifest's variants (and winnowed ones,

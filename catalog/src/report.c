@@ -293,11 +293,13 @@ int cat_report(const cJSON *m, const char *base, trn_err *err)
               cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(build, "seed")) ? "given" : "unknown",
               num(build, "source_date_epoch"), cJSON_GetArraySize(variants),
               cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(m, "winnowed")));
-    int ntasks = 0, rc = 0;
+    /* the task with the most variants gets the plain plot names */
+    int rc = 0, most = 0;
+    const char *main_task = "";
     cJSON_ArrayForEach(t, tasks) {
-        int any = 0;
-        cJSON_ArrayForEach(v, variants) any |= !strcmp(sget(v, "task"), t->string);
-        ntasks += any;
+        int count = 0;
+        cJSON_ArrayForEach(v, variants) count += !strcmp(sget(v, "task"), t->string);
+        if (count > most) most = count, main_task = t->string;
     }
     cJSON_ArrayForEach(t, tasks) {
         double lo = INFINITY, hi = 0, best = -1, best_macs = 0;
@@ -315,7 +317,8 @@ int cat_report(const cJSON *m, const char *base, trn_err *err)
         static const char *const axes[] = {"macs", "weight_bytes"};
         for (int a = 0; a < 2 && rc == 0; a++) {
             char path[4096], file[512];
-            snprintf(file, sizeof file, "%s%s%s.pareto-%s.svg", name, ntasks > 1 ? "." : "", ntasks > 1 ? t->string : "",
+            int plain = !strcmp(t->string, main_task);
+            snprintf(file, sizeof file, "%s%s%s.pareto-%s.svg", name, plain ? "" : ".", plain ? "" : t->string,
                      a ? "bytes" : "macs");
             snprintf(path, sizeof path, "%.*s%s", (int)(name - base), base, file);
             char *svg = cat_pareto_svg(m, t->string, axes[a], err);

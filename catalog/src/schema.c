@@ -436,6 +436,32 @@ static int annotation(const char *k)
     return 0;
 }
 
+/* Whether a keyword's value has the JSON type the keyword needs, checked
+ * whatever the instance is, so a broken schema fails every time. */
+static int shape_ok(const cJSON *kw)
+{
+    static const struct {
+        const char *name;
+        const char *types; /* n number, s string, a array, o object, b boolean */
+    } shapes[] = {
+        {"type", "sa"},          {"enum", "a"},      {"required", "a"},      {"properties", "o"},
+        {"additionalProperties", "ob"}, {"propertyNames", "ob"}, {"minProperties", "n"}, {"maxProperties", "n"},
+        {"items", "ob"},         {"minItems", "n"},  {"maxItems", "n"},      {"uniqueItems", "b"},
+        {"minimum", "n"},        {"maximum", "n"},   {"exclusiveMinimum", "n"}, {"exclusiveMaximum", "n"},
+        {"minLength", "n"},      {"maxLength", "n"}, {"pattern", "s"},       {"$ref", "s"},
+        {"allOf", "a"},          {"anyOf", "a"},     {"oneOf", "a"},         {"not", "ob"},
+        {"if", "ob"},            {"then", "ob"},     {"else", "ob"},
+    };
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        if (strcmp(kw->string, shapes[i].name) != 0) continue;
+        const char *t = shapes[i].types;
+        return (strchr(t, 'n') && cJSON_IsNumber(kw)) || (strchr(t, 's') && cJSON_IsString(kw)) ||
+               (strchr(t, 'a') && cJSON_IsArray(kw)) || (strchr(t, 'o') && cJSON_IsObject(kw)) ||
+               (strchr(t, 'b') && cJSON_IsBool(kw));
+    }
+    return 1;
+}
+
 static int applies_to(const char *k, const char *const *list, size_t n)
 {
     for (size_t i = 0; i < n; i++)
@@ -470,6 +496,10 @@ static void check(struct ctx *c, const struct doc *d, const cJSON *schema, const
     cJSON_ArrayForEach(kw, schema) {
         const char *k = kw->string;
         char got[160], allowed[200];
+        if (!shape_ok(kw)) {
+            broken(c, "the value of '%s' has the wrong JSON type", k);
+            break;
+        }
         if (annotation(k)) continue;
         if (applies_to(k, obj_kw, 6)) {
             if (cJSON_IsObject(inst) && !did_obj++) check_object(c, d, schema, inst);

@@ -73,6 +73,14 @@ static int split_lines(char *text, size_t len, char **lines, size_t *lens, int m
  * characters and non-zero padding bits, so one spelling per blob). */
 static int b64_exact(const char *s, size_t len, uint8_t *out, size_t want)
 {
+    /* libsodium's decoder reads a char with bit 7 set as the same char
+     * without it; refuse such bytes first so every byte counts */
+    for (size_t i = 0; i < len; i++) {
+        char c = s[i];
+        if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '+' || c == '/' ||
+              c == '='))
+            return -1;
+    }
     size_t got = 0;
     const char *end = NULL;
     if (sodium_base642bin(out, want, s, len, NULL, &got, &end, sodium_base64_VARIANT_ORIGINAL) != 0)
