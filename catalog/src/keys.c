@@ -35,6 +35,7 @@
 #define SK_SECRET_LEN 104
 #define KDF_MEM_MAX (2ull << 30)
 #define DEV_MARK "DEVELOPMENT"
+#define PASS_LINE_MAX 1024
 
 struct cat_seckey {
     uint8_t keynum[RTL_KEYNUM_BYTES];
@@ -241,15 +242,20 @@ int cat_passphrase(const char *file, const char *env, char *out, size_t size, tr
         strcpy(out, v);
         return 0;
     }
-    char *text;
-    size_t len;
-    if (trn_read_file(file, size, &text, &len, err) != 0) return -1;
-    text[strcspn(text, "\r\n")] = '\0';
+    /* fopen, not a whole-file read: a pipe (--passphrase-file <(...)) works */
+    FILE *f = trn_fopen(file, "r", err);
+    if (!f) return -1;
+    char line[PASS_LINE_MAX];
     int rc = 0;
-    if (!text[0]) rc = trn_errf(err, "%s: the first line (the passphrase) is empty", file);
-    else snprintf(out, size, "%s", text);
-    sodium_memzero(text, len);
-    free(text);
+    if (!fgets(line, sizeof line, f)) rc = trn_errf(err, "%s: empty, no passphrase on its first line", file);
+    fclose(f);
+    if (rc == 0) {
+        line[strcspn(line, "\r\n")] = '\0';
+        if (!line[0]) rc = trn_errf(err, "%s: the first line (the passphrase) is empty", file);
+        else if (strlen(line) >= size) rc = trn_errf(err, "%s: the passphrase is too long", file);
+        else strcpy(out, line);
+    }
+    sodium_memzero(line, sizeof line);
     return rc;
 }
 

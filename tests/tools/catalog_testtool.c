@@ -12,10 +12,20 @@
  *     c:NAME  b:NAME        character / block device
  *     p:NAME                fifo
  *   tar-raw OUT ENTRY...    the same without compression
+ *   flip FILE OFFSET [MASK] XORs the byte at OFFSET with MASK (default 1), in
+ *                           place; running it twice restores the file
+ *   flip-each FILE MASK OFFSETS -- CMD...
+ *                           for each offset of the comma list OFFSETS (or
+ *                           "all"): flip it, run CMD (output discarded),
+ *                           flip it back; prints "survived OFFSET" for each
+ *                           change CMD still accepted (exit 0), then a count
  */
 #include <archive.h>
 #include <archive_entry.h>
 #include <stdint.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,11 +116,71 @@ static int tar(const char *out, int zstd, int n, char **specs)
     return 0;
 }
 
+static int flip(const char *path, long off, int mask)
+{
+    FILE *f = fopen(path, "r+b");
+    int c = f && fseek(f, off, SEEK_SET) == 0 ? fgetc(f) : EOF;
+    if (c == EOF || fseek(f, off, SEEK_SET) != 0 || fputc(c ^ mask, f) == EOF || fclose(f) != 0) {
+        fprintf(stderr, "cannot flip byte %ld of %s\n", off, path);
+        return 1;
+    }
+    return 0;
+}
+
+static int run_quiet(char **cmd)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        int null = open("/dev/null", O_WRONLY);
+        dup2(null, 1);
+        dup2(null, 2);
+        execvp(cmd[0], cmd);
+        _exit(127);
+    }
+    int st;
+    if (pid < 0 || waitpid(pid, &st, 0) < 0) return -1;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static int flip_each(const char *path, int mask, const char *offsets, char **cmd)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return 1;
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    fclose(f);
+    long tried = 0, survived = 0, crashed = 0;
+    const char *p = offsets;
+    for (long i = 0;; i++) {
+        long off;
+        if (!strcmp(offsets, "all")) {
+            if (i >= size) break;
+            off = i;
+        } else {
+            if (!*p) break;
+            off = strtol(p, (char **)&p, 10);
+            if (*p == ',') p++;
+        }
+        if (flip(path, off, mask)) return 1;
+        int rc = run_quiet(cmd);
+        if (flip(path, off, mask)) return 1;
+        tried++;
+        if (rc == 0) printf("survived %ld\n", off), survived++;
+        if (rc >= 128) printf("crashed %ld (status %d)\n", off, rc), crashed++;
+    }
+    printf("tried %ld survived %ld crashed %ld\n", tried, survived, crashed);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc >= 7 && !strcmp(argv[1], "flip-each") && !strcmp(argv[5], "--"))
+        return flip_each(argv[2], (int)strtol(argv[3], NULL, 0), argv[4], argv + 6);
+    if ((argc == 4 || argc == 5) && !strcmp(argv[1], "flip"))
+        return flip(argv[2], strtol(argv[3], NULL, 10), argc == 5 ? (int)strtol(argv[4], NULL, 0) : 1);
     if (argc == 4 && !strcmp(argv[1], "bytes")) return bytes(strtoull(argv[2], NULL, 10), strtoll(argv[3], NULL, 10));
     if (argc >= 3 && !strcmp(argv[1], "tar")) return tar(argv[2], 1, argc - 3, argv + 3);
     if (argc >= 3 && !strcmp(argv[1], "tar-raw")) return tar(argv[2], 0, argc - 3, argv + 3);
-    fprintf(stderr, "usage: catalog_testtool bytes SEED N | tar OUT ENTRY... | tar-raw OUT ENTRY...\n");
+    fprintf(stderr, "usage: catalog_testtool bytes SEED N | tar OUT ENTRY... | tar-raw OUT ENTRY... | flip FILE OFFSET [MASK]\n");
     return 2;
 }
