@@ -241,7 +241,7 @@ static cJSON *archive_manifest(const char *archive, trn_err *err)
         trn_errf(err, "%s", re.msg);
         return NULL;
     }
-    cJSON *m = cJSON_ParseWithLength(json, len);
+    cJSON *m = cat_json_parse(json, len, NULL);
     free(json);
     if (!m) trn_errf(err, "%s: manifest.json is not valid JSON", archive);
     return m;

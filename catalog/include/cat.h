@@ -91,7 +91,10 @@ int cat_verify(const char *archive, const char *sig_path, const rtl_pubkey *keys
 
 /* ---- JSON helpers (catalog/src/json.c) ------------------------------------- */
 
-/* Parses a JSON file; errors name the file and the byte offset. */
+/* Parses JSON text of len bytes; anything but white space after the value
+ * is an error. On error *error_offset (may be NULL) gets where it is. */
+cJSON *cat_json_parse(const char *text, size_t len, size_t *error_offset);
+/* Parses a JSON file; errors name the file, line, column and byte offset. */
 cJSON *cat_json_load(const char *path, size_t max, trn_err *err);
 /* Sorts the keys of every object in the tree (bytewise), so printing gives
  * the same bytes for the same content. */

@@ -5,15 +5,28 @@
 #include <stdlib.h>
 #include <string.h>
 
+cJSON *cat_json_parse(const char *text, size_t len, size_t *error_offset)
+{
+    const char *end = NULL;
+    cJSON *j = cJSON_ParseWithLengthOpts(text, len, &end, 0);
+    if (j) { /* nothing but white space may follow the value */
+        const char *p = end;
+        while (p < text + len && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')) p++;
+        if (p == text + len) return j;
+        cJSON_Delete(j);
+        end = p;
+    }
+    if (error_offset) *error_offset = end && end >= text && end <= text + len ? (size_t)(end - text) : 0;
+    return NULL;
+}
+
 cJSON *cat_json_load(const char *path, size_t max, trn_err *err)
 {
     char *text;
-    size_t len;
+    size_t len, off = 0;
     if (trn_read_file(path, max, &text, &len, err) != 0) return NULL;
-    const char *end = NULL;
-    cJSON *j = cJSON_ParseWithLengthOpts(text, len, &end, 0);
+    cJSON *j = cat_json_parse(text, len, &off);
     if (!j) {
-        size_t off = end && end >= text && end <= text + len ? (size_t)(end - text) : 0;
         int line = 1, col = 1;
         for (size_t i = 0; i < off; i++) {
             if (text[i] == '\n') line++, col = 1;

@@ -77,11 +77,9 @@ void cat_schema_free(cat_schema *s)
 
 int cat_schema_add(cat_schema *s, const char *name, const char *text, size_t len, trn_err *err)
 {
-    const char *end = NULL;
-    cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, 0);
-    if (!root)
-        return trn_errf(err, "schema %s: JSON syntax error at byte offset %zu", name,
-                        end && end >= text ? (size_t)(end - text) : 0);
+    size_t off = 0;
+    cJSON *root = cat_json_parse(text, len, &off);
+    if (!root) return trn_errf(err, "schema %s: JSON syntax error at byte offset %zu", name, off);
     struct doc *grown = realloc(s->docs, (s->ndocs + 1) * sizeof *grown);
     if (!grown || !(grown[s->ndocs].name = strdup(name))) {
         if (grown) s->docs = grown;

@@ -17,7 +17,7 @@ int cat_archive_info(const char *archive, rtl_sig_info *info, trn_err *err)
     size_t len;
     if (rtl_archive_manifest(archive, &json, &len, &re) != 0) return trn_errf(err, "%s", re.msg);
     crypto_hash_sha256(info->manifest_sha256, (const unsigned char *)json, len);
-    cJSON *m = cJSON_ParseWithLength(json, len);
+    cJSON *m = cat_json_parse(json, len, NULL);
     free(json);
     const cJSON *id = cJSON_GetObjectItemCaseSensitive(m, "catalog");
     const cJSON *model = cJSON_GetObjectItemCaseSensitive(m, "model");

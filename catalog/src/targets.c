@@ -56,7 +56,7 @@ cJSON *cat_targets_load(const char *dir, trn_err *err)
         for (size_t i = 0; i < cat_embedded_count; i++) {
             const struct cat_embedded *e = &cat_embedded_files[i];
             if (strncmp(e->name, "targets/", 8) != 0) continue;
-            cJSON *p = cJSON_ParseWithLength(e->data, e->len);
+            cJSON *p = cat_json_parse(e->data, e->len, NULL);
             if (!p || add_target(all, e->name, p, err) != 0) {
                 if (!p) trn_errf(err, "built-in %s is not valid JSON", e->name);
                 cJSON_Delete(all);

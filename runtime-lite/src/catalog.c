@@ -237,11 +237,13 @@ rtl_catalog *rtl_catalog_parse(const char *json, size_t len, const char *dir, rt
     }
     cat->lock_fd = -1;
     cat->dir = strdup(dir ? dir : "");
-    cat->root = cJSON_ParseWithLength(json, len);
-    if (!cat->dir || !cat->root) {
-        const char *at = cJSON_GetErrorPtr();
+    const char *end = NULL;
+    cat->root = cJSON_ParseWithLengthOpts(json, len, &end, 0);
+    while (cat->root && end < json + len && (*end == ' ' || *end == '\t' || *end == '\n' || *end == '\r')) end++;
+    if (!cat->dir || !cat->root || end != json + len) {
         if (!cat->dir) rtl_errf(err, "manifest: out of memory");
-        else if (at && at >= json && at <= json + len) rtl_errf(err, "manifest: JSON syntax error at byte offset %zu", (size_t)(at - json));
+        else if (end && end >= json && end <= json + len)
+            rtl_errf(err, "manifest: JSON syntax error at byte offset %zu", (size_t)(end - json));
         else rtl_errf(err, "manifest: not valid JSON");
         rtl_catalog_close(cat);
         return NULL;

@@ -322,6 +322,10 @@ static void manifest_checks(void **state)
     assert_non_null(strstr(e.msg, "also the folder"));
     assert_null(rtl_catalog_parse("{\"schema\":1,", 12, NULL, &e));
     assert_non_null(strstr(e.msg, "byte offset"));
+    char trailing[2100];
+    snprintf(trailing, sizeof trailing, "%s {", good);
+    assert_null(rtl_catalog_parse(trailing, strlen(trailing), NULL, &e));
+    assert_non_null(strstr(e.msg, "byte offset"));
 }
 
 int main(void)
