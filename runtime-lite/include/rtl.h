@@ -215,8 +215,9 @@ RTL_API int rtl_install(rtl_store *store, const char *archive, const char *sig,
                         const rtl_install_options *options, rtl_installed *out,
                         rtl_err *err) RTL_MUST_CHECK;
 
-/* Makes the previous copy of catalog `id` current again (and the current one
- * previous), atomically. */
+/* Verifies the previous copy of catalog `id`, then makes it current again
+ * (and the current one previous), atomically; then removes what STATE no
+ * longer names (leftovers of interrupted installs). */
 RTL_API int rtl_rollback(rtl_store *store, const char *id, rtl_installed *out,
                          rtl_err *err) RTL_MUST_CHECK;
 

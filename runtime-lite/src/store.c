@@ -670,8 +670,9 @@ int rtl_rollback(rtl_store *s, const char *id, rtl_installed *out, rtl_err *err)
     snprintf(next.previous, sizeof next.previous, "%s", st.current);
     if (rtl_state_write(fd, &next, err) != 0) goto out;
     RTL_CRASH_POINT("rollback-switched");
+    rtl_log(s, RTL_LOG_INFO, "catalog %s: rolled back from %s to %s", id, st.current, st.previous);
+    rtl_gc(s, fd, id);
     rc = out ? rtl_describe(s, fd, id, &next, out, err) : 0;
-    if (rc == 0) rtl_log(s, RTL_LOG_INFO, "catalog %s: rolled back from %s to %s", id, st.current, st.previous);
 out:
     if (fd >= 0) close(fd);
     rtl_store_unlock(s);
