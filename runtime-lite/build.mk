@@ -50,3 +50,6 @@ TEST_DEPS += $(TESTD)/rtl-crash
 
 $(call objs,$(wildcard tests/unit/rtl_*/*.c)): CFLAGS += $(RTL_CFLAGS)
 $(foreach a,$(notdir $(wildcard tests/unit/rtl_*)),$(eval $(call unit_test,$(a),$(RTL_LIB),$(RTL_LDLIBS))))
+
+# make bench: install throughput against plain tar -xf of the same archive.
+BENCHES += bash tests/bench/rtl_install.sh

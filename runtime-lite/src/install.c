@@ -17,7 +17,8 @@
  *     O_NOFOLLOW below the staging folder only, fsynced, and made read-only.
  *     At the end the second hash must equal the verified one (the file did
  *     not change in between), and every manifest file must have been seen.
- *  4. fsync the staging tree, rename it to v<N>.<k>, fsync the catalog
+ *  4. fsync every file and folder of the staging tree, rename it to
+ *     v<N>.<k>, fsync the catalog
  *     folder; then replace STATE (temporary file, fsync, rename, fsync), the
  *     one atomic switch: before it the old copy is current, after it the new
  *     one, and both are complete on disk at every moment.
@@ -155,10 +156,24 @@ static int create_file(struct job *j, const char *path, rtl_err *err)
     return fd;
 }
 
+/* Closes a written file after starting its write-back; sync_tree fsyncs it
+ * later, once every file is written, so the disk works while the next files
+ * are hashed instead of the install waiting on each file in turn. */
 static int finish_file(int fd, const char *path, rtl_err *err)
 {
-    int rc = fsync(fd) == 0 ? 0 : rtl_errf(err, "cannot fsync %s: %s", path, strerror(errno));
-    if (close(fd) != 0 && rc == 0) rc = rtl_errf(err, "cannot write %s: %s", path, strerror(errno));
+#ifdef SYNC_FILE_RANGE_WRITE
+    sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE); /* a hint: its failure changes nothing */
+#endif
+    if (close(fd) != 0) return rtl_errf(err, "cannot write %s: %s", path, strerror(errno));
+    return 0;
+}
+
+static int fsync_at(int dirfd, const char *path, int flags, rtl_err *err)
+{
+    int fd = openat(dirfd, path, flags | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) return rtl_errf(err, "cannot open %s in the staging folder: %s", path, strerror(errno));
+    int rc = rtl_fsync_fd(fd, path, err);
+    close(fd);
     return rc;
 }
 
@@ -296,11 +311,15 @@ static int extract_entry(struct job *j, struct archive *a, struct archive_entry 
     return 0;
 }
 
-/* fsyncs every folder of the staging tree, deepest first, then the staging
- * folder itself (by_path is sorted, so a folder's files are adjacent). */
+/* fsyncs every file and folder of the staging tree, then the staging folder
+ * itself (by_path is sorted, so the files of a folder are adjacent). */
 static int sync_tree(struct job *j, rtl_err *err)
 {
+    if (fsync_at(j->stagefd, "manifest.json", O_RDONLY, err) != 0 ||
+        fsync_at(j->stagefd, "catalog.minisig", O_RDONLY, err) != 0)
+        return -1;
     for (size_t i = j->cat->nfiles; i-- > 0;) {
+        if (fsync_at(j->stagefd, j->cat->by_path[i]->path, O_RDONLY, err) != 0) return -1;
         char dir[RTL_PATH_MAX + 1];
         snprintf(dir, sizeof dir, "%s", j->cat->by_path[i]->path);
         for (char *slash; (slash = strrchr(dir, '/'));) {
@@ -309,11 +328,7 @@ static int sync_tree(struct job *j, rtl_err *err)
             if (i > 0 && strncmp(j->cat->by_path[i - 1]->path, dir, strlen(dir)) == 0 &&
                 j->cat->by_path[i - 1]->path[strlen(dir)] == '/')
                 break;
-            int fd = openat(j->stagefd, dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-            if (fd < 0) return rtl_errf(err, "cannot open %s in the staging folder: %s", dir, strerror(errno));
-            int rc = rtl_fsync_fd(fd, dir, err);
-            close(fd);
-            if (rc != 0) return -1;
+            if (fsync_at(j->stagefd, dir, O_RDONLY | O_DIRECTORY, err) != 0) return -1;
         }
     }
     return rtl_fsync_fd(j->stagefd, "the staging folder", err);
