@@ -174,7 +174,7 @@ static void check_files(struct vctx *v, const cJSON *variants, const char *root)
         }
         vi++;
     }
-    qsort(paths, n, sizeof *paths, cmp_paths);
+    if (n) qsort(paths, n, sizeof *paths, cmp_paths);
     for (size_t i = 1; i < n; i++) {
         size_t la = strlen(paths[i - 1]);
         if (!strcmp(paths[i - 1], paths[i])) problem(v, "/variants", "file '%s' is listed twice", paths[i]);

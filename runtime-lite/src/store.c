@@ -203,8 +203,9 @@ int rtl_state_read(int dirfd, struct rtl_state *st, rtl_err *err)
     for (char *save = NULL, *l = strtok_r(buf, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
         line++;
         if (l[0] == '#') continue;
-        char key[16], name[RTL_COPY_NAME_MAX + 1];
-        if (sscanf(l, "%15s %48s", key, name) != 2 || !copy_name_ok(name))
+        char key[16], name[RTL_COPY_NAME_MAX];
+        _Static_assert(RTL_COPY_NAME_MAX == 48, "the sscanf width below is RTL_COPY_NAME_MAX - 1");
+        if (sscanf(l, "%15s %47s", key, name) != 2 || !copy_name_ok(name))
             return rtl_errf(err, "STATE line %d is damaged: '%.80s'", line, l);
         if (strcmp(key, "current") == 0) snprintf(st->current, sizeof st->current, "%s", name);
         else if (strcmp(key, "previous") == 0) snprintf(st->previous, sizeof st->previous, "%s", name);
@@ -280,7 +281,7 @@ static int list_dir(int dirfd, const char *path, char ***names, size_t *n, rtl_e
         *n = 0;
         return rtl_errf(err, "out of memory listing %s", path);
     }
-    qsort(*names, *n, sizeof **names, cmp_str);
+    if (*n) qsort(*names, *n, sizeof **names, cmp_str);
     return 0;
 }
 

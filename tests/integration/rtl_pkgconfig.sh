@@ -22,6 +22,7 @@ san=${SAN:+-fsanitize=$SAN}
 cat >tiny.c <<'EOF'
 #include <rtl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 int main(int argc, char **argv)
 {
@@ -35,6 +36,7 @@ int main(int argc, char **argv)
     rtl_pubkey pk;
     int bad = rtl_pubkey_parse("RWQ=", 4, &pk, &err) == 0; /* must be refused */
     printf("rtl %s: %zu catalogs, bad key refused: %s\n", RTL_VERSION, n, bad ? "no" : "yes");
+    free(list);
     rtl_store_close(s);
     return bad;
 }
