@@ -301,14 +301,12 @@ static int cmd_validate(int argc, char **argv)
 
 static double jnum(const cJSON *o, const char *k)
 {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-    return cJSON_IsNumber(v) ? v->valuedouble : -1;
+    return cat_json_num(o, k, -1);
 }
 
 static const char *jstr(const cJSON *o, const char *k)
 {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-    return cJSON_IsString(v) ? v->valuestring : "-";
+    return cat_json_str(o, k, "-");
 }
 
 static int cmd_inspect(int argc, char **argv)

@@ -17,6 +17,7 @@
 #ifndef CAT_H
 #define CAT_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -102,6 +103,10 @@ void cat_json_sort(cJSON *item);
 /* Prints with sorted keys and tabs (cJSON's format) plus a final newline;
  * the caller frees. */
 char *cat_json_print(cJSON *item);
+/* The number / string at key k of object o (o may be NULL), or dflt when it
+ * is absent or of another type. */
+double cat_json_num(const cJSON *o, const char *k, double dflt);
+const char *cat_json_str(const cJSON *o, const char *k, const char *dflt);
 
 /* ---- JSON Schema (catalog/src/schema.c) --------------------------------------
  * The subset of JSON Schema 2020-12 that catalog/manifest.schema.json and
@@ -117,6 +122,12 @@ typedef struct cat_schema cat_schema;
 
 /* Receives one violation: the JSON pointer of the offending value and why. */
 typedef void (*cat_report_fn)(void *user, const char *pointer, const char *msg);
+
+/* Formats a message and passes it to report (when not NULL) with the
+ * pointer ptr, counting it in *count (when not NULL). */
+void cat_vreportf(cat_report_fn report, void *user, int *count, const char *ptr, const char *fmt, va_list ap);
+void cat_reportf(cat_report_fn report, void *user, int *count, const char *ptr, const char *fmt, ...)
+    TRN_PRINTF(5, 6);
 
 /* A registry of schema documents, empty. */
 cat_schema *cat_schema_new(void);

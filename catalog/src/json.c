@@ -2,6 +2,7 @@
  * (keys sorted bytewise in every object, cJSON's tab layout, final newline). */
 #include "cat.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -89,4 +90,33 @@ const struct cat_embedded *cat_embedded_find(const char *name)
     for (size_t i = 0; i < cat_embedded_count; i++)
         if (strcmp(cat_embedded_files[i].name, name) == 0) return &cat_embedded_files[i];
     return NULL;
+}
+
+double cat_json_num(const cJSON *o, const char *k, double dflt)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    return cJSON_IsNumber(v) ? v->valuedouble : dflt;
+}
+
+const char *cat_json_str(const cJSON *o, const char *k, const char *dflt)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    return cJSON_IsString(v) ? v->valuestring : dflt;
+}
+
+void cat_vreportf(cat_report_fn report, void *user, int *count, const char *ptr, const char *fmt, va_list ap)
+{
+    if (count) (*count)++;
+    if (!report) return;
+    char msg[1200];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    report(user, ptr, msg);
+}
+
+void cat_reportf(cat_report_fn report, void *user, int *count, const char *ptr, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    cat_vreportf(report, user, count, ptr, fmt, ap);
+    va_end(ap);
 }

@@ -42,12 +42,10 @@ static void prefixed_report(void *u, const char *ptr, const char *msg)
 static void say(struct prefixed *p, const char *ptr, const char *fmt, ...) TRN_PRINTF(3, 4);
 static void say(struct prefixed *p, const char *ptr, const char *fmt, ...)
 {
-    char msg[1200];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    cat_vreportf(prefixed_report, p, NULL, ptr, fmt, ap);
     va_end(ap);
-    prefixed_report(p, ptr, msg);
 }
 
 struct input {

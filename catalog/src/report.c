@@ -93,14 +93,12 @@ struct point {
 
 static double num(const cJSON *o, const char *k)
 {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-    return cJSON_IsNumber(v) ? v->valuedouble : -1;
+    return cat_json_num(o, k, -1);
 }
 
 static const char *sget(const cJSON *o, const char *k)
 {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-    return cJSON_IsString(v) ? v->valuestring : "";
+    return cat_json_str(o, k, "");
 }
 
 static double top1(const cJSON *v, const char *task)

@@ -120,14 +120,10 @@ static const struct doc *find_doc(const cat_schema *s, const char *name, size_t 
 static void violation(struct ctx *c, const char *fmt, ...) TRN_PRINTF(2, 3);
 static void violation(struct ctx *c, const char *fmt, ...)
 {
-    c->count++;
-    if (!c->report) return;
-    char msg[512];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    cat_vreportf(c->report, c->user, &c->count, c->plen ? c->ptr : "/", fmt, ap);
     va_end(ap);
-    c->report(c->user, c->plen ? c->ptr : "/", msg);
 }
 
 static void broken(struct ctx *c, const char *fmt, ...) TRN_PRINTF(2, 3);

@@ -20,20 +20,15 @@ struct vctx {
 static void problem(struct vctx *v, const char *ptr, const char *fmt, ...) TRN_PRINTF(3, 4);
 static void problem(struct vctx *v, const char *ptr, const char *fmt, ...)
 {
-    v->count++;
-    if (!v->report) return;
-    char msg[600];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    cat_vreportf(v->report, v->user, &v->count, ptr, fmt, ap);
     va_end(ap);
-    v->report(v->user, ptr, msg);
 }
 
 static const char *str(const cJSON *o, const char *k)
 {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-    return cJSON_IsString(v) ? v->valuestring : NULL;
+    return cat_json_str(o, k, NULL);
 }
 
 static const cJSON *find_id(const cJSON *arr, const char *id)

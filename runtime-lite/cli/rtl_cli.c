@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,9 +56,10 @@ static int fail(const rtl_err *err)
     return 1;
 }
 
-/* Parses a command's own options; returns -1 after printing help (rc 0) or
- * a usage error (rc 2). */
-static int sub_opts(int argc, char **argv, const char *help, int *allow_downgrade, int *rc)
+/* Parses a command's own options and checks that it got between lo and hi
+ * arguments. Returns the index of the first argument, or -1 after printing
+ * help (*rc 0) or a usage error (*rc 2). */
+static int sub_opts(int argc, char **argv, const char *help, int *allow_downgrade, int lo, int hi, int *rc)
 {
     static const struct option opts[] = {
         {"help", no_argument, 0, 'h'}, {"allow-downgrade", no_argument, 0, 'D'}, {0, 0, 0, 0}};
@@ -73,6 +75,11 @@ static int sub_opts(int argc, char **argv, const char *help, int *allow_downgrad
             *allow_downgrade = 1;
             continue;
         }
+        fprintf(stderr, "%s", help);
+        *rc = 2;
+        return -1;
+    }
+    if (argc - optind < lo || argc - optind > hi) {
         fprintf(stderr, "%s", help);
         *rc = 2;
         return -1;
@@ -95,12 +102,8 @@ static int cmd_install(rtl_store *s, int argc, char **argv)
                        "newer than the installed one (unless --allow-downgrade), then installs it\n"
                        "atomically. The copy that was current is kept for `rtl rollback`.\n";
     int allow = 0, rc;
-    int i = sub_opts(argc, argv, help, &allow, &rc);
+    int i = sub_opts(argc, argv, help, &allow, 1, 2, &rc);
     if (i < 0) return rc;
-    if (argc - i < 1 || argc - i > 2) {
-        fprintf(stderr, "%s", help);
-        return 2;
-    }
     char sig[4096];
     if (argc - i == 2) snprintf(sig, sizeof sig, "%s", argv[i + 1]);
     else snprintf(sig, sizeof sig, "%s.minisig", argv[i]);
@@ -114,12 +117,8 @@ static int cmd_install(rtl_store *s, int argc, char **argv)
 
 static int cmd_list(rtl_store *s, int argc, char **argv)
 {
-    int rc, i = sub_opts(argc, argv, "Usage: rtl list\nLists installed catalogs.\n", NULL, &rc);
+    int rc, i = sub_opts(argc, argv, "Usage: rtl list\nLists installed catalogs.\n", NULL, 0, 0, &rc);
     if (i < 0) return rc;
-    if (i != argc) {
-        fprintf(stderr, "Usage: rtl list\n");
-        return 2;
-    }
     rtl_installed *list;
     size_t n;
     rtl_err err;
@@ -160,12 +159,8 @@ static int cmd_inspect(rtl_store *s, int argc, char **argv)
     const char *help = "Usage: rtl inspect ID|ARCHIVE\n"
                        "Prints the variants of installed catalog ID, or of the manifest inside ARCHIVE\n"
                        "(an archive's signature is not checked here: use rtl install for that).\n";
-    int rc, i = sub_opts(argc, argv, help, NULL, &rc);
+    int rc, i = sub_opts(argc, argv, help, NULL, 1, 1, &rc);
     if (i < 0) return rc;
-    if (argc - i != 1) {
-        fprintf(stderr, "%s", help);
-        return 2;
-    }
     rtl_err err;
     rtl_catalog *cat;
     struct stat st;
@@ -189,7 +184,7 @@ static int cmd_verify(rtl_store *s, int argc, char **argv)
     const char *help = "Usage: rtl verify [ID...]\n"
                        "Re-verifies installed catalogs: the stored signature's trusted comment against\n"
                        "the pinned keys, manifest.json against it, every file against the manifest.\n";
-    int rc, i = sub_opts(argc, argv, help, NULL, &rc);
+    int rc, i = sub_opts(argc, argv, help, NULL, 0, INT_MAX, &rc);
     if (i < 0) return rc;
     rtl_err err;
     int status = 0;
@@ -212,12 +207,8 @@ static int cmd_rollback(rtl_store *s, int argc, char **argv)
     const char *help = "Usage: rtl rollback ID\n"
                        "Verifies the previous copy of catalog ID and makes it current again; the\n"
                        "current copy becomes the previous one (so a second rollback undoes the first).\n";
-    int rc, i = sub_opts(argc, argv, help, NULL, &rc);
+    int rc, i = sub_opts(argc, argv, help, NULL, 1, 1, &rc);
     if (i < 0) return rc;
-    if (argc - i != 1) {
-        fprintf(stderr, "%s", help);
-        return 2;
-    }
     rtl_installed in;
     rtl_err err;
     if (rtl_rollback(s, argv[i], &in, &err) != 0) return fail(&err);

@@ -61,25 +61,27 @@ with_kind() { # KIND-SPEC: the good entries plus one more after the manifest
     printf '%s\n' "f:manifest.json=m6.json" "$1" "${files[@]}"
 }
 
+n_kind=0
 craft good m6.json f:manifest.json=m6.json "${files[@]}"
 expect_ok "setup: the crafted version 6 is well formed (inspect)" "$RTL" inspect att/good.tar.zst
 
-mapfile -t e < <(with_kind "f:$evil=x/variants/base/variant.cfg"); craft abs m6.json "${e[@]}"
-attack "an absolute path" "unsafe entry name: '$evil' is an absolute path" att/abs.tar.zst
-mapfile -t e < <(with_kind "f:variants/base/../../../../evil=x/variants/base/variant.cfg"); craft dotdot m6.json "${e[@]}"
-attack "a path with .." "contains '..'" att/dotdot.tar.zst
-mapfile -t e < <(with_kind "l:variants/base/variant.cfg=/etc/passwd"); craft symlink m6.json "${e[@]}"
-attack "a symbolic link (over a manifest file)" "entry 'variants/base/variant.cfg' is a symbolic link to '/etc/passwd'" att/symlink.tar.zst
-mapfile -t e < <(with_kind "h:variants/base/variant.cfg=/etc/passwd"); craft hardlink m6.json "${e[@]}"
-attack "a hard link" "is a hard link to '/etc/passwd'" att/hardlink.tar.zst
-mapfile -t e < <(with_kind "c:variants/base/dev"); craft chardev m6.json "${e[@]}"
-attack "a character device" "is a character device" att/chardev.tar.zst
-mapfile -t e < <(with_kind "b:variants/base/disk"); craft blockdev m6.json "${e[@]}"
-attack "a block device" "is a block device" att/blockdev.tar.zst
-mapfile -t e < <(with_kind "p:variants/base/pipe"); craft fifo m6.json "${e[@]}"
-attack "a fifo" "is a fifo" att/fifo.tar.zst
-mapfile -t e < <(with_kind "d:variants/base"); craft folder m6.json "${e[@]}"
-attack "a folder entry" "is a folder" att/folder.tar.zst
+# one extra entry after the manifest: NAME|ENTRY|PATTERN
+while IFS='|' read -r name entry pat; do
+    [ -n "$name" ] || continue
+    mapfile -t e < <(with_kind "$entry")
+    n_kind=$((n_kind + 1))
+    craft "a$n_kind" m6.json "${e[@]}"
+    attack "$name" "$pat" "att/a$n_kind.tar.zst"
+done <<EOF
+an absolute path|f:$evil=x/variants/base/variant.cfg|unsafe entry name: '$evil' is an absolute path
+a path with ..|f:variants/base/../../../../evil=x/variants/base/variant.cfg|contains '..'
+a symbolic link (over a manifest file)|l:variants/base/variant.cfg=/etc/passwd|entry 'variants/base/variant.cfg' is a symbolic link to '/etc/passwd'
+a hard link|h:variants/base/variant.cfg=/etc/passwd|is a hard link to '/etc/passwd'
+a character device|c:variants/base/dev|is a character device
+a block device|b:variants/base/disk|is a block device
+a fifo|p:variants/base/pipe|is a fifo
+a folder entry|d:variants/base|is a folder
+EOF
 craft dup m6.json f:manifest.json=m6.json "${files[@]}" "f:variants/base/variant.cfg=x/variants/base/variant.cfg"
 attack "a duplicate name" "entry 'variants/base/variant.cfg' appears twice" att/dup.tar.zst
 craft dupmanifest m6.json f:manifest.json=m6.json f:manifest.json=m6.json "${files[@]}"
