@@ -6,7 +6,7 @@
 CAT_SRCS     := $(sort $(wildcard catalog/src/*.c))
 CAT_CLI_SRCS := $(sort $(wildcard catalog/cli/*.c))
 CAT_LIB      := $(LIBD)/libcat.a
-CAT_GEN      := $(O)/gen/catalog/embedded.c
+CAT_GEN      := $(OBJ)/gen/catalog/embedded.c
 CAT_EMBED    := catalog/manifest.schema.json catalog/variant.schema.json $(sort $(wildcard catalog/targets/*.json))
 # (runtime-lite/build.mk is read after this file: name its outputs here)
 CAT_RTL_LIB  := $(LIBD)/librtl.a

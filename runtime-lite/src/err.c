@@ -24,8 +24,15 @@ int rtl_err_prefix(rtl_err *err, const char *fmt, ...)
     va_start(ap, fmt);
     int n = vsnprintf(err->msg, sizeof err->msg, fmt, ap);
     va_end(ap);
-    if (n >= 0 && (size_t)n < sizeof err->msg)
-        snprintf(err->msg + n, sizeof err->msg - (size_t)n, ": %s", old);
+    /* append ": old", cut to fit (no snprintf: the cut is intended) */
+    size_t used = n < 0 ? 0 : (size_t)n < sizeof err->msg ? (size_t)n : sizeof err->msg - 1;
+    size_t room = sizeof err->msg - used;
+    if (room > 3) {
+        size_t k = strnlen(old, room - 3);
+        memcpy(err->msg + used, ": ", 2);
+        memcpy(err->msg + used + 2, old, k);
+        err->msg[used + 2 + k] = '\0';
+    }
     return -1;
 }
 

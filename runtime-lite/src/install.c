@@ -105,10 +105,7 @@ static int check_version(struct job *j, const rtl_install_options *opt, rtl_err 
     if (j->catfd < 0) return -1;
     if (rtl_state_read(j->catfd, &j->state, err) != 0) return rtl_err_prefix(err, "catalog %s", j->info.catalog);
     if (!j->state.current[0]) return 0;
-    rtl_catalog *cur = rtl_copy_open(j->s, j->catfd, j->info.catalog, j->state.current, 0, err);
-    if (!cur) return -1;
-    j->current_version = cur->version;
-    rtl_catalog_close(cur);
+    j->current_version = rtl_copy_version(j->s, j->catfd, j->info.catalog, j->state.current);
     if (j->info.version <= j->current_version && !(opt && opt->allow_downgrade))
         return rtl_errf(err, "%s holds catalog %s version %" PRIu64 ", which is not newer than the installed "
                         "version %" PRIu64 "; refusing a downgrade (an operator may pass --allow-downgrade)",

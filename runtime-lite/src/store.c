@@ -578,6 +578,19 @@ out:
     return rc;
 }
 
+uint64_t rtl_copy_version(rtl_store *s, int dirfd, const char *id, const char *name)
+{
+    rtl_err err;
+    rtl_catalog *cat = rtl_copy_open(s, dirfd, id, name, 0, &err);
+    if (cat) {
+        uint64_t v = cat->version;
+        rtl_catalog_close(cat);
+        return v;
+    }
+    rtl_log(s, RTL_LOG_WARN, "%s; taking its version from its name", err.msg);
+    return strtoull(name + 1, NULL, 10); /* copy_name_ok: "v<N>.<k>" */
+}
+
 int rtl_describe(rtl_store *s, int dirfd, const char *id, const struct rtl_state *st, rtl_installed *out,
                     rtl_err *err)
 {
@@ -590,11 +603,8 @@ int rtl_describe(rtl_store *s, int dirfd, const char *id, const struct rtl_state
     out->version = cat->version;
     rtl_catalog_close(cat);
     if (st->previous[0]) {
-        rtl_catalog *prev = rtl_copy_open(s, dirfd, id, st->previous, 0, err);
-        if (!prev) return -1;
         out->has_previous = 1;
-        out->previous_version = prev->version;
-        rtl_catalog_close(prev);
+        out->previous_version = rtl_copy_version(s, dirfd, id, st->previous);
     }
     char *text = NULL, path[RTL_COPY_NAME_MAX + 32];
     size_t len;

@@ -59,6 +59,11 @@ rtl_catalog *rtl_copy_open(rtl_store *s, int dirfd, const char *id, const char *
 /* Fully verifies installed copy `name` (see rtl_verify_installed). */
 int rtl_copy_verify(rtl_store *s, int dirfd, const char *id, const char *name, rtl_err *err);
 
+/* The version of installed copy `name`: its manifest's, or, when the copy
+ * is damaged, the one its name "v<N>.<k>" records (with a warning), so a
+ * damaged copy never blocks installing a newer catalog over it. */
+uint64_t rtl_copy_version(rtl_store *s, int dirfd, const char *id, const char *name);
+
 /* Fills out from the copies st names. */
 int rtl_describe(rtl_store *s, int dirfd, const char *id, const struct rtl_state *st, rtl_installed *out,
                  rtl_err *err);

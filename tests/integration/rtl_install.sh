@@ -59,6 +59,32 @@ sed -i 's/fixture variant base/fixture variant BASE/' "$R/catalogs/tinynet/$prev
 expect_fail "rollback refuses a previous copy that no longer verifies" "not rolling back.*manifest.json differs" rtl rollback tinynet
 expect_ok "the current copy is untouched" rtl verify tinynet
 
+# a damaged current copy does not block a newer catalog (its version is in its name)
+rm -rf dmg && cp -a "$R" dmg
+cur=$(sed -n 's/^current //p' dmg/catalogs/tinynet/STATE)
+chmod u+w "dmg/catalogs/tinynet/$cur/manifest.json" && : >"dmg/catalogs/tinynet/$cur/manifest.json"
+expect_fail "a damaged current copy fails verify" "manifest.json differs" "$RTL" --root dmg verify tinynet
+expect_fail "it still counts for anti-rollback" "not newer than the installed version 4" "$RTL" --root dmg install "$A4"
+"$CAT" pack c/variants -o c --version 5 --key k.key --task identity=c/identity.names --task shape=c/shape.names >/dev/null 2>&1
+expect_ok "a newer catalog installs over it" "$RTL" --root dmg install c/catalog-tinynet-5.tar.zst
+t_check "with a warning naming the damaged copy" grep -q "warning: .*taking its version from its name" "$T/out"
+expect_ok "and verifies" "$RTL" --root dmg verify tinynet
+
+# a copy a reader holds open (shared lock) survives the clean-up of later installs
+rm -rf held && cp -a dmg held
+reader_copy=$(sed -n 's/^current //p' held/catalogs/tinynet/STATE)
+"$CAT" pack c/variants -o c --version 6 --key k.key --task identity=c/identity.names --task shape=c/shape.names >/dev/null 2>&1
+"$CAT" pack c/variants -o c --version 7 --key k.key --task identity=c/identity.names --task shape=c/shape.names >/dev/null 2>&1
+(exec 9<"held/catalogs/tinynet/$reader_copy" && flock -s 9 && exec sleep 30) &
+reader=$!
+sleep 0.2
+"$RTL" --root held install c/catalog-tinynet-6.tar.zst >/dev/null 2>&1
+"$RTL" --root held install c/catalog-tinynet-7.tar.zst >/dev/null 2>&1
+t_check "a retired copy a reader holds is kept" test -d "held/catalogs/tinynet/$reader_copy"
+kill "$reader" 2>/dev/null; wait "$reader" 2>/dev/null
+"$RTL" --root held rollback tinynet >/dev/null 2>&1
+t_check "and removed by the next clean-up once released" test ! -e "held/catalogs/tinynet/$reader_copy"
+
 # keys: only pinned keys count, from the root or from --keys / RTL_KEYS
 "$CAT" keygen -p other.pub -s other.key -W >/dev/null
 "$CAT" sign "$A4" -s other.key -x other.sig >/dev/null
