@@ -56,6 +56,8 @@ int rtl_path_check(const char *path, rtl_err *err)
     return 0;
 }
 
+/* The string at key of o ("" for an absent or null one when nullable), or
+ * NULL with err naming `where`. */
 static const char *str_field(const cJSON *o, const char *key, int nullable, rtl_err *err, const char *where)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
@@ -83,6 +85,7 @@ static int cmp_file_path(const void *a, const void *b)
     return strcmp((*(struct rtl_file *const *)a)->path, (*(struct rtl_file *const *)b)->path);
 }
 
+/* dir + "/" + path in a new string (path alone when dir is NULL). */
 static char *join(const char *dir, const char *path)
 {
     size_t a = dir ? strlen(dir) : 0, b = strlen(path);
@@ -96,6 +99,7 @@ static char *join(const char *dir, const char *path)
     return s;
 }
 
+/* v's files: role, path (safe, under variants/<id>/), size, SHA-256. */
 static int parse_files(rtl_catalog *cat, struct rtl_variant *v, const cJSON *files, rtl_err *err)
 {
     char where[128];
@@ -129,6 +133,7 @@ static int parse_files(rtl_catalog *cat, struct rtl_variant *v, const cJSON *fil
     return 0;
 }
 
+/* One variant object into v; its strings stay owned by cat->root. */
 static int parse_variant(rtl_catalog *cat, struct rtl_variant *v, const cJSON *o, size_t idx, rtl_err *err)
 {
     char where[96];
@@ -166,6 +171,7 @@ static int parse_variant(rtl_catalog *cat, struct rtl_variant *v, const cJSON *o
     return parse_files(cat, v, cJSON_GetObjectItemCaseSensitive(o, "files"), err);
 }
 
+/* The tasks object: every task's labels, in manifest order. */
 static int parse_tasks(rtl_catalog *cat, const cJSON *tasks, rtl_err *err)
 {
     if (!cJSON_IsObject(tasks)) return rtl_errf(err, "manifest: \"tasks\" is missing or not an object");

@@ -113,6 +113,7 @@ static int check_version(struct job *j, const rtl_install_options *opt, rtl_err 
     return 0;
 }
 
+/* write(2) until all n bytes are out; -1 with errno set. */
 static int write_all(int fd, const void *buf, size_t n)
 {
     const char *p = buf;
@@ -240,6 +241,7 @@ static int check_space(struct job *j, rtl_err *err)
     return 0;
 }
 
+/* Index in cat->by_path of the file at path, or -1. */
 static long file_index(const rtl_catalog *cat, const char *path)
 {
     const struct rtl_file *f = rtl_catalog_lookup(cat, path);

@@ -253,7 +253,7 @@ int rtl_sig_load(const char *path, rtl_signature *out, rtl_err *err)
     return 0;
 }
 
-enum digest { DIGEST_BLAKE2B, DIGEST_SHA256 };
+enum digest { DIGEST_BLAKE2B, DIGEST_SHA256, DIGEST_COUNT };
 
 /* Streams fd from its offset to EOF through one of the two digests. */
 static int digest_fd(int fd, enum digest kind, uint8_t *out, uint64_t *size, rtl_err *err)
