@@ -19,3 +19,7 @@ endif
 
 $(call objs,$(wildcard tests/unit/trn_*/*.c)): CFLAGS += $(TRN_CFLAGS)
 $(foreach a,$(notdir $(wildcard tests/unit/trn_*)),$(eval $(call unit_test,$(a),$(TRN_LIB),$(TRN_LDLIBS))))
+
+# The base (errors, I/O, generator) is part of the device build too.
+CROSS_TARGETS    += $(TRN_LIB)
+CROSS_UNIT_TESTS += $(TESTD)/unit/test_trn_base
