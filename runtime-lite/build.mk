@@ -53,3 +53,8 @@ $(foreach a,$(notdir $(wildcard tests/unit/rtl_*)),$(eval $(call unit_test,$(a),
 
 # make bench: install throughput against plain tar -xf of the same archive.
 BENCHES += bash tests/bench/rtl_install.sh
+
+# The device build (make CROSS=aarch64-linux-gnu-) and the tests that run
+# there under qemu-user as part of a host make test.
+CROSS_TARGETS    += $(RTL_LIB) $(RTL_SO) $(LIBD)/librtl.so $(RTL_PC) $(BIN)/rtl
+CROSS_UNIT_TESTS += $(TESTD)/unit/test_rtl_base
