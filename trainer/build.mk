@@ -53,3 +53,8 @@ $(TRN_DN_REF): LDFLAGS := -pthread
 TRN_DN_LDLIBS := -L$(TRN_DN_DIR) -Wl,-rpath,$(TRN_DN_DIR) -ldarknet -lm
 $(eval $(call program,$(TRN_DN_REF),$(call objs,tests/darknet/dn_ref.c),$(TRN_DN_LDLIBS)))
 TEST_DEPS += $(TRN_DN_REF)
+
+# The library is part of the device build too; the inference flavour's test
+# runs there (under qemu-user on the host).
+CROSS_TARGETS    += $(TRN_LIB) $(TRN_INFER_LIB)
+CROSS_UNIT_TESTS += $(TESTD)/unit/test_trn_base
