@@ -1,0 +1,161 @@
+/* prn_testlib.h: fixtures shared by the prune unit-test areas (static,
+ * header-only: each area is its own program). Include after testutil.h. */
+#ifndef PRN_TESTLIB_H
+#define PRN_TESTLIB_H
+
+#include "prn.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* A small network with every kind the rewrites care about: conv with
+ * batch norm, pooling, a [route] and a [shortcut] that reach back over
+ * layers, two connected layers (the last is the classifier). */
+static const char pt_small_cfg[] =
+    "[net]\nbatch=4\nwidth=16\nheight=16\nchannels=3\n\n"
+    "# L0\n[convolutional]\nfilters=8\nsize=3\nstride=1\npad=1\nbatch_normalize=1\nactivation=leaky\n\n"
+    "# L1\n[maxpool]\nsize=2\nstride=2\n\n"
+    "# L2\n[convolutional]\nfilters=16\nsize=3\nstride=1\npad=1\nactivation=leaky\n\n"
+    "# L3\n[route]\nlayers=-1,-2\n\n"
+    "# L4\n[convolutional]\nfilters=16\nsize=1\nactivation=leaky\n\n"
+    "# L5\n[shortcut]\nfrom=-3\nactivation=linear\n\n"
+    "# L6\n[connected]\noutput=32\nactivation=relu\n\n"
+    "# L7\n[connected]\noutput=4\nactivation=linear\n\n"
+    "# L8\n[softmax]\n";
+
+static inline trn_cfg *pt_cfg(const char *text)
+{
+    trn_err e;
+    trn_cfg *c = trn_cfg_parse(text, strlen(text), "test.cfg", &e);
+    if (!c) fprintf(stderr, "cfg: %s\n", e.msg);
+    return c;
+}
+
+/* Fills every parameter with values a trained network could hold: weights
+ * and biases normal * 0.3, BN scales near 1, rolling variances in
+ * [0.5, 1.5] (never 0, which would blow up inference), means near 0. */
+static inline void pt_randomize(trn_net *net, uint64_t seed)
+{
+    trn_rng r;
+    trn_rng_seed(&r, seed);
+    int np;
+    const trn_param *p = trn_net_params(net, &np);
+    for (int k = 0; k < np; k++)
+        for (size_t i = 0; i < p[k].count; i++) {
+            float v;
+            switch (p[k].role) {
+            case TRN_PARAM_SCALES: v = 1 + 0.2f * trn_rng_normal(&r); break;
+            case TRN_PARAM_ROLLING_VARIANCE: v = trn_rng_range(&r, 0.5f, 1.5f); break;
+            case TRN_PARAM_ROLLING_MEAN: v = 0.1f * trn_rng_normal(&r); break;
+            default: v = 0.3f * trn_rng_normal(&r); break;
+            }
+            p[k].data[i] = v;
+        }
+}
+
+/* A "trained" base: the network of cfg (inference only, `batch` images)
+ * with randomised parameters. */
+static inline trn_net *pt_base(const trn_cfg *cfg, int batch, uint64_t seed)
+{
+    trn_net_opts o;
+    trn_net_opts_defaults(&o);
+    o.batch = batch;
+    o.infer_only = 1;
+    trn_err e;
+    trn_net *n = trn_net_create(cfg, &o, &e);
+    if (!n) {
+        fprintf(stderr, "net: %s\n", e.msg);
+        return NULL;
+    }
+    pt_randomize(n, seed);
+    return n;
+}
+
+/* The parameters of layer i: first entry and count in the table. */
+static inline int pt_layer_params(const trn_net *net, int i, int *count)
+{
+    int np, first = -1;
+    const trn_param *p = trn_net_params(net, &np);
+    *count = 0;
+    for (int k = 0; k < np; k++)
+        if (p[k].layer == i) {
+            if (first < 0) first = k;
+            (*count)++;
+        }
+    return first;
+}
+
+/* Whether layer i of a and layer j of b hold bit-identical parameters. */
+static inline int pt_same_layer(const trn_net *a, int i, const trn_net *b, int j)
+{
+    int na, nb;
+    int fa = pt_layer_params(a, i, &na), fb = pt_layer_params(b, j, &nb);
+    if (na != nb || na == 0) return 0;
+    const trn_param *pa = trn_net_params(a, NULL), *pb = trn_net_params(b, NULL);
+    for (int k = 0; k < na; k++) {
+        if (pa[fa + k].count != pb[fb + k].count) return 0;
+        if (memcmp(pa[fa + k].data, pb[fb + k].data, pa[fa + k].count * sizeof(float))) return 0;
+    }
+    return 1;
+}
+
+/* Whether JSON array a holds the integer v. */
+static inline int pt_json_has(const cJSON *a, int v)
+{
+    const cJSON *x;
+    cJSON_ArrayForEach(x, a) if (cJSON_IsNumber(x) && (int)x->valuedouble == v) return 1;
+    return 0;
+}
+
+/* A random input batch (batch, c, h, w) in [0, 1). */
+static inline float *pt_input(const trn_net *net, int batch, uint64_t seed)
+{
+    size_t n = (size_t)batch * trn_net_inputs(net);
+    float *x = malloc(n * sizeof *x);
+    trn_rng r;
+    trn_rng_seed(&r, seed);
+    for (size_t i = 0; x && i < n; i++) x[i] = trn_rng_uniform(&r);
+    return x;
+}
+
+/* A path inside this program's scratch folder, in one of 32 rotating
+ * static buffers. */
+static inline const char *pt_path(const char *fmt, ...)
+{
+    static char bufs[32][1024];
+    static int next;
+    char *b = bufs[next++ % 32];
+    char name[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(name, sizeof name, fmt, ap);
+    va_end(ap);
+    snprintf(b, 1024, "%s/%s", test_tmpdir(), name);
+    return b;
+}
+
+/* A whole file (caller frees); NULL if absent. *len (may be NULL) gets
+ * its size. */
+static inline void *pt_read(const char *path, size_t *len)
+{
+    char *buf;
+    size_t n;
+    trn_err e;
+    if (trn_read_file(path, 0, &buf, &n, &e) != 0) return NULL;
+    if (len) *len = n;
+    return buf;
+}
+
+/* Whether a file or folder exists. */
+static inline int pt_exists(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+#endif
