@@ -62,7 +62,7 @@ static const char *const usage_mimic =
     "plus a linear 1x1 convolution when the channel counts differ, trains it to\n"
     "regress the original fragment's outputs (L2 loss) on training images of D,\n"
     "and splices it into the base. --set keys: batch (16), batches (200),\n"
-    "learning_rate (0.001), momentum (0.9), decay (0.0005).\n"
+    "learning_rate (0.1), momentum (0.9), decay (0.0005).\n"
     "Writes DIR/variant.cfg, DIR/init.weights (final weights), DIR/meta.json.\n";
 
 static const char *const usage_plan =

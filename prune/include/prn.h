@@ -187,7 +187,7 @@ typedef struct prn_mimic_opts {
                             * separated by ',' */
     int batch;             /* images per regression step (16) */
     int batches;           /* regression steps (200) */
-    float learning_rate;   /* (0.001) */
+    float learning_rate;   /* (0.1; the gradient is that of the mean squared error) */
     float momentum;        /* (0.9) */
     float decay;           /* (0.0005) */
     uint64_t seed;         /* initial weights of the replacement and adapter */

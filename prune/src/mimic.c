@@ -29,7 +29,7 @@ void prn_mimic_opts_defaults(prn_mimic_opts *o)
     memset(o, 0, sizeof *o);
     o->batch = 16;
     o->batches = 200;
-    o->learning_rate = 0.001f;
+    o->learning_rate = 0.1f;
     o->momentum = 0.9f;
     o->decay = 0.0005f;
 }
@@ -179,7 +179,11 @@ static trn_cfg *regression_cfg(const trn_cfg *repl, trn_shape in, trn_shape want
         goto fail;
     *n_new = trn_cfg_sections(c) - 1;
     s = trn_cfg_sections(c);
-    if (trn_cfg_insert_section(c, s, "cost", err) < 0 || trn_cfg_set(c, s, "type", "sse", err))
+    /* The gradient of the mean (not the sum) of squared errors, so that
+     * one learning rate suits fragments of any output size; the loss
+     * reported stays the sum per image. */
+    if (trn_cfg_insert_section(c, s, "cost", err) < 0 || trn_cfg_set(c, s, "type", "sse", err) ||
+        trn_cfg_setf(c, s, "scale", err, "%.9g", 1.0 / ((double)want.c * want.h * want.w)))
         goto fail;
     return c;
 fail:
