@@ -21,3 +21,9 @@ INSTALL_BINS += $(BIN)/prune
 # Unit tests: one cmocka program per tests/unit/prn_* area.
 $(call objs,$(wildcard tests/unit/prn_*/*.c)): CFLAGS += $(PRN_CFLAGS)
 $(foreach a,$(notdir $(wildcard tests/unit/prn_*)),$(eval $(call unit_test,$(a),$(PRN_LIB) $(TRN_LIB),$(PRN_LDLIBS))))
+
+# A helper for the integration tests: weights files and a tiny data set.
+PRN_TOOL := $(TESTD)/tools/prune-testtool
+$(call objs,tests/tools/prune_testtool.c): CFLAGS += $(PRN_CFLAGS)
+$(eval $(call program,$(PRN_TOOL),$(call objs,tests/tools/prune_testtool.c) $(TRN_LIB),$(TRN_LDLIBS)))
+TEST_DEPS += $(PRN_TOOL)

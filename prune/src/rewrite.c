@@ -361,7 +361,7 @@ int prn_rewrite(const trn_cfg *cfg, const trn_net *base, const char *base_weight
     out->fields = copies;
     copies = NULL;
     cJSON_AddStringToObject(out->fields, "spec", spec);
-    cJSON_AddItemToObject(out->fields, "ops", ops);
+    cJSON_AddItemToObject(out->fields, "rewrites", ops);
     ops = NULL;
     cJSON_AddNumberToObject(out->fields, "seed", (double)seed);
     cJSON_AddItemToObject(out->fields, "layer_map", prn_json_ints(map, n));

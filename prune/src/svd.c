@@ -317,6 +317,11 @@ int prn_svd(const trn_cfg *cfg, const trn_net *base, const char *spec, prn_varia
         goto out;
     }
     cJSON_AddStringToObject(out->fields, "spec", spec);
+    if (n == 1) { /* the manifest's typed "svd" field describes one layer */
+        cJSON *one = cJSON_AddObjectToObject(out->fields, "svd");
+        cJSON_AddNumberToObject(one, "layer", items[0].layer);
+        cJSON_AddNumberToObject(one, "rank", items[0].rank);
+    }
     cJSON_AddItemToObject(out->fields, "layers", jl);
     jl = NULL;
     cJSON_AddNumberToObject(out->fields, "connected_params_before", (double)fc_before);
