@@ -5,7 +5,7 @@
  * this checks that and the rest of the cost convention (weight bytes,
  * peak activation bytes, per-layer shapes, output bytes and operations). */
 #include "testutil_impl.h"
-#include "prn_testlib.h"
+#include "testlib_prn.h"
 
 #include "cat.h"
 

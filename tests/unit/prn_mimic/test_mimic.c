@@ -1,7 +1,7 @@
 /* Unit tests of the in-place transformation (mimic) on a tiny network and
  * tiny generated images. */
 #include "testutil_impl.h"
-#include "prn_testlib.h"
+#include "testlib_prn.h"
 
 /* L0 conv 8, L1 maxpool, L2 conv 16 (3x3), L3 conv 16 (3x3), L4
  * connected 4, L5 softmax. The fragment conv@2..conv@3 (L2..L3) is

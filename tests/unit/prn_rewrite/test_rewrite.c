@@ -1,7 +1,7 @@
 /* Unit tests of the prune library's selectors, static rewrites, cfg
  * splicing and warm start. */
 #include "testutil_impl.h"
-#include "prn_testlib.h"
+#include "testlib_prn.h"
 
 /* ---- selectors ---------------------------------------------------------- */
 

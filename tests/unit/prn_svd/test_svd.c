@@ -1,6 +1,6 @@
 /* Unit tests of the SVD factorisation of connected layers. */
 #include "testutil_impl.h"
-#include "prn_testlib.h"
+#include "testlib_prn.h"
 
 /* Input 3x6x6 -> conv 4 (144 values) -> connected 24 (the layer to
  * factorise, M = 144, M' = 24, optionally with batch norm) -> connected 5

@@ -1,7 +1,7 @@
-/* prn_testlib.h: fixtures shared by the prune unit-test areas (static,
+/* testlib_prn.h: fixtures shared by the prune unit-test areas (static,
  * header-only: each area is its own program). Include after testutil.h. */
-#ifndef PRN_TESTLIB_H
-#define PRN_TESTLIB_H
+#ifndef TESTLIB_PRN_H
+#define TESTLIB_PRN_H
 
 #include "prn.h"
 
