@@ -24,6 +24,6 @@ $(foreach a,$(notdir $(wildcard tests/unit/prn_*)),$(eval $(call unit_test,$(a),
 
 # A helper for the integration tests: weights files and a tiny data set.
 PRN_TOOL := $(TESTD)/tools/prune-testtool
-$(call objs,tests/tools/prune_testtool.c): CFLAGS += $(PRN_CFLAGS)
+$(call objs,tests/tools/prune_testtool.c): CFLAGS += $(PRN_CFLAGS) -Itests/unit
 $(eval $(call program,$(PRN_TOOL),$(call objs,tests/tools/prune_testtool.c) $(TRN_LIB),$(TRN_LDLIBS)))
 TEST_DEPS += $(PRN_TOOL)

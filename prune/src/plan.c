@@ -16,30 +16,25 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const kind_names[] = {
-    [PRN_KIND_CONV] = "conv",
-    [PRN_KIND_CONNECTED] = "fc",
-    [PRN_KIND_LOCAL] = "local",
-    [PRN_KIND_OTHER] = "other",
+/* Per kind: the selector prefix and the word used in messages. */
+static const struct {
+    const char *prefix, *word;
+} kinds[] = {
+    [PRN_KIND_CONV] = {"conv", "convolutional"},
+    [PRN_KIND_CONNECTED] = {"fc", "connected"},
+    [PRN_KIND_LOCAL] = {"local", "local"},
+    [PRN_KIND_OTHER] = {"other", "other"},
 };
-_Static_assert(sizeof kind_names / sizeof *kind_names == PRN_KIND_COUNT, "a kind has no name");
+_Static_assert(sizeof kinds / sizeof *kinds == PRN_KIND_COUNT, "a kind has no names");
 
 const char *prn_kind_name(prn_kind k)
 {
-    return (unsigned)k < PRN_KIND_COUNT ? kind_names[k] : "?";
+    return (unsigned)k < PRN_KIND_COUNT ? kinds[k].prefix : "?";
 }
-
-static const char *const kind_words[] = {
-    [PRN_KIND_CONV] = "convolutional",
-    [PRN_KIND_CONNECTED] = "connected",
-    [PRN_KIND_LOCAL] = "local",
-    [PRN_KIND_OTHER] = "other",
-};
-_Static_assert(sizeof kind_words / sizeof *kind_words == PRN_KIND_COUNT, "a kind has no word");
 
 const char *prn_kind_word(prn_kind k)
 {
-    return (unsigned)k < PRN_KIND_COUNT ? kind_words[k] : "?";
+    return (unsigned)k < PRN_KIND_COUNT ? kinds[k].word : "?";
 }
 
 prn_kind prn_section_kind(const char *type)

@@ -10,7 +10,7 @@
  *       SIDE x SIDE per class (classes "dark" and "light"), the lists
  *       train.list and test.list, labels and names files and tiny.data
  */
-#include "trn.h"
+#include "testlib_prn.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,18 +29,7 @@ static int weights(const char *cfg, uint64_t seed, const char *out)
         fprintf(stderr, "prune-testtool: %s\n", e.msg);
         return 1;
     }
-    trn_rng r;
-    trn_rng_seed(&r, seed);
-    int np;
-    const trn_param *p = trn_net_params(net, &np);
-    for (int k = 0; k < np; k++)
-        for (size_t i = 0; i < p[k].count; i++) {
-            float v = 0.3f * trn_rng_normal(&r);
-            if (p[k].role == TRN_PARAM_SCALES) v = 1 + 0.2f * trn_rng_normal(&r);
-            if (p[k].role == TRN_PARAM_ROLLING_VARIANCE) v = trn_rng_range(&r, 0.5f, 1.5f);
-            if (p[k].role == TRN_PARAM_ROLLING_MEAN) v = 0.1f * trn_rng_normal(&r);
-            p[k].data[i] = v;
-        }
+    pt_randomize(net, seed);
     int rc = trn_weights_save(net, out, &e);
     if (rc) fprintf(stderr, "prune-testtool: %s\n", e.msg);
     trn_net_free(net);

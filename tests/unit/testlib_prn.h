@@ -1,9 +1,10 @@
-/* testlib_prn.h: fixtures shared by the prune unit-test areas (static,
- * header-only: each area is its own program). Include after testutil.h. */
+/* testlib_prn.h: fixtures shared by the prune unit-test areas and the
+ * prune test tool (static, header-only: each is its own program). */
 #ifndef TESTLIB_PRN_H
 #define TESTLIB_PRN_H
 
 #include "prn.h"
+#include "testutil.h"
 
 #include <math.h>
 #include <stdarg.h>
