@@ -224,7 +224,9 @@ int prn_mimic(const trn_cfg *cfg, trn_net *base, const prn_mimic_opts *o, prn_va
  * an error naming the referring section's file:line. The references of
  * layers inside the range are checked too: they must stay inside it.
  * map (may be NULL; one entry per layer before the splice) receives every
- * old layer's new index (-1 for replaced ones). */
+ * old layer's new index (-1 for replaced ones). Every reference is checked
+ * before cfg changes; a later failure (out of memory) may leave cfg partly
+ * changed, so callers splice a clone. */
 int prn_cfg_splice(trn_cfg *cfg, int first, int last, const trn_cfg *with, int with_first,
                    int n_new, int keep_last_ref, int *map, trn_err *err) TRN_MUST_CHECK;
 

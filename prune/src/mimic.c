@@ -216,7 +216,7 @@ int prn_mimic(const trn_cfg *cfg, trn_net *base, const prn_mimic_opts *o, prn_va
     trn_cfg *repl = NULL, *reg = NULL;
     trn_net *mini = NULL;
     char *text = NULL;
-    float *losses = NULL, *xin_copy = NULL;
+    float *losses = NULL, *x = NULL;
     int *map = NULL, *mini_map = NULL, rc = -1;
     int nl = prn_plan_layers(plan);
     int a = prn_select(plan, o->from, err);
@@ -271,12 +271,10 @@ int prn_mimic(const trn_cfg *cfg, trn_net *base, const prn_mimic_opts *o, prn_va
     mo.seed = o->seed;
     if (!(mini = trn_net_create(reg, &mo, err))) goto out;
     size_t in_floats = (size_t)o->batch * trn_net_inputs(base);
-    float *x = malloc(in_floats * sizeof *x);
-    if (!x) {
+    if (!(x = malloc(in_floats * sizeof *x))) {
         trn_errf(err, "out of memory");
         goto out;
     }
-    xin_copy = x;
     for (int step = 0; step < o->batches; step++) {
         if (o->input(o->input_ctx, (uint64_t)step, x, err) != 0 ||
             trn_net_forward_upto(base, x, b, err) != 0)
@@ -346,7 +344,7 @@ out:
     if (rc != 0) prn_variant_free(out);
     free(text);
     free(losses);
-    free(xin_copy);
+    free(x);
     free(map);
     free(mini_map);
     trn_cfg_free(repl);
