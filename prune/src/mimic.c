@@ -21,6 +21,7 @@
 #include "prn_impl.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -192,6 +193,14 @@ fail:
     return NULL;
 }
 
+/* A float setting as the decimal the user wrote (0.1, not 0.100000001). */
+static double tidy(float f)
+{
+    char b[32];
+    snprintf(b, sizeof b, "%.7g", (double)f);
+    return strtod(b, NULL);
+}
+
 /* Mean of v[from, to). */
 static double mean_of(const float *v, int from, int to)
 {
@@ -330,9 +339,9 @@ int prn_mimic(const trn_cfg *cfg, trn_net *base, const prn_mimic_opts *o, prn_va
     cJSON_AddItemToObject(f, "new_layers", prn_json_ints(nl_new, 2));
     cJSON_AddNumberToObject(f, "batches", o->batches);
     cJSON_AddNumberToObject(f, "batch", o->batch);
-    cJSON_AddNumberToObject(f, "learning_rate", o->learning_rate);
-    cJSON_AddNumberToObject(f, "momentum", o->momentum);
-    cJSON_AddNumberToObject(f, "decay", o->decay);
+    cJSON_AddNumberToObject(f, "learning_rate", tidy(o->learning_rate));
+    cJSON_AddNumberToObject(f, "momentum", tidy(o->momentum));
+    cJSON_AddNumberToObject(f, "decay", tidy(o->decay));
     cJSON_AddNumberToObject(f, "seed", (double)o->seed);
     cJSON_AddNumberToObject(f, "loss_first", first);
     cJSON_AddNumberToObject(f, "loss_last", lastl);
