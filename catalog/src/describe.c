@@ -6,9 +6,12 @@
  *   meta.json     (prune, or make for the base)
  *                 {"technique", "parent", "description", "technique_fields"}
  *   eval.json     (`trainer valid --json`) the accuracy on a split: the keys
- *                 "split", "images", "top1", and "top5", "classes" when
- *                 present; top5 is kept only when there are more than 5
- *                 classes (a top-5 of 5 classes or fewer is always 1)
+ *                 "split" (default "test"), "images", "top1", "top5" and
+ *                 "classes"; top5 is required and kept when there are more
+ *                 than 5 classes, dropped otherwise (a top-5 of 5 classes or
+ *                 fewer is always 1, and the manifest refuses it). Without
+ *                 "classes", the class count is the output size of the
+ *                 network's last layer that is not a [cost] layer
  *   profile.json  (`catalog profile`, profile.c) "cost" and "latency"
  *
  * The folder must hold variant.cfg and variant.weights. The result is
@@ -36,8 +39,24 @@ static void first_violation(void *user, const char *pointer, const char *msg)
     if (r->n++ == 0) snprintf(r->msg, r->size, "%s: %s", pointer[0] ? pointer : "/", msg);
 }
 
+/* The class count: eval.json's "classes", else the output size of the
+ * network's last layer that is not a [cost] layer (from the profile). */
+static double classes_of(const cJSON *ev, const cJSON *cost)
+{
+    double c = cat_json_num(ev, "classes", 0);
+    const cJSON *layers = cJSON_GetObjectItem(cost, "layers");
+    for (int i = cJSON_GetArraySize(layers) - 1; c <= 0 && i >= 0; i--) {
+        const cJSON *l = cJSON_GetArrayItem(layers, i);
+        if (strcmp(cat_json_str(l, "type", ""), "cost") == 0) continue;
+        const cJSON *out = cJSON_GetObjectItem(l, "output");
+        c = 1;
+        for (int k = 0; k < cJSON_GetArraySize(out); k++) c *= cJSON_GetArrayItem(out, k)->valuedouble;
+    }
+    return c;
+}
+
 /* The accuracy object {"split", "images", "top1"[, "top5"]} of eval.json. */
-static cJSON *accuracy_of(const cJSON *ev, const char *path, trn_err *err)
+static cJSON *accuracy_of(const cJSON *ev, double classes, const char *path, trn_err *err)
 {
     const cJSON *top1 = cJSON_GetObjectItem(ev, "top1"), *img = cJSON_GetObjectItem(ev, "images");
     if (!cJSON_IsNumber(top1) || top1->valuedouble < 0 || top1->valuedouble > 1) {
@@ -50,7 +69,11 @@ static cJSON *accuracy_of(const cJSON *ev, const char *path, trn_err *err)
     }
     const char *split = cat_json_str(ev, "split", "test");
     const cJSON *top5 = cJSON_GetObjectItem(ev, "top5");
-    double classes = cat_json_num(ev, "classes", 0);
+    if (classes > 5 && !cJSON_IsNumber(top5)) {
+        trn_errf(err, "%s: \"top5\" is missing, and the network has %.0f classes (more than 5)",
+                 path, classes);
+        return NULL;
+    }
     cJSON *a = cJSON_CreateObject();
     if (!a || !cJSON_AddStringToObject(a, "split", split) ||
         !cJSON_AddNumberToObject(a, "images", img->valuedouble) ||
@@ -100,7 +123,7 @@ int cat_describe(const cat_describe_opts *o, trn_err *err)
                  o->profile);
         goto out;
     }
-    cJSON *acc = accuracy_of(ev, o->eval, err);
+    cJSON *acc = accuracy_of(ev, classes_of(ev, cost), o->eval, err);
     if (!acc) goto out;
     v = cJSON_CreateObject();
     cJSON *accs = cJSON_CreateObject(), *files = cJSON_CreateArray(), *deps = cJSON_CreateArray();
