@@ -57,4 +57,4 @@ TEST_DEPS += $(TRN_DN_REF)
 # The library is part of the device build too; the inference flavour's test
 # runs there (under qemu-user on the host).
 CROSS_TARGETS    += $(TRN_LIB) $(TRN_INFER_LIB)
-CROSS_UNIT_TESTS += $(TESTD)/unit/test_trn_base
+CROSS_UNIT_TESTS += $(TESTD)/unit/test_trn_base $(TESTD)/unit/test_trn_infer

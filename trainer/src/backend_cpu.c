@@ -93,6 +93,7 @@ static void cpu_im2col(const float *im, int c, int h, int w, int ks, int stride,
         trn_parallel_for(c, im2col_channel, &x);
 }
 
+#ifndef TRN_INFER_ONLY
 static void col2im_channel(void *p, int ch)
 {
     const colctx *x = p;
@@ -125,6 +126,7 @@ static void cpu_col2im(const float *col, int c, int h, int w, int ks, int stride
     else
         trn_parallel_for(c, col2im_channel, &x);
 }
+#endif
 
 /* ---- element-wise ----------------------------------------------------- */
 
@@ -141,8 +143,8 @@ static void activate_range(float *x, size_t n, trn_activation a)
 {
     switch (a) {
     case TRN_ACT_LINEAR: return;
-    case TRN_ACT_RELU:
-        for (size_t i = 0; i < n; i++) x[i] = x[i] > 0 ? x[i] : 0;
+    case TRN_ACT_RELU: /* x * (x > 0), as Darknet: -0 for negative x */
+        for (size_t i = 0; i < n; i++) x[i] = x[i] * (float)(x[i] > 0);
         return;
     case TRN_ACT_LEAKY:
         for (size_t i = 0; i < n; i++) x[i] = x[i] > 0 ? x[i] : 0.1f * x[i];
@@ -170,15 +172,16 @@ static void cpu_activate(float *x, size_t n, trn_activation a)
         trn_parallel_for((int)((n + CHUNK - 1) / CHUNK), activate_chunk, &c);
 }
 
+#ifndef TRN_INFER_ONLY
 static void gradient_range(const float *y, size_t n, trn_activation a, float *d)
 {
     switch (a) {
     case TRN_ACT_LINEAR: return;
     case TRN_ACT_RELU:
-        for (size_t i = 0; i < n; i++) d[i] = y[i] > 0 ? d[i] : 0;
+        for (size_t i = 0; i < n; i++) d[i] *= (float)(y[i] > 0);
         return;
     case TRN_ACT_LEAKY:
-        for (size_t i = 0; i < n; i++) d[i] = y[i] > 0 ? d[i] : 0.1f * d[i];
+        for (size_t i = 0; i < n; i++) d[i] *= y[i] > 0 ? 1.0f : 0.1f;
         return;
     default:
         for (size_t i = 0; i < n; i++) d[i] *= trn_gradient1(y[i], a);
@@ -202,6 +205,7 @@ static void cpu_gradient(const float *y, size_t n, trn_activation a, float *delt
     else
         trn_parallel_for((int)((n + CHUNK - 1) / CHUNK), gradient_chunk, &c);
 }
+#endif
 
 static void cpu_axpy(size_t n, float a, const float *x, float *y)
 {
@@ -234,31 +238,31 @@ const trn_backend trn_backend_cpu = {
     .download = trn_ref_upload,
     .gemm = cpu_gemm,
     .im2col = cpu_im2col,
-    .col2im = cpu_col2im,
+    .col2im = TRN_TRAIN_FN(cpu_col2im),
     .fill = trn_ref_fill,
     .copy = trn_ref_copy,
     .axpy = cpu_axpy,
     .scal = trn_ref_scal,
     .activate = cpu_activate,
-    .gradient = cpu_gradient,
+    .gradient = TRN_TRAIN_FN(cpu_gradient),
     .add_bias = cpu_add_bias,
     .scale_bias = cpu_scale_bias,
-    .backward_bias = trn_ref_backward_bias,
-    .backward_scale = trn_ref_backward_scale,
-    .mean = trn_ref_mean,
-    .variance = trn_ref_variance,
+    .backward_bias = TRN_TRAIN_FN(trn_ref_backward_bias),
+    .backward_scale = TRN_TRAIN_FN(trn_ref_backward_scale),
+    .mean = TRN_TRAIN_FN(trn_ref_mean),
+    .variance = TRN_TRAIN_FN(trn_ref_variance),
     .normalize = trn_ref_normalize,
-    .bn_backward = trn_ref_bn_backward,
+    .bn_backward = TRN_TRAIN_FN(trn_ref_bn_backward),
     .maxpool = trn_ref_maxpool,
-    .maxpool_backward = trn_ref_maxpool_backward,
+    .maxpool_backward = TRN_TRAIN_FN(trn_ref_maxpool_backward),
     .avgpool = trn_ref_avgpool,
-    .avgpool_backward = trn_ref_avgpool_backward,
+    .avgpool_backward = TRN_TRAIN_FN(trn_ref_avgpool_backward),
     .softmax = trn_ref_softmax,
-    .softmax_xent = trn_ref_softmax_xent,
-    .l2 = trn_ref_l2,
-    .l1 = trn_ref_l1,
-    .smooth_l1 = trn_ref_smooth_l1,
+    .softmax_xent = TRN_TRAIN_FN(trn_ref_softmax_xent),
+    .l2 = TRN_TRAIN_FN(trn_ref_l2),
+    .l1 = TRN_TRAIN_FN(trn_ref_l1),
+    .smooth_l1 = TRN_TRAIN_FN(trn_ref_smooth_l1),
     .shortcut = trn_ref_shortcut,
     .crop = trn_ref_crop,
-    .dropout = trn_ref_dropout,
+    .dropout = TRN_TRAIN_FN(trn_ref_dropout),
 };

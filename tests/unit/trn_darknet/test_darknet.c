@@ -26,7 +26,7 @@
  * Darknet re-saves them.
  */
 #include "testutil_impl.h"
-#include "trn_testlib.h"
+#include "testlib_trn.h"
 
 #include "net.h"
 

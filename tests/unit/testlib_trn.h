@@ -1,7 +1,7 @@
-/* trn_testlib.h: helpers shared by the trainer's unit-test areas (static,
+/* testlib_trn.h: helpers shared by the trainer's unit-test areas (static,
  * header-only: each area is its own program). Include after testutil.h. */
-#ifndef TRN_TESTLIB_H
-#define TRN_TESTLIB_H
+#ifndef TESTLIB_TRN_H
+#define TESTLIB_TRN_H
 
 #include "trn.h"
 
@@ -48,6 +48,7 @@ static inline void *tl_read(const char *path, size_t *len)
     char *buf;
     size_t n;
     trn_err e;
+    if (len) *len = 0;
     if (trn_read_file(path, 0, &buf, &n, &e) != 0) return NULL;
     if (len) *len = n;
     return buf;
