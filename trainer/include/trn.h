@@ -406,6 +406,8 @@ size_t trn_weights_bytes(const trn_net *net);
 /* Images trained on (Darknet's `seen`, saved in the header). */
 uint64_t trn_net_seen(const trn_net *net);
 void trn_net_set_seen(trn_net *net, uint64_t seen);
+/* The seed of the network's random draws (opts.seed, or a checkpoint's). */
+uint64_t trn_net_seed(const trn_net *net);
 
 /* ---- forward ---------------------------------------------------------------- */
 
@@ -448,6 +450,63 @@ uint64_t trn_net_current_batch(const trn_net *net);
 float trn_net_rate(const trn_net *net);
 /* Layer i's delta after backward, (batch, outputs); NULL if none. */
 const float *trn_net_layer_delta(const trn_net *net, int i);
+
+/* ---- checkpoints --------------------------------------------------------- *
+ *
+ * A checkpoint holds everything a resumed run needs to continue exactly
+ * where the interrupted one was: the weights (Darknet format, `seen`
+ * included), the update (momentum) arrays, the network's seed and the
+ * running loss. Written atomically (temporary file, fsync, rename).
+ * Format: see trainer/src/checkpoint.c. */
+int trn_checkpoint_save(const trn_net *net, const char *path, float avg_loss, trn_err *err)
+    TRN_MUST_CHECK;
+/* Restores net from path, its seed included (trn_net_seed changes to the
+ * stored one); *avg_loss (may be NULL) receives the stored running loss.
+ * The cfg must be the one the checkpoint was written for (sizes are
+ * checked); the network is unchanged on error. */
+int trn_checkpoint_load(trn_net *net, const char *path, float *avg_loss, trn_err *err)
+    TRN_MUST_CHECK;
+
+/* ---- the training loop ----------------------------------------------------- */
+
+/* Batch number `index` (the forward count: seen / batch): x (batch, c, h,
+ * w) and y (batch, outputs) one-hot. Must be a pure function of index for
+ * resumed runs to be exact (trn_loader_get is). 0 or -1 with err. */
+typedef int (*trn_batch_fn)(void *ctx, uint64_t index, float *x, float *y, trn_err *err);
+
+typedef struct trn_train_progress {
+    uint64_t batch;       /* weight updates done (Darknet's current batch) */
+    uint64_t max_batches;
+    uint64_t seen;        /* images */
+    float loss;           /* of the last update's images, per image */
+    float avg_loss;       /* Darknet's running average: 0.9 * avg + 0.1 * loss */
+    float rate;           /* learning rate of the last update */
+    double images_per_s;  /* since this run started */
+    double eta_s;         /* to max_batches at that speed */
+    int checkpoint;       /* 1 when a checkpoint was just written */
+} trn_train_progress;
+
+typedef struct trn_train_opts {
+    trn_batch_fn next_batch;
+    void *batch_ctx;
+    const char *backup_dir;    /* checkpoints and final weights go here (created) */
+    const char *base;          /* file stem: <base>.ckpt, <base>.weights */
+    uint64_t checkpoint_every; /* weight updates between checkpoints; 0: only at the end */
+    uint64_t max_batches;      /* 0: the cfg's max_batches (which must then be > 0) */
+    int resume;                /* 1: continue from <backup_dir>/<base>.ckpt if present
+                                * (the network takes the checkpoint's seed: a batch
+                                * function that depends on a seed reads trn_net_seed) */
+    void (*progress)(const trn_train_progress *p, void *ctx); /* after every update */
+    void *progress_ctx;
+    volatile int *stop;        /* when it becomes non-zero: checkpoint and return 1 */
+} trn_train_opts;
+
+/* Trains net until max_batches weight updates (Darknet's loop: each
+ * update is `subdivisions` train steps of `batch` images), writing a
+ * checkpoint every checkpoint_every updates and at the end, then
+ * <base>.weights. Returns 0 when done, 1 when stopped, -1 on error (the
+ * last checkpoint stays valid). */
+int trn_train(trn_net *net, const trn_train_opts *o, trn_err *err) TRN_MUST_CHECK;
 #endif /* TRN_INFER_ONLY */
 
 #ifdef __cplusplus

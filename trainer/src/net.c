@@ -423,6 +423,17 @@ void trn_net_release(trn_net *net, void *p)
     if (p) net->be->release(p);
 }
 
+void trn_net_reseed(trn_net *net, uint64_t seed)
+{
+    trn_rng root;
+    net->opts.seed = seed;
+    trn_rng_seed(&root, seed);
+    net->rng_init = trn_rng_fork(&root, 1);
+    net->rng_train = trn_rng_fork(&root, 2);
+}
+
+uint64_t trn_net_seed(const trn_net *net) { return net->opts.seed; }
+
 trn_rng trn_net_layer_rng(const trn_net *net, const trn_layer *l)
 {
     trn_rng step = trn_rng_fork(&net->rng_train, net->seen / (uint64_t)net->batch);
@@ -606,10 +617,7 @@ trn_net *trn_net_create(const trn_cfg *cfg, const trn_net_opts *opts, trn_err *e
     if (trn_build_account(&b, ws, "the convolution workspace", err) != 0 ||
         trn_build_account(&b, (uint64_t)net->batch * trn_net_inputs(net) * 2, "the input", err))
         goto fail;
-    trn_rng root;
-    trn_rng_seed(&root, net->opts.seed);
-    net->rng_init = trn_rng_fork(&root, 1);
-    net->rng_train = trn_rng_fork(&root, 2);
+    trn_net_reseed(net, net->opts.seed);
     if (alloc_net(net, err) != 0) {
         trn_err_prefix(err, "%s", net->name);
         goto fail;

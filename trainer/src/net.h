@@ -155,6 +155,9 @@ static inline trn_param *trn_lparam(trn_net *net, const trn_layer *l, int k)
 float *trn_net_alloc_floats(trn_net *net, size_t n);
 void trn_net_release(trn_net *net, void *p);
 
+/* Sets the seed and derives the generators from it. */
+void trn_net_reseed(trn_net *net, uint64_t seed);
+
 /* The generator of layer l's draws for the current training forward (a
  * pure function of the seed, `seen` and the layer index). */
 trn_rng trn_net_layer_rng(const trn_net *net, const trn_layer *l);
@@ -163,6 +166,10 @@ trn_rng trn_net_layer_rng(const trn_net *net, const trn_layer *l);
  * its own random draws (see trn_layer.fixed_rand). -1 on a bad layer or
  * count. */
 int trn_layer_fix_random(trn_net *net, int i, const float *values, size_t n, trn_err *err);
+
+/* Streams a .weights file's bytes (what trn_weights_save writes) to put,
+ * which returns 0 or -1. Returns -1 when put failed. */
+int trn_weights_write(const trn_net *net, int (*put)(void *ctx, const void *p, size_t n), void *ctx);
 
 /* Test hook: replaces layer i's training-forward output by `values`
  * (batch * outputs floats). A max-pool layer first recomputes its argmax
