@@ -420,6 +420,12 @@ const float *trn_net_output(const trn_net *net);
 /* Layer i's output, (batch, out.c, out.h, out.w); NULL if i is invalid. */
 const float *trn_net_layer_output(const trn_net *net, int i);
 
+/* Per-layer wall time: while on, every forward (and backward) adds its
+ * seconds per layer; turning it on clears the sums. */
+void trn_net_profile(trn_net *net, int on);
+/* The sums of layer i; -1 if i is invalid. */
+int trn_net_layer_time(const trn_net *net, int i, double *forward_s, double *backward_s);
+
 #ifndef TRN_INFER_ONLY
 /* ---- training (not in the TRN_INFER_ONLY flavour) ------------------------ */
 

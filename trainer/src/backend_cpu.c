@@ -37,6 +37,21 @@ static void cpu_gemm(int ta, int tb, int m, int n, int k, float alpha, const flo
             for (int j = 0; j < n; j++) c[(size_t)i * ldc + j] *= beta;
         return;
     }
+    /* A single row or column is a matrix-vector product: OpenBLAS's gemm
+     * would copy (pack) the whole matrix first, gemv streams it once (the
+     * connected layers at batch 1). */
+    if (m == 1) {
+        /* c (1, n) = alpha * a (1, k) . op(B) (k, n); a's stride is lda when transposed */
+        cblas_sgemv(CblasRowMajor, tb ? CblasNoTrans : CblasTrans, tb ? n : k, tb ? k : n, alpha,
+                    b, ldb, a, ta ? lda : 1, beta, c, 1);
+        return;
+    }
+    if (n == 1) {
+        /* c (m, 1) = alpha * op(A) (m, k) . b (k, 1); b's stride is ldb unless transposed */
+        cblas_sgemv(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, ta ? k : m, ta ? m : k, alpha,
+                    a, lda, b, tb ? 1 : ldb, beta, c, ldc);
+        return;
+    }
     cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m,
                 n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
@@ -46,7 +61,7 @@ static void cpu_gemm(int ta, int tb, int m, int n, int k, float alpha, const flo
 typedef struct colctx {
     const float *src;
     float *dst;
-    int c, h, w, ks, stride, pad, oh, ow;
+    int c, h, w, ks, stride, pad, oh, ow, ldcol;
 } colctx;
 
 static void im2col_channel(void *p, int ch)
@@ -56,7 +71,7 @@ static void im2col_channel(void *p, int ch)
     const float *im = x->src + (size_t)ch * h * w;
     for (int ky = 0; ky < ks; ky++)
         for (int kx = 0; kx < ks; kx++) {
-            float *col = x->dst + (((size_t)ch * ks + ky) * ks + kx) * oh * ow;
+            float *col = x->dst + (((size_t)ch * ks + ky) * ks + kx) * x->ldcol;
             /* Output columns whose input column is inside the image:
              * x0 <= ox < x1 with 0 <= ox*s + kx - pad < w. */
             int x0 = pad - kx > 0 ? (pad - kx + s - 1) / s : 0;
@@ -83,10 +98,11 @@ static void im2col_channel(void *p, int ch)
         }
 }
 
-static void cpu_im2col(const float *im, int c, int h, int w, int ks, int stride, int pad, float *col)
+static void cpu_im2col(const float *im, int c, int h, int w, int ks, int stride, int pad, float *col,
+                       int ldcol)
 {
     colctx x = {im, col, c, h, w, ks, stride, pad, trn_conv_out(h, pad, ks, stride),
-                trn_conv_out(w, pad, ks, stride)};
+                trn_conv_out(w, pad, ks, stride), ldcol};
     if ((size_t)c * ks * ks * x.oh * x.ow < PAR_MIN)
         for (int ch = 0; ch < c; ch++) im2col_channel(&x, ch);
     else
@@ -101,7 +117,7 @@ static void col2im_channel(void *p, int ch)
     float *im = x->dst + (size_t)ch * h * w;
     for (int ky = 0; ky < ks; ky++)
         for (int kx = 0; kx < ks; kx++) {
-            const float *col = x->src + (((size_t)ch * ks + ky) * ks + kx) * oh * ow;
+            const float *col = x->src + (((size_t)ch * ks + ky) * ks + kx) * x->ldcol;
             int x0 = pad - kx > 0 ? (pad - kx + s - 1) / s : 0;
             int x1 = w + pad - kx > 0 ? (w + pad - kx + s - 1) / s : 0;
             if (x1 > ow) x1 = ow;
@@ -117,16 +133,40 @@ static void col2im_channel(void *p, int ch)
         }
 }
 
-static void cpu_col2im(const float *col, int c, int h, int w, int ks, int stride, int pad, float *im)
+static void cpu_col2im(const float *col, int ldcol, int c, int h, int w, int ks, int stride, int pad,
+                       float *im)
 {
     colctx x = {col, im, c, h, w, ks, stride, pad, trn_conv_out(h, pad, ks, stride),
-                trn_conv_out(w, pad, ks, stride)};
+                trn_conv_out(w, pad, ks, stride), ldcol};
     if ((size_t)c * ks * ks * x.oh * x.ow < PAR_MIN)
         for (int ch = 0; ch < c; ch++) col2im_channel(&x, ch);
     else
         trn_parallel_for(c, col2im_channel, &x);
 }
 #endif
+
+typedef struct swapctx {
+    const float *src;
+    float *dst;
+    int a, b, n;
+} swapctx;
+
+static void swap_row(void *p, int i)
+{
+    const swapctx *x = p;
+    for (int j = 0; j < x->b; j++)
+        memcpy(x->dst + ((size_t)j * x->a + i) * x->n, x->src + ((size_t)i * x->b + j) * x->n,
+               (size_t)x->n * sizeof(float));
+}
+
+static void cpu_swap12(const float *src, float *dst, int a, int b, int n)
+{
+    swapctx x = {src, dst, a, b, n};
+    if ((size_t)a * b * n < PAR_MIN)
+        for (int i = 0; i < a; i++) swap_row(&x, i);
+    else
+        trn_parallel_for(a, swap_row, &x);
+}
 
 /* ---- element-wise ----------------------------------------------------- */
 
@@ -230,6 +270,35 @@ static void cpu_scale_bias(float *x, const float *sc, int batch, int c, int spat
         }
 }
 
+#ifndef TRN_INFER_ONLY
+typedef struct sgdctx {
+    float *w, *u;
+    const float *mask;
+    size_t n;
+    float decay, rate, momentum;
+} sgdctx;
+
+static void sgd_chunk(void *p, int i)
+{
+    const sgdctx *c = p;
+    size_t lo = (size_t)i * CHUNK, hi = lo + CHUNK < c->n ? lo + CHUNK : c->n;
+    trn_ref_sgd(c->w + lo, c->u + lo, c->mask ? c->mask + lo : NULL, hi - lo, c->decay, c->rate,
+                c->momentum);
+}
+
+/* One pass over w and u instead of Darknet's three (same float
+ * operations per element), spread over the threads. */
+static void cpu_sgd(float *w, float *u, const float *mask, size_t n, float decay, float rate,
+                    float momentum)
+{
+    sgdctx c = {w, u, mask, n, decay, rate, momentum};
+    if (n < PAR_MIN)
+        trn_ref_sgd(w, u, mask, n, decay, rate, momentum);
+    else
+        trn_parallel_for((int)((n + CHUNK - 1) / CHUNK), sgd_chunk, &c);
+}
+#endif
+
 const trn_backend trn_backend_cpu = {
     .name = "cpu",
     .alloc = cpu_alloc,
@@ -239,6 +308,7 @@ const trn_backend trn_backend_cpu = {
     .gemm = cpu_gemm,
     .im2col = cpu_im2col,
     .col2im = TRN_TRAIN_FN(cpu_col2im),
+    .swap12 = cpu_swap12,
     .fill = trn_ref_fill,
     .copy = trn_ref_copy,
     .axpy = cpu_axpy,
@@ -265,4 +335,5 @@ const trn_backend trn_backend_cpu = {
     .shortcut = trn_ref_shortcut,
     .crop = trn_ref_crop,
     .dropout = TRN_TRAIN_FN(trn_ref_dropout),
+    .sgd = TRN_TRAIN_FN(cpu_sgd),
 };

@@ -38,7 +38,8 @@ static void ref_gemm(int ta, int tb, int m, int n, int k, float alpha, const flo
         }
 }
 
-void trn_ref_im2col(const float *im, int c, int h, int w, int ks, int stride, int pad, float *col)
+void trn_ref_im2col(const float *im, int c, int h, int w, int ks, int stride, int pad, float *col,
+                    int ldcol)
 {
     int oh = trn_conv_out(h, pad, ks, stride), ow = trn_conv_out(w, pad, ks, stride);
     for (int ch = 0; ch < c; ch++)
@@ -51,13 +52,14 @@ void trn_ref_im2col(const float *im, int c, int h, int w, int ks, int stride, in
                         float v = (iy >= 0 && iy < h && ix >= 0 && ix < w)
                                       ? im[((size_t)ch * h + iy) * w + ix]
                                       : 0;
-                        col[(row * oh + y) * ow + x] = v;
+                        col[row * ldcol + (size_t)y * ow + x] = v;
                     }
             }
 }
 
 #ifndef TRN_INFER_ONLY
-void trn_ref_col2im(const float *col, int c, int h, int w, int ks, int stride, int pad, float *im)
+void trn_ref_col2im(const float *col, int ldcol, int c, int h, int w, int ks, int stride, int pad,
+                    float *im)
 {
     int oh = trn_conv_out(h, pad, ks, stride), ow = trn_conv_out(w, pad, ks, stride);
     for (int ch = 0; ch < c; ch++)
@@ -68,11 +70,18 @@ void trn_ref_col2im(const float *col, int c, int h, int w, int ks, int stride, i
                     for (int x = 0; x < ow; x++) {
                         int iy = y * stride + ky - pad, ix = x * stride + kx - pad;
                         if (iy >= 0 && iy < h && ix >= 0 && ix < w)
-                            im[((size_t)ch * h + iy) * w + ix] += col[(row * oh + y) * ow + x];
+                            im[((size_t)ch * h + iy) * w + ix] += col[row * ldcol + (size_t)y * ow + x];
                     }
             }
 }
 #endif
+
+void trn_ref_swap12(const float *src, float *dst, int a, int b, int n)
+{
+    for (int i = 0; i < a; i++)
+        for (int j = 0; j < b; j++)
+            memcpy(dst + ((size_t)j * a + i) * n, src + ((size_t)i * b + j) * n, (size_t)n * sizeof *dst);
+}
 
 void trn_ref_fill(size_t n, float v, float *x)
 {
@@ -365,6 +374,22 @@ void trn_ref_dropout(float *x, const float *r, size_t n, float p, float scale)
 }
 #endif
 
+#ifndef TRN_INFER_ONLY
+void trn_ref_sgd(float *w, float *u, const float *mask, size_t n, float decay, float rate,
+                 float momentum)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (mask && mask[i] == 0) {
+            u[i] = 0;
+            continue;
+        }
+        if (decay != 0) u[i] += decay * w[i];
+        w[i] += rate * u[i];
+        u[i] *= momentum;
+    }
+}
+#endif
+
 const trn_backend trn_backend_ref = {
     .name = "ref",
     .alloc = ref_alloc,
@@ -374,6 +399,7 @@ const trn_backend trn_backend_ref = {
     .gemm = ref_gemm,
     .im2col = trn_ref_im2col,
     .col2im = TRN_TRAIN_FN(trn_ref_col2im),
+    .swap12 = trn_ref_swap12,
     .fill = trn_ref_fill,
     .copy = trn_ref_copy,
     .axpy = trn_ref_axpy,
@@ -400,6 +426,7 @@ const trn_backend trn_backend_ref = {
     .shortcut = trn_ref_shortcut,
     .crop = trn_ref_crop,
     .dropout = TRN_TRAIN_FN(trn_ref_dropout),
+    .sgd = TRN_TRAIN_FN(trn_ref_sgd),
 };
 
 const trn_backend *trn_backend_get(trn_backend_kind kind)

@@ -76,6 +76,7 @@ struct trn_layer {
      * dh, dw). NULL normally. */
     float *fixed_rand;
     size_t fixed_rand_n;
+    double t_forward, t_backward; /* profiling sums (trn_net_profile) */
 };
 
 struct trn_net {
@@ -108,6 +109,7 @@ struct trn_net {
     trn_rng rng_init;     /* initial weights */
     trn_rng rng_train;    /* dropout and crops: forked per forward and layer */
     char name[256];       /* the cfg's name, for messages */
+    int profile;          /* trn_net_profile */
 };
 
 /* Typed reading of one cfg section during trn_net_create: each getter
@@ -154,6 +156,9 @@ static inline trn_param *trn_lparam(trn_net *net, const trn_layer *l, int k)
 /* Layer memory helpers: zeroed floats from the backend, NULL on failure. */
 float *trn_net_alloc_floats(trn_net *net, size_t n);
 void trn_net_release(trn_net *net, void *p);
+
+/* Runs layer l's forward (or backward), timed when profiling. */
+void trn_layer_run(trn_net *net, trn_layer *l, int backward, int train);
 
 /* Sets the seed and derives the generators from it. */
 void trn_net_reseed(trn_net *net, uint64_t seed);

@@ -37,6 +37,10 @@ static void gemm_matches_reference(void **state)
     struct { int ta, tb, m, n, k, extra; float alpha, beta; } cases[] = {
         {0, 0, 7, 9, 5, 0, 1, 0},    {0, 1, 7, 9, 5, 3, 1, 1},   {1, 0, 16, 33, 40, 0, 0.5f, 1},
         {1, 1, 3, 4, 70, 2, 1, 0.25f}, {0, 0, 64, 169, 288, 16, 1, 0}, {0, 0, 1, 1, 1, 0, 1, 0},
+        /* matrix-vector shapes (gemv): every transpose, strided vectors */
+        {0, 0, 1, 33, 17, 2, 1, 0},  {0, 1, 1, 33, 17, 3, 1, 1},  {1, 0, 1, 33, 17, 4, 0.5f, 1},
+        {1, 1, 1, 33, 17, 1, 1, 0},  {0, 0, 29, 1, 17, 2, 1, 0.5f}, {0, 1, 29, 1, 17, 3, 1, 0},
+        {1, 0, 29, 1, 17, 5, 1, 1},  {1, 1, 29, 1, 17, 2, 2, 0},
     };
     for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
         int ta = cases[c].ta, tb = cases[c].tb, m = cases[c].m, n = cases[c].n, k = cases[c].k;
@@ -67,16 +71,25 @@ static void im2col_col2im_match_reference(void **state)
             p = cases[i].pad;
         int oh = (h + 2 * p - ks) / s + 1, ow = (w + 2 * p - ks) / s + 1;
         size_t nim = (size_t)c * h * w, ncol = (size_t)c * ks * ks * oh * ow;
-        float *im = rnd(nim, 10 + i), *c1 = rnd(ncol, 20), *c2 = rnd(ncol, 21);
-        cpu->im2col(im, c, h, w, ks, s, p, c1);
-        ref->im2col(im, c, h, w, ks, s, p, c2);
-        assert_memory_equal(c1, c2, ncol * sizeof *c1);
+        /* Written as the second of three images side by side (ldcol). */
+        int n = oh * ow, ld = 3 * n;
+        float *im = rnd(nim, 10 + i), *c1 = rnd(3 * ncol, 20), *c2 = fdup(c1, 3 * ncol);
+        cpu->im2col(im, c, h, w, ks, s, p, c1 + n, ld);
+        ref->im2col(im, c, h, w, ks, s, p, c2 + n, ld);
+        assert_memory_equal(c1, c2, 3 * ncol * sizeof *c1);
         float *i1 = rnd(nim, 30 + i), *i2 = fdup(i1, nim);
-        cpu->col2im(c1, c, h, w, ks, s, p, i1);
-        ref->col2im(c1, c, h, w, ks, s, p, i2);
+        cpu->col2im(c1 + n, ld, c, h, w, ks, s, p, i1);
+        ref->col2im(c1 + n, ld, c, h, w, ks, s, p, i2);
         double e = tl_relerr(i1, i2, nim);
         assert_true(e <= 1e-6);
-        free(im), free(c1), free(c2), free(i1), free(i2);
+        /* swap12 twice is the identity; once it matches the reference. */
+        float *s1 = rnd(ncol, 40), *s2 = rnd(ncol, 41);
+        cpu->swap12(c1 + n, s1, c, ks * ks, n);
+        ref->swap12(c1 + n, s2, c, ks * ks, n);
+        assert_memory_equal(s1, s2, ncol * sizeof *s1);
+        cpu->swap12(s1, s2, ks * ks, c, n);
+        assert_memory_equal(s2, c1 + n, ncol * sizeof *s2);
+        free(im), free(c1), free(c2), free(i1), free(i2), free(s1), free(s2);
     }
 }
 
