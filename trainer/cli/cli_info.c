@@ -20,7 +20,8 @@ static const char *help =
     "                   {\"macs\",\"params\",\"weight_bytes\",\"peak_activation_bytes\",\n"
     "                    \"bias_ops\",\"bn_ops\",\"act_ops\",\"pool_ops\",\n"
     "                    \"layers\":[{\"index\",\"type\",\"output\":[c,h,w],\"macs\",\"params\",\n"
-    "                               \"output_bytes\",\"input\":[c,h,w],\"line\"}]}\n";
+    "                               \"output_bytes\",\"line\"}]}\n"
+    "                   (catalog/manifest.schema.json, $defs/cost)\n";
 
 static void print_json(const trn_net *net)
 {
@@ -36,10 +37,10 @@ static void print_json(const trn_net *net)
         trn_layer_info in;
         trn_net_layer_info(net, i, &in);
         printf("%s{\"index\":%d,\"type\":\"%s\",\"output\":[%d,%d,%d],\"macs\":%llu,\"params\":%llu,"
-               "\"output_bytes\":%llu,\"input\":[%d,%d,%d],\"line\":%d}",
+               "\"output_bytes\":%llu,\"line\":%d}",
                i ? "," : "", i, trn_layer_kind_name(in.kind), in.out.c, in.out.h, in.out.w,
                (unsigned long long)in.macs, (unsigned long long)in.params,
-               (unsigned long long)in.output_bytes, in.in.c, in.in.h, in.in.w, in.line);
+               (unsigned long long)in.output_bytes, in.line);
     }
     printf("]}\n");
 }
