@@ -35,10 +35,16 @@ typedef struct trn_backend {
     void (*gemm)(int ta, int tb, int m, int n, int k, float alpha, const float *a, int lda,
                  const float *b, int ldb, float beta, float *c, int ldc);
     /* im (c, h, w) -> col (c*ks*ks, oh*ow) with zero padding `pad` on every
-     * side; oh = (h + 2*pad - ks)/stride + 1, likewise ow. */
-    void (*im2col)(const float *im, int c, int h, int w, int ks, int stride, int pad, float *col);
+     * side; oh = (h + 2*pad - ks)/stride + 1, likewise ow. Rows of col are
+     * ldcol >= oh*ow floats apart (several images side by side). */
+    void (*im2col)(const float *im, int c, int h, int w, int ks, int stride, int pad, float *col,
+                   int ldcol);
     /* The adjoint: im += scatter of col. */
-    void (*col2im)(const float *col, int c, int h, int w, int ks, int stride, int pad, float *im);
+    void (*col2im)(const float *col, int ldcol, int c, int h, int w, int ks, int stride, int pad,
+                   float *im);
+    /* dst (b, a, n) = src (a, b, n): exchanges the two outer dimensions
+     * (batch-major <-> channel-major) of blocks of n floats. */
+    void (*swap12)(const float *src, float *dst, int a, int b, int n);
 
     /* Element-wise on n floats. */
     void (*fill)(size_t n, float v, float *x);
@@ -98,6 +104,14 @@ typedef struct trn_backend {
     /* Dropout with uniform draws r: x = r < p ? 0 : x * scale (in place);
      * the backward applies the same to delta. */
     void (*dropout)(float *x, const float *r, size_t n, float p, float scale);
+
+    /* Darknet's SGD step on n parameters w with update array u, per
+     * element in this order: u += decay * w; w += rate * u; u *= momentum
+     * (decay = -decay*batch for weights, 0 otherwise; rate = lr/batch).
+     * Where mask (may be NULL) is 0 the element is frozen: u is cleared
+     * and w kept. */
+    void (*sgd)(float *w, float *u, const float *mask, size_t n, float decay, float rate,
+                float momentum);
 } trn_backend;
 
 extern const trn_backend trn_backend_ref;

@@ -38,7 +38,8 @@ static void ref_gemm(int ta, int tb, int m, int n, int k, float alpha, const flo
         }
 }
 
-void trn_ref_im2col(const float *im, int c, int h, int w, int ks, int stride, int pad, float *col)
+void trn_ref_im2col(const float *im, int c, int h, int w, int ks, int stride, int pad, float *col,
+                    int ldcol)
 {
     int oh = trn_conv_out(h, pad, ks, stride), ow = trn_conv_out(w, pad, ks, stride);
     for (int ch = 0; ch < c; ch++)
@@ -51,12 +52,14 @@ void trn_ref_im2col(const float *im, int c, int h, int w, int ks, int stride, in
                         float v = (iy >= 0 && iy < h && ix >= 0 && ix < w)
                                       ? im[((size_t)ch * h + iy) * w + ix]
                                       : 0;
-                        col[(row * oh + y) * ow + x] = v;
+                        col[row * ldcol + (size_t)y * ow + x] = v;
                     }
             }
 }
 
-void trn_ref_col2im(const float *col, int c, int h, int w, int ks, int stride, int pad, float *im)
+#ifndef TRN_INFER_ONLY
+void trn_ref_col2im(const float *col, int ldcol, int c, int h, int w, int ks, int stride, int pad,
+                    float *im)
 {
     int oh = trn_conv_out(h, pad, ks, stride), ow = trn_conv_out(w, pad, ks, stride);
     for (int ch = 0; ch < c; ch++)
@@ -67,9 +70,17 @@ void trn_ref_col2im(const float *col, int c, int h, int w, int ks, int stride, i
                     for (int x = 0; x < ow; x++) {
                         int iy = y * stride + ky - pad, ix = x * stride + kx - pad;
                         if (iy >= 0 && iy < h && ix >= 0 && ix < w)
-                            im[((size_t)ch * h + iy) * w + ix] += col[(row * oh + y) * ow + x];
+                            im[((size_t)ch * h + iy) * w + ix] += col[row * ldcol + (size_t)y * ow + x];
                     }
             }
+}
+#endif
+
+void trn_ref_swap12(const float *src, float *dst, int a, int b, int n)
+{
+    for (int i = 0; i < a; i++)
+        for (int j = 0; j < b; j++)
+            memcpy(dst + ((size_t)j * a + i) * n, src + ((size_t)i * b + j) * n, (size_t)n * sizeof *dst);
 }
 
 void trn_ref_fill(size_t n, float v, float *x)
@@ -97,10 +108,12 @@ void trn_ref_activate(float *x, size_t n, trn_activation a)
     for (size_t i = 0; i < n; i++) x[i] = trn_activate1(x[i], a);
 }
 
+#ifndef TRN_INFER_ONLY
 void trn_ref_gradient(const float *y, size_t n, trn_activation a, float *delta)
 {
     for (size_t i = 0; i < n; i++) delta[i] *= trn_gradient1(y[i], a);
 }
+#endif
 
 void trn_ref_add_bias(float *x, const float *b, int batch, int c, int spatial)
 {
@@ -116,6 +129,7 @@ void trn_ref_scale_bias(float *x, const float *sc, int batch, int c, int spatial
             for (int s = 0; s < spatial; s++) x[((size_t)i * c + k) * spatial + s] *= sc[k];
 }
 
+#ifndef TRN_INFER_ONLY
 void trn_ref_backward_bias(float *db, const float *delta, int batch, int c, int spatial)
 {
     for (int k = 0; k < c; k++) {
@@ -162,6 +176,7 @@ void trn_ref_variance(const float *x, const float *mean, int batch, int c, int s
         var[k] = (float)(sum / ((double)batch * spatial - 1));
     }
 }
+#endif
 
 void trn_ref_normalize(float *x, const float *mean, const float *var, int batch, int c, int spatial)
 {
@@ -175,6 +190,7 @@ void trn_ref_normalize(float *x, const float *mean, const float *var, int batch,
         }
 }
 
+#ifndef TRN_INFER_ONLY
 /* Darknet's mean_delta_cpu, variance_delta_cpu and normalize_delta_cpu. */
 void trn_ref_bn_backward(const float *x, const float *mean, const float *var, int batch, int c,
                          int spatial, float *mean_delta, float *var_delta, float *delta)
@@ -201,6 +217,7 @@ void trn_ref_bn_backward(const float *x, const float *mean, const float *var, in
             }
         }
 }
+#endif
 
 void trn_ref_maxpool(const float *in, int batch, int c, int h, int w, int size, int stride,
                      int pad, int oh, int ow, float *out, int *idx)
@@ -228,11 +245,13 @@ void trn_ref_maxpool(const float *in, int batch, int c, int h, int w, int size, 
                 }
 }
 
+#ifndef TRN_INFER_ONLY
 void trn_ref_maxpool_backward(const float *delta, const int *idx, size_t n, float *in_delta)
 {
     for (size_t i = 0; i < n; i++)
         if (idx[i] >= 0) in_delta[idx[i]] += delta[i];
 }
+#endif
 
 void trn_ref_avgpool(const float *in, int batch, int c, int spatial, float *out)
 {
@@ -245,6 +264,7 @@ void trn_ref_avgpool(const float *in, int batch, int c, int spatial, float *out)
         }
 }
 
+#ifndef TRN_INFER_ONLY
 void trn_ref_avgpool_backward(const float *delta, int batch, int c, int spatial, float *in_delta)
 {
     for (int b = 0; b < batch; b++)
@@ -253,6 +273,7 @@ void trn_ref_avgpool_backward(const float *delta, int batch, int c, int spatial,
             for (int s = 0; s < spatial; s++) p[s] += delta[b * c + k] / spatial;
         }
 }
+#endif
 
 void trn_ref_softmax(const float *in, int batch, int n, int groups, float t, float *out)
 {
@@ -273,6 +294,7 @@ void trn_ref_softmax(const float *in, int batch, int n, int groups, float t, flo
         }
 }
 
+#ifndef TRN_INFER_ONLY
 void trn_ref_softmax_xent(size_t n, const float *p, const float *t, float *delta, float *err)
 {
     for (size_t i = 0; i < n; i++) {
@@ -313,6 +335,7 @@ void trn_ref_smooth_l1(size_t n, const float *p, const float *t, float *delta, f
         }
     }
 }
+#endif
 
 void trn_ref_shortcut(int batch, int w1, int h1, int c1, const float *add, int w2, int h2, int c2,
                       float s1, float s2, float *out)
@@ -344,10 +367,28 @@ void trn_ref_crop(const float *in, int batch, int c, int h, int w, int oh, int o
                 }
 }
 
+#ifndef TRN_INFER_ONLY
 void trn_ref_dropout(float *x, const float *r, size_t n, float p, float scale)
 {
     for (size_t i = 0; i < n; i++) x[i] = r[i] < p ? 0 : x[i] * scale;
 }
+#endif
+
+#ifndef TRN_INFER_ONLY
+void trn_ref_sgd(float *w, float *u, const float *mask, size_t n, float decay, float rate,
+                 float momentum)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (mask && mask[i] == 0) {
+            u[i] = 0;
+            continue;
+        }
+        if (decay != 0) u[i] += decay * w[i];
+        w[i] += rate * u[i];
+        u[i] *= momentum;
+    }
+}
+#endif
 
 const trn_backend trn_backend_ref = {
     .name = "ref",
@@ -357,33 +398,35 @@ const trn_backend trn_backend_ref = {
     .download = trn_ref_upload,
     .gemm = ref_gemm,
     .im2col = trn_ref_im2col,
-    .col2im = trn_ref_col2im,
+    .col2im = TRN_TRAIN_FN(trn_ref_col2im),
+    .swap12 = trn_ref_swap12,
     .fill = trn_ref_fill,
     .copy = trn_ref_copy,
     .axpy = trn_ref_axpy,
     .scal = trn_ref_scal,
     .activate = trn_ref_activate,
-    .gradient = trn_ref_gradient,
+    .gradient = TRN_TRAIN_FN(trn_ref_gradient),
     .add_bias = trn_ref_add_bias,
     .scale_bias = trn_ref_scale_bias,
-    .backward_bias = trn_ref_backward_bias,
-    .backward_scale = trn_ref_backward_scale,
-    .mean = trn_ref_mean,
-    .variance = trn_ref_variance,
+    .backward_bias = TRN_TRAIN_FN(trn_ref_backward_bias),
+    .backward_scale = TRN_TRAIN_FN(trn_ref_backward_scale),
+    .mean = TRN_TRAIN_FN(trn_ref_mean),
+    .variance = TRN_TRAIN_FN(trn_ref_variance),
     .normalize = trn_ref_normalize,
-    .bn_backward = trn_ref_bn_backward,
+    .bn_backward = TRN_TRAIN_FN(trn_ref_bn_backward),
     .maxpool = trn_ref_maxpool,
-    .maxpool_backward = trn_ref_maxpool_backward,
+    .maxpool_backward = TRN_TRAIN_FN(trn_ref_maxpool_backward),
     .avgpool = trn_ref_avgpool,
-    .avgpool_backward = trn_ref_avgpool_backward,
+    .avgpool_backward = TRN_TRAIN_FN(trn_ref_avgpool_backward),
     .softmax = trn_ref_softmax,
-    .softmax_xent = trn_ref_softmax_xent,
-    .l2 = trn_ref_l2,
-    .l1 = trn_ref_l1,
-    .smooth_l1 = trn_ref_smooth_l1,
+    .softmax_xent = TRN_TRAIN_FN(trn_ref_softmax_xent),
+    .l2 = TRN_TRAIN_FN(trn_ref_l2),
+    .l1 = TRN_TRAIN_FN(trn_ref_l1),
+    .smooth_l1 = TRN_TRAIN_FN(trn_ref_smooth_l1),
     .shortcut = trn_ref_shortcut,
     .crop = trn_ref_crop,
-    .dropout = trn_ref_dropout,
+    .dropout = TRN_TRAIN_FN(trn_ref_dropout),
+    .sgd = TRN_TRAIN_FN(trn_ref_sgd),
 };
 
 const trn_backend *trn_backend_get(trn_backend_kind kind)

@@ -9,8 +9,11 @@
 #include "net.h"
 
 void trn_ref_upload(float *dst, const float *src, size_t n);
-void trn_ref_im2col(const float *im, int c, int h, int w, int ks, int stride, int pad, float *col);
-void trn_ref_col2im(const float *col, int c, int h, int w, int ks, int stride, int pad, float *im);
+void trn_ref_im2col(const float *im, int c, int h, int w, int ks, int stride, int pad, float *col,
+                    int ldcol);
+void trn_ref_col2im(const float *col, int ldcol, int c, int h, int w, int ks, int stride, int pad,
+                    float *im);
+void trn_ref_swap12(const float *src, float *dst, int a, int b, int n);
 void trn_ref_fill(size_t n, float v, float *x);
 void trn_ref_copy(size_t n, const float *x, float *y);
 void trn_ref_axpy(size_t n, float a, const float *x, float *y);
@@ -42,5 +45,7 @@ void trn_ref_shortcut(int batch, int w1, int h1, int c1, const float *add, int w
 void trn_ref_crop(const float *in, int batch, int c, int h, int w, int oh, int ow, int dh, int dw,
                   int flip, float scale, float trans, float *out);
 void trn_ref_dropout(float *x, const float *r, size_t n, float p, float scale);
+void trn_ref_sgd(float *w, float *u, const float *mask, size_t n, float decay, float rate,
+                 float momentum);
 
 #endif /* TRN_BACKEND_REF_H */

@@ -9,6 +9,7 @@
 #include "net.h"
 
 #include <errno.h>
+#include <time.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -423,6 +424,17 @@ void trn_net_release(trn_net *net, void *p)
     if (p) net->be->release(p);
 }
 
+void trn_net_reseed(trn_net *net, uint64_t seed)
+{
+    trn_rng root;
+    net->opts.seed = seed;
+    trn_rng_seed(&root, seed);
+    net->rng_init = trn_rng_fork(&root, 1);
+    net->rng_train = trn_rng_fork(&root, 2);
+}
+
+uint64_t trn_net_seed(const trn_net *net) { return net->opts.seed; }
+
 trn_rng trn_net_layer_rng(const trn_net *net, const trn_layer *l)
 {
     trn_rng step = trn_rng_fork(&net->rng_train, net->seen / (uint64_t)net->batch);
@@ -606,10 +618,7 @@ trn_net *trn_net_create(const trn_cfg *cfg, const trn_net_opts *opts, trn_err *e
     if (trn_build_account(&b, ws, "the convolution workspace", err) != 0 ||
         trn_build_account(&b, (uint64_t)net->batch * trn_net_inputs(net) * 2, "the input", err))
         goto fail;
-    trn_rng root;
-    trn_rng_seed(&root, net->opts.seed);
-    net->rng_init = trn_rng_fork(&root, 1);
-    net->rng_train = trn_rng_fork(&root, 2);
+    trn_net_reseed(net, net->opts.seed);
     if (alloc_net(net, err) != 0) {
         trn_err_prefix(err, "%s", net->name);
         goto fail;
@@ -814,7 +823,38 @@ int trn_net_forward_upto(trn_net *net, const float *x, int last, trn_err *err)
     net->be->upload(net->input, x, (size_t)net->batch * trn_net_inputs(net));
     net->train = 0;
     net->truth_in = NULL;
-    for (int i = 0; i <= last; i++) net->layers[i].ops->forward(&net->layers[i], net, 0);
+    for (int i = 0; i <= last; i++) trn_layer_run(net, &net->layers[i], 0, 0);
+    return 0;
+}
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+void trn_layer_run(trn_net *net, trn_layer *l, int backward, int train)
+{
+    double t0 = net->profile ? now_s() : 0;
+    if (backward)
+        l->ops->backward(l, net);
+    else
+        l->ops->forward(l, net, train);
+    if (net->profile) *(backward ? &l->t_backward : &l->t_forward) += now_s() - t0;
+}
+
+void trn_net_profile(trn_net *net, int on)
+{
+    net->profile = on;
+    for (int i = 0; on && i < net->n; i++) net->layers[i].t_forward = net->layers[i].t_backward = 0;
+}
+
+int trn_net_layer_time(const trn_net *net, int i, double *forward_s, double *backward_s)
+{
+    if (i < 0 || i >= net->n) return -1;
+    if (forward_s) *forward_s = net->layers[i].t_forward;
+    if (backward_s) *backward_s = net->layers[i].t_backward;
     return 0;
 }
 

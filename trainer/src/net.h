@@ -76,6 +76,7 @@ struct trn_layer {
      * dh, dw). NULL normally. */
     float *fixed_rand;
     size_t fixed_rand_n;
+    double t_forward, t_backward; /* profiling sums (trn_net_profile) */
 };
 
 struct trn_net {
@@ -108,6 +109,7 @@ struct trn_net {
     trn_rng rng_init;     /* initial weights */
     trn_rng rng_train;    /* dropout and crops: forked per forward and layer */
     char name[256];       /* the cfg's name, for messages */
+    int profile;          /* trn_net_profile */
 };
 
 /* Typed reading of one cfg section during trn_net_create: each getter
@@ -155,6 +157,12 @@ static inline trn_param *trn_lparam(trn_net *net, const trn_layer *l, int k)
 float *trn_net_alloc_floats(trn_net *net, size_t n);
 void trn_net_release(trn_net *net, void *p);
 
+/* Runs layer l's forward (or backward), timed when profiling. */
+void trn_layer_run(trn_net *net, trn_layer *l, int backward, int train);
+
+/* Sets the seed and derives the generators from it. */
+void trn_net_reseed(trn_net *net, uint64_t seed);
+
 /* The generator of layer l's draws for the current training forward (a
  * pure function of the seed, `seen` and the layer index). */
 trn_rng trn_net_layer_rng(const trn_net *net, const trn_layer *l);
@@ -163,6 +171,10 @@ trn_rng trn_net_layer_rng(const trn_net *net, const trn_layer *l);
  * its own random draws (see trn_layer.fixed_rand). -1 on a bad layer or
  * count. */
 int trn_layer_fix_random(trn_net *net, int i, const float *values, size_t n, trn_err *err);
+
+/* Streams a .weights file's bytes (what trn_weights_save writes) to put,
+ * which returns 0 or -1. Returns -1 when put failed. */
+int trn_weights_write(const trn_net *net, int (*put)(void *ctx, const void *p, size_t n), void *ctx);
 
 /* Test hook: replaces layer i's training-forward output by `values`
  * (batch * outputs floats). A max-pool layer first recomputes its argmax

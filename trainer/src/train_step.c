@@ -27,7 +27,7 @@ int trn_net_forward_train(trn_net *net, const float *x, const float *truth, trn_
     float sum = 0;
     for (int i = 0; i < net->n; i++) {
         trn_layer *l = &net->layers[i];
-        l->ops->forward(l, net, 1);
+        trn_layer_run(net, l, 0, 1);
         if (l->has_cost) {
             sum += l->cost;
             costs++;
@@ -49,7 +49,7 @@ int trn_net_backward(trn_net *net, trn_err *err)
     for (int i = net->n - 1; i >= 0; i--) {
         trn_layer *l = &net->layers[i];
         if (l->stopbackward) break;
-        if (l->ops->backward && l->delta) l->ops->backward(l, net);
+        if (l->ops->backward && l->delta) trn_layer_run(net, l, 1, 1);
     }
     return 0;
 }
@@ -83,39 +83,19 @@ float trn_net_rate(const trn_net *net)
     return lr;
 }
 
-/* x += a * u on unfrozen elements. */
-static void step(float *x, const float *u, const float *mask, size_t n, float a)
-{
-    if (!mask) {
-        for (size_t i = 0; i < n; i++) x[i] += a * u[i];
-        return;
-    }
-    for (size_t i = 0; i < n; i++) x[i] += mask[i] * a * u[i];
-}
-
 void trn_net_update(trn_net *net)
 {
     const trn_net_config *c = &net->cfg;
-    const trn_backend *be = net->be;
     float rate = trn_net_rate(net);
     int batch = net->batch * c->subdivisions;
     for (int i = 0; i < net->np; i++) {
         trn_param *p = &net->params[i];
         if (!p->update) continue;
         float lr = rate * net->layers[p->layer].lr_scale;
-        if (p->mask)
-            for (size_t j = 0; j < p->count; j++) p->update[j] *= p->mask[j];
-        if (p->role == TRN_PARAM_WEIGHTS) {
-            /* Darknet: u -= decay*B*w; w += lr/B*u; u *= momentum. */
-            if (p->mask) {
-                for (size_t j = 0; j < p->count; j++)
-                    p->update[j] += -c->decay * batch * p->data[j] * p->mask[j];
-            } else {
-                be->axpy(p->count, -c->decay * batch, p->data, p->update);
-            }
-        }
-        step(p->data, p->update, p->mask, p->count, lr / batch);
-        be->scal(p->count, c->momentum, p->update);
+        /* Darknet: weights decay (u -= decay*B*w), every array steps
+         * (x += lr/B*u), and the update array keeps momentum (u *= m). */
+        float decay = p->role == TRN_PARAM_WEIGHTS ? -c->decay * batch : 0;
+        net->be->sgd(p->data, p->update, p->mask, p->count, decay, lr / batch, c->momentum);
     }
 }
 

@@ -223,21 +223,30 @@ out:
     return rc;
 }
 
+int trn_weights_write(const trn_net *net, int (*put)(void *ctx, const void *p, size_t n), void *ctx)
+{
+    int32_t head[3] = {0, 2, 0};
+    uint64_t seen = net->seen;
+    if (put(ctx, head, sizeof head) || put(ctx, &seen, sizeof seen)) return -1;
+    for (int i = 0; i < net->np; i++) {
+        const trn_param *p = &net->params[i];
+        if (p->offset >= 0 && put(ctx, p->data, p->count * sizeof(float))) return -1;
+    }
+    return 0;
+}
+
+static int put_file(void *ctx, const void *p, size_t n)
+{
+    return fwrite(p, 1, n, ctx) == n ? 0 : -1;
+}
+
 int trn_weights_save(const trn_net *net, const char *path, trn_err *err)
 {
     if (!net->params_ready)
         return trn_errf(err, "%s: the network has no parameters to save", path);
     trn_atomic a;
     if (trn_atomic_open(&a, path, err) != 0) return -1;
-    int32_t head[3] = {0, 2, 0};
-    uint64_t seen = net->seen;
-    int ok = fwrite(head, sizeof head, 1, a.f) == 1 && fwrite(&seen, sizeof seen, 1, a.f) == 1;
-    for (int i = 0; ok && i < net->np; i++) {
-        const trn_param *p = &net->params[i];
-        if (p->offset < 0) continue;
-        ok = fwrite(p->data, sizeof(float), p->count, a.f) == p->count;
-    }
-    if (!ok) {
+    if (trn_weights_write(net, put_file, a.f) != 0) {
         trn_errf(err, "cannot write %s: disk full or I/O error", a.tmp);
         trn_atomic_abort(&a);
         return -1;
