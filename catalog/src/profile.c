@@ -4,8 +4,10 @@
  *
  *   macs      counted at the matrix products: the network's backend table is
  *             replaced, for one batch-1 forward, by a copy whose gemm adds
- *             m*n*k for every call and notes which layer's output buffer
- *             the call writes (trn_net_swap_backend, trainer/src/backend.h)
+ *             m*n*k for every call and notes its operands; a call belongs
+ *             to the layer whose weights it reads (or, failing that, whose
+ *             output buffer it writes) (trn_net_swap_backend,
+ *             trainer/src/backend.h)
  *   params    from the weights file's size: (bytes - header) / 4, the
  *             header being 20 bytes for Darknet 0.2+ files and 16 before
  *   peak activation bytes   from the network's own buffers and their
@@ -43,11 +45,15 @@
  * log and the wrapped table through these; they are set only while
  * count_forward runs, on the thread that runs it (the layers call gemm
  * from the forward's own thread). */
+typedef struct gemm_call {
+    const float *a, *b, *c;
+    uint64_t macs;
+} gemm_call;
+
 typedef struct gemm_log {
     const trn_backend *inner;
     size_t n, cap;
-    const float **out; /* the C matrix of each call */
-    uint64_t *macs;
+    gemm_call *calls;
     int oom;
 } gemm_log;
 static _Thread_local gemm_log *counting_log;
@@ -58,26 +64,43 @@ static void counting_gemm(int ta, int tb, int m, int n, int k, float alpha, cons
     gemm_log *g = counting_log;
     if (g->n == g->cap) {
         size_t cap = g->cap ? 2 * g->cap : 64;
-        const float **o = realloc(g->out, cap * sizeof *o);
-        if (o) g->out = o;
-        uint64_t *mm = o ? realloc(g->macs, cap * sizeof *mm) : NULL;
-        if (mm) g->macs = mm;
-        if (!o || !mm) {
-            g->oom = 1;
-        } else {
+        gemm_call *nc = realloc(g->calls, cap * sizeof *nc);
+        if (nc) {
+            g->calls = nc;
             g->cap = cap;
+        } else {
+            g->oom = 1;
         }
     }
-    if (g->n < g->cap) {
-        g->out[g->n] = c;
-        g->macs[g->n] = (uint64_t)m * (uint64_t)n * (uint64_t)k;
-        g->n++;
-    }
+    if (g->n < g->cap)
+        g->calls[g->n++] = (gemm_call){a, b, c, (uint64_t)m * (uint64_t)n * (uint64_t)k};
     g->inner->gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
-/* One forward of x with the counting gemm; per layer MACs into macs[]
- * (by the output buffer each call writes), the rest into *outside. */
+/* The layer a gemm call works for: the one whose weights it reads (A for
+ * a convolution, B for a connected layer), else the one whose output
+ * buffer it writes; -1 for none. */
+static int call_layer(const trn_net *net, const gemm_call *c)
+{
+    int np;
+    const trn_param *p = trn_net_params(net, &np);
+    for (int k = 0; k < np; k++) {
+        if (p[k].role != TRN_PARAM_WEIGHTS) continue;
+        const float *w = p[k].data, *end = p[k].data + p[k].count;
+        if ((c->a >= w && c->a < end) || (c->b >= w && c->b < end)) return p[k].layer;
+    }
+    for (int l = 0; l < trn_net_layers(net); l++) {
+        trn_layer_info info;
+        trn_net_layer_info(net, l, &info);
+        const float *o = trn_net_layer_output(net, l);
+        size_t floats = info.output_bytes / sizeof(float) * (size_t)trn_net_batch(net);
+        if (info.kind != TRN_LAYER_DROPOUT && c->c >= o && c->c < o + floats) return l;
+    }
+    return -1;
+}
+
+/* One forward of x with the counting gemm; per layer MACs into macs[],
+ * those of calls no layer claims into *outside. */
 static int count_forward(trn_net *net, const float *x, uint64_t *macs, uint64_t *outside,
                          uint64_t *calls, trn_err *err)
 {
@@ -94,23 +117,14 @@ static int count_forward(trn_net *net, const float *x, uint64_t *macs, uint64_t 
     if (rc == 0 && g.oom) rc = trn_errf(err, "out of memory while counting gemm calls");
     *outside = 0;
     *calls = g.n;
-    int nl = trn_net_layers(net);
     for (size_t i = 0; rc == 0 && i < g.n; i++) {
-        int hit = -1;
-        for (int l = 0; l < nl && hit < 0; l++) {
-            trn_layer_info info;
-            trn_net_layer_info(net, l, &info);
-            const float *o = trn_net_layer_output(net, l);
-            size_t floats = info.output_bytes / sizeof(float) * (size_t)trn_net_batch(net);
-            if (g.out[i] >= o && g.out[i] < o + floats && info.kind != TRN_LAYER_DROPOUT) hit = l;
-        }
-        if (hit >= 0)
-            macs[hit] += g.macs[i];
+        int l = call_layer(net, &g.calls[i]);
+        if (l >= 0)
+            macs[l] += g.calls[i].macs;
         else
-            *outside += g.macs[i];
+            *outside += g.calls[i].macs;
     }
-    free(g.out);
-    free(g.macs);
+    free(g.calls);
     return rc;
 }
 

@@ -278,6 +278,7 @@ static const struct {
 } verbs[] = {
     {"rewrite", cmd_rewrite},
     {"svd", cmd_svd},
+    {"mimic", prn_cli_mimic},
     {"plan", cmd_plan},
 };
 

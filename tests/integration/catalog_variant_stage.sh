@@ -88,6 +88,23 @@ t_check "the table starts with base" bash -c "sed -n 2p '$T/out' | grep -q '^bas
 t_check "the table lists the SVD variant" grep -Eq '^svd +svd ' "$T/out"
 t_check "the table shows the top-1 change" grep -Eq '^rw .* -10\.00 ' "$T/out"
 
+# describe reads what `trainer valid --json` writes
+"$TOOL" images "$T/data" 8 16 2 || t_fail "fixture images"
+mkdir -p "$T/two"
+sed 's/^output=4$/output=2/' "$T/base.cfg" >"$T/two/variant.cfg"
+"$TOOL" weights "$T/two/variant.cfg" 3 "$T/two/variant.weights" || t_fail "fixture weights (2 classes)"
+if "$BIN/trainer" valid --cfg "$T/two/variant.cfg" --weights "$T/two/variant.weights" \
+    --data "$T/data/tiny.data" --split test --json >"$T/two/eval.json" 2>"$T/err"; then
+    t_ok "trainer valid --json"
+    expect_ok "profile (2 classes)" "$C" profile --cfg "$T/two/variant.cfg" --weights "$T/two/variant.weights" \
+        --runs 1 --out "$T/two/profile.json"
+    expect_ok "describe takes trainer valid's JSON" "$C" describe "$T/two" --id two --model tiny \
+        --task identity --eval "$T/two/eval.json" --profile "$T/two/profile.json" --technique base
+    t_check "the accuracy is trainer valid's" grep -q '"images":[[:space:]]*4' "$T/two/variant.json"
+else
+    t_fail "trainer valid --json" "$(tail -n 3 "$T/err")"
+fi
+
 # errors
 expect_fail "describe: a bad id breaks the schema" "variant.schema.json.*/id" \
     "$C" describe "$V/svd" --id 'SVD!' --model tiny --task identity \

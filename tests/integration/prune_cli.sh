@@ -119,6 +119,30 @@ bad "svd compression out of reach" "cannot be compressed" svd --cfg "$T/base.cfg
 printf '[net]\nwidth=8\nheight=8\nchannels=3\n[convolutional]\nfilters=4\nsize=99\n' >"$T/broken.cfg"
 bad "broken base cfg" "broken.cfg:7" "${R[0]}" --cfg "$T/broken.cfg" --weights "$T/base.weights" --seed 1 --spec half:conv#1
 
+# mimic, on a tiny generated data set (BMP images, two classes)
+"$TOOL" images "$T/data" 12 16 4 || t_fail "fixture images"
+M=(mimic --cfg "$T/base.cfg" --weights "$T/base.weights" --data "$T/data/tiny.data" --seed 2)
+expect_ok "mimic" "$P" "${M[@]}" --from conv@3 --to conv@3 \
+    --with 'convolutional,filters=8,size=1,activation=leaky' --set batches=30 --set batch=4 --out "$T/v/mm"
+t_check "mimic meta.json" grep -q '"technique":[[:space:]]*"mimic"' "$T/v/mm/meta.json"
+t_check "mimic adds the adapter" grep -q '"adapter":[[:space:]]*true' "$T/v/mm/meta.json"
+t_check "mimic checks on the test split" grep -q '"heldout_split":[[:space:]]*"test"' "$T/v/mm/meta.json"
+lf=$(grep -o '"loss_first":[^,]*' "$T/v/mm/meta.json" | tr -dc '0-9.') ll=$(grep -o '"loss_last":[^,]*' "$T/v/mm/meta.json" | tr -dc '0-9.')
+if awk -v a="$lf" -v b="$ll" 'BEGIN { exit !(b < a) }'; then t_ok "the regression loss falls ($lf -> $ll)"
+else t_fail "the regression loss falls" "first $lf, last $ll"; fi
+expect_ok "the spliced variant runs" "$BIN/catalog" profile --cfg "$T/v/mm/variant.cfg" \
+    --weights "$T/v/mm/init.weights" --runs 1 --out "$T/v/mm/profile.json"
+bad "mimic: spatial mismatch" "height and width must match" "${M[@]}" --from conv@3 --to conv@3 \
+    --with 'convolutional,filters=16,size=3,stride=2,pad=1'
+bad "mimic: unknown --set key" "unknown key" "${M[@]}" --from conv@3 --to conv@3 \
+    --with 'convolutional,filters=16,size=1' --set rate=1
+bad "mimic: bad replacement key" "--with item:3" "${M[@]}" --from conv@3 --to conv@3 \
+    --with 'convolutional,filters=16,bogus=1'
+bad "mimic: open fragment" "reads layer 1, outside the layers 2..3" "${M[@]}" --from conv@2 --to L3 \
+    --with 'convolutional,filters=16,size=1'
+bad "mimic: missing data set" "cannot open .*nope.data" mimic --cfg "$T/base.cfg" --weights "$T/base.weights" \
+    --data "$T/nope.data" --seed 1 --from conv@3 --to conv@3 --with 'convolutional,filters=16,size=1'
+
 # An existing folder keeps its files when a later run fails.
 expect_fail "failure over an existing folder" "unknown selector|not a layer selector" \
     "$P" rewrite --cfg "$T/base.cfg" --weights "$T/base.weights" --seed 3 --spec half:bogus#1 --out "$T/v/rw"
