@@ -3,8 +3,8 @@
  *
  *   prune-testtool weights CFG SEED OUT
  *       writes OUT, Darknet weights for CFG with values a trained network
- *       could hold (normal weights, BN scales near 1, positive variances),
- *       drawn from SEED
+ *       could hold (tl_randomize: He-scaled weights, BN scales near 1,
+ *       positive variances), drawn from SEED
  *   prune-testtool images DIR N SIDE SEED
  *       writes a tiny classifier data set into DIR: N 24-bit BMP images of
  *       SIDE x SIDE per class (classes "dark" and "light"), the lists
@@ -29,7 +29,7 @@ static int weights(const char *cfg, uint64_t seed, const char *out)
         fprintf(stderr, "prune-testtool: %s\n", e.msg);
         return 1;
     }
-    pt_randomize(net, seed);
+    tl_randomize(net, seed);
     int rc = trn_weights_save(net, out, &e);
     if (rc) fprintf(stderr, "prune-testtool: %s\n", e.msg);
     trn_net_free(net);

@@ -5,6 +5,7 @@
 
 #include "prn.h"
 #include "testutil.h"
+#include "testlib_trn.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -37,30 +38,8 @@ static inline trn_cfg *pt_cfg(const char *text)
     return c;
 }
 
-/* Fills every parameter with values a trained network could hold: weights
- * and biases normal * 0.3, BN scales near 1, rolling variances in
- * [0.5, 1.5] (never 0, which would blow up inference), means near 0. */
-static inline void pt_randomize(trn_net *net, uint64_t seed)
-{
-    trn_rng r;
-    trn_rng_seed(&r, seed);
-    int np;
-    const trn_param *p = trn_net_params(net, &np);
-    for (int k = 0; k < np; k++)
-        for (size_t i = 0; i < p[k].count; i++) {
-            float v;
-            switch (p[k].role) {
-            case TRN_PARAM_SCALES: v = 1 + 0.2f * trn_rng_normal(&r); break;
-            case TRN_PARAM_ROLLING_VARIANCE: v = trn_rng_range(&r, 0.5f, 1.5f); break;
-            case TRN_PARAM_ROLLING_MEAN: v = 0.1f * trn_rng_normal(&r); break;
-            default: v = 0.3f * trn_rng_normal(&r); break;
-            }
-            p[k].data[i] = v;
-        }
-}
-
 /* A "trained" base: the network of cfg (inference only, `batch` images)
- * with randomised parameters. */
+ * with randomised parameters (tl_randomize). */
 static inline trn_net *pt_base(const trn_cfg *cfg, int batch, uint64_t seed)
 {
     trn_net_opts o;
@@ -73,7 +52,7 @@ static inline trn_net *pt_base(const trn_cfg *cfg, int batch, uint64_t seed)
         fprintf(stderr, "net: %s\n", e.msg);
         return NULL;
     }
-    pt_randomize(n, seed);
+    tl_randomize(n, seed);
     return n;
 }
 
@@ -118,45 +97,8 @@ static inline float *pt_input(const trn_net *net, int batch, uint64_t seed)
 {
     size_t n = (size_t)batch * trn_net_inputs(net);
     float *x = malloc(n * sizeof *x);
-    trn_rng r;
-    trn_rng_seed(&r, seed);
-    for (size_t i = 0; x && i < n; i++) x[i] = trn_rng_uniform(&r);
+    if (x) tl_fill_uniform(x, n, seed, 0, 1);
     return x;
-}
-
-/* A path inside this program's scratch folder, in one of 32 rotating
- * static buffers. */
-static inline const char *pt_path(const char *fmt, ...)
-{
-    static char bufs[32][1024];
-    static int next;
-    char *b = bufs[next++ % 32];
-    char name[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(name, sizeof name, fmt, ap);
-    va_end(ap);
-    snprintf(b, 1024, "%s/%s", test_tmpdir(), name);
-    return b;
-}
-
-/* A whole file (caller frees); NULL if absent. *len (may be NULL) gets
- * its size. */
-static inline void *pt_read(const char *path, size_t *len)
-{
-    char *buf;
-    size_t n;
-    trn_err e;
-    if (trn_read_file(path, 0, &buf, &n, &e) != 0) return NULL;
-    if (len) *len = n;
-    return buf;
-}
-
-/* Whether a file or folder exists. */
-static inline int pt_exists(const char *path)
-{
-    struct stat st;
-    return stat(path, &st) == 0;
 }
 
 #endif

@@ -97,8 +97,8 @@ static void check_folder(const char *dir, const char *weights)
 static void write_variant(prn_variant *v, const char *name)
 {
     trn_err e;
-    if (prn_variant_write(v, pt_path("%s", name), &e) != 0) fail_msg("%s: %s", name, e.msg);
-    check_folder(pt_path("%s", name), NULL);
+    if (prn_variant_write(v, tl_path("%s", name), &e) != 0) fail_msg("%s: %s", name, e.msg);
+    check_folder(tl_path("%s", name), NULL);
     prn_variant_free(v);
 }
 
@@ -109,11 +109,11 @@ static void every_variant_kind(void **state)
     trn_net *base = pt_base(c, 1, 31);
     trn_err e;
     /* base */
-    assert_int_equal(trn_cfg_write(c, pt_path("base.cfg"), &e), 0);
-    assert_int_equal(trn_weights_save(base, pt_path("base.weights"), &e), 0);
-    assert_int_equal(mkdir(pt_path("base"), 0755), 0);
-    assert_int_equal(trn_cfg_write(c, pt_path("base/variant.cfg"), &e), 0);
-    check_folder(pt_path("base"), pt_path("base.weights"));
+    assert_int_equal(trn_cfg_write(c, tl_path("base.cfg"), &e), 0);
+    assert_int_equal(trn_weights_save(base, tl_path("base.weights"), &e), 0);
+    assert_int_equal(mkdir(tl_path("base"), 0755), 0);
+    assert_int_equal(trn_cfg_write(c, tl_path("base/variant.cfg"), &e), 0);
+    check_folder(tl_path("base"), tl_path("base.weights"));
     /* each rewrite op, and three at once */
     static const char *const specs[] = {"stride2:conv#2", "half:conv#1", "fcdiv8:fc#1",
                                         "remove:conv@3", "stride2:conv@1+half:conv@4+fcdiv2:fc@1"};
@@ -166,7 +166,7 @@ static void local_to_conv_variant(void **state)
         assert_int_equal(prn_plan_layer(p, i)->params, model.layers[i].params);
         assert_int_equal(prn_plan_layer(p, i)->macs, model.layers[i].macs);
     }
-    FILE *f = fopen(pt_path("local.weights"), "wb");
+    FILE *f = fopen(tl_path("local.weights"), "wb");
     int32_t ver[3] = {0, 2, 0};
     uint64_t seen = 0;
     fwrite(ver, sizeof ver, 1, f);
@@ -179,7 +179,7 @@ static void local_to_conv_variant(void **state)
     }
     fclose(f);
     prn_variant v;
-    if (prn_rewrite(c, NULL, pt_path("local.weights"), "local2conv:local@1", 2, &v, &e) != 0)
+    if (prn_rewrite(c, NULL, tl_path("local.weights"), "local2conv:local@1", 2, &v, &e) != 0)
         fail_msg("%s", e.msg);
     write_variant(&v, "local2conv");
     cat_cost_free(&model);

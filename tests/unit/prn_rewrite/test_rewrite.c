@@ -305,7 +305,7 @@ static void local_plan_and_conversion(void **state)
  * layer its floats, value = layer * 1000 + position. */
 static const char *write_local_weights(const prn_plan *p)
 {
-    const char *path = pt_path("local.weights");
+    const char *path = tl_path("local.weights");
     FILE *f = fopen(path, "wb");
     int32_t ver[3] = {0, 2, 0};
     uint64_t seen = 77;
@@ -424,9 +424,9 @@ static void rewrite_is_deterministic(void **state)
     for (int i = 0; i < 3; i++) {
         prn_variant v;
         assert_int_equal(prn_rewrite(c, base, NULL, "fcdiv4:fc#1", i < 2 ? 9 : 10, &v, &e), 0);
-        const char *dir = pt_path("det%d", i);
+        const char *dir = tl_path("det%d", i);
         assert_int_equal(prn_variant_write(&v, dir, &e), 0);
-        bytes[i] = pt_read(pt_path("det%d/init.weights", i), &len[i]);
+        bytes[i] = tl_read(tl_path("det%d/init.weights", i), &len[i]);
         assert_non_null(bytes[i]);
         prn_variant_free(&v);
     }
@@ -449,9 +449,9 @@ static void variant_folder(void **state)
     trn_err e;
     prn_variant v;
     assert_int_equal(prn_rewrite(c, base, NULL, "half:conv#3", 1, &v, &e), 0);
-    const char *dir = pt_path("folder/v1");
+    const char *dir = tl_path("folder/v1");
     assert_int_equal(prn_variant_write(&v, dir, &e), 0);
-    char *meta = pt_read(pt_path("folder/v1/meta.json"), NULL);
+    char *meta = tl_read(tl_path("folder/v1/meta.json"), NULL);
     assert_non_null(meta);
     cJSON *j = cJSON_Parse(meta);
     assert_non_null(j);
@@ -466,14 +466,14 @@ static void variant_folder(void **state)
     trn_net_opts_defaults(&o);
     o.batch = 1;
     o.infer_only = 1;
-    trn_net *back = trn_net_load(pt_path("folder/v1/variant.cfg"), pt_path("folder/v1/init.weights"), &o, &e);
+    trn_net *back = trn_net_load(tl_path("folder/v1/variant.cfg"), tl_path("folder/v1/init.weights"), &o, &e);
     assert_non_null(back);
     for (int i = 0; i < trn_net_layers(back); i++) {
         int n;
         pt_layer_params(back, i, &n);
         if (n) assert_true(pt_same_layer(back, i, v.net, i));
     }
-    assert_false(pt_exists(pt_path("folder/v1/.meta.json.new")));
+    assert_false(tl_exists(tl_path("folder/v1/.meta.json.new")));
     trn_net_free(back);
     prn_variant_free(&v);
     trn_net_free(base);
