@@ -35,16 +35,19 @@ endif
 RECIPE_TASK ?= identity
 
 # $(call train_cmd,DIR,SETTINGS,INIT): train DIR/variant.cfg on the data set
-# (from INIT weights when given), checkpointing into DIR/train so that an
-# interrupted job resumes, then publish DIR/variant.weights atomically.
+# (from INIT weights when given, its schedule restarted), checkpointing into
+# DIR/train so that an interrupted job resumes where it stopped, then
+# publish DIR/variant.weights (the trainer writes DIR/train/variant.weights
+# atomically; the rename is atomic too).
 train_cmd = $(call launch,$(notdir $1)-train) $(BIN)/trainer train --cfg $1/variant.cfg \
-  --data $(abspath $(DATA)) $(if $3,--weights $3) --seed $(SEED) --backup $1/train --resume \
-  --threads $(job_threads) $(foreach s,$2,--set $s) --final $1/variant.weights
+  --data $(abspath $(DATA)) $(if $3,--weights $3 --clear) --seed $(SEED) --backup $1/train \
+  --resume --quiet --threads $(job_threads) $(foreach s,$2,--set $s) && \
+  mv $1/train/variant.weights $1/variant.weights
 
 # $(call eval_cmd,DIR): top-1/top-5 on the held-out test split.
 eval_cmd = $(call launch,$(notdir $1)-eval) $(BIN)/trainer valid --cfg $1/variant.cfg \
   --weights $1/variant.weights --data $(abspath $(DATA)) --split test --threads $(job_threads) \
-  --json $1/eval.json
+  --json > $1/eval.json.tmp && mv $1/eval.json.tmp $1/eval.json
 
 # $(call profile_cmd,DIR): costs counted while a forward runs, and batch-1
 # latency measured on this machine with one thread.
