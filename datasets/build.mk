@@ -17,4 +17,6 @@ ALL_TARGETS  += $(BIN)/dataset
 INSTALL_BINS += $(BIN)/dataset
 
 $(call objs,$(wildcard tests/unit/ds_*/*.c)): CFLAGS += $(DS_CFLAGS)
-$(foreach a,$(notdir $(wildcard tests/unit/ds_*)),$(eval $(call unit_test,$(a),$(DS_LIB) $(TRN_LIB),$(DS_LDLIBS) $(TRN_LDLIBS))))
+# One cmocka program per folder tests/unit/ds_*/ (tests/unit/ds_testutil.h
+# is their shared helper header, not an area).
+$(foreach a,$(notdir $(patsubst %/,%,$(wildcard tests/unit/ds_*/))),$(eval $(call unit_test,$(a),$(DS_LIB) $(TRN_LIB),$(DS_LDLIBS) $(TRN_LDLIBS))))

@@ -4,7 +4,7 @@
  *
  * The folder holds train-images-idx3-ubyte, train-labels-idx1-ubyte,
  * t10k-images-idx3-ubyte and t10k-labels-idx1-ubyte (or the same names with
- * '.' before "idx"). An idx file is big-endian:
+ * '.' before "idx", as some mirrors spell them). An idx file is big-endian:
  *   bytes 0-1   zero
  *   byte 2      element type, 0x08 = unsigned byte (the only one accepted)
  *   byte 3      number of dimensions d (3 for images, 1 for labels)
@@ -36,17 +36,19 @@ static uint32_t be32(const uint8_t *p)
     return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
 
-/* Finds "<src>/<prefix>-<kind>" or "<src>/<prefix>.<kind>" style names. */
-static int idx_path(const char *src, const char *prefix, const char *what, char out[DS_PATH_MAX], trn_err *err)
+/* Finds "<src>/<set>-<kind>-<idx>" or "<src>/<set>-<kind>.<idx>" (both
+ * spellings are in circulation). */
+static int idx_path(const char *src, const char *set, const char *kind, const char *idx,
+                    char out[DS_PATH_MAX], trn_err *err)
 {
     struct stat st;
-    snprintf(out, DS_PATH_MAX, "%s/%s-%s", src, prefix, what);
-    if (stat(out, &st) == 0) return 0;
-    snprintf(out, DS_PATH_MAX, "%s/%s.%s", src, prefix, what);
-    if (stat(out, &st) == 0) return 0;
-    return trn_errf(err, "%s/%s-%s: no such file (MNIST needs train-images-idx3-ubyte, "
+    int n = snprintf(out, DS_PATH_MAX, "%s/%s-%s-%s", src, set, kind, idx);
+    if (n > 0 && n < DS_PATH_MAX && stat(out, &st) == 0) return 0;
+    n = snprintf(out, DS_PATH_MAX, "%s/%s-%s.%s", src, set, kind, idx);
+    if (n > 0 && n < DS_PATH_MAX && stat(out, &st) == 0) return 0;
+    return trn_errf(err, "%s/%s-%s-%s: no such file (MNIST needs train-images-idx3-ubyte, "
                     "train-labels-idx1-ubyte, t10k-images-idx3-ubyte, t10k-labels-idx1-ubyte, "
-                    "uncompressed: gunzip the .gz files first)", src, prefix, what);
+                    "uncompressed: gunzip the .gz files first)", src, set, kind, idx);
 }
 
 /* Reads and checks an idx file of d dimensions. */
@@ -113,10 +115,10 @@ int ds_imp_mnist(const char *src, const ds_import_opts *o, ds_write_result *res,
     if (ds_imp_name(o, "mnist", name, err) != 0) return -1;
     struct idx x[4]; /* train images, train labels, test images, test labels */
     memset(x, 0, sizeof x);
-    int rc = idx_path(src, "train", "images-idx3-ubyte", x[0].path, err);
-    if (rc == 0) rc = idx_path(src, "train", "labels-idx1-ubyte", x[1].path, err);
-    if (rc == 0) rc = idx_path(src, "t10k", "images-idx3-ubyte", x[2].path, err);
-    if (rc == 0) rc = idx_path(src, "t10k", "labels-idx1-ubyte", x[3].path, err);
+    int rc = idx_path(src, "train", "images", "idx3-ubyte", x[0].path, err);
+    if (rc == 0) rc = idx_path(src, "train", "labels", "idx1-ubyte", x[1].path, err);
+    if (rc == 0) rc = idx_path(src, "t10k", "images", "idx3-ubyte", x[2].path, err);
+    if (rc == 0) rc = idx_path(src, "t10k", "labels", "idx1-ubyte", x[3].path, err);
     for (int k = 0; k < 4 && rc == 0; k++) rc = idx_read(&x[k], k % 2 ? 1 : 3, err);
     for (int k = 0; k < 4 && rc == 0; k += 2) {
         if (x[k].dims[0] != x[k + 1].dims[0])

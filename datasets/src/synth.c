@@ -71,9 +71,9 @@ static const struct {
     const char *name;
     float lo, hi;
 } sizes[] = {
-    [SYN_SIZE_SMALL] = {"small", 0.15f, 0.21f},
-    [SYN_SIZE_MEDIUM] = {"medium", 0.24f, 0.30f},
-    [SYN_SIZE_LARGE] = {"large", 0.33f, 0.41f},
+    [SYN_SIZE_SMALL] = {"small", 0.20f, 0.25f},
+    [SYN_SIZE_MEDIUM] = {"medium", 0.28f, 0.33f},
+    [SYN_SIZE_LARGE] = {"large", 0.36f, 0.42f},
 };
 _Static_assert(sizeof sizes / sizeof sizes[0] == SYN_SIZE_COUNT, "size table");
 
@@ -90,9 +90,9 @@ void ds_synth_defaults(ds_synth_opts *o)
     o->valid = 20;
     o->test = 30;
     o->seed = 1;
-    o->clutter = 4;
-    o->noise = 0.06f;
-    o->occlusion = 0.35f;
+    o->clutter = 3;
+    o->noise = 0.05f;
+    o->occlusion = 0.25f;
 }
 
 int ds_synth_check(const ds_synth_opts *o, trn_err *err)
@@ -343,7 +343,7 @@ static void draw_background(float *img, int size, trn_rng *g)
             }
     }
     if (trn_rng_uniform(g) < 0.5f) { /* a faint stripe or grid pattern */
-        float period = size * trn_rng_range(g, 0.08f, 0.25f), amp = trn_rng_range(g, 0.03f, 0.1f);
+        float period = size * trn_rng_range(g, 0.08f, 0.25f), amp = trn_rng_range(g, 0.02f, 0.06f);
         float pa = trn_rng_range(g, 0, PI_F), pc = cosf(pa), ps = sinf(pa);
         int grid = trn_rng_uniform(g) < 0.5f;
         for (int y = 0; y < size; y++)
@@ -363,7 +363,7 @@ static void draw_distractor(float *img, int size, trn_rng *g)
     prim p;
     memset(&p, 0, sizeof p);
     p.shape = (int)trn_rng_below(g, SYN_SHAPE_COUNT);
-    p.r = size * trn_rng_range(g, 0.06f, 0.13f);
+    p.r = size * trn_rng_range(g, 0.05f, 0.11f);
     p.extent = p.r * 1.15f;
     place(&p, PRIM_SHAPE, trn_rng_range(g, 0, size), trn_rng_range(g, 0, size),
           trn_rng_range(g, 0, 2 * PI_F));
@@ -415,11 +415,11 @@ int ds_syn_render(const ds_synth_opts *o, const syn_labels *lab, trn_rng *g, flo
     float sat = trn_rng_range(g, 0.5f, 1.0f), val = trn_rng_range(g, 0.5f, 1.0f);
     hsv_rgb(hue, sat, val, pt.c1);
     if (trn_rng_uniform(g) < 0.6f) /* darker second tone */
-        hsv_rgb(hue, sat * 0.85f, val * trn_rng_range(g, 0.3f, 0.55f), pt.c2);
+        hsv_rgb(hue, sat * 0.85f, val * trn_rng_range(g, 0.4f, 0.6f), pt.c2);
     else /* lighter second tone */
-        hsv_rgb(hue, sat * 0.4f, fminf(1.0f, val + 0.3f), pt.c2);
+        hsv_rgb(hue, sat * 0.45f, fminf(1.0f, val + 0.25f), pt.c2);
     pt.texture = lab->texture;
-    pt.period = size * trn_rng_range(g, 0.09f, 0.14f);
+    pt.period = size * trn_rng_range(g, 0.12f, 0.18f);
     float ta = trn_rng_range(g, 0, PI_F);
     pt.tca = cosf(ta);
     pt.tsa = sinf(ta);
@@ -437,10 +437,10 @@ int ds_syn_render(const ds_synth_opts *o, const syn_labels *lab, trn_rng *g, flo
     if (trn_rng_uniform(g) < o->occlusion) {
         prim p;
         memset(&p, 0, sizeof p);
-        p.a = size * trn_rng_range(g, 0.15f, 0.4f);
-        p.b = size * trn_rng_range(g, 0.04f, 0.1f);
+        p.a = size * trn_rng_range(g, 0.12f, 0.3f);
+        p.b = size * trn_rng_range(g, 0.03f, 0.07f);
         p.extent = sqrtf(p.a * p.a + p.b * p.b);
-        float d = m.r * trn_rng_range(g, 0.4f, 1.0f), da = trn_rng_range(g, 0, 2 * PI_F);
+        float d = m.r * trn_rng_range(g, 0.6f, 1.1f), da = trn_rng_range(g, 0, 2 * PI_F);
         place(&p, PRIM_RECT, m.cx + d * cosf(da), m.cy + d * sinf(da), trn_rng_range(g, 0, PI_F));
         float c[3];
         hsv_rgb(trn_rng_range(g, 0, 360), trn_rng_range(g, 0, 0.6f), trn_rng_range(g, 0.1f, 0.9f), c);
