@@ -202,8 +202,15 @@ static int context_opt(int c, const char *arg, ds_context_opts *ctx, int *no_ctx
     return -1;
 }
 
-static void report(const char *what, const ds_write_result *res, double secs)
+/* Reports the outcome of a verb that writes a set; returns the exit status. */
+static int finish(const char *verb, int rc, const trn_err *err, const ds_write_result *res, double t0)
 {
+    if (rc != 0) {
+        fprintf(stderr, "%s %s: %s\n", prog, verb, err->msg);
+        return 1;
+    }
+    const char *what = !strcmp(verb, "import") ? "imported" : "wrote";
+    double secs = now() - t0;
     printf("%s: %s %s: %zu train, %zu valid, %zu test images (%.1f s)\n", prog, what, res->data_path,
            res->count[DS_SPLIT_TRAIN], res->count[DS_SPLIT_VALID], res->count[DS_SPLIT_TEST], secs);
     if (res->unchanged) printf("%s: an identical set was already there; it is kept as it was\n", prog);
@@ -211,6 +218,7 @@ static void report(const char *what, const ds_write_result *res, double secs)
     for (int i = 0; i < res->contexts.nskipped; i++)
         printf("%s: note: no context with n = %d: the set has no more classes than that\n", prog,
                res->contexts.skipped_n[i]);
+    return 0;
 }
 
 #define CONTEXT_LONGOPTS                                                              \
@@ -272,12 +280,8 @@ static int cmd_generate(int argc, char **argv)
     trn_err err;
     ds_write_result res;
     double t0 = now();
-    if (ds_synth_generate(&o, out, name, threads, no_ctx ? NULL : &ctx, &res, &err) != 0) {
-        fprintf(stderr, "%s generate: %s\n", prog, err.msg);
-        return 1;
-    }
-    report("wrote", &res, now() - t0);
-    return 0;
+    int rc = ds_synth_generate(&o, out, name, threads, no_ctx ? NULL : &ctx, &res, &err);
+    return finish("generate", rc, &err, &res, t0);
 }
 
 static int cmd_import(int argc, char **argv)
@@ -332,12 +336,8 @@ static int cmd_import(int argc, char **argv)
     o.contexts = no_ctx ? NULL : &ctx;
     ds_write_result res;
     double t0 = now();
-    if (ds_import((ds_format)f, argv[optind + 1], &o, &res, &err) != 0) {
-        fprintf(stderr, "%s import: %s\n", prog, err.msg);
-        return 1;
-    }
-    report("imported", &res, now() - t0);
-    return 0;
+    int rc = ds_import((ds_format)f, argv[optind + 1], &o, &res, &err);
+    return finish("import", rc, &err, &res, t0);
 }
 
 static int cmd_contexts(int argc, char **argv)

@@ -268,6 +268,30 @@ int ds_fs_write(const char *path, const void *buf, size_t len, trn_err *err)
     return 0;
 }
 
+/* Makes room for n more bytes (and a NUL); 0 or -1 (b->oom set). */
+static int buf_reserve(ds_buf *b, size_t n)
+{
+    if (b->oom) return -1;
+    if (b->n + n < b->cap) return 0;
+    size_t cap = b->cap ? b->cap : 4096;
+    while (cap <= b->n + n) cap *= 2;
+    char *np = realloc(b->p, cap);
+    if (!np) {
+        b->oom = 1;
+        return -1;
+    }
+    b->p = np;
+    b->cap = cap;
+    return 0;
+}
+
+void ds_buf_put(ds_buf *b, const void *data, size_t n)
+{
+    if (buf_reserve(b, n) != 0) return;
+    memcpy(b->p + b->n, data, n);
+    b->n += n;
+}
+
 void ds_buf_printf(ds_buf *b, const char *fmt, ...)
 {
     if (b->oom) return;
@@ -284,15 +308,7 @@ void ds_buf_printf(ds_buf *b, const char *fmt, ...)
             b->n += (size_t)k;
             return;
         }
-        size_t cap = b->cap ? b->cap : 4096;
-        while (cap <= b->n + (size_t)k) cap *= 2;
-        char *np = realloc(b->p, cap);
-        if (!np) {
-            b->oom = 1;
-            return;
-        }
-        b->p = np;
-        b->cap = cap;
+        if (buf_reserve(b, (size_t)k) != 0) return;
     }
 }
 

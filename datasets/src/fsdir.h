@@ -39,8 +39,8 @@ int ds_fs_write(const char *path, const void *buf, size_t len, trn_err *err);
 /* path = a "/" b, checked for length. */
 int ds_fs_join(char out[DS_PATH_MAX], const char *a, const char *b, trn_err *err);
 
-/* A growing text buffer. An allocation failure is remembered and reported
- * by ds_buf_write. */
+/* A growing buffer of text or bytes. An allocation failure is remembered
+ * and reported by ds_buf_write (or seen in oom). */
 typedef struct ds_buf {
     char *p;
     size_t n, cap;
@@ -48,6 +48,8 @@ typedef struct ds_buf {
 } ds_buf;
 
 void ds_buf_printf(ds_buf *b, const char *fmt, ...) TRN_PRINTF(2, 3);
+/* Appends n bytes. */
+void ds_buf_put(ds_buf *b, const void *data, size_t n);
 /* Writes the buffer to path (ds_fs_write); -1 also when an append failed. */
 int ds_buf_write(const ds_buf *b, const char *path, trn_err *err);
 void ds_buf_free(ds_buf *b);

@@ -16,6 +16,7 @@
  *   Fill bytes (FF FF ...) before a marker are allowed.
  */
 #include "ds.h"
+#include "fsdir.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -49,41 +50,21 @@ void ds_pixels_free(ds_pixels *p)
     memset(p, 0, sizeof *p);
 }
 
-struct membuf {
-    uint8_t *p;
-    size_t n, cap;
-    int oom;
-};
-
-static void membuf_put(void *ctx, void *data, int size)
+static void png_put(void *ctx, void *data, int size)
 {
-    struct membuf *m = ctx;
-    if (m->oom || size <= 0) return;
-    if (m->n + (size_t)size > m->cap) {
-        size_t cap = m->cap ? m->cap : 4096;
-        while (cap < m->n + (size_t)size) cap *= 2;
-        uint8_t *np = realloc(m->p, cap);
-        if (!np) {
-            m->oom = 1;
-            return;
-        }
-        m->p = np;
-        m->cap = cap;
-    }
-    memcpy(m->p + m->n, data, (size_t)size);
-    m->n += (size_t)size;
+    if (size > 0) ds_buf_put(ctx, data, (size_t)size);
 }
 
 int ds_png_encode(const ds_pixels *p, uint8_t **buf, size_t *len, trn_err *err)
 {
     /* stb_image_write's own deflate at its default level: the same pixels
      * always give the same bytes. */
-    struct membuf m = {0};
-    if (!stbi_write_png_to_func(membuf_put, &m, p->w, p->h, p->c, p->data, p->w * p->c) || m.oom) {
-        free(m.p);
+    ds_buf m = {0};
+    if (!stbi_write_png_to_func(png_put, &m, p->w, p->h, p->c, p->data, p->w * p->c) || m.oom) {
+        ds_buf_free(&m);
         return trn_errf(err, "cannot encode a %dx%dx%d PNG (out of memory?)", p->w, p->h, p->c);
     }
-    *buf = m.p;
+    *buf = (uint8_t *)m.p;
     *len = m.n;
     return 0;
 }

@@ -5,6 +5,7 @@
 #include "testutil.h"
 #include "ds.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 /* snprintf into an array, failing the test when it does not fit. */
@@ -37,6 +38,34 @@ static inline void t_dir(char *out, const char *name)
     memcpy(out, p, sizeof p);
     trn_err err;
     if (trn_mkdir_p(out, &err) != 0) fail_msg("%s", err.msg);
+}
+
+/* A memory sink for stb_image_write's *_to_func writers (fixtures). */
+struct t_mem {
+    uint8_t *p;
+    size_t n;
+};
+
+static inline void t_mem_put(void *ctx, void *data, int size)
+{
+    struct t_mem *m = ctx;
+    m->p = realloc(m->p, m->n + (size_t)size);
+    assert_non_null(m->p);
+    memcpy(m->p + m->n, data, (size_t)size);
+    m->n += (size_t)size;
+}
+
+/* Options of a small synthetic set: 16 x 16 images, per class `train`
+ * training, `valid` validation and `test` test images. */
+static inline ds_synth_opts t_small_synth(int train, int valid, int test)
+{
+    ds_synth_opts o;
+    ds_synth_defaults(&o);
+    o.size = 16;
+    o.train = train;
+    o.valid = valid;
+    o.test = test;
+    return o;
 }
 
 #endif

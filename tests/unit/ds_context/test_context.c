@@ -16,12 +16,7 @@ static const char *make_base(void)
     if (data[0]) return data;
     char root[DS_PATH_MAX];
     t_dir(root, "base");
-    ds_synth_opts o;
-    ds_synth_defaults(&o);
-    o.size = 16;
-    o.train = 10;
-    o.valid = 4;
-    o.test = 6;
+    ds_synth_opts o = t_small_synth(10, 4, 6);
     ds_write_result res;
     trn_err err;
     if (ds_synth_generate(&o, root, "b", 2, NULL, &res, &err) != 0) fail_msg("%s", err.msg);

@@ -19,24 +19,10 @@ static void pattern(ds_pixels *p, int w, int h, int c)
             for (int k = 0; k < c; k++) p->data[(y * w + x) * c + k] = (uint8_t)(x * 7 + y * 13 + k * 50);
 }
 
-struct mem {
-    uint8_t *p;
-    size_t n;
-};
-
-static void mem_put(void *ctx, void *data, int size)
+static struct t_mem jpeg_of(const ds_pixels *p)
 {
-    struct mem *m = ctx;
-    m->p = realloc(m->p, m->n + (size_t)size);
-    assert_non_null(m->p);
-    memcpy(m->p + m->n, data, (size_t)size);
-    m->n += (size_t)size;
-}
-
-static struct mem jpeg_of(const ds_pixels *p)
-{
-    struct mem m = {NULL, 0};
-    assert_true(stbi_write_jpg_to_func(mem_put, &m, p->w, p->h, p->c, p->data, 95) != 0);
+    struct t_mem m = {NULL, 0};
+    assert_true(stbi_write_jpg_to_func(t_mem_put, &m, p->w, p->h, p->c, p->data, 95) != 0);
     return m;
 }
 
@@ -127,7 +113,7 @@ static void jpeg_decode_and_damage(void **state)
     trn_err err;
     ds_pixels p = {0}, q = {0};
     pattern(&p, 24, 16, 3);
-    struct mem m = jpeg_of(&p);
+    struct t_mem m = jpeg_of(&p);
     assert_int_equal(ds_image_decode(m.p, m.n, "a.jpg", 0, &q, &err), 0);
     assert_int_equal(q.w, 24);
     assert_int_equal(q.h, 16);

@@ -332,28 +332,14 @@ static void mnist_damage(void **state)
     assert_int_equal(entries(root), 0);
 }
 
-struct mem {
-    uint8_t *p;
-    size_t n;
-};
-
-static void mem_put(void *ctx, void *data, int size)
-{
-    struct mem *m = ctx;
-    m->p = realloc(m->p, m->n + (size_t)size);
-    assert_non_null(m->p);
-    memcpy(m->p + m->n, data, (size_t)size);
-    m->n += (size_t)size;
-}
-
 /* Writes a w x h image of grey level v as PNG or JPEG. */
 static void image_file(const char *dir, const char *name, int w, int h, int v, int jpeg)
 {
     uint8_t *px = malloc((size_t)w * h * 3);
     memset(px, v, (size_t)w * h * 3);
-    struct mem m = {NULL, 0};
-    if (jpeg) assert_true(stbi_write_jpg_to_func(mem_put, &m, w, h, 3, px, 90) != 0);
-    else assert_true(stbi_write_png_to_func(mem_put, &m, w, h, 3, px, w * 3) != 0);
+    struct t_mem m = {NULL, 0};
+    if (jpeg) assert_true(stbi_write_jpg_to_func(t_mem_put, &m, w, h, 3, px, 90) != 0);
+    else assert_true(stbi_write_png_to_func(t_mem_put, &m, w, h, 3, px, w * 3) != 0);
     t_write(dir, name, m.p, m.n);
     free(m.p);
     free(px);

@@ -15,13 +15,7 @@
 /* A small set: 16x16, 3 / 2 / 2 images per class. */
 static ds_synth_opts small(void)
 {
-    ds_synth_opts o;
-    ds_synth_defaults(&o);
-    o.size = 16;
-    o.train = 3;
-    o.valid = 2;
-    o.test = 2;
-    return o;
+    return t_small_synth(3, 2, 2);
 }
 
 static void options(void **state)
