@@ -60,9 +60,10 @@ static void usage_generate(FILE *f)
             "  --train N          training images per class (default 100)\n"
             "  --valid N          validation images per class (default 20)\n"
             "  --test N           test images per class (default 30)\n"
-            "  --clutter N        most distractor objects per image (default 4)\n"
-            "  --noise X          most per-pixel noise sigma, 0..0.5 (default 0.06)\n"
-            "  --occlusion X      probability of an occluding bar, 0..1 (default 0.35)\n"
+            "  --clutter N        most distractor objects per image (default 3)\n"
+            "  --noise X          most per-pixel noise sigma, 0..0.5 (default 0.05)\n"
+            "  --occlusion X      probability of an occluding bar, 0..1 (default 0.25)\n"
+            "  --rotation DEG     the object turns by up to +-DEG degrees, 0..180 (default 30)\n"
             "  --threads N        worker threads (default: all cores; bytes do not depend on it)\n"
             "  --no-contexts      do not write contexts/\n",
             prog);
@@ -179,7 +180,7 @@ static double now(void)
 enum {
     OPT_OUT = 256, OPT_NAME, OPT_SEED, OPT_SIZE, OPT_TRAIN, OPT_VALID, OPT_TEST, OPT_CLUTTER,
     OPT_NOISE, OPT_OCCLUSION, OPT_THREADS, OPT_NO_CONTEXTS, OPT_CTX_N, OPT_CTX_P, OPT_CTX_PER,
-    OPT_VALID_FRAC, OPT_TEST_FRAC, OPT_DECODE, OPT_HELP
+    OPT_VALID_FRAC, OPT_TEST_FRAC, OPT_DECODE, OPT_ROTATION, OPT_HELP
 };
 
 /* Options shared by the verbs that write contexts. 1: handled, 0: not a
@@ -234,6 +235,7 @@ static int cmd_generate(int argc, char **argv)
         {"train", required_argument, NULL, OPT_TRAIN},   {"valid", required_argument, NULL, OPT_VALID},
         {"test", required_argument, NULL, OPT_TEST},     {"clutter", required_argument, NULL, OPT_CLUTTER},
         {"noise", required_argument, NULL, OPT_NOISE},   {"occlusion", required_argument, NULL, OPT_OCCLUSION},
+        {"rotation", required_argument, NULL, OPT_ROTATION},
         {"threads", required_argument, NULL, OPT_THREADS}, CONTEXT_LONGOPTS,
         {"no-contexts", no_argument, NULL, OPT_NO_CONTEXTS},
         {"help", no_argument, NULL, OPT_HELP},           {NULL, 0, NULL, 0},
@@ -266,6 +268,10 @@ static int cmd_generate(int argc, char **argv)
         case OPT_OCCLUSION:
             if (parse_double("--occlusion", optarg, 0, 1, &d)) return EXIT_USAGE;
             o.occlusion = (float)d;
+            break;
+        case OPT_ROTATION:
+            if (parse_double("--rotation", optarg, 0, 180, &d)) return EXIT_USAGE;
+            o.rotation = (float)d;
             break;
         case OPT_THREADS: if (parse_int("--threads", optarg, 1, 64, &threads)) return EXIT_USAGE; break;
         case OPT_HELP: usage_generate(stdout); return 0;

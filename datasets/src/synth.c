@@ -93,6 +93,7 @@ void ds_synth_defaults(ds_synth_opts *o)
     o->clutter = 3;
     o->noise = 0.05f;
     o->occlusion = 0.25f;
+    o->rotation = 30.0f;
 }
 
 int ds_synth_check(const ds_synth_opts *o, trn_err *err)
@@ -109,6 +110,8 @@ int ds_synth_check(const ds_synth_opts *o, trn_err *err)
         return trn_errf(err, "noise %g is out of range 0..0.5", o->noise);
     if (!(o->occlusion >= 0 && o->occlusion <= 1))
         return trn_errf(err, "occlusion %g is out of range 0..1", o->occlusion);
+    if (!(o->rotation >= 0 && o->rotation <= 180))
+        return trn_errf(err, "rotation %g is out of range 0..180 degrees", o->rotation);
     return 0;
 }
 
@@ -407,8 +410,8 @@ int ds_syn_render(const ds_synth_opts *o, const syn_labels *lab, trn_rng *g, flo
     m.r = size * trn_rng_range(g, sizes[lab->size].lo, sizes[lab->size].hi);
     m.extent = m.r * 1.15f;
     float lo = m.r * 0.75f, hi = size - m.r * 0.75f;
-    place(&m, PRIM_SHAPE, trn_rng_range(g, lo, hi), trn_rng_range(g, lo, hi),
-          trn_rng_range(g, 0, 2 * PI_F));
+    float rot = o->rotation * (PI_F / 180.0f);
+    place(&m, PRIM_SHAPE, trn_rng_range(g, lo, hi), trn_rng_range(g, lo, hi), trn_rng_range(g, -rot, rot));
     paint pt;
     memset(&pt, 0, sizeof pt);
     float hue = colours[lab->colour].hue + trn_rng_range(g, -12.0f, 12.0f);
@@ -552,9 +555,9 @@ int ds_synth_generate(const ds_synth_opts *o, const char *root, const char *name
     snprintf(info, sizeof info,
              "generator = synth\nseed = %llu\nsize = %d\ntrain_per_class = %d\n"
              "valid_per_class = %d\ntest_per_class = %d\nclutter = %d\nnoise = %g\n"
-             "occlusion = %g\n",
+             "occlusion = %g\nrotation = %g\n",
              (unsigned long long)o->seed, o->size, o->train, o->valid, o->test, o->clutter,
-             (double)o->noise, (double)o->occlusion);
+             (double)o->noise, (double)o->occlusion, (double)o->rotation);
     struct synth_ctx c = {o};
     ds_set_spec spec = {
         .root = root, .name = name, .ntasks = DS_SYNTH_TASKS, .tasks = tasks, .count = count,
