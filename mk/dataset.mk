@@ -16,7 +16,8 @@
 #   DATA              the identity task's .data file (a make target)
 #   DATASET_TASKS     the set's .tasks file ("task data-file" lines, identity
 #                     first); empty for a DATA= set that has none
-#   DATASET_CONTEXTS  the contexts.list of its (n,p) contexts (a make target)
+#   DATASET_CONTEXTS  the contexts.list of its (n,p) contexts (a make target;
+#                     empty when DATASET_ARGS holds --no-contexts)
 
 DATASET_ROOT      ?= $(O)/data
 DATASET_SEED      ?= 1
@@ -102,7 +103,7 @@ DS_ARGS := contexts $(abspath $(DATA)) $(DATASET_SEED) $(DS_CTX_ARGS)
 else
 DATA             := $(DATASET_ROOT)/$(DATASET_NAME)/$(DATASET_NAME).data
 DATASET_TASKS    := $(DATASET_ROOT)/$(DATASET_NAME)/$(DATASET_NAME).tasks
-DATASET_CONTEXTS := $(DATASET_ROOT)/$(DATASET_NAME)/contexts/contexts.list
+DATASET_CONTEXTS := $(if $(filter --no-contexts,$(DATASET_ARGS)),,$(DATASET_ROOT)/$(DATASET_NAME)/contexts/contexts.list)
 ifeq ($(DS_MODE),synth)
 DS_ARGS := generate --out $(DATASET_ROOT) --name $(DATASET_NAME) --seed $(DATASET_SEED) \
            --size $(DATASET_SIZE) --train $(DATASET_TRAIN) --valid $(DATASET_VALID) \

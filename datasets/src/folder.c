@@ -152,7 +152,10 @@ int ds_imp_folder(const char *src, const ds_import_opts *o, ds_write_result *res
         if (!split_dir[sp][0]) continue;
         size_t n;
         char **names = ds_fs_list(split_dir[sp], &n, err);
-        if (!names) return -1;
+        if (!names) {
+            rc = -1;
+            break;
+        }
         for (size_t i = 0; i < n && rc == 0; i++) {
             if (names[i][0] == '.' || ds_fs_join(p, split_dir[sp], names[i], err) != 0 || !is_dir(p)) continue;
             int seen = 0;

@@ -61,4 +61,21 @@ else
     t_ok "a changed setting regenerates the set"
 fi
 expect_fail "a bad setting stops make with a message" "DATASET_SIZE='abc' is not valid" mk DATASET_SIZE=abc
+
+# An existing set (DATA=): checked and given contexts, never written.
+cp -a "$T/a/synth" "$T/mine"
+expect_ok "make dataset DATA=<an existing set>" mk DATA="$T/mine/synth.data"
+t_check "  ... writes its contexts under DATASET_ROOT" [ -f "$T/mk/synth-contexts/n14-p0.9/n14-p0.9.data" ]
+if diff -r --no-dereference "$T/a/synth" "$T/mine" >/dev/null 2>&1; then t_ok "  ... and leaves the set as it was"
+else t_fail "  ... and leaves the set as it was"; fi
+expect_fail "make dataset DATA=<no such file>" "DATA=.*nothing.data: no such file" mk DATA="$T/nothing.data"
+
+# An import (IMPORT= SRC=): a CIFAR-10 folder made here.
+mkdir -p "$T/cifar"
+for b in 1 2 3 4 5; do head -c $((3073 * 4)) /dev/zero >"$T/cifar/data_batch_$b.bin"; done
+head -c $((3073 * 3)) /dev/zero >"$T/cifar/test_batch.bin"
+printf '%s\n' airplane automobile bird cat deer dog frog horse ship truck >"$T/cifar/batches.meta.txt"
+expect_ok "make dataset IMPORT=cifar10 SRC=<folder>" mk IMPORT=cifar10 SRC="$T/cifar"
+t_check "  ... gives build/data/cifar10/cifar10.data" [ -f "$T/mk/cifar10/cifar10.data" ]
+expect_ok "  ... which passes dataset check --decode" "$BIN/dataset" check --decode "$T/mk/cifar10/cifar10.data"
 t_done
