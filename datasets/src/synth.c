@@ -90,9 +90,9 @@ void ds_synth_defaults(ds_synth_opts *o)
     o->valid = 20;
     o->test = 30;
     o->seed = 1;
-    o->clutter = 3;
-    o->noise = 0.05f;
-    o->occlusion = 0.25f;
+    o->clutter = 2;
+    o->noise = 0.04f;
+    o->occlusion = 0.2f;
     o->rotation = 30.0f;
 }
 
@@ -321,8 +321,8 @@ static void draw_background(float *img, int size, trn_rng *g)
 {
     float c0[3], c1[3];
     float h = trn_rng_range(g, 0, 360);
-    hsv_rgb(h, trn_rng_range(g, 0, 0.35f), trn_rng_range(g, 0.25f, 0.85f), c0);
-    hsv_rgb(h + 40.0f * trn_rng_normal(g), trn_rng_range(g, 0, 0.35f), trn_rng_range(g, 0.25f, 0.85f), c1);
+    hsv_rgb(h, trn_rng_range(g, 0, 0.3f), trn_rng_range(g, 0.25f, 0.85f), c0);
+    hsv_rgb(h + 40.0f * trn_rng_normal(g), trn_rng_range(g, 0, 0.3f), trn_rng_range(g, 0.25f, 0.85f), c1);
     float ga = trn_rng_range(g, 0, 2 * PI_F), gc = cosf(ga), gs = sinf(ga);
     for (int y = 0; y < size; y++)
         for (int x = 0; x < size; x++) {
@@ -345,7 +345,7 @@ static void draw_background(float *img, int size, trn_rng *g)
                 for (int k = 0; k < 3; k++) px[k] = px[k] * (1 - a) + bc[k] * a;
             }
     }
-    if (trn_rng_uniform(g) < 0.5f) { /* a faint stripe or grid pattern */
+    if (trn_rng_uniform(g) < 0.3f) { /* a faint stripe or grid pattern */
         float period = size * trn_rng_range(g, 0.08f, 0.25f), amp = trn_rng_range(g, 0.02f, 0.06f);
         float pa = trn_rng_range(g, 0, PI_F), pc = cosf(pa), ps = sinf(pa);
         int grid = trn_rng_uniform(g) < 0.5f;
@@ -366,7 +366,7 @@ static void draw_distractor(float *img, int size, trn_rng *g)
     prim p;
     memset(&p, 0, sizeof p);
     p.shape = (int)trn_rng_below(g, SYN_SHAPE_COUNT);
-    p.r = size * trn_rng_range(g, 0.05f, 0.11f);
+    p.r = size * trn_rng_range(g, 0.05f, 0.09f);
     p.extent = p.r * 1.15f;
     place(&p, PRIM_SHAPE, trn_rng_range(g, 0, size), trn_rng_range(g, 0, size),
           trn_rng_range(g, 0, 2 * PI_F));
@@ -383,7 +383,7 @@ int ds_syn_render(const ds_synth_opts *o, const syn_labels *lab, trn_rng *g, flo
     draw_background(img, size, g);
 
     /* Thin lines across the background. */
-    int lines = (int)trn_rng_below(g, 3);
+    int lines = (int)trn_rng_below(g, 2);
     for (int i = 0; i < lines; i++) {
         prim p;
         memset(&p, 0, sizeof p);
@@ -415,10 +415,10 @@ int ds_syn_render(const ds_synth_opts *o, const syn_labels *lab, trn_rng *g, flo
     paint pt;
     memset(&pt, 0, sizeof pt);
     float hue = colours[lab->colour].hue + trn_rng_range(g, -12.0f, 12.0f);
-    float sat = trn_rng_range(g, 0.5f, 1.0f), val = trn_rng_range(g, 0.5f, 1.0f);
+    float sat = trn_rng_range(g, 0.6f, 1.0f), val = trn_rng_range(g, 0.55f, 1.0f);
     hsv_rgb(hue, sat, val, pt.c1);
     if (trn_rng_uniform(g) < 0.6f) /* darker second tone */
-        hsv_rgb(hue, sat * 0.85f, val * trn_rng_range(g, 0.4f, 0.6f), pt.c2);
+        hsv_rgb(hue, sat * 0.9f, val * trn_rng_range(g, 0.5f, 0.7f), pt.c2);
     else /* lighter second tone */
         hsv_rgb(hue, sat * 0.45f, fminf(1.0f, val + 0.25f), pt.c2);
     pt.texture = lab->texture;
