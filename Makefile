@@ -23,7 +23,7 @@ include mk/test.mk
 include mk/install.mk
 
 .PHONY: all clean distclean help
-all: $(ALL_TARGETS) ## build every library and program into $(O)
+all: $(if $(CROSS),$(CROSS_TARGETS),$(ALL_TARGETS)) ## build every library and program into $(O) (with CROSS: the device side)
 
 clean: ## remove the build outputs of this configuration ($(O)/obj, bin, lib, tests)
 	rm -rf $(O)/obj $(O)/bin $(O)/lib $(O)/tests $(O)/pkgconfig $(O)/.settings $(O)/.deps-ok

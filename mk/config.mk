@@ -6,7 +6,8 @@
 # (GPU=1, DEBUG=1, SAN=..., CROSS=...) rebuilds what it affects (Redis'
 # .make-settings idea).
 
-O        ?= build
+# Cross builds default to their own folder so the host tools stay intact.
+O        ?= build$(if $(CROSS),/$(patsubst %-,%,$(CROSS)))
 GPU      ?= 0
 CUDNN    ?= 0
 DEBUG    ?= 0
@@ -152,7 +153,7 @@ print-config: ## print the resolved options and flags
 
 ifeq ($(V),1)
 Q :=
-msg = @:
+msg =
 else
 Q := @
 msg = @printf '  %-8s %s\n' '$1' '$2';

@@ -2,6 +2,10 @@
 #
 # Components register:
 #   UNIT_TESTS        cmocka programs (through $(call unit_test,...))
+#   CROSS_UNIT_TESTS  those of them that also run on the device (aarch64); a
+#                     host `make test` cross-builds them into $(CROSS_TEST_O)
+#                     and runs them under qemu-user in the same summary
+#   CROSS_TARGETS     what `make CROSS=...` builds (the device side)
 #   TEST_DEPS         anything else the tests need built first
 #   BENCHES           commands run by `make bench`, one per line of output
 # Integration tests are the scripts tests/integration/*.sh (TAP, see
@@ -18,12 +22,40 @@ TEST_ENV := ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:exitcode=86 \
             UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 endif
 
-.PHONY: test check bench
-test: all $(UNIT_TESTS) $(TEST_DEPS) ## build and run every test (TESTS=substring runs a subset)
+CROSS_TEST_PREFIX := aarch64-linux-gnu-
+CROSS_TEST_O      := $(O)/$(patsubst %-,%,$(CROSS_TEST_PREFIX))
+CROSS_QEMU        := qemu-$(firstword $(subst -, ,$(CROSS_TEST_PREFIX)))
+CROSS_TEST_LIST   := $(if $(CROSS),$(O),$(CROSS_TEST_O))/cross-tests.list
+
+.PHONY: test check bench cross-test-build cross-test-list
+ifeq ($(CROSS),)
+# Host: every test here, plus the device tests cross-built and run under qemu.
+test: all $(UNIT_TESTS) $(TEST_DEPS) cross-test-build ## build and run every test (TESTS=substring runs a subset)
 	$(Q)$(TEST_ENV) BIN=$(abspath $(BIN)) O=$(abspath $(O)) TOP=$(CURDIR) SAN=$(SAN) \
 	  TESTD=$(abspath $(TESTD)) THREADS=$(THREADS) TEST_JOBS=$(TEST_JOBS) \
 	  TEST_TIMEOUT=$(TEST_TIMEOUT) TESTS='$(TESTS)' \
-	  tests/run-tests.sh $(TESTD)/logs $(UNIT_TESTS) $(INTEGRATION_TESTS)
+	  tests/run-tests.sh $(TESTD)/logs $(UNIT_TESTS) $(INTEGRATION_TESTS) $(shell cat $(CROSS_TEST_LIST))
+
+cross-test-build:
+	$(Q)mkdir -p $(CROSS_TEST_O); \
+	if [ -z '$(strip $(CROSS_UNIT_TESTS))' ]; then : > $(CROSS_TEST_LIST); \
+	elif ! command -v $(CROSS_TEST_PREFIX)gcc >/dev/null || ! command -v $(CROSS_QEMU) >/dev/null; then \
+	  echo 'skip:aarch64-device-tests:$(CROSS_TEST_PREFIX)gcc or $(CROSS_QEMU) is not installed (make deps installs gcc-aarch64-linux-gnu and qemu-user)' > $(CROSS_TEST_LIST); \
+	else \
+	  echo "  CROSS    device tests for $(CROSS_TEST_PREFIX:-=) (run under $(CROSS_QEMU))"; \
+	  $(MAKE) --no-print-directory CROSS=$(CROSS_TEST_PREFIX) O=$(CROSS_TEST_O) SAN= cross-test-list; \
+	fi
+else
+# Cross build: the device tests, each run through qemu-user.
+test: all cross-test-list ## build and run every test (TESTS=substring runs a subset)
+	$(Q)BIN=$(abspath $(BIN)) O=$(abspath $(O)) TOP=$(CURDIR) TESTD=$(abspath $(TESTD)) \
+	  THREADS=$(THREADS) TEST_JOBS=$(TEST_JOBS) TEST_TIMEOUT=$(TEST_TIMEOUT) TESTS='$(TESTS)' \
+	  tests/run-tests.sh $(TESTD)/logs $(shell cat $(CROSS_TEST_LIST))
+endif
+
+cross-test-list: $(CROSS_UNIT_TESTS)
+	$(Q)mkdir -p $(dir $(CROSS_TEST_LIST)) && \
+	printf '$(CROSS_QEMU):%s\n' $(abspath $(CROSS_UNIT_TESTS)) > $(CROSS_TEST_LIST)
 check: test
 
 # Benchmarks measure a reference in the same run and print ratios against it;

@@ -4,7 +4,10 @@
 # the summary line "N passed, N failed[, N skipped]". Exit status 1 when any
 # test failed, or when a test file crashed, timed out or printed no plan.
 #
-# Usage: run-tests.sh LOGDIR FILE...
+# Usage: run-tests.sh LOGDIR ENTRY...
+#   ENTRY is a test program, a TAP script (*.sh), WRAPPER:PROGRAM (run through
+#   WRAPPER, e.g. qemu-aarch64:build/.../test_x) or skip:NAME:REASON (a test
+#   file that cannot run here, counted and printed as skipped).
 #   TEST_JOBS     files run at once (default 1); each file then gets
 #                 THREADS=max(1, THREADS/TEST_JOBS)
 #   TEST_TIMEOUT  seconds per file (default 1200)
@@ -23,22 +26,39 @@ for f in "$@"; do
     files+=("$f")
 done
 
-run_one() { # FILE LOG
-    local f=$1 log=$2 rc
+run_one() { # ENTRY LOG
+    local f=$1 log=$2 rc wrap=''
+    if [[ "$f" == skip:* ]]; then
+        local rest=${f#skip:}
+        printf 'ok 1 - %s # SKIP %s\n1..1\n' "${rest%%:*}" "${rest#*:}" >"$log"
+        echo 0 >"$log.rc"
+        return
+    fi
+    if [[ "$f" == *:* ]]; then wrap=${f%%:*}; f=${f#*:}; fi
     if [[ "$f" == *.sh ]]; then
         THREADS=$per OPENBLAS_NUM_THREADS=$per CMOCKA_MESSAGE_OUTPUT=TAP \
             timeout -k 10 "$tmo" bash "$f" >"$log" 2>&1 </dev/null
     else
         THREADS=$per OPENBLAS_NUM_THREADS=$per CMOCKA_MESSAGE_OUTPUT=TAP \
-            timeout -k 10 "$tmo" "$f" >"$log" 2>&1 </dev/null
+            timeout -k 10 "$tmo" $wrap "$f" >"$log" 2>&1 </dev/null
     fi
     rc=$?
     echo "$rc" >"$log.rc"
 }
 
+# The log name of an entry: its file name, with the wrapper or skip marker.
+entry_name() {
+    local f=$1
+    case "$f" in
+        skip:*) f=${f#skip:}; echo "${f%%:*}" ;;
+        *:*) echo "${f##*/}@${f%%:*}" ;;
+        *) echo "${f##*/}" ;;
+    esac
+}
+
 running=0
 for f in "${files[@]}"; do
-    name=${f##*/}
+    name=$(entry_name "$f")
     run_one "$f" "$logdir/$name.log" &
     running=$((running + 1))
     if [ "$running" -ge "$jobs" ]; then wait -n; running=$((running - 1)); fi
@@ -47,7 +67,7 @@ wait
 
 pass=0 fail=0 skip=0
 for f in "${files[@]}"; do
-    name=${f##*/}
+    name=$(entry_name "$f")
     log="$logdir/$name.log"
     rc=$(cat "$log.rc" 2>/dev/null || echo 255)
     # Parse TAP: "ok N - name", "not ok N - name", "... # SKIP reason"; cmocka

@@ -1,0 +1,265 @@
+/*
+ * cat.h: the catalog library (libcat), the build side of catalogs: key
+ * generation and signing, the manifest and its JSON Schema, winnowing,
+ * target estimates, deterministic packing, inspection and the report. The
+ * one public header of catalog/; every exported name starts with cat_/CAT_.
+ *
+ * Conventions (as in trn.h, whose error buffer and I/O helpers it uses):
+ * - Library code never exits and never prints; a failing function returns -1
+ *   (NULL for constructors) and fills the caller's trn_err.
+ * - Returned objects are owned by the caller and freed with the matching
+ *   free function.
+ * - Same inputs give the same bytes out: JSON keys are sorted, archives carry
+ *   fixed metadata, Ed25519 signatures are deterministic.
+ * Verification of signatures lives in runtime-lite (rtl.h), which devices
+ * link; this library adds what only the build side does.
+ */
+#ifndef CAT_H
+#define CAT_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#include "rtl.h"
+#include "trn.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define CAT_VERSION "0.1.0"
+
+/* ---- keys and signing (catalog/src/keys.c) ----------------------------------- */
+
+/* How a new secret key file is protected: not at all, or encrypted with a
+ * key derived from a passphrase by scrypt at minisign's "interactive" cost
+ * (fast: test and CI keys) or "sensitive" cost (minisign's default: about a
+ * second and 1 GiB of memory). */
+enum cat_kdf {
+    CAT_KDF_NONE,
+    CAT_KDF_INTERACTIVE,
+    CAT_KDF_SENSITIVE,
+    CAT_KDF_COUNT
+};
+
+typedef struct cat_seckey cat_seckey;
+
+/* Writes a new key pair: pub (minisign public key file) and sec (minisign
+ * secret key file, mode 0600, encrypted unless kdf is CAT_KDF_NONE, in which
+ * case passphrase must be NULL). Refuses to replace existing files unless
+ * force. development marks the key (in both files' comments) as one devices
+ * must never trust. key_id (may be NULL) gets the new key id. */
+int cat_keygen(const char *pub, const char *sec, const char *passphrase, enum cat_kdf kdf, int development,
+               int force, char key_id[17], trn_err *err);
+
+/* Loads a minisign secret key file (unencrypted, or scrypt-encrypted with
+ * passphrase). A wrong passphrase is reported as such. */
+cat_seckey *cat_seckey_load(const char *path, const char *passphrase, trn_err *err);
+void cat_seckey_free(cat_seckey *key);
+void cat_seckey_pubkey(const cat_seckey *key, rtl_pubkey *out);
+int cat_seckey_is_development(const cat_seckey *key);
+
+/* The passphrase from the first line of `file`, or from environment
+ * variable `env` (exactly one of them non-NULL). Never prompts. */
+int cat_passphrase(const char *file, const char *env, char *out, size_t size, trn_err *err);
+
+/* Signs the file at path (prehashed, algorithm ED) with the given comments
+ * and writes the .minisig to sig_path atomically. The signature is checked
+ * with the key's public half before it is written. */
+int cat_sign_file(const cat_seckey *key, const char *path, const char *trusted, const char *untrusted,
+                  const char *sig_path, trn_err *err);
+
+/* Signs a catalog archive: the trusted comment carries the catalog id,
+ * version, model and manifest SHA-256 read from the archive's manifest, the
+ * timestamp is the manifest's SOURCE_DATE_EPOCH (so signing is
+ * deterministic), and the untrusted comment is the one rtl derives from
+ * them. */
+int cat_sign_archive(const cat_seckey *key, const char *archive, const char *sig_path, trn_err *err);
+
+/* Fills info from the manifest inside archive (catalog, version, model,
+ * SHA-256 of manifest.json, timestamp, file name). */
+int cat_archive_info(const char *archive, rtl_sig_info *info, trn_err *err);
+
+/* Verifies archive against sig with any of keys[0..n): the signature, the
+ * global signature, the untrusted comment, and, when the trusted comment
+ * carries catalog fields, that they match the archive's manifest. *info
+ * (may be NULL) gets them; *has_fields says whether there were any. */
+int cat_verify(const char *archive, const char *sig_path, const rtl_pubkey *keys, size_t n, rtl_sig_info *info,
+               int *has_fields, trn_err *err) TRN_MUST_CHECK;
+
+/* ---- JSON helpers (catalog/src/json.c) ------------------------------------- */
+
+/* Parses JSON text of len bytes; anything but white space after the value
+ * is an error. On error *error_offset (may be NULL) gets where it is. */
+cJSON *cat_json_parse(const char *text, size_t len, size_t *error_offset);
+/* Parses a JSON file; errors name the file, line, column and byte offset. */
+cJSON *cat_json_load(const char *path, size_t max, trn_err *err);
+/* Sorts the keys of every object in the tree (bytewise), so printing gives
+ * the same bytes for the same content. */
+void cat_json_sort(cJSON *item);
+/* Prints with sorted keys and tabs (cJSON's format) plus a final newline;
+ * the caller frees. */
+char *cat_json_print(cJSON *item);
+/* The number / string at key k of object o (o may be NULL), or dflt when it
+ * is absent or of another type. */
+double cat_json_num(const cJSON *o, const char *k, double dflt);
+const char *cat_json_str(const cJSON *o, const char *k, const char *dflt);
+
+/* ---- JSON Schema (catalog/src/schema.c) --------------------------------------
+ * The subset of JSON Schema 2020-12 that catalog/manifest.schema.json and
+ * catalog/variant.schema.json use: type, enum, const, properties, required,
+ * additionalProperties, propertyNames, minProperties, maxProperties, items,
+ * minItems, maxItems, uniqueItems, minimum, maximum, exclusiveMinimum,
+ * exclusiveMaximum, minLength, maxLength, pattern (POSIX extended), $ref (to
+ * "#/json/pointer" or "other.schema.json#/json/pointer"), $defs, allOf,
+ * anyOf, oneOf, not, if/then/else; annotations are ignored. A schema that
+ * uses any other keyword is refused, so nothing is silently unchecked. */
+
+typedef struct cat_schema cat_schema;
+
+/* Receives one violation: the JSON pointer of the offending value and why. */
+typedef void (*cat_report_fn)(void *user, const char *pointer, const char *msg);
+
+/* Formats a message and passes it to report (when not NULL) with the
+ * pointer ptr, counting it in *count (when not NULL). */
+void cat_vreportf(cat_report_fn report, void *user, int *count, const char *ptr, const char *fmt, va_list ap);
+void cat_reportf(cat_report_fn report, void *user, int *count, const char *ptr, const char *fmt, ...)
+    TRN_PRINTF(5, 6);
+
+/* A registry of schema documents, empty. */
+cat_schema *cat_schema_new(void);
+/* Adds document text under name (e.g. "manifest.schema.json"). */
+int cat_schema_add(cat_schema *s, const char *name, const char *text, size_t len, trn_err *err);
+/* The built-in registry: the manifest and variant schemas compiled in. */
+cat_schema *cat_schema_builtin(trn_err *err);
+void cat_schema_free(cat_schema *s);
+
+/* Validates instance against document `name`. Returns the number of
+ * violations (0: valid), each passed to report (may be NULL), or -1 when the
+ * schema itself is broken (err says how). */
+int cat_schema_validate(cat_schema *s, const char *name, const cJSON *instance, cat_report_fn report,
+                        void *user, trn_err *err);
+
+/* ---- target device profiles and estimates (catalog/src/targets.c) -------------- */
+
+/* Loads target profiles: every *.json of dir, or the built-in set when dir
+ * is NULL, as an object {id: profile} (id = file name without .json). */
+cJSON *cat_targets_load(const char *dir, trn_err *err);
+/* The roofline estimate of one variant's cost object on one profile
+ * (schema $defs/estimate); NULL when cost lacks what is needed. */
+cJSON *cat_estimate(const cJSON *cost, const cJSON *target, trn_err *err);
+
+/* ---- winnowing (catalog/src/winnow.c) ------------------------------------------ */
+
+struct cat_wv {
+    const char *id, *task;
+    uint64_t macs, weight_bytes;
+    double top1;            /* < 0: no accuracy for its task (never dropped) */
+    const char *const *deps;
+    size_t ndeps;
+    /* results */
+    int dropped;            /* 1: strictly dominated and needed by no kept variant */
+    long dominated_by;      /* index of the dominating variant, or -1 */
+    long needed_by;         /* dominated but kept because this one depends on it, or -1 */
+};
+
+/* Marks the variants to drop: v is strictly dominated when another variant
+ * of the same task has fewer MACs, fewer weight bytes and a higher top-1;
+ * dominated variants that a kept variant depends on (transitively) are kept.
+ * The dominator recorded is an undominated one (highest top-1, then fewest
+ * MACs, then fewest bytes, then smallest id). Returns the number dropped,
+ * or -1 when a dependency names no variant. */
+int cat_winnow(struct cat_wv *v, size_t n, trn_err *err);
+
+/* ---- the manifest (catalog/src/manifest.c, validate.c) --------------------------- */
+
+struct cat_task_labels {
+    const char *task;
+    const char *path;       /* a .names/labels file: one label per line */
+};
+
+struct cat_build_options {
+    const char *variants_dir;   /* folder of variant folders (variant.json + files) */
+    const char *catalog;        /* catalog id; NULL: the model */
+    const char *model;          /* NULL: taken from the variants (all must agree) */
+    uint64_t version;           /* 0: source_date_epoch */
+    int64_t seed;               /* < 0: unknown (null) */
+    int64_t source_date_epoch;  /* < 0: newest mtime of the inputs */
+    const struct cat_task_labels *tasks;
+    size_t ntasks;
+    const char *targets_dir;    /* NULL: built-in profiles */
+    int no_targets;             /* 1: no targets, no estimates */
+};
+
+/* One file to pack: its archive path and where it is now. */
+struct cat_pack_file {
+    char *archive_path;
+    char *source;
+    uint64_t size;
+    uint8_t sha256[32];
+};
+
+struct cat_built {
+    cJSON *manifest;            /* sorted, schema-valid */
+    cJSON *winnowed;            /* array: the manifest's "winnowed" plus kept-because-needed notes */
+    struct cat_pack_file *files;/* sorted by archive path */
+    size_t nfiles;
+    char *source_date_epoch_from; /* "SOURCE_DATE_EPOCH" or "newest input mtime" */
+};
+
+/* Reads the variant folders, checks each variant.json against
+ * catalog/variant.schema.json and the contract, hashes every file, winnows,
+ * computes estimates and builds the manifest, which is validated before it
+ * is returned. Every problem found is passed to report; the return is -1
+ * when there was any. */
+int cat_build(const struct cat_build_options *o, struct cat_built *out, cat_report_fn report, void *user,
+              trn_err *err);
+void cat_built_free(struct cat_built *b);
+
+/* Checks a manifest: the schema, then cross-references (ids, dependencies,
+ * tasks, targets, top5 where classes > 5, file paths), then, when root is
+ * not NULL, every file's size and SHA-256 under root. Returns the number of
+ * problems (each reported), or -1 when it could not check (err). */
+int cat_validate(cat_schema *schema, const cJSON *manifest, const char *root, cat_report_fn report, void *user,
+                 trn_err *err);
+
+/* ---- packing (catalog/src/pack.c) --------------------------------------------- */
+
+/* Writes the archive atomically: pax tar, zstd at `level`, manifest.json
+ * first then files in order, every entry a regular file with mode 0644,
+ * uid/gid 0, user/group "root", mtime `mtime`. Each file is hashed again
+ * while it is packed and must still match the manifest. */
+int cat_pack(const char *archive, const char *manifest_text, const struct cat_pack_file *files, size_t n,
+             int64_t mtime, int level, trn_err *err);
+
+/* ---- report (catalog/src/report.c) -------------------------------------------- */
+
+/* Writes <base>.report.md and the Pareto plots <base>.pareto-macs.svg and
+ * <base>.pareto-bytes.svg (top-1 against MACs and against weight bytes) of
+ * the task with the most variants, <base>.<task>.pareto-*.svg of the other
+ * tasks, for the manifest; base is a path without extension. */
+int cat_report(const cJSON *manifest, const char *base, trn_err *err);
+
+/* SVG text of a Pareto plot of the manifest's variants (and winnowed ones,
+ * hollow) of task `task`: top-1 against "macs" or "weight_bytes". */
+char *cat_pareto_svg(const cJSON *manifest, const char *task, const char *axis, trn_err *err);
+
+/* ---- built-in files (generated from the JSON files of catalog/) -------------- */
+
+struct cat_embedded {
+    const char *name;       /* e.g. "manifest.schema.json", "targets/jetson-nano.json" */
+    const char *data;       /* NUL-terminated */
+    size_t len;
+};
+extern const struct cat_embedded cat_embedded_files[];
+extern const size_t cat_embedded_count;
+/* The embedded file called name, or NULL. */
+const struct cat_embedded *cat_embedded_find(const char *name);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* CAT_H */

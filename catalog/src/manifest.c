@@ -1,0 +1,457 @@
+/*
+ * manifest.c: from a folder of variant folders to a manifest (cat_build).
+ *
+ * Input (the contract with the variant stage, catalog/README.md): every
+ * sub-folder <id>/ of the variants folder holds variant.json
+ * (catalog/variant.schema.json) and the files it lists, at paths relative to
+ * the folder. Output: manifest.json as catalog/manifest.schema.json
+ * describes it, the list of files to pack (archive path
+ * "variants/<id>/<path>"), and the winnowing record.
+ */
+#include "cat.h"
+
+#include <dirent.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define VARIANT_JSON_MAX (64u << 20)
+#define LABELS_MAX (16u << 20)
+
+/* Report wrapper that prefixes each pointer with a file name. */
+struct prefixed {
+    cat_report_fn report;
+    void *user;
+    const char *file;
+    int count;
+};
+
+static void prefixed_report(void *u, const char *ptr, const char *msg)
+{
+    struct prefixed *p = u;
+    p->count++;
+    if (!p->report) return;
+    char where[4200];
+    snprintf(where, sizeof where, "%s%s%s", p->file, ptr && ptr[0] ? ": " : "", ptr ? ptr : "");
+    p->report(p->user, where, msg);
+}
+
+static void say(struct prefixed *p, const char *ptr, const char *fmt, ...) TRN_PRINTF(3, 4);
+static void say(struct prefixed *p, const char *ptr, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    cat_vreportf(prefixed_report, p, NULL, ptr, fmt, ap);
+    va_end(ap);
+}
+
+struct input {
+    char *dir;              /* the variant folder */
+    cJSON *json;            /* its variant.json */
+    const char *id;
+    struct cat_pack_file *files;
+    size_t nfiles;
+    int64_t newest_mtime;
+};
+
+static int cmp_name(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static char **sorted_subdirs(const char *dir, size_t *n, trn_err *err)
+{
+    DIR *d = opendir(dir);
+    *n = 0;
+    if (!d) {
+        trn_errf(err, "cannot read the variants folder %s", dir);
+        return NULL;
+    }
+    char **names = NULL;
+    struct dirent *de;
+    size_t cap = 0;
+    while ((de = readdir(d))) {
+        if (de->d_name[0] == '.') continue;
+        char path[4096];
+        struct stat st;
+        snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+        if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) continue;
+        if (*n == cap) {
+            char **g = realloc(names, (cap = cap ? 2 * cap : 16) * sizeof *g);
+            if (!g) break;
+            names = g;
+        }
+        if (!(names[*n] = strdup(de->d_name))) break;
+        (*n)++;
+    }
+    closedir(d);
+    if (names) qsort(names, *n, sizeof *names, cmp_name);
+    return names ? names : calloc(1, sizeof *names);
+}
+
+static void input_free(struct input *in)
+{
+    for (size_t i = 0; i < in->nfiles; i++) {
+        free(in->files[i].archive_path);
+        free(in->files[i].source);
+    }
+    free(in->files);
+    free(in->dir);
+    cJSON_Delete(in->json);
+}
+
+/* Reads one variant folder: variant.json against the schema and the
+ * contract, then every file it lists (size, SHA-256). */
+static int read_variant(cat_schema *schema, const char *dir, const char *name, const char *model, struct input *in,
+                        struct prefixed *rep, trn_err *err)
+{
+    char path[4096];
+    if (snprintf(path, sizeof path, "%s/variant.json", dir) >= (int)sizeof path)
+        return trn_errf(err, "%s: path too long", dir);
+    struct prefixed local = {rep->report, rep->user, path, 0};
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        say(&local, NULL, "missing: every variant folder holds a variant.json");
+        rep->count += local.count;
+        return 0;
+    }
+    in->newest_mtime = st.st_mtime;
+    trn_err jerr;
+    if (!(in->json = cat_json_load(path, VARIANT_JSON_MAX, &jerr))) {
+        say(&local, NULL, "%s", jerr.msg);
+        rep->count += local.count;
+        return 0;
+    }
+    if (cat_schema_validate(schema, "variant.schema.json", in->json, prefixed_report, &local, err) < 0) return -1;
+    if (local.count) {
+        rep->count += local.count;
+        return 0;
+    }
+    in->id = cJSON_GetObjectItemCaseSensitive(in->json, "id")->valuestring;
+    const char *vmodel = cJSON_GetObjectItemCaseSensitive(in->json, "model")->valuestring;
+    if (strcmp(in->id, name) != 0) say(&local, "/id", "id '%s' differs from the folder name '%s'", in->id, name);
+    if (model && strcmp(vmodel, model) != 0) say(&local, "/model", "model '%s', but the catalog is of model '%s'", vmodel, model);
+    const cJSON *files = cJSON_GetObjectItemCaseSensitive(in->json, "files"), *f;
+    in->files = calloc((size_t)cJSON_GetArraySize(files), sizeof *in->files);
+    if (!in->files) return trn_errf(err, "out of memory");
+    int i = 0;
+    cJSON_ArrayForEach(f, files) {
+        const char *rel = cJSON_GetObjectItemCaseSensitive(f, "path")->valuestring;
+        char ptr[32], src[4096], arch[512];
+        snprintf(ptr, sizeof ptr, "/files/%d", i++);
+        if (snprintf(src, sizeof src, "%s/%s", dir, rel) >= (int)sizeof src ||
+            snprintf(arch, sizeof arch, "variants/%s/%s", in->id, rel) >= (int)sizeof arch)
+            return trn_errf(err, "%s/%s: path too long", dir, rel);
+        for (size_t k = 0; k < in->nfiles; k++)
+            if (!strcmp(in->files[k].archive_path, arch)) say(&local, ptr, "'%s' is listed twice", rel);
+        struct cat_pack_file *pf = &in->files[in->nfiles];
+        rtl_err re;
+        if (lstat(src, &st) != 0 || !S_ISREG(st.st_mode)) {
+            say(&local, ptr, "%s is missing or not a regular file", src);
+            continue;
+        }
+        if (rtl_sha256_file(src, pf->sha256, &pf->size, &re) != 0) {
+            say(&local, ptr, "%s", re.msg);
+            continue;
+        }
+        if (st.st_mtime > in->newest_mtime) in->newest_mtime = st.st_mtime;
+        if (!(pf->archive_path = strdup(arch)) || !(pf->source = strdup(src))) return trn_errf(err, "out of memory");
+        in->nfiles++;
+    }
+    rep->count += local.count;
+    return 0;
+}
+
+/* Labels of a .names file: one per line, blank lines skipped. */
+static cJSON *read_labels(const char *path, trn_err *err)
+{
+    char *text;
+    size_t len;
+    if (trn_read_file(path, LABELS_MAX, &text, &len, err) != 0) return NULL;
+    cJSON *arr = cJSON_CreateArray();
+    for (char *save = NULL, *l = strtok_r(text, "\n", &save); arr && l; l = strtok_r(NULL, "\n", &save)) {
+        l[strcspn(l, "\r")] = '\0';
+        if (l[0]) cJSON_AddItemToArray(arr, cJSON_CreateString(l));
+    }
+    free(text);
+    if (!arr) trn_errf(err, "out of memory");
+    else if (cJSON_GetArraySize(arr) == 0) {
+        cJSON_Delete(arr);
+        trn_errf(err, "%s holds no label", path);
+        return NULL;
+    }
+    return arr;
+}
+
+static double top1_of(const cJSON *v)
+{
+    const char *task = cJSON_GetObjectItemCaseSensitive(v, "task")->valuestring;
+    const cJSON *t1 = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(v, "accuracy"), task), "top1");
+    return cJSON_IsNumber(t1) ? t1->valuedouble : -1;
+}
+
+static uint64_t cost_of(const cJSON *v, const char *k)
+{
+    return (uint64_t)cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(v, "cost"), k)->valuedouble;
+}
+
+static void add_copy(cJSON *to, const char *key, const cJSON *from, const char *fallback)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(from, key);
+    cJSON_AddItemToObject(to, key, v ? cJSON_Duplicate(v, 1) : cJSON_Parse(fallback));
+}
+
+/* One manifest variant from its input. */
+static cJSON *manifest_variant(const struct input *in, const cJSON *targets, trn_err *err)
+{
+    cJSON *v = cJSON_CreateObject(), *files = cJSON_CreateArray(), *est = cJSON_CreateObject();
+    if (!v || !files || !est) {
+        cJSON_Delete(v);
+        cJSON_Delete(files);
+        cJSON_Delete(est);
+        trn_errf(err, "out of memory");
+        return NULL;
+    }
+    static const char *const copied[] = {"id", "technique", "parent", "depends_on", "description", "task",
+                                         "accuracy", "cost"};
+    for (size_t i = 0; i < sizeof copied / sizeof copied[0]; i++) add_copy(v, copied[i], in->json, "null");
+    add_copy(v, "latency", in->json, "{}");
+    add_copy(v, "technique_fields", in->json, "{}");
+    const cJSON *f;
+    size_t k = 0;
+    cJSON_ArrayForEach(f, cJSON_GetObjectItemCaseSensitive(in->json, "files")) {
+        const struct cat_pack_file *pf = &in->files[k++];
+        char hex[65];
+        rtl_sha256_hex(pf->sha256, hex);
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddStringToObject(e, "role", cJSON_GetObjectItemCaseSensitive(f, "role")->valuestring);
+        cJSON_AddStringToObject(e, "path", pf->archive_path);
+        cJSON_AddNumberToObject(e, "size", (double)pf->size);
+        cJSON_AddStringToObject(e, "sha256", hex);
+        cJSON_AddItemToArray(files, e);
+    }
+    cJSON_AddItemToObject(v, "files", files);
+    const cJSON *t;
+    const cJSON *cost = cJSON_GetObjectItemCaseSensitive(in->json, "cost");
+    cJSON_ArrayForEach(t, targets) {
+        cJSON *e = cat_estimate(cost, t, err);
+        if (!e) {
+            cJSON_Delete(est);
+            cJSON_Delete(v);
+            return NULL;
+        }
+        cJSON_AddItemToObject(est, t->string, e);
+    }
+    cJSON_AddItemToObject(v, "estimates", est);
+    return v;
+}
+
+static int cmp_pack_file(const void *a, const void *b)
+{
+    return strcmp(((const struct cat_pack_file *)a)->archive_path, ((const struct cat_pack_file *)b)->archive_path);
+}
+
+void cat_built_free(struct cat_built *b)
+{
+    if (!b) return;
+    cJSON_Delete(b->manifest);
+    cJSON_Delete(b->winnowed);
+    for (size_t i = 0; i < b->nfiles; i++) {
+        free(b->files[i].archive_path);
+        free(b->files[i].source);
+    }
+    free(b->files);
+    free(b->source_date_epoch_from);
+    memset(b, 0, sizeof *b);
+}
+
+/* The tasks object: a label set for every task a kept variant names. */
+static cJSON *build_tasks(const struct cat_build_options *o, struct input *ins, size_t n, const unsigned char *keep,
+                          struct prefixed *rep, trn_err *err)
+{
+    cJSON *tasks = cJSON_CreateObject();
+    for (size_t i = 0; i < o->ntasks && tasks; i++) {
+        cJSON *labels = read_labels(o->tasks[i].path, err);
+        if (!labels) {
+            cJSON_Delete(tasks);
+            return NULL;
+        }
+        cJSON *t = cJSON_CreateObject();
+        cJSON_AddNumberToObject(t, "classes", cJSON_GetArraySize(labels));
+        cJSON_AddItemToObject(t, "labels", labels);
+        cJSON_AddItemToObject(tasks, o->tasks[i].task, t);
+    }
+    for (size_t i = 0; i < n && tasks; i++) {
+        if (!keep[i]) continue;
+        const char *task = cJSON_GetObjectItemCaseSensitive(ins[i].json, "task")->valuestring;
+        if (!cJSON_GetObjectItemCaseSensitive(tasks, task))
+            say(rep, "", "variant %s is for task '%s': give its labels with --task %s=FILE.names", ins[i].id, task, task);
+        const cJSON *a;
+        cJSON_ArrayForEach(a, cJSON_GetObjectItemCaseSensitive(ins[i].json, "accuracy"))
+            if (strcmp(a->string, task) && !cJSON_GetObjectItemCaseSensitive(tasks, a->string))
+                say(rep, "", "variant %s reports accuracy on task '%s': give its labels with --task %s=FILE.names",
+                    ins[i].id, a->string, a->string);
+    }
+    if (!tasks) trn_errf(err, "out of memory");
+    return tasks;
+}
+
+/* Winnows the inputs: keep[i] says which stay; the record goes to out. */
+static int winnow(struct input *ins, size_t n, unsigned char *keep, struct cat_built *out, trn_err *err)
+{
+    struct cat_wv *wv = calloc(n ? n : 1, sizeof *wv);
+    const char ***deps = calloc(n ? n : 1, sizeof *deps);
+    int rc = wv && deps ? 0 : trn_errf(err, "out of memory");
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        const cJSON *v = ins[i].json, *d;
+        wv[i].id = ins[i].id;
+        wv[i].task = cJSON_GetObjectItemCaseSensitive(v, "task")->valuestring;
+        wv[i].macs = cost_of(v, "macs");
+        wv[i].weight_bytes = cost_of(v, "weight_bytes");
+        wv[i].top1 = top1_of(v);
+        const cJSON *dl = cJSON_GetObjectItemCaseSensitive(v, "depends_on");
+        deps[i] = calloc((size_t)cJSON_GetArraySize(dl) + 1, sizeof **deps);
+        if (!deps[i]) rc = trn_errf(err, "out of memory");
+        cJSON_ArrayForEach(d, dl) if (deps[i]) deps[i][wv[i].ndeps++] = d->valuestring;
+        wv[i].deps = deps[i];
+    }
+    if (rc == 0 && cat_winnow(wv, n, err) < 0) rc = -1;
+    cJSON *dropped = cJSON_CreateArray(), *needed = cJSON_CreateArray();
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        keep[i] = !wv[i].dropped;
+        if (wv[i].dominated_by < 0) continue;
+        const struct cat_wv *by = &wv[wv[i].dominated_by];
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddStringToObject(e, "id", wv[i].id);
+        cJSON_AddStringToObject(e, "task", wv[i].task);
+        cJSON_AddStringToObject(e, "dominated_by", by->id);
+        if (wv[i].dropped) {
+            cJSON_AddStringToObject(e, "technique", cJSON_GetObjectItemCaseSensitive(ins[i].json, "technique")->valuestring);
+            cJSON_AddNumberToObject(e, "macs", (double)wv[i].macs);
+            cJSON_AddNumberToObject(e, "weight_bytes", (double)wv[i].weight_bytes);
+            cJSON_AddNumberToObject(e, "top1", wv[i].top1);
+            cJSON_AddNumberToObject(e, "by_macs", (double)by->macs);
+            cJSON_AddNumberToObject(e, "by_weight_bytes", (double)by->weight_bytes);
+            cJSON_AddNumberToObject(e, "by_top1", by->top1);
+            cJSON_AddItemToArray(dropped, e);
+        } else {
+            cJSON_AddStringToObject(e, "needed_by", wv[wv[i].needed_by].id);
+            cJSON_AddItemToArray(needed, e);
+        }
+    }
+    out->winnowed = cJSON_CreateObject();
+    cJSON_AddStringToObject(out->winnowed, "rule",
+                            "a variant is dropped when another variant of the same task has fewer MACs, fewer weight "
+                            "bytes and a higher top-1, unless a kept variant depends on it");
+    cJSON_AddItemToObject(out->winnowed, "dropped", dropped);
+    cJSON_AddItemToObject(out->winnowed, "kept_because_needed", needed);
+    for (size_t i = 0; deps && i < n; i++) free(deps[i]);
+    free(deps);
+    free(wv);
+    return rc;
+}
+
+int cat_build(const struct cat_build_options *o, struct cat_built *out, cat_report_fn report, void *user,
+              trn_err *err)
+{
+    memset(out, 0, sizeof *out);
+    struct prefixed rep = {report, user, o->variants_dir, 0};
+    size_t n = 0;
+    char **names = sorted_subdirs(o->variants_dir, &n, err);
+    if (!names) return -1;
+    struct input *ins = calloc(n ? n : 1, sizeof *ins);
+    unsigned char *keep = calloc(n ? n : 1, 1);
+    cat_schema *schema = cat_schema_builtin(err);
+    cJSON *targets = NULL, *tasks = NULL, *variants = NULL;
+    int rc = ins && keep && schema ? 0 : -1;
+    if (rc == 0 && n == 0) {
+        say(&rep, NULL, "holds no variant folder");
+    }
+    const char *model = o->model;
+    int64_t newest = 0;
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        char dir[4096];
+        snprintf(dir, sizeof dir, "%s/%s", o->variants_dir, names[i]);
+        ins[i].dir = strdup(dir);
+        rc = read_variant(schema, dir, names[i], model, &ins[i], &rep, err);
+        if (!model && ins[i].json && ins[i].id)
+            model = cJSON_GetObjectItemCaseSensitive(ins[i].json, "model")->valuestring;
+        if (ins[i].newest_mtime > newest) newest = ins[i].newest_mtime;
+    }
+    if (rc == 0 && rep.count == 0) rc = winnow(ins, n, keep, out, err);
+    if (rc == 0 && rep.count == 0) {
+        int64_t sde = o->source_date_epoch >= 0 ? o->source_date_epoch : newest;
+        uint64_t version = o->version ? o->version : (uint64_t)sde;
+        out->source_date_epoch_from = strdup(o->source_date_epoch >= 0 ? "SOURCE_DATE_EPOCH" : "newest input mtime");
+        if (version == 0) rc = trn_errf(err, "no version: give --version N (or SOURCE_DATE_EPOCH)");
+        if (rc == 0 && !(targets = o->no_targets ? cJSON_CreateObject() : cat_targets_load(o->targets_dir, err))) rc = -1;
+        if (rc == 0 && !(tasks = build_tasks(o, ins, n, keep, &rep, err))) rc = -1;
+        if (rc == 0 && !(variants = cJSON_CreateArray())) rc = trn_errf(err, "out of memory");
+        size_t nfiles = 0;
+        for (size_t i = 0; rc == 0 && i < n; i++) {
+            if (!keep[i]) continue;
+            cJSON *v = manifest_variant(&ins[i], targets, err);
+            if (!v) rc = -1;
+            else cJSON_AddItemToArray(variants, v);
+            nfiles += ins[i].nfiles;
+        }
+        if (rc == 0 && rep.count == 0) {
+            cJSON *m = out->manifest = cJSON_CreateObject(), *build = cJSON_CreateObject();
+            cJSON_AddNumberToObject(m, "schema", 1);
+            cJSON_AddStringToObject(m, "catalog", o->catalog ? o->catalog : model);
+            cJSON_AddStringToObject(m, "model", model);
+            cJSON_AddNumberToObject(m, "version", (double)version);
+            cJSON_AddStringToObject(build, "toolchain", "catalog " CAT_VERSION);
+#if defined(__clang__)
+            cJSON_AddStringToObject(build, "compiler", "clang " __clang_version__);
+#elif defined(__GNUC__)
+            cJSON_AddStringToObject(build, "compiler", "gcc " __VERSION__);
+#else
+            cJSON_AddStringToObject(build, "compiler", "unknown");
+#endif
+            if (o->seed >= 0) cJSON_AddNumberToObject(build, "seed", (double)o->seed);
+            else cJSON_AddNullToObject(build, "seed");
+            cJSON_AddNumberToObject(build, "source_date_epoch", (double)sde);
+            cJSON_AddItemToObject(m, "build", build);
+            cJSON_AddItemToObject(m, "tasks", tasks);
+            cJSON_AddItemToObject(m, "targets", targets);
+            cJSON_AddItemToObject(m, "variants", variants);
+            cJSON_AddItemToObject(m, "winnowed", cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(out->winnowed, "dropped"), 1));
+            tasks = targets = variants = NULL;
+            cat_json_sort(m);
+            struct prefixed self = {report, user, "the new manifest", 0};
+            int bad = cat_validate(schema, m, NULL, prefixed_report, &self, err);
+            if (bad < 0) rc = -1;
+            rep.count += bad > 0 ? bad : 0;
+            out->files = calloc(nfiles ? nfiles : 1, sizeof *out->files);
+            for (size_t i = 0; rc == 0 && out->files && i < n; i++) {
+                if (!keep[i]) continue;
+                for (size_t k = 0; k < ins[i].nfiles; k++) { /* move, not copy */
+                    out->files[out->nfiles++] = ins[i].files[k];
+                    ins[i].files[k].archive_path = ins[i].files[k].source = NULL;
+                }
+            }
+            if (!out->files) rc = trn_errf(err, "out of memory");
+            else qsort(out->files, out->nfiles, sizeof *out->files, cmp_pack_file);
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (ins) input_free(&ins[i]);
+        free(names[i]);
+    }
+    free(names);
+    free(ins);
+    free(keep);
+    cJSON_Delete(targets);
+    cJSON_Delete(tasks);
+    cJSON_Delete(variants);
+    cat_schema_free(schema);
+    if (rc == 0 && rep.count) rc = trn_errf(err, "%d problem%s in the variants (listed above)", rep.count,
+                                            rep.count == 1 ? "" : "s");
+    if (rc != 0) cat_built_free(out);
+    return rc;
+}

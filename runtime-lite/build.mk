@@ -1,0 +1,60 @@
+# runtime-lite/build.mk: librtl (static and shared), rtl.h, rtl.pc and `rtl`.
+#
+# librtl depends on libsodium, libarchive and cJSON only: never on the
+# trainer or the catalog. Only the names of rtl.h are exported from
+# librtl.so (-fvisibility=hidden, RTL_API on the public declarations).
+
+RTL_SRCS     := $(sort $(wildcard runtime-lite/src/*.c))
+RTL_CLI_SRCS := $(sort $(wildcard runtime-lite/cli/*.c))
+RTL_LIB      := $(LIBD)/librtl.a
+RTL_SO       := $(LIBD)/librtl.so.0
+RTL_PC       := $(O)/pkgconfig/rtl.pc
+RTL_PKGS     := libsodium libarchive libcjson
+RTL_CFLAGS   := -Iruntime-lite/include -Iruntime-lite/src -fvisibility=hidden \
+                $(shell $(PKG_CONFIG) --cflags $(RTL_PKGS) 2>/dev/null)
+RTL_LDLIBS   := $(shell $(PKG_CONFIG) --libs $(RTL_PKGS) 2>/dev/null || echo -lsodium -larchive -lcjson)
+RTL_VERSION  := $(shell sed -n 's/^\#define RTL_VERSION "\(.*\)"/\1/p' runtime-lite/include/rtl.h)
+
+$(call objs,$(RTL_SRCS) $(RTL_CLI_SRCS)): CFLAGS += $(RTL_CFLAGS)
+$(eval $(call static_lib,$(RTL_LIB),$(call objs,$(RTL_SRCS))))
+
+$(RTL_SO): $(call objs,$(RTL_SRCS)) | $$(@D)/.dirstamp
+	$(call msg,LD,$@)$(CC) $(LDFLAGS) -shared -Wl,-soname,librtl.so.0 -Wl,-z,defs -o $@ $^ $(RTL_LDLIBS)
+$(LIBD)/librtl.so: $(RTL_SO)
+	$(Q)ln -sf librtl.so.0 $@
+
+# rtl.pc for $(PREFIX): regenerated on every build, replaced only when its
+# text changes (PREFIX is not part of the recorded settings).
+.PHONY: rtl-pc-force
+$(RTL_PC): runtime-lite/rtl.pc.in rtl-pc-force | $$(@D)/.dirstamp
+	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(RTL_VERSION)|' $< > $@.tmp && \
+	  if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; echo "  GEN      $@"; fi
+
+$(eval $(call program,$(BIN)/rtl,$(call objs,$(RTL_CLI_SRCS)) $(RTL_LIB),$(RTL_LDLIBS)))
+
+ALL_TARGETS     += $(RTL_LIB) $(RTL_SO) $(LIBD)/librtl.so $(RTL_PC) $(BIN)/rtl
+INSTALL_BINS    += $(BIN)/rtl
+INSTALL_LIBS    += $(RTL_LIB) $(RTL_SO) $(LIBD)/librtl.so
+INSTALL_HEADERS += runtime-lite/include/rtl.h
+INSTALL_PCS     += $(RTL_PC)
+DEPS_PKGS       += libsodium-dev libarchive-dev libcjson-dev
+
+# The crash-test build: the same sources with RTL_CRASH_POINTS=1, so that
+# RTL_CRASH_AT=N kills the process at the Nth crash point. Only the tests
+# use it; the installed rtl never reads that variable.
+$(eval $(call flavour_rules,rtl-crash))
+RTL_CRASH_OBJS := $(call objs,$(RTL_SRCS) $(RTL_CLI_SRCS),rtl-crash)
+$(RTL_CRASH_OBJS): CFLAGS += $(RTL_CFLAGS) -DRTL_CRASH_POINTS=1
+$(eval $(call program,$(TESTD)/rtl-crash,$(RTL_CRASH_OBJS),$(RTL_LDLIBS)))
+TEST_DEPS += $(TESTD)/rtl-crash
+
+$(call objs,$(wildcard tests/unit/rtl_*/*.c)): CFLAGS += $(RTL_CFLAGS)
+$(foreach a,$(notdir $(wildcard tests/unit/rtl_*)),$(eval $(call unit_test,$(a),$(RTL_LIB),$(RTL_LDLIBS))))
+
+# make bench: install throughput against plain tar -xf of the same archive.
+BENCHES += bash tests/bench/rtl_install.sh
+
+# The device build (make CROSS=aarch64-linux-gnu-) and the tests that run
+# there under qemu-user as part of a host make test.
+CROSS_TARGETS    += $(RTL_LIB) $(RTL_SO) $(LIBD)/librtl.so $(RTL_PC) $(BIN)/rtl
+CROSS_UNIT_TESTS += $(TESTD)/unit/test_rtl_base

@@ -1,0 +1,407 @@
+/*
+ * catalog.c: manifest.json as the runtime reads it, and the accessors of
+ * rtl.h over it.
+ *
+ * The full format is specified by catalog/manifest.schema.json and checked at
+ * build time by `catalog validate`; the device re-checks here, strictly, only
+ * what it relies on (it never trusts the build side to be right):
+ *   { "schema": 1, "catalog": ID, "model": ID, "version": N >= 1,
+ *     "tasks": { NAME: { "classes": N, "labels": [STRING...] } ... },
+ *     "variants": [ { "id": ID, "technique": STRING, "task": NAME,
+ *                     "parent": ID|null, "depends_on": [ID...],
+ *                     "description": STRING,
+ *                     "files": [ { "role": STRING, "path": PATH,
+ *                                  "size": N, "sha256": HEX64 } ... ],
+ *                     "accuracy": { NAME: { "top1": x, "top5": x } },
+ *                     "cost": { "macs": N, "params": N, "weight_bytes": N,
+ *                               "peak_activation_bytes": N, ... },
+ *                     "technique_fields": { ... } } ... ], ... }
+ * with unique variant ids, depends_on naming variants of the manifest, every
+ * file path of variant V under "variants/V/", and no path twice or inside
+ * another file's path.
+ */
+#include "catalog.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+int rtl_path_check(const char *path, rtl_err *err)
+{
+    size_t n = strlen(path);
+    if (n == 0) return rtl_errf(err, "empty path");
+    if (n > RTL_PATH_MAX) return rtl_errf(err, "path '%.80s...' is longer than %d bytes", path, RTL_PATH_MAX);
+    if (path[0] == '/') return rtl_errf(err, "'%s' is an absolute path", path);
+    const char *p = path;
+    while (*p) {
+        const char *end = strchr(p, '/');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (len == 0) return rtl_errf(err, "'%s' has an empty path component", path);
+        if (len == 2 && p[0] == '.' && p[1] == '.') return rtl_errf(err, "'%s' contains '..'", path);
+        if (p[0] == '.') return rtl_errf(err, "'%s' has a component starting with '.'", path);
+        for (size_t i = 0; i < len; i++) {
+            char c = p[i];
+            if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                  c == '_' || c == '.' || c == '-'))
+                return rtl_errf(err, "'%s' contains the character 0x%02x (allowed: A-Z a-z 0-9 _ . - /)",
+                                path, (unsigned char)c);
+        }
+        p += len;
+        if (*p == '/') {
+            p++;
+            if (!*p) return rtl_errf(err, "'%s' ends with '/'", path);
+        }
+    }
+    return 0;
+}
+
+/* The string at key of o ("" for an absent or null one when nullable), or
+ * NULL with err naming `where`. */
+static const char *str_field(const cJSON *o, const char *key, int nullable, rtl_err *err, const char *where)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    if (nullable && (!v || cJSON_IsNull(v))) return "";
+    if (!cJSON_IsString(v)) {
+        rtl_errf(err, "manifest: %s: \"%s\" is missing or not a string", where, key);
+        return NULL;
+    }
+    return v->valuestring;
+}
+
+/* A non-negative integer that a double holds exactly (below 2^53). */
+static int u64_field(const cJSON *o, const char *key, uint64_t *out, rtl_err *err, const char *where)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    if (!cJSON_IsNumber(v) || v->valuedouble < 0 || v->valuedouble > 9007199254740992.0 ||
+        v->valuedouble != (double)(uint64_t)v->valuedouble)
+        return rtl_errf(err, "manifest: %s: \"%s\" is missing or not a non-negative integer", where, key);
+    *out = (uint64_t)v->valuedouble;
+    return 0;
+}
+
+static int cmp_file_path(const void *a, const void *b)
+{
+    return strcmp((*(struct rtl_file *const *)a)->path, (*(struct rtl_file *const *)b)->path);
+}
+
+/* dir + "/" + path in a new string (path alone when dir is NULL). */
+static char *join(const char *dir, const char *path)
+{
+    size_t a = dir ? strlen(dir) : 0, b = strlen(path);
+    char *s = malloc(a + b + 2);
+    if (!s) return NULL;
+    if (a) {
+        memcpy(s, dir, a);
+        s[a++] = '/';
+    }
+    memcpy(s + a, path, b + 1);
+    return s;
+}
+
+/* v's files: role, path (safe, under variants/<id>/), size, SHA-256. */
+static int parse_files(rtl_catalog *cat, struct rtl_variant *v, const cJSON *files, rtl_err *err)
+{
+    char where[128];
+    if (!cJSON_IsArray(files) || cJSON_GetArraySize(files) == 0)
+        return rtl_errf(err, "manifest: variant '%s': \"files\" is missing or empty", v->id);
+    v->nfiles = (size_t)cJSON_GetArraySize(files);
+    v->files = calloc(v->nfiles, sizeof *v->files);
+    if (!v->files) return rtl_errf(err, "manifest: out of memory");
+    char prefix[RTL_ID_MAX + 16];
+    snprintf(prefix, sizeof prefix, "variants/%s/", v->id);
+    size_t i = 0;
+    const cJSON *f;
+    cJSON_ArrayForEach(f, files) {
+        struct rtl_file *rf = &v->files[i];
+        snprintf(where, sizeof where, "variant '%s' file %zu", v->id, i);
+        const char *sha;
+        if (!cJSON_IsObject(f)) return rtl_errf(err, "manifest: %s is not an object", where);
+        if (!(rf->role = str_field(f, "role", 0, err, where)) || !(rf->path = str_field(f, "path", 0, err, where)) ||
+            !(sha = str_field(f, "sha256", 0, err, where)) || u64_field(f, "size", &rf->size, err, where) != 0)
+            return -1;
+        if (rtl_path_check(rf->path, err) != 0) return rtl_err_prefix(err, "manifest: %s", where);
+        if (strncmp(rf->path, prefix, strlen(prefix)) != 0)
+            return rtl_errf(err, "manifest: %s: path '%s' is not under '%s'", where, rf->path, prefix);
+        if (rtl_unhex(sha, rf->sha256, RTL_SHA256_BYTES) != 0)
+            return rtl_errf(err, "manifest: %s: sha256 is not 64 lower-case hex digits", where);
+        if (!(rf->abs = join(cat->dir, rf->path))) return rtl_errf(err, "manifest: out of memory");
+        rf->variant = v;
+        i++;
+    }
+    cat->nfiles += v->nfiles;
+    return 0;
+}
+
+/* One variant object into v; its strings stay owned by cat->root. */
+static int parse_variant(rtl_catalog *cat, struct rtl_variant *v, const cJSON *o, size_t idx, rtl_err *err)
+{
+    char where[96];
+    snprintf(where, sizeof where, "variant %zu", idx);
+    if (!cJSON_IsObject(o)) return rtl_errf(err, "manifest: %s is not an object", where);
+    if (!(v->id = str_field(o, "id", 0, err, where))) return -1;
+    if (!rtl_id_ok(v->id)) return rtl_errf(err, "manifest: %s: id '%s' is not a valid id", where, v->id);
+    snprintf(where, sizeof where, "variant '%s'", v->id);
+    if (!(v->technique = str_field(o, "technique", 0, err, where)) ||
+        !(v->task = str_field(o, "task", 0, err, where)) ||
+        !(v->parent = str_field(o, "parent", 1, err, where)) ||
+        !(v->description = str_field(o, "description", 1, err, where)))
+        return -1;
+    if (!v->parent[0]) v->parent = NULL;
+    const cJSON *deps = cJSON_GetObjectItemCaseSensitive(o, "depends_on");
+    if (deps && !cJSON_IsArray(deps)) return rtl_errf(err, "manifest: %s: \"depends_on\" is not an array", where);
+    v->ndeps = deps ? (size_t)cJSON_GetArraySize(deps) : 0;
+    if (v->ndeps && !(v->deps = calloc(v->ndeps, sizeof *v->deps))) return rtl_errf(err, "manifest: out of memory");
+    size_t i = 0;
+    const cJSON *d;
+    cJSON_ArrayForEach(d, deps) {
+        if (!cJSON_IsString(d)) return rtl_errf(err, "manifest: %s: depends_on holds a non-string", where);
+        v->deps[i++] = d->valuestring;
+    }
+    const cJSON *cost = cJSON_GetObjectItemCaseSensitive(o, "cost");
+    static const char *const cost_keys[] = {"macs", "params", "weight_bytes", "peak_activation_bytes"};
+    _Static_assert(sizeof cost_keys / sizeof cost_keys[0] == RTL_COST_COUNT, "one key per rtl_cost");
+    if (!cJSON_IsObject(cost)) return rtl_errf(err, "manifest: %s: \"cost\" is missing", where);
+    for (int c = 0; c < RTL_COST_COUNT; c++)
+        if (u64_field(cost, cost_keys[c], &v->cost[c], err, where) != 0) return -1;
+    v->accuracy = cJSON_GetObjectItemCaseSensitive(o, "accuracy");
+    const cJSON *tf = cJSON_GetObjectItemCaseSensitive(o, "technique_fields");
+    v->fields_json = tf ? cJSON_PrintUnformatted(tf) : strdup("{}");
+    if (!v->fields_json) return rtl_errf(err, "manifest: out of memory");
+    return parse_files(cat, v, cJSON_GetObjectItemCaseSensitive(o, "files"), err);
+}
+
+/* The tasks object: every task's labels, in manifest order. */
+static int parse_tasks(rtl_catalog *cat, const cJSON *tasks, rtl_err *err)
+{
+    if (!cJSON_IsObject(tasks)) return rtl_errf(err, "manifest: \"tasks\" is missing or not an object");
+    cat->ntasks = (size_t)cJSON_GetArraySize(tasks);
+    if (cat->ntasks && !(cat->tasks = calloc(cat->ntasks, sizeof *cat->tasks)))
+        return rtl_errf(err, "manifest: out of memory");
+    size_t i = 0;
+    const cJSON *t;
+    cJSON_ArrayForEach(t, tasks) {
+        struct rtl_task *rt = &cat->tasks[i++];
+        rt->name = t->string;
+        const cJSON *labels = cJSON_GetObjectItemCaseSensitive(t, "labels");
+        if (!cJSON_IsArray(labels))
+            return rtl_errf(err, "manifest: task '%s': \"labels\" is missing or not an array", rt->name);
+        rt->nlabels = (size_t)cJSON_GetArraySize(labels);
+        if (rt->nlabels && !(rt->labels = calloc(rt->nlabels, sizeof *rt->labels)))
+            return rtl_errf(err, "manifest: out of memory");
+        size_t k = 0;
+        const cJSON *l;
+        cJSON_ArrayForEach(l, labels) {
+            if (!cJSON_IsString(l)) return rtl_errf(err, "manifest: task '%s': a label is not a string", rt->name);
+            rt->labels[k++] = l->valuestring;
+        }
+    }
+    return 0;
+}
+
+/* Cross-references: unique ids, dependencies that exist, paths unique and
+ * none inside another file's path (a file cannot also be a folder). */
+static int check_refs(rtl_catalog *cat, rtl_err *err)
+{
+    for (size_t i = 0; i < cat->nvariants; i++) {
+        const struct rtl_variant *v = &cat->variants[i];
+        if (rtl_catalog_find(cat, v->id) != v)
+            return rtl_errf(err, "manifest: variant id '%s' appears twice", v->id);
+        for (size_t d = 0; d < v->ndeps; d++)
+            if (!rtl_catalog_find(cat, v->deps[d]))
+                return rtl_errf(err, "manifest: variant '%s' depends on '%s', which is not in the manifest",
+                                v->id, v->deps[d]);
+    }
+    if (cat->nfiles > RTL_FILES_MAX)
+        return rtl_errf(err, "manifest: %zu files is more than the %d the runtime accepts", cat->nfiles, RTL_FILES_MAX);
+    cat->by_path = calloc(cat->nfiles ? cat->nfiles : 1, sizeof *cat->by_path);
+    if (!cat->by_path) return rtl_errf(err, "manifest: out of memory");
+    size_t k = 0;
+    for (size_t i = 0; i < cat->nvariants; i++)
+        for (size_t f = 0; f < cat->variants[i].nfiles; f++) cat->by_path[k++] = &cat->variants[i].files[f];
+    qsort(cat->by_path, cat->nfiles, sizeof *cat->by_path, cmp_file_path);
+    for (size_t i = 1; i < cat->nfiles; i++) {
+        const char *a = cat->by_path[i - 1]->path, *b = cat->by_path[i]->path;
+        size_t la = strlen(a);
+        if (strcmp(a, b) == 0) return rtl_errf(err, "manifest: file '%s' is listed twice", a);
+        if (strncmp(a, b, la) == 0 && b[la] == '/')
+            return rtl_errf(err, "manifest: '%s' is a file and also the folder of '%s'", a, b);
+    }
+    return 0;
+}
+
+rtl_catalog *rtl_catalog_parse(const char *json, size_t len, const char *dir, rtl_err *err)
+{
+    if (len > RTL_MANIFEST_MAX) {
+        rtl_errf(err, "manifest: %zu bytes is larger than the %u the runtime accepts", len, RTL_MANIFEST_MAX);
+        return NULL;
+    }
+    rtl_catalog *cat = calloc(1, sizeof *cat);
+    if (!cat) {
+        rtl_errf(err, "manifest: out of memory");
+        return NULL;
+    }
+    cat->lock_fd = -1;
+    cat->dir = strdup(dir ? dir : "");
+    const char *end = NULL;
+    cat->root = cJSON_ParseWithLengthOpts(json, len, &end, 0);
+    while (cat->root && end < json + len && (*end == ' ' || *end == '\t' || *end == '\n' || *end == '\r')) end++;
+    if (!cat->dir || !cat->root || end != json + len) {
+        if (!cat->dir) rtl_errf(err, "manifest: out of memory");
+        else if (end && end >= json && end <= json + len)
+            rtl_errf(err, "manifest: JSON syntax error at byte offset %zu", (size_t)(end - json));
+        else rtl_errf(err, "manifest: not valid JSON");
+        rtl_catalog_close(cat);
+        return NULL;
+    }
+    if (!dir) {
+        free(cat->dir);
+        cat->dir = NULL;
+    }
+    const cJSON *root = cat->root, *schema = cJSON_GetObjectItemCaseSensitive(root, "schema");
+    const cJSON *variants = cJSON_GetObjectItemCaseSensitive(root, "variants");
+    int ok = 0;
+    if (!cJSON_IsObject(root)) rtl_errf(err, "manifest: the top level is not an object");
+    else if (!cJSON_IsNumber(schema) || schema->valuedouble != 1)
+        rtl_errf(err, "manifest: \"schema\" is not 1: this runtime reads manifest schema 1 only");
+    else if (!(cat->id = str_field(root, "catalog", 0, err, "top level")) ||
+             !(cat->model = str_field(root, "model", 0, err, "top level")) ||
+             u64_field(root, "version", &cat->version, err, "top level") != 0)
+        ;
+    else if (!rtl_id_ok(cat->id) || !rtl_id_ok(cat->model))
+        rtl_errf(err, "manifest: catalog '%s' or model '%s' is not a valid id", cat->id, cat->model);
+    else if (cat->version == 0) rtl_errf(err, "manifest: version 0 (versions start at 1)");
+    else if (parse_tasks(cat, cJSON_GetObjectItemCaseSensitive(root, "tasks"), err) != 0)
+        ;
+    else if (!cJSON_IsArray(variants) || cJSON_GetArraySize(variants) == 0)
+        rtl_errf(err, "manifest: \"variants\" is missing or empty");
+    else
+        ok = 1;
+    if (ok) {
+        cat->nvariants = (size_t)cJSON_GetArraySize(variants);
+        cat->variants = calloc(cat->nvariants, sizeof *cat->variants);
+        if (!cat->variants) {
+            rtl_errf(err, "manifest: out of memory");
+            ok = 0;
+        }
+        size_t i = 0;
+        const cJSON *v;
+        cJSON_ArrayForEach(v, variants) {
+            if (!ok || parse_variant(cat, &cat->variants[i], v, i, err) != 0) {
+                ok = 0;
+                break;
+            }
+            i++;
+        }
+    }
+    if (ok && check_refs(cat, err) != 0) ok = 0;
+    if (!ok) {
+        rtl_catalog_close(cat);
+        return NULL;
+    }
+    return cat;
+}
+
+void rtl_catalog_close(rtl_catalog *cat)
+{
+    if (!cat) return;
+    for (size_t i = 0; cat->variants && i < cat->nvariants; i++) {
+        struct rtl_variant *v = &cat->variants[i];
+        for (size_t f = 0; v->files && f < v->nfiles; f++) free(v->files[f].abs);
+        free(v->files);
+        free(v->deps);
+        free(v->fields_json);
+    }
+    for (size_t i = 0; cat->tasks && i < cat->ntasks; i++) free(cat->tasks[i].labels);
+    free(cat->tasks);
+    free(cat->variants);
+    free(cat->by_path);
+    free(cat->dir);
+    cJSON_Delete(cat->root);
+    if (cat->lock_fd >= 0) close(cat->lock_fd);
+    free(cat);
+}
+
+struct rtl_file *rtl_catalog_lookup(const rtl_catalog *cat, const char *path)
+{
+    size_t lo = 0, hi = cat->nfiles;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        int c = strcmp(cat->by_path[mid]->path, path);
+        if (c == 0) return cat->by_path[mid];
+        if (c < 0) lo = mid + 1;
+        else hi = mid;
+    }
+    return NULL;
+}
+
+const char *rtl_catalog_id(const rtl_catalog *cat) { return cat->id; }
+const char *rtl_catalog_model(const rtl_catalog *cat) { return cat->model; }
+uint64_t rtl_catalog_version(const rtl_catalog *cat) { return cat->version; }
+const char *rtl_catalog_dir(const rtl_catalog *cat) { return cat->dir ? cat->dir : ""; }
+size_t rtl_catalog_task_count(const rtl_catalog *cat) { return cat->ntasks; }
+
+const char *rtl_catalog_task_name(const rtl_catalog *cat, size_t i)
+{
+    return i < cat->ntasks ? cat->tasks[i].name : NULL;
+}
+
+const char *const *rtl_catalog_task_labels(const rtl_catalog *cat, const char *name, size_t *n)
+{
+    for (size_t i = 0; i < cat->ntasks; i++)
+        if (strcmp(cat->tasks[i].name, name) == 0) {
+            if (n) *n = cat->tasks[i].nlabels;
+            return cat->tasks[i].labels;
+        }
+    if (n) *n = 0;
+    return NULL;
+}
+
+size_t rtl_catalog_variant_count(const rtl_catalog *cat) { return cat->nvariants; }
+
+const rtl_variant *rtl_catalog_variant_at(const rtl_catalog *cat, size_t i)
+{
+    return i < cat->nvariants ? &cat->variants[i] : NULL;
+}
+
+const rtl_variant *rtl_catalog_find(const rtl_catalog *cat, const char *id)
+{
+    for (size_t i = 0; i < cat->nvariants; i++)
+        if (strcmp(cat->variants[i].id, id) == 0) return &cat->variants[i];
+    return NULL;
+}
+
+const char *rtl_variant_id(const rtl_variant *v) { return v->id; }
+const char *rtl_variant_technique(const rtl_variant *v) { return v->technique; }
+const char *rtl_variant_task(const rtl_variant *v) { return v->task; }
+const char *rtl_variant_parent(const rtl_variant *v) { return v->parent; }
+const char *rtl_variant_description(const rtl_variant *v) { return v->description; }
+size_t rtl_variant_depends_count(const rtl_variant *v) { return v->ndeps; }
+const char *rtl_variant_depends_at(const rtl_variant *v, size_t i) { return i < v->ndeps ? v->deps[i] : NULL; }
+size_t rtl_variant_file_count(const rtl_variant *v) { return v->nfiles; }
+const char *rtl_variant_file_role(const rtl_variant *v, size_t i) { return i < v->nfiles ? v->files[i].role : NULL; }
+const char *rtl_variant_file_path(const rtl_variant *v, size_t i) { return i < v->nfiles ? v->files[i].abs : NULL; }
+uint64_t rtl_variant_file_size(const rtl_variant *v, size_t i) { return i < v->nfiles ? v->files[i].size : 0; }
+const char *rtl_variant_fields_json(const rtl_variant *v) { return v->fields_json; }
+
+const char *rtl_variant_file(const rtl_variant *v, const char *role)
+{
+    for (size_t i = 0; i < v->nfiles; i++)
+        if (strcmp(v->files[i].role, role) == 0) return v->files[i].abs;
+    return NULL;
+}
+
+uint64_t rtl_variant_cost(const rtl_variant *v, enum rtl_cost which)
+{
+    return (unsigned)which < RTL_COST_COUNT ? v->cost[which] : 0;
+}
+
+int rtl_variant_accuracy(const rtl_variant *v, const char *task, double *top1, double *top5)
+{
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(v->accuracy, task ? task : v->task);
+    const cJSON *t1 = cJSON_GetObjectItemCaseSensitive(a, "top1");
+    const cJSON *t5 = cJSON_GetObjectItemCaseSensitive(a, "top5");
+    if (top1) *top1 = cJSON_IsNumber(t1) ? t1->valuedouble : -1;
+    if (top5) *top5 = cJSON_IsNumber(t5) ? t5->valuedouble : -1;
+    return cJSON_IsNumber(t1) ? 0 : -1;
+}

@@ -1,0 +1,62 @@
+/* catalog.h: the parsed manifest as the runtime holds it (private). */
+#ifndef RTL_CATALOG_H
+#define RTL_CATALOG_H
+
+#include "internal.h"
+
+#include <cjson/cJSON.h>
+
+/* Largest manifest.json the runtime accepts, and the most files. */
+#define RTL_MANIFEST_MAX (16u << 20)
+#define RTL_FILES_MAX 100000
+#define RTL_PATH_MAX 255
+
+struct rtl_file {
+    const char *role;
+    const char *path;      /* archive path, e.g. "variants/base/variant.cfg" */
+    char *abs;             /* dir + "/" + path (or path when no dir) */
+    uint64_t size;
+    uint8_t sha256[RTL_SHA256_BYTES];
+    const struct rtl_variant *variant;
+};
+
+struct rtl_variant {
+    const char *id, *technique, *task, *parent, *description;
+    const char **deps;
+    size_t ndeps;
+    struct rtl_file *files;
+    size_t nfiles;
+    uint64_t cost[RTL_COST_COUNT];
+    const cJSON *accuracy;
+    char *fields_json;
+};
+
+struct rtl_task {
+    const char *name;
+    const char **labels;
+    size_t nlabels;
+};
+
+struct rtl_catalog {
+    cJSON *root;           /* owns every string above */
+    const char *id, *model;
+    uint64_t version;
+    char *dir;
+    struct rtl_task *tasks;
+    size_t ntasks;
+    struct rtl_variant *variants;
+    size_t nvariants;
+    struct rtl_file **by_path; /* every file, sorted by path */
+    size_t nfiles;
+    int lock_fd;           /* shared lock on an installed copy, or -1 */
+};
+
+/* Looks a file up by its archive path; NULL when the manifest has none. */
+struct rtl_file *rtl_catalog_lookup(const rtl_catalog *cat, const char *path);
+
+/* Checks an archive entry name or manifest path: relative, components of
+ * [A-Za-z0-9_.-] not starting with '.', no empty component, at most
+ * RTL_PATH_MAX bytes. Fills err with what is wrong. */
+int rtl_path_check(const char *path, rtl_err *err);
+
+#endif

@@ -1,0 +1,102 @@
+/* err.c: the rtl_err message buffer, hex helpers, ids, crash points. */
+#include "internal.h"
+
+#include <stdio.h>
+#include <string.h>
+
+int rtl_errf(rtl_err *err, const char *fmt, ...)
+{
+    if (!err) return -1;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+int rtl_err_prefix(rtl_err *err, const char *fmt, ...)
+{
+    if (!err) return -1;
+    char old[RTL_ERR_MAX];
+    memcpy(old, err->msg, sizeof old);
+    old[sizeof old - 1] = '\0';
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+    va_end(ap);
+    /* append ": old", cut to fit (no snprintf: the cut is intended) */
+    size_t used = n < 0 ? 0 : (size_t)n < sizeof err->msg ? (size_t)n : sizeof err->msg - 1;
+    size_t room = sizeof err->msg - used;
+    if (room > 3) {
+        size_t k = strnlen(old, room - 3);
+        memcpy(err->msg + used, ": ", 2);
+        memcpy(err->msg + used + 2, old, k);
+        err->msg[used + 2 + k] = '\0';
+    }
+    return -1;
+}
+
+void rtl_hex(const uint8_t *bytes, size_t n, char *out)
+{
+    static const char digits[] = "0123456789abcdef";
+    for (size_t i = 0; i < n; i++) {
+        out[2 * i] = digits[bytes[i] >> 4];
+        out[2 * i + 1] = digits[bytes[i] & 15];
+    }
+    out[2 * n] = '\0';
+}
+
+static int hexval(char c)
+{
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    return -1; /* upper case is refused: one spelling per hash */
+}
+
+int rtl_unhex(const char *hex, uint8_t *out, size_t n)
+{
+    if (strlen(hex) != 2 * n) return -1;
+    for (size_t i = 0; i < n; i++) {
+        int hi = hexval(hex[2 * i]), lo = hexval(hex[2 * i + 1]);
+        if (hi < 0 || lo < 0) return -1;
+        out[i] = (uint8_t)(hi << 4 | lo);
+    }
+    return 0;
+}
+
+void rtl_sha256_hex(const uint8_t sha[RTL_SHA256_BYTES], char out[65])
+{
+    rtl_hex(sha, RTL_SHA256_BYTES, out);
+}
+
+int rtl_id_ok(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > RTL_ID_MAX) return 0;
+    if (!((s[0] >= 'a' && s[0] <= 'z') || (s[0] >= '0' && s[0] <= '9'))) return 0;
+    for (size_t i = 1; i < n; i++) {
+        char c = s[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-'))
+            return 0;
+    }
+    return 1;
+}
+
+#if defined(RTL_CRASH_POINTS) && RTL_CRASH_POINTS
+#include <signal.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+void rtl_crash_point(const char *name)
+{
+    static long count;
+    count++;
+    const char *trace = getenv("RTL_CRASH_TRACE");
+    if (trace && trace[0] == '1') fprintf(stderr, "crash point %ld: %s\n", count, name);
+    const char *at = getenv("RTL_CRASH_AT");
+    if (at && strtol(at, NULL, 10) == count) {
+        fprintf(stderr, "crash point %ld (%s): killing the process\n", count, name);
+        raise(SIGKILL);
+    }
+}
+#endif

@@ -1,0 +1,48 @@
+/* internal.h: what the runtime-lite sources share and do not export (every
+ * name here has hidden visibility in librtl.so). */
+#ifndef RTL_INTERNAL_H
+#define RTL_INTERNAL_H
+
+#include "rtl.h"
+
+#include <stdarg.h>
+
+#if defined(__GNUC__)
+#define RTL_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#else
+#define RTL_PRINTF(f, a)
+#endif
+
+/* Formats a message into err (err may be NULL). Returns -1, so that error
+ * paths read `return rtl_errf(err, "...")`. */
+int rtl_errf(rtl_err *err, const char *fmt, ...) RTL_PRINTF(2, 3);
+/* Prefixes the message already in err with "prefix: ". Returns -1. */
+int rtl_err_prefix(rtl_err *err, const char *fmt, ...) RTL_PRINTF(2, 3);
+
+/* Lower-case hex of n bytes into out (2n+1 bytes); parse back (0 or -1). */
+void rtl_hex(const uint8_t *bytes, size_t n, char *out);
+int rtl_unhex(const char *hex, uint8_t *out, size_t n);
+
+/* Largest .minisig file (four lines). */
+#define RTL_SIG_FILE_MAX (RTL_COMMENT_MAX + RTL_TRUSTED_MAX + 512)
+
+/* Reads a whole regular file of at most max bytes into a new NUL-terminated
+ * buffer the caller frees (key and signature files). */
+int rtl_read_small(const char *path, size_t max, char **buf, size_t *len, rtl_err *err);
+
+/* An id of catalogs, models and variants: ^[a-z0-9][a-z0-9_.-]{0,63}$. */
+int rtl_id_ok(const char *s);
+
+/* Crash points for the crash-safety test: in the test build of the runtime
+ * (compiled with -DRTL_CRASH_POINTS=1) the Nth point reached, N taken from
+ * the environment variable RTL_CRASH_AT, kills the process with SIGKILL, and
+ * RTL_CRASH_TRACE=1 names each point on stderr. In every other build the
+ * macro is empty and the environment is never read. */
+#if defined(RTL_CRASH_POINTS) && RTL_CRASH_POINTS
+void rtl_crash_point(const char *name);
+#define RTL_CRASH_POINT(name) rtl_crash_point(name)
+#else
+#define RTL_CRASH_POINT(name) ((void)0)
+#endif
+
+#endif

@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# catalog pack / validate / inspect / report on fixture variant folders:
+# deterministic bytes, the archive layout, winnowing, validation that rejects
+# what it should, and clear errors for bad inputs.
+. "$TOP/tests/lib.sh"
+. "$TOP/tests/integration/catalog/fixtures.sh"
+cd "$T" || exit 1
+
+fx_catalog c >/dev/null
+"$CAT" keygen -p k.pub -s k.key -W >/dev/null
+expect_ok "pack writes an archive, its signature and the manifest" fx_pack c c --version 3 --seed 42 --key k.key
+A=c/catalog-tinynet-3.tar.zst
+t_check "archive, signature, manifest and winnowing record exist" \
+    test -s "$A" -a -s "$A.minisig" -a -s c/manifest.json -a -s c/winnowed.json
+
+# ---- the same bytes ----------------------------------------------------------------
+cp -r c c2
+touch -d '2001-02-03 04:05:06' c2/variants/*/variant.weights   # other mtimes, same content
+expect_ok "a second build elsewhere" fx_pack c2 c2 --version 3 --seed 42 --key k.key
+t_check "builds from the same inputs give byte-identical archives" cmp "$A" c2/catalog-tinynet-3.tar.zst
+t_check "and byte-identical signatures" cmp "$A.minisig" c2/catalog-tinynet-3.tar.zst.minisig
+SOURCE_DATE_EPOCH=1800000000 fx_pack c2 c3 --version 3 --seed 42 --key k.key >/dev/null 2>&1
+t_check "another SOURCE_DATE_EPOCH gives other bytes" bash -c "! cmp -s '$A' c3/catalog-tinynet-3.tar.zst"
+
+# ---- the archive's layout ------------------------------------------------------
+tar --zstd -tvf "$A" --full-time >listing 2>&1
+t_check "zstd -t accepts the archive (no padding after the frame)" zstd -q -t "$A"
+t_check "manifest.json is the first entry" test "$(awk 'NR == 1 { print $NF }' listing)" = manifest.json
+awk 'NR > 1 { print $NF }' listing >names
+t_check "the other entries are sorted" bash -c "LC_ALL=C sort -c names"
+t_check "every entry is a root-owned 0644 file with mtime SOURCE_DATE_EPOCH" \
+    bash -c "awk '\$1 != \"-rw-r--r--\" || \$2 != \"root/root\" || \$4 \" \" \$5 != \"2023-11-14 22:13:20\"' listing | grep -q . && exit 1 || exit 0"
+t_check "it is a pax/ustar tar" bash -c "zstd -dc '$A' | dd bs=1 skip=257 count=5 2>/dev/null | grep -q ustar"
+t_check "the archive holds exactly the manifest's files" \
+    bash -c "diff <(grep -o '\"path\":[^,]*' c/manifest.json | cut -d'\"' -f4 | LC_ALL=C sort) names"
+t_check "manifest.json in the archive is the one written beside it" bash -c "tar --zstd -xOf '$A' manifest.json | cmp - c/manifest.json"
+t_check "the manifest records seed, SOURCE_DATE_EPOCH and the toolchain" \
+    bash -c "grep -q '\"seed\":.42' c/manifest.json && grep -q '\"source_date_epoch\":.1700000000' c/manifest.json && grep -q '\"toolchain\":.\"catalog ' c/manifest.json"
+
+# ---- winnowing --------------------------------------------------------------------
+t_check "rewrite-bad is dropped, dominated by svd-fc-4x" \
+    bash -c "tr -d '\t\n' <c/winnowed.json | grep -q '\"dominated_by\":\"svd-fc-4x\",\"id\":\"rewrite-bad\"'"
+t_check "pruned-old is dominated but kept: mimic-frag depends on it" \
+    bash -c "tr -d '\t\n' <c/winnowed.json | grep -q '\"id\":\"pruned-old\",\"needed_by\":\"mimic-frag\"'"
+t_check "the dropped variant is not packed" bash -c "! grep -q rewrite-bad names && grep -q pruned-old names"
+t_check "the manifest lists what was winnowed" bash -c "tr -d '\t\n' <c/manifest.json | grep -q '\"winnowed\":\[{[^]]*\"id\":\"rewrite-bad\"'"
+
+# ---- validate --------------------------------------------------------------------
+expect_ok "validate accepts the manifest and its files" "$CAT" validate c/manifest.json
+expect_ok "validate checks the manifest inside an archive" "$CAT" validate "$A"
+"$TOOL" flip c/variants/base/variant.weights 100
+expect_fail "validate catches a changed file" "variant.weights has SHA-256" "$CAT" validate c/manifest.json
+"$TOOL" flip c/variants/base/variant.weights 100
+truncate -s -1 c/variants/svd-fc-4x/variant.cfg
+expect_fail "validate catches a truncated file" "svd-fc-4x/variant.cfg is [0-9]+ bytes, the manifest says" "$CAT" validate c/manifest.json
+mv c/variants/nested/capacities/channels.idx held
+expect_fail "validate catches a missing file" "channels.idx" "$CAT" validate c/manifest.json
+mv held c/variants/nested/capacities/channels.idx
+expect_fail "validate --root checks files elsewhere" "manifest says" "$CAT" validate c/manifest.json --root c
+sed -E 's/("version":[[:space:]]*)3,/\10,/' c2/manifest.json >m-version.json
+expect_fail "validate reports a schema violation with its JSON pointer" "/version: 0 is less than the minimum 1" \
+    "$CAT" validate --no-files m-version.json
+sed -E 's/"top5":[[:space:]]*0.96/"topfive": 0.96/' c2/manifest.json >m-top5.json
+expect_fail "validate names an unexpected property" "/variants/0/accuracy/identity/topfive: property 'topfive' is not allowed" \
+    "$CAT" validate --no-files m-top5.json
+sed -E 's/"partner":[[:space:]]*"base"/"partner": "svd-fc-4x"/' c2/manifest.json >m-cascade.json
+expect_fail "validate checks cross-references (cascade partner in depends_on)" "cascade partner 'svd-fc-4x'" \
+    "$CAT" validate --no-files m-cascade.json
+sed -E 's/"source":[[:space:]]*"measured"/"source": "estimate"/' c2/manifest.json >m-mixed.json
+expect_fail "validate keeps measured and estimated figures apart" "/latency/build-host/source" \
+    "$CAT" validate --no-files m-mixed.json
+t_check "estimates are marked and present for each target" \
+    bash -c "test \$(grep -c '\"source\":.\"estimate\"' c/manifest.json) = \$((11 * 4)) && grep -q '\"method\":.\"roofline-1\"' c/manifest.json"
+
+# ---- inspect and report -----------------------------------------------------------
+expect_ok "inspect prints the variants table" "$CAT" inspect "$A"
+t_check "the table has every kept variant, estimates marked est., the winnowed one" \
+    bash -c "test \$(grep -c ' est\\.' '$T/out') -ge 11 && grep -q '^winnowed: rewrite-bad' '$T/out' && grep -q '^spec-7 ' '$T/out'"
+t_check "inspect --manifest prints the manifest" bash -c "'$CAT' inspect --manifest '$A' | cmp - c/manifest.json"
+expect_ok "report writes plots and a summary" "$CAT" report "$A"
+t_check "report files beside the archive" test -s c/catalog-tinynet-3.report.md -a -s c/catalog-tinynet-3.pareto-macs.svg \
+    -a -s c/catalog-tinynet-3.pareto-bytes.svg -a -s c/catalog-tinynet-3.shape.pareto-macs.svg
+if command -v xmllint >/dev/null; then
+    t_check "the plots are well-formed SVG" xmllint --noout c/catalog-tinynet-3.pareto-macs.svg c/catalog-tinynet-3.pareto-bytes.svg
+else
+    t_check "the plots are SVG documents" grep -q '</svg>' c/catalog-tinynet-3.pareto-macs.svg
+fi
+t_check "the plot shows every identity variant and the winnowed one" \
+    bash -c "test \$(grep -c '<circle cx=\"[0-9.]*\" cy=\"[0-9.]*\" r=\"4.5\"' c/catalog-tinynet-3.pareto-macs.svg) -ge 11 && grep -q '>rewrite-bad<' c/catalog-tinynet-3.pareto-macs.svg"
+span=$(sed -n 's/^MACs span \([0-9.]*\)x between.*/\1/p' c/catalog-tinynet-3.report.md | head -n 1)
+t_check "the catalog spans at least 10x in MACs from the cheapest to the most accurate ($span x)" \
+    awk -v s="${span:-0}" 'BEGIN { exit !(s >= 10) }'
+cp c/catalog-tinynet-3.report.md r1.md
+"$CAT" report "$A" >/dev/null
+t_check "the report is deterministic" cmp r1.md c/catalog-tinynet-3.report.md
+
+# ---- the development key -----------------------------------------------------------
+expect_ok "pack without a key uses a development key" fx_pack c dev --version 3
+t_check "with a loud warning that devices must not trust it" grep -q "Devices must NOT trust it" "$T/out"
+t_check "the development key lives in the build folder" test -s dev/devkey/catalog-dev.pub -a -s dev/devkey/catalog-dev.key
+t_check "its signature says so in the signed trusted comment" grep -q 'key:development' dev/catalog-tinynet-3.tar.zst.minisig
+t_check "and in the untrusted comment" grep -q 'DEVELOPMENT key' dev/catalog-tinynet-3.tar.zst.minisig
+expect_ok "a second pack reuses the development key" fx_pack c dev --version 3
+t_check "and says it was made earlier" grep -q "made earlier" "$T/out"
+if command -v minisign >/dev/null; then
+    expect_ok "minisign verifies the development signature" minisign -V -p dev/devkey/catalog-dev.pub -m dev/catalog-tinynet-3.tar.zst
+else
+    t_skip "minisign verifies the development signature" "minisign is not installed"
+fi
+
+# ---- bad inputs: a clear error and nothing written -----------------------------------
+bad_input() { # NAME PATTERN EDIT-COMMAND
+    local name=$1 pat=$2
+    rm -rf b && cp -r c b && rm -f b/catalog-* b/manifest.json b/winnowed.json
+    (cd b && eval "$3")
+    expect_fail "$name" "$pat" fx_pack b b/out --version 3 --key k.key
+    t_check "$name: nothing was written" test ! -e b/out/catalog-tinynet-3.tar.zst -a ! -e b/out/manifest.json
+}
+bad_input "a variant whose id differs from its folder" "id 'base' differs from the folder name 'base2'" \
+    "mv variants/base variants/base2"
+bad_input "a missing weights file" "variant.weights is missing" "rm variants/exit-2/variant.weights"
+bad_input "an unknown technique (schema)" "exit-2/variant.json: /technique: is \"magic\"" \
+    "sed -i 's/\"technique\":\"early-exit\"/\"technique\":\"magic\"/' variants/exit-2/variant.json"
+bad_input "a file path leaving the folder" "/files/0/path: '../base/variant.cfg' does not match" \
+    "sed -i 's|\"path\":\"variant.cfg\"|\"path\":\"../base/variant.cfg\"|' variants/exit-2/variant.json"
+bad_input "broken JSON" "exit-2/variant.json:[0-9]+:[0-9]+: JSON syntax error" "echo '{' >> variants/exit-2/variant.json"
+bad_input "a dependency that does not exist" "depends on ghost" \
+    "sed -i 's/\"depends_on\":\\[\"pruned-old\"\\]/\"depends_on\":[\"ghost\"]/' variants/mimic-frag/variant.json"
+bad_input "another model mixed in" "model 'othernet', but the catalog is of model 'tinynet'" \
+    "sed -i 's/\"model\":\"tinynet\"/\"model\":\"othernet\"/' variants/spec-7/variant.json"
+expect_fail "a task without labels" "variant head-shape is for task 'shape': give its labels with --task shape=" \
+    "$CAT" pack c/variants -o nolabels --task identity=c/identity.names --key k.key
+expect_fail "SOURCE_DATE_EPOCH must be a number" "SOURCE_DATE_EPOCH" env SOURCE_DATE_EPOCH=soon "$CAT" pack c/variants -o x --key k.key
+expect_fail "pack without an output folder is a usage error" "Usage: catalog pack" "$CAT" pack c/variants
+expect_ok "catalog --help" "$CAT" --help
+for verb in pack validate inspect report keygen sign verify; do
+    "$CAT" "$verb" --help >h.out 2>&1 && grep -q "^Usage: catalog $verb" h.out || bad_help="${bad_help:-} $verb"
+done
+t_check "every verb has --help" test -z "${bad_help:-}"
+t_done

@@ -1,0 +1,237 @@
+/* Unit tests of the catalog's model code: winnowing, the roofline estimate,
+ * deterministic JSON output, key files and signing. */
+#include "testutil_impl.h"
+#include "cat.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define V(id, task, macs, bytes, top1) {id, task, macs, bytes, top1, NULL, 0, 0, 0, 0}
+
+static void winnow_is_strict(void **state)
+{
+    (void)state;
+    struct cat_wv v[] = {
+        V("a", "t", 100, 100, 0.8),
+        V("same-macs", "t", 100, 200, 0.7),   /* not strictly more MACs than a */
+        V("same-top1", "t", 200, 200, 0.8),   /* not strictly lower top-1 */
+        V("same-bytes", "t", 200, 100, 0.5),  /* not strictly more bytes */
+        V("other-task", "u", 900, 900, 0.1), /* nothing else in task u */
+        V("no-accuracy", "t", 900, 900, -1),
+        V("worse", "t", 300, 300, 0.6),       /* dominated by a */
+    };
+    trn_err e;
+    assert_int_equal(cat_winnow(v, 7, &e), 1);
+    for (int i = 0; i < 6; i++) {
+        if (v[i].dropped) fail_msg("%s was dropped", v[i].id);
+        assert_int_equal(v[i].dominated_by, -1);
+    }
+    assert_int_equal(v[6].dropped, 1);
+    assert_int_equal(v[6].dominated_by, 0);
+}
+
+static void winnow_records_an_undominated_dominator(void **state)
+{
+    (void)state;
+    struct cat_wv v[] = {
+        V("mid", "t", 200, 200, 0.7),  /* dominated by best */
+        V("low", "t", 300, 300, 0.6),  /* dominated by mid and by best */
+        V("best", "t", 100, 100, 0.9),
+        V("also", "t", 150, 150, 0.8), /* dominated by best */
+    };
+    trn_err e;
+    assert_int_equal(cat_winnow(v, 4, &e), 3);
+    assert_int_equal(v[1].dominated_by, 2); /* best, not mid (mid is dominated itself) */
+    assert_int_equal(v[0].dominated_by, 2);
+}
+
+static void winnow_keeps_dependencies_transitively(void **state)
+{
+    (void)state;
+    const char *const top_deps[] = {"mid"}, *const mid_deps[] = {"low"}, *const bad_deps[] = {"ghost"};
+    struct cat_wv v[] = {
+        V("best", "t", 100, 100, 0.9),
+        V("mid", "t", 200, 200, 0.7),
+        V("low", "t", 300, 300, 0.6),
+        V("top", "u", 10, 10, 0.5),
+    };
+    v[3].deps = top_deps, v[3].ndeps = 1;
+    v[1].deps = mid_deps, v[1].ndeps = 1;
+    trn_err e;
+    assert_int_equal(cat_winnow(v, 4, &e), 0);
+    assert_int_equal(v[1].needed_by, 3);
+    assert_int_equal(v[2].needed_by, 1);
+    assert_int_equal(v[1].dominated_by, 0); /* still recorded as dominated */
+    v[3].deps = bad_deps;
+    assert_int_equal(cat_winnow(v, 4, &e), -1);
+    assert_non_null(strstr(e.msg, "ghost"));
+}
+
+static double field(const cJSON *o, const char *k)
+{
+    return cJSON_GetObjectItemCaseSensitive(o, k)->valuedouble;
+}
+
+static void roofline(void **state)
+{
+    (void)state;
+    /* 1 GFLOPS, 1 GB/s, 2 W: 1e9 MACs = 2e9 FLOP = 2 s; bytes 4e8 + 2 x 1e8 */
+    cJSON *target = cJSON_Parse("{\"peak_gflops\":1,\"memory_bandwidth_gbps\":1,\"power_w\":2}");
+    cJSON *cost = cJSON_Parse("{\"macs\":1e9,\"weight_bytes\":4e8,\"peak_activation_bytes\":1,"
+                              "\"layers\":[{\"output_bytes\":6e7},{\"output_bytes\":4e7}]}");
+    trn_err e;
+    cJSON *est = cat_estimate(cost, target, &e);
+    assert_non_null(est);
+    assert_true(fabs(field(est, "ms") - 2000) < 1e-9);
+    assert_true(fabs(field(est, "mj") - 4000) < 1e-9);
+    assert_true(fabs(field(est, "mbytes") - 600) < 1e-9);
+    assert_string_equal(cJSON_GetObjectItemCaseSensitive(est, "bound")->valuestring, "compute");
+    assert_string_equal(cJSON_GetObjectItemCaseSensitive(est, "source")->valuestring, "estimate");
+    cJSON_Delete(est);
+    cJSON_Delete(cost);
+    /* few MACs, many bytes: memory bound; no layer table: 2 x peak activations */
+    cost = cJSON_Parse("{\"macs\":1,\"weight_bytes\":1e9,\"peak_activation_bytes\":5e8,\"layers\":[]}");
+    est = cat_estimate(cost, target, &e);
+    assert_true(fabs(field(est, "ms") - 2000) < 1e-9);
+    assert_string_equal(cJSON_GetObjectItemCaseSensitive(est, "bound")->valuestring, "memory");
+    cJSON_Delete(est);
+    cJSON_Delete(cost);
+    cost = cJSON_Parse("{\"macs\":1}");
+    assert_null(cat_estimate(cost, target, &e));
+    cJSON_Delete(cost);
+    cJSON_Delete(target);
+    /* the built-in profiles load, one per Jetson, and each has its sources */
+    cJSON *all = cat_targets_load(NULL, &e);
+    assert_non_null(all);
+    assert_int_equal(cJSON_GetArraySize(all), 4);
+    const cJSON *t;
+    cJSON_ArrayForEach(t, all) assert_true(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(t, "sources")) > 0);
+    cJSON_Delete(all);
+}
+
+static void json_output_is_canonical(void **state)
+{
+    (void)state;
+    cJSON *a = cJSON_Parse("{\"b\":1,\"a\":{\"z\":[3,{\"y\":1,\"x\":2}],\"c\":null}}");
+    cJSON *b = cJSON_Parse("{\"a\":{\"c\":null,\"z\":[3,{\"x\":2,\"y\":1}]},\"b\":1}");
+    char *sa = cat_json_print(a), *sb = cat_json_print(b);
+    assert_string_equal(sa, sb);
+    assert_true(strstr(sa, "\"a\"") < strstr(sa, "\"b\""));
+    assert_true(strstr(sa, "\"x\"") < strstr(sa, "\"y\""));
+    assert_true(strstr(sa, "[3,") != NULL); /* arrays keep their order */
+    assert_int_equal(sa[strlen(sa) - 1], '\n');
+    free(sa);
+    free(sb);
+    cJSON_Delete(a);
+    cJSON_Delete(b);
+}
+
+static void keys_and_signatures(void **state)
+{
+    (void)state;
+    char pub[512], sec[512], epub[512], esec[512], file[512], sig[512];
+    const char *d = test_tmpdir();
+    snprintf(pub, sizeof pub, "%s/k.pub", d);
+    snprintf(sec, sizeof sec, "%s/k.key", d);
+    snprintf(epub, sizeof epub, "%s/e.pub", d);
+    snprintf(esec, sizeof esec, "%s/e.key", d);
+    snprintf(file, sizeof file, "%s/data", d);
+    snprintf(sig, sizeof sig, "%s/data.minisig", d);
+    trn_err e;
+    char id[17];
+    assert_int_equal(cat_keygen(pub, sec, NULL, CAT_KDF_NONE, 1, 0, id, &e), 0);
+    assert_int_equal(cat_keygen(pub, sec, NULL, CAT_KDF_NONE, 1, 0, id, &e), -1); /* no overwrite */
+    assert_non_null(strstr(e.msg, "--force"));
+    struct stat st;
+    assert_int_equal(stat(sec, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0600);
+    assert_int_equal(cat_keygen(epub, esec, "pw", CAT_KDF_INTERACTIVE, 0, 0, NULL, &e), 0);
+    assert_int_equal(cat_keygen(epub, esec, NULL, CAT_KDF_INTERACTIVE, 0, 1, NULL, &e), -1);
+
+    cat_seckey *k = cat_seckey_load(sec, NULL, &e);
+    assert_non_null(k);
+    assert_int_equal(cat_seckey_is_development(k), 1);
+    assert_null(cat_seckey_load(esec, NULL, &e));
+    assert_non_null(strstr(e.msg, "encrypted"));
+    assert_null(cat_seckey_load(esec, "wrong", &e));
+    assert_non_null(strstr(e.msg, "wrong passphrase"));
+    cat_seckey *ek = cat_seckey_load(esec, "pw", &e);
+    assert_non_null(ek);
+    assert_int_equal(cat_seckey_is_development(ek), 0);
+
+    assert_int_equal(trn_write_file_atomic(file, "some catalog", 12, &e), 0);
+    assert_int_equal(cat_sign_file(ek, file, "trusted words", "signature from minisign secret key", sig, &e), 0);
+    rtl_pubkey keys[2];
+    rtl_err re;
+    assert_int_equal(rtl_pubkey_load(pub, &keys[0], &re), 0);
+    assert_int_equal(rtl_pubkey_load(epub, &keys[1], &re), 0);
+    rtl_pubkey derived;
+    cat_seckey_pubkey(ek, &derived);
+    assert_memory_equal(&derived, &keys[1], sizeof derived);
+    rtl_signature s;
+    size_t used = 9;
+    assert_int_equal(rtl_sig_load(sig, &s, &re), 0);
+    assert_int_equal(rtl_sig_verify_file(&s, keys, 2, file, &used, &re), 0);
+    assert_int_equal(used, 1);
+    assert_int_equal(rtl_sig_verify_file(&s, keys, 1, file, NULL, &re), -1);
+    assert_non_null(strstr(re.msg, "not a trusted key"));
+    /* signing twice gives the same bytes (Ed25519 is deterministic) */
+    char *one, *two;
+    size_t n1, n2;
+    assert_int_equal(trn_read_file(sig, 0, &one, &n1, &e), 0);
+    assert_int_equal(cat_sign_file(ek, file, "trusted words", "signature from minisign secret key", sig, &e), 0);
+    assert_int_equal(trn_read_file(sig, 0, &two, &n2, &e), 0);
+    assert_true(n1 == n2 && memcmp(one, two, n1) == 0);
+    free(one);
+    free(two);
+    assert_int_equal(cat_sign_file(ek, file, "two\nlines", "x", sig, &e), -1);
+    cat_seckey_free(k);
+    cat_seckey_free(ek);
+
+    /* a damaged key file is refused with a reason */
+    char *text;
+    size_t len;
+    assert_int_equal(trn_read_file(sec, 0, &text, &len, &e), 0);
+    char *b64 = strchr(text, '\n') + 1;
+    b64[100] = b64[100] == 'A' ? 'B' : 'A'; /* inside the Ed25519 seed */
+    assert_int_equal(trn_write_file_atomic(sec, text, len, &e), 0);
+    free(text);
+    assert_null(cat_seckey_load(sec, NULL, &e));
+    assert_non_null(strstr(e.msg, "damaged"));
+}
+
+static void passphrase_sources(void **state)
+{
+    (void)state;
+    char path[512], out[64];
+    trn_err e;
+    snprintf(path, sizeof path, "%s/pw", test_tmpdir());
+    assert_int_equal(trn_write_file_atomic(path, "s3cret\nignored\n", 15, &e), 0);
+    assert_int_equal(cat_passphrase(path, NULL, out, sizeof out, &e), 0);
+    assert_string_equal(out, "s3cret");
+    setenv("CAT_TEST_PW", "from-env", 1);
+    assert_int_equal(cat_passphrase(NULL, "CAT_TEST_PW", out, sizeof out, &e), 0);
+    assert_string_equal(out, "from-env");
+    assert_int_equal(cat_passphrase(NULL, "CAT_TEST_UNSET_PW", out, sizeof out, &e), -1);
+    assert_int_equal(cat_passphrase(path, "CAT_TEST_PW", out, sizeof out, &e), -1);
+    assert_int_equal(trn_write_file_atomic(path, "\n", 1, &e), 0);
+    assert_int_equal(cat_passphrase(path, NULL, out, sizeof out, &e), -1);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(winnow_is_strict),
+        cmocka_unit_test(winnow_records_an_undominated_dominator),
+        cmocka_unit_test(winnow_keeps_dependencies_transitively),
+        cmocka_unit_test(roofline),
+        cmocka_unit_test(json_output_is_canonical),
+        cmocka_unit_test(keys_and_signatures),
+        cmocka_unit_test(passphrase_sources),
+    };
+    int rc = cmocka_run_group_tests_name("cat_model", tests, NULL, NULL);
+    test_tmpdir_cleanup();
+    return rc;
+}
