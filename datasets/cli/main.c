@@ -60,9 +60,9 @@ static void usage_generate(FILE *f)
             "  --train N          training images per class (default 100)\n"
             "  --valid N          validation images per class (default 20)\n"
             "  --test N           test images per class (default 30)\n"
-            "  --clutter N        most distractor objects per image (default 3)\n"
-            "  --noise X          most per-pixel noise sigma, 0..0.5 (default 0.05)\n"
-            "  --occlusion X      probability of an occluding bar, 0..1 (default 0.25)\n"
+            "  --clutter N        most distractor objects per image (default 2)\n"
+            "  --noise X          most per-pixel noise sigma, 0..0.5 (default 0.04)\n"
+            "  --occlusion X      probability of an occluding bar, 0..1 (default 0.2)\n"
             "  --rotation DEG     the object turns by up to +-DEG degrees, 0..180 (default 30)\n"
             "  --threads N        worker threads (default: all cores; bytes do not depend on it)\n"
             "  --no-contexts      do not write contexts/\n",

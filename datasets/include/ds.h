@@ -252,9 +252,9 @@ typedef struct ds_synth_opts {
     int train, valid, test; /* images per identity class and split
                              * (default 100, 20, 30) */
     uint64_t seed;      /* default 1 */
-    int clutter;        /* most distractor objects per image (default 3) */
-    float noise;        /* most per-pixel noise sigma, 0..0.5 (default 0.05) */
-    float occlusion;    /* probability of an occluder, 0..1 (default 0.25) */
+    int clutter;        /* most distractor objects per image (default 2) */
+    float noise;        /* most per-pixel noise sigma, 0..0.5 (default 0.04) */
+    float occlusion;    /* probability of an occluder, 0..1 (default 0.2) */
     float rotation;     /* the main object turns by up to +-rotation degrees,
                          * 0..180 (default 30) */
 } ds_synth_opts;
