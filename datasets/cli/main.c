@@ -213,7 +213,7 @@ static int finish(const char *verb, int rc, const trn_err *err, const ds_write_r
     const char *what = !strcmp(verb, "import") ? "imported" : "wrote";
     double secs = now() - t0;
     printf("%s: %s %s: %zu train, %zu valid, %zu test images (%.1f s)\n", prog, what, res->data_path,
-           res->count[DS_SPLIT_TRAIN], res->count[DS_SPLIT_VALID], res->count[DS_SPLIT_TEST], secs);
+           res->count[TRN_SPLIT_TRAIN], res->count[TRN_SPLIT_VALID], res->count[TRN_SPLIT_TEST], secs);
     if (res->unchanged) printf("%s: an identical set was already there; it is kept as it was\n", prog);
     if (res->contexts.written) printf("%s: %d (n,p) contexts in contexts/\n", prog, res->contexts.written);
     for (int i = 0; i < res->contexts.nskipped; i++)
@@ -414,35 +414,39 @@ static int cmd_check(int argc, char **argv)
         fprintf(stderr, "%s check: expected one DATA file (see --help)\n", prog);
         return EXIT_USAGE;
     }
+    const char *data = argv[optind];
     trn_err err;
-    ds_set s;
-    if (ds_set_load(argv[optind], &s, &err) != 0) {
+    trn_dataset *ds = trn_dataset_open(data, &err);
+    if (!ds) {
         fprintf(stderr, "%s check: %s\n", prog, err.msg);
         return 1;
     }
-    int rc = ds_set_check(&s, decode, &err);
+    int rc = ds_check_set(ds, data, decode, &err);
     if (rc != 0) {
         fprintf(stderr, "%s check: %s\n", prog, err.msg);
     } else {
-        printf("%s: %s: %d classes\n", prog, s.data_path, s.labels.classes);
-        size_t *per = calloc((size_t)s.labels.classes, sizeof *per);
-        for (int sp = 0; sp < DS_SPLIT_COUNT && per; sp++) {
-            if (!s.list[sp][0]) continue;
-            memset(per, 0, (size_t)s.labels.classes * sizeof *per);
-            for (size_t i = 0; i < s.count[sp]; i++) per[s.cls[sp][i]]++;
-            size_t lo_n = s.count[sp], hi_n = 0;
+        int classes = trn_dataset_classes(ds);
+        printf("%s: %s: %d classes\n", prog, data, classes);
+        size_t *per = calloc((size_t)classes, sizeof *per);
+        for (int sp = 0; sp < TRN_SPLIT_COUNT && per; sp++) {
+            trn_split split = (trn_split)sp;
+            if (!trn_dataset_has(ds, split)) continue;
+            size_t n = trn_dataset_count(ds, split);
+            memset(per, 0, (size_t)classes * sizeof *per);
+            for (size_t i = 0; i < n; i++) per[trn_dataset_class(ds, split, i)]++;
+            size_t lo_n = n, hi_n = 0;
             int lo_k = 0, hi_k = 0;
-            for (int k = 0; k < s.labels.classes; k++) {
+            for (int k = 0; k < classes; k++) {
                 if (per[k] < lo_n) lo_n = per[k], lo_k = k;
                 if (per[k] > hi_n) hi_n = per[k], hi_k = k;
             }
-            printf("%s:   %-5s %zu images (%s), per class %zu (%s) .. %zu (%s)\n", prog, ds_split_name(sp),
-                   s.count[sp], s.list[sp], lo_n, s.labels.labels[lo_k], hi_n, s.labels.labels[hi_k]);
+            printf("%s:   %-5s %zu images, per class %zu (%s) .. %zu (%s)\n", prog, trn_split_name(split), n,
+                   lo_n, trn_dataset_label(ds, lo_k), hi_n, trn_dataset_label(ds, hi_k));
         }
         free(per);
         printf("%s: ok%s\n", prog, decode ? " (every image decoded)" : "");
     }
-    ds_set_free(&s);
+    trn_dataset_close(ds);
     return rc == 0 ? 0 : 1;
 }
 

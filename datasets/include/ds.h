@@ -18,10 +18,11 @@
  *   <root>/<name>/{train,valid,test}/NNNNNN_<label>_<label>...png
  *   <root>/<name>/contexts/...         (n,p) context streams (context.c)
  *
- * Label rule: a label L matches an image path when L equals the name of the
- * image's parent folder or one of the '_'-separated tokens of its file name
- * without the extension; exactly one label of a set must match. File names
- * carry one token per task, so one list serves every task.
+ * Label rule (libtrn's trn_label_match): a label L matches an image path
+ * when L equals the name of the image's parent folder or one of the
+ * '_'-separated tokens of its file name without the extension; exactly one
+ * label of a set must match. File names carry one token per task, so one
+ * list serves every task.
  *
  * Conventions, for every function below (as in trn.h): a function that can
  * fail returns 0 on success and -1 on failure (NULL for constructors) and
@@ -51,19 +52,6 @@ extern "C" {
 /* Longest path this component builds. */
 #define DS_PATH_MAX 4096
 
-/* ---- splits -------------------------------------------------------------- */
-
-typedef enum ds_split {
-    DS_SPLIT_TRAIN,
-    DS_SPLIT_VALID,
-    DS_SPLIT_TEST,
-    DS_SPLIT_COUNT
-} ds_split;
-
-/* "train", "valid", "test" (the folder, list file and .data key names);
- * NULL for a value out of range. */
-const char *ds_split_name(int split);
-
 /* ---- labels (labels.c) --------------------------------------------------- */
 
 /* Whether `label` can be a label: 1..DS_LABEL_MAX bytes of [A-Za-z0-9.+-],
@@ -77,12 +65,8 @@ int ds_label_check(const char *label, trn_err *err);
  * Returns -1 when nothing usable is left (an empty name). */
 int ds_label_from_name(const char *name, char out[DS_LABEL_MAX + 1], trn_err *err);
 
-/* The label rule on one path: the index of the one label in labels[0..n)
- * that equals the path's parent folder name or one '_' token of its file
- * name without extension. -1 with an error naming `where` (e.g. "list:12"),
- * the path and the candidates when none or several labels match. */
-int ds_label_match(const char *path, const char *const *labels, int n, const char *where,
-                   trn_err *err);
+/* (The label rule itself, for reading sets, is libtrn's trn_label_match;
+ * the writer checks every file name it makes with it.) */
 
 /* A task: a named label set over the images of a set. */
 typedef struct ds_task {
@@ -100,35 +84,20 @@ int ds_task_check(const ds_task *t, trn_err *err);
 /* Frees the labels (NULL-safe, idempotent). */
 void ds_task_free(ds_task *t);
 
-/* ---- reading a set (set.c) ----------------------------------------------- */
+/* ---- checking a set (check.c) ---------------------------------------------- */
 
-/* A Darknet classifier .data file with everything it names loaded: its
- * labels and, per split it names, the image paths (as written in the list
- * and resolved against the .data folder) with each image's class. */
-typedef struct ds_set {
-    char data_path[DS_PATH_MAX]; /* the .data file */
-    char dir[DS_PATH_MAX];       /* its folder: relative paths start here */
-    int top;                     /* the `top` key (1 if absent) */
-    ds_task labels;              /* name "labels"; classes == the `classes` key */
-    char list[DS_SPLIT_COUNT][DS_PATH_MAX]; /* list file as written; "" if absent */
-    size_t count[DS_SPLIT_COUNT];
-    char **path[DS_SPLIT_COUNT];   /* [count]: entry as written in the list */
-    int *cls[DS_SPLIT_COUNT];      /* [count]: class index by the label rule */
-} ds_set;
+/* Reading a set is libtrn's trn_dataset_open (the .data keys, labels and
+ * list files, each image's class by the label rule, errors with
+ * file:line). On top of that, ds_check_set checks that every listed image
+ * exists, that no image file is listed in two splits, and, with decode = 1,
+ * that every image decodes (ds_image_decode: damage with its byte offset).
+ * data_path names the set in messages. */
+int ds_check_set(const trn_dataset *ds, const char *data_path, int decode, trn_err *err) TRN_MUST_CHECK;
 
-/* Reads `data_path` and what it names. Errors name file:line (a bad key, a
- * list line whose image matches zero or several labels). Missing image files
- * are not checked here (ds_set_check does). On error *s is left empty. */
-int ds_set_load(const char *data_path, ds_set *s, trn_err *err);
-void ds_set_free(ds_set *s);
-/* The resolved path of an entry (relative entries joined to s->dir) into
- * out[DS_PATH_MAX]; -1 if too long. */
-int ds_set_resolve(const ds_set *s, const char *entry, char *out, trn_err *err);
-
-/* Checks that every listed image exists, that no image is listed in two
- * splits, and, with decode = 1, that every image decodes (PNG or JPEG, see
- * ds_image_decode). Errors name the list file:line or the image and offset. */
-int ds_set_check(const ds_set *s, int decode, trn_err *err) TRN_MUST_CHECK;
+/* The entry of image i of split s as the set's list gives it relative to
+ * the folder of data_path (trn_dataset_path resolves it), or the resolved
+ * path when it is not under that folder (an absolute entry). */
+const char *ds_set_entry(const trn_dataset *ds, const char *data_path, trn_split s, size_t i);
 
 /* ---- pixels and image files (image.c) ------------------------------------ */
 
@@ -214,7 +183,7 @@ typedef struct ds_set_spec {
     int ntasks;           /* 1..DS_TASKS_MAX */
     const ds_task *tasks; /* tasks[0] is the identity task (<name>.data) */
     size_t count;         /* images */
-    const uint8_t *split; /* [count] ds_split of each image */
+    const uint8_t *split; /* [count] trn_split of each image */
     const int32_t *cls;   /* [count * ntasks]: class of image i in task t at
                            * cls[i * ntasks + t] */
     ds_render_fn render;
@@ -227,7 +196,7 @@ typedef struct ds_set_spec {
 
 typedef struct ds_write_result {
     char data_path[DS_PATH_MAX]; /* <root>/<name>/<name>.data */
-    size_t count[DS_SPLIT_COUNT];
+    size_t count[TRN_SPLIT_COUNT];
     int unchanged;        /* 1: an identical set was already there, kept */
     ds_context_result contexts;
 } ds_write_result;
@@ -269,7 +238,7 @@ int ds_synth_tasks(ds_task tasks[DS_SYNTH_TASKS], trn_err *err);
 /* Image `index` (0.. total count) of the set: its split, its class in each
  * task (labels[DS_SYNTH_TASKS]) and, when out is not NULL, its pixels
  * (size x size x 3). A pure function of (opts, index). */
-int ds_synth_image(const ds_synth_opts *o, size_t index, ds_split *split,
+int ds_synth_image(const ds_synth_opts *o, size_t index, trn_split *split,
                    int32_t labels[DS_SYNTH_TASKS], ds_pixels *out, trn_err *err);
 /* Images in the whole set. */
 size_t ds_synth_count(const ds_synth_opts *o);

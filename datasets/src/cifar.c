@@ -82,12 +82,12 @@ int ds_imp_cifar(const char *src, int hundred, const ds_import_opts *o, ds_write
     if (hundred) {
         snprintf(files[0].path, DS_PATH_MAX, "%s/train.bin", src);
         snprintf(files[1].path, DS_PATH_MAX, "%s/test.bin", src);
-        files[1].split = DS_SPLIT_TEST;
+        files[1].split = TRN_SPLIT_TEST;
         nfiles = 2;
     } else {
         for (int b = 0; b < 5; b++) snprintf(files[b].path, DS_PATH_MAX, "%s/data_batch_%d.bin", src, b + 1);
         snprintf(files[5].path, DS_PATH_MAX, "%s/test_batch.bin", src);
-        files[5].split = DS_SPLIT_TEST;
+        files[5].split = TRN_SPLIT_TEST;
         nfiles = 6;
     }
     const int nlabels = hundred ? 2 : 1, max10[] = {9}, max100[] = {19, 99};
@@ -139,7 +139,7 @@ int ds_imp_cifar(const char *src, int hundred, const ds_import_opts *o, ds_write
                 }
                 c.rec[i] = p + nlabels;
             }
-        rc = ds_imp_carve(split, count, DS_SPLIT_TRAIN, DS_SPLIT_VALID, o->valid_frac, o->seed,
+        rc = ds_imp_carve(split, count, TRN_SPLIT_TRAIN, TRN_SPLIT_VALID, o->valid_frac, o->seed,
                           CIFAR_VALID_STREAM, err);
     }
     if (rc == 0) {

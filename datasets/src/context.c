@@ -107,10 +107,22 @@ struct paths {
     char data_from_out[DS_PATH_MAX]; /* ... and from the contexts folder */
 };
 
-static int plan_paths(const ds_set *s, const char *out_dir, struct paths *pp, trn_err *err)
+/* The set being sampled. */
+struct src {
+    const trn_dataset *ds;
+    const char *data_path;
+};
+
+static int plan_paths(const struct src *s, const char *out_dir, struct paths *pp, trn_err *err)
 {
     memset(pp, 0, sizeof *pp);
-    if (!realpath(s->dir, pp->absdir)) return trn_errf(err, "cannot resolve %s: %s", s->dir, strerror(errno));
+    char dir[DS_PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", s->data_path);
+    char *ds = strrchr(dir, '/');
+    if (!ds) strcpy(dir, ".");
+    else if (ds == dir) dir[1] = '\0';
+    else *ds = '\0';
+    if (!realpath(dir, pp->absdir)) return trn_errf(err, "cannot resolve %s: %s", dir, strerror(errno));
     char parent[DS_PATH_MAX], outabs[DS_PATH_MAX];
     snprintf(parent, sizeof parent, "%s", out_dir);
     char *slash = strrchr(parent, '/');
@@ -183,7 +195,7 @@ static int cmp_size(const void *a, const void *b)
 
 /* Writes the context folder `dir` for class set `chosen` (n sorted class
  * indices) and fraction p. */
-static int write_context(const ds_set *s, const struct paths *pp, const char *dir, const char *id,
+static int write_context(const struct src *s, const struct paths *pp, const char *dir, const char *id,
                          const int *chosen, int n, double p, int replica, const ds_context_opts *o,
                          int pi, trn_err *err)
 {
@@ -192,11 +204,11 @@ static int write_context(const ds_set *s, const struct paths *pp, const char *di
     if (ds_fs_join(other, dir, "other", err) != 0) return -1;
     if (mkdir(other, 0755) != 0) return trn_errf(err, "cannot create %s: %s", other, strerror(errno));
 
-    int classes = s->labels.classes;
+    int classes = trn_dataset_classes(s->ds);
     int *ctx_of = malloc((size_t)classes * sizeof *ctx_of); /* class -> output, -1: other */
     const char **labels = malloc(((size_t)n + 1) * sizeof *labels);
     size_t total = 0;
-    for (int sp = 0; sp < DS_SPLIT_COUNT; sp++) total += s->count[sp];
+    for (int sp = 0; sp < TRN_SPLIT_COUNT; sp++) total += trn_dataset_count(s->ds, (trn_split)sp);
     size_t *in = malloc((total + 1) * sizeof *in), *out = malloc((total + 1) * sizeof *out);
     if (!ctx_of || !labels || !in || !out) {
         free(ctx_of);
@@ -208,7 +220,7 @@ static int write_context(const ds_set *s, const struct paths *pp, const char *di
     for (int k = 0; k < classes; k++) ctx_of[k] = -1;
     for (int k = 0; k < n; k++) {
         ctx_of[chosen[k]] = k;
-        labels[k] = s->labels.labels[chosen[k]];
+        labels[k] = trn_dataset_label(s->ds, chosen[k]);
     }
     labels[n] = "other";
 
@@ -226,11 +238,13 @@ static int write_context(const ds_set *s, const struct paths *pp, const char *di
 
     int rc = 0;
     size_t links = 0;
-    for (int sp = 0; sp < DS_SPLIT_COUNT && rc == 0; sp++) {
-        if (!s->count[sp]) continue;
+    for (int sp = 0; sp < TRN_SPLIT_COUNT && rc == 0; sp++) {
+        trn_split split = (trn_split)sp;
+        size_t count = trn_dataset_count(s->ds, split);
+        if (!count) continue;
         size_t nin = 0, nout = 0;
-        for (size_t i = 0; i < s->count[sp]; i++) {
-            if (ctx_of[s->cls[sp][i]] >= 0) in[nin++] = i;
+        for (size_t i = 0; i < count; i++) {
+            if (ctx_of[trn_dataset_class(s->ds, split, i)] >= 0) in[nin++] = i;
             else out[nout++] = i;
         }
         size_t kin = nin, kout = 0;
@@ -264,9 +278,9 @@ static int write_context(const ds_set *s, const struct paths *pp, const char *di
         for (size_t q = 0; q < m && rc == 0; q++) {
             size_t o_i = order[q];
             if (o_i < kin) {
-                rc = entry_path(pp, s->path[sp][in[o_i]], 0, entry, err);
+                rc = entry_path(pp, ds_set_entry(s->ds, s->data_path, split, in[o_i]), 0, entry, err);
             } else {
-                const char *e = s->path[sp][out[o_i - kin]];
+                const char *e = ds_set_entry(s->ds, s->data_path, split, out[o_i - kin]);
                 const char *base = strrchr(e, '/');
                 base = base ? base + 1 : e;
                 rc = entry_path(pp, e, 1, target, err);
@@ -278,20 +292,20 @@ static int write_context(const ds_set *s, const struct paths *pp, const char *di
                     rc = trn_errf(err, "cannot create the link %s: %s", path, strerror(errno));
             }
             if (rc != 0) break;
-            snprintf(where, sizeof where, "context %s, %s stream", id, ds_split_name(sp));
-            int want = o_i < kin ? ctx_of[s->cls[sp][in[o_i]]] : n;
-            int got = ds_label_match(entry, labels, n + 1, where, err);
+            snprintf(where, sizeof where, "context %s, %s stream", id, trn_split_name(sp));
+            int want = o_i < kin ? ctx_of[trn_dataset_class(s->ds, split, in[o_i])] : n;
+            int got = trn_label_match(entry, labels, n + 1, where, err);
             if (got < 0) rc = -1;
             else if (got != want)
                 rc = trn_errf(err, "%s: %s would be read as '%s', not '%s'", where, entry, labels[got], labels[want]);
             ds_buf_printf(&list, "%s\n", entry);
         }
         free(order);
-        snprintf(file, sizeof file, "%s.list", ds_split_name(sp));
+        snprintf(file, sizeof file, "%s.list", trn_split_name(sp));
         if (rc == 0 && (ds_fs_join(path, dir, file, err) != 0 || ds_buf_write(&list, path, err) != 0)) rc = -1;
         ds_buf_free(&list);
-        ds_buf_printf(&data, "%s = %s\n", ds_split_name(sp), file);
-        ds_buf_printf(&info, "%s = %zu in context, %zu other (of %zu and %zu)\n", ds_split_name(sp), kin, kout,
+        ds_buf_printf(&data, "%s = %s\n", trn_split_name(sp), file);
+        ds_buf_printf(&info, "%s = %zu in context, %zu other (of %zu and %zu)\n", trn_split_name(sp), kin, kout,
                       nin, nout);
     }
     if (rc == 0) {
@@ -320,19 +334,20 @@ int ds_contexts_write(const char *data_path, const char *out_dir, const ds_conte
 {
     memset(res, 0, sizeof *res);
     if (ds_context_check(o, err) != 0) return -1;
-    ds_set s;
-    if (ds_set_load(data_path, &s, err) != 0) return -1;
-    int classes = s.labels.classes, rc = 0;
+    trn_dataset *ds = trn_dataset_open(data_path, err);
+    if (!ds) return -1;
+    struct src s = {ds, data_path};
+    int classes = trn_dataset_classes(ds), rc = 0;
     for (int k = 0; k < classes; k++)
-        if (!strcmp(s.labels.labels[k], "other")) {
-            ds_set_free(&s);
+        if (!strcmp(trn_dataset_label(ds, k), "other")) {
+            trn_dataset_close(ds);
             return trn_errf(err, "%s: a class is already labelled 'other', the label contexts give "
                             "to out-of-context images; rename that class", data_path);
         }
     char tmp[DS_PATH_MAX], dir[DS_PATH_MAX];
     struct paths pp;
     if (ds_fs_make_tmp(out_dir, tmp, err) != 0) {
-        ds_set_free(&s);
+        trn_dataset_close(ds);
         return -1;
     }
     rc = plan_paths(&s, out_dir, &pp, err);
@@ -383,6 +398,6 @@ int ds_contexts_write(const char *data_path, const char *out_dir, const ds_conte
     }
     ds_buf_free(&index);
     free(perm);
-    ds_set_free(&s);
+    trn_dataset_close(ds);
     return rc;
 }

@@ -127,28 +127,28 @@ int ds_imp_folder(const char *src, const ds_import_opts *o, ds_write_result *res
     if (ds_imp_name(o, b ? b + 1 : base, name, err) != 0) return -1;
 
     /* The split folders: SRC itself (class layout) or SRC/{train,valid|val,test}. */
-    char split_dir[DS_SPLIT_COUNT][DS_PATH_MAX] = {{0}};
+    char split_dir[TRN_SPLIT_COUNT][DS_PATH_MAX] = {{0}};
     char p[DS_PATH_MAX];
     int layout_splits = ds_fs_join(p, src, "train", err) == 0 && is_dir(p);
     if (layout_splits) {
-        strcpy(split_dir[DS_SPLIT_TRAIN], p);
+        strcpy(split_dir[TRN_SPLIT_TRAIN], p);
         char v1[DS_PATH_MAX], v2[DS_PATH_MAX];
         if (ds_fs_join(v1, src, "valid", err) != 0 || ds_fs_join(v2, src, "val", err) != 0) return -1;
         if (is_dir(v1) && is_dir(v2))
             return trn_errf(err, "%s has both valid/ and val/; keep one validation folder", src);
-        if (is_dir(v1)) strcpy(split_dir[DS_SPLIT_VALID], v1);
-        if (is_dir(v2)) strcpy(split_dir[DS_SPLIT_VALID], v2);
+        if (is_dir(v1)) strcpy(split_dir[TRN_SPLIT_VALID], v1);
+        if (is_dir(v2)) strcpy(split_dir[TRN_SPLIT_VALID], v2);
         if (ds_fs_join(p, src, "test", err) != 0) return -1;
-        if (is_dir(p)) strcpy(split_dir[DS_SPLIT_TEST], p);
+        if (is_dir(p)) strcpy(split_dir[TRN_SPLIT_TEST], p);
     } else {
-        snprintf(split_dir[DS_SPLIT_TRAIN], DS_PATH_MAX, "%s", src);
+        snprintf(split_dir[TRN_SPLIT_TRAIN], DS_PATH_MAX, "%s", src);
     }
 
     /* Classes: the union of the class folder names. */
     char **classes = NULL;
     size_t nclasses = 0, cap = 0;
     int rc = 0;
-    for (int sp = 0; sp < DS_SPLIT_COUNT && rc == 0; sp++) {
+    for (int sp = 0; sp < TRN_SPLIT_COUNT && rc == 0; sp++) {
         if (!split_dir[sp][0]) continue;
         size_t n;
         char **names = ds_fs_list(split_dir[sp], &n, err);
@@ -196,7 +196,7 @@ int ds_imp_folder(const char *src, const ds_import_opts *o, ds_write_result *res
     }
 
     struct folder_ctx c = {.size = o->size};
-    for (int sp = 0; sp < DS_SPLIT_COUNT && rc == 0; sp++) {
+    for (int sp = 0; sp < TRN_SPLIT_COUNT && rc == 0; sp++) {
         if (!split_dir[sp][0]) continue;
         for (size_t k = 0; k < nclasses && rc == 0; k++) {
             if (ds_fs_join(p, split_dir[sp], classes[k], err) != 0) rc = -1;
@@ -217,12 +217,12 @@ int ds_imp_folder(const char *src, const ds_import_opts *o, ds_write_result *res
             cls[i] = c.img[i].cls;
         }
         /* Fractions of the whole set: test first, then valid of what is left. */
-        if (!split_dir[DS_SPLIT_TEST][0])
-            rc = ds_imp_carve(split, c.n, DS_SPLIT_TRAIN, DS_SPLIT_TEST, o->test_frac, o->seed,
+        if (!split_dir[TRN_SPLIT_TEST][0])
+            rc = ds_imp_carve(split, c.n, TRN_SPLIT_TRAIN, TRN_SPLIT_TEST, o->test_frac, o->seed,
                               FOLDER_TEST_STREAM, err);
-        if (rc == 0 && !split_dir[DS_SPLIT_VALID][0])
-            rc = ds_imp_carve(split, c.n, DS_SPLIT_TRAIN, DS_SPLIT_VALID,
-                              split_dir[DS_SPLIT_TEST][0] ? o->valid_frac : o->valid_frac / (1 - o->test_frac),
+        if (rc == 0 && !split_dir[TRN_SPLIT_VALID][0])
+            rc = ds_imp_carve(split, c.n, TRN_SPLIT_TRAIN, TRN_SPLIT_VALID,
+                              split_dir[TRN_SPLIT_TEST][0] ? o->valid_frac : o->valid_frac / (1 - o->test_frac),
                               o->seed, FOLDER_VALID_STREAM, err);
     }
     if (rc == 0) {

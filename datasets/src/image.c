@@ -1,8 +1,9 @@
 /*
  * image.c: 8-bit pixel buffers, PNG encoding, and checked PNG/JPEG decoding.
  *
- * Before stb_image decodes a file, its framing is walked here so that damage
- * is reported with a byte offset (stb_image only says what failed):
+ * Before libtrn's trn_image_decode (stb_image) decodes a file, its framing
+ * is walked here so that damage is reported with a byte offset (the decoder
+ * mostly says what failed, not where):
  *
  * PNG: the 8-byte signature 89 50 4E 47 0D 0A 1A 0A, then chunks of
  *   length (4 bytes, big-endian, <= 2^31-1), type (4 ASCII letters),
@@ -22,7 +23,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <stb/stb_image.h>
 #include <stb/stb_image_resize.h>
 #include <stb/stb_image_write.h>
 
@@ -215,18 +215,24 @@ int ds_image_decode(const uint8_t *buf, size_t len, const char *name, int channe
                         "%02x %02x %02x %02x)", name, len > 0 ? buf[0] : 0, len > 1 ? buf[1] : 0,
                         len > 2 ? buf[2] : 0, len > 3 ? buf[3] : 0);
     }
-    if (len > 0x7fffffff) return trn_errf(err, "%s: %zu bytes is too large to decode", name, len);
     if (channels < 0 || channels > 4) return trn_errf(err, "%s: bad channel count %d", name, channels);
-    int w, h, c;
-    unsigned char *px = stbi_load_from_memory(buf, (int)len, &w, &h, &c, channels);
-    if (!px)
-        return trn_errf(err, "%s: cannot decode the %s image data that starts at byte offset %zu: "
-                        "%s", name, kind, data_off, stbi_failure_reason());
-    if (channels) c = channels;
-    int rc = ds_pixels_reserve(out, w, h, c, err);
-    if (rc == 0) memcpy(out->data, px, (size_t)w * h * c);
-    else trn_err_prefix(err, "%s", name);
-    stbi_image_free(px);
+    /* The framing is sound: libtrn's decoder (the project's one stb_image,
+     * with its own guards and size limits) reads the pixels. */
+    trn_image im;
+    trn_err e;
+    if (trn_image_decode(buf, len, name, channels, &im, &e) != 0)
+        return trn_errf(err, "%s: cannot decode the %s image data that starts at byte offset %zu "
+                        "(%s)", name, kind, data_off, e.msg);
+    int rc = ds_pixels_reserve(out, im.w, im.h, im.c, err);
+    if (rc == 0) { /* (c, h, w) floats k/255 -> (h, w, c) bytes k */
+        size_t plane = (size_t)im.w * im.h;
+        for (int k = 0; k < im.c; k++)
+            for (size_t i = 0; i < plane; i++)
+                out->data[i * im.c + k] = (uint8_t)(int)(im.data[k * plane + i] * 255.0f + 0.5f);
+    } else {
+        trn_err_prefix(err, "%s", name);
+    }
+    trn_image_free(&im);
     return rc;
 }
 

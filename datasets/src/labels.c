@@ -1,17 +1,9 @@
-/* labels.c: splits, label words, the label rule and tasks (label sets). */
+/* labels.c: label words and tasks (label sets) for the sets this component
+ * writes. */
 #include "ds.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-static const char *const split_names[] = {"train", "valid", "test"};
-_Static_assert(sizeof split_names / sizeof split_names[0] == DS_SPLIT_COUNT,
-               "split_names must name every ds_split");
-
-const char *ds_split_name(int split)
-{
-    return split >= 0 && split < DS_SPLIT_COUNT ? split_names[split] : NULL;
-}
 
 static int label_char(unsigned char c)
 {
@@ -52,81 +44,6 @@ int ds_label_from_name(const char *name, char out[DS_LABEL_MAX + 1], trn_err *er
     if (!out[0] || !strcmp(out, ".") || !strcmp(out, ".."))
         return trn_errf(err, "class name '%s' gives no usable label", name);
     return 0;
-}
-
-/* Appends "'s'" to a comma list in buf, stopping quietly when full. */
-static void list_add(char *buf, size_t cap, const char *s)
-{
-    size_t n = strlen(buf);
-    if (n + 8 >= cap) return;
-    snprintf(buf + n, cap - n, "%s'%s'", n ? ", " : "", s);
-}
-
-int ds_label_match(const char *path, const char *const *labels, int n, const char *where,
-                   trn_err *err)
-{
-    /* Split path into parent folder name and file name. */
-    const char *base = strrchr(path, '/');
-    char parent[256] = "";
-    if (base) {
-        const char *p = base;
-        while (p > path && p[-1] != '/') p--;
-        size_t len = (size_t)(base - p);
-        if (len < sizeof parent) {
-            memcpy(parent, p, len);
-            parent[len] = '\0';
-        }
-        base++;
-    } else {
-        base = path;
-    }
-    char stem[1024];
-    snprintf(stem, sizeof stem, "%s", base);
-    char *dot = strrchr(stem, '.');
-    if (dot && dot != stem) *dot = '\0';
-
-    int found = -1, nfound = 0;
-    char cands[512] = "";
-    for (int k = 0; k < n; k++) {
-        const char *l = labels[k];
-        size_t ll = strlen(l);
-        int hit = parent[0] && !strcmp(parent, l);
-        for (const char *t = stem; !hit;) {
-            const char *e = strchr(t, '_');
-            size_t tl = e ? (size_t)(e - t) : strlen(t);
-            if (tl == ll && !memcmp(t, l, ll)) hit = 1;
-            if (!e) break;
-            t = e + 1;
-        }
-        if (hit) {
-            if (nfound == 0) found = k;
-            nfound++;
-            list_add(cands, sizeof cands, l);
-        }
-    }
-    if (nfound == 1) return found;
-    if (nfound > 1)
-        return trn_errf(err,
-                        "%s: image %s matches %d labels (%s); exactly one label may equal "
-                        "its parent folder or one '_' token of its file name",
-                        where, path, nfound, cands);
-    char toks[512] = "";
-    for (const char *t = stem;;) {
-        const char *e = strchr(t, '_');
-        char tok[DS_LABEL_MAX + 1];
-        size_t tl = e ? (size_t)(e - t) : strlen(t);
-        if (tl > DS_LABEL_MAX) tl = DS_LABEL_MAX;
-        memcpy(tok, t, tl);
-        tok[tl] = '\0';
-        list_add(toks, sizeof toks, tok);
-        if (!e) break;
-        t = e + 1;
-    }
-    return trn_errf(err,
-                    "%s: image %s matches none of the %d labels: neither its parent folder "
-                    "'%s' nor its file name tokens (%s) is a label; rename the file or add "
-                    "its class to the labels file",
-                    where, path, n, parent, toks);
 }
 
 int ds_task_init(ds_task *t, const char *name, int classes, trn_err *err)

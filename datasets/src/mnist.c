@@ -147,10 +147,10 @@ int ds_imp_mnist(const char *src, const ds_import_opts *o, ds_write_result *res,
     if (rc == 0) {
         for (size_t i = 0; i < count; i++) {
             int test = i >= x[0].dims[0];
-            split[i] = (uint8_t)(test ? DS_SPLIT_TEST : DS_SPLIT_TRAIN);
+            split[i] = (uint8_t)(test ? TRN_SPLIT_TEST : TRN_SPLIT_TRAIN);
             cls[i] = test ? x[3].data[i - x[0].dims[0]] : x[1].data[i];
         }
-        rc = ds_imp_carve(split, count, DS_SPLIT_TRAIN, DS_SPLIT_VALID, o->valid_frac, o->seed,
+        rc = ds_imp_carve(split, count, TRN_SPLIT_TRAIN, TRN_SPLIT_VALID, o->valid_frac, o->seed,
                           MNIST_VALID_STREAM, err);
     }
     if (rc == 0) {

@@ -472,13 +472,13 @@ void ds_syn_labels_of(const ds_synth_opts *o, size_t index, trn_rng *g, syn_labe
     size_t per_train = (size_t)SYN_CLASSES * o->train, per_valid = (size_t)SYN_CLASSES * o->valid;
     size_t j;
     if (index < per_train) {
-        lab->split = DS_SPLIT_TRAIN;
+        lab->split = TRN_SPLIT_TRAIN;
         j = index;
     } else if (index < per_train + per_valid) {
-        lab->split = DS_SPLIT_VALID;
+        lab->split = TRN_SPLIT_VALID;
         j = index - per_train;
     } else {
-        lab->split = DS_SPLIT_TEST;
+        lab->split = TRN_SPLIT_TEST;
         j = index - per_train - per_valid;
     }
     lab->identity = (int)(j % SYN_CLASSES);
@@ -488,7 +488,7 @@ void ds_syn_labels_of(const ds_synth_opts *o, size_t index, trn_rng *g, syn_labe
     lab->texture = (int)trn_rng_below(g, SYN_TEXTURE_COUNT);
 }
 
-int ds_synth_image(const ds_synth_opts *o, size_t index, ds_split *split,
+int ds_synth_image(const ds_synth_opts *o, size_t index, trn_split *split,
                    int32_t labels[DS_SYNTH_TASKS], ds_pixels *out, trn_err *err)
 {
     if (index >= ds_synth_count(o))
@@ -498,7 +498,7 @@ int ds_synth_image(const ds_synth_opts *o, size_t index, ds_split *split,
     g = trn_rng_fork(&master, index);
     syn_labels lab;
     ds_syn_labels_of(o, index, &g, &lab);
-    if (split) *split = (ds_split)lab.split;
+    if (split) *split = (trn_split)lab.split;
     if (labels) {
         labels[0] = lab.identity;
         labels[1] = shapes[lab.shape].family;
@@ -547,7 +547,7 @@ int ds_synth_generate(const ds_synth_opts *o, const char *root, const char *name
         goto done;
     }
     for (size_t i = 0; i < count; i++) {
-        ds_split sp;
+        trn_split sp;
         if (ds_synth_image(o, i, &sp, cls + i * DS_SYNTH_TASKS, NULL, err) != 0) goto done;
         split[i] = (uint8_t)sp;
     }

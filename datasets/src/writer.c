@@ -7,7 +7,7 @@
  * label per task in task order, i zero-padded to at least 6 digits; so the
  * label rule finds every task's label in the file name, and one list per
  * split serves every task. Before any pixel is drawn, every file name is
- * checked against every task with ds_label_match (an importer's label that
+ * checked against every task with trn_label_match (an importer's label that
  * collides with another task's label is refused here).
  */
 #include "ds.h"
@@ -72,7 +72,7 @@ static void *worker(void *arg)
             break;
         }
         item_name(s, w->width, i, name, sizeof name); /* checked before the threads start */
-        int n = snprintf(path, sizeof path, "%s/%s/%s", w->dir, ds_split_name(s->split[i]), name);
+        int n = snprintf(path, sizeof path, "%s/%s/%s", w->dir, trn_split_name(s->split[i]), name);
         int rc = n > 0 && n < (int)sizeof path ? ds_fs_write(path, png, len, &e)
                                                 : trn_errf(&e, "path too long: %s/%s", w->dir, name);
         free(png);
@@ -103,7 +103,7 @@ static int check_spec(const ds_set_spec *s, int width, trn_err *err)
         return trn_errf(err, "set %s: the first task must be 'identity', not '%s'", s->name, s->tasks[0].name);
     char name[1024], where[128];
     for (size_t i = 0; i < s->count; i++) {
-        if (s->split[i] >= DS_SPLIT_COUNT)
+        if (s->split[i] >= TRN_SPLIT_COUNT)
             return trn_errf(err, "set %s: image %zu has no valid split", s->name, i);
         for (int t = 0; t < s->ntasks; t++) {
             int32_t c = s->cls[i * s->ntasks + t];
@@ -115,7 +115,7 @@ static int check_spec(const ds_set_spec *s, int width, trn_err *err)
             return trn_errf(err, "set %s: the file name of image %zu is over %zu bytes", s->name, i, sizeof name);
         snprintf(where, sizeof where, "set %s, image %zu", s->name, i);
         for (int t = 0; t < s->ntasks; t++) {
-            int k = ds_label_match(name, (const char *const *)s->tasks[t].labels, s->tasks[t].classes,
+            int k = trn_label_match(name, (const char *const *)s->tasks[t].labels, s->tasks[t].classes,
                                    where, err);
             if (k < 0) return trn_err_prefix(err, "task %s (labels collide between tasks?)", s->tasks[t].name);
             if (k != s->cls[i * s->ntasks + t])
@@ -133,7 +133,7 @@ static void task_file(const ds_set_spec *s, int t, const char *ext, char *out, s
     else snprintf(out, cap, "%s-%s.%s", s->name, s->tasks[t].name, ext);
 }
 
-static int write_text_files(const ds_set_spec *s, const char *dir, int width, size_t count[DS_SPLIT_COUNT],
+static int write_text_files(const ds_set_spec *s, const char *dir, int width, size_t count[TRN_SPLIT_COUNT],
                             trn_err *err)
 {
     char path[DS_PATH_MAX], name[1024], file[256];
@@ -144,7 +144,7 @@ static int write_text_files(const ds_set_spec *s, const char *dir, int width, si
     trn_rng_seed(&master, s->seed);
     size_t *idx = malloc(s->count * sizeof *idx);
     if (!idx) return trn_errf(err, "out of memory");
-    for (int sp = 0; sp < DS_SPLIT_COUNT && rc == 0; sp++) {
+    for (int sp = 0; sp < TRN_SPLIT_COUNT && rc == 0; sp++) {
         size_t n = 0;
         for (size_t i = 0; i < s->count; i++)
             if (s->split[i] == sp) idx[n++] = i;
@@ -159,9 +159,9 @@ static int write_text_files(const ds_set_spec *s, const char *dir, int width, si
         ds_buf b = {0};
         for (size_t i = 0; i < n; i++) {
             item_name(s, width, idx[i], name, sizeof name);
-            ds_buf_printf(&b, "%s/%s\n", ds_split_name(sp), name);
+            ds_buf_printf(&b, "%s/%s\n", trn_split_name(sp), name);
         }
-        snprintf(file, sizeof file, "%s.list", ds_split_name(sp));
+        snprintf(file, sizeof file, "%s.list", trn_split_name(sp));
         rc = ds_fs_join(path, dir, file, err) || ds_buf_write(&b, path, err) ? -1 : 0;
         ds_buf_free(&b);
     }
@@ -181,8 +181,8 @@ static int write_text_files(const ds_set_spec *s, const char *dir, int width, si
         ds_buf_free(&b);
         if (rc != 0) break;
         ds_buf_printf(&b, "classes = %d\n", tk->classes);
-        for (int sp = 0; sp < DS_SPLIT_COUNT; sp++)
-            if (count[sp]) ds_buf_printf(&b, "%s = %s.list\n", ds_split_name(sp), ds_split_name(sp));
+        for (int sp = 0; sp < TRN_SPLIT_COUNT; sp++)
+            if (count[sp]) ds_buf_printf(&b, "%s = %s.list\n", trn_split_name(sp), trn_split_name(sp));
         ds_buf_printf(&b, "labels = %s\nnames = %s\n", names, names);
         /* Outside the set folder, so that rebuilding the set never removes
          * what a trainer saved there. */
@@ -203,7 +203,7 @@ static int write_text_files(const ds_set_spec *s, const char *dir, int width, si
     ds_buf b = {0};
     ds_buf_printf(&b, "# how this set was made (datasets/, build/bin/dataset)\nname = %s\n", s->name);
     ds_buf_printf(&b, "images = %zu\n", s->count);
-    for (int sp = 0; sp < DS_SPLIT_COUNT; sp++) ds_buf_printf(&b, "%s = %zu\n", ds_split_name(sp), count[sp]);
+    for (int sp = 0; sp < TRN_SPLIT_COUNT; sp++) ds_buf_printf(&b, "%s = %zu\n", trn_split_name(sp), count[sp]);
     ds_buf_printf(&b, "tasks =");
     for (int t = 0; t < s->ntasks; t++) ds_buf_printf(&b, " %s", s->tasks[t].name);
     ds_buf_printf(&b, "\nlist_seed = %llu\n%s", (unsigned long long)s->seed, s->info ? s->info : "");
@@ -227,11 +227,11 @@ int ds_set_write(const ds_set_spec *s, ds_write_result *res, trn_err *err)
     if (ds_fs_make_tmp(dst, tmp, err) != 0) return -1;
 
     int rc = 0;
-    size_t used[DS_SPLIT_COUNT] = {0};
+    size_t used[TRN_SPLIT_COUNT] = {0};
     for (size_t i = 0; i < s->count; i++) used[s->split[i]]++;
-    for (int sp = 0; sp < DS_SPLIT_COUNT && rc == 0; sp++) {
+    for (int sp = 0; sp < TRN_SPLIT_COUNT && rc == 0; sp++) {
         if (!used[sp]) continue; /* an empty split has no folder, list or key */
-        rc = ds_fs_join(path, tmp, ds_split_name(sp), err);
+        rc = ds_fs_join(path, tmp, trn_split_name(sp), err);
         if (rc == 0 && mkdir(path, 0755) != 0) rc = trn_errf(err, "cannot create %s", path);
     }
     if (rc == 0) {

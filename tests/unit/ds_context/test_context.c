@@ -48,21 +48,23 @@ static void options(void **state)
     assert_non_null(strstr(err.msg, "twice"));
 }
 
-/* Loads a context set and counts in-context and "other" images. */
-static void load_ctx(const char *dir, const char *id, int n, ds_set *s, size_t in[DS_SPLIT_COUNT],
-                     size_t other[DS_SPLIT_COUNT])
+/* Opens a context set (into *s, path into data) and counts its in-context
+ * and "other" images. */
+static void load_ctx(const char *dir, const char *id, int n, trn_dataset **s, char data[DS_PATH_MAX],
+                     size_t in[TRN_SPLIT_COUNT], size_t other[TRN_SPLIT_COUNT])
 {
-    char p[DS_PATH_MAX];
     trn_err err;
+    char p[DS_PATH_MAX];
     TPATH(p, "%s/%s/%s.data", dir, id, id);
-    if (ds_set_load(p, s, &err) != 0) fail_msg("%s", err.msg);
-    if (ds_set_check(s, 0, &err) != 0) fail_msg("%s", err.msg); /* links resolve */
-    assert_int_equal(s->labels.classes, n + 1);
-    assert_string_equal(s->labels.labels[n], "other");
-    for (int sp = 0; sp < DS_SPLIT_COUNT; sp++) {
+    memcpy(data, p, sizeof p);
+    if (!(*s = trn_dataset_open(p, &err))) fail_msg("%s", err.msg);
+    if (ds_check_set(*s, p, 0, &err) != 0) fail_msg("%s", err.msg); /* links resolve */
+    assert_int_equal(trn_dataset_classes(*s), n + 1);
+    assert_string_equal(trn_dataset_label(*s, n), "other");
+    for (int sp = 0; sp < TRN_SPLIT_COUNT; sp++) {
         in[sp] = other[sp] = 0;
-        for (size_t i = 0; i < s->count[sp]; i++) {
-            if (s->cls[sp][i] == n) other[sp]++;
+        for (size_t i = 0; i < trn_dataset_count(*s, (trn_split)sp); i++) {
+            if (trn_dataset_class(*s, (trn_split)sp, i) == n) other[sp]++;
             else in[sp]++;
         }
     }
@@ -86,42 +88,43 @@ static void streams(void **state)
     assert_int_equal(res.nskipped, 1);
     assert_int_equal(res.skipped_n[0], 48);
 
-    static const int per_class[DS_SPLIT_COUNT] = {10, 4, 6};
-    ds_set s, s2;
-    size_t in[DS_SPLIT_COUNT], other[DS_SPLIT_COUNT], in2[DS_SPLIT_COUNT], other2[DS_SPLIT_COUNT];
+    static const int per_class[TRN_SPLIT_COUNT] = {10, 4, 6};
+    trn_dataset *s, *s2;
+    char data1[DS_PATH_MAX], data2[DS_PATH_MAX];
+    size_t in[TRN_SPLIT_COUNT], other[TRN_SPLIT_COUNT], in2[TRN_SPLIT_COUNT], other2[TRN_SPLIT_COUNT];
     /* n = 7: all in-context images, and others in proportion. */
-    load_ctx(out, "n7-p0.6", 7, &s, in, other);
-    for (int sp = 0; sp < DS_SPLIT_COUNT; sp++) {
+    load_ctx(out, "n7-p0.6", 7, &s, data1, in, other);
+    for (int sp = 0; sp < TRN_SPLIT_COUNT; sp++) {
         assert_int_equal(in[sp], (size_t)7 * per_class[sp]);
         assert_int_equal(other[sp], (size_t)llround(7.0 * per_class[sp] * 0.4 / 0.6));
     }
     /* The same classes for every p of the same (n, replica). */
-    load_ctx(out, "n7-p0.95", 7, &s2, in2, other2);
-    for (int k = 0; k < 7; k++) assert_string_equal(s.labels.labels[k], s2.labels.labels[k]);
-    assert_int_equal(other2[DS_SPLIT_TRAIN], (size_t)llround(70 * 0.05 / 0.95));
-    ds_set_free(&s2);
+    load_ctx(out, "n7-p0.95", 7, &s2, data2, in2, other2);
+    for (int k = 0; k < 7; k++) assert_string_equal(trn_dataset_label(s, k), trn_dataset_label(s2, k));
+    assert_int_equal(other2[TRN_SPLIT_TRAIN], (size_t)llround(70 * 0.05 / 0.95));
+    trn_dataset_close(s2);
     /* p = 1: no other image at all. */
-    load_ctx(out, "n7-p1", 7, &s2, in2, other2);
-    assert_int_equal(other2[DS_SPLIT_TRAIN] + other2[DS_SPLIT_VALID] + other2[DS_SPLIT_TEST], 0);
-    ds_set_free(&s2);
+    load_ctx(out, "n7-p1", 7, &s2, data2, in2, other2);
+    assert_int_equal(other2[TRN_SPLIT_TRAIN] + other2[TRN_SPLIT_VALID] + other2[TRN_SPLIT_TEST], 0);
+    trn_dataset_close(s2);
     /* A second replica draws another class set. */
-    load_ctx(out, "n7-p0.6-r1", 7, &s2, in2, other2);
+    load_ctx(out, "n7-p0.6-r1", 7, &s2, data2, in2, other2);
     int same = 1;
-    for (int k = 0; k < 7; k++) same &= !strcmp(s.labels.labels[k], s2.labels.labels[k]);
+    for (int k = 0; k < 7; k++) same &= !strcmp(trn_dataset_label(s, k), trn_dataset_label(s2, k));
     assert_false(same);
-    ds_set_free(&s2);
-    ds_set_free(&s);
+    trn_dataset_close(s2);
+    trn_dataset_close(s);
     /* n = 21, p = 0.6: 21*10 in, 140 others needed, 270 available. */
-    load_ctx(out, "n21-p0.6", 21, &s, in, other);
-    assert_int_equal(in[DS_SPLIT_TRAIN], 210);
-    assert_int_equal(other[DS_SPLIT_TRAIN], 140);
+    load_ctx(out, "n21-p0.6", 21, &s, data1, in, other);
+    assert_int_equal(in[TRN_SPLIT_TRAIN], 210);
+    assert_int_equal(other[TRN_SPLIT_TRAIN], 140);
     /* Paths stay relative, in-context ones to the set, others via other/. */
-    for (size_t i = 0; i < s.count[DS_SPLIT_TRAIN]; i++) {
-        const char *e = s.path[DS_SPLIT_TRAIN][i];
-        if (s.cls[DS_SPLIT_TRAIN][i] == 21) assert_true(!strncmp(e, "other/", 6));
+    for (size_t i = 0; i < trn_dataset_count(s, TRN_SPLIT_TRAIN); i++) {
+        const char *e = ds_set_entry(s, data1, TRN_SPLIT_TRAIN, i);
+        if (trn_dataset_class(s, TRN_SPLIT_TRAIN, i) == 21) assert_true(!strncmp(e, "other/", 6));
         else assert_true(!strncmp(e, "../../train/", 12));
     }
-    ds_set_free(&s);
+    trn_dataset_close(s);
 
     /* Same options: same bytes. */
     char out2[DS_PATH_MAX];
@@ -148,12 +151,13 @@ static void few_others(void **state)
     assert_int_equal(ds_context_parse_p(&o, "0.6", &err), 0);
     ds_context_result res;
     if (ds_contexts_write(data, out, &o, &res, &err) != 0) fail_msg("%s", err.msg);
-    ds_set s;
-    size_t in[DS_SPLIT_COUNT], other[DS_SPLIT_COUNT];
-    load_ctx(out, "n40-p0.6", 40, &s, in, other);
-    assert_int_equal(other[DS_SPLIT_TRAIN], 80); /* all 8 other classes */
-    assert_int_equal(in[DS_SPLIT_TRAIN], 120);   /* 80 * 0.6 / 0.4 */
-    ds_set_free(&s);
+    trn_dataset *s;
+    size_t in[TRN_SPLIT_COUNT], other[TRN_SPLIT_COUNT];
+    char data1[DS_PATH_MAX];
+    load_ctx(out, "n40-p0.6", 40, &s, data1, in, other);
+    assert_int_equal(other[TRN_SPLIT_TRAIN], 80); /* all 8 other classes */
+    assert_int_equal(in[TRN_SPLIT_TRAIN], 120);   /* 80 * 0.6 / 0.4 */
+    trn_dataset_close(s);
 }
 
 /* Contexts outside the set folder use absolute paths. */
@@ -172,12 +176,14 @@ static void outside_the_set(void **state)
     assert_int_equal(ds_context_parse_p(&o, "0.8", &err), 0);
     ds_context_result res;
     if (ds_contexts_write(data, out, &o, &res, &err) != 0) fail_msg("%s", err.msg);
-    ds_set s;
-    size_t in[DS_SPLIT_COUNT], other[DS_SPLIT_COUNT];
-    load_ctx(out, "n7-p0.8", 7, &s, in, other);
-    for (size_t i = 0; i < s.count[DS_SPLIT_VALID]; i++)
-        if (s.cls[DS_SPLIT_VALID][i] < 7) assert_true(s.path[DS_SPLIT_VALID][i][0] == '/');
-    ds_set_free(&s);
+    trn_dataset *s;
+    size_t in[TRN_SPLIT_COUNT], other[TRN_SPLIT_COUNT];
+    char data1[DS_PATH_MAX];
+    load_ctx(out, "n7-p0.8", 7, &s, data1, in, other);
+    for (size_t i = 0; i < trn_dataset_count(s, TRN_SPLIT_VALID); i++)
+        if (trn_dataset_class(s, TRN_SPLIT_VALID, i) < 7)
+            assert_true(ds_set_entry(s, data1, TRN_SPLIT_VALID, i)[0] == '/');
+    trn_dataset_close(s);
 }
 
 static void other_label_refused(void **state)

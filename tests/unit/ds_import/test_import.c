@@ -95,22 +95,22 @@ static void cifar10(void **state)
     ds_import_opts o = opts(root);
     ds_write_result res;
     if (ds_import(DS_FORMAT_CIFAR10, src, &o, &res, &err) != 0) fail_msg("%s", err.msg);
-    assert_int_equal(res.count[DS_SPLIT_TRAIN], 24);
-    assert_int_equal(res.count[DS_SPLIT_VALID], 6);
-    assert_int_equal(res.count[DS_SPLIT_TEST], 10);
-    ds_set s;
-    if (ds_set_load(res.data_path, &s, &err) != 0) fail_msg("%s", err.msg);
-    assert_int_equal(s.labels.classes, 10);
-    assert_string_equal(s.labels.labels[9], "truck");
-    assert_int_equal(ds_set_check(&s, 1, &err), 0);
+    assert_int_equal(res.count[TRN_SPLIT_TRAIN], 24);
+    assert_int_equal(res.count[TRN_SPLIT_VALID], 6);
+    assert_int_equal(res.count[TRN_SPLIT_TEST], 10);
+    trn_dataset *s;
+    if (!(s = trn_dataset_open(res.data_path, &err))) fail_msg("%s", err.msg);
+    assert_int_equal(trn_dataset_classes(s), 10);
+    assert_string_equal(trn_dataset_label(s, 9), "truck");
+    assert_int_equal(ds_check_set(s, res.data_path, 1, &err), 0);
     /* Test image j is record 30 + j: its class and pixels survived. */
     int seen = 0;
-    for (size_t i = 0; i < s.count[DS_SPLIT_TEST]; i++) {
+    for (size_t i = 0; i < trn_dataset_count(s, TRN_SPLIT_TEST); i++) {
         char p[DS_PATH_MAX];
-        assert_int_equal(ds_set_resolve(&s, s.path[DS_SPLIT_TEST][i], p, &err), 0);
+        TPATH(p, "%s", trn_dataset_path(s, TRN_SPLIT_TEST, i));
         size_t idx = (size_t)strtoul(strrchr(p, '/') + 1, NULL, 10);
         size_t g = idx; /* test records are the last ones: image number == record number */
-        assert_int_equal(s.cls[DS_SPLIT_TEST][i], (int)(g % 10));
+        assert_int_equal(trn_dataset_class(s, TRN_SPLIT_TEST, i), (int)(g % 10));
         ds_pixels px = {0};
         decode_file(p, &px);
         assert_int_equal(px.w, 32);
@@ -121,7 +121,7 @@ static void cifar10(void **state)
         seen++;
     }
     assert_int_equal(seen, 10);
-    ds_set_free(&s);
+    trn_dataset_close(s);
 
     /* Importing again gives the same set. */
     if (ds_import(DS_FORMAT_CIFAR10, src, &o, &res, &err) != 0) fail_msg("%s", err.msg);
@@ -197,23 +197,23 @@ static void cifar100(void **state)
     o.name = "c100";
     ds_write_result res;
     if (ds_import(DS_FORMAT_CIFAR100, src, &o, &res, &err) != 0) fail_msg("%s", err.msg);
-    ds_set s;
-    if (ds_set_load(res.data_path, &s, &err) != 0) fail_msg("%s", err.msg);
-    assert_int_equal(s.labels.classes, 100);
-    assert_string_equal(s.labels.labels[42], "fine-42");
-    assert_int_equal(s.count[DS_SPLIT_TEST], 40);
-    ds_set_free(&s);
+    trn_dataset *s;
+    if (!(s = trn_dataset_open(res.data_path, &err))) fail_msg("%s", err.msg);
+    assert_int_equal(trn_dataset_classes(s), 100);
+    assert_string_equal(trn_dataset_label(s, 42), "fine-42");
+    assert_int_equal(trn_dataset_count(s, TRN_SPLIT_TEST), 40);
+    trn_dataset_close(s);
     char p[DS_PATH_MAX];
     TPATH(p, "%s/c100/c100-coarse.data", root);
-    if (ds_set_load(p, &s, &err) != 0) fail_msg("%s", err.msg);
-    assert_int_equal(s.labels.classes, 20);
-    assert_string_equal(s.labels.labels[3], "super-class-3");
+    if (!(s = trn_dataset_open(p, &err))) fail_msg("%s", err.msg);
+    assert_int_equal(trn_dataset_classes(s), 20);
+    assert_string_equal(trn_dataset_label(s, 3), "super-class-3");
     /* Coarse label of record g is g % 20; fine is g % 100. */
-    for (size_t i = 0; i < s.count[DS_SPLIT_TEST]; i++) {
-        size_t g = (size_t)strtoul(strrchr(s.path[DS_SPLIT_TEST][i], '/') + 1, NULL, 10);
-        assert_int_equal(s.cls[DS_SPLIT_TEST][i], (int)(g % 20));
+    for (size_t i = 0; i < trn_dataset_count(s, TRN_SPLIT_TEST); i++) {
+        size_t g = (size_t)strtoul(strrchr(trn_dataset_path(s, TRN_SPLIT_TEST, i), '/') + 1, NULL, 10);
+        assert_int_equal(trn_dataset_class(s, TRN_SPLIT_TEST, i), (int)(g % 20));
     }
-    ds_set_free(&s);
+    trn_dataset_close(s);
 
     /* A CIFAR-10 folder given as CIFAR-100: the record size does not fit. */
     char c10[DS_PATH_MAX];
@@ -268,17 +268,17 @@ static void mnist(void **state)
     ds_import_opts o = opts(root);
     ds_write_result res;
     if (ds_import(DS_FORMAT_MNIST, src, &o, &res, &err) != 0) fail_msg("%s", err.msg);
-    assert_int_equal(res.count[DS_SPLIT_TRAIN], 24);
-    assert_int_equal(res.count[DS_SPLIT_VALID], 6);
-    assert_int_equal(res.count[DS_SPLIT_TEST], 12);
-    ds_set s;
-    if (ds_set_load(res.data_path, &s, &err) != 0) fail_msg("%s", err.msg);
-    assert_string_equal(s.labels.labels[7], "seven");
-    for (size_t i = 0; i < s.count[DS_SPLIT_TEST]; i++) {
-        size_t j = (size_t)strtoul(strrchr(s.path[DS_SPLIT_TEST][i], '/') + 1, NULL, 10) - 30;
-        assert_int_equal(s.cls[DS_SPLIT_TEST][i], (int)((j * 3 + 1) % 10));
+    assert_int_equal(res.count[TRN_SPLIT_TRAIN], 24);
+    assert_int_equal(res.count[TRN_SPLIT_VALID], 6);
+    assert_int_equal(res.count[TRN_SPLIT_TEST], 12);
+    trn_dataset *s;
+    if (!(s = trn_dataset_open(res.data_path, &err))) fail_msg("%s", err.msg);
+    assert_string_equal(trn_dataset_label(s, 7), "seven");
+    for (size_t i = 0; i < trn_dataset_count(s, TRN_SPLIT_TEST); i++) {
+        size_t j = (size_t)strtoul(strrchr(trn_dataset_path(s, TRN_SPLIT_TEST, i), '/') + 1, NULL, 10) - 30;
+        assert_int_equal(trn_dataset_class(s, TRN_SPLIT_TEST, i), (int)((j * 3 + 1) % 10));
         char p[DS_PATH_MAX];
-        assert_int_equal(ds_set_resolve(&s, s.path[DS_SPLIT_TEST][i], p, &err), 0);
+        TPATH(p, "%s", trn_dataset_path(s, TRN_SPLIT_TEST, i));
         ds_pixels px = {0};
         decode_file(p, &px);
         assert_int_equal(px.c, 1);
@@ -286,7 +286,7 @@ static void mnist(void **state)
         assert_int_equal(px.data[100], (uint8_t)(100 + j * 11));
         ds_pixels_free(&px);
     }
-    ds_set_free(&s);
+    trn_dataset_close(s);
 }
 
 static void mnist_damage(void **state)
@@ -369,25 +369,25 @@ static void folder_classes(void **state)
     o.test_frac = 0.1;
     ds_write_result res;
     if (ds_import(DS_FORMAT_FOLDER, src, &o, &res, &err) != 0) fail_msg("%s", err.msg);
-    assert_int_equal(res.count[DS_SPLIT_TEST], 3);
-    assert_int_equal(res.count[DS_SPLIT_VALID], 6);
-    assert_int_equal(res.count[DS_SPLIT_TRAIN], 21);
-    ds_set s;
+    assert_int_equal(res.count[TRN_SPLIT_TEST], 3);
+    assert_int_equal(res.count[TRN_SPLIT_VALID], 6);
+    assert_int_equal(res.count[TRN_SPLIT_TRAIN], 21);
+    trn_dataset *s;
     char p[DS_PATH_MAX];
     TPATH(p, "%s/pets/pets.data", root);
-    if (ds_set_load(p, &s, &err) != 0) fail_msg("%s", err.msg);
-    assert_string_equal(s.labels.labels[2], "guinea-pig");
-    assert_int_equal(ds_set_check(&s, 1, &err), 0);
-    for (size_t i = 0; i < s.count[DS_SPLIT_TRAIN]; i++) {
-        assert_int_equal(ds_set_resolve(&s, s.path[DS_SPLIT_TRAIN][i], p, &err), 0);
+    if (!(s = trn_dataset_open(p, &err))) fail_msg("%s", err.msg);
+    assert_string_equal(trn_dataset_label(s, 2), "guinea-pig");
+    assert_int_equal(ds_check_set(s, p, 1, &err), 0);
+    for (size_t i = 0; i < trn_dataset_count(s, TRN_SPLIT_TRAIN); i++) {
+        TPATH(p, "%s", trn_dataset_path(s, TRN_SPLIT_TRAIN, i));
         ds_pixels px = {0};
         decode_file(p, &px);
         assert_int_equal(px.w, 16);
         assert_int_equal(px.h, 16);
-        assert_true(abs(px.data[0] - 40 * s.cls[DS_SPLIT_TRAIN][i]) <= 3);
+        assert_true(abs(px.data[0] - 40 * trn_dataset_class(s, TRN_SPLIT_TRAIN, i)) <= 3);
         ds_pixels_free(&px);
     }
-    ds_set_free(&s);
+    trn_dataset_close(s);
     TPATH(p, "%s/pets/pets.info", root);
     char *text;
     size_t len;
@@ -418,9 +418,9 @@ static void folder_splits_and_damage(void **state)
     o.test_frac = 0.25;
     ds_write_result res;
     if (ds_import(DS_FORMAT_FOLDER, src, &o, &res, &err) != 0) fail_msg("%s", err.msg);
-    assert_int_equal(res.count[DS_SPLIT_VALID], 4); /* val/ */
-    assert_int_equal(res.count[DS_SPLIT_TEST], 4);  /* carved from train */
-    assert_int_equal(res.count[DS_SPLIT_TRAIN], 12);
+    assert_int_equal(res.count[TRN_SPLIT_VALID], 4); /* val/ */
+    assert_int_equal(res.count[TRN_SPLIT_TEST], 4);  /* carved from train */
+    assert_int_equal(res.count[TRN_SPLIT_TRAIN], 12);
 
     /* One truncated JPEG: refused with its name and offset; the set that
      * was there stays as it was. */

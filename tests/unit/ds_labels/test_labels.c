@@ -1,5 +1,6 @@
-/* Unit tests of datasets/ labels: label words, the label rule, tasks, and
- * reading a .data set (labels, lists, errors with file:line). */
+/* Unit tests of datasets/ labels and checks: label words, tasks, and what
+ * ds_check_set adds to reading a set with libtrn (images exist, no image in
+ * two splits, every image decodes). */
 #include "testutil_impl.h"
 #include "ds_testutil.h"
 
@@ -29,32 +30,6 @@ static void label_words(void **state)
     assert_int_equal(ds_label_check(out, &err), -1);
 }
 
-static void label_rule(void **state)
-{
-    (void)state;
-    const char *labels[] = {"cat", "dog", "red-disc", "small"};
-    trn_err err;
-    assert_int_equal(ds_label_match("train/000001_dog.png", labels, 4, "l:1", &err), 1);
-    assert_int_equal(ds_label_match("x/dog/img001.jpg", labels, 4, "l:1", &err), 1);
-    /* Parent folder and token naming the same label count once. */
-    assert_int_equal(ds_label_match("x/dog/dog_001.jpg", labels, 4, "l:1", &err), 1);
-    assert_int_equal(ds_label_match("000009_red-disc_round.png", labels, 4, "l:1", &err), 2);
-    /* Darknet's substring trap: "cat" inside "category" or the path's
-     * folders must not match. */
-    assert_int_equal(ds_label_match("/data/cats/category_7/000001_dog.png", labels, 4, "l:1", &err), 1);
-    /* The extension is not a token, but a label with a '.' can be. */
-    const char *dotted[] = {"png", "v1.2"};
-    assert_int_equal(ds_label_match("a/000001_v1.2.png", dotted, 2, "l:1", &err), 1);
-
-    assert_int_equal(ds_label_match("train/000001_cow.png", labels, 4, "list:7", &err), -1);
-    assert_non_null(strstr(err.msg, "list:7"));
-    assert_non_null(strstr(err.msg, "000001_cow.png"));
-    assert_non_null(strstr(err.msg, "none of the 4 labels"));
-    assert_int_equal(ds_label_match("train/000001_cat_dog.png", labels, 4, "list:8", &err), -1);
-    assert_non_null(strstr(err.msg, "list:8"));
-    assert_non_null(strstr(err.msg, "'cat', 'dog'"));
-}
-
 static void tasks(void **state)
 {
     (void)state;
@@ -78,8 +53,8 @@ static void tasks(void **state)
     assert_int_equal(ds_task_init(&t, "ok", 0, &err), -1);
 }
 
-/* A small set on disk: two classes, train and test lists, one image each
- * (the images are empty files; ds_set_load does not open them). */
+/* A small set on disk: two classes, train and test lists (the images are
+ * empty files; reading the set does not open them). */
 static const char *make_set(const char *name, const char *data, const char *names, const char *train,
                             const char *test)
 {
@@ -103,87 +78,54 @@ static const char *make_set(const char *name, const char *data, const char *name
 static const char *good_data = "# a comment\nclasses = 2\ntrain = train.list\ntest=test.list\n"
                                "labels = x.names\nnames = x.names\nbackup = backup/\ntop = 2\n";
 
-static void set_load(void **state)
+/* ds_check_set on a set that trn_dataset_open reads: NULL when the check
+ * passes, else the message. */
+static const char *check(const char *data, int decode)
 {
-    (void)state;
-    ds_set s;
-    trn_err err;
-    const char *p = make_set("good", good_data, "cat\ndog\n", "img/000001_cat.png\n\nimg/000002_dog.png\r\n",
-                             "img/000003_dog.png\n");
-    assert_int_equal(ds_set_load(p, &s, &err), 0);
-    assert_int_equal(s.labels.classes, 2);
-    assert_int_equal(s.top, 2);
-    assert_int_equal(s.count[DS_SPLIT_TRAIN], 2);
-    assert_int_equal(s.count[DS_SPLIT_VALID], 0);
-    assert_int_equal(s.count[DS_SPLIT_TEST], 1);
-    assert_int_equal(s.cls[DS_SPLIT_TRAIN][0], 0);
-    assert_int_equal(s.cls[DS_SPLIT_TRAIN][1], 1);
-    assert_string_equal(s.path[DS_SPLIT_TRAIN][1], "img/000002_dog.png");
-    char r[DS_PATH_MAX], want[DS_PATH_MAX];
-    assert_int_equal(ds_set_resolve(&s, s.path[DS_SPLIT_TEST][0], r, &err), 0);
-    TPATH(want, "%s/good/img/000003_dog.png", test_tmpdir());
-    assert_string_equal(r, want);
-    assert_int_equal(ds_set_check(&s, 0, &err), 0);
-    ds_set_free(&s);
-    ds_set_free(&s);
+    static trn_err err;
+    trn_dataset *ds = trn_dataset_open(data, &err);
+    if (!ds) fail_msg("%s", err.msg);
+    int rc = ds_check_set(ds, data, decode, &err);
+    trn_dataset_close(ds);
+    return rc == 0 ? NULL : err.msg;
 }
 
-static void set_errors(void **state)
+static void check_set(void **state)
 {
     (void)state;
-    ds_set s;
+    const char *p = make_set("good", good_data, "cat\ndog\n", "img/000001_cat.png\n\nimg/000002_dog.png\r\n",
+                             "img/000003_dog.png\n");
+    assert_null(check(p, 0));
+    /* The entry as the list gives it, relative to the set's folder. */
     trn_err err;
-    const char *p = make_set("badkey", "classes = 2\ntrain = train.list\nlabels = x.names\nnonsense\n", "cat\ndog\n",
-                             "img/000001_cat.png\n", NULL);
-    assert_int_equal(ds_set_load(p, &s, &err), -1);
-    assert_non_null(strstr(err.msg, "x.data:4"));
+    trn_dataset *ds = trn_dataset_open(p, &err);
+    assert_non_null(ds);
+    assert_string_equal(ds_set_entry(ds, p, TRN_SPLIT_TRAIN, 1), "img/000002_dog.png");
+    trn_dataset_close(ds);
 
-    p = make_set("count", "classes = 3\ntrain = train.list\nlabels = x.names\n", "cat\ndog\n", "img/000001_cat.png\n", NULL);
-    assert_int_equal(ds_set_load(p, &s, &err), -1);
-    assert_non_null(strstr(err.msg, "2 labels"));
-    assert_non_null(strstr(err.msg, "classes = 3"));
-
-    p = make_set("unmatched", good_data, "cat\ndog\n", "img/000001_cat.png\nimg/000009_cow.png\n", "img/000003_dog.png\n");
-    assert_int_equal(ds_set_load(p, &s, &err), -1);
-    assert_non_null(strstr(err.msg, "train.list:2"));
-    assert_non_null(strstr(err.msg, "000009_cow.png"));
-
-    p = make_set("nolabels", "classes = 2\ntrain = train.list\n", "cat\ndog\n", "img/000001_cat.png\n", NULL);
-    assert_int_equal(ds_set_load(p, &s, &err), -1);
-    assert_non_null(strstr(err.msg, "labels"));
-
-    p = make_set("dup", good_data, "cat\ncat\n", "img/000001_cat.png\n", "img/000003_dog.png\n");
-    assert_int_equal(ds_set_load(p, &s, &err), -1);
-    assert_non_null(strstr(err.msg, "'cat' is given to two classes"));
-
-    /* Loads, but the check finds a missing image and one shared by splits. */
+    /* A missing image, one in two splits, one that does not decode. */
     p = make_set("missing", good_data, "cat\ndog\n", "img/000001_cat.png\nimg/000004_dog.png\n", "img/000003_dog.png\n");
-    assert_int_equal(ds_set_load(p, &s, &err), 0);
-    assert_int_equal(ds_set_check(&s, 0, &err), -1);
-    assert_non_null(strstr(err.msg, "000004_dog.png"));
-    assert_non_null(strstr(err.msg, "no such file"));
-    ds_set_free(&s);
+    const char *msg = check(p, 0);
+    assert_non_null(msg);
+    assert_non_null(strstr(msg, "entry 2 of the train list"));
+    assert_non_null(strstr(msg, "000004_dog.png: no such file"));
     p = make_set("shared", good_data, "cat\ndog\n", "img/000001_cat.png\nimg/000003_dog.png\n", "img/000003_dog.png\n");
-    assert_int_equal(ds_set_load(p, &s, &err), 0);
-    assert_int_equal(ds_set_check(&s, 0, &err), -1);
-    assert_non_null(strstr(err.msg, "two splits"));
-    ds_set_free(&s);
-    /* --decode: the empty files are not images. */
+    msg = check(p, 0);
+    assert_non_null(msg);
+    assert_non_null(strstr(msg, "two splits"));
     p = make_set("undecodable", good_data, "cat\ndog\n", "img/000001_cat.png\n", "img/000003_dog.png\n");
-    assert_int_equal(ds_set_load(p, &s, &err), 0);
-    assert_int_equal(ds_set_check(&s, 1, &err), -1);
-    assert_non_null(strstr(err.msg, "000001_cat.png: byte offset 0"));
-    ds_set_free(&s);
-
-    assert_int_equal(ds_set_load("/nonexistent/x.data", &s, &err), -1);
-    assert_non_null(strstr(err.msg, "/nonexistent/x.data"));
+    assert_null(check(p, 0));
+    msg = check(p, 1); /* the images are empty files */
+    assert_non_null(msg);
+    assert_non_null(strstr(msg, "000001_cat.png: byte offset 0"));
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(label_words), cmocka_unit_test(label_rule), cmocka_unit_test(tasks),
-        cmocka_unit_test(set_load),    cmocka_unit_test(set_errors),
+        cmocka_unit_test(label_words),
+        cmocka_unit_test(tasks),
+        cmocka_unit_test(check_set),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     test_tmpdir_cleanup();

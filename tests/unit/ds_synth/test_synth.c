@@ -56,9 +56,9 @@ static void tasks_and_labels(void **state)
     size_t n = ds_synth_count(&o);
     int fam[64], grp[64], sizes[64] = {0}, textures[64] = {0};
     for (int k = 0; k < 64; k++) fam[k] = grp[k] = -1;
-    int per_split[DS_SPLIT_COUNT][64] = {{0}};
+    int per_split[TRN_SPLIT_COUNT][64] = {{0}};
     for (size_t i = 0; i < n; i++) {
-        ds_split sp;
+        trn_split sp;
         int32_t l[DS_SYNTH_TASKS];
         assert_int_equal(ds_synth_image(&o, i, &sp, l, NULL, &err), 0);
         for (int k = 0; k < DS_SYNTH_TASKS; k++) assert_true(l[k] >= 0 && l[k] < t[k].classes);
@@ -71,9 +71,9 @@ static void tasks_and_labels(void **state)
         per_split[sp][id]++;
     }
     for (int id = 0; id < t[0].classes; id++) {
-        assert_int_equal(per_split[DS_SPLIT_TRAIN][id], 20);
-        assert_int_equal(per_split[DS_SPLIT_VALID][id], 2);
-        assert_int_equal(per_split[DS_SPLIT_TEST][id], 2);
+        assert_int_equal(per_split[TRN_SPLIT_TRAIN][id], 20);
+        assert_int_equal(per_split[TRN_SPLIT_VALID][id], 2);
+        assert_int_equal(per_split[TRN_SPLIT_TEST][id], 2);
         assert_true(__builtin_popcount((unsigned)sizes[id]) >= 2);
         assert_true(__builtin_popcount((unsigned)textures[id]) >= 2);
     }
@@ -168,20 +168,20 @@ static void write_layout_and_publish(void **state)
     ds_write_result res;
     assert_int_equal(ds_synth_generate(&o, root, "s", 2, NULL, &res, &err), 0);
     assert_int_equal(res.unchanged, 0);
-    assert_int_equal(res.count[DS_SPLIT_TRAIN], 48 * 3);
-    assert_int_equal(res.count[DS_SPLIT_VALID], 48 * 2);
-    assert_int_equal(res.count[DS_SPLIT_TEST], 48 * 2);
+    assert_int_equal(res.count[TRN_SPLIT_TRAIN], 48 * 3);
+    assert_int_equal(res.count[TRN_SPLIT_VALID], 48 * 2);
+    assert_int_equal(res.count[TRN_SPLIT_TEST], 48 * 2);
 
     /* Every task's .data loads, over the same lists, and passes the check. */
     static const char *const files[] = {"s.data", "s-shape.data", "s-colour.data", "s-size.data", "s-texture.data"};
     for (int t = 0; t < 5; t++) {
-        ds_set s;
+        trn_dataset *s;
         TPATH(p, "%s/s/%s", root, files[t]);
-        if (ds_set_load(p, &s, &err) != 0) fail_msg("%s", err.msg);
-        assert_int_equal(s.count[DS_SPLIT_TRAIN], 48 * 3);
-        assert_int_equal(ds_set_check(&s, t == 0, &err), 0);
-        assert_string_equal(s.list[DS_SPLIT_TEST], "test.list");
-        ds_set_free(&s);
+        if (!(s = trn_dataset_open(p, &err))) fail_msg("%s", err.msg);
+        assert_int_equal(trn_dataset_count(s, TRN_SPLIT_TRAIN), 48 * 3);
+        assert_int_equal(ds_check_set(s, p, t == 0, &err), 0);
+        assert_true(trn_dataset_has(s, TRN_SPLIT_TEST));
+        trn_dataset_close(s);
     }
     char *text;
     size_t len;
@@ -304,7 +304,7 @@ static void label_collisions_refused(void **state)
     s.ntasks = 2;
     s.tasks = t;
     assert_int_equal(ds_set_write(&s, &res, &err), -1);
-    assert_non_null(strstr(err.msg, "matches 2 labels"));
+    assert_non_null(strstr(err.msg, "2 labels match"));
     assert_int_equal(count_entries(root), 0);
     s.name = "bad_name";
     assert_int_equal(ds_set_write(&s, &res, &err), -1);
