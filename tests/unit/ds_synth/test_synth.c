@@ -259,7 +259,8 @@ static void failure_leaves_old_set(void **state)
     int32_t cls[20];
     ds_set_spec s;
     ds_write_result res;
-    tiny_spec(&s, &t, split, cls, 7, root); /* images 0..6: no failure */
+    tiny_spec(&s, &t, split, cls, 20, root);
+    s.count = 7; /* images 0..6: no failure */
     assert_int_equal(ds_set_write(&s, &res, &err), 0);
     TPATH(p, "%s/tiny/tiny.data", root);
     struct stat st1, st2;
@@ -267,7 +268,7 @@ static void failure_leaves_old_set(void **state)
 
     s.count = 20; /* now image 7 fails */
     assert_int_equal(ds_set_write(&s, &res, &err), -1);
-    assert_non_null(strstr(err.msg, "source.bin: byte offset 1234"));
+    assert_non_null(strstr(err.msg, "image 7: source.bin: byte offset 1234"));
     assert_int_equal(stat(p, &st2), 0);
     assert_true(st1.st_ino == st2.st_ino); /* the old set is untouched */
     assert_int_equal(count_entries(root), 1); /* and no temporary folder */
