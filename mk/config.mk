@@ -153,7 +153,7 @@ print-config: ## print the resolved options and flags
 
 ifeq ($(V),1)
 Q :=
-msg = @:
+msg =
 else
 Q := @
 msg = @printf '  %-8s %s\n' '$1' '$2';
