@@ -32,8 +32,13 @@ CATALOG_ARCHIVE := $(MODEL_O)/catalog-$(MODEL)-$(CATALOG_VERSION).tar.zst
 CATALOG_SIG     := $(CATALOG_ARCHIVE).minisig
 CATALOG_REPORT  := $(MODEL_O)/catalog-$(MODEL)-$(CATALOG_VERSION).report.md
 
-.PHONY: catalog
-catalog: $(CATALOG_REPORT) ## the signed catalog of MODEL: data set, base, variants, archive, report
+.PHONY: catalog catalog-build
+# A plain `make catalog` fans the variants out over THREADS jobs by itself
+# (each job one thread); `make -jN catalog` uses N jobs. The library check
+# runs first so that a fresh machine installs its packages (make deps).
+catalog: $(O)/.deps-ok ## the signed catalog of MODEL: data set, base, variants, archive, report
+	$(Q)$(MAKE) --no-print-directory $(if $(findstring -j,$(MAKEFLAGS)),,-j$(THREADS)) catalog-build
+catalog-build: $(CATALOG_REPORT)
 	@echo 'catalog: $(CATALOG_ARCHIVE)'
 	@echo 'catalog: $(CATALOG_SIG)'
 	@echo 'catalog: $(CATALOG_REPORT) (Pareto plots beside it)'

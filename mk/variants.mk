@@ -24,14 +24,29 @@ RECIPE_VARIANTS := base $(filter-out base,$(RECIPE_VARIANTS))
 V_base       := base
 V_base_TRAIN := $(RECIPE_BASE_TRAIN)
 PLAN_O := $(MODEL_O)/plan
+BASE_WEIGHTS ?=
+OPTIONS += BASE_WEIGHTS
+OPT_DOC_BASE_WEIGHTS := trained Darknet .weights for the base model instead of training it
+ifneq ($(BASE_WEIGHTS),)
+ifeq ($(wildcard $(BASE_WEIGHTS)),)
+$(error BASE_WEIGHTS=$(BASE_WEIGHTS): no such file)
+endif
+endif
 BASE_V := $(VARIANTS_O)/base
 
 VARIANT_JSONS := $(foreach v,$(RECIPE_VARIANTS),$(VARIANTS_O)/$(v)/variant.json)
 
-.PHONY: base variants plan-force
+.PHONY: base variants variants-build plan-force
 base: $(BASE_V)/variant.json ## train, evaluate and profile the base model of MODEL
-variants: $(VARIANT_JSONS) ## every variant of MODEL's plan, then the table of them
+# Like `make catalog`, a plain `make variants` runs THREADS jobs at once.
+variants: $(O)/.deps-ok ## every variant of MODEL's plan (trained, evaluated, profiled), then their table
+	$(Q)$(MAKE) --no-print-directory $(if $(findstring -j,$(MAKEFLAGS)),,-j$(THREADS)) variants-build
+variants-build: $(VARIANT_JSONS)
 	$(Q)$(BIN)/catalog variants $(VARIANTS_O)
+
+# What identifies a variant's recipe entry (its plan file's content).
+plan_line = $(strip $(V_$1)) | $(strip $(V_$1_TRAIN)) | $(strip $(V_$1_MIMIC)) | seed $(SEED)$(if \
+  $(filter base,$1),$(if $(BASE_WEIGHTS), | weights $(abspath $(BASE_WEIGHTS))))
 
 # $(call derive_cmd,ID,DIR)
 derive_cmd = $(BIN)/prune $(word 1,$(V_$1)) --cfg $(BASE_V)/variant.cfg \
@@ -48,8 +63,8 @@ $(if $(shell echo '$1' | grep -Ex '[a-z0-9][a-z0-9_.-]{0,63}'),,$(error recipes/
   variant id '$1' is not valid: use lower-case letters, digits, '_', '.', '-'))
 
 $(PLAN_O)/$1.plan: plan-force | $(PLAN_O)/.dirstamp
-	$(Q)if [ "$$$$(cat $$@ 2>/dev/null)" != '$(strip $(V_$1)) | $(strip $(V_$1_TRAIN)) | $(strip $(V_$1_MIMIC)) | seed $(SEED)' ]; then \
-	  printf '%s\n' '$(strip $(V_$1)) | $(strip $(V_$1_TRAIN)) | $(strip $(V_$1_MIMIC)) | seed $(SEED)' > $$@.tmp && mv $$@.tmp $$@; fi
+	$(Q)if [ "$$$$(cat $$@ 2>/dev/null)" != '$(call plan_line,$1)' ]; then \
+	  printf '%s\n' '$(call plan_line,$1)' > $$@.tmp && mv $$@.tmp $$@; fi
 
 ifeq ($1,base)
 $(VARIANTS_O)/$1/meta.json: $(PLAN_O)/$1.plan $(RECIPE_CFG) | $(VARIANTS_O)/$1/.dirstamp
@@ -62,9 +77,19 @@ $(VARIANTS_O)/$1/meta.json: $(PLAN_O)/$1.plan $(BASE_V)/variant.weights $(BIN)/p
 	$$(call msg,DERIVE,$1: $(V_$1))$$(call launch,$1-derive) $$(call derive_cmd,$1,$$(@D))
 endif
 
+ifeq ($1$(BASE_WEIGHTS),base)
+# The base always trains (with the cfg's own settings when the recipe gives none).
+$(VARIANTS_O)/$1/variant.weights: $(VARIANTS_O)/$1/meta.json $(DATA) $(BIN)/trainer
+	$$(call msg,TRAIN,$1: $(or $(V_$1_TRAIN),the cfg's settings))$$(call train_cmd,$$(@D),$(V_$1_TRAIN),)
+else ifeq ($1,base)
+# Trained Darknet weights given by the user: checked against the cfg, then used as they are.
+$(VARIANTS_O)/$1/variant.weights: $(VARIANTS_O)/$1/meta.json $(BASE_WEIGHTS) $(BIN)/trainer
+	$$(call msg,WEIGHTS,$(BASE_WEIGHTS))$(BIN)/trainer info --cfg $$(@D)/variant.cfg --weights $(BASE_WEIGHTS) >/dev/null && \
+	  cp $(BASE_WEIGHTS) $$@.tmp && mv $$@.tmp $$@
+else
 $(VARIANTS_O)/$1/variant.weights: $(VARIANTS_O)/$1/meta.json $(if $(strip $(V_$1_TRAIN)),$(DATA) $(BIN)/trainer)
-	$(if $(strip $(V_$1_TRAIN)),$$(call msg,TRAIN,$1: $(V_$1_TRAIN))$$(call train_cmd,$$(@D),$(V_$1_TRAIN),$(if \
-	  $(filter base,$1),,$$(@D)/init.weights)),$$(call msg,COPY,$1 (no training))cp $$(@D)/init.weights $$@.tmp && mv $$@.tmp $$@)
+	$(if $(strip $(V_$1_TRAIN)),$$(call msg,TRAIN,$1: $(V_$1_TRAIN))$$(call train_cmd,$$(@D),$(V_$1_TRAIN),$$(@D)/init.weights),$$(call msg,COPY,$1 (no training))cp $$(@D)/init.weights $$@.tmp && mv $$@.tmp $$@)
+endif
 
 $(VARIANTS_O)/$1/eval.json: $(VARIANTS_O)/$1/variant.weights $(DATA) $(BIN)/trainer
 	$$(call msg,EVAL,$1)$$(call eval_cmd,$$(@D))
