@@ -36,10 +36,11 @@ job_threads = $(if $(JOB_THREADS),$(JOB_THREADS),$$(n=$$(printf '%s\n' ' $(MAKEF
   sed -n 's/.* -j\([0-9][0-9]*\) .*/\1/p;t;s/.* -j .*/0/p'); n=$${n:-1}; \
   if [ "$$n" = 0 ]; then echo 1; else t=$$(( $(THREADS) / n )); echo $$(( t < 1 ? 1 : t )); fi))
 
-# $(call launch,JOB-NAME): the prefix of a job's command line.
+# $(call launch,JOB-NAME[,THREADS]): the prefix of a job's command line; a
+# job that runs alone on the critical path (the base) asks for THREADS.
 ifeq ($(LAUNCH),slurm)
 launch = $(SRUN) --job-name=$(notdir $(MODEL_O))-$1 --nodes=1 --ntasks=1 \
-         --cpus-per-task=$(job_threads) $(SLURM_ARGS)
+         --cpus-per-task=$(or $2,$(job_threads)) $(SLURM_ARGS)
 else
 launch =
 endif

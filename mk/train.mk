@@ -34,14 +34,14 @@ $(error recipes/$(MODEL)/recipe.mk sets no RECIPE_CFG)
 endif
 RECIPE_TASK ?= identity
 
-# $(call train_cmd,DIR,SETTINGS,INIT): train DIR/variant.cfg on the data set
+# $(call train_cmd,DIR,SETTINGS,INIT[,THREADS]): train DIR/variant.cfg on the data set
 # (from INIT weights when given, its schedule restarted), checkpointing into
 # DIR/train so that an interrupted job resumes where it stopped, then
 # publish DIR/variant.weights (the trainer writes DIR/train/variant.weights
 # atomically; the rename is atomic too).
-train_cmd = $(call launch,$(notdir $1)-train) $(BIN)/trainer train --cfg $1/variant.cfg \
+train_cmd = $(call launch,$(notdir $1)-train,$4) $(BIN)/trainer train --cfg $1/variant.cfg \
   --data $(abspath $(DATA)) $(if $3,--weights $3 --clear) --seed $(SEED) --backup $1/train \
-  --resume --quiet --threads $(job_threads) $(foreach s,$2,--set $s) && \
+  --resume --quiet --threads $(or $4,$(job_threads)) $(foreach s,$2,--set $s) && \
   mv $1/train/variant.weights $1/variant.weights
 
 # $(call eval_cmd,DIR): top-1/top-5 on the held-out test split.

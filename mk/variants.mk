@@ -78,9 +78,10 @@ $(VARIANTS_O)/$1/meta.json: $(PLAN_O)/$1.plan $(BASE_V)/variant.weights $(BIN)/p
 endif
 
 ifeq ($1$(BASE_WEIGHTS),base)
-# The base always trains (with the cfg's own settings when the recipe gives none).
+# The base always trains (with the cfg's own settings when the recipe gives
+# none), with all THREADS: every other job waits for it.
 $(VARIANTS_O)/$1/variant.weights: $(VARIANTS_O)/$1/meta.json $(DATA) $(BIN)/trainer
-	$$(call msg,TRAIN,$1: $(or $(V_$1_TRAIN),the cfg's settings))$$(call train_cmd,$$(@D),$(V_$1_TRAIN),)
+	$$(call msg,TRAIN,$1: $(or $(V_$1_TRAIN),settings of the cfg))$$(call train_cmd,$$(@D),$(V_$1_TRAIN),,$(THREADS))
 else ifeq ($1,base)
 # Trained Darknet weights given by the user: checked against the cfg, then used as they are.
 $(VARIANTS_O)/$1/variant.weights: $(VARIANTS_O)/$1/meta.json $(BASE_WEIGHTS) $(BIN)/trainer

@@ -12,22 +12,22 @@ RECIPE_TASK := identity
 RECIPE_BASE_TRAIN :=
 
 # Static rewrites (MCDNN 4.1.1): stride x2 and kernels /2 on the two most
-# expensive convolutional layers (conv#1, conv#2 by MACs), the largest
+# expensive convolutional layers (conv\#1, conv\#2 by MACs), the largest
 # connected layer's output /4 and /16, removal of a convolutional layer, up
 # to three rewrites per variant. Each is retrained, warm-started from the
 # base wherever a layer's parameter shapes are unchanged (prune/README.md).
 RW_TRAIN := max_batches=500 burn_in=0
 RECIPE_VARIANTS += rw-s1 rw-s2 rw-h1 rw-h2 rw-s1h1 rw-s1s2h1 rw-fc4 rw-fc16 rw-rm4 rw-s1fc4
-V_rw-s1      := rewrite stride2:conv#1
-V_rw-s2      := rewrite stride2:conv#2
-V_rw-h1      := rewrite half:conv#1
-V_rw-h2      := rewrite half:conv#2
-V_rw-s1h1    := rewrite stride2:conv#1+half:conv#1
-V_rw-s1s2h1  := rewrite stride2:conv#1+stride2:conv#2+half:conv#1
-V_rw-fc4     := rewrite fcdiv4:fc#1
-V_rw-fc16    := rewrite fcdiv16:fc#1
+V_rw-s1      := rewrite stride2:conv\#1
+V_rw-s2      := rewrite stride2:conv\#2
+V_rw-h1      := rewrite half:conv\#1
+V_rw-h2      := rewrite half:conv\#2
+V_rw-s1h1    := rewrite stride2:conv\#1+half:conv\#1
+V_rw-s1s2h1  := rewrite stride2:conv\#1+stride2:conv\#2+half:conv\#1
+V_rw-fc4     := rewrite fcdiv4:fc\#1
+V_rw-fc16    := rewrite fcdiv16:fc\#1
 V_rw-rm4     := rewrite remove:conv@4
-V_rw-s1fc4   := rewrite stride2:conv#1+fcdiv4:fc#1
+V_rw-s1fc4   := rewrite stride2:conv\#1+fcdiv4:fc\#1
 $(foreach v,rw-s1 rw-s2 rw-h1 rw-h2 rw-s1h1 rw-fc4 rw-fc16 rw-rm4 rw-s1fc4,\
   $(eval V_$(v)_TRAIN := $(RW_TRAIN)))
 # A quarter of the base's MACs: twice the batches for the same compute.
@@ -39,15 +39,15 @@ V_rw-s1s2h1_TRAIN := max_batches=1000 burn_in=0
 # the classifier counted) with and without fine-tuning.
 SVD_FT := max_batches=300 learning_rate=0.01 burn_in=0 policy=constant
 RECIPE_VARIANTS += svd-2x svd-4x svd-8x svd-16x svd-32x svd-8x8x svd-8x8x-ft svd-16x8x-ft
-V_svd-2x     := svd fc#1:2x
-V_svd-4x     := svd fc#1:4x
-V_svd-8x     := svd fc#1:8x
-V_svd-16x    := svd fc#1:16x
-V_svd-32x    := svd fc#1:32x
-V_svd-8x8x   := svd fc#1:8x+fc#2:8x
-V_svd-8x8x-ft  := svd fc#1:8x+fc#2:8x
+V_svd-2x     := svd fc\#1:2x
+V_svd-4x     := svd fc\#1:4x
+V_svd-8x     := svd fc\#1:8x
+V_svd-16x    := svd fc\#1:16x
+V_svd-32x    := svd fc\#1:32x
+V_svd-8x8x   := svd fc\#1:8x+fc\#2:8x
+V_svd-8x8x-ft  := svd fc\#1:8x+fc\#2:8x
 V_svd-8x8x-ft_TRAIN := $(SVD_FT)
-V_svd-16x8x-ft := svd fc#1:16x+fc#2:8x
+V_svd-16x8x-ft := svd fc\#1:16x+fc\#2:8x
 V_svd-16x8x-ft_TRAIN := $(SVD_FT)
 
 # In-place transformation (MCDNN Figure 5): conv3+conv4 replaced by one

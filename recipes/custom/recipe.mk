@@ -19,13 +19,13 @@ CUSTOM_FC ?= 0
 RECIPE_BASE_TRAIN := $(CUSTOM_BASE_TRAIN)
 
 RECIPE_VARIANTS += rw-s1 rw-h1 rw-s1h1
-V_rw-s1   := rewrite stride2:conv#1
-V_rw-h1   := rewrite half:conv#1
-V_rw-s1h1 := rewrite stride2:conv#1+half:conv#2
+V_rw-s1   := rewrite stride2:conv\#1
+V_rw-h1   := rewrite half:conv\#1
+V_rw-s1h1 := rewrite stride2:conv\#1+half:conv\#2
 ifeq ($(CUSTOM_FC),1)
 RECIPE_VARIANTS += rw-fc4 svd-8x
-V_rw-fc4 := rewrite fcdiv4:fc#1
-V_svd-8x := svd fc#1:8x
+V_rw-fc4 := rewrite fcdiv4:fc\#1
+V_svd-8x := svd fc\#1:8x
 endif
 $(foreach v,rw-s1 rw-h1 rw-s1h1 rw-fc4,$(eval V_$(v)_TRAIN := $(CUSTOM_VARIANT_TRAIN)))
 
