@@ -145,40 +145,8 @@ int rtl_pubkey_parse(const char *text, size_t len, rtl_pubkey *out, rtl_err *err
 
 int rtl_read_small(const char *path, size_t max, char **buf, size_t *len, rtl_err *err)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return rtl_errf(err, "cannot open %s: %s", path, strerror(errno));
-    struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        close(fd);
-        return rtl_errf(err, "%s: not a regular file", path);
-    }
-    if ((uint64_t)st.st_size > max) {
-        close(fd);
-        return rtl_errf(err, "%s: %lld bytes is larger than the %zu bytes such a file can have",
-                        path, (long long)st.st_size, max);
-    }
-    char *b = malloc((size_t)st.st_size + 1);
-    if (!b) {
-        close(fd);
-        return rtl_errf(err, "%s: out of memory", path);
-    }
-    size_t got = 0;
-    while (got < (size_t)st.st_size) {
-        ssize_t r = read(fd, b + got, (size_t)st.st_size - got);
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) {
-            int e = errno;
-            free(b);
-            close(fd);
-            return rtl_errf(err, "%s: read failed at byte offset %zu: %s", path, got,
-                            r == 0 ? "file shrank while being read" : strerror(e));
-        }
-        got += (size_t)r;
-    }
-    close(fd);
-    b[got] = '\0';
-    *buf = b;
-    *len = got;
+    trn_err e;
+    if (trn_read_file(path, max, buf, len, &e) != 0) return rtl_err_from_trn(err, &e);
     return 0;
 }
 
