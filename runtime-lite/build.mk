@@ -72,7 +72,11 @@ $(eval $(call program,$(TESTD)/rtl-crash,$(RTL_CRASH_OBJS) $(RTL_TRN_OBJS),$(RTL
 TEST_DEPS += $(TESTD)/rtl-crash
 
 $(call objs,$(wildcard tests/unit/rtl_*/*.c)): CFLAGS += $(RTL_CFLAGS)
-$(foreach a,$(notdir $(wildcard tests/unit/rtl_*)),$(eval $(call unit_test,$(a),$(RTL_LIB),$(RTL_LDLIBS))))
+$(foreach a,$(filter-out rtl_model,$(notdir $(wildcard tests/unit/rtl_*))),$(eval $(call unit_test,$(a),$(RTL_LIB),$(RTL_LDLIBS))))
+# rtl_model compares loaded models with the trainer's own inference library
+# (libtrn-infer, the same sources compiled apart: librtl's copies are local).
+$(call objs,$(wildcard tests/unit/rtl_model/*.c)): CFLAGS += $(TRN_CFLAGS) -DTRN_INFER_ONLY
+$(eval $(call unit_test,rtl_model,$(RTL_LIB) $(TRN_INFER_LIB),$(RTL_LDLIBS)))
 
 # make bench: install throughput against plain tar -xf of the same archive.
 BENCHES += bash tests/bench/rtl_install.sh
@@ -80,4 +84,4 @@ BENCHES += bash tests/bench/rtl_install.sh
 # The device build (make CROSS=aarch64-linux-gnu-) and the tests that run
 # there under qemu-user as part of a host make test.
 CROSS_TARGETS    += $(RTL_LIB) $(RTL_SO) $(LIBD)/librtl.so $(RTL_PC) $(BIN)/rtl
-CROSS_UNIT_TESTS += $(TESTD)/unit/test_rtl_base
+CROSS_UNIT_TESTS += $(TESTD)/unit/test_rtl_base $(TESTD)/unit/test_rtl_model
