@@ -87,8 +87,9 @@ float trn_activate1(float x, trn_activation a)
     case TRN_ACT_SELU:
         return (x >= 0) * 1.0507f * x + (x < 0) * 1.0507f * 1.6732f * (expf(x) - 1);
     case TRN_ACT_STAIR: {
-        int n = (int)floorf(x);
-        if (n % 2 == 0) return floorf(x / 2);
+        /* Darknet's int n = floor(x), without the int (no overflow for huge x) */
+        float n = floorf(x);
+        if (fmodf(n, 2) == 0) return floorf(x / 2);
         return (x - n) + floorf(x / 2);
     }
     case TRN_ACT_COUNT: break;

@@ -9,6 +9,7 @@
 #include "backend_ref.h"
 
 #include <cblas.h>
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -168,6 +169,70 @@ static void cpu_swap12(const float *src, float *dst, int a, int b, int n)
         trn_parallel_for(a, swap_row, &x);
 }
 
+/* ---- max pooling: one (image, channel) plane per item ------------------ */
+
+typedef struct poolctx {
+    const float *in;
+    float *out;
+    int *idx;
+    int h, w, size, stride, off, oh, ow;
+} poolctx;
+
+/* The reference's comparisons in the reference's order (per output: window
+ * rows, then window columns, the first strict maximum wins), done a whole
+ * output row at a time so that the inner loop runs over outputs. */
+static void maxpool_plane(void *p, int plane)
+{
+    const poolctx *x = p;
+    const float *in = x->in + (size_t)plane * x->h * x->w;
+    float *out = x->out + (size_t)plane * x->oh * x->ow;
+    int *idx = x->idx ? x->idx + (size_t)plane * x->oh * x->ow : NULL;
+    int base = plane * x->h * x->w, s = x->stride, ow = x->ow;
+    for (int oy = 0; oy < x->oh; oy++) {
+        float *best = out + (size_t)oy * ow;
+        int *bi = idx ? idx + (size_t)oy * ow : NULL;
+        for (int ox = 0; ox < ow; ox++) best[ox] = -FLT_MAX;
+        if (bi)
+            for (int ox = 0; ox < ow; ox++) bi[ox] = -1;
+        for (int n = 0; n < x->size; n++) {
+            int iy = x->off + oy * s + n;
+            if (iy < 0 || iy >= x->h) continue;
+            const float *row = in + (size_t)iy * x->w;
+            for (int m = 0; m < x->size; m++) {
+                /* outputs whose column off + ox*s + m lies inside the row */
+                int c0 = x->off + m, lo = c0 < 0 ? (-c0 + s - 1) / s : 0;
+                int hi = x->w - c0 > 0 ? (x->w - c0 + s - 1) / s : 0;
+                if (hi > ow) hi = ow;
+                int at = base + iy * x->w + c0;
+                if (bi) {
+                    for (int ox = lo; ox < hi; ox++) {
+                        float v = row[c0 + ox * s], b = best[ox];
+                        int take = v > b, cur = bi[ox];
+                        best[ox] = take ? v : b;
+                        bi[ox] = cur + take * (at + ox * s - cur);
+                    }
+                } else {
+                    for (int ox = lo; ox < hi; ox++) {
+                        float v = row[c0 + ox * s], b = best[ox];
+                        best[ox] = v > b ? v : b;
+                    }
+                }
+            }
+        }
+    }
+}
+
+static void cpu_maxpool(const float *in, int batch, int c, int h, int w, int size, int stride,
+                        int pad, int oh, int ow, float *out, int *idx)
+{
+    poolctx x = {in, out, idx, h, w, size, stride, -pad / 2, oh, ow};
+    int planes = batch * c;
+    if ((size_t)planes * oh * ow * size * size < PAR_MIN)
+        for (int i = 0; i < planes; i++) maxpool_plane(&x, i);
+    else
+        trn_parallel_for(planes, maxpool_plane, &x);
+}
+
 /* ---- element-wise ----------------------------------------------------- */
 
 #define CHUNK 16384
@@ -323,7 +388,7 @@ const trn_backend trn_backend_cpu = {
     .variance = TRN_TRAIN_FN(trn_ref_variance),
     .normalize = trn_ref_normalize,
     .bn_backward = TRN_TRAIN_FN(trn_ref_bn_backward),
-    .maxpool = trn_ref_maxpool,
+    .maxpool = cpu_maxpool,
     .maxpool_backward = TRN_TRAIN_FN(trn_ref_maxpool_backward),
     .avgpool = trn_ref_avgpool,
     .avgpool_backward = TRN_TRAIN_FN(trn_ref_avgpool_backward),

@@ -50,10 +50,11 @@ static void crop_forward(trn_layer *l, trn_net *net, int train)
     crop_state *s = l->priv;
     int flip = 0, dh = (l->in.h - l->out.h) / 2, dw = (l->in.w - l->out.w) / 2;
     if (train) {
-        if (l->fixed_rand && l->fixed_rand_n == 3) {
-            flip = s->flip && l->fixed_rand[0] != 0;
-            dh = (int)l->fixed_rand[1];
-            dw = (int)l->fixed_rand[2];
+        const float *fr = l->fixed_rand;
+        if (fr && l->fixed_rand_n == 3 && fr[1] >= 0 && fr[1] < 65536 && fr[2] >= 0 && fr[2] < 65536) {
+            flip = s->flip && fr[0] != 0;
+            dh = (int)fr[1];
+            dw = (int)fr[2];
         } else {
             trn_rng r = trn_net_layer_rng(net, l);
             flip = s->flip && trn_rng_below(&r, 2);

@@ -43,6 +43,9 @@ static int route_setup(trn_layer *l, trn_build *b, trn_err *err)
             return trn_build_fail(b, "layers", err, "layer %d's output is %dx%d but layer %d's "
                                   "is %dx%d: routed layers must have the same height and width",
                                   j, o.h, o.w, s->from[0], out.h, out.w);
+        } else if ((int64_t)out.c + o.c > (1 << 24)) {
+            return trn_build_fail(b, "layers", err, "the routed layers have more than %d channels",
+                                  1 << 24);
         } else {
             out.c += o.c;
         }
