@@ -97,7 +97,7 @@ int sub_opts(int argc, char **argv, const char *help, unsigned accepted, struct 
     struct cmd_opts dummy;
     if (!o) o = &dummy;
     *o = (struct cmd_opts){.top = 5, .runs = 20, .warmup = 3};
-    optind = 1;
+    optind = 0; /* 0: glibc re-initialises, permuting again after main's "+" scan */
     int c;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         if (c == 'h') {

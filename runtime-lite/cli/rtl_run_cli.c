@@ -204,8 +204,8 @@ int cmd_profile(rtl_store *s, int argc, char **argv)
         rtl_latency host;
         char hs[32] = "-";
         if (rtl_variant_latency(rtl_catalog_find(cat, id), "build-host", &host, NULL) == 0)
-            snprintf(hs, sizeof hs, "%.3f", host.ms_median);
-        printf("%-24s %8d %6" PRIu32 " %12.3f %12.3f %12s\n", id, lat.threads, lat.runs, lat.ms_median,
+            snprintf(hs, sizeof hs, "%.4g", host.ms_median);
+        printf("%-24s %8d %6" PRIu32 " %12.4g %12.4g %12s\n", id, lat.threads, lat.runs, lat.ms_median,
                lat.ms_mean, hs);
         fflush(stdout);
     }
@@ -240,8 +240,8 @@ static void format_time(int64_t t, char *out, size_t size)
 static void latency_row(const char *id, const char *where, const rtl_latency *l, const char *note)
 {
     char mean[32];
-    snprintf(mean, sizeof mean, "%.3f", l->ms_mean);
-    printf("%-24s %-18s %10.3f %10s  measured: %s, %d thread%s, %" PRIu32 " runs%s%s\n", id, where, l->ms_median,
+    snprintf(mean, sizeof mean, "%.4g", l->ms_mean);
+    printf("%-24s %-18s %10.4g %10s  measured: %s, %d thread%s, %" PRIu32 " runs%s%s\n", id, where, l->ms_median,
            mean, l->machine[0] ? l->machine : "?", l->threads, l->threads == 1 ? "" : "s", l->runs,
            note[0] ? ", " : "", note);
 }
@@ -277,7 +277,7 @@ void print_latencies(const rtl_catalog *cat)
         for (size_t e = 0; e < rtl_variant_estimate_count(v); e++) {
             rtl_estimate est;
             if (rtl_variant_estimate_at(v, e, &est) != 0) continue;
-            printf("%-24s %-18s %10.3f %10s  est. (%s%s%s)\n", id, est.target, est.ms, "-", est.method,
+            printf("%-24s %-18s %10.4g %10s  est. (%s%s%s)\n", id, est.target, est.ms, "-", est.method,
                    est.bound[0] ? ", " : "", est.bound[0] ? est.bound : "");
         }
     }

@@ -184,10 +184,11 @@ static int part_load(struct part *p, rtl_err *err)
     trn_cfg_free(cfg);
     if (!p->net) return rtl_err_from_trn(err, &e);
     if (map_weights(p, err) != 0) return -1;
-    const char *path = rtl_variant_file(p->variant, "weights");
+    const char *path = rtl_variant_file(p->variant, "weights"), *cfg_path = rtl_variant_file(p->variant, "cfg");
     if (trn_weights_load_mem(p->net, p->map, p->map_len, 1, path, &e) != 0) {
         rtl_err_from_trn(err, &e);
-        return rtl_err_prefix(err, "the weights do not fit %s", rtl_variant_file(p->variant, "cfg"));
+        const char *slash = strrchr(cfg_path, '/');
+        return rtl_err_prefix(err, "the weights do not fit %s", slash ? slash + 1 : cfg_path);
     }
     return 0;
 }
