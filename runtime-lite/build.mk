@@ -78,8 +78,10 @@ $(foreach a,$(filter-out rtl_model,$(notdir $(wildcard tests/unit/rtl_*))),$(eva
 $(call objs,$(wildcard tests/unit/rtl_model/*.c)): CFLAGS += $(TRN_CFLAGS) -DTRN_INFER_ONLY
 $(eval $(call unit_test,rtl_model,$(RTL_LIB) $(TRN_INFER_LIB),$(RTL_LDLIBS)))
 
-# make bench: install throughput against plain tar -xf of the same archive.
+# make bench: install throughput against plain tar -xf of the same archive;
+# start-to-first-result and peak memory of rtl run against trainer predict.
 BENCHES += bash tests/bench/rtl_install.sh
+BENCHES += bash tests/bench/rtl_run.sh
 
 # The device build (make CROSS=aarch64-linux-gnu-) and the tests that run
 # there under qemu-user as part of a host make test.
