@@ -20,10 +20,10 @@
  * profilers never lose each other's entries; readers need no lock.
  */
 #include "catalog.h"
+#include "sha256.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,18 +36,18 @@
 /* The hex SHA-256 that ties an entry to v's files (see the top). */
 static void files_digest(const rtl_variant *v, char hex[65])
 {
-    crypto_hash_sha256_state st;
-    crypto_hash_sha256_init(&st);
+    rtl_sha256 st;
+    rtl_sha256_init(&st);
     for (size_t i = 0; i < v->nfiles; i++) {
         char sha[65];
         rtl_sha256_hex(v->files[i].sha256, sha);
-        crypto_hash_sha256_update(&st, (const unsigned char *)v->files[i].path, strlen(v->files[i].path));
-        crypto_hash_sha256_update(&st, (const unsigned char *)"\t", 1);
-        crypto_hash_sha256_update(&st, (const unsigned char *)sha, 64);
-        crypto_hash_sha256_update(&st, (const unsigned char *)"\n", 1);
+        rtl_sha256_update(&st, v->files[i].path, strlen(v->files[i].path));
+        rtl_sha256_update(&st, "\t", 1);
+        rtl_sha256_update(&st, sha, 64);
+        rtl_sha256_update(&st, "\n", 1);
     }
     uint8_t d[RTL_SHA256_BYTES];
-    crypto_hash_sha256_final(&st, d);
+    rtl_sha256_final(&st, d);
     rtl_sha256_hex(d, hex);
 }
 

@@ -22,7 +22,7 @@
  * and are hashed as a stream. The secret key format is written and read by
  * the catalog tool only (catalog/src/keys.c): devices never hold one.
  */
-#include "internal.h"
+#include "sha256.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -228,9 +228,9 @@ static int digest_fd(int fd, enum digest kind, uint8_t *out, uint64_t *size, rtl
 {
     if (sodium_init() < 0) return rtl_errf(err, "libsodium failed to initialise");
     crypto_generichash_state b2;
-    crypto_hash_sha256_state sha;
+    rtl_sha256 sha;
     if (kind == DIGEST_BLAKE2B) crypto_generichash_init(&b2, NULL, 0, RTL_HASH_BYTES);
-    else crypto_hash_sha256_init(&sha);
+    else rtl_sha256_init(&sha);
     unsigned char buf[1 << 16];
     uint64_t off = 0;
     for (;;) {
@@ -239,11 +239,11 @@ static int digest_fd(int fd, enum digest kind, uint8_t *out, uint64_t *size, rtl
         if (r < 0) return rtl_errf(err, "read failed at byte offset %" PRIu64 ": %s", off, strerror(errno));
         if (r == 0) break;
         if (kind == DIGEST_BLAKE2B) crypto_generichash_update(&b2, buf, (size_t)r);
-        else crypto_hash_sha256_update(&sha, buf, (size_t)r);
+        else rtl_sha256_update(&sha, buf, (size_t)r);
         off += (uint64_t)r;
     }
     if (kind == DIGEST_BLAKE2B) crypto_generichash_final(&b2, out, RTL_HASH_BYTES);
-    else crypto_hash_sha256_final(&sha, out);
+    else rtl_sha256_final(&sha, out);
     if (size) *size = off;
     return 0;
 }

@@ -27,6 +27,7 @@
  */
 #include "store.h"
 #include "catalog.h"
+#include "sha256.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -536,7 +537,7 @@ int rtl_copy_verify(rtl_store *s, int dirfd, const char *id, const char *name, r
     if (rtl_sig_verify_comment(&sig, &keys[k], err) != 0 || rtl_trusted_parse(sig.trusted, &info, err) != 0 ||
         read_beneath(fd, "manifest.json", RTL_MANIFEST_MAX, &json, &jlen, err) != 0)
         goto out;
-    crypto_hash_sha256(sha, (const unsigned char *)json, jlen);
+    rtl_sha256_buf(json, jlen, sha);
     if (memcmp(sha, info.manifest_sha256, sizeof sha) != 0) {
         rtl_errf(err, "manifest.json differs from the one the signature names (it was modified)");
         goto out;
