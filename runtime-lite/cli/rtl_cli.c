@@ -40,7 +40,7 @@ static void usage(FILE *f)
             "  profile ID [VARIANT...]\n"
             "                      measure latencies on this device and keep them beside\n"
             "                      the installed catalog\n"
-            "  version             print the version of rtl\n"
+            "  version             print the version of rtl and its SHA-256 engine\n"
             "\n"
             "Options:\n"
             "  --root DIR   install root (default: $RTL_ROOT, else " DEFAULT_ROOT ")\n"
@@ -286,7 +286,7 @@ int main(int argc, char **argv)
     int sub_argc = argc - optind;
     char **sub_argv = argv + optind;
     if (!strcmp(cmd, "version")) {
-        printf("rtl %s\n", RTL_VERSION);
+        printf("rtl %s (SHA-256: %s)\n", RTL_VERSION, rtl_sha256_engine());
         return 0;
     }
     static const struct {

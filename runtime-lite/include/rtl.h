@@ -159,6 +159,10 @@ RTL_API int rtl_untrusted_check(const rtl_signature *sig, rtl_err *err) RTL_MUST
 RTL_API int rtl_sha256_fd(int fd, uint8_t out[RTL_SHA256_BYTES], uint64_t *size, rtl_err *err);
 RTL_API int rtl_sha256_file(const char *path, uint8_t out[RTL_SHA256_BYTES], uint64_t *size, rtl_err *err);
 
+/* What computes SHA-256 on this CPU: "x86 SHA extensions", "ARMv8 crypto
+ * extension" (detected at run time) or "libsodium (portable)". */
+RTL_API const char *rtl_sha256_engine(void);
+
 /* SHA-256 in lower-case hex (65 bytes with the NUL). */
 RTL_API void rtl_sha256_hex(const uint8_t sha[RTL_SHA256_BYTES], char out[65]);
 

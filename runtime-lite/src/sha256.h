@@ -24,10 +24,6 @@ void rtl_sha256_final(rtl_sha256 *s, uint8_t out[RTL_SHA256_BYTES]);
 /* One buffer at once. */
 void rtl_sha256_buf(const void *p, size_t n, uint8_t out[RTL_SHA256_BYTES]);
 
-/* What computes it on this CPU: "x86 SHA extensions", "ARMv8 crypto
- * extension" or "libsodium (portable)". */
-const char *rtl_sha256_engine(void);
-
 /* For the tests: 1 makes later rtl_sha256_init calls use the portable code
  * whatever the CPU has; 0 restores the detection. Not thread-safe. */
 void rtl_sha256_force_portable(int on);

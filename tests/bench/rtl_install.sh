@@ -12,6 +12,7 @@
 set -u
 : "${BIN:?run through make bench}" "${O:?run through make bench}" "${TOP:?run through make bench}"
 W=$O/bench/rtl-install
+echo "bench rtl-install: $("$BIN/rtl" version)"
 rm -rf "$W" && mkdir -p "$W" && cd "$W" || exit 1
 . "$TOP/tests/integration/catalog/fixtures.sh"
 fx_catalog cat 100 >/dev/null
