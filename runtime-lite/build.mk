@@ -60,7 +60,7 @@ INSTALL_BINS    += $(BIN)/rtl
 INSTALL_LIBS    += $(RTL_LIB) $(RTL_SO) $(LIBD)/librtl.so
 INSTALL_HEADERS += runtime-lite/include/rtl.h
 INSTALL_PCS     += $(RTL_PC)
-DEPS_PKGS       += libsodium-dev libarchive-dev libcjson-dev libopenblas-dev
+DEPS_PKGS       += libsodium-dev libarchive-dev libcjson-dev libopenblas-dev python3
 
 # The crash-test build: the same sources with RTL_CRASH_POINTS=1, so that
 # RTL_CRASH_AT=N kills the process at the Nth crash point. Only the tests
