@@ -144,15 +144,14 @@ static cJSON *latency_json(const rtl_latency *l)
 static int profile_one(rtl_catalog *cat, const char *id, const struct cmd_opts *o, int named, rtl_latency *lat)
 {
     rtl_err err;
+    const rtl_variant *v = rtl_catalog_find(cat, id);
+    if (!named && v && rtl_variant_loadable(v, &err) != 0) {
+        if (!quiet) fprintf(stderr, "rtl: skipping %s: %s\n", id, err.msg);
+        return 1;
+    }
     rtl_model_options mo = {.threads = (int)o->threads};
     rtl_model *m = rtl_model_open(cat, id, &mo, &err);
     if (!m) {
-        const rtl_variant *v = rtl_catalog_find(cat, id);
-        if (!named && v && strstr(err.msg, "not supported by this runtime")) {
-            if (!quiet) fprintf(stderr, "rtl: skipping %s (technique %s): not loadable by this runtime yet\n", id,
-                                rtl_variant_technique(v));
-            return 1;
-        }
         fail(&err);
         return -1;
     }

@@ -400,6 +400,10 @@ typedef struct rtl_model_options {
                     * current setting (all online cores unless changed) */
 } rtl_model_options;
 
+/* Whether this runtime can load variant v (its technique): 0, or -1 with
+ * err (may be NULL) saying why not. Files are not checked here. */
+RTL_API int rtl_variant_loadable(const rtl_variant *v, rtl_err *err);
+
 /* Opens variant `id` of cat (options may be NULL). The catalog must stay
  * open while the model is. Errors name the variant and the file: a missing
  * variant (with the ids there are), a technique not supported yet, a cfg

@@ -61,6 +61,7 @@ _Static_assert(sizeof kind_unsupported / sizeof kind_unsupported[0] == MODEL_KIN
                "every model kind says whether it loads");
 
 #define MODEL_PARTS_MAX 8
+#define RTL_CFG_MAX (16u << 20) /* as trn_cfg_read */
 
 /* One network over one read-only mapping of its weights file. */
 struct part {
@@ -95,23 +96,12 @@ static int file_index(const rtl_variant *v, const char *role, rtl_err *err)
     return rtl_errf(err, "variant '%s' has no file with role \"%s\" in the manifest", v->id, role);
 }
 
-/* Opens a file of an installed copy for reading and checks that it is a
- * regular file of the size the manifest gives. Returns an fd or -1. */
-static int open_checked(const struct rtl_file *f, struct stat *st, rtl_err *err)
+/* The error for a file whose size is not the manifest's. Returns -1. */
+static int damaged(const struct rtl_file *f, uint64_t have, rtl_err *err)
 {
-    int fd = open(f->abs, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-    if (fd < 0) return rtl_errf(err, "cannot open %s: %s", f->abs, strerror(errno));
-    if (fstat(fd, st) != 0 || !S_ISREG(st->st_mode)) {
-        close(fd);
-        return rtl_errf(err, "%s: not a regular file", f->abs);
-    }
-    if ((uint64_t)st->st_size != f->size) {
-        close(fd);
-        return rtl_errf(err, "%s: %lld bytes, but the manifest says %llu: the installed copy is damaged "
-                        "(rtl verify shows what differs; reinstall or roll back)",
-                        f->abs, (long long)st->st_size, (unsigned long long)f->size);
-    }
-    return fd;
+    return rtl_errf(err, "%s: %llu bytes, but the manifest says %llu: the installed copy is damaged "
+                    "(rtl verify shows what differs; reinstall or roll back)",
+                    f->abs, (unsigned long long)have, (unsigned long long)f->size);
 }
 
 /* The cfg of v parsed (its byte count checked against the manifest). */
@@ -120,27 +110,17 @@ static trn_cfg *read_cfg(const rtl_variant *v, rtl_err *err)
     int i = file_index(v, "cfg", err);
     if (i < 0) return NULL;
     const struct rtl_file *f = &v->files[i];
-    struct stat st;
-    int fd = open_checked(f, &st, err);
-    if (fd < 0) return NULL;
-    char *text = malloc(f->size + 1);
-    size_t got = 0;
-    while (text && got < f->size) {
-        ssize_t r = read(fd, text + got, f->size - got);
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) break;
-        got += (size_t)r;
-    }
-    close(fd);
-    if (!text || got != f->size) {
-        free(text);
-        rtl_errf(err, "%s: %s at byte offset %zu", f->abs, text ? "read failed" : "out of memory", got);
+    char *text;
+    size_t len;
+    trn_err e;
+    if (trn_read_file(f->abs, RTL_CFG_MAX, &text, &len, &e) != 0) {
+        rtl_err_from_trn(err, &e);
         return NULL;
     }
-    trn_err e;
-    trn_cfg *cfg = trn_cfg_parse(text, f->size, f->abs, &e);
+    trn_cfg *cfg = NULL;
+    if (len != f->size) damaged(f, len, err);
+    else if (!(cfg = trn_cfg_parse(text, len, f->abs, &e))) rtl_err_from_trn(err, &e);
     free(text);
-    if (!cfg) rtl_err_from_trn(err, &e);
     return cfg;
 }
 
@@ -150,9 +130,17 @@ static int map_weights(struct part *p, rtl_err *err)
     int i = file_index(p->variant, "weights", err);
     if (i < 0) return -1;
     const struct rtl_file *f = &p->variant->files[i];
+    int fd = open(f->abs, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) return rtl_errf(err, "cannot open %s: %s", f->abs, strerror(errno));
     struct stat st;
-    int fd = open_checked(f, &st, err);
-    if (fd < 0) return -1;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return rtl_errf(err, "%s: not a regular file", f->abs);
+    }
+    if ((uint64_t)st.st_size != f->size) {
+        close(fd);
+        return damaged(f, (uint64_t)st.st_size, err);
+    }
     if (st.st_size < 16) {
         close(fd);
         return rtl_errf(err, "%s: the file ends at byte offset %lld inside the header (at least 16 bytes): "
@@ -200,6 +188,25 @@ static void part_free(struct part *p)
     memset(p, 0, sizeof *p);
 }
 
+/* How v runs: its kind, or -1 with err when this runtime cannot load it. */
+static int model_kind(const rtl_variant *v, enum model_kind *kind, rtl_err *err)
+{
+    size_t t = 0, nt = sizeof techniques / sizeof techniques[0];
+    while (t < nt && strcmp(techniques[t].technique, v->technique) != 0) t++;
+    if (t == nt)
+        return rtl_errf(err, "variant '%s': unknown technique '%s' (a newer catalog format?)", v->id, v->technique);
+    *kind = techniques[t].kind;
+    if (kind_unsupported[*kind])
+        return rtl_errf(err, "variant '%s' (technique %s): %s", v->id, v->technique, kind_unsupported[*kind]);
+    return 0;
+}
+
+int rtl_variant_loadable(const rtl_variant *v, rtl_err *err)
+{
+    enum model_kind kind;
+    return model_kind(v, &kind, err);
+}
+
 /* "a, b, c" of the catalog's variant ids (cut to fit). */
 static void variant_ids(const rtl_catalog *cat, char *out, size_t size)
 {
@@ -236,17 +243,8 @@ rtl_model *rtl_model_open(rtl_catalog *cat, const char *id, const rtl_model_opti
                  (unsigned long long)cat->version, id, ids);
         return NULL;
     }
-    size_t t = 0, nt = sizeof techniques / sizeof techniques[0];
-    while (t < nt && strcmp(techniques[t].technique, v->technique) != 0) t++;
-    if (t == nt) {
-        rtl_errf(err, "variant '%s': unknown technique '%s' (a newer catalog format?)", id, v->technique);
-        return NULL;
-    }
-    enum model_kind kind = techniques[t].kind;
-    if (kind_unsupported[kind]) {
-        rtl_errf(err, "variant '%s' (technique %s): %s", id, v->technique, kind_unsupported[kind]);
-        return NULL;
-    }
+    enum model_kind kind;
+    if (model_kind(v, &kind, err) != 0) return NULL;
     rtl_model *m = calloc(1, sizeof *m);
     if (!m) {
         rtl_errf(err, "out of memory");

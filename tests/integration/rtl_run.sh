@@ -108,9 +108,11 @@ fi
 # can meet (the archive is validly signed: the files are what was packed)
 mkdir -p bad/v
 cp -r c/variants/base bad/v/
-for n in truncated extra mismatch badcfg; do
+for n in truncated extra mismatch badcfg trunk; do
+    tech=rewrite
+    [ $n = trunk ] && tech=trunk
     cp -r c/variants/base "bad/v/$n"
-    sed -i "s/\"id\":\"base\"/\"id\":\"$n\"/; s/\"technique\":\"base\"/\"technique\":\"rewrite\"/; s/\"parent\":null/\"parent\":\"base\"/" "bad/v/$n/variant.json"
+    sed -i "s/\"id\":\"base\"/\"id\":\"$n\"/; s/\"technique\":\"base\"/\"technique\":\"$tech\"/; s/\"parent\":null/\"parent\":\"base\"/" "bad/v/$n/variant.json"
 done
 head -c 1000 c/variants/base/variant.weights >bad/v/truncated/variant.weights
 printf 'XXXX' >>bad/v/extra/variant.weights
@@ -138,7 +140,10 @@ chmod u+w "$bdir/variants/base/variant.weights"
 truncate -s 2000 "$bdir/variants/base/variant.weights"
 expect_fail "an installed file damaged after install" "variant 'base': .*variant.weights: 2000 bytes, but the manifest says [0-9]+: the installed copy is damaged" \
     rtl run rtlbad base "$img"
+expect_fail "a technique this runtime does not load yet" "variant 'trunk' \(technique trunk\): a shared trunk runs through its heads" \
+    rtl run rtlbad trunk "$img"
 expect_fail "rtl profile reports the broken variants" "variant 'truncated'" rtl profile rtlbad --runs 1 --warmup 0
+t_check "and skips the one of a technique it does not load" grep -q "skipping trunk: variant 'trunk' (technique trunk)" "$T/out"
 expect_fail "--top needs a positive integer" "--top needs an integer" rtl run rtlnet base "$img" --top 0
 t_check "a usage error is exit status 2" bash -c "'$RTL' --root '$R' run rtlnet base; test \$? = 2"
 

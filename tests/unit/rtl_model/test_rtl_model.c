@@ -298,6 +298,11 @@ static void loading_errors_are_messages(void **state)
         assert_non_null(strstr(e.msg, cases[i].pattern));
         if (strcmp(cases[i].id, "nope") != 0) assert_non_null(strstr(e.msg, cases[i].id));
     }
+    /* loadable says so without touching files */
+    rtl_err le;
+    assert_int_equal(rtl_variant_loadable(rtl_catalog_find(cat, "truncated"), &le), 0);
+    assert_int_equal(rtl_variant_loadable(rtl_catalog_find(cat, "nested"), &le), -1);
+    assert_non_null(strstr(le.msg, "multi-capacity"));
     /* a weights file that vanished */
     assert_int_equal(rename(tl_path("variants/small/variant.weights"), tl_path("small.moved")), 0);
     rtl_err e;
