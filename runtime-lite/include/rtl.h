@@ -452,9 +452,11 @@ typedef struct rtl_class {
 RTL_API int rtl_model_top(const rtl_model *m, size_t k, rtl_class *out, size_t *n, rtl_err *err);
 
 /* Measures batch-1 latency: `warmup` untimed runs, then `runs` (>= 1) timed
- * runs of rtl_model_run on x (NULL: the last input, zeros at first), each
- * timed alone with a monotonic clock. Fills out: where "device", source
- * "measured", machine (rtl_machine_describe), threads, median and mean. */
+ * runs of rtl_model_run on x, each timed alone with a monotonic clock. x
+ * NULL uses the model's own input buffer: the image rtl_model_run_image
+ * decoded last, or the x of an earlier measurement, zeros at first. Fills
+ * out: where "device", source "measured", machine (rtl_machine_describe),
+ * threads, runs, median and mean, the time and the catalog version. */
 RTL_API int rtl_model_measure(rtl_model *m, const float *x, uint32_t warmup, uint32_t runs,
                               rtl_latency *out, rtl_err *err) RTL_MUST_CHECK;
 
