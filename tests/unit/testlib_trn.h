@@ -68,6 +68,35 @@ static inline float *tl_read_floats(const char *path, size_t n)
 
 static inline int tl_exists(const char *path) { return access(path, F_OK) == 0; }
 
+/* Both files exist and hold the same bytes. */
+static inline int tl_same_file(const char *a, const char *b)
+{
+    size_t la, lb;
+    char *x = tl_read(a, &la), *y = tl_read(b, &lb);
+    int same = x && y && la == lb && memcmp(x, y, la) == 0;
+    free(x);
+    free(y);
+    return same;
+}
+
+/* A network with every layer kind, a route and a shortcut (12x12x3 input,
+ * batch 2, 5 outputs, 13 layers). */
+static const char *const tl_all_kinds =
+    "[net]\nbatch=2\nheight=12\nwidth=12\nchannels=3\n"
+    "[crop]\ncrop_height=10\ncrop_width=10\nflip=1\n"
+    "[convolutional]\nbatch_normalize=1\nfilters=8\nsize=3\npad=1\nactivation=leaky\n"
+    "[maxpool]\nsize=2\nstride=2\n"
+    "[convolutional]\nfilters=8\nsize=3\npad=1\ngroups=2\nactivation=relu\n"
+    "[shortcut]\nfrom=-2\nactivation=linear\n"
+    "[route]\nlayers=-1,-3\n"
+    "[convolutional]\nfilters=6\nsize=1\nactivation=logistic\n"
+    "[avgpool]\n"
+    "[connected]\noutput=7\nactivation=tanh\n"
+    "[dropout]\nprobability=0.3\n"
+    "[connected]\nbatch_normalize=1\noutput=5\nactivation=linear\n"
+    "[softmax]\n"
+    "[cost]\ntype=sse\n";
+
 /* ||a - b|| / ||b||; 0 when both are zero, +inf when only b is. */
 static inline double tl_relerr(const float *a, const float *b, size_t n)
 {

@@ -118,20 +118,28 @@ static trn_param *weights(trn_net *net, const trn_layer *l)
     return trn_lparam(net, l, l->param_count - 1);
 }
 
+/* The images of one chunk: nb = how many start at b0, col (k, nb*np) =
+ * their im2col side by side (in the workspace); returns nb. */
+static int chunk_im2col(const trn_layer *l, trn_net *net, int b0, float *col)
+{
+    const conv_state *s = l->priv;
+    int np = l->out.h * l->out.w, nb = net->batch - b0 < s->chunk ? net->batch - b0 : s->chunk;
+    size_t in_img = (size_t)l->in.c * l->in.h * l->in.w;
+    for (int j = 0; j < nb; j++)
+        net->be->im2col(l->input + (b0 + j) * in_img, l->in.c, l->in.h, l->in.w, s->size,
+                        s->stride, s->pad, col + (size_t)j * np, nb * np);
+    return nb;
+}
+
 /* Chunked forward: out (B, m, np) for m = filters, k = c*size*size. */
 static void forward_chunked(trn_layer *l, trn_net *net, const float *w)
 {
     const conv_state *s = l->priv;
     const trn_backend *be = net->be;
     int m = s->n, k = l->in.c * s->size * s->size, np = l->out.h * l->out.w;
-    size_t in_img = (size_t)l->in.c * l->in.h * l->in.w;
     for (int b0 = 0; b0 < net->batch; b0 += s->chunk) {
-        int nb = net->batch - b0 < s->chunk ? net->batch - b0 : s->chunk, ld = nb * np;
         float *col = net->workspace, *res = col + (size_t)k * s->chunk * np;
-        /* col (k, nb*np): the images side by side */
-        for (int j = 0; j < nb; j++)
-            be->im2col(l->input + (b0 + j) * in_img, l->in.c, l->in.h, l->in.w, s->size, s->stride,
-                       s->pad, col + (size_t)j * np, ld);
+        int nb = chunk_im2col(l, net, b0, col), ld = nb * np;
         /* res (m, nb, np) = W (m, k) . col */
         be->gemm(0, 0, m, ld, k, 1, w, k, col, ld, 0, res, ld);
         be->swap12(res, l->output + (size_t)b0 * m * np, m, nb, np);
@@ -179,13 +187,10 @@ static void backward_chunked(trn_layer *l, trn_net *net, trn_param *w)
     int m = s->n, k = l->in.c * s->size * s->size, np = l->out.h * l->out.w;
     size_t in_img = (size_t)l->in.c * l->in.h * l->in.w;
     for (int b0 = 0; b0 < net->batch; b0 += s->chunk) {
-        int nb = net->batch - b0 < s->chunk ? net->batch - b0 : s->chunk, ld = nb * np;
         float *col = net->workspace, *d = col + (size_t)k * s->chunk * np;
+        int nb = chunk_im2col(l, net, b0, col), ld = nb * np;
         /* d (m, nb, np) from delta (nb, m, np) */
         be->swap12(l->delta + (size_t)b0 * m * np, d, nb, m, np);
-        for (int j = 0; j < nb; j++)
-            be->im2col(l->input + (b0 + j) * in_img, l->in.c, l->in.h, l->in.w, s->size, s->stride,
-                       s->pad, col + (size_t)j * np, ld);
         be->gemm(0, 1, m, k, ld, 1, d, ld, col, ld, 1, w->update, k);
         if (!l->in_delta) continue;
         /* dcol (k, nb*np) = W^T (k, m) . d, scattered back image by image */

@@ -804,6 +804,13 @@ void trn_net_get_totals(const trn_net *net, trn_net_totals *t)
     t->peak_activation_bytes = peak_activation(net);
 }
 
+const trn_backend *trn_net_swap_backend(trn_net *net, const trn_backend *be)
+{
+    const trn_backend *old = net->be;
+    net->be = be;
+    return old;
+}
+
 /* ---- forward ------------------------------------------------------------ */
 
 int trn_net_forward_upto(trn_net *net, const float *x, int last, trn_err *err)

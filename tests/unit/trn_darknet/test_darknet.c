@@ -270,16 +270,6 @@ static const char *round_cfg =
     "[connected]\noutput=3\nactivation=linear\n"
     "[softmax]\n";
 
-static int same_file(const char *a, const char *b)
-{
-    size_t la, lb;
-    char *x = tl_read(a, &la), *y = tl_read(b, &lb);
-    int same = x && y && la == lb && memcmp(x, y, la) == 0;
-    free(x);
-    free(y);
-    return same;
-}
-
 static void roundtrip_ours_in_darknet(void **s)
 {
     (void)s;
@@ -294,7 +284,7 @@ static void roundtrip_ours_in_darknet(void **s)
     trn_net_set_seen(net, 123456789012ull);
     assert_int_equal(trn_weights_save(net, ours, &e), 0);
     assert_int_equal(tl_run("'%s' resave '%s' '%s' '%s'", dn_ref, cfg, ours, dn), 0);
-    assert_true(same_file(ours, dn));
+    assert_true(tl_same_file(ours, dn));
     trn_net_free(net);
 }
 
@@ -310,7 +300,7 @@ static void roundtrip_darknet_in_ours(void **s)
     trn_net *net = trn_net_load(cfg, dn, NULL, &e);
     if (!net) fail_msg("%s", e.msg);
     assert_int_equal(trn_weights_save(net, ours, &e), 0);
-    assert_true(same_file(ours, dn));
+    assert_true(tl_same_file(ours, dn));
     trn_net_free(net);
 }
 
@@ -360,8 +350,8 @@ static void roundtrip_old_headers(void **s)
         assert_true(trn_net_seen(net) == 4242);
         assert_int_equal(trn_weights_save(net, ours, &e), 0);
         printf("# version %d.%d%s: re-saved bytes %s Darknet's\n", cases[c].major, cases[c].minor,
-               cases[c].transposed ? " (transposed)" : "", same_file(ours, dn) ? "equal" : "DIFFER from");
-        assert_true(same_file(ours, dn));
+               cases[c].transposed ? " (transposed)" : "", tl_same_file(ours, dn) ? "equal" : "DIFFER from");
+        assert_true(tl_same_file(ours, dn));
         trn_net_free(net);
     }
     trn_net_free(src);

@@ -15,17 +15,7 @@
 #define WEIGHTS_CASES 300
 
 static const char *bases[] = {
-    "[net]\nbatch=2\nheight=12\nwidth=12\nchannels=3\nlearning_rate=0.1\nmomentum=0.9\n"
-    "decay=0.0005\npolicy=poly\npower=4\nmax_batches=100\n"
-    "[crop]\ncrop_height=10\ncrop_width=10\nflip=1\n"
-    "[convolutional]\nbatch_normalize=1\nfilters=8\nsize=3\npad=1\nactivation=leaky\n"
-    "[maxpool]\nsize=2\nstride=2\n"
-    "[convolutional]\nfilters=8\nsize=3\npad=1\ngroups=2\nactivation=relu\n"
-    "[shortcut]\nfrom=-2\nactivation=linear\n"
-    "[route]\nlayers=-1,-3\n"
-    "[convolutional]\nfilters=6\nsize=1\nactivation=logistic\n"
-    "[avgpool]\n[connected]\noutput=7\nactivation=tanh\n[dropout]\nprobability=0.3\n"
-    "[connected]\nbatch_normalize=1\noutput=5\nactivation=linear\n[softmax]\n[cost]\ntype=sse\n",
+    NULL, /* tl_all_kinds, with a learning-rate policy: see main */
 
     "[net]\nbatch=4\nsubdivisions=2\nheight=9\nwidth=9\nchannels=1\npolicy=steps\n"
     "steps=10,20\nscales=.1,.1\nburn_in=5\nmax_batches=30\nangle=7\nhue=.1\nsaturation=1.5\n"
@@ -315,6 +305,11 @@ static void truncated_and_garbled_weights(void **state)
 
 int main(void)
 {
+    /* tl_all_kinds with a learning-rate policy in [net] */
+    static char base0[2048];
+    snprintf(base0, sizeof base0, "[net]\nlearning_rate=0.1\nmomentum=0.9\npolicy=poly\npower=4\n"
+             "max_batches=100\n%s", tl_all_kinds + strlen("[net]\n"));
+    bases[0] = base0;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(mutated_cfgs),
         cmocka_unit_test(truncated_and_garbled_weights),

@@ -5,22 +5,7 @@
 #include "testutil_impl.h"
 #include "testlib_trn.h"
 
-/* Every layer kind, with a route and a shortcut. */
-static const char *all_kinds =
-    "[net]\nbatch=2\nheight=12\nwidth=12\nchannels=3\n"
-    "[crop]\ncrop_height=10\ncrop_width=10\nflip=1\n"
-    "[convolutional]\nbatch_normalize=1\nfilters=8\nsize=3\npad=1\nactivation=leaky\n"
-    "[maxpool]\nsize=2\nstride=2\n"
-    "[convolutional]\nfilters=8\nsize=3\npad=1\ngroups=2\nactivation=relu\n"
-    "[shortcut]\nfrom=-2\nactivation=linear\n"
-    "[route]\nlayers=-1,-3\n"
-    "[convolutional]\nfilters=6\nsize=1\nactivation=logistic\n"
-    "[avgpool]\n"
-    "[connected]\noutput=7\nactivation=tanh\n"
-    "[dropout]\nprobability=0.3\n"
-    "[connected]\nbatch_normalize=1\noutput=5\nactivation=linear\n"
-    "[softmax]\n"
-    "[cost]\ntype=sse\n";
+#define all_kinds tl_all_kinds
 
 static void shapes_and_costs(void **state)
 {

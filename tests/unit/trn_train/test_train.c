@@ -141,16 +141,6 @@ static void learning_works(void **state)
     trn_net_free(net);
 }
 
-static int same_bytes(const char *a, const char *b)
-{
-    size_t la, lb;
-    char *x = tl_read(a, &la), *y = tl_read(b, &lb);
-    int same = x && y && la == lb && memcmp(x, y, la) == 0;
-    free(x);
-    free(y);
-    return same;
-}
-
 /* Two runs with one seed write the same bytes; another seed does not. */
 static void same_seed_same_bytes(void **state)
 {
@@ -171,8 +161,8 @@ static void same_seed_same_bytes(void **state)
     snprintf(w1, sizeof w1, "%s/t.weights", d1);
     snprintf(w2, sizeof w2, "%s/t.weights", d2);
     snprintf(w3, sizeof w3, "%s/t.weights", d3);
-    assert_true(same_bytes(w1, w2));
-    assert_false(same_bytes(w1, w3));
+    assert_true(tl_same_file(w1, w2));
+    assert_false(tl_same_file(w1, w3));
 }
 
 /* A run killed with SIGKILL after a checkpoint and resumed ends with the
@@ -215,7 +205,7 @@ static void killed_and_resumed_is_identical(void **state)
     char w1[600], w2[600];
     snprintf(w1, sizeof w1, "%s/t.weights", full);
     snprintf(w2, sizeof w2, "%s/t.weights", cut);
-    assert_true(same_bytes(w1, w2));
+    assert_true(tl_same_file(w1, w2));
 }
 
 static void damaged_checkpoints_are_refused(void **state)
