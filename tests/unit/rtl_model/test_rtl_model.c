@@ -13,56 +13,46 @@
 
 #define CLASSES 5
 
-/* Every layer kind of the trainer, small (input 3 x 14 x 14). */
-static const char cfg_all[] =
-    "[net]\nbatch=1\nheight=14\nwidth=14\nchannels=3\n"
-    "[crop]\ncrop_height=12\ncrop_width=12\n"
-    "[convolutional]\nbatch_normalize=1\nfilters=8\nsize=3\npad=1\nactivation=leaky\n"
-    "[maxpool]\nsize=2\nstride=2\n"
-    "[convolutional]\nfilters=8\nsize=3\npad=1\nactivation=relu\n"
-    "[shortcut]\nfrom=-2\n"
-    "[route]\nlayers=-1,-3\n"
-    "[convolutional]\nfilters=6\nsize=1\nactivation=logistic\n"
-    "[avgpool]\n[connected]\noutput=7\nactivation=tanh\n[dropout]\nprobability=0.3\n"
-    "[connected]\noutput=5\nactivation=linear\n[softmax]\n[cost]\n";
-
 /* Another cfg: same input, different parameter count. */
 static const char cfg_small[] =
-    "[net]\nbatch=1\nheight=14\nwidth=14\nchannels=3\n"
+    "[net]\nbatch=1\nheight=12\nwidth=12\nchannels=3\n"
     "[convolutional]\nfilters=4\nsize=3\nstride=2\npad=1\nactivation=relu\n"
     "[avgpool]\n[connected]\noutput=5\nactivation=linear\n[softmax]\n";
 
 /* Six outputs where the task has five labels. */
 static const char cfg_six[] =
-    "[net]\nbatch=1\nheight=14\nwidth=14\nchannels=3\n"
+    "[net]\nbatch=1\nheight=12\nwidth=12\nchannels=3\n"
     "[avgpool]\n[connected]\noutput=6\nactivation=linear\n[softmax]\n";
 
 static const char cfg_badkey[] =
-    "[net]\nbatch=1\nheight=14\nwidth=14\nchannels=3\n"
+    "[net]\nbatch=1\nheight=12\nwidth=12\nchannels=3\n"
     "[convolutional]\nfilters=4\nsize=3\nfrobnicate=1\n[softmax]\n";
 
 enum damage { NONE, TRUNCATE, EXTRA, LIE_SIZE, TINY };
 
-/* A variant of the test catalog: its cfg, the cfg its weights are made for,
- * and what is wrong with its files. */
+/* A variant of the test catalog: its cfg, the cfg its weights are made for
+ * (NULL: tl_all_kinds, every layer kind of the trainer), and what is wrong
+ * with its files. */
 struct spec {
     const char *id, *technique, *cfg, *weights_cfg;
     enum damage damage;
 };
 
 static const struct spec specs[] = {
-    {"base", "base", cfg_all, cfg_all, NONE},
+    {"base", "base", NULL, NULL, NONE},
     {"small", "pruned", cfg_small, cfg_small, NONE},
-    {"truncated", "rewrite", cfg_all, cfg_all, TRUNCATE},
-    {"extra", "rewrite", cfg_all, cfg_all, EXTRA},
-    {"damaged", "rewrite", cfg_all, cfg_all, LIE_SIZE},
-    {"tiny", "rewrite", cfg_all, cfg_all, TINY},
-    {"othercfg", "svd", cfg_all, cfg_small, NONE},
+    {"truncated", "rewrite", NULL, NULL, TRUNCATE},
+    {"extra", "rewrite", NULL, NULL, EXTRA},
+    {"damaged", "rewrite", NULL, NULL, LIE_SIZE},
+    {"tiny", "rewrite", NULL, NULL, TINY},
+    {"othercfg", "svd", NULL, cfg_small, NONE},
     {"badkey", "svd", cfg_badkey, cfg_small, NONE},
     {"six", "svd", cfg_six, cfg_six, NONE},
-    {"nested", "nested", cfg_all, cfg_all, NONE},
+    {"nested", "nested", NULL, NULL, NONE},
 };
 #define NSPECS (sizeof specs / sizeof specs[0])
+
+#define ALL(cfg) ((cfg) ? (cfg) : tl_all_kinds)
 
 static rtl_catalog *cat;
 
@@ -106,9 +96,9 @@ static int setup(void **state)
     for (size_t i = 0; i < NSPECS; i++) {
         const char *id = specs[i].id;
         assert_int_equal(trn_mkdir_p(tl_path("variants/%s", id), NULL), 0);
-        assert_int_equal(tl_write_text(tl_path("variants/%s/variant.cfg", id), specs[i].cfg), 0);
+        assert_int_equal(tl_write_text(tl_path("variants/%s/variant.cfg", id), ALL(specs[i].cfg)), 0);
         const char *wp = tl_path("variants/%s/variant.weights", id);
-        assert_int_equal(write_weights(specs[i].weights_cfg, 100 + i, wp), 0);
+        assert_int_equal(write_weights(ALL(specs[i].weights_cfg), 100 + i, wp), 0);
         if (specs[i].damage == TRUNCATE) assert_int_equal(truncate(wp, 20 + 4 * 30), 0);
         if (specs[i].damage == TINY) assert_int_equal(truncate(wp, 10), 0);
         if (specs[i].damage == EXTRA) {
@@ -175,8 +165,8 @@ static void runs_like_the_trainer(void **state)
         assert_non_null(ref);
         int c, h, w;
         rtl_model_input_shape(m, &c, &h, &w);
-        assert_int_equal(c * h * w, 3 * 14 * 14);
-        assert_int_equal(rtl_model_input_size(m), 3 * 14 * 14);
+        assert_int_equal(c * h * w, 3 * 12 * 12);
+        assert_int_equal(rtl_model_input_size(m), 3 * 12 * 12);
         assert_int_equal(rtl_model_classes(m), CLASSES);
         assert_string_equal(rtl_model_label(m, 3), "c3");
         assert_null(rtl_model_label(m, CLASSES));
@@ -189,7 +179,7 @@ static void runs_like_the_trainer(void **state)
         assert_int_equal(rtl_model_top(m, 3, top, &n, &e), -1);
         assert_non_null(strstr(e.msg, "no result yet"));
         for (uint64_t seed = 1; seed <= 3; seed++) {
-            float x[3 * 14 * 14];
+            float x[3 * 12 * 12];
             tl_fill_uniform(x, sizeof x / sizeof *x, seed, 0, 1);
             assert_int_equal(rtl_model_run(m, x, &e), 0);
             trn_err te;
@@ -256,9 +246,9 @@ static void runs_image_files(void **state)
     const char *img = tl_path("img_21x17.bmp");
     write_bmp(img, 21, 17, 5);
     assert_int_equal(rtl_model_run_image(m, img, &e), 0);
-    float x[3 * 14 * 14];
+    float x[3 * 12 * 12];
     trn_err te;
-    assert_int_equal(trn_image_load_input(img, 14, 14, 3, x, &te), 0);
+    assert_int_equal(trn_image_load_input(img, 12, 12, 3, x, &te), 0);
     assert_int_equal(trn_net_forward(ref, x, &te), 0);
     assert_memory_equal(rtl_model_output(m), trn_net_output(ref), CLASSES * sizeof(float));
     /* not an image: an error naming the file, and no result */
