@@ -160,6 +160,12 @@ t_check "the JSON says measured on this device, with machine and threads" \
 expect_ok "profiling again replaces the same thread count" rtl profile rtlnet base --runs 4 --threads 1
 t_check "the profile holds 5 entries (4 variants at 1 thread, base at 2)" \
     python3 -c "import json; e=json.load(open('$P'))['entries']; assert len(e)==5, len(e); assert [x['runs'] for x in e if x['variant']=='base' and x['threads']==1]==[4]"
+# two profilers at once: the lock keeps both results
+rtl -q profile rtlnet base --runs 2 --threads 3 >/dev/null 2>&1 & p1=$!
+rtl -q profile rtlnet svd-fc --runs 2 --threads 3 >/dev/null 2>&1 & p2=$!
+wait $p1 && wait $p2
+t_check "two profilers at once keep each other's entries" \
+    python3 -c "import json; e=json.load(open('$P'))['entries']; assert len(e)==7, len(e); assert sorted(x['variant'] for x in e if x['threads']==3)==['base','svd-fc']"
 expect_ok "rtl inspect" rtl inspect rtlnet
 t_check "inspect shows this device's figures next to the estimates" \
     bash -c "grep -Eq '^base +this device +[0-9.e+-]+ +[0-9.e+-]+ +measured: .*cores, 2 threads, 3 runs' '$T/out' && grep -Eq '^base +this device .* 1 thread, 4 runs' '$T/out' && grep -Eq '^base +jetson-nano +[0-9.e+-]+ +- +est\.' '$T/out'"
@@ -167,7 +173,7 @@ t_check "inspect shows this device's figures next to the estimates" \
 "$CAT" pack c/variants -o c/out2 --task identity=c/identity.names --version 2 --key c/k.key >/dev/null 2>&1
 expect_ok "install version 2 (same variants)" rtl install c/out2/catalog-rtlnet-2.tar.zst
 expect_ok "rtl inspect after the update" rtl inspect rtlnet
-t_check "the measurements still show (their files are unchanged)" bash -c "test \$(grep -c ' this device ' '$T/out') = 5"
+t_check "the measurements still show (their files are unchanged)" bash -c "test \$(grep -c ' this device ' '$T/out') = 7"
 cp "$P" profile.good
 echo '{"schema":1,"catalog":"rtlnet","entries":[{"variant":"base"}]}' >"$P"
 expect_ok "inspect with a damaged profile still works" rtl inspect rtlnet
