@@ -48,18 +48,6 @@ static const struct {
     {"specialised", MODEL_CASCADE},
 };
 
-/* Why a kind cannot be opened yet (NULL: it can). */
-static const char *const kind_unsupported[] = {
-    [MODEL_PLAIN] = NULL,
-    [MODEL_NESTED] = "multi-capacity models are not supported by this runtime yet",
-    [MODEL_EARLY_EXIT] = "early-exit models are not supported by this runtime yet",
-    [MODEL_TRUNK] = "a shared trunk runs through its heads, which this runtime does not load yet",
-    [MODEL_HEAD] = "shared-trunk heads are not supported by this runtime yet",
-    [MODEL_CASCADE] = "specialised models (cascades) are not supported by this runtime yet",
-};
-_Static_assert(sizeof kind_unsupported / sizeof kind_unsupported[0] == MODEL_KIND_COUNT,
-               "every model kind says whether it loads");
-
 #define MODEL_PARTS_MAX 8
 #define RTL_CFG_MAX (16u << 20) /* as trn_cfg_read */
 
@@ -188,25 +176,6 @@ static void part_free(struct part *p)
     memset(p, 0, sizeof *p);
 }
 
-/* How v runs: its kind, or -1 with err when this runtime cannot load it. */
-static int model_kind(const rtl_variant *v, enum model_kind *kind, rtl_err *err)
-{
-    size_t t = 0, nt = sizeof techniques / sizeof techniques[0];
-    while (t < nt && strcmp(techniques[t].technique, v->technique) != 0) t++;
-    if (t == nt)
-        return rtl_errf(err, "variant '%s': unknown technique '%s' (a newer catalog format?)", v->id, v->technique);
-    *kind = techniques[t].kind;
-    if (kind_unsupported[*kind])
-        return rtl_errf(err, "variant '%s' (technique %s): %s", v->id, v->technique, kind_unsupported[*kind]);
-    return 0;
-}
-
-int rtl_variant_loadable(const rtl_variant *v, rtl_err *err)
-{
-    enum model_kind kind;
-    return model_kind(v, &kind, err);
-}
-
 /* "a, b, c" of the catalog's variant ids (cut to fit). */
 static void variant_ids(const rtl_catalog *cat, char *out, size_t size)
 {
@@ -231,6 +200,39 @@ static int open_plain(rtl_model *m, rtl_err *err)
                         "this catalog's task", rtl_variant_file(m->variant, "cfg"), outputs, m->variant->task,
                         m->classes);
     return 0;
+}
+
+/* How each kind opens (NULL: not yet, and why). */
+static const struct {
+    int (*open)(rtl_model *m, rtl_err *err);
+    const char *why_not;
+} kinds[] = {
+    [MODEL_PLAIN] = {open_plain, NULL},
+    [MODEL_NESTED] = {NULL, "multi-capacity models are not supported by this runtime yet"},
+    [MODEL_EARLY_EXIT] = {NULL, "early-exit models are not supported by this runtime yet"},
+    [MODEL_TRUNK] = {NULL, "a shared trunk runs through its heads, which this runtime does not load yet"},
+    [MODEL_HEAD] = {NULL, "shared-trunk heads are not supported by this runtime yet"},
+    [MODEL_CASCADE] = {NULL, "specialised models (cascades) are not supported by this runtime yet"},
+};
+_Static_assert(sizeof kinds / sizeof kinds[0] == MODEL_KIND_COUNT, "every model kind says how it opens");
+
+/* How v runs: its kind, or -1 with err when this runtime cannot load it. */
+static int model_kind(const rtl_variant *v, enum model_kind *kind, rtl_err *err)
+{
+    size_t t = 0, nt = sizeof techniques / sizeof techniques[0];
+    while (t < nt && strcmp(techniques[t].technique, v->technique) != 0) t++;
+    if (t == nt)
+        return rtl_errf(err, "variant '%s': unknown technique '%s' (a newer catalog format?)", v->id, v->technique);
+    *kind = techniques[t].kind;
+    if (!kinds[*kind].open)
+        return rtl_errf(err, "variant '%s' (technique %s): %s", v->id, v->technique, kinds[*kind].why_not);
+    return 0;
+}
+
+int rtl_variant_loadable(const rtl_variant *v, rtl_err *err)
+{
+    enum model_kind kind;
+    return model_kind(v, &kind, err);
 }
 
 rtl_model *rtl_model_open(rtl_catalog *cat, const char *id, const rtl_model_options *options, rtl_err *err)
@@ -259,7 +261,7 @@ rtl_model *rtl_model_open(rtl_catalog *cat, const char *id, const rtl_model_opti
         goto fail;
     }
     if (options && options->threads > 0) trn_set_threads(options->threads);
-    if (open_plain(m, err) != 0) goto fail;
+    if (kinds[kind].open(m, err) != 0) goto fail;
     if (!(m->input = calloc(rtl_model_input_size(m), sizeof *m->input))) {
         rtl_errf(err, "out of memory");
         goto fail;
