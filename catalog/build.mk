@@ -13,7 +13,7 @@ CAT_RTL_LIB  := $(LIBD)/librtl.a
 CAT_PKGS     := libsodium libarchive libcjson
 CAT_CFLAGS   := -Icatalog/include -Icatalog/src -Iruntime-lite/include -Itrainer/include \
                 $(shell $(PKG_CONFIG) --cflags $(CAT_PKGS) 2>/dev/null)
-CAT_LDLIBS   := $(shell $(PKG_CONFIG) --libs $(CAT_PKGS) 2>/dev/null || echo -lsodium -larchive -lcjson) -lm
+CAT_LDLIBS   := $(shell $(PKG_CONFIG) --libs $(CAT_PKGS) 2>/dev/null || echo -lsodium -larchive -lcjson) -lm $(TRN_LDLIBS)
 
 # The schemas and target profiles are compiled in, so `catalog` works from
 # any folder; the JSON files stay the one source.
@@ -31,6 +31,8 @@ $(OBJ)/gen/catalog/embedded.o: $(CAT_GEN) $(SETTINGS_FILE) | $$(@D)/.dirstamp $(
 	$(call msg,CC,$<)$(CC) $(CFLAGS) $(CAT_CFLAGS) $(DEPFLAGS) -c $< -o $@
 
 $(call objs,$(CAT_SRCS) $(CAT_CLI_SRCS)): CFLAGS += $(CAT_CFLAGS)
+# The profiler wraps the trainer's backend table (trainer/src/backend.h).
+$(call objs,catalog/src/profile.c): CFLAGS += -Itrainer/src
 $(eval $(call static_lib,$(CAT_LIB),$(call objs,$(CAT_SRCS)) $(OBJ)/gen/catalog/embedded.o))
 $(eval $(call program,$(BIN)/catalog,$(call objs,$(CAT_CLI_SRCS)) $(CAT_LIB) $(CAT_RTL_LIB) $(TRN_LIB),$(CAT_LDLIBS)))
 
@@ -46,3 +48,8 @@ $(call objs,tests/tools/catalog_testtool.c): CFLAGS += $(CAT_CFLAGS)
 $(eval $(call program,$(CAT_TOOL),$(call objs,tests/tools/catalog_testtool.c),$(CAT_LDLIBS)))
 TEST_DEPS  += $(CAT_TOOL)
 BENCH_DEPS += $(CAT_TOOL)
+
+# The cost model against the profiler on every kind of variant prune derives
+# (issue 5): a test area of its own, as it links libprn too.
+$(call objs,$(wildcard tests/unit/cost_check/*.c)): CFLAGS += $(CAT_CFLAGS) $(PRN_CFLAGS)
+$(eval $(call unit_test,cost_check,$(PRN_LIB) $(CAT_LIB) $(CAT_RTL_LIB) $(TRN_LIB),$(PRN_LDLIBS) $(CAT_LDLIBS)))

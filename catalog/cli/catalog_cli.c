@@ -1,6 +1,7 @@
 /* catalog_cli.c: the `catalog` command (a thin shell over libcat, see cat.h):
  * keygen, sign, verify, validate, pack, inspect, report. */
 #include "cat.h"
+#include "variant_cli.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -27,6 +28,10 @@ static void usage(FILE *f)
             "  keygen -p PUB -s SEC           make a minisign key pair\n"
             "  sign ARCHIVE -s SEC            sign an archive (writes ARCHIVE.minisig)\n"
             "  verify ARCHIVE -p PUB          verify an archive's signature\n"
+            "  cost --cfg C                   the cost model of a cfg (JSON)\n"
+            "  profile --cfg C --weights W    measured costs and latency (profile.json)\n"
+            "  describe DIR --id ID ...       a variant folder's variant.json\n"
+            "  variants VARIANTS_DIR          the table of a model's variants\n"
             "  version                        print the version\n"
             "\n"
             "catalog COMMAND --help describes each command. Exit status: 0 on success,\n"
@@ -589,7 +594,9 @@ int main(int argc, char **argv)
         const char *name;
         int (*fn)(int, char **);
     } cmds[] = {{"keygen", cmd_keygen},     {"sign", cmd_sign},       {"verify", cmd_verify}, {"validate", cmd_validate},
-                {"inspect", cmd_inspect}, {"report", cmd_report}, {"pack", cmd_pack}};
+                {"inspect", cmd_inspect}, {"report", cmd_report}, {"pack", cmd_pack},
+                {"cost", cat_cli_cost},     {"profile", cat_cli_profile}, {"describe", cat_cli_describe},
+                {"variants", cat_cli_variants}};
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
         if (!strcmp(cmd, cmds[i].name)) return cmds[i].fn(argc - 1, argv + 1);
     fprintf(stderr, "catalog: unknown command '%s' (catalog --help lists them)\n", cmd);

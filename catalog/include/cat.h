@@ -247,6 +247,72 @@ int cat_report(const cJSON *manifest, const char *base, trn_err *err);
  * hollow) of task `task`: top-1 against "macs" or "weight_bytes". */
 char *cat_pareto_svg(const cJSON *manifest, const char *task, const char *axis, trn_err *err);
 
+/* ---- cost model (catalog/src/costmodel.c) --------------------------------------
+ * DESIGN.md's cost convention computed from cfg text alone (its own shape
+ * arithmetic, Darknet's output-size rules): see the top of costmodel.c. */
+
+/* One layer's costs, per image. */
+typedef struct cat_layer_cost {
+    int index;
+    char type[16];           /* canonical section type ("convolutional", ...) */
+    int output[3];           /* c, h, w */
+    uint64_t macs, params, output_bytes;
+    uint64_t bias_ops, bn_ops, act_ops, pool_ops;
+} cat_layer_cost;
+
+typedef struct cat_cost {
+    int n;                   /* layers */
+    cat_layer_cost *layers;
+    int input[3];            /* c, h, w of the network input */
+    uint64_t macs, params, weight_bytes, peak_activation_bytes;
+    uint64_t bias_ops, bn_ops, act_ops, pool_ops;
+} cat_cost;
+
+/* The costs of cfg's network. -1 with an error naming file:line for an
+ * unknown section, a bad value or an impossible shape. out is freed with
+ * cat_cost_free (also after an error: then it is empty). */
+int cat_cost_model(const trn_cfg *cfg, cat_cost *out, trn_err *err);
+void cat_cost_free(cat_cost *c);
+/* {"macs", "params", "weight_bytes", "peak_activation_bytes", "bias_ops",
+ * "bn_ops", "act_ops", "pool_ops", "layers": [...]}, the "cost" object of
+ * variant.json; NULL when out of memory. */
+cJSON *cat_cost_json(const cat_cost *c);
+/* {"index", "type", "output": [c, h, w], "macs", "params", "output_bytes",
+ * "bias_ops", "bn_ops", "act_ops", "pool_ops"}; NULL when out of memory. */
+cJSON *cat_cost_layer_json(const cat_layer_cost *l);
+
+/* ---- profiler (catalog/src/profile.c) ------------------------------------------ */
+
+typedef struct cat_profile_opts {
+    int runs;    /* timed forwards (30) */
+    int warmup;  /* untimed forwards before them (3) */
+    int threads; /* compute threads (1) */
+} cat_profile_opts;
+void cat_profile_opts_defaults(cat_profile_opts *o);
+
+/* Measures the network cfg_path + weights_path on this machine (format of
+ * the result at the top of profile.c: "cost", "latency", "counted"). Sets
+ * the process-wide thread count to o->threads. NULL on error. */
+cJSON *cat_profile(const char *cfg_path, const char *weights_path, const cat_profile_opts *o,
+                   trn_err *err);
+/* "CPU model (arch, N cores)" of this machine, for latency records. */
+void cat_machine_name(char *buf, size_t size);
+
+/* ---- variant.json (catalog/src/describe.c) ------------------------------------- */
+
+typedef struct cat_describe_opts {
+    const char *dir;        /* the variant folder (holds variant.cfg, variant.weights) */
+    const char *id, *model, *task;
+    const char *eval;       /* eval.json of `trainer valid --json` */
+    const char *profile;    /* profile.json of `catalog profile` */
+    const char *meta;       /* meta.json of prune, or NULL with technique */
+    const char *technique;  /* "base" when there is no meta.json */
+} cat_describe_opts;
+
+/* Writes dir/variant.json atomically after checking it against the built-in
+ * variant schema; -1 with the first violation or the unreadable input. */
+int cat_describe(const cat_describe_opts *o, trn_err *err);
+
 /* ---- built-in files (generated from the JSON files of catalog/) -------------- */
 
 struct cat_embedded {

@@ -14,6 +14,7 @@
 #ifndef TRN_H
 #define TRN_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -47,6 +48,12 @@ int trn_errf(trn_err *err, const char *fmt, ...) TRN_PRINTF(2, 3);
 
 /* Prefixes the message already in err with "prefix: ". Returns -1. */
 int trn_err_prefix(trn_err *err, const char *fmt, ...) TRN_PRINTF(2, 3);
+
+/* The two functions above on any message buffer of `size` bytes: the one
+ * implementation of formatting and prefixing, shared with runtime-lite,
+ * whose public rtl_err has the same shape under its own name. */
+void trn_msg_vformat(char *msg, size_t size, const char *fmt, va_list ap) TRN_PRINTF(3, 0);
+void trn_msg_vprefix(char *msg, size_t size, const char *fmt, va_list ap) TRN_PRINTF(3, 0);
 
 /* ---- random numbers ------------------------------------------------------ */
 
@@ -106,6 +113,414 @@ int trn_write_file_atomic(const char *path, const void *buf, size_t len, trn_err
 
 /* fsync a directory (after renaming into it). */
 int trn_fsync_dir(const char *dir, trn_err *err);
+
+/* ---- threads --------------------------------------------------------------- */
+
+/* Sets the number of threads that OpenBLAS and the library's own parallel
+ * loops use, process-wide (OpenBLAS's own setting is process-wide too).
+ * n <= 0 means all online cores. Results never depend on the thread count
+ * except through the floating-point summation order inside OpenBLAS. */
+void trn_set_threads(int n);
+/* The current setting (>= 1). */
+int trn_threads(void);
+
+/* ---- cfg object model ------------------------------------------------------ *
+ *
+ * A Darknet .cfg file held in memory: an ordered list of sections ("[net]",
+ * "[convolutional]", ...), each an ordered list of key=value pairs. Every
+ * section and key keeps the file:line it came from, so that errors found
+ * later (while building a network) can name it. Text is read as Darknet
+ * reads it: all blanks (space, tab) inside a line are removed, lines
+ * starting with '#' or ';' and empty lines are comments. Unlike Darknet, a
+ * line without '=', an empty key or value, a key before the first section
+ * and a key given twice in one section are errors naming file:line.
+ * Comment lines are kept with the section or key they precede and written
+ * back by trn_cfg_format, so a rewritten cfg keeps its documentation.
+ *
+ * Section 0 is the [net] section of a network cfg; layer i of a network is
+ * section i + 1. Section types are stored without brackets ("net",
+ * "convolutional"); Darknet's aliases ([conv], [max], ...) are kept as
+ * written and understood by trn_net_create. */
+typedef struct trn_cfg trn_cfg;
+
+/* Reads and parses a cfg file (at most 16 MiB). NULL on error. */
+trn_cfg *trn_cfg_read(const char *path, trn_err *err);
+/* Parses cfg text of len bytes; `name` stands for the file in messages. */
+trn_cfg *trn_cfg_parse(const char *text, size_t len, const char *name, trn_err *err);
+/* An empty cfg (no section) named `name`. */
+trn_cfg *trn_cfg_new(const char *name, trn_err *err);
+/* A deep copy. NULL when out of memory. */
+trn_cfg *trn_cfg_clone(const trn_cfg *cfg, trn_err *err);
+void trn_cfg_free(trn_cfg *cfg);
+
+/* The name given at read/parse time (the path for trn_cfg_read). */
+const char *trn_cfg_name(const trn_cfg *cfg);
+int trn_cfg_sections(const trn_cfg *cfg);
+/* Section s's type without brackets, NULL when s is out of range. */
+const char *trn_cfg_section_type(const trn_cfg *cfg, int s);
+/* The line of section s's header; 0 for sections inserted by a program. */
+int trn_cfg_section_line(const trn_cfg *cfg, int s);
+/* The first section of `type` at index >= from, or -1. */
+int trn_cfg_find_section(const trn_cfg *cfg, const char *type, int from);
+
+/* Keys of section s, in order: count, then the k-th key, value, line (0
+ * when set by a program). Out-of-range indexes give 0 / NULL. */
+int trn_cfg_keys(const trn_cfg *cfg, int s);
+const char *trn_cfg_key(const trn_cfg *cfg, int s, int k);
+const char *trn_cfg_value(const trn_cfg *cfg, int s, int k);
+int trn_cfg_key_line(const trn_cfg *cfg, int s, int k);
+/* The value of `key` in section s, NULL when absent. */
+const char *trn_cfg_get(const trn_cfg *cfg, int s, const char *key);
+/* "file:line" of key in section s (or of the section when key is NULL or
+ * absent), "file (set by program)" for line 0, written into buf. */
+const char *trn_cfg_where(const trn_cfg *cfg, int s, const char *key, char *buf, size_t size);
+
+/* Sets key=value in section s: replaces the value of an existing key (its
+ * line is kept), or appends the key. Keys and values are stored without
+ * blanks, as Darknet reads them; both must be non-empty and free of '=',
+ * '[', '#', ';' (key) or newlines. -1 on a bad argument or out of memory. */
+int trn_cfg_set(trn_cfg *cfg, int s, const char *key, const char *value, trn_err *err);
+int trn_cfg_setf(trn_cfg *cfg, int s, const char *key, trn_err *err, const char *fmt, ...)
+    TRN_PRINTF(5, 6);
+/* Removes key from section s. Returns 1 if it was there, 0 if not. */
+int trn_cfg_unset(trn_cfg *cfg, int s, const char *key);
+/* Inserts an empty section of `type` (no brackets) before section `at`
+ * (at == trn_cfg_sections() appends). Returns the new section's index, -1
+ * on error. */
+int trn_cfg_insert_section(trn_cfg *cfg, int at, const char *type, trn_err *err);
+/* Removes section s and its keys. -1 when s is out of range. */
+int trn_cfg_remove_section(trn_cfg *cfg, int s, trn_err *err);
+
+/* The cfg as text ("[type]" lines, "key=value" lines, comments, a blank
+ * line between sections); parsing it gives the same sections and keys.
+ * Returns a new NUL-terminated string the caller frees; NULL when out of
+ * memory. len (may be NULL) receives its length. */
+char *trn_cfg_format(const trn_cfg *cfg, size_t *len);
+/* trn_cfg_format written atomically (temporary file, fsync, rename). */
+int trn_cfg_write(const trn_cfg *cfg, const char *path, trn_err *err) TRN_MUST_CHECK;
+
+/* ---- networks ---------------------------------------------------------------- */
+
+/* Layer kinds: one source file each (trainer/src/<kind>.c). */
+typedef enum trn_layer_kind {
+    TRN_LAYER_CONVOLUTIONAL,
+    TRN_LAYER_CONNECTED,
+    TRN_LAYER_MAXPOOL,
+    TRN_LAYER_AVGPOOL,
+    TRN_LAYER_DROPOUT,
+    TRN_LAYER_CROP,
+    TRN_LAYER_SOFTMAX,
+    TRN_LAYER_COST,
+    TRN_LAYER_ROUTE,
+    TRN_LAYER_SHORTCUT,
+    TRN_LAYER_KIND_COUNT
+} trn_layer_kind;
+/* The canonical section type ("convolutional", ...); "?" when invalid. */
+const char *trn_layer_kind_name(trn_layer_kind k);
+
+/* Darknet's activations, with its formulas (trainer/README.md). */
+typedef enum trn_activation {
+    TRN_ACT_LINEAR,
+    TRN_ACT_RELU,
+    TRN_ACT_LEAKY,
+    TRN_ACT_LOGISTIC,
+    TRN_ACT_TANH,
+    TRN_ACT_ELU,
+    TRN_ACT_RAMP,
+    TRN_ACT_LOGGY,
+    TRN_ACT_RELIE,
+    TRN_ACT_PLSE,
+    TRN_ACT_HARDTAN,
+    TRN_ACT_LHTAN,
+    TRN_ACT_SELU,
+    TRN_ACT_STAIR,
+    TRN_ACT_COUNT
+} trn_activation;
+const char *trn_activation_name(trn_activation a);
+/* The activation named s, or -1. */
+int trn_activation_parse(const char *s);
+
+/* Darknet's learning-rate policies ("random" is not supported: it would
+ * draw from the C library's rand()). */
+typedef enum trn_policy {
+    TRN_POLICY_CONSTANT,
+    TRN_POLICY_STEP,
+    TRN_POLICY_STEPS,
+    TRN_POLICY_EXP,
+    TRN_POLICY_POLY,
+    TRN_POLICY_SIG,
+    TRN_POLICY_COUNT
+} trn_policy;
+const char *trn_policy_name(trn_policy p);
+
+/* Compute backends behind the kernel seam (trainer/src/backend.h). */
+typedef enum trn_backend_kind {
+    TRN_BACKEND_CPU, /* OpenBLAS gemm and tuned loops: the default */
+    TRN_BACKEND_REF, /* naive loops: the oracle the tests compare against */
+    TRN_BACKEND_KIND_COUNT
+} trn_backend_kind;
+
+/* A tensor shape of one image: channels, height, width. */
+typedef struct trn_shape {
+    int c, h, w;
+} trn_shape;
+
+/* The [net] section, resolved with Darknet's defaults. */
+typedef struct trn_net_config {
+    int batch;         /* images per forward/backward: cfg batch / subdivisions */
+    int subdivisions;  /* forwards per weight update */
+    int w, h, c;       /* network input */
+    float learning_rate, momentum, decay;
+    trn_policy policy;
+    int burn_in;
+    float power;       /* poly, and the burn_in ramp */
+    float gamma;       /* exp, sig */
+    float scale;       /* step */
+    int step;          /* step, sig */
+    int num_steps;     /* steps: batch numbers and their scales */
+    const int *steps;
+    const float *scales;
+    int64_t max_batches; /* 0: no limit */
+    /* Augmentation keys, handed to the data loader (Darknet's meaning). */
+    float angle, aspect, hue, saturation, exposure, jitter;
+    int min_crop, max_crop, flip;
+} trn_net_config;
+
+typedef struct trn_net_opts {
+    int batch;           /* > 0: images per forward instead of the cfg's */
+    int infer_only;      /* 1: forward in inference mode only; no training buffers */
+    int external_params; /* 1: no parameter memory is allocated; a borrowed
+                          * trn_weights_load_mem supplies it (needs infer_only) */
+    trn_backend_kind backend;
+    uint64_t seed;       /* initial weights and training randomness */
+    uint64_t max_bytes;  /* refuse networks whose buffers need more (0: 32 GiB) */
+} trn_net_opts;
+/* batch 0, training buffers, CPU backend, seed 0, max_bytes 0. */
+void trn_net_opts_defaults(trn_net_opts *o);
+
+typedef struct trn_net trn_net;
+
+/* Builds a network from a cfg (which the network does not keep: it may be
+ * freed after). Parameters start as Darknet initialises them (He-scaled
+ * normal conv weights, uniform connected weights, zero biases, unit BN
+ * scales, zero rolling statistics), drawn from opts->seed. Every unknown
+ * section or key, bad value, missing required key or impossible shape is
+ * an error naming file:line and the key. NULL on error. opts may be NULL
+ * (defaults). */
+trn_net *trn_net_create(const trn_cfg *cfg, const trn_net_opts *opts, trn_err *err);
+/* trn_cfg_read + trn_net_create (+ trn_weights_load when weights != NULL). */
+trn_net *trn_net_load(const char *cfg_path, const char *weights_path, const trn_net_opts *opts,
+                      trn_err *err);
+void trn_net_free(trn_net *net);
+
+const trn_net_config *trn_net_get_config(const trn_net *net);
+int trn_net_batch(const trn_net *net);
+int trn_net_layers(const trn_net *net);
+trn_shape trn_net_input_shape(const trn_net *net);
+/* Floats per image of the input (c*h*w) and of the last layer's output. */
+size_t trn_net_inputs(const trn_net *net);
+size_t trn_net_outputs(const trn_net *net);
+
+/* One layer, for `trainer info`, the cost model and the variant stage.
+ * Costs are per image, by the convention of DESIGN.md: MACs of the
+ * convolution/matrix product only; bias adds, batch-norm, activation and
+ * pooling operations listed separately. */
+typedef struct trn_layer_info {
+    int index;
+    trn_layer_kind kind;
+    const char *type;     /* section type as written, e.g. "conv" or "convolutional" */
+    int section;          /* cfg section (index + 1) */
+    int line;             /* line of the section header, 0 if built in memory */
+    trn_shape in, out;
+    trn_activation activation;
+    int filters, size, stride, pad, groups, batch_normalize; /* 0 where not applicable */
+    int n_from;           /* route: the layers it reads; shortcut: 1 */
+    int from[8];          /* absolute layer indexes (first 8) */
+    uint64_t params;      /* floats in the weights file: weights, biases, BN */
+    uint64_t macs;
+    uint64_t bias_ops, bn_ops, act_ops, pool_ops;
+    uint64_t output_bytes; /* float32 output of one image */
+} trn_layer_info;
+int trn_net_layer_info(const trn_net *net, int i, trn_layer_info *info);
+
+typedef struct trn_net_totals {
+    uint64_t params, macs, bias_ops, bn_ops, act_ops, pool_ops;
+    uint64_t weight_bytes;          /* params as float32 */
+    uint64_t peak_activation_bytes; /* largest live set of outputs at batch 1 */
+} trn_net_totals;
+void trn_net_get_totals(const trn_net *net, trn_net_totals *t);
+
+/* ---- parameters (llm.c-style table) -------------------------------------- *
+ *
+ * Every parameter array of the network lives in one allocation, in the order
+ * of a Darknet .weights file (per layer in cfg order: convolutional =
+ * biases, [scales, rolling_mean, rolling_variance], weights; connected =
+ * biases, weights, [scales, rolling_mean, rolling_variance]). The table
+ * lists them; weights I/O, SVD, pruning and freezing are loops over it. */
+typedef enum trn_param_role {
+    TRN_PARAM_BIASES,
+    TRN_PARAM_SCALES,
+    TRN_PARAM_ROLLING_MEAN,
+    TRN_PARAM_ROLLING_VARIANCE,
+    TRN_PARAM_WEIGHTS,
+    TRN_PARAM_ROLE_COUNT
+} trn_param_role;
+const char *trn_param_role_name(trn_param_role r);
+
+typedef struct trn_param {
+    int layer;
+    trn_param_role role;
+    size_t count;
+    int rows, cols;   /* data is (rows, cols): convolutional weights (filters,
+                       * c/groups*size*size), connected weights (outputs,
+                       * inputs); vectors (1, count) */
+    float *data;      /* count floats (read-only when borrowed) */
+    float *update;    /* Darknet's *_updates (accumulated negative gradient,
+                       * then momentum); NULL for rolling statistics and in
+                       * inference-only networks */
+    float *mask;      /* NULL, or count 0/1 values: elements at 0 are frozen
+                       * (get no update); see trn_net_set_mask */
+    int64_t offset;   /* byte offset in a file written by trn_weights_save,
+                       * -1 for a layer with dontsave */
+} trn_param;
+
+/* The table: *n entries, valid for the network's lifetime. Data may be
+ * written through the pointers (not when borrowed). */
+const trn_param *trn_net_params(const trn_net *net, int *n);
+/* Freezes elements of parameter p where mask[i] == 0 (mask: count values;
+ * NULL unfreezes). Frozen elements get no update, decay included, and a
+ * frozen rolling statistic is not updated by training forwards. */
+int trn_net_set_mask(trn_net *net, int p, const float *mask, trn_err *err);
+
+/* ---- weights files ---------------------------------------------------------- *
+ *
+ * Darknet .weights: int32 major, minor, revision; then `seen` as uint64 when
+ * major*10+minor >= 2 (and both < 1000), else as int32; then the parameter
+ * arrays as float32 in table order (connected weights transposed when
+ * major or minor > 1000). Saving writes version 0.2.0 with a 64-bit seen.
+ * A file too short for the network, or with bytes after the last layer, is
+ * an error naming the byte offset. */
+int trn_weights_load(trn_net *net, const char *path, trn_err *err) TRN_MUST_CHECK;
+/* From len bytes at buf (`name` for messages). borrow == 0 copies;
+ * borrow == 1 points the parameters into buf, which must stay valid and
+ * unchanged for the network's lifetime, be 4-byte aligned and belong to an
+ * inference-only network (runtime-lite maps weights files this way). */
+int trn_weights_load_mem(trn_net *net, const void *buf, size_t len, int borrow, const char *name,
+                         trn_err *err) TRN_MUST_CHECK;
+int trn_weights_save(const trn_net *net, const char *path, trn_err *err) TRN_MUST_CHECK;
+/* The byte size of a file trn_weights_save writes. */
+size_t trn_weights_bytes(const trn_net *net);
+/* Images trained on (Darknet's `seen`, saved in the header). */
+uint64_t trn_net_seen(const trn_net *net);
+void trn_net_set_seen(trn_net *net, uint64_t seen);
+/* The seed of the network's random draws (opts.seed, or a checkpoint's). */
+uint64_t trn_net_seed(const trn_net *net);
+
+/* ---- forward ---------------------------------------------------------------- */
+
+/* Inference forward of x, (batch, c, h, w). The result stays in the network
+ * until the next forward: trn_net_output is (batch, outputs). */
+int trn_net_forward(trn_net *net, const float *x, trn_err *err) TRN_MUST_CHECK;
+/* Forward through layers 0..last only (trunks, early exits). */
+int trn_net_forward_upto(trn_net *net, const float *x, int last, trn_err *err) TRN_MUST_CHECK;
+const float *trn_net_output(const trn_net *net);
+/* Layer i's output, (batch, out.c, out.h, out.w); NULL if i is invalid. */
+const float *trn_net_layer_output(const trn_net *net, int i);
+
+/* Per-layer wall time: while on, every forward (and backward) adds its
+ * seconds per layer; turning it on clears the sums. */
+void trn_net_profile(trn_net *net, int on);
+/* The sums of layer i; -1 if i is invalid. */
+int trn_net_layer_time(const trn_net *net, int i, double *forward_s, double *backward_s);
+
+#ifndef TRN_INFER_ONLY
+/* ---- training (not in the TRN_INFER_ONLY flavour) ------------------------ */
+
+/* Training forward with truth (batch, outputs) (may be NULL: no cost):
+ * batch statistics, dropout and random crops drawn from the network's seed
+ * and the current `seen`, so the same state gives the same bytes. */
+int trn_net_forward_train(trn_net *net, const float *x, const float *truth, trn_err *err)
+    TRN_MUST_CHECK;
+/* Backward of the last training forward: accumulates into the parameters'
+ * update arrays (Darknet's sign: negative gradients). */
+int trn_net_backward(trn_net *net, trn_err *err) TRN_MUST_CHECK;
+/* One SGD step exactly as Darknet's update_network: at batch number
+ * seen / (batch * subdivisions), rate = trn_net_rate();
+ *   biases, scales: x += rate/B * u; u *= momentum
+ *   weights:        u -= decay*B * w; w += rate/B * u; u *= momentum
+ * with B = batch * subdivisions and the layer's learning_rate scale. */
+void trn_net_update(trn_net *net);
+/* Darknet's train_network_datum: seen += batch; forward_train; backward;
+ * update every `subdivisions` calls. *loss (may be NULL) = the cost per
+ * image of this forward. */
+int trn_net_train_step(trn_net *net, const float *x, const float *truth, float *loss,
+                       trn_err *err) TRN_MUST_CHECK;
+/* The cost of the last forward with truth (sum over cost layers' sums,
+ * averaged over cost layers, as Darknet's net->cost). */
+float trn_net_cost(const trn_net *net);
+/* Darknet's get_current_batch and get_current_rate. */
+uint64_t trn_net_current_batch(const trn_net *net);
+float trn_net_rate(const trn_net *net);
+/* Layer i's delta after backward, (batch, outputs); NULL if none. */
+const float *trn_net_layer_delta(const trn_net *net, int i);
+
+/* ---- checkpoints --------------------------------------------------------- *
+ *
+ * A checkpoint holds everything a resumed run needs to continue exactly
+ * where the interrupted one was: the weights (Darknet format, `seen`
+ * included), the update (momentum) arrays, the network's seed and the
+ * running loss. Written atomically (temporary file, fsync, rename).
+ * Format: see trainer/src/checkpoint.c. */
+int trn_checkpoint_save(const trn_net *net, const char *path, float avg_loss, trn_err *err)
+    TRN_MUST_CHECK;
+/* Restores net from path, its seed included (trn_net_seed changes to the
+ * stored one); *avg_loss (may be NULL) receives the stored running loss.
+ * The cfg must be the one the checkpoint was written for (sizes are
+ * checked); the network is unchanged on error. */
+int trn_checkpoint_load(trn_net *net, const char *path, float *avg_loss, trn_err *err)
+    TRN_MUST_CHECK;
+
+/* ---- the training loop ----------------------------------------------------- */
+
+/* Batch number `index` (the forward count: seen / batch): x (batch, c, h,
+ * w) and y (batch, outputs) one-hot. Must be a pure function of index for
+ * resumed runs to be exact (trn_loader_get is). 0 or -1 with err. */
+typedef int (*trn_batch_fn)(void *ctx, uint64_t index, float *x, float *y, trn_err *err);
+
+typedef struct trn_train_progress {
+    uint64_t batch;       /* weight updates done (Darknet's current batch) */
+    uint64_t max_batches;
+    uint64_t seen;        /* images */
+    float loss;           /* of the last update's images, per image */
+    float avg_loss;       /* Darknet's running average: 0.9 * avg + 0.1 * loss */
+    float rate;           /* learning rate of the last update */
+    double images_per_s;  /* since this run started */
+    double eta_s;         /* to max_batches at that speed */
+    int checkpoint;       /* 1 when a checkpoint was just written */
+} trn_train_progress;
+
+typedef struct trn_train_opts {
+    trn_batch_fn next_batch;
+    void *batch_ctx;
+    const char *backup_dir;    /* checkpoints and final weights go here (created) */
+    const char *base;          /* file stem: <base>.ckpt, <base>.weights */
+    uint64_t checkpoint_every; /* weight updates between checkpoints; 0: only at the end */
+    uint64_t max_batches;      /* 0: the cfg's max_batches (which must then be > 0) */
+    int resume;                /* 1: continue from <backup_dir>/<base>.ckpt if present
+                                * (the network takes the checkpoint's seed: a batch
+                                * function that depends on a seed reads trn_net_seed) */
+    void (*progress)(const trn_train_progress *p, void *ctx); /* after every update */
+    void *progress_ctx;
+    volatile int *stop;        /* when it becomes non-zero: checkpoint and return 1 */
+} trn_train_opts;
+
+/* Trains net until max_batches weight updates (Darknet's loop: each
+ * update is `subdivisions` train steps of `batch` images), writing a
+ * checkpoint every checkpoint_every updates and at the end, then
+ * <base>.weights. Returns 0 when done, 1 when stopped, -1 on error (the
+ * last checkpoint stays valid). */
+int trn_train(trn_net *net, const trn_train_opts *o, trn_err *err) TRN_MUST_CHECK;
+#endif /* TRN_INFER_ONLY */
 
 /* ======================================================================
  * data: images, augmentation, Darknet classifier data sets, the batch

@@ -1,0 +1,282 @@
+/* variant_cli.c: the `catalog` commands of the variant stage: cost (the
+ * cost model of a cfg), profile (measured costs and latency), describe
+ * (variant.json) and variants (the table of a variants folder). */
+#include "variant_cli.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int fail(const trn_err *err)
+{
+    fprintf(stderr, "catalog: error: %s\n", err->msg);
+    return 1;
+}
+
+static int usage_of(const char *help, int ok)
+{
+    fputs(help, ok ? stdout : stderr);
+    return ok ? 0 : 2;
+}
+
+/* Writes j (keys sorted) to path atomically, or to stdout when path is
+ * NULL or "-". */
+static int write_json(cJSON *j, const char *path, trn_err *err)
+{
+    char *text = cat_json_print(j);
+    if (!text) return trn_errf(err, "out of memory");
+    int rc = 0;
+    if (!path || !strcmp(path, "-"))
+        fputs(text, stdout);
+    else
+        rc = trn_write_file_atomic(path, text, strlen(text), err);
+    free(text);
+    return rc;
+}
+
+static int parse_count(const char *s, int lo, int hi, int *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || *end || end == s || v < lo || v > hi) return -1;
+    *out = (int)v;
+    return 0;
+}
+
+int cat_cli_cost(int argc, char **argv)
+{
+    static const char help[] =
+        "Usage: catalog cost --cfg C [--out FILE]\n"
+        "Prints (or writes to FILE) the cost model of the cfg C as JSON: per layer the\n"
+        "output shape, MACs, parameters, output bytes and the bias, batch-norm,\n"
+        "activation and pooling operations; totals, weight bytes and the peak live\n"
+        "activation bytes at batch 1. Computed from the cfg text alone (DESIGN.md,\n"
+        "Cost model); `catalog profile` measures the same on the running network.\n";
+    static const struct option lo[] = {{"help", no_argument, 0, 'h'}, {"cfg", required_argument, 0, 'c'},
+                                       {"out", required_argument, 0, 'o'}, {0, 0, 0, 0}};
+    const char *cfg_path = NULL, *out = NULL;
+    optind = 1;
+    int c;
+    while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+        if (c == 'h') return usage_of(help, 1);
+        if (c == 'c') cfg_path = optarg;
+        else if (c == 'o') out = optarg;
+        else return usage_of(help, 0);
+    }
+    if (!cfg_path || optind != argc) return usage_of(help, 0);
+    trn_err err;
+    trn_cfg *cfg = trn_cfg_read(cfg_path, &err);
+    if (!cfg) return fail(&err);
+    cat_cost cost;
+    int rc = cat_cost_model(cfg, &cost, &err);
+    trn_cfg_free(cfg);
+    if (rc != 0) return fail(&err);
+    cJSON *j = cat_cost_json(&cost);
+    cat_cost_free(&cost);
+    if (!j) return trn_errf(&err, "out of memory"), fail(&err);
+    rc = write_json(j, out, &err);
+    cJSON_Delete(j);
+    return rc ? fail(&err) : 0;
+}
+
+int cat_cli_profile(int argc, char **argv)
+{
+    static const char help[] =
+        "Usage: catalog profile --cfg C --weights W [--runs N] [--threads T] [--warmup K]\n"
+        "                       --out profile.json\n"
+        "Measures the network C with weights W on this machine: MACs counted at the\n"
+        "matrix products of a forward, parameters from the weights file's size, peak\n"
+        "activation bytes from the network's buffers, the per-layer table, and the\n"
+        "batch-1 latency (median and mean of N timed forwards after K warm-up ones;\n"
+        "N = 30, K = 3, T = 1 thread by default), with the machine and thread count.\n";
+    static const struct option lo[] = {{"help", no_argument, 0, 'h'},        {"cfg", required_argument, 0, 'c'},
+                                       {"weights", required_argument, 0, 'w'}, {"runs", required_argument, 0, 'n'},
+                                       {"threads", required_argument, 0, 't'}, {"warmup", required_argument, 0, 'k'},
+                                       {"out", required_argument, 0, 'o'},    {0, 0, 0, 0}};
+    const char *cfg = NULL, *weights = NULL, *out = NULL;
+    cat_profile_opts po;
+    cat_profile_opts_defaults(&po);
+    optind = 1;
+    int c;
+    while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+        if (c == 'h') return usage_of(help, 1);
+        if (c == 'c') cfg = optarg;
+        else if (c == 'w') weights = optarg;
+        else if (c == 'o') out = optarg;
+        else if (c == 'n' && !parse_count(optarg, 1, 100000, &po.runs)) continue;
+        else if (c == 't' && !parse_count(optarg, 1, 1024, &po.threads)) continue;
+        else if (c == 'k' && !parse_count(optarg, 0, 100000, &po.warmup)) continue;
+        else {
+            if (c == 'n' || c == 't' || c == 'k')
+                fprintf(stderr, "catalog: error: --%s '%s' is not a valid count\n",
+                        c == 'n' ? "runs" : c == 't' ? "threads" : "warmup", optarg);
+            return usage_of(help, 0);
+        }
+    }
+    if (!cfg || !weights || !out || optind != argc) return usage_of(help, 0);
+    trn_err err;
+    cJSON *p = cat_profile(cfg, weights, &po, &err);
+    if (!p) return fail(&err);
+    int rc = write_json(p, out, &err);
+    cJSON_Delete(p);
+    return rc ? fail(&err) : 0;
+}
+
+int cat_cli_describe(int argc, char **argv)
+{
+    static const char help[] =
+        "Usage: catalog describe DIR --id ID --model M --task T --eval eval.json\n"
+        "                        --profile profile.json (--meta meta.json | --technique base)\n"
+        "Writes DIR/variant.json (catalog/variant.schema.json) from the variant's\n"
+        "meta.json (technique, parent, description, technique_fields; written by\n"
+        "prune), its evaluation (trainer valid --json) and its profile (catalog\n"
+        "profile). DIR must hold variant.cfg and variant.weights.\n";
+    static const struct option lo[] = {
+        {"help", no_argument, 0, 'h'},          {"id", required_argument, 0, 'i'},
+        {"model", required_argument, 0, 'm'},   {"task", required_argument, 0, 't'},
+        {"eval", required_argument, 0, 'e'},    {"profile", required_argument, 0, 'p'},
+        {"meta", required_argument, 0, 'M'},    {"technique", required_argument, 0, 'T'},
+        {0, 0, 0, 0}};
+    cat_describe_opts o = {0};
+    optind = 1;
+    int c;
+    while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+        switch (c) {
+        case 'h': return usage_of(help, 1);
+        case 'i': o.id = optarg; break;
+        case 'm': o.model = optarg; break;
+        case 't': o.task = optarg; break;
+        case 'e': o.eval = optarg; break;
+        case 'p': o.profile = optarg; break;
+        case 'M': o.meta = optarg; break;
+        case 'T': o.technique = optarg; break;
+        default: return usage_of(help, 0);
+        }
+    }
+    if (argc - optind != 1 || !o.id || !o.model || !o.task || !o.eval || !o.profile ||
+        (!o.meta == !o.technique))
+        return usage_of(help, 0);
+    o.dir = argv[optind];
+    trn_err err;
+    if (cat_describe(&o, &err) != 0) return fail(&err);
+    printf("%s/variant.json\n", o.dir);
+    return 0;
+}
+
+/* One row of the variants table. */
+typedef struct row {
+    char id[72], technique[24];
+    double macs, params, fc_params, top1, ms;
+    int has_top1, has_ms;
+} row;
+
+static int row_cmp(const void *a, const void *b)
+{
+    const row *x = a, *y = b;
+    int xb = !strcmp(x->id, "base"), yb = !strcmp(y->id, "base");
+    if (xb != yb) return yb - xb;
+    return strcmp(x->id, y->id);
+}
+
+static void fill_row(row *r, const cJSON *v)
+{
+    snprintf(r->id, sizeof r->id, "%s", cat_json_str(v, "id", "?"));
+    snprintf(r->technique, sizeof r->technique, "%s", cat_json_str(v, "technique", "?"));
+    const cJSON *cost = cJSON_GetObjectItem(v, "cost");
+    r->macs = cat_json_num(cost, "macs", 0);
+    r->params = cat_json_num(cost, "params", 0);
+    const cJSON *l;
+    cJSON_ArrayForEach(l, cJSON_GetObjectItem(cost, "layers"))
+        if (!strcmp(cat_json_str(l, "type", ""), "connected")) r->fc_params += cat_json_num(l, "params", 0);
+    const cJSON *acc = cJSON_GetObjectItem(v, "accuracy");
+    if (acc && acc->child && cJSON_IsNumber(cJSON_GetObjectItem(acc->child, "top1"))) {
+        r->top1 = cat_json_num(acc->child, "top1", 0);
+        r->has_top1 = 1;
+    }
+    const cJSON *lat = cJSON_GetObjectItem(cJSON_GetObjectItem(v, "latency"), "build-host");
+    if (cJSON_IsNumber(cJSON_GetObjectItem(lat, "ms_median"))) {
+        r->ms = cat_json_num(lat, "ms_median", 0);
+        r->has_ms = 1;
+    }
+}
+
+int cat_cli_variants(int argc, char **argv)
+{
+    static const char help[] =
+        "Usage: catalog variants VARIANTS_DIR\n"
+        "Prints the table of the variants under VARIANTS_DIR (every <id>/variant.json):\n"
+        "id, technique, MACs and their reduction against the variant `base`, parameters,\n"
+        "connected-layer parameters and their reduction, top-1 (of the first task) and\n"
+        "its change in points, and the measured batch-1 latency on the build host.\n";
+    static const struct option lo[] = {{"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+    optind = 1;
+    int c;
+    while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+        if (c == 'h') return usage_of(help, 1);
+        return usage_of(help, 0);
+    }
+    if (argc - optind != 1) return usage_of(help, 0);
+    const char *dir = argv[optind];
+    trn_err err;
+    DIR *d = opendir(dir);
+    if (!d) return trn_errf(&err, "cannot open %s: %s", dir, strerror(errno)), fail(&err);
+    row *rows = NULL;
+    size_t n = 0, cap = 0;
+    struct dirent *e;
+    int rc = 0;
+    while ((e = readdir(d))) {
+        if (e->d_name[0] == '.') continue;
+        char path[4200];
+        snprintf(path, sizeof path, "%s/%s/variant.json", dir, e->d_name);
+        FILE *probe = fopen(path, "rb");
+        if (!probe) continue;
+        fclose(probe);
+        cJSON *v = cat_json_load(path, 64u << 20, &err);
+        if (!v) {
+            rc = fail(&err);
+            continue;
+        }
+        if (n == cap) {
+            cap = cap ? 2 * cap : 16;
+            row *nr = realloc(rows, cap * sizeof *nr);
+            if (!nr) {
+                cJSON_Delete(v);
+                closedir(d);
+                free(rows);
+                return trn_errf(&err, "out of memory"), fail(&err);
+            }
+            rows = nr;
+        }
+        memset(&rows[n], 0, sizeof rows[n]);
+        fill_row(&rows[n++], v);
+        cJSON_Delete(v);
+    }
+    closedir(d);
+    if (n == 0) {
+        free(rows);
+        return trn_errf(&err, "%s holds no <id>/variant.json", dir), fail(&err);
+    }
+    qsort(rows, n, sizeof *rows, row_cmp);
+    const row *base = !strcmp(rows[0].id, "base") ? &rows[0] : NULL;
+    printf("%-24s %-10s %14s %7s %12s %12s %7s %7s %7s %9s\n", "id", "technique", "MACs", "MACs/x",
+           "params", "fc params", "fc/x", "top-1", "d top-1", "ms (b=1)");
+    for (size_t i = 0; i < n; i++) {
+        const row *r = &rows[i];
+        char mx[16] = "-", fx[16] = "-", t1[16] = "-", dt[16] = "-", ms[16] = "-";
+        if (base && r->macs > 0) snprintf(mx, sizeof mx, "%.2f", base->macs / r->macs);
+        if (base && r->fc_params > 0) snprintf(fx, sizeof fx, "%.2f", base->fc_params / r->fc_params);
+        if (r->has_top1) snprintf(t1, sizeof t1, "%.4f", r->top1);
+        if (base && base->has_top1 && r->has_top1)
+            snprintf(dt, sizeof dt, "%+.2f", 100 * (r->top1 - base->top1));
+        if (r->has_ms) snprintf(ms, sizeof ms, "%.3f", r->ms);
+        printf("%-24s %-10s %14.0f %7s %12.0f %12.0f %7s %7s %7s %9s\n", r->id, r->technique, r->macs, mx,
+               r->params, r->fc_params, fx, t1, dt, ms);
+    }
+    free(rows);
+    return rc;
+}

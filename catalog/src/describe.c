@@ -1,0 +1,193 @@
+/*
+ * describe.c: variant.json, the contract between the variant stage and the
+ * catalog (catalog/variant.schema.json, common brief "Variant folders"),
+ * assembled from what the variant stage wrote:
+ *
+ *   meta.json     (prune, or make for the base)
+ *                 {"technique", "parent", "description", "technique_fields"}
+ *   eval.json     (`trainer valid --json`) the accuracy on a split: the keys
+ *                 "split" (default "test"), "images", "top1", "top5" and
+ *                 "classes"; top5 is required and kept when there are more
+ *                 than 5 classes, dropped otherwise (a top-5 of 5 classes or
+ *                 fewer is always 1, and the manifest refuses it). Without
+ *                 "classes", the class count is the output size of the
+ *                 network's last layer that is not a [cost] layer
+ *   profile.json  (`catalog profile`, profile.c) "cost" and "latency"
+ *
+ * The folder must hold variant.cfg and variant.weights. The result is
+ * checked against the built-in variant schema before it is written
+ * (atomically, keys sorted).
+ */
+#include "cat.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define JSON_MAX (64u << 20)
+
+typedef struct report_buf {
+    char *msg;
+    size_t size;
+    int n;
+} report_buf;
+
+static void first_violation(void *user, const char *pointer, const char *msg)
+{
+    report_buf *r = user;
+    if (r->n++ == 0) snprintf(r->msg, r->size, "%s: %s", pointer[0] ? pointer : "/", msg);
+}
+
+/* The class count: eval.json's "classes", else the output size of the
+ * network's last layer that is not a [cost] layer (from the profile). */
+static double classes_of(const cJSON *ev, const cJSON *cost)
+{
+    double c = cat_json_num(ev, "classes", 0);
+    const cJSON *layers = cJSON_GetObjectItem(cost, "layers");
+    for (int i = cJSON_GetArraySize(layers) - 1; c <= 0 && i >= 0; i--) {
+        const cJSON *l = cJSON_GetArrayItem(layers, i);
+        if (strcmp(cat_json_str(l, "type", ""), "cost") == 0) continue;
+        const cJSON *out = cJSON_GetObjectItem(l, "output");
+        c = 1;
+        for (int k = 0; k < cJSON_GetArraySize(out); k++) c *= cJSON_GetArrayItem(out, k)->valuedouble;
+    }
+    return c;
+}
+
+/* The accuracy object {"split", "images", "top1"[, "top5"]} of eval.json. */
+static cJSON *accuracy_of(const cJSON *ev, double classes, const char *path, trn_err *err)
+{
+    const cJSON *top1 = cJSON_GetObjectItem(ev, "top1"), *img = cJSON_GetObjectItem(ev, "images");
+    if (!cJSON_IsNumber(top1) || top1->valuedouble < 0 || top1->valuedouble > 1) {
+        trn_errf(err, "%s: \"top1\" is missing or not a fraction in [0, 1]", path);
+        return NULL;
+    }
+    if (!cJSON_IsNumber(img) || img->valuedouble < 1) {
+        trn_errf(err, "%s: \"images\" is missing or not a positive count", path);
+        return NULL;
+    }
+    const char *split = cat_json_str(ev, "split", "test");
+    const cJSON *top5 = cJSON_GetObjectItem(ev, "top5");
+    if (classes > 5 && !cJSON_IsNumber(top5)) {
+        trn_errf(err, "%s: \"top5\" is missing, and the network has %.0f classes (more than 5)",
+                 path, classes);
+        return NULL;
+    }
+    cJSON *a = cJSON_CreateObject();
+    if (!a || !cJSON_AddStringToObject(a, "split", split) ||
+        !cJSON_AddNumberToObject(a, "images", img->valuedouble) ||
+        !cJSON_AddNumberToObject(a, "top1", top1->valuedouble) ||
+        (cJSON_IsNumber(top5) && classes > 5 && !cJSON_AddNumberToObject(a, "top5", top5->valuedouble))) {
+        cJSON_Delete(a);
+        trn_errf(err, "out of memory");
+        return NULL;
+    }
+    return a;
+}
+
+static int file_exists(const char *dir, const char *name, trn_err *err)
+{
+    char path[4200];
+    struct stat st;
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
+        return trn_errf(err, "%s is missing: a variant folder holds variant.cfg and variant.weights",
+                        path);
+    return 0;
+}
+
+int cat_describe(const cat_describe_opts *o, trn_err *err)
+{
+    cJSON *ev = NULL, *prof = NULL, *meta = NULL, *v = NULL;
+    cat_schema *schema = NULL;
+    char *text = NULL;
+    int rc = -1;
+    if (strlen(o->dir) > 4000) return trn_errf(err, "%.60s...: path too long", o->dir);
+    if (file_exists(o->dir, "variant.cfg", err) || file_exists(o->dir, "variant.weights", err))
+        return -1;
+    if ((!o->meta) == (!o->technique))
+        return trn_errf(err, "give either a meta.json or a technique (base), not both");
+    if (!(ev = cat_json_load(o->eval, JSON_MAX, err)) || !(prof = cat_json_load(o->profile, JSON_MAX, err)))
+        goto out;
+    if (o->meta && !(meta = cat_json_load(o->meta, JSON_MAX, err))) goto out;
+    const char *technique = o->technique ? o->technique : cat_json_str(meta, "technique", NULL);
+    if (!technique) {
+        trn_errf(err, "%s: \"technique\" is missing", o->meta);
+        goto out;
+    }
+    const cJSON *parent = meta ? cJSON_GetObjectItem(meta, "parent") : NULL;
+    const cJSON *cost = cJSON_GetObjectItem(prof, "cost"), *lat = cJSON_GetObjectItem(prof, "latency");
+    if (!cJSON_IsObject(cost) || !cJSON_IsObject(lat)) {
+        trn_errf(err, "%s: \"cost\" and \"latency\" objects are required (write it with catalog profile)",
+                 o->profile);
+        goto out;
+    }
+    cJSON *acc = accuracy_of(ev, classes_of(ev, cost), o->eval, err);
+    if (!acc) goto out;
+    v = cJSON_CreateObject();
+    cJSON *accs = cJSON_CreateObject(), *files = cJSON_CreateArray(), *deps = cJSON_CreateArray();
+    cJSON *f_cfg = cJSON_CreateObject(), *f_w = cJSON_CreateObject();
+    if (!v || !accs || !files || !deps || !f_cfg || !f_w) {
+        cJSON_Delete(acc);
+        cJSON_Delete(accs);
+        cJSON_Delete(files);
+        cJSON_Delete(deps);
+        cJSON_Delete(f_cfg);
+        cJSON_Delete(f_w);
+        trn_errf(err, "out of memory");
+        goto out;
+    }
+    cJSON_AddItemToObject(accs, o->task, acc);
+    cJSON_AddStringToObject(f_cfg, "role", "cfg");
+    cJSON_AddStringToObject(f_cfg, "path", "variant.cfg");
+    cJSON_AddStringToObject(f_w, "role", "weights");
+    cJSON_AddStringToObject(f_w, "path", "variant.weights");
+    cJSON_AddItemToArray(files, f_cfg);
+    cJSON_AddItemToArray(files, f_w);
+    cJSON_AddNumberToObject(v, "schema", 1);
+    cJSON_AddStringToObject(v, "id", o->id);
+    cJSON_AddStringToObject(v, "model", o->model);
+    cJSON_AddStringToObject(v, "technique", technique);
+    if (cJSON_IsString(parent) && strcmp(technique, "base") != 0)
+        cJSON_AddStringToObject(v, "parent", parent->valuestring);
+    else
+        cJSON_AddNullToObject(v, "parent");
+    /* Rewrites, SVD and mimic variants are whole networks: they need no
+     * other variant's files at run time. */
+    cJSON_AddItemToObject(v, "depends_on", deps);
+    cJSON_AddStringToObject(v, "description", meta ? cat_json_str(meta, "description", "") : "base model");
+    cJSON_AddStringToObject(v, "task", o->task);
+    cJSON_AddItemToObject(v, "files", files);
+    cJSON_AddItemToObject(v, "accuracy", accs);
+    cJSON_AddItemToObject(v, "cost", cJSON_Duplicate(cost, 1));
+    cJSON_AddItemToObject(v, "latency", cJSON_Duplicate(lat, 1));
+    const cJSON *tf = meta ? cJSON_GetObjectItem(meta, "technique_fields") : NULL;
+    cJSON_AddItemToObject(v, "technique_fields", tf ? cJSON_Duplicate(tf, 1) : cJSON_CreateObject());
+    if (!(schema = cat_schema_builtin(err))) goto out;
+    char first[600] = "";
+    report_buf rb = {first, sizeof first, 0};
+    int bad = cat_schema_validate(schema, "variant.schema.json", v, first_violation, &rb, err);
+    if (bad < 0) goto out;
+    if (bad > 0) {
+        trn_errf(err, "the variant.json for %s would break catalog/variant.schema.json (%d "
+                 "violation%s; first: %s); check --id, --model, --task and the input files",
+                 o->dir, bad, bad == 1 ? "" : "s", first);
+        goto out;
+    }
+    if (!(text = cat_json_print(v))) {
+        trn_errf(err, "out of memory");
+        goto out;
+    }
+    char path[4200];
+    snprintf(path, sizeof path, "%s/variant.json", o->dir);
+    rc = trn_write_file_atomic(path, text, strlen(text), err);
+out:
+    free(text);
+    cJSON_Delete(ev);
+    cJSON_Delete(prof);
+    cJSON_Delete(meta);
+    cJSON_Delete(v);
+    cat_schema_free(schema);
+    return rc;
+}

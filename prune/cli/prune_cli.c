@@ -1,0 +1,309 @@
+/*
+ * prune_cli.c: the `prune` program: derives variants of a trained base
+ * network (prune/README.md). Verbs:
+ *   prune rewrite --cfg C --weights W --spec S --seed N --out DIR
+ *   prune svd     --cfg C --weights W --spec S --out DIR
+ *   prune mimic   --cfg C --weights W --data D.data --from SEL --to SEL
+ *                 --with TEXT [--set key=value ...] --seed N --out DIR
+ *   prune plan    --cfg C
+ * Every deriving verb writes DIR/variant.cfg, DIR/init.weights and
+ * DIR/meta.json (meta.json last), or nothing at all when it fails.
+ */
+#include "prune_cli.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const usage_main =
+    "Usage: prune VERB [OPTIONS]\n"
+    "\n"
+    "Derives cheaper variants of a trained Darknet network (MCDNN section 4.1.1).\n"
+    "\n"
+    "Verbs:\n"
+    "  rewrite   static rewrites (stride x2, filters /2, connected output /F,\n"
+    "            local -> convolutional, layer removal), warm-started from the base\n"
+    "  svd       low-rank factorisation of connected layers\n"
+    "  mimic     in-place transformation: a fragment replaced by a smaller one\n"
+    "            trained to regress the original fragment's outputs\n"
+    "  plan      the layers of a cfg with their selectors, MACs and parameters\n"
+    "\n"
+    "Run `prune VERB --help` for a verb's options. Selectors: conv#k, conv@k, fc#k,\n"
+    "fc@k, local#k, local@k, L<i> (prune/README.md).\n";
+
+static const char *const usage_rewrite =
+    "Usage: prune rewrite --cfg C --weights W --spec S --seed N --out DIR [--threads T]\n"
+    "\n"
+    "Applies up to three rewrites joined by '+' to the base network C (trained\n"
+    "weights W): stride2:SEL, half:SEL, fcdivF:SEL (F = 2, 4, 8, 16, 32),\n"
+    "local2conv:SEL, remove:SEL; e.g. --spec stride2:conv#1+half:conv#2+fcdiv4:fc#1.\n"
+    "Selectors name layers of the base. The variant's weights start from seed N,\n"
+    "with every layer whose parameter shapes are unchanged copied from W.\n"
+    "Writes DIR/variant.cfg, DIR/init.weights, DIR/meta.json.\n";
+
+static const char *const usage_svd =
+    "Usage: prune svd --cfg C --weights W --spec S --out DIR [--seed N] [--threads T]\n"
+    "\n"
+    "Replaces connected layers by two of rank k (LAPACKE_sgesdd): SEL:Fx picks the\n"
+    "rank that makes the layer F times smaller, SEL:rK takes rank K; several joined\n"
+    "by '+', e.g. --spec fc#1:8x+fc#2:r32. The weights are written directly\n"
+    "(--seed is accepted for a uniform command line; nothing is random).\n"
+    "Writes DIR/variant.cfg, DIR/init.weights, DIR/meta.json.\n";
+
+static const char *const usage_mimic =
+    "Usage: prune mimic --cfg C --weights W --data D.data --from SEL --to SEL\n"
+    "                   --with TEXT [--set key=value ...] --seed N --out DIR [--threads T]\n"
+    "\n"
+    "Replaces layers SEL..SEL of the base by the fragment TEXT (sections separated by\n"
+    "';', items by ','; the first item of a section is its type), e.g.\n"
+    "  --with 'convolutional,filters=16,size=3,stride=2,pad=1,activation=leaky'\n"
+    "plus a linear 1x1 convolution when the channel counts differ, trains it to\n"
+    "regress the original fragment's outputs (L2 loss) on training images of D,\n"
+    "and splices it into the base. --set keys: batch (16), batches (200),\n"
+    "learning_rate (0.1), momentum (0.9), decay (0.0005).\n"
+    "Writes DIR/variant.cfg, DIR/init.weights (final weights), DIR/meta.json.\n";
+
+static const char *const usage_plan =
+    "Usage: prune plan --cfg C\n"
+    "\n"
+    "Prints every layer of C with the selectors that name it, its output shape,\n"
+    "MACs and parameters (per image).\n";
+
+int prn_cli_parse(int argc, char **argv, const char *const *known, prn_cli_opts *o, trn_err *err)
+{
+    memset(o, 0, sizeof *o);
+    o->threads = 1;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            o->help = 1;
+            return 0;
+        }
+        if (strncmp(a, "--", 2) != 0)
+            return trn_errf(err, "unexpected argument '%.100s' (options start with --)", a);
+        const char *name = a + 2, *val = strchr(name, '=');
+        size_t nlen = val ? (size_t)(val - name) : strlen(name);
+        int k = 0;
+        while (known[k] && (strlen(known[k]) != nlen || strncmp(known[k], name, nlen) != 0)) k++;
+        if (!known[k]) {
+            char list[400] = "";
+            for (int j = 0; known[j]; j++)
+                snprintf(list + strlen(list), sizeof list - strlen(list), "%s--%s", j ? ", " : "",
+                         known[j]);
+            return trn_errf(err, "unknown option '%.*s' (this verb takes %s, --help)", (int)nlen + 2,
+                            a, list);
+        }
+        if (val) {
+            val++;
+        } else {
+            if (i + 1 >= argc) return trn_errf(err, "option --%s needs a value", known[k]);
+            val = argv[++i];
+        }
+        const char *key = known[k];
+        if (strcmp(key, "set") == 0) {
+            if (o->nset == PRN_CLI_MAX_SET)
+                return trn_errf(err, "more than %d --set options", PRN_CLI_MAX_SET);
+            o->set[o->nset++] = val;
+            continue;
+        }
+        const char **slot = !strcmp(key, "cfg")       ? &o->cfg
+                          : !strcmp(key, "weights")   ? &o->weights
+                          : !strcmp(key, "spec")      ? &o->spec
+                          : !strcmp(key, "out")       ? &o->out
+                          : !strcmp(key, "data")      ? &o->data
+                          : !strcmp(key, "from")      ? &o->from
+                          : !strcmp(key, "to")        ? &o->to
+                          : !strcmp(key, "with")      ? &o->with
+                                                      : NULL;
+        if (slot) {
+            if (*slot) return trn_errf(err, "option --%s is given twice", key);
+            *slot = val;
+            continue;
+        }
+        char *end;
+        errno = 0;
+        if (strcmp(key, "seed") == 0) {
+            unsigned long long s = strtoull(val, &end, 10);
+            if (!*val || *end || errno || val[0] == '-')
+                return trn_errf(err, "--seed '%.60s' is not a non-negative integer", val);
+            o->seed = (uint64_t)s;
+            o->have_seed = 1;
+        } else if (strcmp(key, "threads") == 0) {
+            long t = strtol(val, &end, 10);
+            if (!*val || *end || errno || t < 1 || t > 1024)
+                return trn_errf(err, "--threads '%.60s' is not an integer in 1..1024", val);
+            o->threads = (int)t;
+        }
+    }
+    return 0;
+}
+
+int prn_cli_require(const prn_cli_opts *o, const char *verb, const char *const *names, trn_err *err)
+{
+    for (int i = 0; names[i]; i++) {
+        const char *n = names[i];
+        int have = !strcmp(n, "cfg")       ? !!o->cfg
+                 : !strcmp(n, "weights")   ? !!o->weights
+                 : !strcmp(n, "spec")      ? !!o->spec
+                 : !strcmp(n, "out")       ? !!o->out
+                 : !strcmp(n, "data")      ? !!o->data
+                 : !strcmp(n, "from")      ? !!o->from
+                 : !strcmp(n, "to")        ? !!o->to
+                 : !strcmp(n, "with")      ? !!o->with
+                 : !strcmp(n, "seed")      ? o->have_seed
+                                           : 1;
+        if (!have) return trn_errf(err, "prune %s: --%s is required (see prune %s --help)", verb, n, verb);
+    }
+    return 0;
+}
+
+trn_net *prn_cli_load_base(const trn_cfg *cfg, const char *weights, int batch, trn_err *err)
+{
+    trn_net_opts o;
+    trn_net_opts_defaults(&o);
+    o.batch = batch;
+    o.infer_only = 1;
+    trn_net *net = trn_net_create(cfg, &o, err);
+    if (net && trn_weights_load(net, weights, err) != 0) {
+        trn_net_free(net);
+        return NULL;
+    }
+    return net;
+}
+
+int prn_cli_finish(prn_variant *v, const char *out, trn_err *err)
+{
+    if (prn_variant_write(v, out, err) != 0) return -1;
+    printf("%s: %s\n", out, v->description);
+    return 0;
+}
+
+static int cmd_rewrite(int argc, char **argv, trn_err *err)
+{
+    static const char *const known[] = {"cfg", "weights", "spec", "seed", "out", "threads", NULL};
+    static const char *const need[] = {"cfg", "weights", "spec", "seed", "out", NULL};
+    prn_cli_opts o;
+    if (prn_cli_parse(argc, argv, known, &o, err)) return -1;
+    if (o.help) return fputs(usage_rewrite, stdout), 0;
+    if (prn_cli_require(&o, "rewrite", need, err)) return -1;
+    trn_set_threads(o.threads);
+    trn_cfg *cfg = trn_cfg_read(o.cfg, err);
+    if (!cfg) return -1;
+    int has_local = 0;
+    for (int s = 1; s < trn_cfg_sections(cfg); s++)
+        has_local |= strcmp(trn_cfg_section_type(cfg, s), "local") == 0;
+    trn_net *base = has_local ? NULL : prn_cli_load_base(cfg, o.weights, 1, err);
+    prn_variant v;
+    int rc = -1;
+    if ((has_local || base) && prn_rewrite(cfg, base, o.weights, o.spec, o.seed, &v, err) == 0) {
+        rc = prn_cli_finish(&v, o.out, err);
+        prn_variant_free(&v);
+    }
+    trn_net_free(base);
+    trn_cfg_free(cfg);
+    return rc;
+}
+
+static int cmd_svd(int argc, char **argv, trn_err *err)
+{
+    static const char *const known[] = {"cfg", "weights", "spec", "seed", "out", "threads", NULL};
+    static const char *const need[] = {"cfg", "weights", "spec", "out", NULL};
+    prn_cli_opts o;
+    if (prn_cli_parse(argc, argv, known, &o, err)) return -1;
+    if (o.help) return fputs(usage_svd, stdout), 0;
+    if (prn_cli_require(&o, "svd", need, err)) return -1;
+    trn_set_threads(o.threads);
+    trn_cfg *cfg = trn_cfg_read(o.cfg, err);
+    if (!cfg) return -1;
+    trn_net *base = prn_cli_load_base(cfg, o.weights, 1, err);
+    prn_variant v;
+    int rc = -1;
+    if (base && prn_svd(cfg, base, o.spec, &v, err) == 0) {
+        rc = prn_cli_finish(&v, o.out, err);
+        prn_variant_free(&v);
+    }
+    trn_net_free(base);
+    trn_cfg_free(cfg);
+    return rc;
+}
+
+static void shape_text(trn_shape s, char *buf, size_t size)
+{
+    snprintf(buf, size, "%dx%dx%d", s.c, s.h, s.w);
+}
+
+static int cmd_plan(int argc, char **argv, trn_err *err)
+{
+    static const char *const known[] = {"cfg", NULL};
+    static const char *const need[] = {"cfg", NULL};
+    prn_cli_opts o;
+    if (prn_cli_parse(argc, argv, known, &o, err)) return -1;
+    if (o.help) return fputs(usage_plan, stdout), 0;
+    if (prn_cli_require(&o, "plan", need, err)) return -1;
+    trn_cfg *cfg = trn_cfg_read(o.cfg, err);
+    if (!cfg) return -1;
+    prn_plan *p = prn_plan_create(cfg, err);
+    trn_cfg_free(cfg);
+    if (!p) return -1;
+    printf("%-5s %-14s %-22s %-14s %14s %12s\n", "layer", "type", "selectors", "output (cxhxw)",
+           "MACs", "params");
+    uint64_t macs = 0, params = 0;
+    for (int i = 0; i < prn_plan_layers(p); i++) {
+        const prn_layer *l = prn_plan_layer(p, i);
+        char sel[64] = "", shape[48], idx[16];
+        if (l->kind != PRN_KIND_OTHER) {
+            snprintf(sel, sizeof sel, "%s@%d", prn_kind_name(l->kind), l->order);
+            if (l->rank)
+                snprintf(sel + strlen(sel), sizeof sel - strlen(sel), " %s#%d",
+                         prn_kind_name(l->kind), l->rank);
+            if (l->classifier) snprintf(sel + strlen(sel), sizeof sel - strlen(sel), " (classifier)");
+        }
+        shape_text(l->out, shape, sizeof shape);
+        snprintf(idx, sizeof idx, "L%d", i);
+        printf("%-5s %-14s %-22s %-14s %14" PRIu64 " %12" PRIu64 "\n", idx, l->type, sel, shape,
+               l->macs, l->params);
+        macs += l->macs;
+        params += l->params;
+    }
+    printf("%-5s %-14s %-22s %-14s %14" PRIu64 " %12" PRIu64 "\n", "total", "", "", "", macs, params);
+    prn_plan_free(p);
+    return 0;
+}
+
+static const struct {
+    const char *name;
+    int (*fn)(int argc, char **argv, trn_err *err);
+} verbs[] = {
+    {"rewrite", cmd_rewrite},
+    {"svd", cmd_svd},
+    {"mimic", prn_cli_mimic},
+    {"plan", cmd_plan},
+};
+
+int main(int argc, char **argv)
+{
+    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
+        !strcmp(argv[1], "help")) {
+        fputs(usage_main, argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    if (!strcmp(argv[1], "--version")) {
+        printf("prune %s\n", PRN_VERSION);
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof verbs / sizeof *verbs; i++) {
+        if (strcmp(argv[1], verbs[i].name) != 0) continue;
+        trn_err err = {{0}};
+        if (verbs[i].fn(argc - 2, argv + 2, &err) != 0) {
+            fprintf(stderr, "prune %s: error: %s\n", verbs[i].name, err.msg[0] ? err.msg : "failed");
+            return 1;
+        }
+        return 0;
+    }
+    fprintf(stderr, "prune: unknown verb '%s' (rewrite, svd, mimic, plan; prune --help)\n", argv[1]);
+    return 2;
+}
+
+const char *prn_cli_usage_mimic(void) { return usage_mimic; }

@@ -1,0 +1,236 @@
+/*
+ * prn.h: the prune library (libprn), which derives cheaper variants from a
+ * trained base network: MCDNN's static rewrites, low-rank (SVD)
+ * factorisation of connected layers and the in-place ("mimic")
+ * transformation (papers/mcdnn-mobisys16.txt, section 4.1.1). The one
+ * public header of prune/; every exported name starts with prn_/PRN_.
+ * prune/README.md describes the techniques, the spec grammar and the
+ * deviations from the paper.
+ *
+ * Conventions (as in trn.h, whose error buffer, cfg model and networks it
+ * uses):
+ * - Library code never exits and never prints; a failing function returns
+ *   -1 (NULL for constructors) and fills the caller's trn_err with what was
+ *   wrong, where (cfg file:line, spec position) and what to do.
+ * - Random numbers come from the seed the caller passes; the same inputs
+ *   and seed give the same bytes out.
+ * - Objects returned by *_create and the derivations are owned by the
+ *   caller and freed with the matching *_free.
+ */
+#ifndef PRN_H
+#define PRN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#include "trn.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define PRN_VERSION "0.1.0"
+
+/* ---- the layer table of a base cfg (plan.c) --------------------------------- *
+ *
+ * Selectors name layers of the BASE network, whatever a spec does to it:
+ *   conv#k   the k-th most expensive [convolutional] layer by MACs (k >= 1;
+ *            ties go to the earlier layer)
+ *   conv@k   the k-th [convolutional] layer in cfg order
+ *   fc#k     the k-th largest [connected] layer by parameters, the final
+ *            classifier (the last [connected] layer) excluded
+ *   fc@k     the k-th [connected] layer in cfg order (classifier included)
+ *   local#k, local@k   the same for Darknet's [local] layers
+ *   L<i>     layer index i (cfg section i + 1), any kind
+ * A cfg with [local] sections (which the trainer cannot build) is measured
+ * through a proxy where each [local] becomes the [convolutional] of the
+ * same geometry; the [local] layers' parameters are then computed by
+ * Darknet's formula (out_h*out_w*filters biases and as many filters of
+ * c*size*size weights). */
+
+typedef enum prn_kind {
+    PRN_KIND_CONV,      /* [convolutional] / [conv] */
+    PRN_KIND_CONNECTED, /* [connected] / [conn] */
+    PRN_KIND_LOCAL,     /* Darknet's [local] (cfg level only) */
+    PRN_KIND_OTHER,
+    PRN_KIND_COUNT
+} prn_kind;
+/* "conv", "fc", "local", "other": the selector prefix of a kind. */
+const char *prn_kind_name(prn_kind k);
+
+typedef struct prn_layer {
+    int index;          /* layer index (cfg section index + 1) */
+    prn_kind kind;
+    const char *type;   /* section type as written in the cfg */
+    int line;           /* line of the section header */
+    trn_shape in, out;
+    uint64_t macs, params;
+    int order;          /* 1-based position among its kind in cfg order; 0 for other */
+    int rank;           /* 1-based rank among its kind (conv/local by MACs, fc by
+                         * parameters without the classifier); 0 where none */
+    int classifier;     /* 1 for the final classifier (last [connected]) */
+} prn_layer;
+
+typedef struct prn_plan prn_plan;
+
+/* Builds the layer table of cfg (which the plan does not keep). Fails with
+ * the trainer's message when the network cannot be built. NULL on error. */
+prn_plan *prn_plan_create(const trn_cfg *cfg, trn_err *err);
+void prn_plan_free(prn_plan *p);
+int prn_plan_layers(const prn_plan *p);
+/* Layer i (NULL when out of range). */
+const prn_layer *prn_plan_layer(const prn_plan *p, int i);
+/* 1 when the cfg has [local] sections (the network then exists only as
+ * cfg text: the trainer builds its proxy). */
+int prn_plan_has_local(const prn_plan *p);
+
+/* Resolves a selector (grammar above) to a layer index; -1 with an error
+ * that names the selector and what exists (e.g. "conv#4: the network has
+ * 3 convolutional layers"). */
+int prn_select(const prn_plan *p, const char *sel, trn_err *err);
+
+/* The proxy of cfg: a clone where every [local] becomes the
+ * [convolutional] of the same output shape (filters, size, stride,
+ * activation; pad=1 becomes padding=(size-1)/2, which needs an odd size).
+ * NULL with an error naming file:line otherwise. */
+trn_cfg *prn_cfg_proxy(const trn_cfg *cfg, trn_err *err);
+
+/* ---- variants (variant.c) -------------------------------------------------- */
+
+/* A derived variant, ready to be written. */
+typedef struct prn_variant {
+    const char *technique; /* "rewrite", "svd", "mimic" (static string) */
+    char *description;     /* one line for people */
+    trn_cfg *cfg;          /* the variant's cfg */
+    trn_net *net;          /* its network (batch 1, inference only) holding the
+                            * weights to start from, or the final ones */
+    cJSON *fields;         /* technique_fields of meta.json (an object) */
+} prn_variant;
+
+/* Frees what v holds and empties it (NULL-safe, idempotent). */
+void prn_variant_free(prn_variant *v);
+
+/* Writes dir/variant.cfg, dir/init.weights and dir/meta.json
+ * ({"technique","parent":"base","description","technique_fields"}),
+ * creating dir. Every file goes to a temporary name first; the three are
+ * renamed only once all are complete, meta.json last (it is the file make
+ * waits for), so a killed job leaves no half file and no meta.json that
+ * describes missing files. */
+int prn_variant_write(const prn_variant *v, const char *dir, trn_err *err) TRN_MUST_CHECK;
+
+/* Copies into `dst` every layer of `src` whose parameter table (kinds,
+ * roles and shapes) is unchanged, through map: map[i] is the dst layer of
+ * src layer i, or -1. Returns a JSON object {"copied":[dst layers],
+ * "initialised":[dst layers with parameters that were not copied]} (NULL
+ * when out of memory). Layers without parameters are in neither list. */
+cJSON *prn_copy_layers(const trn_net *src, trn_net *dst, const int *map, trn_err *err);
+
+/* ---- static rewrites (rewrite.c) ------------------------------------------- *
+ *
+ * spec := op ['+' op ['+' op]]     (at most three rewrites)
+ * op   := stride2:SEL      stride x2 of a [convolutional]/[local] layer
+ *       | half:SEL         filters /2 of a [convolutional]/[local] layer
+ *       | fcdivF:SEL       output /F of a [connected] layer, F in 2,4,8,16,32
+ *                          (never the final classifier: its output is the
+ *                          class count)
+ *       | local2conv:SEL   a [local] layer becomes a [convolutional] one
+ *       | remove:SEL       removes a [convolutional]/[local] layer; later
+ *                          [route] layers= and [shortcut] from= are
+ *                          renumbered, a reference to the removed layer is
+ *                          an error
+ * Selectors are resolved against the base before any rewrite applies. */
+
+/* Parses and applies spec to cfg: *out receives the rewritten cfg, map
+ * (n_base entries, caller-allocated) the new index of each base layer or
+ * -1, desc (may be NULL) a description, fields (may be NULL) the list of
+ * resolved operations as JSON. The result is checked by building it (its
+ * proxy when [local] layers remain). -1 on a bad spec, an unknown
+ * selector, a rewrite that does not apply, or impossible shapes. */
+int prn_rewrite_cfg(const trn_cfg *cfg, const prn_plan *plan, const char *spec, trn_cfg **out,
+                    int *map, char **desc, cJSON **ops, trn_err *err) TRN_MUST_CHECK;
+
+/* The whole rewrite verb: base is the trained base network of cfg (any
+ * batch); the variant's network starts from `seed` with every layer whose
+ * parameters keep their shape copied from base (technique_fields lists
+ * them). base may be NULL when the cfg has [local] layers: then
+ * base_weights (a Darknet .weights file of cfg) is read through the proxy. */
+int prn_rewrite(const trn_cfg *cfg, const trn_net *base, const char *base_weights,
+                const char *spec, uint64_t seed, prn_variant *out, trn_err *err) TRN_MUST_CHECK;
+
+/* ---- SVD (svd.c) ----------------------------------------------------------- *
+ *
+ * spec := item ['+' item]...    item := SEL ':' (F 'x' | 'r' K)
+ * A [connected] layer W (M' x M) becomes two [connected] layers: k x M
+ * (Sigma_k V_k^T, linear activation, k zero biases) then M' x k (U_k, with
+ * the original biases, batch norm and activation). "Fx" takes the largest
+ * k whose two layers hold at most 1/F of the original layer's parameters
+ * (biases and batch norm counted); "rK" takes k = K <= min(M, M'). */
+
+/* Factorises base (the trained network of cfg). -1 on a bad spec, a layer
+ * that is not [connected], an impossible rank or a LAPACK failure. */
+int prn_svd(const trn_cfg *cfg, const trn_net *base, const char *spec, prn_variant *out,
+            trn_err *err) TRN_MUST_CHECK;
+
+/* ---- in-place transformation (mimic.c) ------------------------------------- */
+
+/* Fills x, (batch, c, h, w) of the base network's input, with the images
+ * of training step `step` (a pure function of step for reproducibility).
+ * Returns 0, or -1 with err filled. */
+typedef int (*prn_input_fn)(void *ctx, uint64_t step, float *x, trn_err *err);
+
+typedef struct prn_mimic_opts {
+    const char *from, *to; /* selectors of the fragment's first and last layers */
+    const char *with;      /* replacement: sections separated by ';', the first
+                            * item of a section its type, then key=value items
+                            * separated by ',' */
+    int batch;             /* images per regression step (16) */
+    int batches;           /* regression steps (200) */
+    float learning_rate;   /* (0.1; the gradient is that of the mean squared error) */
+    float momentum;        /* (0.9) */
+    float decay;           /* (0.0005) */
+    uint64_t seed;         /* initial weights of the replacement and adapter */
+    prn_input_fn input;    /* training images */
+    void *input_ctx;
+} prn_mimic_opts;
+
+/* Defaults above; from, to, with, input must be set by the caller. */
+void prn_mimic_opts_defaults(prn_mimic_opts *o);
+/* Sets one option from "key=value" (batch, batches, learning_rate,
+ * momentum, decay). -1 with an error naming the key and the accepted ones. */
+int prn_mimic_opts_set(prn_mimic_opts *o, const char *kv, trn_err *err);
+
+/* MCDNN's in-place transformation: the fragment from..to of base (built
+ * from cfg with batch o->batch) is replaced by o->with plus, when the
+ * channel counts differ, a linear 1x1 convolution adapter; replacement and
+ * adapter are trained by regression (L2 loss, [cost] type=sse) on the
+ * fragment's (input, output) pairs that base computes on o->input's images,
+ * then spliced into base. -1 when the fragment reads layers outside itself,
+ * is read from outside other than through its last layer, the replacement
+ * does not parse or build, or its output's height and width differ from
+ * the fragment's. */
+int prn_mimic(const trn_cfg *cfg, trn_net *base, const prn_mimic_opts *o, prn_variant *out,
+              trn_err *err) TRN_MUST_CHECK;
+
+/* ---- cfg surgery shared by the techniques (splice.c) ----------------------- */
+
+/* Replaces layers [first, last] of cfg (0 <= first <= last, or first ==
+ * last + 1 for a pure insertion before `first`) by the n_new layer sections
+ * of `with` starting at its section `with_first` (with may be NULL when
+ * n_new is 0), and renumbers every [route] layers= and [shortcut] from=
+ * outside the range. A reference to `last` moves to the last new layer
+ * when keep_last_ref and n_new > 0; any other reference into the range is
+ * an error naming the referring section's file:line. The references of
+ * layers inside the range are checked too: they must stay inside it.
+ * map (may be NULL; one entry per layer before the splice) receives every
+ * old layer's new index (-1 for replaced ones). Every reference is checked
+ * before cfg changes; a later failure (out of memory) may leave cfg partly
+ * changed, so callers splice a clone. */
+int prn_cfg_splice(trn_cfg *cfg, int first, int last, const trn_cfg *with, int with_first,
+                   int n_new, int keep_last_ref, int *map, trn_err *err) TRN_MUST_CHECK;
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* PRN_H */

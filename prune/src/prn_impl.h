@@ -1,0 +1,32 @@
+/*
+ * prn_impl.h: helpers shared by the prune library's files (private).
+ */
+#ifndef PRN_IMPL_H
+#define PRN_IMPL_H
+
+#include "prn.h"
+
+/* The kind of a section type ([conv] and [conn] aliases included). */
+prn_kind prn_section_kind(const char *type);
+/* "convolutional", "connected", "local", "other". */
+const char *prn_kind_word(prn_kind k);
+
+/* Options of the networks the library builds to check and hold variants:
+ * batch 1, inference only, weights drawn from seed. */
+void prn_net_opts(trn_net_opts *o, uint64_t seed);
+
+/* Builds cfg (its proxy when it has [local] sections) to check that every
+ * shape is possible; the message names the variant: "variant: ...". */
+int prn_check_cfg(const trn_cfg *cfg, trn_err *err);
+
+/* A new JSON array of the ints v[0..n). NULL when out of memory. */
+cJSON *prn_json_ints(const int *v, int n);
+
+/* A formatted string (malloc'd) or NULL when out of memory. */
+char *prn_strdupf(const char *fmt, ...) TRN_PRINTF(1, 2);
+
+/* Appends to a growing malloc'd string *s (NULL to start). -1 when out of
+ * memory (*s is then freed and NULL). */
+int prn_appendf(char **s, const char *fmt, ...) TRN_PRINTF(2, 3);
+
+#endif /* PRN_IMPL_H */

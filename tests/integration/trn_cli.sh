@@ -1,0 +1,195 @@
+#!/usr/bin/env bash
+# The `trainer` CLI end to end on a small data set generated here: 16x16 BMP
+# images of four shapes (horizontal bar, vertical bar, diagonal, hollow box)
+# at random places and colours over noise, in a Darknet classifier layout.
+# Checks: every verb's --help; info (table and JSON); training reaches the
+# stated accuracy; the same seed gives the same weights bytes; a run killed
+# with SIGKILL and resumed ends byte-identical; a SIGINT stops with a
+# checkpoint; valid (text and JSON); predict; clear errors for bad input.
+. "$TOP/tests/lib.sh"
+trainer=$BIN/trainer
+D=$T/shapes
+
+python3 - "$D" <<'EOF'
+import os, random, struct, sys
+root = sys.argv[1]
+labels = ["hbar", "vbar", "diag", "box"]
+S = 16
+def bmp(path, px):
+    row = (3 * S + 3) & ~3
+    data = bytearray()
+    for y in range(S - 1, -1, -1):
+        for x in range(S):
+            r, g, b = px[y][x]
+            data += bytes((b, g, r))
+        data += bytes(row - 3 * S)
+    hdr = struct.pack("<2sIHHI", b"BM", 54 + len(data), 0, 0, 54)
+    info = struct.pack("<IiiHHIIiiII", 40, S, S, 1, 24, 0, len(data), 2835, 2835, 0, 0)
+    with open(path, "wb") as f:
+        f.write(hdr + info + data)
+def image(rng, k):
+    px = [[tuple(rng.randrange(0, 90) for _ in range(3)) for _ in range(S)] for _ in range(S)]
+    col = tuple(rng.randrange(130, 256) for _ in range(3))
+    a, b = rng.randrange(3, S - 3), rng.randrange(3, S - 3)
+    pts = []
+    for t in range(-3, 4):
+        if k == 0: pts.append((a, b + t))
+        if k == 1: pts.append((a + t, b))
+        if k == 2: pts.append((a + t, b + t))
+        if k == 3 and -2 <= t <= 2: pts += [(a - 2, b + t), (a + 2, b + t), (a + t, b - 2), (a + t, b + 2)]
+    for y, x in pts:
+        if 0 <= y < S and 0 <= x < S: px[y][x] = col
+    return px
+rng = random.Random(1234)
+os.makedirs(root, exist_ok=True)
+for split, n in (("train", 512), ("valid", 96), ("test", 96)):
+    os.makedirs(os.path.join(root, split), exist_ok=True)
+    with open(os.path.join(root, split + ".list"), "w") as lst:
+        for i in range(n):
+            k = rng.randrange(4)
+            name = "%s/%06d_%s.bmp" % (split, i, labels[k])
+            bmp(os.path.join(root, name), image(rng, k))
+            lst.write(name + "\n")
+with open(os.path.join(root, "labels.txt"), "w") as f: f.write("\n".join(labels) + "\n")
+with open(os.path.join(root, "names.txt"), "w") as f:
+    f.write("horizontal bar\nvertical bar\ndiagonal\nhollow box\n")
+with open(os.path.join(root, "shapes.data"), "w") as f:
+    f.write("classes=4\ntrain=train.list\nvalid=valid.list\ntest=test.list\n"
+            "labels=labels.txt\nnames=names.txt\nbackup=backup\ntop=2\n")
+EOF
+cat > "$T/small.cfg" <<'EOF'
+[net]
+batch=32
+subdivisions=2
+height=16
+width=16
+channels=3
+learning_rate=0.05
+momentum=0.9
+decay=0.0005
+policy=steps
+steps=90
+scales=.1
+max_batches=120
+min_crop=16
+max_crop=18
+flip=0
+
+[convolutional]
+batch_normalize=1
+filters=16
+size=3
+pad=1
+activation=leaky
+
+[maxpool]
+size=2
+stride=2
+
+[convolutional]
+batch_normalize=1
+filters=32
+size=3
+pad=1
+activation=leaky
+
+[maxpool]
+size=2
+stride=2
+
+[connected]
+output=32
+activation=leaky
+
+[dropout]
+probability=.2
+
+[connected]
+output=4
+activation=linear
+
+[softmax]
+EOF
+cfg=$T/small.cfg
+data=$D/shapes.data
+
+for v in train valid predict info bench; do
+    expect_ok "$v --help" "$trainer" "$v" --help
+done
+expect_ok "info prints the table" "$trainer" info "$cfg"
+t_check "info totals line" grep -q '^total: .* parameters' "$T/out"
+"$trainer" info --cfg "$cfg" --json > "$T/info.json" 2>&1
+t_check "info --json is the cost object" python3 -c '
+import json, sys
+c = json.load(open(sys.argv[1]))
+assert c["params"] == sum(l["params"] for l in c["layers"]) and c["weight_bytes"] == 4 * c["params"]
+assert c["layers"][0]["type"] == "convolutional" and c["layers"][0]["output"] == [16, 16, 16]
+assert c["layers"][0]["macs"] == 16 * 16 * 16 * 3 * 3 * 3' "$T/info.json"
+
+# Training: two runs with one seed, then the accuracy they reach.
+expect_ok "train" "$trainer" train --cfg "$cfg" --data "$data" --seed 3 --backup "$T/b1" --threads 2
+t_check "progress lines off a terminal" grep -q '^update 120/120 ' "$T/out"
+t_check "weights written" test -s "$T/b1/small.weights"
+expect_ok "train again, same seed, one thread" "$trainer" train --cfg "$cfg" --data "$data" --seed 3 --backup "$T/b2" --threads 1 --quiet
+t_check "same seed, same weights bytes" cmp -s "$T/b1/small.weights" "$T/b2/small.weights"
+"$trainer" valid --cfg "$cfg" --weights "$T/b1/small.weights" --data "$data" --split test --json > "$T/valid.json" 2>"$T/err"
+t_check "test top-1 >= 0.90 after 120 updates (stated)" python3 -c '
+import json, sys
+v = json.load(open(sys.argv[1]))
+print("# test split: top-1 %.3f, top-%d %.3f over %d images" % (v["top1"], v["k"], v["topk"], v["images"]))
+assert v["images"] == 96 and v["classes"] == 4 and "top5" not in v
+assert sum(map(sum, v["confusion"])) == 96
+assert v["top1"] >= 0.90' "$T/valid.json"
+expect_ok "valid text output" "$trainer" valid --cfg "$cfg" --weights "$T/b1/small.weights" --data "$data"
+t_check "valid prints top-1 and the confusion matrix" grep -q '^top-1 ' "$T/out"
+expect_ok "predict" "$trainer" predict --cfg "$cfg" --weights "$T/b1/small.weights" --data "$data" --top 2 \
+    "$D/test/000000_"*.bmp "$D/test/000001_"*.bmp
+t_check "predict names classes" grep -Eq '^.*000000_[a-z]+\.bmp: [0-9.]+ (horizontal bar|vertical bar|diagonal|hollow box), ' "$T/out"
+
+# Killed with SIGKILL after a checkpoint, resumed: the same bytes.
+"$trainer" train --cfg "$cfg" --data "$data" --seed 3 --backup "$T/k" --checkpoint-every 20 --quiet &
+pid=$!
+for _ in $(seq 600); do [ -e "$T/k/small.ckpt" ] && break; sleep 0.05; done
+kill -KILL "$pid" 2>/dev/null
+wait "$pid" 2>/dev/null
+if [ -e "$T/k/small.weights" ]; then
+    t_skip "SIGKILL then --resume gives the same bytes" "the run finished before it could be killed"
+else
+    expect_ok "resume after SIGKILL" "$trainer" train --cfg "$cfg" --data "$data" --seed 99 --backup "$T/k" --checkpoint-every 20 --resume --quiet
+    t_check "SIGKILL then --resume gives the same bytes" cmp -s "$T/b1/small.weights" "$T/k/small.weights"
+fi
+# SIGINT: a checkpoint, exit status 130, and --resume finishes the job.
+"$trainer" train --cfg "$cfg" --data "$data" --seed 3 --backup "$T/i" --set max_batches=100000 --quiet 2>"$T/int.err" &
+pid=$!
+sleep 1.5
+kill -INT "$pid"
+wait "$pid"
+rc=$?
+t_check "SIGINT stops with status 130" test "$rc" = 130
+t_check "SIGINT leaves a checkpoint and says how to resume" grep -q 'continue with --resume' "$T/int.err"
+t_check "SIGINT writes no final weights" test ! -e "$T/i/small.weights"
+
+# Bad input: clear errors, non-zero status, no crash, no half file.
+expect_fail "no verb" "Usage: trainer VERB" "$trainer"
+expect_fail "unknown verb" "unknown verb 'fly'" "$trainer" fly
+expect_fail "unknown option" "unknown option '--bogus'" "$trainer" train --cfg "$cfg" --data "$data" --bogus
+expect_fail "missing --data" "--cfg and --data are required" "$trainer" train --cfg "$cfg"
+expect_fail "missing cfg file" "cannot open $T/none.cfg" "$trainer" info "$T/none.cfg"
+expect_fail "bad --set" "--set needs key=value" "$trainer" train --cfg "$cfg" --data "$data" --set nokey
+expect_fail "--set of an unknown key" "small.cfg \(set by program\): \[net\]: unknown key 'bogus'" \
+    "$trainer" train --cfg "$cfg" --data "$data" --set bogus=1
+expect_fail "bad number" "--seed needs a whole number" "$trainer" train --cfg "$cfg" --data "$data" --seed x
+sed 's/^output=4$/output=5/' "$cfg" > "$T/five.cfg"
+expect_fail "classes mismatch" "has 5 outputs but .* has 4 classes" "$trainer" train --cfg "$T/five.cfg" --data "$data"
+printf 'garbage' > "$T/bad.weights"
+expect_fail "garbled weights" "bad.weights: the file ends at byte offset 7 inside the header" \
+    "$trainer" valid --cfg "$cfg" --weights "$T/bad.weights" --data "$data"
+head -c 1000 "$T/b1/small.weights" > "$T/short.weights"
+expect_fail "truncated weights" "short.weights: the file ends at byte offset 1000 inside layer" \
+    "$trainer" predict --cfg "$cfg" --weights "$T/short.weights" --data "$data" "$D/test/000000_"*.bmp
+expect_fail "missing image" "nothere.png" \
+    "$trainer" predict --cfg "$cfg" --weights "$T/b1/small.weights" --data "$data" "$T/nothere.png"
+expect_fail "bad split" "--split must be train, valid or test" \
+    "$trainer" valid --cfg "$cfg" --weights "$T/b1/small.weights" --data "$data" --split dev
+t_check "no temporary files left" test -z "$(find "$T" -name '*.tmp.*')"
+t_done

@@ -1,0 +1,78 @@
+/* The inference-only flavour (TRN_INFER_SRCS compiled with
+ * -DTRN_INFER_ONLY, as runtime-lite builds it): it links alone, holds no
+ * training code, and its forward computes what the reference computes. */
+#include "testutil_impl.h"
+#include "testlib_trn.h"
+
+/* Training entry points, declared weak: in this flavour they must be
+ * absent from the library. */
+extern int trn_net_backward(trn_net *net, trn_err *err) __attribute__((weak));
+extern void trn_net_update(trn_net *net) __attribute__((weak));
+extern int trn_net_forward_train(trn_net *net, const float *x, const float *t, trn_err *err)
+    __attribute__((weak));
+
+static const char *cfg =
+    "[net]\nbatch=2\nheight=12\nwidth=12\nchannels=3\n"
+    "[crop]\ncrop_height=10\ncrop_width=10\n"
+    "[convolutional]\nbatch_normalize=1\nfilters=8\nsize=3\npad=1\nactivation=leaky\n"
+    "[maxpool]\nsize=2\nstride=2\n"
+    "[convolutional]\nfilters=8\nsize=3\npad=1\ngroups=2\nactivation=relu\n"
+    "[shortcut]\nfrom=-2\n"
+    "[route]\nlayers=-1,-3\n"
+    "[convolutional]\nfilters=6\nsize=1\nactivation=logistic\n"
+    "[avgpool]\n[connected]\noutput=7\nactivation=tanh\n[dropout]\n"
+    "[connected]\nbatch_normalize=1\noutput=5\nactivation=linear\n[softmax]\n";
+
+static void no_training_code(void **state)
+{
+    (void)state;
+    assert_null(trn_net_backward);
+    assert_null(trn_net_update);
+    assert_null(trn_net_forward_train);
+}
+
+static void forward_and_borrowed_weights(void **state)
+{
+    (void)state;
+    trn_net_opts o;
+    trn_net_opts_defaults(&o);
+    o.infer_only = 1;
+    trn_net *cpu = tl_net(cfg, &o);
+    assert_non_null(cpu);
+    tl_randomize(cpu, 3);
+    trn_err e;
+    const char *path = tl_path("i.weights");
+    assert_int_equal(trn_weights_save(cpu, path, &e), 0);
+    o.backend = TRN_BACKEND_REF;
+    o.external_params = 1;
+    trn_net *ref = tl_net(cfg, &o);
+    assert_non_null(ref);
+    size_t len;
+    char *buf = tl_read(path, &len);
+    assert_non_null(buf);
+    assert_int_equal(trn_weights_load_mem(ref, buf, len, 1, path, &e), 0);
+    float x[2 * 3 * 12 * 12];
+    tl_fill_uniform(x, sizeof x / sizeof *x, 1, 0, 1);
+    assert_int_equal(trn_net_forward(cpu, x, &e), 0);
+    assert_int_equal(trn_net_forward(ref, x, &e), 0);
+    double err = tl_relerr(trn_net_output(cpu), trn_net_output(ref), 2 * trn_net_outputs(cpu));
+    printf("# inference flavour: cpu vs reference output rel.err %.1e\n", err);
+    assert_true(err <= 1e-5);
+    float sum = 0;
+    for (int i = 0; i < 5; i++) sum += trn_net_output(cpu)[i];
+    assert_true(fabsf(sum - 1) < 1e-5);
+    free(buf);
+    trn_net_free(cpu);
+    trn_net_free(ref);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(no_training_code),
+        cmocka_unit_test(forward_and_borrowed_weights),
+    };
+    int rc = cmocka_run_group_tests_name("trn_infer", tests, NULL, NULL);
+    test_tmpdir_cleanup();
+    return rc;
+}

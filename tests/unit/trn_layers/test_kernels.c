@@ -1,0 +1,184 @@
+/*
+ * The CPU backend's kernels against the reference backend (the oracle),
+ * on shapes that exercise every path: transposes and leading dimensions
+ * larger than the rows (channel-prefix capacities), strided and padded
+ * im2col/col2im, every activation and its gradient, the batch-norm
+ * passes, pooling and the loss kernels.
+ *
+ * Tolerances: 1e-5 relative norm error for kernels whose summation order
+ * differs (gemm: OpenBLAS blocks and vectorises, the reference sums in
+ * double); exact equality for kernels that do the same float operations
+ * in the same order (copies, im2col, col2im per element, activations).
+ */
+#include "testutil.h"
+#include "testlib_trn.h"
+
+#include "backend.h"
+
+static const trn_backend *cpu, *ref;
+
+static float *rnd(size_t n, uint64_t seed)
+{
+    float *x = malloc((n ? n : 1) * sizeof *x);
+    tl_fill_uniform(x, n, seed, -2, 2);
+    return x;
+}
+
+static float *fdup(const float *x, size_t n)
+{
+    float *y = malloc((n ? n : 1) * sizeof *y);
+    memcpy(y, x, n * sizeof *y);
+    return y;
+}
+
+static void gemm_matches_reference(void **state)
+{
+    (void)state;
+    struct { int ta, tb, m, n, k, extra; float alpha, beta; } cases[] = {
+        {0, 0, 7, 9, 5, 0, 1, 0},    {0, 1, 7, 9, 5, 3, 1, 1},   {1, 0, 16, 33, 40, 0, 0.5f, 1},
+        {1, 1, 3, 4, 70, 2, 1, 0.25f}, {0, 0, 64, 169, 288, 16, 1, 0}, {0, 0, 1, 1, 1, 0, 1, 0},
+        /* matrix-vector shapes (gemv): every transpose, strided vectors */
+        {0, 0, 1, 33, 17, 2, 1, 0},  {0, 1, 1, 33, 17, 3, 1, 1},  {1, 0, 1, 33, 17, 4, 0.5f, 1},
+        {1, 1, 1, 33, 17, 1, 1, 0},  {0, 0, 29, 1, 17, 2, 1, 0.5f}, {0, 1, 29, 1, 17, 3, 1, 0},
+        {1, 0, 29, 1, 17, 5, 1, 1},  {1, 1, 29, 1, 17, 2, 2, 0},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        int ta = cases[c].ta, tb = cases[c].tb, m = cases[c].m, n = cases[c].n, k = cases[c].k;
+        /* Leading dimensions exceed the used width by `extra`. */
+        int lda = (ta ? m : k) + cases[c].extra, ldb = (tb ? k : n) + cases[c].extra;
+        int ldc = n + cases[c].extra;
+        size_t na = (size_t)(ta ? k : m) * lda, nb = (size_t)(tb ? n : k) * ldb, nc = (size_t)m * ldc;
+        float *a = rnd(na, 1 + c), *b = rnd(nb, 2 + c), *c1 = rnd(nc, 3 + c), *c2 = fdup(c1, nc);
+        cpu->gemm(ta, tb, m, n, k, cases[c].alpha, a, lda, b, ldb, cases[c].beta, c1, ldc);
+        ref->gemm(ta, tb, m, n, k, cases[c].alpha, a, lda, b, ldb, cases[c].beta, c2, ldc);
+        double e = tl_relerr(c1, c2, nc);
+        printf("# gemm %c%c %dx%dx%d ld+%d: rel.err %.1e\n", ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k,
+               cases[c].extra, e);
+        assert_true(e <= 1e-5);
+        free(a), free(b), free(c1), free(c2);
+    }
+}
+
+static void im2col_col2im_match_reference(void **state)
+{
+    (void)state;
+    struct { int c, h, w, ks, stride, pad; } cases[] = {
+        {3, 8, 8, 3, 1, 1}, {2, 9, 7, 3, 2, 1}, {4, 11, 11, 5, 2, 2}, {3, 227, 227, 11, 4, 0},
+        {1, 5, 5, 1, 2, 0}, {2, 6, 6, 1, 1, 1}, {3, 4, 4, 3, 3, 2},  {64, 28, 28, 3, 1, 1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        int c = cases[i].c, h = cases[i].h, w = cases[i].w, ks = cases[i].ks, s = cases[i].stride,
+            p = cases[i].pad;
+        int oh = (h + 2 * p - ks) / s + 1, ow = (w + 2 * p - ks) / s + 1;
+        size_t nim = (size_t)c * h * w, ncol = (size_t)c * ks * ks * oh * ow;
+        /* Written as the second of three images side by side (ldcol). */
+        int n = oh * ow, ld = 3 * n;
+        float *im = rnd(nim, 10 + i), *c1 = rnd(3 * ncol, 20), *c2 = fdup(c1, 3 * ncol);
+        cpu->im2col(im, c, h, w, ks, s, p, c1 + n, ld);
+        ref->im2col(im, c, h, w, ks, s, p, c2 + n, ld);
+        assert_memory_equal(c1, c2, 3 * ncol * sizeof *c1);
+        float *i1 = rnd(nim, 30 + i), *i2 = fdup(i1, nim);
+        cpu->col2im(c1 + n, ld, c, h, w, ks, s, p, i1);
+        ref->col2im(c1 + n, ld, c, h, w, ks, s, p, i2);
+        double e = tl_relerr(i1, i2, nim);
+        assert_true(e <= 1e-6);
+        /* swap12 twice is the identity; once it matches the reference. */
+        float *s1 = rnd(ncol, 40), *s2 = rnd(ncol, 41);
+        cpu->swap12(c1 + n, s1, c, ks * ks, n);
+        ref->swap12(c1 + n, s2, c, ks * ks, n);
+        assert_memory_equal(s1, s2, ncol * sizeof *s1);
+        cpu->swap12(s1, s2, ks * ks, c, n);
+        assert_memory_equal(s2, c1 + n, ncol * sizeof *s2);
+        free(im), free(c1), free(c2), free(i1), free(i2), free(s1), free(s2);
+    }
+}
+
+static void activations_match_reference(void **state)
+{
+    (void)state;
+    size_t n = 70001; /* big enough for the threaded path, odd for the tail */
+    for (int a = 0; a < TRN_ACT_COUNT; a++) {
+        float *x1 = rnd(n, 40 + a), *x2 = fdup(x1, n);
+        for (size_t i = 0; i < 64; i++) x1[i] = x2[i] = (float)i / 8 - 4; /* kinks, exact values */
+        cpu->activate(x1, n, a);
+        ref->activate(x2, n, a);
+        assert_memory_equal(x1, x2, n * sizeof *x1);
+        float *d1 = rnd(n, 50 + a), *d2 = fdup(d1, n);
+        cpu->gradient(x1, n, a, d1);
+        ref->gradient(x2, n, a, d2);
+        assert_memory_equal(d1, d2, n * sizeof *d1);
+        free(x1), free(x2), free(d1), free(d2);
+    }
+}
+
+static void channel_kernels_match_reference(void **state)
+{
+    (void)state;
+    int batch = 3, c = 5, sp = 37;
+    size_t n = (size_t)batch * c * sp;
+    float *x = rnd(n, 60), *b = rnd(c, 61);
+    float *x1 = fdup(x, n), *x2 = fdup(x, n);
+    cpu->add_bias(x1, b, batch, c, sp);
+    ref->add_bias(x2, b, batch, c, sp);
+    assert_memory_equal(x1, x2, n * sizeof *x1);
+    cpu->scale_bias(x1, b, batch, c, sp);
+    ref->scale_bias(x2, b, batch, c, sp);
+    assert_memory_equal(x1, x2, n * sizeof *x1);
+    float m1[5], m2[5], v1[5], v2[5];
+    cpu->mean(x, batch, c, sp, m1);
+    ref->mean(x, batch, c, sp, m2);
+    assert_true(tl_relerr(m1, m2, 5) <= 1e-6);
+    cpu->variance(x, m2, batch, c, sp, v1);
+    ref->variance(x, m2, batch, c, sp, v2);
+    assert_true(tl_relerr(v1, v2, 5) <= 1e-6);
+    float *y1 = fdup(x, n), *y2 = fdup(x, n);
+    cpu->normalize(y1, m2, v2, batch, c, sp);
+    ref->normalize(y2, m2, v2, batch, c, sp);
+    assert_true(tl_relerr(y1, y2, n) <= 1e-6);
+    float db1[5] = {0}, db2[5] = {0};
+    cpu->backward_bias(db1, x, batch, c, sp);
+    ref->backward_bias(db2, x, batch, c, sp);
+    assert_true(tl_relerr(db1, db2, 5) <= 1e-6);
+    float md1[5], md2[5], vd1[5], vd2[5];
+    float *d1 = rnd(n, 62), *d2 = fdup(d1, n);
+    cpu->bn_backward(x, m2, v2, batch, c, sp, md1, vd1, d1);
+    ref->bn_backward(x, m2, v2, batch, c, sp, md2, vd2, d2);
+    assert_true(tl_relerr(d1, d2, n) <= 1e-6);
+    free(x), free(b), free(x1), free(x2), free(y1), free(y2), free(d1), free(d2);
+}
+
+static void pooling_and_losses_match_reference(void **state)
+{
+    (void)state;
+    int batch = 2, c = 3, h = 9, w = 7, size = 3, stride = 2, pad = 2;
+    int oh = (h + pad - size) / stride + 1, ow = (w + pad - size) / stride + 1;
+    size_t nin = (size_t)batch * c * h * w, nout = (size_t)batch * c * oh * ow;
+    float *in = rnd(nin, 70), *o1 = rnd(nout, 71), *o2 = rnd(nout, 72);
+    int *i1 = malloc(nout * sizeof *i1), *i2 = malloc(nout * sizeof *i2);
+    cpu->maxpool(in, batch, c, h, w, size, stride, pad, oh, ow, o1, i1);
+    ref->maxpool(in, batch, c, h, w, size, stride, pad, oh, ow, o2, i2);
+    assert_memory_equal(o1, o2, nout * sizeof *o1);
+    assert_memory_equal(i1, i2, nout * sizeof *i1);
+    float *s1 = rnd(nin, 73), *s2 = fdup(s1, nin);
+    cpu->softmax(in, batch, c * h * w, 3, 0.5f, s1);
+    ref->softmax(in, batch, c * h * w, 3, 0.5f, s2);
+    assert_true(tl_relerr(s1, s2, nin) <= 1e-6);
+    free(in), free(o1), free(o2), free(i1), free(i2), free(s1), free(s2);
+}
+
+/* Appends the kernel tests to t; returns how many. */
+int kernel_tests(struct CMUnitTest *t);
+int kernel_tests(struct CMUnitTest *t)
+{
+    cpu = trn_backend_get(TRN_BACKEND_CPU);
+    ref = trn_backend_get(TRN_BACKEND_REF);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(gemm_matches_reference),
+        cmocka_unit_test(im2col_col2im_match_reference),
+        cmocka_unit_test(activations_match_reference),
+        cmocka_unit_test(channel_kernels_match_reference),
+        cmocka_unit_test(pooling_and_losses_match_reference),
+    };
+    memcpy(t, tests, sizeof tests);
+    return (int)(sizeof tests / sizeof *tests);
+}

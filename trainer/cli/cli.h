@@ -1,0 +1,49 @@
+/* cli.h: what the verbs of `trainer` share (private to trainer/cli). */
+#ifndef TRN_CLI_H
+#define TRN_CLI_H
+
+#include "trn.h"
+
+#include <stdio.h>
+
+/* Each verb: returns the process exit status (0 ok, 1 error, 2 usage),
+ * having printed its own errors. */
+int cli_train(int argc, char **argv);
+int cli_valid(int argc, char **argv);
+int cli_predict(int argc, char **argv);
+int cli_info(int argc, char **argv);
+int cli_bench(int argc, char **argv);
+
+/* Options: "--name value" or "--name=value". When argv[*i] is option
+ * `name`, returns its value (advancing *i past it), else NULL. A missing
+ * value sets *bad. */
+const char *cli_opt(int argc, char **argv, int *i, const char *name, int *bad);
+/* argv[*i] is the flag `name` (no value). */
+int cli_flag(char **argv, int i, const char *name);
+/* Parses a whole number in [lo, hi] for option `name`; prints an error
+ * and returns -1 when it is not one. */
+int cli_num(const char *verb, const char *name, const char *s, long long lo, long long hi,
+            long long *out);
+/* Prints "trainer VERB: error: MSG" to stderr. Returns 1. */
+int cli_fail(const char *verb, const char *fmt, ...) TRN_PRINTF(2, 3);
+/* Prints the usage error and the hint to run --help. Returns 2. */
+int cli_usage(const char *verb, const char *fmt, ...) TRN_PRINTF(2, 3);
+
+/* --set key=value overrides of the [net] section, collected in order. */
+typedef struct cli_sets {
+    const char *kv[64];
+    int n;
+} cli_sets;
+int cli_add_set(cli_sets *s, const char *verb, const char *kv);
+/* Reads the cfg and applies the overrides; NULL (error printed) on failure. */
+trn_cfg *cli_cfg(const char *verb, const char *path, const cli_sets *sets);
+
+/* THREADS: --threads, else the THREADS environment variable, else all
+ * cores. Returns -1 (error printed) on a bad value. */
+int cli_threads(const char *verb, const char *opt);
+
+/* The file name without folder and extension, e.g. "alexnet" for
+ * "recipes/alexnet/base.cfg" -> "base". */
+void cli_basename(const char *path, char *out, size_t size);
+
+#endif

@@ -1,0 +1,259 @@
+/*
+ * cli_train.c: `trainer train`: a cfg on a Darknet classifier data set,
+ * with atomic checkpoints, --resume, and a live progress line.
+ */
+#include "cli.h"
+
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char *help =
+    "Usage: trainer train --cfg FILE.cfg --data FILE.data [OPTIONS]\n"
+    "\n"
+    "Trains the network on the data set's train split (Darknet's classifier training:\n"
+    "SGD with momentum and decay, its learning-rate policies, burn_in, subdivisions,\n"
+    "augmentation from the [net] keys) until max_batches weight updates. Writes\n"
+    "BACKUP/BASE.ckpt (everything a resumed run needs) every --checkpoint-every\n"
+    "updates and at the end, then BACKUP/BASE.weights (Darknet format); BASE is the\n"
+    "cfg's file name without extension. Every file is written to a temporary name,\n"
+    "fsynced and renamed. Same cfg, data, weights and seed: same bytes out, whatever\n"
+    "the thread count; a killed run resumed with --resume ends with the same bytes.\n"
+    "\n"
+    "  --cfg FILE             the network (Darknet cfg)\n"
+    "  --data FILE            the data set (Darknet .data: classes, train, labels/names, backup)\n"
+    "  --weights FILE         start from these weights (Darknet .weights) instead of\n"
+    "                         random ones; their `seen` continues the schedule\n"
+    "  --clear                reset `seen` to 0 after --weights (restart the schedule)\n"
+    "  --set key=value        override a [net] key (repeatable), e.g. --set max_batches=500\n"
+    "  --backup DIR           where checkpoints and weights go (default: the .data's\n"
+    "                         backup key, else 'backup')\n"
+    "  --seed N               seed of the initial weights, dropout, crops, shuffling and\n"
+    "                         augmentation (default 1); --resume takes the checkpoint's\n"
+    "  --checkpoint-every N   weight updates between checkpoints (default 100; 0: at the end only)\n"
+    "  --resume               continue from BACKUP/BASE.ckpt when it exists\n"
+    "  --threads N            compute threads (default: THREADS, else all cores)\n"
+    "  --loader-threads N     image decoding threads (default 2)\n"
+    "  --cache-mb N           decoded images kept in memory (default 256)\n"
+    "  --quiet                no progress output\n"
+    "\n"
+    "On a terminal one progress line is updated in place (update, loss, running loss,\n"
+    "learning rate, images/s, ETA); otherwise one plain line per second at most.\n"
+    "SIGINT or SIGTERM writes a checkpoint and stops (exit status 130).\n";
+
+static volatile int stop_flag;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    stop_flag = 1;
+}
+
+typedef struct feed {
+    trn_dataset *ds;
+    trn_loader *loader;
+    trn_loader_opts lo;
+    trn_net *net;
+} feed;
+
+/* The loader is opened on the first batch: a resumed run has taken its
+ * checkpoint's seed by then. */
+static int next_batch(void *ctx, uint64_t index, float *x, float *y, trn_err *err)
+{
+    feed *f = ctx;
+    if (!f->loader) {
+        f->lo.seed = trn_net_seed(f->net);
+        f->loader = trn_loader_open(f->ds, TRN_SPLIT_TRAIN, &f->lo, err);
+        if (!f->loader) return -1;
+    }
+    return trn_loader_get(f->loader, index, x, y, err);
+}
+
+typedef struct show {
+    int tty, quiet;
+    double last;
+    uint64_t max;
+} show;
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+static void fmt_eta(double s, char *buf, size_t size)
+{
+    long t = (long)(s + 0.5);
+    if (t >= 3600)
+        snprintf(buf, size, "%ldh%02ldm", t / 3600, t / 60 % 60);
+    else
+        snprintf(buf, size, "%ldm%02lds", t / 60, t % 60);
+}
+
+static void progress(const trn_train_progress *p, void *ctx)
+{
+    show *s = ctx;
+    if (s->quiet) return;
+    double t = now_s();
+    int last = p->batch >= p->max_batches;
+    if (!s->tty && !last && !p->checkpoint && t - s->last < 1.0) return;
+    s->last = t;
+    char eta[32];
+    fmt_eta(p->eta_s, eta, sizeof eta);
+    char line[256];
+    snprintf(line, sizeof line, "update %llu/%llu  loss %.4f  avg %.4f  lr %.6g  %.1f images/s  ETA %s%s",
+             (unsigned long long)p->batch, (unsigned long long)p->max_batches, p->loss, p->avg_loss,
+             p->rate, p->images_per_s, eta, p->checkpoint ? "  [checkpoint]" : "");
+    if (s->tty)
+        fprintf(stderr, "\r%-100s%s", line, last ? "\n" : "");
+    else
+        fprintf(stderr, "%s\n", line);
+    fflush(stderr);
+}
+
+int cli_train(int argc, char **argv)
+{
+    const char *cfgp = NULL, *data = NULL, *weights = NULL, *backup = NULL, *threads = NULL, *v;
+    cli_sets sets = {0};
+    long long seed = 1, every = 100, lthreads = 2, cache = 256;
+    int resume = 0, clear = 0, quiet = 0, bad = 0;
+    for (int i = 1; i < argc; i++) {
+        if (cli_flag(argv, i, "--help") || cli_flag(argv, i, "-h")) {
+            fputs(help, stdout);
+            return 0;
+        } else if ((v = cli_opt(argc, argv, &i, "--cfg", &bad))) {
+            cfgp = v;
+        } else if ((v = cli_opt(argc, argv, &i, "--data", &bad))) {
+            data = v;
+        } else if ((v = cli_opt(argc, argv, &i, "--weights", &bad))) {
+            weights = v;
+        } else if ((v = cli_opt(argc, argv, &i, "--backup", &bad))) {
+            backup = v;
+        } else if ((v = cli_opt(argc, argv, &i, "--set", &bad))) {
+            if (cli_add_set(&sets, "train", v)) return 2;
+        } else if ((v = cli_opt(argc, argv, &i, "--seed", &bad))) {
+            if (cli_num("train", "--seed", v, 0, (long long)1 << 62, &seed)) return 2;
+        } else if ((v = cli_opt(argc, argv, &i, "--checkpoint-every", &bad))) {
+            if (cli_num("train", "--checkpoint-every", v, 0, 1LL << 40, &every)) return 2;
+        } else if ((v = cli_opt(argc, argv, &i, "--threads", &bad))) {
+            threads = v;
+        } else if ((v = cli_opt(argc, argv, &i, "--loader-threads", &bad))) {
+            if (cli_num("train", "--loader-threads", v, 1, 256, &lthreads)) return 2;
+        } else if ((v = cli_opt(argc, argv, &i, "--cache-mb", &bad))) {
+            if (cli_num("train", "--cache-mb", v, 0, 1 << 20, &cache)) return 2;
+        } else if (cli_flag(argv, i, "--resume")) {
+            resume = 1;
+        } else if (cli_flag(argv, i, "--clear")) {
+            clear = 1;
+        } else if (cli_flag(argv, i, "--quiet")) {
+            quiet = 1;
+        } else {
+            return cli_usage("train", "%s '%s'", bad ? "missing value for" : "unknown option", argv[i]);
+        }
+        if (bad) return cli_usage("train", "missing value for '%s'", argv[i]);
+    }
+    if (!cfgp || !data) return cli_usage("train", "--cfg and --data are required");
+    if (clear && !weights) return cli_usage("train", "--clear needs --weights");
+    if (cli_threads("train", threads)) return 2;
+
+    trn_err e;
+    int rc = 1;
+    trn_cfg *cfg = NULL;
+    trn_net *net = NULL;
+    feed f = {0};
+    if (!(f.ds = trn_dataset_open(data, &e))) {
+        cli_fail("train", "%s", e.msg);
+        goto out;
+    }
+    if (!trn_dataset_has(f.ds, TRN_SPLIT_TRAIN) || !trn_dataset_count(f.ds, TRN_SPLIT_TRAIN)) {
+        cli_fail("train", "%s: no training images (the 'train' key names no list, or an empty one)", data);
+        goto out;
+    }
+    if (!(cfg = cli_cfg("train", cfgp, &sets))) goto out;
+    trn_net_opts no;
+    trn_net_opts_defaults(&no);
+    no.seed = (uint64_t)seed;
+    if (!(net = trn_net_create(cfg, &no, &e))) {
+        cli_fail("train", "%s", e.msg);
+        goto out;
+    }
+    if ((int)trn_net_outputs(net) != trn_dataset_classes(f.ds)) {
+        cli_fail("train", "%s has %zu outputs but %s has %d classes: make the last layer's "
+                 "output (or filters) %d", cfgp, trn_net_outputs(net), data,
+                 trn_dataset_classes(f.ds), trn_dataset_classes(f.ds));
+        goto out;
+    }
+    if (weights && trn_weights_load(net, weights, &e) != 0) {
+        cli_fail("train", "%s", e.msg);
+        goto out;
+    }
+    if (clear) trn_net_set_seen(net, 0);
+
+    const trn_net_config *nc = trn_net_get_config(net);
+    trn_loader_opts_defaults(&f.lo);
+    f.lo.w = nc->w;
+    f.lo.h = nc->h;
+    f.lo.c = nc->c;
+    f.lo.batch = trn_net_batch(net);
+    f.lo.augment = 1;
+    f.lo.aug.angle = nc->angle;
+    f.lo.aug.aspect = nc->aspect;
+    f.lo.aug.hue = nc->hue;
+    f.lo.aug.saturation = nc->saturation;
+    f.lo.aug.exposure = nc->exposure;
+    f.lo.aug.jitter = nc->jitter;
+    f.lo.aug.min_crop = nc->min_crop;
+    f.lo.aug.max_crop = nc->max_crop;
+    f.lo.aug.flip = nc->flip;
+    f.lo.threads = (int)lthreads;
+    f.lo.shuffle = 1;
+    f.lo.cache_bytes = (size_t)cache << 20;
+    f.net = net;
+    if (trn_augment_check(&f.lo.aug, cfgp, &e) != 0) {
+        cli_fail("train", "%s", e.msg);
+        goto out;
+    }
+    char base[256];
+    cli_basename(cfgp, base, sizeof base);
+    if (!backup) backup = trn_dataset_backup(f.ds) ? trn_dataset_backup(f.ds) : "backup";
+
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    show sh = {isatty(STDERR_FILENO), quiet, 0, 0};
+    trn_train_opts to = {
+        .next_batch = next_batch, .batch_ctx = &f, .backup_dir = backup, .base = base,
+        .checkpoint_every = (uint64_t)every, .resume = resume, .progress = progress,
+        .progress_ctx = &sh, .stop = &stop_flag,
+    };
+    if (!quiet)
+        fprintf(stderr, "trainer train: %s on %s (%zu images, %d classes), batch %d x %d "
+                "subdivisions, seed %llu, %d threads, checkpoints in %s/%s.ckpt\n",
+                cfgp, data, trn_dataset_count(f.ds, TRN_SPLIT_TRAIN), trn_dataset_classes(f.ds),
+                trn_net_batch(net), nc->subdivisions, (unsigned long long)trn_net_seed(net),
+                trn_threads(), backup, base);
+    int r = trn_train(net, &to, &e);
+    if (r < 0) {
+        if (sh.tty && !quiet) fputc('\n', stderr);
+        cli_fail("train", "%s", e.msg);
+    } else if (r == 1) {
+        if (sh.tty && !quiet) fputc('\n', stderr);
+        fprintf(stderr, "trainer train: stopped at update %llu; checkpoint %s/%s.ckpt written: "
+                "continue with --resume\n", (unsigned long long)trn_net_current_batch(net), backup, base);
+        rc = 130;
+    } else {
+        if (!quiet) fprintf(stderr, "trainer train: wrote %s/%s.weights\n", backup, base);
+        rc = 0;
+    }
+out:
+    trn_loader_close(f.loader);
+    trn_net_free(net);
+    trn_cfg_free(cfg);
+    trn_dataset_close(f.ds);
+    return rc;
+}

@@ -1,0 +1,366 @@
+/*
+ * cli_valid.c: `trainer valid` (accuracy, top-k and confusion matrix of a
+ * split) and `trainer predict` (the top-k classes of image files), both on
+ * Darknet's evaluation preprocessing (trn_image_load_input).
+ */
+#include "cli.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const char *valid_help =
+    "Usage: trainer valid --cfg FILE.cfg --weights FILE --data FILE.data [OPTIONS]\n"
+    "\n"
+    "Evaluates every image of a split once (no augmentation: the centred\n"
+    "evaluation crop) and prints top-1, top-k and the confusion matrix.\n"
+    "\n"
+    "  --split NAME      train, valid or test (default: valid if the .data names one, else test)\n"
+    "  --top K           top-k accuracy (default: the .data's top key if > 1, else 5;\n"
+    "                    at most the number of classes)\n"
+    "  --batch N         images per forward (default 32)\n"
+    "  --limit N         only the first N images of the split\n"
+    "  --json            one JSON object for scripts: {\"split\",\"images\",\"classes\",\n"
+    "                    \"top1\",\"top5\" (when classes > 5),\"k\",\"topk\",\"names\",\n"
+    "                    \"confusion\" (rows: true class, columns: predicted)}\n"
+    "  --set key=value   override a [net] key (repeatable)\n"
+    "  --threads N       compute threads (default: THREADS, else all cores)\n"
+    "  --loader-threads N  image decoding threads (default 2)\n";
+
+static const char *predict_help =
+    "Usage: trainer predict --cfg FILE.cfg --weights FILE (--data FILE.data | --names FILE) [OPTIONS] IMAGE...\n"
+    "\n"
+    "Prints the top-k classes of every image (PNG, JPEG or BMP) with their\n"
+    "probabilities and names, one line per image.\n"
+    "\n"
+    "  --data FILE     take the class names from the data set's names/labels file\n"
+    "  --names FILE    one class name per line instead\n"
+    "  --top K         classes per image (default 5, at most the number of classes)\n"
+    "  --set key=value override a [net] key (repeatable)\n"
+    "  --threads N     compute threads\n";
+
+/* Indexes of the k largest of p[0..n), best first (ties: lower index). */
+static void top_k(const float *p, int n, int k, int *out)
+{
+    for (int j = 0; j < k; j++) {
+        int best = -1;
+        for (int i = 0; i < n; i++) {
+            int taken = 0;
+            for (int q = 0; q < j; q++) taken |= out[q] == i;
+            if (!taken && (best < 0 || p[i] > p[best])) best = i;
+        }
+        out[j] = best;
+    }
+}
+
+static trn_net *eval_net(const char *verb, const char *cfgp, const cli_sets *sets, const char *weights,
+                         int batch)
+{
+    trn_cfg *c = cli_cfg(verb, cfgp, sets);
+    if (!c) return NULL;
+    trn_net_opts o;
+    trn_net_opts_defaults(&o);
+    o.infer_only = 1;
+    o.batch = batch;
+    trn_err e;
+    trn_net *net = trn_net_create(c, &o, &e);
+    trn_cfg_free(c);
+    if (!net) {
+        cli_fail(verb, "%s", e.msg);
+        return NULL;
+    }
+    if (trn_weights_load(net, weights, &e) != 0) {
+        cli_fail(verb, "%s", e.msg);
+        trn_net_free(net);
+        return NULL;
+    }
+    return net;
+}
+
+static void json_string(const char *s)
+{
+    putchar('"');
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\') printf("\\%c", *s);
+        else if ((unsigned char)*s < 0x20) printf("\\u%04x", (unsigned char)*s);
+        else putchar(*s);
+    }
+    putchar('"');
+}
+
+int cli_valid(int argc, char **argv)
+{
+    const char *cfgp = NULL, *weights = NULL, *data = NULL, *split = NULL, *threads = NULL, *v;
+    cli_sets sets = {0};
+    long long top = 0, batch = 32, limit = 0, lthreads = 2;
+    int json = 0, bad = 0;
+    for (int i = 1; i < argc; i++) {
+        if (cli_flag(argv, i, "--help") || cli_flag(argv, i, "-h")) {
+            fputs(valid_help, stdout);
+            return 0;
+        } else if ((v = cli_opt(argc, argv, &i, "--cfg", &bad))) {
+            cfgp = v;
+        } else if ((v = cli_opt(argc, argv, &i, "--weights", &bad))) {
+            weights = v;
+        } else if ((v = cli_opt(argc, argv, &i, "--data", &bad))) {
+            data = v;
+        } else if ((v = cli_opt(argc, argv, &i, "--split", &bad))) {
+            split = v;
+        } else if ((v = cli_opt(argc, argv, &i, "--set", &bad))) {
+            if (cli_add_set(&sets, "valid", v)) return 2;
+        } else if ((v = cli_opt(argc, argv, &i, "--top", &bad))) {
+            if (cli_num("valid", "--top", v, 1, 1000000, &top)) return 2;
+        } else if ((v = cli_opt(argc, argv, &i, "--batch", &bad))) {
+            if (cli_num("valid", "--batch", v, 1, 4096, &batch)) return 2;
+        } else if ((v = cli_opt(argc, argv, &i, "--limit", &bad))) {
+            if (cli_num("valid", "--limit", v, 1, 1LL << 40, &limit)) return 2;
+        } else if ((v = cli_opt(argc, argv, &i, "--threads", &bad))) {
+            threads = v;
+        } else if ((v = cli_opt(argc, argv, &i, "--loader-threads", &bad))) {
+            if (cli_num("valid", "--loader-threads", v, 1, 256, &lthreads)) return 2;
+        } else if (cli_flag(argv, i, "--json")) {
+            json = 1;
+        } else {
+            return cli_usage("valid", "%s '%s'", bad ? "missing value for" : "unknown option", argv[i]);
+        }
+        if (bad) return cli_usage("valid", "missing value for '%s'", argv[i]);
+    }
+    if (!cfgp || !weights || !data) return cli_usage("valid", "--cfg, --weights and --data are required");
+    if (cli_threads("valid", threads)) return 2;
+    trn_err e;
+    trn_dataset *ds = trn_dataset_open(data, &e);
+    if (!ds) return cli_fail("valid", "%s", e.msg);
+    int sp;
+    if (split) {
+        sp = trn_split_parse(split);
+        if (sp < 0) {
+            trn_dataset_close(ds);
+            return cli_usage("valid", "--split must be train, valid or test, not '%s'", split);
+        }
+    } else {
+        sp = trn_dataset_has(ds, TRN_SPLIT_VALID) ? TRN_SPLIT_VALID : TRN_SPLIT_TEST;
+    }
+    size_t n = trn_dataset_count(ds, (trn_split)sp);
+    if (!trn_dataset_has(ds, (trn_split)sp) || n == 0) {
+        trn_dataset_close(ds);
+        return cli_fail("valid", "%s has no %s images", data, trn_split_name((trn_split)sp));
+    }
+    if (limit && (size_t)limit < n) n = (size_t)limit;
+    int classes = trn_dataset_classes(ds);
+    int k = top ? (int)top : trn_dataset_top(ds) > 1 ? trn_dataset_top(ds) : 5;
+    if (k > classes) k = classes;
+    trn_net *net = eval_net("valid", cfgp, &sets, weights, (int)batch);
+    trn_loader *ld = NULL;
+    float *x = NULL, *y = NULL;
+    uint64_t *conf = NULL;
+    int rc = 1;
+    if (!net) goto out;
+    if ((int)trn_net_outputs(net) != classes) {
+        cli_fail("valid", "%s has %zu outputs but %s has %d classes", cfgp, trn_net_outputs(net), data, classes);
+        goto out;
+    }
+    trn_loader_opts lo;
+    trn_loader_opts_defaults(&lo);
+    trn_shape in = trn_net_input_shape(net);
+    lo.w = in.w;
+    lo.h = in.h;
+    lo.c = in.c;
+    lo.batch = (int)batch;
+    lo.augment = 0;
+    lo.shuffle = 0;
+    lo.threads = (int)lthreads;
+    if (!(ld = trn_loader_open(ds, (trn_split)sp, &lo, &e))) {
+        cli_fail("valid", "%s", e.msg);
+        goto out;
+    }
+    x = malloc((size_t)batch * trn_net_inputs(net) * sizeof *x);
+    y = malloc((size_t)batch * classes * sizeof *y);
+    conf = calloc((size_t)classes * classes, sizeof *conf);
+    int *best = malloc((size_t)k * sizeof *best);
+    if (!x || !y || !conf || !best) {
+        free(best);
+        cli_fail("valid", "out of memory");
+        goto out;
+    }
+    uint64_t good1 = 0, goodk = 0, good5 = 0;
+    for (uint64_t b = 0; b * (uint64_t)batch < n; b++) {
+        if (trn_loader_get(ld, b, x, y, &e) != 0 || trn_net_forward(net, x, &e) != 0) {
+            free(best);
+            cli_fail("valid", "%s", e.msg);
+            goto out;
+        }
+        const float *p = trn_net_output(net);
+        for (int j = 0; j < batch && b * (uint64_t)batch + (uint64_t)j < n; j++) {
+            int truth = 0;
+            for (int c = 1; c < classes; c++)
+                if (y[(size_t)j * classes + c] > y[(size_t)j * classes + truth]) truth = c;
+            top_k(p + (size_t)j * classes, classes, k, best);
+            conf[(size_t)truth * classes + best[0]]++;
+            good1 += best[0] == truth;
+            for (int q = 0; q < k; q++) {
+                goodk += best[q] == truth;
+                if (q < 5) good5 += best[q] == truth;
+            }
+        }
+    }
+    free(best);
+    double t1 = (double)good1 / n, tk = (double)goodk / n, t5 = (double)good5 / n;
+    if (json) {
+        printf("{\"split\":\"%s\",\"images\":%zu,\"classes\":%d,\"top1\":%.6f,", trn_split_name((trn_split)sp),
+               n, classes, t1);
+        if (classes > 5) printf("\"top5\":%.6f,", t5);
+        printf("\"k\":%d,\"topk\":%.6f,\"names\":[", k, tk);
+        for (int c = 0; c < classes; c++) {
+            if (c) putchar(',');
+            json_string(trn_dataset_name(ds, c));
+        }
+        printf("],\"confusion\":[");
+        for (int r = 0; r < classes; r++) {
+            printf("%s[", r ? "," : "");
+            for (int c = 0; c < classes; c++)
+                printf("%s%llu", c ? "," : "", (unsigned long long)conf[(size_t)r * classes + c]);
+            putchar(']');
+        }
+        printf("]}\n");
+    } else {
+        printf("%s split: %zu images, %d classes\n", trn_split_name((trn_split)sp), n, classes);
+        printf("top-1 %.4f  top-%d %.4f\n", t1, k, tk);
+        printf("confusion matrix (rows: true class, columns: predicted):\n%20s", "");
+        for (int c = 0; c < classes; c++) printf(" %6d", c);
+        putchar('\n');
+        for (int r = 0; r < classes; r++) {
+            printf("%3d %-16.16s", r, trn_dataset_name(ds, r));
+            for (int c = 0; c < classes; c++)
+                printf(" %6llu", (unsigned long long)conf[(size_t)r * classes + c]);
+            putchar('\n');
+        }
+    }
+    rc = 0;
+out:
+    free(x);
+    free(y);
+    free(conf);
+    trn_loader_close(ld);
+    trn_net_free(net);
+    trn_dataset_close(ds);
+    return rc;
+}
+
+/* Class names: one per line of a file (blank lines ignored). */
+static char **read_names(const char *path, int *n, trn_err *e)
+{
+    char *buf;
+    size_t len;
+    if (trn_read_file(path, 16u << 20, &buf, &len, e) != 0) return NULL;
+    int cap = 16, cnt = 0;
+    char **names = malloc((size_t)cap * sizeof *names);
+    for (char *line = strtok(buf, "\r\n"); names && line; line = strtok(NULL, "\r\n")) {
+        if (!*line) continue;
+        if (cnt == cap) {
+            char **nn = realloc(names, (size_t)(cap *= 2) * sizeof *names);
+            if (!nn) break;
+            names = nn;
+        }
+        names[cnt++] = strdup(line);
+    }
+    free(buf);
+    *n = cnt;
+    return names;
+}
+
+int cli_predict(int argc, char **argv)
+{
+    const char *cfgp = NULL, *weights = NULL, *data = NULL, *namesp = NULL, *threads = NULL, *v;
+    cli_sets sets = {0};
+    long long top = 5;
+    int bad = 0, nimg = 0;
+    const char **imgs = calloc((size_t)argc, sizeof *imgs);
+    if (!imgs) return cli_fail("predict", "out of memory");
+    for (int i = 1; i < argc; i++) {
+        if (cli_flag(argv, i, "--help") || cli_flag(argv, i, "-h")) {
+            fputs(predict_help, stdout);
+            free(imgs);
+            return 0;
+        } else if ((v = cli_opt(argc, argv, &i, "--cfg", &bad))) {
+            cfgp = v;
+        } else if ((v = cli_opt(argc, argv, &i, "--weights", &bad))) {
+            weights = v;
+        } else if ((v = cli_opt(argc, argv, &i, "--data", &bad))) {
+            data = v;
+        } else if ((v = cli_opt(argc, argv, &i, "--names", &bad))) {
+            namesp = v;
+        } else if ((v = cli_opt(argc, argv, &i, "--set", &bad))) {
+            if (cli_add_set(&sets, "predict", v)) return free(imgs), 2;
+        } else if ((v = cli_opt(argc, argv, &i, "--top", &bad))) {
+            if (cli_num("predict", "--top", v, 1, 1000000, &top)) return free(imgs), 2;
+        } else if ((v = cli_opt(argc, argv, &i, "--threads", &bad))) {
+            threads = v;
+        } else if (bad || argv[i][0] == '-') {
+            free(imgs);
+            return cli_usage("predict", "%s '%s'", bad ? "missing value for" : "unknown option", argv[i]);
+        } else {
+            imgs[nimg++] = argv[i];
+        }
+    }
+    if (!cfgp || !weights || (!data && !namesp) || !nimg) {
+        free(imgs);
+        return cli_usage("predict", "--cfg, --weights, --data or --names, and at least one image are required");
+    }
+    if (cli_threads("predict", threads)) return free(imgs), 2;
+    trn_err e;
+    trn_dataset *ds = NULL;
+    char **names = NULL;
+    int nnames = 0, rc = 1;
+    float *x = NULL;
+    int *best = NULL;
+    trn_net *net = NULL;
+    if (data) {
+        if (!(ds = trn_dataset_open(data, &e))) {
+            cli_fail("predict", "%s", e.msg);
+            goto out;
+        }
+        nnames = trn_dataset_classes(ds);
+    } else if (!(names = read_names(namesp, &nnames, &e))) {
+        cli_fail("predict", "%s", e.msg);
+        goto out;
+    }
+    if (!(net = eval_net("predict", cfgp, &sets, weights, 1))) goto out;
+    int classes = (int)trn_net_outputs(net);
+    if (classes != nnames) {
+        cli_fail("predict", "%s has %d outputs but %s names %d classes", cfgp, classes,
+                 data ? data : namesp, nnames);
+        goto out;
+    }
+    int k = top > classes ? classes : (int)top;
+    trn_shape in = trn_net_input_shape(net);
+    x = malloc(trn_net_inputs(net) * sizeof *x);
+    best = malloc((size_t)k * sizeof *best);
+    if (!x || !best) {
+        cli_fail("predict", "out of memory");
+        goto out;
+    }
+    rc = 0;
+    for (int i = 0; i < nimg; i++) {
+        if (trn_image_load_input(imgs[i], in.w, in.h, in.c, x, &e) != 0 ||
+            trn_net_forward(net, x, &e) != 0) {
+            cli_fail("predict", "%s", e.msg);
+            rc = 1;
+            continue;
+        }
+        const float *p = trn_net_output(net);
+        top_k(p, classes, k, best);
+        printf("%s:", imgs[i]);
+        for (int q = 0; q < k; q++)
+            printf("%s %.4f %s", q ? "," : "", p[best[q]],
+                   ds ? trn_dataset_name(ds, best[q]) : names[best[q]]);
+        putchar('\n');
+    }
+out:
+    for (int i = 0; names && i < nnames; i++) free(names[i]);
+    free(names);
+    free(x);
+    free(best);
+    free(imgs);
+    trn_net_free(net);
+    trn_dataset_close(ds);
+    return rc;
+}

@@ -1,0 +1,161 @@
+/*
+ * main.c: `trainer`, the command line of libtrn: train, valid, predict,
+ * info and bench on Darknet cfg/weights files. Only this program decides
+ * to exit; the verbs return exit statuses.
+ */
+#include "cli.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char *usage_text =
+    "Usage: trainer VERB [OPTIONS]\n"
+    "\n"
+    "A Darknet-compatible CNN trainer (cfg and .weights files as Darknet reads them).\n"
+    "\n"
+    "Verbs:\n"
+    "  train    train a cfg on a Darknet classifier data set, with checkpoints and --resume\n"
+    "  valid    top-1, top-k and the confusion matrix of a split (--json for scripts)\n"
+    "  predict  the top-k classes of images, with their names\n"
+    "  info     per-layer table (kind, shapes, parameters, MACs, output bytes) and totals\n"
+    "  bench    images/s and GFLOPS of the forward and of a training step\n"
+    "\n"
+    "Run 'trainer VERB --help' for the options of a verb.\n";
+
+int cli_fail(const char *verb, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "trainer %s: error: ", verb);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    return 1;
+}
+
+int cli_usage(const char *verb, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "trainer %s: ", verb);
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\nRun 'trainer %s --help' for its options.\n", verb);
+    va_end(ap);
+    return 2;
+}
+
+const char *cli_opt(int argc, char **argv, int *i, const char *name, int *bad)
+{
+    size_t n = strlen(name);
+    const char *a = argv[*i];
+    if (strncmp(a, name, n) != 0) return NULL;
+    if (a[n] == '=') return a + n + 1;
+    if (a[n] != '\0') return NULL;
+    if (*i + 1 >= argc) {
+        *bad = 1;
+        return NULL;
+    }
+    return argv[++*i];
+}
+
+int cli_flag(char **argv, int i, const char *name) { return strcmp(argv[i], name) == 0; }
+
+int cli_num(const char *verb, const char *name, const char *s, long long lo, long long hi,
+            long long *out)
+{
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (end == s || *end || errno || v < lo || v > hi) {
+        cli_usage(verb, "%s needs a whole number in %lld..%lld, not '%s'", name, lo, hi, s);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+int cli_add_set(cli_sets *s, const char *verb, const char *kv)
+{
+    const char *eq = strchr(kv, '=');
+    if (!eq || eq == kv || !eq[1]) {
+        cli_usage(verb, "--set needs key=value (a [net] key), not '%s'", kv);
+        return -1;
+    }
+    if (s->n == (int)(sizeof s->kv / sizeof *s->kv)) {
+        cli_usage(verb, "too many --set options");
+        return -1;
+    }
+    s->kv[s->n++] = kv;
+    return 0;
+}
+
+trn_cfg *cli_cfg(const char *verb, const char *path, const cli_sets *sets)
+{
+    trn_err e;
+    trn_cfg *c = trn_cfg_read(path, &e);
+    if (!c) {
+        cli_fail(verb, "%s", e.msg);
+        return NULL;
+    }
+    if (trn_cfg_sections(c) < 1) {
+        cli_fail(verb, "%s: no [net] section", path);
+        trn_cfg_free(c);
+        return NULL;
+    }
+    for (int i = 0; sets && i < sets->n; i++) {
+        char key[256];
+        const char *eq = strchr(sets->kv[i], '=');
+        snprintf(key, sizeof key, "%.*s", (int)(eq - sets->kv[i]), sets->kv[i]);
+        if (trn_cfg_set(c, 0, key, eq + 1, &e) != 0) {
+            cli_fail(verb, "--set %s: %s", sets->kv[i], e.msg);
+            trn_cfg_free(c);
+            return NULL;
+        }
+    }
+    return c;
+}
+
+int cli_threads(const char *verb, const char *opt)
+{
+    const char *s = opt ? opt : getenv("THREADS");
+    long long n = 0;
+    if (s && *s && cli_num(verb, opt ? "--threads" : "THREADS", s, 1, 1024, &n) != 0) return -1;
+    trn_set_threads((int)n);
+    return 0;
+}
+
+void cli_basename(const char *path, char *out, size_t size)
+{
+    const char *b = strrchr(path, '/');
+    b = b ? b + 1 : path;
+    const char *dot = strrchr(b, '.');
+    size_t n = dot && dot != b ? (size_t)(dot - b) : strlen(b);
+    snprintf(out, size, "%.*s", (int)n, b);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fputs(usage_text, stderr);
+        return 2;
+    }
+    const char *v = argv[1];
+    if (!strcmp(v, "--help") || !strcmp(v, "-h") || !strcmp(v, "help")) {
+        fputs(usage_text, stdout);
+        return 0;
+    }
+    if (!strcmp(v, "--version")) {
+        printf("trainer %s\n", TRN_VERSION);
+        return 0;
+    }
+    if (!strcmp(v, "train")) return cli_train(argc - 1, argv + 1);
+    if (!strcmp(v, "valid")) return cli_valid(argc - 1, argv + 1);
+    if (!strcmp(v, "predict")) return cli_predict(argc - 1, argv + 1);
+    if (!strcmp(v, "info")) return cli_info(argc - 1, argv + 1);
+    if (!strcmp(v, "bench")) return cli_bench(argc - 1, argv + 1);
+    fprintf(stderr, "trainer: unknown verb '%s'\n\n%s", v, usage_text);
+    return 2;
+}

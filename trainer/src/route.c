@@ -1,0 +1,101 @@
+/*
+ * route.c: the [route] layer (Darknet's route_layer.c): the channel-wise
+ * concatenation of earlier layers' outputs.
+ *
+ * Key: layers (required): comma-separated indexes, negative ones relative
+ * to this layer (-1 is the layer before). All must have the same height
+ * and width (Darknet would flatten mismatched ones; here that is an
+ * error). The backward adds each slice of delta to its source's delta.
+ */
+#include "net.h"
+
+#include <stdlib.h>
+
+#define ROUTE_MAX 32
+
+static const char *const route_keys[] = {"layers", NULL};
+
+typedef struct route_state {
+    int n;
+    int from[ROUTE_MAX];
+} route_state;
+
+static int route_setup(trn_layer *l, trn_build *b, trn_err *err)
+{
+    route_state *s = calloc(1, sizeof *s);
+    if (!s) return trn_errf(err, "out of memory");
+    l->priv = s;
+    int n = trn_build_ints(b, "layers", s->from, ROUTE_MAX, err);
+    if (n < 0) return -1;
+    if (n == 0) return trn_build_fail(b, NULL, err, "key 'layers' is required");
+    s->n = n;
+    trn_shape out = {0, 0, 0};
+    for (int i = 0; i < n; i++) {
+        int j = s->from[i] < 0 ? b->index + s->from[i] : s->from[i];
+        if (j < 0 || j >= b->index)
+            return trn_build_fail(b, "layers", err, "layers=%d names layer %d, which is not "
+                                  "before this layer (%d)", s->from[i], j, b->index);
+        s->from[i] = j;
+        trn_shape o = b->layers[j].out;
+        if (i == 0) {
+            out = o;
+        } else if (o.h != out.h || o.w != out.w) {
+            return trn_build_fail(b, "layers", err, "layer %d's output is %dx%d but layer %d's "
+                                  "is %dx%d: routed layers must have the same height and width",
+                                  j, o.h, o.w, s->from[0], out.h, out.w);
+        } else if ((int64_t)out.c + o.c > (1 << 24)) {
+            return trn_build_fail(b, "layers", err, "the routed layers have more than %d channels",
+                                  1 << 24);
+        } else {
+            out.c += o.c;
+        }
+    }
+    l->out = out;
+    return 0;
+}
+
+static void route_forward(trn_layer *l, trn_net *net, int train)
+{
+    (void)train;
+    route_state *s = l->priv;
+    size_t off = 0;
+    for (int i = 0; i < s->n; i++) {
+        const trn_layer *src = &net->layers[s->from[i]];
+        for (int b = 0; b < net->batch; b++)
+            net->be->copy(src->outputs, src->output + (size_t)b * src->outputs,
+                          l->output + (size_t)b * l->outputs + off);
+        off += src->outputs;
+    }
+}
+
+#ifndef TRN_INFER_ONLY
+static void route_backward(trn_layer *l, trn_net *net)
+{
+    route_state *s = l->priv;
+    size_t off = 0;
+    for (int i = 0; i < s->n; i++) {
+        const trn_layer *src = &net->layers[s->from[i]];
+        if (src->delta)
+            for (int b = 0; b < net->batch; b++)
+                net->be->axpy(src->outputs, 1, l->delta + (size_t)b * l->outputs + off,
+                              src->delta + (size_t)b * src->outputs);
+        off += src->outputs;
+    }
+}
+#endif
+
+static void route_describe(const trn_layer *l, trn_layer_info *info)
+{
+    const route_state *s = l->priv;
+    info->n_from = s->n;
+    for (int i = 0; i < s->n && i < 8; i++) info->from[i] = s->from[i];
+}
+
+const trn_layer_ops trn_route_ops = {
+    .kind = TRN_LAYER_ROUTE,
+    .keys = route_keys,
+    .setup = route_setup,
+    .forward = route_forward,
+    .backward = TRN_TRAIN_FN(route_backward),
+    .describe = route_describe,
+};

@@ -1,0 +1,105 @@
+/*
+ * train.c: the training loop (Darknet's train_classifier without its data
+ * loading): weight updates until max_batches, checkpoints, final weights.
+ *
+ * Resumed runs are exact: the batches are a pure function of the forward
+ * count (seen / batch), dropout and crops draw from the seed and `seen`,
+ * and the checkpoint restores weights, `seen` and momentum.
+ */
+#include "net.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+static int join(char *buf, size_t size, const char *dir, const char *base, const char *ext,
+                trn_err *err)
+{
+    int n = snprintf(buf, size, "%s/%s%s", dir, base, ext);
+    if (n < 0 || (size_t)n >= size) return trn_errf(err, "path too long: %s/%s%s", dir, base, ext);
+    return 0;
+}
+
+int trn_train(trn_net *net, const trn_train_opts *o, trn_err *err)
+{
+    if (!o->next_batch || !o->base || !o->backup_dir)
+        return trn_errf(err, "trn_train: next_batch, base and backup_dir are required");
+    if (net->opts.infer_only) return trn_errf(err, "%s: an inference-only network cannot train", net->name);
+    uint64_t max = o->max_batches ? o->max_batches : (uint64_t)net->cfg.max_batches;
+    if (!max)
+        return trn_errf(err, "%s: max_batches is 0: set max_batches in [net] (or --set "
+                        "max_batches=N) to say how long to train", net->name);
+    char ckpt[4200], final[4200];
+    if (join(ckpt, sizeof ckpt, o->backup_dir, o->base, ".ckpt", err) ||
+        join(final, sizeof final, o->backup_dir, o->base, ".weights", err) ||
+        trn_mkdir_p(o->backup_dir, err))
+        return -1;
+    float avg = -1;
+    if (o->resume && access(ckpt, F_OK) == 0 && trn_checkpoint_load(net, ckpt, &avg, err) != 0)
+        return -1;
+    size_t nx = (size_t)net->batch * trn_net_inputs(net), ny = (size_t)net->batch * trn_net_outputs(net);
+    float *x = malloc(nx * sizeof *x), *y = malloc(ny * sizeof *y);
+    if (!x || !y) {
+        free(x);
+        free(y);
+        return trn_errf(err, "out of memory for a batch");
+    }
+    int rc = 0;
+    double t0 = now_s();
+    uint64_t start_seen = net->seen, first = trn_net_current_batch(net);
+    trn_train_progress pr = {.max_batches = max};
+    while (trn_net_current_batch(net) < max) {
+        if (o->stop && *o->stop) {
+            rc = 1;
+            break;
+        }
+        float sum = 0;
+        for (int s = 0; s < net->cfg.subdivisions; s++) {
+            float loss;
+            uint64_t index = net->seen / (uint64_t)net->batch;
+            if (o->next_batch(o->batch_ctx, index, x, y, err) != 0 ||
+                trn_net_train_step(net, x, y, &loss, err) != 0) {
+                rc = -1;
+                goto out;
+            }
+            sum += loss;
+        }
+        float loss = sum / net->cfg.subdivisions;
+        avg = avg < 0 ? loss : avg * 0.9f + loss * 0.1f;
+        uint64_t b = trn_net_current_batch(net);
+        double dt = now_s() - t0;
+        pr.batch = b;
+        pr.seen = net->seen;
+        pr.loss = loss;
+        pr.avg_loss = avg;
+        pr.rate = trn_net_rate(net);
+        pr.images_per_s = dt > 0 ? (double)(net->seen - start_seen) / dt : 0;
+        pr.eta_s = b > first ? dt / (double)(b - first) * (double)(max - b) : 0;
+        pr.checkpoint = 0;
+        if (o->checkpoint_every && b % o->checkpoint_every == 0 && b < max) {
+            if (trn_checkpoint_save(net, ckpt, avg, err) != 0) {
+                rc = -1;
+                goto out;
+            }
+            pr.checkpoint = 1;
+        }
+        if (o->progress) o->progress(&pr, o->progress_ctx);
+    }
+    if (trn_checkpoint_save(net, ckpt, avg, err) != 0) {
+        rc = -1;
+        goto out;
+    }
+    if (rc == 0 && trn_weights_save(net, final, err) != 0) rc = -1;
+out:
+    free(x);
+    free(y);
+    return rc;
+}
