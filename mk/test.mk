@@ -5,6 +5,8 @@
 #   CROSS_UNIT_TESTS  those of them that also run on the device (aarch64); a
 #                     host `make test` cross-builds them into $(CROSS_TEST_O)
 #                     and runs them under qemu-user in the same summary
+#   CROSS_TEST_DEPS   device programs that integration tests run under
+#                     qemu-user (cross-built with the device tests)
 #   CROSS_TARGETS     what `make CROSS=...` builds (the device side)
 #   TEST_DEPS         anything else the tests need built first
 #   BENCHES           commands run by `make bench`, one per line of output
@@ -53,7 +55,7 @@ test: all cross-test-list ## build and run every test (TESTS=substring runs a su
 	  tests/run-tests.sh $(TESTD)/logs $(shell cat $(CROSS_TEST_LIST))
 endif
 
-cross-test-list: $(CROSS_UNIT_TESTS)
+cross-test-list: $(CROSS_UNIT_TESTS) $(CROSS_TEST_DEPS)
 	$(Q)mkdir -p $(dir $(CROSS_TEST_LIST)) && \
 	printf '$(CROSS_QEMU):%s\n' $(abspath $(CROSS_UNIT_TESTS)) > $(CROSS_TEST_LIST)
 check: test

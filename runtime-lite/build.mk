@@ -1,24 +1,47 @@
 # runtime-lite/build.mk: librtl (static and shared), rtl.h, rtl.pc and `rtl`.
 #
-# librtl depends on libsodium, libarchive and cJSON only: never on the
-# trainer or the catalog. Only the names of rtl.h are exported from
-# librtl.so (-fvisibility=hidden, RTL_API on the public declarations).
+# librtl holds runtime-lite's sources and the trainer's inference sources
+# (TRN_INFER_SRCS of trainer/build.mk, compiled here with -DTRN_INFER_ONLY
+# into obj/rtl/): one copy of the forward kernels, no training code. It
+# depends on libsodium, libarchive, cJSON and OpenBLAS, never on libtrn or
+# the catalog. Only rtl_ names leave it: librtl.so is built from objects
+# compiled with -fvisibility=hidden (RTL_API on the public declarations),
+# and librtl.a holds one relocatable object in which every other global
+# symbol is made local, so a program may link librtl.a beside libtrn.a
+# (as `catalog` does) without two definitions of a trn_ name.
 
 RTL_SRCS     := $(sort $(wildcard runtime-lite/src/*.c))
 RTL_CLI_SRCS := $(sort $(wildcard runtime-lite/cli/*.c))
 RTL_LIB      := $(LIBD)/librtl.a
 RTL_SO       := $(LIBD)/librtl.so.0
 RTL_PC       := $(O)/pkgconfig/rtl.pc
-RTL_PKGS     := libsodium libarchive libcjson
-RTL_CFLAGS   := -Iruntime-lite/include -Iruntime-lite/src -fvisibility=hidden \
+RTL_PKGS     := libsodium libarchive libcjson openblas
+RTL_CFLAGS   := -Iruntime-lite/include -Iruntime-lite/src -Itrainer/include -fvisibility=hidden \
                 $(shell $(PKG_CONFIG) --cflags $(RTL_PKGS) 2>/dev/null)
-RTL_LDLIBS   := $(shell $(PKG_CONFIG) --libs $(RTL_PKGS) 2>/dev/null || echo -lsodium -larchive -lcjson)
+RTL_LDLIBS   := $(shell $(PKG_CONFIG) --libs $(RTL_PKGS) 2>/dev/null || \
+                  echo -lsodium -larchive -lcjson -lopenblas) -lm
 RTL_VERSION  := $(shell sed -n 's/^\#define RTL_VERSION "\(.*\)"/\1/p' runtime-lite/include/rtl.h)
+RTL_LD       := $(CROSS)ld
+RTL_OBJCOPY  := $(CROSS)objcopy
+
+# The trainer's inference sources, flavour "rtl".
+$(eval $(call flavour_rules,rtl))
+RTL_TRN_OBJS := $(call objs,$(TRN_INFER_SRCS),rtl)
+$(RTL_TRN_OBJS): CFLAGS += $(TRN_CFLAGS) -DTRN_INFER_ONLY -fvisibility=hidden
+RTL_OBJS     := $(call objs,$(RTL_SRCS)) $(RTL_TRN_OBJS)
+
+# One relocatable object with rtl_* as its only global definitions.
+RTL_PRELINK  := $(OBJ)/rtl/librtl.o
+$(RTL_PRELINK): $(RTL_OBJS) | $$(@D)/.dirstamp
+	$(call msg,LD,$@)$(RTL_LD) -r -o $@.tmp $^ && \
+	  $(RTL_OBJCOPY) --wildcard --keep-global-symbol='rtl_*' $@.tmp $@ && rm -f $@.tmp
+
+$(RTL_LIB): $(RTL_PRELINK) | $$(@D)/.dirstamp
+	$(call msg,AR,$@)rm -f $@ && $(AR) rcsD $@ $^
 
 $(call objs,$(RTL_SRCS) $(RTL_CLI_SRCS)): CFLAGS += $(RTL_CFLAGS)
-$(eval $(call static_lib,$(RTL_LIB),$(call objs,$(RTL_SRCS))))
 
-$(RTL_SO): $(call objs,$(RTL_SRCS)) | $$(@D)/.dirstamp
+$(RTL_SO): $(RTL_OBJS) | $$(@D)/.dirstamp
 	$(call msg,LD,$@)$(CC) $(LDFLAGS) -shared -Wl,-soname,librtl.so.0 -Wl,-z,defs -o $@ $^ $(RTL_LDLIBS)
 $(LIBD)/librtl.so: $(RTL_SO)
 	$(Q)ln -sf librtl.so.0 $@
@@ -37,7 +60,7 @@ INSTALL_BINS    += $(BIN)/rtl
 INSTALL_LIBS    += $(RTL_LIB) $(RTL_SO) $(LIBD)/librtl.so
 INSTALL_HEADERS += runtime-lite/include/rtl.h
 INSTALL_PCS     += $(RTL_PC)
-DEPS_PKGS       += libsodium-dev libarchive-dev libcjson-dev
+DEPS_PKGS       += libsodium-dev libarchive-dev libcjson-dev libopenblas-dev python3
 
 # The crash-test build: the same sources with RTL_CRASH_POINTS=1, so that
 # RTL_CRASH_AT=N kills the process at the Nth crash point. Only the tests
@@ -45,16 +68,24 @@ DEPS_PKGS       += libsodium-dev libarchive-dev libcjson-dev
 $(eval $(call flavour_rules,rtl-crash))
 RTL_CRASH_OBJS := $(call objs,$(RTL_SRCS) $(RTL_CLI_SRCS),rtl-crash)
 $(RTL_CRASH_OBJS): CFLAGS += $(RTL_CFLAGS) -DRTL_CRASH_POINTS=1
-$(eval $(call program,$(TESTD)/rtl-crash,$(RTL_CRASH_OBJS),$(RTL_LDLIBS)))
+$(eval $(call program,$(TESTD)/rtl-crash,$(RTL_CRASH_OBJS) $(RTL_TRN_OBJS),$(RTL_LDLIBS)))
 TEST_DEPS += $(TESTD)/rtl-crash
 
 $(call objs,$(wildcard tests/unit/rtl_*/*.c)): CFLAGS += $(RTL_CFLAGS)
-$(foreach a,$(notdir $(wildcard tests/unit/rtl_*)),$(eval $(call unit_test,$(a),$(RTL_LIB),$(RTL_LDLIBS))))
+$(foreach a,$(filter-out rtl_model,$(notdir $(wildcard tests/unit/rtl_*))),$(eval $(call unit_test,$(a),$(RTL_LIB),$(RTL_LDLIBS))))
+# rtl_model compares loaded models with the trainer's own inference library
+# (libtrn-infer, the same sources compiled apart: librtl's copies are local).
+$(call objs,$(wildcard tests/unit/rtl_model/*.c)): CFLAGS += $(TRN_CFLAGS) -DTRN_INFER_ONLY
+$(eval $(call unit_test,rtl_model,$(RTL_LIB) $(TRN_INFER_LIB),$(RTL_LDLIBS)))
 
-# make bench: install throughput against plain tar -xf of the same archive.
+# make bench: install throughput against plain tar -xf of the same archive;
+# start-to-first-result and peak memory of rtl run against trainer predict.
 BENCHES += bash tests/bench/rtl_install.sh
+BENCHES += bash tests/bench/rtl_run.sh
 
 # The device build (make CROSS=aarch64-linux-gnu-) and the tests that run
 # there under qemu-user as part of a host make test.
 CROSS_TARGETS    += $(RTL_LIB) $(RTL_SO) $(LIBD)/librtl.so $(RTL_PC) $(BIN)/rtl
-CROSS_UNIT_TESTS += $(TESTD)/unit/test_rtl_base
+CROSS_UNIT_TESTS += $(TESTD)/unit/test_rtl_base $(TESTD)/unit/test_rtl_model $(TESTD)/unit/test_rtl_sha256
+# tests/integration/rtl_run.sh runs the device's rtl under qemu-user too
+CROSS_TEST_DEPS  += $(BIN)/rtl

@@ -119,7 +119,8 @@ int ds_png_encode(const ds_pixels *p, uint8_t **buf, size_t *len, trn_err *err);
 
 /* Checks the structure of a PNG (signature, chunk lengths, CRCs, IHDR first,
  * IEND last) or JPEG (SOI, segment lengths, entropy-coded data, EOI) in
- * memory, then decodes it with stb_image into out (channels 0: the file's).
+ * memory, then decodes it with libtrn's trn_image_decode (stb_image, with its size
+ * limits) into out as bytes (channels 0: the file's count).
  * Errors name `name` and the byte offset of the first damage (for data that
  * is well framed but does not decode: the offset of the image data). */
 int ds_image_decode(const uint8_t *buf, size_t len, const char *name, int channels,

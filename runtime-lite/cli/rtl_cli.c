@@ -1,6 +1,7 @@
 /* rtl_cli.c: the `rtl` command: install, list, inspect, verify and roll back
- * catalogs on a device (a thin shell over librtl; see rtl.h). */
-#include "rtl.h"
+ * catalogs on a device; run and profile are in rtl_run_cli.c (a thin shell
+ * over librtl; see rtl.h). */
+#include "rtl_cli.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -13,14 +14,15 @@
 
 #define DEFAULT_ROOT "/var/lib/rtl"
 
-static int quiet;
+int quiet;
 
 static void usage(FILE *f)
 {
     fprintf(f,
             "Usage: rtl [--root DIR] [--keys DIR] [-q] COMMAND [ARGS]\n"
             "\n"
-            "Installs signed catalog archives on this device and shows what is installed.\n"
+            "Installs signed catalog archives on this device, shows what is installed, runs\n"
+            "and profiles their variants.\n"
             "\n"
             "Commands:\n"
             "  install ARCHIVE [SIG] [--allow-downgrade]\n"
@@ -28,11 +30,17 @@ static void usage(FILE *f)
             "                      ARCHIVE.minisig), then install it atomically; the current\n"
             "                      copy becomes the previous one\n"
             "  list                installed catalogs: id, version, previous version, key\n"
-            "  inspect ID|ARCHIVE  the variants of an installed catalog or of an archive\n"
+            "  inspect ID|ARCHIVE  the variants of an installed catalog or of an archive, with\n"
+            "                      their latencies: build host, this device, estimates\n"
             "  verify [ID...]      re-verify installed catalogs (signature, manifest, every\n"
             "                      file); all of them when no ID is given\n"
             "  rollback ID         make the previous copy of catalog ID current again\n"
-            "  version             print the version of rtl\n"
+            "  run ID VARIANT IMAGE...\n"
+            "                      the top-k classes of images with their probabilities\n"
+            "  profile ID [VARIANT...]\n"
+            "                      measure latencies on this device and keep them beside\n"
+            "                      the installed catalog\n"
+            "  version             print the version of rtl and its SHA-256 engine\n"
             "\n"
             "Options:\n"
             "  --root DIR   install root (default: $RTL_ROOT, else " DEFAULT_ROOT ")\n"
@@ -50,20 +58,46 @@ static void log_cb(void *user, enum rtl_log_level level, const char *msg)
     else if (!quiet) fprintf(stderr, "rtl: %s\n", msg);
 }
 
-static int fail(const rtl_err *err)
+int fail(const rtl_err *err)
 {
     fprintf(stderr, "rtl: error: %s\n", err->msg);
     return 1;
 }
 
-/* Parses a command's own options and checks that it got between lo and hi
- * arguments. Returns the index of the first argument, or -1 after printing
- * help (*rc 0) or a usage error (*rc 2). */
-static int sub_opts(int argc, char **argv, const char *help, int *allow_downgrade, int lo, int hi, int *rc)
+/* The value of a numeric option in [lo, hi], or -1 after a usage message. */
+static int num_opt(const char *name, const char *v, long lo, long hi, long *out)
 {
-    static const struct option opts[] = {
-        {"help", no_argument, 0, 'h'}, {"allow-downgrade", no_argument, 0, 'D'}, {0, 0, 0, 0}};
-    optind = 1;
+    char *end;
+    errno = 0;
+    long x = strtol(v, &end, 10);
+    if (end == v || *end || errno || x < lo || x > hi) {
+        fprintf(stderr, "rtl: %s needs an integer in %ld..%ld, not '%s'\n", name, lo, hi, v);
+        return -1;
+    }
+    *out = x;
+    return 0;
+}
+
+int sub_opts(int argc, char **argv, const char *help, unsigned accepted, struct cmd_opts *o, int lo, int hi,
+             int *rc)
+{
+    static const struct option opts[] = {{"help", no_argument, 0, 'h'},
+                                         {"allow-downgrade", no_argument, 0, 'D'},
+                                         {"top", required_argument, 0, 'k'},
+                                         {"json", no_argument, 0, 'j'},
+                                         {"runs", required_argument, 0, 'n'},
+                                         {"warmup", required_argument, 0, 'w'},
+                                         {"threads", required_argument, 0, 't'},
+                                         {0, 0, 0, 0}};
+    static const struct {
+        int c;
+        unsigned flag;
+    } flags[] = {{'D', OPT_DOWNGRADE}, {'k', OPT_TOP}, {'j', OPT_JSON}, {'n', OPT_RUNS}, {'w', OPT_WARMUP},
+                 {'t', OPT_THREADS}};
+    struct cmd_opts dummy;
+    if (!o) o = &dummy;
+    *o = (struct cmd_opts){.top = 5, .runs = 20, .warmup = 3};
+    optind = 0; /* 0: glibc re-initialises, permuting again after main's "+" scan */
     int c;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         if (c == 'h') {
@@ -71,13 +105,21 @@ static int sub_opts(int argc, char **argv, const char *help, int *allow_downgrad
             *rc = 0;
             return -1;
         }
-        if (c == 'D' && allow_downgrade) {
-            *allow_downgrade = 1;
-            continue;
+        unsigned flag = 0;
+        for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
+            if (flags[i].c == c) flag = flags[i].flag;
+        int bad = !(flag & accepted);
+        if (!bad && c == 'D') o->allow_downgrade = 1;
+        if (!bad && c == 'j') o->json = 1;
+        if (!bad && c == 'k') bad = num_opt("--top", optarg, 1, 100000, &o->top);
+        if (!bad && c == 'n') bad = num_opt("--runs", optarg, 1, 1000000, &o->runs);
+        if (!bad && c == 'w') bad = num_opt("--warmup", optarg, 0, 1000000, &o->warmup);
+        if (!bad && c == 't') bad = num_opt("--threads", optarg, 1, 1024, &o->threads);
+        if (bad) {
+            fprintf(stderr, "%s", help);
+            *rc = 2;
+            return -1;
         }
-        fprintf(stderr, "%s", help);
-        *rc = 2;
-        return -1;
     }
     if (argc - optind < lo || argc - optind > hi) {
         fprintf(stderr, "%s", help);
@@ -101,23 +143,23 @@ static int cmd_install(rtl_store *s, int argc, char **argv)
                        "pinned keys before extracting anything, refuses unsafe entries and versions not\n"
                        "newer than the installed one (unless --allow-downgrade), then installs it\n"
                        "atomically. The copy that was current is kept for `rtl rollback`.\n";
-    int allow = 0, rc;
-    int i = sub_opts(argc, argv, help, &allow, 1, 2, &rc);
+    struct cmd_opts o;
+    int rc, i = sub_opts(argc, argv, help, OPT_DOWNGRADE, &o, 1, 2, &rc);
     if (i < 0) return rc;
     char sig[4096];
     if (argc - i == 2) snprintf(sig, sizeof sig, "%s", argv[i + 1]);
     else snprintf(sig, sizeof sig, "%s.minisig", argv[i]);
-    rtl_install_options o = {.allow_downgrade = allow};
+    rtl_install_options io = {.allow_downgrade = o.allow_downgrade};
     rtl_installed in;
     rtl_err err;
-    if (rtl_install(s, argv[i], sig, &o, &in, &err) != 0) return fail(&err);
+    if (rtl_install(s, argv[i], sig, &io, &in, &err) != 0) return fail(&err);
     printf("installed catalog %s version %" PRIu64 " in %s\n", in.catalog, in.version, in.dir);
     return 0;
 }
 
 static int cmd_list(rtl_store *s, int argc, char **argv)
 {
-    int rc, i = sub_opts(argc, argv, "Usage: rtl list\nLists installed catalogs.\n", NULL, 0, 0, &rc);
+    int rc, i = sub_opts(argc, argv, "Usage: rtl list\nLists installed catalogs.\n", 0, NULL, 0, 0, &rc);
     if (i < 0) return rc;
     rtl_installed *list;
     size_t n;
@@ -159,7 +201,7 @@ static int cmd_inspect(rtl_store *s, int argc, char **argv)
     const char *help = "Usage: rtl inspect ID|ARCHIVE\n"
                        "Prints the variants of installed catalog ID, or of the manifest inside ARCHIVE\n"
                        "(an archive's signature is not checked here: use rtl install for that).\n";
-    int rc, i = sub_opts(argc, argv, help, NULL, 1, 1, &rc);
+    int rc, i = sub_opts(argc, argv, help, 0, NULL, 1, 1, &rc);
     if (i < 0) return rc;
     rtl_err err;
     rtl_catalog *cat;
@@ -175,6 +217,7 @@ static int cmd_inspect(rtl_store *s, int argc, char **argv)
     }
     if (!cat) return fail(&err);
     print_catalog(cat);
+    print_latencies(cat);
     rtl_catalog_close(cat);
     return 0;
 }
@@ -184,7 +227,7 @@ static int cmd_verify(rtl_store *s, int argc, char **argv)
     const char *help = "Usage: rtl verify [ID...]\n"
                        "Re-verifies installed catalogs: the stored signature's trusted comment against\n"
                        "the pinned keys, manifest.json against it, every file against the manifest.\n";
-    int rc, i = sub_opts(argc, argv, help, NULL, 0, INT_MAX, &rc);
+    int rc, i = sub_opts(argc, argv, help, 0, NULL, 0, INT_MAX, &rc);
     if (i < 0) return rc;
     rtl_err err;
     int status = 0;
@@ -207,7 +250,7 @@ static int cmd_rollback(rtl_store *s, int argc, char **argv)
     const char *help = "Usage: rtl rollback ID\n"
                        "Verifies the previous copy of catalog ID and makes it current again; the\n"
                        "current copy becomes the previous one (so a second rollback undoes the first).\n";
-    int rc, i = sub_opts(argc, argv, help, NULL, 1, 1, &rc);
+    int rc, i = sub_opts(argc, argv, help, 0, NULL, 1, 1, &rc);
     if (i < 0) return rc;
     rtl_installed in;
     rtl_err err;
@@ -243,14 +286,15 @@ int main(int argc, char **argv)
     int sub_argc = argc - optind;
     char **sub_argv = argv + optind;
     if (!strcmp(cmd, "version")) {
-        printf("rtl %s\n", RTL_VERSION);
+        printf("rtl %s (SHA-256: %s)\n", RTL_VERSION, rtl_sha256_engine());
         return 0;
     }
     static const struct {
         const char *name;
         int (*fn)(rtl_store *, int, char **);
     } cmds[] = {{"install", cmd_install}, {"list", cmd_list}, {"inspect", cmd_inspect},
-                {"verify", cmd_verify}, {"rollback", cmd_rollback}};
+                {"verify", cmd_verify}, {"rollback", cmd_rollback}, {"run", cmd_run},
+                {"profile", cmd_profile}};
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
         if (strcmp(cmd, cmds[i].name) != 0) continue;
         for (int a = 1; a < sub_argc; a++) /* help needs no store */

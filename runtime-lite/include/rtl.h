@@ -4,8 +4,9 @@
  *
  * What it does today: minisign signatures (parse, verify), installing signed
  * catalog archives into a store on the device (verify before extract, safe
- * entries only, anti-rollback, atomic switch, rollback), and read access to
- * installed catalogs (variants and the paths of their files) for a loader.
+ * entries only, anti-rollback, atomic switch, rollback), read access to
+ * installed catalogs (variants, their files, costs and latencies), loading
+ * and running variants (models), and measuring their latency on the device.
  *
  * Conventions, for every function below:
  * - The library never exits and never prints. A function that can fail
@@ -19,8 +20,9 @@
  * - Verification functions are marked RTL_MUST_CHECK: ignoring their result
  *   is a compile error under -Werror.
  * - Structures passed in carry no hidden state; new fields are only ever
- *   appended, and the opaque types (rtl_store, rtl_catalog, rtl_variant) grow
- *   behind accessors, so a loader can be added without breaking callers.
+ *   appended (zero-initialise them: zero is always the default), and the
+ *   opaque types (rtl_store, rtl_catalog, rtl_variant, rtl_model) grow
+ *   behind accessors, so techniques can be added without breaking callers.
  */
 #ifndef RTL_H
 #define RTL_H
@@ -157,6 +159,10 @@ RTL_API int rtl_untrusted_check(const rtl_signature *sig, rtl_err *err) RTL_MUST
 RTL_API int rtl_sha256_fd(int fd, uint8_t out[RTL_SHA256_BYTES], uint64_t *size, rtl_err *err);
 RTL_API int rtl_sha256_file(const char *path, uint8_t out[RTL_SHA256_BYTES], uint64_t *size, rtl_err *err);
 
+/* What computes SHA-256 on this CPU: "x86 SHA extensions", "ARMv8 crypto
+ * extension" (detected at run time) or "libsodium (portable)". */
+RTL_API const char *rtl_sha256_engine(void);
+
 /* SHA-256 in lower-case hex (65 bytes with the NUL). */
 RTL_API void rtl_sha256_hex(const uint8_t sha[RTL_SHA256_BYTES], char out[65]);
 
@@ -291,6 +297,168 @@ RTL_API int rtl_variant_accuracy(const rtl_variant *v, const char *task, double 
  * absent): capacities, exits, fragments, context and cascade live there
  * until loaders grow typed accessors for them. */
 RTL_API const char *rtl_variant_fields_json(const rtl_variant *v);
+
+/* ---- latency: measured figures and estimates ------------------------------
+ * Latency is measured, never computed, on the machine it is reported for
+ * ("where": "build-host" in the manifest, "device" for `rtl profile` on this
+ * device), or estimated from a device profile by the catalog tool, and the
+ * two are never mixed: estimates have their own type below. */
+
+typedef struct rtl_latency {
+    char variant[RTL_ID_MAX + 1];
+    char where[RTL_ID_MAX + 1];   /* "build-host", "device", ... */
+    char source[16];              /* always "measured" */
+    char machine[256];            /* what it was measured on */
+    int threads;                  /* compute threads */
+    int batch;                    /* images per run (1) */
+    uint32_t warmup;              /* untimed runs first (0 when unknown) */
+    uint32_t runs;                /* timed runs */
+    double ms_median, ms_mean;
+    int64_t measured_at;          /* Unix time; -1 when unknown */
+    uint64_t catalog_version;     /* the catalog version measured (0: unknown) */
+} rtl_latency;
+
+/* The manifest's measured latency of v on `where` (e.g. "build-host");
+ * -1 (err may be NULL) when the manifest has none. */
+RTL_API int rtl_variant_latency(const rtl_variant *v, const char *where, rtl_latency *out, rtl_err *err);
+
+/* An estimate of the catalog tool for one target device profile. */
+typedef struct rtl_estimate {
+    const char *target;   /* target profile id, e.g. "jetson-nano" */
+    const char *method;   /* e.g. "roofline-1" */
+    const char *bound;    /* "compute" or "memory" ("" when absent) */
+    double ms;            /* estimated latency at batch 1 */
+    double mj;            /* estimated energy per image; -1 when absent */
+} rtl_estimate;
+
+/* Estimates of v, in manifest order: count, then estimate i (-1 when i is
+ * out of range). Strings belong to the catalog. */
+RTL_API size_t rtl_variant_estimate_count(const rtl_variant *v);
+RTL_API int rtl_variant_estimate_at(const rtl_variant *v, size_t i, rtl_estimate *out);
+
+/* ---- device profile: latencies measured on this device --------------------
+ * `rtl profile` keeps them beside the installed copies, in
+ * ROOT/catalogs/<id>/profile.json (format in runtime-lite/src/profile.c),
+ * never inside a copy (copies are signed and never modified). Each entry is
+ * tied to the SHA-256 of the variant's files, so it stays valid across
+ * catalog versions that leave a variant unchanged and is ignored once the
+ * variant changes. Only catalogs opened with rtl_catalog_open have one. */
+
+/* Records measurements (where = "device") of variants of cat, replacing
+ * earlier entries of the same variant and thread count and dropping entries
+ * that match no variant of cat any more. The file is rewritten atomically
+ * (temporary file, fsync, rename) under an exclusive lock on the catalog's
+ * folder, so concurrent profilers never lose each other's entries. */
+RTL_API int rtl_profile_save(rtl_catalog *cat, const rtl_latency *lat, size_t n, rtl_err *err);
+
+/* The device measurements of variant `id` that match its current files,
+ * newest first, into out[0..max); *n gets how many there are (may exceed
+ * max). No profile yet is not an error (*n = 0); a damaged profile is. */
+RTL_API int rtl_profile_get(const rtl_catalog *cat, const char *id, rtl_latency *out, size_t max,
+                            size_t *n, rtl_err *err);
+
+/* One line describing this machine for measurements: host name, board or
+ * CPU model (/proc/device-tree/model, else /proc/cpuinfo), architecture
+ * and online cores, e.g. "jetson1: NVIDIA Jetson Nano Developer Kit,
+ * aarch64, 4 cores". */
+RTL_API void rtl_machine_describe(char *out, size_t size);
+
+/* ---- models: loading and running variants ---------------------------------
+ *
+ * A model is a variant of an open catalog made ready to run. Opening it
+ * parses its cfg into a network (the trainer's forward code, compiled into
+ * librtl without its training parts), maps its weights file read-only and
+ * checks the file against the manifest (size) and the cfg (header and the
+ * exact byte count the layers need) before anything runs. The parameters
+ * point into the mapping: nothing is copied, and only the pages a forward
+ * touches become resident. Installed copies are never modified, so the
+ * mapping stays valid while the model is open.
+ *
+ * Plain variants (one cfg and one weights file: techniques base, rewrite,
+ * svd, mimic, pruned) load today. A model is built from parts (one network
+ * each, over one mapping), so the other techniques fit the same calls:
+ *  - multi-capacity (nested): one mapping, one part per channel-prefix
+ *    capacity; a capacity is chosen through an options field appended then
+ *    (zero: the largest) and switched by a call added then;
+ *  - shared trunks (head): the trunk is a part the catalog loads once and
+ *    lends to every head model; a call taking several models runs it once
+ *    per input and fans its output out to the heads;
+ *  - cascades (specialised): the partner is a second part; when the
+ *    specialised part answers its "other" class, the partner's answer is
+ *    the result, and rtl_model_answered_by names the variant that answered;
+ *  - early exits: the exits are parts reading an inner layer's output.
+ * Opening a variant of another technique today fails, naming it.
+ *
+ * Threads: the compute threads are a process-wide setting (as OpenBLAS's
+ * own is). Forward passes of all models of the process run one at a time
+ * (an internal lock); a model is used by one thread at a time. */
+
+typedef struct rtl_model rtl_model;
+
+typedef struct rtl_model_options {
+    int threads;   /* > 0: set the process-wide compute threads; 0: keep the
+                    * current setting (all online cores unless changed) */
+} rtl_model_options;
+
+/* Whether this runtime can load variant v (its technique): 0, or -1 with
+ * err (may be NULL) saying why not. Files are not checked here. */
+RTL_API int rtl_variant_loadable(const rtl_variant *v, rtl_err *err);
+
+/* Opens variant `id` of cat (options may be NULL). The catalog must stay
+ * open while the model is. Errors name the variant and the file: a missing
+ * variant (with the ids there are), a technique not supported yet, a cfg
+ * the network builder refuses (file:line), a weights file whose size differs
+ * from the manifest, or whose header or length does not fit the cfg (byte
+ * offset), a network whose outputs differ from the task's label count. */
+RTL_API rtl_model *rtl_model_open(rtl_catalog *cat, const char *id, const rtl_model_options *options,
+                                  rtl_err *err);
+RTL_API void rtl_model_close(rtl_model *m);
+
+RTL_API const rtl_variant *rtl_model_variant(const rtl_model *m);
+/* The input one run takes: (c, h, w) floats, c*h*w of them. */
+RTL_API void rtl_model_input_shape(const rtl_model *m, int *c, int *h, int *w);
+RTL_API size_t rtl_model_input_size(const rtl_model *m);
+/* Classes of the output, and the task's label of class k (NULL when out of
+ * range). */
+RTL_API size_t rtl_model_classes(const rtl_model *m);
+RTL_API const char *rtl_model_label(const rtl_model *m, size_t k);
+/* Bytes of weights mapped for this model (the sum over its parts). */
+RTL_API uint64_t rtl_model_mapped_bytes(const rtl_model *m);
+
+/* Runs the model on one input x, (c, h, w) as rtl_model_input_shape says. */
+RTL_API int rtl_model_run(rtl_model *m, const float *x, rtl_err *err) RTL_MUST_CHECK;
+/* Decodes the image file at path (PNG, JPEG or BMP; errors name the file),
+ * applies the evaluation preprocessing of `trainer predict` (scale to cover
+ * the input, centred crop: trn_image_load_input) and runs the model. */
+RTL_API int rtl_model_run_image(rtl_model *m, const char *path, rtl_err *err) RTL_MUST_CHECK;
+
+/* The output of the last successful run: rtl_model_classes floats (class
+ * probabilities: catalog variants end with [softmax]), owned by the model
+ * and valid until its next run or close; NULL before the first run. */
+RTL_API const float *rtl_model_output(const rtl_model *m);
+/* The variant whose output the last run returned (the model's own for
+ * plain variants; the partner after a cascade's "other"). */
+RTL_API const char *rtl_model_answered_by(const rtl_model *m);
+
+typedef struct rtl_class {
+    size_t index;        /* class index */
+    float prob;          /* its output */
+    const char *label;   /* the task's label (owned by the catalog) */
+} rtl_class;
+
+/* The k classes with the highest outputs of the last run, best first (ties:
+ * the lower index first, as `trainer predict`), into out[0..k); *n gets
+ * min(k, classes). -1 before the first run. */
+RTL_API int rtl_model_top(const rtl_model *m, size_t k, rtl_class *out, size_t *n, rtl_err *err);
+
+/* Measures batch-1 latency: `warmup` untimed runs, then `runs` (>= 1) timed
+ * runs of rtl_model_run on x, each timed alone with a monotonic clock. x
+ * NULL uses the model's own input buffer: the image rtl_model_run_image
+ * decoded last, or the x of an earlier measurement, zeros at first. Fills
+ * out: where "device", source "measured", machine (rtl_machine_describe),
+ * threads, runs, median and mean, the time and the catalog version. */
+RTL_API int rtl_model_measure(rtl_model *m, const float *x, uint32_t warmup, uint32_t runs,
+                              rtl_latency *out, rtl_err *err) RTL_MUST_CHECK;
 
 #ifdef __cplusplus
 }

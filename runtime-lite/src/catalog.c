@@ -165,6 +165,10 @@ static int parse_variant(rtl_catalog *cat, struct rtl_variant *v, const cJSON *o
     for (int c = 0; c < RTL_COST_COUNT; c++)
         if (u64_field(cost, cost_keys[c], &v->cost[c], err, where) != 0) return -1;
     v->accuracy = cJSON_GetObjectItemCaseSensitive(o, "accuracy");
+    v->latency = cJSON_GetObjectItemCaseSensitive(o, "latency");
+    v->estimates = cJSON_GetObjectItemCaseSensitive(o, "estimates");
+    if ((v->latency && !cJSON_IsObject(v->latency)) || (v->estimates && !cJSON_IsObject(v->estimates)))
+        return rtl_errf(err, "manifest: %s: \"latency\" or \"estimates\" is not an object", where);
     const cJSON *tf = cJSON_GetObjectItemCaseSensitive(o, "technique_fields");
     v->fields_json = tf ? cJSON_PrintUnformatted(tf) : strdup("{}");
     if (!v->fields_json) return rtl_errf(err, "manifest: out of memory");
@@ -317,6 +321,7 @@ void rtl_catalog_close(rtl_catalog *cat)
     free(cat->variants);
     free(cat->by_path);
     free(cat->dir);
+    free(cat->profile_path);
     cJSON_Delete(cat->root);
     if (cat->lock_fd >= 0) close(cat->lock_fd);
     free(cat);
@@ -404,4 +409,65 @@ int rtl_variant_accuracy(const rtl_variant *v, const char *task, double *top1, d
     if (top1) *top1 = cJSON_IsNumber(t1) ? t1->valuedouble : -1;
     if (top5) *top5 = cJSON_IsNumber(t5) ? t5->valuedouble : -1;
     return cJSON_IsNumber(t1) ? 0 : -1;
+}
+
+/* The number at key of o, or `def` when absent or not a number. */
+static double num_or(const cJSON *o, const char *key, double def)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    return cJSON_IsNumber(v) ? v->valuedouble : def;
+}
+
+static const char *str_or(const cJSON *o, const char *key, const char *def)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    return cJSON_IsString(v) ? v->valuestring : def;
+}
+
+int rtl_latency_from_json(const cJSON *o, const char *variant, const char *where, rtl_latency *out,
+                          rtl_err *err)
+{
+    memset(out, 0, sizeof *out);
+    const cJSON *med = cJSON_GetObjectItemCaseSensitive(o, "ms_median");
+    const cJSON *runs = cJSON_GetObjectItemCaseSensitive(o, "runs");
+    if (!cJSON_IsObject(o) || !cJSON_IsNumber(med) || !cJSON_IsNumber(runs) || med->valuedouble < 0 ||
+        runs->valuedouble < 1 || runs->valuedouble > 4294967295.0)
+        return rtl_errf(err, "variant '%s': latency on '%s' lacks ms_median or runs", variant, where);
+    snprintf(out->variant, sizeof out->variant, "%s", variant);
+    snprintf(out->where, sizeof out->where, "%s", where);
+    snprintf(out->source, sizeof out->source, "%s", str_or(o, "source", "measured"));
+    snprintf(out->machine, sizeof out->machine, "%s", str_or(o, "machine", ""));
+    out->threads = (int)num_or(o, "threads", 0);
+    out->batch = (int)num_or(o, "batch", 1);
+    out->warmup = (uint32_t)num_or(o, "warmup", 0);
+    out->runs = (uint32_t)runs->valuedouble;
+    out->ms_median = med->valuedouble;
+    out->ms_mean = num_or(o, "ms_mean", med->valuedouble);
+    out->measured_at = (int64_t)num_or(o, "measured_at", -1);
+    out->catalog_version = (uint64_t)num_or(o, "catalog_version", 0);
+    return 0;
+}
+
+int rtl_variant_latency(const rtl_variant *v, const char *where, rtl_latency *out, rtl_err *err)
+{
+    const cJSON *o = cJSON_GetObjectItemCaseSensitive(v->latency, where);
+    if (!o) return rtl_errf(err, "variant '%s' has no latency measured on '%s'", v->id, where);
+    return rtl_latency_from_json(o, v->id, where, out, err);
+}
+
+size_t rtl_variant_estimate_count(const rtl_variant *v)
+{
+    return v->estimates ? (size_t)cJSON_GetArraySize(v->estimates) : 0;
+}
+
+int rtl_variant_estimate_at(const rtl_variant *v, size_t i, rtl_estimate *out)
+{
+    const cJSON *e = i < rtl_variant_estimate_count(v) ? cJSON_GetArrayItem(v->estimates, (int)i) : NULL;
+    if (!cJSON_IsObject(e) || !cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(e, "ms"))) return -1;
+    out->target = e->string;
+    out->method = str_or(e, "method", "");
+    out->bound = str_or(e, "bound", "");
+    out->ms = num_or(e, "ms", -1);
+    out->mj = num_or(e, "mj", -1);
+    return 0;
 }

@@ -28,6 +28,8 @@ struct rtl_variant {
     size_t nfiles;
     uint64_t cost[RTL_COST_COUNT];
     const cJSON *accuracy;
+    const cJSON *latency;    /* {where: measured figures} or NULL */
+    const cJSON *estimates;  /* {target: estimate} or NULL */
     char *fields_json;
 };
 
@@ -49,7 +51,15 @@ struct rtl_catalog {
     struct rtl_file **by_path; /* every file, sorted by path */
     size_t nfiles;
     int lock_fd;           /* shared lock on an installed copy, or -1 */
+    char *profile_path;    /* ROOT/catalogs/<id>/profile.json for an installed
+                            * copy opened from a store, else NULL */
 };
+
+/* Reads one measured-latency object ({ms_median, runs, ms_mean, machine,
+ * threads, batch, warmup, measured_at, catalog_version, source}) into out;
+ * ms_median and runs are required. */
+int rtl_latency_from_json(const cJSON *o, const char *variant, const char *where, rtl_latency *out,
+                          rtl_err *err);
 
 /* Looks a file up by its archive path; NULL when the manifest has none. */
 struct rtl_file *rtl_catalog_lookup(const rtl_catalog *cat, const char *path);

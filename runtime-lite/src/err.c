@@ -4,12 +4,15 @@
 #include <stdio.h>
 #include <string.h>
 
+/* Formatting and prefixing are the trainer's (trainer/src/err.c, compiled
+ * into librtl with the inference sources): one implementation for both
+ * message types. */
 int rtl_errf(rtl_err *err, const char *fmt, ...)
 {
     if (!err) return -1;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+    trn_msg_vformat(err->msg, sizeof err->msg, fmt, ap);
     va_end(ap);
     return -1;
 }
@@ -17,23 +20,16 @@ int rtl_errf(rtl_err *err, const char *fmt, ...)
 int rtl_err_prefix(rtl_err *err, const char *fmt, ...)
 {
     if (!err) return -1;
-    char old[RTL_ERR_MAX];
-    memcpy(old, err->msg, sizeof old);
-    old[sizeof old - 1] = '\0';
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+    trn_msg_vprefix(err->msg, sizeof err->msg, fmt, ap);
     va_end(ap);
-    /* append ": old", cut to fit (no snprintf: the cut is intended) */
-    size_t used = n < 0 ? 0 : (size_t)n < sizeof err->msg ? (size_t)n : sizeof err->msg - 1;
-    size_t room = sizeof err->msg - used;
-    if (room > 3) {
-        size_t k = strnlen(old, room - 3);
-        memcpy(err->msg + used, ": ", 2);
-        memcpy(err->msg + used + 2, old, k);
-        err->msg[used + 2 + k] = '\0';
-    }
     return -1;
+}
+
+int rtl_err_from_trn(rtl_err *err, const trn_err *e)
+{
+    return rtl_errf(err, "%s", e->msg);
 }
 
 void rtl_hex(const uint8_t *bytes, size_t n, char *out)

@@ -10,13 +10,17 @@
  *  2. lock the store; refuse a version not newer than the current copy
  *     (unless allow_downgrade); remove leftovers of crashed installs.
  *  3. extract into catalogs/<id>/.staging-<pid>/, reading the archive a
- *     second time through a reader that hashes every byte it consumes:
- *     manifest.json must come first and match the signed SHA-256; every other
- *     entry must be a regular file named by the manifest, once, with a safe
- *     path, the manifest's size and SHA-256. Files are created with O_EXCL and
- *     O_NOFOLLOW below the staging folder only, fsynced, and made read-only.
- *     At the end the second hash must equal the verified one (the file did
- *     not change in between), and every manifest file must have been seen.
+ *     second time: manifest.json must come first and match the SHA-256 of
+ *     the signed trusted comment; every other entry must be a regular file
+ *     named by the manifest, once, with a safe path, the manifest's size and
+ *     SHA-256. So every byte installed is covered by the verified signature
+ *     (signature -> manifest SHA-256 -> file SHA-256), whatever the second
+ *     read returns, and the archive is hashed once with BLAKE2b (step 1),
+ *     not again here. Files are created with O_EXCL and O_NOFOLLOW below the
+ *     staging folder only, fsynced, and made read-only. At the end every
+ *     manifest file must have been seen, and the archive must still be the
+ *     file that was verified (same device, inode, size, modification and
+ *     change times: a write in between fails the install).
  *  4. fsync every file and folder of the staging tree, rename it to
  *     v<N>.<k>, fsync the catalog
  *     folder; then replace STATE (temporary file, fsync, rename, fsync), the
@@ -29,6 +33,7 @@
 #include "tarzst.h"
 #include "catalog.h"
 #include "store.h"
+#include "sha256.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -43,6 +48,7 @@ struct job {
     rtl_store *s;
     const char *archive;
     int fd;                         /* the archive */
+    struct stat st;                 /* the archive as it was verified */
     uint8_t hash[RTL_HASH_BYTES];   /* its verified BLAKE2b-512 */
     char *sig_text;
     size_t sig_len;
@@ -70,13 +76,12 @@ static int verify(struct job *j, const char *sigpath, rtl_err *err)
     rtl_keynum_hex(j->sig.keynum, j->key_id);
     while (k < nkeys && memcmp(keys[k].keynum, j->sig.keynum, RTL_KEYNUM_BYTES) != 0) k++;
     int rc = -1;
-    struct stat st;
     if (k == nkeys) {
         rtl_errf(err, "%s is signed by key %s, which is not pinned on this device (keys folder %s)",
                  j->archive, j->key_id, j->s->keys_dir);
     } else if ((j->fd = open(j->archive, O_RDONLY | O_CLOEXEC)) < 0) {
         rtl_errf(err, "cannot open %s: %s", j->archive, strerror(errno));
-    } else if (fstat(j->fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    } else if (fstat(j->fd, &j->st) != 0 || !S_ISREG(j->st.st_mode)) {
         rtl_errf(err, "%s is not a regular file", j->archive);
     } else if (rtl_hash_fd(j->fd, j->hash, err) != 0) {
         rtl_err_prefix(err, "%s", j->archive);
@@ -201,7 +206,7 @@ static int read_manifest(struct job *j, struct archive *a, struct rtl_ar_src *sr
                         archive_error_string(a) ? archive_error_string(a) : "truncated archive");
     }
     uint8_t sha[RTL_SHA256_BYTES];
-    crypto_hash_sha256(sha, (unsigned char *)json, got);
+    rtl_sha256_buf(json, got, sha);
     int rc = -1;
     if (memcmp(sha, j->info.manifest_sha256, sizeof sha) != 0) {
         rtl_errf(err, "manifest.json does not match the manifest-sha256 of the signed trusted comment");
@@ -280,14 +285,14 @@ static int extract_entry(struct job *j, struct archive *a, struct archive_entry 
                         (long long)archive_entry_size(e), f->size);
     int fd = create_file(j, name, err);
     if (fd < 0) return -1;
-    crypto_hash_sha256_state st;
-    crypto_hash_sha256_init(&st);
+    rtl_sha256 st;
+    rtl_sha256_init(&st);
     uint64_t total = 0;
     la_ssize_t n;
     while ((n = archive_read_data(a, buf, bufsize)) > 0) {
         total += (uint64_t)n;
         if (total > f->size) break;
-        crypto_hash_sha256_update(&st, buf, (size_t)n);
+        rtl_sha256_update(&st, buf, (size_t)n);
         if (write_all(fd, buf, (size_t)n) != 0) {
             close(fd);
             return rtl_errf(err, "cannot write %s: %s", name, strerror(errno));
@@ -299,7 +304,7 @@ static int extract_entry(struct job *j, struct archive *a, struct archive_entry 
                         n < 0 && archive_error_string(a) ? archive_error_string(a) : "truncated archive");
     }
     uint8_t sha[RTL_SHA256_BYTES];
-    crypto_hash_sha256_final(&st, sha);
+    rtl_sha256_final(&st, sha);
     if (memcmp(sha, f->sha256, sizeof sha) != 0) {
         close(fd);
         return rtl_errf(err, "entry '%s': its SHA-256 differs from the manifest", name);
@@ -352,7 +357,6 @@ static int extract(struct job *j, rtl_err *err)
         return rtl_errf(err, "out of memory");
     }
     src->fd = j->fd;
-    src->hashing = 1;
     int rc = -1;
     struct archive *a = rtl_ar_open(src, err);
     if (a && read_manifest(j, a, src, err) == 0 && check_space(j, err) == 0) {
@@ -364,14 +368,16 @@ static int extract(struct job *j, rtl_err *err)
         if (r == 0) rc = 0;
     }
     if (a) archive_read_free(a);
-    uint8_t again[RTL_HASH_BYTES];
     for (size_t i = 0; rc == 0 && i < j->cat->nfiles; i++)
         if (!j->seen[i])
             rc = rtl_errf(err, "the archive lacks '%s', which the manifest lists", j->cat->by_path[i]->path);
-    if (rc == 0 && rtl_ar_finish_hash(src, again, err) != 0) rc = rtl_err_prefix(err, "%s", j->archive);
-    if (rc == 0 && memcmp(again, j->hash, sizeof again) != 0)
-        rc = rtl_errf(err, "%s changed while it was being installed (its bytes no longer match the verified "
-                      "signature)", j->archive);
+    struct stat now;
+    if (rc == 0 && (fstat(j->fd, &now) != 0 || now.st_dev != j->st.st_dev || now.st_ino != j->st.st_ino ||
+                    now.st_size != j->st.st_size || now.st_mtim.tv_sec != j->st.st_mtim.tv_sec ||
+                    now.st_mtim.tv_nsec != j->st.st_mtim.tv_nsec || now.st_ctim.tv_sec != j->st.st_ctim.tv_sec ||
+                    now.st_ctim.tv_nsec != j->st.st_ctim.tv_nsec))
+        rc = rtl_errf(err, "%s changed while it was being installed (written to after its signature was "
+                      "verified)", j->archive);
     free(src);
     free(buf);
     if (rc != 0) return rtl_err_prefix(err, "%s", j->archive);

@@ -4,6 +4,7 @@
 #define RTL_INTERNAL_H
 
 #include "rtl.h"
+#include "trn.h"
 
 #include <stdarg.h>
 
@@ -19,6 +20,10 @@ int rtl_errf(rtl_err *err, const char *fmt, ...) RTL_PRINTF(2, 3);
 /* Prefixes the message already in err with "prefix: ". Returns -1. */
 int rtl_err_prefix(rtl_err *err, const char *fmt, ...) RTL_PRINTF(2, 3);
 
+/* Copies a message of the trainer's code (compiled into librtl) into err.
+ * Returns -1. */
+int rtl_err_from_trn(rtl_err *err, const trn_err *e);
+
 /* Lower-case hex of n bytes into out (2n+1 bytes); parse back (0 or -1). */
 void rtl_hex(const uint8_t *bytes, size_t n, char *out);
 int rtl_unhex(const char *hex, uint8_t *out, size_t n);
@@ -27,7 +32,7 @@ int rtl_unhex(const char *hex, uint8_t *out, size_t n);
 #define RTL_SIG_FILE_MAX (RTL_COMMENT_MAX + RTL_TRUSTED_MAX + 512)
 
 /* Reads a whole regular file of at most max bytes into a new NUL-terminated
- * buffer the caller frees (key and signature files). */
+ * buffer the caller frees (key and signature files): trn_read_file. */
 int rtl_read_small(const char *path, size_t max, char **buf, size_t *len, rtl_err *err);
 
 /* An id of catalogs, models and variants: ^[a-z0-9][a-z0-9_.-]{0,63}$. */

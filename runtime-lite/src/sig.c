@@ -22,7 +22,7 @@
  * and are hashed as a stream. The secret key format is written and read by
  * the catalog tool only (catalog/src/keys.c): devices never hold one.
  */
-#include "internal.h"
+#include "sha256.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -145,40 +145,8 @@ int rtl_pubkey_parse(const char *text, size_t len, rtl_pubkey *out, rtl_err *err
 
 int rtl_read_small(const char *path, size_t max, char **buf, size_t *len, rtl_err *err)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return rtl_errf(err, "cannot open %s: %s", path, strerror(errno));
-    struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        close(fd);
-        return rtl_errf(err, "%s: not a regular file", path);
-    }
-    if ((uint64_t)st.st_size > max) {
-        close(fd);
-        return rtl_errf(err, "%s: %lld bytes is larger than the %zu bytes such a file can have",
-                        path, (long long)st.st_size, max);
-    }
-    char *b = malloc((size_t)st.st_size + 1);
-    if (!b) {
-        close(fd);
-        return rtl_errf(err, "%s: out of memory", path);
-    }
-    size_t got = 0;
-    while (got < (size_t)st.st_size) {
-        ssize_t r = read(fd, b + got, (size_t)st.st_size - got);
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) {
-            int e = errno;
-            free(b);
-            close(fd);
-            return rtl_errf(err, "%s: read failed at byte offset %zu: %s", path, got,
-                            r == 0 ? "file shrank while being read" : strerror(e));
-        }
-        got += (size_t)r;
-    }
-    close(fd);
-    b[got] = '\0';
-    *buf = b;
-    *len = got;
+    trn_err e;
+    if (trn_read_file(path, max, buf, len, &e) != 0) return rtl_err_from_trn(err, &e);
     return 0;
 }
 
@@ -260,9 +228,9 @@ static int digest_fd(int fd, enum digest kind, uint8_t *out, uint64_t *size, rtl
 {
     if (sodium_init() < 0) return rtl_errf(err, "libsodium failed to initialise");
     crypto_generichash_state b2;
-    crypto_hash_sha256_state sha;
+    rtl_sha256 sha;
     if (kind == DIGEST_BLAKE2B) crypto_generichash_init(&b2, NULL, 0, RTL_HASH_BYTES);
-    else crypto_hash_sha256_init(&sha);
+    else rtl_sha256_init(&sha);
     unsigned char buf[1 << 16];
     uint64_t off = 0;
     for (;;) {
@@ -271,11 +239,11 @@ static int digest_fd(int fd, enum digest kind, uint8_t *out, uint64_t *size, rtl
         if (r < 0) return rtl_errf(err, "read failed at byte offset %" PRIu64 ": %s", off, strerror(errno));
         if (r == 0) break;
         if (kind == DIGEST_BLAKE2B) crypto_generichash_update(&b2, buf, (size_t)r);
-        else crypto_hash_sha256_update(&sha, buf, (size_t)r);
+        else rtl_sha256_update(&sha, buf, (size_t)r);
         off += (uint64_t)r;
     }
     if (kind == DIGEST_BLAKE2B) crypto_generichash_final(&b2, out, RTL_HASH_BYTES);
-    else crypto_hash_sha256_final(&sha, out);
+    else rtl_sha256_final(&sha, out);
     if (size) *size = off;
     return 0;
 }

@@ -8,6 +8,9 @@
  *   keys/NAME.pub              pinned public keys (minisign format)
  *   catalogs/<id>/STATE        which copies are current and previous
  *   catalogs/<id>/STATE.tmp    a STATE being written (removed by GC)
+ *   catalogs/<id>/profile.json latencies measured on this device (profile.c;
+ *                              a leftover profile.json.tmp.<pid> is removed
+ *                              by GC)
  *   catalogs/<id>/.staging-<pid>/   an install in progress (removed by GC)
  *   catalogs/<id>/v<N>.<k>/    an installed copy of version N (k makes the
  *                              name unique): manifest.json, catalog.minisig
@@ -24,6 +27,7 @@
  */
 #include "store.h"
 #include "catalog.h"
+#include "sha256.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -359,7 +363,8 @@ void rtl_gc(rtl_store *s, int dirfd, const char *id)
     if (list_dir(dirfd, id, &names, &n, &err) != 0) return;
     for (size_t i = 0; i < n; i++) {
         const char *nm = names[i];
-        int stale = strncmp(nm, ".staging-", 9) == 0 || strcmp(nm, "STATE.tmp") == 0;
+        int stale = strncmp(nm, ".staging-", 9) == 0 || strcmp(nm, "STATE.tmp") == 0 ||
+                    strncmp(nm, RTL_PROFILE_NAME ".tmp.", sizeof RTL_PROFILE_NAME + 4) == 0;
         int copy = copy_name_ok(nm) && strcmp(nm, st.current) != 0 && strcmp(nm, st.previous) != 0;
         if (!stale && !copy) continue;
         if (copy) {
@@ -468,6 +473,12 @@ rtl_catalog *rtl_copy_open(rtl_store *s, int dirfd, const char *id, const char *
     }
     if (lock) cat->lock_fd = fd;
     else close(fd);
+    if (asprintf(&cat->profile_path, "%s/catalogs/%s/" RTL_PROFILE_NAME, s->root, id) < 0) {
+        cat->profile_path = NULL;
+        rtl_catalog_close(cat);
+        rtl_errf(err, "out of memory");
+        return NULL;
+    }
     return cat;
 }
 
@@ -526,7 +537,7 @@ int rtl_copy_verify(rtl_store *s, int dirfd, const char *id, const char *name, r
     if (rtl_sig_verify_comment(&sig, &keys[k], err) != 0 || rtl_trusted_parse(sig.trusted, &info, err) != 0 ||
         read_beneath(fd, "manifest.json", RTL_MANIFEST_MAX, &json, &jlen, err) != 0)
         goto out;
-    crypto_hash_sha256(sha, (const unsigned char *)json, jlen);
+    rtl_sha256_buf(json, jlen, sha);
     if (memcmp(sha, info.manifest_sha256, sizeof sha) != 0) {
         rtl_errf(err, "manifest.json differs from the one the signature names (it was modified)");
         goto out;

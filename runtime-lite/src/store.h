@@ -5,6 +5,8 @@
 #include "internal.h"
 
 #define RTL_COPY_NAME_MAX 48
+/* Device latencies of catalog <id>, beside its copies (profile.c). */
+#define RTL_PROFILE_NAME "profile.json"
 
 struct rtl_store {
     char *root;

@@ -29,7 +29,6 @@ static la_ssize_t src_read(struct archive *a, void *user, const void **buf)
             archive_set_error(a, errno, "read failed at byte offset %" PRIu64, src->offset);
             return -1;
         }
-        if (src->hashing) crypto_generichash_update(&src->hash, src->buf, (size_t)r);
         src->offset += (uint64_t)r;
         *buf = src->buf;
         return r;
@@ -38,13 +37,8 @@ static la_ssize_t src_read(struct archive *a, void *user, const void **buf)
 
 struct archive *rtl_ar_open(struct rtl_ar_src *src, rtl_err *err)
 {
-    if (sodium_init() < 0) {
-        rtl_errf(err, "libsodium failed to initialise");
-        return NULL;
-    }
     src->offset = 0;
     src->read_errno = 0;
-    if (src->hashing) crypto_generichash_init(&src->hash, NULL, 0, RTL_HASH_BYTES);
     struct archive *a = archive_read_new();
     if (!a) {
         rtl_errf(err, "out of memory for an archive reader");
@@ -77,20 +71,6 @@ int rtl_ar_next(struct archive *a, struct rtl_ar_src *src, struct archive_entry 
             return rtl_errf(err, "the archive is not a tar archive");
     }
     return 1;
-}
-
-int rtl_ar_finish_hash(struct rtl_ar_src *src, uint8_t out[RTL_HASH_BYTES], rtl_err *err)
-{
-    for (;;) {
-        ssize_t r = read(src->fd, src->buf, sizeof src->buf);
-        if (r < 0 && errno == EINTR) continue;
-        if (r < 0) return rtl_errf(err, "read failed at byte offset %" PRIu64 ": %s", src->offset, strerror(errno));
-        if (r == 0) break;
-        crypto_generichash_update(&src->hash, src->buf, (size_t)r);
-        src->offset += (uint64_t)r;
-    }
-    crypto_generichash_final(&src->hash, out, RTL_HASH_BYTES);
-    return 0;
 }
 
 const char *rtl_ar_entry_kind(struct archive_entry *e)

@@ -6,23 +6,18 @@
 
 #include <archive.h>
 #include <archive_entry.h>
-#include <sodium.h>
 
 /* The source of an archive reader: a file descriptor read from its current
- * offset, with every byte libarchive consumes optionally hashed
- * (BLAKE2b-512), so the bytes extracted are provably the bytes whose
- * signature was verified. */
+ * offset. */
 struct rtl_ar_src {
     int fd;
-    int hashing;
-    crypto_generichash_state hash;
     uint64_t offset;      /* bytes read so far */
     int read_errno;       /* errno of a failed read(), or 0 */
     unsigned char buf[1 << 16];
 };
 
 /* Opens a reader for tar archives compressed with zstd over src (src->fd
- * and src->hashing set by the caller; the rest is initialised here).
+ * set by the caller; the rest is initialised here).
  * Returns NULL and fills err on failure. */
 struct archive *rtl_ar_open(struct rtl_ar_src *src, rtl_err *err);
 
@@ -30,10 +25,6 @@ struct archive *rtl_ar_open(struct rtl_ar_src *src, rtl_err *err);
  * with err naming the byte offset reached and libarchive's reason. The first
  * call also checks that the archive is a tar compressed with zstd. */
 int rtl_ar_next(struct archive *a, struct rtl_ar_src *src, struct archive_entry **entry, rtl_err *err);
-
-/* Reads whatever libarchive left unread up to EOF into the hash, and
- * finalises it. */
-int rtl_ar_finish_hash(struct rtl_ar_src *src, uint8_t out[RTL_HASH_BYTES], rtl_err *err);
 
 /* The kind of a non-regular entry in words ("a symbolic link", ...), or NULL
  * for a regular file. */

@@ -14,6 +14,7 @@
 #ifndef TRN_H
 #define TRN_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -47,6 +48,12 @@ int trn_errf(trn_err *err, const char *fmt, ...) TRN_PRINTF(2, 3);
 
 /* Prefixes the message already in err with "prefix: ". Returns -1. */
 int trn_err_prefix(trn_err *err, const char *fmt, ...) TRN_PRINTF(2, 3);
+
+/* The two functions above on any message buffer of `size` bytes: the one
+ * implementation of formatting and prefixing, shared with runtime-lite,
+ * whose public rtl_err has the same shape under its own name. */
+void trn_msg_vformat(char *msg, size_t size, const char *fmt, va_list ap) TRN_PRINTF(3, 0);
+void trn_msg_vprefix(char *msg, size_t size, const char *fmt, va_list ap) TRN_PRINTF(3, 0);
 
 /* ---- random numbers ------------------------------------------------------ */
 

@@ -1,16 +1,40 @@
-/* err.c: the trn_err message buffer. */
+/* err.c: the trn_err message buffer (and runtime-lite's rtl_err, which
+ * formats through the same two functions). */
 #include "trn.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
+void trn_msg_vformat(char *msg, size_t size, const char *fmt, va_list ap)
+{
+    if (size) vsnprintf(msg, size, fmt, ap);
+}
+
+void trn_msg_vprefix(char *msg, size_t size, const char *fmt, va_list ap)
+{
+    if (size < 3) return;
+    char prefix[TRN_ERR_MAX];
+    int n = vsnprintf(prefix, sizeof prefix, fmt, ap);
+    if (n < 0) return;
+    size_t plen = strnlen(prefix, sizeof prefix - 1) + 2; /* "prefix: " */
+    if (plen >= size) plen = size - 1;
+    msg[size - 1] = '\0';
+    size_t olen = strlen(msg);
+    if (plen + olen >= size) olen = size - 1 - plen;
+    memmove(msg + plen, msg, olen);
+    msg[plen + olen] = '\0';
+    memcpy(msg, prefix, plen - 2); /* plen >= 2: size >= 3 */
+    msg[plen - 2] = ':';
+    msg[plen - 1] = ' ';
+}
+
 int trn_errf(trn_err *err, const char *fmt, ...)
 {
     if (!err) return -1;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+    trn_msg_vformat(err->msg, sizeof err->msg, fmt, ap);
     va_end(ap);
     return -1;
 }
@@ -18,21 +42,9 @@ int trn_errf(trn_err *err, const char *fmt, ...)
 int trn_err_prefix(trn_err *err, const char *fmt, ...)
 {
     if (!err) return -1;
-    char prefix[TRN_ERR_MAX];
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(prefix, sizeof prefix, fmt, ap);
+    trn_msg_vprefix(err->msg, sizeof err->msg, fmt, ap);
     va_end(ap);
-    if (n < 0) return -1;
-    size_t plen = strnlen(prefix, sizeof prefix - 1) + 2; /* "prefix: " */
-    if (plen >= sizeof err->msg) plen = sizeof err->msg - 1;
-    err->msg[sizeof err->msg - 1] = '\0';
-    size_t olen = strlen(err->msg);
-    if (plen + olen >= sizeof err->msg) olen = sizeof err->msg - 1 - plen;
-    memmove(err->msg + plen, err->msg, olen);
-    err->msg[plen + olen] = '\0';
-    memcpy(err->msg, prefix, plen - 2);
-    err->msg[plen - 2] = ':';
-    err->msg[plen - 1] = ' ';
     return -1;
 }

@@ -1,0 +1,283 @@
+/* rtl_run_cli.c: `rtl run` (top-k of images), `rtl profile` (latency on this
+ * device, kept beside the installed catalog) and the latency table of
+ * `rtl inspect`. */
+#include "rtl_cli.h"
+
+#include <cjson/cJSON.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static const char *run_help =
+    "Usage: rtl run ID VARIANT IMAGE... [--top K] [--json] [--threads N]\n"
+    "Runs variant VARIANT of installed catalog ID on each image (PNG, JPEG or BMP;\n"
+    "scaled and centre-cropped as `trainer predict` does) and prints the K most\n"
+    "probable classes with the labels of the variant's task, one line per image:\n"
+    "  IMAGE: P1 LABEL1, P2 LABEL2, ...\n"
+    "  --top K      classes per image (default 5, at most the task's classes)\n"
+    "  --json       one JSON object: {\"catalog\",\"version\",\"variant\",\"results\":[{\"image\",\n"
+    "               \"answered_by\",\"top\":[{\"index\",\"label\",\"probability\"}]} or\n"
+    "               {\"image\",\"error\"}]}\n"
+    "  --threads N  compute threads (default: all cores)\n"
+    "Exit status 1 when a variant cannot be loaded or an image cannot be read.\n";
+
+static const char *profile_help =
+    "Usage: rtl profile ID [VARIANT...] [--runs N] [--warmup N] [--threads N] [--json]\n"
+    "Measures the batch-1 latency of each VARIANT of installed catalog ID (default:\n"
+    "all that this runtime can load) on this device: N timed runs after the warm-up\n"
+    "runs, median and mean. Each result is stored, marked as measured on this device\n"
+    "with the machine and the thread count, in ROOT/catalogs/ID/profile.json (written\n"
+    "atomically); `rtl inspect ID` shows it beside the build host's figures and the\n"
+    "catalog's estimates.\n"
+    "  --runs N     timed runs (default 20)\n"
+    "  --warmup N   untimed runs first (default 3)\n"
+    "  --threads N  compute threads (default: all cores)\n"
+    "  --json       print the measurements as JSON as well\n";
+
+/* One image's result as text or into the JSON array. */
+static void print_result(const char *image, const rtl_class *top, size_t n, const char *answered_by,
+                         cJSON *results)
+{
+    if (results) {
+        cJSON *r = cJSON_CreateObject(), *arr = cJSON_CreateArray();
+        cJSON_AddStringToObject(r, "image", image);
+        cJSON_AddStringToObject(r, "answered_by", answered_by);
+        for (size_t k = 0; k < n; k++) {
+            cJSON *c = cJSON_CreateObject();
+            cJSON_AddNumberToObject(c, "index", (double)top[k].index);
+            cJSON_AddStringToObject(c, "label", top[k].label);
+            cJSON_AddNumberToObject(c, "probability", top[k].prob);
+            cJSON_AddItemToArray(arr, c);
+        }
+        cJSON_AddItemToObject(r, "top", arr);
+        cJSON_AddItemToArray(results, r);
+        return;
+    }
+    printf("%s:", image);
+    for (size_t k = 0; k < n; k++) printf("%s %.6f %s", k ? "," : "", top[k].prob, top[k].label);
+    putchar('\n');
+}
+
+int cmd_run(rtl_store *s, int argc, char **argv)
+{
+    struct cmd_opts o;
+    int rc, i = sub_opts(argc, argv, run_help, OPT_TOP | OPT_JSON | OPT_THREADS, &o, 3, INT_MAX, &rc);
+    if (i < 0) return rc;
+    rtl_err err;
+    rtl_catalog *cat = rtl_catalog_open(s, argv[i], &err);
+    if (!cat) return fail(&err);
+    rtl_model_options mo = {.threads = (int)o.threads};
+    rtl_model *m = rtl_model_open(cat, argv[i + 1], &mo, &err);
+    if (!m) {
+        rtl_catalog_close(cat);
+        return fail(&err);
+    }
+    size_t k = (size_t)o.top < rtl_model_classes(m) ? (size_t)o.top : rtl_model_classes(m);
+    rtl_class *top = calloc(k, sizeof *top);
+    cJSON *doc = o.json ? cJSON_CreateObject() : NULL, *results = NULL;
+    if (doc) {
+        cJSON_AddStringToObject(doc, "catalog", rtl_catalog_id(cat));
+        cJSON_AddNumberToObject(doc, "version", (double)rtl_catalog_version(cat));
+        cJSON_AddStringToObject(doc, "variant", argv[i + 1]);
+        results = cJSON_AddArrayToObject(doc, "results");
+    }
+    int status = 0, ready = top && (!o.json || results);
+    if (!ready) {
+        fprintf(stderr, "rtl: error: out of memory\n");
+        status = 1;
+    }
+    for (int a = i + 2; ready && a < argc; a++) {
+        size_t n;
+        if (rtl_model_run_image(m, argv[a], &err) != 0 || rtl_model_top(m, k, top, &n, &err) != 0) {
+            status = fail(&err);
+            if (results) {
+                cJSON *r = cJSON_CreateObject();
+                cJSON_AddStringToObject(r, "image", argv[a]);
+                cJSON_AddStringToObject(r, "error", err.msg);
+                cJSON_AddItemToArray(results, r);
+            }
+            continue;
+        }
+        print_result(argv[a], top, n, rtl_model_answered_by(m), results);
+    }
+    if (doc) {
+        char *text = cJSON_Print(doc);
+        if (text) puts(text);
+        else status = 1;
+        free(text);
+        cJSON_Delete(doc);
+    }
+    free(top);
+    rtl_model_close(m);
+    rtl_catalog_close(cat);
+    return status;
+}
+
+/* A fixed input pattern in [0, 1) (the latency does not depend on the
+ * values; zeros could take faster paths than pixels do). */
+static void fill_pattern(float *x, size_t n)
+{
+    for (size_t i = 0; i < n; i++) x[i] = (float)((uint32_t)(i * 2654435761u) >> 24) / 256.0f;
+}
+
+static cJSON *latency_json(const rtl_latency *l)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "variant", l->variant);
+    cJSON_AddStringToObject(o, "where", l->where);
+    cJSON_AddStringToObject(o, "source", l->source);
+    cJSON_AddStringToObject(o, "machine", l->machine);
+    cJSON_AddNumberToObject(o, "threads", l->threads);
+    cJSON_AddNumberToObject(o, "batch", l->batch);
+    cJSON_AddNumberToObject(o, "warmup", l->warmup);
+    cJSON_AddNumberToObject(o, "runs", l->runs);
+    cJSON_AddNumberToObject(o, "ms_median", l->ms_median);
+    cJSON_AddNumberToObject(o, "ms_mean", l->ms_mean);
+    cJSON_AddNumberToObject(o, "measured_at", (double)l->measured_at);
+    return o;
+}
+
+/* Measures one variant and stores the result; 1 when skipped, -1 on error. */
+static int profile_one(rtl_catalog *cat, const char *id, const struct cmd_opts *o, int named, rtl_latency *lat)
+{
+    rtl_err err;
+    const rtl_variant *v = rtl_catalog_find(cat, id);
+    if (!named && v && rtl_variant_loadable(v, &err) != 0) {
+        if (!quiet) fprintf(stderr, "rtl: skipping %s: %s\n", id, err.msg);
+        return 1;
+    }
+    rtl_model_options mo = {.threads = (int)o->threads};
+    rtl_model *m = rtl_model_open(cat, id, &mo, &err);
+    if (!m) {
+        fail(&err);
+        return -1;
+    }
+    float *x = malloc(rtl_model_input_size(m) * sizeof *x);
+    int rc = -1;
+    if (!x) {
+        fprintf(stderr, "rtl: error: out of memory\n");
+    } else {
+        fill_pattern(x, rtl_model_input_size(m));
+        if (rtl_model_measure(m, x, (uint32_t)o->warmup, (uint32_t)o->runs, lat, &err) != 0 ||
+            rtl_profile_save(cat, lat, 1, &err) != 0)
+            fail(&err);
+        else
+            rc = 0;
+    }
+    free(x);
+    rtl_model_close(m);
+    return rc;
+}
+
+int cmd_profile(rtl_store *s, int argc, char **argv)
+{
+    struct cmd_opts o;
+    int rc, i = sub_opts(argc, argv, profile_help, OPT_RUNS | OPT_WARMUP | OPT_THREADS | OPT_JSON, &o, 1,
+                         INT_MAX, &rc);
+    if (i < 0) return rc;
+    rtl_err err;
+    rtl_catalog *cat = rtl_catalog_open(s, argv[i], &err);
+    if (!cat) return fail(&err);
+    int named = argc - i > 1;
+    size_t count = named ? (size_t)(argc - i - 1) : rtl_catalog_variant_count(cat);
+    int status = 0;
+    size_t measured = 0;
+    cJSON *arr = o.json ? cJSON_CreateArray() : NULL;
+    if (!o.json)
+        printf("%-24s %8s %6s %12s %12s %12s\n", "variant", "threads", "runs", "median ms", "mean ms",
+               "build-host");
+    for (size_t k = 0; k < count; k++) {
+        const char *id = named ? argv[i + 1 + (int)k] : rtl_variant_id(rtl_catalog_variant_at(cat, k));
+        rtl_latency lat;
+        int r = profile_one(cat, id, &o, named, &lat);
+        if (r < 0) status = 1;
+        if (r != 0) continue;
+        measured++;
+        if (arr) {
+            cJSON_AddItemToArray(arr, latency_json(&lat));
+            continue;
+        }
+        rtl_latency host;
+        char hs[32] = "-";
+        if (rtl_variant_latency(rtl_catalog_find(cat, id), "build-host", &host, NULL) == 0)
+            snprintf(hs, sizeof hs, "%.4g", host.ms_median);
+        printf("%-24s %8d %6" PRIu32 " %12.4g %12.4g %12s\n", id, lat.threads, lat.runs, lat.ms_median,
+               lat.ms_mean, hs);
+        fflush(stdout);
+    }
+    if (arr) {
+        char *text = cJSON_Print(arr);
+        if (text) puts(text);
+        free(text);
+        cJSON_Delete(arr);
+    }
+    if (measured && !quiet) {
+        char machine[256];
+        rtl_machine_describe(machine, sizeof machine);
+        fprintf(stderr, "rtl: %zu measurement%s on %s stored for catalog %s\n", measured, measured == 1 ? "" : "s",
+                machine, rtl_catalog_id(cat));
+    }
+    if (!measured && !status) {
+        fprintf(stderr, "rtl: error: catalog %s has no variant this runtime can load\n", rtl_catalog_id(cat));
+        status = 1;
+    }
+    rtl_catalog_close(cat);
+    return status;
+}
+
+/* "2024-05-01 12:00" (UTC) of a Unix time, "-" when unknown. */
+static void format_time(int64_t t, char *out, size_t size)
+{
+    time_t tt = (time_t)t;
+    struct tm tm;
+    if (t < 0 || !gmtime_r(&tt, &tm) || !strftime(out, size, "%Y-%m-%d %H:%M UTC", &tm)) snprintf(out, size, "-");
+}
+
+static void latency_row(const char *id, const char *where, const rtl_latency *l, const char *note)
+{
+    char mean[32];
+    snprintf(mean, sizeof mean, "%.4g", l->ms_mean);
+    printf("%-24s %-18s %10.4g %10s  measured: %s, %d thread%s, %" PRIu32 " runs%s%s\n", id, where, l->ms_median,
+           mean, l->machine[0] ? l->machine : "?", l->threads, l->threads == 1 ? "" : "s", l->runs,
+           note[0] ? ", " : "", note);
+}
+
+void print_latencies(const rtl_catalog *cat)
+{
+    int header = 0, warned = 0;
+    for (size_t i = 0; i < rtl_catalog_variant_count(cat); i++) {
+        const rtl_variant *v = rtl_catalog_variant_at(cat, i);
+        const char *id = rtl_variant_id(v);
+        rtl_latency host, dev[8];
+        size_t ndev = 0;
+        rtl_err err;
+        int has_host = rtl_variant_latency(v, "build-host", &host, NULL) == 0;
+        int has_dev = rtl_profile_get(cat, id, dev, 8, &ndev, &err) == 0;
+        if (!has_dev && !warned && !strstr(err.msg, "not opened from a store")) {
+            fprintf(stderr, "rtl: warning: %s\n", err.msg);
+            warned = 1;
+        }
+        if (!has_host && !ndev && !rtl_variant_estimate_count(v)) continue;
+        if (!header) {
+            printf("\nlatency at batch 1 (ms; the build host's and this device's are measured, targets'\n"
+                   "are the catalog's estimates)\n");
+            printf("%-24s %-18s %10s %10s  %s\n", "variant", "where", "median", "mean", "how");
+            header = 1;
+        }
+        if (has_host) latency_row(id, "build-host", &host, "");
+        for (size_t d = 0; d < ndev && d < 8; d++) {
+            char when[40];
+            format_time(dev[d].measured_at, when, sizeof when);
+            latency_row(id, "this device", &dev[d], when);
+        }
+        for (size_t e = 0; e < rtl_variant_estimate_count(v); e++) {
+            rtl_estimate est;
+            if (rtl_variant_estimate_at(v, e, &est) != 0) continue;
+            printf("%-24s %-18s %10.4g %10s  est. (%s%s%s)\n", id, est.target, est.ms, "-", est.method,
+                   est.bound[0] ? ", " : "", est.bound[0] ? est.bound : "");
+        }
+    }
+}

@@ -1,0 +1,398 @@
+/*
+ * model.c: loading variants of an open catalog and running them (rtl_model_*
+ * of rtl.h).
+ *
+ * A model is a list of parts; a part is one network built from a cfg by the
+ * trainer's inference code (trainer/src, compiled into librtl with
+ * -DTRN_INFER_ONLY), its parameters borrowed from a read-only mapping of a
+ * Darknet .weights file (format: trainer/src/weights.c). Plain variants have
+ * one part. The kinds below name what later techniques add (see rtl.h);
+ * their loaders plug in through the kind table.
+ *
+ * Before a part runs, its files are checked: the cfg's byte count against
+ * the manifest, the cfg against the network builder (errors name
+ * file:line), the weights file's size against the manifest (a damaged
+ * installed copy) and then its header and size against the cfg (errors name
+ * the byte offset and the layer) by trn_weights_load_mem.
+ */
+#include "catalog.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+/* How a variant runs, by technique. */
+enum model_kind {
+    MODEL_PLAIN,      /* one cfg, one weights file */
+    MODEL_NESTED,     /* channel-prefix capacities over one mapping */
+    MODEL_EARLY_EXIT, /* exit branches on inner layers */
+    MODEL_TRUNK,      /* a shared trunk: run through its heads */
+    MODEL_HEAD,       /* a task head over a shared trunk */
+    MODEL_CASCADE,    /* specialised, "other" falls through to a partner */
+    MODEL_KIND_COUNT
+};
+
+static const struct {
+    const char *technique;
+    enum model_kind kind;
+} techniques[] = {
+    {"base", MODEL_PLAIN},          {"rewrite", MODEL_PLAIN},   {"svd", MODEL_PLAIN},
+    {"mimic", MODEL_PLAIN},         {"pruned", MODEL_PLAIN},    {"nested", MODEL_NESTED},
+    {"early-exit", MODEL_EARLY_EXIT}, {"trunk", MODEL_TRUNK},   {"head", MODEL_HEAD},
+    {"specialised", MODEL_CASCADE},
+};
+
+#define MODEL_PARTS_MAX 8
+#define RTL_CFG_MAX (16u << 20) /* as trn_cfg_read */
+
+/* One network over one read-only mapping of its weights file. */
+struct part {
+    const rtl_variant *variant;
+    void *map;          /* the weights file, PROT_READ */
+    size_t map_len;
+    trn_net *net;       /* parameters point into map */
+};
+
+struct rtl_model {
+    rtl_catalog *cat;
+    const rtl_variant *variant;
+    enum model_kind kind;
+    struct part parts[MODEL_PARTS_MAX];
+    size_t nparts;
+    const char *const *labels; /* the task's, owned by cat */
+    size_t classes;
+    float *input;              /* (c, h, w): decoded images, rtl_model_measure's input */
+    const float *output;       /* the last run's (classes), NULL before */
+    const rtl_variant *answered_by;
+};
+
+/* Forward passes share the process-wide compute pool and OpenBLAS: one at
+ * a time. */
+static pthread_mutex_t forward_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The index of v's first file with role, or -1 with err. */
+static int file_index(const rtl_variant *v, const char *role, rtl_err *err)
+{
+    for (size_t i = 0; i < v->nfiles; i++)
+        if (strcmp(v->files[i].role, role) == 0) return (int)i;
+    return rtl_errf(err, "variant '%s' has no file with role \"%s\" in the manifest", v->id, role);
+}
+
+/* The error for a file whose size is not the manifest's. Returns -1. */
+static int damaged(const struct rtl_file *f, uint64_t have, rtl_err *err)
+{
+    return rtl_errf(err, "%s: %llu bytes, but the manifest says %llu: the installed copy is damaged "
+                    "(rtl verify shows what differs; reinstall or roll back)",
+                    f->abs, (unsigned long long)have, (unsigned long long)f->size);
+}
+
+/* The cfg of v parsed (its byte count checked against the manifest). */
+static trn_cfg *read_cfg(const rtl_variant *v, rtl_err *err)
+{
+    int i = file_index(v, "cfg", err);
+    if (i < 0) return NULL;
+    const struct rtl_file *f = &v->files[i];
+    char *text;
+    size_t len;
+    trn_err e;
+    if (trn_read_file(f->abs, RTL_CFG_MAX, &text, &len, &e) != 0) {
+        rtl_err_from_trn(err, &e);
+        return NULL;
+    }
+    trn_cfg *cfg = NULL;
+    if (len != f->size) damaged(f, len, err);
+    else if (!(cfg = trn_cfg_parse(text, len, f->abs, &e))) rtl_err_from_trn(err, &e);
+    free(text);
+    return cfg;
+}
+
+/* Maps v's weights file read-only into p. */
+static int map_weights(struct part *p, rtl_err *err)
+{
+    int i = file_index(p->variant, "weights", err);
+    if (i < 0) return -1;
+    const struct rtl_file *f = &p->variant->files[i];
+    int fd = open(f->abs, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) return rtl_errf(err, "cannot open %s: %s", f->abs, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return rtl_errf(err, "%s: not a regular file", f->abs);
+    }
+    if ((uint64_t)st.st_size != f->size) {
+        close(fd);
+        return damaged(f, (uint64_t)st.st_size, err);
+    }
+    if (st.st_size < 16) {
+        close(fd);
+        return rtl_errf(err, "%s: the file ends at byte offset %lld inside the header (at least 16 bytes): "
+                        "not a weights file", f->abs, (long long)st.st_size);
+    }
+    void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    int e = errno;
+    close(fd);
+    if (m == MAP_FAILED) return rtl_errf(err, "%s: cannot map %lld bytes: %s", f->abs, (long long)st.st_size, strerror(e));
+    /* start reading ahead: the first forward touches every page */
+    (void)madvise(m, (size_t)st.st_size, MADV_WILLNEED);
+    p->map = m;
+    p->map_len = (size_t)st.st_size;
+    return 0;
+}
+
+/* Builds the network of p->variant with its parameters in the mapping. */
+static int part_load(struct part *p, rtl_err *err)
+{
+    trn_cfg *cfg = read_cfg(p->variant, err);
+    if (!cfg) return -1;
+    trn_net_opts o;
+    trn_net_opts_defaults(&o);
+    o.batch = 1;
+    o.infer_only = 1;
+    o.external_params = 1;
+    trn_err e;
+    p->net = trn_net_create(cfg, &o, &e);
+    trn_cfg_free(cfg);
+    if (!p->net) return rtl_err_from_trn(err, &e);
+    if (map_weights(p, err) != 0) return -1;
+    const char *path = rtl_variant_file(p->variant, "weights"), *cfg_path = rtl_variant_file(p->variant, "cfg");
+    if (trn_weights_load_mem(p->net, p->map, p->map_len, 1, path, &e) != 0) {
+        rtl_err_from_trn(err, &e);
+        const char *slash = strrchr(cfg_path, '/');
+        return rtl_err_prefix(err, "the weights do not fit %s", slash ? slash + 1 : cfg_path);
+    }
+    return 0;
+}
+
+static void part_free(struct part *p)
+{
+    trn_net_free(p->net);
+    if (p->map) munmap(p->map, p->map_len);
+    memset(p, 0, sizeof *p);
+}
+
+/* "a, b, c" of the catalog's variant ids (cut to fit). */
+static void variant_ids(const rtl_catalog *cat, char *out, size_t size)
+{
+    size_t used = 0;
+    out[0] = '\0';
+    for (size_t i = 0; i < cat->nvariants && used + 1 < size; i++) {
+        int n = snprintf(out + used, size - used, "%s%s", i ? ", " : "", cat->variants[i].id);
+        if (n < 0) break;
+        used += (size_t)n;
+    }
+}
+
+/* Plain variants: one part, whose outputs are the task's classes. */
+static int open_plain(rtl_model *m, rtl_err *err)
+{
+    struct part *p = &m->parts[m->nparts++];
+    p->variant = m->variant;
+    if (part_load(p, err) != 0) return -1;
+    size_t outputs = trn_net_outputs(p->net);
+    if (outputs != m->classes)
+        return rtl_errf(err, "%s has %zu outputs, but task '%s' has %zu labels: the cfg does not belong to "
+                        "this catalog's task", rtl_variant_file(m->variant, "cfg"), outputs, m->variant->task,
+                        m->classes);
+    return 0;
+}
+
+/* How each kind opens (NULL: not yet, and why). */
+static const struct {
+    int (*open)(rtl_model *m, rtl_err *err);
+    const char *why_not;
+} kinds[] = {
+    [MODEL_PLAIN] = {open_plain, NULL},
+    [MODEL_NESTED] = {NULL, "multi-capacity models are not supported by this runtime yet"},
+    [MODEL_EARLY_EXIT] = {NULL, "early-exit models are not supported by this runtime yet"},
+    [MODEL_TRUNK] = {NULL, "a shared trunk runs through its heads, which this runtime does not load yet"},
+    [MODEL_HEAD] = {NULL, "shared-trunk heads are not supported by this runtime yet"},
+    [MODEL_CASCADE] = {NULL, "specialised models (cascades) are not supported by this runtime yet"},
+};
+_Static_assert(sizeof kinds / sizeof kinds[0] == MODEL_KIND_COUNT, "every model kind says how it opens");
+
+/* How v runs: its kind, or -1 with err when this runtime cannot load it. */
+static int model_kind(const rtl_variant *v, enum model_kind *kind, rtl_err *err)
+{
+    size_t t = 0, nt = sizeof techniques / sizeof techniques[0];
+    while (t < nt && strcmp(techniques[t].technique, v->technique) != 0) t++;
+    if (t == nt)
+        return rtl_errf(err, "variant '%s': unknown technique '%s' (a newer catalog format?)", v->id, v->technique);
+    *kind = techniques[t].kind;
+    if (!kinds[*kind].open)
+        return rtl_errf(err, "variant '%s' (technique %s): %s", v->id, v->technique, kinds[*kind].why_not);
+    return 0;
+}
+
+int rtl_variant_loadable(const rtl_variant *v, rtl_err *err)
+{
+    enum model_kind kind;
+    return model_kind(v, &kind, err);
+}
+
+rtl_model *rtl_model_open(rtl_catalog *cat, const char *id, const rtl_model_options *options, rtl_err *err)
+{
+    const rtl_variant *v = rtl_catalog_find(cat, id);
+    if (!v) {
+        char ids[600];
+        variant_ids(cat, ids, sizeof ids);
+        rtl_errf(err, "catalog %s (version %llu) has no variant '%s'; its variants: %s", cat->id,
+                 (unsigned long long)cat->version, id, ids);
+        return NULL;
+    }
+    enum model_kind kind;
+    if (model_kind(v, &kind, err) != 0) return NULL;
+    rtl_model *m = calloc(1, sizeof *m);
+    if (!m) {
+        rtl_errf(err, "out of memory");
+        return NULL;
+    }
+    m->cat = cat;
+    m->variant = v;
+    m->kind = kind;
+    m->labels = rtl_catalog_task_labels(cat, v->task, &m->classes);
+    if (!m->labels) {
+        rtl_errf(err, "variant '%s': its task '%s' is not among the catalog's tasks", id, v->task);
+        goto fail;
+    }
+    if (options && options->threads > 0) trn_set_threads(options->threads);
+    if (kinds[kind].open(m, err) != 0) goto fail;
+    if (!(m->input = calloc(rtl_model_input_size(m), sizeof *m->input))) {
+        rtl_errf(err, "out of memory");
+        goto fail;
+    }
+    return m;
+fail:
+    rtl_err_prefix(err, "catalog %s, variant '%s'", cat->id, id);
+    rtl_model_close(m);
+    return NULL;
+}
+
+void rtl_model_close(rtl_model *m)
+{
+    if (!m) return;
+    for (size_t i = 0; i < m->nparts; i++) part_free(&m->parts[i]);
+    free(m->input);
+    free(m);
+}
+
+const rtl_variant *rtl_model_variant(const rtl_model *m) { return m->variant; }
+size_t rtl_model_classes(const rtl_model *m) { return m->classes; }
+const char *rtl_model_label(const rtl_model *m, size_t k) { return k < m->classes ? m->labels[k] : NULL; }
+const float *rtl_model_output(const rtl_model *m) { return m->output; }
+const char *rtl_model_answered_by(const rtl_model *m) { return m->answered_by ? m->answered_by->id : NULL; }
+
+void rtl_model_input_shape(const rtl_model *m, int *c, int *h, int *w)
+{
+    trn_shape s = trn_net_input_shape(m->parts[0].net);
+    if (c) *c = s.c;
+    if (h) *h = s.h;
+    if (w) *w = s.w;
+}
+
+size_t rtl_model_input_size(const rtl_model *m) { return trn_net_inputs(m->parts[0].net); }
+
+uint64_t rtl_model_mapped_bytes(const rtl_model *m)
+{
+    uint64_t n = 0;
+    for (size_t i = 0; i < m->nparts; i++) n += m->parts[i].map_len;
+    return n;
+}
+
+int rtl_model_run(rtl_model *m, const float *x, rtl_err *err)
+{
+    if (!x) return rtl_errf(err, "variant '%s': no input", m->variant->id);
+    trn_err e;
+    m->output = NULL;
+    m->answered_by = NULL;
+    pthread_mutex_lock(&forward_lock);
+    int rc = trn_net_forward(m->parts[0].net, x, &e);
+    pthread_mutex_unlock(&forward_lock);
+    if (rc != 0) return rtl_err_from_trn(err, &e);
+    m->output = trn_net_output(m->parts[0].net);
+    m->answered_by = m->variant;
+    return 0;
+}
+
+int rtl_model_run_image(rtl_model *m, const char *path, rtl_err *err)
+{
+    int c, h, w;
+    rtl_model_input_shape(m, &c, &h, &w);
+    trn_err e;
+    m->output = NULL;
+    if (trn_image_load_input(path, w, h, c, m->input, &e) != 0) return rtl_err_from_trn(err, &e);
+    return rtl_model_run(m, m->input, err);
+}
+
+int rtl_model_top(const rtl_model *m, size_t k, rtl_class *out, size_t *n, rtl_err *err)
+{
+    *n = 0;
+    if (!m->output) return rtl_errf(err, "variant '%s': no result yet (run the model first)", m->variant->id);
+    if (k > m->classes) k = m->classes;
+    /* insertion into the sorted prefix: k is small */
+    for (size_t i = 0; i < m->classes; i++) {
+        float p = m->output[i];
+        size_t j = *n < k ? (*n)++ : k;
+        while (j > 0 && out[j - 1].prob < p) {
+            if (j < k) out[j] = out[j - 1];
+            j--;
+        }
+        if (j < k) out[j] = (rtl_class){.index = i, .prob = p, .label = m->labels[i]};
+    }
+    return 0;
+}
+
+static double now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1e3 + t.tv_nsec * 1e-6;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+int rtl_model_measure(rtl_model *m, const float *x, uint32_t warmup, uint32_t runs, rtl_latency *out,
+                      rtl_err *err)
+{
+    if (runs < 1) return rtl_errf(err, "variant '%s': at least one timed run is needed", m->variant->id);
+    double *ms = malloc(runs * sizeof *ms);
+    if (!ms) return rtl_errf(err, "out of memory");
+    if (x) memcpy(m->input, x, rtl_model_input_size(m) * sizeof *x);
+    for (uint32_t i = 0; i < warmup; i++)
+        if (rtl_model_run(m, m->input, err) != 0) goto fail;
+    double sum = 0;
+    for (uint32_t i = 0; i < runs; i++) {
+        double t0 = now_ms();
+        if (rtl_model_run(m, m->input, err) != 0) goto fail;
+        ms[i] = now_ms() - t0;
+        sum += ms[i];
+    }
+    qsort(ms, runs, sizeof *ms, cmp_double);
+    memset(out, 0, sizeof *out);
+    snprintf(out->variant, sizeof out->variant, "%s", m->variant->id);
+    snprintf(out->where, sizeof out->where, "device");
+    snprintf(out->source, sizeof out->source, "measured");
+    rtl_machine_describe(out->machine, sizeof out->machine);
+    out->threads = trn_threads();
+    out->batch = 1;
+    out->warmup = warmup;
+    out->runs = runs;
+    out->ms_median = runs % 2 ? ms[runs / 2] : (ms[runs / 2 - 1] + ms[runs / 2]) / 2;
+    out->ms_mean = sum / runs;
+    out->measured_at = (int64_t)time(NULL);
+    out->catalog_version = m->cat->version;
+    free(ms);
+    return 0;
+fail:
+    free(ms);
+    return -1;
+}

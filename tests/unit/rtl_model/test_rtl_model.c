@@ -1,0 +1,357 @@
+/* Unit tests of loading and running variants (rtl_model_*): a catalog of
+ * small variants is written here (cfg text, weights from the trainer's own
+ * inference library, libtrn-infer, with trained-like values), parsed with
+ * rtl_catalog_parse, and every model's output is compared with the same
+ * network loaded by libtrn-infer from the same files: bit for bit, since
+ * librtl compiles the same sources. Loading errors must each give their
+ * message and never crash. Also runs on aarch64 under qemu. */
+#include "testutil_impl.h"
+#include "testlib_trn.h"
+#include "rtl.h"
+
+#include <sys/stat.h>
+
+#define CLASSES 5
+
+/* Another cfg: same input, different parameter count. */
+static const char cfg_small[] =
+    "[net]\nbatch=1\nheight=12\nwidth=12\nchannels=3\n"
+    "[convolutional]\nfilters=4\nsize=3\nstride=2\npad=1\nactivation=relu\n"
+    "[avgpool]\n[connected]\noutput=5\nactivation=linear\n[softmax]\n";
+
+/* Six outputs where the task has five labels. */
+static const char cfg_six[] =
+    "[net]\nbatch=1\nheight=12\nwidth=12\nchannels=3\n"
+    "[avgpool]\n[connected]\noutput=6\nactivation=linear\n[softmax]\n";
+
+static const char cfg_badkey[] =
+    "[net]\nbatch=1\nheight=12\nwidth=12\nchannels=3\n"
+    "[convolutional]\nfilters=4\nsize=3\nfrobnicate=1\n[softmax]\n";
+
+enum damage { NONE, TRUNCATE, EXTRA, LIE_SIZE, TINY };
+
+/* A variant of the test catalog: its cfg, the cfg its weights are made for
+ * (NULL: tl_all_kinds, every layer kind of the trainer), and what is wrong
+ * with its files. */
+struct spec {
+    const char *id, *technique, *cfg, *weights_cfg;
+    enum damage damage;
+};
+
+static const struct spec specs[] = {
+    {"base", "base", NULL, NULL, NONE},
+    {"small", "pruned", cfg_small, cfg_small, NONE},
+    {"truncated", "rewrite", NULL, NULL, TRUNCATE},
+    {"extra", "rewrite", NULL, NULL, EXTRA},
+    {"damaged", "rewrite", NULL, NULL, LIE_SIZE},
+    {"tiny", "rewrite", NULL, NULL, TINY},
+    {"othercfg", "svd", NULL, cfg_small, NONE},
+    {"badkey", "svd", cfg_badkey, cfg_small, NONE},
+    {"six", "svd", cfg_six, cfg_six, NONE},
+    {"nested", "nested", NULL, NULL, NONE},
+};
+#define NSPECS (sizeof specs / sizeof specs[0])
+
+#define ALL(cfg) ((cfg) ? (cfg) : tl_all_kinds)
+
+static rtl_catalog *cat;
+
+/* Writes the weights of cfg text (seeded trained-like values) to path. */
+static int write_weights(const char *cfg, uint64_t seed, const char *path)
+{
+    trn_net_opts o;
+    trn_net_opts_defaults(&o);
+    o.infer_only = 1;
+    trn_net *n = tl_net(cfg, &o);
+    if (!n) return -1;
+    tl_randomize(n, seed);
+    trn_err e;
+    int rc = trn_weights_save(n, path, &e);
+    trn_net_free(n);
+    return rc;
+}
+
+/* Appends `"role"` file i of a variant to the manifest text. */
+static void file_json(char *m, size_t size, const char *id, const char *role, const char *name, long lie)
+{
+    char path[512], sha[65];
+    uint8_t d[RTL_SHA256_BYTES];
+    uint64_t len;
+    rtl_err e;
+    snprintf(path, sizeof path, "%s/variants/%s/%s", test_tmpdir(), id, name);
+    assert_int_equal(rtl_sha256_file(path, d, &len, &e), 0);
+    rtl_sha256_hex(d, sha);
+    size_t at = strlen(m);
+    snprintf(m + at, size - at, "%s{\"role\":\"%s\",\"path\":\"variants/%s/%s\",\"size\":%llu,\"sha256\":\"%s\"}",
+             strcmp(role, "cfg") ? "," : "", role, id, name, (unsigned long long)((long)len + lie), sha);
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    static char m[32768];
+    snprintf(m, sizeof m,
+             "{\"schema\":1,\"catalog\":\"unit\",\"model\":\"tiny\",\"version\":7,"
+             "\"tasks\":{\"t\":{\"classes\":5,\"labels\":[\"c0\",\"c1\",\"c2\",\"c3\",\"c4\"]}},\"variants\":[");
+    for (size_t i = 0; i < NSPECS; i++) {
+        const char *id = specs[i].id;
+        assert_int_equal(trn_mkdir_p(tl_path("variants/%s", id), NULL), 0);
+        assert_int_equal(tl_write_text(tl_path("variants/%s/variant.cfg", id), ALL(specs[i].cfg)), 0);
+        const char *wp = tl_path("variants/%s/variant.weights", id);
+        assert_int_equal(write_weights(ALL(specs[i].weights_cfg), 100 + i, wp), 0);
+        if (specs[i].damage == TRUNCATE) assert_int_equal(truncate(wp, 20 + 4 * 30), 0);
+        if (specs[i].damage == TINY) assert_int_equal(truncate(wp, 10), 0);
+        if (specs[i].damage == EXTRA) {
+            FILE *f = fopen(wp, "ab");
+            assert_non_null(f);
+            fputs("tail", f);
+            fclose(f);
+        }
+        size_t at = strlen(m);
+        snprintf(m + at, sizeof m - at,
+                 "%s{\"id\":\"%s\",\"technique\":\"%s\",\"task\":\"t\",\"parent\":null,\"depends_on\":[],"
+                 "\"description\":\"unit variant\",\"cost\":{\"macs\":1,\"params\":1,\"weight_bytes\":4,"
+                 "\"peak_activation_bytes\":4},\"accuracy\":{},"
+                 "\"latency\":{\"build-host\":{\"source\":\"measured\",\"machine\":\"unit host\",\"threads\":3,"
+                 "\"batch\":1,\"runs\":9,\"ms_median\":1.25,\"ms_mean\":1.5}},"
+                 "\"estimates\":{\"board-a\":{\"source\":\"estimate\",\"method\":\"roofline-1\",\"bound\":\"compute\","
+                 "\"ms\":2.5,\"mj\":7}},\"files\":[",
+                 i ? "," : "", id, specs[i].technique);
+        file_json(m, sizeof m, id, "cfg", "variant.cfg", 0);
+        file_json(m, sizeof m, id, "weights", "variant.weights", specs[i].damage == LIE_SIZE ? 4 : 0);
+        at = strlen(m);
+        snprintf(m + at, sizeof m - at, "]}");
+    }
+    size_t at = strlen(m);
+    snprintf(m + at, sizeof m - at, "]}");
+    rtl_err e;
+    cat = rtl_catalog_parse(m, strlen(m), test_tmpdir(), &e);
+    if (!cat) printf("# %s\n", e.msg);
+    return cat ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    rtl_catalog_close(cat);
+    return 0;
+}
+
+/* The reference: the same files loaded (copied) by libtrn-infer. */
+static trn_net *reference(const char *id)
+{
+    trn_net_opts o;
+    trn_net_opts_defaults(&o);
+    o.infer_only = 1;
+    o.batch = 1;
+    trn_err e;
+    trn_net *n = trn_net_load(tl_path("variants/%s/variant.cfg", id), tl_path("variants/%s/variant.weights", id),
+                              &o, &e);
+    if (!n) printf("# %s\n", e.msg);
+    return n;
+}
+
+static void runs_like_the_trainer(void **state)
+{
+    (void)state;
+    const char *ids[] = {"base", "small"};
+    for (size_t v = 0; v < 2; v++) {
+        rtl_err e;
+        rtl_model_options opt = {.threads = 1};
+        rtl_model *m = rtl_model_open(cat, ids[v], &opt, &e);
+        if (!m) printf("# %s\n", e.msg);
+        assert_non_null(m);
+        trn_net *ref = reference(ids[v]);
+        assert_non_null(ref);
+        int c, h, w;
+        rtl_model_input_shape(m, &c, &h, &w);
+        assert_int_equal(c * h * w, 3 * 12 * 12);
+        assert_int_equal(rtl_model_input_size(m), 3 * 12 * 12);
+        assert_int_equal(rtl_model_classes(m), CLASSES);
+        assert_string_equal(rtl_model_label(m, 3), "c3");
+        assert_null(rtl_model_label(m, CLASSES));
+        struct stat st;
+        assert_int_equal(stat(tl_path("variants/%s/variant.weights", ids[v]), &st), 0);
+        assert_int_equal(rtl_model_mapped_bytes(m), (uint64_t)st.st_size);
+        assert_null(rtl_model_output(m));
+        rtl_class top[CLASSES + 2];
+        size_t n;
+        assert_int_equal(rtl_model_top(m, 3, top, &n, &e), -1);
+        assert_non_null(strstr(e.msg, "no result yet"));
+        for (uint64_t seed = 1; seed <= 3; seed++) {
+            float x[3 * 12 * 12];
+            tl_fill_uniform(x, sizeof x / sizeof *x, seed, 0, 1);
+            assert_int_equal(rtl_model_run(m, x, &e), 0);
+            trn_err te;
+            assert_int_equal(trn_net_forward(ref, x, &te), 0);
+            const float *p = rtl_model_output(m);
+            assert_non_null(p);
+            assert_memory_equal(p, trn_net_output(ref), CLASSES * sizeof *p);
+            assert_string_equal(rtl_model_answered_by(m), ids[v]);
+            float sum = 0;
+            for (int k = 0; k < CLASSES; k++) sum += p[k];
+            assert_true(fabsf(sum - 1) < 1e-5);
+            /* top-k: sorted, complete, labels of their indexes */
+            assert_int_equal(rtl_model_top(m, CLASSES + 2, top, &n, &e), 0);
+            assert_int_equal(n, CLASSES);
+            int seen = 0;
+            for (size_t k = 0; k < n; k++) {
+                assert_true(k == 0 || top[k - 1].prob >= top[k].prob);
+                assert_true(top[k].prob == p[top[k].index]);
+                assert_string_equal(top[k].label, rtl_model_label(m, top[k].index));
+                seen |= 1 << top[k].index;
+            }
+            assert_int_equal(seen, (1 << CLASSES) - 1);
+            assert_int_equal(rtl_model_top(m, 2, top, &n, &e), 0);
+            assert_int_equal(n, 2);
+        }
+        trn_net_free(ref);
+        rtl_model_close(m);
+    }
+}
+
+/* A 24-bit BMP of w x h with seeded pixels. */
+static void write_bmp(const char *path, int w, int h, uint64_t seed)
+{
+    int row = (w * 3 + 3) & ~3;
+    size_t size = 54 + (size_t)row * h;
+    unsigned char *b = calloc(1, size);
+    assert_non_null(b);
+    uint32_t v;
+    b[0] = 'B';
+    b[1] = 'M';
+    v = (uint32_t)size; memcpy(b + 2, &v, 4);
+    v = 54; memcpy(b + 10, &v, 4);
+    v = 40; memcpy(b + 14, &v, 4);
+    memcpy(b + 18, &w, 4);
+    memcpy(b + 22, &h, 4);
+    b[26] = 1;
+    b[28] = 24;
+    trn_rng r;
+    trn_rng_seed(&r, seed);
+    for (int y = 0; y < h; y++)
+        for (int x = 0; x < w * 3; x++) b[54 + (size_t)y * row + x] = (unsigned char)trn_rng_below(&r, 256);
+    assert_int_equal(tl_write(path, b, size), 0);
+    free(b);
+}
+
+static void runs_image_files(void **state)
+{
+    (void)state;
+    rtl_err e;
+    rtl_model *m = rtl_model_open(cat, "base", NULL, &e);
+    assert_non_null(m);
+    trn_net *ref = reference("base");
+    assert_non_null(ref);
+    const char *img = tl_path("img_21x17.bmp");
+    write_bmp(img, 21, 17, 5);
+    assert_int_equal(rtl_model_run_image(m, img, &e), 0);
+    float x[3 * 12 * 12];
+    trn_err te;
+    assert_int_equal(trn_image_load_input(img, 12, 12, 3, x, &te), 0);
+    assert_int_equal(trn_net_forward(ref, x, &te), 0);
+    assert_memory_equal(rtl_model_output(m), trn_net_output(ref), CLASSES * sizeof(float));
+    /* not an image: an error naming the file, and no result */
+    const char *bad = tl_path("not-an-image.png");
+    assert_int_equal(tl_write_text(bad, "hello"), 0);
+    assert_int_equal(rtl_model_run_image(m, bad, &e), -1);
+    assert_non_null(strstr(e.msg, "not-an-image.png"));
+    assert_null(rtl_model_output(m));
+    assert_int_equal(rtl_model_run_image(m, tl_path("missing.png"), &e), -1);
+    assert_non_null(strstr(e.msg, "missing.png"));
+    assert_int_equal(rtl_model_run(m, NULL, &e), -1);
+    trn_net_free(ref);
+    rtl_model_close(m);
+}
+
+static void loading_errors_are_messages(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *id, *pattern;
+    } cases[] = {
+        {"nope", "has no variant 'nope'; its variants: base, small, truncated"},
+        {"truncated", "the file ends at byte offset 140 inside layer"},
+        {"extra", "4 bytes are left over at byte offset"},
+        {"damaged", "but the manifest says"},
+        {"tiny", "inside the header"},
+        {"othercfg", "the weights do not fit"},
+        {"badkey", "variant.cfg:9: [convolutional]: unknown key 'frobnicate'"},
+        {"six", "has 6 outputs, but task 't' has 5 labels"},
+        {"nested", "multi-capacity models are not supported"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        rtl_err e = {{0}};
+        rtl_model *m = rtl_model_open(cat, cases[i].id, NULL, &e);
+        printf("# %s: %s\n", cases[i].id, e.msg);
+        assert_null(m);
+        assert_non_null(strstr(e.msg, cases[i].pattern));
+        if (strcmp(cases[i].id, "nope") != 0) assert_non_null(strstr(e.msg, cases[i].id));
+    }
+    /* loadable says so without touching files */
+    rtl_err le;
+    assert_int_equal(rtl_variant_loadable(rtl_catalog_find(cat, "truncated"), &le), 0);
+    assert_int_equal(rtl_variant_loadable(rtl_catalog_find(cat, "nested"), &le), -1);
+    assert_non_null(strstr(le.msg, "multi-capacity"));
+    /* a weights file that vanished */
+    assert_int_equal(rename(tl_path("variants/small/variant.weights"), tl_path("small.moved")), 0);
+    rtl_err e;
+    assert_null(rtl_model_open(cat, "small", NULL, &e));
+    assert_non_null(strstr(e.msg, "cannot open"));
+    assert_int_equal(rename(tl_path("small.moved"), tl_path("variants/small/variant.weights")), 0);
+    rtl_model *m = rtl_model_open(cat, "small", NULL, &e);
+    assert_non_null(m);
+    rtl_model_close(m);
+    rtl_model_close(NULL);
+}
+
+static void measures_and_reads_latencies(void **state)
+{
+    (void)state;
+    rtl_err e;
+    rtl_model *m = rtl_model_open(cat, "small", NULL, &e);
+    assert_non_null(m);
+    rtl_latency lat;
+    assert_int_equal(rtl_model_measure(m, NULL, 1, 0, &lat, &e), -1);
+    assert_int_equal(rtl_model_measure(m, NULL, 2, 5, &lat, &e), 0);
+    assert_string_equal(lat.variant, "small");
+    assert_string_equal(lat.where, "device");
+    assert_string_equal(lat.source, "measured");
+    assert_int_equal(lat.runs, 5);
+    assert_int_equal(lat.warmup, 2);
+    assert_int_equal(lat.batch, 1);
+    assert_true(lat.threads >= 1);
+    assert_true(lat.ms_median > 0 && lat.ms_mean > 0);
+    assert_int_equal(lat.catalog_version, 7);
+    assert_non_null(strstr(lat.machine, "cores"));
+    rtl_model_close(m);
+
+    const rtl_variant *v = rtl_catalog_find(cat, "base");
+    assert_int_equal(rtl_variant_latency(v, "build-host", &lat, &e), 0);
+    assert_true(lat.ms_median == 1.25 && lat.ms_mean == 1.5 && lat.runs == 9 && lat.threads == 3);
+    assert_string_equal(lat.machine, "unit host");
+    assert_int_equal(rtl_variant_latency(v, "elsewhere", &lat, &e), -1);
+    assert_int_equal(rtl_variant_estimate_count(v), 1);
+    rtl_estimate est;
+    assert_int_equal(rtl_variant_estimate_at(v, 0, &est), 0);
+    assert_string_equal(est.target, "board-a");
+    assert_true(est.ms == 2.5 && est.mj == 7);
+    assert_string_equal(est.bound, "compute");
+    assert_int_equal(rtl_variant_estimate_at(v, 1, &est), -1);
+    /* a parsed (not installed) catalog has no device profile */
+    assert_int_equal(rtl_profile_save(cat, &lat, 0, &e), -1);
+    assert_non_null(strstr(e.msg, "not opened from a store"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(runs_like_the_trainer),
+        cmocka_unit_test(runs_image_files),
+        cmocka_unit_test(loading_errors_are_messages),
+        cmocka_unit_test(measures_and_reads_latencies),
+    };
+    int rc = cmocka_run_group_tests_name("rtl_model", tests, setup, teardown);
+    test_tmpdir_cleanup();
+    return rc;
+}
