@@ -38,11 +38,14 @@ extern "C" {
  * Selectors name layers of the BASE network, whatever a spec does to it:
  *   conv#k   the k-th most expensive [convolutional] layer by MACs (k >= 1;
  *            ties go to the earlier layer)
+ *   conv~k   the same ranking in the network as rewritten by the earlier
+ *            rewrites of the spec (a layer of the base all the same)
  *   conv@k   the k-th [convolutional] layer in cfg order
  *   fc#k     the k-th largest [connected] layer by parameters, the final
  *            classifier (the last [connected] layer) excluded
  *   fc@k     the k-th [connected] layer in cfg order (classifier included)
- *   local#k, local@k   the same for Darknet's [local] layers
+ *   fc~k     like conv~k
+ *   local#k, local~k, local@k   the same for Darknet's [local] layers
  *   L<i>     layer index i (cfg section i + 1), any kind
  * A cfg with [local] sections (which the trainer cannot build) is measured
  * through a proxy where each [local] becomes the [convolutional] of the
@@ -140,7 +143,11 @@ cJSON *prn_copy_layers(const trn_net *src, trn_net *dst, const int *map, trn_err
  *                          [route] layers= and [shortcut] from= are
  *                          renumbered, a reference to the removed layer is
  *                          an error
- * Selectors are resolved against the base before any rewrite applies. */
+ * Selectors are resolved against the base before any rewrite applies,
+ * except conv~k, fc~k and local~k: they rank the layers of the network as
+ * rewritten by the spec's earlier ops (MCDNN rewrites "in sequence"), so
+ * "stride2:conv#1+stride2:conv~1" strides the most expensive layer, then
+ * the layer that is most expensive after that. */
 
 /* Parses and applies spec to cfg: *out receives the rewritten cfg, map
  * (n_base entries, caller-allocated) the new index of each base layer or

@@ -135,6 +135,43 @@ static void rewrite_stride2(void **state)
     free(t);
 }
 
+/* '#' ranks the base; '~' ranks the network as rewritten by the earlier
+ * ops: once L2 (conv#1) has stride 2, L0 is the most expensive layer. */
+static const char chain_cfg[] =
+    "[net]\nbatch=1\nwidth=16\nheight=16\nchannels=3\n\n"
+    "[convolutional]\nfilters=8\nsize=3\nstride=1\npad=1\nactivation=leaky\n\n" /* 55296 */
+    "[maxpool]\nsize=2\nstride=2\n\n"
+    "[convolutional]\nfilters=16\nsize=3\nstride=1\npad=1\nactivation=leaky\n\n" /* 73728 */
+    "[convolutional]\nfilters=16\nsize=1\nactivation=leaky\n\n" /* 16384 */
+    "[connected]\noutput=4\nactivation=linear\n\n[softmax]\n";
+
+static void rewrite_sequential_selectors(void **state)
+{
+    (void)state;
+    trn_err e;
+    char *t = rewrite_text(chain_cfg, "stride2:conv#1+stride2:conv~1", NULL, &e);
+    assert_non_null(t);
+    assert_string_equal(section_value(t, 3, "stride"), "2"); /* L2 */
+    assert_string_equal(section_value(t, 1, "stride"), "2"); /* L0 */
+    free(t);
+    t = rewrite_text(chain_cfg, "stride2:conv#1+stride2:conv#1", NULL, &e);
+    assert_non_null(t);
+    assert_string_equal(section_value(t, 3, "stride"), "4"); /* L2 twice */
+    assert_string_equal(section_value(t, 1, "stride"), "1"); /* L0 untouched */
+    free(t);
+    /* With nothing rewritten before it, conv~k is conv#k. */
+    t = rewrite_text(chain_cfg, "half:conv~1", NULL, &e);
+    assert_non_null(t);
+    char *u = rewrite_text(chain_cfg, "half:conv#1", NULL, &e);
+    assert_non_null(u);
+    assert_string_equal(t, u);
+    free(t);
+    free(u);
+    assert_null(rewrite_text(chain_cfg, "stride2:conv#1+half:conv~4", NULL, &e));
+    assert_non_null(strstr(e.msg, "conv~4"));
+    assert_non_null(strstr(e.msg, "3 convolutional layers"));
+}
+
 static void rewrite_half_and_fcdiv(void **state)
 {
     (void)state;
@@ -487,6 +524,7 @@ int main(void)
         cmocka_unit_test(selectors_errors),
         cmocka_unit_test(selectors_ties),
         cmocka_unit_test(rewrite_stride2),
+        cmocka_unit_test(rewrite_sequential_selectors),
         cmocka_unit_test(rewrite_half_and_fcdiv),
         cmocka_unit_test(rewrite_remove_renumbers_relative),
         cmocka_unit_test(rewrite_remove_renumbers_absolute),
