@@ -6,7 +6,12 @@
 # same bytes. Without KEY the archive is signed with a development key made
 # under $(O)/keys, and `catalog pack` warns that devices must not trust it.
 
-SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null)
+# Evaluated once and exported, so that the archive's name, its version and
+# its mtimes agree even if a commit lands while the build runs.
+ifeq ($(origin SOURCE_DATE_EPOCH),undefined)
+SOURCE_DATE_EPOCH := $(shell git log -1 --format=%ct 2>/dev/null)
+endif
+export SOURCE_DATE_EPOCH
 KEY               ?=
 KEY_PASSPHRASE_FILE ?=
 CATALOG_VERSION   ?= $(SOURCE_DATE_EPOCH)
@@ -37,18 +42,20 @@ CATALOG_REPORT  := $(MODEL_O)/catalog-$(MODEL)-$(CATALOG_VERSION).report.md
 # (each job one thread); `make -jN catalog` uses N jobs. The library check
 # runs first so that a fresh machine installs its packages (make deps).
 catalog: $(O)/.deps-ok ## the signed catalog of MODEL: data set, base, variants, archive, report
-	$(Q)$(MAKE) --no-print-directory $(if $(findstring -j,$(MAKEFLAGS)),,-j$(THREADS)) catalog-build
+	$(Q)t0=$$(date +%s.%N); \
+	$(MAKE) --no-print-directory $(if $(findstring -j,$(MAKEFLAGS)),,-j$(THREADS)) catalog-build && \
+	if [ -f $(TIMINGS) ]; then awk -v t0=$$t0 -v now=$$(date +%s.%N) -f mk/timings.awk $(TIMINGS); fi
 catalog-build: $(CATALOG_REPORT)
 	@echo 'catalog: $(CATALOG_ARCHIVE)'
 	@echo 'catalog: $(CATALOG_SIG)'
 	@echo 'catalog: $(CATALOG_REPORT) (Pareto plots beside it)'
 
-$(CATALOG_ARCHIVE): $(VARIANT_JSONS) $(BIN)/catalog $(DATA)
-	$(call msg,PACK,$@)names=$$(sed -n 's/^[[:space:]]*names[[:space:]]*=[[:space:]]*//p' $(DATA) | head -n1); \
+$(CATALOG_ARCHIVE): $(VARIANT_JSONS) $(DATA) | $(BIN)/catalog
+	$(call msg,PACK,$@)$(call timed,pack,$(MODEL),names=$$(sed -n 's/^[[:space:]]*names[[:space:]]*=[[:space:]]*//p' $(DATA) | head -n1); \
 	case "$$names" in /*) ;; *) names=$(dir $(DATA))$$names ;; esac; \
 	SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) $(BIN)/catalog pack $(VARIANTS_O) -o $(MODEL_O) \
 	  --model $(MODEL) --version $(CATALOG_VERSION) --seed $(SEED) --task $(RECIPE_TASK)=$$names \
-	  $(if $(KEY),--key $(KEY) $(if $(KEY_PASSPHRASE_FILE),--passphrase-file $(KEY_PASSPHRASE_FILE)),--dev-key-dir $(O)/keys)
+	  $(if $(KEY),--key $(KEY) $(if $(KEY_PASSPHRASE_FILE),--passphrase-file $(KEY_PASSPHRASE_FILE)),--dev-key-dir $(O)/keys))
 $(CATALOG_SIG): $(CATALOG_ARCHIVE)
 $(CATALOG_REPORT): $(CATALOG_ARCHIVE) $(CATALOG_SIG)
-	$(call msg,REPORT,$@)$(BIN)/catalog report $(CATALOG_ARCHIVE)
+	$(call msg,REPORT,$@)$(call timed,report,$(MODEL),$(BIN)/catalog report $(CATALOG_ARCHIVE))

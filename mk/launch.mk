@@ -44,3 +44,10 @@ launch = $(SRUN) --job-name=$(notdir $(MODEL_O))-$1 --nodes=1 --ntasks=1 \
 else
 launch =
 endif
+
+# $(call timed,STAGE,ID,COMMAND): runs COMMAND and, when it succeeds, appends
+# "STAGE ID START END" (seconds since the epoch) to $(TIMINGS), the record
+# `make catalog` sums into its per-stage breakdown. Appends of one short
+# line are atomic, so parallel jobs do not interleave.
+TIMINGS = $(MODEL_O)/timings.log
+timed = t0=$$(date +%s.%N); { $3; } && printf '%s %s %s %s\n' $1 $2 $$t0 $$(date +%s.%N) >> $(TIMINGS)

@@ -34,6 +34,7 @@ ifeq ($(CROSS),)
 # Host: every test here, plus the device tests cross-built and run under qemu.
 test: all $(UNIT_TESTS) $(TEST_DEPS) cross-test-build ## build and run every test (TESTS=substring runs a subset)
 	$(Q)$(TEST_ENV) BIN=$(abspath $(BIN)) O=$(abspath $(O)) TOP=$(CURDIR) SAN=$(SAN) \
+	  GPU=$(GPU) CUDNN=$(CUDNN) DEBUG=$(DEBUG) \
 	  TESTD=$(abspath $(TESTD)) THREADS=$(THREADS) TEST_JOBS=$(TEST_JOBS) \
 	  TEST_TIMEOUT=$(TEST_TIMEOUT) TESTS='$(TESTS)' \
 	  tests/run-tests.sh $(TESTD)/logs $(UNIT_TESTS) $(INTEGRATION_TESTS) $(shell cat $(CROSS_TEST_LIST))

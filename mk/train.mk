@@ -7,18 +7,20 @@
 # DATA=x.data.
 
 MODEL   ?= alexnet
+RECIPES ?= recipes
 PROFILE ?= default
 SEED    ?= 1
 CFG     ?=
 
-OPTIONS += MODEL PROFILE SEED CFG
-OPT_DOC_MODEL   := the recipe to build: a folder of recipes/ (alexnet, vgg16, resnet18, custom)
+OPTIONS += MODEL RECIPES PROFILE SEED CFG
+OPT_DOC_MODEL   := the recipe to build: a folder of RECIPES (alexnet, vgg16, resnet18, custom)
+OPT_DOC_RECIPES := the folder of recipes (one sub-folder per MODEL with its recipe.mk)
 OPT_DOC_PROFILE := recipe profile: default (small, for the embedded data set) or full (true-size model for real data)
 OPT_DOC_SEED    := seed of every training run and derivation of the pipeline
 OPT_DOC_CFG     := the model cfg with MODEL=custom
 
-ifeq ($(wildcard recipes/$(MODEL)/recipe.mk),)
-$(error MODEL='$(MODEL)' is not valid: no recipes/$(MODEL)/recipe.mk; use one of: $(notdir $(patsubst %/recipe.mk,%,$(wildcard recipes/*/recipe.mk))))
+ifeq ($(wildcard $(RECIPES)/$(MODEL)/recipe.mk),)
+$(error MODEL='$(MODEL)' is not valid: no $(RECIPES)/$(MODEL)/recipe.mk; use one of: $(notdir $(patsubst %/recipe.mk,%,$(wildcard $(RECIPES)/*/recipe.mk))))
 endif
 ifeq ($(filter default full,$(PROFILE)),)
 $(error PROFILE='$(PROFILE)' is not valid: use PROFILE=default or PROFILE=full)
@@ -27,10 +29,10 @@ $(call ds_uint,SEED)
 
 MODEL_O    := $(O)/$(MODEL)
 VARIANTS_O := $(MODEL_O)/variants
-include recipes/$(MODEL)/recipe.mk
+include $(RECIPES)/$(MODEL)/recipe.mk
 
 ifeq ($(RECIPE_CFG),)
-$(error recipes/$(MODEL)/recipe.mk sets no RECIPE_CFG)
+$(error $(RECIPES)/$(MODEL)/recipe.mk sets no RECIPE_CFG)
 endif
 RECIPE_TASK ?= identity
 

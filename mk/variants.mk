@@ -57,9 +57,9 @@ derive_args_mimic   = --data $(abspath $(DATA)) --from $(word 2,$(V_$1)) --to $(
   --with '$(word 4,$(V_$1))' --threads $(job_threads) $(foreach s,$(V_$1_MIMIC),--set $s)
 
 define variant_rules
-$(if $(filter base rewrite svd mimic,$(word 1,$(V_$1))),,$(error recipes/$(MODEL)/recipe.mk: \
+$(if $(filter base rewrite svd mimic,$(word 1,$(V_$1))),,$(error $(RECIPES)/$(MODEL)/recipe.mk: \
   variant '$1' has technique '$(word 1,$(V_$1))': use base, rewrite, svd or mimic))
-$(if $(shell echo '$1' | grep -Ex '[a-z0-9][a-z0-9_.-]{0,63}'),,$(error recipes/$(MODEL)/recipe.mk: \
+$(if $(shell echo '$1' | grep -Ex '[a-z0-9][a-z0-9_.-]{0,63}'),,$(error $(RECIPES)/$(MODEL)/recipe.mk: \
   variant id '$1' is not valid: use lower-case letters, digits, '_', '.', '-'))
 
 $(PLAN_O)/$1.plan: plan-force | $(PLAN_O)/.dirstamp
@@ -72,34 +72,34 @@ $(VARIANTS_O)/$1/meta.json: $(PLAN_O)/$1.plan $(RECIPE_CFG) | $(VARIANTS_O)/$1/.
 	  printf '{"technique":"base","parent":null,"description":"%s trained from scratch","technique_fields":{}}\n' \
 	  '$(MODEL) ($(notdir $(RECIPE_CFG)))' > $$@.tmp && mv $$@.tmp $$@
 else
-$(VARIANTS_O)/$1/meta.json: $(PLAN_O)/$1.plan $(BASE_V)/variant.weights $(BIN)/prune \
-    $(if $(filter mimic,$(word 1,$(V_$1))),$(DATA)) | $(VARIANTS_O)/$1/.dirstamp
-	$$(call msg,DERIVE,$1: $(V_$1))$$(call launch,$1-derive) $$(call derive_cmd,$1,$$(@D))
+$(VARIANTS_O)/$1/meta.json: $(PLAN_O)/$1.plan $(BASE_V)/variant.weights \
+    $(if $(filter mimic,$(word 1,$(V_$1))),$(DATA)) | $(VARIANTS_O)/$1/.dirstamp $(BIN)/prune
+	$$(call msg,DERIVE,$1: $(subst $(comma), ,$(V_$1)))$$(call timed,derive,$1,$$(call launch,$1-derive) $$(call derive_cmd,$1,$$(@D)))
 endif
 
 ifeq ($1$(BASE_WEIGHTS),base)
 # The base always trains (with the cfg's own settings when the recipe gives
 # none), with all THREADS: every other job waits for it.
-$(VARIANTS_O)/$1/variant.weights: $(VARIANTS_O)/$1/meta.json $(DATA) $(BIN)/trainer
-	$$(call msg,TRAIN,$1: $(or $(V_$1_TRAIN),settings of the cfg))$$(call train_cmd,$$(@D),$(V_$1_TRAIN),,$(THREADS))
+$(VARIANTS_O)/$1/variant.weights: $(VARIANTS_O)/$1/meta.json $(DATA) | $(BIN)/trainer
+	$$(call msg,TRAIN,$1: $(or $(V_$1_TRAIN),settings of the cfg))$$(call timed,train,$1,$$(call train_cmd,$$(@D),$(V_$1_TRAIN),,$(THREADS)))
 else ifeq ($1,base)
 # Trained Darknet weights given by the user: checked against the cfg, then used as they are.
-$(VARIANTS_O)/$1/variant.weights: $(VARIANTS_O)/$1/meta.json $(BASE_WEIGHTS) $(BIN)/trainer
+$(VARIANTS_O)/$1/variant.weights: $(VARIANTS_O)/$1/meta.json $(BASE_WEIGHTS) | $(BIN)/trainer
 	$$(call msg,WEIGHTS,$(BASE_WEIGHTS))$(BIN)/trainer info --cfg $$(@D)/variant.cfg --weights $(BASE_WEIGHTS) >/dev/null && \
 	  cp $(BASE_WEIGHTS) $$@.tmp && mv $$@.tmp $$@
 else
-$(VARIANTS_O)/$1/variant.weights: $(VARIANTS_O)/$1/meta.json $(if $(strip $(V_$1_TRAIN)),$(DATA) $(BIN)/trainer)
-	$(if $(strip $(V_$1_TRAIN)),$$(call msg,TRAIN,$1: $(V_$1_TRAIN))$$(call train_cmd,$$(@D),$(V_$1_TRAIN),$$(@D)/init.weights),$$(call msg,COPY,$1 (no training))cp $$(@D)/init.weights $$@.tmp && mv $$@.tmp $$@)
+$(VARIANTS_O)/$1/variant.weights: $(VARIANTS_O)/$1/meta.json $(if $(strip $(V_$1_TRAIN)),$(DATA)) | $(BIN)/trainer
+	$(if $(strip $(V_$1_TRAIN)),$$(call msg,TRAIN,$1: $(V_$1_TRAIN))$$(call timed,train,$1,$$(call train_cmd,$$(@D),$(V_$1_TRAIN),$$(@D)/init.weights)),$$(call msg,COPY,$1 (no training))cp $$(@D)/init.weights $$@.tmp && mv $$@.tmp $$@)
 endif
 
-$(VARIANTS_O)/$1/eval.json: $(VARIANTS_O)/$1/variant.weights $(DATA) $(BIN)/trainer
-	$$(call msg,EVAL,$1)$$(call eval_cmd,$$(@D))
+$(VARIANTS_O)/$1/eval.json: $(VARIANTS_O)/$1/variant.weights $(DATA) | $(BIN)/trainer
+	$$(call msg,EVAL,$1)$$(call timed,eval,$1,$$(call eval_cmd,$$(@D)))
 
-$(VARIANTS_O)/$1/profile.json: $(VARIANTS_O)/$1/variant.weights $(BIN)/catalog
-	$$(call msg,PROFILE,$1)$$(call profile_cmd,$$(@D))
+$(VARIANTS_O)/$1/profile.json: $(VARIANTS_O)/$1/variant.weights | $(BIN)/catalog
+	$$(call msg,PROFILE,$1)$$(call timed,profile,$1,$$(call profile_cmd,$$(@D)))
 
-$(VARIANTS_O)/$1/variant.json: $(VARIANTS_O)/$1/eval.json $(VARIANTS_O)/$1/profile.json
-	$$(call msg,DESCRIBE,$1)$(BIN)/catalog describe $$(@D) --id $1 --model $(MODEL) --task $(RECIPE_TASK) \
-	  --eval $$(@D)/eval.json --profile $$(@D)/profile.json --meta $$(@D)/meta.json
+$(VARIANTS_O)/$1/variant.json: $(VARIANTS_O)/$1/eval.json $(VARIANTS_O)/$1/profile.json | $(BIN)/catalog
+	$$(call msg,DESCRIBE,$1)$$(call timed,describe,$1,$(BIN)/catalog describe $$(@D) --id $1 --model $(MODEL) \
+	  --task $(RECIPE_TASK) --eval $$(@D)/eval.json --profile $$(@D)/profile.json --meta $$(@D)/meta.json)
 endef
 $(foreach v,$(RECIPE_VARIANTS),$(eval $(call variant_rules,$(v))))

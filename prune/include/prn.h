@@ -125,9 +125,14 @@ int prn_variant_write(const prn_variant *v, const char *dir, trn_err *err) TRN_M
 
 /* Copies into `dst` every layer of `src` whose parameter table (kinds,
  * roles and shapes) is unchanged, through map: map[i] is the dst layer of
- * src layer i, or -1. Returns a JSON object {"copied":[dst layers],
- * "initialised":[dst layers with parameters that were not copied]} (NULL
- * when out of memory). Layers without parameters are in neither list. */
+ * src layer i, or -1. A layer that keeps its kind, kernel and input size
+ * but has fewer filters (outputs) and/or reads a prefix of the input
+ * channels is "sliced": it receives the matching sub-block (its first
+ * filters, and of each the first input channels), so halving a layer
+ * keeps half of what it had learnt. Returns a JSON object {"copied":[dst
+ * layers], "sliced":[dst layers], "initialised":[dst layers with
+ * parameters that were neither]} (NULL when out of memory). Layers
+ * without parameters are in no list. */
 cJSON *prn_copy_layers(const trn_net *src, trn_net *dst, const int *map, trn_err *err);
 
 /* ---- static rewrites (rewrite.c) ------------------------------------------- *
