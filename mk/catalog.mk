@@ -51,11 +51,12 @@ catalog-build: $(CATALOG_REPORT)
 	@echo 'catalog: $(CATALOG_REPORT) (Pareto plots beside it)'
 
 $(CATALOG_ARCHIVE): $(VARIANT_JSONS) $(DATA) | $(BIN)/catalog
-	$(call msg,PACK,$@)$(call timed,pack,$(MODEL),names=$$(sed -n 's/^[[:space:]]*names[[:space:]]*=[[:space:]]*//p' $(DATA) | head -n1); \
+	$(call msg,PACK,$@)names=$$(sed -n 's/^[[:space:]]*names[[:space:]]*=[[:space:]]*//p' $(DATA) | head -n1); \
 	case "$$names" in /*) ;; *) names=$(dir $(DATA))$$names ;; esac; \
-	SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) $(BIN)/catalog pack $(VARIANTS_O) -o $(MODEL_O) \
-	  --model $(MODEL) --version $(CATALOG_VERSION) --seed $(SEED) --task $(RECIPE_TASK)=$$names \
-	  $(if $(KEY),--key $(KEY) $(if $(KEY_PASSPHRASE_FILE),--passphrase-file $(KEY_PASSPHRASE_FILE)),--dev-key-dir $(O)/keys))
+	$(call timed,pack,$(MODEL),SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) $(BIN)/catalog pack $(VARIANTS_O) \
+	  -o $(MODEL_O) --model $(MODEL) --version $(CATALOG_VERSION) --seed $(SEED) \
+	  --task $(RECIPE_TASK)=$$names $(if $(KEY),--key $(KEY) $(if $(KEY_PASSPHRASE_FILE),--passphrase-file \
+	  $(KEY_PASSPHRASE_FILE)),--dev-key-dir $(O)/keys))
 $(CATALOG_SIG): $(CATALOG_ARCHIVE)
 $(CATALOG_REPORT): $(CATALOG_ARCHIVE) $(CATALOG_SIG)
 	$(call msg,REPORT,$@)$(call timed,report,$(MODEL),$(BIN)/catalog report $(CATALOG_ARCHIVE))
