@@ -41,7 +41,12 @@ RECIPE_TASK ?= identity
 # DIR/train so that an interrupted job resumes where it stopped, then
 # publish DIR/variant.weights (the trainer writes DIR/train/variant.weights
 # atomically; the rename is atomic too).
-train_cmd = $(call launch,$(notdir $1)-train,$4) $(BIN)/trainer train --cfg $1/variant.cfg \
+#
+# A checkpoint older than any of the job's inputs ($^: a re-derived
+# variant.cfg, a new data set) belongs to an earlier job and is removed
+# first; one newer than them all is this job's, interrupted, and resumed.
+train_cmd = for p in $^; do if [ -e $1/train/variant.ckpt ] && [ $$p -nt $1/train/variant.ckpt ]; then \
+  rm -rf $1/train; fi; done; $(call launch,$(notdir $1)-train,$4) $(BIN)/trainer train --cfg $1/variant.cfg \
   --data $(abspath $(DATA)) $(if $3,--weights $3 --clear) --seed $(SEED) --backup $1/train \
   --resume --quiet --threads $(or $4,$(job_threads)) $(foreach s,$2,--set $s) && \
   mv $1/train/variant.weights $1/variant.weights

@@ -58,12 +58,12 @@ activation=linear
 
 [softmax]
 CFG
-write_recipe() { # RW_B_BATCHES RW_A_BATCHES
+write_recipe() { # RW_B_BATCHES RW_A_BATCHES [RW_A_LEARNING_RATE]
     cat >"$R/recipe.mk" <<MK
 RECIPE_CFG := \$(RECIPES)/tiny/base.cfg
 RECIPE_VARIANTS := rw-a rw-b svd-a
 V_rw-a := rewrite stride2:conv\\#1
-V_rw-a_TRAIN := max_batches=$2
+V_rw-a_TRAIN := max_batches=$2 learning_rate=${3:-0.1}
 V_rw-b := rewrite half:conv~1
 V_rw-b_TRAIN := max_batches=$1
 V_svd-a := svd fc\\#1:4x
@@ -126,23 +126,46 @@ t_check "the base was not rebuilt" test "$(stamp base)" = "$before_base"
 after_b=$(stamp rw-b)
 
 # 3. A build killed while a variant trains resumes from its checkpoint.
-write_recipe 12 3000
-setsid bash -c "$(declare -f pmake); TOP='$TOP' O='$O' T='$T' pmake -j1 variants" >"$T/killed.out" 2>&1 &
+# (A new learning rate too: the first batches of the edited entry differ
+# from those the previous entry checkpointed.)
+write_recipe 12 3000 0.05
+sleep 0.1; touch "$T/started"
+# Job control puts the background build in its own process group (pgid =
+# its pid), so one kill reaches make and every job under it, as a killed
+# terminal or a cancelled CI job would.
+set -m
+pmake -j1 variants >"$T/killed.out" 2>&1 &
 pid=$!
+set +m
 for _ in $(seq 1 600); do
-    [ -f "$T/tiny/variants/rw-a/train/variant.ckpt" ] && break
+    [ "$T/tiny/variants/rw-a/train/variant.ckpt" -nt "$T/started" ] && break
     kill -0 "$pid" 2>/dev/null || break
     sleep 0.1
 done
 kill -KILL -- -"$pid" 2>/dev/null
 wait "$pid" 2>/dev/null
-if [ -f "$T/tiny/variants/rw-a/train/variant.ckpt" ] && [ ! -f "$T/tiny/variants/rw-a/variant.json" ]; then
+# (rw-a's variant.json is still the one of its previous entry: out of date.)
+if [ "$T/tiny/variants/rw-a/train/variant.ckpt" -nt "$T/tiny/plan/rw-a.plan" ] &&
+   [ "$T/tiny/plan/rw-a.plan" -nt "$T/tiny/variants/rw-a/variant.json" ]; then
     t_ok "the build was killed with rw-a checkpointed and not finished"
 else
-    t_fail "the build was killed with rw-a checkpointed and not finished" "$(tail -n 3 "$T/killed.out")"
+    t_fail "the build was killed with rw-a checkpointed and not finished" "$(tail -n 3 "$T/killed.out"; ls -l --time-style=full-iso "$T/tiny/plan/rw-a.plan" "$T/tiny/variants/rw-a" "$T/tiny/variants/rw-a/train" 2>&1)"
 fi
 expect_ok "make variants after the kill finishes the build" pmake -j2 variants
-t_check "rw-a is complete after the resumed build" test -s "$T/tiny/variants/rw-a/variant.json"
+t_check "rw-a is complete after the resumed build" test "$T/tiny/variants/rw-a/variant.json" -nt "$T/tiny/plan/rw-a.plan"
+# Darknet's header: major, minor, revision (int32 each), then seen (uint64):
+# 3000 batches of 16 images, so the edited entry's schedule ran to its end
+# (an earlier entry's checkpoint was not resumed).
+seen=$(od -An -t u8 -j 12 -N 8 "$T/tiny/variants/rw-a/variant.weights" | tr -d ' ')
+t_check "rw-a trained its edited schedule to the end (seen $seen, want 48000)" test "$seen" = 48000
+# The same entry built without interruption (from a copy of the trained
+# base) gives the same bytes: the resumed job continued its own checkpoint,
+# not the earlier entry's.
+mkdir -p "$T/fresh/variants"
+cp -a "$T/tiny/plan" "$T/fresh/" && cp -a "$T/tiny/variants/base" "$T/fresh/variants/"
+expect_ok "rw-a built again without interruption" pmake MODEL_O="$T/fresh" "$T/fresh/variants/rw-a/variant.weights"
+t_check "the resumed rw-a has the uninterrupted one's weights bytes" \
+    cmp "$T/fresh/variants/rw-a/variant.weights" "$T/tiny/variants/rw-a/variant.weights"
 t_check "rw-b was not redone by the resumed build" test "$(stamp rw-b)" = "$after_b"
 
 # 4. The catalog: signed, verifiable by minisign, the same bytes twice.
