@@ -67,8 +67,12 @@ $(PLAN_O)/$1.plan: plan-force | $(PLAN_O)/.dirstamp
 	  printf '%s\n' '$(call plan_line,$1)' > $$@.tmp && mv $$@.tmp $$@; fi
 
 ifeq ($1,base)
-$(VARIANTS_O)/$1/meta.json: $(PLAN_O)/$1.plan $(RECIPE_CFG) | $(VARIANTS_O)/$1/.dirstamp
-	$$(call msg,BASE,$(RECIPE_CFG))cp $(RECIPE_CFG) $$(@D)/variant.cfg.tmp && mv $$(@D)/variant.cfg.tmp $$(@D)/variant.cfg && \
+# The recipe's cfg, its classifier fitted to the data set's classes
+# (mk/classes.awk: a DATA= set with another class count than the default).
+$(VARIANTS_O)/$1/meta.json: $(PLAN_O)/$1.plan $(RECIPE_CFG) $(DATA) mk/classes.awk | $(VARIANTS_O)/$1/.dirstamp
+	$$(call msg,BASE,$(RECIPE_CFG))n=$$$$(sed -n 's/^[[:space:]]*classes[[:space:]]*=[[:space:]]*//p' $(DATA) | head -n1); \
+	  case "$$$$n" in [1-9]*) ;; *) echo "$(DATA): no classes=N line: is it a Darknet classifier .data?" >&2; exit 1 ;; esac; \
+	  awk -v n="$$$$n" -f mk/classes.awk $(RECIPE_CFG) > $$(@D)/variant.cfg.tmp && mv $$(@D)/variant.cfg.tmp $$(@D)/variant.cfg && \
 	  printf '{"technique":"base","parent":null,"description":"%s trained from scratch","technique_fields":{}}\n' \
 	  '$(MODEL) ($(notdir $(RECIPE_CFG)))' > $$@.tmp && mv $$@.tmp $$@
 else

@@ -53,7 +53,7 @@ output=32
 activation=relu
 
 [connected]
-output=48
+output=10
 activation=linear
 
 [softmax]
@@ -106,6 +106,8 @@ for v in base rw-a rw-b svd-a; do
     t_check "variant $v has its variant.json" test -s "$T/tiny/variants/$v/variant.json"
 done
 t_check "make variants prints the table" grep -q 'rw-a' "$T/variants.out"
+t_check "the base's classifier was fitted to the set's 48 classes (the recipe says 10)" \
+    grep -qx 'output=48' "$T/tiny/variants/base/variant.cfg"
 t_check "the base trained with all threads" grep -qx 'tiny-base-train 2' "$SRUN_LOG"
 t_check "variants trained with THREADS/2 threads each" grep -qx 'tiny-rw-a-train 1' "$SRUN_LOG"
 t_check "every derivation went through the launcher" grep -qx 'tiny-svd-a-derive 1' "$SRUN_LOG"
