@@ -15,7 +15,9 @@ SAN      ?=
 CROSS    ?=
 PREFIX   ?= /usr/local
 DESTDIR  ?=
-THREADS  ?= $(shell nproc 2>/dev/null || echo 1)
+ifeq ($(origin THREADS),undefined)
+THREADS  := $(shell nproc 2>/dev/null || echo 1)
+endif
 V        ?= 0
 CUDA_PATH ?= /usr/local/cuda
 

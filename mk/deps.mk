@@ -28,7 +28,7 @@ endif
 
 # Goals that may install missing packages by themselves (the README promises
 # that these work as the first command on a fresh Debian machine).
-DEPS_AUTO_GOALS := test catalog bench
+DEPS_AUTO_GOALS := test catalog bench variants
 DEPS_AUTO := $(if $(filter $(DEPS_AUTO_GOALS),$(MAKECMDGOALS)),1,0)
 
 .PHONY: deps

@@ -29,14 +29,20 @@ CROSS_TEST_O      := $(O)/$(patsubst %-,%,$(CROSS_TEST_PREFIX))
 CROSS_QEMU        := qemu-$(firstword $(subst -, ,$(CROSS_TEST_PREFIX)))
 CROSS_TEST_LIST   := $(if $(CROSS),$(O),$(CROSS_TEST_O))/cross-tests.list
 
-.PHONY: test check bench cross-test-build cross-test-list
+.PHONY: test test-build check bench cross-test-build cross-test-list
 ifeq ($(CROSS),)
 # Host: every test here, plus the device tests cross-built and run under qemu.
-test: all $(UNIT_TESTS) $(TEST_DEPS) cross-test-build ## build and run every test (TESTS=substring runs a subset)
+# A plain `make test` builds with THREADS jobs (like `make catalog`), then
+# runs the tests (TEST_JOBS at once).
+test: $(O)/.deps-ok ## build and run every test (TESTS=substring runs a subset)
+	$(Q)$(MAKE) --no-print-directory $(if $(findstring -j,$(MAKEFLAGS)),,-j$(THREADS)) test-build
 	$(Q)$(TEST_ENV) BIN=$(abspath $(BIN)) O=$(abspath $(O)) TOP=$(CURDIR) SAN=$(SAN) \
+	  GPU=$(GPU) CUDNN=$(CUDNN) DEBUG=$(DEBUG) \
 	  TESTD=$(abspath $(TESTD)) THREADS=$(THREADS) TEST_JOBS=$(TEST_JOBS) \
 	  TEST_TIMEOUT=$(TEST_TIMEOUT) TESTS='$(TESTS)' \
-	  tests/run-tests.sh $(TESTD)/logs $(UNIT_TESTS) $(INTEGRATION_TESTS) $(shell cat $(CROSS_TEST_LIST))
+	  tests/run-tests.sh $(TESTD)/logs $(UNIT_TESTS) $(INTEGRATION_TESTS) $$(cat $(CROSS_TEST_LIST))
+
+test-build: all $(UNIT_TESTS) $(TEST_DEPS) cross-test-build
 
 cross-test-build:
 	$(Q)mkdir -p $(CROSS_TEST_O); \

@@ -14,9 +14,13 @@
  *                 network's last layer that is not a [cost] layer
  *   profile.json  (`catalog profile`, profile.c) "cost" and "latency"
  *
- * The folder must hold variant.cfg and variant.weights. The result is
- * checked against the built-in variant schema before it is written
- * (atomically, keys sorted).
+ * The folder must hold variant.cfg and variant.weights. The profile's
+ * MACs, parameters, peak activation bytes and per-layer table (measured
+ * while the network ran) must equal the cost model's prediction from
+ * variant.cfg alone (costmodel.c); a disagreement is an error, so every
+ * variant of every build checks the cost model. The result is checked
+ * against the built-in variant schema before it is written (atomically,
+ * keys sorted).
  */
 #include "cat.h"
 
@@ -97,6 +101,52 @@ static int file_exists(const char *dir, const char *name, trn_err *err)
     return 0;
 }
 
+/* Compares the profiled cost object with the cost model of dir/variant.cfg.
+ * -1 with an error naming the first figure that differs. */
+static int check_cost_model(const char *dir, const cJSON *cost, trn_err *err)
+{
+    char path[4096 + 16];
+    snprintf(path, sizeof path, "%s/variant.cfg", dir);
+    trn_cfg *cfg = trn_cfg_read(path, err);
+    if (!cfg) return -1;
+    cat_cost m;
+    int rc = cat_cost_model(cfg, &m, err);
+    trn_cfg_free(cfg);
+    if (rc != 0) {
+        cat_cost_free(&m);
+        return trn_err_prefix(err, "cost model of %s", path);
+    }
+    static const char *const totals[] = {"macs", "params", "peak_activation_bytes"};
+    const uint64_t predicted[] = {m.macs, m.params, m.peak_activation_bytes};
+    for (size_t i = 0; i < sizeof totals / sizeof *totals && rc == 0; i++) {
+        double got = cat_json_num(cost, totals[i], -1);
+        if (got != (double)predicted[i])
+            rc = trn_errf(err, "%s: the profile's %s (%.0f, counted while running) differs from "
+                          "the cost model's %llu (from the cfg): profile.json is stale or the "
+                          "cost model and the network disagree",
+                          path, totals[i], got, (unsigned long long)predicted[i]);
+    }
+    const cJSON *layers = cJSON_GetObjectItem(cost, "layers");
+    if (rc == 0 && cJSON_GetArraySize(layers) != m.n)
+        rc = trn_errf(err, "%s: the profile has %d layers, the cost model %d", path,
+                      cJSON_GetArraySize(layers), m.n);
+    for (int i = 0; rc == 0 && i < m.n; i++) {
+        const cJSON *l = cJSON_GetArrayItem(layers, i);
+        if (cat_json_num(l, "macs", -1) != (double)m.layers[i].macs ||
+            cat_json_num(l, "params", -1) != (double)m.layers[i].params ||
+            cat_json_num(l, "output_bytes", -1) != (double)m.layers[i].output_bytes)
+            rc = trn_errf(err, "%s: layer %d (%s): the profile's MACs/params/output bytes "
+                          "(%.0f/%.0f/%.0f) differ from the cost model's (%llu/%llu/%llu)",
+                          path, i, m.layers[i].type, cat_json_num(l, "macs", -1),
+                          cat_json_num(l, "params", -1), cat_json_num(l, "output_bytes", -1),
+                          (unsigned long long)m.layers[i].macs,
+                          (unsigned long long)m.layers[i].params,
+                          (unsigned long long)m.layers[i].output_bytes);
+    }
+    cat_cost_free(&m);
+    return rc;
+}
+
 int cat_describe(const cat_describe_opts *o, trn_err *err)
 {
     cJSON *ev = NULL, *prof = NULL, *meta = NULL, *v = NULL;
@@ -123,6 +173,7 @@ int cat_describe(const cat_describe_opts *o, trn_err *err)
                  o->profile);
         goto out;
     }
+    if (check_cost_model(o->dir, cost, err) != 0) goto out;
     cJSON *acc = accuracy_of(ev, classes_of(ev, cost), o->eval, err);
     if (!acc) goto out;
     v = cJSON_CreateObject();

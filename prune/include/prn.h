@@ -38,11 +38,14 @@ extern "C" {
  * Selectors name layers of the BASE network, whatever a spec does to it:
  *   conv#k   the k-th most expensive [convolutional] layer by MACs (k >= 1;
  *            ties go to the earlier layer)
+ *   conv~k   the same ranking in the network as rewritten by the earlier
+ *            rewrites of the spec (a layer of the base all the same)
  *   conv@k   the k-th [convolutional] layer in cfg order
  *   fc#k     the k-th largest [connected] layer by parameters, the final
  *            classifier (the last [connected] layer) excluded
  *   fc@k     the k-th [connected] layer in cfg order (classifier included)
- *   local#k, local@k   the same for Darknet's [local] layers
+ *   fc~k     like conv~k
+ *   local#k, local~k, local@k   the same for Darknet's [local] layers
  *   L<i>     layer index i (cfg section i + 1), any kind
  * A cfg with [local] sections (which the trainer cannot build) is measured
  * through a proxy where each [local] becomes the [convolutional] of the
@@ -122,9 +125,14 @@ int prn_variant_write(const prn_variant *v, const char *dir, trn_err *err) TRN_M
 
 /* Copies into `dst` every layer of `src` whose parameter table (kinds,
  * roles and shapes) is unchanged, through map: map[i] is the dst layer of
- * src layer i, or -1. Returns a JSON object {"copied":[dst layers],
- * "initialised":[dst layers with parameters that were not copied]} (NULL
- * when out of memory). Layers without parameters are in neither list. */
+ * src layer i, or -1. A layer that keeps its kind, kernel and input size
+ * but has fewer filters (outputs) and/or reads a prefix of the input
+ * channels is "sliced": it receives the matching sub-block (its first
+ * filters, and of each the first input channels), so halving a layer
+ * keeps half of what it had learnt. Returns a JSON object {"copied":[dst
+ * layers], "sliced":[dst layers], "initialised":[dst layers with
+ * parameters that were neither]} (NULL when out of memory). Layers
+ * without parameters are in no list. */
 cJSON *prn_copy_layers(const trn_net *src, trn_net *dst, const int *map, trn_err *err);
 
 /* ---- static rewrites (rewrite.c) ------------------------------------------- *
@@ -140,7 +148,11 @@ cJSON *prn_copy_layers(const trn_net *src, trn_net *dst, const int *map, trn_err
  *                          [route] layers= and [shortcut] from= are
  *                          renumbered, a reference to the removed layer is
  *                          an error
- * Selectors are resolved against the base before any rewrite applies. */
+ * Selectors are resolved against the base before any rewrite applies,
+ * except conv~k, fc~k and local~k: they rank the layers of the network as
+ * rewritten by the spec's earlier ops (MCDNN rewrites "in sequence"), so
+ * "stride2:conv#1+stride2:conv~1" strides the most expensive layer, then
+ * the layer that is most expensive after that. */
 
 /* Parses and applies spec to cfg: *out receives the rewritten cfg, map
  * (n_base entries, caller-allocated) the new index of each base layer or

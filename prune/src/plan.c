@@ -224,9 +224,11 @@ static long parse_count(const char *s)
 int prn_select(const prn_plan *p, const char *sel, trn_err *err)
 {
     static const char *const grammar =
-        "use conv#k (k-th most expensive convolutional layer by MACs), conv@k (k-th "
+        "use conv#k (k-th most expensive convolutional layer by MACs), conv~k (the same "
+        "ranking in the network as rewritten by the earlier rewrites of a spec), conv@k (k-th "
         "convolutional layer in cfg order), fc#k (k-th largest connected layer by parameters, "
-        "the final classifier excluded), fc@k, local#k, local@k or L<i> (layer index i)";
+        "the final classifier excluded), fc~k, fc@k, local#k, local~k, local@k or L<i> (layer "
+        "index i)";
     if (!sel || !*sel) return trn_errf(err, "empty layer selector: %s", grammar);
     if (sel[0] == 'L') {
         long i = parse_count(sel + 1);
@@ -237,19 +239,22 @@ int prn_select(const prn_plan *p, const char *sel, trn_err *err)
     }
     prn_kind kind;
     size_t plen;
-    if (strncmp(sel, "conv", 4) == 0 && (sel[4] == '#' || sel[4] == '@')) {
+    /* '~' ranks like '#': the caller decides which network the plan describes. */
+#define SEL_MARK(c) ((c) == '#' || (c) == '~' || (c) == '@')
+    if (strncmp(sel, "conv", 4) == 0 && SEL_MARK(sel[4])) {
         kind = PRN_KIND_CONV;
         plen = 4;
-    } else if (strncmp(sel, "fc", 2) == 0 && (sel[2] == '#' || sel[2] == '@')) {
+    } else if (strncmp(sel, "fc", 2) == 0 && SEL_MARK(sel[2])) {
         kind = PRN_KIND_CONNECTED;
         plen = 2;
-    } else if (strncmp(sel, "local", 5) == 0 && (sel[5] == '#' || sel[5] == '@')) {
+    } else if (strncmp(sel, "local", 5) == 0 && SEL_MARK(sel[5])) {
         kind = PRN_KIND_LOCAL;
         plen = 5;
     } else {
         return trn_errf(err, "'%.40s' is not a layer selector: %s", sel, grammar);
     }
-    int by_rank = sel[plen] == '#';
+#undef SEL_MARK
+    int by_rank = sel[plen] != '@';
     long k = parse_count(sel + plen + 1);
     if (k < 1)
         return trn_errf(err, "'%.40s': the count after '%c' must be an integer >= 1", sel,

@@ -2,9 +2,13 @@
  * rewrite.c: MCDNN's static rewrites (section 4.1.1, rules 1-4) at the cfg
  * level, and the warm start of the rewritten network from the base.
  *
- * Spec grammar in prn.h. Every selector is resolved against the base
- * before any rewrite applies; a removal moves later layers, so the ops
- * carry base indexes through a map (base layer -> current layer).
+ * Spec grammar in prn.h. Selectors are resolved against the base, except
+ * the '~' ones (conv~k, fc~k, local~k), which rank the layers of the
+ * network as rewritten by the earlier ops of the same spec: MCDNN applies
+ * its rewrites "to a small set of heuristically selected layers in
+ * sequence", so after a stride x2 the most expensive layer may be another
+ * one. A removal moves later layers, so the ops carry base indexes through
+ * a map (base layer -> current layer).
  *
  * Base weights of a cfg with [local] layers (which the trainer cannot
  * build) are read through the proxy network: the Darknet file is copied
@@ -195,6 +199,23 @@ static int apply_op(trn_cfg *cfg, const prn_plan *plan, op *o, int *map, char **
     return trn_errf(err, "internal: unknown rewrite");
 }
 
+/* Resolves a '~' selector against cur, the cfg as rewritten so far, and
+ * returns the base layer it stands for (map: base layer -> current layer).
+ * -1 with an error when the selector does not resolve. */
+static int select_current(const trn_cfg *cur, const prn_plan *base, const int *map,
+                          const char *sel, trn_err *err)
+{
+    prn_plan *p = prn_plan_create(cur, err);
+    if (!p) return -1;
+    int layer = prn_select(p, sel, err);
+    prn_plan_free(p);
+    if (layer < 0) return -1;
+    for (int j = 0; j < prn_plan_layers(base); j++)
+        if (map[j] == layer) return j;
+    return trn_errf(err, "%s: L%d of the rewritten network is not a layer of the base", sel,
+                    layer);
+}
+
 int prn_rewrite_cfg(const trn_cfg *cfg, const prn_plan *plan, const char *spec, trn_cfg **out,
                     int *map, char **desc, cJSON **ops_out, trn_err *err)
 {
@@ -214,7 +235,7 @@ int prn_rewrite_cfg(const trn_cfg *cfg, const prn_plan *plan, const char *spec, 
         p = plus + 1;
     }
     for (int k = 0; k < nops; k++)
-        if ((ops[k].layer = prn_select(plan, ops[k].sel, err)) < 0)
+        if (!strchr(ops[k].sel, '~') && (ops[k].layer = prn_select(plan, ops[k].sel, err)) < 0)
             return trn_err_prefix(err, "spec '%.200s', rewrite '%s'", spec, ops[k].text);
     trn_cfg *c = trn_cfg_clone(cfg, err);
     cJSON *jops = cJSON_CreateArray();
@@ -225,11 +246,17 @@ int prn_rewrite_cfg(const trn_cfg *cfg, const prn_plan *plan, const char *spec, 
         return trn_errf(err, "out of memory");
     }
     for (int j = 0; j < prn_plan_layers(plan); j++) map[j] = j;
-    for (int k = 0; k < nops; k++)
+    for (int k = 0; k < nops; k++) {
+        if (strchr(ops[k].sel, '~') && (ops[k].layer = select_current(c, plan, map,
+                                                                        ops[k].sel, err)) < 0) {
+            trn_err_prefix(err, "spec '%.200s', rewrite '%s'", spec, ops[k].text);
+            goto fail;
+        }
         if (apply_op(c, plan, &ops[k], map, &d, jops, err) != 0) {
             trn_err_prefix(err, "spec '%.200s'", spec);
             goto fail;
         }
+    }
     if (!d) {
         trn_errf(err, "out of memory");
         goto fail;

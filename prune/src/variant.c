@@ -112,20 +112,93 @@ static void layer_params(const trn_param *t, int np, int i, int *first, int *cou
         }
 }
 
+/* 1 when dst's layer b is src's layer a with fewer filters or outputs and/or
+ * a prefix of its input channels (the same kind, kernel, groups and
+ * spatial input size), so that its parameters are a sub-block of a's. */
+static int is_slice(const trn_layer_info *a, const trn_layer_info *b)
+{
+    if (a->kind != b->kind) return 0;
+    if (b->in.h != a->in.h || b->in.w != a->in.w || b->in.c > a->in.c) return 0;
+    if (a->kind == TRN_LAYER_CONVOLUTIONAL)
+        return b->size == a->size && b->groups == 1 && a->groups == 1 &&
+               b->filters <= a->filters && b->batch_normalize == a->batch_normalize;
+    if (a->kind == TRN_LAYER_CONNECTED)
+        return b->out.c * b->out.h * b->out.w <= a->out.c * a->out.h * a->out.w &&
+               b->batch_normalize == a->batch_normalize;
+    return 0;
+}
+
+/* Copies the overlapping block of a (rows, cols) parameter: the first
+ * d->rows rows (filters or outputs), of each its first d->cols columns.
+ * A convolution's row is (channels, size, size) and a connected layer's
+ * row over a (c, h, w) input is (c, h, w), so the first columns are the
+ * first input channels; per-filter vectors are (1, count): a prefix. */
+static void copy_block(const trn_param *s, const trn_param *d)
+{
+    for (int r = 0; r < d->rows; r++)
+        memcpy(d->data + (size_t)r * d->cols, s->data + (size_t)r * s->cols,
+               (size_t)d->cols * sizeof(float));
+}
+
+/* Whether channel k of dst layer j's output is channel k of its base
+ * layer's output, for every k it has (order[j]), given the same for the
+ * layers before it. A convolution or connected layer orders its outputs
+ * by its own filters; pooling, dropout, softmax, crop and cost layers
+ * pass their input's order through; a route keeps it when every source
+ * but the last has its base channel count (the sources are concatenated);
+ * a shortcut when both its inputs keep it. */
+static int keeps_order(const trn_net *src, const trn_net *dst, const int *inv, const char *order,
+                       int j)
+{
+    trn_layer_info b;
+    trn_net_layer_info(dst, j, &b);
+    int prev = j == 0 ? 1 : order[j - 1];
+    switch (b.kind) {
+    case TRN_LAYER_CONVOLUTIONAL:
+    case TRN_LAYER_CONNECTED:
+        return 1;
+    case TRN_LAYER_ROUTE:
+        for (int k = 0; k < b.n_from && k < 8; k++) {
+            int f = b.from[k];
+            if (f < 0 || f >= j || !order[f]) return 0;
+            if (k < b.n_from - 1) {
+                trn_layer_info fd, fs;
+                trn_net_layer_info(dst, f, &fd);
+                if (inv[f] < 0) return 0;
+                trn_net_layer_info(src, inv[f], &fs);
+                if (fd.out.c != fs.out.c) return 0;
+            }
+        }
+        return 1;
+    case TRN_LAYER_SHORTCUT:
+        return prev && b.n_from > 0 && b.from[0] >= 0 && b.from[0] < j && order[b.from[0]];
+    default:
+        return prev;
+    }
+}
+
 cJSON *prn_copy_layers(const trn_net *src, trn_net *dst, const int *map, trn_err *err)
 {
     int nps, npd;
     const trn_param *ps = trn_net_params(src, &nps);
     const trn_param *pd = trn_net_params(dst, &npd);
-    int nd = trn_net_layers(dst);
-    char *copied = calloc((size_t)nd, 1);
+    int nd = trn_net_layers(dst), nsrc = trn_net_layers(src);
+    char *copied = calloc((size_t)nd, 1); /* 1 copied, 2 sliced */
+    char *order = calloc((size_t)nd, 1);
+    int *inv = malloc((size_t)nd * sizeof *inv);
     cJSON *res = cJSON_CreateObject(), *c = cJSON_CreateArray(), *z = cJSON_CreateArray();
-    if (!copied || !res || !c || !z) goto oom;
+    cJSON *sl = cJSON_CreateArray();
+    if (!copied || !order || !inv || !res || !c || !z || !sl) goto oom;
     cJSON_AddItemToObject(res, "copied", c);
+    cJSON_AddItemToObject(res, "sliced", sl);
     cJSON_AddItemToObject(res, "initialised", z);
-    for (int i = 0; i < trn_net_layers(src); i++) {
-        int j = map[i];
-        if (j < 0 || j >= nd) continue;
+    for (int j = 0; j < nd; j++) inv[j] = -1;
+    for (int i = 0; i < nsrc; i++)
+        if (map[i] >= 0 && map[i] < nd) inv[map[i]] = i;
+    for (int j = 0; j < nd; j++) {
+        int i = inv[j];
+        order[j] = (char)(i >= 0 && keeps_order(src, dst, inv, order, j));
+        if (i < 0) continue;
         int fs, ns, fd, nn;
         layer_params(ps, nps, i, &fs, &ns);
         layer_params(pd, npd, j, &fd, &nn);
@@ -133,14 +206,24 @@ cJSON *prn_copy_layers(const trn_net *src, trn_net *dst, const int *map, trn_err
         trn_net_layer_info(src, i, &a);
         trn_net_layer_info(dst, j, &b);
         if (ns == 0 || ns != nn || a.kind != b.kind) continue;
-        int same = 1;
-        for (int k = 0; k < ns && same; k++)
-            same = ps[fs + k].role == pd[fd + k].role && ps[fs + k].rows == pd[fd + k].rows &&
+        int same = 1, roles = 1;
+        for (int k = 0; k < ns && roles; k++) {
+            roles = ps[fs + k].role == pd[fd + k].role;
+            same = same && roles && ps[fs + k].rows == pd[fd + k].rows &&
                    ps[fs + k].cols == pd[fd + k].cols && ps[fs + k].count == pd[fd + k].count;
-        if (!same) continue;
-        for (int k = 0; k < ns; k++)
-            memcpy(pd[fd + k].data, ps[fs + k].data, ps[fs + k].count * sizeof(float));
-        copied[j] = 1;
+        }
+        int input_order = j == 0 || order[j - 1];
+        if (same) {
+            for (int k = 0; k < ns; k++)
+                memcpy(pd[fd + k].data, ps[fs + k].data, ps[fs + k].count * sizeof(float));
+            copied[j] = 1;
+        } else if (roles && is_slice(&a, &b) && (b.in.c == a.in.c || input_order)) {
+            /* A sub-block: the first filters (outputs) and, within each, the
+             * first input channels, which are the base's first channels. */
+            for (int k = 0; k < ns; k++)
+                copy_block(&ps[fs + k], &pd[fd + k]);
+            copied[j] = 2;
+        }
     }
     for (int j = 0; j < nd; j++) {
         int f, n;
@@ -148,17 +231,22 @@ cJSON *prn_copy_layers(const trn_net *src, trn_net *dst, const int *map, trn_err
         if (!n) continue;
         cJSON *x = cJSON_CreateNumber(j);
         if (!x) goto oom;
-        cJSON_AddItemToArray(copied[j] ? c : z, x);
+        cJSON_AddItemToArray(copied[j] == 1 ? c : copied[j] == 2 ? sl : z, x);
     }
     free(copied);
+    free(order);
+    free(inv);
     return res;
 oom:
     free(copied);
+    free(order);
+    free(inv);
     if (res) {
         cJSON_Delete(res);
     } else {
         cJSON_Delete(c);
         cJSON_Delete(z);
+        cJSON_Delete(sl);
     }
     trn_errf(err, "out of memory");
     return NULL;

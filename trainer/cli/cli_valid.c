@@ -350,7 +350,7 @@ int cli_predict(int argc, char **argv)
         top_k(p, classes, k, best);
         printf("%s:", imgs[i]);
         for (int q = 0; q < k; q++)
-            printf("%s %.4f %s", q ? "," : "", p[best[q]],
+            printf("%s %.6f %s", q ? "," : "", p[best[q]],
                    ds ? trn_dataset_name(ds, best[q]) : names[best[q]]);
         putchar('\n');
     }

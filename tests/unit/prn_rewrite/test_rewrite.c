@@ -135,6 +135,43 @@ static void rewrite_stride2(void **state)
     free(t);
 }
 
+/* '#' ranks the base; '~' ranks the network as rewritten by the earlier
+ * ops: once L2 (conv#1) has stride 2, L0 is the most expensive layer. */
+static const char chain_cfg[] =
+    "[net]\nbatch=1\nwidth=16\nheight=16\nchannels=3\n\n"
+    "[convolutional]\nfilters=8\nsize=3\nstride=1\npad=1\nactivation=leaky\n\n" /* 55296 */
+    "[maxpool]\nsize=2\nstride=2\n\n"
+    "[convolutional]\nfilters=16\nsize=3\nstride=1\npad=1\nactivation=leaky\n\n" /* 73728 */
+    "[convolutional]\nfilters=16\nsize=1\nactivation=leaky\n\n" /* 16384 */
+    "[connected]\noutput=4\nactivation=linear\n\n[softmax]\n";
+
+static void rewrite_sequential_selectors(void **state)
+{
+    (void)state;
+    trn_err e;
+    char *t = rewrite_text(chain_cfg, "stride2:conv#1+stride2:conv~1", NULL, &e);
+    assert_non_null(t);
+    assert_string_equal(section_value(t, 3, "stride"), "2"); /* L2 */
+    assert_string_equal(section_value(t, 1, "stride"), "2"); /* L0 */
+    free(t);
+    t = rewrite_text(chain_cfg, "stride2:conv#1+stride2:conv#1", NULL, &e);
+    assert_non_null(t);
+    assert_string_equal(section_value(t, 3, "stride"), "4"); /* L2 twice */
+    assert_string_equal(section_value(t, 1, "stride"), "1"); /* L0 untouched */
+    free(t);
+    /* With nothing rewritten before it, conv~k is conv#k. */
+    t = rewrite_text(chain_cfg, "half:conv~1", NULL, &e);
+    assert_non_null(t);
+    char *u = rewrite_text(chain_cfg, "half:conv#1", NULL, &e);
+    assert_non_null(u);
+    assert_string_equal(t, u);
+    free(t);
+    free(u);
+    assert_null(rewrite_text(chain_cfg, "stride2:conv#1+half:conv~4", NULL, &e));
+    assert_non_null(strstr(e.msg, "conv~4"));
+    assert_non_null(strstr(e.msg, "3 convolutional layers"));
+}
+
 static void rewrite_half_and_fcdiv(void **state)
 {
     (void)state;
@@ -401,12 +438,56 @@ static void warm_start_copies(void **state)
     assert_true(pt_json_has(cJSON_GetObjectItem(v.fields, "initialised"), 5));
     prn_variant_free(&v);
 
-    /* half on L2: L2 and L4 (its input shrank) are new; the rest copied. */
+    /* half on L2: L2 keeps its first 8 filters (sliced); L4 reads the route
+     * [L2, L1], whose channel 8 was L2's and now is L1's first: no
+     * correspondence, so it starts afresh; the rest is copied. */
     assert_int_equal(prn_rewrite(c, base, NULL, "half:conv#1", 5, &v, &e), 0);
     init = cJSON_GetObjectItem(v.fields, "initialised");
-    assert_int_equal(cJSON_GetArraySize(init), 2);
-    assert_true(pt_json_has(init, 2) && pt_json_has(init, 4));
+    const cJSON *sliced = cJSON_GetObjectItem(v.fields, "sliced");
+    assert_int_equal(cJSON_GetArraySize(init), 1);
+    assert_true(pt_json_has(init, 4));
+    assert_int_equal(cJSON_GetArraySize(sliced), 1);
+    assert_true(pt_json_has(sliced, 2));
     assert_true(pt_same_layer(base, 6, v.net, 6));
+    {
+        int nb, nv;
+        int fb = pt_layer_params(base, 2, &nb), fv = pt_layer_params(v.net, 2, &nv);
+        const trn_param *pb = trn_net_params(base, NULL), *pv = trn_net_params(v.net, NULL);
+        assert_int_equal(nb, nv);
+        for (int k = 0; k < nb; k++) {
+            if (pv[fv + k].rows == 1) { /* a per-filter vector: its first 8 entries */
+                assert_int_equal(pv[fv + k].count, 8);
+                assert_memory_equal(pv[fv + k].data, pb[fb + k].data, 8 * sizeof(float));
+                continue;
+            }
+            assert_int_equal(pv[fv + k].rows, 8);
+            assert_int_equal(pv[fv + k].cols, pb[fb + k].cols); /* same input channels */
+            for (int r = 0; r < pv[fv + k].rows; r++)          /* its first filters */
+                assert_memory_equal(pv[fv + k].data + (size_t)r * pv[fv + k].cols,
+                                    pb[fb + k].data + (size_t)r * pb[fb + k].cols,
+                                    (size_t)pv[fv + k].cols * sizeof(float));
+        }
+    }
+    prn_variant_free(&v);
+
+    /* fcdiv4 on L6: L6 keeps its first 8 outputs and the classifier L7 the
+     * matching first 8 input columns of each of its rows. */
+    assert_int_equal(prn_rewrite(c, base, NULL, "fcdiv4:fc#1", 5, &v, &e), 0);
+    sliced = cJSON_GetObjectItem(v.fields, "sliced");
+    assert_true(pt_json_has(sliced, 6) && pt_json_has(sliced, 7));
+    {
+        int nb, nv;
+        int fb = pt_layer_params(base, 7, &nb), fv = pt_layer_params(v.net, 7, &nv);
+        const trn_param *pb = trn_net_params(base, NULL), *pv = trn_net_params(v.net, NULL);
+        for (int k = 0; k < nb; k++)
+            if (pb[fb + k].role == TRN_PARAM_WEIGHTS) {
+                assert_int_equal(pv[fv + k].cols, 8);
+                for (int r = 0; r < pv[fv + k].rows; r++)
+                    assert_memory_equal(pv[fv + k].data + (size_t)r * 8,
+                                        pb[fb + k].data + (size_t)r * pb[fb + k].cols,
+                                        8 * sizeof(float));
+            }
+    }
     prn_variant_free(&v);
     trn_net_free(base);
     trn_cfg_free(c);
@@ -423,7 +504,8 @@ static void rewrite_is_deterministic(void **state)
     char *bytes[3];
     for (int i = 0; i < 3; i++) {
         prn_variant v;
-        assert_int_equal(prn_rewrite(c, base, NULL, "fcdiv4:fc#1", i < 2 ? 9 : 10, &v, &e), 0);
+        /* L6's input shrinks to 16x4x4: it is drawn from the seed. */
+        assert_int_equal(prn_rewrite(c, base, NULL, "stride2:conv#2", i < 2 ? 9 : 10, &v, &e), 0);
         const char *dir = tl_path("det%d", i);
         assert_int_equal(prn_variant_write(&v, dir, &e), 0);
         bytes[i] = tl_read(tl_path("det%d/init.weights", i), &len[i]);
@@ -487,6 +569,7 @@ int main(void)
         cmocka_unit_test(selectors_errors),
         cmocka_unit_test(selectors_ties),
         cmocka_unit_test(rewrite_stride2),
+        cmocka_unit_test(rewrite_sequential_selectors),
         cmocka_unit_test(rewrite_half_and_fcdiv),
         cmocka_unit_test(rewrite_remove_renumbers_relative),
         cmocka_unit_test(rewrite_remove_renumbers_absolute),

@@ -1,0 +1,21 @@
+# mk/timings.awk: the per-stage breakdown of one `make catalog` run.
+# Input: $(TIMINGS) lines "STAGE ID START END" (mk/launch.mk); -v t0=START
+# of the run, -v now=its end. Only jobs that started in this run count.
+$3 >= t0 {
+    n[$1]++; sum[$1] += $4 - $3
+    if (!($1 in first) || $3 < first[$1]) first[$1] = $3
+    if (!($1 in last) || $4 > last[$1]) last[$1] = $4
+    if (!started || $3 < jobs_start) { jobs_start = $3; started = 1 }
+}
+END {
+    split("derive train eval profile describe pack report", order, " ")
+    printf "timings: %-9s %5s %12s %24s\n", "stage", "jobs", "job-seconds", "wall (first start-last end)"
+    for (i = 1; i <= 7; i++) {
+        s = order[i]
+        if (!(s in n)) continue
+        printf "timings: %-9s %5d %12.1f %10.1f s (%6.1f..%6.1f)\n", s, n[s], sum[s],
+               last[s] - first[s], first[s] - t0, last[s] - t0
+    }
+    if (started) printf "timings: tools and data set before the first job: %.1f s\n", jobs_start - t0
+    printf "timings: total %.1f s (%.1f min)\n", now - t0, (now - t0) / 60
+}

@@ -1,0 +1,63 @@
+# mk/train.mk: the model being built (MODEL, its recipe) and how a variant is
+# trained and evaluated. The base model is the variant "base" of the plan
+# (mk/variants.mk): trained from scratch on the recipe's cfg.
+#
+# A recipe is recipes/<MODEL>/recipe.mk (see recipes/README.md). MODEL=custom
+# takes any cfg the trainer supports: make catalog MODEL=custom CFG=x.cfg
+# DATA=x.data.
+
+MODEL   ?= alexnet
+RECIPES ?= recipes
+PROFILE ?= default
+SEED    ?= 1
+CFG     ?=
+
+OPTIONS += MODEL RECIPES PROFILE SEED CFG
+OPT_DOC_MODEL   := the recipe to build: a folder of RECIPES (alexnet, vgg16, resnet18, custom)
+OPT_DOC_RECIPES := the folder of recipes (one sub-folder per MODEL with its recipe.mk)
+OPT_DOC_PROFILE := recipe profile: default (small, for the embedded data set) or full (true-size model for real data)
+OPT_DOC_SEED    := seed of every training run and derivation of the pipeline
+OPT_DOC_CFG     := the model cfg with MODEL=custom
+
+ifeq ($(wildcard $(RECIPES)/$(MODEL)/recipe.mk),)
+$(error MODEL='$(MODEL)' is not valid: no $(RECIPES)/$(MODEL)/recipe.mk; use one of: $(notdir $(patsubst %/recipe.mk,%,$(wildcard $(RECIPES)/*/recipe.mk))))
+endif
+ifeq ($(filter default full,$(PROFILE)),)
+$(error PROFILE='$(PROFILE)' is not valid: use PROFILE=default or PROFILE=full)
+endif
+$(call ds_uint,SEED)
+
+MODEL_O    := $(O)/$(MODEL)
+VARIANTS_O := $(MODEL_O)/variants
+include $(RECIPES)/$(MODEL)/recipe.mk
+
+ifeq ($(RECIPE_CFG),)
+$(error $(RECIPES)/$(MODEL)/recipe.mk sets no RECIPE_CFG)
+endif
+RECIPE_TASK ?= identity
+
+# $(call train_cmd,DIR,SETTINGS,INIT[,THREADS]): train DIR/variant.cfg on the data set
+# (from INIT weights when given, its schedule restarted), checkpointing into
+# DIR/train so that an interrupted job resumes where it stopped, then
+# publish DIR/variant.weights (the trainer writes DIR/train/variant.weights
+# atomically; the rename is atomic too).
+#
+# A checkpoint older than any of the job's inputs ($^: a re-derived
+# variant.cfg, a new data set) belongs to an earlier job and is removed
+# first; one newer than them all is this job's, interrupted, and resumed.
+train_cmd = for p in $^; do if [ -e $1/train/variant.ckpt ] && [ $$p -nt $1/train/variant.ckpt ]; then \
+  rm -rf $1/train; fi; done; $(call launch,$(notdir $1)-train,$4) $(BIN)/trainer train --cfg $1/variant.cfg \
+  --data $(abspath $(DATA)) $(if $3,--weights $3 --clear) --seed $(SEED) --backup $1/train \
+  --resume --quiet --threads $(or $4,$(job_threads)) $(foreach s,$2,--set $s) && \
+  mv $1/train/variant.weights $1/variant.weights
+
+# $(call eval_cmd,DIR): top-1/top-5 on the held-out test split.
+eval_cmd = $(call launch,$(notdir $1)-eval) $(BIN)/trainer valid --cfg $1/variant.cfg \
+  --weights $1/variant.weights --data $(abspath $(DATA)) --split test --threads $(job_threads) \
+  --json > $1/eval.json.tmp && mv $1/eval.json.tmp $1/eval.json
+
+# $(call profile_cmd,DIR): costs counted while a forward runs, and batch-1
+# latency measured on this machine with one thread.
+PROFILE_RUNS ?= 30
+profile_cmd = $(call launch,$(notdir $1)-profile) $(BIN)/catalog profile --cfg $1/variant.cfg \
+  --weights $1/variant.weights --runs $(PROFILE_RUNS) --threads 1 --out $1/profile.json

@@ -1,0 +1,109 @@
+# mk/variants.mk: the variant fan-out. The recipe's plan becomes one chain of
+# targets per variant under $(VARIANTS_O)/<id>/:
+#
+#   plan/<id>.plan  the variant's recipe entry; rewritten only when it
+#                   changes, so editing one entry rebuilds one variant
+#   meta.json       derived: variant.cfg + init.weights (prune rewrite|svd|
+#                   mimic), or the recipe cfg for the base
+#   variant.weights trained (warm-started from init.weights where the
+#                   technique gives one) or init.weights as it is
+#   eval.json       accuracy on the test split
+#   profile.json    costs counted while running, latency measured
+#   variant.json    everything above, the catalog's input
+#
+# Each step is one job (mk/launch.mk); `make -j N` runs independent variants
+# in parallel with THREADS/N threads each. Every step writes its file
+# atomically and the trainer checkpoints, so an interrupted build resumes.
+#
+# Plan entries (recipes/README.md):
+#   V_<id>       := base | rewrite SPEC | svd SPEC | mimic FROM TO WITH
+#   V_<id>_TRAIN := [net] key=value settings; empty: no training
+#   V_<id>_MIMIC := key=value settings of the fragment's regression training
+
+RECIPE_VARIANTS := base $(filter-out base,$(RECIPE_VARIANTS))
+V_base       := base
+V_base_TRAIN := $(RECIPE_BASE_TRAIN)
+PLAN_O := $(MODEL_O)/plan
+BASE_WEIGHTS ?=
+OPTIONS += BASE_WEIGHTS
+OPT_DOC_BASE_WEIGHTS := trained Darknet .weights for the base model instead of training it
+ifneq ($(BASE_WEIGHTS),)
+ifeq ($(wildcard $(BASE_WEIGHTS)),)
+$(error BASE_WEIGHTS=$(BASE_WEIGHTS): no such file)
+endif
+endif
+BASE_V := $(VARIANTS_O)/base
+
+VARIANT_JSONS := $(foreach v,$(RECIPE_VARIANTS),$(VARIANTS_O)/$(v)/variant.json)
+
+.PHONY: base variants variants-build plan-force
+base: $(BASE_V)/variant.json ## train, evaluate and profile the base model of MODEL
+# Like `make catalog`, a plain `make variants` runs THREADS jobs at once.
+variants: $(O)/.deps-ok ## every variant of MODEL's plan (trained, evaluated, profiled), then their table
+	$(Q)$(MAKE) --no-print-directory $(if $(findstring -j,$(MAKEFLAGS)),,-j$(THREADS)) variants-build
+variants-build: $(VARIANT_JSONS)
+	$(Q)$(BIN)/catalog variants $(VARIANTS_O)
+
+# What identifies a variant's recipe entry (its plan file's content).
+plan_line = $(strip $(V_$1)) | $(strip $(V_$1_TRAIN)) | $(strip $(V_$1_MIMIC)) | seed $(SEED)$(if \
+  $(filter base,$1),$(if $(BASE_WEIGHTS), | weights $(abspath $(BASE_WEIGHTS))))
+
+# $(call derive_cmd,ID,DIR)
+derive_cmd = $(BIN)/prune $(word 1,$(V_$1)) --cfg $(BASE_V)/variant.cfg \
+  --weights $(BASE_V)/variant.weights --seed $(SEED) --out $2 $(derive_args_$(word 1,$(V_$1)))
+derive_args_rewrite = --spec $(word 2,$(V_$1))
+derive_args_svd     = --spec $(word 2,$(V_$1))
+derive_args_mimic   = --data $(abspath $(DATA)) --from $(word 2,$(V_$1)) --to $(word 3,$(V_$1)) \
+  --with '$(word 4,$(V_$1))' --threads $(job_threads) $(foreach s,$(V_$1_MIMIC),--set $s)
+
+define variant_rules
+$(if $(filter base rewrite svd mimic,$(word 1,$(V_$1))),,$(error $(RECIPES)/$(MODEL)/recipe.mk: \
+  variant '$1' has technique '$(word 1,$(V_$1))': use base, rewrite, svd or mimic))
+$(if $(shell echo '$1' | grep -Ex '[a-z0-9][a-z0-9_.-]{0,63}'),,$(error $(RECIPES)/$(MODEL)/recipe.mk: \
+  variant id '$1' is not valid: use lower-case letters, digits, '_', '.', '-'))
+
+$(PLAN_O)/$1.plan: plan-force | $(PLAN_O)/.dirstamp
+	$(Q)if [ "$$$$(cat $$@ 2>/dev/null)" != '$(call plan_line,$1)' ]; then \
+	  printf '%s\n' '$(call plan_line,$1)' > $$@.tmp && mv $$@.tmp $$@; fi
+
+ifeq ($1,base)
+# The recipe's cfg, its classifier fitted to the data set's classes
+# (mk/classes.awk: a DATA= set with another class count than the default).
+$(VARIANTS_O)/$1/meta.json: $(PLAN_O)/$1.plan $(RECIPE_CFG) $(DATA) mk/classes.awk | $(VARIANTS_O)/$1/.dirstamp
+	$$(call msg,BASE,$(RECIPE_CFG))n=$$$$(sed -n 's/^[[:space:]]*classes[[:space:]]*=[[:space:]]*//p' $(DATA) | head -n1); \
+	  case "$$$$n" in [1-9]*) ;; *) echo "$(DATA): no classes=N line: is it a Darknet classifier .data?" >&2; exit 1 ;; esac; \
+	  awk -v n="$$$$n" -f mk/classes.awk $(RECIPE_CFG) > $$(@D)/variant.cfg.tmp && mv $$(@D)/variant.cfg.tmp $$(@D)/variant.cfg && \
+	  printf '{"technique":"base","parent":null,"description":"%s trained from scratch","technique_fields":{}}\n' \
+	  '$(MODEL) ($(notdir $(RECIPE_CFG)))' > $$@.tmp && mv $$@.tmp $$@
+else
+$(VARIANTS_O)/$1/meta.json: $(PLAN_O)/$1.plan $(BASE_V)/variant.weights \
+    $(if $(filter mimic,$(word 1,$(V_$1))),$(DATA)) | $(VARIANTS_O)/$1/.dirstamp $(BIN)/prune
+	$$(call msg,DERIVE,$1: $(subst $(comma), ,$(V_$1)))$$(call timed,derive,$1,$$(call launch,$1-derive) $$(call derive_cmd,$1,$$(@D)))
+endif
+
+ifeq ($1$(BASE_WEIGHTS),base)
+# The base always trains (with the cfg's own settings when the recipe gives
+# none), with all THREADS: every other job waits for it.
+$(VARIANTS_O)/$1/variant.weights: $(VARIANTS_O)/$1/meta.json $(DATA) | $(BIN)/trainer
+	$$(call msg,TRAIN,$1: $(or $(V_$1_TRAIN),settings of the cfg))$$(call timed,train,$1,$$(call train_cmd,$$(@D),$(V_$1_TRAIN),,$(THREADS)))
+else ifeq ($1,base)
+# Trained Darknet weights given by the user: checked against the cfg, then used as they are.
+$(VARIANTS_O)/$1/variant.weights: $(VARIANTS_O)/$1/meta.json $(BASE_WEIGHTS) | $(BIN)/trainer
+	$$(call msg,WEIGHTS,$(BASE_WEIGHTS))$(BIN)/trainer info --cfg $$(@D)/variant.cfg --weights $(BASE_WEIGHTS) >/dev/null && \
+	  cp $(BASE_WEIGHTS) $$@.tmp && mv $$@.tmp $$@
+else
+$(VARIANTS_O)/$1/variant.weights: $(VARIANTS_O)/$1/meta.json $(if $(strip $(V_$1_TRAIN)),$(DATA)) | $(BIN)/trainer
+	$(if $(strip $(V_$1_TRAIN)),$$(call msg,TRAIN,$1: $(V_$1_TRAIN))$$(call timed,train,$1,$$(call train_cmd,$$(@D),$(V_$1_TRAIN),$$(@D)/init.weights)),$$(call msg,COPY,$1 (no training))cp $$(@D)/init.weights $$@.tmp && mv $$@.tmp $$@)
+endif
+
+$(VARIANTS_O)/$1/eval.json: $(VARIANTS_O)/$1/variant.weights $(DATA) | $(BIN)/trainer
+	$$(call msg,EVAL,$1)$$(call timed,eval,$1,$$(call eval_cmd,$$(@D)))
+
+$(VARIANTS_O)/$1/profile.json: $(VARIANTS_O)/$1/variant.weights | $(BIN)/catalog
+	$$(call msg,PROFILE,$1)$$(call timed,profile,$1,$$(call profile_cmd,$$(@D)))
+
+$(VARIANTS_O)/$1/variant.json: $(VARIANTS_O)/$1/eval.json $(VARIANTS_O)/$1/profile.json | $(BIN)/catalog
+	$$(call msg,DESCRIBE,$1)$$(call timed,describe,$1,$(BIN)/catalog describe $$(@D) --id $1 --model $(MODEL) \
+	  --task $(RECIPE_TASK) --eval $$(@D)/eval.json --profile $$(@D)/profile.json --meta $$(@D)/meta.json)
+endef
+$(foreach v,$(RECIPE_VARIANTS),$(eval $(call variant_rules,$(v))))

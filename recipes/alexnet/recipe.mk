@@ -1,0 +1,60 @@
+# recipes/alexnet/recipe.mk: AlexNet's structure and its variant plan
+# (recipes/README.md explains every setting).
+
+ifeq ($(PROFILE),full)
+RECIPE_CFG := recipes/alexnet/base-full.cfg
+else
+RECIPE_CFG := recipes/alexnet/base.cfg
+endif
+RECIPE_TASK := identity
+
+# The base model: trained from scratch with the cfg's own settings (1500
+# batches of 64, 20 epochs of the default set).
+RECIPE_BASE_TRAIN :=
+
+# Static rewrites (MCDNN 4.1.1): stride x2 and kernels /2 on the two most
+# expensive convolutional layers (conv\#1 is conv2, conv\#2 is conv1), with
+# conv~k ranking the layers again after the earlier rewrites of the same
+# spec (MCDNN rewrites "in sequence"); the largest connected layer's output
+# /4; removal of a convolutional layer; up to three rewrites per variant.
+# Each is retrained, warm-started from the base: unchanged layers copied,
+# halved ones sliced (prune/README.md). A cheaper variant gets more batches
+# for the same compute.
+RECIPE_VARIANTS += rw-s1 rw-s2 rw-h1 rw-s1h1 rw-s1s1 rw-s1s1h1 rw-fc4 rw-rm4
+V_rw-s1      := rewrite stride2:conv\#1
+V_rw-s1_TRAIN := max_batches=600 burn_in=0
+V_rw-s2      := rewrite stride2:conv\#2
+V_rw-s2_TRAIN := max_batches=800 burn_in=0
+V_rw-h1      := rewrite half:conv\#1
+V_rw-h1_TRAIN := max_batches=400 burn_in=0
+V_rw-s1h1    := rewrite stride2:conv\#1+half:conv~1
+V_rw-s1h1_TRAIN := max_batches=1500 burn_in=0
+V_rw-s1s1    := rewrite stride2:conv\#1+stride2:conv~1
+V_rw-s1s1_TRAIN := max_batches=1200 burn_in=0
+V_rw-s1s1h1  := rewrite stride2:conv\#1+stride2:conv~1+half:conv~1
+V_rw-s1s1h1_TRAIN := max_batches=1200 burn_in=0
+V_rw-fc4     := rewrite fcdiv4:fc\#1
+V_rw-fc4_TRAIN := max_batches=200 burn_in=0
+V_rw-rm4     := rewrite remove:conv@4
+V_rw-rm4_TRAIN := max_batches=300 burn_in=0
+
+# SVD of the connected layers (low-rank approximation, MCDNN 4.1.1): the
+# largest connected layer at 2x..16x compression of its parameters, and the
+# two largest at 8x each (5.5x fewer connected-layer parameters, the
+# classifier counted) as factorised and fine-tuned.
+RECIPE_VARIANTS += svd-2x svd-4x svd-8x svd-16x svd-8x8x svd-8x8x-ft
+V_svd-2x     := svd fc\#1:2x
+V_svd-4x     := svd fc\#1:4x
+V_svd-8x     := svd fc\#1:8x
+V_svd-16x    := svd fc\#1:16x
+V_svd-8x8x   := svd fc\#1:8x+fc\#2:8x
+V_svd-8x8x-ft := svd fc\#1:8x+fc\#2:8x
+V_svd-8x8x-ft_TRAIN := max_batches=600 learning_rate=0.05 burn_in=0 policy=poly power=2
+
+# In-place transformation (MCDNN Figure 5): conv3+conv4 replaced by one
+# narrower convolution plus a linear 1x1 adapter, trained to regress the
+# original pair's outputs (L2), then the whole network fine-tuned briefly.
+RECIPE_VARIANTS += mimic-c34
+V_mimic-c34       := mimic conv@3 conv@4 convolutional,batch_normalize=1,filters=24,size=3,stride=1,pad=1,activation=relu
+V_mimic-c34_MIMIC := batches=300 learning_rate=0.1
+V_mimic-c34_TRAIN := max_batches=300 learning_rate=0.02 burn_in=0 policy=poly power=2

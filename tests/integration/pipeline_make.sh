@@ -1,0 +1,186 @@
+#!/usr/bin/env bash
+# The variant pipeline through make (mk/variants.mk, mk/launch.mk,
+# mk/catalog.mk) on a tiny recipe and a tiny synthetic set: the fan-out
+# under -j2 with threads per job (through LAUNCH=slurm and a recording
+# srun), one edited recipe entry rebuilding only its variant, a build
+# killed mid-training resuming, and the same catalog bytes when built twice.
+# The nested make uses the suite's own build folder ($O): GPU, DEBUG and SAN
+# come from the environment, so it never rebuilds the tools.
+. "$TOP/tests/lib.sh"
+
+R=$T/recipes/tiny
+mkdir -p "$R"
+cat >"$R/base.cfg" <<'CFG'
+[net]
+batch=16
+width=16
+height=16
+channels=3
+learning_rate=0.1
+momentum=0.9
+decay=0.0005
+policy=constant
+max_batches=30
+min_crop=16
+max_crop=16
+
+[convolutional]
+batch_normalize=1
+filters=8
+size=3
+stride=1
+pad=1
+activation=relu
+
+[maxpool]
+size=2
+stride=2
+
+[convolutional]
+batch_normalize=1
+filters=16
+size=3
+stride=1
+pad=1
+activation=relu
+
+[maxpool]
+size=2
+stride=2
+
+[connected]
+output=32
+activation=relu
+
+[connected]
+output=10
+activation=linear
+
+[softmax]
+CFG
+write_recipe() { # RW_B_BATCHES RW_A_BATCHES [RW_A_LEARNING_RATE]
+    cat >"$R/recipe.mk" <<MK
+RECIPE_CFG := \$(RECIPES)/tiny/base.cfg
+RECIPE_VARIANTS := rw-a rw-b svd-a
+V_rw-a := rewrite stride2:conv\\#1
+V_rw-a_TRAIN := max_batches=$2 learning_rate=${3:-0.1}
+V_rw-b := rewrite half:conv~1
+V_rw-b_TRAIN := max_batches=$1
+V_svd-a := svd fc\\#1:4x
+MK
+}
+write_recipe 10 10
+
+cat >"$T/srun" <<'SH'
+#!/bin/sh
+# A stand-in for Slurm's srun: records the job name and its cores, then runs
+# the command after the options (what srun would run on a node).
+name= cpus=
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --job-name=*) name=${1#*=} ;;
+        --cpus-per-task=*) cpus=${1#*=} ;;
+        --*) ;;
+        *) break ;;
+    esac
+    shift
+done
+echo "$name $cpus" >> "$SRUN_LOG"
+exec "$@"
+SH
+chmod +x "$T/srun"
+export SRUN_LOG=$T/srun.log
+
+pmake() {
+    make -C "$TOP" --no-print-directory O="$O" RECIPES="$T/recipes" MODEL=tiny MODEL_O="$T/tiny" \
+        DATASET_ROOT="$T/data" DATASET_SIZE=16 DATASET_TRAIN=4 DATASET_VALID=1 DATASET_TEST=2 \
+        PROFILE_RUNS=3 THREADS=2 SOURCE_DATE_EPOCH=1700000000 KEY="$T/k.key" "$@"
+}
+"$BIN/catalog" keygen -p "$T/k.pub" -s "$T/k.key" -W >/dev/null 2>&1
+
+# 1. The fan-out: every variant trained, evaluated, profiled and described;
+#    the base gets all threads, variants under -j2 one each.
+expect_ok "make -j2 variants LAUNCH=slurm builds every variant" pmake -j2 variants LAUNCH=slurm SRUN="$T/srun"
+cp "$T/out" "$T/variants.out"
+for v in base rw-a rw-b svd-a; do
+    t_check "variant $v has its variant.json" test -s "$T/tiny/variants/$v/variant.json"
+done
+t_check "make variants prints the table" grep -q 'rw-a' "$T/variants.out"
+t_check "the base's classifier was fitted to the set's 48 classes (the recipe says 10)" \
+    grep -qx 'output=48' "$T/tiny/variants/base/variant.cfg"
+t_check "the base trained with all threads" grep -qx 'tiny-base-train 2' "$SRUN_LOG"
+t_check "variants trained with THREADS/2 threads each" grep -qx 'tiny-rw-a-train 1' "$SRUN_LOG"
+t_check "every derivation went through the launcher" grep -qx 'tiny-svd-a-derive 1' "$SRUN_LOG"
+t_check "timings were recorded" grep -q '^train rw-b ' "$T/tiny/timings.log"
+
+# 2. Nothing to redo; then one edited entry rebuilds only its variant.
+stamp() { stat -c %Y.%y "$T/tiny/variants/$1/variant.json"; }
+before_base=$(stamp base) before_a=$(stamp rw-a) before_b=$(stamp rw-b) before_s=$(stamp svd-a)
+sleep 1
+expect_ok "a second make variants succeeds" pmake -j2 variants
+t_check "a second make variants redoes nothing" test "$(stamp rw-b)" = "$before_b"
+write_recipe 12 10
+expect_ok "make variants after editing rw-b's entry" pmake -j2 variants
+t_check "the edited variant rw-b was rebuilt" test "$(stamp rw-b)" != "$before_b"
+t_check "rw-a was not rebuilt" test "$(stamp rw-a)" = "$before_a"
+t_check "svd-a was not rebuilt" test "$(stamp svd-a)" = "$before_s"
+t_check "the base was not rebuilt" test "$(stamp base)" = "$before_base"
+after_b=$(stamp rw-b)
+
+# 3. A build killed while a variant trains resumes from its checkpoint.
+# (A new learning rate too: the first batches of the edited entry differ
+# from those the previous entry checkpointed.)
+write_recipe 12 3000 0.05
+sleep 0.1; touch "$T/started"
+# Job control puts the background build in its own process group (pgid =
+# its pid), so one kill reaches make and every job under it, as a killed
+# terminal or a cancelled CI job would.
+set -m
+pmake -j1 variants >"$T/killed.out" 2>&1 &
+pid=$!
+set +m
+for _ in $(seq 1 600); do
+    [ "$T/tiny/variants/rw-a/train/variant.ckpt" -nt "$T/started" ] && break
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+done
+kill -KILL -- -"$pid" 2>/dev/null
+wait "$pid" 2>/dev/null
+# (rw-a's variant.json is still the one of its previous entry: out of date.)
+if [ "$T/tiny/variants/rw-a/train/variant.ckpt" -nt "$T/tiny/plan/rw-a.plan" ] &&
+   [ "$T/tiny/plan/rw-a.plan" -nt "$T/tiny/variants/rw-a/variant.json" ]; then
+    t_ok "the build was killed with rw-a checkpointed and not finished"
+else
+    t_fail "the build was killed with rw-a checkpointed and not finished" "$(tail -n 3 "$T/killed.out"; ls -l --time-style=full-iso "$T/tiny/plan/rw-a.plan" "$T/tiny/variants/rw-a" "$T/tiny/variants/rw-a/train" 2>&1)"
+fi
+expect_ok "make variants after the kill finishes the build" pmake -j2 variants
+t_check "rw-a is complete after the resumed build" test "$T/tiny/variants/rw-a/variant.json" -nt "$T/tiny/plan/rw-a.plan"
+# Darknet's header: major, minor, revision (int32 each), then seen (uint64):
+# 3000 batches of 16 images, so the edited entry's schedule ran to its end
+# (an earlier entry's checkpoint was not resumed).
+seen=$(od -An -t u8 -j 12 -N 8 "$T/tiny/variants/rw-a/variant.weights" | tr -d ' ')
+t_check "rw-a trained its edited schedule to the end (seen $seen, want 48000)" test "$seen" = 48000
+# The same entry built without interruption (from a copy of the trained
+# base) gives the same bytes: the resumed job continued its own checkpoint,
+# not the earlier entry's.
+mkdir -p "$T/fresh/variants"
+cp -a "$T/tiny/plan" "$T/fresh/" && cp -a "$T/tiny/variants/base" "$T/fresh/variants/"
+expect_ok "rw-a built again without interruption" pmake MODEL_O="$T/fresh" "$T/fresh/variants/rw-a/variant.weights"
+t_check "the resumed rw-a has the uninterrupted one's weights bytes" \
+    cmp "$T/fresh/variants/rw-a/variant.weights" "$T/tiny/variants/rw-a/variant.weights"
+t_check "rw-b was not redone by the resumed build" test "$(stamp rw-b)" = "$after_b"
+
+# 4. The catalog: signed, verifiable by minisign, the same bytes twice.
+expect_ok "make catalog builds the signed catalog" pmake catalog
+cat "$T/out" > "$T/catalog.out"
+arch=$(ls "$T"/tiny/catalog-tiny-*.tar.zst 2>/dev/null | head -n 1)
+t_check "the archive is named catalog-tiny-<version>.tar.zst" test -n "$arch"
+t_check "make catalog prints the per-stage timings" grep -q '^timings: total' "$T/catalog.out"
+expect_ok "minisign verifies the catalog" minisign -Vm "$arch" -p "$T/k.pub"
+sum1=$(sha256sum "$arch" "$arch.minisig" | awk '{print $1}' | tr '\n' ' ')
+rm -f "$arch" "$arch.minisig" "$T"/tiny/*.report.md
+expect_ok "make catalog again from the same variants" pmake catalog
+sum2=$(sha256sum "$arch" "$arch.minisig" | awk '{print $1}' | tr '\n' ' ')
+t_check "the archive and signature bytes are identical" test "$sum1" = "$sum2"
+
+t_done
