@@ -6,12 +6,12 @@
 # same bytes. Without KEY the archive is signed with a development key made
 # under $(O)/keys, and `catalog pack` warns that devices must not trust it.
 
-# Evaluated once and exported, so that the archive's name, its version and
-# its mtimes agree even if a commit lands while the build runs.
+# Evaluated once and handed to the catalog-build sub-make, so that the
+# archive's name, its version and its mtimes agree even if a commit lands
+# while the build runs.
 ifeq ($(origin SOURCE_DATE_EPOCH),undefined)
 SOURCE_DATE_EPOCH := $(shell git log -1 --format=%ct 2>/dev/null)
 endif
-export SOURCE_DATE_EPOCH
 KEY               ?=
 KEY_PASSPHRASE_FILE ?=
 CATALOG_VERSION   ?= $(SOURCE_DATE_EPOCH)
@@ -43,7 +43,7 @@ CATALOG_REPORT  := $(MODEL_O)/catalog-$(MODEL)-$(CATALOG_VERSION).report.md
 # runs first so that a fresh machine installs its packages (make deps).
 catalog: $(O)/.deps-ok ## the signed catalog of MODEL: data set, base, variants, archive, report
 	$(Q)t0=$$(date +%s.%N); \
-	$(MAKE) --no-print-directory $(if $(findstring -j,$(MAKEFLAGS)),,-j$(THREADS)) catalog-build && \
+	$(MAKE) --no-print-directory $(if $(findstring -j,$(MAKEFLAGS)),,-j$(THREADS)) SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) catalog-build && \
 	if [ -f $(TIMINGS) ]; then awk -v t0=$$t0 -v now=$$(date +%s.%N) -f mk/timings.awk $(TIMINGS); fi
 catalog-build: $(CATALOG_REPORT)
 	@echo 'catalog: $(CATALOG_ARCHIVE)'
