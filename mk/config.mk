@@ -24,7 +24,7 @@ CUDA_PATH ?= /usr/local/cuda
 # One line of help per option (`make help`); components append theirs.
 OPTIONS := O GPU CUDNN DEBUG SAN CROSS THREADS PREFIX DESTDIR V
 OPT_DOC_O       := output folder for everything built and generated
-OPT_DOC_GPU     := 1 builds the CUDA backend (needs the CUDA toolkit in CUDA_PATH)
+OPT_DOC_GPU     := 1 compiles and links against CUDA in CUDA_PATH (kernels stay on the CPU until the CUDA backend lands)
 OPT_DOC_CUDNN   := 1 uses cuDNN for convolutions (needs GPU=1)
 OPT_DOC_DEBUG   := 1 builds without optimisation, with assertions
 OPT_DOC_SAN     := sanitizers, a comma list of address,undefined
