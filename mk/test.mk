@@ -9,7 +9,7 @@
 #                     qemu-user (cross-built with the device tests)
 #   CROSS_TARGETS     what `make CROSS=...` builds (the device side)
 #   TEST_DEPS         anything else the tests need built first
-#   BENCHES           commands run by `make bench`, one per line of output
+#   BENCHES           executable scripts (one word each) run by `make bench`
 # Integration tests are the scripts tests/integration/*.sh (TAP, see
 # tests/lib.sh); they drive the real programs in $(BIN).
 

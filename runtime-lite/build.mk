@@ -80,8 +80,8 @@ $(eval $(call unit_test,rtl_model,$(RTL_LIB) $(TRN_INFER_LIB),$(RTL_LDLIBS)))
 
 # make bench: install throughput against plain tar -xf of the same archive;
 # start-to-first-result and peak memory of rtl run against trainer predict.
-BENCHES += bash tests/bench/rtl_install.sh
-BENCHES += bash tests/bench/rtl_run.sh
+BENCHES += tests/bench/rtl_install.sh
+BENCHES += tests/bench/rtl_run.sh
 
 # The device build (make CROSS=aarch64-linux-gnu-) and the tests that run
 # there under qemu-user as part of a host make test.
