@@ -8,8 +8,8 @@ RECIPE_CFG := recipes/alexnet/base.cfg
 endif
 RECIPE_TASK := identity
 
-# The base model: trained from scratch with the cfg's own settings (1500
-# batches of 64, 20 epochs of the default set).
+# The base model: trained from scratch with the cfg's own settings (2000
+# batches of 64, about 27 epochs of the default set).
 RECIPE_BASE_TRAIN :=
 
 # Static rewrites (MCDNN 4.1.1): stride x2 and kernels /2 on the two most
@@ -28,7 +28,7 @@ V_rw-s2_TRAIN := max_batches=800 burn_in=0
 V_rw-h1      := rewrite half:conv\#1
 V_rw-h1_TRAIN := max_batches=400 burn_in=0
 V_rw-s1h1    := rewrite stride2:conv\#1+half:conv~1
-V_rw-s1h1_TRAIN := max_batches=1500 burn_in=0
+V_rw-s1h1_TRAIN := max_batches=2500 burn_in=0
 V_rw-s1s1    := rewrite stride2:conv\#1+stride2:conv~1
 V_rw-s1s1_TRAIN := max_batches=1200 burn_in=0
 V_rw-s1s1h1  := rewrite stride2:conv\#1+stride2:conv~1+half:conv~1
