@@ -49,7 +49,7 @@ V_svd-8x     := svd fc\#1:8x
 V_svd-16x    := svd fc\#1:16x
 V_svd-8x8x   := svd fc\#1:8x+fc\#2:8x
 V_svd-8x8x-ft := svd fc\#1:8x+fc\#2:8x
-V_svd-8x8x-ft_TRAIN := max_batches=600 learning_rate=0.05 burn_in=0 policy=poly power=2
+V_svd-8x8x-ft_TRAIN := max_batches=1500 learning_rate=0.05 burn_in=0 policy=poly power=2
 
 # In-place transformation (MCDNN Figure 5): conv3+conv4 replaced by one
 # narrower convolution plus a linear 1x1 adapter, trained to regress the
