@@ -26,22 +26,6 @@ static int next_images(void *ctx, uint64_t step, float *x, trn_err *err)
     return trn_loader_get(in->train, step, x, in->y, err);
 }
 
-/* The base cfg's [net] augmentation, as `trainer train` applies it. */
-static void augmentation(const trn_net *net, trn_augment *a)
-{
-    const trn_net_config *c = trn_net_get_config(net);
-    trn_augment_defaults(a);
-    a->angle = c->angle;
-    a->aspect = c->aspect;
-    a->hue = c->hue;
-    a->saturation = c->saturation;
-    a->exposure = c->exposure;
-    a->jitter = c->jitter;
-    a->min_crop = c->min_crop;
-    a->max_crop = c->max_crop;
-    a->flip = c->flip;
-}
-
 int prn_cli_mimic(int argc, char **argv, trn_err *err)
 {
     static const char *const known[] = {"cfg", "weights", "data", "from", "to", "with", "set",
@@ -80,7 +64,7 @@ int prn_cli_mimic(int argc, char **argv, trn_err *err)
     lo.seed = o.seed;
     lo.threads = o.threads;
     lo.cache_bytes = (size_t)256 << 20;
-    augmentation(base, &lo.aug);
+    trn_augment_from_net(base, &lo.aug);
     if (trn_augment_check(&lo.aug, o.cfg, err) != 0) goto out;
     if (!(in.train = trn_loader_open(ds, TRN_SPLIT_TRAIN, &lo, err))) goto out;
     trn_split held = trn_dataset_has(ds, TRN_SPLIT_TEST) ? TRN_SPLIT_TEST : TRN_SPLIT_VALID;

@@ -199,15 +199,7 @@ int cli_train(int argc, char **argv)
     f.lo.c = nc->c;
     f.lo.batch = trn_net_batch(net);
     f.lo.augment = 1;
-    f.lo.aug.angle = nc->angle;
-    f.lo.aug.aspect = nc->aspect;
-    f.lo.aug.hue = nc->hue;
-    f.lo.aug.saturation = nc->saturation;
-    f.lo.aug.exposure = nc->exposure;
-    f.lo.aug.jitter = nc->jitter;
-    f.lo.aug.min_crop = nc->min_crop;
-    f.lo.aug.max_crop = nc->max_crop;
-    f.lo.aug.flip = nc->flip;
+    trn_augment_from_net(net, &f.lo.aug);
     f.lo.threads = (int)lthreads;
     f.lo.shuffle = 1;
     f.lo.cache_bytes = (size_t)cache << 20;

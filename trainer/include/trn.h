@@ -241,7 +241,7 @@ const char *trn_activation_name(trn_activation a);
 int trn_activation_parse(const char *s);
 
 /* Darknet's learning-rate policies ("random" is not supported: it would
- * draw from the C library's rand()). */
+ * draw from an unseeded global generator). */
 typedef enum trn_policy {
     TRN_POLICY_CONSTANT,
     TRN_POLICY_STEP,
@@ -633,6 +633,10 @@ typedef struct trn_augment {
 
 /* Darknet's defaults (as if no key were given). */
 void trn_augment_defaults(trn_augment *a);
+/* The augmentation a network's [net] section asks for (angle, aspect, hue,
+ * saturation, exposure, jitter, min_crop, max_crop, flip), as training
+ * applies it. */
+void trn_augment_from_net(const trn_net *net, trn_augment *a);
 /* Checks ranges (angle in [0, 180], aspect >= 1 ... see augment.c);
  * `where` prefixes the message (e.g. "net.cfg [net]"). */
 int trn_augment_check(const trn_augment *a, const char *where, trn_err *err);

@@ -39,6 +39,21 @@ void trn_augment_defaults(trn_augment *a)
     a->flip = 1;
 }
 
+void trn_augment_from_net(const trn_net *net, trn_augment *a)
+{
+    const trn_net_config *c = trn_net_get_config(net);
+    trn_augment_defaults(a);
+    a->angle = c->angle;
+    a->aspect = c->aspect;
+    a->hue = c->hue;
+    a->saturation = c->saturation;
+    a->exposure = c->exposure;
+    a->jitter = c->jitter;
+    a->min_crop = c->min_crop;
+    a->max_crop = c->max_crop;
+    a->flip = c->flip;
+}
+
 int trn_augment_check(const trn_augment *a, const char *where, trn_err *err)
 {
     const char *w = where ? where : "augmentation";
