@@ -12,7 +12,7 @@ TRN_LDLIBS   := $(shell $(PKG_CONFIG) --libs openblas 2>/dev/null || echo -lopen
 # library (one copy of the conv/gemm code); they must never call backward,
 # update, checkpoint or data-loading code.
 TRN_INFER_SRCS := $(addprefix trainer/src/,err.c io.c rng.c threads.c cfg.c activation.c \
-                  backend_ref.c backend_cpu.c net.c weights.c batchnorm.c conv.c connected.c \
+                  backend_ref.c backend_cpu.c portable.c net.c weights.c batchnorm.c conv.c connected.c \
                   maxpool.c avgpool.c dropout.c crop.c softmax.c cost.c route.c shortcut.c \
                   image.c image_stb.c)
 

@@ -127,5 +127,7 @@ const trn_backend *trn_net_swap_backend(trn_net *net, const trn_backend *be);
 /* Threaded loops of the CPU backend (threads.c): calls fn(ctx, i) for i in
  * [0, n), spread over trn_threads() threads; returns when all are done. */
 void trn_parallel_for(int n, void (*fn)(void *ctx, int i), void *ctx);
+/* Sets OpenBLAS to one thread, once per process (before any BLAS call). */
+void trn_blas_single_thread(void);
 
 #endif /* TRN_BACKEND_H */
