@@ -66,7 +66,8 @@ BENCHES += trainer/bench.sh
 # The library is part of the device build too; the inference flavour's test
 # runs there (under qemu-user on the host).
 CROSS_TARGETS    += $(TRN_LIB) $(TRN_INFER_LIB)
-CROSS_UNIT_TESTS += $(TESTD)/unit/test_trn_base $(TESTD)/unit/test_trn_infer $(TESTD)/unit/test_trn_data
+CROSS_UNIT_TESTS += $(TESTD)/unit/test_trn_base $(TESTD)/unit/test_trn_infer $(TESTD)/unit/test_trn_data \
+                    $(TESTD)/unit/test_trn_portable
 
 # stb_image 2.27 calls memcpy(NULL, src, 0) for an empty first PNG IDAT chunk:
 # harmless, but UBSan's nonnull-attribute check stops on it. Exempt that one
