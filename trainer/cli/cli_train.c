@@ -35,6 +35,9 @@ static const char *help =
     "  --checkpoint-every N   weight updates between checkpoints (default 100; 0: at the end only)\n"
     "  --resume               continue from BACKUP/BASE.ckpt when it exists\n"
     "  --threads N            compute threads (default: THREADS, else all cores)\n"
+    "  --determinism MODE     default (OpenBLAS: the same bytes for any thread count on\n"
+    "                         one CPU kind) or portable (our own kernels: the same bytes\n"
+    "                         on x86-64 and aarch64, slower); default: DETERMINISM, else default\n"
     "  --loader-threads N     image decoding threads (default 2)\n"
     "  --cache-mb N           decoded images kept in memory (default 256)\n"
     "  --quiet                no progress output\n"
@@ -138,6 +141,8 @@ int cli_train(int argc, char **argv)
             if (cli_num("train", "--seed", v, 0, (long long)1 << 62, &seed)) return 2;
         } else if ((v = cli_opt(argc, argv, &i, "--checkpoint-every", &bad))) {
             if (cli_num("train", "--checkpoint-every", v, 0, 1LL << 40, &every)) return 2;
+        } else if ((v = cli_opt(argc, argv, &i, "--determinism", &bad))) {
+            if (cli_determinism("train", v)) return 2;
         } else if ((v = cli_opt(argc, argv, &i, "--threads", &bad))) {
             threads = v;
         } else if ((v = cli_opt(argc, argv, &i, "--loader-threads", &bad))) {

@@ -24,6 +24,9 @@ static const char *valid_help =
     "                    \"confusion\" (rows: true class, columns: predicted)}\n"
     "  --set key=value   override a [net] key (repeatable)\n"
     "  --threads N       compute threads (default: THREADS, else all cores)\n"
+    "  --determinism MODE     default (OpenBLAS: the same bytes for any thread count on\n"
+    "                         one CPU kind) or portable (our own kernels: the same bytes\n"
+    "                         on x86-64 and aarch64, slower); default: DETERMINISM, else default\n"
     "  --loader-threads N  image decoding threads (default 2)\n";
 
 static const char *predict_help =
@@ -113,6 +116,8 @@ int cli_valid(int argc, char **argv)
             if (cli_num("valid", "--batch", v, 1, 4096, &batch)) return 2;
         } else if ((v = cli_opt(argc, argv, &i, "--limit", &bad))) {
             if (cli_num("valid", "--limit", v, 1, 1LL << 40, &limit)) return 2;
+        } else if ((v = cli_opt(argc, argv, &i, "--determinism", &bad))) {
+            if (cli_determinism("valid", v)) return 2;
         } else if ((v = cli_opt(argc, argv, &i, "--threads", &bad))) {
             threads = v;
         } else if ((v = cli_opt(argc, argv, &i, "--loader-threads", &bad))) {
