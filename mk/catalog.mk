@@ -18,8 +18,8 @@ CATALOG_VERSION   ?= $(SOURCE_DATE_EPOCH)
 
 OPTIONS += KEY KEY_PASSPHRASE_FILE SOURCE_DATE_EPOCH CATALOG_VERSION
 OPT_DOC_KEY                 := minisign secret key that signs the catalog (default: a development key)
-OPT_DOC_KEY_PASSPHRASE_FILE := file holding KEY's passphrase, if it is encrypted
-OPT_DOC_SOURCE_DATE_EPOCH   := timestamp of every archive entry (default: the last commit's time)
+OPT_DOC_KEY_PASSPHRASE_FILE := file holding the passphrase of KEY, if it is encrypted
+OPT_DOC_SOURCE_DATE_EPOCH   := timestamp of every archive entry (default: the time of the last commit)
 OPT_DOC_CATALOG_VERSION     := catalog version, a monotonic integer (default: SOURCE_DATE_EPOCH)
 
 ifneq ($(CFG_NOBUILD),1)

@@ -29,7 +29,7 @@ OPT_DOC_CUDNN   := 1 uses cuDNN for convolutions (needs GPU=1)
 OPT_DOC_DEBUG   := 1 builds without optimisation, with assertions
 OPT_DOC_SAN     := sanitizers, a comma list of address,undefined
 OPT_DOC_CROSS   := cross-compiler prefix, e.g. aarch64-linux-gnu- for Jetson
-OPT_DOC_THREADS := threads for OpenBLAS and our own loops (default: all cores)
+OPT_DOC_THREADS := threads of our own loops and products (default: all cores); results never depend on it
 OPT_DOC_PREFIX  := installation prefix
 OPT_DOC_DESTDIR := staging root prepended to PREFIX by make install
 OPT_DOC_V       := 1 prints every command
