@@ -66,6 +66,8 @@ eval_cmd = $(call launch,$(notdir $1)-eval) $(BIN)/trainer valid --cfg $1/varian
 
 # $(call profile_cmd,DIR): costs counted while a forward runs, and batch-1
 # latency measured on this machine with one thread.
+# PROFILE_RUNS=0 measures none: a catalog without build-host timings, the
+# same bytes on every rebuild (README, "Reproducible builds").
 PROFILE_RUNS ?= 30
 profile_cmd = $(call launch,$(notdir $1)-profile) $(BIN)/catalog profile --cfg $1/variant.cfg \
   --weights $1/variant.weights --runs $(PROFILE_RUNS) --threads 1 --out $1/profile.json

@@ -93,7 +93,9 @@ int cat_cli_profile(int argc, char **argv)
         "matrix products of a forward, parameters from the weights file's size, peak\n"
         "activation bytes from the network's buffers, the per-layer table, and the\n"
         "batch-1 latency (median and mean of N timed forwards after K warm-up ones;\n"
-        "N = 30, K = 3, T = 1 thread by default), with the machine and thread count.\n";
+        "N = 30, K = 3, T = 1 thread by default), with the machine and thread count.\n"
+        "--runs 0 measures no latency (\"latency\": {}): what a catalog that must be\n"
+        "rebuilt bit for bit carries (make PROFILE_RUNS=0).\n";
     static const struct option lo[] = {{"help", no_argument, 0, 'h'},        {"cfg", required_argument, 0, 'c'},
                                        {"weights", required_argument, 0, 'w'}, {"runs", required_argument, 0, 'n'},
                                        {"threads", required_argument, 0, 't'}, {"warmup", required_argument, 0, 'k'},
@@ -108,7 +110,7 @@ int cat_cli_profile(int argc, char **argv)
         if (c == 'c') cfg = optarg;
         else if (c == 'w') weights = optarg;
         else if (c == 'o') out = optarg;
-        else if (c == 'n' && !parse_count(optarg, 1, 100000, &po.runs)) continue;
+        else if (c == 'n' && !parse_count(optarg, 0, 100000, &po.runs)) continue;
         else if (c == 't' && !parse_count(optarg, 1, 1024, &po.threads)) continue;
         else if (c == 'k' && !parse_count(optarg, 0, 100000, &po.warmup)) continue;
         else {
