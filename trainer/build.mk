@@ -61,7 +61,7 @@ $(call objs,tests/darknet/dn_bench.c): CFLAGS := $(CFLAGS_BASE) -O2 -isystem $(T
 $(TRN_DN_BENCH): LDFLAGS := -pthread
 $(eval $(call program,$(TRN_DN_BENCH),$(call objs,tests/darknet/dn_bench.c),$(TRN_DN_LDLIBS)))
 BENCH_DEPS += $(TRN_DN_BENCH)
-BENCHES += trainer/bench.sh
+BENCHES += trainer/bench.sh trainer/bench_det.sh
 
 # The library is part of the device build too; the inference flavour's test
 # runs there (under qemu-user on the host).
