@@ -15,11 +15,11 @@ RTL_CLI_SRCS := $(sort $(wildcard runtime-lite/cli/*.c))
 RTL_LIB      := $(LIBD)/librtl.a
 RTL_SO       := $(LIBD)/librtl.so.0
 RTL_PC       := $(O)/pkgconfig/rtl.pc
-RTL_PKGS     := libsodium libarchive libcjson openblas
+RTL_PKGS     := libsodium libarchive libcjson openblas libcurl
 RTL_CFLAGS   := -Iruntime-lite/include -Iruntime-lite/src -Itrainer/include -fvisibility=hidden \
                 $(shell $(PKG_CONFIG) --cflags $(RTL_PKGS) 2>/dev/null)
 RTL_LDLIBS   := $(shell $(PKG_CONFIG) --libs $(RTL_PKGS) 2>/dev/null || \
-                  echo -lsodium -larchive -lcjson -lopenblas) -lm
+                  echo -lsodium -larchive -lcjson -lopenblas -lcurl) -lm
 RTL_VERSION  := $(shell sed -n 's/^\#define RTL_VERSION "\(.*\)"/\1/p' runtime-lite/include/rtl.h)
 RTL_LD       := $(CROSS)ld
 RTL_OBJCOPY  := $(CROSS)objcopy
@@ -60,7 +60,7 @@ INSTALL_BINS    += $(BIN)/rtl
 INSTALL_LIBS    += $(RTL_LIB) $(RTL_SO) $(LIBD)/librtl.so
 INSTALL_HEADERS += runtime-lite/include/rtl.h
 INSTALL_PCS     += $(RTL_PC)
-DEPS_PKGS       += libsodium-dev libarchive-dev libcjson-dev libopenblas-dev python3
+DEPS_PKGS       += libsodium-dev libarchive-dev libcjson-dev libopenblas-dev python3 libcurl4-openssl-dev
 
 # The crash-test build: the same sources with RTL_CRASH_POINTS=1, so that
 # RTL_CRASH_AT=N kills the process at the Nth crash point. Only the tests
