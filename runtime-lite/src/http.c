@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -50,6 +51,9 @@ struct xfer {
     int io_errno;           /* a write failed */
     long status;
     int64_t range_start;    /* from Content-Range, -1 when absent */
+    /* the bandwidth limit of this try */
+    struct timespec t0;
+    uint64_t got;           /* body bytes of this try */
 };
 
 int rtl_url_join(const char *base, const char *rel, char *out, size_t size)
@@ -99,11 +103,42 @@ static size_t on_header(char *p, size_t size, size_t n, void *user)
     return len;
 }
 
+/* The bandwidth limit, enforced here rather than by libcurl's own (which
+ * lets a transfer run well over the limit at its start): after each block
+ * the receiver sleeps until the try's average is at most the limit. As the
+ * receive buffer is kept small (SO_RCVBUF, set_rcvbuf), the sender is held
+ * back too, so the limit holds on the link, not just in this process. */
+static void throttle(struct xfer *x, size_t len)
+{
+    uint64_t rate = x->h->o ? x->h->o->max_bytes_per_s : 0;
+    x->got += len;
+    if (!rate) return;
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    double elapsed = (double)(now.tv_sec - x->t0.tv_sec) + (double)(now.tv_nsec - x->t0.tv_nsec) / 1e9;
+    double ahead = (double)x->got / (double)rate - elapsed;
+    if (ahead <= 0) return;
+    struct timespec t = {(time_t)ahead, (long)((ahead - (double)(time_t)ahead) * 1e9)};
+    while (nanosleep(&t, &t) != 0 && errno == EINTR) {}
+}
+
+static int set_rcvbuf(void *user, curl_socket_t fd, curlsocktype purpose)
+{
+    struct rtl_http *h = user;
+    if (purpose == CURLSOCKTYPE_IPCXN && h->o && h->o->max_bytes_per_s) {
+        int size = h->o->max_bytes_per_s / 4 < 16384 ? 16384 : h->o->max_bytes_per_s / 4 > 262144 ? 262144
+                                                                                                  : (int)(h->o->max_bytes_per_s / 4);
+        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof size); /* a hint: its failure changes nothing */
+    }
+    return CURL_SOCKOPT_OK;
+}
+
 static size_t on_mem(char *p, size_t size, size_t n, void *user)
 {
     struct xfer *x = user;
     size_t len = size * n;
     x->h->received += len;
+    throttle(x, len);
     if (x->len + len > x->max) {
         x->too_big = 1;
         return 0;
@@ -143,6 +178,7 @@ static size_t on_file(char *p, size_t size, size_t n, void *user)
     struct xfer *x = user;
     size_t len = size * n;
     x->h->received += len;
+    throttle(x, len);
     if (!x->checked) {
         x->checked = 1;
         if (!x->file) curl_easy_getinfo(x->h->curl, CURLINFO_RESPONSE_CODE, &x->status);
@@ -194,13 +230,17 @@ static void setup(struct rtl_http *h, const char *url, struct xfer *x)
     curl_easy_setopt(c, CURLOPT_USERAGENT, "rtl/" RTL_VERSION);
     curl_easy_setopt(c, CURLOPT_ACCEPT_ENCODING, NULL); /* bytes as stored: sizes are checked */
     curl_easy_setopt(c, CURLOPT_BUFFERSIZE, 256L * 1024);
-    if (o && o->max_bytes_per_s)
-        curl_easy_setopt(c, CURLOPT_MAX_RECV_SPEED_LARGE, (curl_off_t)o->max_bytes_per_s);
+    if (o && o->max_bytes_per_s) {
+        curl_easy_setopt(c, CURLOPT_SOCKOPTFUNCTION, set_rcvbuf);
+        curl_easy_setopt(c, CURLOPT_SOCKOPTDATA, h);
+        curl_easy_setopt(c, CURLOPT_BUFFERSIZE, 16384L);
+    }
     if (o && o->cacert) curl_easy_setopt(c, CURLOPT_CAINFO, o->cacert);
     curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
     curl_easy_setopt(c, CURLOPT_HEADERDATA, x);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, x);
     x->file = strncmp(url, "file:", 5) == 0;
+    clock_gettime(CLOCK_MONOTONIC, &x->t0);
 }
 
 /* Whether a failed try is worth another: the network or the server may
