@@ -82,6 +82,7 @@ $(eval $(call unit_test,rtl_model,$(RTL_LIB) $(TRN_INFER_LIB),$(RTL_LDLIBS)))
 # start-to-first-result and peak memory of rtl run against trainer predict.
 BENCHES += tests/bench/rtl_install.sh
 BENCHES += tests/bench/rtl_run.sh
+BENCHES += tests/bench/rtl_pull.sh
 
 # The device build (make CROSS=aarch64-linux-gnu-) and the tests that run
 # there under qemu-user as part of a host make test.
@@ -89,3 +90,28 @@ CROSS_TARGETS    += $(RTL_LIB) $(RTL_SO) $(LIBD)/librtl.so $(RTL_PC) $(BIN)/rtl
 CROSS_UNIT_TESTS += $(TESTD)/unit/test_rtl_base $(TESTD)/unit/test_rtl_model $(TESTD)/unit/test_rtl_sha256
 # tests/integration/rtl_run.sh runs the device's rtl under qemu-user too
 CROSS_TEST_DEPS  += $(BIN)/rtl
+
+# rtl pull's systemd service and timer (runtime-lite/systemd/), installed by
+# make install under PREFIX/lib/systemd/system and never enabled: a device
+# opts in with /etc/default/rtl-pull and `systemctl enable --now
+# rtl-pull.timer` (runtime-lite/README.md). The service names PREFIX.
+RTL_SERVICE := $(O)/systemd/rtl-pull.service
+$(RTL_SERVICE): runtime-lite/systemd/rtl-pull.service.in rtl-pc-force | $$(@D)/.dirstamp
+	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|g' $< > $@.tmp && \
+	  if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; echo "  GEN      $@"; fi
+ALL_TARGETS   += $(RTL_SERVICE)
+CROSS_TARGETS += $(RTL_SERVICE)
+
+.PHONY: install-rtl-systemd uninstall-rtl-systemd
+install: install-rtl-systemd
+install-rtl-systemd: $(RTL_SERVICE)
+	$(Q)set -e; install -d '$(IDIR)/lib/systemd/system' '$(IDIR)/share/doc/rtl'; \
+	for f in $(RTL_SERVICE) runtime-lite/systemd/rtl-pull.timer; do \
+	  install -m 0644 "$$f" '$(IDIR)/lib/systemd/system/'; echo "  INSTALL $(IDIR)/lib/systemd/system/$${f##*/}"; done; \
+	install -m 0644 runtime-lite/systemd/rtl-pull.default '$(IDIR)/share/doc/rtl/rtl-pull.default'; \
+	install -m 0644 runtime-lite/README.md '$(IDIR)/share/doc/rtl/README.md'; \
+	echo "  INSTALL $(IDIR)/share/doc/rtl/{rtl-pull.default,README.md} (rtl-pull.timer is not enabled)"
+uninstall: uninstall-rtl-systemd
+uninstall-rtl-systemd:
+	$(Q)rm -fv '$(IDIR)/lib/systemd/system/rtl-pull.service' '$(IDIR)/lib/systemd/system/rtl-pull.timer' \
+	  '$(IDIR)/share/doc/rtl/rtl-pull.default' '$(IDIR)/share/doc/rtl/README.md'

@@ -51,6 +51,7 @@ struct xfer {
     int io_errno;           /* a write failed */
     long status;
     int64_t range_start;    /* from Content-Range, -1 when absent */
+    const struct rtl_http_sink *sink;
     /* the bandwidth limit of this try */
     struct timespec t0;
     uint64_t got;           /* body bytes of this try */
@@ -206,6 +207,7 @@ static size_t on_file(char *p, size_t size, size_t n, void *user)
         x->io_errno = errno ? errno : EIO;
         return 0;
     }
+    if (x->sink) x->sink->data(x->sink->user, x->off, p, len);
     x->off += len;
     return len;
 }
@@ -229,7 +231,7 @@ static void setup(struct rtl_http *h, const char *url, struct xfer *x)
     curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, timeout);
     curl_easy_setopt(c, CURLOPT_USERAGENT, "rtl/" RTL_VERSION);
     curl_easy_setopt(c, CURLOPT_ACCEPT_ENCODING, NULL); /* bytes as stored: sizes are checked */
-    curl_easy_setopt(c, CURLOPT_BUFFERSIZE, 256L * 1024);
+    curl_easy_setopt(c, CURLOPT_BUFFERSIZE, 1024L * 1024); /* fewer, larger writes (libcurl caps it at its maximum) */
     if (o && o->max_bytes_per_s) {
         curl_easy_setopt(c, CURLOPT_SOCKOPTFUNCTION, set_rcvbuf);
         curl_easy_setopt(c, CURLOPT_SOCKOPTDATA, h);
@@ -326,7 +328,8 @@ int rtl_http_get_mem(struct rtl_http *h, const char *url, size_t max, char **buf
     }
 }
 
-int rtl_http_get_file(struct rtl_http *h, const char *url, int dirfd, const char *part, uint64_t size, rtl_err *err)
+int rtl_http_get_file(struct rtl_http *h, const char *url, int dirfd, const char *part, uint64_t size,
+                      const struct rtl_http_sink *sink, rtl_err *err)
 {
     int fd = openat(dirfd, part, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0) return rtl_errf(err, "cannot open the download file %s: %s", part, strerror(errno));
@@ -351,7 +354,7 @@ int rtl_http_get_file(struct rtl_http *h, const char *url, int dirfd, const char
             rc = 0;
             break;
         }
-        struct xfer x = {.h = h, .fd = fd, .off = have, .start = have, .size = size, .range_start = -1};
+        struct xfer x = {.h = h, .fd = fd, .off = have, .start = have, .size = size, .range_start = -1, .sink = sink};
         setup(h, url, &x);
         curl_easy_setopt(h->curl, CURLOPT_WRITEFUNCTION, on_file);
         char range[48];

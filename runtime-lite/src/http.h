@@ -14,6 +14,14 @@ struct rtl_http {
     unsigned retries;                 /* tries that failed and were retried */
 };
 
+/* Sees every block written to the file of rtl_http_get_file, with the file
+ * offset it was written at (a restart from zero shows as offset 0 again),
+ * e.g. to hash the file while it arrives. */
+struct rtl_http_sink {
+    void (*data)(void *user, uint64_t offset, const void *p, size_t n);
+    void *user;
+};
+
 /* What a transfer ended with, beside 0 (done) and -1 (failed, err filled). */
 #define RTL_HTTP_NOT_FOUND 1          /* 404 or 410 (file:// without the file) */
 
@@ -35,7 +43,8 @@ int rtl_http_get_mem(struct rtl_http *h, const char *url, size_t max, char **buf
  * the next pull and fails. Transient failures are retried with backoff, each
  * try resuming where the last one stopped. Returns 0, -1 or
  * RTL_HTTP_NOT_FOUND. The caller verifies the content. */
-int rtl_http_get_file(struct rtl_http *h, const char *url, int dirfd, const char *part, uint64_t size, rtl_err *err);
+int rtl_http_get_file(struct rtl_http *h, const char *url, int dirfd, const char *part, uint64_t size,
+                      const struct rtl_http_sink *sink, rtl_err *err);
 
 /* base + "/" + rel into out (one '/' between them). -1 when too long. */
 int rtl_url_join(const char *base, const char *rel, char *out, size_t size);

@@ -11,6 +11,7 @@
 . "$TOP/tests/integration/catalog/fixtures.sh"
 . "$TOP/tests/integration/rtl/nginx.sh"
 trap 'ngx_stop; [ "${KEEP:-0}" = 1 ] || rm -rf "$T"' EXIT
+NGX_SNDBUF=32k
 cd "$T" || exit 1
 
 if ! command -v nginx >/dev/null && [ ! -x /usr/sbin/nginx ]; then

@@ -8,6 +8,10 @@
 #                     and NGX_PID. Calling it again (after ngx_kill) restarts
 #                     on the same port. Returns non-zero when nginx does not
 #                     listen within 5 s (the reason is in $T/nginx/error.log).
+#                     NGX_SNDBUF (e.g. 32k) sets the socket send buffer, so that
+#                     a kill cuts a transfer short instead of the kernel still
+#                     delivering megabytes the server had queued (it slows
+#                     nginx down: not for benchmarks).
 # ngx_kill            SIGKILL (the server dies mid-transfer, as a crash or a
 #                     power cut of the server would)
 # ngx_stop            stops it if it runs (every test traps this on EXIT)
@@ -47,7 +51,7 @@ http {
     default_type application/octet-stream;
     keepalive_timeout 10s;
     server {
-        listen 127.0.0.1:$NGX_PORT sndbuf=32k;   # so that a kill cuts a transfer short
+        listen 127.0.0.1:$NGX_PORT${NGX_SNDBUF:+ sndbuf=$NGX_SNDBUF};
         root $root;
         location / { autoindex off; }
     }
