@@ -226,7 +226,7 @@ int rtl_index_check(const struct rtl_index *ix, const char *trusted, int64_t now
  * does not arrive in one piece from offset 0 (a resumed one) is hashed by
  * reading the file back instead (`broken`). */
 
-#define SH_SLOTS 8
+#define SH_SLOTS 4
 #define SH_SLOT_BYTES (1u << 20)
 
 struct sh {
@@ -263,16 +263,17 @@ static void *sh_main(void *arg)
     return NULL;
 }
 
-/* Starts the hashing thread; 0, or -1 when it cannot (then the file is read
- * back at the end). */
-static int sh_start(struct sh *h, int blake)
+/* Starts the hashing thread over the caller's SH_SLOTS buffers of
+ * SH_SLOT_BYTES (kept across files: fresh ones would cost a page fault per
+ * 4 KiB); 0, or -1 when it cannot (then the file is read back at the end). */
+static int sh_start(struct sh *h, int blake, unsigned char **slots)
 {
     memset(h, 0, sizeof *h);
     h->blake = blake;
     if (blake) crypto_generichash_init(&h->b2, NULL, 0, RTL_HASH_BYTES);
     else rtl_sha256_init(&h->sha);
     for (int i = 0; i < SH_SLOTS; i++)
-        if (!(h->buf[i] = malloc(SH_SLOT_BYTES))) h->broken = 1;
+        if (!(h->buf[i] = slots ? slots[i] : NULL)) h->broken = 1;
     if (h->broken || pthread_mutex_init(&h->mu, NULL) != 0) return h->broken = 1, -1;
     if (pthread_cond_init(&h->cv, NULL) != 0 || pthread_create(&h->th, NULL, sh_main, h) != 0) {
         pthread_mutex_destroy(&h->mu);
@@ -322,7 +323,6 @@ static int sh_finish(struct sh *h, uint8_t *out, uint64_t *size)
         pthread_cond_destroy(&h->cv);
         pthread_mutex_destroy(&h->mu);
     }
-    for (int i = 0; i < SH_SLOTS; i++) free(h->buf[i]);
     if (h->broken || !h->started) return -1;
     if (h->blake) crypto_generichash_final(&h->b2, out, RTL_HASH_BYTES);
     else rtl_sha256_final(&h->sha, out);
@@ -340,6 +340,7 @@ struct pull {
     int dirfd, objfd, arcfd, lockfd;
     rtl_pubkey *keys;
     size_t nkeys;
+    unsigned char *slots[SH_SLOTS];   /* the hashing thread's buffers */
 };
 
 /* The key of keys[] with the signature's id, or NULL with err. */
@@ -560,7 +561,7 @@ static int fetch_object(struct one *c, const uint8_t sha[RTL_SHA256_BYTES], uint
     if (rtl_url_join(c->p->url, rel, url, sizeof url) != 0) return rtl_errf(err, "the URL is too long");
     uint64_t before = c->p->http.received;
     struct sh hs;
-    sh_start(&hs, 0);
+    sh_start(&hs, 0, c->p->slots[0] ? c->p->slots : NULL);
     struct rtl_http_sink sink = {sh_data, &hs};
     int r = rtl_http_get_file(&c->p->http, url, c->p->objfd, part, size, &sink, err);
     int streamed = sh_finish(&hs, got, &n) == 0;
@@ -696,7 +697,7 @@ static int pull_archive(struct one *c, rtl_err *err)
         if (check_room(p->arcfd, c->e->size, err) != 0) return -1;
         uint64_t before = p->http.received;
         struct sh hs;
-        if (p->o->fetch_only) sh_start(&hs, 1);
+        if (p->o->fetch_only) sh_start(&hs, 1, p->slots[0] ? p->slots : NULL);
         struct rtl_http_sink sink = {sh_data, &hs};
         int r = rtl_http_get_file(&p->http, url, p->arcfd, part, c->e->size, p->o->fetch_only ? &sink : NULL, err);
         if (p->o->fetch_only) hashed = sh_finish(&hs, hash, NULL) == 0;
@@ -826,6 +827,9 @@ int rtl_pull(rtl_store *s, const char *url, const rtl_pull_options *options, rtl
     if ((p.objfd = open_sub(p.dirfd, "objects", err)) < 0 || (p.arcfd = open_sub(p.dirfd, "archives", err)) < 0 ||
         rtl_keys_load(s, &p.keys, &p.nkeys, err) != 0 || rtl_http_open(&p.http, s, o, err) != 0)
         goto out;
+    for (int i = 0; i < SH_SLOTS && (i == 0 || p.slots[i - 1]); i++) p.slots[i] = malloc(SH_SLOT_BYTES);
+    if (!p.slots[SH_SLOTS - 1]) /* without them, downloads are read back to be hashed */
+        for (int i = 0; i < SH_SLOTS; i++) free(p.slots[i]), p.slots[i] = NULL;
     if (fetch_index(&p, &ix, err) != 0) goto out;
     snprintf(res->channel, sizeof res->channel, "%s", ix.channel);
     res->serial = ix.serial;
@@ -854,6 +858,7 @@ out:
     res->retries = p.http.retries;
     rtl_http_close(&p.http);
     rtl_index_free(&ix);
+    for (int i = 0; i < SH_SLOTS; i++) free(p.slots[i]);
     free(p.keys);
     if (p.objfd >= 0) close(p.objfd);
     if (p.arcfd >= 0) close(p.arcfd);

@@ -50,6 +50,7 @@ http {
     types { application/octet-stream zst; application/json json; }
     default_type application/octet-stream;
     keepalive_timeout 10s;
+    sendfile on;
     server {
         listen 127.0.0.1:$NGX_PORT${NGX_SNDBUF:+ sndbuf=$NGX_SNDBUF};
         root $root;
