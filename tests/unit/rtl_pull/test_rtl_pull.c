@@ -5,6 +5,7 @@
  * a missing file, every block seen in order by the sink). The transfers over
  * HTTP against a real server are tests/integration/rtl_pull.sh. */
 #include "testutil_impl.h"
+#include "catalog.h"
 #include "http.h"
 #include "pull.h"
 #include "rtl.h"
@@ -101,6 +102,47 @@ static void index_refuses(void **state)
     assert_int_equal(rtl_index_parse(big, RTL_INDEX_MAX + 1, &ix, &err), -1);
     assert_non_null(strstr(err.msg, "more than"));
     free(big);
+}
+
+/* Every byte of a valid index replaced by each of a few values (and the
+ * index cut at every length): the parser never crashes, and what it accepts
+ * is still a well-formed index (paths checked, sorted, bounded). */
+static void index_mutations(void **state)
+{
+    (void)state;
+    char text[2048];
+    index_text(text, sizeof text, "stable", "7", "2000000000", ENTRY("vgg"), "alexnet/a.tar.zst", "5", "300");
+    size_t n = strlen(text), accepted = 0, refused = 0;
+    static const char values[] = {'\0', '"', '\\', '{', ']', '.', '/', '9', '-', 'x', (char)0xff};
+    char *m = malloc(n + 1);
+    assert_non_null(m);
+    for (size_t i = 0; i < n; i++) {
+        for (size_t v = 0; v < sizeof values; v++) {
+            memcpy(m, text, n + 1);
+            m[i] = values[v];
+            struct rtl_index ix;
+            rtl_err err = {{0}};
+            if (rtl_index_parse(m, n, &ix, &err) == 0) {
+                accepted++;
+                for (size_t k = 0; k < ix.n; k++) {
+                    rtl_err e2;
+                    assert_int_equal(rtl_path_check(ix.entries[k].archive, &e2), 0);
+                    assert_true(ix.entries[k].manifest_size > 0 && ix.entries[k].version > 0);
+                    if (k) assert_true(strcmp(ix.entries[k - 1].catalog, ix.entries[k].catalog) < 0);
+                }
+                rtl_index_free(&ix);
+            } else {
+                refused++;
+                assert_true(err.msg[0] != '\0');
+            }
+        }
+        struct rtl_index ix;
+        rtl_err err;
+        assert_int_equal(rtl_index_parse(text, i, &ix, &err), -1); /* every strict prefix is refused */
+    }
+    printf("# %zu mutated indexes accepted, %zu refused\n", accepted, refused);
+    assert_true(refused > accepted);
+    free(m);
 }
 
 static void index_expiry_and_replay(void **state)
@@ -292,6 +334,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(index_parses),
         cmocka_unit_test(index_refuses),
+        cmocka_unit_test(index_mutations),
         cmocka_unit_test(index_expiry_and_replay),
         cmocka_unit_test(url_join),
         cmocka_unit_test(resumable_transfers),
