@@ -564,7 +564,9 @@ static int fetch_object(struct one *c, const uint8_t sha[RTL_SHA256_BYTES], uint
     sh_start(&hs, 0, c->p->slots[0] ? c->p->slots : NULL);
     struct rtl_http_sink sink = {sh_data, &hs};
     int r = rtl_http_get_file(&c->p->http, url, c->p->objfd, part, size, &sink, err);
-    int streamed = sh_finish(&hs, got, &n) == 0;
+    /* streamed only when this pull received the whole file from offset 0
+     * (a .part already complete receives nothing: it is read back) */
+    int streamed = sh_finish(&hs, got, &n) == 0 && n == size;
     c->it->bytes_fetched += c->p->http.received - before;
     if (r != 0) return r;
     if (!streamed) {
@@ -700,7 +702,8 @@ static int pull_archive(struct one *c, rtl_err *err)
         if (p->o->fetch_only) sh_start(&hs, 1, p->slots[0] ? p->slots : NULL);
         struct rtl_http_sink sink = {sh_data, &hs};
         int r = rtl_http_get_file(&p->http, url, p->arcfd, part, c->e->size, p->o->fetch_only ? &sink : NULL, err);
-        if (p->o->fetch_only) hashed = sh_finish(&hs, hash, NULL) == 0;
+        uint64_t streamed = 0;
+        if (p->o->fetch_only) hashed = sh_finish(&hs, hash, &streamed) == 0 && streamed == c->e->size;
         c->it->bytes_fetched += p->http.received - before;
         if (r == RTL_HTTP_NOT_FOUND) return rtl_errf(err, "%s: not found, although the index names it", url);
         if (r != 0) return -1;

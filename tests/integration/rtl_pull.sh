@@ -142,6 +142,30 @@ t_check "a single pull survives three server crashes by retrying with backoff" \
     bash -c "[ $rc = 0 ] && grep -q 'installed none -> 2' retry.out && ! grep -q ' 0 retries' retry.out"
 t_check "it resumes with Range requests" grep -q "resuming .* at byte [1-9]" retry.out
 
+# the device is killed instead (a power cut of the device): the next pull resumes
+newroot i4
+for k in 1 2 3 4 5; do
+    "$RTL" --root i4 pull "$NGX_URL" --limit-rate 2M >kill.out 2>&1 &
+    p=$!
+    sleep "0.$((15 + 5 * k))"
+    kill -9 $p 2>/dev/null; wait $p 2>/dev/null
+    "$RTL" --root i4 verify >/dev/null 2>&1 || bad4="${bad4:-} verify-after-kill-$k"
+done
+expect_ok "after five kills of rtl itself the next pull completes" "$RTL" --root i4 pull "$NGX_URL"
+t_check "it resumed what the killed pulls had fetched${bad4:+ ($bad4)}" \
+    bash -c "[ -z '${bad4:-}' ] && [ \$(sed -n 's/.*: \([0-9]*\) bytes fetched in all.*/\1/p' '$T/out') -lt $((one - 1000000)) ]"
+expect_ok "and the catalog verifies" "$RTL" --root i4 verify tinynet
+# a download complete on disk but not yet checked (killed right after it)
+newroot i5
+bw_sha=$(sha256sum c/variants/base/variant.weights | cut -c1-64)
+mkdir -p i5/pull/objects && cp "pub/objects/$bw_sha" "i5/pull/objects/$bw_sha.part"
+expect_ok "a complete .part left by a killed pull is checked and used" "$RTL" --root i5 pull "$NGX_URL"
+t_check "without fetching it again" test "$(fetched "$T/out")" = $((one - $(stat -c %s "pub/objects/$bw_sha")))
+newroot i6
+mkdir -p i6/pull/objects && cp "pub/objects/$bw_sha" "i6/pull/objects/$bw_sha" && "$TOOL" flip "i6/pull/objects/$bw_sha" 5 >/dev/null
+expect_ok "a damaged download kept from an earlier pull is fetched again" "$RTL" --root i6 pull "$NGX_URL"
+t_check "(all of it)" test "$(fetched "$T/out")" = "$one"
+
 # ---- the server serves a truncated, altered or longer file --------------------
 obj=pub/objects/$(sha256sum c/variants/svd-fc-4x/variant.weights | cut -c1-64)
 newroot bad
