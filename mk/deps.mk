@@ -4,6 +4,10 @@
 # Components add their packages to DEPS_PKGS (and headers to DEPS_HEADERS,
 # libraries to DEPS_LIBS) in their own build.mk; `make deps` installs them all.
 
+# nginx-light and curl serve and fetch in the rtl pull tests and benchmark
+# (each test starts its own nginx on loopback; on a machine where installing
+# a package starts its service, Debian's nginx also starts on port 80:
+# `systemctl disable --now nginx` stops it, the tests do not need it).
 DEPS_PKGS := build-essential pkg-config libopenblas-dev liblapacke-dev libarchive-dev \
              libcjson-dev libsodium-dev libzstd-dev libstb-dev libcmocka-dev minisign \
              darknet zstd libcurl4-openssl-dev nginx-light curl

@@ -449,6 +449,7 @@ static int fetch_index(struct pull *p, struct rtl_index *ix, rtl_err *err)
             goto out;
         }
     }
+    RTL_CRASH_POINT("pull-index-accepted");
     char exp[48];
     utc(ix->expires, exp, sizeof exp);
     rtl_log(p->s, RTL_LOG_INFO, "index of channel %s, serial %" PRIu64 ", valid until %s: %zu catalog%s", ix->channel,
@@ -585,6 +586,7 @@ static int fetch_object(struct one *c, const uint8_t sha[RTL_SHA256_BYTES], uint
     /* no fsync: a file damaged by a power cut fails the check above next time */
     if (renameat(c->p->objfd, part, c->p->objfd, hex) != 0)
         return rtl_errf(err, "cannot keep %s: %s", hex, strerror(errno));
+    RTL_CRASH_POINT("pull-object-kept");
     c->it->files_fetched++;
     return 0;
 }
@@ -710,6 +712,7 @@ static int pull_archive(struct one *c, rtl_err *err)
         /* no fsync: rtl_install verifies the whole archive; one that does not verify is dropped */
         if (renameat(p->arcfd, part, p->arcfd, name) != 0)
             return rtl_errf(err, "cannot keep %s: %s", name, strerror(errno));
+        RTL_CRASH_POINT("pull-archive-kept");
         c->it->files_fetched++;
     }
     if (write_atomic(p->arcfd, signame, c->sig, c->sig_len, err) != 0) return -1;
@@ -761,6 +764,16 @@ static int pull_one(struct pull *p, const struct rtl_index_entry *e, rtl_pull_it
         else
             rtl_log(p->s, RTL_LOG_INFO, "catalog %s: version %" PRIu64 " is installed: up to date", e->catalog,
                     e->version);
+        /* finish what a killed install left (as the next install would) */
+        rtl_err busy;
+        int fd;
+        if (!p->o->check_only && rtl_store_lock(p->s, &busy) == 0) {
+            if ((fd = rtl_catdir_open(p->s, e->catalog, 0, NULL, NULL)) >= 0) {
+                rtl_gc(p->s, fd, e->catalog);
+                close(fd);
+            }
+            rtl_store_unlock(p->s);
+        }
         return 0;
     }
     if (p->o->check_only) return 0;
