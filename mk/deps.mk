@@ -10,7 +10,7 @@
 # `systemctl disable --now nginx` stops it, the tests do not need it).
 DEPS_PKGS := build-essential pkg-config libopenblas-dev liblapacke-dev libarchive-dev \
              libcjson-dev libsodium-dev libzstd-dev libstb-dev libcmocka-dev minisign \
-             darknet zstd libcurl4-openssl-dev nginx-light curl
+             darknet zstd libcurl4-openssl-dev nginx-light curl openssl
 # The device side (runtime-lite) is cross-compiled for the Jetson (aarch64) and
 # its tests run under qemu-user, with Debian's arm64 libraries (multiarch).
 DEPS_ARCHS := arm64

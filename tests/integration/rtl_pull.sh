@@ -266,6 +266,28 @@ t_check "--fetch-only fetches and verifies but installs nothing" \
 expect_ok "the next pull installs what was fetched without fetching it again" "$RTL" --root bw pull "$NGX_URL" --whole-archive
 t_check "(only the index and signatures: $(fetched "$T/out") bytes)" test "$(fetched "$T/out")" -lt 2000
 
+# ---- https -------------------------------------------------------------------------------
+if command -v openssl >/dev/null; then
+    ngx_stop
+    NGX_TLS=1 NGX_PORT= ngx_start "$T/pub"
+    newroot tls
+    expect_fail "https with a certificate no CA vouches for is refused" "SSL|certificate" \
+        "$RTL" --root tls pull --retries 0 "$NGX_URL"
+    expect_ok "https with --cacert" "$RTL" --root tls pull --cacert "$T/nginx/cert.pem" "$NGX_URL"
+    t_check "installs over https" grep -q "catalog tinynet installed none -> 2" "$T/out"
+    ngx_stop
+    NGX_PORT= ngx_start "$T/flat"
+else
+    t_skip "rtl pull over https" "openssl is not installed (make deps installs it)"
+fi
+
+# ---- catalog publish refusals ------------------------------------------------------------
+expect_fail "publish --refresh needs an index" "has no index.json to refresh" "$CAT" publish --refresh -o nopub --key k.key
+expect_fail "publish keeps one channel per folder" "is the index of channel 'stable', not 'beta'" \
+    "$CAT" publish "$A2" -o pub --key k.key --channel beta
+expect_fail "publish refuses an older version than the index offers" "already offers catalog tinynet version 2, newer than 1" \
+    "$CAT" publish "$A1" -o pub --key k.key
+
 # ---- usage ----------------------------------------------------------------------------
 expect_fail "a URL of another scheme is refused" "not an http://, https:// or file:// URL" "$RTL" --root d pull ftp://x/
 expect_fail "a folder that is no publish folder" "not found: is .* a publish folder" "$RTL" --root d pull "$NGX_URL/nothing"

@@ -12,6 +12,9 @@
 #                     a kill cuts a transfer short instead of the kernel still
 #                     delivering megabytes the server had queued (it slows
 #                     nginx down: not for benchmarks).
+#                     NGX_TLS=1 serves https:// with a certificate made for
+#                     127.0.0.1 at the first start ($T/nginx/cert.pem, for
+#                     --cacert; needs openssl).
 # ngx_kill            SIGKILL (the server dies mid-transfer, as a crash or a
 #                     power cut of the server would)
 # ngx_stop            stops it if it runs (every test traps this on EXIT)
@@ -30,6 +33,12 @@ _ngx_free_port() {
 ngx_start() {
     local root=$1 d=$T/nginx tries
     mkdir -p "$d/tmp"
+    local scheme=http tls=''
+    if [ "${NGX_TLS:-0}" = 1 ]; then
+        scheme=https tls=" ssl"
+        [ -f "$d/cert.pem" ] || openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=127.0.0.1 \
+            -addext subjectAltName=IP:127.0.0.1 -keyout "$d/key.pem" -out "$d/cert.pem" >/dev/null 2>&1 || return 1
+    fi
     for tries in 1 2 3 4 5; do
         [ -n "$NGX_PORT" ] || NGX_PORT=$(_ngx_free_port)
         cat >"$d/nginx.conf" <<EOF
@@ -52,7 +61,8 @@ http {
     keepalive_timeout 10s;
     sendfile on;
     server {
-        listen 127.0.0.1:$NGX_PORT${NGX_SNDBUF:+ sndbuf=$NGX_SNDBUF};
+        listen 127.0.0.1:$NGX_PORT$tls${NGX_SNDBUF:+ sndbuf=$NGX_SNDBUF};
+$([ -n "$tls" ] && printf '        ssl_certificate %s;\n        ssl_certificate_key %s;\n' "$d/cert.pem" "$d/key.pem")
         root $root;
         location / { autoindex off; }
     }
@@ -62,8 +72,8 @@ EOF
         NGX_PID=$!
         local i
         for i in $(seq 50); do
-            if curl -s -o /dev/null --max-time 1 "http://127.0.0.1:$NGX_PORT/"; then
-                NGX_URL=http://127.0.0.1:$NGX_PORT
+            if curl -sk -o /dev/null --max-time 1 "$scheme://127.0.0.1:$NGX_PORT/"; then
+                NGX_URL=$scheme://127.0.0.1:$NGX_PORT
                 return 0
             fi
             kill -0 "$NGX_PID" 2>/dev/null || break
