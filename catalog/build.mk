@@ -1,6 +1,7 @@
 # catalog/build.mk: libcat (manifest, schema, winnowing, estimates, packing,
-# signing, report) and `catalog`. It links librtl (signature formats and
-# verification live there, as devices need them) and libtrn (trn_err,
+# signing, report, publish) and `catalog`. It links librtl (signature formats
+# and verification live there, as devices need them; with it libcurl, which
+# rtl pull uses) and libtrn (trn_err,
 # checked reads, atomic writes); librtl never links back.
 
 CAT_SRCS     := $(sort $(wildcard catalog/src/*.c))

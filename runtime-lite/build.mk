@@ -3,8 +3,8 @@
 # librtl holds runtime-lite's sources and the trainer's inference sources
 # (TRN_INFER_SRCS of trainer/build.mk, compiled here with -DTRN_INFER_ONLY
 # into obj/rtl/): one copy of the forward kernels, no training code. It
-# depends on libsodium, libarchive, cJSON and OpenBLAS, never on libtrn or
-# the catalog. Only rtl_ names leave it: librtl.so is built from objects
+# depends on libsodium, libarchive, cJSON, OpenBLAS and libcurl (rtl pull),
+# never on libtrn or the catalog. Only rtl_ names leave it: librtl.so is built from objects
 # compiled with -fvisibility=hidden (RTL_API on the public declarations),
 # and librtl.a holds one relocatable object in which every other global
 # symbol is made local, so a program may link librtl.a beside libtrn.a
