@@ -262,7 +262,8 @@ typedef struct rtl_pull_options {
     uint64_t max_bytes_per_s;    /* receive bandwidth limit; 0: none */
     int retries;                 /* tries after the first per transfer; 0: 4, -1: none */
     unsigned backoff_ms;         /* wait before the first retry, doubling (at most 60 s); 0: 500 */
-    unsigned timeout_s;          /* connect time-out and longest stall; 0: 30 */
+    unsigned timeout_s;          /* connect time-out, and how long a transfer may stay below
+                                  * 1 KiB/s (a quarter of max_bytes_per_s if lower); 0: 30 */
     const char *cacert;          /* CA bundle for https://; NULL: the system's */
 } rtl_pull_options;
 
@@ -275,7 +276,8 @@ typedef struct rtl_pull_item {
     int installed;               /* 1: installed by this pull */
     int fetched;                 /* 1: fetched and verified (fetch_only) */
     int whole_archive;           /* 1: went through the archive, not objects/ */
-    uint64_t bytes_fetched;      /* body bytes received for this catalog */
+    uint64_t bytes_fetched;      /* body bytes received for its manifest and files, or its
+                                  * archive (its signature is counted in the total only) */
     uint64_t bytes_reused;       /* bytes of files taken from the installed copy */
     size_t files_fetched, files_reused;
 } rtl_pull_item;

@@ -4,8 +4,10 @@
  *
  * Bounds: every transfer has a maximum size known before it starts (the
  * index's and the manifest's sizes, or a fixed cap for small files), a
- * connect time-out and a stall time-out (no byte for timeout_s seconds ends
- * a try), and a bounded number of tries with exponential backoff. Only
+ * connect time-out and a stall time-out (below 1 KiB/s, or a quarter of a
+ * lower bandwidth limit, for timeout_s seconds ends a try: a server cannot
+ * hold a pull by dripping bytes), and a bounded number of tries with
+ * exponential backoff. Only
  * http, https and file URLs are followed (also across redirects, at most 5).
  * Nothing a server sends is trusted: the caller checks every byte against a
  * signature, the manifest or the index before using it.
@@ -227,7 +229,11 @@ static void setup(struct rtl_http *h, const char *url, struct xfer *x)
     curl_easy_setopt(c, CURLOPT_FAILONERROR, 1L);
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, timeout);
-    curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
+    /* a stall: below 1 KiB/s (a quarter of a lower bandwidth limit) for
+     * timeout seconds, so a server dripping bytes cannot hold a pull */
+    uint64_t rate = o ? o->max_bytes_per_s : 0;
+    long low = rate && rate / 4 < 1024 ? (long)(rate / 4 ? rate / 4 : 1) : 1024;
+    curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, low);
     curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, timeout);
     curl_easy_setopt(c, CURLOPT_USERAGENT, "rtl/" RTL_VERSION);
     curl_easy_setopt(c, CURLOPT_ACCEPT_ENCODING, NULL); /* bytes as stored: sizes are checked */

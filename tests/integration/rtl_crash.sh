@@ -49,7 +49,7 @@ crash_sweep() {
         { RTL_CRASH_AT=$k "$CRASH" --root r "$@" >/dev/null 2>&1; rc=$?; } 2>/dev/null
         state=$(version_of r)
         if [ "$rc" != 137 ]; then bad="$bad $k(exit $rc, not killed)"; continue; fi
-        if ! "$RTL" --root r verify tinynet >/dev/null 2>&1; then bad="$bad $k(does not verify)"; continue; fi
+        if ! "$RTL" --root r verify tinynet >verify.out 2>&1; then bad="$bad $k(does not verify: $(tail -n 1 verify.out))"; continue; fi
         case $state in
         "$before") seen_before=$((seen_before + 1)) ;;
         "$after") seen_after=$((seen_after + 1)) ;;
