@@ -266,6 +266,16 @@ t_check "--fetch-only fetches and verifies but installs nothing" \
 expect_ok "the next pull installs what was fetched without fetching it again" "$RTL" --root bw pull "$NGX_URL" --whole-archive
 t_check "(only the index and signatures: $(fetched "$T/out") bytes)" test "$(fetched "$T/out")" -lt 2000
 
+# ---- a server dripping bytes --------------------------------------------------------------
+newroot slow
+start=$(date +%s)
+expect_fail "a server dripping bytes is cut off after --timeout" "Timeout was reached|too slow" \
+    "$RTL" --root slow pull --whole-archive --timeout 2 --retries 1 --backoff-ms 100 "$NGX_URL/slow/"
+# (libcurl averages the speed over its last 5 s, so a try ends 2 to 7 s into the drip)
+t_check "within the bounds (2 tries of at most 2 + 5 s and the backoff: $(( $(date +%s) - start )) s)" \
+    test $(( $(date +%s) - start )) -le 25
+t_check "what it received is kept for the next pull" bash -c "[ \$(stat -c %s slow/pull/archives/tinynet-2.tar.zst.part) -ge 65536 ]"
+
 # ---- https -------------------------------------------------------------------------------
 if command -v openssl >/dev/null; then
     ngx_stop

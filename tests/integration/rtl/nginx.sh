@@ -18,6 +18,8 @@
 # ngx_kill            SIGKILL (the server dies mid-transfer, as a crash or a
 #                     power cut of the server would)
 # ngx_stop            stops it if it runs (every test traps this on EXIT)
+#                     $NGX_URL/slow/ serves the same folder at 200 bytes/s
+#                     after the first 64 KiB of each file.
 # ngx_bytes PATTERN   sum of the body bytes nginx logged for request URIs
 #                     matching the extended regex PATTERN (completed
 #                     requests only: a killed server logs nothing)
@@ -65,6 +67,8 @@ http {
 $([ -n "$tls" ] && printf '        ssl_certificate %s;\n        ssl_certificate_key %s;\n' "$d/cert.pem" "$d/key.pem")
         root $root;
         location / { autoindex off; }
+        # the same folder, dripping: full speed for 64 KiB, then 200 bytes/s
+        location /slow/ { alias $root/; limit_rate_after 64k; limit_rate 200; }
     }
 }
 EOF
