@@ -11,6 +11,9 @@
 DEPS_PKGS := build-essential pkg-config libopenblas-dev liblapacke-dev libarchive-dev \
              libcjson-dev libsodium-dev libzstd-dev libstb-dev libcmocka-dev minisign \
              darknet zstd libcurl4-openssl-dev nginx-light curl openssl
+# A real one-node Slurm cluster for tests/integration/slurm_cluster.sh (the
+# daemons run only inside that test, on loopback, never as services).
+DEPS_PKGS += slurm-wlm munge
 # The device side (runtime-lite) is cross-compiled for the Jetson (aarch64) and
 # its tests run under qemu-user, with Debian's arm64 libraries (multiarch).
 DEPS_ARCHS := arm64
