@@ -90,6 +90,34 @@ int cat_archive_info(const char *archive, rtl_sig_info *info, trn_err *err);
 int cat_verify(const char *archive, const char *sig_path, const rtl_pubkey *keys, size_t n, rtl_sig_info *info,
                int *has_fields, trn_err *err) TRN_MUST_CHECK;
 
+/* ---- the publish folder devices pull from (catalog/src/publish.c) --------- */
+
+struct cat_publish_options {
+    const char *archive;       /* the catalog to publish; NULL: only re-sign the index */
+    const char *sig;           /* its signature; NULL: archive + ".minisig" */
+    const char *dest;          /* the publish folder */
+    const cat_seckey *key;     /* signs the index (and must have signed the archive) */
+    const char *channel;       /* NULL: the index's, or "stable" for a new one */
+    int64_t now;               /* issue time (Unix) */
+    int64_t valid_for;         /* seconds until the index expires (> 0) */
+    uint64_t serial;           /* 0: the index's + 1 */
+    int objects;               /* 1: write objects/ (the per-file layout) */
+    int allow_downgrade;       /* 1: publish an older version or a lower serial */
+};
+
+struct cat_publish_result {
+    char channel[RTL_ID_MAX + 1];
+    char catalog[RTL_ID_MAX + 1];   /* "" when only the index was re-signed */
+    uint64_t version, serial, objects;
+    int64_t expires;
+};
+
+/* Publishes into o->dest (layout at the top of publish.c): the archive's
+ * manifest and files under objects/ by SHA-256, the archive and signature
+ * under <id>/, then index.json (this catalog's entry replaced, a new serial
+ * and expiry) and its signature. Refuses an archive not signed by o->key. */
+int cat_publish(const struct cat_publish_options *o, struct cat_publish_result *res, trn_err *err);
+
 /* ---- JSON helpers (catalog/src/json.c) ------------------------------------- */
 
 /* Parses JSON text of len bytes; anything but white space after the value
