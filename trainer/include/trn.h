@@ -284,6 +284,12 @@ typedef struct trn_net_config {
     /* Augmentation keys, handed to the data loader (Darknet's meaning). */
     float angle, aspect, hue, saturation, exposure, jitter;
     int min_crop, max_crop, flip;
+    /* Knowledge distillation (a training-only [net] extension: Darknet
+     * reports these keys as unused and loads the cfg). distill_alpha > 0
+     * mixes a teacher's temperature-softened outputs into the loss; the
+     * teacher is distill_cfg + distill_weights (see trn_train). */
+    float distill_alpha, distill_temperature;
+    char distill_cfg[1024], distill_weights[1024];
 } trn_net_config;
 
 typedef struct trn_net_opts {
@@ -450,6 +456,15 @@ int trn_net_backward(trn_net *net, trn_err *err) TRN_MUST_CHECK;
  *   weights:        u -= decay*B * w; w += rate/B * u; u *= momentum
  * with B = batch * subdivisions and the layer's learning_rate scale. */
 void trn_net_update(trn_net *net);
+/* Soft targets for the next training forwards (knowledge distillation):
+ * q is (batch, outputs), each row a teacher's distribution softened by
+ * net->cfg.distill_temperature, or NULL to train on the labels alone. The
+ * softmax layer's loss becomes (1 - a) * CE(truth, p) + a * T^2 * KL(q || p_T)
+ * with p_T = softmax(logits / T) and a = distill_alpha (Hinton et al. 2015);
+ * its delta is the loss's negative gradient in the logits,
+ * (1 - a) * (truth - p) + a * T * (q - p_T). The caller keeps q alive. */
+void trn_net_set_soft_targets(trn_net *net, const float *q);
+
 /* Darknet's train_network_datum: seen += batch; forward_train; backward;
  * update every `subdivisions` calls. *loss (may be NULL) = the cost per
  * image of this forward. */
