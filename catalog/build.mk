@@ -31,10 +31,11 @@ $(OBJ)/gen/catalog/embedded.o: $(CAT_GEN) $(SETTINGS_FILE) | $$(@D)/.dirstamp $(
 	$(call msg,CC,$<)$(CC) $(CFLAGS) $(CAT_CFLAGS) $(DEPFLAGS) -c $< -o $@
 
 $(call objs,$(CAT_SRCS) $(CAT_CLI_SRCS)): CFLAGS += $(CAT_CFLAGS)
+$(call objs,$(CAT_CLI_SRCS)): CFLAGS += $(CK_CFLAGS)
 # The profiler wraps the trainer's backend table (trainer/src/backend.h).
 $(call objs,catalog/src/profile.c): CFLAGS += -Itrainer/src
 $(eval $(call static_lib,$(CAT_LIB),$(call objs,$(CAT_SRCS)) $(OBJ)/gen/catalog/embedded.o))
-$(eval $(call program,$(BIN)/catalog,$(call objs,$(CAT_CLI_SRCS)) $(CAT_LIB) $(CAT_RTL_LIB) $(TRN_LIB),$(CAT_LDLIBS)))
+$(eval $(call program,$(BIN)/catalog,$(call objs,$(CAT_CLI_SRCS)) $(CK_OBJS) $(CAT_LIB) $(CAT_RTL_LIB) $(TRN_LIB),$(CAT_LDLIBS)))
 
 ALL_TARGETS  += $(CAT_LIB) $(BIN)/catalog
 INSTALL_BINS += $(BIN)/catalog

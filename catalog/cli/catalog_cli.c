@@ -1,5 +1,6 @@
 /* catalog_cli.c: the `catalog` command (a thin shell over libcat, see cat.h):
  * keygen, sign, verify, validate, pack, inspect, report. */
+#include "clikit.h"
 #include "cat.h"
 #include "variant_cli.h"
 
@@ -577,28 +578,23 @@ static int cmd_pack(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
-    if (argc < 2) {
-        usage(stderr);
-        return 2;
-    }
-    const char *cmd = argv[1];
-    if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
-        usage(stdout);
-        return 0;
-    }
-    if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
-        printf("catalog %s\n", CAT_VERSION);
-        return 0;
-    }
-    static const struct {
-        const char *name;
-        int (*fn)(int, char **);
-    } cmds[] = {{"keygen", cmd_keygen},     {"sign", cmd_sign},       {"verify", cmd_verify}, {"validate", cmd_validate},
-                {"inspect", cmd_inspect}, {"report", cmd_report}, {"pack", cmd_pack},
-                {"cost", cat_cli_cost},     {"profile", cat_cli_profile}, {"describe", cat_cli_describe},
-                {"variants", cat_cli_variants}};
-    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
-        if (!strcmp(cmd, cmds[i].name)) return cmds[i].fn(argc - 1, argv + 1);
-    fprintf(stderr, "catalog: unknown command '%s' (catalog --help lists them)\n", cmd);
-    return 2;
+    static const ck_verb verbs[] = {
+        CK_VERB("pack", "manifest, winnowing, archive and signature of a variants folder", cmd_pack),
+        CK_VERB("validate", "check a manifest (or an archive's) against its schema and files", cmd_validate),
+        CK_VERB("inspect", "print the variants of an archive", cmd_inspect),
+        CK_VERB("report", "Pareto plots (SVG) and a Markdown summary of an archive", cmd_report),
+        CK_VERB("keygen", "make a minisign key pair", cmd_keygen),
+        CK_VERB("sign", "sign an archive (writes ARCHIVE.minisig)", cmd_sign),
+        CK_VERB("verify", "verify an archive's signature", cmd_verify),
+        CK_VERB("cost", "the cost model of a cfg (JSON)", cat_cli_cost),
+        CK_VERB("profile", "measured costs and latency of a cfg and its weights (profile.json)", cat_cli_profile),
+        CK_VERB("describe", "a variant folder's variant.json", cat_cli_describe),
+        CK_VERB("variants", "the table of a model's variants", cat_cli_variants),
+    };
+    static const ck_prog p = {
+        .name = "catalog", .version = CAT_VERSION,
+        .summary = "build, sign, verify and report signed catalogs of model variants",
+        .usage = usage, .verbs = verbs, .nverbs = (int)(sizeof verbs / sizeof *verbs),
+    };
+    return ck_main(&p, argc, argv);
 }

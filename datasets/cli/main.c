@@ -4,6 +4,7 @@
  * check a set. Exit status: 0 done, 1 failed (the message says why), 2 bad
  * command line.
  */
+#include "clikit.h"
 #include "ds.h"
 
 #include <errno.h>
@@ -452,41 +453,16 @@ static int cmd_check(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
-    static const struct {
-        const char *name;
-        int (*run)(int, char **);
-        void (*usage)(FILE *);
-    } verbs[] = {
-        {"generate", cmd_generate, usage_generate},
-        {"import", cmd_import, usage_import},
-        {"contexts", cmd_contexts, usage_contexts},
-        {"check", cmd_check, usage_check},
+    static const ck_verb verbs[] = {
+        CK_VERB("generate", "the embedded synthetic data set (shapes x colours) as a Darknet classifier set", cmd_generate),
+        CK_VERB("import", "CIFAR-10/100, MNIST or a folder per class into a Darknet classifier set", cmd_import),
+        CK_VERB("contexts", "the (n,p) context streams of a data set", cmd_contexts),
+        CK_VERB("check", "check a .data set: lists, labels, counts per class (--decode: every image)", cmd_check),
     };
-    const int nverbs = (int)(sizeof verbs / sizeof verbs[0]);
-    if (argc < 2) {
-        usage_main(stderr);
-        return EXIT_USAGE;
-    }
-    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
-        if (argc > 2 && strcmp(argv[1], "help") == 0) {
-            for (int v = 0; v < nverbs; v++)
-                if (!strcmp(argv[2], verbs[v].name)) {
-                    verbs[v].usage(stdout);
-                    return 0;
-                }
-            fprintf(stderr, "%s: no verb '%s'\n", prog, argv[2]);
-            return EXIT_USAGE;
-        }
-        usage_main(stdout);
-        return 0;
-    }
-    if (!strcmp(argv[1], "--version")) {
-        printf("dataset (catalog toolchain) %s\n", TRN_VERSION);
-        return 0;
-    }
-    for (int v = 0; v < nverbs; v++)
-        if (!strcmp(argv[1], verbs[v].name)) return verbs[v].run(argc - 1, argv + 1);
-    fprintf(stderr, "%s: unknown verb '%s'\n\n", prog, argv[1]);
-    usage_main(stderr);
-    return EXIT_USAGE;
+    static const ck_prog p = {
+        .name = "dataset", .version = TRN_VERSION,
+        .summary = "make, import and check Darknet classifier data sets",
+        .usage = usage_main, .verbs = verbs, .nverbs = (int)(sizeof verbs / sizeof *verbs),
+    };
+    return ck_main(&p, argc, argv);
 }

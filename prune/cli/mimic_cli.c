@@ -33,9 +33,9 @@ int prn_cli_mimic(int argc, char **argv, trn_err *err)
     static const char *const need[] = {"cfg", "weights", "data", "from", "to", "with", "seed",
                                        "out", NULL};
     prn_cli_opts o;
-    if (prn_cli_parse(argc, argv, known, &o, err)) return -1;
+    if (prn_cli_parse(argc, argv, known, &o, err)) return -2;
     if (o.help) return fputs(prn_cli_usage_mimic(), stdout), 0;
-    if (prn_cli_require(&o, "mimic", need, err)) return -1;
+    if (prn_cli_require(&o, "mimic", need, err)) return -2;
     prn_mimic_opts mo;
     prn_mimic_opts_defaults(&mo);
     for (int i = 0; i < o.nset; i++)

@@ -10,6 +10,7 @@
  * DIR/meta.json (meta.json last), or nothing at all when it fails.
  */
 #include "prune_cli.h"
+#include "clikit.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -154,7 +155,10 @@ int prn_cli_require(const prn_cli_opts *o, const char *verb, const char *const *
                  : !strcmp(n, "with")      ? !!o->with
                  : !strcmp(n, "seed")      ? o->have_seed
                                            : 1;
-        if (!have) return trn_errf(err, "prune %s: --%s is required (see prune %s --help)", verb, n, verb);
+        if (!have) {
+            (void)verb;
+            return trn_errf(err, "--%s is required", n);
+        }
     }
     return 0;
 }
@@ -185,9 +189,9 @@ static int cmd_rewrite(int argc, char **argv, trn_err *err)
     static const char *const known[] = {"cfg", "weights", "spec", "seed", "out", "threads", NULL};
     static const char *const need[] = {"cfg", "weights", "spec", "seed", "out", NULL};
     prn_cli_opts o;
-    if (prn_cli_parse(argc, argv, known, &o, err)) return -1;
+    if (prn_cli_parse(argc, argv, known, &o, err)) return -2;
     if (o.help) return fputs(usage_rewrite, stdout), 0;
-    if (prn_cli_require(&o, "rewrite", need, err)) return -1;
+    if (prn_cli_require(&o, "rewrite", need, err)) return -2;
     trn_set_threads(o.threads);
     trn_cfg *cfg = trn_cfg_read(o.cfg, err);
     if (!cfg) return -1;
@@ -211,9 +215,9 @@ static int cmd_svd(int argc, char **argv, trn_err *err)
     static const char *const known[] = {"cfg", "weights", "spec", "seed", "out", "threads", NULL};
     static const char *const need[] = {"cfg", "weights", "spec", "out", NULL};
     prn_cli_opts o;
-    if (prn_cli_parse(argc, argv, known, &o, err)) return -1;
+    if (prn_cli_parse(argc, argv, known, &o, err)) return -2;
     if (o.help) return fputs(usage_svd, stdout), 0;
-    if (prn_cli_require(&o, "svd", need, err)) return -1;
+    if (prn_cli_require(&o, "svd", need, err)) return -2;
     trn_set_threads(o.threads);
     trn_cfg *cfg = trn_cfg_read(o.cfg, err);
     if (!cfg) return -1;
@@ -239,9 +243,9 @@ static int cmd_plan(int argc, char **argv, trn_err *err)
     static const char *const known[] = {"cfg", NULL};
     static const char *const need[] = {"cfg", NULL};
     prn_cli_opts o;
-    if (prn_cli_parse(argc, argv, known, &o, err)) return -1;
+    if (prn_cli_parse(argc, argv, known, &o, err)) return -2;
     if (o.help) return fputs(usage_plan, stdout), 0;
-    if (prn_cli_require(&o, "plan", need, err)) return -1;
+    if (prn_cli_require(&o, "plan", need, err)) return -2;
     trn_cfg *cfg = trn_cfg_read(o.cfg, err);
     if (!cfg) return -1;
     prn_plan *p = prn_plan_create(cfg, err);
@@ -272,38 +276,41 @@ static int cmd_plan(int argc, char **argv, trn_err *err)
     return 0;
 }
 
-static const struct {
-    const char *name;
-    int (*fn)(int argc, char **argv, trn_err *err);
-} verbs[] = {
-    {"rewrite", cmd_rewrite},
-    {"svd", cmd_svd},
-    {"mimic", prn_cli_mimic},
-    {"plan", cmd_plan},
-};
+/* Runs a verb: its errors are "prune VERB: error: ...", exit 1; its usage
+ * errors (-2) a reason and the hint to run --help, exit 2. */
+static int run_verb(const char *name, int (*fn)(int, char **, trn_err *), int argc, char **argv)
+{
+    trn_err err = {{0}};
+    int r = fn(argc - 1, argv + 1, &err);
+    if (r == -2) return ck_usage("prune", name, "%s", err.msg[0] ? err.msg : "bad usage");
+    if (r != 0) {
+        fprintf(stderr, "prune %s: error: %s\n", name, err.msg[0] ? err.msg : "failed");
+        return 1;
+    }
+    return 0;
+}
+
+static int run_rewrite(int argc, char **argv) { return run_verb("rewrite", cmd_rewrite, argc, argv); }
+static int run_svd(int argc, char **argv) { return run_verb("svd", cmd_svd, argc, argv); }
+static int run_mimic(int argc, char **argv) { return run_verb("mimic", prn_cli_mimic, argc, argv); }
+static int run_plan(int argc, char **argv) { return run_verb("plan", cmd_plan, argc, argv); }
+
+static void usage(FILE *out) { fputs(usage_main, out); }
 
 int main(int argc, char **argv)
 {
-    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
-        !strcmp(argv[1], "help")) {
-        fputs(usage_main, argc < 2 ? stderr : stdout);
-        return argc < 2 ? 2 : 0;
-    }
-    if (!strcmp(argv[1], "--version")) {
-        printf("prune %s\n", PRN_VERSION);
-        return 0;
-    }
-    for (size_t i = 0; i < sizeof verbs / sizeof *verbs; i++) {
-        if (strcmp(argv[1], verbs[i].name) != 0) continue;
-        trn_err err = {{0}};
-        if (verbs[i].fn(argc - 2, argv + 2, &err) != 0) {
-            fprintf(stderr, "prune %s: error: %s\n", verbs[i].name, err.msg[0] ? err.msg : "failed");
-            return 1;
-        }
-        return 0;
-    }
-    fprintf(stderr, "prune: unknown verb '%s' (rewrite, svd, mimic, plan; prune --help)\n", argv[1]);
-    return 2;
+    static const ck_verb verbs[] = {
+        CK_VERB("rewrite", "static rewrites (stride x2, filters /2, connected output /F, local -> convolutional, layer removal)", run_rewrite),
+        CK_VERB("svd", "low-rank factorisation of connected layers", run_svd),
+        CK_VERB("mimic", "in-place transformation: a fragment replaced by a smaller one trained to regress the original", run_mimic),
+        CK_VERB("plan", "the layers of a cfg with their selectors, MACs and parameters", run_plan),
+    };
+    static const ck_prog prog = {
+        .name = "prune", .version = PRN_VERSION,
+        .summary = "derive cheaper variants of a trained Darknet network",
+        .usage = usage, .verbs = verbs, .nverbs = (int)(sizeof verbs / sizeof *verbs),
+    };
+    return ck_main(&prog, argc, argv);
 }
 
 const char *prn_cli_usage_mimic(void) { return usage_mimic; }

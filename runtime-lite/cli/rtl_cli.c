@@ -2,6 +2,7 @@
  * catalogs on a device; run and profile are in rtl_run_cli.c (a thin shell
  * over librtl; see rtl.h). */
 #include "rtl_cli.h"
+#include "clikit.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -98,8 +99,9 @@ int sub_opts(int argc, char **argv, const char *help, unsigned accepted, struct 
     if (!o) o = &dummy;
     *o = (struct cmd_opts){.top = 5, .runs = 20, .warmup = 3};
     optind = 0; /* 0: glibc re-initialises, permuting again after main's "+" scan */
+    opterr = 0; /* the reasons are ours: "rtl COMMAND: REASON" */
     int c;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
         if (c == 'h') {
             printf("%s", help);
             *rc = 0;
@@ -109,6 +111,12 @@ int sub_opts(int argc, char **argv, const char *help, unsigned accepted, struct 
         for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
             if (flags[i].c == c) flag = flags[i].flag;
         int bad = !(flag & accepted);
+        if (c == ':')
+            fprintf(stderr, "rtl %s: %s needs a value\n", argv[0], argv[optind - 1]);
+        else if (c == '?')
+            fprintf(stderr, "rtl %s: unknown option '%s'\n", argv[0], argv[optind - 1]);
+        else if (bad)
+            fprintf(stderr, "rtl %s: %s is not an option of this command\n", argv[0], argv[optind - 1]);
         if (!bad && c == 'D') o->allow_downgrade = 1;
         if (!bad && c == 'j') o->json = 1;
         if (!bad && c == 'k') bad = num_opt("--top", optarg, 1, 100000, &o->top);
@@ -122,6 +130,13 @@ int sub_opts(int argc, char **argv, const char *help, unsigned accepted, struct 
         }
     }
     if (argc - optind < lo || argc - optind > hi) {
+        int n = argc - optind;
+        if (n < lo && n == 0)
+            fprintf(stderr, "rtl %s: %s\n", argv[0], "missing argument (see the usage below)");
+        else if (n < lo)
+            fprintf(stderr, "rtl %s: %d argument%s given, at least %d needed\n", argv[0], n, n == 1 ? "" : "s", lo);
+        else
+            fprintf(stderr, "rtl %s: unexpected argument '%s'\n", argv[0], argv[optind + hi]);
         fprintf(stderr, "%s", help);
         *rc = 2;
         return -1;
@@ -260,54 +275,84 @@ static int cmd_rollback(rtl_store *s, int argc, char **argv)
     return 0;
 }
 
+/* The store of the command being run (main opens it; install may create
+ * the root, every other command needs an existing one). */
+static const char *g_root, *g_keys;
+
+static int with_store(int (*fn)(rtl_store *, int, char **), int argc, char **argv)
+{
+    for (int a = 1; a < argc; a++) /* help needs no store */
+        if (!strcmp(argv[a], "--help") || !strcmp(argv[a], "-h")) return fn(NULL, argc, argv);
+    const char *root = g_root && *g_root ? g_root : DEFAULT_ROOT;
+    struct stat st;
+    errno = 0;
+    if (strcmp(argv[0], "install") != 0 && (stat(root, &st) != 0 || !S_ISDIR(st.st_mode))) {
+        /* inspect ARCHIVE reads a file and needs no store */
+        if (!strcmp(argv[0], "inspect") && argc == 2 && stat(argv[1], &st) == 0 && S_ISREG(st.st_mode))
+            return fn(NULL, argc, argv);
+        fprintf(stderr, "rtl: error: the install root %s %s: nothing is installed there (check --root or "
+                        "RTL_ROOT; rtl install creates it)\n",
+                root, errno == ENOENT || errno == 0 ? "does not exist" : "is not a folder");
+        return 1;
+    }
+    rtl_store_config cfg = {.root = root, .keys_dir = g_keys && *g_keys ? g_keys : NULL, .log = log_cb};
+    rtl_err err;
+    rtl_store *s = rtl_store_open(&cfg, &err);
+    if (!s) return fail(&err);
+    int rc = fn(s, argc, argv);
+    rtl_store_close(s);
+    return rc;
+}
+
+static int run_install(int argc, char **argv) { return with_store(cmd_install, argc, argv); }
+static int run_list(int argc, char **argv) { return with_store(cmd_list, argc, argv); }
+static int run_inspect(int argc, char **argv) { return with_store(cmd_inspect, argc, argv); }
+static int run_verify(int argc, char **argv) { return with_store(cmd_verify, argc, argv); }
+static int run_rollback(int argc, char **argv) { return with_store(cmd_rollback, argc, argv); }
+static int run_run(int argc, char **argv) { return with_store(cmd_run, argc, argv); }
+static int run_profile(int argc, char **argv) { return with_store(cmd_profile, argc, argv); }
+
+static void version_extra(FILE *out) { fprintf(out, "SHA-256: %s\n", rtl_sha256_engine()); }
+
 int main(int argc, char **argv)
 {
+    static const ck_verb verbs[] = {
+        CK_VERB("install", "verify an archive against the pinned keys, then install it atomically", run_install),
+        CK_VERB("list", "installed catalogs: id, version, previous version, key", run_list),
+        CK_VERB("inspect", "the variants of an installed catalog or of an archive, with their latencies", run_inspect),
+        CK_VERB("verify", "re-verify installed catalogs (signature, manifest, every file)", run_verify),
+        CK_VERB("rollback", "make the previous copy of a catalog current again", run_rollback),
+        CK_VERB("run", "the top-k classes of images with their probabilities", run_run),
+        CK_VERB("profile", "measure latencies on this device and keep them beside the installed catalog", run_profile),
+    };
+    static const ck_prog prog = {
+        .name = "rtl", .version = RTL_VERSION,
+        .summary = "install, inspect, verify and run signed catalogs on a device",
+        .usage = usage, .verbs = verbs, .nverbs = (int)(sizeof verbs / sizeof *verbs),
+        .version_extra = version_extra, .globals = "--root DIR, --keys DIR, -q",
+    };
     static const struct option opts[] = {{"root", required_argument, 0, 'r'},
                                          {"keys", required_argument, 0, 'k'},
                                          {"quiet", no_argument, 0, 'q'},
                                          {"help", no_argument, 0, 'h'},
+                                         {"version", no_argument, 0, 'V'},
+                                         {"man", no_argument, 0, 'M'},
                                          {0, 0, 0, 0}};
-    const char *root = getenv("RTL_ROOT"), *keys = getenv("RTL_KEYS");
+    g_root = getenv("RTL_ROOT");
+    g_keys = getenv("RTL_KEYS");
     int c;
-    while ((c = getopt_long(argc, argv, "+qh", opts, NULL)) != -1) {
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "+:qh", opts, NULL)) != -1) {
         switch (c) {
-        case 'r': root = optarg; break;
-        case 'k': keys = optarg; break;
+        case 'r': g_root = optarg; break;
+        case 'k': g_keys = optarg; break;
         case 'q': quiet = 1; break;
-        case 'h': usage(stdout); return 0;
-        default: usage(stderr); return 2;
+        case 'h': usage(stdout); return ck_finish("rtl", 0);
+        case 'V': return ck_finish("rtl", ck_dispatch(&prog, 1, (char *[]){"--version", NULL}));
+        case 'M': return ck_finish("rtl", ck_man(&prog, stdout));
+        case ':': return ck_usage("rtl", NULL, "%s needs a value", argv[optind - 1]);
+        default: return ck_usage("rtl", NULL, "unknown option '%s'", argv[optind - 1]);
         }
     }
-    if (optind >= argc) {
-        usage(stderr);
-        return 2;
-    }
-    const char *cmd = argv[optind];
-    int sub_argc = argc - optind;
-    char **sub_argv = argv + optind;
-    if (!strcmp(cmd, "version")) {
-        printf("rtl %s (SHA-256: %s)\n", RTL_VERSION, rtl_sha256_engine());
-        return 0;
-    }
-    static const struct {
-        const char *name;
-        int (*fn)(rtl_store *, int, char **);
-    } cmds[] = {{"install", cmd_install}, {"list", cmd_list}, {"inspect", cmd_inspect},
-                {"verify", cmd_verify}, {"rollback", cmd_rollback}, {"run", cmd_run},
-                {"profile", cmd_profile}};
-    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
-        if (strcmp(cmd, cmds[i].name) != 0) continue;
-        for (int a = 1; a < sub_argc; a++) /* help needs no store */
-            if (!strcmp(sub_argv[a], "--help") || !strcmp(sub_argv[a], "-h")) return cmds[i].fn(NULL, sub_argc, sub_argv);
-        rtl_store_config cfg = {.root = root && *root ? root : DEFAULT_ROOT, .keys_dir = keys && *keys ? keys : NULL,
-                                .log = log_cb};
-        rtl_err err;
-        rtl_store *s = rtl_store_open(&cfg, &err);
-        if (!s) return fail(&err);
-        int rc = cmds[i].fn(s, sub_argc, sub_argv);
-        rtl_store_close(s);
-        return rc;
-    }
-    fprintf(stderr, "rtl: unknown command '%s' (rtl --help lists them)\n", cmd);
-    return 2;
+    return ck_finish("rtl", ck_dispatch(&prog, argc - optind, argv + optind));
 }
