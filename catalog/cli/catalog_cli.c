@@ -594,7 +594,7 @@ int main(int argc, char **argv)
     static const ck_prog p = {
         .name = "catalog", .version = CAT_VERSION,
         .summary = "build, sign, verify and report signed catalogs of model variants",
-        .usage = usage, .verbs = verbs, .nverbs = (int)(sizeof verbs / sizeof *verbs),
+        .verb_word = "command", .usage = usage, .verbs = verbs, .nverbs = (int)(sizeof verbs / sizeof *verbs),
     };
     return ck_main(&p, argc, argv);
 }

@@ -329,7 +329,7 @@ int main(int argc, char **argv)
         .name = "rtl", .version = RTL_VERSION,
         .summary = "install, inspect, verify and run signed catalogs on a device",
         .usage = usage, .verbs = verbs, .nverbs = (int)(sizeof verbs / sizeof *verbs),
-        .version_extra = version_extra, .globals = "--root DIR, --keys DIR, -q",
+        .version_extra = version_extra, .globals = "--root DIR, --keys DIR, -q", .verb_word = "command",
     };
     static const struct option opts[] = {{"root", required_argument, 0, 'r'},
                                          {"keys", required_argument, 0, 'k'},

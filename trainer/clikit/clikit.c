@@ -35,6 +35,8 @@ int ck_usage(const char *prog, const char *verb, const char *fmt, ...)
     return CK_USAGE;
 }
 
+#define WORD(p) ((p)->verb_word ? (p)->verb_word : "verb")
+
 static const ck_verb *find_verb(const ck_prog *p, const char *name)
 {
     for (int i = 0; i < p->nverbs; i++)
@@ -58,7 +60,7 @@ static int is_help(const char *a) { return !strcmp(a, "--help") || !strcmp(a, "-
 int ck_dispatch(const ck_prog *p, int argc, char **argv)
 {
     if (argc < 1) {
-        fprintf(stderr, "%s: no verb given\n\n", p->name);
+        fprintf(stderr, "%s: no %s given\n\n", p->name, WORD(p));
         p->usage(stderr);
         return CK_USAGE;
     }
@@ -69,7 +71,7 @@ int ck_dispatch(const ck_prog *p, int argc, char **argv)
             return 0;
         }
         const ck_verb *v = find_verb(p, argv[1]);
-        if (!v) return ck_usage(p->name, NULL, "no verb '%s'", argv[1]);
+        if (!v) return ck_usage(p->name, NULL, "no %s '%s'", WORD(p), argv[1]);
         return verb_help(p, v);
     }
     if (!strcmp(a, "--version") || !strcmp(a, "version")) {
@@ -81,7 +83,7 @@ int ck_dispatch(const ck_prog *p, int argc, char **argv)
     if (!strcmp(a, "--man")) return ck_man(p, stdout);
     const ck_verb *v = find_verb(p, a);
     if (!v) {
-        fprintf(stderr, "%s: %s '%s'\n\n", p->name, a[0] == '-' ? "unknown option" : "unknown verb", a);
+        fprintf(stderr, "%s: unknown %s '%s'\n\n", p->name, a[0] == '-' ? "option" : WORD(p), a);
         p->usage(stderr);
         return CK_USAGE;
     }
@@ -290,7 +292,7 @@ int ck_man(const ck_prog *p, FILE *out)
     roff_text(out, u, n);
     fprintf(out, ".fi\n");
     free(u);
-    fprintf(out, ".SH VERBS\n");
+    fprintf(out, ".SH %s\n", p->verb_word ? "COMMANDS" : "VERBS");
     for (int i = 0; i < p->nverbs; i++) {
         const ck_verb *v = &p->verbs[i];
         fprintf(out, ".SS %s\n", v->name);

@@ -68,6 +68,7 @@ typedef struct ck_prog {
     int nverbs;
     void (*version_extra)(FILE *out); /* printed after "PROG VERSION", or NULL */
     const char *globals;              /* global options text for the manual, or NULL */
+    const char *verb_word;            /* what the program calls a verb ("command"), NULL: "verb" */
 } ck_prog;
 
 /* Runs the program: see the top of this file. Returns the exit status. */
