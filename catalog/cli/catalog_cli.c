@@ -9,8 +9,10 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdarg.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #define PASS_MAX 1024
 
@@ -70,6 +72,30 @@ static int help_or_usage(const char *help, int ok)
     return ok ? 0 : 2;
 }
 
+int cat_usage(char **argv, const char *help, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "catalog %s: ", argv[0]);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    fputs(help, stderr);
+    return 2;
+}
+
+int cat_usage_opt(char **argv, const char *help, int c)
+{
+    if (c == ':') return cat_usage(argv, help, "%s needs a value", argv[optind - 1]);
+    return cat_usage(argv, help, "unknown option '%s'", argv[optind - 1]);
+}
+
+int cat_usage_args(int argc, char **argv, const char *help, const char *what)
+{
+    if (optind >= argc) return cat_usage(argv, help, "%s is missing", what);
+    return cat_usage(argv, help, "unexpected argument '%s' (only %s is taken)", argv[optind + 1 < argc ? optind + 1 : optind], what);
+}
+
 /* ---- keygen ---------------------------------------------------------------- */
 
 static int cmd_keygen(int argc, char **argv)
@@ -92,7 +118,7 @@ static int cmd_keygen(int argc, char **argv)
     enum cat_kdf kdf = CAT_KDF_SENSITIVE;
     optind = 1;
     int c;
-    while ((c = getopt_long(argc, argv, "p:s:Wfh", lo, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":p:s:Wfh", lo, NULL)) != -1) {
         switch (c) {
         case 'p': pub = optarg; break;
         case 's': sec = optarg; break;
@@ -104,17 +130,19 @@ static int cmd_keygen(int argc, char **argv)
         case 'K':
             if (!strcmp(optarg, "interactive")) kdf = CAT_KDF_INTERACTIVE;
             else if (!strcmp(optarg, "sensitive")) kdf = CAT_KDF_SENSITIVE;
-            else return help_or_usage(help, 0);
+            else return cat_usage(argv, help, "--kdf is interactive or sensitive, not '%s'", optarg);
             break;
         case 'h': return help_or_usage(help, 1);
-        default: return help_or_usage(help, 0);
+        default: return cat_usage_opt(argv, help, c);
         }
     }
     if (!pub || !sec || optind != argc || unencrypted + !!po.file + !!po.env != 1) {
         if (pub && sec && unencrypted + !!po.file + !!po.env == 0)
             fprintf(stderr, "catalog: keygen never prompts: pass -W for an unencrypted key, or "
                             "--passphrase-file / --passphrase-env\n");
-        return help_or_usage(help, 0);
+        if (!pub || !sec) return cat_usage(argv, help, "-p PUB and -s SEC are both required");
+        if (optind != argc) return cat_usage(argv, help, "unexpected argument '%s'", argv[optind]);
+        return cat_usage(argv, help, "give exactly one of -W, --passphrase-file and --passphrase-env");
     }
     trn_err err;
     char buf[PASS_MAX], id[17];
@@ -153,7 +181,7 @@ static int cmd_sign(int argc, char **argv)
     struct pass_opts po = {0};
     optind = 1;
     int c;
-    while ((c = getopt_long(argc, argv, "s:x:h", lo, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":s:x:h", lo, NULL)) != -1) {
         switch (c) {
         case 's': sec = optarg; break;
         case 'x': sig = optarg; break;
@@ -162,10 +190,11 @@ static int cmd_sign(int argc, char **argv)
         case 'T': trusted = optarg; break;
         case 'U': untrusted = optarg; break;
         case 'h': return help_or_usage(help, 1);
-        default: return help_or_usage(help, 0);
+        default: return cat_usage_opt(argv, help, c);
         }
     }
-    if (!sec || argc - optind != 1) return help_or_usage(help, 0);
+    if (!sec) return cat_usage(argv, help, "-s SEC (the secret key) is required");
+    if (argc - optind != 1) return cat_usage_args(argc, argv, help, "one ARCHIVE");
     const char *archive = argv[optind];
     char sigbuf[4096];
     if (!sig) snprintf(sigbuf, sizeof sigbuf, "%s.minisig", archive), sig = sigbuf;
@@ -194,12 +223,12 @@ static int cmd_verify(int argc, char **argv)
     rtl_err re;
     optind = 1;
     int c;
-    while ((c = getopt_long(argc, argv, "x:p:P:h", lo, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":x:p:P:h", lo, NULL)) != -1) {
         switch (c) {
         case 'x': sig = optarg; break;
         case 'p':
         case 'P':
-            if (n == 16) return help_or_usage(help, 0);
+            if (n == 16) return cat_usage(argv, help, "at most 16 keys (-p, -P)");
             if ((c == 'p' ? rtl_pubkey_load(optarg, &keys[n], &re) : rtl_pubkey_parse(optarg, strlen(optarg), &keys[n], &re)) != 0) {
                 fprintf(stderr, "catalog: error: %s\n", re.msg);
                 return 1;
@@ -207,10 +236,11 @@ static int cmd_verify(int argc, char **argv)
             n++;
             break;
         case 'h': return help_or_usage(help, 1);
-        default: return help_or_usage(help, 0);
+        default: return cat_usage_opt(argv, help, c);
         }
     }
-    if (!n || argc - optind != 1) return help_or_usage(help, 0);
+    if (!n) return cat_usage(argv, help, "no public key: give -p PUB or -P KEY");
+    if (argc - optind != 1) return cat_usage_args(argc, argv, help, "one ARCHIVE");
     const char *archive = argv[optind];
     char sigbuf[4096];
     if (!sig) snprintf(sigbuf, sizeof sigbuf, "%s.minisig", archive), sig = sigbuf;
@@ -267,15 +297,16 @@ static int cmd_validate(int argc, char **argv)
     int no_files = 0;
     optind = 1;
     int c;
-    while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":h", lo, NULL)) != -1) {
         switch (c) {
         case 'r': root = optarg; break;
         case 'n': no_files = 1; break;
         case 'h': return help_or_usage(help, 1);
-        default: return help_or_usage(help, 0);
+        default: return cat_usage_opt(argv, help, c);
         }
     }
-    if (argc - optind != 1 || (root && no_files)) return help_or_usage(help, 0);
+    if (root && no_files) return cat_usage(argv, help, "--root and --no-files exclude each other");
+    if (argc - optind != 1) return cat_usage_args(argc, argv, help, "one MANIFEST or ARCHIVE");
     const char *path = argv[optind];
     trn_err err;
     char dir[4096];
@@ -325,12 +356,12 @@ static int cmd_inspect(int argc, char **argv)
     int raw = 0;
     optind = 1;
     int c;
-    while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":h", lo, NULL)) != -1) {
         if (c == 'h') return help_or_usage(help, 1);
         if (c == 'm') raw = 1;
-        else return help_or_usage(help, 0);
+        else return cat_usage_opt(argv, help, c);
     }
-    if (argc - optind != 1) return help_or_usage(help, 0);
+    if (argc - optind != 1) return cat_usage_args(argc, argv, help, "one ARCHIVE");
     trn_err err;
     cJSON *m = archive_manifest(argv[optind], &err);
     if (!m) return fail(&err);
@@ -387,12 +418,12 @@ static int cmd_report(int argc, char **argv)
     const char *base = NULL;
     optind = 1;
     int c;
-    while ((c = getopt_long(argc, argv, "o:h", lo, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":o:h", lo, NULL)) != -1) {
         if (c == 'h') return help_or_usage(help, 1);
         if (c == 'o') base = optarg;
-        else return help_or_usage(help, 0);
+        else return cat_usage_opt(argv, help, c);
     }
-    if (argc - optind != 1) return help_or_usage(help, 0);
+    if (argc - optind != 1) return cat_usage_args(argc, argv, help, "one ARCHIVE");
     const char *archive = argv[optind];
     char buf[4096];
     if (!base) {
@@ -423,7 +454,7 @@ static int parse_i64(const char *s, int64_t *out)
 }
 
 /* The development key under dir: made once, reused after. */
-static cat_seckey *dev_key(const char *dir, trn_err *err)
+static cat_seckey *dev_key(const char *dir, int *made_key, trn_err *err)
 {
     char sec[4096], pub[4096];
     if (snprintf(sec, sizeof sec, "%s/catalog-dev.key", dir) >= (int)sizeof sec ||
@@ -435,7 +466,7 @@ static cat_seckey *dev_key(const char *dir, trn_err *err)
     int made = 0;
     if (stat(sec, &st) != 0) {
         if (trn_mkdir_p(dir, err) != 0 || cat_keygen(pub, sec, NULL, CAT_KDF_NONE, 1, 0, NULL, err) != 0) return NULL;
-        made = 1;
+        made = *made_key = 1;
     }
     cat_seckey *k = cat_seckey_load(sec, NULL, err);
     if (!k) return NULL;
@@ -490,12 +521,13 @@ static int cmd_pack(int argc, char **argv)
     int64_t level = 9, v;
     optind = 1;
     int c;
-    while ((c = getopt_long(argc, argv, "o:h", lo, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":o:h", lo, NULL)) != -1) {
         switch (c) {
         case 'o': out_dir = optarg; break;
         case 't': {
             char *eq = strchr(optarg, '=');
-            if (!eq || eq == optarg || o.ntasks == 32) return help_or_usage(help, 0);
+            if (!eq || eq == optarg || o.ntasks == 32)
+                return cat_usage(argv, help, "--task needs NAME=FILE.names (at most 32 tasks), not '%s'", optarg);
             *eq = '\0';
             tasks[o.ntasks++] = (struct cat_task_labels){optarg, eq + 1};
             break;
@@ -503,26 +535,31 @@ static int cmd_pack(int argc, char **argv)
         case 'c': o.catalog = optarg; break;
         case 'm': o.model = optarg; break;
         case 'v':
-            if (parse_i64(optarg, &v) || v < 1) return help_or_usage(help, 0);
+            if (parse_i64(optarg, &v) || v < 1)
+                return cat_usage(argv, help, "--version needs a whole number of at least 1, not '%s'", optarg);
             o.version = (uint64_t)v;
             break;
         case 'S':
-            if (parse_i64(optarg, &o.seed)) return help_or_usage(help, 0);
+            if (parse_i64(optarg, &o.seed))
+                return cat_usage(argv, help, "--seed needs a non-negative whole number, not '%s'", optarg);
             break;
         case 'T': o.targets_dir = optarg; break;
         case 'N': o.no_targets = 1; break;
         case 'z':
-            if (parse_i64(optarg, &level)) return help_or_usage(help, 0);
+            if (parse_i64(optarg, &level) || level < 1 || level > 19)
+                return cat_usage(argv, help, "--zstd-level needs a whole number in 1..19, not '%s'", optarg);
             break;
         case 'k': key_path = optarg; break;
         case 'd': dev_dir = optarg; break;
         case 'F': po.file = optarg; break;
         case 'E': po.env = optarg; break;
         case 'h': return help_or_usage(help, 1);
-        default: return help_or_usage(help, 0);
+        default: return cat_usage_opt(argv, help, c);
         }
     }
-    if (!out_dir || argc - optind != 1 || (key_path && dev_dir)) return help_or_usage(help, 0);
+    if (!out_dir) return cat_usage(argv, help, "-o OUT_DIR is required");
+    if (key_path && dev_dir) return cat_usage(argv, help, "--key and --dev-key-dir exclude each other");
+    if (argc - optind != 1) return cat_usage_args(argc, argv, help, "one VARIANTS_DIR");
     o.variants_dir = argv[optind];
     o.tasks = tasks;
     trn_err err;
@@ -531,31 +568,59 @@ static int cmd_pack(int argc, char **argv)
         fprintf(stderr, "catalog: error: SOURCE_DATE_EPOCH='%s' is not a non-negative integer\n", sde);
         return 1;
     }
-    /* the key first: fail before the expensive part */
-    char devbuf[4096];
-    if (!key_path && !dev_dir) snprintf(devbuf, sizeof devbuf, "%s/devkey", out_dir), dev_dir = devbuf;
-    cat_seckey *key = key_path ? load_key(key_path, &po, &err) : dev_key(dev_dir, &err);
-    if (!key) return fail(&err);
+    /* Nothing is created before the inputs are known good: a --key is read
+     * (and its passphrase checked) first, the variants next; only then is a
+     * development key made (with its warning) and are the outputs written.
+     * The archive and its signature come first and manifest.json and
+     * winnowed.json last; a failure removes what this run made. */
+    cat_seckey *key = NULL;
+    if (key_path && !(key = load_key(key_path, &po, &err))) return fail(&err);
     struct cat_built b;
     int rc = cat_build(&o, &b, print_problem, NULL, &err);
-    char path[4096], archive[4096];
+    char path[4200], archive[4096], sigpath[4200], devbuf[4096];
     char *text = NULL, *wtext = NULL;
+    int made_out = 0, made_key = 0, made_archive = 0, made_sig = 0, made_manifest = 0;
+    struct stat st;
+    if (rc == 0 && stat(out_dir, &st) != 0) made_out = 1;
     if (rc == 0 && trn_mkdir_p(out_dir, &err) != 0) rc = -1;
+    if (rc == 0 && !key) {
+        if (!dev_dir) snprintf(devbuf, sizeof devbuf, "%s/devkey", out_dir), dev_dir = devbuf;
+        if (!(key = dev_key(dev_dir, &made_key, &err))) rc = -1;
+    }
     if (rc == 0) {
         const cJSON *m = b.manifest;
         text = cat_json_print(b.manifest);
         wtext = cat_json_print(b.winnowed);
         snprintf(archive, sizeof archive, "%s/catalog-%s-%.0f.tar.zst", out_dir, jstr(m, "model"), jnum(m, "version"));
-        snprintf(path, sizeof path, "%s/manifest.json", out_dir);
+        snprintf(sigpath, sizeof sigpath, "%s.minisig", archive);
         int64_t mtime = (int64_t)jnum(cJSON_GetObjectItemCaseSensitive(m, "build"), "source_date_epoch");
+        made_archive = stat(archive, &st) != 0;
+        made_sig = stat(sigpath, &st) != 0;
+        snprintf(path, sizeof path, "%s/manifest.json", out_dir);
+        made_manifest = stat(path, &st) != 0;
         if (!text || !wtext) rc = trn_errf(&err, "out of memory");
+        else if (cat_pack(archive, text, b.files, b.nfiles, mtime, (int)level, &err) != 0) rc = -1;
+        else if (cat_sign_archive(key, archive, sigpath, &err) != 0) rc = -1;
         else if (trn_write_file_atomic(path, text, strlen(text), &err) != 0) rc = -1;
         else if (snprintf(path, sizeof path, "%s/winnowed.json", out_dir) < 0 ||
                  trn_write_file_atomic(path, wtext, strlen(wtext), &err) != 0) rc = -1;
-        else if (cat_pack(archive, text, b.files, b.nfiles, mtime, (int)level, &err) != 0) rc = -1;
-        else if (snprintf(path, sizeof path, "%s.minisig", archive) < 0 || cat_sign_archive(key, archive, path, &err) != 0)
-            rc = -1;
+        if (rc != 0) {
+            if (made_archive) unlink(archive);
+            if (made_sig) unlink(sigpath);
+            snprintf(path, sizeof path, "%s/manifest.json", out_dir);
+            if (made_manifest) unlink(path);
+        }
+        snprintf(path, sizeof path, "%s", sigpath);
     }
+    if (rc != 0 && made_key) {
+        char f[4200];
+        snprintf(f, sizeof f, "%s/catalog-dev.key", dev_dir);
+        unlink(f);
+        snprintf(f, sizeof f, "%s/catalog-dev.pub", dev_dir);
+        unlink(f);
+        rmdir(dev_dir);
+    }
+    if (rc != 0 && made_out) rmdir(out_dir);
     if (rc == 0) {
         uint64_t bytes = 0;
         for (size_t i = 0; i < b.nfiles; i++) bytes += b.files[i].size;
@@ -596,5 +661,6 @@ int main(int argc, char **argv)
         .summary = "build, sign, verify and report signed catalogs of model variants",
         .verb_word = "command", .usage = usage, .verbs = verbs, .nverbs = (int)(sizeof verbs / sizeof *verbs),
     };
+    opterr = 0; /* the commands say why an option is wrong (cat_usage_opt) */
     return ck_main(&p, argc, argv);
 }

@@ -62,13 +62,14 @@ int cat_cli_cost(int argc, char **argv)
     const char *cfg_path = NULL, *out = NULL;
     optind = 1;
     int c;
-    while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":h", lo, NULL)) != -1) {
         if (c == 'h') return usage_of(help, 1);
         if (c == 'c') cfg_path = optarg;
         else if (c == 'o') out = optarg;
-        else return usage_of(help, 0);
+        else return cat_usage_opt(argv, help, c);
     }
-    if (!cfg_path || optind != argc) return usage_of(help, 0);
+    if (!cfg_path) return cat_usage(argv, help, "--cfg is required");
+    if (optind != argc) return cat_usage(argv, help, "unexpected argument '%s'", argv[optind]);
     trn_err err;
     trn_cfg *cfg = trn_cfg_read(cfg_path, &err);
     if (!cfg) return fail(&err);
@@ -103,7 +104,7 @@ int cat_cli_profile(int argc, char **argv)
     cat_profile_opts_defaults(&po);
     optind = 1;
     int c;
-    while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":h", lo, NULL)) != -1) {
         if (c == 'h') return usage_of(help, 1);
         if (c == 'c') cfg = optarg;
         else if (c == 'w') weights = optarg;
@@ -115,10 +116,11 @@ int cat_cli_profile(int argc, char **argv)
             if (c == 'n' || c == 't' || c == 'k')
                 fprintf(stderr, "catalog: error: --%s '%s' is not a valid count\n",
                         c == 'n' ? "runs" : c == 't' ? "threads" : "warmup", optarg);
-            return usage_of(help, 0);
+            return c == 'n' || c == 't' || c == 'k' ? 2 : cat_usage_opt(argv, help, c);
         }
     }
-    if (!cfg || !weights || !out || optind != argc) return usage_of(help, 0);
+    if (!cfg || !weights || !out) return cat_usage(argv, help, "--cfg, --weights and --out are required");
+    if (optind != argc) return cat_usage(argv, help, "unexpected argument '%s'", argv[optind]);
     trn_err err;
     cJSON *p = cat_profile(cfg, weights, &po, &err);
     if (!p) return fail(&err);
@@ -145,7 +147,7 @@ int cat_cli_describe(int argc, char **argv)
     cat_describe_opts o = {0};
     optind = 1;
     int c;
-    while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":h", lo, NULL)) != -1) {
         switch (c) {
         case 'h': return usage_of(help, 1);
         case 'i': o.id = optarg; break;
@@ -155,12 +157,13 @@ int cat_cli_describe(int argc, char **argv)
         case 'p': o.profile = optarg; break;
         case 'M': o.meta = optarg; break;
         case 'T': o.technique = optarg; break;
-        default: return usage_of(help, 0);
+        default: return cat_usage_opt(argv, help, c);
         }
     }
-    if (argc - optind != 1 || !o.id || !o.model || !o.task || !o.eval || !o.profile ||
-        (!o.meta == !o.technique))
-        return usage_of(help, 0);
+    if (!o.id || !o.model || !o.task || !o.eval || !o.profile)
+        return cat_usage(argv, help, "--id, --model, --task, --eval and --profile are required");
+    if (!o.meta == !o.technique) return cat_usage(argv, help, "give one of --meta and --technique");
+    if (argc - optind != 1) return cat_usage_args(argc, argv, help, "one DIR");
     o.dir = argv[optind];
     trn_err err;
     if (cat_describe(&o, &err) != 0) return fail(&err);
@@ -216,11 +219,11 @@ int cat_cli_variants(int argc, char **argv)
     static const struct option lo[] = {{"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     optind = 1;
     int c;
-    while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":h", lo, NULL)) != -1) {
         if (c == 'h') return usage_of(help, 1);
-        return usage_of(help, 0);
+        return cat_usage_opt(argv, help, c);
     }
-    if (argc - optind != 1) return usage_of(help, 0);
+    if (argc - optind != 1) return cat_usage_args(argc, argv, help, "one VARIANTS_DIR");
     const char *dir = argv[optind];
     trn_err err;
     DIR *d = opendir(dir);

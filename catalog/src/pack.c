@@ -41,8 +41,8 @@ static struct archive_entry *entry_for(const char *path, uint64_t size, int64_t 
 static int add_file(struct archive *a, const struct cat_pack_file *f, int64_t mtime, unsigned char *buf,
                     size_t bufsize, trn_err *err)
 {
-    int fd = open(f->source, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return trn_errf(err, "cannot open %s: %s", f->source, strerror(errno));
+    int fd = trn_open_input(f->source, err);
+    if (fd < 0) return -1;
     struct archive_entry *e = entry_for(f->archive_path, f->size, mtime);
     if (!e || archive_write_header(a, e) != ARCHIVE_OK) {
         archive_entry_free(e);

@@ -122,7 +122,7 @@ static void usage_check(FILE *f)
             "matches exactly one label (parent folder or a '_' token of its file name), exists,\n"
             "and is in one split only; prints the counts per split and class.\n"
             "\n"
-            "  --decode           also decode every image (PNG or JPEG)\n",
+            "  --decode           also decode every image (PNG, JPEG or BMP)\n",
             prog);
 }
 

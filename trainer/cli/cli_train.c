@@ -5,6 +5,7 @@
 #include "cli.h"
 
 #include <signal.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -112,6 +113,39 @@ static void progress(const trn_train_progress *p, void *ctx)
     else
         fprintf(stderr, "%s\n", line);
     fflush(stderr);
+}
+
+/* The first folder of path (itself or an ancestor) that does not exist yet,
+ * into out (empty when path exists): what a failed run must take away. */
+static void first_missing(const char *path, char *out, size_t size)
+{
+    char p[4096];
+    struct stat st;
+    out[0] = '\0';
+    snprintf(p, sizeof p, "%s", path);
+    for (;;) {
+        size_t n = strlen(p);
+        while (n > 1 && p[n - 1] == '/') p[--n] = '\0';
+        if (stat(p, &st) == 0) return;
+        snprintf(out, size, "%s", p);
+        char *slash = strrchr(p, '/');
+        if (!slash || slash == p) return;
+        *slash = '\0';
+    }
+}
+
+/* Removes the empty folders from path up to top, which this run created. */
+static void remove_made(const char *path, const char *top)
+{
+    char p[4096];
+    snprintf(p, sizeof p, "%s", path);
+    size_t n = strlen(p);
+    while (n > 1 && p[n - 1] == '/') p[--n] = '\0';
+    while (rmdir(p) == 0 && strcmp(p, top) != 0) {
+        char *slash = strrchr(p, '/');
+        if (!slash || slash == p) break;
+        *slash = '\0';
+    }
 }
 
 int cli_train(int argc, char **argv)
@@ -229,7 +263,10 @@ int cli_train(int argc, char **argv)
                 cfgp, data, trn_dataset_count(f.ds, TRN_SPLIT_TRAIN), trn_dataset_classes(f.ds),
                 trn_net_batch(net), nc->subdivisions, (unsigned long long)trn_net_seed(net),
                 trn_threads(), backup, base);
+    char made[4096];
+    first_missing(backup, made, sizeof made);
     int r = trn_train(net, &to, &e);
+    if (r < 0 && made[0]) remove_made(backup, made); /* nothing new is left behind */
     if (r < 0) {
         if (sh.tty && !quiet) fputc('\n', stderr);
         cli_fail("train", "%s", e.msg);
