@@ -115,8 +115,12 @@ int sub_opts(int argc, char **argv, const char *help, unsigned accepted, struct 
             fprintf(stderr, "rtl %s: %s needs a value\n", argv[0], argv[optind - 1]);
         else if (c == '?')
             fprintf(stderr, "rtl %s: unknown option '%s'\n", argv[0], argv[optind - 1]);
-        else if (bad)
-            fprintf(stderr, "rtl %s: %s is not an option of this command\n", argv[0], argv[optind - 1]);
+        else if (bad) {
+            const char *name = "?";
+            for (const struct option *op = opts; op->name; op++)
+                if (op->val == c) name = op->name;
+            fprintf(stderr, "rtl %s: --%s is not an option of this command\n", argv[0], name);
+        }
         if (!bad && c == 'D') o->allow_downgrade = 1;
         if (!bad && c == 'j') o->json = 1;
         if (!bad && c == 'k') bad = num_opt("--top", optarg, 1, 100000, &o->top);
@@ -348,7 +352,7 @@ int main(int argc, char **argv)
         case 'k': g_keys = optarg; break;
         case 'q': quiet = 1; break;
         case 'h': usage(stdout); return ck_finish("rtl", 0);
-        case 'V': return ck_finish("rtl", ck_dispatch(&prog, 1, (char *[]){"--version", NULL}));
+        case 'V': return ck_finish("rtl", ck_dispatch(&prog, argc - optind + 1, argv + optind - 1));
         case 'M': return ck_finish("rtl", ck_man(&prog, stdout));
         case ':': return ck_usage("rtl", NULL, "%s needs a value", argv[optind - 1]);
         default: return ck_usage("rtl", NULL, "unknown option '%s'", argv[optind - 1]);
