@@ -10,10 +10,10 @@ CAT_GEN      := $(OBJ)/gen/catalog/embedded.c
 CAT_EMBED    := catalog/manifest.schema.json catalog/variant.schema.json $(sort $(wildcard catalog/targets/*.json))
 # (runtime-lite/build.mk is read after this file: name its outputs here)
 CAT_RTL_LIB  := $(LIBD)/librtl.a
-CAT_PKGS     := libsodium libarchive libcjson
+CAT_PKGS     := libsodium libarchive libcjson libzstd
 CAT_CFLAGS   := -Icatalog/include -Icatalog/src -Iruntime-lite/include -Itrainer/include \
                 $(shell $(PKG_CONFIG) --cflags $(CAT_PKGS) 2>/dev/null)
-CAT_LDLIBS   := $(shell $(PKG_CONFIG) --libs $(CAT_PKGS) 2>/dev/null || echo -lsodium -larchive -lcjson) -lm $(TRN_LDLIBS)
+CAT_LDLIBS   := $(shell $(PKG_CONFIG) --libs $(CAT_PKGS) 2>/dev/null || echo -lsodium -larchive -lcjson -lzstd) -lm $(TRN_LDLIBS)
 
 # The schemas and target profiles are compiled in, so `catalog` works from
 # any folder; the JSON files stay the one source.
