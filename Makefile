@@ -19,6 +19,7 @@ include $(wildcard $(addsuffix /build.mk,$(COMPONENTS)))
 # The catalog pipeline (dataset -> base -> variants -> catalog).
 include $(wildcard mk/launch.mk mk/dataset.mk mk/train.mk mk/variants.mk mk/catalog.mk)
 
+include mk/man.mk
 include mk/test.mk
 include mk/install.mk
 

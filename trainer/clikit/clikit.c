@@ -52,6 +52,7 @@ static int verb_help(const ck_prog *p, const ck_verb *v)
         return 0;
     }
     char *args[] = {(char *)v->name, "--help", NULL};
+    optind = 0; /* getopt starts afresh in each verb (glibc: 0 re-initialises) */
     return v->run(2, args);
 }
 
