@@ -78,6 +78,9 @@ expect_fail "pack with a wrong passphrase file fails" "passphrase|decrypt|key" \
 t_check "and leaves the existing output folder as it was" test "$(ls p3)" = keep
 expect_ok "pack with a development key" "$CAT" pack c/variants -o p4 --task identity=c/identity.names --version 2
 t_check "the development key is made then, with its warning" bash -c "test -s p4/devkey/catalog-dev.key && grep -q WARNING '$T/out'"
+expect_ok "pack with --dev-key-dir (catalog/README.md's command)" \
+    "$CAT" pack c/variants -o p5 --task identity=c/identity.names --seed 42 --dev-key-dir p5keys
+t_check "the development key is in --dev-key-dir" test -s p5keys/catalog-dev.key
 
 # ---- trainer train leaves nothing behind -----------------------------------------
 mkdir -p d && printf 'classes=10\ntrain=train.list\nlabels=identity.names\n' >d/x.data &&
