@@ -206,6 +206,7 @@ void ck_help(const char *prog, const ck_verb *v, FILE *out)
 {
     fprintf(out, "Usage: %s %s %s\n\n", prog, v->name, v->synopsis ? v->synopsis : "[OPTIONS]");
     if (v->about) fprintf(out, "%s\n", v->about);
+    else if (v->summary) fprintf(out, "%s.\n\n", v->summary);
     int width = 0;
     for (const ck_opt *o = v->opts; o && o->name; o++) {
         int w = (int)strlen(o->name) + (o->arg ? (int)strlen(o->arg) + 1 : 0);
@@ -227,6 +228,7 @@ void ck_help(const char *prog, const ck_verb *v, FILE *out)
             fprintf(out, "  %-*s", width, "");
         }
     }
+    if (v->notes) fprintf(out, "\n%s", v->notes);
 }
 
 /* ---- manual page --------------------------------------------------------------- */

@@ -54,10 +54,11 @@ typedef struct ck_verb {
     const char *synopsis;            /* with an option table: "[OPTIONS] FILE" */
     const char *about;               /* with an option table: text above the options */
     const ck_opt *opts;              /* option table, or NULL: the verb prints its help */
+    const char *notes;               /* with an option table: text below the options, or NULL */
 } ck_verb;
 
 /* A verb that parses its own options and prints its own help. */
-#define CK_VERB(name, summary, run) {(name), (summary), (run), NULL, NULL, NULL}
+#define CK_VERB(name, summary, run) {(name), (summary), (run), NULL, NULL, NULL, NULL}
 
 typedef struct ck_prog {
     const char *name;
