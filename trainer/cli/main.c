@@ -48,22 +48,6 @@ int cli_usage(const char *verb, const char *fmt, ...)
     return 2;
 }
 
-const char *cli_opt(int argc, char **argv, int *i, const char *name, int *bad)
-{
-    size_t n = strlen(name);
-    const char *a = argv[*i];
-    if (strncmp(a, name, n) != 0) return NULL;
-    if (a[n] == '=') return a + n + 1;
-    if (a[n] != '\0') return NULL;
-    if (*i + 1 >= argc) {
-        *bad = 1;
-        return NULL;
-    }
-    return argv[++*i];
-}
-
-int cli_flag(char **argv, int i, const char *name) { return strcmp(argv[i], name) == 0; }
-
 int cli_num(const char *verb, const char *name, const char *s, long long lo, long long hi,
             long long *out)
 {
