@@ -113,17 +113,14 @@ static void usage_contexts(FILE *f)
     usage_context_opts(f);
 }
 
-static void usage_check(FILE *f)
+/* getopt's '?' (unknown option) or ':' (missing value) of verb argv[0]: the
+ * reason on one line, then the verb's usage; returns 2. */
+static int opt_error(char **argv, int c, void (*usage)(FILE *))
 {
-    fprintf(f,
-            "Usage: %s check DATA [--decode]\n"
-            "\n"
-            "Checks the set DATA (.data): its keys, labels file, list files, that every image\n"
-            "matches exactly one label (parent folder or a '_' token of its file name), exists,\n"
-            "and is in one split only; prints the counts per split and class.\n"
-            "\n"
-            "  --decode           also decode every image (PNG, JPEG or BMP)\n",
-            prog);
+    if (c == ':') fprintf(stderr, "%s %s: %s needs a value\n", prog, argv[0], argv[optind - 1]);
+    else fprintf(stderr, "%s %s: unknown option '%s'\n", prog, argv[0], argv[optind - 1]);
+    usage(stderr);
+    return EXIT_USAGE;
 }
 
 static int parse_u64(const char *opt, const char *s, uint64_t *v)
@@ -248,7 +245,7 @@ static int cmd_generate(int argc, char **argv)
     const char *out = "build/data", *name = "synth";
     int threads = default_threads(), no_ctx = 0, c, r;
     double d;
-    while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":", lo, NULL)) != -1) {
         if ((r = context_opt(c, optarg, &ctx, &no_ctx)) != 0) {
             if (r < 0) return EXIT_USAGE;
             continue;
@@ -276,7 +273,7 @@ static int cmd_generate(int argc, char **argv)
             break;
         case OPT_THREADS: if (parse_int("--threads", optarg, 1, 64, &threads)) return EXIT_USAGE; break;
         case OPT_HELP: usage_generate(stdout); return 0;
-        default: usage_generate(stderr); return EXIT_USAGE;
+        default: return opt_error(argv, c, usage_generate);
         }
     }
     if (optind < argc) {
@@ -312,7 +309,7 @@ static int cmd_import(int argc, char **argv)
     ds_context_opts ctx;
     ds_context_defaults(&ctx);
     int no_ctx = 0, c, r;
-    while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":", lo, NULL)) != -1) {
         if ((r = context_opt(c, optarg, &ctx, &no_ctx)) != 0) {
             if (r < 0) return EXIT_USAGE;
             continue;
@@ -326,7 +323,7 @@ static int cmd_import(int argc, char **argv)
         case OPT_SIZE: if (parse_int("--size", optarg, 0, 4096, &o.size)) return EXIT_USAGE; break;
         case OPT_THREADS: if (parse_int("--threads", optarg, 1, 64, &o.threads)) return EXIT_USAGE; break;
         case OPT_HELP: usage_import(stdout); return 0;
-        default: usage_import(stderr); return EXIT_USAGE;
+        default: return opt_error(argv, c, usage_import);
         }
     }
     if (argc - optind != 2) {
@@ -360,7 +357,7 @@ static int cmd_contexts(int argc, char **argv)
     ds_context_defaults(&ctx);
     const char *out = NULL;
     int no_ctx = 0, c, r;
-    while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":", lo, NULL)) != -1) {
         if ((r = context_opt(c, optarg, &ctx, &no_ctx)) != 0) {
             if (r < 0) return EXIT_USAGE;
             continue;
@@ -369,7 +366,7 @@ static int cmd_contexts(int argc, char **argv)
         case OPT_OUT: out = optarg; break;
         case OPT_SEED: if (parse_u64("--seed", optarg, &ctx.seed)) return EXIT_USAGE; break;
         case OPT_HELP: usage_contexts(stdout); return 0;
-        default: usage_contexts(stderr); return EXIT_USAGE;
+        default: return opt_error(argv, c, usage_contexts);
         }
     }
     if (argc - optind != 1) {
@@ -398,24 +395,22 @@ static int cmd_contexts(int argc, char **argv)
 
 static int cmd_check(int argc, char **argv)
 {
-    static const struct option lo[] = {
-        {"decode", no_argument, NULL, OPT_DECODE},
-        {"help", no_argument, NULL, OPT_HELP},
-        {NULL, 0, NULL, 0},
+    int decode = 0, rc0;
+    const ck_opt opts[] = {
+        {"--decode", NULL, CK_FLAG, &decode, 0, 0, "also decode every image (PNG, JPEG or BMP)"},
+        {0},
     };
-    int decode = 0, c;
-    while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
-        switch (c) {
-        case OPT_DECODE: decode = 1; break;
-        case OPT_HELP: usage_check(stdout); return 0;
-        default: usage_check(stderr); return EXIT_USAGE;
-        }
-    }
-    if (argc - optind != 1) {
-        fprintf(stderr, "%s check: expected one DATA file (see --help)\n", prog);
-        return EXIT_USAGE;
-    }
-    const char *data = argv[optind];
+    const ck_verb verb = {
+        "check", NULL, cmd_check, "DATA [--decode]",
+        "Checks the set DATA (.data): its keys, labels file, list files, that every image\n"
+        "matches exactly one label (parent folder or a '_' token of its file name), exists,\n"
+        "and is in one split only; prints the counts per split and class.\n",
+        opts, NULL,
+    };
+    const char *data = NULL;
+    int nop = ck_parse(prog, &verb, argc, argv, &data, 1, &rc0);
+    if (nop < 0) return rc0;
+    if (nop != 1) return ck_usage(prog, "check", "expected one DATA file");
     trn_err err;
     trn_dataset *ds = trn_dataset_open(data, &err);
     if (!ds) {
@@ -464,5 +459,6 @@ int main(int argc, char **argv)
         .summary = "make, import and check Darknet classifier data sets",
         .usage = usage_main, .verbs = verbs, .nverbs = (int)(sizeof verbs / sizeof *verbs),
     };
+    opterr = 0; /* the verbs say why (opt_error) */
     return ck_main(&p, argc, argv);
 }
