@@ -348,22 +348,23 @@ static const char *jstr(const cJSON *o, const char *k)
 
 static int cmd_inspect(int argc, char **argv)
 {
-    static const char help[] =
-        "Usage: catalog inspect ARCHIVE [--manifest]\n"
+    int raw = 0, rc0;
+    const ck_opt opts[] = {
+        {"--manifest", NULL, CK_FLAG, &raw, 0, 0, "print the archive's manifest.json instead"},
+        {0},
+    };
+    const ck_verb verb = {
+        "inspect", NULL, cmd_inspect, "ARCHIVE [--manifest]",
         "Prints the variants table of ARCHIVE (measured latency on the build machine and\n"
-        "roofline estimates per target, marked est.), or with --manifest its manifest.json.\n";
-    static const struct option lo[] = {{"help", no_argument, 0, 'h'}, {"manifest", no_argument, 0, 'm'}, {0, 0, 0, 0}};
-    int raw = 0;
-    optind = 1;
-    int c;
-    while ((c = getopt_long(argc, argv, ":h", lo, NULL)) != -1) {
-        if (c == 'h') return help_or_usage(help, 1);
-        if (c == 'm') raw = 1;
-        else return cat_usage_opt(argv, help, c);
-    }
-    if (argc - optind != 1) return cat_usage_args(argc, argv, help, "one ARCHIVE");
+        "roofline estimates per target, marked est.), or with --manifest its manifest.json.\n",
+        opts, NULL,
+    };
+    const char *archive = NULL;
+    int nop = ck_parse("catalog", &verb, argc, argv, &archive, 1, &rc0);
+    if (nop < 0) return rc0;
+    if (nop != 1) return ck_usage("catalog", "inspect", "ARCHIVE is missing");
     trn_err err;
-    cJSON *m = archive_manifest(argv[optind], &err);
+    cJSON *m = archive_manifest(archive, &err);
     if (!m) return fail(&err);
     if (raw) {
         char *s = cat_json_print(m);

@@ -2,6 +2,7 @@
  * cost model of a cfg), profile (measured costs and latency), describe
  * (variant.json) and variants (the table of a variants folder). */
 #include "variant_cli.h"
+#include "clikit.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -210,21 +211,20 @@ static void fill_row(row *r, const cJSON *v)
 
 int cat_cli_variants(int argc, char **argv)
 {
-    static const char help[] =
-        "Usage: catalog variants VARIANTS_DIR\n"
+    int rc0;
+    const ck_opt opts[] = {{0}};
+    const ck_verb verb = {
+        "variants", NULL, cat_cli_variants, "VARIANTS_DIR",
         "Prints the table of the variants under VARIANTS_DIR (every <id>/variant.json):\n"
         "id, technique, MACs and their reduction against the variant `base`, parameters,\n"
         "connected-layer parameters and their reduction, top-1 (of the first task) and\n"
-        "its change in points, and the measured batch-1 latency on the build host.\n";
-    static const struct option lo[] = {{"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
-    optind = 1;
-    int c;
-    while ((c = getopt_long(argc, argv, ":h", lo, NULL)) != -1) {
-        if (c == 'h') return usage_of(help, 1);
-        return cat_usage_opt(argv, help, c);
-    }
-    if (argc - optind != 1) return cat_usage_args(argc, argv, help, "one VARIANTS_DIR");
-    const char *dir = argv[optind];
+        "its change in points, and the measured batch-1 latency on the build host.\n",
+        opts, NULL,
+    };
+    const char *dir = NULL;
+    int nop = ck_parse("catalog", &verb, argc, argv, &dir, 1, &rc0);
+    if (nop < 0) return rc0;
+    if (nop != 1) return ck_usage("catalog", "variants", "VARIANTS_DIR is missing");
     trn_err err;
     DIR *d = opendir(dir);
     if (!d) return trn_errf(&err, "cannot open %s: %s", dir, strerror(errno)), fail(&err);
