@@ -65,87 +65,28 @@ int fail(const rtl_err *err)
     return 1;
 }
 
-/* The value of a numeric option in [lo, hi], or -1 after a usage message. */
-static int num_opt(const char *name, const char *v, long lo, long hi, long *out)
+int sub_opts(int argc, char **argv, const ck_verb *v, int lo, int hi, int *rc)
 {
-    char *end;
-    errno = 0;
-    long x = strtol(v, &end, 10);
-    if (end == v || *end || errno || x < lo || x > hi) {
-        fprintf(stderr, "rtl: %s needs an integer in %ld..%ld, not '%s'\n", name, lo, hi, v);
+    const char **ops = calloc((size_t)argc + 1, sizeof *ops);
+    if (!ops) {
+        fprintf(stderr, "rtl: error: out of memory\n");
+        *rc = 1;
         return -1;
     }
-    *out = x;
-    return 0;
-}
-
-int sub_opts(int argc, char **argv, const char *help, unsigned accepted, struct cmd_opts *o, int lo, int hi,
-             int *rc)
-{
-    static const struct option opts[] = {{"help", no_argument, 0, 'h'},
-                                         {"allow-downgrade", no_argument, 0, 'D'},
-                                         {"top", required_argument, 0, 'k'},
-                                         {"json", no_argument, 0, 'j'},
-                                         {"runs", required_argument, 0, 'n'},
-                                         {"warmup", required_argument, 0, 'w'},
-                                         {"threads", required_argument, 0, 't'},
-                                         {0, 0, 0, 0}};
-    static const struct {
-        int c;
-        unsigned flag;
-    } flags[] = {{'D', OPT_DOWNGRADE}, {'k', OPT_TOP}, {'j', OPT_JSON}, {'n', OPT_RUNS}, {'w', OPT_WARMUP},
-                 {'t', OPT_THREADS}};
-    struct cmd_opts dummy;
-    if (!o) o = &dummy;
-    *o = (struct cmd_opts){.top = 5, .runs = 20, .warmup = 3};
-    optind = 0; /* 0: glibc re-initialises, permuting again after main's "+" scan */
-    opterr = 0; /* the reasons are ours: "rtl COMMAND: REASON" */
-    int c;
-    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
-        if (c == 'h') {
-            printf("%s", help);
-            *rc = 0;
-            return -1;
-        }
-        unsigned flag = 0;
-        for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
-            if (flags[i].c == c) flag = flags[i].flag;
-        int bad = !(flag & accepted);
-        if (c == ':')
-            fprintf(stderr, "rtl %s: %s needs a value\n", argv[0], argv[optind - 1]);
-        else if (c == '?')
-            fprintf(stderr, "rtl %s: unknown option '%s'\n", argv[0], argv[optind - 1]);
-        else if (bad) {
-            const char *name = "?";
-            for (const struct option *op = opts; op->name; op++)
-                if (op->val == c) name = op->name;
-            fprintf(stderr, "rtl %s: --%s is not an option of this command\n", argv[0], name);
-        }
-        if (!bad && c == 'D') o->allow_downgrade = 1;
-        if (!bad && c == 'j') o->json = 1;
-        if (!bad && c == 'k') bad = num_opt("--top", optarg, 1, 100000, &o->top);
-        if (!bad && c == 'n') bad = num_opt("--runs", optarg, 1, 1000000, &o->runs);
-        if (!bad && c == 'w') bad = num_opt("--warmup", optarg, 0, 1000000, &o->warmup);
-        if (!bad && c == 't') bad = num_opt("--threads", optarg, 1, 1024, &o->threads);
-        if (bad) {
-            fprintf(stderr, "%s", help);
-            *rc = 2;
-            return -1;
-        }
-    }
-    if (argc - optind < lo || argc - optind > hi) {
-        int n = argc - optind;
-        if (n < lo && n == 0)
-            fprintf(stderr, "rtl %s: %s\n", argv[0], "missing argument (see the usage below)");
+    int n = ck_parse("rtl", v, argc, argv, ops, argc, rc);
+    if (n >= 0 && (n < lo || n > hi)) {
+        if (n < lo && n == 0) ck_usage("rtl", v->name, "missing argument (usage: rtl %s %s)", v->name, v->synopsis);
         else if (n < lo)
-            fprintf(stderr, "rtl %s: %d argument%s given, at least %d needed\n", argv[0], n, n == 1 ? "" : "s", lo);
-        else
-            fprintf(stderr, "rtl %s: unexpected argument '%s'\n", argv[0], argv[optind + hi]);
-        fprintf(stderr, "%s", help);
+            ck_usage("rtl", v->name, "%d argument%s given, at least %d needed (usage: rtl %s %s)", n, n == 1 ? "" : "s",
+                     lo, v->name, v->synopsis);
+        else ck_usage("rtl", v->name, "unexpected argument '%s'", ops[hi]);
         *rc = 2;
-        return -1;
+        n = -1;
     }
-    return optind;
+    if (n >= 0)
+        for (int k = 0; k < n; k++) argv[argc - n + k] = (char *)ops[k];
+    free(ops);
+    return n < 0 ? -1 : argc - n;
 }
 
 static void print_installed(const rtl_installed *in)
@@ -157,13 +98,19 @@ static void print_installed(const rtl_installed *in)
 
 static int cmd_install(rtl_store *s, int argc, char **argv)
 {
-    const char *help = "Usage: rtl install ARCHIVE [SIG] [--allow-downgrade]\n"
+    struct cmd_opts o = CMD_OPTS_DEFAULTS;
+    const ck_opt opts[] = {
+        {"--allow-downgrade", NULL, CK_FLAG, &o.allow_downgrade, 0, 0,
+         "install a version that is not newer than the installed one"},
+        {0},
+    };
+    const ck_verb v = {"install", NULL, NULL, "ARCHIVE [SIG] [--allow-downgrade]",
                        "Verifies ARCHIVE with its signature SIG (default ARCHIVE.minisig) against the\n"
                        "pinned keys before extracting anything, refuses unsafe entries and versions not\n"
                        "newer than the installed one (unless --allow-downgrade), then installs it\n"
-                       "atomically. The copy that was current is kept for `rtl rollback`.\n";
-    struct cmd_opts o;
-    int rc, i = sub_opts(argc, argv, help, OPT_DOWNGRADE, &o, 1, 2, &rc);
+                       "atomically. The copy that was current is kept for `rtl rollback`.\n",
+                       opts, NULL};
+    int rc, i = sub_opts(argc, argv, &v, 1, 2, &rc);
     if (i < 0) return rc;
     char sig[4096];
     if (argc - i == 2) snprintf(sig, sizeof sig, "%s", argv[i + 1]);
@@ -178,7 +125,10 @@ static int cmd_install(rtl_store *s, int argc, char **argv)
 
 static int cmd_list(rtl_store *s, int argc, char **argv)
 {
-    int rc, i = sub_opts(argc, argv, "Usage: rtl list\nLists installed catalogs.\n", 0, NULL, 0, 0, &rc);
+    const ck_opt opts[] = {{0}};
+    const ck_verb v = {"list", NULL, NULL, "",
+                       "Lists installed catalogs: id, version, previous version, key, folder.\n", opts, NULL};
+    int rc, i = sub_opts(argc, argv, &v, 0, 0, &rc);
     if (i < 0) return rc;
     rtl_installed *list;
     size_t n;
@@ -217,10 +167,12 @@ static void print_catalog(const rtl_catalog *cat)
 
 static int cmd_inspect(rtl_store *s, int argc, char **argv)
 {
-    const char *help = "Usage: rtl inspect ID|ARCHIVE\n"
+    const ck_opt opts[] = {{0}};
+    const ck_verb v = {"inspect", NULL, NULL, "ID|ARCHIVE",
                        "Prints the variants of installed catalog ID, or of the manifest inside ARCHIVE\n"
-                       "(an archive's signature is not checked here: use rtl install for that).\n";
-    int rc, i = sub_opts(argc, argv, help, 0, NULL, 1, 1, &rc);
+                       "(an archive's signature is not checked here: use rtl install for that).\n",
+                       opts, NULL};
+    int rc, i = sub_opts(argc, argv, &v, 1, 1, &rc);
     if (i < 0) return rc;
     rtl_err err;
     rtl_catalog *cat;
@@ -243,10 +195,12 @@ static int cmd_inspect(rtl_store *s, int argc, char **argv)
 
 static int cmd_verify(rtl_store *s, int argc, char **argv)
 {
-    const char *help = "Usage: rtl verify [ID...]\n"
+    const ck_opt opts[] = {{0}};
+    const ck_verb v = {"verify", NULL, NULL, "[ID...]",
                        "Re-verifies installed catalogs: the stored signature's trusted comment against\n"
-                       "the pinned keys, manifest.json against it, every file against the manifest.\n";
-    int rc, i = sub_opts(argc, argv, help, 0, NULL, 0, INT_MAX, &rc);
+                       "the pinned keys, manifest.json against it, every file against the manifest.\n",
+                       opts, NULL};
+    int rc, i = sub_opts(argc, argv, &v, 0, INT_MAX, &rc);
     if (i < 0) return rc;
     rtl_err err;
     int status = 0;
@@ -266,10 +220,12 @@ static int cmd_verify(rtl_store *s, int argc, char **argv)
 
 static int cmd_rollback(rtl_store *s, int argc, char **argv)
 {
-    const char *help = "Usage: rtl rollback ID\n"
+    const ck_opt opts[] = {{0}};
+    const ck_verb v = {"rollback", NULL, NULL, "ID",
                        "Verifies the previous copy of catalog ID and makes it current again; the\n"
-                       "current copy becomes the previous one (so a second rollback undoes the first).\n";
-    int rc, i = sub_opts(argc, argv, help, 0, NULL, 1, 1, &rc);
+                       "current copy becomes the previous one (so a second rollback undoes the first).\n",
+                       opts, NULL};
+    int rc, i = sub_opts(argc, argv, &v, 1, 1, &rc);
     if (i < 0) return rc;
     rtl_installed in;
     rtl_err err;

@@ -47,7 +47,7 @@ usage "catalog pack --zstd-level 99 says so" "^catalog pack: --zstd-level needs 
     "$CAT" pack x -o out --zstd-level 99
 usage "catalog inspect with an unknown option says so" "^catalog inspect: unknown option '--bogus'" "$CAT" inspect --bogus x
 usage "rtl run without an image says so" "^rtl run: 2 arguments given, at least 3 needed" "$RTL" --root . run c base
-usage "rtl list with an option it does not take says so" "^rtl list: --top is not an option" "$RTL" --root . list --top 3
+usage "rtl list with an option it does not take says so" "^rtl list: unknown option '--top'" "$RTL" --root . list --top 3
 usage "rtl with an unknown global option says so" "^rtl: unknown option '--bogus'" "$RTL" --bogus list
 usage "prune usage errors exit 2 with the reason" "^prune rewrite: --weights is required" "$PRUNE" rewrite --cfg x.cfg
 usage "prune unknown option exits 2" "^prune plan: unknown option '--sped'" "$PRUNE" plan --sped x
