@@ -285,29 +285,24 @@ static cJSON *archive_manifest(const char *archive, trn_err *err)
 
 static int cmd_validate(int argc, char **argv)
 {
-    static const char help[] =
-        "Usage: catalog validate MANIFEST [--root DIR | --no-files]\n"
-        "       catalog validate ARCHIVE\n"
+    const char *root = NULL, *path = NULL;
+    int no_files = 0, rc0;
+    const ck_opt opts[] = {
+        {"--root", "DIR", CK_STR, &root, 0, 0, "where the manifest's files are (default: the manifest's folder)"},
+        {"--no-files", NULL, CK_FLAG, &no_files, 0, 0, "check the manifest alone, not the files it names"},
+        {0},
+    };
+    const ck_verb verb = {
+        "validate", NULL, cmd_validate, "MANIFEST [--root DIR | --no-files] | ARCHIVE",
         "Checks a manifest against catalog/manifest.schema.json, its cross-references, and\n"
         "the size and SHA-256 of every file it names under DIR (default: the manifest's\n"
-        "folder). For an ARCHIVE (.tar.zst) the manifest inside is checked, without files.\n";
-    static const struct option lo[] = {{"help", no_argument, 0, 'h'}, {"root", required_argument, 0, 'r'},
-                                       {"no-files", no_argument, 0, 'n'}, {0, 0, 0, 0}};
-    const char *root = NULL;
-    int no_files = 0;
-    optind = 1;
-    int c;
-    while ((c = getopt_long(argc, argv, ":h", lo, NULL)) != -1) {
-        switch (c) {
-        case 'r': root = optarg; break;
-        case 'n': no_files = 1; break;
-        case 'h': return help_or_usage(help, 1);
-        default: return cat_usage_opt(argv, help, c);
-        }
-    }
-    if (root && no_files) return cat_usage(argv, help, "--root and --no-files exclude each other");
-    if (argc - optind != 1) return cat_usage_args(argc, argv, help, "one MANIFEST or ARCHIVE");
-    const char *path = argv[optind];
+        "folder). For an ARCHIVE (.tar.zst) the manifest inside is checked, without files.\n",
+        opts, NULL,
+    };
+    int nop = ck_parse("catalog", &verb, argc, argv, &path, 1, &rc0);
+    if (nop < 0) return rc0;
+    if (root && no_files) return ck_usage("catalog", "validate", "--root and --no-files exclude each other");
+    if (nop != 1) return ck_usage("catalog", "validate", "MANIFEST or ARCHIVE is missing");
     trn_err err;
     char dir[4096];
     cJSON *m;
@@ -409,23 +404,23 @@ static int cmd_inspect(int argc, char **argv)
 
 static int cmd_report(int argc, char **argv)
 {
-    static const char help[] =
-        "Usage: catalog report ARCHIVE [-o BASE]\n"
+    const char *base = NULL, *archive = NULL;
+    int rc0;
+    const ck_opt opts[] = {
+        {"-o|--out", "BASE", CK_STR, &base, 0, 0, "the reports' path without extension (default: ARCHIVE\nwithout .tar.zst, beside it)"},
+        {0},
+    };
+    const ck_verb verb = {
+        "report", NULL, cmd_report, "ARCHIVE [-o BASE]",
         "Writes BASE.report.md and the Pareto plots BASE.pareto-macs.svg and\n"
         "BASE.pareto-bytes.svg (top-1 against MACs and against weight bytes) of the task\n"
         "with the most variants (BASE.TASK.pareto-*.svg for other tasks) from the\n"
-        "archive's manifest. BASE defaults to ARCHIVE without .tar.zst (beside it).\n";
-    static const struct option lo[] = {{"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
-    const char *base = NULL;
-    optind = 1;
-    int c;
-    while ((c = getopt_long(argc, argv, ":o:h", lo, NULL)) != -1) {
-        if (c == 'h') return help_or_usage(help, 1);
-        if (c == 'o') base = optarg;
-        else return cat_usage_opt(argv, help, c);
-    }
-    if (argc - optind != 1) return cat_usage_args(argc, argv, help, "one ARCHIVE");
-    const char *archive = argv[optind];
+        "archive's manifest.\n",
+        opts, NULL,
+    };
+    int nop = ck_parse("catalog", &verb, argc, argv, &archive, 1, &rc0);
+    if (nop < 0) return rc0;
+    if (nop != 1) return ck_usage("catalog", "report", "ARCHIVE is missing");
     char buf[4096];
     if (!base) {
         snprintf(buf, sizeof buf, "%s", archive);
