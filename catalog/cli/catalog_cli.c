@@ -5,11 +5,9 @@
 #include "variant_cli.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <stdarg.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -66,84 +64,47 @@ static const char *passphrase(const struct pass_opts *p, char *buf, trn_err *err
     return *failed ? NULL : buf;
 }
 
-static int help_or_usage(const char *help, int ok)
-{
-    fputs(help, ok ? stdout : stderr);
-    return ok ? 0 : 2;
-}
-
-int cat_usage(char **argv, const char *help, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "catalog %s: ", argv[0]);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fputc('\n', stderr);
-    fputs(help, stderr);
-    return 2;
-}
-
-int cat_usage_opt(char **argv, const char *help, int c)
-{
-    if (c == ':') return cat_usage(argv, help, "%s needs a value", argv[optind - 1]);
-    return cat_usage(argv, help, "unknown option '%s'", argv[optind - 1]);
-}
-
-int cat_usage_args(int argc, char **argv, const char *help, const char *what)
-{
-    if (optind >= argc) return cat_usage(argv, help, "%s is missing", what);
-    return cat_usage(argv, help, "unexpected argument '%s' (only %s is taken)", argv[optind + 1 < argc ? optind + 1 : optind], what);
-}
-
 /* ---- keygen ---------------------------------------------------------------- */
 
 static int cmd_keygen(int argc, char **argv)
 {
-    static const char help[] =
-        "Usage: catalog keygen -p PUB -s SEC (-W | --passphrase-file FILE | --passphrase-env VAR)\n"
-        "                      [--kdf interactive|sensitive] [--development] [-f]\n"
+    const char *pub = NULL, *sec = NULL, *kdf_name = NULL, *extra;
+    struct pass_opts po = {0};
+    int unencrypted = 0, force = 0, dev = 0, rc0;
+    enum cat_kdf kdf = CAT_KDF_SENSITIVE;
+    const ck_opt opts[] = {
+        {"-p", "PUB", CK_STR, &pub, 0, 0, "the public key file to write (give it to devices)"},
+        {"-s", "SEC", CK_STR, &sec, 0, 0, "the secret key file to write (mode 0600)"},
+        {"-W", NULL, CK_FLAG, &unencrypted, 0, 0, "leave the secret key unencrypted"},
+        {"--passphrase-file", "FILE", CK_STR, &po.file, 0, 0, "encrypt it with the first line of FILE"},
+        {"--passphrase-env", "VAR", CK_STR, &po.env, 0, 0, "encrypt it with environment variable VAR"},
+        {"--kdf", "NAME", CK_STR, &kdf_name, 0, 0, "interactive or sensitive (default)"},
+        {"--development", NULL, CK_FLAG, &dev, 0, 0, "mark the pair as a development key"},
+        {"-f", NULL, CK_FLAG, &force, 0, 0, "replace existing files"},
+        {0},
+    };
+    const ck_verb verb = {
+        "keygen", NULL, cmd_keygen,
+        "-p PUB -s SEC (-W | --passphrase-file FILE | --passphrase-env VAR)\n"
+        "                      [--kdf interactive|sensitive] [--development] [-f]",
         "Writes a minisign key pair: PUB (public key, give it to devices) and SEC (secret\n"
         "key, mode 0600). -W leaves SEC unencrypted; otherwise it is encrypted with the\n"
         "passphrase read from FILE (first line) or from environment variable VAR (never\n"
         "from a prompt). --kdf sensitive (default) is minisign's scrypt cost (about 1 GiB,\n"
         "seconds); interactive is cheaper, for CI keys. --development marks the pair as a\n"
-        "development key that devices must never trust. -f replaces existing files.\n";
-    static const struct option lo[] = {{"help", no_argument, 0, 'h'}, {"passphrase-file", required_argument, 0, 'F'},
-                                       {"passphrase-env", required_argument, 0, 'E'}, {"kdf", required_argument, 0, 'K'},
-                                       {"development", no_argument, 0, 'D'}, {0, 0, 0, 0}};
-    const char *pub = NULL, *sec = NULL;
-    struct pass_opts po = {0};
-    int unencrypted = 0, force = 0, dev = 0;
-    enum cat_kdf kdf = CAT_KDF_SENSITIVE;
-    optind = 1;
-    int c;
-    while ((c = getopt_long(argc, argv, ":p:s:Wfh", lo, NULL)) != -1) {
-        switch (c) {
-        case 'p': pub = optarg; break;
-        case 's': sec = optarg; break;
-        case 'W': unencrypted = 1; break;
-        case 'f': force = 1; break;
-        case 'F': po.file = optarg; break;
-        case 'E': po.env = optarg; break;
-        case 'D': dev = 1; break;
-        case 'K':
-            if (!strcmp(optarg, "interactive")) kdf = CAT_KDF_INTERACTIVE;
-            else if (!strcmp(optarg, "sensitive")) kdf = CAT_KDF_SENSITIVE;
-            else return cat_usage(argv, help, "--kdf is interactive or sensitive, not '%s'", optarg);
-            break;
-        case 'h': return help_or_usage(help, 1);
-        default: return cat_usage_opt(argv, help, c);
-        }
-    }
-    if (!pub || !sec || optind != argc || unencrypted + !!po.file + !!po.env != 1) {
-        if (pub && sec && unencrypted + !!po.file + !!po.env == 0)
-            fprintf(stderr, "catalog: keygen never prompts: pass -W for an unencrypted key, or "
-                            "--passphrase-file / --passphrase-env\n");
-        if (!pub || !sec) return cat_usage(argv, help, "-p PUB and -s SEC are both required");
-        if (optind != argc) return cat_usage(argv, help, "unexpected argument '%s'", argv[optind]);
-        return cat_usage(argv, help, "give exactly one of -W, --passphrase-file and --passphrase-env");
-    }
+        "development key that devices must never trust. -f replaces existing files.\n",
+        opts, NULL,
+    };
+    if (ck_parse("catalog", &verb, argc, argv, &extra, 0, &rc0) < 0) return rc0;
+    if (kdf_name && !strcmp(kdf_name, "interactive")) kdf = CAT_KDF_INTERACTIVE;
+    else if (kdf_name && strcmp(kdf_name, "sensitive"))
+        return ck_usage_of("catalog", &verb, "--kdf is interactive or sensitive, not '%s'", kdf_name);
+    if (!pub || !sec) return ck_usage_of("catalog", &verb, "-p PUB and -s SEC are both required");
+    if (unencrypted + !!po.file + !!po.env == 0)
+        return ck_usage_of("catalog", &verb, "keygen never prompts: pass -W for an unencrypted key, or "
+                                               "--passphrase-file / --passphrase-env");
+    if (unencrypted + !!po.file + !!po.env != 1)
+        return ck_usage_of("catalog", &verb, "give exactly one of -W, --passphrase-file and --passphrase-env");
     trn_err err;
     char buf[PASS_MAX], id[17];
     int bad;
@@ -166,36 +127,33 @@ static cat_seckey *load_key(const char *path, const struct pass_opts *po, trn_er
 
 static int cmd_sign(int argc, char **argv)
 {
-    static const char help[] =
-        "Usage: catalog sign ARCHIVE -s SEC [-x SIG] [--passphrase-file FILE | --passphrase-env VAR]\n"
-        "                    [--trusted-comment TEXT [--untrusted-comment TEXT]]\n"
+    const char *sec = NULL, *sig = NULL, *trusted = NULL, *untrusted = "signature from minisign secret key";
+    const char *archive = NULL;
+    struct pass_opts po = {0};
+    int rc0;
+    const ck_opt opts[] = {
+        {"-s", "SEC", CK_STR, &sec, 0, 0, "the secret key"},
+        {"-x", "SIG", CK_STR, &sig, 0, 0, "the signature file to write (default ARCHIVE.minisig)"},
+        {"--passphrase-file", "FILE", CK_STR, &po.file, 0, 0, "the key's passphrase: the first line of FILE"},
+        {"--passphrase-env", "VAR", CK_STR, &po.env, 0, 0, "the key's passphrase: environment variable VAR"},
+        {"--trusted-comment", "TEXT", CK_STR, &trusted, 0, 0, "sign any file with this trusted comment"},
+        {"--untrusted-comment", "TEXT", CK_STR, &untrusted, 0, 0, "its untrusted comment (default: minisign's)"},
+        {0},
+    };
+    const ck_verb verb = {
+        "sign", NULL, cmd_sign,
+        "ARCHIVE -s SEC [-x SIG] [--passphrase-file FILE | --passphrase-env VAR]\n"
+        "                    [--trusted-comment TEXT [--untrusted-comment TEXT]]",
         "Signs ARCHIVE (prehashed Ed25519, minisign's format) into SIG (default\n"
         "ARCHIVE.minisig). The trusted comment carries the catalog id, version, model and\n"
         "manifest SHA-256 read from the archive; --trusted-comment signs any file with\n"
-        "the given comment instead (untrusted comment: minisign's default).\n";
-    static const struct option lo[] = {{"help", no_argument, 0, 'h'}, {"passphrase-file", required_argument, 0, 'F'},
-                                       {"passphrase-env", required_argument, 0, 'E'},
-                                       {"trusted-comment", required_argument, 0, 'T'},
-                                       {"untrusted-comment", required_argument, 0, 'U'}, {0, 0, 0, 0}};
-    const char *sec = NULL, *sig = NULL, *trusted = NULL, *untrusted = "signature from minisign secret key";
-    struct pass_opts po = {0};
-    optind = 1;
-    int c;
-    while ((c = getopt_long(argc, argv, ":s:x:h", lo, NULL)) != -1) {
-        switch (c) {
-        case 's': sec = optarg; break;
-        case 'x': sig = optarg; break;
-        case 'F': po.file = optarg; break;
-        case 'E': po.env = optarg; break;
-        case 'T': trusted = optarg; break;
-        case 'U': untrusted = optarg; break;
-        case 'h': return help_or_usage(help, 1);
-        default: return cat_usage_opt(argv, help, c);
-        }
-    }
-    if (!sec) return cat_usage(argv, help, "-s SEC (the secret key) is required");
-    if (argc - optind != 1) return cat_usage_args(argc, argv, help, "one ARCHIVE");
-    const char *archive = argv[optind];
+        "the given comment instead (untrusted comment: minisign's default).\n",
+        opts, NULL,
+    };
+    int nop = ck_parse("catalog", &verb, argc, argv, &archive, 1, &rc0);
+    if (nop < 0) return rc0;
+    if (!sec) return ck_usage_of("catalog", &verb, "-s SEC (the secret key) is required");
+    if (nop != 1) return ck_usage_of("catalog", &verb, "ARCHIVE is missing");
     char sigbuf[4096];
     if (!sig) snprintf(sigbuf, sizeof sigbuf, "%s.minisig", archive), sig = sigbuf;
     trn_err err;
@@ -210,38 +168,39 @@ static int cmd_sign(int argc, char **argv)
 
 static int cmd_verify(int argc, char **argv)
 {
-    static const char help[] =
-        "Usage: catalog verify ARCHIVE [-x SIG] (-p PUB | -P KEY)...\n"
+    const char *sig = NULL, *archive = NULL;
+    ck_list pubs = {.n = 0}, b64 = {.n = 0};
+    int rc0;
+    const ck_opt opts[] = {
+        {"-x", "SIG", CK_STR, &sig, 0, 0, "the signature (default ARCHIVE.minisig)"},
+        {"-p", "PUB", CK_LIST, &pubs, 0, 0, "a public key file (repeatable)"},
+        {"-P", "KEY", CK_LIST, &b64, 0, 0, "a public key in base64 (repeatable)"},
+        {0},
+    };
+    const ck_verb verb = {
+        "verify", NULL, cmd_verify, "ARCHIVE [-x SIG] (-p PUB | -P KEY)...",
         "Verifies ARCHIVE against SIG (default ARCHIVE.minisig) with the public key file(s)\n"
         "PUB or base64 key(s) KEY: the signature, the trusted comment's global signature,\n"
         "the untrusted comment, and that the catalog id, version and manifest SHA-256 of\n"
-        "the trusted comment are those of the archive. Says which check failed.\n";
-    static const struct option lo[] = {{"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
-    const char *sig = NULL;
+        "the trusted comment are those of the archive. Says which check failed.\n",
+        opts, NULL,
+    };
+    int nop = ck_parse("catalog", &verb, argc, argv, &archive, 1, &rc0);
+    if (nop < 0) return rc0;
+    if (pubs.n + b64.n > 16) return ck_usage_of("catalog", &verb, "at most 16 keys (-p, -P)");
+    if (!pubs.n && !b64.n) return ck_usage_of("catalog", &verb, "no public key: give -p PUB or -P KEY");
+    if (nop != 1) return ck_usage_of("catalog", &verb, "ARCHIVE is missing");
     rtl_pubkey keys[16];
     size_t n = 0;
     rtl_err re;
-    optind = 1;
-    int c;
-    while ((c = getopt_long(argc, argv, ":x:p:P:h", lo, NULL)) != -1) {
-        switch (c) {
-        case 'x': sig = optarg; break;
-        case 'p':
-        case 'P':
-            if (n == 16) return cat_usage(argv, help, "at most 16 keys (-p, -P)");
-            if ((c == 'p' ? rtl_pubkey_load(optarg, &keys[n], &re) : rtl_pubkey_parse(optarg, strlen(optarg), &keys[n], &re)) != 0) {
-                fprintf(stderr, "catalog: error: %s\n", re.msg);
-                return 1;
-            }
-            n++;
-            break;
-        case 'h': return help_or_usage(help, 1);
-        default: return cat_usage_opt(argv, help, c);
+    for (int k = 0; k < pubs.n + b64.n; k++) {
+        const char *kv = k < pubs.n ? pubs.v[k] : b64.v[k - pubs.n];
+        if ((k < pubs.n ? rtl_pubkey_load(kv, &keys[n], &re) : rtl_pubkey_parse(kv, strlen(kv), &keys[n], &re)) != 0) {
+            fprintf(stderr, "catalog: error: %s\n", re.msg);
+            return 1;
         }
+        n++;
     }
-    if (!n) return cat_usage(argv, help, "no public key: give -p PUB or -P KEY");
-    if (argc - optind != 1) return cat_usage_args(argc, argv, help, "one ARCHIVE");
-    const char *archive = argv[optind];
     char sigbuf[4096];
     if (!sig) snprintf(sigbuf, sizeof sigbuf, "%s.minisig", archive), sig = sigbuf;
     trn_err err;
@@ -483,80 +442,64 @@ static cat_seckey *dev_key(const char *dir, int *made_key, trn_err *err)
 
 static int cmd_pack(int argc, char **argv)
 {
-    static const char help[] =
-        "Usage: catalog pack VARIANTS_DIR -o OUT_DIR [--task NAME=FILE.names]...\n"
+    struct cat_build_options o = {.seed = -1, .source_date_epoch = -1};
+    struct cat_task_labels tasks[32];
+    const char *out_dir = NULL, *key_path = NULL, *dev_dir = NULL, *variants = NULL;
+    struct pass_opts po = {0};
+    ck_list task = {.n = 0};
+    long long level = 9, version = 0, seed = -1;
+    int no_targets = 0, rc0;
+    const ck_opt opts[] = {
+        {"-o", "OUT_DIR", CK_STR, &out_dir, 0, 0, "where the archive, its signature and the manifest go"},
+        {"--task", "NAME=FILE", CK_LIST, &task, 0, 0, "labels of task NAME (one per line); every task a variant\nnames needs one"},
+        {"--catalog", "ID", CK_STR, &o.catalog, 0, 0, "the catalog id (default: the model)"},
+        {"--model", "M", CK_STR, &o.model, 0, 0, "the model name (default: the variants')"},
+        {"--version", "N", CK_INT, &version, 1, 9007199254740992.0, "default: SOURCE_DATE_EPOCH (monotonic over builds)"},
+        {"--seed", "S", CK_INT, &seed, 0, 9007199254740992.0, "the training seed, recorded in the manifest"},
+        {"--targets", "DIR", CK_STR, &o.targets_dir, 0, 0, "device profiles (default: the built-in Jetson profiles)"},
+        {"--no-targets", NULL, CK_FLAG, &no_targets, 0, 0, "no device profiles, no estimates"},
+        {"--zstd-level", "L", CK_INT, &level, 1, 19, "zstd compression level, 1..19 (default 9)"},
+        {"--key", "SEC", CK_STR, &key_path, 0, 0,
+         "signing key; without it a DEVELOPMENT key is made in\n--dev-key-dir (default OUT_DIR/devkey) with a warning"},
+        {"--passphrase-file", "FILE", CK_STR, &po.file, 0, 0, "the key's passphrase: the first line of FILE"},
+        {"--passphrase-env", "VAR", CK_STR, &po.env, 0, 0, "the key's passphrase: environment variable VAR"},
+        {"--dev-key-dir", "DIR", CK_STR, &dev_dir, 0, 0, "where the development key is kept"},
+        {0},
+    };
+    const ck_verb verb = {
+        "pack", NULL, cmd_pack,
+        "VARIANTS_DIR -o OUT_DIR [--task NAME=FILE.names]...\n"
         "                    [--catalog ID] [--model M] [--version N] [--seed S]\n"
         "                    [--targets DIR | --no-targets] [--zstd-level L]\n"
         "                    [--key SEC [--passphrase-file FILE | --passphrase-env VAR]\n"
-        "                     | --dev-key-dir DIR]\n"
+        "                     | --dev-key-dir DIR]",
         "Reads every VARIANTS_DIR/<id>/variant.json and its files, drops strictly\n"
         "dominated variants (OUT_DIR/winnowed.json says which and why), writes\n"
         "OUT_DIR/manifest.json and, atomically, OUT_DIR/catalog-<model>-<version>.tar.zst\n"
         "and its .minisig. The same inputs and SOURCE_DATE_EPOCH give the same bytes.\n"
-        "  --task NAME=FILE   labels of task NAME (one per line); every task a variant\n"
-        "                     names needs one\n"
-        "  --version N        default: SOURCE_DATE_EPOCH (monotonic over builds)\n"
-        "  --seed S           the training seed, recorded in the manifest\n"
-        "  --targets DIR      device profiles (default: the built-in Jetson profiles)\n"
-        "  --key SEC          signing key; without it a DEVELOPMENT key is made in\n"
-        "                     --dev-key-dir (default OUT_DIR/devkey) with a warning\n"
+        "Nothing (not even a development key) is made before every variant was read;\n"
+        "a failed run removes what it made.\n",
+        opts,
         "SOURCE_DATE_EPOCH (environment) fixes mtimes and the signature timestamp;\n"
-        "unset, the newest input file's mtime is used.\n";
-    static const struct option lo[] = {
-        {"help", no_argument, 0, 'h'},        {"task", required_argument, 0, 't'},
-        {"catalog", required_argument, 0, 'c'}, {"model", required_argument, 0, 'm'},
-        {"version", required_argument, 0, 'v'}, {"seed", required_argument, 0, 'S'},
-        {"targets", required_argument, 0, 'T'}, {"no-targets", no_argument, 0, 'N'},
-        {"zstd-level", required_argument, 0, 'z'}, {"key", required_argument, 0, 'k'},
-        {"dev-key-dir", required_argument, 0, 'd'}, {"passphrase-file", required_argument, 0, 'F'},
-        {"passphrase-env", required_argument, 0, 'E'}, {0, 0, 0, 0}};
-    struct cat_build_options o = {.seed = -1, .source_date_epoch = -1};
-    struct cat_task_labels tasks[32];
-    const char *out_dir = NULL, *key_path = NULL, *dev_dir = NULL;
-    struct pass_opts po = {0};
-    int64_t level = 9, v;
-    optind = 1;
-    int c;
-    while ((c = getopt_long(argc, argv, ":o:h", lo, NULL)) != -1) {
-        switch (c) {
-        case 'o': out_dir = optarg; break;
-        case 't': {
-            char *eq = strchr(optarg, '=');
-            if (!eq || eq == optarg || o.ntasks == 32)
-                return cat_usage(argv, help, "--task needs NAME=FILE.names (at most 32 tasks), not '%s'", optarg);
-            *eq = '\0';
-            tasks[o.ntasks++] = (struct cat_task_labels){optarg, eq + 1};
-            break;
-        }
-        case 'c': o.catalog = optarg; break;
-        case 'm': o.model = optarg; break;
-        case 'v':
-            if (parse_i64(optarg, &v) || v < 1)
-                return cat_usage(argv, help, "--version needs a whole number of at least 1, not '%s'", optarg);
-            o.version = (uint64_t)v;
-            break;
-        case 'S':
-            if (parse_i64(optarg, &o.seed))
-                return cat_usage(argv, help, "--seed needs a non-negative whole number, not '%s'", optarg);
-            break;
-        case 'T': o.targets_dir = optarg; break;
-        case 'N': o.no_targets = 1; break;
-        case 'z':
-            if (parse_i64(optarg, &level) || level < 1 || level > 19)
-                return cat_usage(argv, help, "--zstd-level needs a whole number in 1..19, not '%s'", optarg);
-            break;
-        case 'k': key_path = optarg; break;
-        case 'd': dev_dir = optarg; break;
-        case 'F': po.file = optarg; break;
-        case 'E': po.env = optarg; break;
-        case 'h': return help_or_usage(help, 1);
-        default: return cat_usage_opt(argv, help, c);
-        }
+        "unset, the newest input file's mtime is used.\n",
+    };
+    int nop = ck_parse("catalog", &verb, argc, argv, &variants, 1, &rc0);
+    if (nop < 0) return rc0;
+    if (!out_dir) return ck_usage_of("catalog", &verb, "-o OUT_DIR is required");
+    if (key_path && dev_dir) return ck_usage_of("catalog", &verb, "--key and --dev-key-dir exclude each other");
+    if (nop != 1) return ck_usage_of("catalog", &verb, "VARIANTS_DIR is missing");
+    if (task.n > 32) return ck_usage_of("catalog", &verb, "at most 32 --task options");
+    for (int k = 0; k < task.n; k++) {
+        char *eq = strchr(task.v[k], '=');
+        if (!eq || eq == task.v[k])
+            return ck_usage_of("catalog", &verb, "--task needs NAME=FILE.names, not '%s'", task.v[k]);
+        *eq = '\0';
+        tasks[o.ntasks++] = (struct cat_task_labels){task.v[k], eq + 1};
     }
-    if (!out_dir) return cat_usage(argv, help, "-o OUT_DIR is required");
-    if (key_path && dev_dir) return cat_usage(argv, help, "--key and --dev-key-dir exclude each other");
-    if (argc - optind != 1) return cat_usage_args(argc, argv, help, "one VARIANTS_DIR");
-    o.variants_dir = argv[optind];
+    if (version) o.version = (uint64_t)version;
+    o.seed = seed;
+    o.no_targets = no_targets;
+    o.variants_dir = variants;
     o.tasks = tasks;
     trn_err err;
     const char *sde = getenv("SOURCE_DATE_EPOCH");
@@ -657,6 +600,5 @@ int main(int argc, char **argv)
         .summary = "build, sign, verify and report signed catalogs of model variants",
         .verb_word = "command", .usage = usage, .verbs = verbs, .nverbs = (int)(sizeof verbs / sizeof *verbs),
     };
-    opterr = 0; /* the commands say why an option is wrong (cat_usage_opt) */
     return ck_main(&p, argc, argv);
 }

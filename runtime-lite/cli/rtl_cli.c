@@ -75,11 +75,9 @@ int sub_opts(int argc, char **argv, const ck_verb *v, int lo, int hi, int *rc)
     }
     int n = ck_parse("rtl", v, argc, argv, ops, argc, rc);
     if (n >= 0 && (n < lo || n > hi)) {
-        if (n < lo && n == 0) ck_usage("rtl", v->name, "missing argument (usage: rtl %s %s)", v->name, v->synopsis);
-        else if (n < lo)
-            ck_usage("rtl", v->name, "%d argument%s given, at least %d needed (usage: rtl %s %s)", n, n == 1 ? "" : "s",
-                     lo, v->name, v->synopsis);
-        else ck_usage("rtl", v->name, "unexpected argument '%s'", ops[hi]);
+        if (n < lo && n == 0) ck_usage_of("rtl", v, "missing argument");
+        else if (n < lo) ck_usage_of("rtl", v, "%d argument%s given, at least %d needed", n, n == 1 ? "" : "s", lo);
+        else ck_usage_of("rtl", v, "unexpected argument '%s'", ops[hi]);
         *rc = 2;
         n = -1;
     }

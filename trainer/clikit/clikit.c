@@ -37,6 +37,18 @@ int ck_usage(const char *prog, const char *verb, const char *fmt, ...)
 
 #define WORD(p) ((p)->verb_word ? (p)->verb_word : "verb")
 
+int ck_usage_of(const char *prog, const ck_verb *v, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "%s %s: ", prog, v->name);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\nUsage: %s %s %s\nRun '%s %s --help' for its options.\n", prog, v->name,
+            v->synopsis ? v->synopsis : "[OPTIONS]", prog, v->name);
+    return CK_USAGE;
+}
+
 static const ck_verb *find_verb(const ck_prog *p, const char *name)
 {
     for (int i = 0; i < p->nverbs; i++)
@@ -126,7 +138,7 @@ static int set_value(const char *prog, const ck_verb *v, const ck_opt *o, const 
         ck_list *l = o->dst;
         if (!l) return 0;
         if (l->n == (int)(sizeof l->v / sizeof *l->v))
-            return ck_usage(prog, v->name, "too many %s options (at most %d)", o->name,
+            return ck_usage_of(prog, v, "too many %s options (at most %d)", o->name,
                             (int)(sizeof l->v / sizeof *l->v));
         l->v[l->n++] = val;
         return 0;
@@ -135,7 +147,7 @@ static int set_value(const char *prog, const ck_verb *v, const ck_opt *o, const 
         errno = 0;
         long long x = strtoll(val, &end, 10);
         if (end == val || *end || errno || x < o->lo || x > o->hi)
-            return ck_usage(prog, v->name, "%s needs a whole number in %.0f..%.0f, not '%s'", o->name, o->lo,
+            return ck_usage_of(prog, v, "%s needs a whole number in %.0f..%.0f, not '%s'", o->name, o->lo,
                             o->hi, val);
         if (o->dst) *(long long *)o->dst = x;
         return 0;
@@ -144,7 +156,7 @@ static int set_value(const char *prog, const ck_verb *v, const ck_opt *o, const 
         errno = 0;
         double x = strtod(val, &end);
         if (end == val || *end || errno || !isfinite(x) || x < o->lo || x > o->hi)
-            return ck_usage(prog, v->name, "%s needs a number in %g..%g, not '%s'", o->name, o->lo, o->hi, val);
+            return ck_usage_of(prog, v, "%s needs a number in %g..%g, not '%s'", o->name, o->lo, o->hi, val);
         if (o->dst) *(double *)o->dst = x;
         return 0;
     }
@@ -169,7 +181,7 @@ int ck_parse(const char *prog, const ck_verb *v, int argc, char **argv, const ch
         }
         if (dashdash || w[0] != '-' || !w[1]) {
             if (n >= max_operands) {
-                *rc = ck_usage(prog, v->name, "unexpected argument '%s'", w);
+                *rc = ck_usage_of(prog, v, "unexpected argument '%s'", w);
                 return -1;
             }
             operands[n++] = w;
@@ -180,13 +192,13 @@ int ck_parse(const char *prog, const ck_verb *v, int argc, char **argv, const ch
         const ck_opt *o = v->opts;
         while (o->name && !opt_matches(o, w, wlen)) o++;
         if (!o->name) {
-            *rc = ck_usage(prog, v->name, "unknown option '%.*s'", (int)wlen, w);
+            *rc = ck_usage_of(prog, v, "unknown option '%.*s'", (int)wlen, w);
             return -1;
         }
         const char *val = NULL;
         if (o->type == CK_FLAG) {
             if (eq) {
-                *rc = ck_usage(prog, v->name, "%.*s takes no value", (int)wlen, w);
+                *rc = ck_usage_of(prog, v, "%.*s takes no value", (int)wlen, w);
                 return -1;
             }
         } else if (eq) {
@@ -194,7 +206,7 @@ int ck_parse(const char *prog, const ck_verb *v, int argc, char **argv, const ch
         } else if (i + 1 < argc) {
             val = argv[++i];
         } else {
-            *rc = ck_usage(prog, v->name, "%s needs a value (%s)", w, o->arg ? o->arg : "VALUE");
+            *rc = ck_usage_of(prog, v, "%s needs a value (%s)", w, o->arg ? o->arg : "VALUE");
             return -1;
         }
         if ((*rc = set_value(prog, v, o, val)) != 0) return -1;

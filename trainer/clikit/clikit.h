@@ -89,6 +89,10 @@ int ck_finish(const char *prog, int rc);
 int ck_usage(const char *prog, const char *verb, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* A usage error of verb v: "PROG VERB: REASON", its usage line and the hint
+ * to run --help, on stderr. Returns CK_USAGE. */
+int ck_usage_of(const char *prog, const ck_verb *v, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 /* Parses argv[1..argc-1] of a verb against its table. Operands (words not
  * starting with '-', or every word after "--") are stored in order into
  * operands (at most max_operands; more is a usage error). "--name=value"
