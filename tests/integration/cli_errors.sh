@@ -112,6 +112,11 @@ expect_fail "rtl install refuses a FIFO archive" "fifo.tar.zst is a FIFO" $TO "$
 expect_fail "rtl install refuses a FIFO signature" "fifo.sig is a FIFO" $TO "$RTL" --root $R install "$A" fifo.sig
 expect_fail "prune plan refuses a FIFO" "is a FIFO" $TO "$PRUNE" plan --cfg fifo.cfg
 expect_fail "trainer info refuses a device" "/dev/zero is a character device" $TO "$TRAINER" info /dev/zero
+mkfifo fifo.bmp
+expect_fail "trainer predict refuses a FIFO image" "fifo.bmp is a FIFO" $TO "$TRAINER" predict --cfg c/base.cfg \
+    --weights c/variants/base/variant.weights --names c/identity.names fifo.bmp
+"$RTL" --root $R -q install "$A" >/dev/null 2>&1
+expect_fail "rtl run refuses a FIFO image" "fifo.bmp is a FIFO" $TO "$RTL" --root $R run rtlnet base fifo.bmp
 
 # ---- rtl: messages -----------------------------------------------------------------
 expect_fail "rtl install of a missing archive names the archive" "cannot open missing.tar.zst for reading" \
