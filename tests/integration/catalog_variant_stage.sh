@@ -120,15 +120,15 @@ expect_fail "describe: eval without top1" "top1" "$C" describe "$V/rw" --id rw -
 echo '{"images":40,"classes":10,"top1":0.5}' >"$T/notop5.json"
 expect_fail "describe: more than 5 classes need top5" "top5.*10 classes" "$C" describe "$V/rw" --id rw \
     --model tiny --task identity --eval "$T/notop5.json" --profile "$V/rw/profile.json" --meta "$V/rw/meta.json"
-expect_fail "describe: meta and technique together" "Usage: catalog describe" \
+expect_fail "describe: meta and technique together" "^catalog describe: give one of --meta and --technique" \
     "$C" describe "$V/rw" --id rw --model tiny --task identity --eval "$V/rw/eval.json" \
     --profile "$V/rw/profile.json" --meta "$V/rw/meta.json" --technique base
 expect_fail "profile: weights of another network" "weights" \
     "$C" profile --cfg "$V/rw/variant.cfg" --weights "$V/svd/variant.weights" --out "$T/p.json"
 t_check "profile wrote nothing on failure" test ! -e "$T/p.json"
-expect_fail "profile: bad --runs" "--runs '-1' is not a valid count" \
+expect_fail "profile: bad --runs" "--runs needs a whole number in 0..100000, not '-1'" \
     "$C" profile --cfg "$V/rw/variant.cfg" --weights "$V/rw/variant.weights" --runs -1 --out "$T/p.json"
-expect_fail "profile: bad --runs" "--runs 'x' is not a valid count" \
+expect_fail "profile: bad --runs" "--runs needs a whole number in 0..100000, not 'x'" \
     "$C" profile --cfg "$V/rw/variant.cfg" --weights "$V/rw/variant.weights" --runs x --out "$T/p.json"
 # --runs 0 (make PROFILE_RUNS=0): costs counted, no latency measured.
 expect_ok "profile --runs 0" \

@@ -8,6 +8,7 @@
  * same shapes and threads, in the same run.
  */
 #include "cli.h"
+#include "clikit.h"
 
 #include "backend.h"
 #include "portable.h"
@@ -16,33 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-static const char *help =
-    "Usage: trainer bench [--cfg] FILE.cfg [OPTIONS]\n"
-    "\n"
-    "Measures on random input and random weights (nothing is read or written):\n"
-    "  forward   inference at --forward-batch images (default 1)\n"
-    "  train     training steps (forward, backward, update) at --batch images\n"
-    "            (default: the cfg's batch / subdivisions), with the convolution\n"
-    "            layers' effective GFLOPS (their forward and backward FLOPs over their time)\n"
-    "  sgemm     OpenBLAS single-precision N x N x N product (--sgemm N, default 2048; 0: skip)\n"
-    "  gemm      the matrix products of one training step, shape by shape (their\n"
-    "            total GFLOPS): OpenBLAS (default mode) against the portable GEMM\n"
-    "\n"
-    "  --set key=value    override a [net] key first (repeatable)\n"
-    "  --forward-batch N  images per forward (default 1)\n"
-    "  --batch N          images per training step\n"
-    "  --iterations N     timed repetitions of each (default 5; one warm-up run first)\n"
-    "  --no-train         skip the training step (and the gemm shapes)\n"
-    "  --no-gemm          skip the gemm shapes\n"
-    "  --layers           print every layer's forward and backward time in the step\n"
-    "  --threads N        threads (default: THREADS, else all cores)\n"
-    "  --determinism MODE     default (OpenBLAS: the same bytes for any thread count on\n"
-    "                         one CPU kind) or portable (our own kernels: the same bytes\n"
-    "                         on x86-64 and aarch64, slower); default: DETERMINISM, else default\n"
-    "  --json             one JSON object: forward_images_per_s, forward_gflops,\n"
-    "                     train_images_per_s, train_gflops, conv_train_gflops, sgemm_gflops,\n"
-    "                     gemm_calls, gemm_openblas_gflops, gemm_portable_gflops, gemm_kernel\n";
 
 static double now_s(void)
 {
@@ -157,47 +131,53 @@ static int gemm_shapes(int reps, double *openblas, double *portable)
 
 int cli_bench(int argc, char **argv)
 {
-    const char *cfg = NULL, *v, *threads = NULL;
-    cli_sets sets = {0};
+    const char *cfg = NULL, *threads = NULL, *operand = NULL;
+    ck_list set = {.n = 0};
     long long fb = 1, batch = 0, iters = 5, sg = 2048;
-    int json = 0, bad = 0, train = 1, layers = 0, gemm = 1;
-    for (int i = 1; i < argc; i++) {
-        if (cli_flag(argv, i, "--help") || cli_flag(argv, i, "-h")) {
-            fputs(help, stdout);
-            return 0;
-        } else if ((v = cli_opt(argc, argv, &i, "--cfg", &bad))) {
-            cfg = v;
-        } else if ((v = cli_opt(argc, argv, &i, "--set", &bad))) {
-            if (cli_add_set(&sets, "bench", v)) return 2;
-        } else if ((v = cli_opt(argc, argv, &i, "--forward-batch", &bad))) {
-            if (cli_num("bench", "--forward-batch", v, 1, 4096, &fb)) return 2;
-        } else if ((v = cli_opt(argc, argv, &i, "--batch", &bad))) {
-            if (cli_num("bench", "--batch", v, 1, 4096, &batch)) return 2;
-        } else if ((v = cli_opt(argc, argv, &i, "--iterations", &bad))) {
-            if (cli_num("bench", "--iterations", v, 1, 100000, &iters)) return 2;
-        } else if ((v = cli_opt(argc, argv, &i, "--sgemm", &bad))) {
-            if (cli_num("bench", "--sgemm", v, 0, 16384, &sg)) return 2;
-        } else if ((v = cli_opt(argc, argv, &i, "--determinism", &bad))) {
-            if (cli_determinism("bench", v)) return 2;
-        } else if ((v = cli_opt(argc, argv, &i, "--threads", &bad))) {
-            threads = v;
-        } else if (cli_flag(argv, i, "--layers")) {
-            layers = 1;
-        } else if (cli_flag(argv, i, "--no-gemm")) {
-            gemm = 0;
-        } else if (cli_flag(argv, i, "--no-train")) {
-            train = 0;
-        } else if (cli_flag(argv, i, "--json")) {
-            json = 1;
-        } else if (bad || argv[i][0] == '-') {
-            return cli_usage("bench", "%s '%s'", bad ? "missing value for" : "unknown option", argv[i]);
-        } else if (!cfg) {
-            cfg = argv[i];
-        } else {
-            return cli_usage("bench", "unexpected argument '%s'", argv[i]);
-        }
-    }
+    int json = 0, no_train = 0, layers = 0, no_gemm = 0, rc0;
+    const char *det = NULL;
+    const ck_opt opts[] = {
+        {"--cfg", "FILE", CK_STR, &cfg, 0, 0, "the network (Darknet cfg); may be given without --cfg"},
+        {"--set", "key=value", CK_LIST, &set, 0, 0, "override a [net] key first (repeatable)"},
+        {"--forward-batch", "N", CK_INT, &fb, 1, 4096, "images per forward (default 1)"},
+        {"--batch", "N", CK_INT, &batch, 1, 4096, "images per training step"},
+        {"--iterations", "N", CK_INT, &iters, 1, 100000, "timed repetitions of each (default 5; one warm-up run first)"},
+        {"--sgemm", "N", CK_INT, &sg, 0, 16384, "size of the sgemm yardstick (default 2048; 0: skip)"},
+        {"--no-train", NULL, CK_FLAG, &no_train, 0, 0, "skip the training step (and the gemm shapes)"},
+        {"--no-gemm", NULL, CK_FLAG, &no_gemm, 0, 0, "skip the gemm shapes"},
+        {"--layers", NULL, CK_FLAG, &layers, 0, 0, "print every layer's forward and backward time in the step"},
+        {"--threads", "N", CK_STR, &threads, 0, 0, "threads (default: THREADS, else all cores)"},
+        {"--determinism", "MODE", CK_STR, &det, 0, 0,
+         "default (OpenBLAS: the same bytes for any thread count on one CPU kind)\n"
+         "or portable (our own kernels: the same bytes on x86-64 and aarch64,\n"
+         "slower); default: DETERMINISM, else default"},
+        {"--json", NULL, CK_FLAG, &json, 0, 0,
+         "one JSON object: forward_images_per_s, forward_gflops,\n"
+         "train_images_per_s, train_gflops, conv_train_gflops, sgemm_gflops,\n"
+         "gemm_calls, gemm_openblas_gflops, gemm_portable_gflops, gemm_kernel"},
+        {0},
+    };
+    const ck_verb verb = {
+        "bench", NULL, cli_bench, "[--cfg] FILE.cfg [OPTIONS]",
+        "Measures on random input and random weights (nothing is read or written):\n"
+        "  forward   inference at --forward-batch images (default 1)\n"
+        "  train     training steps (forward, backward, update) at --batch images\n"
+        "            (default: the cfg's batch / subdivisions), with the convolution\n"
+        "            layers' effective GFLOPS (their forward and backward FLOPs over their time)\n"
+        "  sgemm     OpenBLAS single-precision N x N x N product (--sgemm N, default 2048; 0: skip)\n"
+        "  gemm      the matrix products of one training step, shape by shape (their\n"
+        "            total GFLOPS): OpenBLAS (default mode) against the portable GEMM\n",
+        opts, NULL,
+    };
+    if (ck_parse("trainer", &verb, argc, argv, &operand, 1, &rc0) < 0) return rc0;
+    if (operand && cfg) return cli_usage("bench", "unexpected argument '%s' (the cfg is given by --cfg)", operand);
+    if (!cfg) cfg = operand;
+    int train = !no_train;
+    cli_sets sets = {0};
+    for (int i = 0; i < set.n; i++)
+        if (cli_add_set(&sets, "bench", set.v[i])) return 2;
     if (!cfg) return cli_usage("bench", "no cfg given");
+    if (cli_determinism("bench", det)) return 2;
     if (cli_threads("bench", threads)) return 2;
     trn_cfg *c = cli_cfg("bench", cfg, &sets);
     if (!c) return 1;
@@ -265,7 +245,7 @@ int cli_bench(int argc, char **argv)
         trn_backend recording = *rec.inner;
         recording.gemm = rec_gemm;
         trn_net_swap_backend(net, &recording);
-        int stepped = gemm && tx && ty && trn_net_train_step(net, tx, ty, NULL, &e) == 0;
+        int stepped = !no_gemm && tx && ty && trn_net_train_step(net, tx, ty, NULL, &e) == 0;
         trn_net_swap_backend(net, rec.inner);
         if (stepped && !rec.oom) gcalls = gemm_shapes((int)(iters < 3 ? 3 : iters), &g_ob, &g_pg);
         /* Convolution FLOPs per image in a step: forward, weight gradient

@@ -80,8 +80,18 @@ float trn_rng_normal(trn_rng *r);
 
 /* ---- checked I/O ------------------------------------------------------- */
 
-/* fopen that reports "cannot open PATH for MODE: strerror" in err. */
+/* fopen that reports "cannot open PATH for MODE: strerror" in err. A read
+ * mode opens regular files only: a FIFO, device, socket or folder is refused
+ * at once with a message saying what it is (never a hang on a FIFO). */
 FILE *trn_fopen(const char *path, const char *mode, trn_err *err);
+
+/* The file descriptor of regular file path opened for reading (O_CLOEXEC),
+ * or -1 with "cannot open PATH: ..." or "PATH is a FIFO (named pipe), not a
+ * regular file ..." in err. Opening never blocks. */
+int trn_open_input(const char *path, trn_err *err);
+
+/* "a FIFO (named pipe)", "a folder", "a character device", ... for st_mode. */
+const char *trn_file_kind(unsigned mode);
 
 /* Reads exactly n bytes; a short read is an error naming the file `name` and
  * the byte offset where data ran out. */
@@ -297,6 +307,12 @@ typedef struct trn_net_config {
     /* Augmentation keys, handed to the data loader (Darknet's meaning). */
     float angle, aspect, hue, saturation, exposure, jitter;
     int min_crop, max_crop, flip;
+    /* Knowledge distillation (a training-only [net] extension: Darknet
+     * reports these keys as unused and loads the cfg). distill_alpha > 0
+     * mixes a teacher's temperature-softened outputs into the loss; the
+     * teacher is distill_cfg + distill_weights (see trn_train). */
+    float distill_alpha, distill_temperature;
+    char distill_cfg[1024], distill_weights[1024];
 } trn_net_config;
 
 typedef struct trn_net_opts {
@@ -463,6 +479,15 @@ int trn_net_backward(trn_net *net, trn_err *err) TRN_MUST_CHECK;
  *   weights:        u -= decay*B * w; w += rate/B * u; u *= momentum
  * with B = batch * subdivisions and the layer's learning_rate scale. */
 void trn_net_update(trn_net *net);
+/* Soft targets for the next training forwards (knowledge distillation):
+ * q is (batch, outputs), each row a teacher's distribution softened by
+ * net->cfg.distill_temperature, or NULL to train on the labels alone. The
+ * softmax layer's loss becomes (1 - a) * CE(truth, p) + a * T^2 * KL(q || p_T)
+ * with p_T = softmax(logits / T) and a = distill_alpha (Hinton et al. 2015);
+ * its delta is the loss's negative gradient in the logits,
+ * (1 - a) * (truth - p) + a * T * (q - p_T). The caller keeps q alive. */
+void trn_net_set_soft_targets(trn_net *net, const float *q);
+
 /* Darknet's train_network_datum: seen += batch; forward_train; backward;
  * update every `subdivisions` calls. *loss (may be NULL) = the cost per
  * image of this forward. */
@@ -510,7 +535,25 @@ typedef struct trn_train_progress {
     double images_per_s;  /* since this run started */
     double eta_s;         /* to max_batches at that speed */
     int checkpoint;       /* 1 when a checkpoint was just written */
+    int validated;        /* 1 when the fields below are this update's validation */
+    uint64_t val_correct, val_images; /* top-1 hits among the validation images */
+    double val_top1, val_lo, val_hi;  /* top-1 and its 95% Wilson interval */
+    double best_top1;     /* the best validation top-1 so far in this run (-1: none) */
+    uint64_t best_batch;  /* the update where it was measured */
+    int plateau;          /* 1: this update ends the run (no new best for plateau_patience
+                           * validations) */
 } trn_train_progress;
+
+/* Validation for trn_train: counts top-1 hits (*correct of *total images)
+ * of net on held-out images with inference forwards (trn_net_forward),
+ * which draw no random numbers and change no weight, momentum or rolling
+ * statistic, so validating does not change the trained weights' bytes.
+ * 0 or -1 with err. */
+typedef int (*trn_validate_fn)(void *ctx, trn_net *net, uint64_t *correct, uint64_t *total, trn_err *err);
+
+/* The 95% Wilson score interval of k successes in n trials (z = 1.96);
+ * [0, 1] when n == 0. */
+void trn_wilson(uint64_t k, uint64_t n, double *lo, double *hi);
 
 typedef struct trn_train_opts {
     trn_batch_fn next_batch;
@@ -525,6 +568,17 @@ typedef struct trn_train_opts {
     void (*progress)(const trn_train_progress *p, void *ctx); /* after every update */
     void *progress_ctx;
     volatile int *stop;        /* when it becomes non-zero: checkpoint and return 1 */
+    trn_validate_fn validate;  /* NULL: no validation */
+    void *validate_ctx;
+    uint64_t validate_every;   /* updates between validations (and one at the end); 0: none */
+    uint64_t plateau_patience; /* > 0: end the run (checkpoint and weights, return 0) after
+                                * this many validations in a row without a better top-1
+                                * than the best so far (counted from this run's start) */
+    int metrics_log;           /* 1: one JSON line per update appended to
+                                * <backup_dir>/<base>.metrics.jsonl (a fresh run
+                                * truncates it): batch, seen, loss, avg_loss, rate,
+                                * images_per_s, and on validations val_top1, val_lo,
+                                * val_hi, val_images */
 } trn_train_opts;
 
 /* Trains net until max_batches weight updates (Darknet's loop: each
