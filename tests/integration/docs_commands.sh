@@ -16,6 +16,7 @@ cd "$TOP" || exit 1
 MAP=$(cat <<'EOF_MAP'
 ^make catalog MODEL=alexnet$	test tests/integration/pipeline_make.sh pmake catalog
 ^make test$	self
+^make catalog MODEL=alexnet DETERMINISM=portable PROFILE_RUNS=0 SOURCE_DATE_EPOCH=1700000000 KEY=release.key$	test tests/integration/pipeline_threads.sh PROFILE_RUNS=0 SOURCE_DATE_EPOCH=1700000000 KEY=
 ^SOURCE_DATE_EPOCH=.* build/bin/catalog pack build/alexnet/variants -o build/alexnet --task identity=build/data/synth/synth.names --seed 42 --dev-key-dir build/keys$	test tests/integration/cli_errors.sh --seed 42 --dev-key-dir
 ^build/bin/catalog report build/alexnet/catalog-alexnet-<version>.tar.zst$	test tests/integration/catalog_pack.sh "$CAT" report
 ^make dataset$	test tests/integration/datasets_generate.sh expect_ok "make dataset (reduced settings)" mk
