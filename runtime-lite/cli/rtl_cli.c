@@ -40,6 +40,11 @@ static void usage(FILE *f)
             "  profile ID [VARIANT...]\n"
             "                      measure latencies on this device and keep them beside\n"
             "                      the installed catalog\n"
+            "  plan ID VARIANT     plan where each layer runs, device or cloud (JointDNN)\n"
+            "  serve --key K --allow FILE\n"
+            "                      run model pieces for allow-listed devices (authenticated,\n"
+            "                      encrypted); rtl run --split S|auto --peer HOST:PORT uses it\n"
+            "  peer-keygen PATH    make a peer key pair (PATH.key, PATH.pub)\n"
             "  version             print the version of rtl and its SHA-256 engine\n"
             "\n"
             "Options:\n"
@@ -294,7 +299,8 @@ int main(int argc, char **argv)
         int (*fn)(rtl_store *, int, char **);
     } cmds[] = {{"install", cmd_install}, {"list", cmd_list}, {"inspect", cmd_inspect},
                 {"verify", cmd_verify}, {"rollback", cmd_rollback}, {"run", cmd_run},
-                {"profile", cmd_profile}};
+                {"profile", cmd_profile}, {"plan", cmd_plan}, {"serve", cmd_serve},
+                {"peer-keygen", cmd_peer_keygen}};
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
         if (strcmp(cmd, cmds[i].name) != 0) continue;
         for (int a = 1; a < sub_argc; a++) /* help needs no store */

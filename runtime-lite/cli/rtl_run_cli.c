@@ -22,6 +22,8 @@ static const char *run_help =
     "               \"answered_by\",\"top\":[{\"index\",\"label\",\"probability\"}]} or\n"
     "               {\"image\",\"error\"}]}\n"
     "  --threads N  compute threads (default: all cores)\n"
+    "  --split S|auto --peer HOST:PORT ...\n"
+    "               split execution with a peer (rtl run --split auto --help)\n"
     "Exit status 1 when a variant cannot be loaded or an image cannot be read.\n";
 
 static const char *profile_help =
@@ -63,6 +65,7 @@ static void print_result(const char *image, const rtl_class *top, size_t n, cons
 
 int cmd_run(rtl_store *s, int argc, char **argv)
 {
+    if (run_wants_split(argc, argv)) return cmd_run_split(s, argc, argv);
     struct cmd_opts o;
     int rc, i = sub_opts(argc, argv, run_help, OPT_TOP | OPT_JSON | OPT_THREADS, &o, 3, INT_MAX, &rc);
     if (i < 0) return rc;
