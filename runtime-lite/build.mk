@@ -89,3 +89,34 @@ CROSS_TARGETS    += $(RTL_LIB) $(RTL_SO) $(LIBD)/librtl.so $(RTL_PC) $(BIN)/rtl
 CROSS_UNIT_TESTS += $(TESTD)/unit/test_rtl_base $(TESTD)/unit/test_rtl_model $(TESTD)/unit/test_rtl_sha256
 # tests/integration/rtl_run.sh runs the device's rtl under qemu-user too
 CROSS_TEST_DEPS  += $(BIN)/rtl
+
+# Split execution and the peer (rtl plan / serve / run --split): a test
+# tool that speaks the protocol by hand (bad frames, 64 clients), linked
+# against runtime-lite's objects so it can reach the frame code.
+RTL_PEER_TOOL := $(TESTD)/rtl_peer_testtool
+$(call objs,tests/tools/rtl_peer_testtool.c): CFLAGS += $(RTL_CFLAGS)
+$(eval $(call program,$(RTL_PEER_TOOL),$(call objs,tests/tools/rtl_peer_testtool.c) $(RTL_OBJS),$(RTL_LDLIBS) -lpthread))
+TEST_DEPS += $(RTL_PEER_TOOL)
+BENCHES += tests/bench/rtl_offload.sh
+
+# make fuzz: libFuzzer (Debian's clang) on the peer's frame and message
+# parsers, with ASan and UBSan; `make test` runs it briefly
+# (tests/integration/rtl_fuzz.sh). FUZZ_TIME: seconds for make fuzz.
+FUZZ_CC   ?= clang
+FUZZ_TIME ?= 60
+RTL_FUZZ  := $(TESTD)/fuzz/rtl_frame_fuzz
+RTL_FUZZ_SRCS := tests/fuzz/rtl_frame_fuzz.c runtime-lite/src/frame.c runtime-lite/src/err.c trainer/src/err.c
+$(RTL_FUZZ): $(RTL_FUZZ_SRCS) runtime-lite/src/frame.h runtime-lite/src/internal.h | $$(@D)/.dirstamp
+	$(call msg,FUZZ,$@)$(FUZZ_CC) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+	  -Iruntime-lite/include -Iruntime-lite/src -Itrainer/include -o $@ $(RTL_FUZZ_SRCS) \
+	  $(shell $(PKG_CONFIG) --cflags --libs libsodium 2>/dev/null || echo -lsodium)
+.PHONY: fuzz
+fuzz: $(RTL_FUZZ) ## run the frame-parser fuzzer for FUZZ_TIME seconds (libFuzzer, ASan, UBSan)
+	$(Q)mkdir -p $(TESTD)/fuzz/corpus && $(RTL_FUZZ) -max_total_time=$(FUZZ_TIME) -max_len=4096 \
+	  $(TESTD)/fuzz/corpus tests/fuzz/corpus
+DEPS_PKGS += clang
+ifneq ($(CROSS)$(shell command -v $(FUZZ_CC) 2>/dev/null),)
+ifeq ($(CROSS),)
+TEST_DEPS += $(RTL_FUZZ)
+endif
+endif
