@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# make bench: JointDNN split planning measured end to end (rtl plan, rtl
+# serve, rtl run --split). For each link (JointDNN Table 3's 3G, 4G and WiFi
+# throughputs and radio powers, plus a high-latency one) a peer serves with
+# that link emulated inside it (rate and RTT: this kernel has no sch_netem,
+# see runtime-lite/README.md), and the same image runs device-only (--split
+# N), cloud-only (--split 0) and as planned (--split auto), REPEAT times
+# each over one persistent connection (medians). Printed per link: measured
+# and predicted latency of each, the plan's gain over the better baseline,
+# its device energy (radio model) against the baselines', and the
+# prediction error.
+#
+# Device and cloud speed on one shared 2-core machine: both sides compute
+# here with one thread; the device is modelled as DEVICE_FACTOR (default 8)
+# times slower than this machine (rtl run waits factor-1 times each device
+# piece's measured time after it), the cloud as this machine (factor 1).
+#
+# The network: 3x128x128 input, two cheap strided layers that shrink it to
+# 16x16x16, then three 256-filter convolutions (the bulk of the MACs),
+# average pool, a connected layer, softmax; trained one step.
+# Environment (from make): BIN, O, TOP; REPEAT (default 7), DEVICE_FACTOR.
+set -u
+: "${BIN:?run through make bench}" "${O:?run through make bench}" "${TOP:?run through make bench}"
+W=$O/bench/rtl-offload
+rm -rf "$W" && mkdir -p "$W" && cd "$W" || exit 1
+SRV=
+trap '[ -n "$SRV" ] && kill $SRV 2>/dev/null; wait 2>/dev/null; rm -rf "$W"' EXIT
+. "$TOP/tests/integration/rtl/fixtures.sh"
+repeat=${REPEAT:-7}
+factor=${DEVICE_FACTOR:-8}
+
+fx_rtl_data c >/dev/null || { echo "bench rtl-offload: cannot make the data set"; exit 1; }
+{
+    printf '[net]\nbatch=1\nsubdivisions=1\nheight=128\nwidth=128\nchannels=3\n'
+    printf 'momentum=0.9\ndecay=0.0005\nlearning_rate=0.001\nmax_batches=1\n'
+    printf '[convolutional]\nfilters=8\nsize=3\nstride=2\npad=1\nactivation=relu\n'
+    printf '[maxpool]\nsize=2\nstride=2\n'
+    printf '[convolutional]\nfilters=16\nsize=3\nstride=2\npad=1\nactivation=relu\n'
+    printf '[convolutional]\nfilters=256\nsize=3\nstride=1\npad=1\nactivation=relu\n'
+    printf '[convolutional]\nfilters=256\nsize=3\nstride=1\npad=1\nactivation=relu\n'
+    printf '[maxpool]\nsize=2\nstride=2\n'
+    printf '[convolutional]\nfilters=256\nsize=3\nstride=1\npad=1\nactivation=relu\n'
+    printf '[avgpool]\n[connected]\noutput=10\nactivation=linear\n[softmax]\n'
+} >split.cfg
+fx_rtl_variant c base base - split.cfg 1 || { echo "bench rtl-offload: cannot train the variant"; exit 1; }
+"$CAT" keygen -p k.pub -s k.key -W >/dev/null &&
+    "$CAT" pack c/variants -o out --task identity=c/identity.names --version 1 --key k.key >pack.log 2>&1 ||
+    { echo "bench rtl-offload: cannot pack"; cat pack.log; exit 1; }
+mkdir -p root/keys && cp k.pub root/keys/
+rtl() { "$RTL" --root root "$@"; }
+rtl install out/catalog-rtlnet-1.tar.zst >/dev/null 2>&1 || { echo "bench rtl-offload: cannot install"; exit 1; }
+rtl peer-keygen srv >/dev/null && rtl peer-keygen dev >/dev/null && cp dev.pub allow
+img=c/images/img3.bmp
+
+# link name, rtl --link value, emulation UP:DOWN:RTT
+links="3g:3g:1.1:2.0275:0 4g:4g:5.85:13.76:0 wifi:wifi:18.88:54.97:0 4g+400ms:4g:5.85:13.76:400"
+printf '%-9s | %-17s | %-17s | %-10s | %-17s | %7s | %-20s | %s\n' link "device-only ms" "cloud-only ms" placement \
+    "plan ms" "gain" "energy mJ plan/best" "error (meas/pred - 1)"
+printf '%-9s | %-17s | %-17s | %-10s | %-17s | %7s | %-20s | %s\n' "" "meas (pred)" "meas (pred)" "" "meas (pred)" \
+    "vs best" "(radio model)" "dev / cloud / plan"
+status=0
+summary=
+for spec in $links; do
+    IFS=: read -r name link up down rtt <<<"$spec"
+    rm -f port
+    "$RTL" --root root serve --key srv --allow allow --port-file port --threads 1 --emulate "$up:$down:$rtt" >serve-$name.log 2>&1 &
+    SRV=$!
+    for _ in $(seq 100); do [ -s port ] && break; sleep 0.05; done
+    common="--top 1 --json --threads 1 --runs 10 --repeat $repeat --device-factor $factor --link $link --rtt $rtt
+            --peer 127.0.0.1:$(cat port) --peer-key srv.pub --device-key dev --deadline-ms 60000"
+    n=$(rtl plan rtlnet base --json --runs 1 | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["layers"]))')
+    rtl run rtlnet base $img --split "$n" $common >dev-$name.json 2>dev.err &&
+        rtl run rtlnet base $img --split 0 $common >cloud-$name.json 2>cloud.err &&
+        rtl run rtlnet base $img --split auto $common >plan-$name.json 2>plan.err || {
+        echo "bench rtl-offload: $name: a run failed: $(cat dev.err cloud.err plan.err)"; status=1; }
+    kill -TERM $SRV; wait $SRV; SRV=
+    out=$(python3 - "$name" dev-$name.json cloud-$name.json plan-$name.json <<'EOF'
+import json, sys
+name = sys.argv[1]
+d, c, p = (json.load(open(f)) for f in sys.argv[2:5])
+def m(x): return x["results"][0]["ms_median"]
+def pr(x): return x["plan"]["latency_ms"]
+def e(x): return x["plan"]["energy_mj"]
+for x in (d, c, p):
+    assert not x["results"][0]["fell_back"], x["results"][0]
+best = min(m(d), m(c))
+gain = 1 - m(p) / best
+ebest = min(e(d), e(c))
+errs = [m(x) / pr(x) - 1 for x in (d, c, p)]
+print("%-9s | %7.1f (%7.1f) | %7.1f (%7.1f) | %-10s | %7.1f (%7.1f) | %6.1f%% | %6.1f / %6.1f %-5s | %+.0f%% / %+.0f%% / %+.0f%%" % (
+    name, m(d), pr(d), m(c), pr(c), p["plan"]["placement"], m(p), pr(p), 100 * gain, e(p), ebest,
+    "(%+.0f%%)" % (100 * (e(p) / ebest - 1)), *(100 * x for x in errs)))
+# verdicts: at least as fast as the better baseline (5% noise allowance),
+# prediction within 25%
+print("VERDICT %s %.4f %d %d" % (name, gain, gain >= -0.05, all(abs(x) <= 0.25 for x in errs)))
+EOF
+) || { echo "bench rtl-offload: $name: $out"; status=1; continue; }
+    echo "$out" | grep -v '^VERDICT'
+    summary="$summary$(echo "$out" | grep '^VERDICT')"$'\n'
+done
+echo "$summary" | python3 -c '
+import sys
+rows = [l.split() for l in sys.stdin if l.startswith("VERDICT")]
+fast = all(r[3] == "1" for r in rows); big = max(float(r[2]) for r in rows) if rows else 0
+pred = all(r[4] == "1" for r in rows)
+print("plan at least as fast as the better of device-only and cloud-only on every link: %s" % ("yes" if fast else "NO"))
+print("largest latency gain over the better baseline: %.0f%% (target >= 30%% on one link): %s" % (100 * big, "yes" if big >= 0.30 else "NO"))
+print("measured latency within 25%% of the prediction everywhere: %s" % ("yes" if pred else "NO"))
+sys.exit(0 if fast and big >= 0.30 and pred else 1)
+' || status=1
+echo "(device = this machine x $factor, one thread; cloud = this machine, one thread; link emulated inside the peer; $repeat runs each, medians)"
+exit $status
