@@ -55,7 +55,8 @@ static const char *serve_help =
     "  --port N            port (default 0: any free one; --port-file F gets it)\n"
     "  --max-clients N     connections at once (default 128)\n"
     "  --max-frame BYTES   largest frame accepted (default 67108864)\n"
-    "  --emulate U:D:R     link emulation inside the peer: U and D Mbps, R ms RTT\n";
+    "  --emulate U:D:R     link emulation inside the peer: U and D Mbps (0: not\n"
+    "                      emulated, e.g. when tc shapes the link), R ms RTT\n";
 
 static const char *keygen_help =
     "Usage: rtl peer-keygen PATH\n"
@@ -496,7 +497,7 @@ int cmd_serve(rtl_store *s, int argc, char **argv)
         case 'I': bad = lng("--idle-timeout", optarg, 1, 36000000, &v), so.idle_ms = (int)v; break;
         case 'e': {
             double t[3];
-            if (triple(optarg, t) != 3 || t[0] <= 0 || t[1] <= 0) bad = bad_value("--emulate", optarg, "UP:DOWN:RTT (Mbps > 0, Mbps > 0, ms)");
+            if (triple(optarg, t) != 3) bad = bad_value("--emulate", optarg, "UP:DOWN:RTT (Mbps, Mbps, ms; a rate of 0 is not emulated)");
             else so.emu_up_mbps = t[0], so.emu_down_mbps = t[1], so.emu_rtt_ms = t[2];
             break;
         }

@@ -599,8 +599,8 @@ typedef struct rtl_serve_options {
     int idle_ms;                 /* idle connections close after (0: 60000) */
     int threads;                 /* compute threads (0: keep) */
     /* link emulation inside the peer (0: off): a request counts as arrived
-     * rtt/2 + bytes*8/up after its first byte, a reply is sent rtt/2 +
-     * bytes*8/down after it is ready */
+     * rtt/2 after the later of its last byte and its first byte +
+     * bytes*8/up; a reply is sent rtt/2 + bytes*8/down after it is ready */
     double emu_up_mbps, emu_down_mbps, emu_rtt_ms;
 } rtl_serve_options;
 

@@ -22,9 +22,10 @@
  * read are answered, then every connection closes (bounded by frame_ms).
  *
  * Link emulation inside the peer (when the kernel cannot shape a link: see
- * runtime-lite/README.md): a request counts as arrived rtt/2 + bytes*8/up
- * after its first byte came in; its reply leaves rtt/2 + bytes*8/down after
- * it is ready.
+ * runtime-lite/README.md): a request counts as arrived rtt/2 after the
+ * later of its last byte and its first byte + bytes*8/up; its reply leaves
+ * rtt/2 + bytes*8/down after it is ready (rates of 0: not emulated, e.g.
+ * when tc shapes a veth between namespaces).
  */
 #include "frame.h"
 #include "store.h"
@@ -564,10 +565,11 @@ static void on_unit(rtl_server *s, struct conn *c)
         c->job_plain = plain;
         c->job_len = n;
         c->busy = 1;
-        double emu = 0;
-        if (s->o.emu_up_mbps > 0) emu += (double)(c->flen + RTLP_LEN_BYTES) * 8 / (s->o.emu_up_mbps * 1e3);
-        emu += s->o.emu_rtt_ms / 2;
-        c->job_at = c->t_frame + emu;
+        /* arrived: when its last byte is here (or would be, at the
+         * emulated rate), plus half the RTT */
+        double done = now_ms(), at = c->t_frame;
+        if (s->o.emu_up_mbps > 0) at += (double)(c->flen + RTLP_LEN_BYTES) * 8 / (s->o.emu_up_mbps * 1e3);
+        c->job_at = (at > done ? at : done) + s->o.emu_rtt_ms / 2;
         c->r = R_LEN;
         if (expect(c, RTLP_LEN_BYTES) != 0) return conn_close(s, c, "out of memory");
         return;
