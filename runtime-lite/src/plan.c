@@ -251,7 +251,8 @@ int rtl_plan_best(const rtl_layer_cost *l, int n, const rtl_target *t, const rtl
         if (cut_possible(l, n, i)) {
             for (int from = 0; from < 2; from++) {
                 size_t cnt = sets[2 * i + from].n;
-                int *snap = malloc((cnt ? cnt : 1) * sizeof *snap);
+                if (cnt == 0) continue;
+                int *snap = malloc(cnt * sizeof *snap);
                 if (!snap) goto oom;
                 memcpy(snap, sets[2 * i + from].ix, cnt * sizeof *snap);
                 for (size_t j = 0; j < cnt; j++) {

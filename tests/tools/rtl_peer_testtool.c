@@ -37,6 +37,15 @@ static int port;
 static rtl_peer_key me;
 static uint8_t server_pk[32];
 static rtl_model *model;
+static rtl_catalog *cat;
+static rtl_store *st;
+
+static void close_all(void)
+{
+    rtl_model_close(model);
+    rtl_catalog_close(cat);
+    rtl_store_close(st);
+}
 static int layers;
 
 static int die(const char *fmt, const char *a)
@@ -234,8 +243,9 @@ int main(int argc, char **argv)
         return die("%s", err.msg);
     memcpy(server_pk, spk.pk, 32);
     rtl_store_config cfg = {.root = argv[1]};
-    rtl_store *st = rtl_store_open(&cfg, &err);
-    rtl_catalog *cat = st ? rtl_catalog_open(st, catalog_id, &err) : NULL;
+    atexit(close_all);
+    st = rtl_store_open(&cfg, &err);
+    cat = st ? rtl_catalog_open(st, catalog_id, &err) : NULL;
     model = cat ? rtl_model_open(cat, variant_id, NULL, &err) : NULL;
     if (!model) return die("%s", err.msg);
     layers = rtl_model_layers(model);
@@ -278,6 +288,12 @@ int main(int argc, char **argv)
             pthread_join(th[t], NULL);
             ok += w[t].ok, lost += w[t].lost, wrong += w[t].wrong;
         }
+        for (int t = 0; t < n; t++) {
+            for (int r = 0; r < k; r++) free(w[t].cases[r].act);
+            free(w[t].cases);
+        }
+        free(th);
+        free(w);
         printf("%s: %d clients x %d requests: %d answered right, %d lost, %d wrong\n",
                ok == n * k ? "ok" : "FAIL", n, k, ok, lost, wrong);
         return ok == n * k ? 0 : 1;
