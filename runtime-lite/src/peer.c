@@ -962,11 +962,24 @@ done:
 
 /* ---- the split runner ---------------------------------------------------------- */
 
-/* Waits (f - 1) * ms more: a device f times slower than this machine. */
-static void slow_down(double f, double ms)
+static double cpu_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return t.tv_sec * 1e3 + t.tv_nsec * 1e-6;
+}
+
+/* A device f times slower than this machine: a piece that took cpu ms of
+ * this process's CPU time and wall ms ends f * cpu ms after it started
+ * (waiting the rest). The calling thread's CPU time, not wall time, so
+ * that other processes on a shared machine do not slow the modelled device
+ * down; meant for one compute thread (which is the calling one: the
+ * compute pool's idle workers would count as busy in process CPU time). */
+static void slow_down(double f, double cpu, double wall)
 {
     if (f <= 1) return;
-    double w = (f - 1) * ms;
+    double w = f * cpu - wall;
+    if (w <= 0) return;
     struct timespec ts = {(time_t)(w / 1e3), (long)(((long long)(w * 1e6)) % 1000000000LL)};
     while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
     }
@@ -1012,10 +1025,10 @@ int rtl_offload_run(rtl_model *m, const rtl_plan *plan, rtl_peer *peer, const fl
             if (res->fell_back) j = n - 1; /* everything left runs here */
             const float *y;
             size_t ny;
-            double d0 = now_ms();
+            double d0 = now_ms(), c0 = cpu_ms();
             rc = rtl_model_run_range(m, i, j, buf, have, &y, &ny, err);
             if (rc != 0) break;
-            slow_down(device_factor, now_ms() - d0);
+            slow_down(device_factor, cpu_ms() - c0, now_ms() - d0);
             memcpy(buf, y, ny * sizeof *buf);
             have = ny;
             device_layers += j - i + 1;

@@ -99,31 +99,44 @@ for spec in $links; do
     SRV=$!
     for _ in $(seq 100); do [ -s port ] && break; sleep 0.05; done
     rtl() { $on_device "$RTL" --root root "$@"; }
-    common="--top 1 --json --threads 1 --runs 10 --repeat $repeat --device-factor $factor --link $link --rtt $rtt
+    common="--top 1 --json --threads 1 --runs 10 --repeat 1 --device-factor $factor --link $link --rtt $rtt
             --peer $host:$(cat port) --peer-key srv.pub --device-key dev --deadline-ms 60000"
     n=$(rtl plan rtlnet base --json --runs 1 | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["layers"]))')
-    rtl run rtlnet base $img --split "$n" $common >dev-$name.json 2>dev.err &&
-        rtl run rtlnet base $img --split 0 $common >cloud-$name.json 2>cloud.err &&
-        rtl run rtlnet base $img --split auto $common >plan-$name.json 2>plan.err || {
-        echo "bench rtl-offload: $name: a run failed: $(cat dev.err cloud.err plan.err)"; status=1; }
+    # interleaved, so that the machine's load drifts alike for all three
+    : >dev-$name.json; : >cloud-$name.json; : >plan-$name.json
+    for _ in $(seq $repeat); do
+        { rtl run rtlnet base $img --split "$n" $common | tr -d '\n\t'; echo; } >>dev-$name.json 2>dev.err &&
+            { rtl run rtlnet base $img --split 0 $common | tr -d '\n\t'; echo; } >>cloud-$name.json 2>cloud.err &&
+            { rtl run rtlnet base $img --split auto $common | tr -d '\n\t'; echo; } >>plan-$name.json 2>plan.err || {
+            echo "bench rtl-offload: $name: a run failed: $(cat dev.err cloud.err plan.err)"; status=1; break; }
+    done
     kill -TERM $SRV; wait $SRV; SRV=
     out=$(python3 - "$name" dev-$name.json cloud-$name.json plan-$name.json <<'EOF'
 import json, sys
 name = sys.argv[1]
-d, c, p = (json.load(open(f)) for f in sys.argv[2:5])
-def m(x): return x["results"][0]["ms_median"]
-def pr(x): return x["plan"]["latency_ms"]
-def e(x): return x["plan"]["energy_mj"]
-for x in (d, c, p):
-    assert not x["results"][0]["fell_back"], x["results"][0]
+import statistics
+runs = [[json.loads(l) for l in open(f) if l.strip()] for f in sys.argv[2:5]]
+for r in runs:
+    for x in r:
+        assert not x["results"][0]["fell_back"], x["results"][0]
+# per kind: medians over the interleaved runs of the measured latency, the
+# prediction and the predicted energy; the placement of the last plan
+med = lambda r, f: statistics.median(f(x) for x in r)
+d, c, p = ({"ms": med(r, lambda x: x["results"][0]["ms_median"]), "pred": med(r, lambda x: x["plan"]["latency_ms"]),
+            "mj": med(r, lambda x: x["plan"]["energy_mj"]), "plan": r[-1]["plan"]} for r in runs)
+places = sorted(set(x["plan"]["placement"] for x in runs[2]))
+def m(x): return x["ms"]
+def pr(x): return x["pred"]
+def e(x): return x["mj"]
 best = min(m(d), m(c))
 gain = 1 - m(p) / best
 ebest = min(e(d), e(c))
 errs = [m(x) / pr(x) - 1 for x in (d, c, p)]
 print("%-9s | %7.1f (%7.1f) | %7.1f (%7.1f) | %-10s | %7.1f (%7.1f) | %6.1f%% | %6.1f / %6.1f %-5s | %+.0f%% / %+.0f%% / %+.0f%%" % (
-    name, m(d), pr(d), m(c), pr(c), p["plan"]["placement"], m(p), pr(p), 100 * gain, e(p), ebest,
+    name, m(d), pr(d), m(c), pr(c), "/".join(places), m(p), pr(p), 100 * gain, e(p), ebest,
     "(%+.0f%%)" % (100 * (e(p) / ebest - 1)), *(100 * x for x in errs)))
-# verdicts: at least as fast as the better baseline (5% noise allowance),
+# verdicts: at least as fast as the better baseline (a 5% allowance for
+# the noise between runs of the same placement),
 # prediction within 25%
 print("VERDICT %s %.4f %d %d" % (name, gain, gain >= -0.05, all(abs(x) <= 0.25 for x in errs)))
 EOF
