@@ -114,7 +114,7 @@ $(RTL_FUZZ): $(RTL_FUZZ_SRCS) runtime-lite/src/frame.h runtime-lite/src/internal
 fuzz: $(RTL_FUZZ) ## run the frame-parser fuzzer for FUZZ_TIME seconds (libFuzzer, ASan, UBSan)
 	$(Q)mkdir -p $(TESTD)/fuzz/corpus && $(RTL_FUZZ) -max_total_time=$(FUZZ_TIME) -max_len=4096 \
 	  $(TESTD)/fuzz/corpus tests/fuzz/corpus
-DEPS_PKGS += clang
+DEPS_PKGS += clang iproute2
 ifneq ($(CROSS)$(shell command -v $(FUZZ_CC) 2>/dev/null),)
 ifeq ($(CROSS),)
 TEST_DEPS += $(RTL_FUZZ)

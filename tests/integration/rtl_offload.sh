@@ -166,6 +166,19 @@ if [ $rc = 0 ] && [ "$(where_is killed.json 2>/dev/null)" = "device (fallback)" 
     t_ok "peer killed mid-request: no request lost, it finished on the device ($(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["results"][0]["reason"])' killed.json))"
 else t_fail "peer killed mid-request" "exit $rc" "$(cat killed.json)"; fi
 
+# 5. bounds: a stalled handshake times out, connections beyond --max-clients are refused
+start_server bounds.log --handshake-timeout 300 --max-clients 2
+exec 5<>/dev/tcp/127.0.0.1/$PORT 6<>/dev/tcp/127.0.0.1/$PORT
+printf RTLP >&5
+sleep 0.2
+exec 7<>/dev/tcp/127.0.0.1/$PORT
+for _ in $(seq 40); do grep -q "handshake timed out" bounds.log && break; sleep 0.1; done
+t_check "a connection beyond --max-clients is refused and logged" grep -q "refused: 2 clients already" bounds.log
+t_check "a stalled handshake is closed after --handshake-timeout" grep -q "handshake timed out" bounds.log
+exec 5>&- 6>&- 7>&-
+expect_ok "... and the server still serves a device" "$TOOL" $R rtlnet base $PORT srv.pub dev good
+stop_server
+
 expect_fail "serve without --allow is a usage error" "needs --key and --allow" rtl serve --key srv
 : >empty
 expect_fail "an empty allow-list is refused" "lists no device key" rtl serve --key srv --allow empty
