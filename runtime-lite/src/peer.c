@@ -692,7 +692,7 @@ int rtl_server_run(rtl_server *s, int stop_fd, rtl_err *err)
                 conn_bad(s, c, "handshake timed out");
                 continue;
             }
-            if (!c->busy && c->have && t - c->t_active > s->o.frame_ms) {
+            if (!c->busy && (c->have || c->r == R_BODY) && t - c->t_active > s->o.frame_ms) {
                 conn_bad(s, c, "frame timed out (a started frame must end in --frame-timeout)");
                 continue;
             }
@@ -700,7 +700,7 @@ int rtl_server_run(rtl_server *s, int stop_fd, rtl_err *err)
                 conn_close(s, c, "the device does not read its reply");
                 continue;
             }
-            if (!c->busy && !c->have && t - c->t_active > s->o.idle_ms) {
+            if (!c->busy && !c->have && c->r == R_LEN && t - c->t_active > s->o.idle_ms) {
                 conn_close(s, c, "idle");
                 continue;
             }
@@ -1005,8 +1005,9 @@ int rtl_offload_run(rtl_model *m, const rtl_plan *plan, rtl_peer *peer, const fl
         int j = i, cloud = plan->on_cloud[i] && !res->fell_back && peer;
         while (j + 1 < n && plan->on_cloud[j + 1] == plan->on_cloud[i]) j++;
         if (cloud) {
-            size_t got;
+            size_t got = 0;
             rtl_err pe;
+            snprintf(pe.msg, sizeof pe.msg, "the peer answered with the wrong number of floats");
             int left = (int)(dead - now_ms());
             if (left > 0 && rtl_peer_run(peer, rtl_model_catalog_id(m), rtl_variant_id(rtl_model_variant(m)), i, j,
                                          buf, have, buf, maxf, &got, left, &pe) == 0 &&
