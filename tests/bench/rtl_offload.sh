@@ -15,9 +15,11 @@
 # times slower than this machine (rtl run waits factor-1 times each device
 # piece's measured time after it), the cloud as this machine (factor 1).
 #
-# The network: 3x128x128 input, two cheap strided layers that shrink it to
-# 16x16x16, then three 256-filter convolutions (the bulk of the MACs),
-# average pool, a connected layer, softmax; trained one step.
+# The networks: "base", 3x128x128 input, two cheap strided layers that
+# shrink it to 16x16x16, then three 256-filter convolutions (the bulk of
+# the MACs), average pool, a connected layer, softmax; "alexnet", Darknet's
+# alexnet.cfg (227x227, the cfg of tests/bench/rtl_run.sh); each trained
+# one step.
 # Environment (from make): BIN, O, TOP; REPEAT (default 7), DEVICE_FACTOR.
 set -u
 : "${BIN:?run through make bench}" "${O:?run through make bench}" "${TOP:?run through make bench}"
@@ -41,7 +43,10 @@ fx_rtl_data c >/dev/null || { echo "bench rtl-offload: cannot make the data set"
     printf '[convolutional]\nfilters=256\nsize=3\nstride=1\npad=1\nactivation=relu\n'
     printf '[avgpool]\n[connected]\noutput=10\nactivation=linear\n[softmax]\n'
 } >split.cfg
-fx_rtl_variant c base base - split.cfg 1 || { echo "bench rtl-offload: cannot train the variant"; exit 1; }
+sed -n '/^{$/,/^} >alexnet.cfg$/p' "$TOP/tests/bench/rtl_run.sh" >alexnet.sh && bash alexnet.sh && [ -s alexnet.cfg ] ||
+    { echo "bench rtl-offload: cannot take AlexNet's cfg from tests/bench/rtl_run.sh"; exit 1; }
+fx_rtl_variant c base base - split.cfg 1 && fx_rtl_variant c alexnet rewrite base alexnet.cfg 1 ||
+    { echo "bench rtl-offload: cannot train the variants"; exit 1; }
 "$CAT" keygen -p k.pub -s k.key -W >/dev/null &&
     "$CAT" pack c/variants -o out --task identity=c/identity.names --version 1 --key k.key >pack.log 2>&1 ||
     { echo "bench rtl-offload: cannot pack"; cat pack.log; exit 1; }
@@ -77,9 +82,9 @@ shape() {
 
 # link name, rtl --link value, emulation UP:DOWN:RTT
 links="3g:3g:1.1:2.0275:0 4g:4g:5.85:13.76:0 wifi:wifi:18.88:54.97:0 4g+400ms:4g:5.85:13.76:400"
-printf '%-9s | %-17s | %-17s | %-10s | %-17s | %7s | %-20s | %s\n' link "device-only ms" "cloud-only ms" placement \
-    "plan ms" "gain" "energy mJ plan/best" "error (meas/pred - 1)"
-printf '%-9s | %-17s | %-17s | %-10s | %-17s | %7s | %-20s | %s\n' "" "meas (pred)" "meas (pred)" "" "meas (pred)" \
+printf '%-7s | %-9s | %-17s | %-17s | %-14s | %-17s | %7s | %-20s | %s\n' model link "device-only ms" "cloud-only ms" \
+    placement "plan ms" "gain" "energy mJ plan/best" "error (meas/pred - 1)"
+printf '%-7s | %-9s | %-17s | %-17s | %-14s | %-17s | %7s | %-20s | %s\n' "" "" "meas (pred)" "meas (pred)" "" "meas (pred)" \
     "vs best" "(radio model)" "dev / cloud / plan"
 status=0
 summary=
@@ -101,21 +106,21 @@ for spec in $links; do
     rtl() { $on_device "$RTL" --root root "$@"; }
     common="--top 1 --json --threads 1 --runs 10 --repeat 1 --device-factor $factor --link $link --rtt $rtt
             --peer $host:$(cat port) --peer-key srv.pub --device-key dev --deadline-ms 60000"
-    n=$(rtl plan rtlnet base --json --runs 1 | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["layers"]))')
+  for v in base alexnet; do
+    n=$(rtl plan rtlnet $v --json --runs 1 | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["layers"]))')
     # interleaved, so that the machine's load drifts alike for all three
     : >dev-$name.json; : >cloud-$name.json; : >plan-$name.json
     for _ in $(seq $repeat); do
-        { rtl run rtlnet base $img --split "$n" $common | tr -d '\n\t'; echo; } >>dev-$name.json 2>dev.err &&
-            { rtl run rtlnet base $img --split 0 $common | tr -d '\n\t'; echo; } >>cloud-$name.json 2>cloud.err &&
-            { rtl run rtlnet base $img --split auto $common | tr -d '\n\t'; echo; } >>plan-$name.json 2>plan.err || {
+        { rtl run rtlnet $v $img --split "$n" $common | tr -d '\n\t'; echo; } >>dev-$name.json 2>dev.err &&
+            { rtl run rtlnet $v $img --split 0 $common | tr -d '\n\t'; echo; } >>cloud-$name.json 2>cloud.err &&
+            { rtl run rtlnet $v $img --split auto $common | tr -d '\n\t'; echo; } >>plan-$name.json 2>plan.err || {
             echo "bench rtl-offload: $name: a run failed: $(cat dev.err cloud.err plan.err)"; status=1; break; }
     done
-    kill -TERM $SRV; wait $SRV; SRV=
-    out=$(python3 - "$name" dev-$name.json cloud-$name.json plan-$name.json <<'EOF'
+    out=$(python3 - "$v" "$name" dev-$name.json cloud-$name.json plan-$name.json <<'EOF'
 import json, sys
-name = sys.argv[1]
 import statistics
-runs = [[json.loads(l) for l in open(f) if l.strip()] for f in sys.argv[2:5]]
+model, name = sys.argv[1:3]
+runs = [[json.loads(l) for l in open(f) if l.strip()] for f in sys.argv[3:6]]
 for r in runs:
     for x in r:
         assert not x["results"][0]["fell_back"], x["results"][0]
@@ -132,24 +137,26 @@ best = min(m(d), m(c))
 gain = 1 - m(p) / best
 ebest = min(e(d), e(c))
 errs = [m(x) / pr(x) - 1 for x in (d, c, p)]
-print("%-9s | %7.1f (%7.1f) | %7.1f (%7.1f) | %-10s | %7.1f (%7.1f) | %6.1f%% | %6.1f / %6.1f %-5s | %+.0f%% / %+.0f%% / %+.0f%%" % (
-    name, m(d), pr(d), m(c), pr(c), "/".join(places), m(p), pr(p), 100 * gain, e(p), ebest,
+print("%-7s | %-9s | %7.1f (%7.1f) | %7.1f (%7.1f) | %-14s | %7.1f (%7.1f) | %6.1f%% | %6.1f / %6.1f %-5s | %+.0f%% / %+.0f%% / %+.0f%%" % (
+    model, name, m(d), pr(d), m(c), pr(c), "/".join(places), m(p), pr(p), 100 * gain, e(p), ebest,
     "(%+.0f%%)" % (100 * (e(p) / ebest - 1)), *(100 * x for x in errs)))
 # verdicts: at least as fast as the better baseline (a 5% allowance for
 # the noise between runs of the same placement),
 # prediction within 25%
-print("VERDICT %s %.4f %d %d" % (name, gain, gain >= -0.05, all(abs(x) <= 0.25 for x in errs)))
+print("VERDICT %s/%s %.4f %d %d" % (model, name, gain, gain >= -0.05, all(abs(x) <= 0.25 for x in errs)))
 EOF
-) || { echo "bench rtl-offload: $name: $out"; status=1; continue; }
+) || { echo "bench rtl-offload: $v $name: $out"; status=1; continue; }
     echo "$out" | grep -v '^VERDICT'
     summary="$summary$(echo "$out" | grep '^VERDICT')"$'\n'
+  done
+  kill -TERM $SRV; wait $SRV; SRV=
 done
 echo "$summary" | python3 -c '
 import sys
 rows = [l.split() for l in sys.stdin if l.startswith("VERDICT")]
 fast = all(r[3] == "1" for r in rows); big = max(float(r[2]) for r in rows) if rows else 0
 pred = all(r[4] == "1" for r in rows)
-print("plan at least as fast as the better of device-only and cloud-only on every link: %s" % ("yes" if fast else "NO"))
+print("plan at least as fast as the better of device-only and cloud-only on every link and model: %s" % ("yes" if fast else "NO"))
 print("largest latency gain over the better baseline: %.0f%% (target >= 30%% on one link): %s" % (100 * big, "yes" if big >= 0.30 else "NO"))
 print("measured latency within 25%% of the prediction everywhere: %s" % ("yes" if pred else "NO"))
 sys.exit(0 if fast and big >= 0.30 and pred else 1)
