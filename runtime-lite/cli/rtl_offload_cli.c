@@ -18,7 +18,7 @@
 
 static const char *plan_help =
     "Usage: rtl plan ID VARIANT [--link NAME|UP:DOWN[:RTT]] [--rtt MS] [--radio AU:AD:BETA]\n"
-    "                [--goal latency|energy] [--energy-budget MJ] [--cloud-budget MS]\n"
+    "                [--goal latency|energy] [--energy-budget MJ] [--cloud-budget MS] [--target T]\n"
     "                [--deadline MS] [--device-factor F] [--cloud-factor F] [--device-mw MW]\n"
     "                [--wait-mw MW] [--runs N] [--threads N] [--split S] [--json]\n"
     "Plans where each layer of VARIANT runs (device or cloud) by JointDNN's shortest\n"
@@ -35,6 +35,10 @@ static const char *plan_help =
     "  --goal G          latency (default) or energy (device energy)\n"
     "  --energy-budget MJ, --cloud-budget MS, --deadline MS\n"
     "                    budgets: exact search for the best plan meeting them\n"
+    "  --target T        device speed and power from the catalog's estimate for\n"
+    "                    target profile T (e.g. jetson-tx2): device factor = its\n"
+    "                    estimated ms / the measured ms here, power = its mJ / ms\n"
+    "                    (overrides --device-factor and --device-mw)\n"
     "  --device-mw MW    device power while computing (default 5000)\n"
     "  --wait-mw MW      device power while the cloud computes (default 0)\n"
     "  --split S         evaluate the fixed split S (layers 0..S-1 on the device)\n"
@@ -90,6 +94,8 @@ struct popts {
     long runs, threads, split, top, repeat, deadline_ms;
     int json, split_auto, split_set;
     const char *peer, *peer_key, *device_key;
+    const char *target_name;    /* --target: device speed and power from the catalog's estimate */
+    char target_note[256];
 };
 
 static int bad_value(const char *opt, const char *v, const char *want)
@@ -144,7 +150,8 @@ static int triple(const char *s, double v[3])
 
 enum {
     O_LINK = 256, O_RTT, O_RADIO, O_GOAL, O_EBUDGET, O_CBUDGET, O_DEADLINE, O_DFACTOR, O_CFACTOR, O_DMW, O_WMW,
-    O_RUNS, O_THREADS, O_SPLIT, O_JSON, O_TOP, O_PEER, O_PEERKEY, O_DEVKEY, O_DEADLINE_MS, O_REPEAT, O_HELP
+    O_RUNS, O_THREADS, O_SPLIT, O_JSON, O_TOP, O_PEER, O_PEERKEY, O_DEVKEY, O_DEADLINE_MS, O_REPEAT, O_HELP,
+    O_TARGET
 };
 
 static const struct option plan_opts[] = {
@@ -159,6 +166,7 @@ static const struct option plan_opts[] = {
     {"peer", required_argument, 0, O_PEER},         {"peer-key", required_argument, 0, O_PEERKEY},
     {"device-key", required_argument, 0, O_DEVKEY}, {"deadline-ms", required_argument, 0, O_DEADLINE_MS},
     {"repeat", required_argument, 0, O_REPEAT},     {"help", no_argument, 0, O_HELP},
+    {"target", required_argument, 0, O_TARGET},
     {0, 0, 0, 0}};
 
 /* Parses argv into o; run = 1 accepts run's options. Returns optind, or -1
@@ -217,6 +225,7 @@ static int parse_popts(int argc, char **argv, int run, const char *help, struct 
             else bad = lng("--split", optarg, 0, RTL_PLAN_MAX_LAYERS, &o->split);
             break;
         case O_JSON: o->json = 1; break;
+        case O_TARGET: o->target_name = optarg; break;
         default:
             if (!run) bad = -1;
             else if (c == O_TOP) bad = lng("--top", optarg, 1, 100000, &o->top);
@@ -305,6 +314,36 @@ static cJSON *plan_json(const rtl_plan *p)
     return o;
 }
 
+/* --target: the device factor and power from the catalog's estimate of
+ * the variant on that target profile (an estimate, said in target_note). */
+static int apply_target(const rtl_model *m, const rtl_layer_cost *l, int n, struct popts *o, rtl_err *err)
+{
+    if (!o->target_name) return 0;
+    const rtl_variant *v = rtl_model_variant(m);
+    double host = 0;
+    for (int i = 0; i < n; i++) host += l[i].host_ms;
+    char names[512] = "";
+    for (size_t i = 0; i < rtl_variant_estimate_count(v); i++) {
+        rtl_estimate e;
+        if (rtl_variant_estimate_at(v, i, &e) != 0) continue;
+        if (strcmp(e.target, o->target_name) != 0) {
+            size_t u = strlen(names);
+            snprintf(names + u, sizeof names - u, "%s%s", u ? ", " : "", e.target);
+            continue;
+        }
+        if (!(e.ms > 0) || !(host > 0)) break;
+        o->target.device_factor = e.ms / host;
+        if (e.mj > 0) o->target.device_mw = e.mj / e.ms * 1e3;
+        snprintf(o->target_note, sizeof o->target_note,
+                 "device = target %s, estimated (%s): %.4g ms for the variant, %.4g mW", e.target, e.method, e.ms,
+                 o->target.device_mw);
+        return 0;
+    }
+    snprintf(err->msg, sizeof err->msg, "variant '%s' has no usable estimate for target '%s' (its targets: %s)",
+             rtl_variant_id(v), o->target_name, names[0] ? names : "none");
+    return -1;
+}
+
 /* Plans for o: best (or the fixed split), device-only and cloud-only. */
 static int make_plans(const rtl_layer_cost *l, int n, const struct popts *o, rtl_plan *best, rtl_plan *dev,
                       rtl_plan *cloud, rtl_err *err)
@@ -345,13 +384,17 @@ int cmd_plan(rtl_store *s, int argc, char **argv)
     rtl_layer_cost *l = layer_costs(m, o.runs, &n, &err);
     rtl_plan best, dev, cloud;
     int status = 0;
-    if (!l || make_plans(l, n, &o, &best, &dev, &cloud, &err) != 0) status = fail(&err);
+    if (!l || apply_target(m, l, n, &o, &err) != 0 || make_plans(l, n, &o, &best, &dev, &cloud, &err) != 0)
+        status = fail(&err);
     else if (o.json) {
         cJSON *doc = cJSON_CreateObject(), *layers = cJSON_CreateArray();
         cJSON_AddStringToObject(doc, "catalog", argv[i]);
         cJSON_AddStringToObject(doc, "variant", argv[i + 1]);
         cJSON_AddStringToObject(doc, "link", o.link.name);
         cJSON_AddStringToObject(doc, "goal", o.goal == RTL_GOAL_ENERGY ? "energy" : "latency");
+        cJSON_AddNumberToObject(doc, "device_factor", o.target.device_factor);
+        cJSON_AddNumberToObject(doc, "device_mw", o.target.device_mw);
+        if (o.target_note[0]) cJSON_AddStringToObject(doc, "device_source", o.target_note);
         for (int k = 0; k < n; k++) {
             cJSON *e = cJSON_CreateObject();
             cJSON_AddNumberToObject(e, "index", k);
@@ -360,6 +403,7 @@ int cmd_plan(rtl_store *s, int argc, char **argv)
             cJSON_AddNumberToObject(e, "output_bytes", (double)l[k].output_bytes);
             cJSON_AddBoolToObject(e, "cut_before", k == 0 || l[k].cut_before);
             cJSON_AddNumberToObject(e, "host_ms", l[k].host_ms);
+            cJSON_AddNumberToObject(e, "host_cpu_ms", l[k].host_cpu_ms);
             cJSON_AddItemToArray(layers, e);
         }
         cJSON_AddItemToObject(doc, "layers", layers);
@@ -375,8 +419,10 @@ int cmd_plan(rtl_store *s, int argc, char **argv)
                "%.5g/%.5g mW per Mbps, base %.5g mW\n",
                argv[i], argv[i + 1], n, o.link.name, o.link.up_mbps, o.link.down_mbps, o.link.rtt_ms,
                o.link.alpha_up_mw, o.link.alpha_down_mw, o.link.beta_mw);
-        printf("device time = measured x %g, cloud time = measured x %g; device %g mW computing, %g mW waiting\n\n",
+        printf("device time = measured x %g, cloud time = measured x %g; device %g mW computing, %g mW waiting\n",
                o.target.device_factor, o.target.cloud_factor, o.target.device_mw, o.target.wait_mw);
+        if (o.target_note[0]) printf("%s\n", o.target_note);
+        putchar('\n');
         printf("%5s %-14s %12s %12s %5s %10s\n", "layer", "kind", "MACs", "out bytes", "cut", "host ms");
         for (int k = 0; k < n; k++)
             printf("%5d %-14s %12" PRIu64 " %12" PRIu64 " %5s %10.4f\n", k, l[k].kind, l[k].macs, l[k].output_bytes,
@@ -632,7 +678,7 @@ int cmd_run_split(rtl_store *s, int argc, char **argv)
     double *ms = calloc((size_t)o.repeat, sizeof *ms);
     cJSON *doc = cJSON_CreateObject(), *results = cJSON_AddArrayToObject(doc, "results");
     rtl_peer *peer = NULL;
-    if (!l || make_plans(l, n, &o, &plan, &dev, &cloud, &err) != 0) {
+    if (!l || apply_target(m, l, n, &o, &err) != 0 || make_plans(l, n, &o, &plan, &dev, &cloud, &err) != 0) {
         status = fail(&err);
         goto done;
     }

@@ -475,8 +475,12 @@ typedef struct rtl_layer_cost {
     uint64_t output_bytes;   /* float32 output of one image */
     uint64_t input_bytes;    /* what crosses the cut before it (float32) */
     int cut_before;          /* 1: cut index is possible */
-    double host_ms;          /* measured on this machine by rtl_model_profile_layers,
-                              * 0 until then */
+    double host_ms;          /* measured on this machine by rtl_model_profile_layers
+                              * (wall time, median), 0 until then */
+    double host_cpu_ms;      /* host_ms scaled by the calling thread's CPU time of
+                              * the whole forwards over their wall time: what the
+                              * planner multiplies by device_factor (the device
+                              * model of rtl_offload_run), 0: use host_ms */
 } rtl_layer_cost;
 
 RTL_API int rtl_model_layers(const rtl_model *m);
@@ -525,7 +529,7 @@ typedef struct rtl_link {
 RTL_API const rtl_link *rtl_link_preset(const char *name);
 
 typedef struct rtl_target {
-    double device_factor;   /* device layer time = host_ms * device_factor (> 0) */
+    double device_factor;   /* device layer time = host_cpu_ms (else host_ms) * device_factor (> 0) */
     double cloud_factor;    /* cloud layer time = host_ms * cloud_factor (> 0) */
     double device_mw;       /* device power while computing */
     double wait_mw;         /* device power while the cloud computes (the paper leaves it open) */

@@ -71,6 +71,7 @@ struct rtl_model {
     const float *output;       /* the last run's (classes), NULL before */
     const rtl_variant *answered_by;
     double *layer_ms;          /* per layer, rtl_model_profile_layers (NULL before) */
+    double cpu_ratio;          /* thread CPU time / wall time of those forwards */
     float *split_out;          /* the answer of a split run (classes), rtl_model_set_output */
 };
 
@@ -455,6 +456,7 @@ int rtl_model_layer_cost(const rtl_model *m, int i, rtl_layer_cost *out)
     out->input_bytes = 4 * (uint64_t)rtl_model_cut_floats(m, i);
     out->cut_before = rtl_model_cut_ok(m, i);
     out->host_ms = m->layer_ms ? m->layer_ms[i] : 0;
+    out->host_cpu_ms = out->host_ms * m->cpu_ratio;
     return 0;
 }
 
@@ -487,6 +489,13 @@ int rtl_model_run_range(rtl_model *m, int first, int last, const float *x, size_
     return 0;
 }
 
+static double thread_cpu_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return t.tv_sec * 1e3 + t.tv_nsec * 1e-6;
+}
+
 int rtl_model_profile_layers(rtl_model *m, const float *x, uint32_t runs, rtl_err *err)
 {
     int n = rtl_model_layers(m);
@@ -501,17 +510,29 @@ int rtl_model_profile_layers(rtl_model *m, const float *x, uint32_t runs, rtl_er
     m->layer_ms = ms;
     if (x) memcpy(m->input, x, rtl_model_input_size(m) * sizeof *x);
     trn_net *net = m->parts[0].net;
-    int rc = rtl_model_run(m, m->input, err); /* warm-up */
+    double *cpu = calloc(2 * (size_t)runs, sizeof *cpu), *wall = cpu + runs;
+    int rc = cpu ? rtl_model_run(m, m->input, err) : rtl_errf(err, "out of memory"); /* warm-up */
     for (uint32_t r = 0; rc == 0 && r < runs; r++) {
         trn_net_profile(net, 1);
+        double c0 = thread_cpu_ms();
         rc = rtl_model_run(m, m->input, err);
+        cpu[r] = thread_cpu_ms() - c0;
         for (int i = 0; rc == 0 && i < n; i++) {
             double f = 0;
             trn_net_layer_time(net, i, &f, NULL);
             all[(size_t)i * runs + r] = f * 1e3;
+            wall[r] += f * 1e3;
         }
         trn_net_profile(net, 0);
     }
+    if (rc == 0) {
+        qsort(cpu, runs, sizeof *cpu, cmp_double);
+        qsort(wall, runs, sizeof *wall, cmp_double);
+        double c = runs % 2 ? cpu[runs / 2] : (cpu[runs / 2 - 1] + cpu[runs / 2]) / 2;
+        double w = runs % 2 ? wall[runs / 2] : (wall[runs / 2 - 1] + wall[runs / 2]) / 2;
+        m->cpu_ratio = w > 0 ? c / w : 1;
+    }
+    free(cpu);
     for (int i = 0; rc == 0 && i < n; i++) {
         qsort(all + (size_t)i * runs, runs, sizeof *all, cmp_double);
         double *v = all + (size_t)i * runs;

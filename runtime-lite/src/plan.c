@@ -10,7 +10,8 @@
  * possible cuts (no route/shortcut across them).
  *
  * Costs:
- *  - compute: device host_ms * device_factor at device_mw; cloud host_ms *
+ *  - compute: device host_cpu_ms (else host_ms) * device_factor at
+ *    device_mw (the device model of rtl_offload_run: CPU time); cloud host_ms *
  *    cloud_factor, the device waiting at wait_mw meanwhile (JointDNN does
  *    not say what the device draws then);
  *  - transfer of B bytes at R Mbps: B*8/R microseconds of radio time at
@@ -60,6 +61,12 @@ static uint64_t cut_bytes(const rtl_layer_cost *l, int n, int i)
     return i < n ? l[i].input_bytes : l[n - 1].output_bytes;
 }
 
+/* A layer's time on the device: CPU-based where measured. */
+static double dev_ms(const rtl_layer_cost *x, const rtl_target *t)
+{
+    return (x->host_cpu_ms > 0 ? x->host_cpu_ms : x->host_ms) * t->device_factor;
+}
+
 static int cut_possible(const rtl_layer_cost *l, int n, int i)
 {
     return i == 0 || i == n || l[i].cut_before;
@@ -85,7 +92,7 @@ static int check_inputs(const rtl_layer_cost *l, int n, const rtl_target *t, con
         return rtl_errf(err, "link '%s': throughputs must be > 0 and the RTT >= 0 (up %g, down %g Mbps, rtt %g ms)",
                         k->name, k->up_mbps, k->down_mbps, k->rtt_ms);
     for (int i = 0; i < n; i++)
-        if (!(l[i].host_ms >= 0) || !isfinite(l[i].host_ms))
+        if (!(l[i].host_ms >= 0) || !isfinite(l[i].host_ms) || !(l[i].host_cpu_ms >= 0) || !isfinite(l[i].host_cpu_ms))
             return rtl_errf(err, "layer %d: no valid measured time (%g ms)", i, l[i].host_ms);
     return 0;
 }
@@ -120,7 +127,7 @@ int rtl_plan_evaluate(const rtl_layer_cost *l, int n, const rtl_target *t, const
             cloud += c;
             mj += t->wait_mw * c / 1e3;
         } else {
-            double d = l[i].host_ms * t->device_factor;
+            double d = dev_ms(&l[i], t);
             lat += d;
             dev += d;
             mj += t->device_mw * d / 1e3;
@@ -280,7 +287,7 @@ int rtl_plan_best(const rtl_layer_cost *l, int n, const rtl_target *t, const rtl
                     double c = l[i].host_ms * t->cloud_factor;
                     y = (struct label){x.lat + c, x.mj + t->wait_mw * c / 1e3, x.cloud + c, s->ix[j], 1};
                 } else {
-                    double d = l[i].host_ms * t->device_factor;
+                    double d = dev_ms(&l[i], t);
                     y = (struct label){x.lat + d, x.mj + t->device_mw * d / 1e3, x.cloud, s->ix[j], 0};
                 }
                 if (over_budget(&y, budget)) continue;

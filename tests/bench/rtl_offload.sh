@@ -4,8 +4,11 @@
 # throughputs and radio powers, plus a high-latency one) a peer serves with
 # that link emulated inside it (rate and RTT: this kernel has no sch_netem,
 # see runtime-lite/README.md), and the same image runs device-only (--split
-# N), cloud-only (--split 0) and as planned (--split auto), REPEAT times
-# each over one persistent connection (medians). Printed per link: measured
+# N), cloud-only (--split 0) and as planned (--split auto), interleaved,
+# REPEAT processes each; each process runs the image 3 times over one
+# persistent connection (its median: steady state, warm caches, as the
+# planner's per-layer profile is), and the table shows the medians over
+# the processes. Printed per link: measured
 # and predicted latency of each, the plan's gain over the better baseline,
 # its device energy (radio model) against the baselines', and the
 # prediction error.
@@ -104,7 +107,7 @@ for spec in $links; do
     SRV=$!
     for _ in $(seq 100); do [ -s port ] && break; sleep 0.05; done
     rtl() { $on_device "$RTL" --root root "$@"; }
-    common="--top 1 --json --threads 1 --runs 10 --repeat 1 --device-factor $factor --link $link --rtt $rtt
+    common="--top 1 --json --threads 1 --runs 10 --repeat 3 --device-factor $factor --link $link --rtt $rtt
             --peer $host:$(cat port) --peer-key srv.pub --device-key dev --deadline-ms 60000"
   for v in base alexnet; do
     n=$(rtl plan rtlnet $v --json --runs 1 | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["layers"]))')

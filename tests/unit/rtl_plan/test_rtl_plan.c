@@ -139,6 +139,11 @@ static void cost_by_hand(void **state)
     assert_int_equal(p.bytes_down, 40);
     assert_int_equal(p.transfers, 2);
     assert_true(fabs(p.cloud_ms - 2) < 1e-12);
+    /* the device side uses the CPU-based time where it is known */
+    l[0].host_cpu_ms = 1;
+    assert_int_equal(rtl_plan_evaluate(l, 2, &t, &k, &p, NULL), 0);
+    assert_true(fabs(p.device_ms - 3) < 1e-12);
+    assert_true(fabs(p.latency_ms - (lat - 3)) < 1e-9);
 }
 
 static void bad_inputs(void **state)
