@@ -645,10 +645,12 @@ RTL_API void rtl_peer_close(rtl_peer *p);
 /* Runs model m on x by plan: device pieces here, cloud pieces through peer
  * (NULL: none, everything runs here). When the peer fails, the rest runs
  * on the device from the last activation held. device_factor > 1 emulates
- * a slower device: each device piece ends factor times its CPU time after
- * it started (CPU time of the calling thread, so other load on a shared
- * machine does not count; meant for one compute thread). The result is
- * rtl_model_output's. */
+ * a slower device: each device piece ends factor times its CPU time on
+ * this machine after it started (the layers' warm CPU times profiled in
+ * this process when rtl_model_profile_layers ran, else the calling
+ * thread's CPU time of this run: other load on a shared machine does not
+ * count; meant for one compute thread), never before its real computation
+ * ends. The result is rtl_model_output's. */
 typedef struct rtl_offload_result {
     int ran_on_cloud;            /* layers the cloud ran */
     int fell_back;               /* 1: the peer failed and the device finished */

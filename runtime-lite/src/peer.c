@@ -969,12 +969,15 @@ static double cpu_ms(void)
     return t.tv_sec * 1e3 + t.tv_nsec * 1e-6;
 }
 
-/* A device f times slower than this machine: a piece that took cpu ms of
- * this process's CPU time and wall ms ends f * cpu ms after it started
- * (waiting the rest). The calling thread's CPU time, not wall time, so
- * that other processes on a shared machine do not slow the modelled device
- * down; meant for one compute thread (which is the calling one: the
- * compute pool's idle workers would count as busy in process CPU time). */
+/* A device f times slower than this machine: a piece ends f * cpu ms after
+ * it started (waiting the rest), cpu being the piece's CPU time on this
+ * machine: the layers' warm CPU times profiled in this process when the
+ * model has been profiled (rtl_model_profile_layers), else the calling
+ * thread's CPU time of this run. Not wall time, so that other processes on
+ * a shared machine do not slow the modelled device down; profiled rather
+ * than this run's, because the emulation's own waits leave the caches cold
+ * (other processes run meanwhile), which a real device computing without
+ * pause would not see. Meant for one compute thread. */
 static void slow_down(double f, double cpu, double wall)
 {
     if (f <= 1) return;
@@ -1026,10 +1029,14 @@ int rtl_offload_run(rtl_model *m, const rtl_plan *plan, rtl_peer *peer, const fl
             if (res->fell_back) j = n - 1; /* everything left runs here */
             const float *y;
             size_t ny;
-            double d0 = now_ms(), c0 = cpu_ms();
+            double d0 = now_ms(), c0 = cpu_ms(), prof = 0;
             rc = rtl_model_run_range(m, i, j, buf, have, &y, &ny, err);
             if (rc != 0) break;
-            slow_down(device_factor, cpu_ms() - c0, now_ms() - d0);
+            for (int k = i; k <= j; k++) {
+                rtl_layer_cost lc;
+                if (rtl_model_layer_cost(m, k, &lc) == 0) prof += lc.host_cpu_ms;
+            }
+            slow_down(device_factor, prof > 0 ? prof : cpu_ms() - c0, now_ms() - d0);
             memcpy(buf, y, ny * sizeof *buf);
             have = ny;
             device_layers += j - i + 1;
