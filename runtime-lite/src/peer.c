@@ -530,7 +530,7 @@ static void on_unit(rtl_server *s, struct conn *c)
         uint8_t reply[RTLP_SERVER_HELLO];
         if (rtlp_server_accept(&s->key, c->hello, &c->s, reply, why, sizeof why) != 0) return conn_bad(s, c, why);
         /* the reply is small: a fresh socket's buffer takes it whole */
-        if (write(c->fd, reply, sizeof reply) != (ssize_t)sizeof reply) return conn_close(s, c, "cannot send the hello");
+        if (send(c->fd, reply, sizeof reply, MSG_NOSIGNAL) != (ssize_t)sizeof reply) return conn_close(s, c, "cannot send the hello");
         c->r = R_HDR;
         if (expect(c, RTLP_HEADER) != 0) return conn_close(s, c, "out of memory");
         return;
