@@ -179,6 +179,37 @@ exec 5>&- 6>&- 7>&-
 expect_ok "... and the server still serves a device" "$TOOL" $R rtlnet base $PORT srv.pub dev good
 stop_server
 
+# 6. a shaped link made here: two network namespaces joined by a veth pair,
+# tc tbf on both ends (the bench's setup); a split request crosses it
+NSA=rtltA$$ NSB=rtltB$$ VA=rtlt$$a VB=rtlt$$b
+cleanup_ns() { ip netns del $NSA 2>/dev/null; ip netns del $NSB 2>/dev/null; }
+trap 'stop_server; cleanup_ns; [ "${KEEP:-0}" = 1 ] || rm -rf "$T"' EXIT
+if [ "$(id -u)" != 0 ] || ! command -v ip >/dev/null || ! command -v tc >/dev/null; then
+    t_skip "a split request over a tc-shaped veth between namespaces" "needs root and iproute2"
+elif ! { ip netns add $NSA && ip netns add $NSB && ip link add $VA type veth peer name $VB &&
+         ip link set $VA netns $NSA && ip link set $VB netns $NSB &&
+         ip -n $NSA addr add 10.78.0.1/30 dev $VA && ip -n $NSB addr add 10.78.0.2/30 dev $VB &&
+         ip -n $NSA link set $VA up && ip -n $NSB link set $VB up && ip -n $NSB link set lo up &&
+         ip netns exec $NSA tc qdisc add dev $VA root tbf rate 5850kbit burst 1600 latency 5000ms &&
+         ip netns exec $NSB tc qdisc add dev $VB root tbf rate 13760kbit burst 1600 latency 5000ms; } 2>ns.err; then
+    t_skip "a split request over a tc-shaped veth between namespaces" "cannot make namespaces here: $(head -n 1 ns.err)"
+else
+    rm -f port
+    ip netns exec $NSB "$RTL" --root "$R" serve --listen 10.78.0.2 --key srv --allow allow --port-file port >ns.log 2>&1 &
+    SRV_PID=$!
+    for _ in $(seq 100); do [ -s port ] && break; sleep 0.05; done
+    ip netns exec $NSA "$RTL" --root "$R" run rtlnet base $img --top 10 --json --split 3 \
+        --peer 10.78.0.2:$(cat port) --peer-key srv.pub --device-key dev >ns.json 2>&1
+    sent=$(ip netns exec $NSA tc -s qdisc show dev $VA | sed -n 's/.*Sent \([0-9]*\) bytes.*/\1/p' | head -n 1)
+    if [ "$(where_is ns.json 2>/dev/null)" = split ] && same_answer local-base.json ns.json && [ "${sent:-0}" -gt 3200 ]; then
+        t_ok "a split request over a tc-shaped veth between namespaces ($sent bytes through the device's tbf)"
+    else
+        t_fail "a split request over a tc-shaped veth" "$(cat ns.json)" "tbf sent: ${sent:-?}" "$(cat ns.log)"
+    fi
+    stop_server
+    cleanup_ns
+fi
+
 expect_fail "serve without --allow is a usage error" "needs --key and --allow" rtl serve --key srv
 : >empty
 expect_fail "an empty allow-list is refused" "lists no device key" rtl serve --key srv --allow empty
