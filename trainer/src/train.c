@@ -162,7 +162,7 @@ int trn_train(trn_net *net, const trn_train_opts *o, trn_err *err)
         }
         trn_net_set_soft_targets(net, q);
     }
-    int rc = 0;
+    int rc = 0, logged = 0;
     double t0 = now_s();
     uint64_t start_seen = net->seen, first = trn_net_current_batch(net);
     trn_train_progress pr = {.max_batches = max, .best_top1 = -1};
@@ -208,7 +208,7 @@ int trn_train(trn_net *net, const trn_train_opts *o, trn_err *err)
             }
             pr.checkpoint = 1;
         }
-        if (log) log_line(log, &pr);
+        if (log) log_line(log, &pr), logged = 1;
         if (o->progress) o->progress(&pr, o->progress_ctx);
         if (pr.plateau) break;
     }
@@ -226,6 +226,9 @@ out:
     if (log) {
         int bad = ferror(log) | (fflush(log) != 0);
         if ((fclose(log) != 0 || bad) && rc == 0) rc = trn_errf(err, "cannot write the metrics log %s", mlog);
+        /* A fresh run that failed before its first update leaves no log
+         * (its caller removes the folders it made). */
+        if (rc < 0 && !resumed && !logged) unlink(mlog);
     }
     return rc;
 }
