@@ -452,6 +452,12 @@ uint64_t trn_net_seed(const trn_net *net);
 int trn_net_forward(trn_net *net, const float *x, trn_err *err) TRN_MUST_CHECK;
 /* Forward through layers 0..last only (trunks, early exits). */
 int trn_net_forward_upto(trn_net *net, const float *x, int last, trn_err *err) TRN_MUST_CHECK;
+/* Forward through layers first..last only, x being layer first-1's output
+ * (batch, its out shape), or the network input when first == 0: the pieces
+ * of a split execution (runtime-lite's planner). Layers first..last must not
+ * read outputs of layers before first-1 (a route or shortcut across the
+ * cut): the caller checks that with trn_net_layer_info. */
+int trn_net_forward_range(trn_net *net, int first, int last, const float *x, trn_err *err) TRN_MUST_CHECK;
 const float *trn_net_output(const trn_net *net);
 /* Layer i's output, (batch, out.c, out.h, out.w); NULL if i is invalid. */
 const float *trn_net_layer_output(const trn_net *net, int i);
