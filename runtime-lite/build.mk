@@ -16,7 +16,7 @@ RTL_LIB      := $(LIBD)/librtl.a
 RTL_SO       := $(LIBD)/librtl.so.0
 RTL_PC       := $(O)/pkgconfig/rtl.pc
 RTL_PKGS     := libsodium libarchive libcjson openblas
-RTL_CFLAGS   := -Iruntime-lite/include -Iruntime-lite/src -Itrainer/include -Itrainer/nn -fvisibility=hidden \
+RTL_CFLAGS   := -Iruntime-lite/include -Iruntime-lite/src -Itrainer/nn/include -fvisibility=hidden \
                 $(shell $(PKG_CONFIG) --cflags $(RTL_PKGS) 2>/dev/null)
 RTL_LDLIBS   := $(shell $(PKG_CONFIG) --libs $(RTL_PKGS) 2>/dev/null || \
                   echo -lsodium -larchive -lcjson -lopenblas) -lm

@@ -12,8 +12,8 @@ TRN_SRCS     := $(sort $(wildcard trainer/src/*.c))
 TRN_CU_SRCS  := $(if $(filter 1,$(GPU)),$(sort $(wildcard trainer/src/*.cu) $(wildcard trainer/nn/*.cu)))
 TRN_CLI_SRCS := $(sort $(wildcard trainer/cli/*.c))
 TRN_LIB      := $(LIBD)/libtrn.a
-NN_CFLAGS    := -Itrainer/include -Itrainer/nn $(shell $(PKG_CONFIG) --cflags openblas 2>/dev/null)
-TRN_CFLAGS   := $(NN_CFLAGS) -Itrainer/src
+NN_CFLAGS    := -Itrainer/nn/include -Itrainer/nn $(shell $(PKG_CONFIG) --cflags openblas 2>/dev/null)
+TRN_CFLAGS   := $(NN_CFLAGS) -Itrainer/include -Itrainer/src
 TRN_LDLIBS   := $(shell $(PKG_CONFIG) --libs openblas 2>/dev/null || echo -lopenblas) -lm $(LDLIBS_GPU)
 
 $(call objs,$(NN_SRCS)): CFLAGS += $(NN_CFLAGS)

@@ -7,7 +7,7 @@
  *             m*n*k for every call and notes its operands; a call belongs
  *             to the layer whose weights it reads (or, failing that, whose
  *             output buffer it writes) (trn_net_swap_backend,
- *             trainer/src/backend.h)
+ *             trainer/nn/backend.h)
  *   params    from the weights file's size: (bytes - header) / 4, the
  *             header being 20 bytes for Darknet 0.2+ files and 16 before
  *   peak activation bytes   from the network's own buffers and their

@@ -16,7 +16,7 @@
 #ifndef TRN_BACKEND_H
 #define TRN_BACKEND_H
 
-#include "trn.h"
+#include "nn.h"
 
 typedef struct trn_backend {
     const char *name;

@@ -12,7 +12,7 @@
 #define TRN_NET_H
 
 #include "backend.h"
-#include "trn.h"
+#include "nn.h"
 
 /* Training-only functions are compiled out of the TRN_INFER_ONLY flavour;
  * their slots in the ops tables stay (NULL) so the layout is the same. */

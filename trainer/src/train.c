@@ -7,6 +7,7 @@
  * and the checkpoint restores weights, `seen` and momentum.
  */
 #include "net.h"
+#include "trn.h"
 
 #include <stdlib.h>
 #include <string.h>
