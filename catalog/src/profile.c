@@ -139,7 +139,7 @@ static int file_params(const char *path, uint64_t *params, trn_err *err)
     if (rc == 0 && fstat(fileno(f), &st) != 0) rc = trn_errf(err, "cannot stat %s", path);
     fclose(f);
     if (rc) return -1;
-    uint64_t header = (ver[0] * 10 + ver[1] >= 2 && ver[0] < 1000 && ver[1] < 1000) ? 20 : 16;
+    uint64_t header = trn_weights_header_bytes(ver[0], ver[1]);
     if ((uint64_t)st.st_size < header || ((uint64_t)st.st_size - header) % 4)
         return trn_errf(err, "%s: %lld bytes is not a %llu-byte header plus float32 parameters",
                         path, (long long)st.st_size, (unsigned long long)header);

@@ -158,7 +158,7 @@ static int keeps_order(const trn_net *src, const trn_net *dst, const int *inv, c
     case TRN_LAYER_CONNECTED:
         return 1;
     case TRN_LAYER_ROUTE:
-        for (int k = 0; k < b.n_from && k < 8; k++) {
+        for (int k = 0; k < b.n_from; k++) {
             int f = b.from[k];
             if (f < 0 || f >= j || !order[f]) return 0;
             if (k < b.n_from - 1) {

@@ -763,7 +763,7 @@ static uint64_t peak_activation(const trn_net *net)
         if (info.kind != TRN_LAYER_ROUTE && owner[i] >= 0) {
             if (last[owner[i]] < i) last[owner[i]] = i;
         }
-        for (int k = 0; k < info.n_from && k < 8; k++) {
+        for (int k = 0; k < info.n_from; k++) {
             int b = owner[info.from[k] + 1];
             if (last[b] < i) last[b] = i;
         }

@@ -206,6 +206,9 @@ int trn_cfg_write(const trn_cfg *cfg, const char *path, trn_err *err) TRN_MUST_C
 
 /* ---- networks ---------------------------------------------------------------- */
 
+/* The most layers one layer reads ([route] layers=...). */
+#define TRN_MAX_FROM 32
+
 /* Layer kinds: one source file each (trainer/nn/<kind>.c). */
 typedef enum trn_layer_kind {
     TRN_LAYER_CONVOLUTIONAL,
@@ -340,7 +343,7 @@ typedef struct trn_layer_info {
     trn_activation activation;
     int filters, size, stride, pad, groups, batch_normalize; /* 0 where not applicable */
     int n_from;           /* route: the layers it reads; shortcut: 1 */
-    int from[8];          /* absolute layer indexes (first 8) */
+    int from[TRN_MAX_FROM]; /* absolute layer indexes, all n_from of them */
     uint64_t params;      /* floats in the weights file: weights, biases, BN */
     uint64_t macs;
     uint64_t bias_ops, bn_ops, act_ops, pool_ops;
@@ -413,6 +416,12 @@ int trn_weights_load(trn_net *net, const char *path, trn_err *err) TRN_MUST_CHEC
 int trn_weights_load_mem(trn_net *net, const void *buf, size_t len, int borrow, const char *name,
                          trn_err *err) TRN_MUST_CHECK;
 int trn_weights_save(const trn_net *net, const char *path, trn_err *err) TRN_MUST_CHECK;
+/* Darknet's header rule, for anything that reads a .weights header itself:
+ * the header's size (16 or 20 bytes) given its first two int32s, and
+ * whether connected weights are stored transposed. Defined for every
+ * major/minor pair (no overflow on hostile values). */
+size_t trn_weights_header_bytes(int32_t major, int32_t minor);
+int trn_weights_header_transposed(int32_t major, int32_t minor);
 /* The byte size of a file trn_weights_save writes. */
 size_t trn_weights_bytes(const trn_net *net);
 /* Images trained on (Darknet's `seen`, saved in the header). */
