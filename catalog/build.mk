@@ -31,8 +31,6 @@ $(OBJ)/gen/catalog/embedded.o: $(CAT_GEN) $(SETTINGS_FILE) | $$(@D)/.dirstamp $(
 	$(call msg,CC,$<)$(CC) $(CFLAGS) $(CAT_CFLAGS) $(DEPFLAGS) -c $< -o $@
 
 $(call objs,$(CAT_SRCS) $(CAT_CLI_SRCS)): CFLAGS += $(CAT_CFLAGS)
-# The profiler wraps the trainer's backend table (trainer/nn/backend.h).
-$(call objs,catalog/src/profile.c): CFLAGS += -Itrainer/nn # (backend.h, private)
 $(eval $(call static_lib,$(CAT_LIB),$(call objs,$(CAT_SRCS)) $(OBJ)/gen/catalog/embedded.o))
 $(eval $(call program,$(BIN)/catalog,$(call objs,$(CAT_CLI_SRCS)) $(CAT_LIB) $(CAT_RTL_LIB) $(TRN_LIB),$(CAT_LDLIBS)))
 

@@ -47,4 +47,12 @@ if grep -l '"trn.h"\|"data.h"' "$TOP"/trainer/nn/*.c "$TOP"/trainer/nn/*.h >"$T/
 else
     t_ok "engine sources include no trainer header"
 fi
+# Nothing outside trainer/ includes a private engine or trainer header, or
+# puts trainer/nn or trainer/src (the private folders) on its include path.
+bad=$(cd "$TOP" && grep -ln '#include "\(net\|backend\|backend_ref\|data\)\.h"' \
+        catalog/*/*.[ch] prune/*/*.[ch] runtime-lite/*/*.[ch] datasets/*/*.[ch] 2>/dev/null;
+      grep -ln -- '-Itrainer/nn\( \|$\)\|-Itrainer/src' catalog/build.mk prune/build.mk \
+        runtime-lite/build.mk datasets/build.mk 2>/dev/null)
+if [ -n "$bad" ]; then t_fail "no component includes a private trainer header" "$bad"
+else t_ok "no component includes a private trainer header"; fi
 t_done

@@ -119,11 +119,6 @@ extern const trn_backend trn_backend_cpu;
 
 const trn_backend *trn_backend_get(trn_backend_kind kind);
 
-/* Profiling hook (catalog/src/profile.c): from now on net computes through
- * `be`, which must compute what the network's table computes (a copy of
- * it whose gemm also counts). Returns the table it replaces. */
-const trn_backend *trn_net_swap_backend(trn_net *net, const trn_backend *be);
-
 /* Threaded loops of the CPU backend (threads.c): calls fn(ctx, i) for i in
  * [0, n), spread over trn_threads() threads; returns when all are done. */
 void trn_parallel_for(int n, void (*fn)(void *ctx, int i), void *ctx);

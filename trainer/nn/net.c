@@ -543,6 +543,7 @@ static int alloc_net(trn_net *net, trn_err *err)
 trn_net *trn_net_create(const trn_cfg *cfg, const trn_net_opts *opts, trn_err *err)
 {
     trn_net *net = calloc(1, sizeof *net);
+    if (net) net->running = -1;
     if (!net) {
         trn_errf(err, "out of memory");
         return NULL;
@@ -804,13 +805,6 @@ void trn_net_get_totals(const trn_net *net, trn_net_totals *t)
     t->peak_activation_bytes = peak_activation(net);
 }
 
-const trn_backend *trn_net_swap_backend(trn_net *net, const trn_backend *be)
-{
-    const trn_backend *old = net->be;
-    net->be = be;
-    return old;
-}
-
 /* ---- forward ------------------------------------------------------------ */
 
 int trn_net_forward_upto(trn_net *net, const float *x, int last, trn_err *err)
@@ -837,10 +831,12 @@ static double now_s(void)
 void trn_layer_run(trn_net *net, trn_layer *l, int backward, int train)
 {
     double t0 = net->profile ? now_s() : 0;
+    net->running = (int)(l - net->layers);
     if (backward)
         l->ops->backward(l, net);
     else
         l->ops->forward(l, net, train);
+    net->running = -1;
     if (net->profile) *(backward ? &l->t_backward : &l->t_forward) += now_s() - t0;
 }
 

@@ -85,6 +85,7 @@ struct trn_net {
     float *scales_store;
     trn_net_opts opts;
     const trn_backend *be;
+    int running;          /* the layer trn_layer_run is running, -1 between layers */
     int batch;
     int n;
     trn_layer *layers;

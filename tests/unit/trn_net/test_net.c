@@ -137,6 +137,49 @@ static void weights_header_rule(void **state)
     trn_net_free(net);
 }
 
+/* The engine's MAC counting: per layer, what the layer's matrix products
+ * multiply, attributed to the running layer; the counted forward computes
+ * what a plain one computes. */
+static void count_forward_attributes_macs(void **state)
+{
+    (void)state;
+    trn_net *net = tl_net("[net]\nbatch=1\nheight=8\nwidth=8\nchannels=3\n"
+                          "[convolutional]\nfilters=4\nsize=3\npad=1\nactivation=relu\n"
+                          "[maxpool]\nsize=2\nstride=2\n"
+                          "[convolutional]\nfilters=6\nsize=1\nactivation=leaky\n"
+                          "[connected]\noutput=5\nactivation=linear\n"
+                          "[softmax]\n", NULL);
+    assert_non_null(net);
+    tl_randomize(net, 3);
+    int n = trn_net_layers(net);
+    size_t in = trn_net_inputs(net);
+    float *x = malloc(in * sizeof *x);
+    tl_fill_uniform(x, in, 5, 0, 1);
+    trn_err e;
+    assert_int_equal(trn_net_forward(net, x, &e), 0);
+    float plain[5];
+    memcpy(plain, trn_net_output(net), sizeof plain);
+    uint64_t macs[8];
+    for (int i = 0; i < 8; i++) macs[i] = 12345;
+    trn_forward_counts c = {.layer_macs = macs};
+    assert_int_equal(trn_net_count_forward(net, x, &c, &e), 0);
+    assert_memory_equal(plain, trn_net_output(net), sizeof plain);
+    const uint64_t expect[] = {8 * 8 * 4 * 27, 0, 4 * 4 * 6 * 4, 5 * 96, 0};
+    for (int i = 0; i < n; i++) {
+        trn_layer_info info;
+        trn_net_layer_info(net, i, &info);
+        if (macs[i] != expect[i] || macs[i] != info.macs)
+            fail_msg("layer %d: counted %llu, expected %llu, cost model %llu", i,
+                     (unsigned long long)macs[i], (unsigned long long)expect[i],
+                     (unsigned long long)info.macs);
+    }
+    assert_true(c.outside_macs == 0);
+    assert_true(c.gemm_calls == 3);
+    assert_int_equal(trn_net_count_forward(net, x, NULL, &e), -1);
+    free(x);
+    trn_net_free(net);
+}
+
 /* Each bad cfg fails naming file:line, the key and the problem. */
 static void errors_name_line_and_key(void **state)
 {
@@ -503,6 +546,7 @@ int main(void)
         cmocka_unit_test(peak_activation_follows_liveness),
         cmocka_unit_test(route_reads_nine_sources),
         cmocka_unit_test(weights_header_rule),
+        cmocka_unit_test(count_forward_attributes_macs),
         cmocka_unit_test(errors_name_line_and_key),
         cmocka_unit_test(params_table_in_file_order),
         cmocka_unit_test(weights_errors_name_offsets),

@@ -441,6 +441,21 @@ const float *trn_net_output(const trn_net *net);
 /* Layer i's output, (batch, out.c, out.h, out.w); NULL if i is invalid. */
 const float *trn_net_layer_output(const trn_net *net, int i);
 
+/* Counted costs of one batch-1 style forward of x (what `catalog profile`
+ * reports): every matrix product the layers call adds m*n*k MACs to the
+ * layer that is running when it is called (attributed by the engine, not
+ * guessed from pointers); products called outside any layer go to
+ * `outside_macs`. `layer_macs` is the caller's array of trn_net_layers(net)
+ * entries (overwritten). The network computes exactly what a plain forward
+ * computes (the counting wraps the backend's gemm and calls it). */
+typedef struct trn_forward_counts {
+    uint64_t *layer_macs;
+    uint64_t outside_macs;
+    uint64_t gemm_calls;
+} trn_forward_counts;
+int trn_net_count_forward(trn_net *net, const float *x, trn_forward_counts *counts, trn_err *err)
+    TRN_MUST_CHECK;
+
 /* Per-layer wall time: while on, every forward (and backward) adds its
  * seconds per layer; turning it on clears the sums. */
 void trn_net_profile(trn_net *net, int on);
