@@ -226,6 +226,33 @@ typedef enum trn_layer_kind {
 /* The canonical section type ("convolutional", ...); "?" when invalid. */
 const char *trn_layer_kind_name(trn_layer_kind k);
 
+/* How a kind's output channels relate to its inputs' (what a derivation
+ * that reorders or removes channels must know). */
+typedef enum trn_channel_rule {
+    TRN_CHANNELS_OWN,    /* ordered by the layer's own filters/outputs */
+    TRN_CHANNELS_PASS,   /* its input's channels, in their order */
+    TRN_CHANNELS_CONCAT, /* its sources' channels, concatenated in order */
+    TRN_CHANNELS_ADD,    /* its input's, element-wise with another layer's */
+} trn_channel_rule;
+
+/* The layer-kind table, one row per kind: the one place that names a kind
+ * (section type and Darknet's aliases), the cfg key naming the other
+ * layers it reads (NULL: only the previous layer) and its channel rule.
+ * The engine builds from it, prune and the CLIs ask it; catalog's cost
+ * model keeps its own list as an independent oracle, and a test checks
+ * that list against this table. */
+typedef struct trn_kind_desc {
+    trn_layer_kind kind;
+    const char *name;            /* canonical section type */
+    const char *const *aliases;  /* other section types, NULL-terminated */
+    const char *refs_key;        /* "layers" (route), "from" (shortcut) or NULL */
+    trn_channel_rule channels;
+} trn_kind_desc;
+/* Row k; NULL when k is not a kind. */
+const trn_kind_desc *trn_kind_desc_get(trn_layer_kind k);
+/* The kind of a section type (name or alias); -1 when none. */
+int trn_kind_of_section(const char *type);
+
 /* Darknet's activations, with its formulas (trainer/README.md). */
 typedef enum trn_activation {
     TRN_ACT_LINEAR,
