@@ -239,10 +239,24 @@ char *cat_pareto_svg(const cJSON *m, const char *task, const char *axis, trn_err
     return b.s;
 }
 
+/* "0.8569 [0.8380, 0.8741] n=1440": a fraction with its 95% Wilson interval. */
+static void fmt_acc(const cJSON *acc, const char *key, char *out, size_t size)
+{
+    char k_ci[16];
+    snprintf(k_ci, sizeof k_ci, "%s_ci", key);
+    const cJSON *ci = cJSON_GetObjectItemCaseSensitive(acc, k_ci);
+    if (num(acc, key) < 0) return;
+    if (cJSON_GetArraySize(ci) == 2)
+        snprintf(out, size, "%.4f [%.4f, %.4f] n=%.0f", num(acc, key), cJSON_GetArrayItem(ci, 0)->valuedouble,
+                 cJSON_GetArrayItem(ci, 1)->valuedouble, num(acc, "images"));
+    else
+        snprintf(out, size, "%.4f n=%.0f", num(acc, key), num(acc, "images"));
+}
+
 static void md_variants(struct sbuf *b, const cJSON *m, const char *task)
 {
     const cJSON *targets = cJSON_GetObjectItemCaseSensitive(m, "targets"), *t, *v;
-    sb_printf(b, "| variant | technique | parent | top-1 | top-5 | MACs | params | weight bytes | peak activations |"
+    sb_printf(b, "| variant | technique | parent | top-1 [95%% CI] n | top-5 [95%% CI] n | MACs | params | weight bytes | peak activations |"
                  " measured ms (machine) |");
     cJSON_ArrayForEach(t, targets) sb_printf(b, " %s est. ms / mJ |", t->string);
     sb_printf(b, "\n|---|---|---|---:|---:|---:|---:|---:|---:|---:|");
@@ -252,13 +266,13 @@ static void md_variants(struct sbuf *b, const cJSON *m, const char *task)
         if (strcmp(sget(v, "task"), task)) continue;
         const cJSON *cost = cJSON_GetObjectItemCaseSensitive(v, "cost");
         const cJSON *acc = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(v, "accuracy"), task);
-        char c1[16], c2[16], c3[16], c4[16], t1[16] = "-", t5[16] = "-", ms[96] = "-";
+        char c1[16], c2[16], c3[16], c4[16], t1[64] = "-", t5[64] = "-", ms[96] = "-";
         human(num(cost, "macs"), c1, sizeof c1);
         human(num(cost, "params"), c2, sizeof c2);
         human(num(cost, "weight_bytes"), c3, sizeof c3);
         human(num(cost, "peak_activation_bytes"), c4, sizeof c4);
-        if (num(acc, "top1") >= 0) snprintf(t1, sizeof t1, "%.4f", num(acc, "top1"));
-        if (num(acc, "top5") >= 0) snprintf(t5, sizeof t5, "%.4f", num(acc, "top5"));
+        fmt_acc(acc, "top1", t1, sizeof t1);
+        fmt_acc(acc, "top5", t5, sizeof t5);
         const cJSON *lat = cJSON_GetObjectItemCaseSensitive(v, "latency");
         if (lat && lat->child)
             snprintf(ms, sizeof ms, "%.3f (%s)", num(lat->child, "ms_median"), lat->child->string);
@@ -326,8 +340,10 @@ int cat_report(const cJSON *m, const char *base, trn_err *err)
         }
     }
     const cJSON *w = cJSON_GetObjectItemCaseSensitive(m, "winnowed");
-    sb_printf(&b, "## Winnowed\n\nDropped because another variant of the same task has fewer MACs, fewer weight bytes "
-                  "and a higher top-1 (variants that others depend on are kept).\n\n");
+    sb_printf(&b, "## Winnowed\n\nDropped because another variant of the same task dominates it: no more MACs and "
+                  "no more weight bytes, and either a clearly better top-1 (95%% Wilson intervals apart) or fewer MACs "
+                  "or bytes at a top-1 that is not clearly worse (decided cheapest first against kept variants; "
+                  "variants that others depend on are kept).\n\n");
     if (cJSON_GetArraySize(w) == 0) sb_printf(&b, "None.\n\n");
     else sb_printf(&b, "| variant | technique | MACs | weight bytes | top-1 | dominated by | its MACs | its bytes | its top-1 |\n"
                        "|---|---|---:|---:|---:|---|---:|---:|---:|\n");
@@ -337,8 +353,14 @@ int cat_report(const cJSON *m, const char *base, trn_err *err)
         human(num(v, "weight_bytes"), a2, sizeof a2);
         human(num(v, "by_macs"), b1, sizeof b1);
         human(num(v, "by_weight_bytes"), b2, sizeof b2);
-        sb_printf(&b, "| %s | %s | %s | %s | %.4f | %s | %s | %s | %.4f |\n", sget(v, "id"), sget(v, "technique"), a1, a2,
-                  num(v, "top1"), sget(v, "dominated_by"), b1, b2, num(v, "by_top1"));
+        char i1[48] = "", i2[48] = "";
+        const cJSON *c1 = cJSON_GetObjectItemCaseSensitive(v, "top1_ci"), *c2 = cJSON_GetObjectItemCaseSensitive(v, "by_top1_ci");
+        if (cJSON_GetArraySize(c1) == 2)
+            snprintf(i1, sizeof i1, " [%.4f, %.4f]", cJSON_GetArrayItem(c1, 0)->valuedouble, cJSON_GetArrayItem(c1, 1)->valuedouble);
+        if (cJSON_GetArraySize(c2) == 2)
+            snprintf(i2, sizeof i2, " [%.4f, %.4f]", cJSON_GetArrayItem(c2, 0)->valuedouble, cJSON_GetArrayItem(c2, 1)->valuedouble);
+        sb_printf(&b, "| %s | %s | %s | %s | %.4f%s | %s | %s | %s | %.4f%s |\n", sget(v, "id"), sget(v, "technique"), a1,
+                  a2, num(v, "top1"), i1, sget(v, "dominated_by"), b1, b2, num(v, "by_top1"), i2);
     }
     sb_printf(&b, "\n## Target estimates\n\nThe device columns above are **estimates**, not measurements: a roofline "
                   "(time = max(2 x MACs / peak FLOPS, bytes moved / bandwidth), energy = time x the power mode's "

@@ -132,6 +132,44 @@ t_check "progress lines off a terminal" grep -q '^update 120/120 ' "$T/out"
 t_check "weights written" test -s "$T/b1/small.weights"
 expect_ok "train again, same seed, one thread" "$trainer" train --cfg "$cfg" --data "$data" --seed 3 --backup "$T/b2" --threads 1 --quiet
 t_check "same seed, same weights bytes" cmp -s "$T/b1/small.weights" "$T/b2/small.weights"
+expect_ok "train without validation" "$trainer" train --cfg "$cfg" --data "$data" --seed 3 --backup "$T/b3" --threads 2 --val-every 0 --quiet
+t_check "validation does not change the weights bytes" cmp -s "$T/b1/small.weights" "$T/b3/small.weights"
+t_check "the summary line without validation" grep -q '^trainer train: summary: done at update 120/120, .*no validation' "$T/out"
+expect_ok "train validating every 7 updates" "$trainer" train --cfg "$cfg" --data "$data" --seed 3 --backup "$T/b4" --threads 2 --val-every 7 --val-images 50
+t_check "validation every 7 updates does not change the weights bytes" cmp -s "$T/b1/small.weights" "$T/b4/small.weights"
+t_check "validation lines with the Wilson interval" grep -Eq '^validation at update 7: top-1 [0-9.]+ \[[0-9.]+, [0-9.]+\] on 50 images$' "$T/out"
+t_check "one summary line naming the validation top-1 and the metrics log" bash -c "test \$(grep -c '^trainer train: summary: done at update 120/120, loss [0-9.]* (avg [0-9.]*), [0-9.]* images/s, validation top-1 [0-9.]* \\[[0-9.]*, [0-9.]*\\] on 50 images (best [0-9.]* at update [0-9]*); metrics in .*/b4/small.metrics.jsonl' '$T/out') = 1"
+t_check "the metrics log: one JSON line per update, validations with intervals" python3 -c '
+import json, math, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+assert [r["batch"] for r in rows] == list(range(1, 121)), [r["batch"] for r in rows][:5]
+for r in rows:
+    assert r["loss"] >= 0 and r["rate"] > 0 and r["images_per_s"] > 0 and r["seen"] == r["batch"] * 32, r
+val = [r for r in rows if "val_top1" in r]
+assert [r["batch"] for r in val] == list(range(7, 120, 7)) + [120], [r["batch"] for r in val]
+for r in val:
+    k, n = round(r["val_top1"] * r["val_images"]), r["val_images"]
+    assert n == 50 and 0 <= r["val_lo"] <= r["val_top1"] <= r["val_hi"] <= 1, r
+    p, z = k / n, 1.959963984540054
+    c = (p + z * z / (2 * n)) / (1 + z * z / n)
+    h = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    assert abs(r["val_lo"] - max(0, c - h)) < 1e-5 and abs(r["val_hi"] - min(1, c + h)) < 1e-5, (r, c - h, c + h)
+assert val[-1]["val_top1"] >= 0.8, val[-1]
+print("# validation top-1 at update 120: %.3f [%.3f, %.3f] on %d images" % (val[-1]["val_top1"], val[-1]["val_lo"], val[-1]["val_hi"], val[-1]["val_images"]))
+' "$T/b4/small.metrics.jsonl"
+expect_ok "train with a plateau stop" "$trainer" train --cfg "$cfg" --data "$data" --seed 3 --backup "$T/b5" --threads 2 --val-every 5 --plateau 2 --quiet
+t_check "the plateau stop ends early, writes weights, logs and says so" python3 -c '
+import json, os, sys
+rows = [json.loads(l) for l in open(sys.argv[1] + "/small.metrics.jsonl")]
+last = rows[-1]
+assert last.get("plateau") is True and last["batch"] < 120 and last["batch"] % 5 == 0, last
+val = [r["val_top1"] for r in rows if "val_top1" in r]
+assert max(val[-2:]) <= max(val[:-2]), val
+assert os.path.getsize(sys.argv[1] + "/small.weights") > 0
+print("# plateau stop at update %d of 120" % last["batch"])
+' "$T/b5"
+t_check "the plateau summary line" grep -q '^trainer train: summary: plateau, stopped early at update' "$T/out"
+expect_fail "--plateau without validations" "plateau needs validations" "$trainer" train --cfg "$cfg" --data "$data" --plateau 2 --val-every 0
 "$trainer" valid --cfg "$cfg" --weights "$T/b1/small.weights" --data "$data" --split test --json > "$T/valid.json" 2>"$T/err"
 t_check "test top-1 >= 0.90 after 120 updates (stated)" python3 -c '
 import json, sys
@@ -139,7 +177,9 @@ v = json.load(open(sys.argv[1]))
 print("# test split: top-1 %.3f, top-%d %.3f over %d images" % (v["top1"], v["k"], v["topk"], v["images"]))
 assert v["images"] == 96 and v["classes"] == 4 and "top5" not in v
 assert sum(map(sum, v["confusion"])) == 96
-assert v["top1"] >= 0.90' "$T/valid.json"
+assert v["top1"] >= 0.90
+lo, hi = v["top1_ci"]
+assert 0 <= lo <= v["top1"] <= hi <= 1 and hi - lo > 0.05  # 96 images: a wide interval' "$T/valid.json"
 expect_ok "valid text output" "$trainer" valid --cfg "$cfg" --weights "$T/b1/small.weights" --data "$data"
 t_check "valid prints top-1 and the confusion matrix" grep -q '^top-1 ' "$T/out"
 expect_ok "predict" "$trainer" predict --cfg "$cfg" --weights "$T/b1/small.weights" --data "$data" --top 2 \

@@ -80,7 +80,25 @@ typedef struct trn_train_progress {
     double images_per_s;  /* since this run started */
     double eta_s;         /* to max_batches at that speed */
     int checkpoint;       /* 1 when a checkpoint was just written */
+    int validated;        /* 1 when the fields below are this update's validation */
+    uint64_t val_correct, val_images; /* top-1 hits among the validation images */
+    double val_top1, val_lo, val_hi;  /* top-1 and its 95% Wilson interval */
+    double best_top1;     /* the best validation top-1 so far in this run (-1: none) */
+    uint64_t best_batch;  /* the update where it was measured */
+    int plateau;          /* 1: this update ends the run (no new best for plateau_patience
+                           * validations) */
 } trn_train_progress;
+
+/* Validation for trn_train: counts top-1 hits (*correct of *total images)
+ * of net on held-out images with inference forwards (trn_net_forward),
+ * which draw no random numbers and change no weight, momentum or rolling
+ * statistic, so validating does not change the trained weights' bytes.
+ * 0 or -1 with err. */
+typedef int (*trn_validate_fn)(void *ctx, trn_net *net, uint64_t *correct, uint64_t *total, trn_err *err);
+
+/* The 95% Wilson score interval of k successes in n trials (z = 1.96);
+ * [0, 1] when n == 0. */
+void trn_wilson(uint64_t k, uint64_t n, double *lo, double *hi);
 
 typedef struct trn_train_opts {
     trn_batch_fn next_batch;
@@ -95,6 +113,17 @@ typedef struct trn_train_opts {
     void (*progress)(const trn_train_progress *p, void *ctx); /* after every update */
     void *progress_ctx;
     volatile int *stop;        /* when it becomes non-zero: checkpoint and return 1 */
+    trn_validate_fn validate;  /* NULL: no validation */
+    void *validate_ctx;
+    uint64_t validate_every;   /* updates between validations (and one at the end); 0: none */
+    uint64_t plateau_patience; /* > 0: end the run (checkpoint and weights, return 0) after
+                                * this many validations in a row without a better top-1
+                                * than the best so far (counted from this run's start) */
+    int metrics_log;           /* 1: one JSON line per update appended to
+                                * <backup_dir>/<base>.metrics.jsonl (a fresh run
+                                * truncates it): batch, seen, loss, avg_loss, rate,
+                                * images_per_s, and on validations val_top1, val_lo,
+                                * val_hi, val_images */
 } trn_train_opts;
 
 /* Trains net until max_batches weight updates (Darknet's loop: each

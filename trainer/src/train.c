@@ -5,12 +5,21 @@
  * Resumed runs are exact: the batches are a pure function of the forward
  * count (seen / batch), dropout and crops draw from the seed and `seen`,
  * and the checkpoint restores weights, `seen` and momentum.
+ *
+ * Validation (optional) runs inference forwards on held-out images between
+ * updates: no random draws, no change to weights, momentum or rolling
+ * statistics, so the weights' bytes do not depend on it. A plateau stop
+ * counts validations without a new best from this run's start (a resumed
+ * run starts counting again: an approximation). The metrics log is one
+ * JSON line per update, appended to on --resume.
  */
 #include "net.h"
 #include "trn.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -29,6 +38,41 @@ static int join(char *buf, size_t size, const char *dir, const char *base, const
     return 0;
 }
 
+/* One JSON line of the metrics log; fprintf's errors are caught by the
+ * stream's error flag, checked when the log is closed. */
+static void log_line(FILE *f, const trn_train_progress *p)
+{
+    fprintf(f, "{\"batch\":%llu,\"seen\":%llu,\"loss\":%.6g,\"avg_loss\":%.6g,\"rate\":%.6g,\"images_per_s\":%.4g",
+            (unsigned long long)p->batch, (unsigned long long)p->seen, p->loss, p->avg_loss, p->rate,
+            p->images_per_s);
+    if (p->validated)
+        fprintf(f, ",\"val_top1\":%.6f,\"val_lo\":%.6f,\"val_hi\":%.6f,\"val_images\":%llu", p->val_top1, p->val_lo,
+                p->val_hi, (unsigned long long)p->val_images);
+    if (p->plateau) fprintf(f, ",\"plateau\":true");
+    fprintf(f, "}\n");
+}
+
+/* Validates into p; tracks the best top-1 and the validations since it. */
+static int validate(trn_net *net, const trn_train_opts *o, trn_train_progress *p, uint64_t *since_best, trn_err *err)
+{
+    uint64_t k = 0, n = 0;
+    if (o->validate(o->validate_ctx, net, &k, &n, err) != 0) return -1;
+    p->validated = 1;
+    p->val_correct = k;
+    p->val_images = n;
+    p->val_top1 = n ? (double)k / (double)n : 0;
+    trn_wilson(k, n, &p->val_lo, &p->val_hi);
+    if (p->val_top1 > p->best_top1) {
+        p->best_top1 = p->val_top1;
+        p->best_batch = p->batch;
+        *since_best = 0;
+    } else {
+        ++*since_best;
+    }
+    p->plateau = o->plateau_patience && *since_best >= o->plateau_patience;
+    return 0;
+}
+
 int trn_train(trn_net *net, const trn_train_opts *o, trn_err *err)
 {
     if (!o->next_batch || !o->base || !o->backup_dir)
@@ -38,25 +82,33 @@ int trn_train(trn_net *net, const trn_train_opts *o, trn_err *err)
     if (!max)
         return trn_errf(err, "%s: max_batches is 0: set max_batches in [net] (or --set "
                         "max_batches=N) to say how long to train", net->name);
-    char ckpt[4200], final[4200];
+    char ckpt[4200], final[4200], mlog[4200];
     if (join(ckpt, sizeof ckpt, o->backup_dir, o->base, ".ckpt", err) ||
         join(final, sizeof final, o->backup_dir, o->base, ".weights", err) ||
+        join(mlog, sizeof mlog, o->backup_dir, o->base, ".metrics.jsonl", err) ||
         trn_mkdir_p(o->backup_dir, err))
         return -1;
     float avg = -1;
-    if (o->resume && access(ckpt, F_OK) == 0 && trn_checkpoint_load(net, ckpt, &avg, err) != 0)
+    int resumed = o->resume && access(ckpt, F_OK) == 0;
+    if (resumed && trn_checkpoint_load(net, ckpt, &avg, err) != 0)
         return -1;
+    FILE *log = NULL;
+    if (o->metrics_log && !(log = fopen(mlog, resumed ? "a" : "w")))
+        return trn_errf(err, "cannot write the metrics log %s: %s", mlog, strerror(errno));
+    int val_on = o->validate && o->validate_every;
     size_t nx = (size_t)net->batch * trn_net_inputs(net), ny = (size_t)net->batch * trn_net_outputs(net);
     float *x = malloc(nx * sizeof *x), *y = malloc(ny * sizeof *y);
     if (!x || !y) {
         free(x);
         free(y);
+        if (log) fclose(log);
         return trn_errf(err, "out of memory for a batch");
     }
     int rc = 0;
     double t0 = now_s();
     uint64_t start_seen = net->seen, first = trn_net_current_batch(net);
-    trn_train_progress pr = {.max_batches = max};
+    trn_train_progress pr = {.max_batches = max, .best_top1 = -1};
+    uint64_t since_best = 0;
     while (trn_net_current_batch(net) < max) {
         if (o->stop && *o->stop) {
             rc = 1;
@@ -85,14 +137,21 @@ int trn_train(trn_net *net, const trn_train_opts *o, trn_err *err)
         pr.images_per_s = dt > 0 ? (double)(net->seen - start_seen) / dt : 0;
         pr.eta_s = b > first ? dt / (double)(b - first) * (double)(max - b) : 0;
         pr.checkpoint = 0;
-        if (o->checkpoint_every && b % o->checkpoint_every == 0 && b < max) {
+        pr.validated = 0;
+        if (val_on && (b % o->validate_every == 0 || b == max) && validate(net, o, &pr, &since_best, err) != 0) {
+            rc = -1;
+            goto out;
+        }
+        if (o->checkpoint_every && b % o->checkpoint_every == 0 && b < max && !pr.plateau) {
             if (trn_checkpoint_save(net, ckpt, avg, err) != 0) {
                 rc = -1;
                 goto out;
             }
             pr.checkpoint = 1;
         }
+        if (log) log_line(log, &pr);
         if (o->progress) o->progress(&pr, o->progress_ctx);
+        if (pr.plateau) break;
     }
     if (trn_checkpoint_save(net, ckpt, avg, err) != 0) {
         rc = -1;
@@ -102,5 +161,9 @@ int trn_train(trn_net *net, const trn_train_opts *o, trn_err *err)
 out:
     free(x);
     free(y);
+    if (log) {
+        int bad = ferror(log) | (fflush(log) != 0);
+        if ((fclose(log) != 0 || bad) && rc == 0) rc = trn_errf(err, "cannot write the metrics log %s", mlog);
+    }
     return rc;
 }
