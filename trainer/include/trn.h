@@ -33,6 +33,15 @@ int trn_net_backward(trn_net *net, trn_err *err) TRN_MUST_CHECK;
  *   weights:        u -= decay*B * w; w += rate/B * u; u *= momentum
  * with B = batch * subdivisions and the layer's learning_rate scale. */
 void trn_net_update(trn_net *net);
+/* Soft targets for the next training forwards (knowledge distillation):
+ * q is (batch, outputs), each row a teacher's distribution softened by
+ * net->cfg.distill_temperature, or NULL to train on the labels alone. The
+ * softmax layer's loss becomes (1 - a) * CE(truth, p) + a * T^2 * KL(q || p_T)
+ * with p_T = softmax(logits / T) and a = distill_alpha (Hinton et al. 2015);
+ * its delta is the loss's negative gradient in the logits,
+ * (1 - a) * (truth - p) + a * T * (q - p_T). The caller keeps q alive. */
+void trn_net_set_soft_targets(trn_net *net, const float *q);
+
 /* Darknet's train_network_datum: seen += batch; forward_train; backward;
  * update every `subdivisions` calls. *loss (may be NULL) = the cost per
  * image of this forward. */
