@@ -29,7 +29,7 @@ OPT_DOC_CUDNN   := 1 uses cuDNN for convolutions (needs GPU=1)
 OPT_DOC_DEBUG   := 1 builds without optimisation, with assertions
 OPT_DOC_SAN     := sanitizers, a comma list of address,undefined
 OPT_DOC_CROSS   := cross-compiler prefix, e.g. aarch64-linux-gnu- for Jetson
-OPT_DOC_THREADS := threads for OpenBLAS and our own loops (default: all cores)
+OPT_DOC_THREADS := threads of our own loops and products (default: all cores); results never depend on it
 OPT_DOC_PREFIX  := installation prefix
 OPT_DOC_DESTDIR := staging root prepended to PREFIX by make install
 OPT_DOC_V       := 1 prints every command
@@ -95,7 +95,12 @@ endif
 
 CFLAGS_WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
                -Wno-sign-compare
-CFLAGS_BASE := -std=c11 -D_GNU_SOURCE -fPIC -g -pthread $(CFLAGS_WARN)
+# -ffp-contract=off, deliberately: the compiler never fuses a*b+c on its own
+# (aarch64 has fma in its base ISA, x86-64 does not), so every C expression
+# rounds alike on both; where a fused multiply-add is wanted, the code says
+# so (fmaf, intrinsics: trainer/nn/portable.c). -std=c11 implies it; it is
+# spelled out so that no later -std=gnu11 or -O3 changes it silently.
+CFLAGS_BASE := -std=c11 -D_GNU_SOURCE -fPIC -g -pthread -ffp-contract=off $(CFLAGS_WARN)
 ifeq ($(DEBUG),1)
 CFLAGS_OPT := -O0 -g3 -DTRN_DEBUG=1
 else

@@ -11,13 +11,15 @@ RECIPES ?= recipes
 PROFILE ?= default
 SEED    ?= 1
 CFG     ?=
+DETERMINISM ?= default
 
-OPTIONS += MODEL RECIPES PROFILE SEED CFG
+OPTIONS += MODEL RECIPES PROFILE SEED CFG DETERMINISM
 OPT_DOC_MODEL   := the recipe to build: a folder of RECIPES (alexnet, vgg16, resnet18, custom)
 OPT_DOC_RECIPES := the folder of recipes (one sub-folder per MODEL with its recipe.mk)
 OPT_DOC_PROFILE := recipe profile: default (small, for the embedded data set) or full (true-size model for real data)
 OPT_DOC_SEED    := seed of every training run and derivation of the pipeline
 OPT_DOC_CFG     := the model cfg with MODEL=custom
+OPT_DOC_DETERMINISM := default (OpenBLAS, fastest: the same bytes for any THREADS and -j on one CPU kind) or portable (own kernels: the same bytes on x86-64 and aarch64)
 
 ifeq ($(wildcard $(RECIPES)/$(MODEL)/recipe.mk),)
 $(error MODEL='$(MODEL)' is not valid: no $(RECIPES)/$(MODEL)/recipe.mk; use one of: $(notdir $(patsubst %/recipe.mk,%,$(wildcard $(RECIPES)/*/recipe.mk))))
@@ -26,6 +28,12 @@ ifeq ($(filter default full,$(PROFILE)),)
 $(error PROFILE='$(PROFILE)' is not valid: use PROFILE=default or PROFILE=full)
 endif
 $(call ds_uint,SEED)
+ifeq ($(filter default portable,$(DETERMINISM)),)
+$(error DETERMINISM='$(DETERMINISM)' is not valid: use DETERMINISM=default or DETERMINISM=portable)
+endif
+# Every pipeline job sees it (trainer train/valid also get --determinism;
+# prune mimic reads it from the environment; srun passes it on).
+export DETERMINISM
 
 MODEL_O    := $(O)/$(MODEL)
 VARIANTS_O := $(MODEL_O)/variants
@@ -48,16 +56,18 @@ RECIPE_TASK ?= identity
 train_cmd = for p in $^; do if [ -e $1/train/variant.ckpt ] && [ $$p -nt $1/train/variant.ckpt ]; then \
   rm -rf $1/train; fi; done; $(call launch,$(notdir $1)-train,$4) $(BIN)/trainer train --cfg $1/variant.cfg \
   --data $(abspath $(DATA)) $(if $3,--weights $3 --clear) --seed $(SEED) --backup $1/train \
-  --resume --quiet --threads $(or $4,$(job_threads)) $(foreach s,$2,--set $s) && \
+  --resume --quiet --threads $(or $4,$(job_threads)) --determinism $(DETERMINISM) $(foreach s,$2,--set $s) && \
   mv $1/train/variant.weights $1/variant.weights
 
 # $(call eval_cmd,DIR): top-1/top-5 on the held-out test split.
 eval_cmd = $(call launch,$(notdir $1)-eval) $(BIN)/trainer valid --cfg $1/variant.cfg \
   --weights $1/variant.weights --data $(abspath $(DATA)) --split test --threads $(job_threads) \
-  --json > $1/eval.json.tmp && mv $1/eval.json.tmp $1/eval.json
+  --determinism $(DETERMINISM) --json > $1/eval.json.tmp && mv $1/eval.json.tmp $1/eval.json
 
 # $(call profile_cmd,DIR): costs counted while a forward runs, and batch-1
 # latency measured on this machine with one thread.
+# PROFILE_RUNS=0 measures none: a catalog without build-host timings, the
+# same bytes on every rebuild (README, "Reproducible builds").
 PROFILE_RUNS ?= 30
 profile_cmd = $(call launch,$(notdir $1)-profile) $(BIN)/catalog profile --cfg $1/variant.cfg \
   --weights $1/variant.weights --runs $(PROFILE_RUNS) --threads 1 --out $1/profile.json

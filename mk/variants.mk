@@ -48,7 +48,7 @@ variants-build: $(VARIANT_JSONS)
 	$(Q)$(BIN)/catalog variants $(VARIANTS_O)
 
 # What identifies a variant's recipe entry (its plan file's content).
-plan_line = $(strip $(V_$1)) | $(strip $(V_$1_TRAIN)) | $(strip $(V_$1_MIMIC)) | seed $(SEED)$(if \
+plan_line = $(strip $(V_$1)) | $(strip $(V_$1_TRAIN)) | $(strip $(V_$1_MIMIC)) | seed $(SEED)$(if $(filter portable,$(DETERMINISM)), | determinism portable)$(if \
   $(filter base,$1),$(if $(BASE_WEIGHTS), | weights $(abspath $(BASE_WEIGHTS))))$(if $(strip $(V_$1_KD)), | kd $(strip $(V_$1_KD)))
 
 # The [net] settings a variant trains with: its _TRAIN entry, plus the

@@ -115,3 +115,38 @@ uninstall: uninstall-rtl-systemd
 uninstall-rtl-systemd:
 	$(Q)rm -fv '$(IDIR)/lib/systemd/system/rtl-pull.service' '$(IDIR)/lib/systemd/system/rtl-pull.timer' \
 	  '$(IDIR)/share/doc/rtl/rtl-pull.default' '$(IDIR)/share/doc/rtl/README.md'
+
+# Split execution and the peer (rtl plan / serve / run --split): a test
+# tool that speaks the protocol by hand (bad frames, 64 clients), linked
+# against runtime-lite's objects so it can reach the frame code.
+RTL_PEER_TOOL := $(TESTD)/rtl_peer_testtool
+$(call objs,tests/tools/rtl_peer_testtool.c): CFLAGS += $(RTL_CFLAGS)
+$(eval $(call program,$(RTL_PEER_TOOL),$(call objs,tests/tools/rtl_peer_testtool.c) $(RTL_OBJS),$(RTL_LDLIBS) -lpthread))
+TEST_DEPS += $(RTL_PEER_TOOL)
+BENCHES += tests/bench/rtl_offload.sh
+
+# make fuzz: libFuzzer (Debian's clang) on the peer's frame and message
+# parsers, with ASan and UBSan; `make test` runs it briefly
+# (tests/integration/rtl_fuzz.sh). FUZZ_TIME: seconds for make fuzz.
+FUZZ_CC   ?= clang
+FUZZ_TIME ?= 60
+RTL_FUZZ  := $(TESTD)/fuzz/rtl_frame_fuzz
+RTL_FUZZ_SRCS := tests/fuzz/rtl_frame_fuzz.c runtime-lite/src/frame.c runtime-lite/src/err.c trainer/src/err.c
+$(RTL_FUZZ): $(RTL_FUZZ_SRCS) runtime-lite/src/frame.h runtime-lite/src/internal.h | $$(@D)/.dirstamp
+	$(call msg,FUZZ,$@)$(FUZZ_CC) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+	  -Iruntime-lite/include -Iruntime-lite/src -Itrainer/include -o $@ $(RTL_FUZZ_SRCS) \
+	  $(shell $(PKG_CONFIG) --cflags --libs libsodium 2>/dev/null || echo -lsodium)
+.PHONY: fuzz
+fuzz: $(RTL_FUZZ) ## run the frame-parser fuzzer for FUZZ_TIME seconds (libFuzzer, ASan, UBSan)
+	$(Q)mkdir -p $(TESTD)/fuzz/corpus && $(RTL_FUZZ) -max_total_time=$(FUZZ_TIME) -max_len=4096 \
+	  $(TESTD)/fuzz/corpus tests/fuzz/corpus
+DEPS_PKGS += clang libclang-rt-14-dev iproute2
+# make test builds the fuzzer when this clang can link libFuzzer (else
+# tests/integration/rtl_fuzz.sh says it skipped, and why)
+ifeq ($(CROSS),)
+RTL_FUZZ_OK := $(shell printf 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n) { return 0; }\n' | \
+  $(FUZZ_CC) -x c - -fsanitize=fuzzer -o /dev/null >/dev/null 2>&1 && echo 1)
+ifeq ($(RTL_FUZZ_OK),1)
+TEST_DEPS += $(RTL_FUZZ)
+endif
+endif

@@ -70,12 +70,13 @@ $(call objs,tests/darknet/dn_bench.c): CFLAGS := $(CFLAGS_BASE) -O2 -isystem $(T
 $(TRN_DN_BENCH): LDFLAGS := -pthread
 $(eval $(call program,$(TRN_DN_BENCH),$(call objs,tests/darknet/dn_bench.c),$(TRN_DN_LDLIBS)))
 BENCH_DEPS += $(TRN_DN_BENCH)
-BENCHES += trainer/bench.sh
+BENCHES += trainer/bench.sh trainer/bench_det.sh
 
 # The library is part of the device build too; the inference flavour's test
 # runs there (under qemu-user on the host).
 CROSS_TARGETS    += $(TRN_LIB) $(TRN_INFER_LIB)
-CROSS_UNIT_TESTS += $(TESTD)/unit/test_trn_base $(TESTD)/unit/test_trn_infer $(TESTD)/unit/test_trn_data
+CROSS_UNIT_TESTS += $(TESTD)/unit/test_trn_base $(TESTD)/unit/test_trn_infer $(TESTD)/unit/test_trn_data \
+                    $(TESTD)/unit/test_trn_portable
 
 # stb_image 2.27 calls memcpy(NULL, src, 0) for an empty first PNG IDAT chunk:
 # harmless, but UBSan's nonnull-attribute check stops on it. Exempt that one

@@ -77,7 +77,7 @@ int cat_cli_profile(int argc, char **argv)
     const ck_opt opts[] = {
         {"--cfg", "C", CK_STR, &cfg, 0, 0, "the network (Darknet cfg)"},
         {"--weights", "W", CK_STR, &weights, 0, 0, "its weights (Darknet .weights)"},
-        {"--runs", "N", CK_INT, &runs, 1, 100000, "timed forwards (default 30)"},
+        {"--runs", "N", CK_INT, &runs, 0, 100000, "timed forwards (default 30; 0: no latency)"},
         {"--threads", "T", CK_INT, &threads, 1, 1024, "compute threads (default 1)"},
         {"--warmup", "K", CK_INT, &warmup, 0, 100000, "untimed forwards first (default 3)"},
         {"--out", "FILE", CK_STR, &out, 0, 0, "profile.json to write (atomically)"},
@@ -90,7 +90,9 @@ int cat_cli_profile(int argc, char **argv)
         "matrix products of a forward, parameters from the weights file's size, peak\n"
         "activation bytes from the network's buffers, the per-layer table, and the\n"
         "batch-1 latency (median and mean of N timed forwards after K warm-up ones),\n"
-        "with the machine and thread count.\n",
+        "with the machine and thread count. --runs 0 measures no latency (\"latency\":\n"
+        "{}): what a catalog that must be rebuilt bit for bit carries (make\n"
+        "PROFILE_RUNS=0).\n",
         opts, NULL,
     };
     if (ck_parse("catalog", &verb, argc, argv, &extra, 0, &rc0) < 0) return rc0;

@@ -10,7 +10,10 @@
  *   peak activation bytes   from the network's own buffers and their
  *             lifetimes (trn_net_get_totals, batch 1)
  *   latency   batch-1 forwards after warm-up: median and mean of `runs`
- *             timed ones, with the machine and the thread count
+ *             timed ones, with the machine and the thread count; runs 0
+ *             measures none and writes "latency": {} (a timing never
+ *             repeats, so a catalog meant to be rebuilt bit for bit, e.g.
+ *             by a CI farm, carries none: make PROFILE_RUNS=0)
  * The per-layer table carries the counted MACs, each layer's parameter
  * floats from the parameter table, its output buffer's bytes, and the
  * bias/BN/activation/pooling operations the trainer lists.
@@ -115,8 +118,9 @@ void cat_profile_opts_defaults(cat_profile_opts *o)
 cJSON *cat_profile(const char *cfg_path, const char *weights_path, const cat_profile_opts *o,
                    trn_err *err)
 {
-    if (o->runs < 1 || o->warmup < 0 || o->threads < 1) {
-        trn_errf(err, "runs and threads must be at least 1 (runs %d, threads %d)", o->runs, o->threads);
+    if (o->runs < 0 || o->warmup < 0 || o->threads < 1) {
+        trn_errf(err, "runs must be at least 0 and threads at least 1 (runs %d, threads %d)", o->runs,
+                 o->threads);
         return NULL;
     }
     trn_set_threads(o->threads);
@@ -129,7 +133,7 @@ cJSON *cat_profile(const char *cfg_path, const char *weights_path, const cat_pro
     int nl = trn_net_layers(net);
     uint64_t file_p = 0, outside = 0, calls = 0;
     uint64_t *macs = calloc((size_t)nl, sizeof *macs);
-    double *ms = malloc((size_t)o->runs * sizeof *ms);
+    double *ms = malloc((size_t)(o->runs ? o->runs : 1) * sizeof *ms);
     float *x = malloc(trn_net_inputs(net) * sizeof *x);
     cJSON *root = NULL;
     if (!macs || !ms || !x) {
@@ -143,7 +147,7 @@ cJSON *cat_profile(const char *cfg_path, const char *weights_path, const cat_pro
     if (file_params(weights_path, &file_p, err) != 0 ||
         count_macs(net, x, macs, &outside, &calls, err) != 0)
         goto out;
-    for (int i = 0; i < o->warmup; i++)
+    for (int i = 0; o->runs && i < o->warmup; i++)
         if (trn_net_forward(net, x, err) != 0) goto out;
     double sum = 0;
     for (int i = 0; i < o->runs; i++) {
@@ -153,7 +157,7 @@ cJSON *cat_profile(const char *cfg_path, const char *weights_path, const cat_pro
         sum += ms[i];
     }
     qsort(ms, (size_t)o->runs, sizeof *ms, cmp_double);
-    double median = o->runs % 2 ? ms[o->runs / 2] : (ms[o->runs / 2 - 1] + ms[o->runs / 2]) / 2;
+    double median = !o->runs ? 0 : o->runs % 2 ? ms[o->runs / 2] : (ms[o->runs / 2 - 1] + ms[o->runs / 2]) / 2;
     trn_net_totals tot;
     trn_net_get_totals(net, &tot);
     cat_cost c = {0};
@@ -213,14 +217,15 @@ cJSON *cat_profile(const char *cfg_path, const char *weights_path, const cat_pro
     cJSON_AddStringToObject(root, "weights", weights_path);
     cJSON_AddItemToObject(root, "cost", cost);
     cJSON_AddItemToObject(root, "latency", lat);
-    cJSON_AddItemToObject(lat, "build-host", host);
+    if (o->runs) cJSON_AddItemToObject(lat, "build-host", host); /* else filled, then dropped */
     cJSON_AddStringToObject(host, "source", "measured");
     cJSON_AddStringToObject(host, "machine", machine);
     cJSON_AddNumberToObject(host, "threads", o->threads);
     cJSON_AddNumberToObject(host, "batch", 1);
     cJSON_AddNumberToObject(host, "runs", o->runs);
     cJSON_AddNumberToObject(host, "ms_median", median);
-    cJSON_AddNumberToObject(host, "ms_mean", sum / o->runs);
+    cJSON_AddNumberToObject(host, "ms_mean", o->runs ? sum / o->runs : 0);
+    if (!o->runs) cJSON_Delete(host);
     cJSON_AddItemToObject(root, "counted", cnt);
     cJSON_AddNumberToObject(cnt, "gemm_calls", (double)calls);
     cJSON_AddNumberToObject(cnt, "macs_outside_layers", (double)outside);

@@ -43,6 +43,11 @@ static void usage(FILE *f)
             "                      the installed catalog\n"
             "  pull URL            fetch newer catalogs from a publish folder (signed index,\n"
             "                      only the files that changed), verify, install atomically\n"
+            "  plan ID VARIANT     plan where each layer runs, device or cloud (JointDNN)\n"
+            "  serve --key K --allow FILE\n"
+            "                      run model pieces for allow-listed devices (authenticated,\n"
+            "                      encrypted); rtl run --split S|auto --peer HOST:PORT uses it\n"
+            "  peer-keygen PATH    make a peer key pair (PATH.key, PATH.pub)\n"
             "  version             print the version of rtl and its SHA-256 engine\n"
             "\n"
             "Options:\n"
@@ -273,6 +278,9 @@ static int run_rollback(int argc, char **argv) { return with_store(cmd_rollback,
 static int run_run(int argc, char **argv) { return with_store(cmd_run, argc, argv); }
 static int run_profile(int argc, char **argv) { return with_store(cmd_profile, argc, argv); }
 static int run_pull(int argc, char **argv) { return with_store(cmd_pull, argc, argv); }
+static int run_plan(int argc, char **argv) { return with_store(cmd_plan, argc, argv); }
+static int run_serve(int argc, char **argv) { return with_store(cmd_serve, argc, argv); }
+static int run_peer_keygen(int argc, char **argv) { return cmd_peer_keygen(NULL, argc, argv); } /* no store */
 
 static void version_extra(FILE *out) { fprintf(out, "SHA-256: %s\n", rtl_sha256_engine()); }
 
@@ -287,6 +295,9 @@ int main(int argc, char **argv)
         CK_VERB("run", "the top-k classes of images with their probabilities", run_run),
         CK_VERB("profile", "measure latencies on this device and keep them beside the installed catalog", run_profile),
         CK_VERB("pull", "fetch a catalog over HTTP(S): signed index, per-file delta, resumable; verify, install", run_pull),
+        CK_VERB("plan", "JointDNN split plan: where each layer runs (device or cloud peer), latency, energy", run_plan),
+        CK_VERB("serve", "the peer: runs model pieces for allow-listed devices (authenticated, encrypted)", run_serve),
+        CK_VERB("peer-keygen", "make a peer key pair (PATH.key, PATH.pub)", run_peer_keygen),
     };
     static const ck_prog prog = {
         .name = "rtl", .version = RTL_VERSION,

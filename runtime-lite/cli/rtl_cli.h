@@ -30,6 +30,13 @@ int cmd_run(rtl_store *s, int argc, char **argv);
 int cmd_profile(rtl_store *s, int argc, char **argv);
 /* rtl_pull_cli.c */
 int cmd_pull(rtl_store *s, int argc, char **argv);
+/* Commands of rtl_offload_cli.c: plan, serve, peer-keygen, run --split. */
+int cmd_plan(rtl_store *s, int argc, char **argv);
+int cmd_serve(rtl_store *s, int argc, char **argv);
+int cmd_peer_keygen(rtl_store *s, int argc, char **argv);
+int cmd_run_split(rtl_store *s, int argc, char **argv);
+/* 1 when run's arguments ask for split execution (--split, --peer). */
+int run_wants_split(int argc, char **argv);
 
 /* The latency table of `rtl inspect`: build host, this device (profile of
  * an installed catalog), estimates. Prints nothing when there is none. */

@@ -525,6 +525,208 @@ RTL_API int rtl_model_top(const rtl_model *m, size_t k, rtl_class *out, size_t *
 RTL_API int rtl_model_measure(rtl_model *m, const float *x, uint32_t warmup, uint32_t runs,
                               rtl_latency *out, rtl_err *err) RTL_MUST_CHECK;
 
+/* ---- split execution (runtime-lite/src/model.c) ---------------------------
+ *
+ * A model's layers 0..L-1 (L = rtl_model_layers) can run in pieces: a cut
+ * s in 0..L means layers 0..s-1 ran, and what crosses the cut is layer
+ * s-1's output (the input when s = 0; the final output when s = L). A cut
+ * is possible when no layer at or after s reads the output of a layer
+ * before s-1 (a route or shortcut across it); cuts 0 and L always are. */
+
+typedef struct rtl_layer_cost {
+    int index;
+    char kind[24];           /* section type, e.g. "convolutional" */
+    uint64_t macs;           /* per image, the cost model's convention */
+    uint64_t output_bytes;   /* float32 output of one image */
+    uint64_t input_bytes;    /* what crosses the cut before it (float32) */
+    int cut_before;          /* 1: cut index is possible */
+    double host_ms;          /* measured on this machine by rtl_model_profile_layers
+                              * (wall time, median), 0 until then */
+    double host_cpu_ms;      /* host_ms scaled by the calling thread's CPU time of
+                              * the whole forwards over their wall time: what the
+                              * planner multiplies by device_factor (the device
+                              * model of rtl_offload_run), 0: use host_ms */
+} rtl_layer_cost;
+
+RTL_API int rtl_model_layers(const rtl_model *m);
+/* Layer i's costs; -1 when i is out of range. */
+RTL_API int rtl_model_layer_cost(const rtl_model *m, int i, rtl_layer_cost *out);
+/* Floats crossing cut s (input, layer s-1's output): 0 when s is out of range. */
+RTL_API size_t rtl_model_cut_floats(const rtl_model *m, int s);
+/* 1 when cut s is possible. */
+RTL_API int rtl_model_cut_ok(const rtl_model *m, int s);
+/* Runs layers first..last on x (the floats crossing cut `first`, n of them)
+ * and points *out at layer last's output (*nout floats, owned by the model,
+ * valid until its next run). Both cuts must be possible. When last is the
+ * final layer the result is also rtl_model_output's. */
+RTL_API int rtl_model_run_range(rtl_model *m, int first, int last, const float *x, size_t n,
+                                const float **out, size_t *nout, rtl_err *err) RTL_MUST_CHECK;
+/* Decodes the image at path into x (rtl_model_input_size floats) with the
+ * preprocessing of rtl_model_run_image, without running anything. */
+RTL_API int rtl_model_image_input(const rtl_model *m, const char *path, float *x, rtl_err *err) RTL_MUST_CHECK;
+/* Measures every layer's forward time on this machine: `runs` forwards of x
+ * (NULL: the model's own input buffer), per-layer medians kept in the
+ * model (rtl_layer_cost.host_ms). */
+RTL_API int rtl_model_profile_layers(rtl_model *m, const float *x, uint32_t runs, rtl_err *err) RTL_MUST_CHECK;
+
+/* ---- the split planner (runtime-lite/src/plan.c) --------------------------
+ *
+ * JointDNN's formulation: a graph over (layer, location) with location
+ * device or cloud; an edge into (i, loc) costs layer i's compute at loc,
+ * plus the transfer of what crosses the cut before it when the location
+ * changes (upload device->cloud, download cloud->device); the input starts
+ * on the device and the answer must end there. Costs are latency or device
+ * energy. Unconstrained goals are a shortest path; budgets (device energy,
+ * cloud time, deadline) are an exact search over Pareto labels of
+ * (latency, energy, cloud time) per node, which the small graph allows. */
+
+typedef struct rtl_link {
+    char name[32];
+    double up_mbps, down_mbps;   /* throughput, megabits per second */
+    double rtt_ms;               /* round-trip time; half is charged to each transfer */
+    double alpha_up_mw;          /* radio power per Mbps of upload (paper's alpha_u) */
+    double alpha_down_mw;        /* per Mbps of download (alpha_d) */
+    double beta_mw;              /* radio base power (beta) */
+} rtl_link;
+
+/* The links of JointDNN's Table 3 (3g, 4g, wifi; RTT 0, as the paper's
+ * model) by name, or NULL. */
+RTL_API const rtl_link *rtl_link_preset(const char *name);
+
+typedef struct rtl_target {
+    double device_factor;   /* device layer time = host_cpu_ms (else host_ms) * device_factor (> 0) */
+    double cloud_factor;    /* cloud layer time = host_ms * cloud_factor (> 0) */
+    double device_mw;       /* device power while computing */
+    double wait_mw;         /* device power while the cloud computes (the paper leaves it open) */
+} rtl_target;
+
+enum rtl_goal { RTL_GOAL_LATENCY, RTL_GOAL_ENERGY, RTL_GOAL_COUNT };
+
+typedef struct rtl_budget {
+    double energy_mj;       /* <= 0: none */
+    double cloud_ms;        /* cloud compute time; < 0: none (0 forbids the cloud) */
+    double deadline_ms;     /* <= 0: none */
+} rtl_budget;
+
+#define RTL_PLAN_MAX_LAYERS 256
+
+typedef struct rtl_plan {
+    int layers;
+    unsigned char on_cloud[RTL_PLAN_MAX_LAYERS]; /* per layer: 0 device, 1 cloud */
+    double latency_ms, energy_mj, cloud_ms, device_ms, transfer_ms;
+    uint64_t bytes_up, bytes_down;
+    int transfers;
+} rtl_plan;
+
+/* The cost of a given placement (on_cloud per layer; p->layers set) under
+ * target and link; fills p's figures. -1 when a location change falls on
+ * an impossible cut. */
+RTL_API int rtl_plan_evaluate(const rtl_layer_cost *l, int n, const rtl_target *t, const rtl_link *k,
+                              rtl_plan *p, rtl_err *err);
+/* The best placement for goal under budget (NULL: none): -1 with err when
+ * no placement meets the budget. Layer costs need host_ms. */
+RTL_API int rtl_plan_best(const rtl_layer_cost *l, int n, const rtl_target *t, const rtl_link *k,
+                          enum rtl_goal goal, const rtl_budget *budget, rtl_plan *out, rtl_err *err);
+/* The placement "layers 0..s-1 on the device, the rest on the cloud". */
+RTL_API int rtl_plan_split(const rtl_layer_cost *l, int n, const rtl_target *t, const rtl_link *k, int s,
+                           rtl_plan *out, rtl_err *err);
+
+/* ---- the peer: running model suffixes on a server (src/peer.c, frame.c) ----
+ *
+ * Protocol (version 1; byte layouts at the top of src/frame.c): a TCP
+ * connection starts with a handshake that authenticates both sides by
+ * their static X25519 keys (the device pins the server's, the server
+ * allow-lists devices') and mixes in fresh ephemeral keys (crypto_kx), so
+ * every session has new keys; then every message is one length-prefixed
+ * crypto_secretstream_xchacha20poly1305 frame, whose state advances per
+ * frame (a replayed, reordered, tampered or truncated frame fails). */
+
+#define RTL_PEER_PK_BYTES 32
+#define RTL_PEER_SK_BYTES 32
+
+typedef struct rtl_peer_key {
+    unsigned char pk[RTL_PEER_PK_BYTES];
+    unsigned char sk[RTL_PEER_SK_BYTES];   /* zero when only the public half is known */
+} rtl_peer_key;
+
+/* A new random key pair. */
+RTL_API int rtl_peer_keygen(rtl_peer_key *out, rtl_err *err);
+/* Key files: "PATH.pub" holds the public key as 64 hex digits and a
+ * newline, "PATH.key" the secret one (mode 0600). Save refuses to replace
+ * existing files. */
+RTL_API int rtl_peer_key_save(const rtl_peer_key *k, const char *path, rtl_err *err) RTL_MUST_CHECK;
+/* Loads PATH.key and PATH.pub (secret = 1) or a public key file PATH. */
+RTL_API int rtl_peer_key_load(const char *path, int secret, rtl_peer_key *out, rtl_err *err) RTL_MUST_CHECK;
+
+typedef struct rtl_serve_options {
+    const char *host;            /* address to bind (NULL: 127.0.0.1) */
+    int port;                    /* 0: any free port (see rtl_server_port) */
+    int max_clients;             /* 0: 128 */
+    uint32_t max_frame;          /* largest frame accepted, bytes (0: 64 MiB) */
+    int handshake_ms;            /* the handshake must end within (0: 5000) */
+    int frame_ms;                /* a started frame must end within (0: 30000) */
+    int idle_ms;                 /* idle connections close after (0: 60000) */
+    int threads;                 /* compute threads (0: keep) */
+    /* link emulation inside the peer (0: off): a request counts as arrived
+     * rtt/2 after the later of its last byte and its first byte +
+     * bytes*8/up; a reply is sent rtt/2 + bytes*8/down after it is ready */
+    double emu_up_mbps, emu_down_mbps, emu_rtt_ms;
+} rtl_serve_options;
+
+typedef struct rtl_server rtl_server;
+
+/* Binds and listens; runs nothing yet. allowed: n device public keys. */
+RTL_API rtl_server *rtl_server_open(rtl_store *store, const rtl_peer_key *server_key, const rtl_peer_key *allowed,
+                                    size_t n_allowed, const rtl_serve_options *o, rtl_err *err);
+RTL_API int rtl_server_port(const rtl_server *s);
+/* Serves until stop_fd becomes readable (e.g. a pipe a SIGTERM handler
+ * writes to): then stops accepting, finishes the requests it holds, and
+ * returns 0. Log lines (one per connection event, with the reason when a
+ * connection is closed) go to the store's log callback. */
+RTL_API int rtl_server_run(rtl_server *s, int stop_fd, rtl_err *err);
+RTL_API void rtl_server_close(rtl_server *s);
+
+typedef struct rtl_server_stats {
+    uint64_t accepted, refused_key, closed_bad_frame, requests, replies, errors;
+} rtl_server_stats;
+RTL_API void rtl_server_get_stats(const rtl_server *s, rtl_server_stats *out);
+
+typedef struct rtl_peer rtl_peer;
+
+/* Connects to host:port and runs the handshake as device `me`, pinning
+ * server_pk; timeout_ms bounds the connect and the handshake. */
+RTL_API rtl_peer *rtl_peer_connect(const char *host, int port, const rtl_peer_key *me,
+                                   const unsigned char server_pk[RTL_PEER_PK_BYTES], int timeout_ms,
+                                   rtl_err *err);
+/* Asks the peer to run layers first..last of catalog/variant on x (n
+ * floats crossing cut `first`); the answer (layer last's output) goes into
+ * out[0..cap), *nout floats. Fails when the deadline (ms from now) passes;
+ * after any failure the connection is unusable (close it). */
+RTL_API int rtl_peer_run(rtl_peer *p, const char *catalog, const char *variant, int first, int last,
+                         const float *x, size_t n, float *out, size_t cap, size_t *nout, int deadline_ms,
+                         rtl_err *err) RTL_MUST_CHECK;
+RTL_API void rtl_peer_close(rtl_peer *p);
+
+/* Runs model m on x by plan: device pieces here, cloud pieces through peer
+ * (NULL: none, everything runs here). When the peer fails, the rest runs
+ * on the device from the last activation held. device_factor > 1 emulates
+ * a slower device: each device piece ends factor times its CPU time on
+ * this machine after it started (the layers' warm CPU times profiled in
+ * this process when rtl_model_profile_layers ran, else the calling
+ * thread's CPU time of this run: other load on a shared machine does not
+ * count; meant for one compute thread), never before its real computation
+ * ends. The result is rtl_model_output's. */
+typedef struct rtl_offload_result {
+    int ran_on_cloud;            /* layers the cloud ran */
+    int fell_back;               /* 1: the peer failed and the device finished */
+    char where[64];              /* "device", "cloud", "split", "device (fallback)" */
+    char reason[RTL_ERR_MAX];    /* why it fell back */
+    double ms;                   /* wall time */
+} rtl_offload_result;
+RTL_API int rtl_offload_run(rtl_model *m, const rtl_plan *plan, rtl_peer *peer, const float *x,
+                            double device_factor, int deadline_ms, rtl_offload_result *res,
+                            rtl_err *err) RTL_MUST_CHECK;
+
 #ifdef __cplusplus
 }
 #endif

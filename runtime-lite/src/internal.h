@@ -50,4 +50,11 @@ void rtl_crash_point(const char *name);
 #define RTL_CRASH_POINT(name) ((void)0)
 #endif
 
+/* The id of the catalog model m belongs to (for the peer's requests). */
+const char *rtl_model_catalog_id(const rtl_model *m);
+
+/* Makes y (n floats: the classes) the model's output, as a split run's
+ * answer; -1 when n is not the class count. */
+int rtl_model_set_output(rtl_model *m, const float *y, size_t n, rtl_err *err);
+
 #endif

@@ -70,6 +70,9 @@ struct rtl_model {
     float *input;              /* (c, h, w): decoded images, rtl_model_measure's input */
     const float *output;       /* the last run's (classes), NULL before */
     const rtl_variant *answered_by;
+    double *layer_ms;          /* per layer, rtl_model_profile_layers (NULL before) */
+    double cpu_ratio;          /* thread CPU time / wall time of those forwards */
+    float *split_out;          /* the answer of a split run (classes), rtl_model_set_output */
 };
 
 /* Forward passes share the process-wide compute pool and OpenBLAS: one at
@@ -278,6 +281,8 @@ void rtl_model_close(rtl_model *m)
     if (!m) return;
     for (size_t i = 0; i < m->nparts; i++) part_free(&m->parts[i]);
     free(m->input);
+    free(m->layer_ms);
+    free(m->split_out);
     free(m);
 }
 
@@ -395,4 +400,164 @@ int rtl_model_measure(rtl_model *m, const float *x, uint32_t warmup, uint32_t ru
 fail:
     free(ms);
     return -1;
+}
+
+/* ---- split execution ------------------------------------------------------ */
+
+const char *rtl_model_catalog_id(const rtl_model *m) { return m->cat->id; }
+
+/* Layers up to the output layer: trailing [cost] layers compute nothing an
+ * answer needs (trn_net_output skips them too). */
+int rtl_model_layers(const rtl_model *m)
+{
+    trn_net *net = m->parts[0].net;
+    int n = trn_net_layers(net);
+    trn_layer_info li;
+    while (n > 1 && trn_net_layer_info(net, n - 1, &li) == 0 && li.kind == TRN_LAYER_COST) n--;
+    return n;
+}
+
+/* 1 when no layer at or after s reads a layer before s-1 (cut s possible). */
+int rtl_model_cut_ok(const rtl_model *m, int s)
+{
+    trn_net *net = m->parts[0].net;
+    int n = rtl_model_layers(m);
+    if (s < 0 || s > n) return 0;
+    for (int j = s; j < n; j++) {
+        trn_layer_info li;
+        if (trn_net_layer_info(net, j, &li) != 0) return 0;
+        if (li.n_from > 8) return 0; /* refs beyond the first 8 are not listed: refuse */
+        for (int k = 0; k < li.n_from; k++)
+            if (li.from[k] < s - 1) return 0;
+    }
+    return 1;
+}
+
+size_t rtl_model_cut_floats(const rtl_model *m, int s)
+{
+    trn_net *net = m->parts[0].net;
+    int n = rtl_model_layers(m);
+    if (s < 0 || s > n) return 0;
+    if (s == 0) return trn_net_inputs(net);
+    trn_layer_info li;
+    if (trn_net_layer_info(net, s - 1, &li) != 0) return 0;
+    return (size_t)li.out.c * li.out.h * li.out.w;
+}
+
+int rtl_model_layer_cost(const rtl_model *m, int i, rtl_layer_cost *out)
+{
+    trn_layer_info li;
+    if (i < 0 || i >= rtl_model_layers(m) || trn_net_layer_info(m->parts[0].net, i, &li) != 0) return -1;
+    memset(out, 0, sizeof *out);
+    out->index = i;
+    snprintf(out->kind, sizeof out->kind, "%s", trn_layer_kind_name(li.kind));
+    out->macs = li.macs;
+    out->output_bytes = li.output_bytes;
+    out->input_bytes = 4 * (uint64_t)rtl_model_cut_floats(m, i);
+    out->cut_before = rtl_model_cut_ok(m, i);
+    out->host_ms = m->layer_ms ? m->layer_ms[i] : 0;
+    out->host_cpu_ms = out->host_ms * m->cpu_ratio;
+    return 0;
+}
+
+int rtl_model_run_range(rtl_model *m, int first, int last, const float *x, size_t n, const float **out,
+                        size_t *nout, rtl_err *err)
+{
+    int layers = rtl_model_layers(m);
+    if (first < 0 || last < first || last >= layers)
+        return rtl_errf(err, "variant '%s': no layer range %d..%d (it has layers 0..%d)", m->variant->id, first,
+                        last, layers - 1);
+    if (!rtl_model_cut_ok(m, first) || !rtl_model_cut_ok(m, last + 1))
+        return rtl_errf(err, "variant '%s': layers %d..%d cannot run apart (a route or shortcut reads across "
+                        "the cut; rtl plan lists the possible cuts)", m->variant->id, first, last);
+    if (n != rtl_model_cut_floats(m, first))
+        return rtl_errf(err, "variant '%s': layer %d takes %zu floats, not %zu", m->variant->id, first,
+                        rtl_model_cut_floats(m, first), n);
+    trn_err e;
+    m->output = NULL;
+    m->answered_by = NULL;
+    pthread_mutex_lock(&forward_lock);
+    int rc = trn_net_forward_range(m->parts[0].net, first, last, x, &e);
+    pthread_mutex_unlock(&forward_lock);
+    if (rc != 0) return rtl_err_from_trn(err, &e);
+    *out = trn_net_layer_output(m->parts[0].net, last);
+    *nout = rtl_model_cut_floats(m, last + 1);
+    if (last == layers - 1) {
+        m->output = trn_net_output(m->parts[0].net);
+        m->answered_by = m->variant;
+    }
+    return 0;
+}
+
+static double thread_cpu_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return t.tv_sec * 1e3 + t.tv_nsec * 1e-6;
+}
+
+int rtl_model_profile_layers(rtl_model *m, const float *x, uint32_t runs, rtl_err *err)
+{
+    int n = rtl_model_layers(m);
+    if (runs < 1) return rtl_errf(err, "variant '%s': at least one run is needed", m->variant->id);
+    double *all = malloc((size_t)n * runs * sizeof *all);
+    double *ms = m->layer_ms ? m->layer_ms : calloc((size_t)n, sizeof *ms);
+    if (!all || !ms) {
+        free(all);
+        if (ms != m->layer_ms) free(ms);
+        return rtl_errf(err, "out of memory");
+    }
+    m->layer_ms = ms;
+    if (x) memcpy(m->input, x, rtl_model_input_size(m) * sizeof *x);
+    trn_net *net = m->parts[0].net;
+    double *cpu = calloc(2 * (size_t)runs, sizeof *cpu), *wall = cpu + runs;
+    int rc = cpu ? rtl_model_run(m, m->input, err) : rtl_errf(err, "out of memory"); /* warm-up */
+    for (uint32_t r = 0; rc == 0 && r < runs; r++) {
+        trn_net_profile(net, 1);
+        double c0 = thread_cpu_ms();
+        rc = rtl_model_run(m, m->input, err);
+        cpu[r] = thread_cpu_ms() - c0;
+        for (int i = 0; rc == 0 && i < n; i++) {
+            double f = 0;
+            trn_net_layer_time(net, i, &f, NULL);
+            all[(size_t)i * runs + r] = f * 1e3;
+            wall[r] += f * 1e3;
+        }
+        trn_net_profile(net, 0);
+    }
+    if (rc == 0) {
+        qsort(cpu, runs, sizeof *cpu, cmp_double);
+        qsort(wall, runs, sizeof *wall, cmp_double);
+        double c = runs % 2 ? cpu[runs / 2] : (cpu[runs / 2 - 1] + cpu[runs / 2]) / 2;
+        double w = runs % 2 ? wall[runs / 2] : (wall[runs / 2 - 1] + wall[runs / 2]) / 2;
+        m->cpu_ratio = w > 0 ? c / w : 1;
+    }
+    free(cpu);
+    for (int i = 0; rc == 0 && i < n; i++) {
+        qsort(all + (size_t)i * runs, runs, sizeof *all, cmp_double);
+        double *v = all + (size_t)i * runs;
+        ms[i] = runs % 2 ? v[runs / 2] : (v[runs / 2 - 1] + v[runs / 2]) / 2;
+    }
+    free(all);
+    return rc;
+}
+
+int rtl_model_set_output(rtl_model *m, const float *y, size_t n, rtl_err *err)
+{
+    if (n != m->classes)
+        return rtl_errf(err, "variant '%s': an answer of %zu floats, not %zu", m->variant->id, n, m->classes);
+    if (!m->split_out && !(m->split_out = malloc(n * sizeof *y))) return rtl_errf(err, "out of memory");
+    memcpy(m->split_out, y, n * sizeof *y);
+    m->output = m->split_out;
+    m->answered_by = m->variant;
+    return 0;
+}
+
+int rtl_model_image_input(const rtl_model *m, const char *path, float *x, rtl_err *err)
+{
+    int c, h, w;
+    rtl_model_input_shape(m, &c, &h, &w);
+    trn_err e;
+    if (trn_image_load_input(path, w, h, c, x, &e) != 0) return rtl_err_from_trn(err, &e);
+    return 0;
 }

@@ -126,8 +126,17 @@ expect_fail "describe: meta and technique together" "^catalog describe: give one
 expect_fail "profile: weights of another network" "weights" \
     "$C" profile --cfg "$V/rw/variant.cfg" --weights "$V/svd/variant.weights" --out "$T/p.json"
 t_check "profile wrote nothing on failure" test ! -e "$T/p.json"
-expect_fail "profile: bad --runs" "--runs needs a whole number in 1..100000, not '0'" \
-    "$C" profile --cfg "$V/rw/variant.cfg" --weights "$V/rw/variant.weights" --runs 0 --out "$T/p.json"
+expect_fail "profile: bad --runs" "--runs needs a whole number in 0..100000, not '-1'" \
+    "$C" profile --cfg "$V/rw/variant.cfg" --weights "$V/rw/variant.weights" --runs -1 --out "$T/p.json"
+expect_fail "profile: bad --runs" "--runs needs a whole number in 0..100000, not 'x'" \
+    "$C" profile --cfg "$V/rw/variant.cfg" --weights "$V/rw/variant.weights" --runs x --out "$T/p.json"
+# --runs 0 (make PROFILE_RUNS=0): costs counted, no latency measured.
+expect_ok "profile --runs 0" \
+    "$C" profile --cfg "$V/rw/variant.cfg" --weights "$V/rw/variant.weights" --runs 0 --out "$T/p0.json"
+t_check "profile --runs 0 writes the costs and an empty latency object" python3 -c '
+import json, sys
+p = json.load(open(sys.argv[1]))
+assert p["latency"] == {} and p["cost"]["macs"] > 0' "$T/p0.json"
 printf '[net]\nwidth=8\nheight=8\nchannels=3\n[yolo]\n' >"$T/yolo.cfg"
 expect_fail "cost: unknown section" "yolo.cfg:5" "$C" cost --cfg "$T/yolo.cfg"
 expect_ok "cost --help" "$C" cost --help

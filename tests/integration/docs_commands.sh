@@ -16,6 +16,7 @@ cd "$TOP" || exit 1
 MAP=$(cat <<'EOF_MAP'
 ^make catalog MODEL=alexnet$	test tests/integration/pipeline_make.sh pmake catalog
 ^make test$	self
+^make catalog MODEL=alexnet DETERMINISM=portable PROFILE_RUNS=0 SOURCE_DATE_EPOCH=1700000000 KEY=release.key$	test tests/integration/pipeline_threads.sh PROFILE_RUNS=0 SOURCE_DATE_EPOCH=1700000000 KEY=
 ^SOURCE_DATE_EPOCH=.* build/bin/catalog pack build/alexnet/variants -o build/alexnet --task identity=build/data/synth/synth.names --seed 42 --dev-key-dir build/keys$	test tests/integration/cli_errors.sh --seed 42 --dev-key-dir
 ^build/bin/catalog report build/alexnet/catalog-alexnet-<version>.tar.zst$	test tests/integration/catalog_pack.sh "$CAT" report
 ^make dataset$	test tests/integration/datasets_generate.sh expect_ok "make dataset (reduced settings)" mk
@@ -32,6 +33,14 @@ MAP=$(cat <<'EOF_MAP'
 ^rtl inspect alexnet$	test tests/integration/rtl_install.sh rtl inspect tinynet
 ^rtl run alexnet rw-s1h1 photo.jpg --top 5$	test tests/integration/rtl_run.sh rtl run rtlnet base "${images[@]}" --top 3
 ^sudo rtl profile alexnet --threads 4$	test tests/integration/rtl_run.sh rtl profile rtlnet
+^rtl pull https://updates.example.com/catalogs/stable$	test tests/integration/rtl_pull.sh "$RTL" --root d pull "$NGX_URL/"
+^sudo rtl pull https://updates.example.com/catalogs/stable$	test tests/integration/rtl_pull.sh "$RTL" --root d pull "$NGX_URL/"
+^rtl pull --check https://updates.example.com/catalogs/stable$	test tests/integration/rtl_pull.sh pull --check "$NGX_URL"
+^rtl pull --catalog alexnet --limit-rate 1M URL$	test tests/integration/rtl_pull.sh pull --catalog othernet "$NGX_URL"
+^sudo cp /usr/local/share/doc/rtl/rtl-pull.default /etc/default/rtl-pull$	test tests/integration/rtl_pull_make.sh share/doc/rtl/rtl-pull.default
+^sudo editor /etc/default/rtl-pull$	test tests/integration/rtl_pull_make.sh share/doc/rtl/rtl-pull.default
+^sudo systemctl daemon-reload$	test tests/integration/rtl_pull_make.sh systemctl enable --now rtl-pull.timer
+^sudo systemctl enable --now rtl-pull.timer$	test tests/integration/rtl_pull_make.sh systemctl enable --now rtl-pull.timer
 ^cc app.c \$\(pkg-config --cflags --libs rtl\)$	test tests/integration/rtl_pkgconfig.sh $(pkg-config --cflags --libs rtl)
 ^cc app.c \$\(pkg-config --cflags rtl\) -Wl,-Bstatic -lrtl -Wl,-Bdynamic +\$\(pkg-config --libs \$\(pkg-config --print-requires-private rtl\)\) -lm$	test tests/integration/rtl_pkgconfig.sh -Wl,-Bstatic -lrtl -Wl,-Bdynamic
 EOF_MAP

@@ -132,6 +132,34 @@ t_check "progress lines off a terminal" grep -q '^update 120/120 ' "$T/out"
 t_check "weights written" test -s "$T/b1/small.weights"
 expect_ok "train again, same seed, one thread" "$trainer" train --cfg "$cfg" --data "$data" --seed 3 --backup "$T/b2" --threads 1 --quiet
 t_check "same seed, same weights bytes" cmp -s "$T/b1/small.weights" "$T/b2/small.weights"
+# Any thread count (more than cores too) and loader threads: the same bytes.
+many=$(( $(nproc) * 2 + 1 ))
+for th in 3 "$many"; do
+    expect_ok "train at $th threads, one loader thread" "$trainer" train --cfg "$cfg" --data "$data" --seed 3 \
+        --backup "$T/b-$th" --threads "$th" --loader-threads 1 --quiet
+    t_check "$th threads, the same weights bytes as 2 and 1" cmp -s "$T/b1/small.weights" "$T/b-$th/small.weights"
+done
+# Under OpenBLAS's Haswell kernels (AMD EPYC, Intel AVX2 machines), whose
+# own threading used to change bytes with the thread count.
+if grep -qw avx2 /proc/cpuinfo && grep -qw fma /proc/cpuinfo; then
+    for th in 1 3; do
+        expect_ok "train under OPENBLAS_CORETYPE=Haswell at $th threads" env OPENBLAS_CORETYPE=Haswell \
+            "$trainer" train --cfg "$cfg" --data "$data" --seed 3 --backup "$T/h-$th" --threads "$th" --quiet
+    done
+    t_check "Haswell kernels: 1 and 3 threads give the same weights bytes" cmp -s "$T/h-1/small.weights" "$T/h-3/small.weights"
+else
+    t_skip "Haswell kernels: 1 and 3 threads give the same weights bytes" "this CPU has no AVX2+FMA"
+fi
+# Portable mode: --determinism or DETERMINISM; the same bytes at 1 and 3 threads.
+expect_ok "train --determinism portable, 1 thread" "$trainer" train --cfg "$cfg" --data "$data" --seed 3 \
+    --backup "$T/p1" --threads 1 --determinism portable --quiet
+expect_ok "train with DETERMINISM=portable, 3 threads" env DETERMINISM=portable "$trainer" train --cfg "$cfg" \
+    --data "$data" --seed 3 --backup "$T/p3" --threads 3 --quiet
+t_check "portable: 1 and 3 threads give the same weights bytes" cmp -s "$T/p1/small.weights" "$T/p3/small.weights"
+expect_fail "a bad --determinism is a usage error" "--determinism 'fast' is not valid: use default" \
+    "$trainer" train --cfg "$cfg" --data "$data" --determinism fast
+expect_fail "a bad DETERMINISM is a usage error" "DETERMINISM 'x' is not valid" \
+    env DETERMINISM=x "$trainer" train --cfg "$cfg" --data "$data"
 expect_ok "train without validation" "$trainer" train --cfg "$cfg" --data "$data" --seed 3 --backup "$T/b3" --threads 2 --val-every 0 --quiet
 t_check "validation does not change the weights bytes" cmp -s "$T/b1/small.weights" "$T/b3/small.weights"
 t_check "the summary line without validation" grep -q '^trainer train: summary: done at update 120/120, .*no validation' "$T/out"

@@ -35,6 +35,10 @@ trn_cfg *cli_cfg(const char *verb, const char *path, const cli_sets *sets);
 /* THREADS: --threads, else the THREADS environment variable, else all
  * cores. Returns -1 (error printed) on a bad value. */
 int cli_threads(const char *verb, const char *opt);
+/* --determinism MODE, else (when called with NULL and no option was given)
+ * the DETERMINISM environment variable: "default" or "portable" (trn.h).
+ * cli_threads calls it with NULL. Returns -1 (usage printed) on a bad value. */
+int cli_determinism(const char *verb, const char *opt);
 
 /* The file name without folder and extension, e.g. "alexnet" for
  * "recipes/alexnet/base.cfg" -> "base". */

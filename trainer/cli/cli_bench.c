@@ -3,9 +3,15 @@
  * 1 by default) and of a training step (forward + backward + update) on
  * random data, the convolution layers' effective GFLOPS inside the
  * training step, and OpenBLAS sgemm on an N x N product as the yardstick.
+ * With the training step also the products of one step, shape by shape:
+ * the default (OpenBLAS) gemm against the portable one (portable.c) on the
+ * same shapes and threads, in the same run.
  */
 #include "cli.h"
 #include "clikit.h"
+
+#include "backend.h"
+#include "portable.h"
 
 #include <cblas.h>
 #include <stdlib.h>
@@ -34,6 +40,9 @@ static double sgemm_gflops(int n, int reps)
     size_t nn = (size_t)n * n;
     float *a = random_floats(nn, 1, -1, 1), *b = random_floats(nn, 2, -1, 1), *c = calloc(nn, 4);
     double best = 0;
+    /* The yardstick: OpenBLAS with its own threading (the library keeps it
+     * single-threaded otherwise: trn_blas_single_thread). */
+    openblas_set_num_threads(trn_threads());
     if (a && b && c)
         for (int r = 0; r < reps + 1; r++) {
             double t0 = now_s();
@@ -41,8 +50,83 @@ static double sgemm_gflops(int n, int reps)
             double g = 2.0 * n * n * (double)n / (now_s() - t0) / 1e9;
             if (r && g > best) best = g; /* the first run warms up */
         }
+    openblas_set_num_threads(1);
     free(a), free(b), free(c);
     return best;
+}
+
+/* ---- the training step's products, shape by shape ---------------------- */
+
+typedef struct gshape {
+    int ta, tb, m, n, k, beta;
+    int count;
+} gshape;
+
+static struct {
+    const trn_backend *inner;
+    gshape *s;
+    int n, cap, oom;
+} rec;
+
+static void rec_gemm(int ta, int tb, int m, int n, int k, float alpha, const float *a, int lda,
+                     const float *b, int ldb, float beta, float *c, int ldc)
+{
+    int i = 0;
+    while (i < rec.n && !(rec.s[i].ta == ta && rec.s[i].tb == tb && rec.s[i].m == m &&
+                          rec.s[i].n == n && rec.s[i].k == k && rec.s[i].beta == (beta != 0)))
+        i++;
+    if (i == rec.n && rec.n == rec.cap) {
+        gshape *g = realloc(rec.s, (size_t)(rec.cap * 2 + 16) * sizeof *g);
+        if (g) rec.s = g, rec.cap = rec.cap * 2 + 16;
+    }
+    if (i < rec.cap) {
+        if (i == rec.n) rec.s[rec.n++] = (gshape){ta, tb, m, n, k, beta != 0, 0};
+        rec.s[i].count++;
+    } else {
+        rec.oom = 1;
+    }
+    rec.inner->gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+/* Times the recorded shapes (each as often as a step calls it) with the
+ * default gemm and with the portable one, interleaved, best of `reps`;
+ * GFLOPS of each into *openblas and *portable. Returns the calls per
+ * step, or -1 when out of memory. */
+static int gemm_shapes(int reps, double *openblas, double *portable)
+{
+    size_t big = 0;
+    int calls = 0;
+    double flops = 0;
+    for (int i = 0; i < rec.n; i++) {
+        gshape *g = &rec.s[i];
+        size_t need = (size_t)g->m * g->k + (size_t)g->k * g->n + (size_t)g->m * g->n;
+        if (need > big) big = need;
+        calls += g->count;
+        flops += 2.0 * g->m * g->n * (double)g->k * g->count;
+    }
+    float *buf = random_floats(big, 9, -1, 1);
+    if (!buf) return -1;
+    double best[2] = {0, 0};
+    trn_det_mode was = trn_determinism();
+    for (int r = 0; r <= reps; r++)
+        for (int mode = 0; mode < 2; mode++) {
+            trn_set_determinism(mode ? TRN_DET_PORTABLE : TRN_DET_DEFAULT);
+            double t0 = now_s();
+            for (int i = 0; i < rec.n; i++) {
+                gshape *g = &rec.s[i];
+                float *a = buf, *b = a + (size_t)g->m * g->k, *c = b + (size_t)g->k * g->n;
+                for (int j = 0; j < g->count; j++)
+                    trn_backend_cpu.gemm(g->ta, g->tb, g->m, g->n, g->k, 1, a, g->ta ? g->m : g->k, b,
+                                         g->tb ? g->k : g->n, g->beta ? 1 : 0, c, g->n);
+            }
+            double gf = flops / (now_s() - t0) / 1e9;
+            if (r && gf > best[mode]) best[mode] = gf; /* the first round warms up */
+        }
+    trn_set_determinism(was);
+    free(buf);
+    *openblas = best[0];
+    *portable = best[1];
+    return calls;
 }
 
 int cli_bench(int argc, char **argv)
@@ -50,7 +134,8 @@ int cli_bench(int argc, char **argv)
     const char *cfg = NULL, *threads = NULL, *operand = NULL;
     ck_list set = {.n = 0};
     long long fb = 1, batch = 0, iters = 5, sg = 2048;
-    int json = 0, no_train = 0, layers = 0, rc0;
+    int json = 0, no_train = 0, layers = 0, no_gemm = 0, rc0;
+    const char *det = NULL;
     const ck_opt opts[] = {
         {"--cfg", "FILE", CK_STR, &cfg, 0, 0, "the network (Darknet cfg); may be given without --cfg"},
         {"--set", "key=value", CK_LIST, &set, 0, 0, "override a [net] key first (repeatable)"},
@@ -58,12 +143,18 @@ int cli_bench(int argc, char **argv)
         {"--batch", "N", CK_INT, &batch, 1, 4096, "images per training step"},
         {"--iterations", "N", CK_INT, &iters, 1, 100000, "timed repetitions of each (default 5; one warm-up run first)"},
         {"--sgemm", "N", CK_INT, &sg, 0, 16384, "size of the sgemm yardstick (default 2048; 0: skip)"},
-        {"--no-train", NULL, CK_FLAG, &no_train, 0, 0, "skip the training step"},
+        {"--no-train", NULL, CK_FLAG, &no_train, 0, 0, "skip the training step (and the gemm shapes)"},
+        {"--no-gemm", NULL, CK_FLAG, &no_gemm, 0, 0, "skip the gemm shapes"},
         {"--layers", NULL, CK_FLAG, &layers, 0, 0, "print every layer's forward and backward time in the step"},
         {"--threads", "N", CK_STR, &threads, 0, 0, "threads (default: THREADS, else all cores)"},
+        {"--determinism", "MODE", CK_STR, &det, 0, 0,
+         "default (OpenBLAS: the same bytes for any thread count on one CPU kind)\n"
+         "or portable (our own kernels: the same bytes on x86-64 and aarch64,\n"
+         "slower); default: DETERMINISM, else default"},
         {"--json", NULL, CK_FLAG, &json, 0, 0,
          "one JSON object: forward_images_per_s, forward_gflops,\n"
-         "train_images_per_s, train_gflops, conv_train_gflops, sgemm_gflops"},
+         "train_images_per_s, train_gflops, conv_train_gflops, sgemm_gflops,\n"
+         "gemm_calls, gemm_openblas_gflops, gemm_portable_gflops, gemm_kernel"},
         {0},
     };
     const ck_verb verb = {
@@ -73,7 +164,9 @@ int cli_bench(int argc, char **argv)
         "  train     training steps (forward, backward, update) at --batch images\n"
         "            (default: the cfg's batch / subdivisions), with the convolution\n"
         "            layers' effective GFLOPS (their forward and backward FLOPs over their time)\n"
-        "  sgemm     OpenBLAS single-precision N x N x N product (--sgemm N, default 2048; 0: skip)\n",
+        "  sgemm     OpenBLAS single-precision N x N x N product (--sgemm N, default 2048; 0: skip)\n"
+        "  gemm      the matrix products of one training step, shape by shape (their\n"
+        "            total GFLOPS): OpenBLAS (default mode) against the portable GEMM\n",
         opts, NULL,
     };
     if (ck_parse("trainer", &verb, argc, argv, &operand, 1, &rc0) < 0) return rc0;
@@ -84,6 +177,7 @@ int cli_bench(int argc, char **argv)
     for (int i = 0; i < set.n; i++)
         if (cli_add_set(&sets, "bench", set.v[i])) return 2;
     if (!cfg) return cli_usage("bench", "no cfg given");
+    if (cli_determinism("bench", det)) return 2;
     if (cli_threads("bench", threads)) return 2;
     trn_cfg *c = cli_cfg("bench", cfg, &sets);
     if (!c) return 1;
@@ -122,7 +216,8 @@ int cli_bench(int argc, char **argv)
     if (!json)
         printf("forward  batch %3lld: %9.2f images/s  %7.2f GFLOPS  (%lld runs, %.3f s each)\n", fb,
                f_ips, f_gf, iters, iters ? t / iters : 0);
-    double t_ips = 0, t_gf = 0, conv_gf = 0, conv_share = 0;
+    double t_ips = 0, t_gf = 0, conv_gf = 0, conv_share = 0, g_ob = 0, g_pg = 0;
+    int gcalls = -1;
     if (train) {
         o.batch = (int)batch;
         o.infer_only = 0;
@@ -145,6 +240,14 @@ int cli_bench(int argc, char **argv)
             }
             if (r) t += now_s() - t0;
         }
+        /* One more step with the products recorded. */
+        rec.inner = trn_net_swap_backend(net, NULL);
+        trn_backend recording = *rec.inner;
+        recording.gemm = rec_gemm;
+        trn_net_swap_backend(net, &recording);
+        int stepped = !no_gemm && tx && ty && trn_net_train_step(net, tx, ty, NULL, &e) == 0;
+        trn_net_swap_backend(net, rec.inner);
+        if (stepped && !rec.oom) gcalls = gemm_shapes((int)(iters < 3 ? 3 : iters), &g_ob, &g_pg);
         /* Convolution FLOPs per image in a step: forward, weight gradient
          * and (except where no gradient flows on) input gradient. */
         double conv_flops = 0, conv_t = 0, layers_t = 0;
@@ -173,9 +276,15 @@ int cli_bench(int argc, char **argv)
             printf("train    batch %3d: %9.2f images/s  %7.2f GFLOPS  (%lld steps, %.3f s each); "
                    "convolutions %.2f GFLOPS, %.0f%% of the step\n",
                    b, t_ips, t_gf, iters, iters ? t / iters : 0, conv_gf, 100 * conv_share);
+        if (!json && gcalls > 0)
+            printf("gemm     %d products of one step (%d shapes): OpenBLAS %.2f GFLOPS, portable "
+                   "%.2f GFLOPS (%s kernel) = %.0f%%, %d threads\n",
+                   gcalls, rec.n, g_ob, g_pg, trn_pk_name(trn_pgemm_kernel()),
+                   g_ob > 0 ? 100 * g_pg / g_ob : 0, trn_threads());
         free(tx), free(ty);
         trn_net_free(net);
     }
+    free(rec.s);
     trn_cfg_free(c);
     double sgf = sg ? sgemm_gflops((int)sg, 3) : 0;
     if (!json && sg) printf("sgemm    %lldx%lldx%lld: %7.2f GFLOPS (OpenBLAS, %d threads)\n", sg, sg, sg, sgf, trn_threads());
@@ -183,7 +292,10 @@ int cli_bench(int argc, char **argv)
         printf("{\"forward_batch\":%lld,\"forward_images_per_s\":%.4f,\"forward_gflops\":%.4f,"
                "\"train_batch\":%lld,\"train_images_per_s\":%.4f,\"train_gflops\":%.4f,"
                "\"conv_train_gflops\":%.4f,\"conv_share\":%.4f,\"sgemm_n\":%lld,\"sgemm_gflops\":%.4f,"
-               "\"threads\":%d}\n",
-               fb, f_ips, f_gf, batch, t_ips, t_gf, conv_gf, conv_share, sg, sgf, trn_threads());
+               "\"threads\":%d,\"determinism\":\"%s\",\"gemm_calls\":%d,\"gemm_openblas_gflops\":%.4f,"
+               "\"gemm_portable_gflops\":%.4f,\"gemm_kernel\":\"%s\"}\n",
+               fb, f_ips, f_gf, batch, t_ips, t_gf, conv_gf, conv_share, sg, sgf, trn_threads(),
+               trn_determinism() == TRN_DET_PORTABLE ? "portable" : "default", gcalls, g_ob, g_pg,
+               trn_pk_name(trn_pgemm_kernel()));
     return 0;
 }

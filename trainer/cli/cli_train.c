@@ -166,6 +166,7 @@ int cli_train(int argc, char **argv)
     ck_list set = {.n = 0};
     long long seed = 1, every = 100, lthreads = 2, cache = 256, val_every = 100, val_images = 0, plateau = 0;
     int resume = 0, clear = 0, quiet = 0, rc0;
+    const char *det = NULL;
     const ck_opt opts[] = {
         {"--cfg", "FILE", CK_STR, &cfgp, 0, 0, "the network (Darknet cfg)"},
         {"--data", "FILE", CK_STR, &data, 0, 0, "the data set (Darknet .data: classes, train, labels/names, backup)"},
@@ -181,6 +182,10 @@ int cli_train(int argc, char **argv)
          "weight updates between checkpoints (default 100; 0: at the end only)"},
         {"--resume", NULL, CK_FLAG, &resume, 0, 0, "continue from BACKUP/BASE.ckpt when it exists"},
         {"--threads", "N", CK_STR, &threads, 0, 0, "compute threads (default: THREADS, else all cores)"},
+        {"--determinism", "MODE", CK_STR, &det, 0, 0,
+         "default (OpenBLAS: the same bytes for any thread count on one CPU kind)\n"
+         "or portable (our own kernels: the same bytes on x86-64 and aarch64,\n"
+         "slower); default: DETERMINISM, else default"},
         {"--loader-threads", "N", CK_INT, &lthreads, 1, 256, "image decoding threads (default 2)"},
         {"--cache-mb", "N", CK_INT, &cache, 0, 1 << 20, "decoded images kept in memory (default 256)"},
         {"--quiet", NULL, CK_FLAG, &quiet, 0, 0, "no progress output (the final summary line stays)"},
@@ -222,6 +227,7 @@ int cli_train(int argc, char **argv)
         if (cli_add_set(&sets, "train", set.v[i])) return 2;
     if (!cfgp || !data) return cli_usage("train", "--cfg and --data are required");
     if (clear && !weights) return cli_usage("train", "--clear needs --weights");
+    if (cli_determinism("train", det)) return 2;
     if (cli_threads("train", threads)) return 2;
     if (plateau && !val_every) return cli_usage("train", "--plateau needs validations: --val-every N with N > 0");
 

@@ -64,6 +64,7 @@ int cli_valid(int argc, char **argv)
     ck_list set = {.n = 0};
     long long top = 0, batch = 32, limit = 0, lthreads = 2;
     int json = 0, rc0;
+    const char *det = NULL;
     const ck_opt opts[] = {
         {"--cfg", "FILE", CK_STR, &cfgp, 0, 0, "the network (Darknet cfg)"},
         {"--weights", "FILE", CK_STR, &weights, 0, 0, "its weights (Darknet .weights)"},
@@ -80,6 +81,10 @@ int cli_valid(int argc, char **argv)
          "\"confusion\" (rows: true class, columns: predicted)}"},
         {"--set", "key=value", CK_LIST, &set, 0, 0, "override a [net] key (repeatable)"},
         {"--threads", "N", CK_STR, &threads, 0, 0, "compute threads (default: THREADS, else all cores)"},
+        {"--determinism", "MODE", CK_STR, &det, 0, 0,
+         "default (OpenBLAS: the same bytes for any thread count on one CPU kind)\n"
+         "or portable (our own kernels: the same bytes on x86-64 and aarch64,\n"
+         "slower); default: DETERMINISM, else default"},
         {"--loader-threads", "N", CK_INT, &lthreads, 1, 256, "image decoding threads (default 2)"},
         {0},
     };
@@ -95,6 +100,7 @@ int cli_valid(int argc, char **argv)
     for (int i = 0; i < set.n; i++)
         if (cli_add_set(&sets, "valid", set.v[i])) return 2;
     if (!cfgp || !weights || !data) return cli_usage("valid", "--cfg, --weights and --data are required");
+    if (cli_determinism("valid", det)) return 2;
     if (cli_threads("valid", threads)) return 2;
     trn_err e;
     trn_dataset *ds = trn_dataset_open(data, &e);
@@ -248,6 +254,7 @@ int cli_predict(int argc, char **argv)
     ck_list set = {.n = 0};
     long long top = 5;
     int rc0;
+    const char *det = NULL;
     const ck_opt opts[] = {
         {"--cfg", "FILE", CK_STR, &cfgp, 0, 0, "the network (Darknet cfg)"},
         {"--weights", "FILE", CK_STR, &weights, 0, 0, "its weights (Darknet .weights)"},
@@ -256,6 +263,10 @@ int cli_predict(int argc, char **argv)
         {"--top", "K", CK_INT, &top, 1, 1000000, "classes per image (default 5, at most the number of classes)"},
         {"--set", "key=value", CK_LIST, &set, 0, 0, "override a [net] key (repeatable)"},
         {"--threads", "N", CK_STR, &threads, 0, 0, "compute threads"},
+        {"--determinism", "MODE", CK_STR, &det, 0, 0,
+         "default (OpenBLAS: the same bytes for any thread count on one CPU kind)\n"
+         "or portable (our own kernels: the same bytes on x86-64 and aarch64,\n"
+         "slower); default: DETERMINISM, else default"},
         {0},
     };
     const ck_verb verb = {
@@ -276,6 +287,7 @@ int cli_predict(int argc, char **argv)
         free(imgs);
         return cli_usage("predict", "--cfg, --weights, --data or --names, and at least one image are required");
     }
+    if (cli_determinism("predict", det)) return free(imgs), 2;
     if (cli_threads("predict", threads)) return free(imgs), 2;
     trn_err e;
     trn_dataset *ds = NULL;

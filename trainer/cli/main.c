@@ -103,13 +103,31 @@ trn_cfg *cli_cfg(const char *verb, const char *path, const cli_sets *sets)
     return c;
 }
 
+static int det_given; /* --determinism was given: DETERMINISM is not read */
+
+int cli_determinism(const char *verb, const char *opt)
+{
+    if (!opt && det_given) return 0;
+    const char *s = opt ? opt : getenv("DETERMINISM");
+    det_given |= opt != NULL;
+    if (!s || !*s) return 0;
+    int m = trn_det_parse(s);
+    if (m < 0) {
+        cli_usage(verb, "%s '%s' is not valid: use default (OpenBLAS, the fastest) or portable "
+                  "(the same bytes on x86-64 and aarch64)", opt ? "--determinism" : "DETERMINISM", s);
+        return -1;
+    }
+    trn_set_determinism((trn_det_mode)m);
+    return 0;
+}
+
 int cli_threads(const char *verb, const char *opt)
 {
     const char *s = opt ? opt : getenv("THREADS");
     long long n = 0;
     if (s && *s && cli_num(verb, opt ? "--threads" : "THREADS", s, 1, 1024, &n) != 0) return -1;
     trn_set_threads((int)n);
-    return 0;
+    return cli_determinism(verb, NULL);
 }
 
 void cli_basename(const char *path, char *out, size_t size)

@@ -8,6 +8,7 @@
  * logistic and elu use float exp.
  */
 #include "net.h"
+#include "portable.h"
 
 #include <math.h>
 #include <string.h>
@@ -66,11 +67,11 @@ float trn_activate1(float x, trn_activation a)
     case TRN_ACT_LINEAR: return x;
     case TRN_ACT_RELU: return x * (x > 0);
     case TRN_ACT_LEAKY: return x > 0 ? x : 0.1f * x;
-    case TRN_ACT_LOGISTIC: return 1.0f / (1.0f + expf(-x));
-    case TRN_ACT_TANH: return tanhf(x);
-    case TRN_ACT_ELU: return (x >= 0) * x + (x < 0) * (expf(x) - 1);
+    case TRN_ACT_LOGISTIC: return 1.0f / (1.0f + trn_expf(-x));
+    case TRN_ACT_TANH: return trn_tanhf(x);
+    case TRN_ACT_ELU: return (x >= 0) * x + (x < 0) * (trn_expf(x) - 1);
     case TRN_ACT_RAMP: return x * (x > 0) + 0.1f * x;
-    case TRN_ACT_LOGGY: return 2.0f / (1.0f + expf(-x)) - 1;
+    case TRN_ACT_LOGGY: return 2.0f / (1.0f + trn_expf(-x)) - 1;
     case TRN_ACT_RELIE: return x > 0 ? x : 0.01f * x;
     case TRN_ACT_PLSE:
         if (x < -4) return 0.01f * (x + 4);
@@ -85,7 +86,7 @@ float trn_activate1(float x, trn_activation a)
         if (x > 1) return 0.001f * (x - 1) + 1;
         return x;
     case TRN_ACT_SELU:
-        return (x >= 0) * 1.0507f * x + (x < 0) * 1.0507f * 1.6732f * (expf(x) - 1);
+        return (x >= 0) * 1.0507f * x + (x < 0) * 1.0507f * 1.6732f * (trn_expf(x) - 1);
     case TRN_ACT_STAIR: {
         /* Darknet's int n = floor(x), without the int (no overflow for huge x) */
         float n = floorf(x);

@@ -119,8 +119,16 @@ extern const trn_backend trn_backend_cpu;
 
 const trn_backend *trn_backend_get(trn_backend_kind kind);
 
+/* Measuring hook (trainer bench): from now on net computes through `be`,
+ * which must compute what the network's table computes (a copy of it that
+ * also records). Returns the table it replaces. MAC counting has its own
+ * public facility (trn_net_count_forward, nn.h). */
+const trn_backend *trn_net_swap_backend(trn_net *net, const trn_backend *be);
+
 /* Threaded loops of the CPU backend (threads.c): calls fn(ctx, i) for i in
  * [0, n), spread over trn_threads() threads; returns when all are done. */
 void trn_parallel_for(int n, void (*fn)(void *ctx, int i), void *ctx);
+/* Sets OpenBLAS to one thread, once per process (before any BLAS call). */
+void trn_blas_single_thread(void);
 
 #endif /* TRN_BACKEND_H */

@@ -5,6 +5,7 @@
  * needed), so they are exported as trn_ref_*.
  */
 #include "backend_ref.h"
+#include "portable.h"
 
 #include <float.h>
 #include <math.h>
@@ -205,7 +206,7 @@ void trn_ref_bn_backward(const float *x, const float *mean, const float *var, in
                 vd += (double)delta[j] * (x[j] - mean[k]);
             }
         mean_delta[k] = (float)(md * (-1.0 / sqrt(var[k] + .00001f)));
-        var_delta[k] = (float)(vd * -.5 * pow(var[k] + .00001f, -1.5));
+        var_delta[k] = (float)(vd * -.5 * trn_pow(var[k] + .00001f, -1.5));
     }
     for (int i = 0; i < batch; i++)
         for (int k = 0; k < c; k++) {
@@ -286,7 +287,7 @@ void trn_ref_softmax(const float *in, int batch, int n, int groups, float t, flo
             for (int i = 0; i < gs; i++)
                 if (x[i] > largest) largest = x[i];
             for (int i = 0; i < gs; i++) {
-                float e = expf(x[i] / t - largest / t);
+                float e = trn_expf(x[i] / t - largest / t);
                 sum += e;
                 y[i] = e;
             }
@@ -298,7 +299,7 @@ void trn_ref_softmax(const float *in, int batch, int n, int groups, float t, flo
 void trn_ref_softmax_xent(size_t n, const float *p, const float *t, float *delta, float *err)
 {
     for (size_t i = 0; i < n; i++) {
-        err[i] = t[i] != 0 ? -logf(p[i]) : 0;
+        err[i] = t[i] != 0 ? -trn_logf(p[i]) : 0;
         delta[i] = t[i] - p[i];
     }
 }

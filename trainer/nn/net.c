@@ -831,6 +831,13 @@ void trn_net_get_totals(const trn_net *net, trn_net_totals *t)
     t->peak_activation_bytes = peak_activation(net);
 }
 
+const trn_backend *trn_net_swap_backend(trn_net *net, const trn_backend *be)
+{
+    const trn_backend *old = net->be;
+    net->be = be;
+    return old;
+}
+
 /* ---- forward ------------------------------------------------------------ */
 
 int trn_net_forward_upto(trn_net *net, const float *x, int last, trn_err *err)
@@ -844,6 +851,23 @@ int trn_net_forward_upto(trn_net *net, const float *x, int last, trn_err *err)
     net->train = 0;
     net->truth_in = NULL;
     for (int i = 0; i <= last; i++) trn_layer_run(net, &net->layers[i], 0, 0);
+    return 0;
+}
+
+int trn_net_forward_range(trn_net *net, int first, int last, const float *x, trn_err *err)
+{
+    if (!net->params_ready)
+        return trn_errf(err, "%s: the network has no parameters yet: load a weights buffer "
+                        "first", net->name);
+    if (first < 0 || last < first || last >= net->n)
+        return trn_errf(err, "%s: no layer range %d..%d (the network has %d layers)", net->name, first, last,
+                        net->n);
+    float *dst = first ? net->layers[first - 1].output : net->input;
+    size_t n = (size_t)net->batch * (first ? net->layers[first - 1].outputs : trn_net_inputs(net));
+    net->be->upload(dst, x, n);
+    net->train = 0;
+    net->truth_in = NULL;
+    for (int i = first; i <= last; i++) trn_layer_run(net, &net->layers[i], 0, 0);
     return 0;
 }
 

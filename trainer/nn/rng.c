@@ -1,5 +1,6 @@
 /* rng.c: xoshiro256** (Blackman & Vigna), seeded through splitmix64. */
 #include "nn.h"
+#include "portable.h"
 
 #include <math.h>
 
@@ -71,5 +72,5 @@ float trn_rng_normal(trn_rng *r)
 {
     float u1 = trn_rng_uniform(r), u2 = trn_rng_uniform(r);
     if (u1 < 1e-12f) u1 = 1e-12f;
-    return sqrtf(-2.0f * logf(u1)) * cosf(6.28318530717958647692f * u2);
+    return sqrtf(-2.0f * trn_logf(u1)) * trn_cosf(6.28318530717958647692f * u2);
 }

@@ -11,6 +11,7 @@
  * the KL divergence to a teacher's softened outputs (trn.h says how).
  */
 #include "net.h"
+#include "portable.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -80,7 +81,7 @@ static void softmax_forward(trn_layer *l, trn_net *net, int train)
         be->softmax(l->input, net->batch, (int)l->inputs, s->groups, t, s->pt);
         const float *q = net->soft;
         for (size_t i = 0; i < n; i++) {
-            float kl = q[i] > 0 ? q[i] * (logf(q[i]) - logf(s->pt[i] > 1e-30f ? s->pt[i] : 1e-30f)) : 0;
+            float kl = q[i] > 0 ? q[i] * (trn_logf(q[i]) - trn_logf(s->pt[i] > 1e-30f ? s->pt[i] : 1e-30f)) : 0;
             l->delta[i] = (1 - a) * l->delta[i] + a * t * (q[i] - s->pt[i]);
             s->loss[i] = (1 - a) * s->loss[i] + a * t * t * kl;
         }

@@ -3,13 +3,18 @@
  * trn_parallel_for. One process-wide pool, like OpenBLAS's own: workers
  * start on first use and sleep between jobs. A job splits [0, n) into
  * items taken from a shared counter; the caller works too and returns when
- * every item is done. Calls from inside a job run serially.
+ * every item is done. Calls from inside a job run serially. Which thread
+ * runs an item never changes what the item computes: no kernel splits a
+ * reduction across items, so results do not depend on the thread count.
+ * OpenBLAS is kept single-threaded (trn_blas_single_thread), and the
+ * determinism mode lives here too (both process-wide settings).
  */
 #include "backend.h"
 
 #include <cblas.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <string.h>
 #include <unistd.h>
 
 #define POOL_MAX 64
@@ -41,6 +46,12 @@ static int online_cores(void)
     return n < 1 ? 1 : n > POOL_MAX ? POOL_MAX : (int)n;
 }
 
+static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
+
+static void blas_single(void) { openblas_set_num_threads(1); }
+
+void trn_blas_single_thread(void) { pthread_once(&blas_once, blas_single); }
+
 void trn_set_threads(int n)
 {
     if (n <= 0) n = online_cores();
@@ -48,7 +59,23 @@ void trn_set_threads(int n)
     pthread_mutex_lock(&pool.mu);
     pool.threads = n;
     pthread_mutex_unlock(&pool.mu);
-    openblas_set_num_threads(n);
+    trn_blas_single_thread();
+}
+
+static atomic_int det_mode;
+
+void trn_set_determinism(trn_det_mode m)
+{
+    atomic_store(&det_mode, m == TRN_DET_PORTABLE ? TRN_DET_PORTABLE : TRN_DET_DEFAULT);
+}
+
+trn_det_mode trn_determinism(void) { return (trn_det_mode)atomic_load(&det_mode); }
+
+int trn_det_parse(const char *s)
+{
+    if (s && strcmp(s, "default") == 0) return TRN_DET_DEFAULT;
+    if (s && strcmp(s, "portable") == 0) return TRN_DET_PORTABLE;
+    return -1;
 }
 
 int trn_threads(void)

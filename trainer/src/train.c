@@ -15,6 +15,7 @@
  */
 #include "net.h"
 #include "trn.h"
+#include "portable.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -113,8 +114,8 @@ static int teacher_targets(trn_net *t, const float *x, float temp, float *q, trn
         float *qr = q + (size_t)b * k;
         double mx = zr[0], sum = 0;
         for (size_t i = 1; i < k; i++) mx = zr[i] > mx ? zr[i] : mx;
-        for (size_t i = 0; i < k; i++) sum += exp((zr[i] - mx) / temp);
-        for (size_t i = 0; i < k; i++) qr[i] = (float)(exp((zr[i] - mx) / temp) / sum);
+        for (size_t i = 0; i < k; i++) sum += trn_exp((zr[i] - mx) / temp);
+        for (size_t i = 0; i < k; i++) qr[i] = (float)(trn_exp((zr[i] - mx) / temp) / sum);
     }
     return 0;
 }
@@ -163,7 +164,7 @@ int trn_train(trn_net *net, const trn_train_opts *o, trn_err *err)
         }
         trn_net_set_soft_targets(net, q);
     }
-    int rc = 0;
+    int rc = 0, logged = 0;
     double t0 = now_s();
     uint64_t start_seen = net->seen, first = trn_net_current_batch(net);
     trn_train_progress pr = {.max_batches = max, .best_top1 = -1};
@@ -209,7 +210,7 @@ int trn_train(trn_net *net, const trn_train_opts *o, trn_err *err)
             }
             pr.checkpoint = 1;
         }
-        if (log) log_line(log, &pr);
+        if (log) log_line(log, &pr), logged = 1;
         if (o->progress) o->progress(&pr, o->progress_ctx);
         if (pr.plateau) break;
     }
@@ -227,6 +228,9 @@ out:
     if (log) {
         int bad = ferror(log) | (fflush(log) != 0);
         if ((fclose(log) != 0 || bad) && rc == 0) rc = trn_errf(err, "cannot write the metrics log %s", mlog);
+        /* A fresh run that failed before its first update leaves no log
+         * (its caller removes the folders it made). */
+        if (rc < 0 && !resumed && !logged) unlink(mlog);
     }
     return rc;
 }

@@ -6,6 +6,7 @@
  */
 #include "net.h"
 #include "trn.h"
+#include "portable.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -65,20 +66,20 @@ float trn_net_rate(const trn_net *net)
     const trn_net_config *c = &net->cfg;
     uint64_t b = trn_net_current_batch(net);
     float lr = c->learning_rate;
-    if (b < (uint64_t)c->burn_in) return lr * powf((float)b / c->burn_in, c->power);
+    if (b < (uint64_t)c->burn_in) return lr * trn_powf((float)b / c->burn_in, c->power);
     switch (c->policy) {
     case TRN_POLICY_CONSTANT: return lr;
-    case TRN_POLICY_STEP: return lr * powf(c->scale, (float)(b / (uint64_t)c->step));
+    case TRN_POLICY_STEP: return lr * trn_powf(c->scale, (float)(b / (uint64_t)c->step));
     case TRN_POLICY_STEPS:
         for (int i = 0; i < c->num_steps; i++) {
             if ((int64_t)c->steps[i] > (int64_t)b) return lr;
             lr *= c->scales[i];
         }
         return lr;
-    case TRN_POLICY_EXP: return lr * powf(c->gamma, (float)b);
-    case TRN_POLICY_POLY: return lr * powf(1 - (float)b / (float)c->max_batches, c->power);
+    case TRN_POLICY_EXP: return lr * trn_powf(c->gamma, (float)b);
+    case TRN_POLICY_POLY: return lr * trn_powf(1 - (float)b / (float)c->max_batches, c->power);
     case TRN_POLICY_SIG:
-        return lr * (float)(1.0 / (1.0 + exp(c->gamma * ((double)b - c->step))));
+        return lr * (float)(1.0 / (1.0 + trn_exp(c->gamma * ((double)b - c->step))));
     case TRN_POLICY_COUNT: break;
     }
     return lr;

@@ -11,6 +11,7 @@
 #include "testutil_impl.h"
 #include "testlib_trn.h"
 
+#include <fcntl.h>
 #include <math.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -263,6 +264,105 @@ static void same_seed_same_bytes(void **state)
     assert_false(tl_same_file(w1, w3));
 }
 
+/* The cfg above with max_batches=40: enough updates for any difference in
+ * one product's bits to reach the weights. */
+static trn_net *fresh_short(uint64_t seed)
+{
+    static char text[2048];
+    const char *at = strstr(cfg, "max_batches=200");
+    snprintf(text, sizeof text, "%.*smax_batches=40%s", (int)(at - cfg), cfg,
+             at + strlen("max_batches=200"));
+    trn_net_opts o;
+    trn_net_opts_defaults(&o);
+    o.seed = seed;
+    return tl_net(text, &o);
+}
+
+/* Trains fresh_short(21) at each thread count of `counts` in `mode` and
+ * fails unless every run wrote the first one's weights bytes. */
+static void sweep_threads(trn_det_mode mode, const int *counts, int n)
+{
+    trn_err e;
+    char first[600];
+    trn_set_determinism(mode);
+    for (int i = 0; i < n; i++) {
+        char dir[512], w[600];
+        snprintf(dir, sizeof dir, "%s", tl_path("tc-%d-%d", (int)mode, counts[i]));
+        trn_net *net = fresh_short(21);
+        trn_set_threads(counts[i]);
+        if (train(net, dir, 0, 0, 0, &e) != 0) fail_msg("%s", e.msg);
+        trn_net_free(net);
+        snprintf(w, sizeof w, "%s/t.weights", dir);
+        if (i == 0)
+            snprintf(first, sizeof first, "%s", w);
+        else if (!tl_same_file(first, w))
+            fail_msg("%s mode: %d threads wrote other weights bytes than %d threads",
+                     mode == TRN_DET_PORTABLE ? "portable" : "default", counts[i], counts[0]);
+    }
+    trn_set_threads(0);
+    trn_set_determinism(TRN_DET_DEFAULT);
+}
+
+/* 1, 2 and 3 threads and more threads than cores give the same bytes, in
+ * both determinism modes (whatever OpenBLAS kernel set this CPU gets). */
+static void any_thread_count_same_bytes(void **state)
+{
+    (void)state;
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    int many = cores > 0 && cores < 30 ? 2 * (int)cores + 1 : 61;
+    int counts[] = {1, 2, 3, many};
+    printf("# threads 1, 2, 3, %d (%ld cores); OpenBLAS kernels: %s\n", many, cores,
+           getenv("OPENBLAS_CORETYPE") ? getenv("OPENBLAS_CORETYPE") : "its own choice");
+    sweep_threads(TRN_DET_DEFAULT, counts, 4);
+    int some[] = {1, 3};
+    sweep_threads(TRN_DET_PORTABLE, some, 2);
+}
+
+/* The same under OpenBLAS's Haswell kernels (AMD EPYC and Intel AVX2 CPUs
+ * get them; with them OpenBLAS's own threading changed bytes with the
+ * thread count): this program again, with OPENBLAS_CORETYPE=Haswell, runs
+ * any_thread_count_same_bytes. */
+static void haswell_kernels_same_bytes(void **state)
+{
+    (void)state;
+#if defined(__x86_64__)
+    if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma"))
+        TEST_SKIP("this CPU has no AVX2+FMA, so OpenBLAS's Haswell kernels cannot run here");
+    if (getenv("OPENBLAS_CORETYPE"))
+        TEST_SKIP("OPENBLAS_CORETYPE=%s is set already (this test sets it itself)",
+                  getenv("OPENBLAS_CORETYPE"));
+    char log[600];
+    snprintf(log, sizeof log, "%s", tl_path("haswell.log"));
+    fflush(stdout);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fd < 0) _exit(5);
+        dup2(fd, 1);
+        dup2(fd, 2);
+        setenv("OPENBLAS_CORETYPE", "Haswell", 1);
+        setenv("TEST_FILTER", "any_thread_count_same_bytes", 1);
+        unsetenv("CMOCKA_MESSAGE_OUTPUT");
+        execl("/proc/self/exe", "test_trn_train", (char *)NULL);
+        _exit(6);
+    }
+    int status;
+    waitpid(pid, &status, 0);
+    size_t len;
+    char *out = tl_read(log, &len);
+    int ok = WIFEXITED(status) && WEXITSTATUS(status) == 0 && out && strstr(out, "Haswell");
+    if (!ok) {
+        printf("# under OPENBLAS_CORETYPE=Haswell (exit status %d):\n", status);
+        for (char *l = out ? strtok(out, "\n") : NULL; l; l = strtok(NULL, "\n")) printf("#   %s\n", l);
+    }
+    free(out);
+    assert_true(ok);
+#else
+    TEST_SKIP("not an x86-64 build: OpenBLAS's Haswell kernels exist on x86-64 only");
+#endif
+}
+
 /* A run killed with SIGKILL after a checkpoint and resumed ends with the
  * bytes of an uninterrupted run. */
 static void killed_and_resumed_is_identical(void **state)
@@ -341,6 +441,8 @@ int main(void)
         cmocka_unit_test(distillation_delta_is_the_loss_gradient),
         cmocka_unit_test(distillation_trains_deterministically),
         cmocka_unit_test(same_seed_same_bytes),
+        cmocka_unit_test(any_thread_count_same_bytes),
+        cmocka_unit_test(haswell_kernels_same_bytes),
         cmocka_unit_test(killed_and_resumed_is_identical),
         cmocka_unit_test(damaged_checkpoints_are_refused),
     };

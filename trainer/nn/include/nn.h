@@ -131,13 +131,26 @@ int trn_fsync_dir(const char *dir, trn_err *err);
 
 /* ---- threads --------------------------------------------------------------- */
 
-/* Sets the number of threads that OpenBLAS and the library's own parallel
- * loops use, process-wide (OpenBLAS's own setting is process-wide too).
- * n <= 0 means all online cores. Results never depend on the thread count
- * except through the floating-point summation order inside OpenBLAS. */
+/* Sets the number of threads of the library's own pool, process-wide.
+ * n <= 0 means all online cores. OpenBLAS itself runs single-threaded
+ * (its threaded partitioning changes result bits with the thread count):
+ * the pool runs each product as fixed tiles, one OpenBLAS call each, so
+ * results never depend on the thread count. */
 void trn_set_threads(int n);
 /* The current setting (>= 1). */
 int trn_threads(void);
+
+/* What is reproducible, process-wide (see trainer/README.md, Determinism):
+ *   TRN_DET_DEFAULT   OpenBLAS and libm: the fastest; identical bytes for
+ *                     any thread count on one CPU kind (OpenBLAS kernel set)
+ *   TRN_DET_PORTABLE  our own fixed-order GEMM (explicit fma) and our own
+ *                     exp/log/pow/cos/tanh: identical bytes across CPU kinds
+ *                     (x86-64 with FMA or without, aarch64); slower */
+typedef enum trn_det_mode { TRN_DET_DEFAULT, TRN_DET_PORTABLE, TRN_DET_COUNT } trn_det_mode;
+void trn_set_determinism(trn_det_mode m);
+trn_det_mode trn_determinism(void);
+/* Parses "default" or "portable"; -1 for anything else. */
+int trn_det_parse(const char *s);
 
 /* ---- cfg object model ------------------------------------------------------ *
  *
@@ -480,6 +493,12 @@ uint64_t trn_net_seed(const trn_net *net);
 int trn_net_forward(trn_net *net, const float *x, trn_err *err) TRN_MUST_CHECK;
 /* Forward through layers 0..last only (trunks, early exits). */
 int trn_net_forward_upto(trn_net *net, const float *x, int last, trn_err *err) TRN_MUST_CHECK;
+/* Forward through layers first..last only, x being layer first-1's output
+ * (batch, its out shape), or the network input when first == 0: the pieces
+ * of a split execution (runtime-lite's planner). Layers first..last must not
+ * read outputs of layers before first-1 (a route or shortcut across the
+ * cut): the caller checks that with trn_net_layer_info. */
+int trn_net_forward_range(trn_net *net, int first, int last, const float *x, trn_err *err) TRN_MUST_CHECK;
 const float *trn_net_output(const trn_net *net);
 /* Layer i's output, (batch, out.c, out.h, out.w); NULL if i is invalid. */
 const float *trn_net_layer_output(const trn_net *net, int i);

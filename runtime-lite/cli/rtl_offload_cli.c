@@ -1,0 +1,771 @@
+/* rtl_offload_cli.c: `rtl plan` (JointDNN split planner), `rtl serve` (the
+ * peer that runs model suffixes), `rtl peer-keygen`, and `rtl run --split
+ * ... --peer ...` (split execution with fallback to the device). */
+#include "rtl_cli.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char *plan_help =
+    "Usage: rtl plan ID VARIANT [--link NAME|UP:DOWN[:RTT]] [--rtt MS] [--radio AU:AD:BETA]\n"
+    "                [--goal latency|energy] [--energy-budget MJ] [--cloud-budget MS] [--target T]\n"
+    "                [--deadline MS] [--device-factor F] [--cloud-factor F] [--device-mw MW]\n"
+    "                [--wait-mw MW] [--runs N] [--threads N] [--split S] [--json]\n"
+    "Plans where each layer of VARIANT runs (device or cloud) by JointDNN's shortest\n"
+    "path over (layer, location), and prints the plan with its predicted latency,\n"
+    "device energy and bytes moved, beside device-only and cloud-only.\n"
+    "Layer times are measured here (--runs forwards, per-layer medians); the device\n"
+    "takes them times --device-factor (default 1), the cloud times --cloud-factor\n"
+    "(default 1).\n"
+    "  --link L          3g, 4g or wifi (JointDNN Table 3: throughput and radio\n"
+    "                    power), or UP:DOWN[:RTT] in Mbps and ms (default wifi)\n"
+    "  --rtt MS          round-trip time added to the link (default 0)\n"
+    "  --radio AU:AD:B   radio power: mW per Mbps up, down, base mW (default: the\n"
+    "                    named link's, else wifi's)\n"
+    "  --goal G          latency (default) or energy (device energy)\n"
+    "  --energy-budget MJ, --cloud-budget MS, --deadline MS\n"
+    "                    budgets: exact search for the best plan meeting them\n"
+    "  --target T        device speed and power from the catalog's estimate for\n"
+    "                    target profile T (e.g. jetson-tx2): device factor = its\n"
+    "                    estimated ms / the measured ms here, power = its mJ / ms\n"
+    "                    (overrides --device-factor and --device-mw)\n"
+    "  --device-mw MW    device power while computing (default 5000)\n"
+    "  --wait-mw MW      device power while the cloud computes (default 0)\n"
+    "  --split S         evaluate the fixed split S (layers 0..S-1 on the device)\n"
+    "  --json            the plan as JSON\n";
+
+static const char *serve_help =
+    "Usage: rtl serve --key PATH --allow FILE [--listen HOST] [--port N] [--port-file F]\n"
+    "                 [--max-clients N] [--max-frame BYTES] [--threads N]\n"
+    "                 [--handshake-timeout MS] [--frame-timeout MS] [--idle-timeout MS]\n"
+    "                 [--emulate UP:DOWN:RTT]\n"
+    "Runs model pieces for devices: pieces of variants of catalogs installed in this\n"
+    "store (--root). Every connection is authenticated and encrypted (protocol in\n"
+    "runtime-lite/src/frame.c): the server's key pair is PATH.key/PATH.pub (rtl\n"
+    "peer-keygen), FILE lists the allowed device public keys (64 hex digits per line,\n"
+    "# comments). SIGTERM or SIGINT stops it cleanly: requests already read are\n"
+    "answered, then connections close.\n"
+    "  --listen HOST       address to bind (default 127.0.0.1)\n"
+    "  --port N            port (default 0: any free one; --port-file F gets it)\n"
+    "  --max-clients N     connections at once (default 128)\n"
+    "  --max-frame BYTES   largest frame accepted (default 67108864)\n"
+    "  --emulate U:D:R     link emulation inside the peer: U and D Mbps (0: not\n"
+    "                      emulated, e.g. when tc shapes the link), R ms RTT\n";
+
+static const char *keygen_help =
+    "Makes a peer key pair: PATH.key (secret, mode 0600) and PATH.pub (public).\n"
+    "Servers give theirs to devices to pin; devices' public keys go into the\n"
+    "server's allow-list. Existing files are never replaced.\n";
+
+static const char *run_split_help =
+    "Usage: rtl run ID VARIANT IMAGE... --split auto|S [--peer HOST:PORT --peer-key FILE\n"
+    "               --device-key PATH] [plan options] [--deadline-ms MS] [--repeat N]\n"
+    "               [--top K] [--json] [--threads N]\n"
+    "Runs VARIANT split between this device and a peer (rtl serve): layers 0..S-1\n"
+    "here and the rest there, or the planner's placement (--split auto, options as\n"
+    "rtl plan: --link, --rtt, --goal, budgets, factors). When the peer fails\n"
+    "(refused, reset, slower than --deadline-ms) the request finishes on the device;\n"
+    "each result says where it ran. --device-factor F makes each device piece last\n"
+    "F times its CPU time here as profiled warm before the runs (a device F times\n"
+    "slower than this machine; use one thread).\n"
+    "  --peer HOST:PORT   the server (without it everything runs here)\n"
+    "  --peer-key FILE    the server's public key, pinned\n"
+    "  --device-key PATH  this device's key pair (PATH.key, PATH.pub)\n"
+    "  --deadline-ms MS   a request's time limit on the peer (default 10000)\n"
+    "  --repeat N         run each image N times (timings: median)\n";
+
+/* Options shared by plan and run --split. */
+struct popts {
+    rtl_link link;
+    rtl_target target;
+    rtl_budget budget;
+    enum rtl_goal goal;
+    long runs, threads, split, top, repeat, deadline_ms;
+    int json, split_auto, split_set;
+    const char *peer, *peer_key, *device_key;
+    const char *target_name;    /* --target: device speed and power from the catalog's estimate */
+    char target_note[256];
+};
+
+static int bad_value(const char *opt, const char *v, const char *want)
+{
+    fprintf(stderr, "rtl: %s needs %s, not '%s'\n", opt, want, v);
+    return -1;
+}
+
+static int dbl(const char *opt, const char *v, double lo, double *out)
+{
+    char *end;
+    errno = 0;
+    double x = strtod(v, &end);
+    if (end == v || *end || errno || !isfinite(x) || x < lo) {
+        char want[64];
+        snprintf(want, sizeof want, "a number >= %g", lo);
+        return bad_value(opt, v, want);
+    }
+    *out = x;
+    return 0;
+}
+
+static int lng(const char *opt, const char *v, long lo, long hi, long *out)
+{
+    char *end;
+    errno = 0;
+    long x = strtol(v, &end, 10);
+    if (end == v || *end || errno || x < lo || x > hi) {
+        char want[64];
+        snprintf(want, sizeof want, "an integer in %ld..%ld", lo, hi);
+        return bad_value(opt, v, want);
+    }
+    *out = x;
+    return 0;
+}
+
+/* "A:B[:C]" of positive numbers: n parsed into v; returns how many. */
+static int triple(const char *s, double v[3])
+{
+    char buf[128];
+    snprintf(buf, sizeof buf, "%s", s);
+    int n = 0;
+    for (char *save, *t = strtok_r(buf, ":", &save); t; t = strtok_r(NULL, ":", &save)) {
+        char *end;
+        if (n == 3) return -1;
+        v[n] = strtod(t, &end);
+        if (end == t || *end || !isfinite(v[n]) || v[n] < 0) return -1;
+        n++;
+    }
+    return n;
+}
+
+enum {
+    O_LINK = 256, O_RTT, O_RADIO, O_GOAL, O_EBUDGET, O_CBUDGET, O_DEADLINE, O_DFACTOR, O_CFACTOR, O_DMW, O_WMW,
+    O_RUNS, O_THREADS, O_SPLIT, O_JSON, O_TOP, O_PEER, O_PEERKEY, O_DEVKEY, O_DEADLINE_MS, O_REPEAT, O_HELP,
+    O_TARGET
+};
+
+static const struct option plan_opts[] = {
+    {"link", required_argument, 0, O_LINK},         {"rtt", required_argument, 0, O_RTT},
+    {"radio", required_argument, 0, O_RADIO},       {"goal", required_argument, 0, O_GOAL},
+    {"energy-budget", required_argument, 0, O_EBUDGET}, {"cloud-budget", required_argument, 0, O_CBUDGET},
+    {"deadline", required_argument, 0, O_DEADLINE}, {"device-factor", required_argument, 0, O_DFACTOR},
+    {"cloud-factor", required_argument, 0, O_CFACTOR}, {"device-mw", required_argument, 0, O_DMW},
+    {"wait-mw", required_argument, 0, O_WMW},       {"runs", required_argument, 0, O_RUNS},
+    {"threads", required_argument, 0, O_THREADS},   {"split", required_argument, 0, O_SPLIT},
+    {"json", no_argument, 0, O_JSON},               {"top", required_argument, 0, O_TOP},
+    {"peer", required_argument, 0, O_PEER},         {"peer-key", required_argument, 0, O_PEERKEY},
+    {"device-key", required_argument, 0, O_DEVKEY}, {"deadline-ms", required_argument, 0, O_DEADLINE_MS},
+    {"repeat", required_argument, 0, O_REPEAT},     {"help", no_argument, 0, O_HELP},
+    {"target", required_argument, 0, O_TARGET},
+    {0, 0, 0, 0}};
+
+/* Parses argv into o; run = 1 accepts run's options. Returns optind, or -1
+ * after help (*rc 0) or a usage error (*rc 2). */
+static int parse_popts(int argc, char **argv, int run, const char *help, struct popts *o, int lo, int *rc)
+{
+    memset(o, 0, sizeof *o);
+    o->link = *rtl_link_preset("wifi");
+    o->target = (rtl_target){.device_factor = 1, .cloud_factor = 1, .device_mw = 5000, .wait_mw = 0};
+    o->budget = (rtl_budget){.energy_mj = 0, .cloud_ms = -1, .deadline_ms = 0};
+    o->runs = 10, o->top = 5, o->repeat = 1, o->deadline_ms = 10000, o->split = -1;
+    double rtt = 0, radio[3];
+    int radio_set = 0;
+    optind = 0;
+    int c;
+    *rc = 2;
+    while ((c = getopt_long(argc, argv, "h", plan_opts, NULL)) != -1) {
+        int bad = 0;
+        switch (c) {
+        case 'h':
+        case O_HELP: printf("%s", help); *rc = 0; return -1;
+        case O_LINK: {
+            const rtl_link *p = rtl_link_preset(optarg);
+            double v[3] = {0, 0, 0};
+            int n;
+            if (p) {
+                o->link = *p;
+            } else if ((n = triple(optarg, v)) >= 2 && v[0] > 0 && v[1] > 0) {
+                snprintf(o->link.name, sizeof o->link.name, "custom");
+                o->link.up_mbps = v[0], o->link.down_mbps = v[1], o->link.rtt_ms = n == 3 ? v[2] : 0;
+            } else bad = bad_value("--link", optarg, "3g, 4g, wifi or UP:DOWN[:RTT] (Mbps, Mbps, ms)");
+            break;
+        }
+        case O_RTT: bad = dbl("--rtt", optarg, 0, &rtt); break;
+        case O_RADIO:
+            if (triple(optarg, radio) != 3) bad = bad_value("--radio", optarg, "AU:AD:BETA in mW");
+            radio_set = 1;
+            break;
+        case O_GOAL:
+            if (!strcmp(optarg, "latency")) o->goal = RTL_GOAL_LATENCY;
+            else if (!strcmp(optarg, "energy")) o->goal = RTL_GOAL_ENERGY;
+            else bad = bad_value("--goal", optarg, "latency or energy");
+            break;
+        case O_EBUDGET: bad = dbl("--energy-budget", optarg, 0, &o->budget.energy_mj); break;
+        case O_CBUDGET: bad = dbl("--cloud-budget", optarg, 0, &o->budget.cloud_ms); break;
+        case O_DEADLINE: bad = dbl("--deadline", optarg, 0, &o->budget.deadline_ms); break;
+        case O_DFACTOR: bad = dbl("--device-factor", optarg, 1e-6, &o->target.device_factor); break;
+        case O_CFACTOR: bad = dbl("--cloud-factor", optarg, 1e-6, &o->target.cloud_factor); break;
+        case O_DMW: bad = dbl("--device-mw", optarg, 0, &o->target.device_mw); break;
+        case O_WMW: bad = dbl("--wait-mw", optarg, 0, &o->target.wait_mw); break;
+        case O_RUNS: bad = lng("--runs", optarg, 1, 100000, &o->runs); break;
+        case O_THREADS: bad = lng("--threads", optarg, 1, 1024, &o->threads); break;
+        case O_SPLIT:
+            o->split_set = 1;
+            if (run && !strcmp(optarg, "auto")) o->split_auto = 1;
+            else bad = lng("--split", optarg, 0, RTL_PLAN_MAX_LAYERS, &o->split);
+            break;
+        case O_JSON: o->json = 1; break;
+        case O_TARGET: o->target_name = optarg; break;
+        default:
+            if (!run) bad = -1;
+            else if (c == O_TOP) bad = lng("--top", optarg, 1, 100000, &o->top);
+            else if (c == O_PEER) o->peer = optarg;
+            else if (c == O_PEERKEY) o->peer_key = optarg;
+            else if (c == O_DEVKEY) o->device_key = optarg;
+            else if (c == O_DEADLINE_MS) bad = lng("--deadline-ms", optarg, 1, 3600000, &o->deadline_ms);
+            else if (c == O_REPEAT) bad = lng("--repeat", optarg, 1, 100000, &o->repeat);
+            else bad = -1;
+        }
+        if (bad) {
+            fprintf(stderr, "%s", help);
+            return -1;
+        }
+    }
+    o->link.rtt_ms += rtt;
+    if (radio_set) o->link.alpha_up_mw = radio[0], o->link.alpha_down_mw = radio[1], o->link.beta_mw = radio[2];
+    if (argc - optind < lo || (!run && argc - optind > lo)) {
+        fprintf(stderr, "%s", help);
+        return -1;
+    }
+    return optind;
+}
+
+/* A fixed input pattern (as rtl profile's). */
+static void pattern(float *x, size_t n)
+{
+    for (size_t i = 0; i < n; i++) x[i] = (float)((uint32_t)(i * 2654435761u) >> 24) / 256.0f;
+}
+
+/* The model's layer costs with measured times into a new array. */
+static rtl_layer_cost *layer_costs(rtl_model *m, long runs, int *n, rtl_err *err)
+{
+    size_t in = rtl_model_input_size(m);
+    float *x = malloc(in * sizeof *x);
+    *n = rtl_model_layers(m);
+    rtl_layer_cost *l = calloc((size_t)*n, sizeof *l);
+    if (!x || !l) {
+        free(x), free(l);
+        snprintf(err->msg, sizeof err->msg, "out of memory");
+        return NULL;
+    }
+    pattern(x, in);
+    int rc = rtl_model_profile_layers(m, x, (uint32_t)runs, err);
+    free(x);
+    for (int i = 0; rc == 0 && i < *n; i++) rtl_model_layer_cost(m, i, &l[i]);
+    if (rc != 0) {
+        free(l);
+        return NULL;
+    }
+    return l;
+}
+
+static const char *where_str(const rtl_plan *p)
+{
+    int c = 0;
+    for (int i = 0; i < p->layers; i++) c += p->on_cloud[i];
+    return c == 0 ? "device-only" : c == p->layers ? "cloud-only" : "split";
+}
+
+static void plan_line(const char *name, const rtl_plan *p)
+{
+    char loc[RTL_PLAN_MAX_LAYERS + 1];
+    for (int i = 0; i < p->layers; i++) loc[i] = p->on_cloud[i] ? 'C' : 'D';
+    loc[p->layers] = '\0';
+    printf("%-12s %-11s %10.3f %10.3f %9.3f %10" PRIu64 " %10" PRIu64 "  %s\n", name, where_str(p), p->latency_ms,
+           p->energy_mj, p->cloud_ms, p->bytes_up, p->bytes_down, loc);
+}
+
+static cJSON *plan_json(const rtl_plan *p)
+{
+    cJSON *o = cJSON_CreateObject();
+    char loc[RTL_PLAN_MAX_LAYERS + 1];
+    for (int i = 0; i < p->layers; i++) loc[i] = p->on_cloud[i] ? 'C' : 'D';
+    loc[p->layers] = '\0';
+    cJSON_AddStringToObject(o, "placement", loc);
+    cJSON_AddStringToObject(o, "kind", where_str(p));
+    cJSON_AddNumberToObject(o, "latency_ms", p->latency_ms);
+    cJSON_AddNumberToObject(o, "energy_mj", p->energy_mj);
+    cJSON_AddNumberToObject(o, "cloud_ms", p->cloud_ms);
+    cJSON_AddNumberToObject(o, "device_ms", p->device_ms);
+    cJSON_AddNumberToObject(o, "transfer_ms", p->transfer_ms);
+    cJSON_AddNumberToObject(o, "bytes_up", (double)p->bytes_up);
+    cJSON_AddNumberToObject(o, "bytes_down", (double)p->bytes_down);
+    cJSON_AddNumberToObject(o, "transfers", p->transfers);
+    return o;
+}
+
+/* --target: the device factor and power from the catalog's estimate of
+ * the variant on that target profile (an estimate, said in target_note). */
+static int apply_target(const rtl_model *m, const rtl_layer_cost *l, int n, struct popts *o, rtl_err *err)
+{
+    if (!o->target_name) return 0;
+    const rtl_variant *v = rtl_model_variant(m);
+    double host = 0;
+    for (int i = 0; i < n; i++) host += l[i].host_ms;
+    char names[512] = "";
+    for (size_t i = 0; i < rtl_variant_estimate_count(v); i++) {
+        rtl_estimate e;
+        if (rtl_variant_estimate_at(v, i, &e) != 0) continue;
+        if (strcmp(e.target, o->target_name) != 0) {
+            size_t u = strlen(names);
+            snprintf(names + u, sizeof names - u, "%s%s", u ? ", " : "", e.target);
+            continue;
+        }
+        if (!(e.ms > 0) || !(host > 0)) break;
+        o->target.device_factor = e.ms / host;
+        if (e.mj > 0) o->target.device_mw = e.mj / e.ms * 1e3;
+        snprintf(o->target_note, sizeof o->target_note,
+                 "device = target %s, estimated (%s): %.4g ms for the variant, %.4g mW", e.target, e.method, e.ms,
+                 o->target.device_mw);
+        return 0;
+    }
+    snprintf(err->msg, sizeof err->msg, "variant '%s' has no usable estimate for target '%s' (its targets: %s)",
+             rtl_variant_id(v), o->target_name, names[0] ? names : "none");
+    return -1;
+}
+
+/* Plans for o: best (or the fixed split), device-only and cloud-only. */
+static int make_plans(const rtl_layer_cost *l, int n, const struct popts *o, rtl_plan *best, rtl_plan *dev,
+                      rtl_plan *cloud, rtl_err *err)
+{
+    if (rtl_plan_split(l, n, &o->target, &o->link, n, dev, err) != 0) return -1;
+    if (rtl_plan_split(l, n, &o->target, &o->link, 0, cloud, err) != 0) return -1;
+    if (o->split_set && !o->split_auto) {
+        if (o->split > n) {
+            snprintf(err->msg, sizeof err->msg, "--split %ld: the variant has cuts 0..%d", o->split, n);
+            return -1;
+        }
+        if (o->split > 0 && o->split < n && !l[o->split].cut_before) {
+            snprintf(err->msg, sizeof err->msg,
+                     "--split %ld: a route or shortcut reads across that cut (rtl plan lists the possible ones)",
+                     o->split);
+            return -1;
+        }
+        return rtl_plan_split(l, n, &o->target, &o->link, (int)o->split, best, err);
+    }
+    return rtl_plan_best(l, n, &o->target, &o->link, o->goal, &o->budget, best, err);
+}
+
+int cmd_plan(rtl_store *s, int argc, char **argv)
+{
+    struct popts o;
+    int rc, i = parse_popts(argc, argv, 0, plan_help, &o, 2, &rc);
+    if (i < 0) return rc;
+    rtl_err err;
+    rtl_catalog *cat = rtl_catalog_open(s, argv[i], &err);
+    if (!cat) return fail(&err);
+    rtl_model_options mo = {.threads = (int)o.threads};
+    rtl_model *m = rtl_model_open(cat, argv[i + 1], &mo, &err);
+    if (!m) {
+        rtl_catalog_close(cat);
+        return fail(&err);
+    }
+    int n;
+    rtl_layer_cost *l = layer_costs(m, o.runs, &n, &err);
+    rtl_plan best, dev, cloud;
+    int status = 0;
+    if (!l || apply_target(m, l, n, &o, &err) != 0 || make_plans(l, n, &o, &best, &dev, &cloud, &err) != 0)
+        status = fail(&err);
+    else if (o.json) {
+        cJSON *doc = cJSON_CreateObject(), *layers = cJSON_CreateArray();
+        cJSON_AddStringToObject(doc, "catalog", argv[i]);
+        cJSON_AddStringToObject(doc, "variant", argv[i + 1]);
+        cJSON_AddStringToObject(doc, "link", o.link.name);
+        cJSON_AddStringToObject(doc, "goal", o.goal == RTL_GOAL_ENERGY ? "energy" : "latency");
+        cJSON_AddNumberToObject(doc, "device_factor", o.target.device_factor);
+        cJSON_AddNumberToObject(doc, "device_mw", o.target.device_mw);
+        if (o.target_note[0]) cJSON_AddStringToObject(doc, "device_source", o.target_note);
+        for (int k = 0; k < n; k++) {
+            cJSON *e = cJSON_CreateObject();
+            cJSON_AddNumberToObject(e, "index", k);
+            cJSON_AddStringToObject(e, "kind", l[k].kind);
+            cJSON_AddNumberToObject(e, "macs", (double)l[k].macs);
+            cJSON_AddNumberToObject(e, "output_bytes", (double)l[k].output_bytes);
+            cJSON_AddBoolToObject(e, "cut_before", k == 0 || l[k].cut_before);
+            cJSON_AddNumberToObject(e, "host_ms", l[k].host_ms);
+            cJSON_AddNumberToObject(e, "host_cpu_ms", l[k].host_cpu_ms);
+            cJSON_AddItemToArray(layers, e);
+        }
+        cJSON_AddItemToObject(doc, "layers", layers);
+        cJSON_AddItemToObject(doc, "plan", plan_json(&best));
+        cJSON_AddItemToObject(doc, "device_only", plan_json(&dev));
+        cJSON_AddItemToObject(doc, "cloud_only", plan_json(&cloud));
+        char *t = cJSON_Print(doc);
+        if (t) puts(t);
+        free(t);
+        cJSON_Delete(doc);
+    } else {
+        printf("catalog %s, variant %s: %d layers; link %s: up %.4g Mbps, down %.4g Mbps, rtt %.4g ms; radio "
+               "%.5g/%.5g mW per Mbps, base %.5g mW\n",
+               argv[i], argv[i + 1], n, o.link.name, o.link.up_mbps, o.link.down_mbps, o.link.rtt_ms,
+               o.link.alpha_up_mw, o.link.alpha_down_mw, o.link.beta_mw);
+        printf("device time = measured x %g, cloud time = measured x %g; device %g mW computing, %g mW waiting\n",
+               o.target.device_factor, o.target.cloud_factor, o.target.device_mw, o.target.wait_mw);
+        if (o.target_note[0]) printf("%s\n", o.target_note);
+        putchar('\n');
+        printf("%5s %-14s %12s %12s %5s %10s\n", "layer", "kind", "MACs", "out bytes", "cut", "host ms");
+        for (int k = 0; k < n; k++)
+            printf("%5d %-14s %12" PRIu64 " %12" PRIu64 " %5s %10.4f\n", k, l[k].kind, l[k].macs, l[k].output_bytes,
+                   k == 0 || l[k].cut_before ? "yes" : "no", l[k].host_ms);
+        printf("\n%-12s %-11s %10s %10s %9s %10s %10s  %s\n", "", "kind", "latency ms", "energy mJ", "cloud ms",
+               "bytes up", "bytes down", "placement (D device, C cloud)");
+        plan_line("plan", &best);
+        plan_line("device-only", &dev);
+        plan_line("cloud-only", &cloud);
+        double base = dev.latency_ms < cloud.latency_ms ? dev.latency_ms : cloud.latency_ms;
+        double ebase = dev.energy_mj < cloud.energy_mj ? dev.energy_mj : cloud.energy_mj;
+        printf("\nplan vs the better of device-only and cloud-only: latency %.1f%% lower, energy %.1f%% lower\n",
+               100 * (1 - best.latency_ms / base), 100 * (1 - best.energy_mj / ebase));
+    }
+    free(l);
+    rtl_model_close(m);
+    rtl_catalog_close(cat);
+    return status;
+}
+
+/* ---- serve ---------------------------------------------------------------- */
+
+static int stop_pipe[2] = {-1, -1};
+
+static void on_stop(int sig)
+{
+    (void)sig;
+    char b = 1;
+    ssize_t w = write(stop_pipe[1], &b, 1);
+    (void)w;
+}
+
+/* The allow-list file: one 64-hex-digit key per line, # comments. */
+static int load_allow(const char *path, rtl_peer_key **out, size_t *n, rtl_err *err)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        snprintf(err->msg, sizeof err->msg, "cannot open allow-list %s: %s", path, strerror(errno));
+        return -1;
+    }
+    char line[256];
+    size_t cap = 0;
+    int ln = 0;
+    *out = NULL;
+    *n = 0;
+    while (fgets(line, sizeof line, f)) {
+        ln++;
+        char *p = line;
+        while (*p == ' ' || *p == '\t') p++;
+        size_t len = strcspn(p, " \t\r\n#");
+        if (len == 0) continue;
+        if (len != 64) {
+            snprintf(err->msg, sizeof err->msg, "%s:%d: not a public key (64 hex digits)", path, ln);
+            goto fail;
+        }
+        if (*n == cap) {
+            cap = cap ? 2 * cap : 16;
+            rtl_peer_key *k = realloc(*out, cap * sizeof *k);
+            if (!k) goto fail;
+            *out = k;
+        }
+        memset(&(*out)[*n], 0, sizeof **out);
+        for (int b = 0; b < 32; b++) {
+            unsigned v;
+            char hx[3] = {p[2 * b], p[2 * b + 1], 0};
+            char *end;
+            v = (unsigned)strtoul(hx, &end, 16);
+            if (*end) {
+                snprintf(err->msg, sizeof err->msg, "%s:%d: not a public key (64 hex digits)", path, ln);
+                goto fail;
+            }
+            (*out)[*n].pk[b] = (unsigned char)v;
+        }
+        (*n)++;
+    }
+    fclose(f);
+    if (*n == 0) {
+        snprintf(err->msg, sizeof err->msg, "%s lists no device key: no device could connect", path);
+        free(*out);
+        return -1;
+    }
+    return 0;
+fail:
+    fclose(f);
+    free(*out);
+    *out = NULL;
+    return -1;
+}
+
+int cmd_serve(rtl_store *s, int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"key", required_argument, 0, 'k'},          {"allow", required_argument, 0, 'a'},
+        {"listen", required_argument, 0, 'l'},       {"port", required_argument, 0, 'p'},
+        {"port-file", required_argument, 0, 'P'},    {"max-clients", required_argument, 0, 'c'},
+        {"max-frame", required_argument, 0, 'f'},    {"threads", required_argument, 0, 't'},
+        {"handshake-timeout", required_argument, 0, 'H'}, {"frame-timeout", required_argument, 0, 'F'},
+        {"idle-timeout", required_argument, 0, 'I'}, {"emulate", required_argument, 0, 'e'},
+        {"help", no_argument, 0, 'h'},               {0, 0, 0, 0}};
+    const char *key = NULL, *allow = NULL, *port_file = NULL;
+    rtl_serve_options so = {0};
+    long v;
+    int c;
+    optind = 0;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        int bad = 0;
+        switch (c) {
+        case 'h': printf("%s", serve_help); return 0;
+        case 'k': key = optarg; break;
+        case 'a': allow = optarg; break;
+        case 'l': so.host = optarg; break;
+        case 'P': port_file = optarg; break;
+        case 'p': bad = lng("--port", optarg, 0, 65535, &v), so.port = (int)v; break;
+        case 'c': bad = lng("--max-clients", optarg, 1, 4096, &v), so.max_clients = (int)v; break;
+        case 'f': bad = lng("--max-frame", optarg, 64, 1L << 30, &v), so.max_frame = (uint32_t)v; break;
+        case 't': bad = lng("--threads", optarg, 1, 1024, &v), so.threads = (int)v; break;
+        case 'H': bad = lng("--handshake-timeout", optarg, 1, 3600000, &v), so.handshake_ms = (int)v; break;
+        case 'F': bad = lng("--frame-timeout", optarg, 1, 3600000, &v), so.frame_ms = (int)v; break;
+        case 'I': bad = lng("--idle-timeout", optarg, 1, 36000000, &v), so.idle_ms = (int)v; break;
+        case 'e': {
+            double t[3];
+            if (triple(optarg, t) != 3) bad = bad_value("--emulate", optarg, "UP:DOWN:RTT (Mbps, Mbps, ms; a rate of 0 is not emulated)");
+            else so.emu_up_mbps = t[0], so.emu_down_mbps = t[1], so.emu_rtt_ms = t[2];
+            break;
+        }
+        default: bad = 1;
+        }
+        if (bad) {
+            fprintf(stderr, "%s", serve_help);
+            return 2;
+        }
+    }
+    if (optind != argc || !key || !allow) {
+        if (!key || !allow) fprintf(stderr, "rtl: serve needs --key and --allow\n");
+        fprintf(stderr, "%s", serve_help);
+        return 2;
+    }
+    rtl_err err;
+    rtl_peer_key k;
+    rtl_peer_key *allowed = NULL;
+    size_t na = 0;
+    if (rtl_peer_key_load(key, 1, &k, &err) != 0 || load_allow(allow, &allowed, &na, &err) != 0) return fail(&err);
+    rtl_server *srv = rtl_server_open(s, &k, allowed, na, &so, &err);
+    free(allowed);
+    if (!srv) return fail(&err);
+    if (pipe(stop_pipe) != 0) {
+        rtl_server_close(srv);
+        fprintf(stderr, "rtl: error: pipe: %s\n", strerror(errno));
+        return 1;
+    }
+    struct sigaction sa = {.sa_handler = on_stop};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    if (port_file) {
+        char tmp[4096];
+        snprintf(tmp, sizeof tmp, "%s.tmp", port_file);
+        FILE *f = fopen(tmp, "w");
+        if (!f || fprintf(f, "%d\n", rtl_server_port(srv)) < 0 || fclose(f) != 0 || rename(tmp, port_file) != 0) {
+            fprintf(stderr, "rtl: error: cannot write %s\n", port_file);
+            rtl_server_close(srv);
+            return 1;
+        }
+    }
+    int rc = rtl_server_run(srv, stop_pipe[0], &err);
+    rtl_server_stats st;
+    rtl_server_get_stats(srv, &st);
+    fprintf(stderr,
+            "rtl: served %" PRIu64 " connections, %" PRIu64 " requests, %" PRIu64 " replies; refused %" PRIu64
+            " unknown keys, closed %" PRIu64 " for bad frames\n",
+            st.accepted, st.requests, st.replies, st.refused_key, st.closed_bad_frame);
+    rtl_server_close(srv);
+    return rc != 0 ? fail(&err) : 0;
+}
+
+int cmd_peer_keygen(rtl_store *s, int argc, char **argv)
+{
+    (void)s;
+    const ck_opt opts[] = {{0}};
+    const ck_verb v = {"peer-keygen", NULL, NULL, "PATH", keygen_help, opts, NULL};
+    int rc, i = sub_opts(argc, argv, &v, 1, 1, &rc);
+    if (i < 0) return rc;
+    rtl_peer_key k;
+    rtl_err err;
+    if (rtl_peer_keygen(&k, &err) != 0 || rtl_peer_key_save(&k, argv[i], &err) != 0) return fail(&err);
+    printf("%s.pub and %s.key written\n", argv[i], argv[i]);
+    return 0;
+}
+
+/* ---- run --split ---------------------------------------------------------------- */
+
+int run_wants_split(int argc, char **argv)
+{
+    for (int a = 1; a < argc; a++)
+        if (!strncmp(argv[a], "--split", 7) || !strncmp(argv[a], "--peer", 6)) return 1;
+    return 0;
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+int cmd_run_split(rtl_store *s, int argc, char **argv)
+{
+    struct popts o;
+    int rc, i = parse_popts(argc, argv, 1, run_split_help, &o, 3, &rc);
+    if (i < 0) return rc;
+    if (!o.split_set) {
+        fprintf(stderr, "rtl: run with --peer needs --split auto|S\n%s", run_split_help);
+        return 2;
+    }
+    char host[256] = "";
+    int port = 0;
+    if (o.peer) {
+        const char *colon = strrchr(o.peer, ':');
+        long pv;
+        if (!colon || colon == o.peer || (size_t)(colon - o.peer) >= sizeof host ||
+            lng("--peer", colon + 1, 1, 65535, &pv) != 0) {
+            fprintf(stderr, "rtl: --peer needs HOST:PORT, not '%s'\n", o.peer);
+            return 2;
+        }
+        memcpy(host, o.peer, (size_t)(colon - o.peer));
+        host[colon - o.peer] = '\0';
+        port = (int)pv;
+        if (!o.peer_key || !o.device_key) {
+            fprintf(stderr, "rtl: --peer needs --peer-key (the server's public key) and --device-key\n");
+            return 2;
+        }
+    }
+    rtl_err err;
+    rtl_peer_key me, server;
+    memset(&me, 0, sizeof me);
+    memset(&server, 0, sizeof server);
+    if (o.peer && (rtl_peer_key_load(o.device_key, 1, &me, &err) != 0 ||
+                   rtl_peer_key_load(o.peer_key, 0, &server, &err) != 0))
+        return fail(&err);
+    rtl_catalog *cat = rtl_catalog_open(s, argv[i], &err);
+    if (!cat) return fail(&err);
+    rtl_model_options mo = {.threads = (int)o.threads};
+    rtl_model *m = rtl_model_open(cat, argv[i + 1], &mo, &err);
+    if (!m) {
+        rtl_catalog_close(cat);
+        return fail(&err);
+    }
+    int status = 0, n;
+    rtl_layer_cost *l = layer_costs(m, o.runs, &n, &err);
+    rtl_plan plan, dev, cloud;
+    size_t in = rtl_model_input_size(m);
+    size_t k = (size_t)o.top < rtl_model_classes(m) ? (size_t)o.top : rtl_model_classes(m);
+    float *x = malloc(in * sizeof *x);
+    rtl_class *top = calloc(k, sizeof *top);
+    double *ms = calloc((size_t)o.repeat, sizeof *ms);
+    cJSON *doc = cJSON_CreateObject(), *results = cJSON_AddArrayToObject(doc, "results");
+    rtl_peer *peer = NULL;
+    if (!l || apply_target(m, l, n, &o, &err) != 0 || make_plans(l, n, &o, &plan, &dev, &cloud, &err) != 0) {
+        status = fail(&err);
+        goto done;
+    }
+    if (!x || !top || !ms || !results) {
+        fprintf(stderr, "rtl: error: out of memory\n");
+        status = 1;
+        goto done;
+    }
+    cJSON_AddStringToObject(doc, "catalog", argv[i]);
+    cJSON_AddStringToObject(doc, "variant", argv[i + 1]);
+    cJSON_AddStringToObject(doc, "link", o.link.name);
+    cJSON_AddItemToObject(doc, "plan", plan_json(&plan));
+    for (int a = i + 2; a < argc; a++) {
+        if (rtl_model_image_input(m, argv[a], x, &err) != 0) {
+            status = fail(&err);
+            continue;
+        }
+        rtl_offload_result res = {0};
+        int ok = 1, fell = 0, cloud_layers = 0;
+        char where[64] = "", reason[RTL_ERR_MAX] = "";
+        for (long r = 0; r < o.repeat && ok; r++) {
+            int refused = 0;
+            if (o.peer && !peer) {
+                rtl_err pe;
+                peer = rtl_peer_connect(host, port, &me, server.pk, (int)o.deadline_ms, &pe);
+                if (!peer) refused = 1, snprintf(reason, sizeof reason, "%s", pe.msg);
+            }
+            if (rtl_offload_run(m, &plan, peer, x, o.target.device_factor, (int)o.deadline_ms, &res, &err) != 0) {
+                status = fail(&err);
+                ok = 0;
+                break;
+            }
+            ms[r] = res.ms;
+            cloud_layers = res.ran_on_cloud;
+            snprintf(where, sizeof where, "%s", res.where);
+            if (res.fell_back) snprintf(reason, sizeof reason, "%s", res.reason);
+            if (refused && cloud_layers == 0 && strcmp(res.where, "device") == 0 && plan.transfers > 0)
+                snprintf(where, sizeof where, "device (fallback)");
+            if (res.fell_back || refused) {
+                fell = plan.transfers > 0;
+                rtl_peer_close(peer);
+                peer = NULL;
+            }
+        }
+        if (!ok) continue;
+        qsort(ms, (size_t)o.repeat, sizeof *ms, cmp_d);
+        double med = o.repeat % 2 ? ms[o.repeat / 2] : (ms[o.repeat / 2 - 1] + ms[o.repeat / 2]) / 2;
+        size_t nt;
+        if (rtl_model_top(m, k, top, &nt, &err) != 0) {
+            status = fail(&err);
+            continue;
+        }
+        cJSON *r = cJSON_CreateObject(), *arr = cJSON_CreateArray();
+        cJSON_AddStringToObject(r, "image", argv[a]);
+        cJSON_AddStringToObject(r, "where", where);
+        cJSON_AddNumberToObject(r, "cloud_layers", cloud_layers);
+        cJSON_AddBoolToObject(r, "fell_back", fell);
+        if (fell) cJSON_AddStringToObject(r, "reason", reason);
+        cJSON_AddNumberToObject(r, "ms_median", med);
+        cJSON_AddNumberToObject(r, "predicted_ms", plan.latency_ms);
+        for (size_t t = 0; t < nt; t++) {
+            cJSON *e = cJSON_CreateObject();
+            cJSON_AddNumberToObject(e, "index", (double)top[t].index);
+            cJSON_AddStringToObject(e, "label", top[t].label);
+            cJSON_AddNumberToObject(e, "probability", top[t].prob);
+            cJSON_AddItemToArray(arr, e);
+        }
+        cJSON_AddItemToObject(r, "top", arr);
+        cJSON_AddItemToArray(results, r);
+        if (!o.json) {
+            printf("%s: [%s%s%s, %.3f ms, predicted %.3f ms]", argv[a], where, fell ? ": " : "", fell ? reason : "",
+                   med, plan.latency_ms);
+            for (size_t t = 0; t < nt; t++) printf("%s %.6f %s", t ? "," : "", top[t].prob, top[t].label);
+            putchar('\n');
+        }
+    }
+    if (o.json) {
+        char *t = cJSON_Print(doc);
+        if (t) puts(t);
+        free(t);
+    }
+done:
+    cJSON_Delete(doc);
+    rtl_peer_close(peer);
+    free(x), free(top), free(ms), free(l);
+    rtl_model_close(m);
+    rtl_catalog_close(cat);
+    return status;
+}

@@ -1,0 +1,297 @@
+/*
+ * frame.c: the peer protocol, version 1 (rtl serve <-> rtl run --peer).
+ *
+ * Keys: every side has a static X25519 key pair (rtl_peer_key; crypto_kx).
+ * The device pins the server's public key; the server allow-lists device
+ * public keys.
+ *
+ * Handshake (plaintext; integers big-endian):
+ *   C -> S  72 bytes  "RTLP" | u8 version (1) | u8 role (1) | u16 0 |
+ *                     client static pk (32) | client ephemeral pk (32)
+ *           The server closes the connection here when the static key is
+ *           not allow-listed (logged: "unknown device key"), before any
+ *           other work.
+ *   S -> C  64 bytes  "RTLP" | u8 version | u8 role (2) | u16 0 |
+ *                     server ephemeral pk (32) | stream header S->C (24)
+ *   C -> S  24 bytes  stream header C->S
+ * Session keys: crypto_kx session keys of the ephemeral pair (k_e) and of
+ * the static pair (k_s); h = BLAKE2b-256(client hello | server ephemeral
+ * pk); each direction's key = BLAKE2b-256 keyed by k_s's key of that
+ * direction over (k_e's key | h). Only the holders of the static secret
+ * keys can derive them (authentication: a device key without its secret
+ * half fails at its first frame, before any model work); the ephemeral
+ * keys make every session's keys new (a recorded session replayed to the
+ * server does not decrypt).
+ *
+ * Frames (both directions, after the handshake):
+ *   u32 length L | L bytes of crypto_secretstream_xchacha20poly1305 output
+ *   (plaintext L - 17 bytes, tag MESSAGE). The stream's state advances per
+ *   frame, so a replayed, reordered, dropped, tampered or truncated frame
+ *   fails authentication. L is bounded by the receiver's limit.
+ *
+ * Messages (a frame's plaintext; integers little-endian):
+ *   request  u8 1 | u8 0 | u16 0 | u32 id | u8 n | catalog id (n) | u8 m |
+ *            variant id (m) | i32 first | i32 last | u32 count |
+ *            count float32 (what crosses cut `first`)
+ *   reply    u8 2 | u8 status | u16 0 | u32 id | status 0: u32 count |
+ *            count float32 (layer last's output); else u16 n | message (n)
+ * A connection carries one request at a time: the next is sent after the
+ * reply (the server reads nothing more from a client until it has replied,
+ * which is the backpressure).
+ */
+#include "frame.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const uint8_t magic[4] = {'R', 'T', 'L', 'P'};
+
+#define WHY(...) (snprintf(why, whylen, __VA_ARGS__), -1)
+
+int rtlp_client_hello(const rtl_peer_key *me, unsigned char eph_pk[32], unsigned char eph_sk[32],
+                      uint8_t hello[RTLP_CLIENT_HELLO])
+{
+    crypto_kx_keypair(eph_pk, eph_sk);
+    memcpy(hello, magic, 4);
+    hello[4] = RTLP_VERSION;
+    hello[5] = 1;
+    hello[6] = hello[7] = 0;
+    memcpy(hello + 8, me->pk, 32);
+    memcpy(hello + 40, eph_pk, 32);
+    return 0;
+}
+
+int rtlp_parse_client_hello(const uint8_t hello[RTLP_CLIENT_HELLO], uint8_t static_pk[32], uint8_t eph_pk[32],
+                            char *why, size_t whylen)
+{
+    if (memcmp(hello, magic, 4) != 0) return WHY("not the rtl peer protocol (bad magic)");
+    if (hello[4] != RTLP_VERSION)
+        return WHY("protocol version %u, this server speaks %u", hello[4], RTLP_VERSION);
+    if (hello[5] != 1 || hello[6] || hello[7]) return WHY("bad hello (role or reserved bytes)");
+    memcpy(static_pk, hello + 8, 32);
+    memcpy(eph_pk, hello + 40, 32);
+    return 0;
+}
+
+/* The transcript hash h. */
+static void transcript(const uint8_t hello[RTLP_CLIENT_HELLO], const uint8_t server_eph[32], uint8_t h[32])
+{
+    crypto_generichash_state st;
+    crypto_generichash_init(&st, NULL, 0, 32);
+    crypto_generichash_update(&st, hello, RTLP_CLIENT_HELLO);
+    crypto_generichash_update(&st, server_eph, 32);
+    crypto_generichash_final(&st, h, 32);
+}
+
+/* key = BLAKE2b-256(key = ks, ke | h) */
+static void mix(const uint8_t ks[32], const uint8_t ke[32], const uint8_t h[32], uint8_t out[32])
+{
+    uint8_t m[64];
+    memcpy(m, ke, 32);
+    memcpy(m + 32, h, 32);
+    crypto_generichash(out, 32, m, 64, ks, 32);
+    sodium_memzero(m, sizeof m);
+}
+
+int rtlp_server_accept(const rtl_peer_key *server, const uint8_t hello[RTLP_CLIENT_HELLO], rtlp_session *s,
+                       uint8_t reply[RTLP_SERVER_HELLO], char *why, size_t whylen)
+{
+    uint8_t cst[32], ceph[32], epk[32], esk[32], h[32], rxe[32], txe[32], rxs[32], txs[32];
+    if (rtlp_parse_client_hello(hello, cst, ceph, why, whylen) != 0) return -1;
+    crypto_kx_keypair(epk, esk);
+    int bad = crypto_kx_server_session_keys(rxe, txe, epk, esk, ceph) != 0 ||
+              crypto_kx_server_session_keys(rxs, txs, server->pk, server->sk, cst) != 0;
+    sodium_memzero(esk, sizeof esk);
+    if (bad) return WHY("key exchange failed (a weak public key)");
+    transcript(hello, epk, h);
+    mix(rxs, rxe, h, s->rxk);
+    mix(txs, txe, h, s->txk);
+    sodium_memzero(rxe, 32), sodium_memzero(txe, 32), sodium_memzero(rxs, 32), sodium_memzero(txs, 32);
+    memcpy(reply, magic, 4);
+    reply[4] = RTLP_VERSION;
+    reply[5] = 2;
+    reply[6] = reply[7] = 0;
+    memcpy(reply + 8, epk, 32);
+    crypto_secretstream_xchacha20poly1305_init_push(&s->tx, reply + 40, s->txk);
+    return 0;
+}
+
+int rtlp_client_finish(const rtl_peer_key *me, const unsigned char eph_pk[32], const unsigned char eph_sk[32],
+                       const unsigned char server_pk[32], const uint8_t hello[RTLP_CLIENT_HELLO],
+                       const uint8_t reply[RTLP_SERVER_HELLO], rtlp_session *s, uint8_t hdr[RTLP_HEADER],
+                       char *why, size_t whylen)
+{
+    uint8_t h[32], rxe[32], txe[32], rxs[32], txs[32];
+    if (memcmp(reply, magic, 4) != 0) return WHY("the server does not speak the rtl peer protocol");
+    if (reply[4] != RTLP_VERSION) return WHY("the server speaks protocol version %u, not %u", reply[4], RTLP_VERSION);
+    if (reply[5] != 2 || reply[6] || reply[7]) return WHY("bad server hello");
+    if (crypto_kx_client_session_keys(rxe, txe, eph_pk, eph_sk, reply + 8) != 0 ||
+        crypto_kx_client_session_keys(rxs, txs, me->pk, me->sk, server_pk) != 0)
+        return WHY("key exchange failed (a weak public key)");
+    transcript(hello, reply + 8, h);
+    mix(rxs, rxe, h, s->rxk);
+    mix(txs, txe, h, s->txk);
+    sodium_memzero(rxe, 32), sodium_memzero(txe, 32), sodium_memzero(rxs, 32), sodium_memzero(txs, 32);
+    /* a server without the pinned key's secret half derives other keys:
+     * its stream header then fails here or its first frame fails to open */
+    if (crypto_secretstream_xchacha20poly1305_init_pull(&s->rx, reply + 40, s->rxk) != 0)
+        return WHY("bad stream header from the server");
+    crypto_secretstream_xchacha20poly1305_init_push(&s->tx, hdr, s->txk);
+    return 0;
+}
+
+int rtlp_server_rx_start(rtlp_session *s, const uint8_t hdr[RTLP_HEADER])
+{
+    return crypto_secretstream_xchacha20poly1305_init_pull(&s->rx, hdr, s->rxk) != 0 ? -1 : 0;
+}
+
+int rtlp_frame_len(const uint8_t hdr[RTLP_LEN_BYTES], uint32_t max_plain, uint32_t *len, char *why, size_t whylen)
+{
+    uint32_t l = (uint32_t)hdr[0] << 24 | (uint32_t)hdr[1] << 16 | (uint32_t)hdr[2] << 8 | hdr[3];
+    if (l < RTLP_ABYTES + 1) return WHY("frame of %u bytes is shorter than its authentication tag", l);
+    if (l - RTLP_ABYTES > max_plain)
+        return WHY("frame of %u bytes exceeds the limit of %u", l, max_plain + RTLP_ABYTES);
+    *len = l;
+    return 0;
+}
+
+void rtlp_seal(rtlp_session *s, const uint8_t *plain, size_t n, uint8_t *out)
+{
+    uint32_t l = (uint32_t)(n + RTLP_ABYTES);
+    out[0] = (uint8_t)(l >> 24), out[1] = (uint8_t)(l >> 16), out[2] = (uint8_t)(l >> 8), out[3] = (uint8_t)l;
+    crypto_secretstream_xchacha20poly1305_push(&s->tx, out + 4, NULL, plain, n, NULL, 0,
+                                               crypto_secretstream_xchacha20poly1305_TAG_MESSAGE);
+}
+
+int rtlp_open(rtlp_session *s, const uint8_t *c, size_t len, uint8_t *plain)
+{
+    unsigned char tag;
+    if (len < RTLP_ABYTES) return -1;
+    if (crypto_secretstream_xchacha20poly1305_pull(&s->rx, plain, NULL, &tag, c, len, NULL, 0) != 0) return -1;
+    return tag == crypto_secretstream_xchacha20poly1305_TAG_MESSAGE ? 0 : -1;
+}
+
+static uint32_t get32(const uint8_t *b) { return b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24; }
+static void put32(uint8_t *b, uint32_t v) { b[0] = (uint8_t)v, b[1] = (uint8_t)(v >> 8), b[2] = (uint8_t)(v >> 16), b[3] = (uint8_t)(v >> 24); }
+
+/* An id of n bytes at b into out (NUL-terminated), checked. */
+static int get_id(const uint8_t *b, size_t n, char *out, const char *what, char *why, size_t whylen)
+{
+    if (n == 0 || n > RTL_ID_MAX) return WHY("%s id of %zu bytes", what, n);
+    memcpy(out, b, n);
+    out[n] = '\0';
+    if (!rtl_id_ok(out)) return WHY("%s id with characters outside [a-z0-9_.-]", what);
+    return 0;
+}
+
+int rtlp_parse_request(const uint8_t *b, size_t n, rtlp_request *out, char *why, size_t whylen)
+{
+    size_t p = 8;
+    if (n < 9) return WHY("request of %zu bytes is too short", n);
+    if (b[0] != RTLP_MSG_REQUEST) return WHY("message type %u where a request was expected", b[0]);
+    if (b[1] || b[2] || b[3]) return WHY("request with nonzero reserved bytes");
+    out->id = get32(b + 4);
+    size_t cn = b[p++];
+    if (n - p < cn + 1) return WHY("request ends inside the catalog id");
+    if (get_id(b + p, cn, out->catalog, "catalog", why, whylen) != 0) return -1;
+    p += cn;
+    size_t vn = b[p++];
+    if (n - p < vn) return WHY("request ends inside the variant id");
+    if (get_id(b + p, vn, out->variant, "variant", why, whylen) != 0) return -1;
+    p += vn;
+    if (n - p < 12) return WHY("request ends inside its layer range");
+    out->first = (int32_t)get32(b + p);
+    out->last = (int32_t)get32(b + p + 4);
+    out->count = get32(b + p + 8);
+    p += 12;
+    if (out->first < 0 || out->last < out->first) return WHY("bad layer range %d..%d", out->first, out->last);
+    if (out->count > RTLP_MAX_FLOATS) return WHY("request with %u floats (at most %u)", out->count, RTLP_MAX_FLOATS);
+    if ((n - p) / 4 != out->count || (n - p) % 4)
+        return WHY("request says %u floats but carries %zu bytes", out->count, n - p);
+    out->floats = b + p;
+    return 0;
+}
+
+int rtlp_parse_reply(const uint8_t *b, size_t n, rtlp_reply *out, char *why, size_t whylen)
+{
+    if (n < 10) return WHY("reply of %zu bytes is too short", n);
+    if (b[0] != RTLP_MSG_REPLY) return WHY("message type %u where a reply was expected", b[0]);
+    if (b[2] || b[3]) return WHY("reply with nonzero reserved bytes");
+    out->status = b[1];
+    out->id = get32(b + 4);
+    out->message[0] = '\0';
+    out->count = 0;
+    out->floats = NULL;
+    if (out->status == 0) {
+        if (n < 12) return WHY("reply ends inside its count");
+        out->count = get32(b + 8);
+        if (out->count > RTLP_MAX_FLOATS) return WHY("reply with %u floats", out->count);
+        if ((n - 12) / 4 != out->count || (n - 12) % 4)
+            return WHY("reply says %u floats but carries %zu bytes", out->count, n - 12);
+        out->floats = b + 12;
+        return 0;
+    }
+    size_t m = (size_t)b[8] | (size_t)b[9] << 8;
+    if (n - 10 != m) return WHY("reply message of %zu bytes in %zu", m, n - 10);
+    if (m >= sizeof out->message) m = sizeof out->message - 1;
+    for (size_t i = 0; i < m; i++) out->message[i] = (b[10 + i] >= 32 && b[10 + i] < 127) ? (char)b[10 + i] : '?';
+    out->message[m] = '\0';
+    return 0;
+}
+
+uint8_t *rtlp_build_request(uint32_t id, const char *catalog, const char *variant, int32_t first, int32_t last,
+                            const float *x, uint32_t count, size_t *n)
+{
+    size_t cn = strlen(catalog), vn = strlen(variant);
+    if (cn > RTL_ID_MAX || vn > RTL_ID_MAX) return NULL;
+    size_t len = 8 + 1 + cn + 1 + vn + 12 + (size_t)count * 4;
+    uint8_t *b = malloc(len);
+    if (!b) return NULL;
+    size_t p = 0;
+    b[p++] = RTLP_MSG_REQUEST, b[p++] = 0, b[p++] = 0, b[p++] = 0;
+    put32(b + p, id), p += 4;
+    b[p++] = (uint8_t)cn, memcpy(b + p, catalog, cn), p += cn;
+    b[p++] = (uint8_t)vn, memcpy(b + p, variant, vn), p += vn;
+    put32(b + p, (uint32_t)first), put32(b + p + 4, (uint32_t)last), put32(b + p + 8, count), p += 12;
+    for (uint32_t i = 0; i < count; i++) {
+        uint32_t u;
+        memcpy(&u, &x[i], 4);
+        put32(b + p + 4 * (size_t)i, u);
+    }
+    *n = len;
+    return b;
+}
+
+uint8_t *rtlp_build_reply(uint32_t id, uint8_t status, const float *x, uint32_t count, const char *message,
+                          size_t *n)
+{
+    size_t m = message ? strlen(message) : 0;
+    if (m > 500) m = 500;
+    size_t len = status == 0 ? 12 + (size_t)count * 4 : 10 + m;
+    uint8_t *b = malloc(len);
+    if (!b) return NULL;
+    b[0] = RTLP_MSG_REPLY, b[1] = status, b[2] = b[3] = 0;
+    put32(b + 4, id);
+    if (status == 0) {
+        put32(b + 8, count);
+        for (uint32_t i = 0; i < count; i++) {
+            uint32_t u;
+            memcpy(&u, &x[i], 4);
+            put32(b + 12 + 4 * (size_t)i, u);
+        }
+    } else {
+        b[8] = (uint8_t)m, b[9] = (uint8_t)(m >> 8);
+        memcpy(b + 10, message, m);
+    }
+    *n = len;
+    return b;
+}
+
+void rtlp_floats_get(const uint8_t *b, uint32_t count, float *out)
+{
+    for (uint32_t i = 0; i < count; i++) {
+        uint32_t u = get32(b + 4 * (size_t)i);
+        memcpy(&out[i], &u, 4);
+    }
+}

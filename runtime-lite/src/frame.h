@@ -1,0 +1,87 @@
+/* frame.h: the peer protocol's handshake, frames and messages (private to
+ * librtl; layouts at the top of frame.c). */
+#ifndef RTL_FRAME_H
+#define RTL_FRAME_H
+
+#include "internal.h"
+
+#include <sodium.h>
+
+#define RTLP_VERSION 1
+#define RTLP_CLIENT_HELLO 72
+#define RTLP_SERVER_HELLO 64
+#define RTLP_HEADER crypto_secretstream_xchacha20poly1305_HEADERBYTES /* 24 */
+#define RTLP_ABYTES crypto_secretstream_xchacha20poly1305_ABYTES     /* 17 */
+#define RTLP_LEN_BYTES 4
+#define RTLP_MSG_REQUEST 1
+#define RTLP_MSG_REPLY 2
+#define RTLP_MAX_FLOATS (64u << 20) /* no message carries more floats */
+
+/* One direction's key pair of secretstream states. */
+typedef struct rtlp_session {
+    crypto_secretstream_xchacha20poly1305_state tx, rx;
+    unsigned char txk[32], rxk[32];
+} rtlp_session;
+
+/* Client: fills hello (RTLP_CLIENT_HELLO bytes) and a fresh ephemeral pair. */
+int rtlp_client_hello(const rtl_peer_key *me, unsigned char eph_pk[32], unsigned char eph_sk[32],
+                      uint8_t hello[RTLP_CLIENT_HELLO]);
+/* Server: parses a client hello: magic, version, both public keys. -1 with
+ * why (a reason for the log). */
+int rtlp_parse_client_hello(const uint8_t hello[RTLP_CLIENT_HELLO], uint8_t static_pk[32], uint8_t eph_pk[32],
+                            char *why, size_t whylen);
+/* Server: derives the session keys from the client hello and a fresh
+ * ephemeral pair, starts its sending stream and fills its reply (magic,
+ * version, ephemeral public key, stream header). */
+int rtlp_server_accept(const rtl_peer_key *server, const uint8_t hello[RTLP_CLIENT_HELLO], rtlp_session *s,
+                       uint8_t reply[RTLP_SERVER_HELLO], char *why, size_t whylen);
+/* Client: checks the server's reply, derives the keys (pinning server_pk),
+ * starts its receiving stream and its sending one (header to send: hdr). */
+int rtlp_client_finish(const rtl_peer_key *me, const unsigned char eph_pk[32], const unsigned char eph_sk[32],
+                       const unsigned char server_pk[32], const uint8_t hello[RTLP_CLIENT_HELLO],
+                       const uint8_t reply[RTLP_SERVER_HELLO], rtlp_session *s, uint8_t hdr[RTLP_HEADER],
+                       char *why, size_t whylen);
+/* Server: starts its receiving stream from the client's header. */
+int rtlp_server_rx_start(rtlp_session *s, const uint8_t hdr[RTLP_HEADER]);
+
+/* The ciphertext length in a frame's 4-byte header, checked: at least
+ * RTLP_ABYTES + 1 and at most max_plain + RTLP_ABYTES. */
+int rtlp_frame_len(const uint8_t hdr[RTLP_LEN_BYTES], uint32_t max_plain, uint32_t *len, char *why, size_t whylen);
+/* Seals plain (n bytes) into out: 4-byte length + ciphertext; out must
+ * hold n + RTLP_LEN_BYTES + RTLP_ABYTES. */
+void rtlp_seal(rtlp_session *s, const uint8_t *plain, size_t n, uint8_t *out);
+/* Opens ciphertext c (len bytes, without the length) into plain (len -
+ * RTLP_ABYTES bytes). -1 when it fails authentication (tampered, replayed,
+ * reordered, or from another session). */
+int rtlp_open(rtlp_session *s, const uint8_t *c, size_t len, uint8_t *plain);
+
+/* A request, parsed: pointers into the message. */
+typedef struct rtlp_request {
+    uint32_t id;
+    char catalog[RTL_ID_MAX + 1], variant[RTL_ID_MAX + 1];
+    int32_t first, last;
+    uint32_t count;
+    const uint8_t *floats; /* count little-endian float32, unaligned */
+} rtlp_request;
+
+typedef struct rtlp_reply {
+    uint32_t id;
+    uint8_t status;        /* 0: ok */
+    uint32_t count;
+    const uint8_t *floats;
+    char message[512];     /* status != 0 */
+} rtlp_reply;
+
+/* Parses a request or a reply message of n bytes. -1 with why. */
+int rtlp_parse_request(const uint8_t *b, size_t n, rtlp_request *out, char *why, size_t whylen);
+int rtlp_parse_reply(const uint8_t *b, size_t n, rtlp_reply *out, char *why, size_t whylen);
+/* Encodes into a new buffer (*n bytes) the caller frees; NULL when out of
+ * memory. */
+uint8_t *rtlp_build_request(uint32_t id, const char *catalog, const char *variant, int32_t first, int32_t last,
+                            const float *x, uint32_t count, size_t *n);
+uint8_t *rtlp_build_reply(uint32_t id, uint8_t status, const float *x, uint32_t count, const char *message,
+                          size_t *n);
+/* Little-endian float32 at b[i] as a float. */
+void rtlp_floats_get(const uint8_t *b, uint32_t count, float *out);
+
+#endif

@@ -1,0 +1,1053 @@
+/*
+ * peer.c: `rtl serve` (rtl_server_*), its client (rtl_peer_*) and the
+ * split runner (rtl_offload_run). Protocol and byte layouts: frame.c.
+ *
+ * Server: one poll(2) thread owns every socket and every session's crypto
+ * state; one worker thread runs the model pieces (forward passes of a
+ * process run one at a time anyway: model.c). Per connection:
+ *  - reading: the handshake (72 then 24 bytes), then frames: 4 bytes of
+ *    length, checked against max_frame before any byte of the body is
+ *    buffered, then the body; memory per connection is bounded by
+ *    max_frame (one frame in, one reply out);
+ *  - one request at a time: after a request the server reads nothing more
+ *    from that connection until its reply is written (backpressure: TCP
+ *    holds the rest), so the worker's queue holds at most one job per
+ *    connection, and connections are at most max_clients;
+ *  - timeouts: the handshake (handshake_ms), a started frame (frame_ms),
+ *    an idle connection (idle_ms), a reply the client does not read
+ *    (frame_ms);
+ *  - a bad frame (tampered, replayed, truncated, oversized, malformed)
+ *    closes that connection with a logged reason; the others go on.
+ * Stop: when stop_fd becomes readable the listener closes, requests already
+ * read are answered, then every connection closes (bounded by frame_ms).
+ *
+ * Link emulation inside the peer (when the kernel cannot shape a link: see
+ * runtime-lite/README.md): a request counts as arrived rtt/2 after the
+ * later of its last byte and its first byte + bytes*8/up; its reply leaves
+ * rtt/2 + bytes*8/down after it is ready (rates of 0: not emulated, e.g.
+ * when tc shapes a veth between namespaces).
+ */
+#include "frame.h"
+#include "store.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+static double now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1e3 + t.tv_nsec * 1e-6;
+}
+
+/* ---- keys ----------------------------------------------------------------- */
+
+int rtl_peer_keygen(rtl_peer_key *out, rtl_err *err)
+{
+    if (sodium_init() < 0) return rtl_errf(err, "libsodium cannot start");
+    crypto_kx_keypair(out->pk, out->sk);
+    return 0;
+}
+
+/* Writes text to path, created exclusively with mode. */
+static int write_new(const char *path, const char *text, mode_t mode, rtl_err *err)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
+    if (fd < 0)
+        return rtl_errf(err, "cannot create %s: %s%s", path, strerror(errno),
+                        errno == EEXIST ? " (remove it first: keys are never replaced)" : "");
+    size_t n = strlen(text);
+    ssize_t w = write(fd, text, n);
+    int bad = w != (ssize_t)n || fsync(fd) != 0;
+    if (close(fd) != 0) bad = 1;
+    if (bad) {
+        unlink(path);
+        return rtl_errf(err, "cannot write %s", path);
+    }
+    return 0;
+}
+
+int rtl_peer_key_save(const rtl_peer_key *k, const char *path, rtl_err *err)
+{
+    char p[4096], hex[65], line[80];
+    if (snprintf(p, sizeof p, "%s.key", path) >= (int)sizeof p) return rtl_errf(err, "path too long: %s", path);
+    rtl_hex(k->sk, 32, hex);
+    snprintf(line, sizeof line, "%s\n", hex);
+    if (write_new(p, line, 0600, err) != 0) return -1;
+    snprintf(p, sizeof p, "%s.pub", path);
+    rtl_hex(k->pk, 32, hex);
+    snprintf(line, sizeof line, "%s\n", hex);
+    if (write_new(p, line, 0644, err) != 0) {
+        char q[4096];
+        snprintf(q, sizeof q, "%s.key", path);
+        unlink(q);
+        return -1;
+    }
+    sodium_memzero(line, sizeof line);
+    return 0;
+}
+
+/* 64 hex digits and an optional newline from file path into out. */
+static int read_hex32(const char *path, uint8_t out[32], rtl_err *err)
+{
+    char *buf;
+    size_t len;
+    if (rtl_read_small(path, 256, &buf, &len, err) != 0) return -1;
+    while (len && (buf[len - 1] == '\n' || buf[len - 1] == '\r')) buf[--len] = '\0';
+    int rc = len == 64 && rtl_unhex(buf, out, 32) == 0 ? 0 : -1;
+    sodium_memzero(buf, len);
+    free(buf);
+    if (rc) return rtl_errf(err, "%s: not a peer key (64 hex digits on one line; rtl peer-keygen makes them)", path);
+    return 0;
+}
+
+int rtl_peer_key_load(const char *path, int secret, rtl_peer_key *out, rtl_err *err)
+{
+    memset(out, 0, sizeof *out);
+    if (sodium_init() < 0) return rtl_errf(err, "libsodium cannot start");
+    if (!secret) return read_hex32(path, out->pk, err);
+    char p[4096];
+    if (snprintf(p, sizeof p, "%s.key", path) >= (int)sizeof p) return rtl_errf(err, "path too long: %s", path);
+    if (read_hex32(p, out->sk, err) != 0) return -1;
+    snprintf(p, sizeof p, "%s.pub", path);
+    if (read_hex32(p, out->pk, err) != 0) return -1;
+    uint8_t derived[32];
+    crypto_scalarmult_base(derived, out->sk);
+    if (sodium_memcmp(derived, out->pk, 32) != 0)
+        return rtl_errf(err, "%s.pub is not the public half of %s.key", path, path);
+    return 0;
+}
+
+/* ---- the server ------------------------------------------------------------- */
+
+enum rstate { R_HELLO, R_HDR, R_LEN, R_BODY };
+
+struct conn {
+    int fd;                 /* -1: free slot */
+    uint64_t gen;           /* slot generation: stale worker results are dropped */
+    char who[64];
+    enum rstate r;
+    uint8_t hello[RTLP_CLIENT_HELLO];
+    uint8_t *in;            /* current read target */
+    size_t have, need;
+    uint32_t flen;          /* ciphertext bytes of the frame being read */
+    rtlp_session s;
+    int busy;               /* a request is with the worker or waiting for its arrival time */
+    uint8_t *job_plain;     /* request waiting for its emulated arrival */
+    size_t job_len;
+    double job_at;
+    uint8_t *out;           /* sealed reply being written */
+    size_t out_len, out_off;
+    double send_at;
+    double t_open, t_frame, t_active;
+};
+
+struct job {
+    size_t slot;
+    uint64_t gen;
+    uint8_t *plain;  /* request plaintext (owned) */
+    size_t len;
+    uint8_t *reply;  /* reply plaintext (owned), set by the worker */
+    size_t reply_len;
+    struct job *next;
+};
+
+struct cached {
+    char catalog[RTL_ID_MAX + 1], variant[RTL_ID_MAX + 1];
+    rtl_catalog *cat;
+    rtl_model *m;
+};
+#define CACHE_MAX 8
+
+struct rtl_server {
+    rtl_store *store;
+    rtl_peer_key key;
+    uint8_t (*allowed)[32];
+    size_t n_allowed;
+    rtl_serve_options o;
+    int lfd, port;
+    int wake[2];            /* worker -> poll thread */
+    struct conn *conns;
+    uint64_t gen;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    struct job *todo, *todo_tail, *done;
+    int stopping;
+    pthread_t worker;
+    int worker_started;
+    struct cached cache[CACHE_MAX];
+    size_t ncache;
+    rtl_server_stats stats;
+};
+
+static void slog(rtl_server *s, enum rtl_log_level lv, const char *fmt, ...) RTL_PRINTF(3, 4);
+static void slog(rtl_server *s, enum rtl_log_level lv, const char *fmt, ...)
+{
+    if (!s->store || !s->store->log) return;
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    s->store->log(s->store->log_user, lv, msg);
+}
+
+rtl_server *rtl_server_open(rtl_store *store, const rtl_peer_key *server_key, const rtl_peer_key *allowed,
+                            size_t n_allowed, const rtl_serve_options *o, rtl_err *err)
+{
+    if (sodium_init() < 0) {
+        rtl_errf(err, "libsodium cannot start");
+        return NULL;
+    }
+    rtl_server *s = calloc(1, sizeof *s);
+    if (!s) {
+        rtl_errf(err, "out of memory");
+        return NULL;
+    }
+    s->store = store;
+    s->key = *server_key;
+    s->lfd = s->wake[0] = s->wake[1] = -1;
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->cv, NULL);
+    if (o) s->o = *o;
+    if (!s->o.max_clients) s->o.max_clients = 128;
+    if (!s->o.max_frame) s->o.max_frame = 64u << 20;
+    if (!s->o.handshake_ms) s->o.handshake_ms = 5000;
+    if (!s->o.frame_ms) s->o.frame_ms = 30000;
+    if (!s->o.idle_ms) s->o.idle_ms = 60000;
+    if (s->o.max_clients < 1 || s->o.max_clients > 4096 || s->o.handshake_ms < 0 || s->o.frame_ms < 0 ||
+        s->o.idle_ms < 0 || s->o.max_frame > (1u << 30)) {
+        rtl_errf(err, "bad server limits: clients 1..4096, frames up to 1 GiB, times >= 0");
+        goto fail;
+    }
+    if ((s->o.emu_up_mbps < 0 || s->o.emu_down_mbps < 0 || s->o.emu_rtt_ms < 0)) {
+        rtl_errf(err, "link emulation needs rates and an RTT >= 0");
+        goto fail;
+    }
+    if (!(s->allowed = malloc((n_allowed ? n_allowed : 1) * 32))) goto oom;
+    for (size_t i = 0; i < n_allowed; i++) memcpy(s->allowed[i], allowed[i].pk, 32);
+    s->n_allowed = n_allowed;
+    if (!(s->conns = calloc((size_t)s->o.max_clients, sizeof *s->conns))) goto oom;
+    for (int i = 0; i < s->o.max_clients; i++) s->conns[i].fd = -1;
+    if (pipe2(s->wake, O_CLOEXEC | O_NONBLOCK) != 0) {
+        rtl_errf(err, "pipe: %s", strerror(errno));
+        goto fail;
+    }
+    const char *host = s->o.host ? s->o.host : "127.0.0.1";
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
+    struct addrinfo *ai;
+    char port[16];
+    if (s->o.port < 0 || s->o.port > 65535) {
+        rtl_errf(err, "port %d is not in 0..65535", s->o.port);
+        goto fail;
+    }
+    snprintf(port, sizeof port, "%d", s->o.port);
+    int gai = getaddrinfo(host, port, &hints, &ai);
+    if (gai != 0) {
+        rtl_errf(err, "cannot resolve %s: %s", host, gai_strerror(gai));
+        goto fail;
+    }
+    s->lfd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    int one = 1;
+    if (s->lfd >= 0) setsockopt(s->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (s->lfd < 0 || bind(s->lfd, ai->ai_addr, ai->ai_addrlen) != 0 || listen(s->lfd, 64) != 0) {
+        rtl_errf(err, "cannot listen on %s port %d: %s", host, s->o.port, strerror(errno));
+        freeaddrinfo(ai);
+        goto fail;
+    }
+    freeaddrinfo(ai);
+    struct sockaddr_storage sa;
+    socklen_t sl = sizeof sa;
+    getsockname(s->lfd, (struct sockaddr *)&sa, &sl);
+    s->port = ntohs(sa.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&sa)->sin6_port
+                                             : ((struct sockaddr_in *)&sa)->sin_port);
+    if (s->o.threads > 0) trn_set_threads(s->o.threads);
+    return s;
+oom:
+    rtl_errf(err, "out of memory");
+fail:
+    rtl_server_close(s);
+    return NULL;
+}
+
+int rtl_server_port(const rtl_server *s) { return s->port; }
+
+void rtl_server_get_stats(const rtl_server *s, rtl_server_stats *out)
+{
+    pthread_mutex_lock((pthread_mutex_t *)&s->mu);
+    *out = s->stats;
+    pthread_mutex_unlock((pthread_mutex_t *)&s->mu);
+}
+
+static void free_jobs(struct job *j)
+{
+    while (j) {
+        struct job *n = j->next;
+        free(j->plain);
+        free(j->reply);
+        free(j);
+        j = n;
+    }
+}
+
+void rtl_server_close(rtl_server *s)
+{
+    if (!s) return;
+    for (int i = 0; s->conns && i < s->o.max_clients; i++) {
+        struct conn *c = &s->conns[i];
+        if (c->fd >= 0) close(c->fd);
+        free(c->in);
+        free(c->out);
+        free(c->job_plain);
+        sodium_memzero(&c->s, sizeof c->s);
+    }
+    free(s->conns);
+    for (size_t i = 0; i < s->ncache; i++) {
+        rtl_model_close(s->cache[i].m);
+        rtl_catalog_close(s->cache[i].cat);
+    }
+    free_jobs(s->todo);
+    free_jobs(s->done);
+    if (s->lfd >= 0) close(s->lfd);
+    if (s->wake[0] >= 0) close(s->wake[0]), close(s->wake[1]);
+    free(s->allowed);
+    pthread_mutex_destroy(&s->mu);
+    pthread_cond_destroy(&s->cv);
+    sodium_memzero(&s->key, sizeof s->key);
+    free(s);
+}
+
+/* The model for catalog/variant, opened on first use (worker thread only). */
+static rtl_model *cached_model(rtl_server *s, const char *catalog, const char *variant, rtl_err *err)
+{
+    for (size_t i = 0; i < s->ncache; i++)
+        if (!strcmp(s->cache[i].catalog, catalog) && !strcmp(s->cache[i].variant, variant)) return s->cache[i].m;
+    rtl_catalog *cat = rtl_catalog_open(s->store, catalog, err);
+    if (!cat) return NULL;
+    rtl_model *m = rtl_model_open(cat, variant, NULL, err);
+    if (!m) {
+        rtl_catalog_close(cat);
+        return NULL;
+    }
+    if (s->ncache == CACHE_MAX) { /* drop the oldest */
+        rtl_model_close(s->cache[0].m);
+        rtl_catalog_close(s->cache[0].cat);
+        memmove(s->cache, s->cache + 1, (CACHE_MAX - 1) * sizeof *s->cache);
+        s->ncache--;
+    }
+    struct cached *c = &s->cache[s->ncache++];
+    snprintf(c->catalog, sizeof c->catalog, "%s", catalog);
+    snprintf(c->variant, sizeof c->variant, "%s", variant);
+    c->cat = cat;
+    c->m = m;
+    return m;
+}
+
+/* Runs one request (already parsed once by the poll thread). */
+static void run_job(rtl_server *s, struct job *j)
+{
+    rtlp_request rq;
+    char why[256];
+    rtl_err err = {{0}};
+    float *x = NULL;
+    const float *y = NULL;
+    size_t ny = 0;
+    int ok = 0;
+    if (rtlp_parse_request(j->plain, j->len, &rq, why, sizeof why) != 0) {
+        snprintf(err.msg, sizeof err.msg, "%s", why);
+    } else {
+        rtl_model *m = cached_model(s, rq.catalog, rq.variant, &err);
+        if (m && !(x = malloc((rq.count ? rq.count : 1) * sizeof *x))) snprintf(err.msg, sizeof err.msg, "out of memory");
+        else if (m) {
+            rtlp_floats_get(rq.floats, rq.count, x);
+            ok = rtl_model_run_range(m, rq.first, rq.last, x, rq.count, &y, &ny, &err) == 0;
+        }
+    }
+    j->reply = ok ? rtlp_build_reply(rq.id, 0, y, (uint32_t)ny, NULL, &j->reply_len)
+                  : rtlp_build_reply(j->len >= 8 ? (uint32_t)j->plain[4] | (uint32_t)j->plain[5] << 8 |
+                                                       (uint32_t)j->plain[6] << 16 | (uint32_t)j->plain[7] << 24
+                                                 : 0,
+                                     1, NULL, 0, err.msg, &j->reply_len);
+    if (!ok) slog(s, RTL_LOG_WARN, "request failed: %s", err.msg);
+    free(x);
+}
+
+static void *worker_main(void *arg)
+{
+    rtl_server *s = arg;
+    pthread_mutex_lock(&s->mu);
+    for (;;) {
+        while (!s->todo && !s->stopping) pthread_cond_wait(&s->cv, &s->mu);
+        if (!s->todo) break;
+        struct job *j = s->todo;
+        s->todo = j->next;
+        if (!s->todo) s->todo_tail = NULL;
+        pthread_mutex_unlock(&s->mu);
+        run_job(s, j);
+        pthread_mutex_lock(&s->mu);
+        j->next = s->done;
+        s->done = j;
+        char b = 1;
+        ssize_t w = write(s->wake[1], &b, 1);
+        (void)w;
+    }
+    pthread_mutex_unlock(&s->mu);
+    return NULL;
+}
+
+static void conn_close(rtl_server *s, struct conn *c, const char *reason)
+{
+    if (reason) slog(s, RTL_LOG_INFO, "connection %s closed: %s", c->who, reason);
+    close(c->fd);
+    free(c->in);
+    free(c->out);
+    free(c->job_plain);
+    sodium_memzero(&c->s, sizeof c->s);
+    memset(c, 0, sizeof *c);
+    c->fd = -1;
+}
+
+static void conn_bad(rtl_server *s, struct conn *c, const char *reason)
+{
+    pthread_mutex_lock(&s->mu);
+    s->stats.closed_bad_frame++;
+    pthread_mutex_unlock(&s->mu);
+    conn_close(s, c, reason);
+}
+
+/* Sets the next read: need bytes into a buffer of that size. */
+static int expect(struct conn *c, size_t need)
+{
+    free(c->in);
+    c->in = malloc(need ? need : 1);
+    c->have = 0;
+    c->need = need;
+    return c->in ? 0 : -1;
+}
+
+static void do_accept(rtl_server *s)
+{
+    for (int k = 0; k < 64; k++) {
+        struct sockaddr_storage sa;
+        socklen_t sl = sizeof sa;
+        int fd = accept4(s->lfd, (struct sockaddr *)&sa, &sl, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        if (fd < 0) return;
+        int slot = -1;
+        for (int i = 0; i < s->o.max_clients && slot < 0; i++)
+            if (s->conns[i].fd < 0) slot = i;
+        char who[64] = "?";
+        if (sa.ss_family == AF_INET) {
+            char a[INET_ADDRSTRLEN];
+            inet_ntop(AF_INET, &((struct sockaddr_in *)&sa)->sin_addr, a, sizeof a);
+            snprintf(who, sizeof who, "%s:%u", a, ntohs(((struct sockaddr_in *)&sa)->sin_port));
+        } else if (sa.ss_family == AF_INET6) {
+            char a[INET6_ADDRSTRLEN];
+            inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&sa)->sin6_addr, a, sizeof a);
+            snprintf(who, sizeof who, "[%s]:%u", a, ntohs(((struct sockaddr_in6 *)&sa)->sin6_port));
+        }
+        if (slot < 0) {
+            slog(s, RTL_LOG_WARN, "connection %s refused: %d clients already (--max-clients)", who, s->o.max_clients);
+            close(fd);
+            continue;
+        }
+        int one = 1;
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        struct conn *c = &s->conns[slot];
+        memset(c, 0, sizeof *c);
+        c->fd = fd;
+        c->gen = ++s->gen;
+        snprintf(c->who, sizeof c->who, "%s", who);
+        c->r = R_HELLO;
+        c->t_open = c->t_active = now_ms();
+        if (expect(c, RTLP_CLIENT_HELLO) != 0) {
+            conn_close(s, c, "out of memory");
+            continue;
+        }
+        pthread_mutex_lock(&s->mu);
+        s->stats.accepted++;
+        pthread_mutex_unlock(&s->mu);
+    }
+}
+
+static int key_allowed(const rtl_server *s, const uint8_t pk[32])
+{
+    int found = 0;
+    for (size_t i = 0; i < s->n_allowed; i++) found |= sodium_memcmp(s->allowed[i], pk, 32) == 0;
+    return found;
+}
+
+/* Queues c's request for the worker. */
+static int submit(rtl_server *s, struct conn *c)
+{
+    struct job *j = calloc(1, sizeof *j);
+    if (!j) return -1;
+    j->slot = (size_t)(c - s->conns);
+    j->gen = c->gen;
+    j->plain = c->job_plain;
+    j->len = c->job_len;
+    c->job_plain = NULL;
+    pthread_mutex_lock(&s->mu);
+    if (s->todo_tail) s->todo_tail->next = j;
+    else s->todo = j;
+    s->todo_tail = j;
+    s->stats.requests++;
+    pthread_cond_signal(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    return 0;
+}
+
+/* A whole unit has been read into c->in: act on it. */
+static void on_unit(rtl_server *s, struct conn *c)
+{
+    char why[256];
+    switch (c->r) {
+    case R_HELLO: {
+        uint8_t cst[32], ceph[32];
+        memcpy(c->hello, c->in, RTLP_CLIENT_HELLO);
+        if (rtlp_parse_client_hello(c->hello, cst, ceph, why, sizeof why) != 0) return conn_bad(s, c, why);
+        if (!key_allowed(s, cst)) {
+            char hex[65];
+            rtl_hex(cst, 32, hex);
+            pthread_mutex_lock(&s->mu);
+            s->stats.refused_key++;
+            pthread_mutex_unlock(&s->mu);
+            snprintf(why, sizeof why, "unknown device key %.16s... (not in the allow-list)", hex);
+            return conn_close(s, c, why);
+        }
+        uint8_t reply[RTLP_SERVER_HELLO];
+        if (rtlp_server_accept(&s->key, c->hello, &c->s, reply, why, sizeof why) != 0) return conn_bad(s, c, why);
+        /* the reply is small: a fresh socket's buffer takes it whole */
+        if (send(c->fd, reply, sizeof reply, MSG_NOSIGNAL) != (ssize_t)sizeof reply) return conn_close(s, c, "cannot send the hello");
+        c->r = R_HDR;
+        if (expect(c, RTLP_HEADER) != 0) return conn_close(s, c, "out of memory");
+        return;
+    }
+    case R_HDR:
+        if (rtlp_server_rx_start(&c->s, c->in) != 0) return conn_bad(s, c, "bad stream header");
+        slog(s, RTL_LOG_INFO, "connection %s: device authenticated by key, session open", c->who);
+        c->r = R_LEN;
+        if (expect(c, RTLP_LEN_BYTES) != 0) return conn_close(s, c, "out of memory");
+        return;
+    case R_LEN:
+        if (rtlp_frame_len(c->in, s->o.max_frame, &c->flen, why, sizeof why) != 0) return conn_bad(s, c, why);
+        c->r = R_BODY;
+        if (expect(c, c->flen) != 0) return conn_close(s, c, "out of memory");
+        return;
+    case R_BODY: {
+        uint8_t *plain = malloc(c->flen - RTLP_ABYTES);
+        if (!plain) return conn_close(s, c, "out of memory");
+        if (rtlp_open(&c->s, c->in, c->flen, plain) != 0) {
+            free(plain);
+            return conn_bad(s, c, "frame failed authentication (tampered, replayed, reordered or not from "
+                                  "this session)");
+        }
+        rtlp_request rq;
+        size_t n = c->flen - RTLP_ABYTES;
+        if (rtlp_parse_request(plain, n, &rq, why, sizeof why) != 0) {
+            free(plain);
+            char r2[300];
+            snprintf(r2, sizeof r2, "malformed request: %s", why);
+            return conn_bad(s, c, r2);
+        }
+        c->job_plain = plain;
+        c->job_len = n;
+        c->busy = 1;
+        /* arrived: when its last byte is here (or would be, at the
+         * emulated rate), plus half the RTT */
+        double done = now_ms(), at = c->t_frame;
+        if (s->o.emu_up_mbps > 0) at += (double)(c->flen + RTLP_LEN_BYTES) * 8 / (s->o.emu_up_mbps * 1e3);
+        c->job_at = (at > done ? at : done) + s->o.emu_rtt_ms / 2;
+        c->r = R_LEN;
+        if (expect(c, RTLP_LEN_BYTES) != 0) return conn_close(s, c, "out of memory");
+        return;
+    }
+    }
+}
+
+static void do_read(rtl_server *s, struct conn *c)
+{
+    for (int k = 0; k < 16 && c->fd >= 0 && !c->busy; k++) {
+        ssize_t r = read(c->fd, c->in + c->have, c->need - c->have);
+        if (r == 0) {
+            if (c->have || c->r == R_BODY) return conn_bad(s, c, "connection ended inside a frame (truncated)");
+            return conn_close(s, c, c->r == R_LEN ? "closed by the device" : "closed during the handshake");
+        }
+        if (r < 0) {
+            if (errno == EAGAIN || errno == EINTR) return;
+            char why[128];
+            snprintf(why, sizeof why, "read: %s", strerror(errno));
+            return conn_close(s, c, why);
+        }
+        double t = now_ms();
+        if (c->have == 0 && c->r == R_LEN) c->t_frame = t;
+        c->t_active = t;
+        c->have += (size_t)r;
+        if (c->have == c->need) on_unit(s, c);
+    }
+}
+
+static void do_write(rtl_server *s, struct conn *c)
+{
+    while (c->out && c->out_off < c->out_len) {
+        ssize_t w = send(c->fd, c->out + c->out_off, c->out_len - c->out_off, MSG_NOSIGNAL);
+        if (w < 0) {
+            if (errno == EAGAIN || errno == EINTR) return;
+            char why[128];
+            snprintf(why, sizeof why, "write: %s", strerror(errno));
+            return conn_close(s, c, why);
+        }
+        c->out_off += (size_t)w;
+        c->t_active = now_ms();
+    }
+    if (c->out) {
+        free(c->out);
+        c->out = NULL;
+        c->busy = 0;
+        pthread_mutex_lock(&s->mu);
+        s->stats.replies++;
+        pthread_mutex_unlock(&s->mu);
+    }
+}
+
+/* Takes the worker's finished jobs: seals each reply for its connection. */
+static void collect(rtl_server *s)
+{
+    char b[64];
+    while (read(s->wake[0], b, sizeof b) > 0) {
+    }
+    pthread_mutex_lock(&s->mu);
+    struct job *j = s->done;
+    s->done = NULL;
+    pthread_mutex_unlock(&s->mu);
+    while (j) {
+        struct job *n = j->next;
+        struct conn *c = &s->conns[j->slot];
+        if (c->fd >= 0 && c->gen == j->gen && j->reply) {
+            c->out = malloc(j->reply_len + RTLP_LEN_BYTES + RTLP_ABYTES);
+            if (!c->out) conn_close(s, c, "out of memory");
+            else {
+                rtlp_seal(&c->s, j->reply, j->reply_len, c->out);
+                c->out_len = j->reply_len + RTLP_LEN_BYTES + RTLP_ABYTES;
+                c->out_off = 0;
+                double emu = s->o.emu_rtt_ms / 2;
+                if (s->o.emu_down_mbps > 0) emu += (double)c->out_len * 8 / (s->o.emu_down_mbps * 1e3);
+                c->send_at = now_ms() + emu;
+                c->t_active = now_ms();
+            }
+        } else if (c->fd >= 0 && c->gen == j->gen) {
+            conn_close(s, c, "out of memory building a reply");
+        }
+        free(j->plain);
+        free(j->reply);
+        free(j);
+        j = n;
+    }
+}
+
+int rtl_server_run(rtl_server *s, int stop_fd, rtl_err *err)
+{
+    int n = s->o.max_clients;
+    struct pollfd *pf = calloc((size_t)n + 3, sizeof *pf);
+    int *map = calloc((size_t)n + 3, sizeof *map);
+    if (!pf || !map) {
+        free(pf), free(map);
+        return rtl_errf(err, "out of memory");
+    }
+    if (pthread_create(&s->worker, NULL, worker_main, s) != 0) {
+        free(pf), free(map);
+        return rtl_errf(err, "cannot start the worker thread");
+    }
+    s->worker_started = 1;
+    slog(s, RTL_LOG_INFO, "serving on port %d (protocol %d, %zu device keys allowed)", s->port, RTLP_VERSION,
+         s->n_allowed);
+    int stopping = 0;
+    double stop_by = 0;
+    for (;;) {
+        double t = now_ms(), next = t + 1000;
+        int np = 0;
+        pf[np] = (struct pollfd){.fd = s->wake[0], .events = POLLIN}, map[np++] = -1;
+        if (!stopping) {
+            pf[np] = (struct pollfd){.fd = stop_fd, .events = POLLIN}, map[np++] = -2;
+            pf[np] = (struct pollfd){.fd = s->lfd, .events = POLLIN}, map[np++] = -3;
+        }
+        int open = 0;
+        for (int i = 0; i < n; i++) {
+            struct conn *c = &s->conns[i];
+            if (c->fd < 0) continue;
+            /* timeouts */
+            if (c->r <= R_HDR && t - c->t_open > s->o.handshake_ms) {
+                conn_bad(s, c, "handshake timed out");
+                continue;
+            }
+            if (!c->busy && (c->have || c->r == R_BODY) && t - c->t_active > s->o.frame_ms) {
+                conn_bad(s, c, "frame timed out (a started frame must end in --frame-timeout)");
+                continue;
+            }
+            if (c->out && t >= c->send_at && t - c->send_at > s->o.frame_ms) {
+                conn_close(s, c, "the device does not read its reply");
+                continue;
+            }
+            if (!c->busy && !c->have && c->r == R_LEN && t - c->t_active > s->o.idle_ms) {
+                conn_close(s, c, "idle");
+                continue;
+            }
+            if (stopping && !c->busy) {
+                conn_close(s, c, "server stopping");
+                continue;
+            }
+            if (c->job_plain) { /* waiting for its emulated arrival */
+                if (t >= c->job_at) {
+                    if (submit(s, c) != 0) {
+                        conn_close(s, c, "out of memory");
+                        continue;
+                    }
+                } else if (c->job_at < next) next = c->job_at;
+            }
+            open++;
+            short ev = 0;
+            if (!c->busy) ev = POLLIN;
+            else if (c->out) {
+                if (t >= c->send_at) ev = POLLOUT;
+                else if (c->send_at < next) next = c->send_at;
+            }
+            if (ev || !c->busy) {
+                pf[np] = (struct pollfd){.fd = c->fd, .events = ev}, map[np++] = i;
+            }
+        }
+        if (stopping && (open == 0 || t > stop_by)) break;
+        int wait = (int)(next - t) + 1;
+        if (wait < 0) wait = 0;
+        int r = poll(pf, (nfds_t)np, wait);
+        if (r < 0 && errno != EINTR) {
+            slog(s, RTL_LOG_WARN, "poll: %s", strerror(errno));
+            break;
+        }
+        for (int k = 0; r > 0 && k < np; k++) {
+            if (!pf[k].revents) continue;
+            if (map[k] == -1) collect(s);
+            else if (map[k] == -2) {
+                stopping = 1;
+                stop_by = now_ms() + s->o.frame_ms;
+                close(s->lfd);
+                s->lfd = -1;
+                slog(s, RTL_LOG_INFO, "stopping: answering the requests already read, then closing");
+            } else if (map[k] == -3) do_accept(s);
+            else {
+                struct conn *c = &s->conns[map[k]];
+                if (c->fd < 0) continue;
+                if (pf[k].revents & POLLOUT) do_write(s, c);
+                else if (pf[k].revents & (POLLIN | POLLHUP | POLLERR)) {
+                    if (!c->busy) do_read(s, c);
+                }
+            }
+        }
+    }
+    pthread_mutex_lock(&s->mu);
+    s->stopping = 1;
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    pthread_join(s->worker, NULL);
+    s->worker_started = 0;
+    for (int i = 0; i < n; i++)
+        if (s->conns[i].fd >= 0) conn_close(s, &s->conns[i], "server stopped");
+    free(pf);
+    free(map);
+    slog(s, RTL_LOG_INFO, "stopped");
+    return 0;
+}
+
+/* ---- the client --------------------------------------------------------------- */
+
+struct rtl_peer {
+    int fd;
+    rtlp_session s;
+    uint32_t next_id;
+};
+
+/* Waits until fd is ready for events or deadline (absolute ms); -1 with err. */
+static int wait_fd(int fd, short events, double deadline, const char *what, rtl_err *err)
+{
+    for (;;) {
+        double left = deadline - now_ms();
+        if (left <= 0) return rtl_errf(err, "the peer timed out (%s)", what);
+        struct pollfd p = {.fd = fd, .events = events};
+        int r = poll(&p, 1, (int)left + 1);
+        if (r > 0) return 0;
+        if (r < 0 && errno != EINTR) return rtl_errf(err, "poll: %s", strerror(errno));
+    }
+}
+
+static int send_all(int fd, const uint8_t *b, size_t n, double deadline, rtl_err *err)
+{
+    size_t off = 0;
+    while (off < n) {
+        ssize_t w = send(fd, b + off, n - off, MSG_NOSIGNAL);
+        if (w > 0) {
+            off += (size_t)w;
+            continue;
+        }
+        if (w < 0 && errno != EAGAIN && errno != EINTR)
+            return rtl_errf(err, "the peer failed while sending: %s", strerror(errno));
+        if (wait_fd(fd, POLLOUT, deadline, "sending", err) != 0) return -1;
+    }
+    return 0;
+}
+
+static int recv_all(int fd, uint8_t *b, size_t n, double deadline, rtl_err *err)
+{
+    size_t off = 0;
+    while (off < n) {
+        ssize_t r = recv(fd, b + off, n - off, 0);
+        if (r > 0) {
+            off += (size_t)r;
+            continue;
+        }
+        if (r == 0) return rtl_errf(err, "the peer closed the connection");
+        if (errno != EAGAIN && errno != EINTR) return rtl_errf(err, "the peer failed while receiving: %s", strerror(errno));
+        if (wait_fd(fd, POLLIN, deadline, "waiting for the reply", err) != 0) return -1;
+    }
+    return 0;
+}
+
+rtl_peer *rtl_peer_connect(const char *host, int port, const rtl_peer_key *me,
+                           const unsigned char server_pk[RTL_PEER_PK_BYTES], int timeout_ms, rtl_err *err)
+{
+    if (sodium_init() < 0) {
+        rtl_errf(err, "libsodium cannot start");
+        return NULL;
+    }
+    double deadline = now_ms() + (timeout_ms > 0 ? timeout_ms : 5000);
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV};
+    struct addrinfo *ai;
+    char ps[16];
+    snprintf(ps, sizeof ps, "%d", port);
+    int gai = getaddrinfo(host, ps, &hints, &ai);
+    if (gai != 0) {
+        rtl_errf(err, "cannot resolve peer %s: %s", host, gai_strerror(gai));
+        return NULL;
+    }
+    rtl_peer *p = calloc(1, sizeof *p);
+    if (!p) {
+        freeaddrinfo(ai);
+        rtl_errf(err, "out of memory");
+        return NULL;
+    }
+    p->fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    int rc = p->fd < 0 ? -1 : connect(p->fd, ai->ai_addr, ai->ai_addrlen);
+    freeaddrinfo(ai);
+    if (rc != 0 && errno == EINPROGRESS) {
+        if (wait_fd(p->fd, POLLOUT, deadline, "connecting", err) != 0) goto fail;
+        int e = 0;
+        socklen_t el = sizeof e;
+        getsockopt(p->fd, SOL_SOCKET, SO_ERROR, &e, &el);
+        if (e) {
+            rtl_errf(err, "cannot connect to peer %s:%d: %s", host, port, strerror(e));
+            goto fail;
+        }
+    } else if (rc != 0) {
+        rtl_errf(err, "cannot connect to peer %s:%d: %s", host, port, strerror(errno));
+        goto fail;
+    }
+    int one = 1;
+    setsockopt(p->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    uint8_t hello[RTLP_CLIENT_HELLO], reply[RTLP_SERVER_HELLO], hdr[RTLP_HEADER];
+    unsigned char epk[32], esk[32];
+    char why[256];
+    rtlp_client_hello(me, epk, esk, hello);
+    if (send_all(p->fd, hello, sizeof hello, deadline, err) != 0 ||
+        recv_all(p->fd, reply, sizeof reply, deadline, err) != 0) {
+        rtl_err_prefix(err, "handshake with %s:%d (is this device's key in the server's allow-list?)", host, port);
+        goto fail;
+    }
+    rc = rtlp_client_finish(me, epk, esk, server_pk, hello, reply, &p->s, hdr, why, sizeof why);
+    sodium_memzero(esk, sizeof esk);
+    if (rc != 0) {
+        rtl_errf(err, "handshake with %s:%d: %s", host, port, why);
+        goto fail;
+    }
+    if (send_all(p->fd, hdr, sizeof hdr, deadline, err) != 0) goto fail;
+    return p;
+fail:
+    rtl_peer_close(p);
+    return NULL;
+}
+
+void rtl_peer_close(rtl_peer *p)
+{
+    if (!p) return;
+    if (p->fd >= 0) close(p->fd);
+    sodium_memzero(&p->s, sizeof p->s);
+    free(p);
+}
+
+int rtl_peer_run(rtl_peer *p, const char *catalog, const char *variant, int first, int last, const float *x,
+                 size_t n, float *out, size_t cap, size_t *nout, int deadline_ms, rtl_err *err)
+{
+    double deadline = now_ms() + (deadline_ms > 0 ? deadline_ms : 30000);
+    if (p->fd < 0) return rtl_errf(err, "the peer connection is closed");
+    if (n > RTLP_MAX_FLOATS) return rtl_errf(err, "%zu floats exceed the protocol's %u", n, RTLP_MAX_FLOATS);
+    size_t plen;
+    uint32_t id = ++p->next_id;
+    uint8_t *plain = rtlp_build_request(id, catalog, variant, first, last, x, (uint32_t)n, &plen);
+    uint8_t *frame = plain ? malloc(plen + RTLP_LEN_BYTES + RTLP_ABYTES) : NULL;
+    int rc = -1;
+    uint8_t *body = NULL, *rp = NULL;
+    if (!frame) {
+        rtl_errf(err, "out of memory");
+        goto done;
+    }
+    rtlp_seal(&p->s, plain, plen, frame);
+    if (send_all(p->fd, frame, plen + RTLP_LEN_BYTES + RTLP_ABYTES, deadline, err) != 0) goto done;
+    uint8_t hdr[RTLP_LEN_BYTES];
+    uint32_t flen;
+    char why[256];
+    if (recv_all(p->fd, hdr, sizeof hdr, deadline, err) != 0) goto done;
+    if (rtlp_frame_len(hdr, (uint32_t)(cap * 4 + 4096), &flen, why, sizeof why) != 0) {
+        rtl_errf(err, "bad reply from the peer: %s", why);
+        goto done;
+    }
+    if (!(body = malloc(flen)) || !(rp = malloc(flen - RTLP_ABYTES))) {
+        rtl_errf(err, "out of memory");
+        goto done;
+    }
+    if (recv_all(p->fd, body, flen, deadline, err) != 0) goto done;
+    if (rtlp_open(&p->s, body, flen, rp) != 0) {
+        rtl_errf(err, "the peer's reply failed authentication");
+        goto done;
+    }
+    rtlp_reply r;
+    if (rtlp_parse_reply(rp, flen - RTLP_ABYTES, &r, why, sizeof why) != 0) {
+        rtl_errf(err, "bad reply from the peer: %s", why);
+        goto done;
+    }
+    if (r.id != id) {
+        rtl_errf(err, "the peer answered request %u, not %u", r.id, id);
+        goto done;
+    }
+    if (r.status != 0) {
+        rtl_errf(err, "the peer could not run it: %s", r.message);
+        goto done;
+    }
+    if (r.count > cap) {
+        rtl_errf(err, "the peer answered %u floats, at most %zu were expected", r.count, cap);
+        goto done;
+    }
+    rtlp_floats_get(r.floats, r.count, out);
+    *nout = r.count;
+    rc = 0;
+done:
+    if (rc != 0 && p->fd >= 0) {
+        close(p->fd);
+        p->fd = -1;
+    }
+    free(plain);
+    free(frame);
+    free(body);
+    free(rp);
+    return rc;
+}
+
+/* ---- the split runner ---------------------------------------------------------- */
+
+static double cpu_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return t.tv_sec * 1e3 + t.tv_nsec * 1e-6;
+}
+
+/* A device f times slower than this machine: a piece ends f * cpu ms after
+ * it started (waiting the rest), cpu being the piece's CPU time on this
+ * machine: the layers' warm CPU times profiled in this process when the
+ * model has been profiled (rtl_model_profile_layers), else the calling
+ * thread's CPU time of this run. Not wall time, so that other processes on
+ * a shared machine do not slow the modelled device down; profiled rather
+ * than this run's, because the emulation's own waits leave the caches cold
+ * (other processes run meanwhile), which a real device computing without
+ * pause would not see. Meant for one compute thread. */
+static void slow_down(double f, double cpu, double wall)
+{
+    if (f <= 1) return;
+    double w = f * cpu - wall;
+    if (w <= 0) return;
+    struct timespec ts = {(time_t)(w / 1e3), (long)(((long long)(w * 1e6)) % 1000000000LL)};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+}
+
+int rtl_offload_run(rtl_model *m, const rtl_plan *plan, rtl_peer *peer, const float *x, double device_factor,
+                    int deadline_ms, rtl_offload_result *res, rtl_err *err)
+{
+    int n = rtl_model_layers(m);
+    memset(res, 0, sizeof *res);
+    if (!plan || plan->layers != n)
+        return rtl_errf(err, "the plan has %d layers, the variant %d", plan ? plan->layers : -1, n);
+    size_t maxf = rtl_model_cut_floats(m, 0);
+    for (int i = 1; i <= n; i++)
+        if (rtl_model_cut_floats(m, i) > maxf) maxf = rtl_model_cut_floats(m, i);
+    float *buf = malloc(maxf * sizeof *buf);
+    if (!buf) return rtl_errf(err, "out of memory");
+    memcpy(buf, x, rtl_model_cut_floats(m, 0) * sizeof *buf);
+    size_t have = rtl_model_cut_floats(m, 0);
+    double t0 = now_ms(), dead = t0 + (deadline_ms > 0 ? deadline_ms : 30000);
+    int rc = 0, cloud_layers = 0, device_layers = 0;
+    for (int i = 0; i < n && rc == 0;) {
+        int j = i, cloud = plan->on_cloud[i] && !res->fell_back && peer;
+        while (j + 1 < n && plan->on_cloud[j + 1] == plan->on_cloud[i]) j++;
+        if (cloud) {
+            size_t got = 0;
+            rtl_err pe;
+            snprintf(pe.msg, sizeof pe.msg, "the peer answered with the wrong number of floats");
+            int left = (int)(dead - now_ms());
+            if (left > 0 && rtl_peer_run(peer, rtl_model_catalog_id(m), rtl_variant_id(rtl_model_variant(m)), i, j,
+                                         buf, have, buf, maxf, &got, left, &pe) == 0 &&
+                got == rtl_model_cut_floats(m, j + 1)) {
+                have = got;
+                cloud_layers += j - i + 1;
+                i = j + 1;
+                continue;
+            }
+            if (left <= 0) snprintf(pe.msg, sizeof pe.msg, "the deadline of %d ms passed", deadline_ms);
+            res->fell_back = 1;
+            snprintf(res->reason, sizeof res->reason, "%s", pe.msg);
+            /* buf still holds what crossed cut i: finish here from it */
+        }
+        if (!plan->on_cloud[i] || res->fell_back || !peer) {
+            if (res->fell_back) j = n - 1; /* everything left runs here */
+            const float *y;
+            size_t ny;
+            double d0 = now_ms(), c0 = cpu_ms(), prof = 0;
+            rc = rtl_model_run_range(m, i, j, buf, have, &y, &ny, err);
+            if (rc != 0) break;
+            for (int k = i; k <= j; k++) {
+                rtl_layer_cost lc;
+                if (rtl_model_layer_cost(m, k, &lc) == 0) prof += lc.host_cpu_ms;
+            }
+            slow_down(device_factor, prof > 0 ? prof : cpu_ms() - c0, now_ms() - d0);
+            memcpy(buf, y, ny * sizeof *buf);
+            have = ny;
+            device_layers += j - i + 1;
+            i = j + 1;
+        }
+    }
+    res->ms = now_ms() - t0;
+    res->ran_on_cloud = cloud_layers;
+    snprintf(res->where, sizeof res->where, "%s",
+             res->fell_back ? "device (fallback)" : !cloud_layers ? "device" : !device_layers ? "cloud" : "split");
+    if (rc == 0) rc = rtl_model_set_output(m, buf, have, err);
+    free(buf);
+    return rc;
+}

@@ -1,0 +1,359 @@
+/*
+ * rtl_peer_testtool: drives `rtl serve` the way a misbehaving or a very
+ * busy device would (tests/integration/rtl_offload.sh). It links
+ * runtime-lite's objects directly, so it can build frames by hand.
+ *
+ *   rtl_peer_testtool ROOT CATALOG VARIANT PORT SERVER.pub DEVKEY MODE [ARGS]
+ * MODE:
+ *   good                one request through a good connection; the answer
+ *                       equals the local one within 1e-5
+ *   unknown-key OTHERKEY   a handshake with a key not in the allow-list is
+ *                       closed before the server says anything
+ *   tamper | truncate | replay | replay-session | oversize | garbage
+ *                       a bad connection beside a good one: the bad one is
+ *                       closed by the server, the good one is still served
+ *   concurrent N K      N connections at once, K requests each (random
+ *                       inputs and cuts): every answer arrives and equals its
+ *                       own local result
+ * Prints one line; exit 0 when the claim holds, 1 otherwise.
+ */
+#include "frame.h"
+
+#include <errno.h>
+#include <math.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+static const char *catalog_id, *variant_id;
+static int port;
+static rtl_peer_key me;
+static uint8_t server_pk[32];
+static rtl_model *model;
+static rtl_catalog *cat;
+static rtl_store *st;
+
+static void close_all(void)
+{
+    rtl_model_close(model);
+    rtl_catalog_close(cat);
+    rtl_store_close(st);
+}
+static int layers;
+
+static int die(const char *fmt, const char *a)
+{
+    printf("FAIL: ");
+    printf(fmt, a);
+    printf("\n");
+    return 1;
+}
+
+static int tcp_connect(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) return -1;
+    struct timeval tv = {10, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    return fd;
+}
+
+static int xsend(int fd, const void *b, size_t n) { return send(fd, b, n, MSG_NOSIGNAL) == (ssize_t)n ? 0 : -1; }
+
+static int xrecv(int fd, void *b, size_t n)
+{
+    size_t off = 0;
+    while (off < n) {
+        ssize_t r = recv(fd, (uint8_t *)b + off, n - off, 0);
+        if (r <= 0) return -1;
+        off += (size_t)r;
+    }
+    return 0;
+}
+
+/* A handshaken connection; the bytes it sent go to log (may be NULL). */
+struct conn {
+    int fd;
+    rtlp_session s;
+    uint8_t sent[RTLP_CLIENT_HELLO + RTLP_HEADER];
+};
+
+static int handshake(struct conn *c, const rtl_peer_key *key)
+{
+    uint8_t hello[RTLP_CLIENT_HELLO], reply[RTLP_SERVER_HELLO], hdr[RTLP_HEADER];
+    unsigned char epk[32], esk[32];
+    char why[256];
+    c->fd = tcp_connect();
+    if (c->fd < 0) return -1;
+    rtlp_client_hello(key, epk, esk, hello);
+    if (xsend(c->fd, hello, sizeof hello) != 0 || xrecv(c->fd, reply, sizeof reply) != 0) return -1;
+    if (rtlp_client_finish(key, epk, esk, server_pk, hello, reply, &c->s, hdr, why, sizeof why) != 0) return -1;
+    memcpy(c->sent, hello, sizeof hello);
+    memcpy(c->sent + sizeof hello, hdr, sizeof hdr);
+    return xsend(c->fd, hdr, sizeof hdr);
+}
+
+/* A sealed request frame (new buffer, *n bytes). */
+static uint8_t *request_frame(struct conn *c, uint32_t id, int first, const float *x, size_t nx, size_t *n)
+{
+    size_t pl;
+    uint8_t *plain = rtlp_build_request(id, catalog_id, variant_id, first, layers - 1, x, (uint32_t)nx, &pl);
+    uint8_t *f = malloc(pl + RTLP_LEN_BYTES + RTLP_ABYTES);
+    rtlp_seal(&c->s, plain, pl, f);
+    free(plain);
+    *n = pl + RTLP_LEN_BYTES + RTLP_ABYTES;
+    return f;
+}
+
+/* Reads one reply into out; -1 when the connection ends. */
+static int read_reply(struct conn *c, uint32_t id, float *out, size_t cap, size_t *nout)
+{
+    uint8_t h[4];
+    uint32_t len;
+    char why[256];
+    if (xrecv(c->fd, h, 4) != 0 || rtlp_frame_len(h, 1u << 24, &len, why, sizeof why) != 0) return -1;
+    uint8_t *body = malloc(len), *plain = malloc(len);
+    int rc = -1;
+    rtlp_reply r;
+    if (xrecv(c->fd, body, len) == 0 && rtlp_open(&c->s, body, len, plain) == 0 &&
+        rtlp_parse_reply(plain, len - RTLP_ABYTES, &r, why, sizeof why) == 0 && r.id == id && r.status == 0 &&
+        r.count <= cap) {
+        rtlp_floats_get(r.floats, r.count, out);
+        *nout = r.count;
+        rc = 0;
+    }
+    free(body);
+    free(plain);
+    return rc;
+}
+
+/* 1 when the server closes fd (EOF or reset) within 10 s, without sending. */
+static int closed_by_server(int fd)
+{
+    uint8_t b[256];
+    ssize_t r = recv(fd, b, sizeof b, 0);
+    return r == 0 || (r < 0 && errno == ECONNRESET);
+}
+
+/* Random input, a random possible cut s; fills the activation crossing s
+ * and the local answer. */
+static void make_case(uint64_t seed, int *s, float **act, size_t *nact, float *expect)
+{
+    size_t in = rtl_model_input_size(model);
+    float *x = malloc(in * sizeof *x);
+    for (size_t i = 0; i < in; i++) {
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        x[i] = (float)(seed >> 40) / (float)(1 << 24);
+    }
+    int cut;
+    do {
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        cut = (int)((seed >> 33) % (uint64_t)layers);
+    } while (!rtl_model_cut_ok(model, cut));
+    rtl_err err;
+    const float *y;
+    size_t ny;
+    *nact = rtl_model_cut_floats(model, cut);
+    *act = malloc(*nact * sizeof **act);
+    if (cut == 0) memcpy(*act, x, in * sizeof *x);
+    else if (rtl_model_run_range(model, 0, cut - 1, x, in, &y, &ny, &err) == 0) memcpy(*act, y, ny * sizeof *y);
+    if (rtl_model_run_range(model, cut, layers - 1, *act, *nact, &y, &ny, &err) == 0)
+        memcpy(expect, y, ny * sizeof *y);
+    *s = cut;
+    free(x);
+}
+
+/* One good request on c; 0 when the answer equals the local one. */
+static int good_request(struct conn *c, uint32_t id, uint64_t seed)
+{
+    size_t classes = rtl_model_classes(model), nact, got;
+    float expect[1024], out[1024], *act;
+    int s;
+    make_case(seed, &s, &act, &nact, expect);
+    size_t n;
+    uint8_t *f = request_frame(c, id, s, act, nact, &n);
+    int rc = xsend(c->fd, f, n) == 0 && read_reply(c, id, out, 1024, &got) == 0 && got == classes ? 0 : -1;
+    for (size_t i = 0; rc == 0 && i < classes; i++)
+        if (fabsf(out[i] - expect[i]) > 1e-5f) rc = -1;
+    free(f);
+    free(act);
+    return rc;
+}
+
+/* One precomputed request (the model is used by the main thread only). */
+struct rcase {
+    int s;
+    float *act;
+    size_t nact;
+    float ex[1024];
+};
+
+struct worker {
+    int t, k, ok, lost, wrong;
+    struct rcase *cases;
+};
+
+static void *conc(void *arg)
+{
+    struct worker *w = arg;
+    struct conn c;
+    if (handshake(&c, &me) != 0) {
+        w->lost = w->k;
+        return NULL;
+    }
+    for (int r = 0; r < w->k; r++) {
+        size_t classes = rtl_model_classes(model), got, n;
+        float out[1024];
+        struct rcase *rc = &w->cases[r];
+        uint32_t id = (uint32_t)(w->t * 1000 + r + 1);
+        uint8_t *f = request_frame(&c, id, rc->s, rc->act, rc->nact, &n);
+        if (xsend(c.fd, f, n) != 0 || read_reply(&c, id, out, 1024, &got) != 0 || got != classes) w->lost++;
+        else {
+            int same = 1;
+            for (size_t i = 0; i < classes; i++) same &= fabsf(out[i] - rc->ex[i]) <= 1e-5f;
+            if (same) w->ok++;
+            else w->wrong++;
+        }
+        free(f);
+    }
+    close(c.fd);
+    return NULL;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 8) {
+        fprintf(stderr, "usage: rtl_peer_testtool ROOT CATALOG VARIANT PORT SERVER.pub DEVKEY MODE [ARGS]\n");
+        return 2;
+    }
+    catalog_id = argv[2], variant_id = argv[3], port = atoi(argv[4]);
+    const char *mode = argv[7];
+    rtl_err err;
+    rtl_peer_key spk;
+    if (rtl_peer_key_load(argv[5], 0, &spk, &err) != 0 || rtl_peer_key_load(argv[6], 1, &me, &err) != 0)
+        return die("%s", err.msg);
+    memcpy(server_pk, spk.pk, 32);
+    rtl_store_config cfg = {.root = argv[1]};
+    atexit(close_all);
+    st = rtl_store_open(&cfg, &err);
+    cat = st ? rtl_catalog_open(st, catalog_id, &err) : NULL;
+    model = cat ? rtl_model_open(cat, variant_id, NULL, &err) : NULL;
+    if (!model) return die("%s", err.msg);
+    layers = rtl_model_layers(model);
+    signal(SIGPIPE, SIG_IGN);
+
+    if (!strcmp(mode, "good")) {
+        struct conn c;
+        if (handshake(&c, &me) != 0 || good_request(&c, 1, 42) != 0) return die("%s", "no good answer");
+        printf("ok: a good request is answered with the local result\n");
+        return 0;
+    }
+    if (!strcmp(mode, "unknown-key")) {
+        rtl_peer_key other;
+        if (argc < 9 || rtl_peer_key_load(argv[8], 1, &other, &err) != 0) return die("%s", "unknown-key needs OTHERKEY");
+        int fd = tcp_connect();
+        uint8_t hello[RTLP_CLIENT_HELLO];
+        unsigned char epk[32], esk[32];
+        rtlp_client_hello(&other, epk, esk, hello);
+        if (fd < 0 || xsend(fd, hello, sizeof hello) != 0) return die("%s", "cannot connect");
+        if (!closed_by_server(fd)) return die("%s", "the server answered an unknown key");
+        printf("ok: an unknown device key is closed before the server says anything\n");
+        return 0;
+    }
+    if (!strcmp(mode, "concurrent")) {
+        int n = argc > 8 ? atoi(argv[8]) : 64, k = argc > 9 ? atoi(argv[9]) : 4;
+        if (n < 1 || n > 1024 || k < 1) return die("%s", "bad N or K");
+        pthread_t *th = calloc((size_t)n, sizeof *th);
+        struct worker *w = calloc((size_t)n, sizeof *w);
+        for (int t = 0; t < n; t++) {
+            w[t] = (struct worker){.t = t, .k = k, .cases = calloc((size_t)k, sizeof(struct rcase))};
+            for (int r = 0; r < k; r++)
+                make_case(((uint64_t)t << 20) + (uint64_t)r + 1, &w[t].cases[r].s, &w[t].cases[r].act,
+                          &w[t].cases[r].nact, w[t].cases[r].ex);
+        }
+        for (int t = 0; t < n; t++) {
+            pthread_create(&th[t], NULL, conc, &w[t]);
+        }
+        int ok = 0, lost = 0, wrong = 0;
+        for (int t = 0; t < n; t++) {
+            pthread_join(th[t], NULL);
+            ok += w[t].ok, lost += w[t].lost, wrong += w[t].wrong;
+        }
+        for (int t = 0; t < n; t++) {
+            for (int r = 0; r < k; r++) free(w[t].cases[r].act);
+            free(w[t].cases);
+        }
+        free(th);
+        free(w);
+        printf("%s: %d clients x %d requests: %d answered right, %d lost, %d wrong\n",
+               ok == n * k ? "ok" : "FAIL", n, k, ok, lost, wrong);
+        return ok == n * k ? 0 : 1;
+    }
+
+    /* attacks: a good connection first, then the bad one, then the good one
+     * is used again */
+    struct conn good, bad;
+    if (handshake(&good, &me) != 0 || good_request(&good, 1, 1) != 0) return die("%s", "the good connection failed");
+    size_t n;
+    if (!strcmp(mode, "garbage")) {
+        bad.fd = tcp_connect();
+        uint8_t junk[RTLP_CLIENT_HELLO];
+        memset(junk, 'A', sizeof junk);
+        if (bad.fd < 0 || xsend(bad.fd, junk, sizeof junk) != 0) return die("%s", "cannot connect");
+    } else if (!strcmp(mode, "replay-session")) {
+        /* a whole recorded session (hello, header, a request) sent again */
+        struct conn rec;
+        if (handshake(&rec, &me) != 0) return die("%s", "cannot connect");
+        size_t nin = rtl_model_cut_floats(model, 0);
+        float *zeros = calloc(nin, sizeof *zeros);
+        uint8_t *f = request_frame(&rec, 7, 0, zeros, nin, &n);
+        free(zeros);
+        if (xsend(rec.fd, f, n) != 0) return die("%s", "send");
+        float out[1024];
+        size_t got;
+        if (read_reply(&rec, 7, out, 1024, &got) != 0) return die("%s", "the recorded request was not answered");
+        close(rec.fd);
+        bad.fd = tcp_connect();
+        uint8_t reply[RTLP_SERVER_HELLO];
+        if (bad.fd < 0 || xsend(bad.fd, rec.sent, RTLP_CLIENT_HELLO) != 0 || xrecv(bad.fd, reply, sizeof reply) != 0 ||
+            xsend(bad.fd, rec.sent + RTLP_CLIENT_HELLO, RTLP_HEADER) != 0 || xsend(bad.fd, f, n) != 0)
+            return die("%s", "cannot replay");
+        free(f);
+    } else {
+        if (handshake(&bad, &me) != 0) return die("%s", "cannot connect");
+        size_t nact = rtl_model_cut_floats(model, 0);
+        float *act = calloc(nact, sizeof *act);
+        uint8_t *f = request_frame(&bad, 9, 0, act, nact, &n);
+        if (!strcmp(mode, "tamper")) {
+            f[n / 2] ^= 0x01;
+            xsend(bad.fd, f, n);
+        } else if (!strcmp(mode, "truncate")) {
+            xsend(bad.fd, f, n / 2);
+            shutdown(bad.fd, SHUT_WR);
+        } else if (!strcmp(mode, "replay")) {
+            float out[1024];
+            size_t got;
+            if (xsend(bad.fd, f, n) != 0 || read_reply(&bad, 9, out, 1024, &got) != 0)
+                return die("%s", "the first copy was not answered");
+            xsend(bad.fd, f, n);
+        } else if (!strcmp(mode, "oversize")) {
+            uint8_t h[4] = {0x7f, 0xff, 0xff, 0xff};
+            xsend(bad.fd, h, 4);
+        } else return die("unknown mode %s", mode);
+        free(f);
+        free(act);
+    }
+    if (!closed_by_server(bad.fd)) return die("the server kept a connection after '%s'", mode);
+    if (good_request(&good, 2, 2) != 0) return die("the good connection was not served after '%s'", mode);
+    printf("ok: '%s' closed that connection; the other one is still served\n", mode);
+    return 0;
+}
