@@ -38,8 +38,8 @@ if bad: fail(f"mk/variants.mk accepts techniques the schema does not know: {bad}
 m = re.search(r"has technique '[^']*': use ([a-z, -]+?)\)", mk)
 said = re.split(r",\s*|\s+or\s+", m.group(1).strip()) if m else []
 if sorted(said) != sorted(accepted): fail(f"mk/variants.mk's error lists {said}, it accepts {accepted}")
-m = re.search(r"\}\s*verbs\[\]\s*=\s*\{(.*?)\n\};", read("prune/cli/prune_cli.c"), re.S)
-verbs = re.findall(r'\{"([^"]+)",', m.group(1)) if m else []
+m = re.search(r"verbs\[\]\s*=\s*\{(.*?)\n\s*\};", read("prune/cli/prune_cli.c"), re.S)
+verbs = re.findall(r'(?:\{|CK_VERB\()"([^"]+)",', m.group(1)) if m else []
 techs = [v for v in verbs if v != "plan"]
 if not techs: fail("prune/cli/prune_cli.c: no verbs found")
 bad = [v for v in techs if v not in enum]
