@@ -131,10 +131,10 @@ BENCHES += tests/bench/rtl_offload.sh
 FUZZ_CC   ?= clang
 FUZZ_TIME ?= 60
 RTL_FUZZ  := $(TESTD)/fuzz/rtl_frame_fuzz
-RTL_FUZZ_SRCS := tests/fuzz/rtl_frame_fuzz.c runtime-lite/src/frame.c runtime-lite/src/err.c trainer/src/err.c
+RTL_FUZZ_SRCS := tests/fuzz/rtl_frame_fuzz.c runtime-lite/src/frame.c runtime-lite/src/err.c trainer/nn/err.c
 $(RTL_FUZZ): $(RTL_FUZZ_SRCS) runtime-lite/src/frame.h runtime-lite/src/internal.h | $$(@D)/.dirstamp
 	$(call msg,FUZZ,$@)$(FUZZ_CC) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-	  -Iruntime-lite/include -Iruntime-lite/src -Itrainer/include -o $@ $(RTL_FUZZ_SRCS) \
+	  -Iruntime-lite/include -Iruntime-lite/src -Itrainer/nn/include -o $@ $(RTL_FUZZ_SRCS) \
 	  $(shell $(PKG_CONFIG) --cflags --libs libsodium 2>/dev/null || echo -lsodium)
 .PHONY: fuzz
 fuzz: $(RTL_FUZZ) ## run the frame-parser fuzzer for FUZZ_TIME seconds (libFuzzer, ASan, UBSan)
