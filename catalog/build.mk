@@ -12,7 +12,7 @@ CAT_EMBED    := catalog/manifest.schema.json catalog/variant.schema.json $(sort 
 # (runtime-lite/build.mk is read after this file: name its outputs here)
 CAT_RTL_LIB  := $(LIBD)/librtl.a
 CAT_PKGS     := libsodium libarchive libcjson libzstd libcurl
-CAT_CFLAGS   := -Icatalog/include -Icatalog/src -Iruntime-lite/include -Itrainer/include \
+CAT_CFLAGS   := -Icatalog/include -Icatalog/src -Iruntime-lite/include -Itrainer/include -Itrainer/nn/include \
                 $(shell $(PKG_CONFIG) --cflags $(CAT_PKGS) 2>/dev/null)
 CAT_LDLIBS   := $(shell $(PKG_CONFIG) --libs $(CAT_PKGS) 2>/dev/null || echo -lsodium -larchive -lcjson -lzstd -lcurl) -lm $(TRN_LDLIBS)
 
@@ -33,8 +33,6 @@ $(OBJ)/gen/catalog/embedded.o: $(CAT_GEN) $(SETTINGS_FILE) | $$(@D)/.dirstamp $(
 
 $(call objs,$(CAT_SRCS) $(CAT_CLI_SRCS)): CFLAGS += $(CAT_CFLAGS)
 $(call objs,$(CAT_CLI_SRCS)): CFLAGS += $(CK_CFLAGS)
-# The profiler wraps the trainer's backend table (trainer/src/backend.h).
-$(call objs,catalog/src/profile.c): CFLAGS += -Itrainer/src
 $(eval $(call static_lib,$(CAT_LIB),$(call objs,$(CAT_SRCS)) $(OBJ)/gen/catalog/embedded.o))
 $(eval $(call program,$(BIN)/catalog,$(call objs,$(CAT_CLI_SRCS)) $(CK_OBJS) $(CAT_LIB) $(CAT_RTL_LIB) $(TRN_LIB),$(CAT_LDLIBS)))
 

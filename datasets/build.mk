@@ -3,7 +3,7 @@
 DS_SRCS     := $(sort $(wildcard datasets/src/*.c))
 DS_CLI_SRCS := $(sort $(wildcard datasets/cli/*.c))
 DS_LIB      := $(LIBD)/libds.a
-DS_CFLAGS   := -Idatasets/include -Idatasets/src -Itrainer/include
+DS_CFLAGS   := -Idatasets/include -Idatasets/src -Itrainer/include -Itrainer/nn/include
 # libds uses libtrn's base (errors, generator, checked and atomic I/O) and
 # stb_image / stb_image_write / stb_image_resize from Debian's libstb.
 DS_LDLIBS   := $(shell $(PKG_CONFIG) --libs stb 2>/dev/null || echo -lstb) -lm

@@ -98,7 +98,7 @@ CFLAGS_WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prot
 # -ffp-contract=off, deliberately: the compiler never fuses a*b+c on its own
 # (aarch64 has fma in its base ISA, x86-64 does not), so every C expression
 # rounds alike on both; where a fused multiply-add is wanted, the code says
-# so (fmaf, intrinsics: trainer/src/portable.c). -std=c11 implies it; it is
+# so (fmaf, intrinsics: trainer/nn/portable.c). -std=c11 implies it; it is
 # spelled out so that no later -std=gnu11 or -O3 changes it silently.
 CFLAGS_BASE := -std=c11 -D_GNU_SOURCE -fPIC -g -pthread -ffp-contract=off $(CFLAGS_WARN)
 ifeq ($(DEBUG),1)

@@ -6,7 +6,7 @@ PRN_SRCS     := $(sort $(wildcard prune/src/*.c))
 PRN_CLI_SRCS := $(sort $(wildcard prune/cli/*.c))
 PRN_LIB      := $(LIBD)/libprn.a
 PRN_PKGS     := lapacke libcjson
-PRN_CFLAGS   := -Iprune/include -Iprune/src -Itrainer/include \
+PRN_CFLAGS   := -Iprune/include -Iprune/src -Itrainer/include -Itrainer/nn/include \
                 $(shell $(PKG_CONFIG) --cflags $(PRN_PKGS) 2>/dev/null)
 PRN_LDLIBS   := $(shell $(PKG_CONFIG) --libs $(PRN_PKGS) 2>/dev/null || echo -llapacke -lcjson) \
                 $(TRN_LDLIBS)

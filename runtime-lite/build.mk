@@ -1,8 +1,8 @@
 # runtime-lite/build.mk: librtl (static and shared), rtl.h, rtl.pc and `rtl`.
 #
-# librtl holds runtime-lite's sources and the trainer's inference sources
-# (TRN_INFER_SRCS of trainer/build.mk, compiled here with -DTRN_INFER_ONLY
-# into obj/rtl/): one copy of the forward kernels, no training code. It
+# librtl holds runtime-lite's sources and the forward engine (trainer/nn/,
+# its inference flavour NN_INFER_OBJS of trainer/build.mk, compiled with
+# -DTRN_INFER_ONLY): one copy of the forward kernels, no training code. It
 # depends on libsodium, libarchive, cJSON, OpenBLAS and libcurl (rtl pull),
 # never on libtrn or the catalog. Only rtl_ names leave it: librtl.so is built from objects
 # compiled with -fvisibility=hidden (RTL_API on the public declarations),
@@ -16,7 +16,7 @@ RTL_LIB      := $(LIBD)/librtl.a
 RTL_SO       := $(LIBD)/librtl.so.0
 RTL_PC       := $(O)/pkgconfig/rtl.pc
 RTL_PKGS     := libsodium libarchive libcjson openblas libcurl
-RTL_CFLAGS   := -Iruntime-lite/include -Iruntime-lite/src -Itrainer/include -fvisibility=hidden \
+RTL_CFLAGS   := -Iruntime-lite/include -Iruntime-lite/src -Itrainer/nn/include -fvisibility=hidden \
                 $(shell $(PKG_CONFIG) --cflags $(RTL_PKGS) 2>/dev/null)
 RTL_LDLIBS   := $(shell $(PKG_CONFIG) --libs $(RTL_PKGS) 2>/dev/null || \
                   echo -lsodium -larchive -lcjson -lopenblas -lcurl) -lm
@@ -24,10 +24,8 @@ RTL_VERSION  := $(shell sed -n 's/^\#define RTL_VERSION "\(.*\)"/\1/p' runtime-l
 RTL_LD       := $(CROSS)ld
 RTL_OBJCOPY  := $(CROSS)objcopy
 
-# The trainer's inference sources, flavour "rtl".
-$(eval $(call flavour_rules,rtl))
-RTL_TRN_OBJS := $(call objs,$(TRN_INFER_SRCS),rtl)
-$(RTL_TRN_OBJS): CFLAGS += $(TRN_CFLAGS) -DTRN_INFER_ONLY -fvisibility=hidden
+# The engine's inference flavour (trainer/build.mk compiles it once).
+RTL_TRN_OBJS := $(NN_INFER_OBJS)
 RTL_OBJS     := $(call objs,$(RTL_SRCS)) $(RTL_TRN_OBJS)
 
 # One relocatable object with rtl_* as its only global definitions.
@@ -76,7 +74,7 @@ $(call objs,$(wildcard tests/unit/rtl_*/*.c)): CFLAGS += $(RTL_CFLAGS)
 $(foreach a,$(filter-out rtl_model,$(notdir $(wildcard tests/unit/rtl_*))),$(eval $(call unit_test,$(a),$(RTL_LIB),$(RTL_LDLIBS))))
 # rtl_model compares loaded models with the trainer's own inference library
 # (libtrn-infer, the same sources compiled apart: librtl's copies are local).
-$(call objs,$(wildcard tests/unit/rtl_model/*.c)): CFLAGS += $(TRN_CFLAGS) -DTRN_INFER_ONLY
+$(call objs,$(wildcard tests/unit/rtl_model/*.c)): CFLAGS += $(NN_CFLAGS) -DTRN_INFER_ONLY
 $(eval $(call unit_test,rtl_model,$(RTL_LIB) $(TRN_INFER_LIB),$(RTL_LDLIBS)))
 
 # make bench: install throughput against plain tar -xf of the same archive;
@@ -133,10 +131,10 @@ BENCHES += tests/bench/rtl_offload.sh
 FUZZ_CC   ?= clang
 FUZZ_TIME ?= 60
 RTL_FUZZ  := $(TESTD)/fuzz/rtl_frame_fuzz
-RTL_FUZZ_SRCS := tests/fuzz/rtl_frame_fuzz.c runtime-lite/src/frame.c runtime-lite/src/err.c trainer/src/err.c
+RTL_FUZZ_SRCS := tests/fuzz/rtl_frame_fuzz.c runtime-lite/src/frame.c runtime-lite/src/err.c trainer/nn/err.c
 $(RTL_FUZZ): $(RTL_FUZZ_SRCS) runtime-lite/src/frame.h runtime-lite/src/internal.h | $$(@D)/.dirstamp
 	$(call msg,FUZZ,$@)$(FUZZ_CC) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-	  -Iruntime-lite/include -Iruntime-lite/src -Itrainer/include -o $@ $(RTL_FUZZ_SRCS) \
+	  -Iruntime-lite/include -Iruntime-lite/src -Itrainer/nn/include -o $@ $(RTL_FUZZ_SRCS) \
 	  $(shell $(PKG_CONFIG) --cflags --libs libsodium 2>/dev/null || echo -lsodium)
 .PHONY: fuzz
 fuzz: $(RTL_FUZZ) ## run the frame-parser fuzzer for FUZZ_TIME seconds (libFuzzer, ASan, UBSan)

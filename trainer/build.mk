@@ -1,21 +1,22 @@
-# trainer/build.mk: libtrn (the Darknet-compatible NN library) and `trainer`.
+# trainer/build.mk: the forward engine (trainer/nn/, nn.h), libtrn (the
+# engine plus training, data and checkpoints, trainer/src/) and `trainer`.
+#
+# The engine is every source under trainer/nn/: what a forward pass needs
+# and nothing of training. It is compiled twice, once per flavour: into
+# libtrn (full: backward and update slots filled) and, with -DTRN_INFER_ONLY
+# -fvisibility=hidden, into libtrn-infer.a, whose objects runtime-lite's
+# device library reuses (one copy of the conv/gemm code, no training code).
 
+NN_SRCS      := $(sort $(wildcard trainer/nn/*.c))
 TRN_SRCS     := $(sort $(wildcard trainer/src/*.c))
-TRN_CU_SRCS  := $(if $(filter 1,$(GPU)),$(sort $(wildcard trainer/src/*.cu)))
+TRN_CU_SRCS  := $(if $(filter 1,$(GPU)),$(sort $(wildcard trainer/src/*.cu) $(wildcard trainer/nn/*.cu)))
 TRN_CLI_SRCS := $(sort $(wildcard trainer/cli/*.c))
 TRN_LIB      := $(LIBD)/libtrn.a
-TRN_CFLAGS   := -Itrainer/include -Itrainer/src $(shell $(PKG_CONFIG) --cflags openblas 2>/dev/null)
+NN_CFLAGS    := -Itrainer/nn/include -Itrainer/nn $(shell $(PKG_CONFIG) --cflags openblas 2>/dev/null)
+TRN_CFLAGS   := $(NN_CFLAGS) -Itrainer/include -Itrainer/src
 TRN_LDLIBS   := $(shell $(PKG_CONFIG) --libs openblas 2>/dev/null || echo -lopenblas) -lm $(LDLIBS_GPU)
 
-# The inference sources: what a forward pass needs and nothing of training.
-# runtime-lite compiles exactly these with -DTRN_INFER_ONLY into its device
-# library (one copy of the conv/gemm code); they must never call backward,
-# update, checkpoint or data-loading code.
-TRN_INFER_SRCS := $(addprefix trainer/src/,err.c io.c rng.c threads.c cfg.c activation.c \
-                  backend_ref.c backend_cpu.c portable.c net.c weights.c batchnorm.c conv.c connected.c \
-                  maxpool.c avgpool.c dropout.c crop.c softmax.c cost.c route.c shortcut.c \
-                  image.c image_stb.c)
-
+$(call objs,$(NN_SRCS)): CFLAGS += $(NN_CFLAGS)
 $(call objs,$(TRN_SRCS) $(TRN_CLI_SRCS)): CFLAGS += $(TRN_CFLAGS)
 
 # The command-line kit every program links (trainer/clikit/clikit.h): verb
@@ -23,7 +24,7 @@ $(call objs,$(TRN_SRCS) $(TRN_CLI_SRCS)): CFLAGS += $(TRN_CFLAGS)
 CK_OBJS   := $(call objs,trainer/clikit/clikit.c)
 CK_CFLAGS := -Itrainer/clikit
 $(CK_OBJS) $(call objs,$(TRN_CLI_SRCS)): CFLAGS += $(CK_CFLAGS)
-$(eval $(call static_lib,$(TRN_LIB),$(call objs,$(TRN_SRCS) $(TRN_CU_SRCS))))
+$(eval $(call static_lib,$(TRN_LIB),$(call objs,$(NN_SRCS) $(TRN_SRCS) $(TRN_CU_SRCS))))
 ALL_TARGETS += $(TRN_LIB)
 
 ifneq ($(TRN_CLI_SRCS),)
@@ -32,12 +33,14 @@ ALL_TARGETS  += $(BIN)/trainer
 INSTALL_BINS += $(BIN)/trainer
 endif
 
-# The inference-only flavour of the library, built the way runtime-lite
-# builds it, so that a test proves the sources compile and run alone.
-TRN_INFER_LIB := $(LIBD)/libtrn-infer.a
+# The inference-only flavour of the engine (trn-infer), compiled once:
+# libtrn-infer.a holds it, runtime-lite links the same objects into librtl,
+# and a test proves the engine compiles and runs alone.
+TRN_INFER_LIB  := $(LIBD)/libtrn-infer.a
+NN_INFER_OBJS  := $(call objs,$(NN_SRCS),trn-infer)
 $(eval $(call flavour_rules,trn-infer))
-$(call objs,$(TRN_INFER_SRCS),trn-infer): CFLAGS += $(TRN_CFLAGS) -DTRN_INFER_ONLY
-$(eval $(call static_lib,$(TRN_INFER_LIB),$(call objs,$(TRN_INFER_SRCS),trn-infer)))
+$(NN_INFER_OBJS): CFLAGS += $(NN_CFLAGS) -DTRN_INFER_ONLY -fvisibility=hidden
+$(eval $(call static_lib,$(TRN_INFER_LIB),$(NN_INFER_OBJS)))
 
 # Unit tests: one cmocka program per tests/unit/trn_* area, against libtrn;
 # trn_infer links the inference flavour only (and is compiled as such).
@@ -79,7 +82,7 @@ CROSS_UNIT_TESTS += $(TESTD)/unit/test_trn_base $(TESTD)/unit/test_trn_infer $(T
 # harmless, but UBSan's nonnull-attribute check stops on it. Exempt that one
 # check in the one file that holds stb_image (image_stb.c), in every flavour
 # that compiles it.
-%/trainer/src/image_stb.o: CFLAGS += -fno-sanitize=nonnull-attribute
+%/trainer/nn/image_stb.o: CFLAGS += -fno-sanitize=nonnull-attribute
 
 # The data tests' image encoder (stb_image_write) shifts negative ints in its
 # JPEG writer: fixture code, exempt from that one UBSan check.

@@ -317,6 +317,11 @@ typedef struct cat_cost {
  * cat_cost_free (also after an error: then it is empty). */
 int cat_cost_model(const trn_cfg *cfg, cat_cost *out, trn_err *err);
 void cat_cost_free(cat_cost *c);
+/* The cost model's own list of section types (its independent kind list,
+ * aliases included): entry i, with *canonical set to the kind's canonical
+ * name; NULL past the end. A test checks it against the engine's kind
+ * table (trn_kind_desc_get). */
+const char *cat_cost_section_type(int i, const char **canonical);
 /* {"macs", "params", "weight_bytes", "peak_activation_bytes", "bias_ops",
  * "bn_ops", "act_ops", "pool_ops", "layers": [...]}, the "cost" object of
  * variant.json; NULL when out of memory. */

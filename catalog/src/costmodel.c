@@ -64,6 +64,13 @@ static const char *const cm_names[] = {
 };
 _Static_assert(sizeof cm_names / sizeof *cm_names == CM_KIND_COUNT, "a kind has no name");
 
+const char *cat_cost_section_type(int i, const char **canonical)
+{
+    if (i < 0 || (size_t)i >= sizeof cm_types / sizeof *cm_types) return NULL;
+    if (canonical) *canonical = cm_names[cm_types[i].kind];
+    return cm_types[i].type;
+}
+
 /* Reading one section: integer keys with defaults, errors at file:line. */
 typedef struct cm_sec {
     const trn_cfg *cfg;

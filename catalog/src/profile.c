@@ -2,12 +2,9 @@
  * profile.c: the profiler: what a network costs when it actually runs on
  * this machine, measured rather than computed (DESIGN.md, "Cost model").
  *
- *   macs      counted at the matrix products: the network's backend table is
- *             replaced, for one batch-1 forward, by a copy whose gemm adds
- *             m*n*k for every call and notes its operands; a call belongs
- *             to the layer whose weights it reads (or, failing that, whose
- *             output buffer it writes) (trn_net_swap_backend,
- *             trainer/src/backend.h)
+ *   macs      counted at the matrix products by the engine: one batch-1
+ *             forward in which every gemm call adds m*n*k to the layer
+ *             that is running (trn_net_count_forward, nn.h)
  *   params    from the weights file's size: (bytes - header) / 4, the
  *             header being 20 bytes for Darknet 0.2+ files and 16 before
  *   peak activation bytes   from the network's own buffers and their
@@ -34,8 +31,6 @@
  */
 #include "cat.h"
 
-#include "backend.h"
-
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,91 +39,16 @@
 #include <time.h>
 #include <unistd.h>
 
-/* The gemm signature carries no context, so the counting wrapper finds its
- * log and the wrapped table through these; they are set only while
- * count_forward runs, on the thread that runs it (the layers call gemm
- * from the forward's own thread). */
-typedef struct gemm_call {
-    const float *a, *b, *c;
-    uint64_t macs;
-} gemm_call;
-
-typedef struct gemm_log {
-    const trn_backend *inner;
-    size_t n, cap;
-    gemm_call *calls;
-    int oom;
-} gemm_log;
-static _Thread_local gemm_log *counting_log;
-
-static void counting_gemm(int ta, int tb, int m, int n, int k, float alpha, const float *a, int lda,
-                          const float *b, int ldb, float beta, float *c, int ldc)
+/* One counted forward of x: per layer MACs into macs[], those of calls
+ * outside any layer into *outside. */
+static int count_macs(trn_net *net, const float *x, uint64_t *macs, uint64_t *outside,
+                      uint64_t *calls, trn_err *err)
 {
-    gemm_log *g = counting_log;
-    if (g->n == g->cap) {
-        size_t cap = g->cap ? 2 * g->cap : 64;
-        gemm_call *nc = realloc(g->calls, cap * sizeof *nc);
-        if (nc) {
-            g->calls = nc;
-            g->cap = cap;
-        } else {
-            g->oom = 1;
-        }
-    }
-    if (g->n < g->cap)
-        g->calls[g->n++] = (gemm_call){a, b, c, (uint64_t)m * (uint64_t)n * (uint64_t)k};
-    g->inner->gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-}
-
-/* The layer a gemm call works for: the one whose weights it reads (A for
- * a convolution, B for a connected layer), else the one whose output
- * buffer it writes; -1 for none. */
-static int call_layer(const trn_net *net, const gemm_call *c)
-{
-    int np;
-    const trn_param *p = trn_net_params(net, &np);
-    for (int k = 0; k < np; k++) {
-        if (p[k].role != TRN_PARAM_WEIGHTS) continue;
-        const float *w = p[k].data, *end = p[k].data + p[k].count;
-        if ((c->a >= w && c->a < end) || (c->b >= w && c->b < end)) return p[k].layer;
-    }
-    for (int l = 0; l < trn_net_layers(net); l++) {
-        trn_layer_info info;
-        trn_net_layer_info(net, l, &info);
-        const float *o = trn_net_layer_output(net, l);
-        size_t floats = info.output_bytes / sizeof(float) * (size_t)trn_net_batch(net);
-        if (info.kind != TRN_LAYER_DROPOUT && c->c >= o && c->c < o + floats) return l;
-    }
-    return -1;
-}
-
-/* One forward of x with the counting gemm; per layer MACs into macs[],
- * those of calls no layer claims into *outside. */
-static int count_forward(trn_net *net, const float *x, uint64_t *macs, uint64_t *outside,
-                         uint64_t *calls, trn_err *err)
-{
-    gemm_log g = {0};
-    trn_backend counting;
-    g.inner = trn_net_swap_backend(net, NULL);
-    counting = *g.inner;
-    counting.gemm = counting_gemm;
-    trn_net_swap_backend(net, &counting);
-    counting_log = &g;
-    int rc = trn_net_forward(net, x, err);
-    counting_log = NULL;
-    trn_net_swap_backend(net, g.inner);
-    if (rc == 0 && g.oom) rc = trn_errf(err, "out of memory while counting gemm calls");
-    *outside = 0;
-    *calls = g.n;
-    for (size_t i = 0; rc == 0 && i < g.n; i++) {
-        int l = call_layer(net, &g.calls[i]);
-        if (l >= 0)
-            macs[l] += g.calls[i].macs;
-        else
-            *outside += g.calls[i].macs;
-    }
-    free(g.calls);
-    return rc;
+    trn_forward_counts c = {.layer_macs = macs};
+    if (trn_net_count_forward(net, x, &c, err) != 0) return -1;
+    *outside = c.outside_macs;
+    *calls = c.gemm_calls;
+    return 0;
 }
 
 /* Parameters from the size of a Darknet weights file. */
@@ -142,7 +62,7 @@ static int file_params(const char *path, uint64_t *params, trn_err *err)
     if (rc == 0 && fstat(fileno(f), &st) != 0) rc = trn_errf(err, "cannot stat %s", path);
     fclose(f);
     if (rc) return -1;
-    uint64_t header = (ver[0] * 10 + ver[1] >= 2 && ver[0] < 1000 && ver[1] < 1000) ? 20 : 16;
+    uint64_t header = trn_weights_header_bytes(ver[0], ver[1]);
     if ((uint64_t)st.st_size < header || ((uint64_t)st.st_size - header) % 4)
         return trn_errf(err, "%s: %lld bytes is not a %llu-byte header plus float32 parameters",
                         path, (long long)st.st_size, (unsigned long long)header);
@@ -225,7 +145,7 @@ cJSON *cat_profile(const char *cfg_path, const char *weights_path, const cat_pro
     trn_rng_seed(&r, 1);
     for (size_t i = 0; i < trn_net_inputs(net); i++) x[i] = trn_rng_uniform(&r);
     if (file_params(weights_path, &file_p, err) != 0 ||
-        count_forward(net, x, macs, &outside, &calls, err) != 0)
+        count_macs(net, x, macs, &outside, &calls, err) != 0)
         goto out;
     for (int i = 0; o->runs && i < o->warmup; i++)
         if (trn_net_forward(net, x, err) != 0) goto out;

@@ -40,8 +40,9 @@ const char *prn_kind_word(prn_kind k)
 prn_kind prn_section_kind(const char *type)
 {
     if (!type) return PRN_KIND_OTHER;
-    if (strcmp(type, "convolutional") == 0 || strcmp(type, "conv") == 0) return PRN_KIND_CONV;
-    if (strcmp(type, "connected") == 0 || strcmp(type, "conn") == 0) return PRN_KIND_CONNECTED;
+    int k = trn_kind_of_section(type); /* the engine's kind table */
+    if (k == TRN_LAYER_CONVOLUTIONAL) return PRN_KIND_CONV;
+    if (k == TRN_LAYER_CONNECTED) return PRN_KIND_CONNECTED;
     if (strcmp(type, "local") == 0) return PRN_KIND_LOCAL;
     return PRN_KIND_OTHER;
 }

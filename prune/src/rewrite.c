@@ -302,7 +302,7 @@ static trn_net *load_local_base(const trn_cfg *cfg, const prn_plan *plan, const 
     }
     int32_t ver[2];
     memcpy(ver, file, sizeof ver);
-    size_t header = (ver[0] * 10 + ver[1] >= 2 && ver[0] < 1000 && ver[1] < 1000) ? 20 : 16;
+    size_t header = trn_weights_header_bytes(ver[0], ver[1]);
     size_t need = header, proxy_bytes = header;
     for (int i = 0; i < prn_plan_layers(plan); i++) {
         trn_layer_info info;

@@ -153,12 +153,11 @@ static int keeps_order(const trn_net *src, const trn_net *dst, const int *inv, c
     trn_layer_info b;
     trn_net_layer_info(dst, j, &b);
     int prev = j == 0 ? 1 : order[j - 1];
-    switch (b.kind) {
-    case TRN_LAYER_CONVOLUTIONAL:
-    case TRN_LAYER_CONNECTED:
+    switch (trn_kind_desc_get(b.kind)->channels) { /* the engine's kind table */
+    case TRN_CHANNELS_OWN:
         return 1;
-    case TRN_LAYER_ROUTE:
-        for (int k = 0; k < b.n_from && k < 8; k++) {
+    case TRN_CHANNELS_CONCAT:
+        for (int k = 0; k < b.n_from; k++) {
             int f = b.from[k];
             if (f < 0 || f >= j || !order[f]) return 0;
             if (k < b.n_from - 1) {
@@ -170,8 +169,9 @@ static int keeps_order(const trn_net *src, const trn_net *dst, const int *inv, c
             }
         }
         return 1;
-    case TRN_LAYER_SHORTCUT:
+    case TRN_CHANNELS_ADD:
         return prev && b.n_from > 0 && b.from[0] >= 0 && b.from[0] < j && order[b.from[0]];
+    case TRN_CHANNELS_PASS:
     default:
         return prev;
     }

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-/* Formatting and prefixing are the trainer's (trainer/src/err.c, compiled
+/* Formatting and prefixing are the trainer's (trainer/nn/err.c, compiled
  * into librtl with the inference sources): one implementation for both
  * message types. */
 int rtl_errf(rtl_err *err, const char *fmt, ...)

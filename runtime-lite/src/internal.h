@@ -4,7 +4,7 @@
 #define RTL_INTERNAL_H
 
 #include "rtl.h"
-#include "trn.h"
+#include "nn.h"
 
 #include <stdarg.h>
 

@@ -3,9 +3,9 @@
  * of rtl.h).
  *
  * A model is a list of parts; a part is one network built from a cfg by the
- * trainer's inference code (trainer/src, compiled into librtl with
+ * trainer's inference code (the engine, trainer/nn, compiled into librtl with
  * -DTRN_INFER_ONLY), its parameters borrowed from a read-only mapping of a
- * Darknet .weights file (format: trainer/src/weights.c). Plain variants have
+ * Darknet .weights file (format: trainer/nn/weights.c). Plain variants have
  * one part. The kinds below name what later techniques add (see rtl.h);
  * their loaders plug in through the kind table.
  *

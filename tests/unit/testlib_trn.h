@@ -3,7 +3,11 @@
 #ifndef TESTLIB_TRN_H
 #define TESTLIB_TRN_H
 
+#ifdef TRN_INFER_ONLY
+#include "nn.h" /* the inference-only areas see the engine alone */
+#else
 #include "trn.h"
+#endif
 
 #include <math.h>
 #include <stdarg.h>

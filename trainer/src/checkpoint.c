@@ -15,6 +15,7 @@
  * 48 + W + 4U  uint64 FNV-1a 64 of every byte before it
  */
 #include "net.h"
+#include "trn.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -14,6 +14,7 @@
  * JSON line per update, appended to on --resume.
  */
 #include "net.h"
+#include "trn.h"
 #include "portable.h"
 
 #include <math.h>

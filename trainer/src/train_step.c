@@ -5,6 +5,7 @@
  * train_network_datum). Not part of the TRN_INFER_ONLY flavour.
  */
 #include "net.h"
+#include "trn.h"
 #include "portable.h"
 
 #include <math.h>

@@ -187,6 +187,47 @@ static void local_to_conv_variant(void **state)
     trn_cfg_free(c);
 }
 
+/* The cost model is an independent oracle with its own kind list; that
+ * list must be the engine's kind table (every name and alias, mapped to
+ * the same canonical name), plus Darknet's [local], which the cost model
+ * prices for local2conv bases and the engine does not build. */
+static void cost_model_kinds_equal_engine_kinds(void **state)
+{
+    (void)state;
+    int n_cost = 0, n_engine = 0;
+    const char *canon, *type;
+    for (int i = 0; (type = cat_cost_section_type(i, &canon)); i++) {
+        n_cost++;
+        int k = trn_kind_of_section(type);
+        if (strcmp(type, "local") == 0) {
+            assert_int_equal(k, -1);
+            assert_string_equal(canon, "local");
+            continue;
+        }
+        if (k < 0) fail_msg("the cost model knows [%s], the engine's kind table does not", type);
+        if (strcmp(trn_layer_kind_name(k), canon) != 0)
+            fail_msg("[%s]: the cost model says %s, the engine %s", type, canon, trn_layer_kind_name(k));
+    }
+    for (int k = 0; k < TRN_LAYER_KIND_COUNT; k++) {
+        const trn_kind_desc *d = trn_kind_desc_get(k);
+        assert_non_null(d);
+        assert_int_equal(d->kind, k);
+        const char *names[8] = {d->name};
+        int nn = 1;
+        for (const char *const *a = d->aliases; *a && nn < 8; a++) names[nn++] = *a;
+        for (int j = 0; j < nn; j++) {
+            n_engine++;
+            int found = 0;
+            for (int i = 0; (type = cat_cost_section_type(i, &canon)); i++)
+                found |= strcmp(type, names[j]) == 0 && strcmp(canon, d->name) == 0;
+            if (!found) fail_msg("the engine builds [%s] (%s); the cost model does not price it",
+                                 names[j], d->name);
+        }
+    }
+    assert_int_equal(n_cost, n_engine + 1); /* + local */
+    assert_null(trn_kind_desc_get(TRN_LAYER_KIND_COUNT));
+}
+
 /* Errors name file:line; unknown sections are refused. */
 static void cost_model_errors(void **state)
 {
@@ -218,6 +259,7 @@ int main(void)
         cmocka_unit_test(every_variant_kind),
         cmocka_unit_test(local_to_conv_variant),
         cmocka_unit_test(cost_model_errors),
+        cmocka_unit_test(cost_model_kinds_equal_engine_kinds),
     };
     int rc = cmocka_run_group_tests_name("cost_check", tests, NULL, NULL);
     test_tmpdir_cleanup();

@@ -76,6 +76,110 @@ static void peak_activation_follows_liveness(void **state)
     trn_net_free(net);
 }
 
+/* A route reads up to 32 layers and trn_layer_info names all of them: a
+ * 9-source route whose 9th source is a large early layer keeps that
+ * layer's output live until the route (it once held only 8, and the peak
+ * walk then freed layer 0's output after layer 1). */
+static void route_reads_nine_sources(void **state)
+{
+    (void)state;
+    char cfg[1024] = "[net]\nbatch=1\nheight=4\nwidth=4\nchannels=1\n"
+                     "[convolutional]\nfilters=64\nsize=1\nactivation=linear\n"; /* 0: 1024 */
+    for (int k = 1; k <= 8; k++) /* 1..8: 16 each, a chain from layer 0 */
+        strcat(cfg, "[convolutional]\nfilters=1\nsize=1\nactivation=linear\n");
+    strcat(cfg, "[route]\nlayers=1,2,3,4,5,6,7,8,0\n"); /* 9: 8*16 + 1024 */
+    trn_net *net = tl_net(cfg, NULL);
+    assert_non_null(net);
+    trn_layer_info info;
+    assert_int_equal(trn_net_layer_info(net, 9, &info), 0);
+    assert_int_equal(info.n_from, 9);
+    for (int k = 0; k < 8; k++) assert_int_equal(info.from[k], k + 1);
+    assert_int_equal(info.from[8], 0);
+    assert_int_equal(info.out.c, 8 + 64);
+    trn_net_totals t;
+    trn_net_get_totals(net, &t);
+    /* At layer 9: layer 0's output (1024), layers 1..8 (8*16) and the
+     * route's own (1152). */
+    assert_true(t.peak_activation_bytes == 4 * (1024 + 128 + 1152));
+    trn_net_free(net);
+}
+
+/* Darknet's weights-header rule, one function for every reader: 20 bytes
+ * when major*10+minor >= 2 and both < 1000, else 16; hostile values
+ * (major = 2^31-1, whose *10 overflows int32) are defined. */
+static void weights_header_rule(void **state)
+{
+    (void)state;
+    static const struct { int32_t major, minor; size_t bytes; int transposed; } cases[] = {
+        {0, 0, 16, 0},           {0, 1, 16, 0},        {0, 2, 20, 0},
+        {1, 0, 20, 0},           {999, 999, 20, 0},    {1000, 0, 16, 0},
+        {0, 1000, 16, 0},        {1001, 0, 16, 1},     {0, 1001, 16, 1},
+        {INT32_MAX, 0, 16, 1},   {INT32_MAX, INT32_MAX, 16, 1},
+        {INT32_MIN, 0, 16, 0},   {INT32_MIN, INT32_MAX, 16, 1},
+        {-1, 12, 20, 0},         {0, INT32_MIN, 16, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        if (trn_weights_header_bytes(cases[i].major, cases[i].minor) != cases[i].bytes ||
+            trn_weights_header_transposed(cases[i].major, cases[i].minor) != cases[i].transposed)
+            fail_msg("major %d minor %d: expected %zu bytes, transposed %d", (int)cases[i].major,
+                     (int)cases[i].minor, cases[i].bytes, cases[i].transposed);
+    }
+    /* A file with major = 2^31-1: a 16-byte header, read without UB. */
+    trn_net *net = tl_net("[net]\nbatch=1\nheight=2\nwidth=2\nchannels=1\n"
+                          "[convolutional]\nfilters=1\nsize=1\nactivation=linear\n", NULL);
+    assert_non_null(net);
+    unsigned char buf[16 + 2 * 4] = {0};
+    int32_t hdr[4] = {INT32_MAX, 0, 0, 7};
+    memcpy(buf, hdr, sizeof hdr);
+    trn_err e;
+    assert_int_equal(trn_weights_load_mem(net, buf, sizeof buf, 0, "hostile", &e), 0);
+    assert_true(trn_net_seen(net) == 7);
+    trn_net_free(net);
+}
+
+/* The engine's MAC counting: per layer, what the layer's matrix products
+ * multiply, attributed to the running layer; the counted forward computes
+ * what a plain one computes. */
+static void count_forward_attributes_macs(void **state)
+{
+    (void)state;
+    trn_net *net = tl_net("[net]\nbatch=1\nheight=8\nwidth=8\nchannels=3\n"
+                          "[convolutional]\nfilters=4\nsize=3\npad=1\nactivation=relu\n"
+                          "[maxpool]\nsize=2\nstride=2\n"
+                          "[convolutional]\nfilters=6\nsize=1\nactivation=leaky\n"
+                          "[connected]\noutput=5\nactivation=linear\n"
+                          "[softmax]\n", NULL);
+    assert_non_null(net);
+    tl_randomize(net, 3);
+    int n = trn_net_layers(net);
+    size_t in = trn_net_inputs(net);
+    float *x = malloc(in * sizeof *x);
+    tl_fill_uniform(x, in, 5, 0, 1);
+    trn_err e;
+    assert_int_equal(trn_net_forward(net, x, &e), 0);
+    float plain[5];
+    memcpy(plain, trn_net_output(net), sizeof plain);
+    uint64_t macs[8];
+    for (int i = 0; i < 8; i++) macs[i] = 12345;
+    trn_forward_counts c = {.layer_macs = macs};
+    assert_int_equal(trn_net_count_forward(net, x, &c, &e), 0);
+    assert_memory_equal(plain, trn_net_output(net), sizeof plain);
+    const uint64_t expect[] = {8 * 8 * 4 * 27, 0, 4 * 4 * 6 * 4, 5 * 96, 0};
+    for (int i = 0; i < n; i++) {
+        trn_layer_info info;
+        trn_net_layer_info(net, i, &info);
+        if (macs[i] != expect[i] || macs[i] != info.macs)
+            fail_msg("layer %d: counted %llu, expected %llu, cost model %llu", i,
+                     (unsigned long long)macs[i], (unsigned long long)expect[i],
+                     (unsigned long long)info.macs);
+    }
+    assert_true(c.outside_macs == 0);
+    assert_true(c.gemm_calls == 3);
+    assert_int_equal(trn_net_count_forward(net, x, NULL, &e), -1);
+    free(x);
+    trn_net_free(net);
+}
+
 /* Each bad cfg fails naming file:line, the key and the problem. */
 static void errors_name_line_and_key(void **state)
 {
@@ -440,6 +544,9 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(shapes_and_costs),
         cmocka_unit_test(peak_activation_follows_liveness),
+        cmocka_unit_test(route_reads_nine_sources),
+        cmocka_unit_test(weights_header_rule),
+        cmocka_unit_test(count_forward_attributes_macs),
         cmocka_unit_test(errors_name_line_and_key),
         cmocka_unit_test(params_table_in_file_order),
         cmocka_unit_test(weights_errors_name_offsets),

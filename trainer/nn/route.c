@@ -11,7 +11,7 @@
 
 #include <stdlib.h>
 
-#define ROUTE_MAX 32
+#define ROUTE_MAX TRN_MAX_FROM
 
 static const char *const route_keys[] = {"layers", NULL};
 
@@ -88,7 +88,7 @@ static void route_describe(const trn_layer *l, trn_layer_info *info)
 {
     const route_state *s = l->priv;
     info->n_from = s->n;
-    for (int i = 0; i < s->n && i < 8; i++) info->from[i] = s->from[i];
+    for (int i = 0; i < s->n; i++) info->from[i] = s->from[i];
 }
 
 const trn_layer_ops trn_route_ops = {

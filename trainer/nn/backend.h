@@ -16,7 +16,7 @@
 #ifndef TRN_BACKEND_H
 #define TRN_BACKEND_H
 
-#include "trn.h"
+#include "nn.h"
 
 typedef struct trn_backend {
     const char *name;
@@ -119,9 +119,10 @@ extern const trn_backend trn_backend_cpu;
 
 const trn_backend *trn_backend_get(trn_backend_kind kind);
 
-/* Profiling hook (catalog/src/profile.c): from now on net computes through
- * `be`, which must compute what the network's table computes (a copy of
- * it whose gemm also counts). Returns the table it replaces. */
+/* Measuring hook (trainer bench): from now on net computes through `be`,
+ * which must compute what the network's table computes (a copy of it that
+ * also records). Returns the table it replaces. MAC counting has its own
+ * public facility (trn_net_count_forward, nn.h). */
 const trn_backend *trn_net_swap_backend(trn_net *net, const trn_backend *be);
 
 /* Threaded loops of the CPU backend (threads.c): calls fn(ctx, i) for i in

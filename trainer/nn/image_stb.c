@@ -10,7 +10,7 @@
  * GCC reports at the end of the translation unit; so -Wunused-function is
  * off for this file, which holds nothing else but trn_image_decode.
  */
-#include "data.h"
+#include "nn.h"
 
 #include <limits.h>
 #include <string.h>

@@ -14,7 +14,7 @@
  * header, control characters and a duplicate key in one section are
  * errors naming file:line.
  */
-#include "trn.h"
+#include "nn.h"
 
 #include <stdarg.h>
 #include <stdlib.h>

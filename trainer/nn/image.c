@@ -13,7 +13,7 @@
  * comments and trainer/README.md, section Data).
  * Decoding is in image_stb.c; runtime-lite compiles both files.
  */
-#include "data.h"
+#include "nn.h"
 
 #include <limits.h>
 #include <math.h>

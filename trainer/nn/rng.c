@@ -1,5 +1,5 @@
 /* rng.c: xoshiro256** (Blackman & Vigna), seeded through splitmix64. */
-#include "trn.h"
+#include "nn.h"
 #include "portable.h"
 
 #include <math.h>

@@ -1,5 +1,5 @@
 /* io.c: checked reads and atomic writes (temporary file, fsync, rename). */
-#include "trn.h"
+#include "nn.h"
 
 #include <errno.h>
 #include <fcntl.h>

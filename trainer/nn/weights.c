@@ -31,13 +31,26 @@ typedef struct wheader {
     int transpose;
 } wheader;
 
+/* The one place of Darknet's header rule (darknet's load_weights_upto:
+ * (major*10 + minor) >= 2 && major < 1000 && minor < 1000), computed in
+ * 64 bits so that a hostile header (major = 2^31-1) cannot overflow. */
+size_t trn_weights_header_bytes(int32_t major, int32_t minor)
+{
+    return ((int64_t)major * 10 + minor) >= 2 && major < 1000 && minor < 1000 ? 20 : 16;
+}
+
+int trn_weights_header_transposed(int32_t major, int32_t minor)
+{
+    return major > 1000 || minor > 1000;
+}
+
 static void decode_header(const unsigned char *b, wheader *h)
 {
     memcpy(&h->major, b, 4);
     memcpy(&h->minor, b + 4, 4);
     memcpy(&h->revision, b + 8, 4);
-    int wide = (h->major * 10LL + h->minor) >= 2 && h->major < 1000 && h->minor < 1000;
-    h->bytes = wide ? 20 : 16;
+    h->bytes = trn_weights_header_bytes(h->major, h->minor);
+    int wide = h->bytes == 20;
     if (wide) {
         memcpy(&h->seen, b + 12, 8);
     } else {
@@ -45,7 +58,7 @@ static void decode_header(const unsigned char *b, wheader *h)
         memcpy(&s, b + 12, 4);
         h->seen = (uint64_t)(int64_t)s;
     }
-    h->transpose = h->major > 1000 || h->minor > 1000;
+    h->transpose = trn_weights_header_transposed(h->major, h->minor);
 }
 
 /* Bytes of the parameter arrays a load reads (dontload layers skipped). */

@@ -1,6 +1,6 @@
 /* err.c: the trn_err message buffer (and runtime-lite's rtl_err, which
  * formats through the same two functions). */
-#include "trn.h"
+#include "nn.h"
 
 #include <stdarg.h>
 #include <stdio.h>

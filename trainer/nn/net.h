@@ -12,7 +12,7 @@
 #define TRN_NET_H
 
 #include "backend.h"
-#include "trn.h"
+#include "nn.h"
 
 /* Training-only functions are compiled out of the TRN_INFER_ONLY flavour;
  * their slots in the ops tables stay (NULL) so the layout is the same. */
@@ -85,6 +85,7 @@ struct trn_net {
     float *scales_store;
     trn_net_opts opts;
     const trn_backend *be;
+    int running;          /* the layer trn_layer_run is running, -1 between layers */
     int batch;
     int n;
     trn_layer *layers;

@@ -30,35 +30,48 @@ static const trn_layer_ops *const kind_ops[] = {
 _Static_assert(sizeof kind_ops / sizeof *kind_ops == TRN_LAYER_KIND_COUNT,
                "a layer kind has no ops table");
 
-static const char *const kind_names[] = {
-    [TRN_LAYER_CONVOLUTIONAL] = "convolutional", [TRN_LAYER_CONNECTED] = "connected",
-    [TRN_LAYER_MAXPOOL] = "maxpool",             [TRN_LAYER_AVGPOOL] = "avgpool",
-    [TRN_LAYER_DROPOUT] = "dropout",             [TRN_LAYER_CROP] = "crop",
-    [TRN_LAYER_SOFTMAX] = "softmax",             [TRN_LAYER_COST] = "cost",
-    [TRN_LAYER_ROUTE] = "route",                 [TRN_LAYER_SHORTCUT] = "shortcut",
+static const char *const conv_aliases[] = {"conv", NULL};
+static const char *const conn_aliases[] = {"conn", NULL};
+static const char *const max_aliases[] = {"max", NULL};
+static const char *const avg_aliases[] = {"avg", NULL};
+static const char *const soft_aliases[] = {"soft", NULL};
+static const char *const no_aliases[] = {NULL};
+
+static const trn_kind_desc kinds[] = {
+    [TRN_LAYER_CONVOLUTIONAL] = {TRN_LAYER_CONVOLUTIONAL, "convolutional", conv_aliases, NULL,
+                                 TRN_CHANNELS_OWN},
+    [TRN_LAYER_CONNECTED] = {TRN_LAYER_CONNECTED, "connected", conn_aliases, NULL, TRN_CHANNELS_OWN},
+    [TRN_LAYER_MAXPOOL] = {TRN_LAYER_MAXPOOL, "maxpool", max_aliases, NULL, TRN_CHANNELS_PASS},
+    [TRN_LAYER_AVGPOOL] = {TRN_LAYER_AVGPOOL, "avgpool", avg_aliases, NULL, TRN_CHANNELS_PASS},
+    [TRN_LAYER_DROPOUT] = {TRN_LAYER_DROPOUT, "dropout", no_aliases, NULL, TRN_CHANNELS_PASS},
+    [TRN_LAYER_CROP] = {TRN_LAYER_CROP, "crop", no_aliases, NULL, TRN_CHANNELS_PASS},
+    [TRN_LAYER_SOFTMAX] = {TRN_LAYER_SOFTMAX, "softmax", soft_aliases, NULL, TRN_CHANNELS_PASS},
+    [TRN_LAYER_COST] = {TRN_LAYER_COST, "cost", no_aliases, NULL, TRN_CHANNELS_PASS},
+    [TRN_LAYER_ROUTE] = {TRN_LAYER_ROUTE, "route", no_aliases, "layers", TRN_CHANNELS_CONCAT},
+    [TRN_LAYER_SHORTCUT] = {TRN_LAYER_SHORTCUT, "shortcut", no_aliases, "from", TRN_CHANNELS_ADD},
 };
-_Static_assert(sizeof kind_names / sizeof *kind_names == TRN_LAYER_KIND_COUNT,
-               "a layer kind has no name");
+_Static_assert(sizeof kinds / sizeof *kinds == TRN_LAYER_KIND_COUNT,
+               "a layer kind has no row in the kind table");
+
+const trn_kind_desc *trn_kind_desc_get(trn_layer_kind k)
+{
+    return (unsigned)k < TRN_LAYER_KIND_COUNT ? &kinds[k] : NULL;
+}
 
 const char *trn_layer_kind_name(trn_layer_kind k)
 {
-    return (unsigned)k < TRN_LAYER_KIND_COUNT ? kind_names[k] : "?";
+    return (unsigned)k < TRN_LAYER_KIND_COUNT ? kinds[k].name : "?";
 }
 
-/* Section types, with Darknet's aliases. */
-static const struct {
-    const char *type;
-    trn_layer_kind kind;
-} type_map[] = {
-    {"convolutional", TRN_LAYER_CONVOLUTIONAL}, {"conv", TRN_LAYER_CONVOLUTIONAL},
-    {"connected", TRN_LAYER_CONNECTED},         {"conn", TRN_LAYER_CONNECTED},
-    {"maxpool", TRN_LAYER_MAXPOOL},             {"max", TRN_LAYER_MAXPOOL},
-    {"avgpool", TRN_LAYER_AVGPOOL},             {"avg", TRN_LAYER_AVGPOOL},
-    {"dropout", TRN_LAYER_DROPOUT},             {"crop", TRN_LAYER_CROP},
-    {"softmax", TRN_LAYER_SOFTMAX},             {"soft", TRN_LAYER_SOFTMAX},
-    {"cost", TRN_LAYER_COST},                   {"route", TRN_LAYER_ROUTE},
-    {"shortcut", TRN_LAYER_SHORTCUT},
-};
+int trn_kind_of_section(const char *type)
+{
+    for (int k = 0; type && k < TRN_LAYER_KIND_COUNT; k++) {
+        if (strcmp(type, kinds[k].name) == 0) return k;
+        for (const char *const *a = kinds[k].aliases; *a; a++)
+            if (strcmp(type, *a) == 0) return k;
+    }
+    return -1;
+}
 
 /* Darknet sections this trainer does not implement (a clearer message than
  * "unknown"). */
@@ -375,9 +388,7 @@ static int check_keys(trn_build *b, const char *const *keys, int is_net, trn_err
 static int setup_layer(trn_build *b, trn_layer *l, trn_err *err)
 {
     const char *type = trn_cfg_section_type(b->cfg, b->section);
-    int kind = -1;
-    for (size_t i = 0; i < sizeof type_map / sizeof *type_map; i++)
-        if (strcmp(type, type_map[i].type) == 0) kind = type_map[i].kind;
+    int kind = trn_kind_of_section(type);
     if (kind < 0) {
         if (strcmp(type, "net") == 0 || strcmp(type, "network") == 0)
             return trn_build_fail(b, NULL, err, "a second [%s] section: only the first section "
@@ -558,6 +569,7 @@ static int alloc_net(trn_net *net, trn_err *err)
 trn_net *trn_net_create(const trn_cfg *cfg, const trn_net_opts *opts, trn_err *err)
 {
     trn_net *net = calloc(1, sizeof *net);
+    if (net) net->running = -1;
     if (!net) {
         trn_errf(err, "out of memory");
         return NULL;
@@ -778,7 +790,7 @@ static uint64_t peak_activation(const trn_net *net)
         if (info.kind != TRN_LAYER_ROUTE && owner[i] >= 0) {
             if (last[owner[i]] < i) last[owner[i]] = i;
         }
-        for (int k = 0; k < info.n_from && k < 8; k++) {
+        for (int k = 0; k < info.n_from; k++) {
             int b = owner[info.from[k] + 1];
             if (last[b] < i) last[b] = i;
         }
@@ -869,10 +881,12 @@ static double now_s(void)
 void trn_layer_run(trn_net *net, trn_layer *l, int backward, int train)
 {
     double t0 = net->profile ? now_s() : 0;
+    net->running = (int)(l - net->layers);
     if (backward)
         l->ops->backward(l, net);
     else
         l->ops->forward(l, net, train);
+    net->running = -1;
     if (net->profile) *(backward ? &l->t_backward : &l->t_forward) += now_s() - t0;
 }
 
