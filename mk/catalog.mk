@@ -59,4 +59,4 @@ $(CATALOG_ARCHIVE): $(VARIANT_JSONS) $(DATA) | $(BIN)/catalog
 	  $(KEY_PASSPHRASE_FILE)),--dev-key-dir $(O)/keys))
 $(CATALOG_SIG): $(CATALOG_ARCHIVE)
 $(CATALOG_REPORT): $(CATALOG_ARCHIVE) $(CATALOG_SIG)
-	$(call msg,REPORT,$@)$(call timed,report,$(MODEL),$(BIN)/catalog report $(CATALOG_ARCHIVE))
+	$(call msg,REPORT,$@)$(call timed,report,$(MODEL),$(BIN)/catalog report $(CATALOG_ARCHIVE) --metrics $(VARIANTS_O))

@@ -377,18 +377,25 @@ static int cmd_inspect(int argc, char **argv)
 static int cmd_report(int argc, char **argv)
 {
     static const char help[] =
-        "Usage: catalog report ARCHIVE [-o BASE]\n"
+        "Usage: catalog report ARCHIVE [-o BASE] [--metrics DIR]\n"
         "Writes BASE.report.md and the Pareto plots BASE.pareto-macs.svg and\n"
         "BASE.pareto-bytes.svg (top-1 against MACs and against weight bytes) of the task\n"
         "with the most variants (BASE.TASK.pareto-*.svg for other tasks) from the\n"
-        "archive's manifest. BASE defaults to ARCHIVE without .tar.zst (beside it).\n";
-    static const struct option lo[] = {{"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
-    const char *base = NULL;
+        "archive's manifest, and the same report as one self-contained HTML file,\n"
+        "BASE.report.html (plots inline, nothing fetched). BASE defaults to ARCHIVE\n"
+        "without .tar.zst (beside it).\n"
+        "  --metrics DIR   add each variant's training curve (BASE.curve-ID.svg) from\n"
+        "                  DIR/ID/train/variant.metrics.jsonl, the metrics log of\n"
+        "                  trainer train, where it exists (make passes the variants folder)\n";
+    static const struct option lo[] = {{"help", no_argument, 0, 'h'}, {"metrics", required_argument, 0, 'M'},
+                                       {0, 0, 0, 0}};
+    const char *base = NULL, *metrics = NULL;
     optind = 1;
     int c;
     while ((c = getopt_long(argc, argv, "o:h", lo, NULL)) != -1) {
         if (c == 'h') return help_or_usage(help, 1);
         if (c == 'o') base = optarg;
+        else if (c == 'M') metrics = optarg;
         else return help_or_usage(help, 0);
     }
     if (argc - optind != 1) return help_or_usage(help, 0);
@@ -402,10 +409,10 @@ static int cmd_report(int argc, char **argv)
     trn_err err;
     cJSON *m = archive_manifest(archive, &err);
     if (!m) return fail(&err);
-    int rc = cat_report(m, base, &err);
+    int rc = cat_report_ex(m, base, metrics, &err);
     cJSON_Delete(m);
     if (rc != 0) return fail(&err);
-    printf("report: %s.report.md, %s.pareto-macs.svg, %s.pareto-bytes.svg\n", base, base, base);
+    printf("report: %s.report.md, %s.report.html, %s.pareto-macs.svg, %s.pareto-bytes.svg\n", base, base, base, base);
     return 0;
 }
 
