@@ -24,7 +24,8 @@ static void usage(FILE *f)
             "  pack VARIANTS_DIR -o OUT_DIR   manifest, winnowing, archive and signature\n"
             "  validate MANIFEST|ARCHIVE      check a manifest against its schema and files\n"
             "  inspect ARCHIVE                print the variants of an archive\n"
-            "  report ARCHIVE                 Pareto plots (SVG) and a Markdown summary\n"
+            "  pareto ARCHIVE                 the Pareto fronts per task and per target\n"
+            "  report ARCHIVE                 Pareto plots (SVG), Markdown and HTML report\n"
             "  keygen -p PUB -s SEC           make a minisign key pair\n"
             "  sign ARCHIVE -s SEC            sign an archive (writes ARCHIVE.minisig)\n"
             "  verify ARCHIVE -p PUB          verify an archive's signature\n"
@@ -314,25 +315,50 @@ static const char *jstr(const cJSON *o, const char *k)
     return cat_json_str(o, k, "-");
 }
 
+/* Prints doc (sorted keys, as every JSON the catalog writes) and frees it. */
+static int print_json_doc(cJSON *doc, trn_err *err)
+{
+    if (!doc) return fail(err);
+    char *s = cat_json_print(doc);
+    cJSON_Delete(doc);
+    if (!s) return trn_errf(err, "out of memory"), fail(err);
+    fputs(s, stdout);
+    free(s);
+    return 0;
+}
+
 static int cmd_inspect(int argc, char **argv)
 {
     static const char help[] =
-        "Usage: catalog inspect ARCHIVE [--manifest]\n"
+        "Usage: catalog inspect ARCHIVE [--manifest | --json]\n"
         "Prints the variants table of ARCHIVE (measured latency on the build machine and\n"
-        "roofline estimates per target, marked est.), or with --manifest its manifest.json.\n";
-    static const struct option lo[] = {{"help", no_argument, 0, 'h'}, {"manifest", no_argument, 0, 'm'}, {0, 0, 0, 0}};
-    int raw = 0;
+        "roofline estimates per target, marked est.), or with --manifest its manifest.json.\n"
+        "  --json   the table as one JSON object: {\"catalog\",\"version\",\"model\",\n"
+        "           \"variants\":[{\"id\",\"technique\",\"task\",\"top1\",\"top5\",\"macs\",\n"
+        "           \"params\",\"weight_bytes\",\"peak_activation_bytes\",\"ms_build_host\",\n"
+        "           \"estimates\":{TARGET:{\"compute_unit\",\"ms\",\"mj\",\"bound\",...,\"cpu\":\n"
+        "           {\"compute_unit\",\"ms\",\"mj\",\"bound\"}}}}],\"winnowed\":[{\"id\",\n"
+        "           \"technique\",\"task\",\"macs\",\"weight_bytes\",\"top1\",\"dominated_by\"}]}\n";
+    static const struct option lo[] = {{"help", no_argument, 0, 'h'}, {"manifest", no_argument, 0, 'm'},
+                                       {"json", no_argument, 0, 'j'}, {0, 0, 0, 0}};
+    int raw = 0, json = 0;
     optind = 1;
     int c;
     while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
         if (c == 'h') return help_or_usage(help, 1);
         if (c == 'm') raw = 1;
+        else if (c == 'j') json = 1;
         else return help_or_usage(help, 0);
     }
-    if (argc - optind != 1) return help_or_usage(help, 0);
+    if (argc - optind != 1 || (raw && json)) return help_or_usage(help, 0);
     trn_err err;
     cJSON *m = archive_manifest(argv[optind], &err);
     if (!m) return fail(&err);
+    if (json) {
+        cJSON *doc = cat_inspect_json(m, &err);
+        cJSON_Delete(m);
+        return print_json_doc(doc, &err);
+    }
     if (raw) {
         char *s = cat_json_print(m);
         fputs(s ? s : "", stdout);
@@ -371,6 +397,62 @@ static int cmd_inspect(int argc, char **argv)
                jnum(v, "weight_bytes"), jnum(v, "top1"), jstr(v, "dominated_by"));
     if (targets && targets->child) printf("(est. = roofline estimate in ms from the target profiles, not a measurement)\n");
     cJSON_Delete(m);
+    return 0;
+}
+
+static int cmd_pareto(int argc, char **argv)
+{
+    static const char help[] =
+        "Usage: catalog pareto ARCHIVE [--task T] [--target T] [--json]\n"
+        "Prints the Pareto fronts of the archive's variants: per task, against MACs and\n"
+        "against weight bytes, and per target, against the estimated latency on its GPU\n"
+        "and on its CPU (the path the runtime takes today). A front lists, cheapest first,\n"
+        "each variant more accurate (test top-1) than every cheaper one; variants without\n"
+        "a measured top-1 are on none.\n"
+        "  --task T     only task T\n"
+        "  --target T   only target T (and no MACs or bytes fronts)\n"
+        "  --json       one JSON object: {\"catalog\",\"version\",\"fronts\":[{\"task\",\n"
+        "               \"target\" (null: the variant's own costs),\"cost\" (macs,\n"
+        "               weight_bytes, gpu_ms, cpu_ms),\"compute_unit\" (targets),\"front\":\n"
+        "               [{\"id\",\"technique\",\"cost\",\"top1\",\"top5\"}]}]}\n";
+    static const struct option lo[] = {{"help", no_argument, 0, 'h'}, {"json", no_argument, 0, 'j'},
+                                       {"task", required_argument, 0, 'T'}, {"target", required_argument, 0, 'g'},
+                                       {0, 0, 0, 0}};
+    const char *task = NULL, *target = NULL;
+    int json = 0, c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+        if (c == 'h') return help_or_usage(help, 1);
+        if (c == 'j') json = 1;
+        else if (c == 'T') task = optarg;
+        else if (c == 'g') target = optarg;
+        else return help_or_usage(help, 0);
+    }
+    if (argc - optind != 1) return help_or_usage(help, 0);
+    trn_err err;
+    cJSON *m = archive_manifest(argv[optind], &err);
+    if (!m) return fail(&err);
+    cJSON *doc = cat_pareto(m, task, target, &err);
+    cJSON_Delete(m);
+    if (json || !doc) return print_json_doc(doc, &err);
+    const cJSON *f, *e;
+    printf("catalog %s version %.0f: Pareto fronts (cheapest first; each more accurate than every cheaper one)\n",
+           jstr(doc, "catalog"), jnum(doc, "version"));
+    cJSON_ArrayForEach(f, cJSON_GetObjectItemCaseSensitive(doc, "fronts")) {
+        const char *cost = jstr(f, "cost");
+        int ms = !strcmp(cost, "gpu_ms") || !strcmp(cost, "cpu_ms");
+        if (ms)
+            printf("\ntask %s, target %s, est. ms on %s:\n", jstr(f, "task"), jstr(f, "target"), jstr(f, "compute_unit"));
+        else
+            printf("\ntask %s, by %s:\n", jstr(f, "task"), !strcmp(cost, "macs") ? "MACs" : "weight bytes");
+        printf("  %-24s %-12s %14s %7s\n", "variant", "technique", ms ? "est. ms" : cost, "top1");
+        cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(f, "front")) {
+            if (ms) printf("  %-24s %-12s %14.4f %7.4f\n", jstr(e, "id"), jstr(e, "technique"), jnum(e, "cost"), jnum(e, "top1"));
+            else printf("  %-24s %-12s %14.0f %7.4f\n", jstr(e, "id"), jstr(e, "technique"), jnum(e, "cost"), jnum(e, "top1"));
+        }
+        if (!cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(f, "front"))) printf("  (no variant with a measured top-1)\n");
+    }
+    cJSON_Delete(doc);
     return 0;
 }
 
@@ -601,7 +683,7 @@ int main(int argc, char **argv)
         const char *name;
         int (*fn)(int, char **);
     } cmds[] = {{"keygen", cmd_keygen},     {"sign", cmd_sign},       {"verify", cmd_verify}, {"validate", cmd_validate},
-                {"inspect", cmd_inspect}, {"report", cmd_report}, {"pack", cmd_pack},
+                {"inspect", cmd_inspect}, {"pareto", cmd_pareto}, {"report", cmd_report}, {"pack", cmd_pack},
                 {"cost", cat_cli_cost},     {"profile", cat_cli_profile}, {"describe", cat_cli_describe},
                 {"variants", cat_cli_variants}};
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)

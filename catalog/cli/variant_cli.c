@@ -208,17 +208,21 @@ static void fill_row(row *r, const cJSON *v)
 int cat_cli_variants(int argc, char **argv)
 {
     static const char help[] =
-        "Usage: catalog variants VARIANTS_DIR\n"
+        "Usage: catalog variants VARIANTS_DIR [--json]\n"
         "Prints the table of the variants under VARIANTS_DIR (every <id>/variant.json):\n"
         "id, technique, MACs and their reduction against the variant `base`, parameters,\n"
         "connected-layer parameters and their reduction, top-1 (of the first task) and\n"
-        "its change in points, and the measured batch-1 latency on the build host.\n";
-    static const struct option lo[] = {{"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+        "its change in points, and the measured batch-1 latency on the build host.\n"
+        "  --json   one JSON object {\"variants\":[{\"id\",\"technique\",\"macs\",\n"
+        "           \"macs_reduction\",\"params\",\"fc_params\",\"fc_reduction\",\"top1\",\n"
+        "           \"top1_change_points\",\"ms_build_host\"}]} (null where the table has -)\n";
+    static const struct option lo[] = {{"help", no_argument, 0, 'h'}, {"json", no_argument, 0, 'j'}, {0, 0, 0, 0}};
     optind = 1;
-    int c;
+    int c, json = 0;
     while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
         if (c == 'h') return usage_of(help, 1);
-        return usage_of(help, 0);
+        if (c == 'j') json = 1;
+        else return usage_of(help, 0);
     }
     if (argc - optind != 1) return usage_of(help, 0);
     const char *dir = argv[optind];
@@ -263,6 +267,36 @@ int cat_cli_variants(int argc, char **argv)
     }
     qsort(rows, n, sizeof *rows, row_cmp);
     const row *base = !strcmp(rows[0].id, "base") ? &rows[0] : NULL;
+    if (json) {
+        cJSON *doc = cJSON_CreateObject(), *arr = cJSON_AddArrayToObject(doc, "variants");
+        for (size_t i = 0; arr && i < n; i++) {
+            const row *r = &rows[i];
+            cJSON *o = cJSON_CreateObject();
+            cJSON_AddStringToObject(o, "id", r->id);
+            cJSON_AddStringToObject(o, "technique", r->technique);
+            cJSON_AddNumberToObject(o, "macs", r->macs);
+            cJSON_AddItemToObject(o, "macs_reduction", base && r->macs > 0 ? cJSON_CreateNumber(base->macs / r->macs)
+                                                                           : cJSON_CreateNull());
+            cJSON_AddNumberToObject(o, "params", r->params);
+            cJSON_AddNumberToObject(o, "fc_params", r->fc_params);
+            cJSON_AddItemToObject(o, "fc_reduction", base && r->fc_params > 0
+                                                         ? cJSON_CreateNumber(base->fc_params / r->fc_params)
+                                                         : cJSON_CreateNull());
+            cJSON_AddItemToObject(o, "top1", r->has_top1 ? cJSON_CreateNumber(r->top1) : cJSON_CreateNull());
+            cJSON_AddItemToObject(o, "top1_change_points", base && base->has_top1 && r->has_top1
+                                                               ? cJSON_CreateNumber(100 * (r->top1 - base->top1))
+                                                               : cJSON_CreateNull());
+            cJSON_AddItemToObject(o, "ms_build_host", r->has_ms ? cJSON_CreateNumber(r->ms) : cJSON_CreateNull());
+            cJSON_AddItemToArray(arr, o);
+        }
+        char *text = arr ? cJSON_Print(doc) : NULL;
+        cJSON_Delete(doc);
+        free(rows);
+        if (!text) return trn_errf(&err, "out of memory"), fail(&err);
+        puts(text);
+        free(text);
+        return rc;
+    }
     printf("%-24s %-10s %14s %7s %12s %12s %7s %7s %7s %9s\n", "id", "technique", "MACs", "MACs/x",
            "params", "fc params", "fc/x", "top-1", "d top-1", "ms (b=1)");
     for (size_t i = 0; i < n; i++) {

@@ -277,6 +277,25 @@ size_t cat_place_labels(struct cat_label *labels, size_t n, struct cat_box area)
  * update. NULL with err when the log holds no line. */
 char *cat_curve_svg(const char *id, const char *jsonl, size_t len, trn_err *err);
 
+/* ---- machine-readable views (catalog/src/pareto.c) --------------------------- */
+
+/* The Pareto fronts of the manifest's kept variants with a measured top-1:
+ * {"catalog","version","fronts":[{"task","target" (null for the costs of
+ * the variant itself),"cost" ("macs", "weight_bytes", "gpu_ms", "cpu_ms"),
+ * "compute_unit" (targets only),"front":[{"id","technique","cost","top1",
+ * "top5"}]}]}, sorted by cost, each entry more accurate than every cheaper
+ * one. only_task / only_target (NULL: all) select; one that the catalog
+ * does not have is an error. */
+cJSON *cat_pareto(const cJSON *manifest, const char *only_task, const char *only_target, trn_err *err);
+
+/* The variants table of `catalog inspect` as JSON: {"catalog","version",
+ * "model","variants":[{"id","technique","task","top1","top5","macs",
+ * "params","weight_bytes","peak_activation_bytes","ms_build_host",
+ * "estimates":{TARGET: the manifest's estimate}}],"winnowed":[{"id",
+ * "technique","task","macs","weight_bytes","top1","dominated_by"}]};
+ * null for what is unknown. */
+cJSON *cat_inspect_json(const cJSON *manifest, trn_err *err);
+
 /* ---- cost model (catalog/src/costmodel.c) --------------------------------------
  * DESIGN.md's cost convention computed from cfg text alone (its own shape
  * arithmetic, Darknet's output-size rules): see the top of costmodel.c. */

@@ -29,8 +29,9 @@ static void usage(FILE *f)
             "                      verify ARCHIVE against the pinned keys (SIG defaults to\n"
             "                      ARCHIVE.minisig), then install it atomically; the current\n"
             "                      copy becomes the previous one\n"
-            "  list                installed catalogs: id, version, previous version, key\n"
-            "  inspect ID|ARCHIVE  the variants of an installed catalog or of an archive, with\n"
+            "  list [--json]       installed catalogs: id, version, previous version, key\n"
+            "  inspect ID|ARCHIVE [--json]\n"
+            "                      the variants of an installed catalog or of an archive, with\n"
             "                      their latencies: build host, this device, estimates\n"
             "  verify [ID...]      re-verify installed catalogs (signature, manifest, every\n"
             "                      file); all of them when no ID is given\n"
@@ -159,12 +160,21 @@ static int cmd_install(rtl_store *s, int argc, char **argv)
 
 static int cmd_list(rtl_store *s, int argc, char **argv)
 {
-    int rc, i = sub_opts(argc, argv, "Usage: rtl list\nLists installed catalogs.\n", 0, NULL, 0, 0, &rc);
+    const char *help = "Usage: rtl list [--json]\nLists installed catalogs.\n"
+                       "  --json   one JSON object: {\"catalogs\":[{\"catalog\",\"version\",\n"
+                       "           \"previous_version\" (null when none),\"key_id\",\"dir\"}]}\n";
+    struct cmd_opts o;
+    int rc, i = sub_opts(argc, argv, help, OPT_JSON, &o, 0, 0, &rc);
     if (i < 0) return rc;
     rtl_installed *list;
     size_t n;
     rtl_err err;
     if (rtl_list(s, &list, &n, &err) != 0) return fail(&err);
+    if (o.json) {
+        rc = print_installed_json(list, n);
+        free(list);
+        return rc;
+    }
     printf("%-20s %-12s %-12s %-16s %s\n", "catalog", "version", "previous", "key", "folder");
     for (size_t k = 0; k < n; k++) print_installed(&list[k]);
     if (n == 0 && !quiet) fprintf(stderr, "rtl: no catalog is installed\n");
@@ -198,10 +208,16 @@ static void print_catalog(const rtl_catalog *cat)
 
 static int cmd_inspect(rtl_store *s, int argc, char **argv)
 {
-    const char *help = "Usage: rtl inspect ID|ARCHIVE\n"
+    const char *help = "Usage: rtl inspect ID|ARCHIVE [--json]\n"
                        "Prints the variants of installed catalog ID, or of the manifest inside ARCHIVE\n"
-                       "(an archive's signature is not checked here: use rtl install for that).\n";
-    int rc, i = sub_opts(argc, argv, help, 0, NULL, 1, 1, &rc);
+                       "(an archive's signature is not checked here: use rtl install for that).\n"
+                       "  --json   one JSON object: {\"catalog\",\"version\",\"model\",\"dir\",\"tasks\":\n"
+                       "           [{\"name\",\"labels\"}],\"variants\":[{\"id\",\"technique\",\"task\",\n"
+                       "           \"top1\",\"top5\",\"macs\",\"weight_bytes\",\"files\",\"latency\":[{\"where\",\n"
+                       "           \"source\",\"machine\",\"threads\",\"runs\",\"ms_median\",\"ms_mean\"}],\n"
+                       "           \"estimates\":[{\"target\",\"source\",\"method\",\"bound\",\"ms\",\"mj\"}]}]}\n";
+    struct cmd_opts o;
+    int rc, i = sub_opts(argc, argv, help, OPT_JSON, &o, 1, 1, &rc);
     if (i < 0) return rc;
     rtl_err err;
     rtl_catalog *cat;
@@ -216,6 +232,11 @@ static int cmd_inspect(rtl_store *s, int argc, char **argv)
         cat = rtl_catalog_open(s, argv[i], &err);
     }
     if (!cat) return fail(&err);
+    if (o.json) {
+        rc = print_catalog_json(cat);
+        rtl_catalog_close(cat);
+        return rc;
+    }
     print_catalog(cat);
     print_latencies(cat);
     rtl_catalog_close(cat);
