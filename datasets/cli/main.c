@@ -115,14 +115,57 @@ static void usage_contexts(FILE *f)
 static void usage_check(FILE *f)
 {
     fprintf(f,
-            "Usage: %s check DATA [--decode]\n"
+            "Usage: %s check DATA [--decode] [--json]\n"
             "\n"
             "Checks the set DATA (.data): its keys, labels file, list files, that every image\n"
             "matches exactly one label (parent folder or a '_' token of its file name), exists,\n"
             "and is in one split only; prints the counts per split and class.\n"
             "\n"
-            "  --decode           also decode every image (PNG or JPEG)\n",
+            "  --decode           also decode every image (PNG or JPEG)\n"
+            "  --json             print the counts as one JSON object: {\"data\",\"classes\",\n"
+            "                     \"decoded\",\"ok\":true,\"splits\":[{\"split\",\"images\",\n"
+            "                     \"per_class\":[{\"label\",\"images\"}]}]} (errors stay on stderr)\n",
             prog);
+}
+
+/* s as a JSON string on stdout. */
+static void json_str(const char *s)
+{
+    putchar('"');
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\') printf("\\%c", *s);
+        else if ((unsigned char)*s < 0x20) printf("\\u%04x", (unsigned char)*s);
+        else putchar(*s);
+    }
+    putchar('"');
+}
+
+/* The counts of `check --json`. */
+static void check_json(const trn_dataset *ds, const char *data, int decode)
+{
+    int classes = trn_dataset_classes(ds);
+    printf("{\"data\":");
+    json_str(data);
+    printf(",\"classes\":%d,\"decoded\":%s,\"ok\":true,\"splits\":[", classes, decode ? "true" : "false");
+    size_t *per = calloc((size_t)classes + 1, sizeof *per);
+    int first = 1;
+    for (int sp = 0; sp < TRN_SPLIT_COUNT && per; sp++) {
+        trn_split split = (trn_split)sp;
+        if (!trn_dataset_has(ds, split)) continue;
+        size_t n = trn_dataset_count(ds, split);
+        memset(per, 0, (size_t)classes * sizeof *per);
+        for (size_t i = 0; i < n; i++) per[trn_dataset_class(ds, split, i)]++;
+        printf("%s{\"split\":\"%s\",\"images\":%zu,\"per_class\":[", first ? "" : ",", trn_split_name(split), n);
+        first = 0;
+        for (int k = 0; k < classes; k++) {
+            printf("%s{\"label\":", k ? "," : "");
+            json_str(trn_dataset_label(ds, k));
+            printf(",\"images\":%zu}", per[k]);
+        }
+        printf("]}");
+    }
+    free(per);
+    printf("]}\n");
 }
 
 static int parse_u64(const char *opt, const char *s, uint64_t *v)
@@ -180,7 +223,7 @@ static double now(void)
 enum {
     OPT_OUT = 256, OPT_NAME, OPT_SEED, OPT_SIZE, OPT_TRAIN, OPT_VALID, OPT_TEST, OPT_CLUTTER,
     OPT_NOISE, OPT_OCCLUSION, OPT_THREADS, OPT_NO_CONTEXTS, OPT_CTX_N, OPT_CTX_P, OPT_CTX_PER,
-    OPT_VALID_FRAC, OPT_TEST_FRAC, OPT_DECODE, OPT_ROTATION, OPT_HELP
+    OPT_VALID_FRAC, OPT_TEST_FRAC, OPT_DECODE, OPT_ROTATION, OPT_JSON, OPT_HELP
 };
 
 /* Options shared by the verbs that write contexts. 1: handled, 0: not a
@@ -399,13 +442,15 @@ static int cmd_check(int argc, char **argv)
 {
     static const struct option lo[] = {
         {"decode", no_argument, NULL, OPT_DECODE},
+        {"json", no_argument, NULL, OPT_JSON},
         {"help", no_argument, NULL, OPT_HELP},
         {NULL, 0, NULL, 0},
     };
-    int decode = 0, c;
+    int decode = 0, json = 0, c;
     while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
         switch (c) {
         case OPT_DECODE: decode = 1; break;
+        case OPT_JSON: json = 1; break;
         case OPT_HELP: usage_check(stdout); return 0;
         default: usage_check(stderr); return EXIT_USAGE;
         }
@@ -424,6 +469,8 @@ static int cmd_check(int argc, char **argv)
     int rc = ds_check_set(ds, data, decode, &err);
     if (rc != 0) {
         fprintf(stderr, "%s check: %s\n", prog, err.msg);
+    } else if (json) {
+        check_json(ds, data, decode);
     } else {
         int classes = trn_dataset_classes(ds);
         printf("%s: %s: %d classes\n", prog, data, classes);

@@ -36,7 +36,10 @@ static const char *predict_help =
     "  --names FILE    one class name per line instead\n"
     "  --top K         classes per image (default 5, at most the number of classes)\n"
     "  --set key=value override a [net] key (repeatable)\n"
-    "  --threads N     compute threads\n";
+    "  --threads N     compute threads\n"
+    "  --json          one JSON object: {\"results\":[{\"image\",\"top\":[{\"class\" (index),\n"
+    "                  \"name\",\"p\"}]}]}; an image that cannot be read gets\n"
+    "                  {\"image\",\"error\"} (and the exit status is 1)\n";
 
 /* Indexes of the k largest of p[0..n), best first (ties: lower index). */
 static void top_k(const float *p, int n, int k, int *out)
@@ -272,7 +275,7 @@ int cli_predict(int argc, char **argv)
     const char *cfgp = NULL, *weights = NULL, *data = NULL, *namesp = NULL, *threads = NULL, *v;
     cli_sets sets = {0};
     long long top = 5;
-    int bad = 0, nimg = 0;
+    int bad = 0, nimg = 0, json = 0;
     const char **imgs = calloc((size_t)argc, sizeof *imgs);
     if (!imgs) return cli_fail("predict", "out of memory");
     for (int i = 1; i < argc; i++) {
@@ -294,6 +297,8 @@ int cli_predict(int argc, char **argv)
             if (cli_num("predict", "--top", v, 1, 1000000, &top)) return free(imgs), 2;
         } else if ((v = cli_opt(argc, argv, &i, "--threads", &bad))) {
             threads = v;
+        } else if (cli_flag(argv, i, "--json")) {
+            json = 1;
         } else if (bad || argv[i][0] == '-') {
             free(imgs);
             return cli_usage("predict", "%s '%s'", bad ? "missing value for" : "unknown option", argv[i]);
@@ -339,21 +344,42 @@ int cli_predict(int argc, char **argv)
         goto out;
     }
     rc = 0;
+    if (json) printf("{\"results\":[");
     for (int i = 0; i < nimg; i++) {
         if (trn_image_load_input(imgs[i], in.w, in.h, in.c, x, &e) != 0 ||
             trn_net_forward(net, x, &e) != 0) {
             cli_fail("predict", "%s", e.msg);
+            if (json) {
+                printf("%s{\"image\":", i ? "," : "");
+                json_string(imgs[i]);
+                printf(",\"error\":");
+                json_string(e.msg);
+                putchar('}');
+            }
             rc = 1;
             continue;
         }
         const float *p = trn_net_output(net);
         top_k(p, classes, k, best);
+        if (json) {
+            printf("%s{\"image\":", i ? "," : "");
+            json_string(imgs[i]);
+            printf(",\"top\":[");
+            for (int q = 0; q < k; q++) {
+                printf("%s{\"class\":%d,\"name\":", q ? "," : "", best[q]);
+                json_string(ds ? trn_dataset_name(ds, best[q]) : names[best[q]]);
+                printf(",\"p\":%.6f}", p[best[q]]);
+            }
+            printf("]}");
+            continue;
+        }
         printf("%s:", imgs[i]);
         for (int q = 0; q < k; q++)
             printf("%s %.6f %s", q ? "," : "", p[best[q]],
                    ds ? trn_dataset_name(ds, best[q]) : names[best[q]]);
         putchar('\n');
     }
+    if (json) printf("]}\n");
 out:
     for (int i = 0; names && i < nnames; i++) free(names[i]);
     free(names);
