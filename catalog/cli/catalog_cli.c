@@ -372,7 +372,7 @@ static int cmd_inspect(int argc, char **argv)
            cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(m, "winnowed")));
     printf("%-22s %-11s %-9s %6s %6s %10s %10s %9s %9s %9s", "variant", "technique", "task", "top1", "top5", "MMACs",
            "params", "weight MB", "act. MB", "host ms");
-    cJSON_ArrayForEach(t, targets) printf(" %14.14s", t->string);
+    cJSON_ArrayForEach(t, targets) printf(" %21.21s", t->string);
     printf("\n");
     cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(m, "variants")) {
         const cJSON *cost = cJSON_GetObjectItemCaseSensitive(v, "cost");
@@ -387,7 +387,11 @@ static int cmd_inspect(int argc, char **argv)
                jnum(cost, "peak_activation_bytes") / 1e6, ms);
         cJSON_ArrayForEach(t, targets) {
             const cJSON *e = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(v, "estimates"), t->string);
-            printf(" %9.3f est.", jnum(e, "ms"));
+            const cJSON *cpu = cJSON_GetObjectItemCaseSensitive(e, "cpu");
+            char both[40];
+            if (cpu) snprintf(both, sizeof both, "%.3f/%.3f", jnum(e, "ms"), jnum(cpu, "ms"));
+            else snprintf(both, sizeof both, "%.3f", jnum(e, "ms"));
+            printf(" %16s est.", both);
         }
         printf("\n");
     }
@@ -395,7 +399,9 @@ static int cmd_inspect(int argc, char **argv)
     cJSON_ArrayForEach(v, w)
         printf("winnowed: %s (MACs %.0f, weight bytes %.0f, top1 %.4f) dominated by %s\n", jstr(v, "id"), jnum(v, "macs"),
                jnum(v, "weight_bytes"), jnum(v, "top1"), jstr(v, "dominated_by"));
-    if (targets && targets->child) printf("(est. = roofline estimate in ms from the target profiles, not a measurement)\n");
+    if (targets && targets->child)
+        printf("(est. = roofline estimate in ms from the target profiles, not a measurement: GPU/CPU, the GPU's\n"
+               "CUDA cores and the CPU cores, the path the runtime takes today; catalog inspect --json names the units)\n");
     cJSON_Delete(m);
     return 0;
 }
