@@ -7,6 +7,9 @@
 DEPS_PKGS := build-essential pkg-config libopenblas-dev liblapacke-dev libarchive-dev \
              libcjson-dev libsodium-dev libzstd-dev libstb-dev libcmocka-dev minisign \
              darknet zstd
+# A real one-node Slurm cluster for tests/integration/slurm_cluster.sh (the
+# daemons run only inside that test, on loopback, never as services).
+DEPS_PKGS += slurm-wlm munge
 # The device side (runtime-lite) is cross-compiled for the Jetson (aarch64) and
 # its tests run under qemu-user, with Debian's arm64 libraries (multiarch).
 DEPS_ARCHS := arm64
