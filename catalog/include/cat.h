@@ -245,7 +245,8 @@ int cat_report(const cJSON *manifest, const char *base, trn_err *err);
 /* As cat_report, plus BASE.report.html (one self-contained file: the
  * plots inline, no network) and, when metrics_dir is not NULL, each
  * variant's training curve BASE.curve-<id>.svg from
- * metrics_dir/<id>/train/variant.metrics.jsonl where that exists. */
+ * metrics_dir/<id>/train/variant.metrics.jsonl where that exists (kept and
+ * winnowed variants). */
 int cat_report_ex(const cJSON *manifest, const char *base, const char *metrics_dir, trn_err *err);
 
 /* SVG text of a Pareto plot of the manifest's variants (and winnowed ones,

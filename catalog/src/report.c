@@ -685,7 +685,10 @@ int cat_report_ex(const cJSON *m, const char *base, const char *metrics_dir, trn
     doc_table_end(&d);
     if (metrics_dir && rc == 0) {
         int curves = 0;
-        cJSON_ArrayForEach(v, variants) {
+        /* kept variants, then winnowed ones: every trained model has a curve */
+        for (const cJSON *list = variants; list && rc == 0;
+             list = list == variants ? cJSON_GetObjectItemCaseSensitive(m, "winnowed") : NULL)
+        cJSON_ArrayForEach(v, list) {
             char path[4096], file[512];
             snprintf(path, sizeof path, "%s/%s/train/variant.metrics.jsonl", metrics_dir, sget(v, "id"));
             char *log;

@@ -177,6 +177,10 @@ arch=$(ls "$T"/tiny/catalog-tiny-*.tar.zst 2>/dev/null | head -n 1)
 t_check "the archive is named catalog-tiny-<version>.tar.zst" test -n "$arch"
 t_check "make catalog prints the per-stage timings" grep -q '^timings: total' "$T/catalog.out"
 expect_ok "minisign verifies the catalog" minisign -Vm "$arch" -p "$T/k.pub"
+t_check "every trained variant left a metrics log with a final validation" bash -c "
+for f in '$T'/tiny/variants/base/train/variant.metrics.jsonl; do
+  test -s \$f && tail -n 1 \$f | grep -q '\"val_top1\":' || exit 1; done"
+t_check "the report is also HTML, with the training curves" bash -c "r=\${1%.tar.zst}; test -s \$r.report.html -a -s \$r.curve-base.svg && grep -q '^## Training curves' \$r.report.md && grep -q 'training of base' \$r.report.html" _ "$arch"
 sum1=$(sha256sum "$arch" "$arch.minisig" | awk '{print $1}' | tr '\n' ' ')
 rm -f "$arch" "$arch.minisig" "$T"/tiny/*.report.md
 expect_ok "make catalog again from the same variants" pmake catalog
