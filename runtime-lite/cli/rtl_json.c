@@ -116,6 +116,13 @@ int print_catalog_json(const rtl_catalog *cat)
             cJSON_AddStringToObject(eo, "bound", x.bound);
             cJSON_AddNumberToObject(eo, "ms", x.ms);
             if (x.mj >= 0) cJSON_AddNumberToObject(eo, "mj", x.mj);
+            if (x.compute_unit[0]) cJSON_AddStringToObject(eo, "compute_unit", x.compute_unit);
+            if (x.cpu_ms >= 0) {
+                cJSON *c = cJSON_AddObjectToObject(eo, "cpu");
+                if (x.cpu_unit[0]) cJSON_AddStringToObject(c, "compute_unit", x.cpu_unit);
+                cJSON_AddNumberToObject(c, "ms", x.cpu_ms);
+                if (x.cpu_mj >= 0) cJSON_AddNumberToObject(c, "mj", x.cpu_mj);
+            }
             cJSON_AddItemToArray(est, eo);
         }
         cJSON_AddItemToArray(vars, o);

@@ -42,6 +42,8 @@ assert v["spec-7"]["top1"] == 0.85 and v["spec-7"]["macs"] > 0 and v["spec-7"]["
 assert v["base"]["latency"][0]["where"] == "build-host" and v["base"]["latency"][0]["source"] == "measured"
 e = {x["target"]: x for x in v["base"]["estimates"]}
 assert e["jetson-nano"]["source"] == "estimate" and e["jetson-nano"]["ms"] > 0 and len(e) == 4, e
+assert e["jetson-nano"]["compute_unit"].startswith("GPU: ") and e["jetson-nano"]["cpu"]["compute_unit"].startswith("CPU: ")
+assert e["jetson-nano"]["cpu"]["ms"] > e["jetson-nano"]["ms"], e["jetson-nano"]
 ' inspect.json
 rtl inspect "$A4" --json >inspect4.json 2>"$T/err"
 t_check "inspect --json of an archive: version 4, no folder" python3 -c '
