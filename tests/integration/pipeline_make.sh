@@ -117,6 +117,13 @@ t_check "timings were recorded" grep -q '^train rw-b ' "$T/tiny/timings.log"
 stamp() { stat -c %Y.%y "$T/tiny/variants/$1/variant.json"; }
 before_base=$(stamp base) before_a=$(stamp rw-a) before_b=$(stamp rw-b) before_s=$(stamp svd-a)
 sleep 1
+pmake -j2 variants VARIANTS_JSON=1 >"$T/variants.json" 2>"$T/err"
+t_check "make variants VARIANTS_JSON=1 prints the table as JSON" python3 -c '
+import json, sys
+text = open(sys.argv[1]).read()
+v = json.loads(text[text.index("{"):])["variants"]
+assert v[0]["id"] == "base" and "rw-a" in [x["id"] for x in v] and all(x["macs"] > 0 for x in v), v
+' "$T/variants.json"
 expect_ok "a second make variants succeeds" pmake -j2 variants
 t_check "a second make variants redoes nothing" test "$(stamp rw-b)" = "$before_b"
 write_recipe 12 10
