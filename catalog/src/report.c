@@ -239,7 +239,7 @@ char *cat_pareto_svg(const cJSON *m, const char *task, const char *axis, trn_err
                       H - MB, k == 1 ? "dddddd" : "f0f0f0");
             char t[16];
             human(pow(10, lx), t, sizeof t);
-            if (k == 1) sb_printf(&b, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%s</text>\n", PX(lx), H - MB + 16, t);
+            if (k == 1) sb_printf(&b, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%s</text>\n", PX(lx), H - MB + 20, t);
         }
     }
     double step = y1 - y0 > 0.3 ? 0.1 : 0.05;
@@ -384,7 +384,7 @@ char *cat_curve_svg(const char *id, const char *jsonl, size_t len, trn_err *err)
         sb_printf(&b, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\" fill=\"#1f77b4\">%.3g</text>\n", l - 6, y + 4,
                   lmax * (4 - k) / 4);
         sb_printf(&b, "<text x=\"%.0f\" y=\"%.1f\" fill=\"#d62728\">%.2f</text>\n", l + pw + 6, y + 4, (4 - k) / 4.0);
-        sb_printf(&b, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%.0f</text>\n", l + pw * k / 4, ch - bm + 16,
+        sb_printf(&b, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%.0f</text>\n", l + pw * k / 4, ch - bm + 20,
                   bmax * k / 4);
     }
     sb_printf(&b, "<rect x=\"%d\" y=\"%d\" width=\"%.0f\" height=\"%.0f\" fill=\"none\" stroke=\"black\"/>\n", l, t, pw, ph);

@@ -107,18 +107,25 @@ else
         bash -c "! grep -E 'CONSOLE|Failed to load|Uncaught' '$T/shot.stderr'"
     t_check "and takes a screenshot (a PNG)" bash -c "test \$(head -c 8 '$T/report.png' | od -An -tx1 | tr -d ' \n') = 89504e470d0a1a0a"
     if [ -n "${TESTD:-}" ] && mkdir -p "$TESTD/logs" 2>/dev/null; then cp "$T/report.png" "$TESTD/logs/catalog-report.png"; fi
-    # rendered text boxes: no label overlaps another text of its plot
+    # rendered text boxes: no text of a plot (labels, ticks, legend, titles) overlaps
+# another (the rotated axis title aside: getBBox ignores its transform)
     sed 's|</body>|<script>let bad = [];\
 for (const svg of document.querySelectorAll("svg")) {\
   const all = [...svg.querySelectorAll("text")].map(t => [t, t.getBBox()]);\
-  for (const [t, a] of all) { if (!t.classList.contains("label")) continue;\
-    for (const [u, b] of all) { if (u === t) continue;\
+  for (const [t, a] of all) { if (t.hasAttribute("transform")) continue;\
+    for (const [u, b] of all) { if (u === t \|\| u.hasAttribute("transform")) continue;\
       if (a.x < b.x + b.width - 0.5 \&\& b.x < a.x + a.width - 0.5 \&\& a.y < b.y + b.height - 0.5 \&\& b.y < a.y + a.height - 0.5)\
         bad.push(t.textContent + "/" + u.textContent); } } }\
 document.title = "overlaps:" + bad.length + ":" + bad.join(",") + ":labels:" + document.querySelectorAll("text.label").length;\
 </script></body>|' "$R.report.html" >check.html
+    # the overlap check must be able to fail: two texts drawn over each other
+    printf '<!DOCTYPE html><html><head><title>x</title></head><body><svg xmlns="http://www.w3.org/2000/svg" width="200" height="50"><text class="label" x="10" y="20">overlap</text><text x="14" y="22">here</text></svg></body></html>\n' >ov.html
+    sed -n '/<script>let bad/,/<\/script>/p' check.html >ov.js
+    { sed 's|</body></html>||' ov.html; cat ov.js; echo '</body></html>'; } >ov-check.html
+    run_chrome ov --dump-dom "file://$T/ov-check.html"
+    t_check "the rendered-overlap check sees two planted overlapping texts" grep -q '<title>overlaps:2:' "$T/ov.stdout"
     run_chrome dom --dump-dom "file://$T/check.html"
-    t_check "in the rendered page no plot label overlaps another text (getBBox)" \
+    t_check "in the rendered page no plot text overlaps another (getBBox)" \
         grep -Eq '<title>overlaps:0::labels:[1-9][0-9]*</title>' "$T/dom.stdout"
     grep -o '<title>[^<]*</title>' "$T/dom.stdout" | sed 's/^/# /'
 fi
