@@ -1,6 +1,7 @@
 # catalog/build.mk: libcat (manifest, schema, winnowing, estimates, packing,
-# signing, report) and `catalog`. It links librtl (signature formats and
-# verification live there, as devices need them) and libtrn (trn_err,
+# signing, report, publish) and `catalog`. It links librtl (signature formats
+# and verification live there, as devices need them; with it libcurl, which
+# rtl pull uses) and libtrn (trn_err,
 # checked reads, atomic writes); librtl never links back.
 
 CAT_SRCS     := $(sort $(wildcard catalog/src/*.c))
@@ -10,10 +11,10 @@ CAT_GEN      := $(OBJ)/gen/catalog/embedded.c
 CAT_EMBED    := catalog/manifest.schema.json catalog/variant.schema.json $(sort $(wildcard catalog/targets/*.json))
 # (runtime-lite/build.mk is read after this file: name its outputs here)
 CAT_RTL_LIB  := $(LIBD)/librtl.a
-CAT_PKGS     := libsodium libarchive libcjson
+CAT_PKGS     := libsodium libarchive libcjson libcurl
 CAT_CFLAGS   := -Icatalog/include -Icatalog/src -Iruntime-lite/include -Itrainer/include \
                 $(shell $(PKG_CONFIG) --cflags $(CAT_PKGS) 2>/dev/null)
-CAT_LDLIBS   := $(shell $(PKG_CONFIG) --libs $(CAT_PKGS) 2>/dev/null || echo -lsodium -larchive -lcjson) -lm $(TRN_LDLIBS)
+CAT_LDLIBS   := $(shell $(PKG_CONFIG) --libs $(CAT_PKGS) 2>/dev/null || echo -lsodium -larchive -lcjson -lcurl) -lm $(TRN_LDLIBS)
 
 # The schemas and target profiles are compiled in, so `catalog` works from
 # any folder; the JSON files stay the one source.

@@ -18,8 +18,8 @@ CATALOG_VERSION   ?= $(SOURCE_DATE_EPOCH)
 
 OPTIONS += KEY KEY_PASSPHRASE_FILE SOURCE_DATE_EPOCH CATALOG_VERSION
 OPT_DOC_KEY                 := minisign secret key that signs the catalog (default: a development key)
-OPT_DOC_KEY_PASSPHRASE_FILE := file holding KEY's passphrase, if it is encrypted
-OPT_DOC_SOURCE_DATE_EPOCH   := timestamp of every archive entry (default: the last commit's time)
+OPT_DOC_KEY_PASSPHRASE_FILE := file holding the passphrase of KEY, if it is encrypted
+OPT_DOC_SOURCE_DATE_EPOCH   := timestamp of every archive entry (default: the time of the last commit)
 OPT_DOC_CATALOG_VERSION     := catalog version, a monotonic integer (default: SOURCE_DATE_EPOCH)
 
 ifneq ($(CFG_NOBUILD),1)
@@ -60,3 +60,32 @@ $(CATALOG_ARCHIVE): $(VARIANT_JSONS) $(DATA) | $(BIN)/catalog
 $(CATALOG_SIG): $(CATALOG_ARCHIVE)
 $(CATALOG_REPORT): $(CATALOG_ARCHIVE) $(CATALOG_SIG)
 	$(call msg,REPORT,$@)$(call timed,report,$(MODEL),$(BIN)/catalog report $(CATALOG_ARCHIVE) --metrics $(VARIANTS_O))
+
+# `make publish DEST=dir`: the catalog of MODEL into a folder devices pull
+# from (rtl pull URL): archive, signature, manifest and files by SHA-256, and
+# the signed index (catalog publish; catalog/README.md). Signed with KEY (or
+# the development key of $(O)/keys); PUBLISH_VALID_FOR is how long devices
+# accept the index: re-publish (or `catalog publish --refresh`) before then.
+DEST              ?=
+PUBLISH_CHANNEL   ?= stable
+PUBLISH_VALID_FOR ?= 604800
+OPTIONS += DEST PUBLISH_CHANNEL PUBLISH_VALID_FOR
+OPT_DOC_DEST              := make publish: the folder a web server serves to devices
+OPT_DOC_PUBLISH_CHANNEL   := make publish: the channel name of the index
+OPT_DOC_PUBLISH_VALID_FOR := make publish: seconds devices accept the index (expiry against freeze attacks)
+
+.PHONY: publish
+ifneq ($(filter publish,$(MAKECMDGOALS)),)
+ifeq ($(DEST),)
+$(error make publish needs DEST=folder (the folder a web server serves to devices))
+endif
+ifeq ($(shell echo '$(PUBLISH_VALID_FOR)' | grep -Ex '[1-9][0-9]{0,9}'),)
+$(error PUBLISH_VALID_FOR='$(PUBLISH_VALID_FOR)' is not valid: use a number of seconds, e.g. 604800)
+endif
+endif
+# (run make catalog first for its parallel build; publish builds a missing
+# catalog too, one job at a time unless -j is given)
+publish: $(CATALOG_ARCHIVE) $(CATALOG_SIG) | $(BIN)/catalog ## publish the catalog of MODEL into DEST for rtl pull (signed index, files by SHA-256)
+	$(call msg,PUBLISH,$(DEST))$(BIN)/catalog publish $(CATALOG_ARCHIVE) -o $(DEST) --channel $(PUBLISH_CHANNEL) \
+	  --valid-for $(PUBLISH_VALID_FOR) $(if $(KEY),--key $(KEY) $(if $(KEY_PASSPHRASE_FILE),--passphrase-file \
+	  $(KEY_PASSPHRASE_FILE)),--dev-key-dir $(O)/keys)

@@ -4,9 +4,13 @@
 # Components add their packages to DEPS_PKGS (and headers to DEPS_HEADERS,
 # libraries to DEPS_LIBS) in their own build.mk; `make deps` installs them all.
 
+# nginx-light and curl serve and fetch in the rtl pull tests and benchmark
+# (each test starts its own nginx on loopback; on a machine where installing
+# a package starts its service, Debian's nginx also starts on port 80:
+# `systemctl disable --now nginx` stops it, the tests do not need it).
 DEPS_PKGS := build-essential pkg-config libopenblas-dev liblapacke-dev libarchive-dev \
              libcjson-dev libsodium-dev libzstd-dev libstb-dev libcmocka-dev minisign \
-             darknet zstd
+             darknet zstd libcurl4-openssl-dev nginx-light curl openssl
 # A real one-node Slurm cluster for tests/integration/slurm_cluster.sh (the
 # daemons run only inside that test, on loopback, never as services).
 DEPS_PKGS += slurm-wlm munge
@@ -15,17 +19,17 @@ DEPS_PKGS += slurm-wlm munge
 DEPS_ARCHS := arm64
 DEPS_PKGS  += gcc-aarch64-linux-gnu libc6-dev:arm64 qemu-user libopenblas-dev:arm64 \
               liblapacke-dev:arm64 libarchive-dev:arm64 libcjson-dev:arm64 libsodium-dev:arm64 \
-              libzstd-dev:arm64 libcmocka-dev:arm64
+              libzstd-dev:arm64 libcmocka-dev:arm64 libcurl4-openssl-dev:arm64
 
 # What compiling and linking needs, checked with the target's own compiler, and
 # what running the tests needs.
 ifeq ($(CROSS),)
-DEPS_HEADERS := cblas.h lapacke.h archive.h cjson/cJSON.h sodium.h zstd.h stb/stb_image.h cmocka.h
-DEPS_LIBS    := -lopenblas -llapacke -larchive -lcjson -lsodium -lzstd -lcmocka
-DEPS_FILES   := /usr/bin/minisign /usr/lib/darknet/libdarknet.so /usr/bin/zstd
+DEPS_HEADERS := cblas.h lapacke.h archive.h cjson/cJSON.h sodium.h zstd.h stb/stb_image.h cmocka.h curl/curl.h
+DEPS_LIBS    := -lopenblas -llapacke -larchive -lcjson -lsodium -lzstd -lcmocka -lcurl
+DEPS_FILES   := /usr/bin/minisign /usr/lib/darknet/libdarknet.so /usr/bin/zstd /usr/sbin/nginx /usr/bin/curl
 else
-DEPS_HEADERS := cblas.h archive.h cjson/cJSON.h sodium.h stb/stb_image.h cmocka.h
-DEPS_LIBS    := -lopenblas -larchive -lcjson -lsodium -lcmocka
+DEPS_HEADERS := cblas.h archive.h cjson/cJSON.h sodium.h stb/stb_image.h cmocka.h curl/curl.h
+DEPS_LIBS    := -lopenblas -larchive -lcjson -lsodium -lcmocka -lcurl
 DEPS_FILES   := $(shell command -v $(CC) 2>/dev/null || echo $(CC))
 endif
 

@@ -3,8 +3,8 @@
 # librtl holds runtime-lite's sources and the trainer's inference sources
 # (TRN_INFER_SRCS of trainer/build.mk, compiled here with -DTRN_INFER_ONLY
 # into obj/rtl/): one copy of the forward kernels, no training code. It
-# depends on libsodium, libarchive, cJSON and OpenBLAS, never on libtrn or
-# the catalog. Only rtl_ names leave it: librtl.so is built from objects
+# depends on libsodium, libarchive, cJSON, OpenBLAS and libcurl (rtl pull),
+# never on libtrn or the catalog. Only rtl_ names leave it: librtl.so is built from objects
 # compiled with -fvisibility=hidden (RTL_API on the public declarations),
 # and librtl.a holds one relocatable object in which every other global
 # symbol is made local, so a program may link librtl.a beside libtrn.a
@@ -15,11 +15,11 @@ RTL_CLI_SRCS := $(sort $(wildcard runtime-lite/cli/*.c))
 RTL_LIB      := $(LIBD)/librtl.a
 RTL_SO       := $(LIBD)/librtl.so.0
 RTL_PC       := $(O)/pkgconfig/rtl.pc
-RTL_PKGS     := libsodium libarchive libcjson openblas
+RTL_PKGS     := libsodium libarchive libcjson openblas libcurl
 RTL_CFLAGS   := -Iruntime-lite/include -Iruntime-lite/src -Itrainer/include -fvisibility=hidden \
                 $(shell $(PKG_CONFIG) --cflags $(RTL_PKGS) 2>/dev/null)
 RTL_LDLIBS   := $(shell $(PKG_CONFIG) --libs $(RTL_PKGS) 2>/dev/null || \
-                  echo -lsodium -larchive -lcjson -lopenblas) -lm
+                  echo -lsodium -larchive -lcjson -lopenblas -lcurl) -lm
 RTL_VERSION  := $(shell sed -n 's/^\#define RTL_VERSION "\(.*\)"/\1/p' runtime-lite/include/rtl.h)
 RTL_LD       := $(CROSS)ld
 RTL_OBJCOPY  := $(CROSS)objcopy
@@ -60,7 +60,7 @@ INSTALL_BINS    += $(BIN)/rtl
 INSTALL_LIBS    += $(RTL_LIB) $(RTL_SO) $(LIBD)/librtl.so
 INSTALL_HEADERS += runtime-lite/include/rtl.h
 INSTALL_PCS     += $(RTL_PC)
-DEPS_PKGS       += libsodium-dev libarchive-dev libcjson-dev libopenblas-dev python3
+DEPS_PKGS       += libsodium-dev libarchive-dev libcjson-dev libopenblas-dev python3 libcurl4-openssl-dev
 
 # The crash-test build: the same sources with RTL_CRASH_POINTS=1, so that
 # RTL_CRASH_AT=N kills the process at the Nth crash point. Only the tests
@@ -82,10 +82,37 @@ $(eval $(call unit_test,rtl_model,$(RTL_LIB) $(TRN_INFER_LIB),$(RTL_LDLIBS)))
 # start-to-first-result and peak memory of rtl run against trainer predict.
 BENCHES += tests/bench/rtl_install.sh
 BENCHES += tests/bench/rtl_run.sh
+BENCHES += tests/bench/rtl_pull.sh
 
 # The device build (make CROSS=aarch64-linux-gnu-) and the tests that run
 # there under qemu-user as part of a host make test.
 CROSS_TARGETS    += $(RTL_LIB) $(RTL_SO) $(LIBD)/librtl.so $(RTL_PC) $(BIN)/rtl
-CROSS_UNIT_TESTS += $(TESTD)/unit/test_rtl_base $(TESTD)/unit/test_rtl_model $(TESTD)/unit/test_rtl_sha256
+CROSS_UNIT_TESTS += $(TESTD)/unit/test_rtl_base $(TESTD)/unit/test_rtl_model $(TESTD)/unit/test_rtl_sha256 \
+                    $(TESTD)/unit/test_rtl_pull
 # tests/integration/rtl_run.sh runs the device's rtl under qemu-user too
 CROSS_TEST_DEPS  += $(BIN)/rtl
+
+# rtl pull's systemd service and timer (runtime-lite/systemd/), installed by
+# make install under PREFIX/lib/systemd/system and never enabled: a device
+# opts in with /etc/default/rtl-pull and `systemctl enable --now
+# rtl-pull.timer` (runtime-lite/README.md). The service names PREFIX.
+RTL_SERVICE := $(O)/systemd/rtl-pull.service
+$(RTL_SERVICE): runtime-lite/systemd/rtl-pull.service.in rtl-pc-force | $$(@D)/.dirstamp
+	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|g' $< > $@.tmp && \
+	  if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; echo "  GEN      $@"; fi
+ALL_TARGETS   += $(RTL_SERVICE)
+CROSS_TARGETS += $(RTL_SERVICE)
+
+.PHONY: install-rtl-systemd uninstall-rtl-systemd
+install: install-rtl-systemd
+install-rtl-systemd: $(RTL_SERVICE)
+	$(Q)set -e; install -d '$(IDIR)/lib/systemd/system' '$(IDIR)/share/doc/rtl'; \
+	for f in $(RTL_SERVICE) runtime-lite/systemd/rtl-pull.timer; do \
+	  install -m 0644 "$$f" '$(IDIR)/lib/systemd/system/'; echo "  INSTALL $(IDIR)/lib/systemd/system/$${f##*/}"; done; \
+	install -m 0644 runtime-lite/systemd/rtl-pull.default '$(IDIR)/share/doc/rtl/rtl-pull.default'; \
+	install -m 0644 runtime-lite/README.md '$(IDIR)/share/doc/rtl/README.md'; \
+	echo "  INSTALL $(IDIR)/share/doc/rtl/{rtl-pull.default,README.md} (rtl-pull.timer is not enabled)"
+uninstall: uninstall-rtl-systemd
+uninstall-rtl-systemd:
+	$(Q)rm -fv '$(IDIR)/lib/systemd/system/rtl-pull.service' '$(IDIR)/lib/systemd/system/rtl-pull.timer' \
+	  '$(IDIR)/share/doc/rtl/rtl-pull.default' '$(IDIR)/share/doc/rtl/README.md'

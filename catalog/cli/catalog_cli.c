@@ -1,6 +1,7 @@
 /* catalog_cli.c: the `catalog` command (a thin shell over libcat, see cat.h):
  * keygen, sign, verify, validate, pack, inspect, report. */
 #include "cat.h"
+#include "publish_cli.h"
 #include "variant_cli.h"
 
 #include <errno.h>
@@ -33,6 +34,7 @@ static void usage(FILE *f)
             "  profile --cfg C --weights W    measured costs and latency (profile.json)\n"
             "  describe DIR --id ID ...       a variant folder's variant.json\n"
             "  variants VARIANTS_DIR          the table of a model's variants\n"
+            "  publish ARCHIVE -o DEST        the folder devices pull from (rtl pull)\n"
             "  version                        print the version\n"
             "\n"
             "catalog COMMAND --help describes each command. Exit status: 0 on success,\n"
@@ -691,7 +693,7 @@ int main(int argc, char **argv)
     } cmds[] = {{"keygen", cmd_keygen},     {"sign", cmd_sign},       {"verify", cmd_verify}, {"validate", cmd_validate},
                 {"inspect", cmd_inspect}, {"pareto", cmd_pareto}, {"report", cmd_report}, {"pack", cmd_pack},
                 {"cost", cat_cli_cost},     {"profile", cat_cli_profile}, {"describe", cat_cli_describe},
-                {"variants", cat_cli_variants}};
+                {"variants", cat_cli_variants}, {"publish", cat_cli_publish}};
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
         if (!strcmp(cmd, cmds[i].name)) return cmds[i].fn(argc - 1, argv + 1);
     fprintf(stderr, "catalog: unknown command '%s' (catalog --help lists them)\n", cmd);

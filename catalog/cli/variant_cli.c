@@ -171,7 +171,7 @@ int cat_cli_describe(int argc, char **argv)
 /* One row of the variants table. */
 typedef struct row {
     char id[72], technique[24];
-    double macs, params, fc_params, top1, ms;
+    double macs, params, fc_params, top1, ms, lo, hi, images;
     int has_top1, has_ms;
 } row;
 
@@ -197,6 +197,10 @@ static void fill_row(row *r, const cJSON *v)
     if (acc && acc->child && cJSON_IsNumber(cJSON_GetObjectItem(acc->child, "top1"))) {
         r->top1 = cat_json_num(acc->child, "top1", 0);
         r->has_top1 = 1;
+        r->images = cat_json_num(acc->child, "images", 0);
+        const cJSON *ci = cJSON_GetObjectItem(acc->child, "top1_ci");
+        r->lo = cJSON_GetArraySize(ci) == 2 ? cJSON_GetArrayItem(ci, 0)->valuedouble : -1;
+        r->hi = cJSON_GetArraySize(ci) == 2 ? cJSON_GetArrayItem(ci, 1)->valuedouble : -1;
     }
     const cJSON *lat = cJSON_GetObjectItem(cJSON_GetObjectItem(v, "latency"), "build-host");
     if (cJSON_IsNumber(cJSON_GetObjectItem(lat, "ms_median"))) {
@@ -215,7 +219,8 @@ int cat_cli_variants(int argc, char **argv)
         "its change in points, and the measured batch-1 latency on the build host.\n"
         "  --json   one JSON object {\"variants\":[{\"id\",\"technique\",\"macs\",\n"
         "           \"macs_reduction\",\"params\",\"fc_params\",\"fc_reduction\",\"top1\",\n"
-        "           \"top1_change_points\",\"ms_build_host\"}]} (null where the table has -)\n";
+        "           \"top1_ci\" ([lo, hi], 95% Wilson),\"images\",\"top1_change_points\",\n"
+        "           \"ms_build_host\"}]} (null where the table has -)\n";
     static const struct option lo[] = {{"help", no_argument, 0, 'h'}, {"json", no_argument, 0, 'j'}, {0, 0, 0, 0}};
     optind = 1;
     int c, json = 0;
@@ -283,6 +288,14 @@ int cat_cli_variants(int argc, char **argv)
                                                          ? cJSON_CreateNumber(base->fc_params / r->fc_params)
                                                          : cJSON_CreateNull());
             cJSON_AddItemToObject(o, "top1", r->has_top1 ? cJSON_CreateNumber(r->top1) : cJSON_CreateNull());
+            cJSON *ci = r->has_top1 && r->lo >= 0 ? cJSON_CreateArray() : cJSON_CreateNull();
+            if (cJSON_IsArray(ci)) {
+                cJSON_AddItemToArray(ci, cJSON_CreateNumber(r->lo));
+                cJSON_AddItemToArray(ci, cJSON_CreateNumber(r->hi));
+            }
+            cJSON_AddItemToObject(o, "top1_ci", ci);
+            cJSON_AddItemToObject(o, "images", r->has_top1 && r->images > 0 ? cJSON_CreateNumber(r->images)
+                                                                            : cJSON_CreateNull());
             cJSON_AddItemToObject(o, "top1_change_points", base && base->has_top1 && r->has_top1
                                                                ? cJSON_CreateNumber(100 * (r->top1 - base->top1))
                                                                : cJSON_CreateNull());
@@ -297,20 +310,26 @@ int cat_cli_variants(int argc, char **argv)
         free(text);
         return rc;
     }
-    printf("%-24s %-10s %14s %7s %12s %12s %7s %7s %7s %9s\n", "id", "technique", "MACs", "MACs/x",
-           "params", "fc params", "fc/x", "top-1", "d top-1", "ms (b=1)");
+    printf("%-24s %-10s %14s %7s %12s %12s %7s %7s %15s %7s %9s\n", "id", "technique", "MACs", "MACs/x",
+           "params", "fc params", "fc/x", "top-1", "95% interval", "d top-1", "ms (b=1)");
+    double images = 0;
     for (size_t i = 0; i < n; i++) {
         const row *r = &rows[i];
-        char mx[16] = "-", fx[16] = "-", t1[16] = "-", dt[16] = "-", ms[16] = "-";
+        char mx[16] = "-", fx[16] = "-", t1[16] = "-", dt[16] = "-", ms[16] = "-", ci[40] = "-";
         if (base && r->macs > 0) snprintf(mx, sizeof mx, "%.2f", base->macs / r->macs);
         if (base && r->fc_params > 0) snprintf(fx, sizeof fx, "%.2f", base->fc_params / r->fc_params);
         if (r->has_top1) snprintf(t1, sizeof t1, "%.4f", r->top1);
+        if (r->has_top1 && r->lo >= 0) snprintf(ci, sizeof ci, "%.4f-%.4f", r->lo, r->hi);
+        if (r->has_top1 && r->images > images) images = r->images;
         if (base && base->has_top1 && r->has_top1)
             snprintf(dt, sizeof dt, "%+.2f", 100 * (r->top1 - base->top1));
         if (r->has_ms) snprintf(ms, sizeof ms, "%.3f", r->ms);
-        printf("%-24s %-10s %14.0f %7s %12.0f %12.0f %7s %7s %7s %9s\n", r->id, r->technique, r->macs, mx,
-               r->params, r->fc_params, fx, t1, dt, ms);
+        printf("%-24s %-10s %14.0f %7s %12.0f %12.0f %7s %7s %15s %7s %9s\n", r->id, r->technique, r->macs, mx,
+               r->params, r->fc_params, fx, t1, ci, dt, ms);
     }
+    if (images > 0)
+        printf("top-1 on the test split (%.0f images) with its 95%% Wilson interval: a difference between two "
+               "variants whose intervals overlap is within the noise\n", images);
     free(rows);
     return rc;
 }

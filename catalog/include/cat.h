@@ -90,6 +90,34 @@ int cat_archive_info(const char *archive, rtl_sig_info *info, trn_err *err);
 int cat_verify(const char *archive, const char *sig_path, const rtl_pubkey *keys, size_t n, rtl_sig_info *info,
                int *has_fields, trn_err *err) TRN_MUST_CHECK;
 
+/* ---- the publish folder devices pull from (catalog/src/publish.c) --------- */
+
+struct cat_publish_options {
+    const char *archive;       /* the catalog to publish; NULL: only re-sign the index */
+    const char *sig;           /* its signature; NULL: archive + ".minisig" */
+    const char *dest;          /* the publish folder */
+    const cat_seckey *key;     /* signs the index (and must have signed the archive) */
+    const char *channel;       /* NULL: the index's, or "stable" for a new one */
+    int64_t now;               /* issue time (Unix) */
+    int64_t valid_for;         /* seconds until the index expires (> 0) */
+    uint64_t serial;           /* 0: the index's + 1 */
+    int objects;               /* 1: write objects/ (the per-file layout) */
+    int allow_downgrade;       /* 1: publish an older version or a lower serial */
+};
+
+struct cat_publish_result {
+    char channel[RTL_ID_MAX + 1];
+    char catalog[RTL_ID_MAX + 1];   /* "" when only the index was re-signed */
+    uint64_t version, serial, objects;
+    int64_t expires;
+};
+
+/* Publishes into o->dest (layout at the top of publish.c): the archive's
+ * manifest and files under objects/ by SHA-256, the archive and signature
+ * under <id>/, then index.json (this catalog's entry replaced, a new serial
+ * and expiry) and its signature. Refuses an archive not signed by o->key. */
+int cat_publish(const struct cat_publish_options *o, struct cat_publish_result *res, trn_err *err);
+
 /* ---- JSON helpers (catalog/src/json.c) ------------------------------------- */
 
 /* Parses JSON text of len bytes; anything but white space after the value
@@ -158,21 +186,37 @@ struct cat_wv {
     const char *id, *task;
     uint64_t macs, weight_bytes;
     double top1;            /* < 0: no accuracy for its task (never dropped) */
+    uint64_t images;        /* the test split's size behind top1 (0: unknown) */
     const char *const *deps;
     size_t ndeps;
     /* results */
-    int dropped;            /* 1: strictly dominated and needed by no kept variant */
+    int dropped;            /* 1: dominated and needed by no kept variant */
     long dominated_by;      /* index of the dominating variant, or -1 */
     long needed_by;         /* dominated but kept because this one depends on it, or -1 */
+    double lo, hi;          /* top1's 95% Wilson interval (the point itself when images is 0) */
 };
 
-/* Marks the variants to drop: v is strictly dominated when another variant
- * of the same task has fewer MACs, fewer weight bytes and a higher top-1;
- * dominated variants that a kept variant depends on (transitively) are kept.
- * The dominator recorded is an undominated one (highest top-1, then fewest
- * MACs, then fewest bytes, then smallest id). Returns the number dropped,
- * or -1 when a dependency names no variant. */
+/* Marks the variants to drop. Accuracy is a measurement: each top-1 has its
+ * 95% Wilson interval over `images` test images, and B dominates A (same
+ * task, both measured) when B has no more MACs and no more weight bytes than
+ * A and either
+ *   - clearly better accuracy (B's interval entirely above A's), or
+ *   - fewer MACs or fewer weight bytes at accuracy that is not clearly worse
+ *     (B's interval not entirely below A's).
+ * That relation is not transitive (small steps inside the noise chain up),
+ * so the decision is made in one deterministic pass, cheapest first (MACs,
+ * then bytes, then higher top-1, then id; every dominator comes before what
+ * it dominates in that order): a variant is dropped when a variant already
+ * kept dominates it. The dominator recorded is the best kept one (highest
+ * top-1, then fewest MACs, fewest bytes, smallest id). Dominated variants that
+ * a kept variant depends on (transitively) are kept. Returns the number
+ * dropped, or -1 (err) when a dependency names no variant or memory runs out. */
 int cat_winnow(struct cat_wv *v, size_t n, trn_err *err);
+
+/* Adds "top1_ci" and "top5_ci" (the 95% Wilson interval [lo, hi] of top1 and
+ * top5 over "images", rounded to 6 decimals) to an accuracy object that lacks
+ * them. 0, or -1 when memory runs out. */
+int cat_accuracy_add_intervals(cJSON *accuracy);
 
 /* ---- the manifest (catalog/src/manifest.c, validate.c) --------------------------- */
 

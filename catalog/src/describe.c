@@ -24,6 +24,8 @@
  */
 #include "cat.h"
 
+#include <math.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,7 +61,34 @@ static double classes_of(const cJSON *ev, const cJSON *cost)
     return c;
 }
 
-/* The accuracy object {"split", "images", "top1"[, "top5"]} of eval.json. */
+/* [lo, hi] of a fraction measured over n images, rounded to 6 decimals. */
+static cJSON *interval(double frac, double n)
+{
+    double lo, hi, k = frac * n + 0.5;
+    trn_wilson((uint64_t)(k > n ? n : k), (uint64_t)n, &lo, &hi);
+    double v[2] = {round(lo * 1e6) / 1e6, round(hi * 1e6) / 1e6};
+    return cJSON_CreateDoubleArray(v, 2);
+}
+
+int cat_accuracy_add_intervals(cJSON *a)
+{
+    static const char *const keys[][2] = {{"top1", "top1_ci"}, {"top5", "top5_ci"}};
+    const cJSON *img = cJSON_GetObjectItemCaseSensitive(a, "images");
+    if (!cJSON_IsNumber(img) || img->valuedouble < 1) return 0;
+    for (size_t i = 0; i < 2; i++) {
+        const cJSON *f = cJSON_GetObjectItemCaseSensitive(a, keys[i][0]);
+        if (!cJSON_IsNumber(f) || cJSON_GetObjectItemCaseSensitive(a, keys[i][1])) continue;
+        cJSON *ci = interval(f->valuedouble, img->valuedouble);
+        if (!ci || !cJSON_AddItemToObject(a, keys[i][1], ci)) {
+            cJSON_Delete(ci);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* The accuracy object {"split", "images", "top1"[, "top5"]} of eval.json,
+ * with the 95% Wilson interval of each fraction ("top1_ci", "top5_ci"). */
 static cJSON *accuracy_of(const cJSON *ev, double classes, const char *path, trn_err *err)
 {
     const cJSON *top1 = cJSON_GetObjectItem(ev, "top1"), *img = cJSON_GetObjectItem(ev, "images");
@@ -82,7 +111,8 @@ static cJSON *accuracy_of(const cJSON *ev, double classes, const char *path, trn
     if (!a || !cJSON_AddStringToObject(a, "split", split) ||
         !cJSON_AddNumberToObject(a, "images", img->valuedouble) ||
         !cJSON_AddNumberToObject(a, "top1", top1->valuedouble) ||
-        (cJSON_IsNumber(top5) && classes > 5 && !cJSON_AddNumberToObject(a, "top5", top5->valuedouble))) {
+        (cJSON_IsNumber(top5) && classes > 5 && !cJSON_AddNumberToObject(a, "top5", top5->valuedouble)) ||
+        cat_accuracy_add_intervals(a) != 0) {
         cJSON_Delete(a);
         trn_errf(err, "out of memory");
         return NULL;

@@ -10,6 +10,8 @@
  */
 #include "cat.h"
 
+#include <math.h>
+
 #include <dirent.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -194,6 +196,14 @@ static double top1_of(const cJSON *v)
     return cJSON_IsNumber(t1) ? t1->valuedouble : -1;
 }
 
+static uint64_t images_of(const cJSON *v)
+{
+    const char *task = cJSON_GetObjectItemCaseSensitive(v, "task")->valuestring;
+    const cJSON *n = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(v, "accuracy"), task), "images");
+    return cJSON_IsNumber(n) && n->valuedouble >= 1 ? (uint64_t)n->valuedouble : 0;
+}
+
 static uint64_t cost_of(const cJSON *v, const char *k)
 {
     return (uint64_t)cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(v, "cost"), k)->valuedouble;
@@ -219,6 +229,15 @@ static cJSON *manifest_variant(const struct input *in, const cJSON *targets, trn
     static const char *const copied[] = {"id", "technique", "parent", "depends_on", "description", "task",
                                          "accuracy", "cost"};
     for (size_t i = 0; i < sizeof copied / sizeof copied[0]; i++) add_copy(v, copied[i], in->json, "null");
+    cJSON *acc;
+    cJSON_ArrayForEach(acc, cJSON_GetObjectItemCaseSensitive(v, "accuracy"))
+        if (cat_accuracy_add_intervals(acc) != 0) {
+            cJSON_Delete(v);
+            cJSON_Delete(files);
+            cJSON_Delete(est);
+            trn_errf(err, "out of memory");
+            return NULL;
+        }
     add_copy(v, "latency", in->json, "{}");
     add_copy(v, "technique_fields", in->json, "{}");
     const cJSON *f;
@@ -313,6 +332,7 @@ static int winnow(struct input *ins, size_t n, unsigned char *keep, struct cat_b
         wv[i].macs = cost_of(v, "macs");
         wv[i].weight_bytes = cost_of(v, "weight_bytes");
         wv[i].top1 = top1_of(v);
+        wv[i].images = images_of(v);
         const cJSON *dl = cJSON_GetObjectItemCaseSensitive(v, "depends_on");
         deps[i] = calloc((size_t)cJSON_GetArraySize(dl) + 1, sizeof **deps);
         if (!deps[i]) rc = trn_errf(err, "out of memory");
@@ -334,9 +354,11 @@ static int winnow(struct input *ins, size_t n, unsigned char *keep, struct cat_b
             cJSON_AddNumberToObject(e, "macs", (double)wv[i].macs);
             cJSON_AddNumberToObject(e, "weight_bytes", (double)wv[i].weight_bytes);
             cJSON_AddNumberToObject(e, "top1", wv[i].top1);
+            cJSON_AddItemToObject(e, "top1_ci", cJSON_CreateDoubleArray((const double[]){round(wv[i].lo * 1e6) / 1e6, round(wv[i].hi * 1e6) / 1e6}, 2));
             cJSON_AddNumberToObject(e, "by_macs", (double)by->macs);
             cJSON_AddNumberToObject(e, "by_weight_bytes", (double)by->weight_bytes);
             cJSON_AddNumberToObject(e, "by_top1", by->top1);
+            cJSON_AddItemToObject(e, "by_top1_ci", cJSON_CreateDoubleArray((const double[]){round(by->lo * 1e6) / 1e6, round(by->hi * 1e6) / 1e6}, 2));
             cJSON_AddItemToArray(dropped, e);
         } else {
             cJSON_AddStringToObject(e, "needed_by", wv[wv[i].needed_by].id);
@@ -345,8 +367,10 @@ static int winnow(struct input *ins, size_t n, unsigned char *keep, struct cat_b
     }
     out->winnowed = cJSON_CreateObject();
     cJSON_AddStringToObject(out->winnowed, "rule",
-                            "a variant is dropped when another variant of the same task has fewer MACs, fewer weight "
-                            "bytes and a higher top-1, unless a kept variant depends on it");
+                            "B dominates A (same task) when B has no more MACs and no more weight bytes and either "
+                            "clearly better top-1 (95% Wilson intervals apart) or fewer MACs or weight bytes at a "
+                            "top-1 not clearly worse; decided cheapest first, a variant is dropped when a kept "
+                            "variant dominates it, unless a kept variant depends on it");
     cJSON_AddItemToObject(out->winnowed, "dropped", dropped);
     cJSON_AddItemToObject(out->winnowed, "kept_because_needed", needed);
     for (size_t i = 0; deps && i < n; i++) free(deps[i]);

@@ -528,11 +528,26 @@ static void fmt_est(const cJSON *e, char *out, size_t size)
         snprintf(out, size, "%.3f / -; %.2f / -", num(e, "ms"), num(e, "mj"));
 }
 
+/* "0.8569 [0.8380, 0.8741] n=1440": a fraction with its 95% Wilson interval. */
+static void fmt_acc(const cJSON *acc, const char *key, char *out, size_t size)
+{
+    char k_ci[16];
+    snprintf(k_ci, sizeof k_ci, "%s_ci", key);
+    const cJSON *ci = cJSON_GetObjectItemCaseSensitive(acc, k_ci);
+    if (num(acc, key) < 0) return;
+    if (cJSON_GetArraySize(ci) == 2)
+        snprintf(out, size, "%.4f [%.4f, %.4f] n=%.0f", num(acc, key), cJSON_GetArrayItem(ci, 0)->valuedouble,
+                 cJSON_GetArrayItem(ci, 1)->valuedouble, num(acc, "images"));
+    else
+        snprintf(out, size, "%.4f n=%.0f", num(acc, key), num(acc, "images"));
+}
+
 static void doc_variants(struct doc *d, const cJSON *m, const char *task)
 {
     const cJSON *targets = cJSON_GetObjectItemCaseSensitive(m, "targets"), *t, *v;
     char head[2048], align[64] = "lllrrrrrrr";
-    int off = snprintf(head, sizeof head, "variant\ttechnique\tparent\ttop-1\ttop-5\tMACs\tparams\tweight bytes\t"
+    int off = snprintf(head, sizeof head, "variant\ttechnique\tparent\ttop-1 [95%% CI] n\ttop-5 [95%% CI] n\tMACs\t"
+                                          "params\tweight bytes\t"
                                           "peak activations\tmeasured ms (machine)");
     size_t na = strlen(align);
     cJSON_ArrayForEach(t, targets) {
@@ -544,13 +559,13 @@ static void doc_variants(struct doc *d, const cJSON *m, const char *task)
         if (strcmp(sget(v, "task"), task)) continue;
         const cJSON *cost = cJSON_GetObjectItemCaseSensitive(v, "cost");
         const cJSON *acc = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(v, "accuracy"), task);
-        char c1[16], c2[16], c3[16], c4[16], t1[16] = "-", t5[16] = "-", ms[96] = "-", row[4096];
+        char c1[16], c2[16], c3[16], c4[16], t1[64] = "-", t5[64] = "-", ms[96] = "-", row[4096];
         human(num(cost, "macs"), c1, sizeof c1);
         human(num(cost, "params"), c2, sizeof c2);
         human(num(cost, "weight_bytes"), c3, sizeof c3);
         human(num(cost, "peak_activation_bytes"), c4, sizeof c4);
-        if (num(acc, "top1") >= 0) snprintf(t1, sizeof t1, "%.4f", num(acc, "top1"));
-        if (num(acc, "top5") >= 0) snprintf(t5, sizeof t5, "%.4f", num(acc, "top5"));
+        fmt_acc(acc, "top1", t1, sizeof t1);
+        fmt_acc(acc, "top5", t5, sizeof t5);
         const cJSON *lat = cJSON_GetObjectItemCaseSensitive(v, "latency");
         if (lat && lat->child)
             snprintf(ms, sizeof ms, "%.3f (%s)", num(lat->child, "ms_median"), lat->child->string);
@@ -647,8 +662,10 @@ int cat_report_ex(const cJSON *m, const char *base, const char *metrics_dir, trn
     }
     const cJSON *w = cJSON_GetObjectItemCaseSensitive(m, "winnowed");
     doc_h(&d, 2, "Winnowed");
-    doc_p(&d, "Dropped because another variant of the same task has fewer MACs, fewer weight bytes and a higher top-1 "
-              "(variants that others depend on are kept).");
+    doc_p(&d, "Dropped because another variant of the same task dominates it: no more MACs and no more weight bytes, "
+              "and either a clearly better top-1 (95%% Wilson intervals apart) or fewer MACs or bytes at a top-1 that "
+              "is not clearly worse (decided cheapest first against kept variants; variants that others depend on "
+              "are kept).");
     if (cJSON_GetArraySize(w) == 0) doc_p(&d, "None.");
     else doc_row(&d, 1, "llrrrlrrr", "variant\ttechnique\tMACs\tweight bytes\ttop-1\tdominated by\tits MACs\tits bytes\tits top-1");
     cJSON_ArrayForEach(v, w) {
@@ -657,8 +674,14 @@ int cat_report_ex(const cJSON *m, const char *base, const char *metrics_dir, trn
         human(num(v, "weight_bytes"), a2, sizeof a2);
         human(num(v, "by_macs"), b1, sizeof b1);
         human(num(v, "by_weight_bytes"), b2, sizeof b2);
-        doc_row(&d, 0, "llrrrlrrr", "%s\t%s\t%s\t%s\t%.4f\t%s\t%s\t%s\t%.4f", sget(v, "id"), sget(v, "technique"), a1, a2,
-                num(v, "top1"), sget(v, "dominated_by"), b1, b2, num(v, "by_top1"));
+        char i1[48] = "", i2[48] = "";
+        const cJSON *c1 = cJSON_GetObjectItemCaseSensitive(v, "top1_ci"), *c2 = cJSON_GetObjectItemCaseSensitive(v, "by_top1_ci");
+        if (cJSON_GetArraySize(c1) == 2)
+            snprintf(i1, sizeof i1, " [%.4f, %.4f]", cJSON_GetArrayItem(c1, 0)->valuedouble, cJSON_GetArrayItem(c1, 1)->valuedouble);
+        if (cJSON_GetArraySize(c2) == 2)
+            snprintf(i2, sizeof i2, " [%.4f, %.4f]", cJSON_GetArrayItem(c2, 0)->valuedouble, cJSON_GetArrayItem(c2, 1)->valuedouble);
+        doc_row(&d, 0, "llrrrlrrr", "%s\t%s\t%s\t%s\t%.4f%s\t%s\t%s\t%s\t%.4f%s", sget(v, "id"), sget(v, "technique"), a1,
+                a2, num(v, "top1"), i1, sget(v, "dominated_by"), b1, b2, num(v, "by_top1"), i2);
     }
     if (cJSON_GetArraySize(w) > 0) doc_table_end(&d);
     doc_h(&d, 2, "Target estimates");

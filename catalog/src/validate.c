@@ -5,6 +5,8 @@
  */
 #include "cat.h"
 
+#include <math.h>
+
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -86,6 +88,21 @@ static void check_accuracy(struct vctx *v, const cJSON *tasks, const cJSON *var,
             problem(v, p, "task '%s' has %g classes, so top5 is required", a->string, classes->valuedouble);
         if (cJSON_IsNumber(classes) && classes->valuedouble <= 5 && has5)
             problem(v, p, "task '%s' has only %g classes: top5 is meaningless there", a->string, classes->valuedouble);
+        static const char *const fk[][2] = {{"top1", "top1_ci"}, {"top5", "top5_ci"}};
+        const cJSON *img = cJSON_GetObjectItemCaseSensitive(a, "images");
+        for (size_t q = 0; q < 2; q++) {
+            const cJSON *f = cJSON_GetObjectItemCaseSensitive(a, fk[q][0]);
+            const cJSON *ci = cJSON_GetObjectItemCaseSensitive(a, fk[q][1]);
+            if (!ci || !cJSON_IsNumber(f) || !cJSON_IsNumber(img) || img->valuedouble < 1 ||
+                cJSON_GetArraySize(ci) != 2)
+                continue;
+            double lo, hi, k = f->valuedouble * img->valuedouble + 0.5;
+            trn_wilson((uint64_t)(k > img->valuedouble ? img->valuedouble : k), (uint64_t)img->valuedouble, &lo, &hi);
+            double slo = cJSON_GetArrayItem(ci, 0)->valuedouble, shi = cJSON_GetArrayItem(ci, 1)->valuedouble;
+            if (fabs(slo - lo) > 2e-6 || fabs(shi - hi) > 2e-6)
+                problem(v, p, "%s [%g, %g] is not the 95%% Wilson interval of %s %g over %g images ([%.6f, %.6f])",
+                        fk[q][1], slo, shi, fk[q][0], f->valuedouble, img->valuedouble, lo, hi);
+        }
     }
 }
 

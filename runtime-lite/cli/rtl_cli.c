@@ -41,6 +41,8 @@ static void usage(FILE *f)
             "  profile ID [VARIANT...]\n"
             "                      measure latencies on this device and keep them beside\n"
             "                      the installed catalog\n"
+            "  pull URL            fetch newer catalogs from a publish folder (signed index,\n"
+            "                      only the files that changed), verify, install atomically\n"
             "  version             print the version of rtl and its SHA-256 engine\n"
             "\n"
             "Options:\n"
@@ -315,7 +317,7 @@ int main(int argc, char **argv)
         int (*fn)(rtl_store *, int, char **);
     } cmds[] = {{"install", cmd_install}, {"list", cmd_list}, {"inspect", cmd_inspect},
                 {"verify", cmd_verify}, {"rollback", cmd_rollback}, {"run", cmd_run},
-                {"profile", cmd_profile}};
+                {"profile", cmd_profile}, {"pull", cmd_pull}};
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
         if (strcmp(cmd, cmds[i].name) != 0) continue;
         for (int a = 1; a < sub_argc; a++) /* help needs no store */

@@ -35,6 +35,8 @@ int sub_opts(int argc, char **argv, const char *help, unsigned accepted, struct 
 /* Commands of rtl_run_cli.c. s is NULL when only --help is asked for. */
 int cmd_run(rtl_store *s, int argc, char **argv);
 int cmd_profile(rtl_store *s, int argc, char **argv);
+/* rtl_pull_cli.c */
+int cmd_pull(rtl_store *s, int argc, char **argv);
 
 /* The latency table of `rtl inspect`: build host, this device (profile of
  * an installed catalog), estimates. Prints nothing when there is none. */

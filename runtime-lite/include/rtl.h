@@ -236,6 +236,71 @@ RTL_API int rtl_list(rtl_store *store, rtl_installed **out, size_t *n, rtl_err *
  * and every file's size and SHA-256 against the manifest. */
 RTL_API int rtl_verify_installed(rtl_store *store, const char *id, rtl_err *err) RTL_MUST_CHECK;
 
+/* ---- pulling catalogs over the air (libcurl) ------------------------------
+ * A publish folder (written by `catalog publish`, served by any static web
+ * server, or read from a file:// folder) holds:
+ *   index.json, index.json.minisig   the latest version of every catalog,
+ *                                    signed, with a serial and an expiry time
+ *   <id>/<archive>, <archive>.minisig  each catalog archive and signature
+ *   objects/<sha256>                 manifests and files by their SHA-256
+ * rtl_pull verifies the index with the pinned keys (refusing an expired one
+ * and one older than the newest this device accepted: freeze and replay),
+ * then, per catalog with a newer version, the signature's trusted comment
+ * (which pins the manifest's SHA-256), fetches the manifest and only the
+ * files this device does not hold, checks each against the manifest, and
+ * installs through the store's usual atomic switch. Without objects/ it
+ * fetches the whole archive and installs it as rtl_install does. Partial
+ * downloads live in ROOT/pull/ (never where the store reads) and are
+ * resumed by the next pull (format at the top of runtime-lite/src/pull.c). */
+
+typedef struct rtl_pull_options {
+    const char *catalog;         /* only this catalog id; NULL: every one the index lists */
+    int check_only;              /* 1: verify the index and compare versions; fetch nothing more */
+    int fetch_only;              /* 1: fetch and verify into ROOT/pull/, install nothing */
+    int whole_archive;           /* 1: fetch the archive even when objects/ exists */
+    int allow_downgrade;         /* as rtl_install_options */
+    uint64_t max_bytes_per_s;    /* receive bandwidth limit; 0: none */
+    int retries;                 /* tries after the first per transfer; 0: 4, -1: none */
+    unsigned backoff_ms;         /* wait before the first retry, doubling (at most 60 s); 0: 500 */
+    unsigned timeout_s;          /* connect time-out, and how long a transfer may stay below
+                                  * 1 KiB/s (a quarter of max_bytes_per_s if lower); 0: 30 */
+    const char *cacert;          /* CA bundle for https://; NULL: the system's */
+} rtl_pull_options;
+
+/* What happened to one catalog of the index. */
+typedef struct rtl_pull_item {
+    char catalog[RTL_ID_MAX + 1];
+    uint64_t installed_version;  /* 0: not installed before */
+    uint64_t index_version;      /* what the index offers */
+    int update;                  /* 1: index_version is newer (or a downgrade was allowed) */
+    int installed;               /* 1: installed by this pull */
+    int fetched;                 /* 1: fetched and verified (fetch_only) */
+    int whole_archive;           /* 1: went through the archive, not objects/ */
+    uint64_t bytes_fetched;      /* body bytes received for its manifest and files, or its
+                                  * archive (its signature is counted in the total only) */
+    uint64_t bytes_reused;       /* bytes of files taken from the installed copy */
+    size_t files_fetched, files_reused;
+} rtl_pull_item;
+
+typedef struct rtl_pull_result {
+    char channel[RTL_ID_MAX + 1];
+    uint64_t serial;             /* of the index accepted */
+    int64_t expires;             /* its expiry (Unix time) */
+    uint64_t bytes_fetched;      /* body bytes received in all, index included */
+    unsigned retries;            /* transfers retried after a transient failure */
+    rtl_pull_item *items;        /* n of them, index order; free with rtl_pull_result_free */
+    size_t n;
+} rtl_pull_result;
+
+/* Pulls from the publish folder at url (http://, https:// or file://) into
+ * store. options may be NULL. *out (may be NULL) is filled as far as the pull
+ * got, also on failure (free it with rtl_pull_result_free either way). One
+ * failing catalog does not stop the others; the call fails if any failed
+ * (err names the first). */
+RTL_API int rtl_pull(rtl_store *store, const char *url, const rtl_pull_options *options, rtl_pull_result *out,
+                     rtl_err *err) RTL_MUST_CHECK;
+RTL_API void rtl_pull_result_free(rtl_pull_result *r);
+
 /* ---- catalogs and their variants (for loaders) ----------------------------- */
 
 typedef struct rtl_catalog rtl_catalog;

@@ -29,9 +29,18 @@
  *  5. remove copies STATE no longer names.
  * Any failure before the switch removes the staging folder (and the catalog
  * folder when this install created it), so nothing else has changed.
+ *
+ * rtl_install_objects (rtl pull's delta path) runs the same steps from a
+ * manifest in memory and a source of its files instead of an archive: step
+ * 1 verifies only the global signature over the trusted comment (there is
+ * no archive to hash), step 3 writes the manifest (checked against the
+ * trusted comment's SHA-256) and then every file of the manifest, each
+ * checked for its size and SHA-256 while it is copied; steps 2, 4 and 5
+ * are shared.
  */
 #include "tarzst.h"
 #include "catalog.h"
+#include "install.h"
 #include "store.h"
 #include "sha256.h"
 
@@ -63,6 +72,11 @@ struct job {
     rtl_catalog *cat;               /* the new manifest */
     unsigned char *seen;            /* per cat->by_path entry */
     uint64_t bytes;
+    /* rtl_install_objects: the manifest and where its files come from */
+    const char *manifest;
+    size_t manifest_len;
+    int (*open_object)(void *user, const struct rtl_file *f, rtl_err *err);
+    void *open_user;
 };
 
 /* Step 1. */
@@ -180,6 +194,36 @@ static int fsync_at(int dirfd, const char *path, int flags, rtl_err *err)
     return rc;
 }
 
+/* Checks manifest.json (json, len bytes) against the signed SHA-256 and
+ * fields, parses it into j->cat and writes it into the staging folder. */
+static int accept_manifest(struct job *j, const char *json, size_t got, rtl_err *err)
+{
+    uint8_t sha[RTL_SHA256_BYTES];
+    rtl_sha256_buf(json, got, sha);
+    int rc = -1;
+    if (memcmp(sha, j->info.manifest_sha256, sizeof sha) != 0) {
+        rtl_errf(err, "manifest.json does not match the manifest-sha256 of the signed trusted comment");
+    } else if (!(j->cat = rtl_catalog_parse(json, got, NULL, err))) {
+        /* err is filled */
+    } else if (strcmp(j->cat->id, j->info.catalog) != 0 || j->cat->version != j->info.version ||
+               (j->info.model[0] && strcmp(j->cat->model, j->info.model) != 0)) {
+        rtl_errf(err, "the manifest says catalog %s version %" PRIu64 " model %s but the signature says "
+                 "catalog %s version %" PRIu64 " model %s", j->cat->id, j->cat->version, j->cat->model,
+                 j->info.catalog, j->info.version, j->info.model[0] ? j->info.model : "(any)");
+    } else if (!(j->seen = calloc(j->cat->nfiles ? j->cat->nfiles : 1, 1))) {
+        rtl_errf(err, "out of memory");
+    } else {
+        int fd = create_file(j, "manifest.json", err);
+        if (fd >= 0 && (write_all(fd, json, got) != 0 ? rtl_errf(err, "cannot write manifest.json: %s",
+                                                                 strerror(errno)) : 0) == 0 &&
+            finish_file(fd, "manifest.json", err) == 0)
+            rc = 0;
+        else if (fd >= 0)
+            close(fd);
+    }
+    return rc;
+}
+
 /* The first entry: manifest.json, matching the signed SHA-256 and fields. */
 static int read_manifest(struct job *j, struct archive *a, struct rtl_ar_src *src, rtl_err *err)
 {
@@ -205,29 +249,7 @@ static int read_manifest(struct job *j, struct archive *a, struct rtl_ar_src *sr
         return rtl_errf(err, "manifest.json ends after %zu of its %lld bytes: %s", got, (long long)size,
                         archive_error_string(a) ? archive_error_string(a) : "truncated archive");
     }
-    uint8_t sha[RTL_SHA256_BYTES];
-    rtl_sha256_buf(json, got, sha);
-    int rc = -1;
-    if (memcmp(sha, j->info.manifest_sha256, sizeof sha) != 0) {
-        rtl_errf(err, "manifest.json does not match the manifest-sha256 of the signed trusted comment");
-    } else if (!(j->cat = rtl_catalog_parse(json, got, NULL, err))) {
-        /* err is filled */
-    } else if (strcmp(j->cat->id, j->info.catalog) != 0 || j->cat->version != j->info.version ||
-               (j->info.model[0] && strcmp(j->cat->model, j->info.model) != 0)) {
-        rtl_errf(err, "the manifest says catalog %s version %" PRIu64 " model %s but the signature says "
-                 "catalog %s version %" PRIu64 " model %s", j->cat->id, j->cat->version, j->cat->model,
-                 j->info.catalog, j->info.version, j->info.model[0] ? j->info.model : "(any)");
-    } else if (!(j->seen = calloc(j->cat->nfiles ? j->cat->nfiles : 1, 1))) {
-        rtl_errf(err, "out of memory");
-    } else {
-        int fd = create_file(j, "manifest.json", err);
-        if (fd >= 0 && (write_all(fd, json, got) != 0 ? rtl_errf(err, "cannot write manifest.json: %s",
-                                                                 strerror(errno)) : 0) == 0 &&
-            finish_file(fd, "manifest.json", err) == 0)
-            rc = 0;
-        else if (fd >= 0)
-            close(fd);
-    }
+    int rc = accept_manifest(j, json, got, err);
     free(json);
     return rc;
 }
@@ -338,8 +360,8 @@ static int sync_tree(struct job *j, rtl_err *err)
     return rtl_fsync_fd(j->stagefd, "the staging folder", err);
 }
 
-/* Step 3. */
-static int extract(struct job *j, rtl_err *err)
+/* The staging folder of step 3. */
+static int make_staging(struct job *j, rtl_err *err)
 {
     snprintf(j->staging, sizeof j->staging, ".staging-%ld", (long)getpid());
     if (rtl_remove_tree(j->catfd, j->staging, err) != 0) return -1;
@@ -348,6 +370,28 @@ static int extract(struct job *j, rtl_err *err)
         return rtl_errf(err, "cannot create the staging folder %s/catalogs/%s/%s: %s", j->s->root,
                         j->info.catalog, j->staging, strerror(errno));
     RTL_CRASH_POINT("staging-created");
+    return 0;
+}
+
+/* The end of step 3: the signature beside the manifest, then every file and
+ * folder of the staging tree fsynced. */
+static int finish_staging(struct job *j, rtl_err *err)
+{
+    int fd = create_file(j, "catalog.minisig", err);
+    if (fd < 0) return -1;
+    if (write_all(fd, j->sig_text, j->sig_len) != 0) {
+        close(fd);
+        return rtl_errf(err, "cannot write catalog.minisig: %s", strerror(errno));
+    }
+    if (finish_file(fd, "catalog.minisig", err) != 0 || sync_tree(j, err) != 0) return -1;
+    RTL_CRASH_POINT("staging-synced");
+    return 0;
+}
+
+/* Step 3. */
+static int extract(struct job *j, rtl_err *err)
+{
+    if (make_staging(j, err) != 0) return -1;
     if (lseek(j->fd, 0, SEEK_SET) != 0) return rtl_errf(err, "cannot rewind %s: %s", j->archive, strerror(errno));
     struct rtl_ar_src *src = calloc(1, sizeof *src);
     unsigned char *buf = malloc(1 << 16);
@@ -381,15 +425,7 @@ static int extract(struct job *j, rtl_err *err)
     free(src);
     free(buf);
     if (rc != 0) return rtl_err_prefix(err, "%s", j->archive);
-    int fd = create_file(j, "catalog.minisig", err);
-    if (fd < 0) return -1;
-    if (write_all(fd, j->sig_text, j->sig_len) != 0) {
-        close(fd);
-        return rtl_errf(err, "cannot write catalog.minisig: %s", strerror(errno));
-    }
-    if (finish_file(fd, "catalog.minisig", err) != 0 || sync_tree(j, err) != 0) return -1;
-    RTL_CRASH_POINT("staging-synced");
-    return 0;
+    return finish_staging(j, err);
 }
 
 /* Step 4: name the copy, then switch STATE to it. */
@@ -414,6 +450,50 @@ static int commit(struct job *j, char *name, size_t size, rtl_err *err)
     return 0;
 }
 
+/* Steps 2 to 5 of job j, whose signature step 1 verified; extract_fn does
+ * step 3. Frees what j holds. */
+static int run_job(struct job *j, int (*extract_fn)(struct job *, rtl_err *), const rtl_install_options *options,
+                   rtl_installed *out, rtl_err *err)
+{
+    rtl_store *s = j->s;
+    char name[RTL_COPY_NAME_MAX];
+    int locked = 0, switched = 0, rc = -1;
+    if (rtl_store_lock(s, err) != 0) goto out;
+    locked = 1;
+    RTL_CRASH_POINT("locked");
+    if (check_version(j, options, err) != 0) goto out;
+    rtl_gc(s, j->catfd, j->info.catalog);
+    if (extract_fn(j, err) != 0) goto out;
+    if (commit(j, name, sizeof name, err) != 0) goto out;
+    switched = 1;
+    rtl_log(s, RTL_LOG_INFO, "catalog %s version %" PRIu64 ": %zu files, %" PRIu64 " bytes installed as %s%s%s",
+            j->info.catalog, j->info.version, j->cat->nfiles, j->bytes, name,
+            j->state.current[0] ? "; previous copy " : "", j->state.current);
+    rtl_gc(s, j->catfd, j->info.catalog);
+    struct rtl_state now;
+    rc = 0;
+    if (out && (rtl_state_read(j->catfd, &now, err) != 0 || rtl_describe(s, j->catfd, j->info.catalog, &now, out, err) != 0))
+        rc = rtl_err_prefix(err, "installed, but cannot describe the result");
+out:
+    if (rc != 0 && !switched) {
+        rtl_err keep;
+        if (j->stagefd >= 0) close(j->stagefd);
+        j->stagefd = -1;
+        if (j->catfd >= 0 && j->staging[0] && rtl_remove_tree(j->catfd, j->staging, &keep) != 0)
+            rtl_log(s, RTL_LOG_WARN, "cannot remove the staging folder %s: %s", j->staging, keep.msg);
+        if (j->created_catdir && unlinkat(s->catalogs_fd, j->info.catalog, AT_REMOVEDIR) != 0)
+            rtl_log(s, RTL_LOG_WARN, "cannot remove the new catalog folder %s: %s", j->info.catalog, strerror(errno));
+    }
+    if (j->stagefd >= 0) close(j->stagefd);
+    if (j->catfd >= 0) close(j->catfd);
+    if (j->fd >= 0) close(j->fd);
+    if (locked) rtl_store_unlock(s);
+    rtl_catalog_close(j->cat);
+    free(j->seen);
+    free(j->sig_text);
+    return rc;
+}
+
 int rtl_install(rtl_store *s, const char *archive, const char *sigpath, const rtl_install_options *options,
                 rtl_installed *out, rtl_err *err)
 {
@@ -422,41 +502,123 @@ int rtl_install(rtl_store *s, const char *archive, const char *sigpath, const rt
     j.s = s;
     j.archive = archive;
     j.fd = j.catfd = j.stagefd = -1;
-    char name[RTL_COPY_NAME_MAX];
-    int locked = 0, switched = 0, rc = -1;
-    if (verify(&j, sigpath, err) != 0) goto out;
-    if (rtl_store_lock(s, err) != 0) goto out;
-    locked = 1;
-    RTL_CRASH_POINT("locked");
-    if (check_version(&j, options, err) != 0) goto out;
-    rtl_gc(s, j.catfd, j.info.catalog);
-    if (extract(&j, err) != 0) goto out;
-    if (commit(&j, name, sizeof name, err) != 0) goto out;
-    switched = 1;
-    rtl_log(s, RTL_LOG_INFO, "catalog %s version %" PRIu64 ": %zu files, %" PRIu64 " bytes installed as %s%s%s",
-            j.info.catalog, j.info.version, j.cat->nfiles, j.bytes, name,
-            j.state.current[0] ? "; previous copy " : "", j.state.current);
-    rtl_gc(s, j.catfd, j.info.catalog);
-    struct rtl_state now;
-    rc = 0;
-    if (out && (rtl_state_read(j.catfd, &now, err) != 0 || rtl_describe(s, j.catfd, j.info.catalog, &now, out, err) != 0))
-        rc = rtl_err_prefix(err, "installed, but cannot describe the result");
-out:
-    if (rc != 0 && !switched) {
-        rtl_err keep;
-        if (j.stagefd >= 0) close(j.stagefd);
-        j.stagefd = -1;
-        if (j.catfd >= 0 && j.staging[0] && rtl_remove_tree(j.catfd, j.staging, &keep) != 0)
-            rtl_log(s, RTL_LOG_WARN, "cannot remove the staging folder %s: %s", j.staging, keep.msg);
-        if (j.created_catdir && unlinkat(s->catalogs_fd, j.info.catalog, AT_REMOVEDIR) != 0)
-            rtl_log(s, RTL_LOG_WARN, "cannot remove the new catalog folder %s: %s", j.info.catalog, strerror(errno));
+    if (verify(&j, sigpath, err) != 0) {
+        if (j.fd >= 0) close(j.fd);
+        free(j.sig_text);
+        return -1;
     }
-    if (j.stagefd >= 0) close(j.stagefd);
-    if (j.catfd >= 0) close(j.catfd);
-    if (j.fd >= 0) close(j.fd);
-    if (locked) rtl_store_unlock(s);
-    rtl_catalog_close(j.cat);
-    free(j.seen);
-    free(j.sig_text);
+    return run_job(&j, extract, options, out, err);
+}
+
+/* ---- installing from a manifest and its files (rtl pull) ----------------- */
+
+/* Step 1 without the archive: the signature's trusted comment, by the
+ * global signature, against the pinned keys. */
+static int verify_comment(struct job *j, rtl_err *err)
+{
+    rtl_pubkey *keys = NULL;
+    size_t nkeys = 0, k = 0;
+    if (rtl_sig_parse(j->sig_text, j->sig_len, &j->sig, err) != 0) return rtl_err_prefix(err, "%s signature", j->archive);
+    if (rtl_keys_load(j->s, &keys, &nkeys, err) != 0) return -1;
+    rtl_keynum_hex(j->sig.keynum, j->key_id);
+    while (k < nkeys && memcmp(keys[k].keynum, j->sig.keynum, RTL_KEYNUM_BYTES) != 0) k++;
+    int rc = -1;
+    if (k == nkeys)
+        rtl_errf(err, "%s is signed by key %s, which is not pinned on this device (keys folder %s)", j->archive,
+                 j->key_id, j->s->keys_dir);
+    else if (rtl_sig_verify_comment(&j->sig, &keys[k], err) != 0)
+        rtl_err_prefix(err, "signature check of %s failed", j->archive);
+    else if (rtl_untrusted_check(&j->sig, err) != 0 || rtl_trusted_parse(j->sig.trusted, &j->info, err) != 0)
+        rtl_err_prefix(err, "%s signature", j->archive);
+    else
+        rc = 0;
+    free(keys);
+    if (rc == 0 && j->info.development_key)
+        rtl_log(j->s, RTL_LOG_WARN, "catalog %s is signed by a DEVELOPMENT key (%s): a production device must not "
+                "pin it", j->info.catalog, j->key_id);
+    return rc;
+}
+
+/* One file of the manifest from the object source, checked as an archive
+ * entry is (size, SHA-256) while it is copied. */
+static int copy_object(struct job *j, const struct rtl_file *f, unsigned char *buf, size_t bufsize, rtl_err *err)
+{
+    int in = j->open_object(j->open_user, f, err);
+    if (in < 0) return -1;
+    int fd = create_file(j, f->path, err);
+    if (fd < 0) {
+        close(in);
+        return -1;
+    }
+    rtl_sha256 st;
+    rtl_sha256_init(&st);
+    uint64_t total = 0;
+    ssize_t n;
+    int rc = 0;
+    while ((n = read(in, buf, bufsize)) != 0) {
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 || (total += (uint64_t)n) > f->size) break;
+        rtl_sha256_update(&st, buf, (size_t)n);
+        if (write_all(fd, buf, (size_t)n) != 0) {
+            rc = rtl_errf(err, "cannot write %s: %s", f->path, strerror(errno));
+            break;
+        }
+    }
+    close(in);
+    uint8_t sha[RTL_SHA256_BYTES];
+    rtl_sha256_final(&st, sha);
+    if (rc == 0 && n < 0) rc = rtl_errf(err, "%s: read failed: %s", f->path, strerror(errno));
+    else if (rc == 0 && total != f->size)
+        rc = rtl_errf(err, "%s: %" PRIu64 "%s bytes where the manifest says %" PRIu64, f->path, total,
+                      total > f->size ? " or more" : "", f->size);
+    else if (rc == 0 && memcmp(sha, f->sha256, sizeof sha) != 0)
+        rc = rtl_errf(err, "%s: its SHA-256 differs from the manifest", f->path);
+    if (rc != 0) {
+        close(fd);
+        return -1;
+    }
+    if (finish_file(fd, f->path, err) != 0) return -1;
+    j->bytes += f->size;
+    RTL_CRASH_POINT("file-written");
+    return 0;
+}
+
+/* Step 3 from a manifest in memory and the object source. */
+static int extract_objects(struct job *j, rtl_err *err)
+{
+    if (make_staging(j, err) != 0) return -1;
+    if (accept_manifest(j, j->manifest, j->manifest_len, err) != 0 || check_space(j, err) != 0)
+        return rtl_err_prefix(err, "%s", j->archive);
+    RTL_CRASH_POINT("manifest-written");
+    unsigned char *buf = malloc(1 << 16);
+    if (!buf) return rtl_errf(err, "out of memory");
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < j->cat->nfiles; i++) rc = copy_object(j, j->cat->by_path[i], buf, 1 << 16, err);
+    free(buf);
+    if (rc != 0) return rtl_err_prefix(err, "%s", j->archive);
+    return finish_staging(j, err);
+}
+
+int rtl_install_objects(rtl_store *s, const struct rtl_objects_source *src, const rtl_install_options *options,
+                        rtl_installed *out, uint64_t *bytes, rtl_err *err)
+{
+    struct job j;
+    memset(&j, 0, sizeof j);
+    j.s = s;
+    j.archive = src->what;
+    j.fd = j.catfd = j.stagefd = -1;
+    j.manifest = src->manifest;
+    j.manifest_len = src->manifest_len;
+    j.open_object = src->open_object;
+    j.open_user = src->user;
+    if (!(j.sig_text = malloc(src->sig_len + 1))) return rtl_errf(err, "out of memory");
+    memcpy(j.sig_text, src->sig_text, src->sig_len);
+    j.sig_len = src->sig_len;
+    if (verify_comment(&j, err) != 0) {
+        free(j.sig_text);
+        return -1;
+    }
+    int rc = run_job(&j, extract_objects, options, out, err);
+    if (bytes) *bytes = j.bytes;
     return rc;
 }

@@ -43,7 +43,20 @@ t_check "rewrite-bad is dropped, dominated by svd-fc-4x" \
 t_check "pruned-old is dominated but kept: mimic-frag depends on it" \
     bash -c "tr -d '\t\n' <c/winnowed.json | grep -q '\"id\":\"pruned-old\",\"needed_by\":\"mimic-frag\"'"
 t_check "the dropped variant is not packed" bash -c "! grep -q rewrite-bad names && grep -q pruned-old names"
-t_check "the manifest lists what was winnowed" bash -c "tr -d '\t\n' <c/manifest.json | grep -q '\"winnowed\":\[{[^]]*\"id\":\"rewrite-bad\"'"
+t_check "the manifest lists what was winnowed, with both 95% intervals" python3 -c '
+import json, sys
+w = json.load(open(sys.argv[1]))["winnowed"]
+e = [x for x in w if x["id"] == "rewrite-bad"][0]
+assert e["dominated_by"] == "svd-fc-4x"
+lo, hi = e["top1_ci"]; blo, bhi = e["by_top1_ci"]
+assert lo < e["top1"] < hi and blo < e["by_top1"] < bhi and hi < blo, e' c/manifest.json
+t_check "every accuracy in the manifest carries its split size and 95% interval" python3 -c '
+import json, sys
+for v in json.load(open(sys.argv[1]))["variants"]:
+    for task, a in v["accuracy"].items():
+        assert a["images"] >= 1 and len(a["top1_ci"]) == 2, (v["id"], a)
+        assert a["top1_ci"][0] <= a["top1"] <= a["top1_ci"][1], (v["id"], a)
+        assert ("top5" in a) == ("top5_ci" in a), (v["id"], a)' c/manifest.json
 
 # ---- validate --------------------------------------------------------------------
 expect_ok "validate accepts the manifest and its files" "$CAT" validate c/manifest.json
@@ -60,6 +73,13 @@ expect_fail "validate --root checks files elsewhere" "manifest says" "$CAT" vali
 sed -E 's/("version":[[:space:]]*)3,/\10,/' c2/manifest.json >m-version.json
 expect_fail "validate reports a schema violation with its JSON pointer" "/version: 0 is less than the minimum 1" \
     "$CAT" validate --no-files m-version.json
+python3 -c '
+import json, sys
+m = json.load(open(sys.argv[1]))
+m["variants"][0]["accuracy"]["identity"]["top1_ci"] = [0.5, 0.99]
+json.dump(m, open(sys.argv[2], "w"))' c2/manifest.json m-ci.json
+expect_fail "validate refuses an interval that is not the Wilson interval of top1 over images" \
+    "top1_ci \[0.5, 0.99\] is not the 95% Wilson interval of top1" "$CAT" validate --no-files m-ci.json
 sed -E 's/"top5":[[:space:]]*0.96/"topfive": 0.96/' c2/manifest.json >m-top5.json
 expect_fail "validate names an unexpected property" "/variants/0/accuracy/identity/topfive: property 'topfive' is not allowed" \
     "$CAT" validate --no-files m-top5.json

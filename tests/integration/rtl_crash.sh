@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Crash safety of rtl install and rtl rollback: the test build of rtl
+# Crash safety of rtl install, rtl rollback and rtl pull: the test build of rtl
 # ($TESTD/rtl-crash, compiled with RTL_CRASH_POINTS=1) kills itself with
 # SIGKILL at the Nth crash point (RTL_CRASH_AT=N); every point of an install
 # and of a rollback is tried in turn. After each kill the store must hold a
@@ -49,7 +49,7 @@ crash_sweep() {
         { RTL_CRASH_AT=$k "$CRASH" --root r "$@" >/dev/null 2>&1; rc=$?; } 2>/dev/null
         state=$(version_of r)
         if [ "$rc" != 137 ]; then bad="$bad $k(exit $rc, not killed)"; continue; fi
-        if ! "$RTL" --root r verify tinynet >/dev/null 2>&1; then bad="$bad $k(does not verify)"; continue; fi
+        if ! "$RTL" --root r verify tinynet >verify.out 2>&1; then bad="$bad $k(does not verify: $(tail -n 1 verify.out))"; continue; fi
         case $state in
         "$before") seen_before=$((seen_before + 1)) ;;
         "$after") seen_after=$((seen_after + 1)) ;;
@@ -74,6 +74,16 @@ else
     RETRY_AFTER="install --allow-downgrade $A-3.tar.zst" crash_sweep "install of version 3" 2/1 3/2 install $A-3.tar.zst
     RETRY_AFTER="rollback tinynet" crash_sweep "rollback" 2/1 1/2 rollback tinynet
     t_check "the trace names the switch points" grep -q 'state-renamed' trace
+    # rtl pull of version 4 (two variants changed) from a publish folder
+    # (file://): every crash point of the download (index accepted, each file
+    # kept) and of the install
+    for v in base nested; do "$TOOL" bytes 99 "$(stat -c %s c/variants/$v/variant.weights)" >c/variants/$v/variant.weights; done
+    fx_pack c c --version 4 --key k.key >/dev/null 2>&1
+    "$CAT" publish $A-4.tar.zst -o pub --key k.key >/dev/null 2>&1
+    RETRY_AFTER="pull file://$PWD/pub" crash_sweep "pull of version 4, per file" 2/1 4/2 pull "file://$PWD/pub"
+    t_check "the trace names the download points" test "$(grep -c 'pull-object-kept' trace)" = 3
+    RETRY_AFTER="pull --whole-archive file://$PWD/pub" crash_sweep "pull of version 4, whole archive" 2/1 4/2 \
+        pull --whole-archive "file://$PWD/pub"
 fi
 
 # The release rtl killed by timing during a larger install.

@@ -20,7 +20,8 @@ static const char *valid_help =
     "  --batch N         images per forward (default 32)\n"
     "  --limit N         only the first N images of the split\n"
     "  --json            one JSON object for scripts: {\"split\",\"images\",\"classes\",\n"
-    "                    \"top1\",\"top5\" (when classes > 5),\"k\",\"topk\",\"names\",\n"
+    "                    \"top1\",\"top1_ci\" (95% Wilson interval [lo,hi]),\"top5\",\n"
+    "                    \"top5_ci\" (when classes > 5),\"k\",\"topk\",\"names\",\n"
     "                    \"confusion\" (rows: true class, columns: predicted)}\n"
     "  --set key=value   override a [net] key (repeatable)\n"
     "  --threads N       compute threads (default: THREADS, else all cores)\n"
@@ -207,10 +208,14 @@ int cli_valid(int argc, char **argv)
     }
     free(best);
     double t1 = (double)good1 / n, tk = (double)goodk / n, t5 = (double)good5 / n;
+    double lo1, hi1, lo5, hi5;
+    trn_wilson(good1, n, &lo1, &hi1);
+    trn_wilson(good5, n, &lo5, &hi5);
     if (json) {
         printf("{\"split\":\"%s\",\"images\":%zu,\"classes\":%d,\"top1\":%.6f,", trn_split_name((trn_split)sp),
                n, classes, t1);
-        if (classes > 5) printf("\"top5\":%.6f,", t5);
+        printf("\"top1_ci\":[%.6f,%.6f],", lo1, hi1);
+        if (classes > 5) printf("\"top5\":%.6f,\"top5_ci\":[%.6f,%.6f],", t5, lo5, hi5);
         printf("\"k\":%d,\"topk\":%.6f,\"names\":[", k, tk);
         for (int c = 0; c < classes; c++) {
             if (c) putchar(',');
@@ -227,6 +232,7 @@ int cli_valid(int argc, char **argv)
     } else {
         printf("%s split: %zu images, %d classes\n", trn_split_name((trn_split)sp), n, classes);
         printf("top-1 %.4f  top-%d %.4f\n", t1, k, tk);
+        printf("95%% Wilson interval of top-1 over %zu images: %.4f to %.4f\n", n, lo1, hi1);
         printf("confusion matrix (rows: true class, columns: predicted):\n%20s", "");
         for (int c = 0; c < classes; c++) printf(" %6d", c);
         putchar('\n');

@@ -8,19 +8,109 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#define V(id, task, macs, bytes, top1) {id, task, macs, bytes, top1, NULL, 0, 0, 0, 0}
+/* A variant measured on 1,000,000 images: intervals about +-0.001, so these
+ * tests decide by the costs and clear accuracy differences; VN gives n. */
+#define V(id, task, macs, bytes, top1) {id, task, macs, bytes, top1, 1000000, NULL, 0, 0, 0, 0, 0, 0}
+#define VN(id, task, macs, bytes, top1, n) {id, task, macs, bytes, top1, n, NULL, 0, 0, 0, 0, 0, 0}
+
+static void wilson_known_values(void **state)
+{
+    (void)state;
+    double lo, hi;
+    trn_wilson(50, 100, &lo, &hi); /* the textbook example: 0.4038 to 0.5962 */
+    assert_true(fabs(lo - 0.403832) < 1e-6 && fabs(hi - 0.596168) < 1e-6);
+    trn_wilson(0, 10, &lo, &hi);   /* no success: [0, 0.2775] */
+    assert_true(lo == 0 && fabs(hi - 0.277533) < 1e-6);
+    trn_wilson(10, 10, &lo, &hi);
+    assert_true(fabs(lo - 0.722467) < 1e-6 && fabs(hi - 1) < 1e-12);
+    trn_wilson(1234, 1440, &lo, &hi); /* 85.69% on the default test split: +-1.8 points */
+    assert_true(fabs(lo - 0.837910) < 1e-6 && fabs(hi - 0.874080) < 1e-6);
+    trn_wilson(3, 0, &lo, &hi);
+    assert_true(lo == 0 && hi == 1);
+}
+
+/* The case the issue names: svd-8x8x (68.1%) beside svd-8x8x-ft (91.7%) at
+ * identical costs; the old rule (strictly fewer of both) kept both. */
+static void winnow_equal_costs_clearly_worse_is_dropped(void **state)
+{
+    (void)state;
+    struct cat_wv v[] = {
+        VN("svd-8x8x", "t", 12123392, 372364, 0.681, 1440),
+        VN("svd-8x8x-ft", "t", 12123392, 372364, 0.917, 1440),
+    };
+    trn_err e;
+    assert_int_equal(cat_winnow(v, 2, &e), 1);
+    assert_int_equal(v[0].dropped, 1);
+    assert_int_equal(v[0].dominated_by, 1);
+    assert_int_equal(v[1].dropped, 0);
+    assert_true(v[0].hi < v[1].lo);
+}
+
+/* Equal costs, accuracies inside each other's noise: neither dominates. */
+static void winnow_equal_costs_within_noise_keeps_both(void **state)
+{
+    (void)state;
+    struct cat_wv v[] = {
+        VN("a", "t", 1000, 1000, 0.850, 1440),
+        VN("b", "t", 1000, 1000, 0.862, 1440), /* +1.2 points: intervals overlap */
+    };
+    trn_err e;
+    assert_int_equal(cat_winnow(v, 2, &e), 0);
+    assert_int_equal(v[0].dominated_by, -1);
+    assert_int_equal(v[1].dominated_by, -1);
+}
+
+/* Cheaper at an accuracy not clearly worse dominates; cheaper but clearly
+ * worse does not; costlier never does, however accurate. */
+static void winnow_cheaper_not_clearly_worse(void **state)
+{
+    (void)state;
+    struct cat_wv v[] = {
+        VN("big", "t", 4000, 4000, 0.870, 1440),
+        VN("small-noise", "t", 1000, 4000, 0.860, 1440), /* fewer MACs, -1 point: inside the noise */
+        VN("tiny-worse", "t", 500, 500, 0.700, 1440),    /* much cheaper, clearly worse */
+        VN("huge-better", "t", 9000, 9000, 0.990, 1440), /* clearly better, costlier: not dominated */
+    };
+    trn_err e;
+    assert_int_equal(cat_winnow(v, 4, &e), 1);
+    assert_int_equal(v[0].dropped, 1);
+    assert_int_equal(v[0].dominated_by, 1);
+    assert_int_equal(v[1].dropped, 0);
+    assert_int_equal(v[2].dropped, 0);
+    assert_int_equal(v[3].dropped, 0);
+}
+
+/* Not transitive: a dominates b, b dominates c, a does not dominate c
+ * (a is clearly worse than c). Decided against kept variants only: b is
+ * dropped, so nothing kept dominates c and c stays. */
+static void winnow_chains_in_the_noise_stop_at_kept_variants(void **state)
+{
+    (void)state;
+    struct cat_wv v[] = {
+        VN("c", "t", 3000, 3000, 0.880, 1440),
+        VN("b", "t", 2000, 2000, 0.860, 1440),
+        VN("a", "t", 1000, 1000, 0.840, 1440),
+    };
+    trn_err e;
+    assert_int_equal(cat_winnow(v, 3, &e), 1);
+    assert_int_equal(v[1].dropped, 1);
+    assert_int_equal(v[1].dominated_by, 2);
+    assert_int_equal(v[0].dropped, 0);
+    assert_int_equal(v[2].dropped, 0);
+    assert_true(v[2].hi < v[0].lo); /* the premise: a is clearly worse than c */
+}
 
 static void winnow_is_strict(void **state)
 {
     (void)state;
     struct cat_wv v[] = {
         V("a", "t", 100, 100, 0.8),
-        V("same-macs", "t", 100, 200, 0.7),   /* not strictly more MACs than a */
-        V("same-top1", "t", 200, 200, 0.8),   /* not strictly lower top-1 */
-        V("same-bytes", "t", 200, 100, 0.5),  /* not strictly more bytes */
-        V("other-task", "u", 900, 900, 0.1), /* nothing else in task u */
+        V("more-bytes", "t", 100, 200, 0.9),  /* clearly better: a does not dominate it */
+        V("same-costs", "t", 100, 100, 0.8),  /* equal costs, equal top-1: neither dominates */
+        V("fewer-bytes", "t", 200, 50, 0.5),  /* fewer bytes than a: not dominated by a */
+        V("other-task", "u", 900, 900, 0.1),  /* nothing else in task u */
         V("no-accuracy", "t", 900, 900, -1),
-        V("worse", "t", 300, 300, 0.6),       /* dominated by a */
+        V("worse", "t", 300, 300, 0.6),       /* dominated by a (and by more-bytes) */
     };
     trn_err e;
     assert_int_equal(cat_winnow(v, 7, &e), 1);
@@ -29,7 +119,7 @@ static void winnow_is_strict(void **state)
         assert_int_equal(v[i].dominated_by, -1);
     }
     assert_int_equal(v[6].dropped, 1);
-    assert_int_equal(v[6].dominated_by, 0);
+    assert_int_equal(v[6].dominated_by, 1); /* the best kept dominator: highest top-1 */
 }
 
 static void winnow_records_an_undominated_dominator(void **state)
@@ -307,6 +397,11 @@ int main(void)
         cmocka_unit_test(winnow_is_strict),
         cmocka_unit_test(winnow_records_an_undominated_dominator),
         cmocka_unit_test(winnow_keeps_dependencies_transitively),
+        cmocka_unit_test(wilson_known_values),
+        cmocka_unit_test(winnow_equal_costs_clearly_worse_is_dropped),
+        cmocka_unit_test(winnow_equal_costs_within_noise_keeps_both),
+        cmocka_unit_test(winnow_cheaper_not_clearly_worse),
+        cmocka_unit_test(winnow_chains_in_the_noise_stop_at_kept_variants),
         cmocka_unit_test(roofline),
         cmocka_unit_test(roofline_cpu_beside_gpu),
         cmocka_unit_test(labels_never_overlap),

@@ -1,0 +1,154 @@
+/* rtl_pull_cli.c: `rtl pull`, catalogs over the air (a thin shell over
+ * rtl_pull, see rtl.h). */
+#include "rtl_cli.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char pull_help[] =
+    "Usage: rtl pull URL [--check] [--catalog ID] [--fetch-only] [--whole-archive]\n"
+    "                [--limit-rate RATE] [--retries N] [--backoff-ms MS] [--timeout S]\n"
+    "                [--cacert FILE] [--allow-downgrade]\n"
+    "Pulls catalogs from the publish folder at URL (http://, https:// or file://;\n"
+    "written by catalog publish): verifies its signed index against the pinned keys\n"
+    "(refusing an expired one, or one older than an index this device accepted),\n"
+    "then for each catalog with a newer version verifies its signature, fetches its\n"
+    "manifest and only the files not installed here, checks every one against the\n"
+    "manifest and installs atomically, as rtl install does. Without a per-file\n"
+    "layout on the server it fetches the whole archive. Interrupted downloads are\n"
+    "kept in ROOT/pull/ and resumed by the next pull.\n"
+    "  --check            verify the index and say which catalogs have an update;\n"
+    "                     fetch nothing else\n"
+    "  --catalog ID       only catalog ID (default: every catalog of the index)\n"
+    "  --fetch-only       fetch and verify, install nothing (the next pull installs\n"
+    "                     from what was fetched without fetching it again)\n"
+    "  --whole-archive    fetch the archive even when the server has per-file objects\n"
+    "  --limit-rate RATE  receive at most RATE bytes/s (suffix K, M or G: 1024s)\n"
+    "  --retries N        retries per transfer after a network failure (default 4)\n"
+    "  --backoff-ms MS    wait before the first retry, doubling each time (default 500)\n"
+    "  --timeout S        connect time-out, and how long a transfer may stay below\n"
+    "                     1 KiB/s (a quarter of --limit-rate if lower) (default 30)\n"
+    "  --cacert FILE      CA certificates for https:// (default: the system's)\n"
+    "  --allow-downgrade  install what the index names even if not newer\n"
+    "Prints one line per catalog and a total; exit status 0 when every catalog\n"
+    "is up to date or was updated, 1 when one failed, 2 on bad usage.\n";
+
+/* "123", "64K", "2M", "1G" (1024s) into *out; -1 on anything else. */
+static int parse_rate(const char *s, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (end == s || errno || s[0] == '-') return -1;
+    uint64_t mul = 1;
+    if (*end == 'K' || *end == 'k') mul = 1024, end++;
+    else if (*end == 'M' || *end == 'm') mul = 1024 * 1024, end++;
+    else if (*end == 'G' || *end == 'g') mul = 1024ull * 1024 * 1024, end++;
+    if (*end || v == 0 || v > UINT64_MAX / mul) return -1;
+    *out = v * mul;
+    return 0;
+}
+
+static int parse_uint(const char *s, long lo, long hi, long *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (end == s || *end || errno || v < lo || v > hi) return -1;
+    *out = v;
+    return 0;
+}
+
+int cmd_pull(rtl_store *s, int argc, char **argv)
+{
+    static const struct option opts[] = {{"help", no_argument, 0, 'h'},
+                                         {"check", no_argument, 0, 'c'},
+                                         {"catalog", required_argument, 0, 'C'},
+                                         {"fetch-only", no_argument, 0, 'f'},
+                                         {"whole-archive", no_argument, 0, 'w'},
+                                         {"limit-rate", required_argument, 0, 'l'},
+                                         {"retries", required_argument, 0, 'r'},
+                                         {"backoff-ms", required_argument, 0, 'b'},
+                                         {"timeout", required_argument, 0, 't'},
+                                         {"cacert", required_argument, 0, 'a'},
+                                         {"allow-downgrade", no_argument, 0, 'D'},
+                                         {0, 0, 0, 0}};
+    rtl_pull_options o = {0};
+    optind = 0;
+    int c;
+    long v;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        int bad = 0;
+        switch (c) {
+        case 'h': printf("%s", pull_help); return 0;
+        case 'c': o.check_only = 1; break;
+        case 'C': o.catalog = optarg; break;
+        case 'f': o.fetch_only = 1; break;
+        case 'w': o.whole_archive = 1; break;
+        case 'D': o.allow_downgrade = 1; break;
+        case 'a': o.cacert = optarg; break;
+        case 'l':
+            if ((bad = parse_rate(optarg, &o.max_bytes_per_s) != 0))
+                fprintf(stderr, "rtl: --limit-rate needs a positive number of bytes/s (suffix K, M or G), not '%s'\n",
+                        optarg);
+            break;
+        case 'r':
+            if ((bad = parse_uint(optarg, 0, 1000, &v) != 0))
+                fprintf(stderr, "rtl: --retries needs an integer in 0..1000, not '%s'\n", optarg);
+            o.retries = v == 0 ? -1 : (int)v;
+            break;
+        case 'b':
+            if ((bad = parse_uint(optarg, 1, 60000, &v) != 0))
+                fprintf(stderr, "rtl: --backoff-ms needs an integer in 1..60000, not '%s'\n", optarg);
+            o.backoff_ms = (unsigned)v;
+            break;
+        case 't':
+            if ((bad = parse_uint(optarg, 1, 3600, &v) != 0))
+                fprintf(stderr, "rtl: --timeout needs an integer in 1..3600 (seconds), not '%s'\n", optarg);
+            o.timeout_s = (unsigned)v;
+            break;
+        default: bad = 1;
+        }
+        if (bad) {
+            fprintf(stderr, "%s", pull_help);
+            return 2;
+        }
+    }
+    if (argc - optind != 1 || (o.check_only && o.fetch_only)) {
+        if (o.check_only && o.fetch_only) fprintf(stderr, "rtl: --check and --fetch-only exclude each other\n");
+        fprintf(stderr, "%s", pull_help);
+        return 2;
+    }
+    const char *url = argv[optind];
+    rtl_pull_result r;
+    rtl_err err;
+    int rc = rtl_pull(s, url, &o, &r, &err);
+    for (size_t i = 0; i < r.n; i++) {
+        const rtl_pull_item *it = &r.items[i];
+        char from[32] = "none";
+        if (it->installed_version) snprintf(from, sizeof from, "%" PRIu64, it->installed_version);
+        if (!it->update)
+            printf("catalog %s up to date: version %s (the index offers %" PRIu64 ")\n", it->catalog, from,
+                   it->index_version);
+        else if (o.check_only)
+            printf("catalog %s update available: %s -> %" PRIu64 "\n", it->catalog, from, it->index_version);
+        else
+            printf("catalog %s %s %s -> %" PRIu64 ": fetched %" PRIu64 " bytes (%zu files), reused %" PRIu64
+                   " bytes (%zu files), %s\n",
+                   it->catalog, it->installed ? "installed" : it->fetched ? "fetched" : "FAILED", from,
+                   it->index_version, it->bytes_fetched, it->files_fetched, it->bytes_reused, it->files_reused,
+                   it->whole_archive ? "whole archive" : "per file");
+    }
+    if (r.serial)
+        printf("index %s serial %" PRIu64 ": %" PRIu64 " bytes fetched in all, %u retries\n", r.channel, r.serial,
+               r.bytes_fetched, r.retries);
+    else
+        printf("no index accepted: %" PRIu64 " bytes fetched in all, %u retries\n", r.bytes_fetched, r.retries);
+    rtl_pull_result_free(&r);
+    if (rc != 0) return fail(&err);
+    return 0;
+}

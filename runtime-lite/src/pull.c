@@ -1,0 +1,885 @@
+/*
+ * pull.c: rtl_pull, catalogs over the air: a signed index, then per catalog
+ * the signature, the manifest and only the files this device lacks (or the
+ * whole archive), installed through the store's atomic switch.
+ *
+ * The publish folder (written by `catalog publish`, catalog/src/publish.c):
+ *   index.json          {"schema": 1, "channel": ID, "serial": N,
+ *                        "issued": T, "expires": T,
+ *                        "catalogs": [{"catalog": ID, "version": N,
+ *                          "archive": PATH, "signature": PATH, "size": N,
+ *                          "manifest_sha256": HEX64, "manifest_size": N}]}
+ *                       (T: Unix time; PATH: below the folder, checked as an
+ *                       archive entry name is; catalogs sorted by id)
+ *   index.json.minisig  its minisign signature by a pinned key; the trusted
+ *                       comment is "index:<channel>\tserial:<N>\texpires:<T>"
+ *   <PATH>              each archive and its .minisig (as catalog pack wrote)
+ *   objects/<sha256>    manifest.json and every file of each catalog, named
+ *                       by the lower-case hex SHA-256 of its content
+ *
+ * What the device trusts, in order: the index only once its signature
+ * verifies with a pinned key, it has not expired (freeze attack: a server
+ * holding an old index back) and its serial is not below the highest one
+ * this device accepted for the channel (replay); a catalog's signature only
+ * once its global signature verifies with a pinned key and its trusted
+ * comment names the catalog, version and manifest SHA-256 the index names;
+ * the manifest only with that SHA-256; each file only with the manifest's
+ * size and SHA-256 (checked when fetched and again while installing). The
+ * archive path is verified by rtl_install as a local archive is.
+ *
+ * The device's side, ROOT/pull/ (nothing in the store ever reads it):
+ *   .lock                        flock'ed by a pull: one at a time
+ *   seen-<channel>               "serial N": the highest index serial accepted
+ *   objects/<sha256>.part        a file being fetched; the next pull resumes it
+ *   objects/<sha256>             a fetched file whose SHA-256 matched
+ *   archives/<id>-<N>.tar.zst.part   an archive being fetched
+ *   archives/<id>-<N>.tar.zst(.minisig)  a fetched archive (verified when
+ *                                installed: rtl_install)
+ * Fetched files are removed once their catalog is installed. A partial file
+ * is never installed: it is renamed to its final name only when its size and
+ * SHA-256 are right, and the installer checks them again.
+ */
+#include "pull.h"
+#include "catalog.h"
+#include "http.h"
+#include "install.h"
+#include "sha256.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <time.h>
+#include <unistd.h>
+
+#define URL_MAX 4096
+
+/* ---- the index ------------------------------------------------------------ */
+
+void rtl_index_free(struct rtl_index *ix)
+{
+    if (!ix) return;
+    free(ix->entries);
+    memset(ix, 0, sizeof *ix);
+}
+
+static int ix_u64(const cJSON *o, const char *key, uint64_t *out, rtl_err *err, const char *where)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    if (!cJSON_IsNumber(v) || v->valuedouble < 0 || v->valuedouble > 9007199254740992.0 ||
+        v->valuedouble != (double)(uint64_t)v->valuedouble)
+        return rtl_errf(err, "index.json: %s: \"%s\" is missing or not a non-negative integer", where, key);
+    *out = (uint64_t)v->valuedouble;
+    return 0;
+}
+
+static int ix_str(const cJSON *o, const char *key, char *out, size_t size, rtl_err *err, const char *where)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    if (!cJSON_IsString(v) || strlen(v->valuestring) >= size)
+        return rtl_errf(err, "index.json: %s: \"%s\" is missing, not a string or too long", where, key);
+    strcpy(out, v->valuestring);
+    return 0;
+}
+
+static int ix_entry(const cJSON *o, struct rtl_index_entry *e, size_t i, rtl_err *err)
+{
+    char where[96], sha[80];
+    snprintf(where, sizeof where, "catalogs[%zu]", i);
+    if (!cJSON_IsObject(o)) return rtl_errf(err, "index.json: %s is not an object", where);
+    if (ix_str(o, "catalog", e->catalog, sizeof e->catalog, err, where) != 0) return -1;
+    if (!rtl_id_ok(e->catalog)) return rtl_errf(err, "index.json: %s: '%s' is not a valid catalog id", where, e->catalog);
+    snprintf(where, sizeof where, "catalog '%s'", e->catalog);
+    if (ix_u64(o, "version", &e->version, err, where) != 0 || ix_u64(o, "size", &e->size, err, where) != 0 ||
+        ix_u64(o, "manifest_size", &e->manifest_size, err, where) != 0 ||
+        ix_str(o, "archive", e->archive, sizeof e->archive, err, where) != 0 ||
+        ix_str(o, "signature", e->signature, sizeof e->signature, err, where) != 0 ||
+        ix_str(o, "manifest_sha256", sha, sizeof sha, err, where) != 0)
+        return -1;
+    if (e->version == 0) return rtl_errf(err, "index.json: %s: version 0 (versions start at 1)", where);
+    if (rtl_path_check(e->archive, err) != 0 || rtl_path_check(e->signature, err) != 0)
+        return rtl_err_prefix(err, "index.json: %s", where);
+    if (rtl_unhex(sha, e->manifest_sha256, RTL_SHA256_BYTES) != 0)
+        return rtl_errf(err, "index.json: %s: manifest_sha256 is not 64 lower-case hex digits", where);
+    if (e->manifest_size == 0 || e->manifest_size > RTL_MANIFEST_MAX)
+        return rtl_errf(err, "index.json: %s: manifest_size %" PRIu64 " is outside 1..%u", where, e->manifest_size,
+                        RTL_MANIFEST_MAX);
+    return 0;
+}
+
+int rtl_index_parse(const char *json, size_t len, struct rtl_index *out, rtl_err *err)
+{
+    memset(out, 0, sizeof *out);
+    if (len > RTL_INDEX_MAX) return rtl_errf(err, "index.json: %zu bytes is more than the %u accepted", len, RTL_INDEX_MAX);
+    const char *end = NULL;
+    cJSON *root = cJSON_ParseWithLengthOpts(json, len, &end, 0);
+    while (root && end < json + len && (*end == ' ' || *end == '\t' || *end == '\n' || *end == '\r')) end++;
+    if (!root || end != json + len) {
+        cJSON_Delete(root);
+        return rtl_errf(err, "index.json: not valid JSON");
+    }
+    const cJSON *schema = cJSON_GetObjectItemCaseSensitive(root, "schema");
+    const cJSON *cats = cJSON_GetObjectItemCaseSensitive(root, "catalogs");
+    uint64_t issued = 0, expires = 0;
+    int rc = -1;
+    if (!cJSON_IsObject(root)) rtl_errf(err, "index.json: the top level is not an object");
+    else if (!cJSON_IsNumber(schema) || schema->valuedouble != 1)
+        rtl_errf(err, "index.json: \"schema\" is not 1: this runtime reads index schema 1 only");
+    else if (ix_str(root, "channel", out->channel, sizeof out->channel, err, "top level") != 0 ||
+             ix_u64(root, "serial", &out->serial, err, "top level") != 0 ||
+             ix_u64(root, "issued", &issued, err, "top level") != 0 ||
+             ix_u64(root, "expires", &expires, err, "top level") != 0)
+        ;
+    else if (!rtl_id_ok(out->channel)) rtl_errf(err, "index.json: channel '%s' is not a valid id", out->channel);
+    else if (!cJSON_IsArray(cats)) rtl_errf(err, "index.json: \"catalogs\" is missing or not an array");
+    else if (cJSON_GetArraySize(cats) > 10000) rtl_errf(err, "index.json: more than 10000 catalogs");
+    else rc = 0;
+    out->issued = (int64_t)issued;
+    out->expires = (int64_t)expires;
+    if (rc == 0) {
+        out->n = (size_t)cJSON_GetArraySize(cats);
+        out->entries = calloc(out->n ? out->n : 1, sizeof *out->entries);
+        if (!out->entries) rc = rtl_errf(err, "out of memory");
+        size_t i = 0;
+        const cJSON *c;
+        cJSON_ArrayForEach(c, cats) {
+            if (rc != 0) break;
+            rc = ix_entry(c, &out->entries[i], i, err);
+            if (rc == 0 && i > 0 && strcmp(out->entries[i - 1].catalog, out->entries[i].catalog) >= 0)
+                rc = rtl_errf(err, "index.json: catalogs are not sorted by id or '%s' appears twice",
+                              out->entries[i].catalog);
+            i++;
+        }
+    }
+    cJSON_Delete(root);
+    if (rc != 0) rtl_index_free(out);
+    return rc;
+}
+
+static void utc(int64_t t, char *out, size_t size)
+{
+    time_t tt = (time_t)t;
+    struct tm tm;
+    if (!gmtime_r(&tt, &tm) || !strftime(out, size, "%Y-%m-%d %H:%M:%S UTC", &tm)) snprintf(out, size, "%" PRId64, t);
+}
+
+/* The value of "key:" in a tab-separated trusted comment, or NULL. */
+static const char *tc_field(const char *tc, const char *key, char *out, size_t size)
+{
+    size_t kl = strlen(key);
+    for (const char *p = tc; p && *p;) {
+        const char *end = strchr(p, '\t');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (len > kl && strncmp(p, key, kl) == 0 && p[kl] == ':') {
+            snprintf(out, size, "%.*s", (int)(len - kl - 1), p + kl + 1);
+            return out;
+        }
+        p = end ? end + 1 : NULL;
+    }
+    return NULL;
+}
+
+int rtl_index_check(const struct rtl_index *ix, const char *trusted, int64_t now, uint64_t seen, rtl_err *err)
+{
+    char ch[RTL_ID_MAX + 2], serial[32], expires[32], want[32];
+    if (!tc_field(trusted, "index", ch, sizeof ch) || !tc_field(trusted, "serial", serial, sizeof serial) ||
+        !tc_field(trusted, "expires", expires, sizeof expires))
+        return rtl_errf(err, "index.json.minisig: the trusted comment has no index, serial and expires fields "
+                        "(it is not the signature of an index: sign indexes with catalog publish)");
+    if (strcmp(ch, ix->channel) != 0)
+        return rtl_errf(err, "index.json: channel '%s' but its signature says '%s'", ix->channel, ch);
+    snprintf(want, sizeof want, "%" PRIu64, ix->serial);
+    if (strcmp(serial, want) != 0)
+        return rtl_errf(err, "index.json: serial %s but its signature says %s", want, serial);
+    snprintf(want, sizeof want, "%" PRId64, ix->expires);
+    if (strcmp(expires, want) != 0)
+        return rtl_errf(err, "index.json: expires %s but its signature says %s", want, expires);
+    char a[48], b[48];
+    if (now >= ix->expires) {
+        utc(ix->expires, a, sizeof a);
+        utc(now, b, sizeof b);
+        return rtl_errf(err, "index.json of channel %s (serial %" PRIu64 ") expired at %s; it is now %s. Refusing "
+                        "it: the server may be replaying a frozen old index, or the publisher has not re-signed "
+                        "it (catalog publish --refresh); also check this device's clock",
+                        ix->channel, ix->serial, a, b);
+    }
+    if (ix->serial < seen)
+        return rtl_errf(err, "index.json of channel %s has serial %" PRIu64 ", older than serial %" PRIu64 " that "
+                        "this device accepted before: the server is replaying an old index; refusing it",
+                        ix->channel, ix->serial, seen);
+    return 0;
+}
+
+/* ---- hashing while downloading ---------------------------------------------
+ * A second thread hashes each block as it arrives (SHA-256 for files,
+ * BLAKE2b-512 for archives), so verifying a download costs little wall time
+ * beyond the download itself. The receiving thread copies each block into
+ * one of SH_SLOTS buffers and waits only when all are full. A download that
+ * does not arrive in one piece from offset 0 (a resumed one) is hashed by
+ * reading the file back instead (`broken`). */
+
+#define SH_SLOTS 4
+#define SH_SLOT_BYTES (1u << 20)
+
+struct sh {
+    int blake;                      /* 1: BLAKE2b-512, 0: SHA-256 */
+    rtl_sha256 sha;
+    crypto_generichash_state b2;
+    uint64_t next;                  /* the offset the next block must have */
+    int broken, started;
+    pthread_t th;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    unsigned char *buf[SH_SLOTS];
+    size_t len[SH_SLOTS];
+    unsigned head, tail;            /* filled: tail..head-1 (mod SH_SLOTS), counts */
+    int done;
+};
+
+static void *sh_main(void *arg)
+{
+    struct sh *h = arg;
+    pthread_mutex_lock(&h->mu);
+    for (;;) {
+        while (h->head == h->tail && !h->done) pthread_cond_wait(&h->cv, &h->mu);
+        if (h->head == h->tail) break;
+        unsigned i = h->tail % SH_SLOTS;
+        pthread_mutex_unlock(&h->mu);
+        if (h->blake) crypto_generichash_update(&h->b2, h->buf[i], h->len[i]);
+        else rtl_sha256_update(&h->sha, h->buf[i], h->len[i]);
+        pthread_mutex_lock(&h->mu);
+        h->tail++;
+        pthread_cond_broadcast(&h->cv);
+    }
+    pthread_mutex_unlock(&h->mu);
+    return NULL;
+}
+
+/* Starts the hashing thread over the caller's SH_SLOTS buffers of
+ * SH_SLOT_BYTES (kept across files: fresh ones would cost a page fault per
+ * 4 KiB); 0, or -1 when it cannot (then the file is read back at the end). */
+static int sh_start(struct sh *h, int blake, unsigned char **slots)
+{
+    memset(h, 0, sizeof *h);
+    h->blake = blake;
+    if (blake) crypto_generichash_init(&h->b2, NULL, 0, RTL_HASH_BYTES);
+    else rtl_sha256_init(&h->sha);
+    for (int i = 0; i < SH_SLOTS; i++)
+        if (!(h->buf[i] = slots ? slots[i] : NULL)) h->broken = 1;
+    if (h->broken || pthread_mutex_init(&h->mu, NULL) != 0) return h->broken = 1, -1;
+    if (pthread_cond_init(&h->cv, NULL) != 0 || pthread_create(&h->th, NULL, sh_main, h) != 0) {
+        pthread_mutex_destroy(&h->mu);
+        return h->broken = 1, -1;
+    }
+    h->started = 1;
+    return 0;
+}
+
+static void sh_data(void *user, uint64_t off, const void *p, size_t n)
+{
+    struct sh *h = user;
+    if (h->broken || !h->started) return;
+    if (off != h->next) { /* a resume or a restart: read the file back at the end */
+        h->broken = 1;
+        return;
+    }
+    h->next += n;
+    const unsigned char *q = p;
+    while (n) {
+        size_t k = n < SH_SLOT_BYTES ? n : SH_SLOT_BYTES;
+        pthread_mutex_lock(&h->mu);
+        while (h->head - h->tail == SH_SLOTS) pthread_cond_wait(&h->cv, &h->mu);
+        unsigned i = h->head % SH_SLOTS;
+        pthread_mutex_unlock(&h->mu);
+        memcpy(h->buf[i], q, k); /* the slot is the producer's until head moves */
+        h->len[i] = k;
+        pthread_mutex_lock(&h->mu);
+        h->head++;
+        pthread_cond_broadcast(&h->cv);
+        pthread_mutex_unlock(&h->mu);
+        q += k;
+        n -= k;
+    }
+}
+
+/* Stops the thread; the digest into out (64 bytes for BLAKE2b, 32 for
+ * SHA-256) and 0, or -1 when the stream was not whole (read the file). */
+static int sh_finish(struct sh *h, uint8_t *out, uint64_t *size)
+{
+    if (h->started) {
+        pthread_mutex_lock(&h->mu);
+        h->done = 1;
+        pthread_cond_broadcast(&h->cv);
+        pthread_mutex_unlock(&h->mu);
+        pthread_join(h->th, NULL);
+        pthread_cond_destroy(&h->cv);
+        pthread_mutex_destroy(&h->mu);
+    }
+    if (h->broken || !h->started) return -1;
+    if (h->blake) crypto_generichash_final(&h->b2, out, RTL_HASH_BYTES);
+    else rtl_sha256_final(&h->sha, out);
+    if (size) *size = h->next;
+    return 0;
+}
+
+/* ---- the pull ------------------------------------------------------------- */
+
+struct pull {
+    rtl_store *s;
+    const char *url;
+    const rtl_pull_options *o;
+    struct rtl_http http;
+    int dirfd, objfd, arcfd, lockfd;
+    rtl_pubkey *keys;
+    size_t nkeys;
+    unsigned char *slots[SH_SLOTS];   /* the hashing thread's buffers */
+};
+
+/* The key of keys[] with the signature's id, or NULL with err. */
+static const rtl_pubkey *pinned(const struct pull *p, const rtl_signature *sig, const char *what, rtl_err *err)
+{
+    for (size_t k = 0; k < p->nkeys; k++)
+        if (memcmp(p->keys[k].keynum, sig->keynum, RTL_KEYNUM_BYTES) == 0) return &p->keys[k];
+    char id[17];
+    rtl_keynum_hex(sig->keynum, id);
+    rtl_errf(err, "%s is signed by key %s, which is not pinned on this device (keys folder %s): refusing it",
+             what, id, p->s->keys_dir);
+    return NULL;
+}
+
+static int open_sub(int dirfd, const char *name, rtl_err *err)
+{
+    if (mkdirat(dirfd, name, 0700) != 0 && errno != EEXIST) return rtl_errf(err, "cannot create %s: %s", name, strerror(errno));
+    int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) return rtl_errf(err, "cannot open %s: %s", name, strerror(errno));
+    return fd;
+}
+
+/* Writes text to name below dirfd atomically (temporary, fsync, rename,
+ * fsync of the folder). */
+static int write_atomic(int dirfd, const char *name, const char *text, size_t len, rtl_err *err)
+{
+    char tmp[300];
+    snprintf(tmp, sizeof tmp, "%s.tmp", name);
+    int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0) return rtl_errf(err, "cannot create %s: %s", tmp, strerror(errno));
+    ssize_t w = write(fd, text, len);
+    int bad = w != (ssize_t)len || fsync(fd) != 0;
+    int e = errno;
+    close(fd);
+    if (bad || renameat(dirfd, tmp, dirfd, name) != 0) {
+        if (!bad) e = errno;
+        unlinkat(dirfd, tmp, 0);
+        return rtl_errf(err, "cannot write %s: %s", name, strerror(e));
+    }
+    return rtl_fsync_fd(dirfd, "ROOT/pull", err);
+}
+
+static uint64_t seen_serial(struct pull *p, const char *channel)
+{
+    char name[RTL_ID_MAX + 8], buf[64] = "";
+    snprintf(name, sizeof name, "seen-%s", channel);
+    int fd = openat(p->dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) return 0;
+    ssize_t r = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    buf[r > 0 ? r : 0] = '\0';
+    uint64_t v = 0;
+    if (sscanf(buf, "serial %" SCNu64, &v) != 1) {
+        rtl_log(p->s, RTL_LOG_WARN, "ROOT/pull/%s is damaged: treating it as serial 0", name);
+        return 0;
+    }
+    return v;
+}
+
+/* Fetches and verifies the index; records its serial. */
+static int fetch_index(struct pull *p, struct rtl_index *ix, rtl_err *err)
+{
+    char url[URL_MAX];
+    char *text = NULL, *sigtext = NULL;
+    size_t len, slen;
+    rtl_signature sig;
+    int rc = -1, r;
+    if (rtl_url_join(p->url, "index.json.minisig", url, sizeof url) != 0) return rtl_errf(err, "the URL is too long");
+    if ((r = rtl_http_get_mem(&p->http, url, RTL_SIG_FILE_MAX, &sigtext, &slen, err)) != 0) {
+        if (r == RTL_HTTP_NOT_FOUND) rtl_errf(err, "%s: not found: is %s a publish folder (catalog publish)?", url, p->url);
+        return -1;
+    }
+    rtl_url_join(p->url, "index.json", url, sizeof url);
+    if ((r = rtl_http_get_mem(&p->http, url, RTL_INDEX_MAX, &text, &len, err)) != 0) {
+        if (r == RTL_HTTP_NOT_FOUND) rtl_errf(err, "%s: not found", url);
+        goto out;
+    }
+    uint8_t hash[RTL_HASH_BYTES];
+    const rtl_pubkey *key;
+    if (rtl_sig_parse(sigtext, slen, &sig, err) != 0) {
+        rtl_err_prefix(err, "%s.minisig", url);
+        goto out;
+    }
+    if (!(key = pinned(p, &sig, url, err))) goto out;
+    if (sodium_init() < 0) {
+        rtl_errf(err, "libsodium failed to initialise");
+        goto out;
+    }
+    crypto_generichash(hash, sizeof hash, (const unsigned char *)text, len, NULL, 0);
+    if (rtl_sig_verify_hash(&sig, key, hash, err) != 0) {
+        rtl_err_prefix(err, "%s: refusing it", url);
+        goto out;
+    }
+    if (rtl_index_parse(text, len, ix, err) != 0) goto out;
+    uint64_t seen = seen_serial(p, ix->channel);
+    if (rtl_index_check(ix, sig.trusted, (int64_t)time(NULL), seen, err) != 0) {
+        rtl_index_free(ix);
+        goto out;
+    }
+    if (ix->serial > seen) {
+        char name[RTL_ID_MAX + 8], line[48];
+        snprintf(name, sizeof name, "seen-%s", ix->channel);
+        int n = snprintf(line, sizeof line, "serial %" PRIu64 "\n", ix->serial);
+        if (write_atomic(p->dirfd, name, line, (size_t)n, err) != 0) {
+            rtl_index_free(ix);
+            goto out;
+        }
+    }
+    RTL_CRASH_POINT("pull-index-accepted");
+    char exp[48];
+    utc(ix->expires, exp, sizeof exp);
+    rtl_log(p->s, RTL_LOG_INFO, "index of channel %s, serial %" PRIu64 ", valid until %s: %zu catalog%s", ix->channel,
+            ix->serial, exp, ix->n, ix->n == 1 ? "" : "s");
+    rc = 0;
+out:
+    free(text);
+    free(sigtext);
+    return rc;
+}
+
+/* The version of catalog id installed here (0: none), as install sees it. */
+static uint64_t installed_version(rtl_store *s, const char *id)
+{
+    int fd = rtl_catdir_open(s, id, 0, NULL, NULL);
+    if (fd < 0) return 0;
+    struct rtl_state st;
+    uint64_t v = 0;
+    if (rtl_state_read(fd, &st, NULL) == 0 && st.current[0]) v = rtl_copy_version(s, fd, id, st.current);
+    close(fd);
+    return v;
+}
+
+/* What one catalog's pull works with. */
+struct one {
+    struct pull *p;
+    const struct rtl_index_entry *e;
+    rtl_pull_item *it;
+    char *sig;                 /* the catalog's .minisig text */
+    size_t sig_len;
+    rtl_sig_info info;
+    rtl_catalog *cur;          /* the installed copy (shared lock), or NULL */
+    const struct rtl_file **cur_by_sha;
+    size_t ncur;
+};
+
+static int cmp_file_sha(const void *a, const void *b)
+{
+    return memcmp((*(const struct rtl_file *const *)a)->sha256, (*(const struct rtl_file *const *)b)->sha256,
+                  RTL_SHA256_BYTES);
+}
+
+/* A file of the installed copy with this content, or NULL. */
+static const struct rtl_file *held(const struct one *c, const uint8_t sha[RTL_SHA256_BYTES], uint64_t size)
+{
+    size_t lo = 0, hi = c->ncur;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        int d = memcmp(c->cur_by_sha[mid]->sha256, sha, RTL_SHA256_BYTES);
+        if (d == 0) return c->cur_by_sha[mid]->size == size ? c->cur_by_sha[mid] : NULL;
+        if (d < 0) lo = mid + 1;
+        else hi = mid;
+    }
+    return NULL;
+}
+
+/* The catalog's signature: fetched, its trusted comment verified with a
+ * pinned key and naming what the index names. */
+static int fetch_sig(struct one *c, rtl_err *err)
+{
+    char url[URL_MAX];
+    rtl_signature sig;
+    const rtl_pubkey *key;
+    if (rtl_url_join(c->p->url, c->e->signature, url, sizeof url) != 0) return rtl_errf(err, "the URL is too long");
+    int r = rtl_http_get_mem(&c->p->http, url, RTL_SIG_FILE_MAX, &c->sig, &c->sig_len, err);
+    if (r == RTL_HTTP_NOT_FOUND) return rtl_errf(err, "%s: not found, although the index names it", url);
+    if (r != 0) return -1;
+    if (rtl_sig_parse(c->sig, c->sig_len, &sig, err) != 0) return rtl_err_prefix(err, "%s", url);
+    if (!(key = pinned(c->p, &sig, url, err))) return -1;
+    if (rtl_sig_verify_comment(&sig, key, err) != 0 || rtl_untrusted_check(&sig, err) != 0 ||
+        rtl_trusted_parse(sig.trusted, &c->info, err) != 0)
+        return rtl_err_prefix(err, "%s: refusing it", url);
+    if (strcmp(c->info.catalog, c->e->catalog) != 0 || c->info.version != c->e->version ||
+        memcmp(c->info.manifest_sha256, c->e->manifest_sha256, RTL_SHA256_BYTES) != 0)
+        return rtl_errf(err, "%s is the signature of catalog %s version %" PRIu64 ", not of the catalog %s version "
+                        "%" PRIu64 " (and manifest) the index names: refusing it", url, c->info.catalog,
+                        c->info.version, c->e->catalog, c->e->version);
+    return 0;
+}
+
+/* Refuses a download that cannot fit beside what the folder holds. */
+static int check_room(int dirfd, uint64_t need, rtl_err *err)
+{
+    struct statvfs v;
+    if (fstatvfs(dirfd, &v) != 0) return 0;
+    uint64_t avail = (uint64_t)v.f_bavail * v.f_frsize;
+    if (need > avail)
+        return rtl_errf(err, "the download needs %" PRIu64 " bytes but only %" PRIu64 " are free in ROOT/pull", need,
+                        avail);
+    return 0;
+}
+
+/* objects/<hex> fetched (resumably) and its SHA-256 checked; 0, -1 or
+ * RTL_HTTP_NOT_FOUND. */
+static int fetch_object(struct one *c, const uint8_t sha[RTL_SHA256_BYTES], uint64_t size, rtl_err *err)
+{
+    char hex[65], rel[80], url[URL_MAX], part[80];
+    rtl_hex(sha, RTL_SHA256_BYTES, hex);
+    uint8_t got[RTL_SHA256_BYTES];
+    uint64_t n = 0;
+    int fd = openat(c->p->objfd, hex, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd >= 0) { /* fetched by an earlier pull: checked again (it was not fsynced) */
+        int ok = rtl_sha256_fd(fd, got, &n, NULL) == 0 && n == size && memcmp(got, sha, RTL_SHA256_BYTES) == 0;
+        close(fd);
+        if (ok) return 0;
+        unlinkat(c->p->objfd, hex, 0);
+    }
+    snprintf(rel, sizeof rel, "objects/%s", hex);
+    snprintf(part, sizeof part, "%s.part", hex);
+    if (rtl_url_join(c->p->url, rel, url, sizeof url) != 0) return rtl_errf(err, "the URL is too long");
+    uint64_t before = c->p->http.received;
+    struct sh hs;
+    sh_start(&hs, 0, c->p->slots[0] ? c->p->slots : NULL);
+    struct rtl_http_sink sink = {sh_data, &hs};
+    int r = rtl_http_get_file(&c->p->http, url, c->p->objfd, part, size, &sink, err);
+    /* streamed only when this pull received the whole file from offset 0
+     * (a .part already complete receives nothing: it is read back) */
+    int streamed = sh_finish(&hs, got, &n) == 0 && n == size;
+    c->it->bytes_fetched += c->p->http.received - before;
+    if (r != 0) return r;
+    if (!streamed) {
+        fd = openat(c->p->objfd, part, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0 || rtl_sha256_fd(fd, got, &n, err) != 0) {
+            if (fd >= 0) close(fd);
+            return rtl_errf(err, "cannot read back %s: %s", part, strerror(errno));
+        }
+        close(fd);
+    }
+    if (n != size || memcmp(got, sha, RTL_SHA256_BYTES) != 0) {
+        unlinkat(c->p->objfd, part, 0);
+        return rtl_errf(err, "%s: the file received differs from the one the signed manifest names (SHA-256 "
+                        "differs): the server sent an altered or damaged file; refusing it, nothing installed", url);
+    }
+    /* no fsync: a file damaged by a power cut fails the check above next time */
+    if (renameat(c->p->objfd, part, c->p->objfd, hex) != 0)
+        return rtl_errf(err, "cannot keep %s: %s", hex, strerror(errno));
+    RTL_CRASH_POINT("pull-object-kept");
+    c->it->files_fetched++;
+    return 0;
+}
+
+/* The object source of rtl_install_objects: a fetched file, else the
+ * installed copy's file with that content. */
+static int open_object(void *user, const struct rtl_file *f, rtl_err *err)
+{
+    struct one *c = user;
+    char hex[65];
+    rtl_hex(f->sha256, RTL_SHA256_BYTES, hex);
+    int fd = openat(c->p->objfd, hex, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd >= 0 || errno != ENOENT) {
+        if (fd < 0) rtl_errf(err, "cannot open the fetched %s: %s", hex, strerror(errno));
+        return fd;
+    }
+    const struct rtl_file *h = held(c, f->sha256, f->size);
+    if (!h) return rtl_errf(err, "%s: neither fetched nor held by the installed copy", f->path);
+    fd = open(h->abs, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) return rtl_errf(err, "cannot open the installed %s: %s", h->abs, strerror(errno));
+    return fd;
+}
+
+/* The delta path: manifest and missing files from objects/, then install.
+ * RTL_HTTP_NOT_FOUND when the server has no objects for this catalog. */
+static int pull_objects(struct one *c, rtl_err *err)
+{
+    struct pull *p = c->p;
+    char hex[65];
+    rtl_hex(c->e->manifest_sha256, RTL_SHA256_BYTES, hex);
+    int r = fetch_object(c, c->e->manifest_sha256, c->e->manifest_size, err);
+    if (r != 0) return r;
+    int fd = openat(p->objfd, hex, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    char *json = malloc(c->e->manifest_size + 1);
+    ssize_t got = fd >= 0 && json ? pread(fd, json, c->e->manifest_size, 0) : -1;
+    if (fd >= 0) close(fd);
+    if (got != (ssize_t)c->e->manifest_size) {
+        free(json);
+        return rtl_errf(err, "cannot read the fetched manifest %s", hex);
+    }
+    rtl_catalog *m = rtl_catalog_parse(json, (size_t)got, NULL, err);
+    int rc = -1;
+    if (!m) {
+        rtl_err_prefix(err, "%s: the signed manifest", c->e->catalog);
+        goto out;
+    }
+    uint64_t need = 0;
+    for (size_t i = 0; i < m->nfiles; i++) {
+        const struct rtl_file *f = m->by_path[i];
+        if (held(c, f->sha256, f->size)) {
+            c->it->files_reused++;
+            c->it->bytes_reused += f->size;
+        } else {
+            need += f->size;
+        }
+    }
+    if (check_room(p->objfd, need, err) != 0) goto out;
+    rtl_log(p->s, RTL_LOG_INFO, "catalog %s version %" PRIu64 ": %zu files, %zu held here (%" PRIu64
+            " bytes), fetching up to %" PRIu64 " bytes", c->e->catalog, c->e->version, m->nfiles, c->it->files_reused,
+            c->it->bytes_reused, need);
+    for (size_t i = 0; i < m->nfiles; i++) {
+        const struct rtl_file *f = m->by_path[i];
+        if (held(c, f->sha256, f->size)) continue;
+        if ((r = fetch_object(c, f->sha256, f->size, err)) != 0) {
+            if (r == RTL_HTTP_NOT_FOUND) rc = r;
+            goto out;
+        }
+    }
+    if (p->o->fetch_only) {
+        c->it->fetched = 1;
+        rc = 0;
+        goto out;
+    }
+    char what[URL_MAX];
+    snprintf(what, sizeof what, "catalog %s version %" PRIu64 " from %s", c->e->catalog, c->e->version, p->url);
+    struct rtl_objects_source src = {.what = what, .sig_text = c->sig, .sig_len = c->sig_len, .manifest = json,
+                                      .manifest_len = (size_t)got, .open_object = open_object, .user = c};
+    rtl_install_options io = {.allow_downgrade = p->o->allow_downgrade};
+    if (rtl_install_objects(p->s, &src, &io, NULL, NULL, err) != 0) goto out;
+    c->it->installed = 1;
+    rc = 0;
+    /* what was fetched for this catalog is installed: drop it */
+    unlinkat(p->objfd, hex, 0);
+    for (size_t i = 0; i < m->nfiles; i++) {
+        rtl_hex(m->by_path[i]->sha256, RTL_SHA256_BYTES, hex);
+        unlinkat(p->objfd, hex, 0);
+    }
+out:
+    rtl_catalog_close(m);
+    free(json);
+    return rc;
+}
+
+/* The whole archive, then rtl_install. */
+static int pull_archive(struct one *c, rtl_err *err)
+{
+    struct pull *p = c->p;
+    char name[RTL_ID_MAX + 64], part[RTL_ID_MAX + 72], signame[RTL_ID_MAX + 72], url[URL_MAX], path[URL_MAX],
+        sigpath[URL_MAX];
+    snprintf(name, sizeof name, "%s-%" PRIu64 ".tar.zst", c->e->catalog, c->e->version);
+    snprintf(part, sizeof part, "%s.part", name);
+    snprintf(signame, sizeof signame, "%s.minisig", name);
+    snprintf(path, sizeof path, "%s/pull/archives/%s", p->s->root, name);
+    snprintf(sigpath, sizeof sigpath, "%s/pull/archives/%s", p->s->root, signame);
+    if (rtl_url_join(p->url, c->e->archive, url, sizeof url) != 0) return rtl_errf(err, "the URL is too long");
+    c->it->whole_archive = 1;
+    uint8_t hash[RTL_HASH_BYTES];
+    int hashed = 0;
+    struct stat st;
+    if (!(fstatat(p->arcfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+          (uint64_t)st.st_size == c->e->size)) {
+        if (check_room(p->arcfd, c->e->size, err) != 0) return -1;
+        uint64_t before = p->http.received;
+        struct sh hs;
+        if (p->o->fetch_only) sh_start(&hs, 1, p->slots[0] ? p->slots : NULL);
+        struct rtl_http_sink sink = {sh_data, &hs};
+        int r = rtl_http_get_file(&p->http, url, p->arcfd, part, c->e->size, p->o->fetch_only ? &sink : NULL, err);
+        uint64_t streamed = 0;
+        if (p->o->fetch_only) hashed = sh_finish(&hs, hash, &streamed) == 0 && streamed == c->e->size;
+        c->it->bytes_fetched += p->http.received - before;
+        if (r == RTL_HTTP_NOT_FOUND) return rtl_errf(err, "%s: not found, although the index names it", url);
+        if (r != 0) return -1;
+        /* no fsync: rtl_install verifies the whole archive; one that does not verify is dropped */
+        if (renameat(p->arcfd, part, p->arcfd, name) != 0)
+            return rtl_errf(err, "cannot keep %s: %s", name, strerror(errno));
+        RTL_CRASH_POINT("pull-archive-kept");
+        c->it->files_fetched++;
+    }
+    if (write_atomic(p->arcfd, signame, c->sig, c->sig_len, err) != 0) return -1;
+    if (p->o->fetch_only) {
+        /* verify now, so that a fetched archive is a verified one */
+        rtl_signature sig;
+        const rtl_pubkey *key;
+        int rc = 0;
+        if (!hashed) {
+            int fd = openat(p->arcfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+            rc = fd < 0 ? rtl_errf(err, "cannot open %s: %s", path, strerror(errno)) : rtl_hash_fd(fd, hash, err);
+            if (fd >= 0) close(fd);
+        }
+        if (rc == 0 && rtl_sig_parse(c->sig, c->sig_len, &sig, err) == 0 && (key = pinned(p, &sig, url, err)) &&
+            rtl_sig_verify_hash(&sig, key, hash, err) == 0) {
+            c->it->fetched = 1;
+            return 0;
+        }
+        unlinkat(p->arcfd, name, 0);
+        return rtl_err_prefix(err, "%s: refusing it", url);
+    }
+    rtl_install_options io = {.allow_downgrade = p->o->allow_downgrade};
+    if (rtl_install(p->s, path, sigpath, &io, NULL, err) != 0) {
+        /* an archive that does not verify is dropped, so the next pull fetches it again */
+        rtl_signature sig;
+        const rtl_pubkey *key;
+        rtl_err e2;
+        if (rtl_hash_file(path, hash, &e2) != 0 || rtl_sig_parse(c->sig, c->sig_len, &sig, &e2) != 0 ||
+            !(key = pinned(p, &sig, url, &e2)) || rtl_sig_verify_hash(&sig, key, hash, &e2) != 0)
+            unlinkat(p->arcfd, name, 0);
+        return -1;
+    }
+    c->it->installed = 1;
+    unlinkat(p->arcfd, name, 0);
+    unlinkat(p->arcfd, signame, 0);
+    return 0;
+}
+
+static int pull_one(struct pull *p, const struct rtl_index_entry *e, rtl_pull_item *it, rtl_err *err)
+{
+    snprintf(it->catalog, sizeof it->catalog, "%s", e->catalog);
+    it->index_version = e->version;
+    it->installed_version = installed_version(p->s, e->catalog);
+    it->update = e->version > it->installed_version || (p->o->allow_downgrade && e->version != it->installed_version);
+    if (!it->update) {
+        if (e->version < it->installed_version)
+            rtl_log(p->s, RTL_LOG_WARN, "catalog %s: the index offers version %" PRIu64 ", older than the installed "
+                    "version %" PRIu64 "; ignoring it", e->catalog, e->version, it->installed_version);
+        else
+            rtl_log(p->s, RTL_LOG_INFO, "catalog %s: version %" PRIu64 " is installed: up to date", e->catalog,
+                    e->version);
+        /* finish what a killed install left (as the next install would) */
+        rtl_err busy;
+        int fd;
+        if (!p->o->check_only && rtl_store_lock(p->s, &busy) == 0) {
+            if ((fd = rtl_catdir_open(p->s, e->catalog, 0, NULL, NULL)) >= 0) {
+                rtl_gc(p->s, fd, e->catalog);
+                close(fd);
+            }
+            rtl_store_unlock(p->s);
+        }
+        return 0;
+    }
+    if (p->o->check_only) return 0;
+    struct one c = {.p = p, .e = e, .it = it};
+    int rc = fetch_sig(&c, err);
+    if (rc == 0 && it->installed_version) {
+        rtl_err ignore;
+        c.cur = rtl_catalog_open(p->s, e->catalog, &ignore); /* a damaged copy lends nothing */
+        if (c.cur && c.cur->nfiles && (c.cur_by_sha = malloc(c.cur->nfiles * sizeof *c.cur_by_sha))) {
+            for (size_t i = 0; i < c.cur->nfiles; i++) c.cur_by_sha[i] = c.cur->by_path[i];
+            c.ncur = c.cur->nfiles;
+            qsort(c.cur_by_sha, c.ncur, sizeof *c.cur_by_sha, cmp_file_sha);
+        }
+    }
+    if (rc == 0 && !p->o->whole_archive) {
+        rc = pull_objects(&c, err);
+        if (rc == RTL_HTTP_NOT_FOUND) {
+            rtl_log(p->s, RTL_LOG_INFO, "catalog %s: the server has no per-file layout (%s); fetching the whole "
+                    "archive", e->catalog, err->msg);
+            it->files_fetched = it->files_reused = 0;
+            it->bytes_reused = 0;
+        }
+    }
+    if ((rc == 0 && p->o->whole_archive) || rc == RTL_HTTP_NOT_FOUND) rc = pull_archive(&c, err);
+    if (rc != 0) rtl_err_prefix(err, "catalog %s", e->catalog);
+    else if (it->installed)
+        rtl_log(p->s, RTL_LOG_INFO, "catalog %s: version %" PRIu64 " installed (%" PRIu64 " bytes fetched, %" PRIu64
+                " reused)", e->catalog, e->version, it->bytes_fetched, it->bytes_reused);
+    free(c.cur_by_sha);
+    rtl_catalog_close(c.cur);
+    free(c.sig);
+    return rc;
+}
+
+void rtl_pull_result_free(rtl_pull_result *r)
+{
+    if (!r) return;
+    free(r->items);
+    r->items = NULL;
+    r->n = 0;
+}
+
+int rtl_pull(rtl_store *s, const char *url, const rtl_pull_options *options, rtl_pull_result *out, rtl_err *err)
+{
+    rtl_pull_options defaults = {0};
+    const rtl_pull_options *o = options ? options : &defaults;
+    rtl_pull_result local;
+    rtl_pull_result *res = out ? out : &local;
+    memset(res, 0, sizeof *res);
+    if (!url || !(strncmp(url, "http://", 7) == 0 || strncmp(url, "https://", 8) == 0 || strncmp(url, "file://", 7) == 0))
+        return rtl_errf(err, "'%s' is not an http://, https:// or file:// URL of a publish folder", url ? url : "");
+    if (strlen(url) > URL_MAX - 400) return rtl_errf(err, "the URL is longer than %d bytes", URL_MAX - 400);
+    if (o->catalog && !rtl_id_ok(o->catalog)) return rtl_errf(err, "'%s' is not a valid catalog id", o->catalog);
+    struct pull p = {.s = s, .url = url, .o = o, .dirfd = -1, .objfd = -1, .arcfd = -1, .lockfd = -1};
+    struct rtl_index ix = {0};
+    int rc = -1;
+    if ((p.dirfd = open_sub(s->root_fd, "pull", err)) < 0) {
+        rtl_err_prefix(err, "%s", s->root);
+        goto out;
+    }
+    p.lockfd = openat(p.dirfd, ".lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (p.lockfd < 0 || flock(p.lockfd, LOCK_EX | LOCK_NB) != 0) {
+        rtl_errf(err, "another rtl pull is running on %s (it holds %s/pull/.lock); try again when it has finished",
+                 s->root, s->root);
+        goto out;
+    }
+    if ((p.objfd = open_sub(p.dirfd, "objects", err)) < 0 || (p.arcfd = open_sub(p.dirfd, "archives", err)) < 0 ||
+        rtl_keys_load(s, &p.keys, &p.nkeys, err) != 0 || rtl_http_open(&p.http, s, o, err) != 0)
+        goto out;
+    for (int i = 0; i < SH_SLOTS && (i == 0 || p.slots[i - 1]); i++) p.slots[i] = malloc(SH_SLOT_BYTES);
+    if (!p.slots[SH_SLOTS - 1]) /* without them, downloads are read back to be hashed */
+        for (int i = 0; i < SH_SLOTS; i++) free(p.slots[i]), p.slots[i] = NULL;
+    if (fetch_index(&p, &ix, err) != 0) goto out;
+    snprintf(res->channel, sizeof res->channel, "%s", ix.channel);
+    res->serial = ix.serial;
+    res->expires = ix.expires;
+    if (!(res->items = calloc(ix.n ? ix.n : 1, sizeof *res->items))) {
+        rtl_errf(err, "out of memory");
+        goto out;
+    }
+    rc = 0;
+    int found = 0;
+    for (size_t i = 0; i < ix.n; i++) {
+        if (o->catalog && strcmp(o->catalog, ix.entries[i].catalog) != 0) continue;
+        found = 1;
+        rtl_err one;
+        rtl_pull_item *it = &res->items[res->n++];
+        if (pull_one(&p, &ix.entries[i], it, &one) != 0) {
+            rtl_log(s, RTL_LOG_WARN, "%s", one.msg);
+            if (rc == 0 && err) *err = one;
+            rc = -1;
+        }
+    }
+    if (o->catalog && !found)
+        rc = rtl_errf(err, "the index of channel %s at %s has no catalog '%s'", ix.channel, url, o->catalog);
+out:
+    res->bytes_fetched = p.http.received;
+    res->retries = p.http.retries;
+    rtl_http_close(&p.http);
+    rtl_index_free(&ix);
+    for (int i = 0; i < SH_SLOTS; i++) free(p.slots[i]);
+    free(p.keys);
+    if (p.objfd >= 0) close(p.objfd);
+    if (p.arcfd >= 0) close(p.arcfd);
+    if (p.lockfd >= 0) close(p.lockfd);
+    if (p.dirfd >= 0) close(p.dirfd);
+    if (!out) rtl_pull_result_free(&local);
+    return rc;
+}
