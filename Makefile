@@ -19,6 +19,7 @@ include $(wildcard $(addsuffix /build.mk,$(COMPONENTS)))
 # The catalog pipeline (dataset -> base -> variants -> catalog).
 include $(wildcard mk/launch.mk mk/dataset.mk mk/train.mk mk/variants.mk mk/catalog.mk)
 
+include mk/man.mk
 include mk/test.mk
 include mk/install.mk
 
@@ -31,12 +32,16 @@ clean: ## remove the build outputs of this configuration ($(O)/obj, bin, lib, te
 distclean: ## remove $(O) entirely, data sets, trained models and catalogs included
 	rm -rf $(O)
 
+# Shell-quotes $1 for a recipe: '...' with every ' written as '\''. Option
+# docs and values may hold any character (apostrophes, parentheses, quotes).
+sh_quote = '$(subst ','\'',$1)'
+
 help: ## list targets and options
 	@echo 'Usage: make [TARGET] [OPTION=value ...]'
 	@echo
 	@echo 'Targets:'
 	@grep -hE '^[a-zA-Z_][a-zA-Z0-9_-]*:.*## ' Makefile mk/*.mk $(wildcard */build.mk) | \
-	  sed -E 's/^([^:]+):.*## (.*)/\1|\2/' | awk -F'|' '{ printf "  %-14s %s\n", $$1, $$2 }'
+	  sed -E 's/^([^:]+):.*## (.*)/\1|\2/' | awk -F'|' '!seen[$$1]++ { printf "  %-14s %s\n", $$1, $$2 }'
 	@echo
 	@echo 'Options (current value in brackets):'
-	@$(foreach o,$(OPTIONS),printf '  %-10s %s [%s]\n' '$(o)' '$(OPT_DOC_$(o))' '$($(o))';)
+	@$(foreach o,$(OPTIONS),printf '  %-19s %s [%s]\n' $(call sh_quote,$(o)) $(call sh_quote,$(OPT_DOC_$(o))) $(call sh_quote,$($(o)));)

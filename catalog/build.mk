@@ -11,10 +11,10 @@ CAT_GEN      := $(OBJ)/gen/catalog/embedded.c
 CAT_EMBED    := catalog/manifest.schema.json catalog/variant.schema.json $(sort $(wildcard catalog/targets/*.json))
 # (runtime-lite/build.mk is read after this file: name its outputs here)
 CAT_RTL_LIB  := $(LIBD)/librtl.a
-CAT_PKGS     := libsodium libarchive libcjson libcurl
+CAT_PKGS     := libsodium libarchive libcjson libzstd libcurl
 CAT_CFLAGS   := -Icatalog/include -Icatalog/src -Iruntime-lite/include -Itrainer/include \
                 $(shell $(PKG_CONFIG) --cflags $(CAT_PKGS) 2>/dev/null)
-CAT_LDLIBS   := $(shell $(PKG_CONFIG) --libs $(CAT_PKGS) 2>/dev/null || echo -lsodium -larchive -lcjson -lcurl) -lm $(TRN_LDLIBS)
+CAT_LDLIBS   := $(shell $(PKG_CONFIG) --libs $(CAT_PKGS) 2>/dev/null || echo -lsodium -larchive -lcjson -lzstd -lcurl) -lm $(TRN_LDLIBS)
 
 # The schemas and target profiles are compiled in, so `catalog` works from
 # any folder; the JSON files stay the one source.
@@ -32,10 +32,11 @@ $(OBJ)/gen/catalog/embedded.o: $(CAT_GEN) $(SETTINGS_FILE) | $$(@D)/.dirstamp $(
 	$(call msg,CC,$<)$(CC) $(CFLAGS) $(CAT_CFLAGS) $(DEPFLAGS) -c $< -o $@
 
 $(call objs,$(CAT_SRCS) $(CAT_CLI_SRCS)): CFLAGS += $(CAT_CFLAGS)
+$(call objs,$(CAT_CLI_SRCS)): CFLAGS += $(CK_CFLAGS)
 # The profiler wraps the trainer's backend table (trainer/src/backend.h).
 $(call objs,catalog/src/profile.c): CFLAGS += -Itrainer/src
 $(eval $(call static_lib,$(CAT_LIB),$(call objs,$(CAT_SRCS)) $(OBJ)/gen/catalog/embedded.o))
-$(eval $(call program,$(BIN)/catalog,$(call objs,$(CAT_CLI_SRCS)) $(CAT_LIB) $(CAT_RTL_LIB) $(TRN_LIB),$(CAT_LDLIBS)))
+$(eval $(call program,$(BIN)/catalog,$(call objs,$(CAT_CLI_SRCS)) $(CK_OBJS) $(CAT_LIB) $(CAT_RTL_LIB) $(TRN_LIB),$(CAT_LDLIBS)))
 
 ALL_TARGETS  += $(CAT_LIB) $(BIN)/catalog
 INSTALL_BINS += $(BIN)/catalog

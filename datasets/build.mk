@@ -9,10 +9,11 @@ DS_CFLAGS   := -Idatasets/include -Idatasets/src -Itrainer/include
 DS_LDLIBS   := $(shell $(PKG_CONFIG) --libs stb 2>/dev/null || echo -lstb) -lm
 
 $(call objs,$(DS_SRCS) $(DS_CLI_SRCS)): CFLAGS += $(DS_CFLAGS)
+$(call objs,$(DS_CLI_SRCS)): CFLAGS += $(CK_CFLAGS)
 $(eval $(call static_lib,$(DS_LIB),$(call objs,$(DS_SRCS))))
 ALL_TARGETS += $(DS_LIB)
 
-$(eval $(call program,$(BIN)/dataset,$(call objs,$(DS_CLI_SRCS)) $(DS_LIB) $(TRN_LIB),$(DS_LDLIBS) $(TRN_LDLIBS)))
+$(eval $(call program,$(BIN)/dataset,$(call objs,$(DS_CLI_SRCS)) $(CK_OBJS) $(DS_LIB) $(TRN_LIB),$(DS_LDLIBS) $(TRN_LDLIBS)))
 ALL_TARGETS  += $(BIN)/dataset
 INSTALL_BINS += $(BIN)/dataset
 

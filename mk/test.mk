@@ -46,9 +46,10 @@ test-build: all $(UNIT_TESTS) $(TEST_DEPS) cross-test-build
 
 cross-test-build:
 	$(Q)mkdir -p $(CROSS_TEST_O); \
-	if [ -z '$(strip $(CROSS_UNIT_TESTS))' ]; then : > $(CROSS_TEST_LIST); \
+	if [ -z '$(strip $(CROSS_UNIT_TESTS))' ]; then : > $(CROSS_TEST_LIST).tmp && mv $(CROSS_TEST_LIST).tmp $(CROSS_TEST_LIST); \
 	elif ! command -v $(CROSS_TEST_PREFIX)gcc >/dev/null || ! command -v $(CROSS_QEMU) >/dev/null; then \
-	  echo 'skip:aarch64-device-tests:$(CROSS_TEST_PREFIX)gcc or $(CROSS_QEMU) is not installed (make deps installs gcc-aarch64-linux-gnu and qemu-user)' > $(CROSS_TEST_LIST); \
+	  echo 'skip:aarch64-device-tests:$(CROSS_TEST_PREFIX)gcc or $(CROSS_QEMU) is not installed (make deps installs gcc-aarch64-linux-gnu and qemu-user)' > $(CROSS_TEST_LIST).tmp && \
+	    mv $(CROSS_TEST_LIST).tmp $(CROSS_TEST_LIST); \
 	else \
 	  echo "  CROSS    device tests for $(CROSS_TEST_PREFIX:-=) (run under $(CROSS_QEMU))"; \
 	  $(MAKE) --no-print-directory CROSS=$(CROSS_TEST_PREFIX) O=$(CROSS_TEST_O) SAN= cross-test-list; \
@@ -63,7 +64,8 @@ endif
 
 cross-test-list: $(CROSS_UNIT_TESTS) $(CROSS_TEST_DEPS)
 	$(Q)mkdir -p $(dir $(CROSS_TEST_LIST)) && \
-	printf '$(CROSS_QEMU):%s\n' $(abspath $(CROSS_UNIT_TESTS)) > $(CROSS_TEST_LIST)
+	printf '$(CROSS_QEMU):%s\n' $(abspath $(CROSS_UNIT_TESTS)) > $(CROSS_TEST_LIST).tmp && \
+	mv $(CROSS_TEST_LIST).tmp $(CROSS_TEST_LIST)
 check: test
 
 # Benchmarks measure a reference in the same run and print ratios against it;

@@ -19,6 +19,9 @@
 #   V_<id>       := base | rewrite SPEC | svd SPEC | mimic FROM TO WITH
 #   V_<id>_TRAIN := [net] key=value settings; empty: no training
 #   V_<id>_MIMIC := key=value settings of the fragment's regression training
+#   V_<id>_KD    := alpha=A temperature=T: the variant learns from the base as
+#                   a teacher (knowledge distillation, trainer README); needs
+#                   V_<id>_TRAIN
 
 RECIPE_VARIANTS := base $(filter-out base,$(RECIPE_VARIANTS))
 V_base       := base
@@ -49,7 +52,12 @@ variants-build: $(VARIANT_JSONS)
 
 # What identifies a variant's recipe entry (its plan file's content).
 plan_line = $(strip $(V_$1)) | $(strip $(V_$1_TRAIN)) | $(strip $(V_$1_MIMIC)) | seed $(SEED)$(if \
-  $(filter base,$1),$(if $(BASE_WEIGHTS), | weights $(abspath $(BASE_WEIGHTS))))
+  $(filter base,$1),$(if $(BASE_WEIGHTS), | weights $(abspath $(BASE_WEIGHTS))))$(if $(strip $(V_$1_KD)), | kd $(strip $(V_$1_KD)))
+
+# The [net] settings a variant trains with: its _TRAIN entry, plus the
+# distillation keys when it names _KD (the teacher is the trained base).
+train_settings = $(V_$1_TRAIN)$(if $(strip $(V_$1_KD)), $(addprefix distill_,$(V_$1_KD)) \
+  distill_cfg=$(BASE_V)/variant.cfg distill_weights=$(BASE_V)/variant.weights)
 
 # $(call derive_cmd,ID,DIR)
 derive_cmd = $(BIN)/prune $(word 1,$(V_$1)) --cfg $(BASE_V)/variant.cfg \
@@ -60,6 +68,9 @@ derive_args_mimic   = --data $(abspath $(DATA)) --from $(word 2,$(V_$1)) --to $(
   --with '$(word 4,$(V_$1))' --threads $(job_threads) $(foreach s,$(V_$1_MIMIC),--set $s)
 
 define variant_rules
+$(if $(and $(strip $(V_$1_KD)),$(filter base,$1)),$(error $(RECIPES)/$(MODEL)/recipe.mk: V_base_KD: the base is the teacher; it cannot learn from itself))
+$(if $(and $(strip $(V_$1_KD)),$(if $(strip $(V_$1_TRAIN)),,x)),$(error $(RECIPES)/$(MODEL)/recipe.mk: V_$1_KD needs V_$1_TRAIN (distillation happens while the variant trains)))
+$(foreach s,$(V_$1_KD),$(if $(filter alpha=% temperature=%,$s),,$(error $(RECIPES)/$(MODEL)/recipe.mk: V_$1_KD: '$s' is not alpha=A or temperature=T)))
 $(if $(filter base rewrite svd mimic,$(word 1,$(V_$1))),,$(error $(RECIPES)/$(MODEL)/recipe.mk: \
   variant '$1' has technique '$(word 1,$(V_$1))': use base, rewrite, svd or mimic))
 $(if $(shell echo '$1' | grep -Ex '[a-z0-9][a-z0-9_.-]{0,63}'),,$(error $(RECIPES)/$(MODEL)/recipe.mk: \
@@ -96,7 +107,7 @@ $(VARIANTS_O)/$1/variant.weights: $(VARIANTS_O)/$1/meta.json $(BASE_WEIGHTS) | $
 	  cp $(BASE_WEIGHTS) $$@.tmp && mv $$@.tmp $$@
 else
 $(VARIANTS_O)/$1/variant.weights: $(VARIANTS_O)/$1/meta.json $(if $(strip $(V_$1_TRAIN)),$(DATA)) | $(BIN)/trainer
-	$(if $(strip $(V_$1_TRAIN)),$$(call msg,TRAIN,$1: $(V_$1_TRAIN))$$(call timed,train,$1,$$(call train_cmd,$$(@D),$(V_$1_TRAIN),$$(@D)/init.weights)),$$(call msg,COPY,$1 (no training))cp $$(@D)/init.weights $$@.tmp && mv $$@.tmp $$@)
+	$(if $(strip $(V_$1_TRAIN)),$$(call msg,TRAIN,$1: $(V_$1_TRAIN)$(if $(strip $(V_$1_KD)), (teacher: base; $(V_$1_KD))))$$(call timed,train,$1,$$(call train_cmd,$$(@D),$(call train_settings,$1),$$(@D)/init.weights)),$$(call msg,COPY,$1 (no training))cp $$(@D)/init.weights $$@.tmp && mv $$@.tmp $$@)
 endif
 
 $(VARIANTS_O)/$1/eval.json: $(VARIANTS_O)/$1/variant.weights $(DATA) | $(BIN)/trainer

@@ -12,8 +12,9 @@ PRN_LDLIBS   := $(shell $(PKG_CONFIG) --libs $(PRN_PKGS) 2>/dev/null || echo -ll
                 $(TRN_LDLIBS)
 
 $(call objs,$(PRN_SRCS) $(PRN_CLI_SRCS)): CFLAGS += $(PRN_CFLAGS)
+$(call objs,$(PRN_CLI_SRCS)): CFLAGS += $(CK_CFLAGS)
 $(eval $(call static_lib,$(PRN_LIB),$(call objs,$(PRN_SRCS))))
-$(eval $(call program,$(BIN)/prune,$(call objs,$(PRN_CLI_SRCS)) $(PRN_LIB) $(TRN_LIB),$(PRN_LDLIBS)))
+$(eval $(call program,$(BIN)/prune,$(call objs,$(PRN_CLI_SRCS)) $(CK_OBJS) $(PRN_LIB) $(TRN_LIB),$(PRN_LDLIBS)))
 
 ALL_TARGETS  += $(PRN_LIB) $(BIN)/prune
 INSTALL_BINS += $(BIN)/prune

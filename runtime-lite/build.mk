@@ -40,6 +40,7 @@ $(RTL_LIB): $(RTL_PRELINK) | $$(@D)/.dirstamp
 	$(call msg,AR,$@)rm -f $@ && $(AR) rcsD $@ $^
 
 $(call objs,$(RTL_SRCS) $(RTL_CLI_SRCS)): CFLAGS += $(RTL_CFLAGS)
+$(call objs,$(RTL_CLI_SRCS)): CFLAGS += $(CK_CFLAGS)
 
 $(RTL_SO): $(RTL_OBJS) | $$(@D)/.dirstamp
 	$(call msg,LD,$@)$(CC) $(LDFLAGS) -shared -Wl,-soname,librtl.so.0 -Wl,-z,defs -o $@ $^ $(RTL_LDLIBS)
@@ -53,7 +54,7 @@ $(RTL_PC): runtime-lite/rtl.pc.in rtl-pc-force | $$(@D)/.dirstamp
 	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(RTL_VERSION)|' $< > $@.tmp && \
 	  if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; echo "  GEN      $@"; fi
 
-$(eval $(call program,$(BIN)/rtl,$(call objs,$(RTL_CLI_SRCS)) $(RTL_LIB),$(RTL_LDLIBS)))
+$(eval $(call program,$(BIN)/rtl,$(call objs,$(RTL_CLI_SRCS)) $(CK_OBJS) $(RTL_LIB),$(RTL_LDLIBS)))
 
 ALL_TARGETS     += $(RTL_LIB) $(RTL_SO) $(LIBD)/librtl.so $(RTL_PC) $(BIN)/rtl
 INSTALL_BINS    += $(BIN)/rtl
@@ -67,8 +68,8 @@ DEPS_PKGS       += libsodium-dev libarchive-dev libcjson-dev libopenblas-dev pyt
 # use it; the installed rtl never reads that variable.
 $(eval $(call flavour_rules,rtl-crash))
 RTL_CRASH_OBJS := $(call objs,$(RTL_SRCS) $(RTL_CLI_SRCS),rtl-crash)
-$(RTL_CRASH_OBJS): CFLAGS += $(RTL_CFLAGS) -DRTL_CRASH_POINTS=1
-$(eval $(call program,$(TESTD)/rtl-crash,$(RTL_CRASH_OBJS) $(RTL_TRN_OBJS),$(RTL_LDLIBS)))
+$(RTL_CRASH_OBJS): CFLAGS += $(RTL_CFLAGS) $(CK_CFLAGS) -DRTL_CRASH_POINTS=1
+$(eval $(call program,$(TESTD)/rtl-crash,$(RTL_CRASH_OBJS) $(RTL_TRN_OBJS) $(CK_OBJS),$(RTL_LDLIBS)))
 TEST_DEPS += $(TESTD)/rtl-crash
 
 $(call objs,$(wildcard tests/unit/rtl_*/*.c)): CFLAGS += $(RTL_CFLAGS)

@@ -17,11 +17,17 @@ TRN_INFER_SRCS := $(addprefix trainer/src/,err.c io.c rng.c threads.c cfg.c acti
                   image.c image_stb.c)
 
 $(call objs,$(TRN_SRCS) $(TRN_CLI_SRCS)): CFLAGS += $(TRN_CFLAGS)
+
+# The command-line kit every program links (trainer/clikit/clikit.h): verb
+# dispatch, option tables, usage errors, --version, --man, checked stdout.
+CK_OBJS   := $(call objs,trainer/clikit/clikit.c)
+CK_CFLAGS := -Itrainer/clikit
+$(CK_OBJS) $(call objs,$(TRN_CLI_SRCS)): CFLAGS += $(CK_CFLAGS)
 $(eval $(call static_lib,$(TRN_LIB),$(call objs,$(TRN_SRCS) $(TRN_CU_SRCS))))
 ALL_TARGETS += $(TRN_LIB)
 
 ifneq ($(TRN_CLI_SRCS),)
-$(eval $(call program,$(BIN)/trainer,$(call objs,$(TRN_CLI_SRCS)) $(TRN_LIB),$(TRN_LDLIBS)))
+$(eval $(call program,$(BIN)/trainer,$(call objs,$(TRN_CLI_SRCS)) $(CK_OBJS) $(TRN_LIB),$(TRN_LDLIBS)))
 ALL_TARGETS  += $(BIN)/trainer
 INSTALL_BINS += $(BIN)/trainer
 endif

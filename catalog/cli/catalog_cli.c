@@ -1,16 +1,17 @@
 /* catalog_cli.c: the `catalog` command (a thin shell over libcat, see cat.h):
  * keygen, sign, verify, validate, pack, inspect, report. */
+#include "clikit.h"
 #include "cat.h"
 #include "publish_cli.h"
 #include "variant_cli.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #define PASS_MAX 1024
 
@@ -66,58 +67,47 @@ static const char *passphrase(const struct pass_opts *p, char *buf, trn_err *err
     return *failed ? NULL : buf;
 }
 
-static int help_or_usage(const char *help, int ok)
-{
-    fputs(help, ok ? stdout : stderr);
-    return ok ? 0 : 2;
-}
-
 /* ---- keygen ---------------------------------------------------------------- */
 
 static int cmd_keygen(int argc, char **argv)
 {
-    static const char help[] =
-        "Usage: catalog keygen -p PUB -s SEC (-W | --passphrase-file FILE | --passphrase-env VAR)\n"
-        "                      [--kdf interactive|sensitive] [--development] [-f]\n"
+    const char *pub = NULL, *sec = NULL, *kdf_name = NULL, *extra;
+    struct pass_opts po = {0};
+    int unencrypted = 0, force = 0, dev = 0, rc0;
+    enum cat_kdf kdf = CAT_KDF_SENSITIVE;
+    const ck_opt opts[] = {
+        {"-p", "PUB", CK_STR, &pub, 0, 0, "the public key file to write (give it to devices)"},
+        {"-s", "SEC", CK_STR, &sec, 0, 0, "the secret key file to write (mode 0600)"},
+        {"-W", NULL, CK_FLAG, &unencrypted, 0, 0, "leave the secret key unencrypted"},
+        {"--passphrase-file", "FILE", CK_STR, &po.file, 0, 0, "encrypt it with the first line of FILE"},
+        {"--passphrase-env", "VAR", CK_STR, &po.env, 0, 0, "encrypt it with environment variable VAR"},
+        {"--kdf", "NAME", CK_STR, &kdf_name, 0, 0, "interactive or sensitive (default)"},
+        {"--development", NULL, CK_FLAG, &dev, 0, 0, "mark the pair as a development key"},
+        {"-f", NULL, CK_FLAG, &force, 0, 0, "replace existing files"},
+        {0},
+    };
+    const ck_verb verb = {
+        "keygen", NULL, cmd_keygen,
+        "-p PUB -s SEC (-W | --passphrase-file FILE | --passphrase-env VAR)\n"
+        "                      [--kdf interactive|sensitive] [--development] [-f]",
         "Writes a minisign key pair: PUB (public key, give it to devices) and SEC (secret\n"
         "key, mode 0600). -W leaves SEC unencrypted; otherwise it is encrypted with the\n"
         "passphrase read from FILE (first line) or from environment variable VAR (never\n"
         "from a prompt). --kdf sensitive (default) is minisign's scrypt cost (about 1 GiB,\n"
         "seconds); interactive is cheaper, for CI keys. --development marks the pair as a\n"
-        "development key that devices must never trust. -f replaces existing files.\n";
-    static const struct option lo[] = {{"help", no_argument, 0, 'h'}, {"passphrase-file", required_argument, 0, 'F'},
-                                       {"passphrase-env", required_argument, 0, 'E'}, {"kdf", required_argument, 0, 'K'},
-                                       {"development", no_argument, 0, 'D'}, {0, 0, 0, 0}};
-    const char *pub = NULL, *sec = NULL;
-    struct pass_opts po = {0};
-    int unencrypted = 0, force = 0, dev = 0;
-    enum cat_kdf kdf = CAT_KDF_SENSITIVE;
-    optind = 1;
-    int c;
-    while ((c = getopt_long(argc, argv, "p:s:Wfh", lo, NULL)) != -1) {
-        switch (c) {
-        case 'p': pub = optarg; break;
-        case 's': sec = optarg; break;
-        case 'W': unencrypted = 1; break;
-        case 'f': force = 1; break;
-        case 'F': po.file = optarg; break;
-        case 'E': po.env = optarg; break;
-        case 'D': dev = 1; break;
-        case 'K':
-            if (!strcmp(optarg, "interactive")) kdf = CAT_KDF_INTERACTIVE;
-            else if (!strcmp(optarg, "sensitive")) kdf = CAT_KDF_SENSITIVE;
-            else return help_or_usage(help, 0);
-            break;
-        case 'h': return help_or_usage(help, 1);
-        default: return help_or_usage(help, 0);
-        }
-    }
-    if (!pub || !sec || optind != argc || unencrypted + !!po.file + !!po.env != 1) {
-        if (pub && sec && unencrypted + !!po.file + !!po.env == 0)
-            fprintf(stderr, "catalog: keygen never prompts: pass -W for an unencrypted key, or "
-                            "--passphrase-file / --passphrase-env\n");
-        return help_or_usage(help, 0);
-    }
+        "development key that devices must never trust. -f replaces existing files.\n",
+        opts, NULL,
+    };
+    if (ck_parse("catalog", &verb, argc, argv, &extra, 0, &rc0) < 0) return rc0;
+    if (kdf_name && !strcmp(kdf_name, "interactive")) kdf = CAT_KDF_INTERACTIVE;
+    else if (kdf_name && strcmp(kdf_name, "sensitive"))
+        return ck_usage_of("catalog", &verb, "--kdf is interactive or sensitive, not '%s'", kdf_name);
+    if (!pub || !sec) return ck_usage_of("catalog", &verb, "-p PUB and -s SEC are both required");
+    if (unencrypted + !!po.file + !!po.env == 0)
+        return ck_usage_of("catalog", &verb, "keygen never prompts: pass -W for an unencrypted key, or "
+                                               "--passphrase-file / --passphrase-env");
+    if (unencrypted + !!po.file + !!po.env != 1)
+        return ck_usage_of("catalog", &verb, "give exactly one of -W, --passphrase-file and --passphrase-env");
     trn_err err;
     char buf[PASS_MAX], id[17];
     int bad;
@@ -140,35 +130,33 @@ static cat_seckey *load_key(const char *path, const struct pass_opts *po, trn_er
 
 static int cmd_sign(int argc, char **argv)
 {
-    static const char help[] =
-        "Usage: catalog sign ARCHIVE -s SEC [-x SIG] [--passphrase-file FILE | --passphrase-env VAR]\n"
-        "                    [--trusted-comment TEXT [--untrusted-comment TEXT]]\n"
+    const char *sec = NULL, *sig = NULL, *trusted = NULL, *untrusted = "signature from minisign secret key";
+    const char *archive = NULL;
+    struct pass_opts po = {0};
+    int rc0;
+    const ck_opt opts[] = {
+        {"-s", "SEC", CK_STR, &sec, 0, 0, "the secret key"},
+        {"-x", "SIG", CK_STR, &sig, 0, 0, "the signature file to write (default ARCHIVE.minisig)"},
+        {"--passphrase-file", "FILE", CK_STR, &po.file, 0, 0, "the key's passphrase: the first line of FILE"},
+        {"--passphrase-env", "VAR", CK_STR, &po.env, 0, 0, "the key's passphrase: environment variable VAR"},
+        {"--trusted-comment", "TEXT", CK_STR, &trusted, 0, 0, "sign any file with this trusted comment"},
+        {"--untrusted-comment", "TEXT", CK_STR, &untrusted, 0, 0, "its untrusted comment (default: minisign's)"},
+        {0},
+    };
+    const ck_verb verb = {
+        "sign", NULL, cmd_sign,
+        "ARCHIVE -s SEC [-x SIG] [--passphrase-file FILE | --passphrase-env VAR]\n"
+        "                    [--trusted-comment TEXT [--untrusted-comment TEXT]]",
         "Signs ARCHIVE (prehashed Ed25519, minisign's format) into SIG (default\n"
         "ARCHIVE.minisig). The trusted comment carries the catalog id, version, model and\n"
         "manifest SHA-256 read from the archive; --trusted-comment signs any file with\n"
-        "the given comment instead (untrusted comment: minisign's default).\n";
-    static const struct option lo[] = {{"help", no_argument, 0, 'h'}, {"passphrase-file", required_argument, 0, 'F'},
-                                       {"passphrase-env", required_argument, 0, 'E'},
-                                       {"trusted-comment", required_argument, 0, 'T'},
-                                       {"untrusted-comment", required_argument, 0, 'U'}, {0, 0, 0, 0}};
-    const char *sec = NULL, *sig = NULL, *trusted = NULL, *untrusted = "signature from minisign secret key";
-    struct pass_opts po = {0};
-    optind = 1;
-    int c;
-    while ((c = getopt_long(argc, argv, "s:x:h", lo, NULL)) != -1) {
-        switch (c) {
-        case 's': sec = optarg; break;
-        case 'x': sig = optarg; break;
-        case 'F': po.file = optarg; break;
-        case 'E': po.env = optarg; break;
-        case 'T': trusted = optarg; break;
-        case 'U': untrusted = optarg; break;
-        case 'h': return help_or_usage(help, 1);
-        default: return help_or_usage(help, 0);
-        }
-    }
-    if (!sec || argc - optind != 1) return help_or_usage(help, 0);
-    const char *archive = argv[optind];
+        "the given comment instead (untrusted comment: minisign's default).\n",
+        opts, NULL,
+    };
+    int nop = ck_parse("catalog", &verb, argc, argv, &archive, 1, &rc0);
+    if (nop < 0) return rc0;
+    if (!sec) return ck_usage_of("catalog", &verb, "-s SEC (the secret key) is required");
+    if (nop != 1) return ck_usage_of("catalog", &verb, "ARCHIVE is missing");
     char sigbuf[4096];
     if (!sig) snprintf(sigbuf, sizeof sigbuf, "%s.minisig", archive), sig = sigbuf;
     trn_err err;
@@ -183,37 +171,39 @@ static int cmd_sign(int argc, char **argv)
 
 static int cmd_verify(int argc, char **argv)
 {
-    static const char help[] =
-        "Usage: catalog verify ARCHIVE [-x SIG] (-p PUB | -P KEY)...\n"
+    const char *sig = NULL, *archive = NULL;
+    ck_list pubs = {.n = 0}, b64 = {.n = 0};
+    int rc0;
+    const ck_opt opts[] = {
+        {"-x", "SIG", CK_STR, &sig, 0, 0, "the signature (default ARCHIVE.minisig)"},
+        {"-p", "PUB", CK_LIST, &pubs, 0, 0, "a public key file (repeatable)"},
+        {"-P", "KEY", CK_LIST, &b64, 0, 0, "a public key in base64 (repeatable)"},
+        {0},
+    };
+    const ck_verb verb = {
+        "verify", NULL, cmd_verify, "ARCHIVE [-x SIG] (-p PUB | -P KEY)...",
         "Verifies ARCHIVE against SIG (default ARCHIVE.minisig) with the public key file(s)\n"
         "PUB or base64 key(s) KEY: the signature, the trusted comment's global signature,\n"
         "the untrusted comment, and that the catalog id, version and manifest SHA-256 of\n"
-        "the trusted comment are those of the archive. Says which check failed.\n";
-    static const struct option lo[] = {{"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
-    const char *sig = NULL;
+        "the trusted comment are those of the archive. Says which check failed.\n",
+        opts, NULL,
+    };
+    int nop = ck_parse("catalog", &verb, argc, argv, &archive, 1, &rc0);
+    if (nop < 0) return rc0;
+    if (pubs.n + b64.n > 16) return ck_usage_of("catalog", &verb, "at most 16 keys (-p, -P)");
+    if (!pubs.n && !b64.n) return ck_usage_of("catalog", &verb, "no public key: give -p PUB or -P KEY");
+    if (nop != 1) return ck_usage_of("catalog", &verb, "ARCHIVE is missing");
     rtl_pubkey keys[16];
     size_t n = 0;
     rtl_err re;
-    optind = 1;
-    int c;
-    while ((c = getopt_long(argc, argv, "x:p:P:h", lo, NULL)) != -1) {
-        switch (c) {
-        case 'x': sig = optarg; break;
-        case 'p':
-        case 'P':
-            if (n == 16) return help_or_usage(help, 0);
-            if ((c == 'p' ? rtl_pubkey_load(optarg, &keys[n], &re) : rtl_pubkey_parse(optarg, strlen(optarg), &keys[n], &re)) != 0) {
-                fprintf(stderr, "catalog: error: %s\n", re.msg);
-                return 1;
-            }
-            n++;
-            break;
-        case 'h': return help_or_usage(help, 1);
-        default: return help_or_usage(help, 0);
+    for (int k = 0; k < pubs.n + b64.n; k++) {
+        const char *kv = k < pubs.n ? pubs.v[k] : b64.v[k - pubs.n];
+        if ((k < pubs.n ? rtl_pubkey_load(kv, &keys[n], &re) : rtl_pubkey_parse(kv, strlen(kv), &keys[n], &re)) != 0) {
+            fprintf(stderr, "catalog: error: %s\n", re.msg);
+            return 1;
         }
+        n++;
     }
-    if (!n || argc - optind != 1) return help_or_usage(help, 0);
-    const char *archive = argv[optind];
     char sigbuf[4096];
     if (!sig) snprintf(sigbuf, sizeof sigbuf, "%s.minisig", archive), sig = sigbuf;
     trn_err err;
@@ -257,28 +247,24 @@ static cJSON *archive_manifest(const char *archive, trn_err *err)
 
 static int cmd_validate(int argc, char **argv)
 {
-    static const char help[] =
-        "Usage: catalog validate MANIFEST [--root DIR | --no-files]\n"
-        "       catalog validate ARCHIVE\n"
+    const char *root = NULL, *path = NULL;
+    int no_files = 0, rc0;
+    const ck_opt opts[] = {
+        {"--root", "DIR", CK_STR, &root, 0, 0, "where the manifest's files are (default: the manifest's folder)"},
+        {"--no-files", NULL, CK_FLAG, &no_files, 0, 0, "check the manifest alone, not the files it names"},
+        {0},
+    };
+    const ck_verb verb = {
+        "validate", NULL, cmd_validate, "MANIFEST [--root DIR | --no-files] | ARCHIVE",
         "Checks a manifest against catalog/manifest.schema.json, its cross-references, and\n"
         "the size and SHA-256 of every file it names under DIR (default: the manifest's\n"
-        "folder). For an ARCHIVE (.tar.zst) the manifest inside is checked, without files.\n";
-    static const struct option lo[] = {{"help", no_argument, 0, 'h'}, {"root", required_argument, 0, 'r'},
-                                       {"no-files", no_argument, 0, 'n'}, {0, 0, 0, 0}};
-    const char *root = NULL;
-    int no_files = 0;
-    optind = 1;
-    int c;
-    while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
-        switch (c) {
-        case 'r': root = optarg; break;
-        case 'n': no_files = 1; break;
-        case 'h': return help_or_usage(help, 1);
-        default: return help_or_usage(help, 0);
-        }
-    }
-    if (argc - optind != 1 || (root && no_files)) return help_or_usage(help, 0);
-    const char *path = argv[optind];
+        "folder). For an ARCHIVE (.tar.zst) the manifest inside is checked, without files.\n",
+        opts, NULL,
+    };
+    int nop = ck_parse("catalog", &verb, argc, argv, &path, 1, &rc0);
+    if (nop < 0) return rc0;
+    if (root && no_files) return ck_usage("catalog", "validate", "--root and --no-files exclude each other");
+    if (nop != 1) return ck_usage("catalog", "validate", "MANIFEST or ARCHIVE is missing");
     trn_err err;
     char dir[4096];
     cJSON *m;
@@ -329,32 +315,86 @@ static int print_json_doc(cJSON *doc, trn_err *err)
     return 0;
 }
 
+static int cmd_pareto(int argc, char **argv)
+{
+    const char *task = NULL, *target = NULL, *archive = NULL;
+    int json = 0, rc0;
+    const ck_opt opts[] = {
+        {"--task", "T", CK_STR, &task, 0, 0, "only task T"},
+        {"--target", "T", CK_STR, &target, 0, 0, "only target T (and no MACs or bytes fronts)"},
+        {"--json", NULL, CK_FLAG, &json, 0, 0,
+         "one JSON object: {\"catalog\",\"version\",\"fronts\":[{\"task\",\"target\" (null:\n"
+         "the variant's own costs),\"cost\" (macs, weight_bytes, gpu_ms, cpu_ms),\n"
+         "\"compute_unit\" (targets),\"front\":[{\"id\",\"technique\",\"cost\",\"top1\",\"top5\"}]}]}"},
+        {0},
+    };
+    const ck_verb verb = {
+        "pareto", NULL, cmd_pareto, "ARCHIVE [--task T] [--target T] [--json]",
+        "Prints the Pareto fronts of the archive's variants: per task, against MACs and\n"
+        "against weight bytes, and per target, against the estimated latency on its GPU\n"
+        "and on its CPU (the path the runtime takes today). A front lists, cheapest first,\n"
+        "each variant more accurate (test top-1) than every cheaper one; variants without\n"
+        "a measured top-1 are on none.\n",
+        opts, NULL,
+    };
+    int nop = ck_parse("catalog", &verb, argc, argv, &archive, 1, &rc0);
+    if (nop < 0) return rc0;
+    if (nop != 1) return ck_usage("catalog", "pareto", "ARCHIVE is missing");
+    trn_err err;
+    cJSON *m = archive_manifest(archive, &err);
+    if (!m) return fail(&err);
+    cJSON *doc = cat_pareto(m, task, target, &err);
+    cJSON_Delete(m);
+    if (json || !doc) return print_json_doc(doc, &err);
+    const cJSON *f, *e;
+    printf("catalog %s version %.0f: Pareto fronts (cheapest first; each more accurate than every cheaper one)\n",
+           jstr(doc, "catalog"), jnum(doc, "version"));
+    cJSON_ArrayForEach(f, cJSON_GetObjectItemCaseSensitive(doc, "fronts")) {
+        const char *cost = jstr(f, "cost");
+        int ms = !strcmp(cost, "gpu_ms") || !strcmp(cost, "cpu_ms");
+        if (ms)
+            printf("\ntask %s, target %s, est. ms on %s:\n", jstr(f, "task"), jstr(f, "target"), jstr(f, "compute_unit"));
+        else
+            printf("\ntask %s, by %s:\n", jstr(f, "task"), !strcmp(cost, "macs") ? "MACs" : "weight bytes");
+        printf("  %-24s %-12s %14s %7s\n", "variant", "technique", ms ? "est. ms" : cost, "top1");
+        cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(f, "front")) {
+            if (ms) printf("  %-24s %-12s %14.4f %7.4f\n", jstr(e, "id"), jstr(e, "technique"), jnum(e, "cost"), jnum(e, "top1"));
+            else printf("  %-24s %-12s %14.0f %7.4f\n", jstr(e, "id"), jstr(e, "technique"), jnum(e, "cost"), jnum(e, "top1"));
+        }
+        if (!cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(f, "front"))) printf("  (no variant with a measured top-1)\n");
+    }
+    cJSON_Delete(doc);
+    return 0;
+}
+
 static int cmd_inspect(int argc, char **argv)
 {
-    static const char help[] =
-        "Usage: catalog inspect ARCHIVE [--manifest | --json]\n"
+    int raw = 0, json = 0, rc0;
+    const ck_opt opts[] = {
+        {"--manifest", NULL, CK_FLAG, &raw, 0, 0, "print the archive's manifest.json instead"},
+        {"--json", NULL, CK_FLAG, &json, 0, 0,
+         "the table as one JSON object: {\"catalog\",\"version\",\"model\",\"variants\":[{\"id\",\n"
+         "\"technique\",\"task\",\"top1\",\"top5\",\"macs\",\"params\",\"weight_bytes\",\n"
+         "\"peak_activation_bytes\",\"ms_build_host\",\"estimates\":{TARGET:{\"compute_unit\",\n"
+         "\"ms\",\"mj\",\"bound\",...,\"cpu\":{\"compute_unit\",\"ms\",\"mj\",\"bound\"}}}}],\n"
+         "\"winnowed\":[{\"id\",\"technique\",\"task\",\"macs\",\"weight_bytes\",\"top1\",\n"
+         "\"dominated_by\"}]}"},
+        {0},
+    };
+    const ck_verb verb = {
+        "inspect", NULL, cmd_inspect, "ARCHIVE [--manifest | --json]",
         "Prints the variants table of ARCHIVE (measured latency on the build machine and\n"
-        "roofline estimates per target, marked est.), or with --manifest its manifest.json.\n"
-        "  --json   the table as one JSON object: {\"catalog\",\"version\",\"model\",\n"
-        "           \"variants\":[{\"id\",\"technique\",\"task\",\"top1\",\"top5\",\"macs\",\n"
-        "           \"params\",\"weight_bytes\",\"peak_activation_bytes\",\"ms_build_host\",\n"
-        "           \"estimates\":{TARGET:{\"compute_unit\",\"ms\",\"mj\",\"bound\",...,\"cpu\":\n"
-        "           {\"compute_unit\",\"ms\",\"mj\",\"bound\"}}}}],\"winnowed\":[{\"id\",\n"
-        "           \"technique\",\"task\",\"macs\",\"weight_bytes\",\"top1\",\"dominated_by\"}]}\n";
-    static const struct option lo[] = {{"help", no_argument, 0, 'h'}, {"manifest", no_argument, 0, 'm'},
-                                       {"json", no_argument, 0, 'j'}, {0, 0, 0, 0}};
-    int raw = 0, json = 0;
-    optind = 1;
-    int c;
-    while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
-        if (c == 'h') return help_or_usage(help, 1);
-        if (c == 'm') raw = 1;
-        else if (c == 'j') json = 1;
-        else return help_or_usage(help, 0);
-    }
-    if (argc - optind != 1 || (raw && json)) return help_or_usage(help, 0);
+        "roofline estimates per target, GPU/CPU ms marked est.), or with --manifest its\n"
+        "manifest.json, or with --json the table as JSON.\n",
+        opts, NULL,
+    };
+    const char *archive = NULL;
+    int nop = ck_parse("catalog", &verb, argc, argv, &archive, 1, &rc0);
+    if (nop < 0) return rc0;
+    if (nop != 1) return ck_usage("catalog", "inspect", "ARCHIVE is missing");
+    if (raw && json) return ck_usage("catalog", "inspect", "--manifest and --json exclude each other");
     trn_err err;
-    cJSON *m = archive_manifest(argv[optind], &err);
+    cJSON *m = archive_manifest(archive, &err);
     if (!m) return fail(&err);
     if (json) {
         cJSON *doc = cat_inspect_json(m, &err);
@@ -408,88 +448,29 @@ static int cmd_inspect(int argc, char **argv)
     return 0;
 }
 
-static int cmd_pareto(int argc, char **argv)
-{
-    static const char help[] =
-        "Usage: catalog pareto ARCHIVE [--task T] [--target T] [--json]\n"
-        "Prints the Pareto fronts of the archive's variants: per task, against MACs and\n"
-        "against weight bytes, and per target, against the estimated latency on its GPU\n"
-        "and on its CPU (the path the runtime takes today). A front lists, cheapest first,\n"
-        "each variant more accurate (test top-1) than every cheaper one; variants without\n"
-        "a measured top-1 are on none.\n"
-        "  --task T     only task T\n"
-        "  --target T   only target T (and no MACs or bytes fronts)\n"
-        "  --json       one JSON object: {\"catalog\",\"version\",\"fronts\":[{\"task\",\n"
-        "               \"target\" (null: the variant's own costs),\"cost\" (macs,\n"
-        "               weight_bytes, gpu_ms, cpu_ms),\"compute_unit\" (targets),\"front\":\n"
-        "               [{\"id\",\"technique\",\"cost\",\"top1\",\"top5\"}]}]}\n";
-    static const struct option lo[] = {{"help", no_argument, 0, 'h'}, {"json", no_argument, 0, 'j'},
-                                       {"task", required_argument, 0, 'T'}, {"target", required_argument, 0, 'g'},
-                                       {0, 0, 0, 0}};
-    const char *task = NULL, *target = NULL;
-    int json = 0, c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
-        if (c == 'h') return help_or_usage(help, 1);
-        if (c == 'j') json = 1;
-        else if (c == 'T') task = optarg;
-        else if (c == 'g') target = optarg;
-        else return help_or_usage(help, 0);
-    }
-    if (argc - optind != 1) return help_or_usage(help, 0);
-    trn_err err;
-    cJSON *m = archive_manifest(argv[optind], &err);
-    if (!m) return fail(&err);
-    cJSON *doc = cat_pareto(m, task, target, &err);
-    cJSON_Delete(m);
-    if (json || !doc) return print_json_doc(doc, &err);
-    const cJSON *f, *e;
-    printf("catalog %s version %.0f: Pareto fronts (cheapest first; each more accurate than every cheaper one)\n",
-           jstr(doc, "catalog"), jnum(doc, "version"));
-    cJSON_ArrayForEach(f, cJSON_GetObjectItemCaseSensitive(doc, "fronts")) {
-        const char *cost = jstr(f, "cost");
-        int ms = !strcmp(cost, "gpu_ms") || !strcmp(cost, "cpu_ms");
-        if (ms)
-            printf("\ntask %s, target %s, est. ms on %s:\n", jstr(f, "task"), jstr(f, "target"), jstr(f, "compute_unit"));
-        else
-            printf("\ntask %s, by %s:\n", jstr(f, "task"), !strcmp(cost, "macs") ? "MACs" : "weight bytes");
-        printf("  %-24s %-12s %14s %7s\n", "variant", "technique", ms ? "est. ms" : cost, "top1");
-        cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(f, "front")) {
-            if (ms) printf("  %-24s %-12s %14.4f %7.4f\n", jstr(e, "id"), jstr(e, "technique"), jnum(e, "cost"), jnum(e, "top1"));
-            else printf("  %-24s %-12s %14.0f %7.4f\n", jstr(e, "id"), jstr(e, "technique"), jnum(e, "cost"), jnum(e, "top1"));
-        }
-        if (!cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(f, "front"))) printf("  (no variant with a measured top-1)\n");
-    }
-    cJSON_Delete(doc);
-    return 0;
-}
-
 static int cmd_report(int argc, char **argv)
 {
-    static const char help[] =
-        "Usage: catalog report ARCHIVE [-o BASE] [--metrics DIR]\n"
+    const char *base = NULL, *archive = NULL, *metrics = NULL;
+    int rc0;
+    const ck_opt opts[] = {
+        {"-o|--out", "BASE", CK_STR, &base, 0, 0, "the reports' path without extension (default: ARCHIVE\nwithout .tar.zst, beside it)"},
+        {"--metrics", "DIR", CK_STR, &metrics, 0, 0,
+         "add each variant's training curve (BASE.curve-ID.svg) from\nDIR/ID/train/variant.metrics.jsonl, the metrics log of\n"
+         "trainer train, where it exists (make passes the variants folder)"},
+        {0},
+    };
+    const ck_verb verb = {
+        "report", NULL, cmd_report, "ARCHIVE [-o BASE] [--metrics DIR]",
         "Writes BASE.report.md and the Pareto plots BASE.pareto-macs.svg and\n"
         "BASE.pareto-bytes.svg (top-1 against MACs and against weight bytes) of the task\n"
         "with the most variants (BASE.TASK.pareto-*.svg for other tasks) from the\n"
         "archive's manifest, and the same report as one self-contained HTML file,\n"
-        "BASE.report.html (plots inline, nothing fetched). BASE defaults to ARCHIVE\n"
-        "without .tar.zst (beside it).\n"
-        "  --metrics DIR   add each variant's training curve (BASE.curve-ID.svg) from\n"
-        "                  DIR/ID/train/variant.metrics.jsonl, the metrics log of\n"
-        "                  trainer train, where it exists (make passes the variants folder)\n";
-    static const struct option lo[] = {{"help", no_argument, 0, 'h'}, {"metrics", required_argument, 0, 'M'},
-                                       {0, 0, 0, 0}};
-    const char *base = NULL, *metrics = NULL;
-    optind = 1;
-    int c;
-    while ((c = getopt_long(argc, argv, "o:h", lo, NULL)) != -1) {
-        if (c == 'h') return help_or_usage(help, 1);
-        if (c == 'o') base = optarg;
-        else if (c == 'M') metrics = optarg;
-        else return help_or_usage(help, 0);
-    }
-    if (argc - optind != 1) return help_or_usage(help, 0);
-    const char *archive = argv[optind];
+        "BASE.report.html (plots inline, nothing fetched).\n",
+        opts, NULL,
+    };
+    int nop = ck_parse("catalog", &verb, argc, argv, &archive, 1, &rc0);
+    if (nop < 0) return rc0;
+    if (nop != 1) return ck_usage("catalog", "report", "ARCHIVE is missing");
     char buf[4096];
     if (!base) {
         snprintf(buf, sizeof buf, "%s", archive);
@@ -519,7 +500,7 @@ static int parse_i64(const char *s, int64_t *out)
 }
 
 /* The development key under dir: made once, reused after. */
-static cat_seckey *dev_key(const char *dir, trn_err *err)
+static cat_seckey *dev_key(const char *dir, int *made_key, trn_err *err)
 {
     char sec[4096], pub[4096];
     if (snprintf(sec, sizeof sec, "%s/catalog-dev.key", dir) >= (int)sizeof sec ||
@@ -531,7 +512,7 @@ static cat_seckey *dev_key(const char *dir, trn_err *err)
     int made = 0;
     if (stat(sec, &st) != 0) {
         if (trn_mkdir_p(dir, err) != 0 || cat_keygen(pub, sec, NULL, CAT_KDF_NONE, 1, 0, NULL, err) != 0) return NULL;
-        made = 1;
+        made = *made_key = 1;
     }
     cat_seckey *k = cat_seckey_load(sec, NULL, err);
     if (!k) return NULL;
@@ -552,74 +533,64 @@ static cat_seckey *dev_key(const char *dir, trn_err *err)
 
 static int cmd_pack(int argc, char **argv)
 {
-    static const char help[] =
-        "Usage: catalog pack VARIANTS_DIR -o OUT_DIR [--task NAME=FILE.names]...\n"
+    struct cat_build_options o = {.seed = -1, .source_date_epoch = -1};
+    struct cat_task_labels tasks[32];
+    const char *out_dir = NULL, *key_path = NULL, *dev_dir = NULL, *variants = NULL;
+    struct pass_opts po = {0};
+    ck_list task = {.n = 0};
+    long long level = 9, version = 0, seed = -1;
+    int no_targets = 0, rc0;
+    const ck_opt opts[] = {
+        {"-o", "OUT_DIR", CK_STR, &out_dir, 0, 0, "where the archive, its signature and the manifest go"},
+        {"--task", "NAME=FILE", CK_LIST, &task, 0, 0, "labels of task NAME (one per line); every task a variant\nnames needs one"},
+        {"--catalog", "ID", CK_STR, &o.catalog, 0, 0, "the catalog id (default: the model)"},
+        {"--model", "M", CK_STR, &o.model, 0, 0, "the model name (default: the variants')"},
+        {"--version", "N", CK_INT, &version, 1, 9007199254740992.0, "default: SOURCE_DATE_EPOCH (monotonic over builds)"},
+        {"--seed", "S", CK_INT, &seed, 0, 9007199254740992.0, "the training seed, recorded in the manifest"},
+        {"--targets", "DIR", CK_STR, &o.targets_dir, 0, 0, "device profiles (default: the built-in Jetson profiles)"},
+        {"--no-targets", NULL, CK_FLAG, &no_targets, 0, 0, "no device profiles, no estimates"},
+        {"--zstd-level", "L", CK_INT, &level, 1, 19, "zstd compression level, 1..19 (default 9)"},
+        {"--key", "SEC", CK_STR, &key_path, 0, 0,
+         "signing key; without it a DEVELOPMENT key is made in\n--dev-key-dir (default OUT_DIR/devkey) with a warning"},
+        {"--passphrase-file", "FILE", CK_STR, &po.file, 0, 0, "the key's passphrase: the first line of FILE"},
+        {"--passphrase-env", "VAR", CK_STR, &po.env, 0, 0, "the key's passphrase: environment variable VAR"},
+        {"--dev-key-dir", "DIR", CK_STR, &dev_dir, 0, 0, "where the development key is kept"},
+        {0},
+    };
+    const ck_verb verb = {
+        "pack", NULL, cmd_pack,
+        "VARIANTS_DIR -o OUT_DIR [--task NAME=FILE.names]...\n"
         "                    [--catalog ID] [--model M] [--version N] [--seed S]\n"
         "                    [--targets DIR | --no-targets] [--zstd-level L]\n"
         "                    [--key SEC [--passphrase-file FILE | --passphrase-env VAR]\n"
-        "                     | --dev-key-dir DIR]\n"
+        "                     | --dev-key-dir DIR]",
         "Reads every VARIANTS_DIR/<id>/variant.json and its files, drops strictly\n"
         "dominated variants (OUT_DIR/winnowed.json says which and why), writes\n"
         "OUT_DIR/manifest.json and, atomically, OUT_DIR/catalog-<model>-<version>.tar.zst\n"
         "and its .minisig. The same inputs and SOURCE_DATE_EPOCH give the same bytes.\n"
-        "  --task NAME=FILE   labels of task NAME (one per line); every task a variant\n"
-        "                     names needs one\n"
-        "  --version N        default: SOURCE_DATE_EPOCH (monotonic over builds)\n"
-        "  --seed S           the training seed, recorded in the manifest\n"
-        "  --targets DIR      device profiles (default: the built-in Jetson profiles)\n"
-        "  --key SEC          signing key; without it a DEVELOPMENT key is made in\n"
-        "                     --dev-key-dir (default OUT_DIR/devkey) with a warning\n"
+        "Nothing (not even a development key) is made before every variant was read;\n"
+        "a failed run removes what it made.\n",
+        opts,
         "SOURCE_DATE_EPOCH (environment) fixes mtimes and the signature timestamp;\n"
-        "unset, the newest input file's mtime is used.\n";
-    static const struct option lo[] = {
-        {"help", no_argument, 0, 'h'},        {"task", required_argument, 0, 't'},
-        {"catalog", required_argument, 0, 'c'}, {"model", required_argument, 0, 'm'},
-        {"version", required_argument, 0, 'v'}, {"seed", required_argument, 0, 'S'},
-        {"targets", required_argument, 0, 'T'}, {"no-targets", no_argument, 0, 'N'},
-        {"zstd-level", required_argument, 0, 'z'}, {"key", required_argument, 0, 'k'},
-        {"dev-key-dir", required_argument, 0, 'd'}, {"passphrase-file", required_argument, 0, 'F'},
-        {"passphrase-env", required_argument, 0, 'E'}, {0, 0, 0, 0}};
-    struct cat_build_options o = {.seed = -1, .source_date_epoch = -1};
-    struct cat_task_labels tasks[32];
-    const char *out_dir = NULL, *key_path = NULL, *dev_dir = NULL;
-    struct pass_opts po = {0};
-    int64_t level = 9, v;
-    optind = 1;
-    int c;
-    while ((c = getopt_long(argc, argv, "o:h", lo, NULL)) != -1) {
-        switch (c) {
-        case 'o': out_dir = optarg; break;
-        case 't': {
-            char *eq = strchr(optarg, '=');
-            if (!eq || eq == optarg || o.ntasks == 32) return help_or_usage(help, 0);
-            *eq = '\0';
-            tasks[o.ntasks++] = (struct cat_task_labels){optarg, eq + 1};
-            break;
-        }
-        case 'c': o.catalog = optarg; break;
-        case 'm': o.model = optarg; break;
-        case 'v':
-            if (parse_i64(optarg, &v) || v < 1) return help_or_usage(help, 0);
-            o.version = (uint64_t)v;
-            break;
-        case 'S':
-            if (parse_i64(optarg, &o.seed)) return help_or_usage(help, 0);
-            break;
-        case 'T': o.targets_dir = optarg; break;
-        case 'N': o.no_targets = 1; break;
-        case 'z':
-            if (parse_i64(optarg, &level)) return help_or_usage(help, 0);
-            break;
-        case 'k': key_path = optarg; break;
-        case 'd': dev_dir = optarg; break;
-        case 'F': po.file = optarg; break;
-        case 'E': po.env = optarg; break;
-        case 'h': return help_or_usage(help, 1);
-        default: return help_or_usage(help, 0);
-        }
+        "unset, the newest input file's mtime is used.\n",
+    };
+    int nop = ck_parse("catalog", &verb, argc, argv, &variants, 1, &rc0);
+    if (nop < 0) return rc0;
+    if (!out_dir) return ck_usage_of("catalog", &verb, "-o OUT_DIR is required");
+    if (key_path && dev_dir) return ck_usage_of("catalog", &verb, "--key and --dev-key-dir exclude each other");
+    if (nop != 1) return ck_usage_of("catalog", &verb, "VARIANTS_DIR is missing");
+    if (task.n > 32) return ck_usage_of("catalog", &verb, "at most 32 --task options");
+    for (int k = 0; k < task.n; k++) {
+        char *eq = strchr(task.v[k], '=');
+        if (!eq || eq == task.v[k])
+            return ck_usage_of("catalog", &verb, "--task needs NAME=FILE.names, not '%s'", task.v[k]);
+        *eq = '\0';
+        tasks[o.ntasks++] = (struct cat_task_labels){task.v[k], eq + 1};
     }
-    if (!out_dir || argc - optind != 1 || (key_path && dev_dir)) return help_or_usage(help, 0);
-    o.variants_dir = argv[optind];
+    if (version) o.version = (uint64_t)version;
+    o.seed = seed;
+    o.no_targets = no_targets;
+    o.variants_dir = variants;
     o.tasks = tasks;
     trn_err err;
     const char *sde = getenv("SOURCE_DATE_EPOCH");
@@ -627,31 +598,59 @@ static int cmd_pack(int argc, char **argv)
         fprintf(stderr, "catalog: error: SOURCE_DATE_EPOCH='%s' is not a non-negative integer\n", sde);
         return 1;
     }
-    /* the key first: fail before the expensive part */
-    char devbuf[4096];
-    if (!key_path && !dev_dir) snprintf(devbuf, sizeof devbuf, "%s/devkey", out_dir), dev_dir = devbuf;
-    cat_seckey *key = key_path ? load_key(key_path, &po, &err) : dev_key(dev_dir, &err);
-    if (!key) return fail(&err);
+    /* Nothing is created before the inputs are known good: a --key is read
+     * (and its passphrase checked) first, the variants next; only then is a
+     * development key made (with its warning) and are the outputs written.
+     * The archive and its signature come first and manifest.json and
+     * winnowed.json last; a failure removes what this run made. */
+    cat_seckey *key = NULL;
+    if (key_path && !(key = load_key(key_path, &po, &err))) return fail(&err);
     struct cat_built b;
     int rc = cat_build(&o, &b, print_problem, NULL, &err);
-    char path[4096], archive[4096];
+    char path[4200], archive[4096], sigpath[4200], devbuf[4096];
     char *text = NULL, *wtext = NULL;
+    int made_out = 0, made_key = 0, made_archive = 0, made_sig = 0, made_manifest = 0;
+    struct stat st;
+    if (rc == 0 && stat(out_dir, &st) != 0) made_out = 1;
     if (rc == 0 && trn_mkdir_p(out_dir, &err) != 0) rc = -1;
+    if (rc == 0 && !key) {
+        if (!dev_dir) snprintf(devbuf, sizeof devbuf, "%s/devkey", out_dir), dev_dir = devbuf;
+        if (!(key = dev_key(dev_dir, &made_key, &err))) rc = -1;
+    }
     if (rc == 0) {
         const cJSON *m = b.manifest;
         text = cat_json_print(b.manifest);
         wtext = cat_json_print(b.winnowed);
         snprintf(archive, sizeof archive, "%s/catalog-%s-%.0f.tar.zst", out_dir, jstr(m, "model"), jnum(m, "version"));
-        snprintf(path, sizeof path, "%s/manifest.json", out_dir);
+        snprintf(sigpath, sizeof sigpath, "%s.minisig", archive);
         int64_t mtime = (int64_t)jnum(cJSON_GetObjectItemCaseSensitive(m, "build"), "source_date_epoch");
+        made_archive = stat(archive, &st) != 0;
+        made_sig = stat(sigpath, &st) != 0;
+        snprintf(path, sizeof path, "%s/manifest.json", out_dir);
+        made_manifest = stat(path, &st) != 0;
         if (!text || !wtext) rc = trn_errf(&err, "out of memory");
+        else if (cat_pack(archive, text, b.files, b.nfiles, mtime, (int)level, &err) != 0) rc = -1;
+        else if (cat_sign_archive(key, archive, sigpath, &err) != 0) rc = -1;
         else if (trn_write_file_atomic(path, text, strlen(text), &err) != 0) rc = -1;
         else if (snprintf(path, sizeof path, "%s/winnowed.json", out_dir) < 0 ||
                  trn_write_file_atomic(path, wtext, strlen(wtext), &err) != 0) rc = -1;
-        else if (cat_pack(archive, text, b.files, b.nfiles, mtime, (int)level, &err) != 0) rc = -1;
-        else if (snprintf(path, sizeof path, "%s.minisig", archive) < 0 || cat_sign_archive(key, archive, path, &err) != 0)
-            rc = -1;
+        if (rc != 0) {
+            if (made_archive) unlink(archive);
+            if (made_sig) unlink(sigpath);
+            snprintf(path, sizeof path, "%s/manifest.json", out_dir);
+            if (made_manifest) unlink(path);
+        }
+        snprintf(path, sizeof path, "%s", sigpath);
     }
+    if (rc != 0 && made_key) {
+        char f[4200];
+        snprintf(f, sizeof f, "%s/catalog-dev.key", dev_dir);
+        unlink(f);
+        snprintf(f, sizeof f, "%s/catalog-dev.pub", dev_dir);
+        unlink(f);
+        rmdir(dev_dir);
+    }
+    if (rc != 0 && made_out) rmdir(out_dir);
     if (rc == 0) {
         uint64_t bytes = 0;
         for (size_t i = 0; i < b.nfiles; i++) bytes += b.files[i].size;
@@ -674,28 +673,25 @@ static int cmd_pack(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
-    if (argc < 2) {
-        usage(stderr);
-        return 2;
-    }
-    const char *cmd = argv[1];
-    if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
-        usage(stdout);
-        return 0;
-    }
-    if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
-        printf("catalog %s\n", CAT_VERSION);
-        return 0;
-    }
-    static const struct {
-        const char *name;
-        int (*fn)(int, char **);
-    } cmds[] = {{"keygen", cmd_keygen},     {"sign", cmd_sign},       {"verify", cmd_verify}, {"validate", cmd_validate},
-                {"inspect", cmd_inspect}, {"pareto", cmd_pareto}, {"report", cmd_report}, {"pack", cmd_pack},
-                {"cost", cat_cli_cost},     {"profile", cat_cli_profile}, {"describe", cat_cli_describe},
-                {"variants", cat_cli_variants}, {"publish", cat_cli_publish}};
-    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
-        if (!strcmp(cmd, cmds[i].name)) return cmds[i].fn(argc - 1, argv + 1);
-    fprintf(stderr, "catalog: unknown command '%s' (catalog --help lists them)\n", cmd);
-    return 2;
+    static const ck_verb verbs[] = {
+        CK_VERB("pack", "manifest, winnowing, archive and signature of a variants folder", cmd_pack),
+        CK_VERB("validate", "check a manifest (or an archive's) against its schema and files", cmd_validate),
+        CK_VERB("inspect", "print the variants of an archive", cmd_inspect),
+        CK_VERB("pareto", "the Pareto fronts of an archive per task and per target", cmd_pareto),
+        CK_VERB("report", "Pareto plots (SVG), Markdown and HTML report of an archive", cmd_report),
+        CK_VERB("keygen", "make a minisign key pair", cmd_keygen),
+        CK_VERB("sign", "sign an archive (writes ARCHIVE.minisig)", cmd_sign),
+        CK_VERB("verify", "verify an archive's signature", cmd_verify),
+        CK_VERB("cost", "the cost model of a cfg (JSON)", cat_cli_cost),
+        CK_VERB("profile", "measured costs and latency of a cfg and its weights (profile.json)", cat_cli_profile),
+        CK_VERB("describe", "a variant folder's variant.json", cat_cli_describe),
+        CK_VERB("variants", "the table of a model's variants", cat_cli_variants),
+        CK_VERB("publish", "the folder devices pull catalogs from (per-file delta, signed index)", cat_cli_publish),
+    };
+    static const ck_prog p = {
+        .name = "catalog", .version = CAT_VERSION,
+        .summary = "build, sign, verify and report signed catalogs of model variants",
+        .verb_word = "command", .usage = usage, .verbs = verbs, .nverbs = (int)(sizeof verbs / sizeof *verbs),
+    };
+    return ck_main(&p, argc, argv);
 }

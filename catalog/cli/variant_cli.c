@@ -2,10 +2,10 @@
  * cost model of a cfg), profile (measured costs and latency), describe
  * (variant.json) and variants (the table of a variants folder). */
 #include "variant_cli.h"
+#include "clikit.h"
 
 #include <dirent.h>
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,12 +15,6 @@ static int fail(const trn_err *err)
 {
     fprintf(stderr, "catalog: error: %s\n", err->msg);
     return 1;
-}
-
-static int usage_of(const char *help, int ok)
-{
-    fputs(help, ok ? stdout : stderr);
-    return ok ? 0 : 2;
 }
 
 /* Writes j (keys sorted) to path atomically, or to stdout when path is
@@ -38,37 +32,26 @@ static int write_json(cJSON *j, const char *path, trn_err *err)
     return rc;
 }
 
-static int parse_count(const char *s, int lo, int hi, int *out)
-{
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || *end || end == s || v < lo || v > hi) return -1;
-    *out = (int)v;
-    return 0;
-}
-
 int cat_cli_cost(int argc, char **argv)
 {
-    static const char help[] =
-        "Usage: catalog cost --cfg C [--out FILE]\n"
+    const char *cfg_path = NULL, *out = NULL, *extra;
+    int rc0;
+    const ck_opt opts[] = {
+        {"--cfg", "C", CK_STR, &cfg_path, 0, 0, "the network (Darknet cfg)"},
+        {"--out", "FILE", CK_STR, &out, 0, 0, "write the JSON to FILE (atomically) instead of printing it"},
+        {0},
+    };
+    const ck_verb verb = {
+        "cost", NULL, cat_cli_cost, "--cfg C [--out FILE]",
         "Prints (or writes to FILE) the cost model of the cfg C as JSON: per layer the\n"
         "output shape, MACs, parameters, output bytes and the bias, batch-norm,\n"
         "activation and pooling operations; totals, weight bytes and the peak live\n"
         "activation bytes at batch 1. Computed from the cfg text alone (DESIGN.md,\n"
-        "Cost model); `catalog profile` measures the same on the running network.\n";
-    static const struct option lo[] = {{"help", no_argument, 0, 'h'}, {"cfg", required_argument, 0, 'c'},
-                                       {"out", required_argument, 0, 'o'}, {0, 0, 0, 0}};
-    const char *cfg_path = NULL, *out = NULL;
-    optind = 1;
-    int c;
-    while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
-        if (c == 'h') return usage_of(help, 1);
-        if (c == 'c') cfg_path = optarg;
-        else if (c == 'o') out = optarg;
-        else return usage_of(help, 0);
-    }
-    if (!cfg_path || optind != argc) return usage_of(help, 0);
+        "Cost model); `catalog profile` measures the same on the running network.\n",
+        opts, NULL,
+    };
+    if (ck_parse("catalog", &verb, argc, argv, &extra, 0, &rc0) < 0) return rc0;
+    if (!cfg_path) return ck_usage("catalog", "cost", "--cfg is required");
     trn_err err;
     trn_cfg *cfg = trn_cfg_read(cfg_path, &err);
     if (!cfg) return fail(&err);
@@ -86,39 +69,35 @@ int cat_cli_cost(int argc, char **argv)
 
 int cat_cli_profile(int argc, char **argv)
 {
-    static const char help[] =
-        "Usage: catalog profile --cfg C --weights W [--runs N] [--threads T] [--warmup K]\n"
-        "                       --out profile.json\n"
+    const char *cfg = NULL, *weights = NULL, *out = NULL, *extra;
+    cat_profile_opts po;
+    cat_profile_opts_defaults(&po);
+    long long runs = po.runs, threads = po.threads, warmup = po.warmup;
+    int rc0;
+    const ck_opt opts[] = {
+        {"--cfg", "C", CK_STR, &cfg, 0, 0, "the network (Darknet cfg)"},
+        {"--weights", "W", CK_STR, &weights, 0, 0, "its weights (Darknet .weights)"},
+        {"--runs", "N", CK_INT, &runs, 1, 100000, "timed forwards (default 30)"},
+        {"--threads", "T", CK_INT, &threads, 1, 1024, "compute threads (default 1)"},
+        {"--warmup", "K", CK_INT, &warmup, 0, 100000, "untimed forwards first (default 3)"},
+        {"--out", "FILE", CK_STR, &out, 0, 0, "profile.json to write (atomically)"},
+        {0},
+    };
+    const ck_verb verb = {
+        "profile", NULL, cat_cli_profile, "--cfg C --weights W [--runs N] [--threads T] [--warmup K]\n"
+        "                       --out profile.json",
         "Measures the network C with weights W on this machine: MACs counted at the\n"
         "matrix products of a forward, parameters from the weights file's size, peak\n"
         "activation bytes from the network's buffers, the per-layer table, and the\n"
-        "batch-1 latency (median and mean of N timed forwards after K warm-up ones;\n"
-        "N = 30, K = 3, T = 1 thread by default), with the machine and thread count.\n";
-    static const struct option lo[] = {{"help", no_argument, 0, 'h'},        {"cfg", required_argument, 0, 'c'},
-                                       {"weights", required_argument, 0, 'w'}, {"runs", required_argument, 0, 'n'},
-                                       {"threads", required_argument, 0, 't'}, {"warmup", required_argument, 0, 'k'},
-                                       {"out", required_argument, 0, 'o'},    {0, 0, 0, 0}};
-    const char *cfg = NULL, *weights = NULL, *out = NULL;
-    cat_profile_opts po;
-    cat_profile_opts_defaults(&po);
-    optind = 1;
-    int c;
-    while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
-        if (c == 'h') return usage_of(help, 1);
-        if (c == 'c') cfg = optarg;
-        else if (c == 'w') weights = optarg;
-        else if (c == 'o') out = optarg;
-        else if (c == 'n' && !parse_count(optarg, 1, 100000, &po.runs)) continue;
-        else if (c == 't' && !parse_count(optarg, 1, 1024, &po.threads)) continue;
-        else if (c == 'k' && !parse_count(optarg, 0, 100000, &po.warmup)) continue;
-        else {
-            if (c == 'n' || c == 't' || c == 'k')
-                fprintf(stderr, "catalog: error: --%s '%s' is not a valid count\n",
-                        c == 'n' ? "runs" : c == 't' ? "threads" : "warmup", optarg);
-            return usage_of(help, 0);
-        }
-    }
-    if (!cfg || !weights || !out || optind != argc) return usage_of(help, 0);
+        "batch-1 latency (median and mean of N timed forwards after K warm-up ones),\n"
+        "with the machine and thread count.\n",
+        opts, NULL,
+    };
+    if (ck_parse("catalog", &verb, argc, argv, &extra, 0, &rc0) < 0) return rc0;
+    po.runs = (int)runs;
+    po.threads = (int)threads;
+    po.warmup = (int)warmup;
+    if (!cfg || !weights || !out) return ck_usage("catalog", "profile", "--cfg, --weights and --out are required");
     trn_err err;
     cJSON *p = cat_profile(cfg, weights, &po, &err);
     if (!p) return fail(&err);
@@ -129,39 +108,35 @@ int cat_cli_profile(int argc, char **argv)
 
 int cat_cli_describe(int argc, char **argv)
 {
-    static const char help[] =
-        "Usage: catalog describe DIR --id ID --model M --task T --eval eval.json\n"
-        "                        --profile profile.json (--meta meta.json | --technique base)\n"
+    cat_describe_opts o = {0};
+    int rc0;
+    const ck_opt opts[] = {
+        {"--id", "ID", CK_STR, &o.id, 0, 0, "the variant's id"},
+        {"--model", "M", CK_STR, &o.model, 0, 0, "the model (recipe) name"},
+        {"--task", "T", CK_STR, &o.task, 0, 0, "the task its accuracy is measured on"},
+        {"--eval", "FILE", CK_STR, &o.eval, 0, 0, "its evaluation (trainer valid --json)"},
+        {"--profile", "FILE", CK_STR, &o.profile, 0, 0, "its profile (catalog profile)"},
+        {"--meta", "FILE", CK_STR, &o.meta, 0, 0, "prune's meta.json (technique, parent, description, fields)"},
+        {"--technique", "base", CK_STR, &o.technique, 0, 0, "instead of --meta, for the base model"},
+        {0},
+    };
+    const ck_verb verb = {
+        "describe", NULL, cat_cli_describe, "DIR --id ID --model M --task T --eval eval.json\n"
+        "                        --profile profile.json (--meta meta.json | --technique base)",
         "Writes DIR/variant.json (catalog/variant.schema.json) from the variant's\n"
         "meta.json (technique, parent, description, technique_fields; written by\n"
         "prune), its evaluation (trainer valid --json) and its profile (catalog\n"
-        "profile). DIR must hold variant.cfg and variant.weights.\n";
-    static const struct option lo[] = {
-        {"help", no_argument, 0, 'h'},          {"id", required_argument, 0, 'i'},
-        {"model", required_argument, 0, 'm'},   {"task", required_argument, 0, 't'},
-        {"eval", required_argument, 0, 'e'},    {"profile", required_argument, 0, 'p'},
-        {"meta", required_argument, 0, 'M'},    {"technique", required_argument, 0, 'T'},
-        {0, 0, 0, 0}};
-    cat_describe_opts o = {0};
-    optind = 1;
-    int c;
-    while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
-        switch (c) {
-        case 'h': return usage_of(help, 1);
-        case 'i': o.id = optarg; break;
-        case 'm': o.model = optarg; break;
-        case 't': o.task = optarg; break;
-        case 'e': o.eval = optarg; break;
-        case 'p': o.profile = optarg; break;
-        case 'M': o.meta = optarg; break;
-        case 'T': o.technique = optarg; break;
-        default: return usage_of(help, 0);
-        }
-    }
-    if (argc - optind != 1 || !o.id || !o.model || !o.task || !o.eval || !o.profile ||
-        (!o.meta == !o.technique))
-        return usage_of(help, 0);
-    o.dir = argv[optind];
+        "profile). DIR must hold variant.cfg and variant.weights.\n",
+        opts, NULL,
+    };
+    const char *dir = NULL;
+    int nop = ck_parse("catalog", &verb, argc, argv, &dir, 1, &rc0);
+    if (nop < 0) return rc0;
+    if (!o.id || !o.model || !o.task || !o.eval || !o.profile)
+        return ck_usage("catalog", "describe", "--id, --model, --task, --eval and --profile are required");
+    if (!o.meta == !o.technique) return ck_usage("catalog", "describe", "give one of --meta and --technique");
+    if (nop != 1) return ck_usage("catalog", "describe", "DIR is missing");
+    o.dir = dir;
     trn_err err;
     if (cat_describe(&o, &err) != 0) return fail(&err);
     printf("%s/variant.json\n", o.dir);
@@ -211,26 +186,27 @@ static void fill_row(row *r, const cJSON *v)
 
 int cat_cli_variants(int argc, char **argv)
 {
-    static const char help[] =
-        "Usage: catalog variants VARIANTS_DIR [--json]\n"
+    int rc0, json = 0;
+    const ck_opt opts[] = {
+        {"--json", NULL, CK_FLAG, &json, 0, 0,
+         "one JSON object {\"variants\":[{\"id\",\"technique\",\"macs\",\"macs_reduction\",\n"
+         "\"params\",\"fc_params\",\"fc_reduction\",\"top1\",\"top1_ci\" ([lo, hi], 95%\n"
+         "Wilson),\"images\",\"top1_change_points\",\"ms_build_host\"}]} (null where the\n"
+         "table has -)"},
+        {0},
+    };
+    const ck_verb verb = {
+        "variants", NULL, cat_cli_variants, "VARIANTS_DIR [--json]",
         "Prints the table of the variants under VARIANTS_DIR (every <id>/variant.json):\n"
         "id, technique, MACs and their reduction against the variant `base`, parameters,\n"
         "connected-layer parameters and their reduction, top-1 (of the first task) and\n"
-        "its change in points, and the measured batch-1 latency on the build host.\n"
-        "  --json   one JSON object {\"variants\":[{\"id\",\"technique\",\"macs\",\n"
-        "           \"macs_reduction\",\"params\",\"fc_params\",\"fc_reduction\",\"top1\",\n"
-        "           \"top1_ci\" ([lo, hi], 95% Wilson),\"images\",\"top1_change_points\",\n"
-        "           \"ms_build_host\"}]} (null where the table has -)\n";
-    static const struct option lo[] = {{"help", no_argument, 0, 'h'}, {"json", no_argument, 0, 'j'}, {0, 0, 0, 0}};
-    optind = 1;
-    int c, json = 0;
-    while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
-        if (c == 'h') return usage_of(help, 1);
-        if (c == 'j') json = 1;
-        else return usage_of(help, 0);
-    }
-    if (argc - optind != 1) return usage_of(help, 0);
-    const char *dir = argv[optind];
+        "its change in points, and the measured batch-1 latency on the build host.\n",
+        opts, NULL,
+    };
+    const char *dir = NULL;
+    int nop = ck_parse("catalog", &verb, argc, argv, &dir, 1, &rc0);
+    if (nop < 0) return rc0;
+    if (nop != 1) return ck_usage("catalog", "variants", "VARIANTS_DIR is missing");
     trn_err err;
     DIR *d = opendir(dir);
     if (!d) return trn_errf(&err, "cannot open %s: %s", dir, strerror(errno)), fail(&err);

@@ -243,8 +243,8 @@ int cat_passphrase(const char *file, const char *env, char *out, size_t size, tr
         return 0;
     }
     /* fopen, not a whole-file read: a pipe (--passphrase-file <(...)) works */
-    FILE *f = trn_fopen(file, "r", err);
-    if (!f) return -1;
+    FILE *f = fopen(file, "r");
+    if (!f) return trn_errf(err, "cannot open %s for reading: %s", file, strerror(errno));
     char line[PASS_LINE_MAX];
     int rc = 0;
     if (!fgets(line, sizeof line, f)) rc = trn_errf(err, "%s: empty, no passphrase on its first line", file);

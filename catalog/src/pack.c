@@ -4,7 +4,10 @@
  * Format (read by runtime-lite/src/tarzst.c and install.c): a POSIX pax tar
  * (libarchive's "pax restricted" writer: ustar headers, with pax extended
  * headers only for what ustar cannot hold, e.g. long names), compressed
- * with zstd. Entries: manifest.json first, then the files in the order given
+ * with zstd into one frame that carries its content checksum (XXH64, so
+ * `zstd -t`, tar and any zstd reader reject a flipped byte even without
+ * the signature), single-threaded so the bytes never depend on the
+ * machine. Entries: manifest.json first, then the files in the order given
  * (sorted by archive path by cat_build), each a regular file with mode 0644,
  * uid/gid 0, uname/gname "root", mtime = SOURCE_DATE_EPOCH and no other
  * time; no folder entries. Nothing depends on the machine, the clock, the
@@ -21,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <zstd.h>
 
 static struct archive_entry *entry_for(const char *path, uint64_t size, int64_t mtime)
 {
@@ -41,8 +45,8 @@ static struct archive_entry *entry_for(const char *path, uint64_t size, int64_t 
 static int add_file(struct archive *a, const struct cat_pack_file *f, int64_t mtime, unsigned char *buf,
                     size_t bufsize, trn_err *err)
 {
-    int fd = open(f->source, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return trn_errf(err, "cannot open %s: %s", f->source, strerror(errno));
+    int fd = trn_open_input(f->source, err);
+    if (fd < 0) return -1;
     struct archive_entry *e = entry_for(f->archive_path, f->size, mtime);
     if (!e || archive_write_header(a, e) != ARCHIVE_OK) {
         archive_entry_free(e);
@@ -79,6 +83,46 @@ static int add_file(struct archive *a, const struct cat_pack_file *f, int64_t mt
     return rc;
 }
 
+/* The zstd stream: libarchive hands it the tar bytes (its own zstd filter
+ * cannot set the checksum flag), it compresses them into the archive file. */
+struct zsink {
+    ZSTD_CCtx *cctx;
+    FILE *f;
+    unsigned char *out;
+    size_t out_size;
+    const char *error; /* first failure, for the message */
+};
+
+/* Compresses in (all of it with ZSTD_e_continue, or to the frame's end with
+ * ZSTD_e_end) and writes what comes out. 0 or -1 (z->error set). */
+static int zsink_push(struct zsink *z, const void *data, size_t len, ZSTD_EndDirective mode)
+{
+    ZSTD_inBuffer in = {data, len, 0};
+    for (;;) {
+        ZSTD_outBuffer out = {z->out, z->out_size, 0};
+        size_t left = ZSTD_compressStream2(z->cctx, &out, &in, mode);
+        if (ZSTD_isError(left)) {
+            z->error = ZSTD_getErrorName(left);
+            return -1;
+        }
+        if (out.pos && fwrite(z->out, 1, out.pos, z->f) != out.pos) {
+            z->error = strerror(errno);
+            return -1;
+        }
+        if (mode == ZSTD_e_end ? left == 0 : in.pos == in.size) return 0;
+    }
+}
+
+static la_ssize_t zsink_write(struct archive *a, void *user, const void *buf, size_t len)
+{
+    struct zsink *z = user;
+    if (zsink_push(z, buf, len, ZSTD_e_continue) != 0) {
+        archive_set_error(a, EIO, "zstd: %s", z->error);
+        return -1;
+    }
+    return (la_ssize_t)len;
+}
+
 int cat_pack(const char *archive, const char *manifest_text, const struct cat_pack_file *files, size_t n,
              int64_t mtime, int level, trn_err *err)
 {
@@ -87,17 +131,19 @@ int cat_pack(const char *archive, const char *manifest_text, const struct cat_pa
     if (trn_atomic_open(&at, archive, err) != 0) return -1;
     struct archive *a = archive_write_new();
     unsigned char *buf = malloc(1 << 16);
-    char lv[8];
-    snprintf(lv, sizeof lv, "%d", level);
+    struct zsink z = {ZSTD_createCCtx(), at.f, NULL, ZSTD_CStreamOutSize(), NULL};
+    z.out = malloc(z.out_size);
     int rc = 0;
-    if (!a || !buf) {
+    if (!a || !buf || !z.cctx || !z.out) {
         rc = trn_errf(err, "out of memory");
-    } else if (archive_write_add_filter_zstd(a) != ARCHIVE_OK ||
-               archive_write_set_filter_option(a, "zstd", "compression-level", lv) != ARCHIVE_OK ||
-               archive_write_set_format_pax_restricted(a) != ARCHIVE_OK ||
-               /* no zero padding after the zstd frame: plain zstd -d reads it */
+    } else if (ZSTD_isError(ZSTD_CCtx_setParameter(z.cctx, ZSTD_c_compressionLevel, level)) ||
+               ZSTD_isError(ZSTD_CCtx_setParameter(z.cctx, ZSTD_c_checksumFlag, 1)) ||
+               ZSTD_isError(ZSTD_CCtx_setParameter(z.cctx, ZSTD_c_nbWorkers, 0))) {
+        rc = trn_errf(err, "cannot set up the zstd compressor (level %d)", level);
+    } else if (archive_write_set_format_pax_restricted(a) != ARCHIVE_OK ||
+               /* no zero padding after the tar: plain zstd -d gives the tar */
                archive_write_set_bytes_in_last_block(a, 1) != ARCHIVE_OK ||
-               archive_write_open_FILE(a, at.f) != ARCHIVE_OK) {
+               archive_write_open(a, &z, NULL, zsink_write, NULL) != ARCHIVE_OK) {
         rc = trn_errf(err, "cannot start a tar.zst writer: %s", archive_error_string(a));
     } else {
         size_t mlen = strlen(manifest_text);
@@ -109,8 +155,12 @@ int cat_pack(const char *archive, const char *manifest_text, const struct cat_pa
         for (size_t i = 0; rc == 0 && i < n; i++) rc = add_file(a, &files[i], mtime, buf, 1 << 16, err);
         if (rc == 0 && archive_write_close(a) != ARCHIVE_OK)
             rc = trn_errf(err, "cannot finish the archive: %s", archive_error_string(a));
+        if (rc == 0 && zsink_push(&z, NULL, 0, ZSTD_e_end) != 0)
+            rc = trn_errf(err, "cannot finish the zstd frame: %s", z.error);
     }
     if (a) archive_write_free(a);
+    ZSTD_freeCCtx(z.cctx);
+    free(z.out);
     free(buf);
     if (rc != 0) {
         trn_atomic_abort(&at);

@@ -208,10 +208,20 @@ int ds_image_decode(const uint8_t *buf, size_t len, const char *name, int channe
     } else if (len >= 3 && buf[0] == 0xff && buf[1] == 0xd8 && buf[2] == 0xff) {
         kind = "JPEG";
         if (jpeg_walk(buf, len, name, &data_off, err) != 0) return -1;
+    } else if (len >= 2 && buf[0] == 'B' && buf[1] == 'M') {
+        /* BMP, as trainer and rtl read it: the file header's pixel-data
+         * offset must lie inside the file; stb_image checks the rest. */
+        kind = "BMP";
+        if (len < 26)
+            return trn_errf(err, "%s: a BMP file of %zu bytes is shorter than its headers (26 bytes at least)", name, len);
+        data_off = (size_t)buf[10] | (size_t)buf[11] << 8 | (size_t)buf[12] << 16 | (size_t)buf[13] << 24;
+        if (data_off < 26 || data_off >= len)
+            return trn_errf(err, "%s: byte offset 10: the BMP pixel data offset %zu is outside the file "
+                            "(%zu bytes)", name, data_off, len);
     } else {
         if (len >= 8 && !memcmp(buf, png_sig, 4))
             return trn_errf(err, "%s: byte offset 4: damaged PNG signature", name);
-        return trn_errf(err, "%s: byte offset 0: neither a PNG nor a JPEG file (it starts with "
+        return trn_errf(err, "%s: byte offset 0: neither a PNG, a JPEG nor a BMP file (it starts with "
                         "%02x %02x %02x %02x)", name, len > 0 ? buf[0] : 0, len > 1 ? buf[1] : 0,
                         len > 2 ? buf[2] : 0, len > 3 ? buf[3] : 0);
     }

@@ -33,9 +33,21 @@ int prn_cli_mimic(int argc, char **argv, trn_err *err)
     static const char *const need[] = {"cfg", "weights", "data", "from", "to", "with", "seed",
                                        "out", NULL};
     prn_cli_opts o;
-    if (prn_cli_parse(argc, argv, known, &o, err)) return -1;
-    if (o.help) return fputs(prn_cli_usage_mimic(), stdout), 0;
-    if (prn_cli_require(&o, "mimic", need, err)) return -1;
+    if (prn_cli_parse(argc, argv, "mimic",
+                      "--cfg C --weights W --data D.data --from SEL --to SEL\n"
+                      "                   --with TEXT [--set key=value ...] --seed N --out DIR [--threads T]",
+                      "Replaces layers SEL..SEL of the base by the fragment TEXT (sections separated by\n"
+                      "';', items by ','; the first item of a section is its type), e.g.\n"
+                      "  --with 'convolutional,filters=16,size=3,stride=2,pad=1,activation=leaky'\n"
+                      "plus a linear 1x1 convolution when the channel counts differ, trains it to\n"
+                      "regress the original fragment's outputs (L2 loss) on training images of D,\n"
+                      "and splices it into the base. --set keys: batch (16), batches (200),\n"
+                      "learning_rate (0.1), momentum (0.9), decay (0.0005).\n"
+                      "Writes DIR/variant.cfg, DIR/init.weights (final weights), DIR/meta.json.\n",
+                      known, &o))
+        return -3;
+    if (o.help) return 0;
+    if (prn_cli_require(&o, "mimic", need, err)) return -2;
     prn_mimic_opts mo;
     prn_mimic_opts_defaults(&mo);
     for (int i = 0; i < o.nset; i++)

@@ -10,6 +10,7 @@
  * DIR/meta.json (meta.json last), or nothing at all when it fails.
  */
 #include "prune_cli.h"
+#include "clikit.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -33,110 +34,74 @@ static const char *const usage_main =
     "Run `prune VERB --help` for a verb's options. Selectors: conv#k, conv@k, fc#k,\n"
     "fc@k, local#k, local@k, L<i> (prune/README.md).\n";
 
-static const char *const usage_rewrite =
-    "Usage: prune rewrite --cfg C --weights W --spec S --seed N --out DIR [--threads T]\n"
-    "\n"
-    "Applies up to three rewrites joined by '+' to the base network C (trained\n"
-    "weights W): stride2:SEL, half:SEL, fcdivF:SEL (F = 2, 4, 8, 16, 32),\n"
-    "local2conv:SEL, remove:SEL; e.g. --spec stride2:conv#1+half:conv#2+fcdiv4:fc#1.\n"
-    "Selectors name layers of the base. The variant's weights start from seed N,\n"
-    "with every layer whose parameter shapes are unchanged copied from W.\n"
-    "Writes DIR/variant.cfg, DIR/init.weights, DIR/meta.json.\n";
 
-static const char *const usage_svd =
-    "Usage: prune svd --cfg C --weights W --spec S --out DIR [--seed N] [--threads T]\n"
-    "\n"
-    "Replaces connected layers by two of rank k (LAPACKE_sgesdd): SEL:Fx picks the\n"
-    "rank that makes the layer F times smaller, SEL:rK takes rank K; several joined\n"
-    "by '+', e.g. --spec fc#1:8x+fc#2:r32. The weights are written directly\n"
-    "(--seed is accepted for a uniform command line; nothing is random).\n"
-    "Writes DIR/variant.cfg, DIR/init.weights, DIR/meta.json.\n";
 
-static const char *const usage_mimic =
-    "Usage: prune mimic --cfg C --weights W --data D.data --from SEL --to SEL\n"
-    "                   --with TEXT [--set key=value ...] --seed N --out DIR [--threads T]\n"
-    "\n"
-    "Replaces layers SEL..SEL of the base by the fragment TEXT (sections separated by\n"
-    "';', items by ','; the first item of a section is its type), e.g.\n"
-    "  --with 'convolutional,filters=16,size=3,stride=2,pad=1,activation=leaky'\n"
-    "plus a linear 1x1 convolution when the channel counts differ, trains it to\n"
-    "regress the original fragment's outputs (L2 loss) on training images of D,\n"
-    "and splices it into the base. --set keys: batch (16), batches (200),\n"
-    "learning_rate (0.1), momentum (0.9), decay (0.0005).\n"
-    "Writes DIR/variant.cfg, DIR/init.weights (final weights), DIR/meta.json.\n";
 
-static const char *const usage_plan =
-    "Usage: prune plan --cfg C\n"
-    "\n"
-    "Prints every layer of C with the selectors that name it, its output shape,\n"
-    "MACs and parameters (per image).\n";
 
-int prn_cli_parse(int argc, char **argv, const char *const *known, prn_cli_opts *o, trn_err *err)
+/* Every option a verb may take, with its doc: a verb's table holds the rows
+ * its `known` list names, in this order. */
+static const struct {
+    const char *name, *arg, *doc;
+} opt_docs[] = {
+    {"cfg", "C", "the base network (Darknet cfg)"},
+    {"weights", "W", "its trained weights (Darknet .weights)"},
+    {"data", "D.data", "the data set whose training images feed the regression"},
+    {"spec", "S", "what to derive (see above)"},
+    {"from", "SEL", "the first layer of the fragment to replace"},
+    {"to", "SEL", "the last layer of the fragment to replace"},
+    {"with", "TEXT", "the replacement fragment (see above)"},
+    {"set", "key=value", "a setting of the fragment's regression training (repeatable)"},
+    {"seed", "N", "seed of the new weights (and of the training)"},
+    {"out", "DIR", "the variant folder to write"},
+    {"threads", "T", "compute threads (default 1)"},
+};
+
+int prn_cli_parse(int argc, char **argv, const char *verb, const char *synopsis, const char *about,
+                  const char *const *known, prn_cli_opts *o)
 {
     memset(o, 0, sizeof *o);
-    o->threads = 1;
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            o->help = 1;
-            return 0;
-        }
-        if (strncmp(a, "--", 2) != 0)
-            return trn_errf(err, "unexpected argument '%.100s' (options start with --)", a);
-        const char *name = a + 2, *val = strchr(name, '=');
-        size_t nlen = val ? (size_t)(val - name) : strlen(name);
+    long long seed = -1, threads = 1;
+    ck_list set = {.n = 0};
+    char names[16][24];
+    ck_opt opts[16];
+    int n = 0;
+    for (size_t d = 0; d < sizeof opt_docs / sizeof *opt_docs; d++) {
         int k = 0;
-        while (known[k] && (strlen(known[k]) != nlen || strncmp(known[k], name, nlen) != 0)) k++;
-        if (!known[k]) {
-            char list[400] = "";
-            for (int j = 0; known[j]; j++)
-                snprintf(list + strlen(list), sizeof list - strlen(list), "%s--%s", j ? ", " : "",
-                         known[j]);
-            return trn_errf(err, "unknown option '%.*s' (this verb takes %s, --help)", (int)nlen + 2,
-                            a, list);
-        }
-        if (val) {
-            val++;
-        } else {
-            if (i + 1 >= argc) return trn_errf(err, "option --%s needs a value", known[k]);
-            val = argv[++i];
-        }
-        const char *key = known[k];
-        if (strcmp(key, "set") == 0) {
-            if (o->nset == PRN_CLI_MAX_SET)
-                return trn_errf(err, "more than %d --set options", PRN_CLI_MAX_SET);
-            o->set[o->nset++] = val;
-            continue;
-        }
-        const char **slot = !strcmp(key, "cfg")       ? &o->cfg
-                          : !strcmp(key, "weights")   ? &o->weights
-                          : !strcmp(key, "spec")      ? &o->spec
-                          : !strcmp(key, "out")       ? &o->out
-                          : !strcmp(key, "data")      ? &o->data
-                          : !strcmp(key, "from")      ? &o->from
-                          : !strcmp(key, "to")        ? &o->to
-                          : !strcmp(key, "with")      ? &o->with
-                                                      : NULL;
-        if (slot) {
-            if (*slot) return trn_errf(err, "option --%s is given twice", key);
-            *slot = val;
-            continue;
-        }
-        char *end;
-        errno = 0;
-        if (strcmp(key, "seed") == 0) {
-            unsigned long long s = strtoull(val, &end, 10);
-            if (!*val || *end || errno || val[0] == '-')
-                return trn_errf(err, "--seed '%.60s' is not a non-negative integer", val);
-            o->seed = (uint64_t)s;
-            o->have_seed = 1;
-        } else if (strcmp(key, "threads") == 0) {
-            long t = strtol(val, &end, 10);
-            if (!*val || *end || errno || t < 1 || t > 1024)
-                return trn_errf(err, "--threads '%.60s' is not an integer in 1..1024", val);
-            o->threads = (int)t;
-        }
+        while (known[k] && strcmp(known[k], opt_docs[d].name)) k++;
+        if (!known[k]) continue;
+        const char *nm = opt_docs[d].name;
+        snprintf(names[n], sizeof names[n], "--%s", nm);
+        ck_opt r = {names[n], opt_docs[d].arg, CK_STR, NULL, 0, 0, opt_docs[d].doc};
+        if (!strcmp(nm, "set")) r.type = CK_LIST, r.dst = &set;
+        else if (!strcmp(nm, "seed")) r.type = CK_INT, r.dst = &seed, r.hi = 4611686018427387904.0;
+        else if (!strcmp(nm, "threads")) r.type = CK_INT, r.dst = &threads, r.lo = 1, r.hi = 1024;
+        else r.dst = !strcmp(nm, "cfg")     ? (void *)&o->cfg
+                   : !strcmp(nm, "weights") ? (void *)&o->weights
+                   : !strcmp(nm, "spec")    ? (void *)&o->spec
+                   : !strcmp(nm, "out")     ? (void *)&o->out
+                   : !strcmp(nm, "data")    ? (void *)&o->data
+                   : !strcmp(nm, "from")    ? (void *)&o->from
+                   : !strcmp(nm, "to")      ? (void *)&o->to
+                                            : (void *)&o->with;
+        opts[n++] = r;
     }
+    opts[n] = (ck_opt){0};
+    const ck_verb v = {verb, NULL, NULL, synopsis, about, opts, NULL};
+    const char *extra;
+    int rc;
+    if (ck_parse("prune", &v, argc + 1, argv - 1, &extra, 0, &rc) < 0) {
+        o->help = rc == 0;
+        return rc == 0 ? 0 : -1;
+    }
+    if (set.n > PRN_CLI_MAX_SET) {
+        ck_usage("prune", verb, "more than %d --set options", PRN_CLI_MAX_SET);
+        return -1;
+    }
+    for (int k = 0; k < set.n; k++) o->set[k] = set.v[k];
+    o->nset = set.n;
+    o->have_seed = seed >= 0;
+    o->seed = o->have_seed ? (uint64_t)seed : 0;
+    o->threads = (int)threads;
     return 0;
 }
 
@@ -154,7 +119,10 @@ int prn_cli_require(const prn_cli_opts *o, const char *verb, const char *const *
                  : !strcmp(n, "with")      ? !!o->with
                  : !strcmp(n, "seed")      ? o->have_seed
                                            : 1;
-        if (!have) return trn_errf(err, "prune %s: --%s is required (see prune %s --help)", verb, n, verb);
+        if (!have) {
+            (void)verb;
+            return trn_errf(err, "--%s is required", n);
+        }
     }
     return 0;
 }
@@ -185,9 +153,18 @@ static int cmd_rewrite(int argc, char **argv, trn_err *err)
     static const char *const known[] = {"cfg", "weights", "spec", "seed", "out", "threads", NULL};
     static const char *const need[] = {"cfg", "weights", "spec", "seed", "out", NULL};
     prn_cli_opts o;
-    if (prn_cli_parse(argc, argv, known, &o, err)) return -1;
-    if (o.help) return fputs(usage_rewrite, stdout), 0;
-    if (prn_cli_require(&o, "rewrite", need, err)) return -1;
+    if (prn_cli_parse(argc, argv, "rewrite",
+                      "--cfg C --weights W --spec S --seed N --out DIR [--threads T]",
+                      "Applies up to three rewrites joined by '+' to the base network C (trained\n"
+                      "weights W): stride2:SEL, half:SEL, fcdivF:SEL (F = 2, 4, 8, 16, 32),\n"
+                      "local2conv:SEL, remove:SEL; e.g. --spec stride2:conv#1+half:conv#2+fcdiv4:fc#1.\n"
+                      "Selectors name layers of the base. The variant's weights start from seed N,\n"
+                      "with every layer whose parameter shapes are unchanged copied from W.\n"
+                      "Writes DIR/variant.cfg, DIR/init.weights, DIR/meta.json.\n",
+                      known, &o))
+        return -3;
+    if (o.help) return 0;
+    if (prn_cli_require(&o, "rewrite", need, err)) return -2;
     trn_set_threads(o.threads);
     trn_cfg *cfg = trn_cfg_read(o.cfg, err);
     if (!cfg) return -1;
@@ -211,9 +188,17 @@ static int cmd_svd(int argc, char **argv, trn_err *err)
     static const char *const known[] = {"cfg", "weights", "spec", "seed", "out", "threads", NULL};
     static const char *const need[] = {"cfg", "weights", "spec", "out", NULL};
     prn_cli_opts o;
-    if (prn_cli_parse(argc, argv, known, &o, err)) return -1;
-    if (o.help) return fputs(usage_svd, stdout), 0;
-    if (prn_cli_require(&o, "svd", need, err)) return -1;
+    if (prn_cli_parse(argc, argv, "svd",
+                      "--cfg C --weights W --spec S --out DIR [--seed N] [--threads T]",
+                      "Replaces connected layers by two of rank k (LAPACKE_sgesdd): SEL:Fx picks the\n"
+                      "rank that makes the layer F times smaller, SEL:rK takes rank K; several joined\n"
+                      "by '+', e.g. --spec fc#1:8x+fc#2:r32. The weights are written directly\n"
+                      "(--seed is accepted for a uniform command line; nothing is random).\n"
+                      "Writes DIR/variant.cfg, DIR/init.weights, DIR/meta.json.\n",
+                      known, &o))
+        return -3;
+    if (o.help) return 0;
+    if (prn_cli_require(&o, "svd", need, err)) return -2;
     trn_set_threads(o.threads);
     trn_cfg *cfg = trn_cfg_read(o.cfg, err);
     if (!cfg) return -1;
@@ -239,9 +224,14 @@ static int cmd_plan(int argc, char **argv, trn_err *err)
     static const char *const known[] = {"cfg", NULL};
     static const char *const need[] = {"cfg", NULL};
     prn_cli_opts o;
-    if (prn_cli_parse(argc, argv, known, &o, err)) return -1;
-    if (o.help) return fputs(usage_plan, stdout), 0;
-    if (prn_cli_require(&o, "plan", need, err)) return -1;
+    if (prn_cli_parse(argc, argv, "plan",
+                      "--cfg C",
+                      "Prints every layer of C with the selectors that name it, its output shape,\n"
+                      "MACs and parameters (per image).\n",
+                      known, &o))
+        return -3;
+    if (o.help) return 0;
+    if (prn_cli_require(&o, "plan", need, err)) return -2;
     trn_cfg *cfg = trn_cfg_read(o.cfg, err);
     if (!cfg) return -1;
     prn_plan *p = prn_plan_create(cfg, err);
@@ -272,38 +262,41 @@ static int cmd_plan(int argc, char **argv, trn_err *err)
     return 0;
 }
 
-static const struct {
-    const char *name;
-    int (*fn)(int argc, char **argv, trn_err *err);
-} verbs[] = {
-    {"rewrite", cmd_rewrite},
-    {"svd", cmd_svd},
-    {"mimic", prn_cli_mimic},
-    {"plan", cmd_plan},
-};
+/* Runs a verb: its errors are "prune VERB: error: ...", exit 1; its usage
+ * errors (-2) a reason and the hint to run --help, exit 2. */
+static int run_verb(const char *name, int (*fn)(int, char **, trn_err *), int argc, char **argv)
+{
+    trn_err err = {{0}};
+    int r = fn(argc - 1, argv + 1, &err);
+    if (r == -2) return ck_usage("prune", name, "%s", err.msg[0] ? err.msg : "bad usage");
+    if (r == -3) return 2; /* the kit said why */
+    if (r != 0) {
+        fprintf(stderr, "prune %s: error: %s\n", name, err.msg[0] ? err.msg : "failed");
+        return 1;
+    }
+    return 0;
+}
+
+static int run_rewrite(int argc, char **argv) { return run_verb("rewrite", cmd_rewrite, argc, argv); }
+static int run_svd(int argc, char **argv) { return run_verb("svd", cmd_svd, argc, argv); }
+static int run_mimic(int argc, char **argv) { return run_verb("mimic", prn_cli_mimic, argc, argv); }
+static int run_plan(int argc, char **argv) { return run_verb("plan", cmd_plan, argc, argv); }
+
+static void usage(FILE *out) { fputs(usage_main, out); }
 
 int main(int argc, char **argv)
 {
-    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
-        !strcmp(argv[1], "help")) {
-        fputs(usage_main, argc < 2 ? stderr : stdout);
-        return argc < 2 ? 2 : 0;
-    }
-    if (!strcmp(argv[1], "--version")) {
-        printf("prune %s\n", PRN_VERSION);
-        return 0;
-    }
-    for (size_t i = 0; i < sizeof verbs / sizeof *verbs; i++) {
-        if (strcmp(argv[1], verbs[i].name) != 0) continue;
-        trn_err err = {{0}};
-        if (verbs[i].fn(argc - 2, argv + 2, &err) != 0) {
-            fprintf(stderr, "prune %s: error: %s\n", verbs[i].name, err.msg[0] ? err.msg : "failed");
-            return 1;
-        }
-        return 0;
-    }
-    fprintf(stderr, "prune: unknown verb '%s' (rewrite, svd, mimic, plan; prune --help)\n", argv[1]);
-    return 2;
+    static const ck_verb verbs[] = {
+        CK_VERB("rewrite", "static rewrites (stride x2, filters /2, connected output /F, local -> convolutional, layer removal)", run_rewrite),
+        CK_VERB("svd", "low-rank factorisation of connected layers", run_svd),
+        CK_VERB("mimic", "in-place transformation: a fragment replaced by a smaller one trained to regress the original", run_mimic),
+        CK_VERB("plan", "the layers of a cfg with their selectors, MACs and parameters", run_plan),
+    };
+    static const ck_prog prog = {
+        .name = "prune", .version = PRN_VERSION,
+        .summary = "derive cheaper variants of a trained Darknet network",
+        .usage = usage, .verbs = verbs, .nverbs = (int)(sizeof verbs / sizeof *verbs),
+    };
+    return ck_main(&prog, argc, argv);
 }
 
-const char *prn_cli_usage_mimic(void) { return usage_mimic; }

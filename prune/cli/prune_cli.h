@@ -5,6 +5,7 @@
 #define PRUNE_CLI_H
 
 #include "prn.h"
+#include "clikit.h"
 
 #define PRN_CLI_MAX_SET 32
 
@@ -18,10 +19,13 @@ typedef struct prn_cli_opts {
     int help;
 } prn_cli_opts;
 
-/* Parses "--name value" / "--name=value" options among `known` (NULL-
- * terminated names without dashes); --help sets o->help and stops. -1 on
- * an unknown option, a missing value, a bad number or a repeated option. */
-int prn_cli_parse(int argc, char **argv, const char *const *known, prn_cli_opts *o, trn_err *err);
+/* Parses the options among `known` (NULL-terminated names without dashes;
+ * argv[0] is the first word after the verb) with the kit's parser, whose
+ * table is built from prune_cli.c's option docs: --help prints the verb's
+ * help (synopsis, about, the options) and sets o->help; a usage error is
+ * printed with its reason and returns -1. */
+int prn_cli_parse(int argc, char **argv, const char *verb, const char *synopsis, const char *about,
+                  const char *const *known, prn_cli_opts *o);
 /* -1 naming the first option of `names` that was not given. */
 int prn_cli_require(const prn_cli_opts *o, const char *verb, const char *const *names, trn_err *err);
 /* The base network of cfg (inference only, `batch` images per forward)
@@ -29,7 +33,6 @@ int prn_cli_require(const prn_cli_opts *o, const char *verb, const char *const *
 trn_net *prn_cli_load_base(const trn_cfg *cfg, const char *weights, int batch, trn_err *err);
 /* Writes the variant folder and prints one line about it. */
 int prn_cli_finish(prn_variant *v, const char *out, trn_err *err);
-const char *prn_cli_usage_mimic(void);
 
 /* The mimic verb (mimic_cli.c). */
 int prn_cli_mimic(int argc, char **argv, trn_err *err);

@@ -2,6 +2,7 @@
  * catalogs on a device; run and profile are in rtl_run_cli.c (a thin shell
  * over librtl; see rtl.h). */
 #include "rtl_cli.h"
+#include "clikit.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -29,9 +30,8 @@ static void usage(FILE *f)
             "                      verify ARCHIVE against the pinned keys (SIG defaults to\n"
             "                      ARCHIVE.minisig), then install it atomically; the current\n"
             "                      copy becomes the previous one\n"
-            "  list [--json]       installed catalogs: id, version, previous version, key\n"
-            "  inspect ID|ARCHIVE [--json]\n"
-            "                      the variants of an installed catalog or of an archive, with\n"
+            "  list                installed catalogs: id, version, previous version, key\n"
+            "  inspect ID|ARCHIVE  the variants of an installed catalog or of an archive, with\n"
             "                      their latencies: build host, this device, estimates\n"
             "  verify [ID...]      re-verify installed catalogs (signature, manifest, every\n"
             "                      file); all of them when no ID is given\n"
@@ -67,69 +67,26 @@ int fail(const rtl_err *err)
     return 1;
 }
 
-/* The value of a numeric option in [lo, hi], or -1 after a usage message. */
-static int num_opt(const char *name, const char *v, long lo, long hi, long *out)
+int sub_opts(int argc, char **argv, const ck_verb *v, int lo, int hi, int *rc)
 {
-    char *end;
-    errno = 0;
-    long x = strtol(v, &end, 10);
-    if (end == v || *end || errno || x < lo || x > hi) {
-        fprintf(stderr, "rtl: %s needs an integer in %ld..%ld, not '%s'\n", name, lo, hi, v);
+    const char **ops = calloc((size_t)argc + 1, sizeof *ops);
+    if (!ops) {
+        fprintf(stderr, "rtl: error: out of memory\n");
+        *rc = 1;
         return -1;
     }
-    *out = x;
-    return 0;
-}
-
-int sub_opts(int argc, char **argv, const char *help, unsigned accepted, struct cmd_opts *o, int lo, int hi,
-             int *rc)
-{
-    static const struct option opts[] = {{"help", no_argument, 0, 'h'},
-                                         {"allow-downgrade", no_argument, 0, 'D'},
-                                         {"top", required_argument, 0, 'k'},
-                                         {"json", no_argument, 0, 'j'},
-                                         {"runs", required_argument, 0, 'n'},
-                                         {"warmup", required_argument, 0, 'w'},
-                                         {"threads", required_argument, 0, 't'},
-                                         {0, 0, 0, 0}};
-    static const struct {
-        int c;
-        unsigned flag;
-    } flags[] = {{'D', OPT_DOWNGRADE}, {'k', OPT_TOP}, {'j', OPT_JSON}, {'n', OPT_RUNS}, {'w', OPT_WARMUP},
-                 {'t', OPT_THREADS}};
-    struct cmd_opts dummy;
-    if (!o) o = &dummy;
-    *o = (struct cmd_opts){.top = 5, .runs = 20, .warmup = 3};
-    optind = 0; /* 0: glibc re-initialises, permuting again after main's "+" scan */
-    int c;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        if (c == 'h') {
-            printf("%s", help);
-            *rc = 0;
-            return -1;
-        }
-        unsigned flag = 0;
-        for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
-            if (flags[i].c == c) flag = flags[i].flag;
-        int bad = !(flag & accepted);
-        if (!bad && c == 'D') o->allow_downgrade = 1;
-        if (!bad && c == 'j') o->json = 1;
-        if (!bad && c == 'k') bad = num_opt("--top", optarg, 1, 100000, &o->top);
-        if (!bad && c == 'n') bad = num_opt("--runs", optarg, 1, 1000000, &o->runs);
-        if (!bad && c == 'w') bad = num_opt("--warmup", optarg, 0, 1000000, &o->warmup);
-        if (!bad && c == 't') bad = num_opt("--threads", optarg, 1, 1024, &o->threads);
-        if (bad) {
-            fprintf(stderr, "%s", help);
-            *rc = 2;
-            return -1;
-        }
-    }
-    if (argc - optind < lo || argc - optind > hi) {
-        fprintf(stderr, "%s", help);
+    int n = ck_parse("rtl", v, argc, argv, ops, argc, rc);
+    if (n >= 0 && (n < lo || n > hi)) {
+        if (n < lo && n == 0) ck_usage_of("rtl", v, "missing argument");
+        else if (n < lo) ck_usage_of("rtl", v, "%d argument%s given, at least %d needed", n, n == 1 ? "" : "s", lo);
+        else ck_usage_of("rtl", v, "unexpected argument '%s'", ops[hi]);
         *rc = 2;
-        return -1;
+        n = -1;
     }
-    return optind;
+    if (n >= 0)
+        for (int k = 0; k < n; k++) argv[argc - n + k] = (char *)ops[k];
+    free(ops);
+    return n < 0 ? -1 : argc - n;
 }
 
 static void print_installed(const rtl_installed *in)
@@ -141,13 +98,19 @@ static void print_installed(const rtl_installed *in)
 
 static int cmd_install(rtl_store *s, int argc, char **argv)
 {
-    const char *help = "Usage: rtl install ARCHIVE [SIG] [--allow-downgrade]\n"
+    struct cmd_opts o = CMD_OPTS_DEFAULTS;
+    const ck_opt opts[] = {
+        {"--allow-downgrade", NULL, CK_FLAG, &o.allow_downgrade, 0, 0,
+         "install a version that is not newer than the installed one"},
+        {0},
+    };
+    const ck_verb v = {"install", NULL, NULL, "ARCHIVE [SIG] [--allow-downgrade]",
                        "Verifies ARCHIVE with its signature SIG (default ARCHIVE.minisig) against the\n"
                        "pinned keys before extracting anything, refuses unsafe entries and versions not\n"
                        "newer than the installed one (unless --allow-downgrade), then installs it\n"
-                       "atomically. The copy that was current is kept for `rtl rollback`.\n";
-    struct cmd_opts o;
-    int rc, i = sub_opts(argc, argv, help, OPT_DOWNGRADE, &o, 1, 2, &rc);
+                       "atomically. The copy that was current is kept for `rtl rollback`.\n",
+                       opts, NULL};
+    int rc, i = sub_opts(argc, argv, &v, 1, 2, &rc);
     if (i < 0) return rc;
     char sig[4096];
     if (argc - i == 2) snprintf(sig, sizeof sig, "%s", argv[i + 1]);
@@ -162,17 +125,22 @@ static int cmd_install(rtl_store *s, int argc, char **argv)
 
 static int cmd_list(rtl_store *s, int argc, char **argv)
 {
-    const char *help = "Usage: rtl list [--json]\nLists installed catalogs.\n"
-                       "  --json   one JSON object: {\"catalogs\":[{\"catalog\",\"version\",\n"
-                       "           \"previous_version\" (null when none),\"key_id\",\"dir\"}]}\n";
-    struct cmd_opts o;
-    int rc, i = sub_opts(argc, argv, help, OPT_JSON, &o, 0, 0, &rc);
+    int json = 0;
+    const ck_opt opts[] = {
+        {"--json", NULL, CK_FLAG, &json, 0, 0,
+         "one JSON object: {\"catalogs\":[{\"catalog\",\"version\",\"previous_version\"\n"
+         "(null when none),\"key_id\",\"dir\"}]}"},
+        {0},
+    };
+    const ck_verb v = {"list", NULL, NULL, "[--json]",
+                       "Lists installed catalogs: id, version, previous version, key, folder.\n", opts, NULL};
+    int rc, i = sub_opts(argc, argv, &v, 0, 0, &rc);
     if (i < 0) return rc;
     rtl_installed *list;
     size_t n;
     rtl_err err;
     if (rtl_list(s, &list, &n, &err) != 0) return fail(&err);
-    if (o.json) {
+    if (json) {
         rc = print_installed_json(list, n);
         free(list);
         return rc;
@@ -210,31 +178,37 @@ static void print_catalog(const rtl_catalog *cat)
 
 static int cmd_inspect(rtl_store *s, int argc, char **argv)
 {
-    const char *help = "Usage: rtl inspect ID|ARCHIVE [--json]\n"
+    int json = 0;
+    const ck_opt opts[] = {
+        {"--json", NULL, CK_FLAG, &json, 0, 0,
+         "one JSON object: {\"catalog\",\"version\",\"model\",\"dir\",\"tasks\":[{\"name\",\n"
+         "\"labels\"}],\"variants\":[{\"id\",\"technique\",\"task\",\"top1\",\"top5\",\"macs\",\n"
+         "\"weight_bytes\",\"files\",\"latency\":[{\"where\",\"source\",\"machine\",\n"
+         "\"threads\",\"runs\",\"ms_median\",\"ms_mean\"}],\"estimates\":[{\"target\",\n"
+         "\"source\",\"method\",\"bound\",\"ms\",\"mj\",\"compute_unit\",\"cpu\":{\n"
+         "\"compute_unit\",\"ms\",\"mj\"}}]}]}"},
+        {0},
+    };
+    const ck_verb v = {"inspect", NULL, NULL, "ID|ARCHIVE [--json]",
                        "Prints the variants of installed catalog ID, or of the manifest inside ARCHIVE\n"
-                       "(an archive's signature is not checked here: use rtl install for that).\n"
-                       "  --json   one JSON object: {\"catalog\",\"version\",\"model\",\"dir\",\"tasks\":\n"
-                       "           [{\"name\",\"labels\"}],\"variants\":[{\"id\",\"technique\",\"task\",\n"
-                       "           \"top1\",\"top5\",\"macs\",\"weight_bytes\",\"files\",\"latency\":[{\"where\",\n"
-                       "           \"source\",\"machine\",\"threads\",\"runs\",\"ms_median\",\"ms_mean\"}],\n"
-                       "           \"estimates\":[{\"target\",\"source\",\"method\",\"bound\",\"ms\",\"mj\"}]}]}\n";
-    struct cmd_opts o;
-    int rc, i = sub_opts(argc, argv, help, OPT_JSON, &o, 1, 1, &rc);
+                       "(an archive's signature is not checked here: use rtl install for that).\n",
+                       opts, NULL};
+    int rc, i = sub_opts(argc, argv, &v, 1, 1, &rc);
     if (i < 0) return rc;
     rtl_err err;
     rtl_catalog *cat;
     struct stat st;
     if (stat(argv[i], &st) == 0 && S_ISREG(st.st_mode)) {
-        char *json;
+        char *text;
         size_t len;
-        if (rtl_archive_manifest(argv[i], &json, &len, &err) != 0) return fail(&err);
-        cat = rtl_catalog_parse(json, len, NULL, &err);
-        free(json);
+        if (rtl_archive_manifest(argv[i], &text, &len, &err) != 0) return fail(&err);
+        cat = rtl_catalog_parse(text, len, NULL, &err);
+        free(text);
     } else {
         cat = rtl_catalog_open(s, argv[i], &err);
     }
     if (!cat) return fail(&err);
-    if (o.json) {
+    if (json) {
         rc = print_catalog_json(cat);
         rtl_catalog_close(cat);
         return rc;
@@ -247,10 +221,12 @@ static int cmd_inspect(rtl_store *s, int argc, char **argv)
 
 static int cmd_verify(rtl_store *s, int argc, char **argv)
 {
-    const char *help = "Usage: rtl verify [ID...]\n"
+    const ck_opt opts[] = {{0}};
+    const ck_verb v = {"verify", NULL, NULL, "[ID...]",
                        "Re-verifies installed catalogs: the stored signature's trusted comment against\n"
-                       "the pinned keys, manifest.json against it, every file against the manifest.\n";
-    int rc, i = sub_opts(argc, argv, help, 0, NULL, 0, INT_MAX, &rc);
+                       "the pinned keys, manifest.json against it, every file against the manifest.\n",
+                       opts, NULL};
+    int rc, i = sub_opts(argc, argv, &v, 0, INT_MAX, &rc);
     if (i < 0) return rc;
     rtl_err err;
     int status = 0;
@@ -270,10 +246,12 @@ static int cmd_verify(rtl_store *s, int argc, char **argv)
 
 static int cmd_rollback(rtl_store *s, int argc, char **argv)
 {
-    const char *help = "Usage: rtl rollback ID\n"
+    const ck_opt opts[] = {{0}};
+    const ck_verb v = {"rollback", NULL, NULL, "ID",
                        "Verifies the previous copy of catalog ID and makes it current again; the\n"
-                       "current copy becomes the previous one (so a second rollback undoes the first).\n";
-    int rc, i = sub_opts(argc, argv, help, 0, NULL, 1, 1, &rc);
+                       "current copy becomes the previous one (so a second rollback undoes the first).\n",
+                       opts, NULL};
+    int rc, i = sub_opts(argc, argv, &v, 1, 1, &rc);
     if (i < 0) return rc;
     rtl_installed in;
     rtl_err err;
@@ -283,54 +261,87 @@ static int cmd_rollback(rtl_store *s, int argc, char **argv)
     return 0;
 }
 
+/* The store of the command being run (main opens it; install may create
+ * the root, every other command needs an existing one). */
+static const char *g_root, *g_keys;
+
+static int with_store(int (*fn)(rtl_store *, int, char **), int argc, char **argv)
+{
+    for (int a = 1; a < argc; a++) /* help needs no store */
+        if (!strcmp(argv[a], "--help") || !strcmp(argv[a], "-h")) return fn(NULL, argc, argv);
+    const char *root = g_root && *g_root ? g_root : DEFAULT_ROOT;
+    struct stat st;
+    errno = 0;
+    if (strcmp(argv[0], "install") != 0 && strcmp(argv[0], "pull") != 0 &&
+        (stat(root, &st) != 0 || !S_ISDIR(st.st_mode))) {
+        /* inspect ARCHIVE reads a file and needs no store */
+        if (!strcmp(argv[0], "inspect") && argc == 2 && stat(argv[1], &st) == 0 && S_ISREG(st.st_mode))
+            return fn(NULL, argc, argv);
+        fprintf(stderr, "rtl: error: the install root %s %s: nothing is installed there (check --root or "
+                        "RTL_ROOT; rtl install creates it)\n",
+                root, errno == ENOENT || errno == 0 ? "does not exist" : "is not a folder");
+        return 1;
+    }
+    rtl_store_config cfg = {.root = root, .keys_dir = g_keys && *g_keys ? g_keys : NULL, .log = log_cb};
+    rtl_err err;
+    rtl_store *s = rtl_store_open(&cfg, &err);
+    if (!s) return fail(&err);
+    int rc = fn(s, argc, argv);
+    rtl_store_close(s);
+    return rc;
+}
+
+static int run_install(int argc, char **argv) { return with_store(cmd_install, argc, argv); }
+static int run_list(int argc, char **argv) { return with_store(cmd_list, argc, argv); }
+static int run_inspect(int argc, char **argv) { return with_store(cmd_inspect, argc, argv); }
+static int run_verify(int argc, char **argv) { return with_store(cmd_verify, argc, argv); }
+static int run_rollback(int argc, char **argv) { return with_store(cmd_rollback, argc, argv); }
+static int run_run(int argc, char **argv) { return with_store(cmd_run, argc, argv); }
+static int run_profile(int argc, char **argv) { return with_store(cmd_profile, argc, argv); }
+static int run_pull(int argc, char **argv) { return with_store(cmd_pull, argc, argv); }
+
+static void version_extra(FILE *out) { fprintf(out, "SHA-256: %s\n", rtl_sha256_engine()); }
+
 int main(int argc, char **argv)
 {
+    static const ck_verb verbs[] = {
+        CK_VERB("install", "verify an archive against the pinned keys, then install it atomically", run_install),
+        CK_VERB("list", "installed catalogs: id, version, previous version, key", run_list),
+        CK_VERB("inspect", "the variants of an installed catalog or of an archive, with their latencies", run_inspect),
+        CK_VERB("verify", "re-verify installed catalogs (signature, manifest, every file)", run_verify),
+        CK_VERB("rollback", "make the previous copy of a catalog current again", run_rollback),
+        CK_VERB("run", "the top-k classes of images with their probabilities", run_run),
+        CK_VERB("profile", "measure latencies on this device and keep them beside the installed catalog", run_profile),
+        CK_VERB("pull", "fetch a catalog over HTTP(S): signed index, per-file delta, resumable; verify, install", run_pull),
+    };
+    static const ck_prog prog = {
+        .name = "rtl", .version = RTL_VERSION,
+        .summary = "install, inspect, verify and run signed catalogs on a device",
+        .usage = usage, .verbs = verbs, .nverbs = (int)(sizeof verbs / sizeof *verbs),
+        .version_extra = version_extra, .globals = "--root DIR, --keys DIR, -q", .verb_word = "command",
+    };
     static const struct option opts[] = {{"root", required_argument, 0, 'r'},
                                          {"keys", required_argument, 0, 'k'},
                                          {"quiet", no_argument, 0, 'q'},
                                          {"help", no_argument, 0, 'h'},
+                                         {"version", no_argument, 0, 'V'},
+                                         {"man", no_argument, 0, 'M'},
                                          {0, 0, 0, 0}};
-    const char *root = getenv("RTL_ROOT"), *keys = getenv("RTL_KEYS");
+    g_root = getenv("RTL_ROOT");
+    g_keys = getenv("RTL_KEYS");
     int c;
-    while ((c = getopt_long(argc, argv, "+qh", opts, NULL)) != -1) {
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "+:qh", opts, NULL)) != -1) {
         switch (c) {
-        case 'r': root = optarg; break;
-        case 'k': keys = optarg; break;
+        case 'r': g_root = optarg; break;
+        case 'k': g_keys = optarg; break;
         case 'q': quiet = 1; break;
-        case 'h': usage(stdout); return 0;
-        default: usage(stderr); return 2;
+        case 'h': usage(stdout); return ck_finish("rtl", 0);
+        case 'V': return ck_finish("rtl", ck_dispatch(&prog, argc - optind + 1, argv + optind - 1));
+        case 'M': return ck_finish("rtl", ck_man(&prog, stdout));
+        case ':': return ck_usage("rtl", NULL, "%s needs a value", argv[optind - 1]);
+        default: return ck_usage("rtl", NULL, "unknown option '%s'", argv[optind - 1]);
         }
     }
-    if (optind >= argc) {
-        usage(stderr);
-        return 2;
-    }
-    const char *cmd = argv[optind];
-    int sub_argc = argc - optind;
-    char **sub_argv = argv + optind;
-    if (!strcmp(cmd, "version")) {
-        printf("rtl %s (SHA-256: %s)\n", RTL_VERSION, rtl_sha256_engine());
-        return 0;
-    }
-    static const struct {
-        const char *name;
-        int (*fn)(rtl_store *, int, char **);
-    } cmds[] = {{"install", cmd_install}, {"list", cmd_list}, {"inspect", cmd_inspect},
-                {"verify", cmd_verify}, {"rollback", cmd_rollback}, {"run", cmd_run},
-                {"profile", cmd_profile}, {"pull", cmd_pull}};
-    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
-        if (strcmp(cmd, cmds[i].name) != 0) continue;
-        for (int a = 1; a < sub_argc; a++) /* help needs no store */
-            if (!strcmp(sub_argv[a], "--help") || !strcmp(sub_argv[a], "-h")) return cmds[i].fn(NULL, sub_argc, sub_argv);
-        rtl_store_config cfg = {.root = root && *root ? root : DEFAULT_ROOT, .keys_dir = keys && *keys ? keys : NULL,
-                                .log = log_cb};
-        rtl_err err;
-        rtl_store *s = rtl_store_open(&cfg, &err);
-        if (!s) return fail(&err);
-        int rc = cmds[i].fn(s, sub_argc, sub_argv);
-        rtl_store_close(s);
-        return rc;
-    }
-    fprintf(stderr, "rtl: unknown command '%s' (rtl --help lists them)\n", cmd);
-    return 2;
+    return ck_finish("rtl", ck_dispatch(&prog, argc - optind, argv + optind));
 }

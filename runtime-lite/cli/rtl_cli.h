@@ -3,34 +3,27 @@
 #define RTL_CLI_H
 
 #include "rtl.h"
+#include "clikit.h"
 
 /* -q: errors and warnings only. */
 extern int quiet;
 
-/* Options a command may accept (sub_opts' `accepted` mask). */
-enum {
-    OPT_DOWNGRADE = 1 << 0, /* --allow-downgrade */
-    OPT_TOP = 1 << 1,       /* --top K */
-    OPT_JSON = 1 << 2,      /* --json */
-    OPT_RUNS = 1 << 3,      /* --runs N */
-    OPT_WARMUP = 1 << 4,    /* --warmup N */
-    OPT_THREADS = 1 << 5,   /* --threads N */
-};
-
+/* The options of the commands (their tables point into this). */
 struct cmd_opts {
     int allow_downgrade, json;
-    long top, runs, warmup, threads; /* defaults 5, 20, 3, 0 (keep) */
+    long long top, runs, warmup, threads; /* defaults 5, 20, 3, 0 (keep) */
 };
+#define CMD_OPTS_DEFAULTS {.top = 5, .runs = 20, .warmup = 3}
 
 /* Prints "rtl: error: MSG" and returns 1. */
 int fail(const rtl_err *err);
 
-/* Parses a command's options (those in `accepted`; o may be NULL when none
- * take a value) and checks that it got between lo and hi arguments.
- * Returns the index of the first argument, or -1 after printing the help
- * (*rc 0) or a usage error (*rc 2). */
-int sub_opts(int argc, char **argv, const char *help, unsigned accepted, struct cmd_opts *o, int lo, int hi,
-             int *rc);
+/* Parses a command's options with the kit (v's option table, whose rows
+ * point into the command's struct cmd_opts) and checks that it got between
+ * lo and hi operands, which it moves to the end of argv. Returns the index
+ * of the first operand, or -1 after printing the help (*rc 0) or a usage
+ * error: the reason, then the help (*rc 2). */
+int sub_opts(int argc, char **argv, const ck_verb *v, int lo, int hi, int *rc);
 
 /* Commands of rtl_run_cli.c. s is NULL when only --help is asked for. */
 int cmd_run(rtl_store *s, int argc, char **argv);

@@ -11,32 +11,6 @@
 #include <string.h>
 #include <time.h>
 
-static const char *run_help =
-    "Usage: rtl run ID VARIANT IMAGE... [--top K] [--json] [--threads N]\n"
-    "Runs variant VARIANT of installed catalog ID on each image (PNG, JPEG or BMP;\n"
-    "scaled and centre-cropped as `trainer predict` does) and prints the K most\n"
-    "probable classes with the labels of the variant's task, one line per image:\n"
-    "  IMAGE: P1 LABEL1, P2 LABEL2, ...\n"
-    "  --top K      classes per image (default 5, at most the task's classes)\n"
-    "  --json       one JSON object: {\"catalog\",\"version\",\"variant\",\"results\":[{\"image\",\n"
-    "               \"answered_by\",\"top\":[{\"index\",\"label\",\"probability\"}]} or\n"
-    "               {\"image\",\"error\"}]}\n"
-    "  --threads N  compute threads (default: all cores)\n"
-    "Exit status 1 when a variant cannot be loaded or an image cannot be read.\n";
-
-static const char *profile_help =
-    "Usage: rtl profile ID [VARIANT...] [--runs N] [--warmup N] [--threads N] [--json]\n"
-    "Measures the batch-1 latency of each VARIANT of installed catalog ID (default:\n"
-    "all that this runtime can load) on this device: N timed runs after the warm-up\n"
-    "runs, median and mean. Each result is stored, marked as measured on this device\n"
-    "with the machine and the thread count, in ROOT/catalogs/ID/profile.json (written\n"
-    "atomically); `rtl inspect ID` shows it beside the build host's figures and the\n"
-    "catalog's estimates.\n"
-    "  --runs N     timed runs (default 20)\n"
-    "  --warmup N   untimed runs first (default 3)\n"
-    "  --threads N  compute threads (default: all cores)\n"
-    "  --json       print the measurements as JSON as well\n";
-
 /* One image's result as text or into the JSON array. */
 static void print_result(const char *image, const rtl_class *top, size_t n, const char *answered_by,
                          cJSON *results)
@@ -63,8 +37,23 @@ static void print_result(const char *image, const rtl_class *top, size_t n, cons
 
 int cmd_run(rtl_store *s, int argc, char **argv)
 {
-    struct cmd_opts o;
-    int rc, i = sub_opts(argc, argv, run_help, OPT_TOP | OPT_JSON | OPT_THREADS, &o, 3, INT_MAX, &rc);
+    struct cmd_opts o = CMD_OPTS_DEFAULTS;
+    const ck_opt opts[] = {
+        {"--top", "K", CK_INT, &o.top, 1, 100000, "classes per image (default 5, at most the task's classes)"},
+        {"--json", NULL, CK_FLAG, &o.json, 0, 0,
+         "one JSON object: {\"catalog\",\"version\",\"variant\",\"results\":[{\"image\",\n"
+         "\"answered_by\",\"top\":[{\"index\",\"label\",\"probability\"}]} or\n"
+         "{\"image\",\"error\"}]}"},
+        {"--threads", "N", CK_INT, &o.threads, 1, 1024, "compute threads (default: all cores)"},
+        {0},
+    };
+    const ck_verb v = {"run", NULL, NULL, "ID VARIANT IMAGE... [--top K] [--json] [--threads N]",
+                       "Runs variant VARIANT of installed catalog ID on each image (PNG, JPEG or BMP;\n"
+                       "scaled and centre-cropped as `trainer predict` does) and prints the K most\n"
+                       "probable classes with the labels of the variant's task, one line per image:\n"
+                       "  IMAGE: P1 LABEL1, P2 LABEL2, ...\n",
+                       opts, "Exit status 1 when a variant cannot be loaded or an image cannot be read.\n"};
+    int rc, i = sub_opts(argc, argv, &v, 3, INT_MAX, &rc);
     if (i < 0) return rc;
     rtl_err err;
     rtl_catalog *cat = rtl_catalog_open(s, argv[i], &err);
@@ -174,9 +163,23 @@ static int profile_one(rtl_catalog *cat, const char *id, const struct cmd_opts *
 
 int cmd_profile(rtl_store *s, int argc, char **argv)
 {
-    struct cmd_opts o;
-    int rc, i = sub_opts(argc, argv, profile_help, OPT_RUNS | OPT_WARMUP | OPT_THREADS | OPT_JSON, &o, 1,
-                         INT_MAX, &rc);
+    struct cmd_opts o = CMD_OPTS_DEFAULTS;
+    const ck_opt opts[] = {
+        {"--runs", "N", CK_INT, &o.runs, 1, 1000000, "timed runs (default 20)"},
+        {"--warmup", "N", CK_INT, &o.warmup, 0, 1000000, "untimed runs first (default 3)"},
+        {"--threads", "N", CK_INT, &o.threads, 1, 1024, "compute threads (default: all cores)"},
+        {"--json", NULL, CK_FLAG, &o.json, 0, 0, "print the measurements as JSON as well"},
+        {0},
+    };
+    const ck_verb v = {"profile", NULL, NULL, "ID [VARIANT...] [--runs N] [--warmup N] [--threads N] [--json]",
+                       "Measures the batch-1 latency of each VARIANT of installed catalog ID (default:\n"
+                       "all that this runtime can load) on this device: N timed runs after the warm-up\n"
+                       "runs, median and mean. Each result is stored, marked as measured on this device\n"
+                       "with the machine and the thread count, in ROOT/catalogs/ID/profile.json (written\n"
+                       "atomically); `rtl inspect ID` shows it beside the build host's figures and the\n"
+                       "catalog's estimates.\n",
+                       opts, NULL};
+    int rc, i = sub_opts(argc, argv, &v, 1, INT_MAX, &rc);
     if (i < 0) return rc;
     rtl_err err;
     rtl_catalog *cat = rtl_catalog_open(s, argv[i], &err);

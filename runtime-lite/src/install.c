@@ -84,6 +84,11 @@ static int verify(struct job *j, const char *sigpath, rtl_err *err)
 {
     rtl_pubkey *keys = NULL;
     size_t nkeys = 0, k = 0;
+    trn_err te;
+    /* the archive first: a missing archive is named as such, not its .minisig */
+    int probe = trn_open_input(j->archive, &te);
+    if (probe < 0) return rtl_err_from_trn(err, &te);
+    close(probe);
     if (rtl_read_small(sigpath, RTL_SIG_FILE_MAX, &j->sig_text, &j->sig_len, err) != 0) return -1;
     if (rtl_sig_parse(j->sig_text, j->sig_len, &j->sig, err) != 0) return rtl_err_prefix(err, "%s", sigpath);
     if (rtl_keys_load(j->s, &keys, &nkeys, err) != 0) return -1;
@@ -93,8 +98,8 @@ static int verify(struct job *j, const char *sigpath, rtl_err *err)
     if (k == nkeys) {
         rtl_errf(err, "%s is signed by key %s, which is not pinned on this device (keys folder %s)",
                  j->archive, j->key_id, j->s->keys_dir);
-    } else if ((j->fd = open(j->archive, O_RDONLY | O_CLOEXEC)) < 0) {
-        rtl_errf(err, "cannot open %s: %s", j->archive, strerror(errno));
+    } else if ((j->fd = trn_open_input(j->archive, &te)) < 0) {
+        rtl_err_from_trn(err, &te);
     } else if (fstat(j->fd, &j->st) != 0 || !S_ISREG(j->st.st_mode)) {
         rtl_errf(err, "%s is not a regular file", j->archive);
     } else if (rtl_hash_fd(j->fd, j->hash, err) != 0) {

@@ -118,7 +118,7 @@ static int map_weights(struct part *p, rtl_err *err)
     int i = file_index(p->variant, "weights", err);
     if (i < 0) return -1;
     const struct rtl_file *f = &p->variant->files[i];
-    int fd = open(f->abs, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    int fd = open(f->abs, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
     if (fd < 0) return rtl_errf(err, "cannot open %s: %s", f->abs, strerror(errno));
     struct stat st;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {

@@ -250,8 +250,9 @@ static int digest_fd(int fd, enum digest kind, uint8_t *out, uint64_t *size, rtl
 
 static int digest_file(const char *path, enum digest kind, uint8_t *out, uint64_t *size, rtl_err *err)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return rtl_errf(err, "cannot open %s: %s", path, strerror(errno));
+    trn_err te;
+    int fd = trn_open_input(path, &te);
+    if (fd < 0) return rtl_err_from_trn(err, &te);
     struct stat st;
     int rc = fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ? rtl_errf(err, "not a regular file")
                                                          : digest_fd(fd, kind, out, size, err);

@@ -94,10 +94,11 @@ int rtl_archive_manifest(const char *path, char **json, size_t *len, rtl_err *er
     *len = 0;
     struct rtl_ar_src *src = calloc(1, sizeof *src);
     if (!src) return rtl_errf(err, "out of memory");
-    src->fd = open(path, O_RDONLY | O_CLOEXEC);
+    trn_err te;
+    src->fd = trn_open_input(path, &te);
     if (src->fd < 0) {
         free(src);
-        return rtl_errf(err, "cannot open %s: %s", path, strerror(errno));
+        return rtl_err_from_trn(err, &te);
     }
     int rc = -1, next = -1;
     struct archive *a = rtl_ar_open(src, err);

@@ -120,13 +120,13 @@ expect_fail "describe: eval without top1" "top1" "$C" describe "$V/rw" --id rw -
 echo '{"images":40,"classes":10,"top1":0.5}' >"$T/notop5.json"
 expect_fail "describe: more than 5 classes need top5" "top5.*10 classes" "$C" describe "$V/rw" --id rw \
     --model tiny --task identity --eval "$T/notop5.json" --profile "$V/rw/profile.json" --meta "$V/rw/meta.json"
-expect_fail "describe: meta and technique together" "Usage: catalog describe" \
+expect_fail "describe: meta and technique together" "^catalog describe: give one of --meta and --technique" \
     "$C" describe "$V/rw" --id rw --model tiny --task identity --eval "$V/rw/eval.json" \
     --profile "$V/rw/profile.json" --meta "$V/rw/meta.json" --technique base
 expect_fail "profile: weights of another network" "weights" \
     "$C" profile --cfg "$V/rw/variant.cfg" --weights "$V/svd/variant.weights" --out "$T/p.json"
 t_check "profile wrote nothing on failure" test ! -e "$T/p.json"
-expect_fail "profile: bad --runs" "--runs '0' is not a valid count" \
+expect_fail "profile: bad --runs" "--runs needs a whole number in 1..100000, not '0'" \
     "$C" profile --cfg "$V/rw/variant.cfg" --weights "$V/rw/variant.weights" --runs 0 --out "$T/p.json"
 printf '[net]\nwidth=8\nheight=8\nchannels=3\n[yolo]\n' >"$T/yolo.cfg"
 expect_fail "cost: unknown section" "yolo.cfg:5" "$C" cost --cfg "$T/yolo.cfg"

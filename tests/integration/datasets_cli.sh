@@ -21,7 +21,7 @@ usage() { # NAME PATTERN CMD...: exit status 2 with a message
 usage "no verb" "Usage" "$D"
 usage "unknown verb" "unknown verb 'frobnicate'" "$D" frobnicate
 usage "unknown option" "unrecognized option|Usage" "$D" generate --colour blue
-usage "size out of range" "--size needs an integer in 16..256, got '8'" "$D" generate --size 8
+usage "size out of range" "--size needs a whole number in 16..256, not '8'" "$D" generate --size 8
 usage "bad seed" "--seed needs a non-negative integer" "$D" generate --seed -3
 usage "bad context list" "bad list of p" "$D" generate --context-p 0.5,x
 usage "import needs a format and a source" "expected FORMAT and SRC" "$D" import cifar10

@@ -66,6 +66,7 @@ V_rw-a := rewrite stride2:conv\\#1
 V_rw-a_TRAIN := max_batches=$2 learning_rate=${3:-0.1}
 V_rw-b := rewrite half:conv~1
 V_rw-b_TRAIN := max_batches=$1
+V_rw-b_KD := alpha=0.5 temperature=2
 V_svd-a := svd fc\\#1:4x
 MK
 }
@@ -112,6 +113,9 @@ t_check "the base trained with all threads" grep -qx 'tiny-base-train 2' "$SRUN_
 t_check "variants trained with THREADS/2 threads each" grep -qx 'tiny-rw-a-train 1' "$SRUN_LOG"
 t_check "every derivation went through the launcher" grep -qx 'tiny-svd-a-derive 1' "$SRUN_LOG"
 t_check "timings were recorded" grep -q '^train rw-b ' "$T/tiny/timings.log"
+t_check "rw-b learned from the base as its teacher (V_rw-b_KD)" \
+    grep -q 'rw-b: max_batches=10 (teacher: base; alpha=0.5 temperature=2)' "$T/variants.out"
+t_check "the distillation settings are part of rw-b's plan entry" grep -q '| kd alpha=0.5 temperature=2' "$T/tiny/plan/rw-b.plan"
 
 # 2. Nothing to redo; then one edited entry rebuilds only its variant.
 stamp() { stat -c %Y.%y "$T/tiny/variants/$1/variant.json"; }

@@ -109,7 +109,7 @@ bad "classifier" "final classifier" "${R[@]}" --spec fcdiv2:fc@2
 bad "missing --spec" "--spec is required" rewrite --cfg "$T/base.cfg" --weights "$T/base.weights" --seed 1
 bad "missing --seed" "--seed is required" rewrite --cfg "$T/base.cfg" --weights "$T/base.weights" --spec half:conv#1
 bad "unknown option" "unknown option '--sped'" "${R[@]}" --sped half:conv#1
-bad "bad seed" "--seed '-1' is not" rewrite --cfg "$T/base.cfg" --weights "$T/base.weights" --spec half:conv#1 --seed -1
+bad "bad seed" "--seed needs a whole number in 0\.\..*, not '-1'" rewrite --cfg "$T/base.cfg" --weights "$T/base.weights" --spec half:conv#1 --seed -1
 bad "missing weights file" "cannot open .*nope.weights" rewrite --cfg "$T/base.cfg" --weights "$T/nope.weights" --seed 1 --spec half:conv#1
 head -c 1000 "$T/base.weights" >"$T/short.weights"
 bad "short weights file" "short.weights" rewrite --cfg "$T/base.cfg" --weights "$T/short.weights" --seed 1 --spec half:conv#1

@@ -15,6 +15,12 @@ for f in bin/rtl bin/catalog lib/librtl.a lib/librtl.so.0 lib/librtl.so include/
     [ -e "$D$P/$f" ] || missing="$missing $f"
 done
 t_check "it installs the programs, librtl, rtl.h and rtl.pc${missing:+ (missing:$missing)}" test -z "$missing"
+nman=0
+for n in trainer dataset prune catalog rtl; do
+    [ -s "$D$P/share/man/man1/$n.1" ] && grep -q "^\.TH ${n^^} 1" "$D$P/share/man/man1/$n.1" && nman=$((nman + 1))
+done
+t_check "it installs the five manual pages ($nman of 5)" test "$nman" = 5
+t_check "man renders rtl(1) from the install" bash -c "MANWIDTH=80 man -l '$D$P/share/man/man1/rtl.1' 2>/dev/null | grep -q 'rtl - install'"
 t_check "rtl.pc names PREFIX" grep -qx "prefix=$P" "$D$P/lib/pkgconfig/rtl.pc"
 
 export PKG_CONFIG_PATH="$D$P/lib/pkgconfig" PKG_CONFIG_SYSROOT_DIR="$D"

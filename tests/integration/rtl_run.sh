@@ -144,7 +144,7 @@ expect_fail "a technique this runtime does not load yet" "variant 'trunk' \(tech
     rtl run rtlbad trunk "$img"
 expect_fail "rtl profile reports the broken variants" "variant 'truncated'" rtl profile rtlbad --runs 1 --warmup 0
 t_check "and skips the one of a technique it does not load" grep -q "skipping trunk: variant 'trunk' (technique trunk)" "$T/out"
-expect_fail "--top needs a positive integer" "--top needs an integer" rtl run rtlnet base "$img" --top 0
+expect_fail "--top needs a positive integer" "--top needs a whole number in 1..100000" rtl run rtlnet base "$img" --top 0
 t_check "a usage error is exit status 2" bash -c "'$RTL' --root '$R' run rtlnet base; test \$? = 2"
 
 # profiling on this device

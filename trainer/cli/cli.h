@@ -14,12 +14,6 @@ int cli_predict(int argc, char **argv);
 int cli_info(int argc, char **argv);
 int cli_bench(int argc, char **argv);
 
-/* Options: "--name value" or "--name=value". When argv[*i] is option
- * `name`, returns its value (advancing *i past it), else NULL. A missing
- * value sets *bad. */
-const char *cli_opt(int argc, char **argv, int *i, const char *name, int *bad);
-/* argv[*i] is the flag `name` (no value). */
-int cli_flag(char **argv, int i, const char *name);
 /* Parses a whole number in [lo, hi] for option `name`; prints an error
  * and returns -1 when it is not one. */
 int cli_num(const char *verb, const char *name, const char *s, long long lo, long long hi,

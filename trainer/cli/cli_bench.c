@@ -5,31 +5,12 @@
  * training step, and OpenBLAS sgemm on an N x N product as the yardstick.
  */
 #include "cli.h"
+#include "clikit.h"
 
 #include <cblas.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-static const char *help =
-    "Usage: trainer bench [--cfg] FILE.cfg [OPTIONS]\n"
-    "\n"
-    "Measures on random input and random weights (nothing is read or written):\n"
-    "  forward   inference at --forward-batch images (default 1)\n"
-    "  train     training steps (forward, backward, update) at --batch images\n"
-    "            (default: the cfg's batch / subdivisions), with the convolution\n"
-    "            layers' effective GFLOPS (their forward and backward FLOPs over their time)\n"
-    "  sgemm     OpenBLAS single-precision N x N x N product (--sgemm N, default 2048; 0: skip)\n"
-    "\n"
-    "  --set key=value    override a [net] key first (repeatable)\n"
-    "  --forward-batch N  images per forward (default 1)\n"
-    "  --batch N          images per training step\n"
-    "  --iterations N     timed repetitions of each (default 5; one warm-up run first)\n"
-    "  --no-train         skip the training step\n"
-    "  --layers           print every layer's forward and backward time in the step\n"
-    "  --threads N        threads (default: THREADS, else all cores)\n"
-    "  --json             one JSON object: forward_images_per_s, forward_gflops,\n"
-    "                     train_images_per_s, train_gflops, conv_train_gflops, sgemm_gflops\n";
 
 static double now_s(void)
 {
@@ -66,42 +47,42 @@ static double sgemm_gflops(int n, int reps)
 
 int cli_bench(int argc, char **argv)
 {
-    const char *cfg = NULL, *v, *threads = NULL;
-    cli_sets sets = {0};
+    const char *cfg = NULL, *threads = NULL, *operand = NULL;
+    ck_list set = {.n = 0};
     long long fb = 1, batch = 0, iters = 5, sg = 2048;
-    int json = 0, bad = 0, train = 1, layers = 0;
-    for (int i = 1; i < argc; i++) {
-        if (cli_flag(argv, i, "--help") || cli_flag(argv, i, "-h")) {
-            fputs(help, stdout);
-            return 0;
-        } else if ((v = cli_opt(argc, argv, &i, "--cfg", &bad))) {
-            cfg = v;
-        } else if ((v = cli_opt(argc, argv, &i, "--set", &bad))) {
-            if (cli_add_set(&sets, "bench", v)) return 2;
-        } else if ((v = cli_opt(argc, argv, &i, "--forward-batch", &bad))) {
-            if (cli_num("bench", "--forward-batch", v, 1, 4096, &fb)) return 2;
-        } else if ((v = cli_opt(argc, argv, &i, "--batch", &bad))) {
-            if (cli_num("bench", "--batch", v, 1, 4096, &batch)) return 2;
-        } else if ((v = cli_opt(argc, argv, &i, "--iterations", &bad))) {
-            if (cli_num("bench", "--iterations", v, 1, 100000, &iters)) return 2;
-        } else if ((v = cli_opt(argc, argv, &i, "--sgemm", &bad))) {
-            if (cli_num("bench", "--sgemm", v, 0, 16384, &sg)) return 2;
-        } else if ((v = cli_opt(argc, argv, &i, "--threads", &bad))) {
-            threads = v;
-        } else if (cli_flag(argv, i, "--layers")) {
-            layers = 1;
-        } else if (cli_flag(argv, i, "--no-train")) {
-            train = 0;
-        } else if (cli_flag(argv, i, "--json")) {
-            json = 1;
-        } else if (bad || argv[i][0] == '-') {
-            return cli_usage("bench", "%s '%s'", bad ? "missing value for" : "unknown option", argv[i]);
-        } else if (!cfg) {
-            cfg = argv[i];
-        } else {
-            return cli_usage("bench", "unexpected argument '%s'", argv[i]);
-        }
-    }
+    int json = 0, no_train = 0, layers = 0, rc0;
+    const ck_opt opts[] = {
+        {"--cfg", "FILE", CK_STR, &cfg, 0, 0, "the network (Darknet cfg); may be given without --cfg"},
+        {"--set", "key=value", CK_LIST, &set, 0, 0, "override a [net] key first (repeatable)"},
+        {"--forward-batch", "N", CK_INT, &fb, 1, 4096, "images per forward (default 1)"},
+        {"--batch", "N", CK_INT, &batch, 1, 4096, "images per training step"},
+        {"--iterations", "N", CK_INT, &iters, 1, 100000, "timed repetitions of each (default 5; one warm-up run first)"},
+        {"--sgemm", "N", CK_INT, &sg, 0, 16384, "size of the sgemm yardstick (default 2048; 0: skip)"},
+        {"--no-train", NULL, CK_FLAG, &no_train, 0, 0, "skip the training step"},
+        {"--layers", NULL, CK_FLAG, &layers, 0, 0, "print every layer's forward and backward time in the step"},
+        {"--threads", "N", CK_STR, &threads, 0, 0, "threads (default: THREADS, else all cores)"},
+        {"--json", NULL, CK_FLAG, &json, 0, 0,
+         "one JSON object: forward_images_per_s, forward_gflops,\n"
+         "train_images_per_s, train_gflops, conv_train_gflops, sgemm_gflops"},
+        {0},
+    };
+    const ck_verb verb = {
+        "bench", NULL, cli_bench, "[--cfg] FILE.cfg [OPTIONS]",
+        "Measures on random input and random weights (nothing is read or written):\n"
+        "  forward   inference at --forward-batch images (default 1)\n"
+        "  train     training steps (forward, backward, update) at --batch images\n"
+        "            (default: the cfg's batch / subdivisions), with the convolution\n"
+        "            layers' effective GFLOPS (their forward and backward FLOPs over their time)\n"
+        "  sgemm     OpenBLAS single-precision N x N x N product (--sgemm N, default 2048; 0: skip)\n",
+        opts, NULL,
+    };
+    if (ck_parse("trainer", &verb, argc, argv, &operand, 1, &rc0) < 0) return rc0;
+    if (operand && cfg) return cli_usage("bench", "unexpected argument '%s' (the cfg is given by --cfg)", operand);
+    if (!cfg) cfg = operand;
+    int train = !no_train;
+    cli_sets sets = {0};
+    for (int i = 0; i < set.n; i++)
+        if (cli_add_set(&sets, "bench", set.v[i])) return 2;
     if (!cfg) return cli_usage("bench", "no cfg given");
     if (cli_threads("bench", threads)) return 2;
     trn_cfg *c = cli_cfg("bench", cfg, &sets);

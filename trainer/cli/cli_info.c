@@ -5,23 +5,9 @@
  * at batch 1). --json prints the "cost" object of variant.json.
  */
 #include "cli.h"
+#include "clikit.h"
 
 #include <string.h>
-
-static const char *help =
-    "Usage: trainer info [--cfg] FILE.cfg [--set key=value]... [--json]\n"
-    "\n"
-    "Prints one line per layer (index, kind, cfg line, input and output c x h x w,\n"
-    "parameters, MACs, output bytes) and the totals, per image.\n"
-    "\n"
-    "  --cfg FILE       the network (Darknet cfg); may be given without --cfg\n"
-    "  --set key=value  override a [net] key first (repeatable)\n"
-    "  --json           print the cost object of variant.json instead:\n"
-    "                   {\"macs\",\"params\",\"weight_bytes\",\"peak_activation_bytes\",\n"
-    "                    \"bias_ops\",\"bn_ops\",\"act_ops\",\"pool_ops\",\n"
-    "                    \"layers\":[{\"index\",\"type\",\"output\":[c,h,w],\"macs\",\"params\",\n"
-    "                               \"output_bytes\",\"line\"}]}\n"
-    "                   (catalog/manifest.schema.json, $defs/cost)\n";
 
 static void print_json(const trn_net *net)
 {
@@ -100,27 +86,34 @@ static void print_table(const trn_net *net, const char *path)
 
 int cli_info(int argc, char **argv)
 {
-    const char *cfg = NULL, *v;
+    const char *cfg = NULL, *operand = NULL;
+    ck_list set = {.n = 0};
+    int json = 0, rc;
+    const ck_opt opts[] = {
+        {"--cfg", "FILE", CK_STR, &cfg, 0, 0, "the network (Darknet cfg); may be given without --cfg"},
+        {"--set", "key=value", CK_LIST, &set, 0, 0, "override a [net] key first (repeatable)"},
+        {"--json", NULL, CK_FLAG, &json, 0, 0,
+         "print the cost object of variant.json instead:\n"
+         "{\"macs\",\"params\",\"weight_bytes\",\"peak_activation_bytes\",\n"
+         " \"bias_ops\",\"bn_ops\",\"act_ops\",\"pool_ops\",\n"
+         " \"layers\":[{\"index\",\"type\",\"output\":[c,h,w],\"macs\",\"params\",\n"
+         "            \"output_bytes\",\"line\"}]}\n"
+         "(catalog/manifest.schema.json, $defs/cost)"},
+        {0},
+    };
+    const ck_verb v = {
+        "info", NULL, cli_info, "[--cfg] FILE.cfg [--set key=value]... [--json]",
+        "Prints one line per layer (index, kind, cfg line, input and output c x h x w,\n"
+        "parameters, MACs, output bytes) and the totals, per image.\n",
+        opts, NULL,
+    };
+    int n = ck_parse("trainer", &v, argc, argv, &operand, 1, &rc);
+    if (n < 0) return rc;
+    if (operand && cfg) return cli_usage("info", "unexpected argument '%s' (the cfg is given by --cfg)", operand);
+    if (!cfg) cfg = operand;
     cli_sets sets = {0};
-    int json = 0, bad = 0;
-    for (int i = 1; i < argc; i++) {
-        if (cli_flag(argv, i, "--help") || cli_flag(argv, i, "-h")) {
-            fputs(help, stdout);
-            return 0;
-        } else if ((v = cli_opt(argc, argv, &i, "--cfg", &bad))) {
-            cfg = v;
-        } else if ((v = cli_opt(argc, argv, &i, "--set", &bad))) {
-            if (cli_add_set(&sets, "info", v)) return 2;
-        } else if (cli_flag(argv, i, "--json")) {
-            json = 1;
-        } else if (bad || argv[i][0] == '-') {
-            return cli_usage("info", "%s '%s'", bad ? "missing value for" : "unknown option", argv[i]);
-        } else if (!cfg) {
-            cfg = argv[i];
-        } else {
-            return cli_usage("info", "unexpected argument '%s'", argv[i]);
-        }
-    }
+    for (int i = 0; i < set.n; i++)
+        if (cli_add_set(&sets, "info", set.v[i])) return 2;
     if (!cfg) return cli_usage("info", "no cfg given");
     trn_cfg *c = cli_cfg("info", cfg, &sets);
     if (!c) return 1;

@@ -3,57 +3,14 @@
  * with atomic checkpoints, --resume, and a live progress line.
  */
 #include "cli.h"
+#include "clikit.h"
 
 #include <signal.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-
-static const char *help =
-    "Usage: trainer train --cfg FILE.cfg --data FILE.data [OPTIONS]\n"
-    "\n"
-    "Trains the network on the data set's train split (Darknet's classifier training:\n"
-    "SGD with momentum and decay, its learning-rate policies, burn_in, subdivisions,\n"
-    "augmentation from the [net] keys) until max_batches weight updates. Writes\n"
-    "BACKUP/BASE.ckpt (everything a resumed run needs) every --checkpoint-every\n"
-    "updates and at the end, then BACKUP/BASE.weights (Darknet format); BASE is the\n"
-    "cfg's file name without extension. Every file is written to a temporary name,\n"
-    "fsynced and renamed. Same cfg, data, weights and seed: same bytes out, whatever\n"
-    "the thread count; a killed run resumed with --resume ends with the same bytes.\n"
-    "\n"
-    "  --cfg FILE             the network (Darknet cfg)\n"
-    "  --data FILE            the data set (Darknet .data: classes, train, labels/names, backup)\n"
-    "  --weights FILE         start from these weights (Darknet .weights) instead of\n"
-    "                         random ones; their `seen` continues the schedule\n"
-    "  --clear                reset `seen` to 0 after --weights (restart the schedule)\n"
-    "  --set key=value        override a [net] key (repeatable), e.g. --set max_batches=500\n"
-    "  --backup DIR           where checkpoints and weights go (default: the .data's\n"
-    "                         backup key, else 'backup')\n"
-    "  --seed N               seed of the initial weights, dropout, crops, shuffling and\n"
-    "                         augmentation (default 1); --resume takes the checkpoint's\n"
-    "  --checkpoint-every N   weight updates between checkpoints (default 100; 0: at the end only)\n"
-    "  --resume               continue from BACKUP/BASE.ckpt when it exists\n"
-    "  --threads N            compute threads (default: THREADS, else all cores)\n"
-    "  --loader-threads N     image decoding threads (default 2)\n"
-    "  --cache-mb N           decoded images kept in memory (default 256)\n"
-    "  --quiet                no progress output (the final summary line stays)\n"
-    "  --val-every N          every N updates (and at the end) measure top-1 on the\n"
-    "                         data set's valid split, printed with its 95% Wilson\n"
-    "                         interval (default 100; 0: never; no valid split: never)\n"
-    "  --val-images N         validate on the first N images of the split (default: all)\n"
-    "  --plateau N            stop early, writing the weights, after N validations in a\n"
-    "                         row without a better top-1 (default 0: never)\n"
-    "\n"
-    "Every update appends one JSON line to BACKUP/BASE.metrics.jsonl (batch, seen,\n"
-    "loss, avg_loss, rate, images_per_s, and on validations val_top1, val_lo, val_hi,\n"
-    "val_images; \"plateau\":true on an early stop); a fresh run truncates it.\n"
-    "Validation runs inference forwards only, which draw no random numbers: the\n"
-    "weights are the same bytes with or without it.\n"
-    "\n"
-    "On a terminal one progress line is updated in place (update, loss, running loss,\n"
-    "learning rate, images/s, ETA); otherwise one plain line per second at most.\n"
-    "SIGINT or SIGTERM writes a checkpoint and stops (exit status 130).\n";
 
 static volatile int stop_flag;
 
@@ -170,53 +127,99 @@ static void progress(const trn_train_progress *p, void *ctx)
     fflush(stderr);
 }
 
+/* The first folder of path (itself or an ancestor) that does not exist yet,
+ * into out (empty when path exists): what a failed run must take away. */
+static void first_missing(const char *path, char *out, size_t size)
+{
+    char p[4096];
+    struct stat st;
+    out[0] = '\0';
+    snprintf(p, sizeof p, "%s", path);
+    for (;;) {
+        size_t n = strlen(p);
+        while (n > 1 && p[n - 1] == '/') p[--n] = '\0';
+        if (stat(p, &st) == 0) return;
+        snprintf(out, size, "%s", p);
+        char *slash = strrchr(p, '/');
+        if (!slash || slash == p) return;
+        *slash = '\0';
+    }
+}
+
+/* Removes the empty folders from path up to top, which this run created. */
+static void remove_made(const char *path, const char *top)
+{
+    char p[4096];
+    snprintf(p, sizeof p, "%s", path);
+    size_t n = strlen(p);
+    while (n > 1 && p[n - 1] == '/') p[--n] = '\0';
+    while (rmdir(p) == 0 && strcmp(p, top) != 0) {
+        char *slash = strrchr(p, '/');
+        if (!slash || slash == p) break;
+        *slash = '\0';
+    }
+}
+
 int cli_train(int argc, char **argv)
 {
-    const char *cfgp = NULL, *data = NULL, *weights = NULL, *backup = NULL, *threads = NULL, *v;
-    cli_sets sets = {0};
+    const char *cfgp = NULL, *data = NULL, *weights = NULL, *backup = NULL, *threads = NULL;
+    ck_list set = {.n = 0};
     long long seed = 1, every = 100, lthreads = 2, cache = 256, val_every = 100, val_images = 0, plateau = 0;
-    int resume = 0, clear = 0, quiet = 0, bad = 0;
-    for (int i = 1; i < argc; i++) {
-        if (cli_flag(argv, i, "--help") || cli_flag(argv, i, "-h")) {
-            fputs(help, stdout);
-            return 0;
-        } else if ((v = cli_opt(argc, argv, &i, "--cfg", &bad))) {
-            cfgp = v;
-        } else if ((v = cli_opt(argc, argv, &i, "--data", &bad))) {
-            data = v;
-        } else if ((v = cli_opt(argc, argv, &i, "--weights", &bad))) {
-            weights = v;
-        } else if ((v = cli_opt(argc, argv, &i, "--backup", &bad))) {
-            backup = v;
-        } else if ((v = cli_opt(argc, argv, &i, "--set", &bad))) {
-            if (cli_add_set(&sets, "train", v)) return 2;
-        } else if ((v = cli_opt(argc, argv, &i, "--seed", &bad))) {
-            if (cli_num("train", "--seed", v, 0, (long long)1 << 62, &seed)) return 2;
-        } else if ((v = cli_opt(argc, argv, &i, "--checkpoint-every", &bad))) {
-            if (cli_num("train", "--checkpoint-every", v, 0, 1LL << 40, &every)) return 2;
-        } else if ((v = cli_opt(argc, argv, &i, "--threads", &bad))) {
-            threads = v;
-        } else if ((v = cli_opt(argc, argv, &i, "--loader-threads", &bad))) {
-            if (cli_num("train", "--loader-threads", v, 1, 256, &lthreads)) return 2;
-        } else if ((v = cli_opt(argc, argv, &i, "--cache-mb", &bad))) {
-            if (cli_num("train", "--cache-mb", v, 0, 1 << 20, &cache)) return 2;
-        } else if ((v = cli_opt(argc, argv, &i, "--val-every", &bad))) {
-            if (cli_num("train", "--val-every", v, 0, 1LL << 40, &val_every)) return 2;
-        } else if ((v = cli_opt(argc, argv, &i, "--val-images", &bad))) {
-            if (cli_num("train", "--val-images", v, 1, 1LL << 40, &val_images)) return 2;
-        } else if ((v = cli_opt(argc, argv, &i, "--plateau", &bad))) {
-            if (cli_num("train", "--plateau", v, 0, 1LL << 40, &plateau)) return 2;
-        } else if (cli_flag(argv, i, "--resume")) {
-            resume = 1;
-        } else if (cli_flag(argv, i, "--clear")) {
-            clear = 1;
-        } else if (cli_flag(argv, i, "--quiet")) {
-            quiet = 1;
-        } else {
-            return cli_usage("train", "%s '%s'", bad ? "missing value for" : "unknown option", argv[i]);
-        }
-        if (bad) return cli_usage("train", "missing value for '%s'", argv[i]);
-    }
+    int resume = 0, clear = 0, quiet = 0, rc0;
+    const ck_opt opts[] = {
+        {"--cfg", "FILE", CK_STR, &cfgp, 0, 0, "the network (Darknet cfg)"},
+        {"--data", "FILE", CK_STR, &data, 0, 0, "the data set (Darknet .data: classes, train, labels/names, backup)"},
+        {"--weights", "FILE", CK_STR, &weights, 0, 0,
+         "start from these weights (Darknet .weights) instead of\nrandom ones; their `seen` continues the schedule"},
+        {"--clear", NULL, CK_FLAG, &clear, 0, 0, "reset `seen` to 0 after --weights (restart the schedule)"},
+        {"--set", "key=value", CK_LIST, &set, 0, 0, "override a [net] key (repeatable), e.g. --set max_batches=500"},
+        {"--backup", "DIR", CK_STR, &backup, 0, 0,
+         "where checkpoints and weights go (default: the .data's\nbackup key, else 'backup')"},
+        {"--seed", "N", CK_INT, &seed, 0, 4611686018427387904.0,
+         "seed of the initial weights, dropout, crops, shuffling and\naugmentation (default 1); --resume takes the checkpoint's"},
+        {"--checkpoint-every", "N", CK_INT, &every, 0, 1099511627776.0,
+         "weight updates between checkpoints (default 100; 0: at the end only)"},
+        {"--resume", NULL, CK_FLAG, &resume, 0, 0, "continue from BACKUP/BASE.ckpt when it exists"},
+        {"--threads", "N", CK_STR, &threads, 0, 0, "compute threads (default: THREADS, else all cores)"},
+        {"--loader-threads", "N", CK_INT, &lthreads, 1, 256, "image decoding threads (default 2)"},
+        {"--cache-mb", "N", CK_INT, &cache, 0, 1 << 20, "decoded images kept in memory (default 256)"},
+        {"--quiet", NULL, CK_FLAG, &quiet, 0, 0, "no progress output (the final summary line stays)"},
+        {"--val-every", "N", CK_INT, &val_every, 0, 1099511627776.0,
+         "every N updates (and at the end) measure top-1 on the\ndata set's valid split, printed with its 95% Wilson\n"
+         "interval (default 100; 0: never; no valid split: never)"},
+        {"--val-images", "N", CK_INT, &val_images, 1, 1099511627776.0,
+         "validate on the first N images of the split (default: all)"},
+        {"--plateau", "N", CK_INT, &plateau, 0, 1099511627776.0,
+         "stop early, writing the weights, after N validations in a\nrow without a better top-1 (default 0: never)"},
+        {0},
+    };
+    const ck_verb verb = {
+        "train", NULL, cli_train, "--cfg FILE.cfg --data FILE.data [OPTIONS]",
+        "Trains the network on the data set's train split (Darknet's classifier training:\n"
+        "SGD with momentum and decay, its learning-rate policies, burn_in, subdivisions,\n"
+        "augmentation from the [net] keys) until max_batches weight updates. Writes\n"
+        "BACKUP/BASE.ckpt (everything a resumed run needs) every --checkpoint-every\n"
+        "updates and at the end, then BACKUP/BASE.weights (Darknet format); BASE is the\n"
+        "cfg's file name without extension. Every file is written to a temporary name,\n"
+        "fsynced and renamed. Same cfg, data, weights and seed: same bytes out, whatever\n"
+        "the thread count; a killed run resumed with --resume ends with the same bytes.\n"
+        "A run that fails leaves no new folder behind.\n",
+        opts,
+        "Every update appends one JSON line to BACKUP/BASE.metrics.jsonl (batch, seen,\n"
+        "loss, avg_loss, rate, images_per_s, and on validations val_top1, val_lo, val_hi,\n"
+        "val_images; \"plateau\":true on an early stop); a fresh run truncates it.\n"
+        "Validation runs inference forwards only, which draw no random numbers: the\n"
+        "weights are the same bytes with or without it.\n"
+        "\n"
+        "On a terminal one progress line is updated in place (update, loss, running loss,\n"
+        "learning rate, images/s, ETA); otherwise one plain line per second at most.\n"
+        "SIGINT or SIGTERM writes a checkpoint and stops (exit status 130).\n",
+    };
+    const char *extra;
+    if (ck_parse("trainer", &verb, argc, argv, &extra, 0, &rc0) < 0) return rc0;
+    cli_sets sets = {0};
+    for (int i = 0; i < set.n; i++)
+        if (cli_add_set(&sets, "train", set.v[i])) return 2;
     if (!cfgp || !data) return cli_usage("train", "--cfg and --data are required");
     if (clear && !weights) return cli_usage("train", "--clear needs --weights");
     if (cli_threads("train", threads)) return 2;
@@ -318,7 +321,10 @@ int cli_train(int argc, char **argv)
                 cfgp, data, trn_dataset_count(f.ds, TRN_SPLIT_TRAIN), trn_dataset_classes(f.ds),
                 trn_net_batch(net), nc->subdivisions, (unsigned long long)trn_net_seed(net),
                 trn_threads(), backup, base);
+    char made[4096];
+    first_missing(backup, made, sizeof made);
     int r = trn_train(net, &to, &e);
+    if (r < 0 && made[0]) remove_made(backup, made); /* nothing new is left behind */
     if (r < 0) {
         if (sh.tty && !quiet) fputc('\n', stderr);
         cli_fail("train", "%s", e.msg);

@@ -4,43 +4,10 @@
  * Darknet's evaluation preprocessing (trn_image_load_input).
  */
 #include "cli.h"
+#include "clikit.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-static const char *valid_help =
-    "Usage: trainer valid --cfg FILE.cfg --weights FILE --data FILE.data [OPTIONS]\n"
-    "\n"
-    "Evaluates every image of a split once (no augmentation: the centred\n"
-    "evaluation crop) and prints top-1, top-k and the confusion matrix.\n"
-    "\n"
-    "  --split NAME      train, valid or test (default: valid if the .data names one, else test)\n"
-    "  --top K           top-k accuracy (default: the .data's top key if > 1, else 5;\n"
-    "                    at most the number of classes)\n"
-    "  --batch N         images per forward (default 32)\n"
-    "  --limit N         only the first N images of the split\n"
-    "  --json            one JSON object for scripts: {\"split\",\"images\",\"classes\",\n"
-    "                    \"top1\",\"top1_ci\" (95% Wilson interval [lo,hi]),\"top5\",\n"
-    "                    \"top5_ci\" (when classes > 5),\"k\",\"topk\",\"names\",\n"
-    "                    \"confusion\" (rows: true class, columns: predicted)}\n"
-    "  --set key=value   override a [net] key (repeatable)\n"
-    "  --threads N       compute threads (default: THREADS, else all cores)\n"
-    "  --loader-threads N  image decoding threads (default 2)\n";
-
-static const char *predict_help =
-    "Usage: trainer predict --cfg FILE.cfg --weights FILE (--data FILE.data | --names FILE) [OPTIONS] IMAGE...\n"
-    "\n"
-    "Prints the top-k classes of every image (PNG, JPEG or BMP) with their\n"
-    "probabilities and names, one line per image.\n"
-    "\n"
-    "  --data FILE     take the class names from the data set's names/labels file\n"
-    "  --names FILE    one class name per line instead\n"
-    "  --top K         classes per image (default 5, at most the number of classes)\n"
-    "  --set key=value override a [net] key (repeatable)\n"
-    "  --threads N     compute threads\n"
-    "  --json          one JSON object: {\"results\":[{\"image\",\"top\":[{\"class\" (index),\n"
-    "                  \"name\",\"p\"}]}]}; an image that cannot be read gets\n"
-    "                  {\"image\",\"error\"} (and the exit status is 1)\n";
 
 /* Indexes of the k largest of p[0..n), best first (ties: lower index). */
 static void top_k(const float *p, int n, int k, int *out)
@@ -93,41 +60,40 @@ static void json_string(const char *s)
 
 int cli_valid(int argc, char **argv)
 {
-    const char *cfgp = NULL, *weights = NULL, *data = NULL, *split = NULL, *threads = NULL, *v;
-    cli_sets sets = {0};
+    const char *cfgp = NULL, *weights = NULL, *data = NULL, *split = NULL, *threads = NULL;
+    ck_list set = {.n = 0};
     long long top = 0, batch = 32, limit = 0, lthreads = 2;
-    int json = 0, bad = 0;
-    for (int i = 1; i < argc; i++) {
-        if (cli_flag(argv, i, "--help") || cli_flag(argv, i, "-h")) {
-            fputs(valid_help, stdout);
-            return 0;
-        } else if ((v = cli_opt(argc, argv, &i, "--cfg", &bad))) {
-            cfgp = v;
-        } else if ((v = cli_opt(argc, argv, &i, "--weights", &bad))) {
-            weights = v;
-        } else if ((v = cli_opt(argc, argv, &i, "--data", &bad))) {
-            data = v;
-        } else if ((v = cli_opt(argc, argv, &i, "--split", &bad))) {
-            split = v;
-        } else if ((v = cli_opt(argc, argv, &i, "--set", &bad))) {
-            if (cli_add_set(&sets, "valid", v)) return 2;
-        } else if ((v = cli_opt(argc, argv, &i, "--top", &bad))) {
-            if (cli_num("valid", "--top", v, 1, 1000000, &top)) return 2;
-        } else if ((v = cli_opt(argc, argv, &i, "--batch", &bad))) {
-            if (cli_num("valid", "--batch", v, 1, 4096, &batch)) return 2;
-        } else if ((v = cli_opt(argc, argv, &i, "--limit", &bad))) {
-            if (cli_num("valid", "--limit", v, 1, 1LL << 40, &limit)) return 2;
-        } else if ((v = cli_opt(argc, argv, &i, "--threads", &bad))) {
-            threads = v;
-        } else if ((v = cli_opt(argc, argv, &i, "--loader-threads", &bad))) {
-            if (cli_num("valid", "--loader-threads", v, 1, 256, &lthreads)) return 2;
-        } else if (cli_flag(argv, i, "--json")) {
-            json = 1;
-        } else {
-            return cli_usage("valid", "%s '%s'", bad ? "missing value for" : "unknown option", argv[i]);
-        }
-        if (bad) return cli_usage("valid", "missing value for '%s'", argv[i]);
-    }
+    int json = 0, rc0;
+    const ck_opt opts[] = {
+        {"--cfg", "FILE", CK_STR, &cfgp, 0, 0, "the network (Darknet cfg)"},
+        {"--weights", "FILE", CK_STR, &weights, 0, 0, "its weights (Darknet .weights)"},
+        {"--data", "FILE", CK_STR, &data, 0, 0, "the data set (Darknet .data)"},
+        {"--split", "NAME", CK_STR, &split, 0, 0, "train, valid or test (default: valid if the .data names one, else test)"},
+        {"--top", "K", CK_INT, &top, 1, 1000000,
+         "top-k accuracy (default: the .data's top key if > 1, else 5;\nat most the number of classes)"},
+        {"--batch", "N", CK_INT, &batch, 1, 4096, "images per forward (default 32)"},
+        {"--limit", "N", CK_INT, &limit, 1, 1099511627776.0, "only the first N images of the split"},
+        {"--json", NULL, CK_FLAG, &json, 0, 0,
+         "one JSON object for scripts: {\"split\",\"images\",\"classes\",\n"
+         "\"top1\",\"top1_ci\" (95% Wilson interval [lo,hi]),\"top5\",\n"
+         "\"top5_ci\" (when classes > 5),\"k\",\"topk\",\"names\",\n"
+         "\"confusion\" (rows: true class, columns: predicted)}"},
+        {"--set", "key=value", CK_LIST, &set, 0, 0, "override a [net] key (repeatable)"},
+        {"--threads", "N", CK_STR, &threads, 0, 0, "compute threads (default: THREADS, else all cores)"},
+        {"--loader-threads", "N", CK_INT, &lthreads, 1, 256, "image decoding threads (default 2)"},
+        {0},
+    };
+    const ck_verb verb = {
+        "valid", NULL, cli_valid, "--cfg FILE.cfg --weights FILE --data FILE.data [OPTIONS]",
+        "Evaluates every image of a split once (no augmentation: the centred\n"
+        "evaluation crop) and prints top-1, top-k and the confusion matrix.\n",
+        opts, NULL,
+    };
+    const char *extra;
+    if (ck_parse("trainer", &verb, argc, argv, &extra, 0, &rc0) < 0) return rc0;
+    cli_sets sets = {0};
+    for (int i = 0; i < set.n; i++)
+        if (cli_add_set(&sets, "valid", set.v[i])) return 2;
     if (!cfgp || !weights || !data) return cli_usage("valid", "--cfg, --weights and --data are required");
     if (cli_threads("valid", threads)) return 2;
     trn_err e;
@@ -278,40 +244,38 @@ static char **read_names(const char *path, int *n, trn_err *e)
 
 int cli_predict(int argc, char **argv)
 {
-    const char *cfgp = NULL, *weights = NULL, *data = NULL, *namesp = NULL, *threads = NULL, *v;
-    cli_sets sets = {0};
+    const char *cfgp = NULL, *weights = NULL, *data = NULL, *namesp = NULL, *threads = NULL;
+    ck_list set = {.n = 0};
     long long top = 5;
-    int bad = 0, nimg = 0, json = 0;
+    int rc0, json = 0;
+    const ck_opt opts[] = {
+        {"--cfg", "FILE", CK_STR, &cfgp, 0, 0, "the network (Darknet cfg)"},
+        {"--weights", "FILE", CK_STR, &weights, 0, 0, "its weights (Darknet .weights)"},
+        {"--data", "FILE", CK_STR, &data, 0, 0, "take the class names from the data set's names/labels file"},
+        {"--names", "FILE", CK_STR, &namesp, 0, 0, "one class name per line instead"},
+        {"--top", "K", CK_INT, &top, 1, 1000000, "classes per image (default 5, at most the number of classes)"},
+        {"--set", "key=value", CK_LIST, &set, 0, 0, "override a [net] key (repeatable)"},
+        {"--threads", "N", CK_STR, &threads, 0, 0, "compute threads"},
+        {"--json", NULL, CK_FLAG, &json, 0, 0,
+         "one JSON object: {\"results\":[{\"image\",\"top\":[{\"class\" (index),\"name\",\n"
+         "\"p\"}]}]}; an image that cannot be read gets {\"image\",\"error\"} (and the\n"
+         "exit status is 1)"},
+        {0},
+    };
+    const ck_verb verb = {
+        "predict", NULL, cli_predict,
+        "--cfg FILE.cfg --weights FILE (--data FILE.data | --names FILE) [OPTIONS] IMAGE...",
+        "Prints the top-k classes of every image (PNG, JPEG or BMP) with their\n"
+        "probabilities and names, one line per image.\n",
+        opts, NULL,
+    };
     const char **imgs = calloc((size_t)argc, sizeof *imgs);
     if (!imgs) return cli_fail("predict", "out of memory");
-    for (int i = 1; i < argc; i++) {
-        if (cli_flag(argv, i, "--help") || cli_flag(argv, i, "-h")) {
-            fputs(predict_help, stdout);
-            free(imgs);
-            return 0;
-        } else if ((v = cli_opt(argc, argv, &i, "--cfg", &bad))) {
-            cfgp = v;
-        } else if ((v = cli_opt(argc, argv, &i, "--weights", &bad))) {
-            weights = v;
-        } else if ((v = cli_opt(argc, argv, &i, "--data", &bad))) {
-            data = v;
-        } else if ((v = cli_opt(argc, argv, &i, "--names", &bad))) {
-            namesp = v;
-        } else if ((v = cli_opt(argc, argv, &i, "--set", &bad))) {
-            if (cli_add_set(&sets, "predict", v)) return free(imgs), 2;
-        } else if ((v = cli_opt(argc, argv, &i, "--top", &bad))) {
-            if (cli_num("predict", "--top", v, 1, 1000000, &top)) return free(imgs), 2;
-        } else if ((v = cli_opt(argc, argv, &i, "--threads", &bad))) {
-            threads = v;
-        } else if (cli_flag(argv, i, "--json")) {
-            json = 1;
-        } else if (bad || argv[i][0] == '-') {
-            free(imgs);
-            return cli_usage("predict", "%s '%s'", bad ? "missing value for" : "unknown option", argv[i]);
-        } else {
-            imgs[nimg++] = argv[i];
-        }
-    }
+    int nimg = ck_parse("trainer", &verb, argc, argv, imgs, argc, &rc0);
+    if (nimg < 0) return free(imgs), rc0;
+    cli_sets sets = {0};
+    for (int i = 0; i < set.n; i++)
+        if (cli_add_set(&sets, "predict", set.v[i])) return free(imgs), 2;
     if (!cfgp || !weights || (!data && !namesp) || !nimg) {
         free(imgs);
         return cli_usage("predict", "--cfg, --weights, --data or --names, and at least one image are required");

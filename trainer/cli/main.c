@@ -4,6 +4,7 @@
  * to exit; the verbs return exit statuses.
  */
 #include "cli.h"
+#include "clikit.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -46,22 +47,6 @@ int cli_usage(const char *verb, const char *fmt, ...)
     va_end(ap);
     return 2;
 }
-
-const char *cli_opt(int argc, char **argv, int *i, const char *name, int *bad)
-{
-    size_t n = strlen(name);
-    const char *a = argv[*i];
-    if (strncmp(a, name, n) != 0) return NULL;
-    if (a[n] == '=') return a + n + 1;
-    if (a[n] != '\0') return NULL;
-    if (*i + 1 >= argc) {
-        *bad = 1;
-        return NULL;
-    }
-    return argv[++*i];
-}
-
-int cli_flag(char **argv, int i, const char *name) { return strcmp(argv[i], name) == 0; }
 
 int cli_num(const char *verb, const char *name, const char *s, long long lo, long long hi,
             long long *out)
@@ -136,26 +121,21 @@ void cli_basename(const char *path, char *out, size_t size)
     snprintf(out, size, "%.*s", (int)n, b);
 }
 
+static void usage(FILE *out) { fputs(usage_text, out); }
+
 int main(int argc, char **argv)
 {
-    if (argc < 2) {
-        fputs(usage_text, stderr);
-        return 2;
-    }
-    const char *v = argv[1];
-    if (!strcmp(v, "--help") || !strcmp(v, "-h") || !strcmp(v, "help")) {
-        fputs(usage_text, stdout);
-        return 0;
-    }
-    if (!strcmp(v, "--version")) {
-        printf("trainer %s\n", TRN_VERSION);
-        return 0;
-    }
-    if (!strcmp(v, "train")) return cli_train(argc - 1, argv + 1);
-    if (!strcmp(v, "valid")) return cli_valid(argc - 1, argv + 1);
-    if (!strcmp(v, "predict")) return cli_predict(argc - 1, argv + 1);
-    if (!strcmp(v, "info")) return cli_info(argc - 1, argv + 1);
-    if (!strcmp(v, "bench")) return cli_bench(argc - 1, argv + 1);
-    fprintf(stderr, "trainer: unknown verb '%s'\n\n%s", v, usage_text);
-    return 2;
+    static const ck_verb verbs[] = {
+        CK_VERB("train", "train a cfg on a Darknet classifier data set, with checkpoints and --resume", cli_train),
+        CK_VERB("valid", "top-1, top-k and the confusion matrix of a split (--json for scripts)", cli_valid),
+        CK_VERB("predict", "the top-k classes of images, with their names", cli_predict),
+        CK_VERB("info", "per-layer table (kind, shapes, parameters, MACs, output bytes) and totals", cli_info),
+        CK_VERB("bench", "images/s and GFLOPS of the forward and of a training step", cli_bench),
+    };
+    static const ck_prog prog = {
+        .name = "trainer", .version = TRN_VERSION,
+        .summary = "train, evaluate and inspect Darknet-compatible CNNs",
+        .usage = usage, .verbs = verbs, .nverbs = (int)(sizeof verbs / sizeof *verbs),
+    };
+    return ck_main(&prog, argc, argv);
 }

@@ -80,8 +80,18 @@ float trn_rng_normal(trn_rng *r);
 
 /* ---- checked I/O ------------------------------------------------------- */
 
-/* fopen that reports "cannot open PATH for MODE: strerror" in err. */
+/* fopen that reports "cannot open PATH for MODE: strerror" in err. A read
+ * mode opens regular files only: a FIFO, device, socket or folder is refused
+ * at once with a message saying what it is (never a hang on a FIFO). */
 FILE *trn_fopen(const char *path, const char *mode, trn_err *err);
+
+/* The file descriptor of regular file path opened for reading (O_CLOEXEC),
+ * or -1 with "cannot open PATH: ..." or "PATH is a FIFO (named pipe), not a
+ * regular file ..." in err. Opening never blocks. */
+int trn_open_input(const char *path, trn_err *err);
+
+/* "a FIFO (named pipe)", "a folder", "a character device", ... for st_mode. */
+const char *trn_file_kind(unsigned mode);
 
 /* Reads exactly n bytes; a short read is an error naming the file `name` and
  * the byte offset where data ran out. */
@@ -284,6 +294,12 @@ typedef struct trn_net_config {
     /* Augmentation keys, handed to the data loader (Darknet's meaning). */
     float angle, aspect, hue, saturation, exposure, jitter;
     int min_crop, max_crop, flip;
+    /* Knowledge distillation (a training-only [net] extension: Darknet
+     * reports these keys as unused and loads the cfg). distill_alpha > 0
+     * mixes a teacher's temperature-softened outputs into the loss; the
+     * teacher is distill_cfg + distill_weights (see trn_train). */
+    float distill_alpha, distill_temperature;
+    char distill_cfg[1024], distill_weights[1024];
 } trn_net_config;
 
 typedef struct trn_net_opts {
@@ -450,6 +466,15 @@ int trn_net_backward(trn_net *net, trn_err *err) TRN_MUST_CHECK;
  *   weights:        u -= decay*B * w; w += rate/B * u; u *= momentum
  * with B = batch * subdivisions and the layer's learning_rate scale. */
 void trn_net_update(trn_net *net);
+/* Soft targets for the next training forwards (knowledge distillation):
+ * q is (batch, outputs), each row a teacher's distribution softened by
+ * net->cfg.distill_temperature, or NULL to train on the labels alone. The
+ * softmax layer's loss becomes (1 - a) * CE(truth, p) + a * T^2 * KL(q || p_T)
+ * with p_T = softmax(logits / T) and a = distill_alpha (Hinton et al. 2015);
+ * its delta is the loss's negative gradient in the logits,
+ * (1 - a) * (truth - p) + a * T * (q - p_T). The caller keeps q alive. */
+void trn_net_set_soft_targets(trn_net *net, const float *q);
+
 /* Darknet's train_network_datum: seen += batch; forward_train; backward;
  * update every `subdivisions` calls. *loss (may be NULL) = the cost per
  * image of this forward. */

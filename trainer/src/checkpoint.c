@@ -99,10 +99,16 @@ int trn_checkpoint_load(trn_net *net, const char *path, float *avg_loss, trn_err
         goto out;
     }
     memcpy(&wbytes, b + 32, 8);
-    if (wbytes != trn_weights_bytes(net) || len - 40 < wbytes + 8) {
-        trn_errf(err, "%s: the checkpoint holds %llu bytes of weights at byte offset 40 but this "
-                 "cfg has %zu: it belongs to another cfg or is truncated", path,
+    if (wbytes != trn_weights_bytes(net)) {
+        trn_errf(err, "%s: the checkpoint records %llu bytes of weights (byte offset 32) but this "
+                 "cfg has %zu: it belongs to another cfg", path,
                  (unsigned long long)wbytes, trn_weights_bytes(net));
+        goto out;
+    }
+    if (len - 40 < wbytes + 8) {
+        trn_errf(err, "%s: the file ends at byte offset %zu, inside its %llu bytes of weights "
+                 "(byte offsets 40..%llu): it is truncated; delete it to start over", path, len,
+                 (unsigned long long)wbytes, (unsigned long long)(40 + wbytes + 8));
         goto out;
     }
     memcpy(&ufloats, b + 40 + wbytes, 8);

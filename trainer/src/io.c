@@ -9,8 +9,50 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+const char *trn_file_kind(unsigned mode)
+{
+    if (S_ISREG(mode)) return "a regular file";
+    if (S_ISDIR(mode)) return "a folder";
+    if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
+    if (S_ISSOCK(mode)) return "a socket";
+    if (S_ISCHR(mode)) return "a character device";
+    if (S_ISBLK(mode)) return "a block device";
+    return "not a regular file";
+}
+
+int trn_open_input(const char *path, trn_err *err)
+{
+    /* O_NONBLOCK: opening a FIFO without a writer returns at once */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    if (fd < 0) return trn_errf(err, "cannot open %s for reading: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        int e = errno;
+        close(fd);
+        return trn_errf(err, "cannot open %s for reading: %s", path, strerror(e));
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        return trn_errf(err, "%s is %s, not a regular file: give the file itself", path,
+                        trn_file_kind(st.st_mode));
+    }
+    int fl = fcntl(fd, F_GETFL);
+    if (fl >= 0) fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+    return fd;
+}
+
 FILE *trn_fopen(const char *path, const char *mode, trn_err *err)
 {
+    if (mode[0] == 'r' && !strchr(mode, '+')) {
+        int fd = trn_open_input(path, err);
+        if (fd < 0) return NULL;
+        FILE *f = fdopen(fd, mode);
+        if (!f) {
+            trn_errf(err, "cannot open %s for reading: %s", path, strerror(errno));
+            close(fd);
+        }
+        return f;
+    }
     FILE *f = fopen(path, mode);
     if (!f)
         trn_errf(err, "cannot open %s for %s: %s", path,

@@ -82,7 +82,8 @@ static const char *const net_keys[] = {
     "batch", "subdivisions", "width", "height", "channels", "momentum", "decay",
     "learning_rate", "policy", "steps", "scales", "step", "gamma", "power", "burn_in",
     "max_batches", "scale", "angle", "hue", "saturation", "exposure", "aspect", "jitter",
-    "min_crop", "max_crop", "flip", NULL,
+    "min_crop", "max_crop", "flip", "distill_alpha", "distill_temperature", "distill_cfg",
+    "distill_weights", NULL,
 };
 
 static int in_list(const char *const *list, const char *s)
@@ -286,6 +287,20 @@ static int parse_net_section(trn_build *b, trn_net *net, trn_err *err)
         trn_build_float(b, "scale", 1, -1e6f, 1e6f, &c->scale, err) ||
         trn_build_float(b, "gamma", 1, -1e6f, 1e6f, &c->gamma, err))
         return -1;
+    if (trn_build_float(b, "distill_alpha", 0, 0, 1, &c->distill_alpha, err) ||
+        trn_build_float(b, "distill_temperature", 1, 0.01f, 100, &c->distill_temperature, err))
+        return -1;
+    static const char *const dk[2] = {"distill_cfg", "distill_weights"};
+    char *dv[2] = {c->distill_cfg, c->distill_weights};
+    for (int k = 0; k < 2; k++) {
+        const char *v = trn_build_str(b, dk[k], "");
+        if (strlen(v) >= sizeof c->distill_cfg)
+            return trn_build_fail(b, dk[k], err, "the path is longer than %zu bytes", sizeof c->distill_cfg - 1);
+        strcpy(dv[k], v);
+    }
+    if (c->distill_alpha > 0 && (!c->distill_cfg[0] || !c->distill_weights[0]))
+        return trn_build_fail(b, "distill_alpha", err, "distill_alpha=%g needs the teacher: set distill_cfg "
+                              "and distill_weights", c->distill_alpha);
     int64_t maxb = 0;
     {
         int mb;

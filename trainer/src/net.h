@@ -101,6 +101,7 @@ struct trn_net {
     float *input;         /* (batch, inputs) copy of the caller's x */
     float *truth;         /* (batch, outputs) or NULL */
     const float *truth_in; /* the caller's truth during a training forward */
+    const float *soft;    /* (batch, outputs) distillation targets, or NULL */
     float *workspace;
     size_t workspace_floats;
     uint64_t seen;

@@ -7,9 +7,12 @@
  * truth matches the layer's size, the layer computes Darknet's
  * cross-entropy: loss = -log p where the truth is non-zero, delta =
  * truth - p (the temperature does not enter the gradient, as in Darknet).
+ * With distillation targets (trn_net_set_soft_targets) the loss mixes in
+ * the KL divergence to a teacher's softened outputs (trn.h says how).
  */
 #include "net.h"
 
+#include <math.h>
 #include <stdlib.h>
 
 static const char *const softmax_keys[] = {"groups", "temperature", "noloss", NULL};
@@ -18,6 +21,7 @@ typedef struct softmax_state {
     int groups, noloss;
     float temperature;
     float *loss; /* (batch, inputs) per-value loss of the last training forward */
+    float *pt;   /* (batch, inputs) softmax(logits / T) for distillation */
 } softmax_state;
 
 static int softmax_setup(trn_layer *l, trn_build *b, trn_err *err)
@@ -42,7 +46,8 @@ static int softmax_alloc(trn_layer *l, trn_net *net, trn_err *err)
 {
     softmax_state *s = l->priv;
     if (net->opts.infer_only) return 0;
-    if (!(s->loss = trn_net_alloc_floats(net, (size_t)net->batch * l->inputs)))
+    if (!(s->loss = trn_net_alloc_floats(net, (size_t)net->batch * l->inputs)) ||
+        !(s->pt = trn_net_alloc_floats(net, (size_t)net->batch * l->inputs)))
         return trn_errf(err, "out of memory for layer %d", l->index);
     return 0;
 }
@@ -50,7 +55,10 @@ static int softmax_alloc(trn_layer *l, trn_net *net, trn_err *err)
 static void softmax_destroy(trn_layer *l, trn_net *net)
 {
     softmax_state *s = l->priv;
-    if (s) trn_net_release(net, s->loss);
+    if (s) {
+        trn_net_release(net, s->loss);
+        trn_net_release(net, s->pt);
+    }
 }
 
 static void softmax_forward(trn_layer *l, trn_net *net, int train)
@@ -62,6 +70,21 @@ static void softmax_forward(trn_layer *l, trn_net *net, int train)
     l->has_cost = 0;
     if (!train || !net->truth_in || s->noloss || l->outputs != trn_net_outputs(net)) return;
     be->softmax_xent(n, l->output, net->truth, l->delta, s->loss);
+    float a = net->cfg.distill_alpha;
+    if (net->soft && a > 0) {
+        /* Knowledge distillation (trn_net_set_soft_targets): the label
+         * term scaled by 1 - a, plus a * T^2 * KL(q || p_T), whose negative
+         * gradient in the logits is a * T * (q - p_T). Computed here on
+         * host memory: a GPU backend needs this as a kernel. */
+        float t = net->cfg.distill_temperature;
+        be->softmax(l->input, net->batch, (int)l->inputs, s->groups, t, s->pt);
+        const float *q = net->soft;
+        for (size_t i = 0; i < n; i++) {
+            float kl = q[i] > 0 ? q[i] * (logf(q[i]) - logf(s->pt[i] > 1e-30f ? s->pt[i] : 1e-30f)) : 0;
+            l->delta[i] = (1 - a) * l->delta[i] + a * t * (q[i] - s->pt[i]);
+            s->loss[i] = (1 - a) * s->loss[i] + a * t * t * kl;
+        }
+    }
     double sum = 0;
     for (size_t i = 0; i < n; i++) sum += s->loss[i];
     l->cost = (float)sum;

@@ -15,6 +15,7 @@
  */
 #include "net.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,6 +73,51 @@ static int validate(trn_net *net, const trn_train_opts *o, trn_train_progress *p
     return 0;
 }
 
+/* Knowledge distillation: the teacher named by [net] distill_cfg and
+ * distill_weights, built for inference at the student's batch; it must
+ * have the student's input and output sizes and end in a softmax whose
+ * input is the logits. */
+static trn_net *teacher_load(const trn_net *net, trn_err *err)
+{
+    const trn_net_config *c = &net->cfg;
+    trn_net_opts to;
+    trn_net_opts_defaults(&to);
+    to.batch = net->batch;
+    to.infer_only = 1;
+    trn_net *t = trn_net_load(c->distill_cfg, c->distill_weights, &to, err);
+    if (!t) return NULL;
+    int n = trn_net_layers(t);
+    trn_layer_info last;
+    trn_net_layer_info(t, n - 1, &last);
+    if (trn_net_inputs(t) != trn_net_inputs(net) || trn_net_outputs(t) != trn_net_outputs(net) ||
+        last.kind != TRN_LAYER_SOFTMAX || n < 2) {
+        trn_errf(err, "distillation teacher %s: it must take the student's %zu inputs and end in a softmax over "
+                 "its %zu outputs (it takes %zu and has %zu)", c->distill_cfg, trn_net_inputs(net),
+                 trn_net_outputs(net), trn_net_inputs(t), trn_net_outputs(t));
+        trn_net_free(t);
+        return NULL;
+    }
+    return t;
+}
+
+/* q = softmax(teacher logits / T), row by row, in double. */
+static int teacher_targets(trn_net *t, const float *x, float temp, float *q, trn_err *err)
+{
+    if (trn_net_forward(t, x, err) != 0) return -1;
+    int n = trn_net_layers(t);
+    const float *z = trn_net_layer_output(t, n - 2);
+    size_t k = trn_net_outputs(t);
+    for (int b = 0; b < trn_net_batch(t); b++) {
+        const float *zr = z + (size_t)b * k;
+        float *qr = q + (size_t)b * k;
+        double mx = zr[0], sum = 0;
+        for (size_t i = 1; i < k; i++) mx = zr[i] > mx ? zr[i] : mx;
+        for (size_t i = 0; i < k; i++) sum += exp((zr[i] - mx) / temp);
+        for (size_t i = 0; i < k; i++) qr[i] = (float)(exp((zr[i] - mx) / temp) / sum);
+    }
+    return 0;
+}
+
 int trn_train(trn_net *net, const trn_train_opts *o, trn_err *err)
 {
     if (!o->next_batch || !o->base || !o->backup_dir)
@@ -103,6 +149,19 @@ int trn_train(trn_net *net, const trn_train_opts *o, trn_err *err)
         if (log) fclose(log);
         return trn_errf(err, "out of memory for a batch");
     }
+    trn_net *teacher = NULL;
+    float *q = NULL;
+    if (net->cfg.distill_alpha > 0) {
+        if (!(teacher = teacher_load(net, err)) || !(q = malloc(ny * sizeof *q))) {
+            if (teacher && !q) trn_errf(err, "out of memory for the distillation targets");
+            trn_net_free(teacher);
+            free(x);
+            free(y);
+            if (log) fclose(log);
+            return -1;
+        }
+        trn_net_set_soft_targets(net, q);
+    }
     int rc = 0;
     double t0 = now_s();
     uint64_t start_seen = net->seen, first = trn_net_current_batch(net);
@@ -118,6 +177,7 @@ int trn_train(trn_net *net, const trn_train_opts *o, trn_err *err)
             float loss;
             uint64_t index = net->seen / (uint64_t)net->batch;
             if (o->next_batch(o->batch_ctx, index, x, y, err) != 0 ||
+                (teacher && teacher_targets(teacher, x, net->cfg.distill_temperature, q, err) != 0) ||
                 trn_net_train_step(net, x, y, &loss, err) != 0) {
                 rc = -1;
                 goto out;
@@ -158,6 +218,9 @@ int trn_train(trn_net *net, const trn_train_opts *o, trn_err *err)
     }
     if (rc == 0 && trn_weights_save(net, final, err) != 0) rc = -1;
 out:
+    trn_net_set_soft_targets(net, NULL);
+    trn_net_free(teacher);
+    free(q);
     free(x);
     free(y);
     if (log) {

@@ -112,6 +112,8 @@ int trn_net_train_step(trn_net *net, const float *x, const float *truth, float *
     return 0;
 }
 
+void trn_net_set_soft_targets(trn_net *net, const float *q) { net->soft = q; }
+
 float trn_net_cost(const trn_net *net) { return net->cost; }
 
 const float *trn_net_layer_delta(const trn_net *net, int i)

@@ -100,7 +100,7 @@ static void png_damage_has_offsets(void **state)
     assert_non_null(strstr(err.msg, "s.png: byte offset 4"));
     /* Not an image at all. */
     assert_int_equal(ds_image_decode((const uint8_t *)"hello world", 11, "h.txt", 0, &q, &err), -1);
-    assert_non_null(strstr(err.msg, "h.txt: byte offset 0: neither a PNG nor a JPEG"));
+    assert_non_null(strstr(err.msg, "h.txt: byte offset 0: neither a PNG, a JPEG nor a BMP"));
     free(bad);
     free(png);
     ds_pixels_free(&p);

@@ -11,6 +11,7 @@
 #include "testutil_impl.h"
 #include "testlib_trn.h"
 
+#include <math.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -127,6 +128,103 @@ static int train(trn_net *net, const char *dir, int resume, uint64_t every, usec
     return trn_train(net, &o, e);
 }
 
+/* Knowledge distillation: the softmax layer's delta is the negative
+ * gradient of its loss (1 - a) CE + a T^2 KL(q || softmax(z / T)) in the
+ * logits z, checked by central differences in double-checked float. */
+static void distillation_delta_is_the_loss_gradient(void **state)
+{
+    (void)state;
+    enum { B = 3, K = 6 };
+    const char *text = "[net]\nbatch=3\nheight=1\nwidth=1\nchannels=6\n"
+                       "distill_alpha=0.6\ndistill_temperature=3\ndistill_cfg=t.cfg\ndistill_weights=t.weights\n"
+                       "[softmax]\n";
+    trn_net *net = tl_net(text, NULL);
+    assert_non_null(net);
+    float x[B * K], y[B * K], q[B * K], delta[B * K];
+    tl_fill_uniform(x, B * K, 5, -2, 2);
+    tl_one_hot(y, B, K, 6);
+    tl_fill_uniform(q, B * K, 7, 0.05f, 1);
+    for (int b = 0; b < B; b++) {
+        float sum = 0;
+        for (int k = 0; k < K; k++) sum += q[b * K + k];
+        for (int k = 0; k < K; k++) q[b * K + k] /= sum;
+    }
+    trn_err e;
+    trn_net_set_soft_targets(net, q);
+    assert_int_equal(trn_net_forward_train(net, x, y, &e), 0);
+    float l0 = trn_net_cost(net);
+    memcpy(delta, trn_net_layer_delta(net, 0), sizeof delta);
+    double worst = 0;
+    for (int i = 0; i < B * K; i++) {
+        const float h = 1e-2f;
+        float keep = x[i];
+        x[i] = keep + h;
+        assert_int_equal(trn_net_forward_train(net, x, y, &e), 0);
+        double up = trn_net_cost(net);
+        x[i] = keep - h;
+        assert_int_equal(trn_net_forward_train(net, x, y, &e), 0);
+        double down = trn_net_cost(net);
+        x[i] = keep;
+        double g = -(up - down) / (2 * h), d = fabs(g - delta[i]);
+        if (d > worst) worst = d;
+    }
+    printf("# distillation loss %.4f, worst |delta - numeric gradient| %.2e\n", l0, worst);
+    assert_true(worst < 2e-3);
+    /* Without soft targets the layer is Darknet's cross-entropy again. */
+    trn_net_set_soft_targets(net, NULL);
+    assert_int_equal(trn_net_forward_train(net, x, y, &e), 0);
+    const float *plain = trn_net_layer_delta(net, 0), *p = trn_net_output(net);
+    for (int i = 0; i < B * K; i++) assert_true(fabs(plain[i] - (y[i] - p[i])) < 1e-6);
+    trn_net_free(net);
+}
+
+/* A student trained with a teacher (trn_train loads it from the [net]
+ * keys): the same seed gives the same bytes, and a missing teacher is an
+ * error that names it. */
+static void distillation_trains_deterministically(void **state)
+{
+    (void)state;
+    trn_err e;
+    trn_net *t = fresh(3);
+    const char *tdir = tl_path("kd-teacher");
+    if (train(t, tdir, 0, 0, 0, &e) != 0) fail_msg("%s", e.msg);
+    trn_net_free(t);
+    char tcfg[600], student[4096];
+    snprintf(tcfg, sizeof tcfg, "%s", tl_path("kd-teacher.cfg"));
+    assert_int_equal(tl_write_text(tcfg, cfg), 0);
+    snprintf(student, sizeof student,
+             "[net]\nbatch=32\nheight=12\nwidth=12\nchannels=3\nlearning_rate=0.05\nmomentum=0.9\n"
+             "decay=0.0005\nmax_batches=60\ndistill_alpha=0.7\ndistill_temperature=4\n"
+             "distill_cfg=%s\ndistill_weights=%s/t.weights\n"
+             "[convolutional]\nfilters=8\nsize=3\npad=1\nactivation=leaky\n[maxpool]\nsize=2\nstride=2\n"
+             "[connected]\noutput=16\nactivation=leaky\n[connected]\noutput=4\nactivation=linear\n[softmax]\n",
+             tcfg, tdir);
+    char d[2][512], w[2][600];
+    for (int i = 0; i < 2; i++) {
+        trn_net_opts o;
+        trn_net_opts_defaults(&o);
+        o.seed = 21;
+        trn_net *s = tl_net(student, &o);
+        assert_non_null(s);
+        snprintf(d[i], sizeof d[i], "%s", tl_path("kd-s%d", i));
+        trn_set_threads(i ? 1 : 0);
+        if (train(s, d[i], 0, 0, 0, &e) != 0) fail_msg("%s", e.msg);
+        trn_net_free(s);
+        snprintf(w[i], sizeof w[i], "%s/t.weights", d[i]);
+    }
+    trn_set_threads(0);
+    assert_true(tl_same_file(w[0], w[1]));
+    /* The same student without its teacher's weights. */
+    char *bad = strstr(student, "/t.weights");
+    memcpy(bad, "/x.weights", 10);
+    trn_net *s = tl_net(student, NULL);
+    assert_non_null(s);
+    assert_int_not_equal(train(s, tl_path("kd-bad"), 0, 0, 0, &e), 0);
+    printf("# %s\n", e.msg);
+    assert_non_null(strstr(e.msg, "x.weights"));
+    trn_net_free(s);
+}
+
 /* 200 weight updates of 32 images reach 90% on 400 held-out images. */
 static void learning_works(void **state)
 {
@@ -240,6 +338,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(learning_works),
+        cmocka_unit_test(distillation_delta_is_the_loss_gradient),
+        cmocka_unit_test(distillation_trains_deterministically),
         cmocka_unit_test(same_seed_same_bytes),
         cmocka_unit_test(killed_and_resumed_is_identical),
         cmocka_unit_test(damaged_checkpoints_are_refused),

@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# Docs that cannot rot: every command shown in a ```sh block of README.md or
+# a component's README.md is listed below with the evidence that it works,
+# and the evidence is checked:
+#   run                 run here (build/bin/ is the suite's $BIN), exit 0
+#   test FILE PATTERN   the test FILE runs it (on small inputs): FILE holds
+#                       PATTERN, so renaming the command breaks this test
+#   self                `make test` itself (which runs this file)
+# A command added to a README without a line here fails this test, and so
+# does a line here whose command no README shows any more.
+. "$TOP/tests/lib.sh"
+cd "$TOP" || exit 1
+
+# README command (an extended regex matched against the whole command, after
+# joining '\' lines and dropping '# comments') <TAB> evidence
+MAP=$(cat <<'EOF_MAP'
+^make catalog MODEL=alexnet$	test tests/integration/pipeline_make.sh pmake catalog
+^make test$	self
+^SOURCE_DATE_EPOCH=.* build/bin/catalog pack build/alexnet/variants -o build/alexnet --task identity=build/data/synth/synth.names --seed 42 --dev-key-dir build/keys$	test tests/integration/cli_errors.sh --seed 42 --dev-key-dir
+^build/bin/catalog report build/alexnet/catalog-alexnet-<version>.tar.zst$	test tests/integration/catalog_pack.sh "$CAT" report
+^make dataset$	test tests/integration/datasets_generate.sh expect_ok "make dataset (reduced settings)" mk
+^make dataset IMPORT=cifar10 SRC=~/cifar-10-batches-bin$	test tests/integration/docs_commands.sh dataset IMPORT=cifar10 SRC=
+^make catalog DATA=build/data/cifar10/cifar10.data$	test tests/integration/datasets_generate.sh mk DATA="$T/mine/synth.data"
+^make catalog MODEL=alexnet DATA=path/to/x.data$	test tests/integration/datasets_generate.sh mk DATA="$T/mine/synth.data"
+^build/bin/dataset check --decode path/to/x.data$	test tests/integration/cli_errors.sh "$DATASET" check --decode
+^build/bin/dataset --help$	run
+^make deps$	test mk/test.mk $(O)/.deps-ok
+^make CROSS=aarch64-linux-gnu-$	test mk/test.mk CROSS=$(CROSS_TEST_PREFIX)
+^make CROSS=aarch64-linux-gnu- install DESTDIR=\$PWD/jetson PREFIX=/usr/local$	test tests/integration/rtl_pkgconfig.sh mk install DESTDIR=
+^sudo mkdir -p /var/lib/rtl/keys && sudo cp release.pub /var/lib/rtl/keys/$	test tests/integration/rtl_install.sh mkdir -p $R/keys && cp k.pub $R/keys/release.pub
+^sudo rtl install catalog-alexnet-1700000000.tar.zst$	test tests/integration/rtl_install.sh rtl install "$A3"
+^rtl inspect alexnet$	test tests/integration/rtl_install.sh rtl inspect tinynet
+^rtl run alexnet rw-s1h1 photo.jpg --top 5$	test tests/integration/rtl_run.sh rtl run rtlnet base "${images[@]}" --top 3
+^sudo rtl profile alexnet --threads 4$	test tests/integration/rtl_run.sh rtl profile rtlnet
+^cc app.c \$\(pkg-config --cflags --libs rtl\)$	test tests/integration/rtl_pkgconfig.sh $(pkg-config --cflags --libs rtl)
+^cc app.c \$\(pkg-config --cflags rtl\) -Wl,-Bstatic -lrtl -Wl,-Bdynamic +\$\(pkg-config --libs \$\(pkg-config --print-requires-private rtl\)\) -lm$	test tests/integration/rtl_pkgconfig.sh -Wl,-Bstatic -lrtl -Wl,-Bdynamic
+EOF_MAP
+)
+
+# The commands of every ```sh block, one per line.
+cmds=$(for f in README.md */README.md; do
+    awk -v f="$f" '
+        /^```/ { if (inb) { inb = 0 } else if ($0 == "```sh") { inb = 1 }; next }
+        inb {
+            line = $0
+            sub(/[ \t]+#.*$/, "", line); if (line ~ /^[ \t]*#/) line = ""
+            if (cont != "") { line = cont " " line; cont = "" }
+            if (line ~ /\\[ \t]*$/) { sub(/\\[ \t]*$/, "", line); cont = line; next }
+            gsub(/[ \t]+/, " ", line); sub(/^ /, "", line); sub(/ $/, "", line)
+            if (line != "") print line
+        }' "$f"
+done)
+t_check "the READMEs show commands" test "$(printf '%s\n' "$cmds" | grep -c .)" -ge 15
+
+uncovered=
+while IFS= read -r c; do
+    [ -n "$c" ] || continue
+    hit=$(printf '%s\n' "$MAP" | while IFS=$'\t' read -r re ev; do
+        if printf '%s\n' "$c" | grep -Eq -- "$re"; then printf '%s\n' "$ev"; break; fi; done)
+    if [ -z "$hit" ]; then uncovered="$uncovered
+  $c"; continue; fi
+    case $hit in
+    self) t_ok "README: $c (make test runs this file)" ;;
+    run)
+        r=${c//build\/bin\//$BIN/}
+        if bash -c "$r" >"$T/run.out" 2>&1; then t_ok "README: $c (runs here)"
+        else t_fail "README: $c (runs here)" "$(tail -n 3 "$T/run.out")"; fi ;;
+    test\ *)
+        read -r _ file pat <<<"$hit"
+        if [ -f "$file" ] && grep -qF -- "$pat" "$file"; then t_ok "README: $c (run by $file)"
+        else t_fail "README: $c (run by $file)" "$file does not hold: $pat"; fi ;;
+    esac
+done <<<"$cmds"
+if [ -z "$uncovered" ]; then t_ok "every README command is covered"
+else t_fail "every README command is covered" "add them to tests/integration/docs_commands.sh:$uncovered"; fi
+
+stale=
+while IFS=$'\t' read -r re ev; do
+    [ -n "$re" ] || continue
+    printf '%s\n' "$cmds" | grep -Eq -- "$re" || stale="$stale
+  $re"
+done <<<"$MAP"
+if [ -z "$stale" ]; then t_ok "every listed command is still in a README"
+else t_fail "every listed command is still in a README" "no README shows:$stale"; fi
+
+# `make dataset IMPORT=cifar10 SRC=...` (datasets/README.md), run here on a
+# tiny CIFAR-10 folder (6 batches of 10 records, one per class).
+python3 - "$T/cifar" <<'PY'
+import os, random, sys
+d = sys.argv[1]; os.makedirs(d)
+rng = random.Random(3)
+for name in ["data_batch_%d.bin" % i for i in range(1, 6)] + ["test_batch.bin"]:
+    with open(os.path.join(d, name), "wb") as f:
+        for k in range(10):
+            f.write(bytes([k]) + bytes(rng.randrange(256) for _ in range(3072)))
+with open(os.path.join(d, "batches.meta.txt"), "w") as f:
+    f.write("airplane\nautomobile\nbird\ncat\ndeer\ndog\nfrog\nhorse\nship\ntruck\n")
+PY
+env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -C "$TOP" --no-print-directory O="$O" SAN="${SAN:-}" \
+    DATASET_ROOT="$T/data" dataset IMPORT=cifar10 SRC="$T/cifar" >"$T/import.out" 2>&1
+rc=$?
+if [ "$rc" = 0 ] && [ -s "$T/data/cifar10/cifar10.data" ]; then t_ok "make dataset IMPORT=cifar10 SRC=... (datasets/README.md) runs"
+else t_fail "make dataset IMPORT=cifar10 SRC=... (datasets/README.md) runs" "exit $rc" "$(tail -n 5 "$T/import.out")"; fi
+t_done
