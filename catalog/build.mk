@@ -53,3 +53,7 @@ BENCH_DEPS += $(CAT_TOOL)
 # (issue 5): a test area of its own, as it links libprn too.
 $(call objs,$(wildcard tests/unit/cost_check/*.c)): CFLAGS += $(CAT_CFLAGS) $(PRN_CFLAGS)
 $(eval $(call unit_test,cost_check,$(PRN_LIB) $(CAT_LIB) $(CAT_RTL_LIB) $(TRN_LIB),$(PRN_LDLIBS) $(CAT_LDLIBS)))
+
+# The report's HTML is opened in headless Chromium by tests/integration/catalog_report_html.sh
+# (the test skips, with the reason, where it cannot be installed or started).
+DEPS_PKGS += chromium

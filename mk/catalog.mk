@@ -59,7 +59,7 @@ $(CATALOG_ARCHIVE): $(VARIANT_JSONS) $(DATA) | $(BIN)/catalog
 	  $(KEY_PASSPHRASE_FILE)),--dev-key-dir $(O)/keys))
 $(CATALOG_SIG): $(CATALOG_ARCHIVE)
 $(CATALOG_REPORT): $(CATALOG_ARCHIVE) $(CATALOG_SIG)
-	$(call msg,REPORT,$@)$(call timed,report,$(MODEL),$(BIN)/catalog report $(CATALOG_ARCHIVE))
+	$(call msg,REPORT,$@)$(call timed,report,$(MODEL),$(BIN)/catalog report $(CATALOG_ARCHIVE) --metrics $(VARIANTS_O))
 
 # `make publish DEST=dir`: the catalog of MODEL into a folder devices pull
 # from (rtl pull URL): archive, signature, manifest and files by SHA-256, and

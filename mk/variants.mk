@@ -30,6 +30,9 @@ PLAN_O := $(MODEL_O)/plan
 BASE_WEIGHTS ?=
 OPTIONS += BASE_WEIGHTS
 OPT_DOC_BASE_WEIGHTS := trained Darknet .weights for the base model instead of training it
+VARIANTS_JSON ?= 0
+OPTIONS += VARIANTS_JSON
+OPT_DOC_VARIANTS_JSON := 1: make variants prints the variants table as JSON (catalog variants --json)
 ifneq ($(BASE_WEIGHTS),)
 ifeq ($(wildcard $(BASE_WEIGHTS)),)
 $(error BASE_WEIGHTS=$(BASE_WEIGHTS): no such file)
@@ -45,7 +48,7 @@ base: $(BASE_V)/variant.json ## train, evaluate and profile the base model of MO
 variants: $(O)/.deps-ok ## every variant of MODEL's plan (trained, evaluated, profiled), then their table
 	$(Q)$(MAKE) --no-print-directory $(if $(findstring -j,$(MAKEFLAGS)),,-j$(THREADS)) variants-build
 variants-build: $(VARIANT_JSONS)
-	$(Q)$(BIN)/catalog variants $(VARIANTS_O)
+	$(Q)$(BIN)/catalog variants $(if $(filter 1,$(VARIANTS_JSON)),--json )$(VARIANTS_O)
 
 # What identifies a variant's recipe entry (its plan file's content).
 plan_line = $(strip $(V_$1)) | $(strip $(V_$1_TRAIN)) | $(strip $(V_$1_MIMIC)) | seed $(SEED)$(if $(filter portable,$(DETERMINISM)), | determinism portable)$(if \

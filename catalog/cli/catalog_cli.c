@@ -26,7 +26,8 @@ static void usage(FILE *f)
             "  pack VARIANTS_DIR -o OUT_DIR   manifest, winnowing, archive and signature\n"
             "  validate MANIFEST|ARCHIVE      check a manifest against its schema and files\n"
             "  inspect ARCHIVE                print the variants of an archive\n"
-            "  report ARCHIVE                 Pareto plots (SVG) and a Markdown summary\n"
+            "  pareto ARCHIVE                 the Pareto fronts per task and per target\n"
+            "  report ARCHIVE                 Pareto plots (SVG), Markdown and HTML report\n"
             "  keygen -p PUB -s SEC           make a minisign key pair\n"
             "  sign ARCHIVE -s SEC            sign an archive (writes ARCHIVE.minisig)\n"
             "  verify ARCHIVE -p PUB          verify an archive's signature\n"
@@ -302,26 +303,104 @@ static const char *jstr(const cJSON *o, const char *k)
     return cat_json_str(o, k, "-");
 }
 
-static int cmd_inspect(int argc, char **argv)
+/* Prints doc (sorted keys, as every JSON the catalog writes) and frees it. */
+static int print_json_doc(cJSON *doc, trn_err *err)
 {
-    int raw = 0, rc0;
+    if (!doc) return fail(err);
+    char *s = cat_json_print(doc);
+    cJSON_Delete(doc);
+    if (!s) return trn_errf(err, "out of memory"), fail(err);
+    fputs(s, stdout);
+    free(s);
+    return 0;
+}
+
+static int cmd_pareto(int argc, char **argv)
+{
+    const char *task = NULL, *target = NULL, *archive = NULL;
+    int json = 0, rc0;
     const ck_opt opts[] = {
-        {"--manifest", NULL, CK_FLAG, &raw, 0, 0, "print the archive's manifest.json instead"},
+        {"--task", "T", CK_STR, &task, 0, 0, "only task T"},
+        {"--target", "T", CK_STR, &target, 0, 0, "only target T (and no MACs or bytes fronts)"},
+        {"--json", NULL, CK_FLAG, &json, 0, 0,
+         "one JSON object: {\"catalog\",\"version\",\"fronts\":[{\"task\",\"target\" (null:\n"
+         "the variant's own costs),\"cost\" (macs, weight_bytes, gpu_ms, cpu_ms),\n"
+         "\"compute_unit\" (targets),\"front\":[{\"id\",\"technique\",\"cost\",\"top1\",\"top5\"}]}]}"},
         {0},
     };
     const ck_verb verb = {
-        "inspect", NULL, cmd_inspect, "ARCHIVE [--manifest]",
+        "pareto", NULL, cmd_pareto, "ARCHIVE [--task T] [--target T] [--json]",
+        "Prints the Pareto fronts of the archive's variants: per task, against MACs and\n"
+        "against weight bytes, and per target, against the estimated latency on its GPU\n"
+        "and on its CPU (the path the runtime takes today). A front lists, cheapest first,\n"
+        "each variant more accurate (test top-1) than every cheaper one; variants without\n"
+        "a measured top-1 are on none.\n",
+        opts, NULL,
+    };
+    int nop = ck_parse("catalog", &verb, argc, argv, &archive, 1, &rc0);
+    if (nop < 0) return rc0;
+    if (nop != 1) return ck_usage("catalog", "pareto", "ARCHIVE is missing");
+    trn_err err;
+    cJSON *m = archive_manifest(archive, &err);
+    if (!m) return fail(&err);
+    cJSON *doc = cat_pareto(m, task, target, &err);
+    cJSON_Delete(m);
+    if (json || !doc) return print_json_doc(doc, &err);
+    const cJSON *f, *e;
+    printf("catalog %s version %.0f: Pareto fronts (cheapest first; each more accurate than every cheaper one)\n",
+           jstr(doc, "catalog"), jnum(doc, "version"));
+    cJSON_ArrayForEach(f, cJSON_GetObjectItemCaseSensitive(doc, "fronts")) {
+        const char *cost = jstr(f, "cost");
+        int ms = !strcmp(cost, "gpu_ms") || !strcmp(cost, "cpu_ms");
+        if (ms)
+            printf("\ntask %s, target %s, est. ms on %s:\n", jstr(f, "task"), jstr(f, "target"), jstr(f, "compute_unit"));
+        else
+            printf("\ntask %s, by %s:\n", jstr(f, "task"), !strcmp(cost, "macs") ? "MACs" : "weight bytes");
+        printf("  %-24s %-12s %14s %7s\n", "variant", "technique", ms ? "est. ms" : cost, "top1");
+        cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(f, "front")) {
+            if (ms) printf("  %-24s %-12s %14.4f %7.4f\n", jstr(e, "id"), jstr(e, "technique"), jnum(e, "cost"), jnum(e, "top1"));
+            else printf("  %-24s %-12s %14.0f %7.4f\n", jstr(e, "id"), jstr(e, "technique"), jnum(e, "cost"), jnum(e, "top1"));
+        }
+        if (!cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(f, "front"))) printf("  (no variant with a measured top-1)\n");
+    }
+    cJSON_Delete(doc);
+    return 0;
+}
+
+static int cmd_inspect(int argc, char **argv)
+{
+    int raw = 0, json = 0, rc0;
+    const ck_opt opts[] = {
+        {"--manifest", NULL, CK_FLAG, &raw, 0, 0, "print the archive's manifest.json instead"},
+        {"--json", NULL, CK_FLAG, &json, 0, 0,
+         "the table as one JSON object: {\"catalog\",\"version\",\"model\",\"variants\":[{\"id\",\n"
+         "\"technique\",\"task\",\"top1\",\"top5\",\"macs\",\"params\",\"weight_bytes\",\n"
+         "\"peak_activation_bytes\",\"ms_build_host\",\"estimates\":{TARGET:{\"compute_unit\",\n"
+         "\"ms\",\"mj\",\"bound\",...,\"cpu\":{\"compute_unit\",\"ms\",\"mj\",\"bound\"}}}}],\n"
+         "\"winnowed\":[{\"id\",\"technique\",\"task\",\"macs\",\"weight_bytes\",\"top1\",\n"
+         "\"dominated_by\"}]}"},
+        {0},
+    };
+    const ck_verb verb = {
+        "inspect", NULL, cmd_inspect, "ARCHIVE [--manifest | --json]",
         "Prints the variants table of ARCHIVE (measured latency on the build machine and\n"
-        "roofline estimates per target, marked est.), or with --manifest its manifest.json.\n",
+        "roofline estimates per target, GPU/CPU ms marked est.), or with --manifest its\n"
+        "manifest.json, or with --json the table as JSON.\n",
         opts, NULL,
     };
     const char *archive = NULL;
     int nop = ck_parse("catalog", &verb, argc, argv, &archive, 1, &rc0);
     if (nop < 0) return rc0;
     if (nop != 1) return ck_usage("catalog", "inspect", "ARCHIVE is missing");
+    if (raw && json) return ck_usage("catalog", "inspect", "--manifest and --json exclude each other");
     trn_err err;
     cJSON *m = archive_manifest(archive, &err);
     if (!m) return fail(&err);
+    if (json) {
+        cJSON *doc = cat_inspect_json(m, &err);
+        cJSON_Delete(m);
+        return print_json_doc(doc, &err);
+    }
     if (raw) {
         char *s = cat_json_print(m);
         fputs(s ? s : "", stdout);
@@ -335,7 +414,7 @@ static int cmd_inspect(int argc, char **argv)
            cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(m, "winnowed")));
     printf("%-22s %-11s %-9s %6s %6s %10s %10s %9s %9s %9s", "variant", "technique", "task", "top1", "top5", "MMACs",
            "params", "weight MB", "act. MB", "host ms");
-    cJSON_ArrayForEach(t, targets) printf(" %14.14s", t->string);
+    cJSON_ArrayForEach(t, targets) printf(" %21.21s", t->string);
     printf("\n");
     cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(m, "variants")) {
         const cJSON *cost = cJSON_GetObjectItemCaseSensitive(v, "cost");
@@ -350,7 +429,11 @@ static int cmd_inspect(int argc, char **argv)
                jnum(cost, "peak_activation_bytes") / 1e6, ms);
         cJSON_ArrayForEach(t, targets) {
             const cJSON *e = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(v, "estimates"), t->string);
-            printf(" %9.3f est.", jnum(e, "ms"));
+            const cJSON *cpu = cJSON_GetObjectItemCaseSensitive(e, "cpu");
+            char both[40];
+            if (cpu) snprintf(both, sizeof both, "%.3f/%.3f", jnum(e, "ms"), jnum(cpu, "ms"));
+            else snprintf(both, sizeof both, "%.3f", jnum(e, "ms"));
+            printf(" %16s est.", both);
         }
         printf("\n");
     }
@@ -358,25 +441,31 @@ static int cmd_inspect(int argc, char **argv)
     cJSON_ArrayForEach(v, w)
         printf("winnowed: %s (MACs %.0f, weight bytes %.0f, top1 %.4f) dominated by %s\n", jstr(v, "id"), jnum(v, "macs"),
                jnum(v, "weight_bytes"), jnum(v, "top1"), jstr(v, "dominated_by"));
-    if (targets && targets->child) printf("(est. = roofline estimate in ms from the target profiles, not a measurement)\n");
+    if (targets && targets->child)
+        printf("(est. = roofline estimate in ms from the target profiles, not a measurement: GPU/CPU, the GPU's\n"
+               "CUDA cores and the CPU cores, the path the runtime takes today; catalog inspect --json names the units)\n");
     cJSON_Delete(m);
     return 0;
 }
 
 static int cmd_report(int argc, char **argv)
 {
-    const char *base = NULL, *archive = NULL;
+    const char *base = NULL, *archive = NULL, *metrics = NULL;
     int rc0;
     const ck_opt opts[] = {
         {"-o|--out", "BASE", CK_STR, &base, 0, 0, "the reports' path without extension (default: ARCHIVE\nwithout .tar.zst, beside it)"},
+        {"--metrics", "DIR", CK_STR, &metrics, 0, 0,
+         "add each variant's training curve (BASE.curve-ID.svg) from\nDIR/ID/train/variant.metrics.jsonl, the metrics log of\n"
+         "trainer train, where it exists (make passes the variants folder)"},
         {0},
     };
     const ck_verb verb = {
-        "report", NULL, cmd_report, "ARCHIVE [-o BASE]",
+        "report", NULL, cmd_report, "ARCHIVE [-o BASE] [--metrics DIR]",
         "Writes BASE.report.md and the Pareto plots BASE.pareto-macs.svg and\n"
         "BASE.pareto-bytes.svg (top-1 against MACs and against weight bytes) of the task\n"
         "with the most variants (BASE.TASK.pareto-*.svg for other tasks) from the\n"
-        "archive's manifest.\n",
+        "archive's manifest, and the same report as one self-contained HTML file,\n"
+        "BASE.report.html (plots inline, nothing fetched).\n",
         opts, NULL,
     };
     int nop = ck_parse("catalog", &verb, argc, argv, &archive, 1, &rc0);
@@ -391,10 +480,10 @@ static int cmd_report(int argc, char **argv)
     trn_err err;
     cJSON *m = archive_manifest(archive, &err);
     if (!m) return fail(&err);
-    int rc = cat_report(m, base, &err);
+    int rc = cat_report_ex(m, base, metrics, &err);
     cJSON_Delete(m);
     if (rc != 0) return fail(&err);
-    printf("report: %s.report.md, %s.pareto-macs.svg, %s.pareto-bytes.svg\n", base, base, base);
+    printf("report: %s.report.md, %s.report.html, %s.pareto-macs.svg, %s.pareto-bytes.svg\n", base, base, base, base);
     return 0;
 }
 
@@ -588,7 +677,8 @@ int main(int argc, char **argv)
         CK_VERB("pack", "manifest, winnowing, archive and signature of a variants folder", cmd_pack),
         CK_VERB("validate", "check a manifest (or an archive's) against its schema and files", cmd_validate),
         CK_VERB("inspect", "print the variants of an archive", cmd_inspect),
-        CK_VERB("report", "Pareto plots (SVG) and a Markdown summary of an archive", cmd_report),
+        CK_VERB("pareto", "the Pareto fronts of an archive per task and per target", cmd_pareto),
+        CK_VERB("report", "Pareto plots (SVG), Markdown and HTML report of an archive", cmd_report),
         CK_VERB("keygen", "make a minisign key pair", cmd_keygen),
         CK_VERB("sign", "sign an archive (writes ARCHIVE.minisig)", cmd_sign),
         CK_VERB("verify", "verify an archive's signature", cmd_verify),

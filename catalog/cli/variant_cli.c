@@ -188,10 +188,17 @@ static void fill_row(row *r, const cJSON *v)
 
 int cat_cli_variants(int argc, char **argv)
 {
-    int rc0;
-    const ck_opt opts[] = {{0}};
+    int rc0, json = 0;
+    const ck_opt opts[] = {
+        {"--json", NULL, CK_FLAG, &json, 0, 0,
+         "one JSON object {\"variants\":[{\"id\",\"technique\",\"macs\",\"macs_reduction\",\n"
+         "\"params\",\"fc_params\",\"fc_reduction\",\"top1\",\"top1_ci\" ([lo, hi], 95%\n"
+         "Wilson),\"images\",\"top1_change_points\",\"ms_build_host\"}]} (null where the\n"
+         "table has -)"},
+        {0},
+    };
     const ck_verb verb = {
-        "variants", NULL, cat_cli_variants, "VARIANTS_DIR",
+        "variants", NULL, cat_cli_variants, "VARIANTS_DIR [--json]",
         "Prints the table of the variants under VARIANTS_DIR (every <id>/variant.json):\n"
         "id, technique, MACs and their reduction against the variant `base`, parameters,\n"
         "connected-layer parameters and their reduction, top-1 (of the first task) and\n"
@@ -243,6 +250,44 @@ int cat_cli_variants(int argc, char **argv)
     }
     qsort(rows, n, sizeof *rows, row_cmp);
     const row *base = !strcmp(rows[0].id, "base") ? &rows[0] : NULL;
+    if (json) {
+        cJSON *doc = cJSON_CreateObject(), *arr = cJSON_AddArrayToObject(doc, "variants");
+        for (size_t i = 0; arr && i < n; i++) {
+            const row *r = &rows[i];
+            cJSON *o = cJSON_CreateObject();
+            cJSON_AddStringToObject(o, "id", r->id);
+            cJSON_AddStringToObject(o, "technique", r->technique);
+            cJSON_AddNumberToObject(o, "macs", r->macs);
+            cJSON_AddItemToObject(o, "macs_reduction", base && r->macs > 0 ? cJSON_CreateNumber(base->macs / r->macs)
+                                                                           : cJSON_CreateNull());
+            cJSON_AddNumberToObject(o, "params", r->params);
+            cJSON_AddNumberToObject(o, "fc_params", r->fc_params);
+            cJSON_AddItemToObject(o, "fc_reduction", base && r->fc_params > 0
+                                                         ? cJSON_CreateNumber(base->fc_params / r->fc_params)
+                                                         : cJSON_CreateNull());
+            cJSON_AddItemToObject(o, "top1", r->has_top1 ? cJSON_CreateNumber(r->top1) : cJSON_CreateNull());
+            cJSON *ci = r->has_top1 && r->lo >= 0 ? cJSON_CreateArray() : cJSON_CreateNull();
+            if (cJSON_IsArray(ci)) {
+                cJSON_AddItemToArray(ci, cJSON_CreateNumber(r->lo));
+                cJSON_AddItemToArray(ci, cJSON_CreateNumber(r->hi));
+            }
+            cJSON_AddItemToObject(o, "top1_ci", ci);
+            cJSON_AddItemToObject(o, "images", r->has_top1 && r->images > 0 ? cJSON_CreateNumber(r->images)
+                                                                            : cJSON_CreateNull());
+            cJSON_AddItemToObject(o, "top1_change_points", base && base->has_top1 && r->has_top1
+                                                               ? cJSON_CreateNumber(100 * (r->top1 - base->top1))
+                                                               : cJSON_CreateNull());
+            cJSON_AddItemToObject(o, "ms_build_host", r->has_ms ? cJSON_CreateNumber(r->ms) : cJSON_CreateNull());
+            cJSON_AddItemToArray(arr, o);
+        }
+        char *text = arr ? cJSON_Print(doc) : NULL;
+        cJSON_Delete(doc);
+        free(rows);
+        if (!text) return trn_errf(&err, "out of memory"), fail(&err);
+        puts(text);
+        free(text);
+        return rc;
+    }
     printf("%-24s %-10s %14s %7s %12s %12s %7s %7s %15s %7s %9s\n", "id", "technique", "MACs", "MACs/x",
            "params", "fc params", "fc/x", "top-1", "95% interval", "d top-1", "ms (b=1)");
     double images = 0;

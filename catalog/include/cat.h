@@ -286,10 +286,60 @@ int cat_pack(const char *archive, const char *manifest_text, const struct cat_pa
  * the task with the most variants, <base>.<task>.pareto-*.svg of the other
  * tasks, for the manifest; base is a path without extension. */
 int cat_report(const cJSON *manifest, const char *base, trn_err *err);
+/* As cat_report, plus BASE.report.html (one self-contained file: the
+ * plots inline, no network) and, when metrics_dir is not NULL, each
+ * variant's training curve BASE.curve-<id>.svg from
+ * metrics_dir/<id>/train/variant.metrics.jsonl where that exists (kept and
+ * winnowed variants). */
+int cat_report_ex(const cJSON *manifest, const char *base, const char *metrics_dir, trn_err *err);
 
 /* SVG text of a Pareto plot of the manifest's variants (and winnowed ones,
  * hollow) of task `task`: top-1 against "macs" or "weight_bytes". */
 char *cat_pareto_svg(const cJSON *manifest, const char *task, const char *axis, trn_err *err);
+
+/* Plot labels: a box in SVG px (y down), a label's text, its point, and
+ * where cat_place_labels put it (x, y: the text's left baseline). */
+struct cat_box {
+    double x0, y0, x1, y1;
+};
+struct cat_label {
+    const char *text;
+    double px, py;
+    int placed, leader;
+    double x, y;
+    struct cat_box box;
+};
+/* The box an 11 px sans-serif label at baseline (x, y) is taken to cover. */
+struct cat_box cat_label_box(double x, double y, const char *text);
+/* Places labels in order, each at the first candidate position around its
+ * point whose box overlaps no earlier label (nor, if possible, any point's
+ * marker) and lies inside area; returns how many fit nowhere (placed 0). */
+size_t cat_place_labels(struct cat_label *labels, size_t n, struct cat_box area);
+
+/* SVG text of the training curve of variant `id` from its metrics log
+ * (JSON lines of trainer train: batch, avg_loss, val_top1, val_lo, val_hi):
+ * running loss and validation top-1 with its 95% interval against the
+ * update. NULL with err when the log holds no line. */
+char *cat_curve_svg(const char *id, const char *jsonl, size_t len, trn_err *err);
+
+/* ---- machine-readable views (catalog/src/pareto.c) --------------------------- */
+
+/* The Pareto fronts of the manifest's kept variants with a measured top-1:
+ * {"catalog","version","fronts":[{"task","target" (null for the costs of
+ * the variant itself),"cost" ("macs", "weight_bytes", "gpu_ms", "cpu_ms"),
+ * "compute_unit" (targets only),"front":[{"id","technique","cost","top1",
+ * "top5"}]}]}, sorted by cost, each entry more accurate than every cheaper
+ * one. only_task / only_target (NULL: all) select; one that the catalog
+ * does not have is an error. */
+cJSON *cat_pareto(const cJSON *manifest, const char *only_task, const char *only_target, trn_err *err);
+
+/* The variants table of `catalog inspect` as JSON: {"catalog","version",
+ * "model","variants":[{"id","technique","task","top1","top5","macs",
+ * "params","weight_bytes","peak_activation_bytes","ms_build_host",
+ * "estimates":{TARGET: the manifest's estimate}}],"winnowed":[{"id",
+ * "technique","task","macs","weight_bytes","top1","dominated_by"}]};
+ * null for what is unknown. */
+cJSON *cat_inspect_json(const cJSON *manifest, trn_err *err);
 
 /* ---- cost model (catalog/src/costmodel.c) --------------------------------------
  * DESIGN.md's cost convention computed from cfg text alone (its own shape

@@ -1,12 +1,22 @@
 /*
- * report.c: the human side of a catalog: Pareto plots (SVG, written here)
- * and a Markdown summary, both generated from the manifest alone, so the
- * same catalog gives the same report bytes.
+ * report.c: the human side of a catalog: Pareto plots (SVG, written here),
+ * a Markdown summary and the same report as one self-contained HTML file
+ * (the plots inline, no network), all generated from the manifest (and,
+ * when given, the training metrics logs for the curves), so the same
+ * inputs give the same report bytes.
  *
  * Plot: x = MACs or weight bytes on a log scale, y = top-1 on the task's
  * test split; kept variants are filled dots coloured by technique, winnowed
  * ones hollow grey; the line is the Pareto front of the kept variants (each
  * point on it is more accurate than every cheaper one).
+ *
+ * Point labels are placed with a collision check (cat_place_labels): each
+ * label takes the first of a list of positions around its point whose box
+ * (an estimate of the rendered text: LABEL_CHAR_W px per character, a
+ * 12 px line) overlaps no label placed before, no marker and stays inside
+ * the plot; a label placed away from its point gets a leader line; one
+ * that fits nowhere is left out and counted in a note under the plot (the
+ * tables list every variant).
  */
 #include "cat.h"
 
@@ -22,6 +32,7 @@
 #define MR 150
 #define MT 48
 #define MB 64
+#define LABEL_CHAR_W 6.6 /* px per character of 11 px sans-serif: above the average glyph width */
 
 /* A growing text buffer. */
 struct sbuf {
@@ -123,6 +134,52 @@ static int cmp_point_x(const void *a, const void *b)
     return strcmp(p->id, q->id);
 }
 
+/* ---- label placement ------------------------------------------------------ */
+
+static int boxes_overlap(const struct cat_box *a, const struct cat_box *b)
+{
+    return a->x0 < b->x1 && b->x0 < a->x1 && a->y0 < b->y1 && b->y0 < a->y1;
+}
+
+struct cat_box cat_label_box(double x, double y, const char *text)
+{
+    /* text at baseline y, left-aligned at x: ascent 10 px, descent 3 px */
+    return (struct cat_box){x, y - 10, x + LABEL_CHAR_W * (double)strlen(text), y + 3};
+}
+
+size_t cat_place_labels(struct cat_label *l, size_t n, struct cat_box area)
+{
+    size_t omitted = 0;
+    for (size_t i = 0; i < n; i++) {
+        double w = LABEL_CHAR_W * (double)strlen(l[i].text);
+        l[i].placed = 0;
+        /* two passes: first avoiding markers too, then labels only */
+        for (int pass = 0; pass < 2 && !l[i].placed; pass++) {
+            for (int k = 0; k < 4 * 12 && !l[i].placed; k++) {
+                int step = k / 4, side = k % 4;
+                double dx = side & 1 ? -7 - w : 7;
+                double dy = side & 2 ? 14 + 13.0 * step : -5 - 13.0 * step;
+                struct cat_box b = cat_label_box(l[i].px + dx, l[i].py + dy, l[i].text);
+                if (b.x0 < area.x0 || b.x1 > area.x1 || b.y0 < area.y0 || b.y1 > area.y1) continue;
+                int clash = 0;
+                for (size_t j = 0; j < i && !clash; j++) clash = l[j].placed && boxes_overlap(&b, &l[j].box);
+                for (size_t j = 0; j < n && !clash && pass == 0; j++) {
+                    struct cat_box m = {l[j].px - 5, l[j].py - 5, l[j].px + 5, l[j].py + 5};
+                    clash = boxes_overlap(&b, &m);
+                }
+                if (clash) continue;
+                l[i].placed = 1;
+                l[i].x = b.x0;
+                l[i].y = l[i].py + dy;
+                l[i].box = b;
+                l[i].leader = step > 0;
+            }
+        }
+        omitted += !l[i].placed;
+    }
+    return omitted;
+}
+
 char *cat_pareto_svg(const cJSON *m, const char *task, const char *axis, trn_err *err)
 {
     int by_macs = !strcmp(axis, "macs");
@@ -182,7 +239,7 @@ char *cat_pareto_svg(const cJSON *m, const char *task, const char *axis, trn_err
                       H - MB, k == 1 ? "dddddd" : "f0f0f0");
             char t[16];
             human(pow(10, lx), t, sizeof t);
-            if (k == 1) sb_printf(&b, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%s</text>\n", PX(lx), H - MB + 16, t);
+            if (k == 1) sb_printf(&b, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%s</text>\n", PX(lx), H - MB + 20, t);
         }
     }
     double step = y1 - y0 > 0.3 ? 0.1 : 0.05;
@@ -204,16 +261,34 @@ char *cat_pareto_svg(const cJSON *m, const char *task, const char *axis, trn_err
         sb_printf(&b, "%.1f,%.1f ", PX(log10(fmax(pts[i].x, 1))), PY(pts[i].y));
     }
     sb_printf(&b, "\"/>\n");
-    for (size_t i = 0; i < n; i++) {
+    struct cat_label *labels = calloc(n + 1, sizeof *labels);
+    if (!labels) b.failed = 1;
+    for (size_t i = 0; i < n && labels; i++) {
         double px = PX(log10(fmax(pts[i].x, 1))), py = PY(pts[i].y);
         if (pts[i].winnowed)
             sb_printf(&b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4.5\" fill=\"none\" stroke=\"#999999\"/>\n", px, py);
         else
             sb_printf(&b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4.5\" fill=\"%s\"/>\n", px, py, colour(pts[i].technique));
-        sb_printf(&b, "<text x=\"%.1f\" y=\"%.1f\" fill=\"%s\">", px + 7, py - 5, pts[i].winnowed ? "#999999" : "#222222");
+        labels[i] = (struct cat_label){.text = pts[i].id, .px = px, .py = py};
+    }
+    size_t omitted = labels ? cat_place_labels(labels, n, (struct cat_box){ML + 2, MT + 2, W - MR - 2, H - MB - 2}) : 0;
+    for (size_t i = 0; i < n && labels; i++) {
+        if (!labels[i].placed) continue;
+        const char *fill = pts[i].winnowed ? "#999999" : "#222222";
+        if (labels[i].leader) {
+            double lx = labels[i].x < labels[i].px ? labels[i].box.x1 : labels[i].box.x0;
+            double ly = labels[i].y < labels[i].py ? labels[i].box.y1 : labels[i].box.y0;
+            sb_printf(&b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#bbbbbb\"/>\n", labels[i].px,
+                      labels[i].py, lx, ly);
+        }
+        sb_printf(&b, "<text class=\"label\" x=\"%.1f\" y=\"%.1f\" fill=\"%s\">", labels[i].x, labels[i].y, fill);
         sb_xml(&b, pts[i].id);
         sb_printf(&b, "</text>\n");
     }
+    free(labels);
+    if (omitted)
+        sb_printf(&b, "<text x=\"%d\" y=\"%d\" fill=\"#666666\">%zu label%s left out (no free space): see the table</text>\n",
+                  8, H - 4, omitted, omitted == 1 ? "" : "s");
     /* legend: the techniques present, then the winnowed marker */
     int row = 0;
     for (size_t t = 0; t < sizeof techniques / sizeof techniques[0]; t++) {
@@ -239,6 +314,220 @@ char *cat_pareto_svg(const cJSON *m, const char *task, const char *axis, trn_err
     return b.s;
 }
 
+/* ---- training curves ------------------------------------------------------- */
+
+struct curve_row {
+    double batch, loss, top1, lo, hi;
+    int val;
+};
+
+char *cat_curve_svg(const char *id, const char *jsonl, size_t len, trn_err *err)
+{
+    size_t cap = 64, n = 0;
+    struct curve_row *r = malloc(cap * sizeof *r);
+    if (!r) {
+        trn_errf(err, "out of memory");
+        return NULL;
+    }
+    for (size_t at = 0, line = 1; at < len; line++) {
+        const char *nl = memchr(jsonl + at, '\n', len - at);
+        size_t end = nl ? (size_t)(nl - jsonl) : len;
+        cJSON *o = end > at ? cat_json_parse(jsonl + at, end - at, NULL) : NULL;
+        at = end + 1;
+        if (!o) continue; /* a torn last line of an interrupted run */
+        if (n == cap) {
+            struct curve_row *g = realloc(r, (cap *= 2) * sizeof *r);
+            if (!g) {
+                cJSON_Delete(o);
+                free(r);
+                trn_errf(err, "out of memory");
+                return NULL;
+            }
+            r = g;
+        }
+        double b = num(o, "batch"), loss = num(o, "avg_loss");
+        if (b >= 0 && loss >= 0) {
+            /* a resumed run appends: keep the rows in increasing batch order */
+            while (n > 0 && r[n - 1].batch >= b) n--;
+            r[n++] = (struct curve_row){b, loss, num(o, "val_top1"), num(o, "val_lo"), num(o, "val_hi"),
+                                        cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(o, "val_top1"))};
+        }
+        cJSON_Delete(o);
+        (void)line;
+    }
+    if (n == 0) {
+        free(r);
+        trn_errf(err, "the metrics log of %s has no line with batch and avg_loss", id);
+        return NULL;
+    }
+    double bmax = r[n - 1].batch, lmax = 0;
+    for (size_t i = 0; i < n; i++) lmax = fmax(lmax, r[i].loss);
+    lmax = lmax > 0 ? lmax * 1.05 : 1;
+    const int cw = 560, ch = 300, l = 60, rm = 60, t = 40, bm = 44;
+    double pw = cw - l - rm, ph = ch - t - bm;
+#define CX(b) (l + (b) / fmax(bmax, 1) * pw)
+#define CL(v) (t + (1 - (v) / lmax) * ph)
+#define CT(v) (t + (1 - (v)) * ph)
+    struct sbuf b = {0};
+    sb_printf(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+                  "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
+                  "font-family=\"sans-serif\" font-size=\"11\">\n<rect width=\"%d\" height=\"%d\" fill=\"white\"/>\n",
+              cw, ch, cw, ch, cw, ch);
+    sb_printf(&b, "<text x=\"%d\" y=\"20\" font-size=\"13\">training of ", l);
+    sb_xml(&b, id);
+    sb_printf(&b, "</text>\n<text x=\"%d\" y=\"34\" fill=\"#1f77b4\">running loss (left)</text>"
+                  "<text x=\"%d\" y=\"34\" fill=\"#d62728\">validation top-1, 95%% interval (right)</text>\n",
+              l, l + 130);
+    for (int k = 0; k <= 4; k++) {
+        double y = t + ph * k / 4;
+        sb_printf(&b, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%.0f\" y2=\"%.1f\" stroke=\"#eeeeee\"/>\n", l, y, l + pw, y);
+        sb_printf(&b, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\" fill=\"#1f77b4\">%.3g</text>\n", l - 6, y + 4,
+                  lmax * (4 - k) / 4);
+        sb_printf(&b, "<text x=\"%.0f\" y=\"%.1f\" fill=\"#d62728\">%.2f</text>\n", l + pw + 6, y + 4, (4 - k) / 4.0);
+        sb_printf(&b, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%.0f</text>\n", l + pw * k / 4, ch - bm + 20,
+                  bmax * k / 4);
+    }
+    sb_printf(&b, "<rect x=\"%d\" y=\"%d\" width=\"%.0f\" height=\"%.0f\" fill=\"none\" stroke=\"black\"/>\n", l, t, pw, ph);
+    sb_printf(&b, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">weight update</text>\n", l + pw / 2, ch - 8);
+    sb_printf(&b, "<polyline fill=\"none\" stroke=\"#1f77b4\" points=\"");
+    /* at most about 400 points: every k-th row */
+    size_t every = n / 400 + 1;
+    for (size_t i = 0; i < n; i++)
+        if (i % every == 0 || i == n - 1) sb_printf(&b, "%.1f,%.1f ", CX(r[i].batch), CL(r[i].loss));
+    sb_printf(&b, "\"/>\n<polyline fill=\"none\" stroke=\"#d62728\" points=\"");
+    for (size_t i = 0; i < n; i++)
+        if (r[i].val) sb_printf(&b, "%.1f,%.1f ", CX(r[i].batch), CT(r[i].top1));
+    sb_printf(&b, "\"/>\n");
+    for (size_t i = 0; i < n; i++) {
+        if (!r[i].val) continue;
+        sb_printf(&b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#d62728\"/>"
+                      "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"2.5\" fill=\"#d62728\"/>\n",
+                  CX(r[i].batch), CT(r[i].lo), CX(r[i].batch), CT(r[i].hi), CX(r[i].batch), CT(r[i].top1));
+    }
+    sb_printf(&b, "</svg>\n");
+#undef CX
+#undef CL
+#undef CT
+    free(r);
+    if (b.failed) {
+        free(b.s);
+        trn_errf(err, "out of memory");
+        return NULL;
+    }
+    return b.s;
+}
+
+/* ---- the document: Markdown and HTML side by side -------------------------- */
+
+struct doc {
+    struct sbuf md, html;
+};
+
+/* Inline markup of the report's sentences: `code` and **bold**, the rest
+ * escaped for HTML. */
+static void doc_text(struct doc *d, const char *s)
+{
+    sb_printf(&d->md, "%s", s);
+    int code = 0, bold = 0;
+    for (; *s; s++) {
+        if (*s == '`') {
+            sb_printf(&d->html, code ? "</code>" : "<code>");
+            code = !code;
+        } else if (s[0] == '*' && s[1] == '*') {
+            sb_printf(&d->html, bold ? "</b>" : "<b>");
+            bold = !bold;
+            s++;
+        } else {
+            char c[2] = {*s, 0};
+            sb_xml(&d->html, c);
+        }
+    }
+}
+
+static void doc_h(struct doc *d, int level, const char *fmt, ...) TRN_PRINTF(3, 4);
+static void doc_h(struct doc *d, int level, const char *fmt, ...)
+{
+    char t[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(t, sizeof t, fmt, ap);
+    va_end(ap);
+    sb_printf(&d->md, "%.*s %s\n\n", level, "######", t);
+    sb_printf(&d->html, "<h%d>", level);
+    sb_xml(&d->html, t);
+    sb_printf(&d->html, "</h%d>\n", level);
+}
+
+static void doc_p(struct doc *d, const char *fmt, ...) TRN_PRINTF(2, 3);
+static void doc_p(struct doc *d, const char *fmt, ...)
+{
+    char t[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(t, sizeof t, fmt, ap);
+    va_end(ap);
+    sb_printf(&d->html, "<p>");
+    doc_text(d, t);
+    sb_printf(&d->md, "\n\n");
+    sb_printf(&d->html, "</p>\n");
+}
+
+/* A table row: cells separated by tabs; align: one 'l' or 'r' per column. */
+static void doc_row(struct doc *d, int header, const char *align, const char *fmt, ...) TRN_PRINTF(4, 5);
+static void doc_row(struct doc *d, int header, const char *align, const char *fmt, ...)
+{
+    char t[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(t, sizeof t, fmt, ap);
+    va_end(ap);
+    if (header) sb_printf(&d->html, "<table>\n");
+    sb_printf(&d->md, "|");
+    sb_printf(&d->html, "<tr>");
+    int col = 0;
+    for (char *c = t, *next; c; c = next, col++) {
+        next = strchr(c, '\t');
+        if (next) *next++ = '\0';
+        int right = align[col] == 'r';
+        sb_printf(&d->md, " %s |", c);
+        sb_printf(&d->html, "<%s%s>", header ? "th" : "td", right ? " class=\"r\"" : "");
+        sb_xml(&d->html, c);
+        sb_printf(&d->html, "</%s>", header ? "th" : "td");
+    }
+    sb_printf(&d->md, "\n");
+    sb_printf(&d->html, "</tr>\n");
+    if (header) {
+        sb_printf(&d->md, "|");
+        for (int k = 0; k < col; k++) sb_printf(&d->md, "%s|", align[k] == 'r' ? "---:" : "---");
+        sb_printf(&d->md, "\n");
+    }
+}
+
+static void doc_table_end(struct doc *d)
+{
+    sb_printf(&d->md, "\n");
+    sb_printf(&d->html, "</table>\n");
+}
+
+/* An image: a link to the SVG file in Markdown, the SVG inline in HTML. */
+static void doc_svg(struct doc *d, const char *alt, const char *file, const char *svg)
+{
+    sb_printf(&d->md, "![%s](%s)\n\n", alt, file);
+    const char *body = strstr(svg, "<svg");
+    sb_printf(&d->html, "<figure>%s<figcaption>", body ? body : "");
+    sb_xml(&d->html, alt);
+    sb_printf(&d->html, "</figcaption></figure>\n");
+}
+
+static void fmt_est(const cJSON *e, char *out, size_t size)
+{
+    const cJSON *c = cJSON_GetObjectItemCaseSensitive(e, "cpu");
+    if (c)
+        snprintf(out, size, "%.3f / %.3f; %.2f / %.2f", num(e, "ms"), num(c, "ms"), num(e, "mj"), num(c, "mj"));
+    else
+        snprintf(out, size, "%.3f / -; %.2f / -", num(e, "ms"), num(e, "mj"));
+}
+
 /* "0.8569 [0.8380, 0.8741] n=1440": a fraction with its 95% Wilson interval. */
 static void fmt_acc(const cJSON *acc, const char *key, char *out, size_t size)
 {
@@ -253,20 +542,24 @@ static void fmt_acc(const cJSON *acc, const char *key, char *out, size_t size)
         snprintf(out, size, "%.4f n=%.0f", num(acc, key), num(acc, "images"));
 }
 
-static void md_variants(struct sbuf *b, const cJSON *m, const char *task)
+static void doc_variants(struct doc *d, const cJSON *m, const char *task)
 {
     const cJSON *targets = cJSON_GetObjectItemCaseSensitive(m, "targets"), *t, *v;
-    sb_printf(b, "| variant | technique | parent | top-1 [95%% CI] n | top-5 [95%% CI] n | MACs | params | weight bytes | peak activations |"
-                 " measured ms (machine) |");
-    cJSON_ArrayForEach(t, targets) sb_printf(b, " %s est. ms / mJ |", t->string);
-    sb_printf(b, "\n|---|---|---|---:|---:|---:|---:|---:|---:|---:|");
-    cJSON_ArrayForEach(t, targets) sb_printf(b, "---:|");
-    sb_printf(b, "\n");
+    char head[2048], align[64] = "lllrrrrrrr";
+    int off = snprintf(head, sizeof head, "variant\ttechnique\tparent\ttop-1 [95%% CI] n\ttop-5 [95%% CI] n\tMACs\t"
+                                          "params\tweight bytes\t"
+                                          "peak activations\tmeasured ms (machine)");
+    size_t na = strlen(align);
+    cJSON_ArrayForEach(t, targets) {
+        off += snprintf(head + off, sizeof head - (size_t)off, "\t%s est. GPU / CPU: ms; mJ", t->string);
+        if (na + 1 < sizeof align) align[na++] = 'r', align[na] = '\0';
+    }
+    doc_row(d, 1, align, "%s", head);
     cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(m, "variants")) {
         if (strcmp(sget(v, "task"), task)) continue;
         const cJSON *cost = cJSON_GetObjectItemCaseSensitive(v, "cost");
         const cJSON *acc = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(v, "accuracy"), task);
-        char c1[16], c2[16], c3[16], c4[16], t1[64] = "-", t5[64] = "-", ms[96] = "-";
+        char c1[16], c2[16], c3[16], c4[16], t1[64] = "-", t5[64] = "-", ms[96] = "-", row[4096];
         human(num(cost, "macs"), c1, sizeof c1);
         human(num(cost, "params"), c2, sizeof c2);
         human(num(cost, "weight_bytes"), c3, sizeof c3);
@@ -277,14 +570,17 @@ static void md_variants(struct sbuf *b, const cJSON *m, const char *task)
         if (lat && lat->child)
             snprintf(ms, sizeof ms, "%.3f (%s)", num(lat->child, "ms_median"), lat->child->string);
         const char *parent = sget(v, "parent");
-        sb_printf(b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |", sget(v, "id"), sget(v, "technique"),
-                  parent[0] ? parent : "-", t1, t5, c1, c2, c3, c4, ms);
+        int o = snprintf(row, sizeof row, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s", sget(v, "id"), sget(v, "technique"),
+                         parent[0] ? parent : "-", t1, t5, c1, c2, c3, c4, ms);
         cJSON_ArrayForEach(t, targets) {
-            const cJSON *e = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(v, "estimates"), t->string);
-            sb_printf(b, " %.3f / %.2f |", num(e, "ms"), num(e, "mj"));
+            char e[96];
+            fmt_est(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(v, "estimates"), t->string), e,
+                    sizeof e);
+            if (o > 0 && (size_t)o < sizeof row) o += snprintf(row + o, sizeof row - (size_t)o, "\t%s", e);
         }
-        sb_printf(b, "\n");
+        doc_row(d, 0, align, "%s", row);
     }
+    doc_table_end(d);
 }
 
 static int write_text(const char *path, const char *text, trn_err *err)
@@ -292,19 +588,41 @@ static int write_text(const char *path, const char *text, trn_err *err)
     return trn_write_file_atomic(path, text, strlen(text), err);
 }
 
+static const char html_head[] =
+    "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+    "<link rel=\"icon\" href=\"data:,\">\n<title>%s</title>\n<style>\n"
+    "body { font-family: sans-serif; margin: 2em auto; max-width: 1200px; padding: 0 1em; color: #222; }\n"
+    "table { border-collapse: collapse; margin: 1em 0; font-size: 13px; }\n"
+    "th, td { border: 1px solid #ccc; padding: 3px 6px; text-align: left; }\n"
+    "th { background: #f4f4f4; } td.r, th.r { text-align: right; }\n"
+    "figure { margin: 1em 0; } figcaption { color: #666; font-size: 13px; }\n"
+    "code { background: #f4f4f4; padding: 0 2px; }\n"
+    "</style>\n</head>\n<body>\n";
+
 int cat_report(const cJSON *m, const char *base, trn_err *err)
+{
+    return cat_report_ex(m, base, NULL, err);
+}
+
+int cat_report_ex(const cJSON *m, const char *base, const char *metrics_dir, trn_err *err)
 {
     const cJSON *tasks = cJSON_GetObjectItemCaseSensitive(m, "tasks"), *t;
     const cJSON *variants = cJSON_GetObjectItemCaseSensitive(m, "variants"), *v;
     const char *name = strrchr(base, '/') ? strrchr(base, '/') + 1 : base;
     const cJSON *build = cJSON_GetObjectItemCaseSensitive(m, "build");
-    struct sbuf b = {0};
-    sb_printf(&b, "# Catalog %s, version %.0f (model %s)\n\n", sget(m, "catalog"), num(m, "version"), sget(m, "model"));
-    sb_printf(&b, "Built by %s (%s), seed %s, SOURCE_DATE_EPOCH %.0f. %d variants kept, %d winnowed.\n\n",
-              sget(build, "toolchain"), sget(build, "compiler"),
-              cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(build, "seed")) ? "given" : "unknown",
-              num(build, "source_date_epoch"), cJSON_GetArraySize(variants),
-              cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(m, "winnowed")));
+    struct doc d = {{0}, {0}};
+    char title[512], seed[32] = "unknown";
+    snprintf(title, sizeof title, "Catalog %s, version %.0f (model %s)", sget(m, "catalog"), num(m, "version"),
+             sget(m, "model"));
+    sb_printf(&d.html, "%.*s", (int)(strstr(html_head, "%s") - html_head), html_head);
+    sb_xml(&d.html, title);
+    sb_printf(&d.html, "%s", strstr(html_head, "%s") + 2);
+    doc_h(&d, 1, "%s", title);
+    const cJSON *sj = cJSON_GetObjectItemCaseSensitive(build, "seed");
+    if (cJSON_IsNumber(sj)) snprintf(seed, sizeof seed, "%.0f", sj->valuedouble);
+    doc_p(&d, "Built by %s (%s), seed %s, SOURCE_DATE_EPOCH %.0f. %d variants kept, %d winnowed.",
+          sget(build, "toolchain"), sget(build, "compiler"), seed, num(build, "source_date_epoch"),
+          cJSON_GetArraySize(variants), cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(m, "winnowed")));
     /* the task with the most variants gets the plain plot names */
     int rc = 0, most = 0;
     const char *main_task = "";
@@ -322,10 +640,13 @@ int cat_report(const cJSON *m, const char *base, trn_err *err)
             if (y > best || (y == best && macs < best_macs)) best = y, best_macs = macs;
         }
         if (hi == 0) continue;
-        sb_printf(&b, "## Task %s (%.0f classes)\n\n", t->string, num(t, "classes"));
-        md_variants(&b, m, t->string);
-        sb_printf(&b, "\nMACs span %.1fx between the cheapest variant and the most accurate one (%.1fx across all).\n\n",
+        doc_h(&d, 2, "Task %s (%.0f classes)", t->string, num(t, "classes"));
+        doc_variants(&d, m, t->string);
+        if (best >= 0)
+            doc_p(&d, "MACs span %.1fx between the cheapest variant and the most accurate one (%.1fx across all).",
                   best_macs / fmax(lo, 1), hi / fmax(lo, 1));
+        else
+            doc_p(&d, "No variant has a measured top-1; MACs span %.1fx across all.", hi / fmax(lo, 1));
         static const char *const axes[] = {"macs", "weight_bytes"};
         for (int a = 0; a < 2 && rc == 0; a++) {
             char path[4096], file[512];
@@ -335,18 +656,18 @@ int cat_report(const cJSON *m, const char *base, trn_err *err)
             snprintf(path, sizeof path, "%.*s%s", (int)(name - base), base, file);
             char *svg = cat_pareto_svg(m, t->string, axes[a], err);
             rc = svg ? write_text(path, svg, err) : -1;
+            if (svg) doc_svg(&d, a ? "top-1 against weight bytes" : "top-1 against MACs", file, svg);
             free(svg);
-            sb_printf(&b, "![top-1 against %s](%s)\n\n", a ? "weight bytes" : "MACs", file);
         }
     }
     const cJSON *w = cJSON_GetObjectItemCaseSensitive(m, "winnowed");
-    sb_printf(&b, "## Winnowed\n\nDropped because another variant of the same task dominates it: no more MACs and "
-                  "no more weight bytes, and either a clearly better top-1 (95%% Wilson intervals apart) or fewer MACs "
-                  "or bytes at a top-1 that is not clearly worse (decided cheapest first against kept variants; "
-                  "variants that others depend on are kept).\n\n");
-    if (cJSON_GetArraySize(w) == 0) sb_printf(&b, "None.\n\n");
-    else sb_printf(&b, "| variant | technique | MACs | weight bytes | top-1 | dominated by | its MACs | its bytes | its top-1 |\n"
-                       "|---|---|---:|---:|---:|---|---:|---:|---:|\n");
+    doc_h(&d, 2, "Winnowed");
+    doc_p(&d, "Dropped because another variant of the same task dominates it: no more MACs and no more weight bytes, "
+              "and either a clearly better top-1 (95%% Wilson intervals apart) or fewer MACs or bytes at a top-1 that "
+              "is not clearly worse (decided cheapest first against kept variants; variants that others depend on "
+              "are kept).");
+    if (cJSON_GetArraySize(w) == 0) doc_p(&d, "None.");
+    else doc_row(&d, 1, "llrrrlrrr", "variant\ttechnique\tMACs\tweight bytes\ttop-1\tdominated by\tits MACs\tits bytes\tits top-1");
     cJSON_ArrayForEach(v, w) {
         char a1[16], a2[16], b1[16], b2[16];
         human(num(v, "macs"), a1, sizeof a1);
@@ -359,26 +680,72 @@ int cat_report(const cJSON *m, const char *base, trn_err *err)
             snprintf(i1, sizeof i1, " [%.4f, %.4f]", cJSON_GetArrayItem(c1, 0)->valuedouble, cJSON_GetArrayItem(c1, 1)->valuedouble);
         if (cJSON_GetArraySize(c2) == 2)
             snprintf(i2, sizeof i2, " [%.4f, %.4f]", cJSON_GetArrayItem(c2, 0)->valuedouble, cJSON_GetArrayItem(c2, 1)->valuedouble);
-        sb_printf(&b, "| %s | %s | %s | %s | %.4f%s | %s | %s | %s | %.4f%s |\n", sget(v, "id"), sget(v, "technique"), a1,
-                  a2, num(v, "top1"), i1, sget(v, "dominated_by"), b1, b2, num(v, "by_top1"), i2);
+        doc_row(&d, 0, "llrrrlrrr", "%s\t%s\t%s\t%s\t%.4f%s\t%s\t%s\t%s\t%.4f%s", sget(v, "id"), sget(v, "technique"), a1,
+                a2, num(v, "top1"), i1, sget(v, "dominated_by"), b1, b2, num(v, "by_top1"), i2);
     }
-    sb_printf(&b, "\n## Target estimates\n\nThe device columns above are **estimates**, not measurements: a roofline "
-                  "(time = max(2 x MACs / peak FLOPS, bytes moved / bandwidth), energy = time x the power mode's "
-                  "budget) from these profiles. Measure on the device (`rtl profile`) before relying on them.\n\n"
-                  "| target | device | peak GFLOPS (FP32) | GB/s | power | sources |\n|---|---|---:|---:|---|---|\n");
+    if (cJSON_GetArraySize(w) > 0) doc_table_end(&d);
+    doc_h(&d, 2, "Target estimates");
+    doc_p(&d, "The device columns above are **estimates**, not measurements: a roofline (time = max(2 x MACs / peak "
+              "FLOPS, bytes moved / bandwidth), energy = time x the power mode's budget) from these profiles, once for "
+              "the GPU's CUDA cores (the first figure) and once for the CPU cores (the second: the path the runtime "
+              "takes today, since the CUDA backend is not written). Measure on the device (`rtl profile`) before "
+              "relying on them.");
+    doc_row(&d, 1, "llrlrrll", "target\tdevice\tGPU peak GFLOPS (FP32)\tCPU (the runtime's path today)\tCPU peak GFLOPS "
+                               "(FP32)\tGB/s\tpower\tsources");
     cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(m, "targets")) {
-        sb_printf(&b, "| %s | %s | %.1f | %.1f | %s, %.1f W |", t->string, sget(t, "name"), num(t, "peak_gflops"),
-                  num(t, "memory_bandwidth_gbps"), sget(t, "power_mode"), num(t, "power_w"));
-        const cJSON *s;
-        cJSON_ArrayForEach(s, cJSON_GetObjectItemCaseSensitive(t, "sources")) sb_printf(&b, " %s;", s->valuestring);
-        sb_printf(&b, " |\n");
+        const cJSON *cpu = cJSON_GetObjectItemCaseSensitive(t, "cpu"), *src;
+        char srcs[2048] = "", cpu_peak[32] = "-";
+        size_t o = 0;
+        cJSON_ArrayForEach(src, cJSON_GetObjectItemCaseSensitive(t, "sources"))
+            if (cJSON_IsString(src) && o < sizeof srcs)
+                o += (size_t)snprintf(srcs + o, sizeof srcs - o, "%s; ", src->valuestring);
+        if (cpu) snprintf(cpu_peak, sizeof cpu_peak, "%.1f", num(cpu, "peak_gflops"));
+        doc_row(&d, 0, "llrlrrll", "%s\t%s (%s)\t%.1f\t%s\t%s\t%.1f\t%s, %.1f W\t%s", t->string, sget(t, "name"),
+                cat_json_str(t, "compute_unit", "GPU"), num(t, "peak_gflops"),
+                cpu ? cat_json_str(cpu, "compute_unit", "CPU") : "not modelled", cpu_peak,
+                num(t, "memory_bandwidth_gbps"), sget(t, "power_mode"), num(t, "power_w"), srcs);
     }
-    if (b.failed) rc = trn_errf(err, "out of memory");
+    doc_table_end(&d);
+    if (metrics_dir && rc == 0) {
+        int curves = 0;
+        /* kept variants, then winnowed ones: every trained model has a curve */
+        for (const cJSON *list = variants; list && rc == 0;
+             list = list == variants ? cJSON_GetObjectItemCaseSensitive(m, "winnowed") : NULL)
+        cJSON_ArrayForEach(v, list) {
+            char path[4096], file[512];
+            snprintf(path, sizeof path, "%s/%s/train/variant.metrics.jsonl", metrics_dir, sget(v, "id"));
+            char *log;
+            size_t len;
+            trn_err e2;
+            if (trn_read_file(path, 256u << 20, &log, &len, &e2) != 0) continue;
+            char *svg = cat_curve_svg(sget(v, "id"), log, len, &e2);
+            free(log);
+            if (!svg) continue;
+            if (!curves++) {
+                doc_h(&d, 2, "Training curves");
+                doc_p(&d, "Running loss and validation top-1 (95%% Wilson interval) per weight update, from each "
+                          "trained variant's metrics log (`trainer train`).");
+            }
+            snprintf(file, sizeof file, "%s.curve-%s.svg", name, sget(v, "id"));
+            snprintf(path, sizeof path, "%.*s%s", (int)(name - base), base, file);
+            char alt[256];
+            snprintf(alt, sizeof alt, "training of %s", sget(v, "id"));
+            rc = write_text(path, svg, err);
+            doc_svg(&d, alt, file, svg);
+            free(svg);
+            if (rc) break;
+        }
+    }
+    sb_printf(&d.html, "</body>\n</html>\n");
+    if (d.md.failed || d.html.failed) rc = trn_errf(err, "out of memory");
     if (rc == 0) {
         char path[4096];
         snprintf(path, sizeof path, "%s.report.md", base);
-        rc = write_text(path, b.s, err);
+        rc = write_text(path, d.md.s, err);
+        snprintf(path, sizeof path, "%s.report.html", base);
+        if (rc == 0) rc = write_text(path, d.html.s, err);
     }
-    free(b.s);
+    free(d.md.s);
+    free(d.html.s);
     return rc;
 }

@@ -16,6 +16,12 @@
  * It is a lower bound on time (perfect overlap, peak throughput) and an upper
  * bound on power; a figure to rank variants before they are measured on the
  * device, marked "source": "estimate" and kept apart from measured latency.
+ *
+ * The top-level figures model the unit named by the profile's
+ * "compute_unit" (the GPU's CUDA cores); the optional "cpu" object (its own
+ * peak_gflops, bandwidth, power) gives a second roofline, estimate.cpu, for
+ * the CPU cores: the path the runtime takes today (the CUDA backend is not
+ * written), so that is the figure to compare with measured CPU latency.
  */
 #include "cat.h"
 
@@ -121,16 +127,30 @@ static int num(const cJSON *o, const char *k, double *out)
     return 0;
 }
 
+/* The roofline of one compute unit: ms, mJ and which term won. */
+struct roofline {
+    double ms, mj;
+    int compute_bound;
+};
+
+static int roofline(double flop, double bytes, const cJSON *unit, struct roofline *r)
+{
+    double gflops, bw, power;
+    if (num(unit, "peak_gflops", &gflops) || num(unit, "memory_bandwidth_gbps", &bw) || num(unit, "power_w", &power) ||
+        gflops <= 0 || bw <= 0 || power <= 0)
+        return -1;
+    double t_compute = flop / (gflops * 1e9), t_memory = bytes / (bw * 1e9);
+    r->ms = 1e3 * fmax(t_compute, t_memory);
+    r->mj = r->ms * power;
+    r->compute_bound = t_compute >= t_memory;
+    return 0;
+}
+
 cJSON *cat_estimate(const cJSON *cost, const cJSON *target, trn_err *err)
 {
-    double macs, wbytes, peak_act, gflops, bw, power;
+    double macs, wbytes, peak_act;
     if (num(cost, "macs", &macs) || num(cost, "weight_bytes", &wbytes) || num(cost, "peak_activation_bytes", &peak_act)) {
         trn_errf(err, "cost lacks macs, weight_bytes or peak_activation_bytes");
-        return NULL;
-    }
-    if (num(target, "peak_gflops", &gflops) || num(target, "memory_bandwidth_gbps", &bw) ||
-        num(target, "power_w", &power) || gflops <= 0 || bw <= 0 || power <= 0) {
-        trn_errf(err, "the target profile lacks positive peak_gflops, memory_bandwidth_gbps or power_w");
         return NULL;
     }
     double act = 0;
@@ -141,8 +161,16 @@ cJSON *cat_estimate(const cJSON *cost, const cJSON *target, trn_err *err)
     }
     if (cJSON_GetArraySize(layers) == 0) act = peak_act;
     double flop = 2 * macs, bytes = wbytes + 2 * act;
-    double t_compute = flop / (gflops * 1e9), t_memory = bytes / (bw * 1e9);
-    double ms = 1e3 * fmax(t_compute, t_memory);
+    struct roofline gpu, cpu;
+    if (roofline(flop, bytes, target, &gpu) != 0) {
+        trn_errf(err, "the target profile lacks positive peak_gflops, memory_bandwidth_gbps or power_w");
+        return NULL;
+    }
+    const cJSON *cpu_unit = cJSON_GetObjectItemCaseSensitive(target, "cpu");
+    if (cpu_unit && roofline(flop, bytes, cpu_unit, &cpu) != 0) {
+        trn_errf(err, "the target profile's \"cpu\" lacks positive peak_gflops, memory_bandwidth_gbps or power_w");
+        return NULL;
+    }
     cJSON *e = cJSON_CreateObject();
     if (!e) {
         trn_errf(err, "out of memory");
@@ -150,10 +178,26 @@ cJSON *cat_estimate(const cJSON *cost, const cJSON *target, trn_err *err)
     }
     cJSON_AddStringToObject(e, "source", "estimate");
     cJSON_AddStringToObject(e, "method", "roofline-1");
-    cJSON_AddNumberToObject(e, "ms", round6(ms));
-    cJSON_AddNumberToObject(e, "mj", round6(ms * power));
-    cJSON_AddStringToObject(e, "bound", t_compute >= t_memory ? "compute" : "memory");
+    const char *unit = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(target, "compute_unit"));
+    if (unit) cJSON_AddStringToObject(e, "compute_unit", unit);
+    cJSON_AddNumberToObject(e, "ms", round6(gpu.ms));
+    cJSON_AddNumberToObject(e, "mj", round6(gpu.mj));
+    cJSON_AddStringToObject(e, "bound", gpu.compute_bound ? "compute" : "memory");
     cJSON_AddNumberToObject(e, "gflop", round6(flop / 1e9));
     cJSON_AddNumberToObject(e, "mbytes", round6(bytes / 1e6));
+    if (cpu_unit) {
+        /* the path the runtime takes today: every build computes on the CPU */
+        cJSON *c = cJSON_AddObjectToObject(e, "cpu");
+        const char *cu = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(cpu_unit, "compute_unit"));
+        if (!c) {
+            cJSON_Delete(e);
+            trn_errf(err, "out of memory");
+            return NULL;
+        }
+        if (cu) cJSON_AddStringToObject(c, "compute_unit", cu);
+        cJSON_AddNumberToObject(c, "ms", round6(cpu.ms));
+        cJSON_AddNumberToObject(c, "mj", round6(cpu.mj));
+        cJSON_AddStringToObject(c, "bound", cpu.compute_bound ? "compute" : "memory");
+    }
     return e;
 }

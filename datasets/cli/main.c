@@ -245,15 +245,59 @@ static int cmd_contexts(int argc, char **argv)
     return 0;
 }
 
+/* s as a JSON string on stdout. */
+static void json_str(const char *s)
+{
+    putchar('"');
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\') printf("\\%c", *s);
+        else if ((unsigned char)*s < 0x20) printf("\\u%04x", (unsigned char)*s);
+        else putchar(*s);
+    }
+    putchar('"');
+}
+
+/* The counts of `check --json`. */
+static void check_json(const trn_dataset *ds, const char *data, int decode)
+{
+    int classes = trn_dataset_classes(ds);
+    printf("{\"data\":");
+    json_str(data);
+    printf(",\"classes\":%d,\"decoded\":%s,\"ok\":true,\"splits\":[", classes, decode ? "true" : "false");
+    size_t *per = calloc((size_t)classes + 1, sizeof *per);
+    int first = 1;
+    for (int sp = 0; sp < TRN_SPLIT_COUNT && per; sp++) {
+        trn_split split = (trn_split)sp;
+        if (!trn_dataset_has(ds, split)) continue;
+        size_t n = trn_dataset_count(ds, split);
+        memset(per, 0, (size_t)classes * sizeof *per);
+        for (size_t i = 0; i < n; i++) per[trn_dataset_class(ds, split, i)]++;
+        printf("%s{\"split\":\"%s\",\"images\":%zu,\"per_class\":[", first ? "" : ",", trn_split_name(split), n);
+        first = 0;
+        for (int k = 0; k < classes; k++) {
+            printf("%s{\"label\":", k ? "," : "");
+            json_str(trn_dataset_label(ds, k));
+            printf(",\"images\":%zu}", per[k]);
+        }
+        printf("]}");
+    }
+    free(per);
+    printf("]}\n");
+}
+
 static int cmd_check(int argc, char **argv)
 {
-    int decode = 0, rc0;
+    int decode = 0, json = 0, rc0;
     const ck_opt opts[] = {
         {"--decode", NULL, CK_FLAG, &decode, 0, 0, "also decode every image (PNG, JPEG or BMP)"},
+        {"--json", NULL, CK_FLAG, &json, 0, 0,
+         "print the counts as one JSON object: {\"data\",\"classes\",\"decoded\",\"ok\":true,\n"
+         "\"splits\":[{\"split\",\"images\",\"per_class\":[{\"label\",\"images\"}]}]}\n"
+         "(errors stay on stderr)"},
         {0},
     };
     const ck_verb verb = {
-        "check", NULL, cmd_check, "DATA [--decode]",
+        "check", NULL, cmd_check, "DATA [--decode] [--json]",
         "Checks the set DATA (.data): its keys, labels file, list files, that every image\n"
         "matches exactly one label (parent folder or a '_' token of its file name), exists,\n"
         "and is in one split only; prints the counts per split and class.\n",
@@ -272,6 +316,8 @@ static int cmd_check(int argc, char **argv)
     int rc = ds_check_set(ds, data, decode, &err);
     if (rc != 0) {
         fprintf(stderr, "%s check: %s\n", prog, err.msg);
+    } else if (json) {
+        check_json(ds, data, decode);
     } else {
         int classes = trn_dataset_classes(ds);
         printf("%s: %s: %d classes\n", prog, data, classes);

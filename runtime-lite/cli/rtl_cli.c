@@ -130,8 +130,14 @@ static int cmd_install(rtl_store *s, int argc, char **argv)
 
 static int cmd_list(rtl_store *s, int argc, char **argv)
 {
-    const ck_opt opts[] = {{0}};
-    const ck_verb v = {"list", NULL, NULL, "",
+    int json = 0;
+    const ck_opt opts[] = {
+        {"--json", NULL, CK_FLAG, &json, 0, 0,
+         "one JSON object: {\"catalogs\":[{\"catalog\",\"version\",\"previous_version\"\n"
+         "(null when none),\"key_id\",\"dir\"}]}"},
+        {0},
+    };
+    const ck_verb v = {"list", NULL, NULL, "[--json]",
                        "Lists installed catalogs: id, version, previous version, key, folder.\n", opts, NULL};
     int rc, i = sub_opts(argc, argv, &v, 0, 0, &rc);
     if (i < 0) return rc;
@@ -139,6 +145,11 @@ static int cmd_list(rtl_store *s, int argc, char **argv)
     size_t n;
     rtl_err err;
     if (rtl_list(s, &list, &n, &err) != 0) return fail(&err);
+    if (json) {
+        rc = print_installed_json(list, n);
+        free(list);
+        return rc;
+    }
     printf("%-20s %-12s %-12s %-16s %s\n", "catalog", "version", "previous", "key", "folder");
     for (size_t k = 0; k < n; k++) print_installed(&list[k]);
     if (n == 0 && !quiet) fprintf(stderr, "rtl: no catalog is installed\n");
@@ -172,8 +183,18 @@ static void print_catalog(const rtl_catalog *cat)
 
 static int cmd_inspect(rtl_store *s, int argc, char **argv)
 {
-    const ck_opt opts[] = {{0}};
-    const ck_verb v = {"inspect", NULL, NULL, "ID|ARCHIVE",
+    int json = 0;
+    const ck_opt opts[] = {
+        {"--json", NULL, CK_FLAG, &json, 0, 0,
+         "one JSON object: {\"catalog\",\"version\",\"model\",\"dir\",\"tasks\":[{\"name\",\n"
+         "\"labels\"}],\"variants\":[{\"id\",\"technique\",\"task\",\"top1\",\"top5\",\"macs\",\n"
+         "\"weight_bytes\",\"files\",\"latency\":[{\"where\",\"source\",\"machine\",\n"
+         "\"threads\",\"runs\",\"ms_median\",\"ms_mean\"}],\"estimates\":[{\"target\",\n"
+         "\"source\",\"method\",\"bound\",\"ms\",\"mj\",\"compute_unit\",\"cpu\":{\n"
+         "\"compute_unit\",\"ms\",\"mj\"}}]}]}"},
+        {0},
+    };
+    const ck_verb v = {"inspect", NULL, NULL, "ID|ARCHIVE [--json]",
                        "Prints the variants of installed catalog ID, or of the manifest inside ARCHIVE\n"
                        "(an archive's signature is not checked here: use rtl install for that).\n",
                        opts, NULL};
@@ -183,15 +204,20 @@ static int cmd_inspect(rtl_store *s, int argc, char **argv)
     rtl_catalog *cat;
     struct stat st;
     if (stat(argv[i], &st) == 0 && S_ISREG(st.st_mode)) {
-        char *json;
+        char *text;
         size_t len;
-        if (rtl_archive_manifest(argv[i], &json, &len, &err) != 0) return fail(&err);
-        cat = rtl_catalog_parse(json, len, NULL, &err);
-        free(json);
+        if (rtl_archive_manifest(argv[i], &text, &len, &err) != 0) return fail(&err);
+        cat = rtl_catalog_parse(text, len, NULL, &err);
+        free(text);
     } else {
         cat = rtl_catalog_open(s, argv[i], &err);
     }
     if (!cat) return fail(&err);
+    if (json) {
+        rc = print_catalog_json(cat);
+        rtl_catalog_close(cat);
+        return rc;
+    }
     print_catalog(cat);
     print_latencies(cat);
     rtl_catalog_close(cat);

@@ -42,4 +42,9 @@ int run_wants_split(int argc, char **argv);
  * an installed catalog), estimates. Prints nothing when there is none. */
 void print_latencies(const rtl_catalog *cat);
 
+/* rtl_json.c: `rtl list --json` and `rtl inspect --json`; 0, or 1 after an
+ * error message. */
+int print_installed_json(const rtl_installed *list, size_t n);
+int print_catalog_json(const rtl_catalog *cat);
+
 #endif

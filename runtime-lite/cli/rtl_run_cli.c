@@ -282,8 +282,15 @@ void print_latencies(const rtl_catalog *cat)
         for (size_t e = 0; e < rtl_variant_estimate_count(v); e++) {
             rtl_estimate est;
             if (rtl_variant_estimate_at(v, e, &est) != 0) continue;
-            printf("%-24s %-18s %10.4g %10s  est. (%s%s%s)\n", id, est.target, est.ms, "-", est.method,
-                   est.bound[0] ? ", " : "", est.bound[0] ? est.bound : "");
+            printf("%-24s %-18s %10.4g %10s  est. (%s%s%s)%s%s\n", id, est.target, est.ms, "-", est.method,
+                   est.bound[0] ? ", " : "", est.bound[0] ? est.bound : "", est.compute_unit[0] ? " on " : "",
+                   est.compute_unit);
+            if (est.cpu_ms >= 0) {
+                char where[RTL_ID_MAX + 8];
+                snprintf(where, sizeof where, "%s cpu", est.target);
+                printf("%-24s %-18s %10.4g %10s  est. (%s) on %s: the path this runtime takes\n", id, where,
+                       est.cpu_ms, "-", est.method, est.cpu_unit[0] ? est.cpu_unit : "the CPU");
+            }
         }
     }
 }

@@ -394,6 +394,11 @@ typedef struct rtl_estimate {
     const char *bound;    /* "compute" or "memory" ("" when absent) */
     double ms;            /* estimated latency at batch 1 */
     double mj;            /* estimated energy per image; -1 when absent */
+    const char *compute_unit;     /* the unit modelled, e.g. "GPU: 128 Maxwell CUDA
+                                   * cores at 921.6 MHz" ("" when absent) */
+    double cpu_ms, cpu_mj;        /* the same estimate for the device's CPU cores,
+                                   * the path this runtime takes today; -1 when absent */
+    const char *cpu_unit;         /* the CPU modelled ("" when absent) */
 } rtl_estimate;
 
 /* Estimates of v, in manifest order: count, then estimate i (-1 when i is

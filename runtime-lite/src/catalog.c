@@ -469,5 +469,10 @@ int rtl_variant_estimate_at(const rtl_variant *v, size_t i, rtl_estimate *out)
     out->bound = str_or(e, "bound", "");
     out->ms = num_or(e, "ms", -1);
     out->mj = num_or(e, "mj", -1);
+    out->compute_unit = str_or(e, "compute_unit", "");
+    const cJSON *cpu = cJSON_GetObjectItemCaseSensitive(e, "cpu");
+    out->cpu_ms = cJSON_IsObject(cpu) ? num_or(cpu, "ms", -1) : -1;
+    out->cpu_mj = cJSON_IsObject(cpu) ? num_or(cpu, "mj", -1) : -1;
+    out->cpu_unit = cJSON_IsObject(cpu) ? str_or(cpu, "compute_unit", "") : "";
     return 0;
 }

@@ -97,6 +97,62 @@ expect_ok "inspect prints the variants table" "$CAT" inspect "$A"
 t_check "the table has every kept variant, estimates marked est., the winnowed one" \
     bash -c "test \$(grep -c ' est\\.' '$T/out') -ge 11 && grep -q '^winnowed: rewrite-bad' '$T/out' && grep -q '^spec-7 ' '$T/out'"
 t_check "inspect --manifest prints the manifest" bash -c "'$CAT' inspect --manifest '$A' | cmp - c/manifest.json"
+"$CAT" inspect --json "$A" >inspect.json 2>"$T/err"
+t_check "inspect --json: the table's fields, GPU and CPU estimates naming their units" python3 -c '
+import json, sys
+c = json.load(open(sys.argv[1])); m = json.load(open(sys.argv[2]))
+assert c["catalog"] == "tinynet" and c["version"] == 3
+assert [v["id"] for v in c["variants"]] == [v["id"] for v in m["variants"]]
+v = {x["id"]: x for x in c["variants"]}
+assert v["spec-7"]["top1"] == 0.85 and v["spec-7"]["top5"] == 0.97 and v["trunk-c3"]["top1"] is None
+assert v["base"]["ms_build_host"] == 1.5 and v["base"]["macs"] == 7e8
+e = v["base"]["estimates"]["jetson-nano"]
+assert e["compute_unit"].startswith("GPU: ") and e["cpu"]["compute_unit"].startswith("CPU: ") and e["cpu"]["ms"] > e["ms"], e
+assert [w["id"] for w in c["winnowed"]] == ["rewrite-bad"] and c["winnowed"][0]["dominated_by"] == "svd-fc-4x"
+' inspect.json c/manifest.json
+"$CAT" variants --json c/variants >variants.json 2>"$T/err"
+t_check "variants --json: the variants table, base first, reductions against it" python3 -c '
+import json, sys
+v = json.load(open(sys.argv[1]))["variants"]
+assert v[0]["id"] == "base" and v[0]["macs_reduction"] == 1 and v[0]["top1_change_points"] == 0, v[0]
+d = {x["id"]: x for x in v}
+assert abs(d["pruned-tiny"]["macs_reduction"] - 14) < 1e-9 and abs(d["pruned-tiny"]["top1_change_points"] + 25) < 1e-9
+assert d["trunk-c3"]["top1"] is None and d["trunk-c3"]["top1_change_points"] is None
+assert len(v) == 12 and "rewrite-bad" in d  # the folder holds the winnowed one too
+' variants.json
+"$CAT" pareto "$A" --json >pareto.json 2>"$T/err"
+t_check "pareto --json: every front matches one computed here from the manifest" python3 -c '
+import json, sys
+p = json.load(open(sys.argv[1])); m = json.load(open(sys.argv[2]))
+def cost(v, c, t):
+    if t is None: return v["cost"][c]
+    e = v["estimates"][t]
+    return (e["cpu"] if c == "cpu_ms" else e)["ms"]
+seen = set()
+for f in p["fronts"]:
+    t, c, task = f["target"], f["cost"], f["task"]
+    seen.add((task, t, c))
+    pts = sorted(((cost(v, c, t), -v["accuracy"][task]["top1"], v["id"]) for v in m["variants"]
+                  if v["task"] == task and v["accuracy"].get(task, {}).get("top1") is not None))
+    want, best = [], -1
+    for x, ny, i in pts:
+        if -ny > best: want.append(i); best = -ny
+    assert [e["id"] for e in f["front"]] == want, (task, t, c, want, f["front"])
+    assert all(a["cost"] <= b["cost"] and a["top1"] < b["top1"] for a, b in zip(f["front"], f["front"][1:]))
+targets = list(m["targets"])
+assert len(seen) == len(m["tasks"]) * (2 + 2 * len(targets)), len(seen)
+f = [x for x in p["fronts"] if x["task"] == "identity" and x["cost"] == "macs"][0]
+assert [e["id"] for e in f["front"]] == ["pruned-tiny", "exit-2", "spec-7"], f
+' pareto.json c/manifest.json
+expect_ok "pareto prints the fronts" "$CAT" pareto "$A"
+t_check "per task and per target, with the compute unit" bash -c "grep -q '^task identity, by MACs:' '$T/out' && grep -q '^task shape, by weight bytes:' '$T/out' && grep -q '^task identity, target jetson-nano, est. ms on CPU: 4 Arm Cortex-A57' '$T/out' && grep -Eq '^  exit-2 +early-exit +120000000 +0.7900' '$T/out'"
+"$CAT" pareto "$A" --json --task shape --target jetson-tx2 >p2.json 2>"$T/err"
+t_check "pareto --task --target select one task and one target" python3 -c '
+import json, sys
+f = json.load(open(sys.argv[1]))["fronts"]
+assert [(x["task"], x["target"], x["cost"]) for x in f] == [("shape", "jetson-tx2", "gpu_ms"), ("shape", "jetson-tx2", "cpu_ms")], f
+' p2.json
+expect_fail "pareto names a target the catalog does not have" "no target 'jetson-x'" "$CAT" pareto "$A" --target jetson-x
 expect_ok "report writes plots and a summary" "$CAT" report "$A"
 t_check "report files beside the archive" test -s c/catalog-tinynet-3.report.md -a -s c/catalog-tinynet-3.pareto-macs.svg \
     -a -s c/catalog-tinynet-3.pareto-bytes.svg -a -s c/catalog-tinynet-3.shape.pareto-macs.svg

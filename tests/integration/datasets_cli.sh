@@ -33,6 +33,17 @@ expect_ok "generate a small set" "$D" generate --out "$T/s" --size 16 --train 3 
 t_check "--no-contexts writes no contexts/" [ ! -e "$T/s/synth/contexts" ]
 expect_ok "check it" "$D" check "$T/s/synth/synth.data"
 grep -q "train 144 images" "$T/out" && t_ok "  ... and count its images" || t_fail "  ... and count its images" "$(cat "$T/out")"
+"$D" check "$T/s/synth/synth.data" --json >"$T/check.json" 2>"$T/err"
+t_check "check --json: the counts per split and class" python3 -c '
+import json, sys
+c = json.load(open(sys.argv[1]))
+assert c["ok"] is True and c["decoded"] is False and c["classes"] == 48 and c["data"].endswith("synth.data"), c
+s = {x["split"]: x for x in c["splits"]}
+assert s["train"]["images"] == 144 and s["valid"]["images"] == 48 and s["test"]["images"] == 48, s.keys()
+for x in s.values():
+    assert len(x["per_class"]) == 48 and sum(p["images"] for p in x["per_class"]) == x["images"]
+    assert len({p["label"] for p in x["per_class"]}) == 48
+' "$T/check.json"
 expect_ok "write its contexts with the contexts verb" "$D" contexts "$T/s/synth/synth.data" --context-n 7,60 --context-p 0.7
 grep -q "no context with n = 60" "$T/out" && t_ok "  ... noting the n it had to skip" || t_fail "  ... noting the n it had to skip"
 expect_ok "  ... which are a valid set" "$D" check "$T/s/synth/contexts/n7-p0.7/n7-p0.7.data"

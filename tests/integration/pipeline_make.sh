@@ -121,6 +121,13 @@ t_check "the distillation settings are part of rw-b's plan entry" grep -q '| kd 
 stamp() { stat -c %Y.%y "$T/tiny/variants/$1/variant.json"; }
 before_base=$(stamp base) before_a=$(stamp rw-a) before_b=$(stamp rw-b) before_s=$(stamp svd-a)
 sleep 1
+pmake -j2 variants VARIANTS_JSON=1 >"$T/variants.json" 2>"$T/err"
+t_check "make variants VARIANTS_JSON=1 prints the table as JSON" python3 -c '
+import json, sys
+text = open(sys.argv[1]).read()
+v = json.loads(text[text.index("{"):])["variants"]
+assert v[0]["id"] == "base" and "rw-a" in [x["id"] for x in v] and all(x["macs"] > 0 for x in v), v
+' "$T/variants.json"
 expect_ok "a second make variants succeeds" pmake -j2 variants
 t_check "a second make variants redoes nothing" test "$(stamp rw-b)" = "$before_b"
 write_recipe 12 10
@@ -181,6 +188,10 @@ arch=$(ls "$T"/tiny/catalog-tiny-*.tar.zst 2>/dev/null | head -n 1)
 t_check "the archive is named catalog-tiny-<version>.tar.zst" test -n "$arch"
 t_check "make catalog prints the per-stage timings" grep -q '^timings: total' "$T/catalog.out"
 expect_ok "minisign verifies the catalog" minisign -Vm "$arch" -p "$T/k.pub"
+t_check "every trained variant left a metrics log with a final validation" bash -c "
+for f in '$T'/tiny/variants/base/train/variant.metrics.jsonl; do
+  test -s \$f && tail -n 1 \$f | grep -q '\"val_top1\":' || exit 1; done"
+t_check "the report is also HTML, with the training curves" bash -c "r=\${1%.tar.zst}; test -s \$r.report.html -a -s \$r.curve-base.svg && grep -q '^## Training curves' \$r.report.md && grep -q 'training of base' \$r.report.html" _ "$arch"
 sum1=$(sha256sum "$arch" "$arch.minisig" | awk '{print $1}' | tr '\n' ' ')
 rm -f "$arch" "$arch.minisig" "$T"/tiny/*.report.md
 expect_ok "make catalog again from the same variants" pmake catalog

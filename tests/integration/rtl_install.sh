@@ -24,6 +24,31 @@ expect_ok "inspect an installed catalog" rtl inspect tinynet
 t_check "inspect lists the variants with their accuracy" bash -c "grep -q '^spec-7 .*0.8500' '$T/out' && grep -q 'task    identity (10 labels)' '$T/out'"
 expect_ok "inspect an archive" rtl inspect "$A4"
 t_check "an archive's inspect shows its version" grep -q "version 4" "$T/out"
+rtl list --json >list.json 2>"$T/err"
+t_check "list --json: the catalog, its version, no previous, the key" python3 -c '
+import json, re, sys
+c = json.load(open(sys.argv[1]))["catalogs"]
+assert len(c) == 1 and c[0]["catalog"] == "tinynet" and c[0]["version"] == 3 and c[0]["previous_version"] is None, c
+assert re.fullmatch("[0-9A-F]{16}", c[0]["key_id"]) and "/catalogs/tinynet/" in c[0]["dir"], c
+' list.json
+rtl inspect tinynet --json >inspect.json 2>"$T/err"
+t_check "inspect --json: variants with accuracy, costs, latency and estimates" python3 -c '
+import json, sys
+c = json.load(open(sys.argv[1]))
+assert c["catalog"] == "tinynet" and c["version"] == 3 and c["model"] == "tinynet" and c["dir"], c.keys()
+assert {"name": "identity", "labels": 10} in c["tasks"], c["tasks"]
+v = {x["id"]: x for x in c["variants"]}
+assert v["spec-7"]["top1"] == 0.85 and v["spec-7"]["macs"] > 0 and v["spec-7"]["files"] >= 2, v["spec-7"]
+assert v["base"]["latency"][0]["where"] == "build-host" and v["base"]["latency"][0]["source"] == "measured"
+e = {x["target"]: x for x in v["base"]["estimates"]}
+assert e["jetson-nano"]["source"] == "estimate" and e["jetson-nano"]["ms"] > 0 and len(e) == 4, e
+assert e["jetson-nano"]["compute_unit"].startswith("GPU: ") and e["jetson-nano"]["cpu"]["compute_unit"].startswith("CPU: ")
+assert e["jetson-nano"]["cpu"]["ms"] > e["jetson-nano"]["ms"], e["jetson-nano"]
+' inspect.json
+rtl inspect "$A4" --json >inspect4.json 2>"$T/err"
+t_check "inspect --json of an archive: version 4, no folder" python3 -c '
+import json, sys
+c = json.load(open(sys.argv[1])); assert c["version"] == 4 and c["dir"] is None, c["version"]' inspect4.json
 dir=$(ls -d $R/catalogs/tinynet/v3.*)
 t_check "installed files are read-only and match the archive" \
     bash -c "test ! -w '$dir/variants/base/variant.weights' -o \$(id -u) = 0 && test \"\$(stat -c %a '$dir/variants/base/variant.weights')\" = 444 && tar --zstd -xOf '$A3' variants/base/variant.weights | cmp - '$dir/variants/base/variant.weights'"

@@ -213,6 +213,18 @@ t_check "valid prints top-1 and the confusion matrix" grep -q '^top-1 ' "$T/out"
 expect_ok "predict" "$trainer" predict --cfg "$cfg" --weights "$T/b1/small.weights" --data "$data" --top 2 \
     "$D/test/000000_"*.bmp "$D/test/000001_"*.bmp
 t_check "predict names classes" grep -Eq '^.*000000_[a-z]+\.bmp: [0-9.]+ (horizontal bar|vertical bar|diagonal|hollow box), ' "$T/out"
+"$trainer" predict --cfg "$cfg" --weights "$T/b1/small.weights" --data "$data" --top 2 --json \
+    "$D/test/000000_"*.bmp "$T/missing.png" >"$T/predict.json" 2>"$T/err"
+t_check "predict --json exits 1 when an image cannot be read" test $? = 1
+t_check "predict --json: top-k per image, an unreadable image as an error" bash -c "python3 -c '
+import json, sys
+r = json.load(open(sys.argv[1]))[\"results\"]
+assert len(r) == 2 and r[0][\"image\"].endswith(\".bmp\") and r[1][\"image\"].endswith(\"missing.png\")
+top = r[0][\"top\"]
+assert len(top) == 2 and top[0][\"p\"] >= top[1][\"p\"] and 0 <= top[1][\"p\"] <= 1 and 0 <= top[0][\"class\"] < 4
+assert top[0][\"name\"] in (\"horizontal bar\", \"vertical bar\", \"diagonal\", \"hollow box\")
+assert \"missing.png\" in r[1][\"error\"] and \"top\" not in r[1]
+' '$T/predict.json'"
 
 # Killed with SIGKILL after a checkpoint, resumed: the same bytes.
 "$trainer" train --cfg "$cfg" --data "$data" --seed 3 --backup "$T/k" --checkpoint-every 20 --quiet &

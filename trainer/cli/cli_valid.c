@@ -253,7 +253,7 @@ int cli_predict(int argc, char **argv)
     const char *cfgp = NULL, *weights = NULL, *data = NULL, *namesp = NULL, *threads = NULL;
     ck_list set = {.n = 0};
     long long top = 5;
-    int rc0;
+    int rc0, json = 0;
     const char *det = NULL;
     const ck_opt opts[] = {
         {"--cfg", "FILE", CK_STR, &cfgp, 0, 0, "the network (Darknet cfg)"},
@@ -267,6 +267,10 @@ int cli_predict(int argc, char **argv)
          "default (OpenBLAS: the same bytes for any thread count on one CPU kind)\n"
          "or portable (our own kernels: the same bytes on x86-64 and aarch64,\n"
          "slower); default: DETERMINISM, else default"},
+        {"--json", NULL, CK_FLAG, &json, 0, 0,
+         "one JSON object: {\"results\":[{\"image\",\"top\":[{\"class\" (index),\"name\",\n"
+         "\"p\"}]}]}; an image that cannot be read gets {\"image\",\"error\"} (and the\n"
+         "exit status is 1)"},
         {0},
     };
     const ck_verb verb = {
@@ -322,21 +326,42 @@ int cli_predict(int argc, char **argv)
         goto out;
     }
     rc = 0;
+    if (json) printf("{\"results\":[");
     for (int i = 0; i < nimg; i++) {
         if (trn_image_load_input(imgs[i], in.w, in.h, in.c, x, &e) != 0 ||
             trn_net_forward(net, x, &e) != 0) {
             cli_fail("predict", "%s", e.msg);
+            if (json) {
+                printf("%s{\"image\":", i ? "," : "");
+                json_string(imgs[i]);
+                printf(",\"error\":");
+                json_string(e.msg);
+                putchar('}');
+            }
             rc = 1;
             continue;
         }
         const float *p = trn_net_output(net);
         top_k(p, classes, k, best);
+        if (json) {
+            printf("%s{\"image\":", i ? "," : "");
+            json_string(imgs[i]);
+            printf(",\"top\":[");
+            for (int q = 0; q < k; q++) {
+                printf("%s{\"class\":%d,\"name\":", q ? "," : "", best[q]);
+                json_string(ds ? trn_dataset_name(ds, best[q]) : names[best[q]]);
+                printf(",\"p\":%.6f}", p[best[q]]);
+            }
+            printf("]}");
+            continue;
+        }
         printf("%s:", imgs[i]);
         for (int q = 0; q < k; q++)
             printf("%s %.6f %s", q ? "," : "", p[best[q]],
                    ds ? trn_dataset_name(ds, best[q]) : names[best[q]]);
         putchar('\n');
     }
+    if (json) printf("]}\n");
 out:
     for (int i = 0; names && i < nnames; i++) free(names[i]);
     free(names);

@@ -310,6 +310,87 @@ static void passphrase_sources(void **state)
     assert_int_equal(cat_passphrase(path, NULL, out, sizeof out, &e), -1);
 }
 
+static void roofline_cpu_beside_gpu(void **state)
+{
+    (void)state;
+    /* GPU 10 GFLOPS, CPU 1 GFLOPS, both 1 GB/s: 1e9 MACs = 2e9 FLOP -> 200 ms on the
+     * GPU (compute), 2000 ms on the CPU; 2e8 bytes -> 200 ms of memory on both */
+    cJSON *target = cJSON_Parse("{\"peak_gflops\":10,\"memory_bandwidth_gbps\":1,\"power_w\":2,"
+                                "\"compute_unit\":\"GPU: test\",\"cpu\":{\"compute_unit\":\"CPU: test\","
+                                "\"peak_gflops\":1,\"memory_bandwidth_gbps\":1,\"power_w\":3}}");
+    cJSON *cost = cJSON_Parse("{\"macs\":1e9,\"weight_bytes\":1e8,\"peak_activation_bytes\":5e7,\"layers\":[]}");
+    trn_err e;
+    cJSON *est = cat_estimate(cost, target, &e);
+    assert_non_null(est);
+    const cJSON *cpu = cJSON_GetObjectItemCaseSensitive(est, "cpu");
+    assert_non_null(cpu);
+    assert_true(fabs(field(est, "ms") - 200) < 1e-9);
+    assert_true(fabs(field(cpu, "ms") - 2000) < 1e-9);
+    assert_true(fabs(field(cpu, "mj") - 6000) < 1e-9);
+    assert_string_equal(cJSON_GetObjectItemCaseSensitive(est, "compute_unit")->valuestring, "GPU: test");
+    assert_string_equal(cJSON_GetObjectItemCaseSensitive(cpu, "compute_unit")->valuestring, "CPU: test");
+    assert_string_equal(cJSON_GetObjectItemCaseSensitive(cpu, "bound")->valuestring, "compute");
+    cJSON_Delete(est);
+    /* a cpu object without its figures is an error, not a silent zero */
+    cJSON_DeleteItemFromObject(cJSON_GetObjectItemCaseSensitive(target, "cpu"), "peak_gflops");
+    assert_null(cat_estimate(cost, target, &e));
+    assert_non_null(strstr(e.msg, "cpu"));
+    cJSON_Delete(cost);
+    cJSON_Delete(target);
+    /* every built-in profile names its GPU and models its CPU, slower than the GPU */
+    cJSON *all = cat_targets_load(NULL, &e), *t;
+    assert_non_null(all);
+    cJSON_ArrayForEach(t, all) {
+        const cJSON *c = cJSON_GetObjectItemCaseSensitive(t, "cpu");
+        assert_non_null(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(t, "compute_unit")));
+        assert_non_null(c);
+        assert_non_null(strstr(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(c, "compute_unit")), "CPU"));
+        assert_true(field(c, "peak_gflops") > 0 && field(c, "peak_gflops") < field(t, "peak_gflops"));
+    }
+    cJSON_Delete(all);
+}
+
+static int overlap(const struct cat_box *a, const struct cat_box *b)
+{
+    return a->x0 < b->x1 && b->x0 < a->x1 && a->y0 < b->y1 && b->y0 < a->y1;
+}
+
+static void labels_never_overlap(void **state)
+{
+    (void)state;
+    /* 30 points crowded into a 40 x 20 px patch, then 10 spread out */
+    struct cat_label l[40];
+    char names[40][24];
+    for (int i = 0; i < 40; i++) {
+        snprintf(names[i], sizeof names[i], i < 30 ? "crowded-variant-%d" : "alone-%d", i);
+        l[i] = (struct cat_label){.text = names[i]};
+        l[i].px = i < 30 ? 300 + (i * 7) % 40 : 100 + 50 * (i - 30);
+        l[i].py = i < 30 ? 200 + (i * 3) % 20 : (i % 2 ? 100 : 380);
+    }
+    struct cat_box area = {80, 50, 620, 440};
+    size_t omitted = cat_place_labels(l, 40, area);
+    size_t placed = 0;
+    for (int i = 0; i < 40; i++) {
+        if (!l[i].placed) continue;
+        placed++;
+        struct cat_box b = cat_label_box(l[i].x, l[i].y, l[i].text);
+        assert_true(b.x0 == l[i].box.x0 && b.y1 == l[i].box.y1);
+        assert_true(b.x0 >= area.x0 && b.x1 <= area.x1 && b.y0 >= area.y0 && b.y1 <= area.y1);
+        for (int j = 0; j < i; j++)
+            if (l[j].placed && overlap(&l[i].box, &l[j].box))
+                fail_msg("labels %s and %s overlap", l[i].text, l[j].text);
+    }
+    assert_int_equal(placed + omitted, 40);
+    int lone = 0;
+    for (int i = 30; i < 40; i++) lone += l[i].placed;
+    assert_true(lone >= 8); /* the crowd's leaders may take one or two lone spots */
+    assert_true(placed >= 30);                               /* and most crowded ones */
+    /* a label next to its point: the first choice, right of it, no leader */
+    struct cat_label one = {.text = "x", .px = 200, .py = 200};
+    assert_int_equal(cat_place_labels(&one, 1, area), 0);
+    assert_true(one.placed && !one.leader && one.x == 207 && one.y == 195);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -322,6 +403,8 @@ int main(void)
         cmocka_unit_test(winnow_cheaper_not_clearly_worse),
         cmocka_unit_test(winnow_chains_in_the_noise_stop_at_kept_variants),
         cmocka_unit_test(roofline),
+        cmocka_unit_test(roofline_cpu_beside_gpu),
+        cmocka_unit_test(labels_never_overlap),
         cmocka_unit_test(json_output_is_canonical),
         cmocka_unit_test(keys_and_signatures),
         cmocka_unit_test(passphrase_sources),

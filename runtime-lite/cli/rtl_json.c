@@ -1,0 +1,131 @@
+/* rtl_json.c: the JSON forms of `rtl list --json` and `rtl inspect --json`
+ * (the same facts as their tables, as one document on stdout). */
+#include "rtl_cli.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Prints doc and frees it; 0, or 1 after an error message. */
+static int print_doc(cJSON *doc)
+{
+    char *s = doc ? cJSON_Print(doc) : NULL;
+    cJSON_Delete(doc);
+    if (!s) {
+        fprintf(stderr, "rtl: error: out of memory\n");
+        return 1;
+    }
+    puts(s);
+    free(s);
+    return 0;
+}
+
+int print_installed_json(const rtl_installed *list, size_t n)
+{
+    cJSON *doc = cJSON_CreateObject(), *arr = cJSON_AddArrayToObject(doc, "catalogs");
+    for (size_t k = 0; arr && k < n; k++) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "catalog", list[k].catalog);
+        cJSON_AddNumberToObject(o, "version", (double)list[k].version);
+        if (list[k].has_previous) cJSON_AddNumberToObject(o, "previous_version", (double)list[k].previous_version);
+        else cJSON_AddNullToObject(o, "previous_version");
+        cJSON_AddStringToObject(o, "key_id", list[k].key_id);
+        cJSON_AddStringToObject(o, "dir", list[k].dir);
+        cJSON_AddItemToArray(arr, o);
+    }
+    return print_doc(arr ? doc : (cJSON_Delete(doc), NULL));
+}
+
+static cJSON *latency_obj(const rtl_latency *l)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "where", l->where);
+    cJSON_AddStringToObject(o, "source", "measured");
+    cJSON_AddStringToObject(o, "machine", l->machine);
+    cJSON_AddNumberToObject(o, "threads", l->threads);
+    cJSON_AddNumberToObject(o, "runs", l->runs);
+    cJSON_AddNumberToObject(o, "ms_median", l->ms_median);
+    cJSON_AddNumberToObject(o, "ms_mean", l->ms_mean);
+    if (l->measured_at >= 0) cJSON_AddNumberToObject(o, "measured_at", (double)l->measured_at);
+    return o;
+}
+
+int print_catalog_json(const rtl_catalog *cat)
+{
+    cJSON *doc = cJSON_CreateObject();
+    cJSON_AddStringToObject(doc, "catalog", rtl_catalog_id(cat));
+    cJSON_AddNumberToObject(doc, "version", (double)rtl_catalog_version(cat));
+    cJSON_AddStringToObject(doc, "model", rtl_catalog_model(cat));
+    if (rtl_catalog_dir(cat)[0]) cJSON_AddStringToObject(doc, "dir", rtl_catalog_dir(cat));
+    else cJSON_AddNullToObject(doc, "dir");
+    cJSON *tasks = cJSON_AddArrayToObject(doc, "tasks");
+    for (size_t t = 0; tasks && t < rtl_catalog_task_count(cat); t++) {
+        size_t n;
+        rtl_catalog_task_labels(cat, rtl_catalog_task_name(cat, t), &n);
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "name", rtl_catalog_task_name(cat, t));
+        cJSON_AddNumberToObject(o, "labels", (double)n);
+        cJSON_AddItemToArray(tasks, o);
+    }
+    cJSON *vars = cJSON_AddArrayToObject(doc, "variants");
+    int warned = 0;
+    for (size_t i = 0; vars && i < rtl_catalog_variant_count(cat); i++) {
+        const rtl_variant *v = rtl_catalog_variant_at(cat, i);
+        cJSON *o = cJSON_CreateObject();
+        double t1, t5;
+        cJSON_AddStringToObject(o, "id", rtl_variant_id(v));
+        cJSON_AddStringToObject(o, "technique", rtl_variant_technique(v));
+        cJSON_AddStringToObject(o, "task", rtl_variant_task(v));
+        if (rtl_variant_accuracy(v, NULL, &t1, &t5) == 0) {
+            cJSON_AddNumberToObject(o, "top1", t1);
+            if (t5 >= 0) cJSON_AddNumberToObject(o, "top5", t5);
+            else cJSON_AddNullToObject(o, "top5");
+        } else {
+            cJSON_AddNullToObject(o, "top1");
+            cJSON_AddNullToObject(o, "top5");
+        }
+        cJSON_AddNumberToObject(o, "macs", (double)rtl_variant_cost(v, RTL_COST_MACS));
+        cJSON_AddNumberToObject(o, "weight_bytes", (double)rtl_variant_cost(v, RTL_COST_WEIGHT_BYTES));
+        cJSON_AddNumberToObject(o, "files", (double)rtl_variant_file_count(v));
+        cJSON *lat = cJSON_AddArrayToObject(o, "latency");
+        rtl_latency host, dev[8];
+        size_t ndev = 0;
+        rtl_err err;
+        if (rtl_variant_latency(v, "build-host", &host, NULL) == 0) cJSON_AddItemToArray(lat, latency_obj(&host));
+        if (rtl_profile_get(cat, rtl_variant_id(v), dev, 8, &ndev, &err) != 0) {
+            ndev = 0;
+            if (!warned && !strstr(err.msg, "not opened from a store")) {
+                fprintf(stderr, "rtl: warning: %s\n", err.msg);
+                warned = 1;
+            }
+        }
+        for (size_t d = 0; d < ndev && d < 8; d++) {
+            cJSON *l = latency_obj(&dev[d]);
+            cJSON_ReplaceItemInObject(l, "where", cJSON_CreateString("this device"));
+            cJSON_AddItemToArray(lat, l);
+        }
+        cJSON *est = cJSON_AddArrayToObject(o, "estimates");
+        for (size_t e = 0; e < rtl_variant_estimate_count(v); e++) {
+            rtl_estimate x;
+            if (rtl_variant_estimate_at(v, e, &x) != 0) continue;
+            cJSON *eo = cJSON_CreateObject();
+            cJSON_AddStringToObject(eo, "target", x.target);
+            cJSON_AddStringToObject(eo, "source", "estimate");
+            cJSON_AddStringToObject(eo, "method", x.method);
+            cJSON_AddStringToObject(eo, "bound", x.bound);
+            cJSON_AddNumberToObject(eo, "ms", x.ms);
+            if (x.mj >= 0) cJSON_AddNumberToObject(eo, "mj", x.mj);
+            if (x.compute_unit[0]) cJSON_AddStringToObject(eo, "compute_unit", x.compute_unit);
+            if (x.cpu_ms >= 0) {
+                cJSON *c = cJSON_AddObjectToObject(eo, "cpu");
+                if (x.cpu_unit[0]) cJSON_AddStringToObject(c, "compute_unit", x.cpu_unit);
+                cJSON_AddNumberToObject(c, "ms", x.cpu_ms);
+                if (x.cpu_mj >= 0) cJSON_AddNumberToObject(c, "mj", x.cpu_mj);
+            }
+            cJSON_AddItemToArray(est, eo);
+        }
+        cJSON_AddItemToArray(vars, o);
+    }
+    return print_doc(doc);
+}
