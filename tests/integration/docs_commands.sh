@@ -18,13 +18,14 @@ MAP=$(cat <<'EOF_MAP'
 ^make test$	self
 ^make catalog MODEL=alexnet DETERMINISM=portable PROFILE_RUNS=0 SOURCE_DATE_EPOCH=1700000000 KEY=release.key$	test tests/integration/pipeline_threads.sh PROFILE_RUNS=0 SOURCE_DATE_EPOCH=1700000000 KEY=
 ^SOURCE_DATE_EPOCH=.* build/bin/catalog pack build/alexnet/variants -o build/alexnet --task identity=build/data/synth/synth.names --seed 42 --dev-key-dir build/keys$	test tests/integration/cli_errors.sh --seed 42 --dev-key-dir
-^build/bin/catalog report build/alexnet/catalog-alexnet-<version>.tar.zst$	test tests/integration/catalog_pack.sh "$CAT" report
+^build/bin/catalog report build/alexnet/catalog-alexnet-<version>.tar.zst --metrics build/alexnet/variants$	test tests/integration/catalog_report_html.sh "$CAT" report "$A" --metrics m
 ^make dataset$	test tests/integration/datasets_generate.sh expect_ok "make dataset (reduced settings)" mk
 ^make dataset IMPORT=cifar10 SRC=~/cifar-10-batches-bin$	test tests/integration/docs_commands.sh dataset IMPORT=cifar10 SRC=
 ^make catalog DATA=build/data/cifar10/cifar10.data$	test tests/integration/datasets_generate.sh mk DATA="$T/mine/synth.data"
 ^make catalog MODEL=alexnet DATA=path/to/x.data$	test tests/integration/datasets_generate.sh mk DATA="$T/mine/synth.data"
 ^build/bin/dataset check --decode path/to/x.data$	test tests/integration/cli_errors.sh "$DATASET" check --decode
 ^build/bin/dataset --help$	run
+^build/bin/dataset check --json path/to/x.data$	test tests/integration/datasets_cli.sh "$D" check "$T/s/synth/synth.data" --json
 ^make deps$	test mk/test.mk $(O)/.deps-ok
 ^make CROSS=aarch64-linux-gnu-$	test mk/test.mk CROSS=$(CROSS_TEST_PREFIX)
 ^make CROSS=aarch64-linux-gnu- install DESTDIR=\$PWD/jetson PREFIX=/usr/local$	test tests/integration/rtl_pkgconfig.sh mk install DESTDIR=

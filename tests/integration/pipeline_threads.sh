@@ -7,58 +7,11 @@
 # build-host timings out of the catalog (a timing never repeats). With
 # DETERMINISM=portable too, where the CPU kind does not matter.
 . "$TOP/tests/lib.sh"
+. "$TOP/tests/integration/pipeline/tiny.sh"
 
 R=$T/recipes/tiny
 mkdir -p "$R"
-cat >"$R/base.cfg" <<'CFG'
-[net]
-batch=16
-width=16
-height=16
-channels=3
-learning_rate=0.1
-momentum=0.9
-decay=0.0005
-policy=constant
-max_batches=20
-min_crop=16
-max_crop=16
-flip=1
-
-[convolutional]
-batch_normalize=1
-filters=8
-size=3
-stride=1
-pad=1
-activation=relu
-
-[maxpool]
-size=2
-stride=2
-
-[convolutional]
-batch_normalize=1
-filters=16
-size=3
-stride=1
-pad=1
-activation=relu
-
-[maxpool]
-size=2
-stride=2
-
-[connected]
-output=32
-activation=relu
-
-[connected]
-output=10
-activation=linear
-
-[softmax]
-CFG
+tiny_base_cfg "$R/base.cfg" 20 flip=1
 cat >"$R/recipe.mk" <<'MK'
 RECIPE_CFG := $(RECIPES)/tiny/base.cfg
 RECIPE_VARIANTS := rw-a rw-b svd-a

@@ -12,6 +12,7 @@
 # reason (the daemon's own last log line); tests/integration/pipeline_make.sh
 # keeps testing the launcher with a stand-in srun.
 . "$TOP/tests/lib.sh"
+. "$TOP/tests/integration/pipeline/tiny.sh"
 
 S=$T/slurm
 mkdir -p "$S/state" "$S/spool" "$S/log" "$S/munge"
@@ -119,54 +120,7 @@ expect_ok "srun runs a job step on the node" srun --job-name=probe --nodes=1 --n
 # to be killed midway.
 R=$T/recipes/tiny
 mkdir -p "$R"
-cat >"$R/base.cfg" <<'CFG'
-[net]
-batch=16
-width=16
-height=16
-channels=3
-learning_rate=0.1
-momentum=0.9
-decay=0.0005
-policy=constant
-max_batches=30
-min_crop=16
-max_crop=16
-
-[convolutional]
-batch_normalize=1
-filters=8
-size=3
-stride=1
-pad=1
-activation=relu
-
-[maxpool]
-size=2
-stride=2
-
-[convolutional]
-batch_normalize=1
-filters=16
-size=3
-stride=1
-pad=1
-activation=relu
-
-[maxpool]
-size=2
-stride=2
-
-[connected]
-output=32
-activation=relu
-
-[connected]
-output=10
-activation=linear
-
-[softmax]
-CFG
+tiny_base_cfg "$R/base.cfg" 30
 cat >"$R/recipe.mk" <<'MK'
 RECIPE_CFG := $(RECIPES)/tiny/base.cfg
 RECIPE_VARIANTS := rw-a rw-b svd-a
