@@ -63,6 +63,7 @@ int cat_cli_publish(int argc, char **argv)
     int refresh = 0, c;
     long long v;
     optind = 1;
+    opterr = 0; /* the reason is ours, named after the program and verb */
     while ((c = getopt_long(argc, argv, "o:h", lo, NULL)) != -1) {
         switch (c) {
         case 'h': fputs(help, stdout); return 0;
@@ -83,7 +84,10 @@ int cat_cli_publish(int argc, char **argv)
             if (num("--serial", optarg, 1, 9007199254740991LL, &v) != 0) return usage_error();
             o.serial = (uint64_t)v;
             break;
-        default: return usage_error();
+        default:
+            fprintf(stderr, "catalog publish: unknown option or missing value: '%s'\n",
+                    argv[optind > 1 ? optind - 1 : 0]);
+            return usage_error();
         }
     }
     int nargs = argc - optind;

@@ -226,16 +226,19 @@ static int parse_popts(int argc, char **argv, int run, const char *help, struct 
         case O_JSON: o->json = 1; break;
         case O_TARGET: o->target_name = optarg; break;
         default:
-            if (!run) bad = -1;
+            if (!run) bad = -2; /* -2: not an option of this verb (values that fail say why themselves) */
             else if (c == O_TOP) bad = lng("--top", optarg, 1, 100000, &o->top);
             else if (c == O_PEER) o->peer = optarg;
             else if (c == O_PEERKEY) o->peer_key = optarg;
             else if (c == O_DEVKEY) o->device_key = optarg;
             else if (c == O_DEADLINE_MS) bad = lng("--deadline-ms", optarg, 1, 3600000, &o->deadline_ms);
             else if (c == O_REPEAT) bad = lng("--repeat", optarg, 1, 100000, &o->repeat);
-            else bad = -1;
+            else bad = -2;
         }
         if (bad) {
+            if (bad == -2)
+                fprintf(stderr, "rtl %s: unknown option or missing value: '%s'\n", run ? "run" : "plan",
+                        argv[optind > 1 ? optind - 1 : 0]);
             fprintf(stderr, "%s", help);
             return -1;
         }
@@ -547,7 +550,9 @@ int cmd_serve(rtl_store *s, int argc, char **argv)
             else so.emu_up_mbps = t[0], so.emu_down_mbps = t[1], so.emu_rtt_ms = t[2];
             break;
         }
-        default: bad = 1;
+        default:
+            bad = 1;
+            fprintf(stderr, "rtl serve: unknown option or missing value: '%s'\n", argv[optind > 1 ? optind - 1 : 0]);
         }
         if (bad) {
             fprintf(stderr, "%s", serve_help);

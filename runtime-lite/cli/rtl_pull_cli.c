@@ -111,7 +111,9 @@ int cmd_pull(rtl_store *s, int argc, char **argv)
                 fprintf(stderr, "rtl: --timeout needs an integer in 1..3600 (seconds), not '%s'\n", optarg);
             o.timeout_s = (unsigned)v;
             break;
-        default: bad = 1;
+        default:
+            bad = 1;
+            fprintf(stderr, "rtl pull: unknown option or missing value: '%s'\n", argv[optind > 1 ? optind - 1 : 0]);
         }
         if (bad) {
             fprintf(stderr, "%s", pull_help);

@@ -42,6 +42,16 @@ for p in "$TRAINER" "$DATASET" "$PRUNE" "$CAT" "$RTL"; do
     t_check "$n's manual page documents its verbs' options" grep -q '^\.SS ' "$n.1"
 done
 usage "catalog pack without -o says so" "^catalog pack: -o OUT_DIR is required" "$CAT" pack x
+# The verbs with options of their own (pull, split execution, publish) give
+# their reason first too.
+for v in pull plan serve peer-keygen; do
+    usage "rtl $v --bogus: a reason, exit 2" "^rtl $v: unknown option" "$RTL" --root "$T" $v --bogus
+done
+usage "rtl run --split with no value: a reason, exit 2" "^rtl run: unknown option or missing value: '--split'" \
+    "$RTL" --root "$T" run a b c --split
+usage "rtl plan --runs x: the value's reason, exit 2" "^rtl: --runs needs an integer" "$RTL" --root "$T" plan a b --runs x
+usage "catalog publish --bogus: a reason, exit 2" "^catalog publish: unknown option or missing value: '--bogus'" \
+    "$CAT" publish --bogus
 usage "catalog verify without -p says so" "^catalog verify: no public key" "$CAT" verify x.tar.zst
 usage "catalog pack --zstd-level 99 says so" "^catalog pack: --zstd-level needs a whole number in 1..19" \
     "$CAT" pack x -o out --zstd-level 99
