@@ -30,6 +30,8 @@ static const char *const usage_main =
     "  mimic     in-place transformation: a fragment replaced by a smaller one\n"
     "            trained to regress the original fragment's outputs\n"
     "  plan      the layers of a cfg with their selectors, MACs and parameters\n"
+    "  trr       rank every filter by Triplet Response Residual (NestDNN)\n"
+    "  l1        rank every filter by the L1 norm of its weights (baseline)\n"
     "\n"
     "Run `prune VERB --help` for a verb's options. Selectors: conv#k, conv@k, fc#k,\n"
     "fc@k, local#k, local@k, L<i> (prune/README.md).\n";
@@ -281,6 +283,8 @@ static int run_rewrite(int argc, char **argv) { return run_verb("rewrite", cmd_r
 static int run_svd(int argc, char **argv) { return run_verb("svd", cmd_svd, argc, argv); }
 static int run_mimic(int argc, char **argv) { return run_verb("mimic", prn_cli_mimic, argc, argv); }
 static int run_plan(int argc, char **argv) { return run_verb("plan", cmd_plan, argc, argv); }
+static int run_trr(int argc, char **argv) { return run_verb("trr", prn_cli_trr, argc, argv); }
+static int run_l1(int argc, char **argv) { return run_verb("l1", prn_cli_l1, argc, argv); }
 
 static void usage(FILE *out) { fputs(usage_main, out); }
 
@@ -291,6 +295,8 @@ int main(int argc, char **argv)
         CK_VERB("svd", "low-rank factorisation of connected layers", run_svd),
         CK_VERB("mimic", "in-place transformation: a fragment replaced by a smaller one trained to regress the original", run_mimic),
         CK_VERB("plan", "the layers of a cfg with their selectors, MACs and parameters", run_plan),
+        CK_VERB("trr", "rank every filter by NestDNN's Triplet Response Residual (a ranking file)", run_trr),
+        CK_VERB("l1", "rank every filter by the L1 norm of its weights (the baseline of trr)", run_l1),
     };
     static const ck_prog prog = {
         .name = "prune", .version = PRN_VERSION,

@@ -7,7 +7,9 @@
 # (runtime-lite/src/model.c, the same set), the recipe machinery
 # (mk/variants.mk: the techniques it accepts are in the enum, and its
 # error message lists exactly those), and prune's verbs (every verb but
-# `plan` is a technique, and they are the ones mk/variants.mk derives).
+# the tools that derive no variant, `plan` and the filter rankings and
+# roadmap `trr`, `l1`, `roadmap`, `scan`, is a technique, and they are the
+# ones mk/variants.mk derives).
 . "$TOP/tests/lib.sh"
 
 python3 - "$TOP" >"$T/out" 2>&1 <<'PY'
@@ -40,7 +42,7 @@ said = re.split(r",\s*|\s+or\s+", m.group(1).strip()) if m else []
 if sorted(said) != sorted(accepted): fail(f"mk/variants.mk's error lists {said}, it accepts {accepted}")
 m = re.search(r"verbs\[\]\s*=\s*\{(.*?)\n\s*\};", read("prune/cli/prune_cli.c"), re.S)
 verbs = re.findall(r'(?:\{|CK_VERB\()"([^"]+)",', m.group(1)) if m else []
-techs = [v for v in verbs if v != "plan"]
+techs = [v for v in verbs if v not in ("plan", "trr", "l1", "roadmap", "scan")]
 if not techs: fail("prune/cli/prune_cli.c: no verbs found")
 bad = [v for v in techs if v not in enum]
 if bad: fail(f"prune verbs that are not schema techniques: {bad}")
