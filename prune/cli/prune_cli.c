@@ -36,6 +36,8 @@ static const char *const usage_main =
     "  specialise (n,p) context models: the last layers retrained for n classes +\n"
     "            \"other\" on frozen lower layers, scored as a cascade (MCDNN 4.1.2)\n"
     "  plan      the layers of a cfg with their selectors, MACs and parameters\n"
+    "  trr       rank every filter by Triplet Response Residual (NestDNN)\n"
+    "  l1        rank every filter by the L1 norm of its weights (baseline)\n"
     "\n"
     "Run `prune VERB --help` for a verb's options. Selectors: conv#k, conv@k, fc#k,\n"
     "fc@k, local#k, local@k, L<i> (prune/README.md).\n";
@@ -306,6 +308,8 @@ static int run_specialise(int argc, char **argv)
 {
     return run_verb("specialise", prn_cli_specialise, argc, argv);
 }
+static int run_trr(int argc, char **argv) { return run_verb("trr", prn_cli_trr, argc, argv); }
+static int run_l1(int argc, char **argv) { return run_verb("l1", prn_cli_l1, argc, argv); }
 static int run_retarget(int argc, char **argv)
 {
     return run_verb("retarget", prn_cli_retarget, argc, argv);
@@ -322,6 +326,8 @@ int main(int argc, char **argv)
         CK_VERB("retarget", "task heads on a frozen shared trunk, trained on its cached outputs", run_retarget),
         CK_VERB("specialise", "(n,p) context models: the classifier retrained on frozen layers, scored as a cascade", run_specialise),
         CK_VERB("plan", "the layers of a cfg with their selectors, MACs and parameters", run_plan),
+        CK_VERB("trr", "rank every filter by NestDNN's Triplet Response Residual (a ranking file)", run_trr),
+        CK_VERB("l1", "rank every filter by the L1 norm of its weights (the baseline of trr)", run_l1),
     };
     static const ck_prog prog = {
         .name = "prune", .version = PRN_VERSION,

@@ -225,6 +225,94 @@ int prn_mimic_opts_set(prn_mimic_opts *o, const char *kv, trn_err *err);
 int prn_mimic(const trn_cfg *cfg, trn_net *base, const prn_mimic_opts *o, prn_variant *out,
               trn_err *err) TRN_MUST_CHECK;
 
+/* ---- filter rankings (rank.c) ---------------------------------------------- *
+ *
+ * NestDNN's Triplet Response Residual (TRR) and the L1-norm baseline rank
+ * every filter of every [convolutional] layer (groups = 1) and every
+ * [connected] layer but the classifier (the last [connected]). Scores are
+ * normalised per layer (TRR: by map size x triplets; L1: by weights per
+ * filter) and then ranked across layers; prune/README.md has the
+ * definitions. */
+
+typedef enum prn_rank_method {
+    PRN_RANK_TRR,
+    PRN_RANK_L1,
+    PRN_RANK_METHOD_COUNT
+} prn_rank_method;
+/* "trr", "l1"; "?" when invalid. */
+const char *prn_rank_method_name(prn_rank_method m);
+/* The method named s, or -1. */
+int prn_rank_method_parse(const char *s);
+
+/* Fills anc, pos and neg, each (c, h, w) of the network's input, with the
+ * images of triplet t (a pure function of t). 0, or -1 with err. */
+typedef int (*prn_triplet_fn)(void *ctx, uint64_t t, float *anc, float *pos, float *neg,
+                              trn_err *err);
+
+typedef struct prn_rank_opts {
+    prn_rank_method method;
+    uint64_t triplets;        /* TRR: how many triplets (> 0) */
+    prn_triplet_fn triplet;   /* TRR: the triplet source */
+    void *triplet_ctx;
+} prn_rank_opts;
+
+typedef struct prn_rank_layer {
+    int layer;               /* layer index */
+    trn_layer_kind kind;     /* convolutional or connected */
+    int filters;             /* filters (outputs) */
+    uint64_t map;            /* output height x width (1 for connected) */
+    uint64_t filter_weights; /* weights per filter */
+    double *score;           /* [filters] raw: TRR sum, or L1 norm */
+    double *norm;            /* [filters] normalised score */
+    int *order;              /* [filters] the layer's filters, most important first */
+} prn_rank_layer;
+
+typedef struct prn_rank_entry {
+    int layer;  /* position in prn_ranking.layers (not the layer index) */
+    int filter;
+} prn_rank_entry;
+
+typedef struct prn_ranking {
+    prn_rank_method method;
+    uint64_t triplets;       /* TRR's triplet count (0 for L1) */
+    int nlayers;
+    prn_rank_layer *layers;  /* the ranked layers in cfg order */
+    int filters;             /* all of their filters */
+    prn_rank_entry *order;   /* [filters] every filter, least important first
+                              * (ascending normalised score; ties: later layer,
+                              * then later filter first) */
+} prn_ranking;
+
+/* The indexes of the layers a ranking covers, in cfg order, into
+ * layers[0..max) (layers may be NULL); returns how many there are. */
+int prn_rank_layers(const trn_net *net, int *layers, int max);
+
+/* Ranks net's filters. TRR runs inference forwards of batch/3 triplets at a
+ * time (the network's batch must be 3 or more) through the last ranked
+ * layer and sums, per filter, ||F(anc)-F(neg)||^2 - ||F(anc)-F(pos)||^2 over
+ * its output map (after batch norm and activation), in double, in triplet
+ * order: the same bytes for any thread count. L1 reads the weights only.
+ * NULL with err (no layer to rank, a failing triplet, non-finite scores).
+ * Free with prn_ranking_free. */
+prn_ranking *prn_rank(trn_net *net, const prn_rank_opts *o, trn_err *err);
+void prn_ranking_free(prn_ranking *r);
+
+/* Samples `count` triplets from n images whose classes are classes[0..n):
+ * out[3t], out[3t+1], out[3t+2] receive triplet t's anchor, positive (same
+ * class, another image) and negative (another class) as image indexes.
+ * The anchor is uniform over the images that have a positive and a
+ * negative, the positive uniform over the rest of its class, the negative
+ * uniform over the other classes' images; triplet t is a pure function of
+ * (seed, t). -1 with err when no triplet exists. */
+int prn_triplets_sample(const int *classes, size_t n, uint64_t seed, uint64_t count, size_t *out,
+                        trn_err *err);
+
+/* The ranking file's JSON (prune/README.md, "Ranking file"): format,
+ * version, method, triplets, normalisation, layers (layer, type, filters,
+ * map, filter_weights, score, normalised, order) and prune_order ([layer
+ * index, filter] pairs, least important first). net is the ranked
+ * network. NULL when out of memory. */
+cJSON *prn_ranking_json(const prn_ranking *r, const trn_net *net);
 /* ---- retargeting: shared trunks and task heads (retarget.c) ----------------- *
  *
  * MCDNN section 4.1.3 (sharing) and 4.1.2 (specialisation): a trunk (layers
