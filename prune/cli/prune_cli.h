@@ -10,7 +10,8 @@
 #define PRN_CLI_MAX_SET 32
 
 typedef struct prn_cli_opts {
-    const char *cfg, *weights, *spec, *out, *data, *from, *to, *with, *tasks, *cut, *head;
+    const char *cfg, *weights, *spec, *out, *data, *from, *to, *with, *tasks, *cut, *head, *contexts,
+        *generic_cfg, *generic_weights;
     const char *set[PRN_CLI_MAX_SET];
     int nset;
     uint64_t seed;
@@ -38,6 +39,8 @@ int prn_cli_finish(prn_variant *v, const char *out, trn_err *err);
 int prn_cli_mimic(int argc, char **argv, trn_err *err);
 /* The retarget verb (retarget_cli.c). */
 int prn_cli_retarget(int argc, char **argv, trn_err *err);
+/* The specialise verb (specialise_cli.c). */
+int prn_cli_specialise(int argc, char **argv, trn_err *err);
 
 /* The ranking verbs trr and l1 (rank_cli.c). */
 int prn_cli_trr(int argc, char **argv, trn_err *err);
