@@ -45,6 +45,8 @@ int prn_cli_specialise(int argc, char **argv, trn_err *err);
 /* The ranking verbs trr and l1 (rank_cli.c). */
 int prn_cli_trr(int argc, char **argv, trn_err *err);
 int prn_cli_l1(int argc, char **argv, trn_err *err);
+/* The roadmap verb (roadmap_cli.c). */
+int prn_cli_roadmap(int argc, char **argv, trn_err *err);
 /* Draws `count` triplets (3 image indexes each, *out malloc'd) from split
  * of ds with seed (prn_triplets_sample). -1 with err. */
 int prn_cli_sample_triplets(const trn_dataset *ds, trn_split split, uint64_t seed, uint64_t count,
