@@ -82,6 +82,7 @@ $(eval $(call unit_test,rtl_model,$(RTL_LIB) $(TRN_INFER_LIB),$(RTL_LDLIBS)))
 BENCHES += tests/bench/rtl_install.sh
 BENCHES += tests/bench/rtl_run.sh
 BENCHES += tests/bench/rtl_pull.sh
+BENCHES += tests/bench/rtl_sched.sh
 
 # The device build (make CROSS=aarch64-linux-gnu-) and the tests that run
 # there under qemu-user as part of a host make test.

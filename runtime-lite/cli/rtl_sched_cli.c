@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 static int ends_with(const char *s, const char *suf)
@@ -207,6 +208,103 @@ static int write_svg(const char *path, const char *title, const rtl_sim_result *
     return 0;
 }
 
+/* y at x on the curve (xs, ys) of n points: linear between the two
+ * neighbours around x (points sorted by x first); NAN outside the curve. */
+static double interp(const double *xs, const double *ys, int n, double x)
+{
+    int idx[64];
+    for (int i = 0; i < n; i++) idx[i] = i;
+    for (int i = 1; i < n; i++) /* insertion sort by x */
+        for (int j = i; j > 0 && xs[idx[j]] < xs[idx[j - 1]]; j--) {
+            int t = idx[j];
+            idx[j] = idx[j - 1], idx[j - 1] = t;
+        }
+    double best = NAN;
+    for (int i = 0; i + 1 < n; i++) {
+        double x0 = xs[idx[i]], x1 = xs[idx[i + 1]];
+        if (x < x0 || x > x1) continue;
+        double y = x1 > x0 ? ys[idx[i]] + (ys[idx[i + 1]] - ys[idx[i]]) * (x - x0) / (x1 - x0)
+                           : fmax(ys[idx[i]], ys[idx[i + 1]]);
+        if (isnan(best) || y > best) best = y; /* a non-monotone curve: its best crossing */
+    }
+    for (int i = 0; i < n; i++)
+        if (xs[i] == x && (isnan(best) || ys[i] > best)) best = ys[i];
+    return best;
+}
+
+/* NestDNN's comparison (thesis section 3.5.3): its policies over a sweep
+ * of alpha against the fixed knee model on the same trace: accuracy at the
+ * knee's frame rate, frame rate at the knee's accuracy, and energy per
+ * frame at the knee's accuracy (interpolated along the sweep). */
+static const double alphas[] = {0, 0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1, 3, 10, 100};
+#define NALPHA ((int)(sizeof alphas / sizeof *alphas))
+
+static int alpha_sweep(rtl_catalog *cat, const rtl_trace *tr, const struct sched_cli *o0, int napps,
+                       const char *const *apps, const rtl_sim_result *knee, int json)
+{
+    rtl_err err;
+    static const int nest[2] = {RTL_POLICY_NEST_TOTAL, RTL_POLICY_NEST_MAX};
+    if (json) printf(",\"alpha_sweep\":[");
+    else
+        printf("  NestDNN over alpha (A in points, L in ms), against the knee (accuracy %.4f, %.2f fps, %.2f mJ/frame):\n"
+               "  %-12s %8s %9s %8s %9s\n",
+               knee->accuracy, knee->fps, knee->mj_per_frame, "policy", "alpha", "accuracy", "fps", "mJ/frame");
+    for (int p = 0; p < 2; p++) {
+        double acc[NALPHA], fps[NALPHA], mj[NALPHA];
+        for (int a = 0; a < NALPHA; a++) {
+            struct sched_cli o = *o0;
+            o.alpha = alphas[a];
+            rtl_sim_result r;
+            rtl_sched *s = sched_build(cat, (enum rtl_policy)nest[p], napps, apps, (const char *const *)o.app_task, &o,
+                                       tr->duration_s, &err);
+            if (!s || rtl_sim_run(s, tr, 1, &r, &err) != 0) {
+                rtl_sched_free(s);
+                return fail(&err);
+            }
+            rtl_sched_free(s);
+            acc[a] = r.accuracy, fps[a] = r.fps, mj[a] = r.mj_per_frame;
+            rtl_sim_result_free(&r);
+            if (json)
+                printf("%s{\"policy\":\"%s\",\"alpha\":%g,\"accuracy\":%.6f,\"fps\":%.4f,\"mj_per_frame\":%.4f}",
+                       p || a ? "," : "", rtl_policy_get(nest[p])->name, alphas[a], acc[a], fps[a], mj[a]);
+            else
+                printf("  %-12s %8g %9.4f %8.2f %9.2f\n", rtl_policy_get(nest[p])->name, alphas[a], acc[a], fps[a], mj[a]);
+        }
+        double a_at_fps = interp(fps, acc, NALPHA, knee->fps);
+        double f_at_acc = interp(acc, fps, NALPHA, knee->accuracy);
+        double e_at_acc = interp(acc, mj, NALPHA, knee->accuracy);
+        if (json) {
+            printf(",{\"policy\":\"%s\",\"vs_knee\":{\"accuracy_at_knee_fps\":", rtl_policy_get(nest[p])->name);
+            if (isnan(a_at_fps)) printf("null");
+            else printf("%.6f", a_at_fps);
+            printf(",\"fps_at_knee_accuracy\":");
+            if (isnan(f_at_acc)) printf("null");
+            else printf("%.4f", f_at_acc);
+            printf(",\"mj_at_knee_accuracy\":");
+            if (isnan(e_at_acc)) printf("null");
+            else printf("%.4f", e_at_acc);
+            printf("}}");
+        } else {
+            printf("  %s vs knee: ", rtl_policy_get(nest[p])->name);
+            if (isnan(a_at_fps)) printf("the knee's frame rate is outside the sweep; ");
+            else printf("at %.2f fps accuracy %.4f (%+.2f points); ", knee->fps, a_at_fps, 100 * (a_at_fps - knee->accuracy));
+            double lo_acc = acc[0], lo_fps = fps[0], lo_mj = mj[0];
+            for (int a = 1; a < NALPHA; a++)
+                if (acc[a] < lo_acc) lo_acc = acc[a], lo_fps = fps[a], lo_mj = mj[a];
+            if (isnan(f_at_acc) && lo_acc > knee->accuracy)
+                printf("every alpha is more accurate than the knee; the least accurate (%.4f) runs %.2f fps (%.2fx) at "
+                       "%.2f mJ/frame (%.2fx less energy)\n",
+                       lo_acc, lo_fps, lo_fps / knee->fps, lo_mj, knee->mj_per_frame / lo_mj);
+            else if (isnan(f_at_acc)) printf("the knee's accuracy is outside the sweep\n");
+            else
+                printf("at accuracy %.4f %.2f fps (%.2fx) and %.2f mJ/frame (%.2fx less energy)\n", knee->accuracy, f_at_acc,
+                       f_at_acc / knee->fps, e_at_acc, knee->mj_per_frame / e_at_acc);
+        }
+    }
+    if (json) printf("]");
+    return 0;
+}
+
 static int simulate_trace(rtl_catalog *cat, enum rtl_trace_kind kind, const struct sched_cli *o, int json,
                           const char *svg, int *first_json)
 {
@@ -269,7 +367,7 @@ static int simulate_trace(rtl_catalog *cat, enum rtl_trace_kind kind, const stru
                    x->cloud_usd, x->energy_out_s, x->cash_out_s, x->first_refusal_s, x->fps, x->mj_per_frame,
                    x->decide_us_median, x->decide_us_p99);
         }
-        printf("]}");
+        printf("]");
         *first_json = 0;
     } else {
         char eb[32] = "none", cb[32] = "none", mb[32] = "unlimited";
@@ -295,17 +393,120 @@ static int simulate_trace(rtl_catalog *cat, enum rtl_trace_kind kind, const stru
         }
     }
     if (svg) rc = write_svg(svg, trace_names[kind], res, pol, np, apps, napps, dur);
+    if (!rc && kind == RTL_TRACE_CONCURRENCY && !o->alpha_set) {
+        int knee = -1;
+        for (int k = 0; k < np; k++)
+            if (pol[k] == RTL_POLICY_KNEE) knee = k;
+        if (knee >= 0) rc = alpha_sweep(cat, &tr, o, napps, apps, &res[knee], json);
+    }
+    if (json) printf("}");
 out:
     for (int k = 0; k < np; k++) rtl_sim_result_free(&res[k]);
     rtl_trace_free(&tr);
     return rc;
 }
 
+/* ---- rtl simulate --bench ------------------------------------------------ */
+
+static double mono_us(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e6 + (double)t.tv_nsec / 1e3;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Decision time with 10 applications of 50 options each (synthetic,
+ * seeded: accuracy 0.4-0.9, latency 1-100 ms, energy and cloud time to
+ * match, a third splittable, memory for about half of the models, energy
+ * and money budgets that bind), `n` requests at 10 per second across the
+ * apps; per policy the median and 99th percentile of single decisions
+ * (each timed alone with CLOCK_MONOTONIC). The reference, measured in the
+ * same run: the knee policy, whose decision is a fixed lookup through the
+ * same entry point (the cost of the call, the profiler window and the
+ * accounting). */
+static int sched_bench(long long n, long long seed, int json)
+{
+    enum { APPS = 10, OPTS = 50 };
+    static const int pols[] = {RTL_POLICY_KNEE, RTL_POLICY_MCDNN, RTL_POLICY_NO_SHARING, RTL_POLICY_NEST_TOTAL,
+                               RTL_POLICY_NEST_MAX, RTL_POLICY_DEVICE_ONLY};
+    int np = (int)(sizeof pols / sizeof *pols);
+    double *us = malloc((size_t)n * sizeof *us), med[8], p99[8];
+    if (!us) {
+        fprintf(stderr, "rtl: error: out of memory\n");
+        return 1;
+    }
+    rtl_err err;
+    for (int k = 0; k < np; k++) {
+        uint64_t r = (uint64_t)seed * 2654435761u + 1;
+#define U() ((r ^= r << 13, r ^= r >> 7, r ^= r << 17), (double)(r >> 11) / 9007199254740992.0)
+        rtl_sched_config c = {.policy = (enum rtl_policy)pols[k], .nest_alpha = 0.05};
+        rtl_sched *s = rtl_sched_new(&c, &err);
+        if (!s) return free(us), fail(&err);
+        for (int a = 0; a < APPS; a++) {
+            rtl_sched_option o[OPTS];
+            for (int i = 0; i < OPTS; i++) {
+                memset(&o[i], 0, sizeof o[i]);
+                snprintf(o[i].variant, sizeof o[i].variant, "v%d", i);
+                double ms = 1 + U() * 99;
+                o[i].capacity = -1, o[i].trunk = -1, o[i].partner = -1;
+                o[i].top1 = 0.4 + 0.5 * U();
+                o[i].device_ms = ms, o[i].device_mj = ms * 5;
+                o[i].cloud_ms = 20 + ms / 10;
+                o[i].split_frac = U() < 0.33 ? 0.2 + 0.6 * U() : 0;
+                o[i].bytes = (uint64_t)(1e6 + U() * 9e6);
+            }
+            rtl_sched_task t = {.options = o, .n = OPTS, .a_min = 0.9, .l_max_ms = 33};
+            snprintf(t.name, sizeof t.name, "app%d", a);
+            if (rtl_sched_add_task(s, &t, &err) < 0 || rtl_sched_set_active(s, a, 1, &err) != 0) {
+                rtl_sched_free(s);
+                free(us);
+                return fail(&err);
+            }
+        }
+        rtl_sched_budget b = {.memory_bytes = 30000000, .energy_mj = 0.1 * 3.6e6, .cloud_usd = 0.02, .horizon_s = n / 10.0};
+        if (rtl_sched_set_budget(s, &b, 0, &err) != 0) return rtl_sched_free(s), free(us), fail(&err);
+        for (long long i = 0; i < n; i++) {
+            rtl_sched_decision d;
+            int app = (int)(U() * APPS);
+            double t0 = mono_us();
+            int rc = rtl_sched_decide(s, app, (double)i / 10, (uint64_t)i, (int)(U() * 10), &d, &err);
+            us[i] = mono_us() - t0;
+            if (rc != 0) return rtl_sched_free(s), free(us), fail(&err);
+        }
+#undef U
+        rtl_sched_free(s);
+        qsort(us, (size_t)n, sizeof *us, cmp_double);
+        med[k] = us[n / 2];
+        p99[k] = us[(size_t)((double)(n - 1) * 0.99)];
+    }
+    if (json) printf("{\"apps\":%d,\"options\":%d,\"decisions\":%lld,\"policies\":[", APPS, OPTS, n);
+    else
+        printf("decision time, %d applications x %d options, %lld decisions per policy (reference: knee)\n"
+               "  %-12s %10s %10s %14s\n", APPS, OPTS, n, "policy", "median_us", "p99_us", "median/ref");
+    for (int k = 0; k < np; k++) {
+        if (json)
+            printf("%s{\"policy\":\"%s\",\"median_us\":%.3f,\"p99_us\":%.3f,\"ratio_to_knee\":%.2f}", k ? "," : "",
+                   rtl_policy_get(pols[k])->name, med[k], p99[k], med[k] / med[0]);
+        else
+            printf("  %-12s %10.3f %10.3f %14.2f\n", rtl_policy_get(pols[k])->name, med[k], p99[k], med[k] / med[0]);
+    }
+    if (json) printf("]}\n");
+    free(us);
+    return 0;
+}
+
 int cmd_simulate(rtl_store *st, int argc, char **argv)
 {
     struct sched_cli o = SCHED_CLI_DEFAULTS;
     const char *trace = "all", *svg = NULL, *target = NULL;
-    int json = 0;
+    int json = 0, bench = 0;
+    long long bench_n = 200000;
     ck_list pols = {0}, appmap = {0};
     const ck_opt opts[] = {
         {"--trace", "T", CK_STR, &trace, 0, 0, "s1, s2, s3 (MCDNN Table 5), concurrency (NestDNN) or all (default)"},
@@ -321,9 +522,14 @@ int cmd_simulate(rtl_store *st, int argc, char **argv)
         {"--memory-mb", "M", CK_REAL, &o.memory_mb, 0, 1e9, "device memory for models (default 0: unlimited)"},
         {"--latency-ms", "L", CK_REAL, &o.latency_ms, 0, 1e9, "latency budget per request (default 0: none)"},
         {"--target", "T", CK_STR, &target, 0, 0, "estimate target of the catalog (default jetson-nano)"},
-        {"--alpha", "A", CK_REAL, &o.alpha, 0, 1e6, "NestDNN's alpha (default 0.05)"},
+        {"--alpha", "A", CK_REAL, &o.alpha, 0, 1e6,
+         "NestDNN's alpha (default: the concurrency trace sweeps 0..100 and compares\n"
+         "with the knee at equal frame rate and equal accuracy)"},
         {"--a-min", "A", CK_REAL, &o.a_min, -1, 1, "NestDNN's A_min for every app (default: its best accuracy)"},
         {"--l-max-ms", "L", CK_REAL, &o.l_max_ms, 0, 1e9, "NestDNN's L_max (default: 1000 / camera fps)"},
+        {"--camera-fps", "F", CK_REAL, &o.camera_fps, 0, 1000,
+         "concurrency: frames an app can get per second (default 30; 0: no cap, the\n"
+         "frame rate is the processing rate)"},
         {"--apps", "N", CK_INT, &o.apps, 2, SCHED_CLI_MAX_APPS, "apps of the concurrency trace (default 8)"},
         {"--app", "APP=TASK", CK_LIST, &appmap, 0, 0,
          "the catalog task of a scenario app (D, G, R, Y, V, S or appN; default:\n"
@@ -331,9 +537,12 @@ int cmd_simulate(rtl_store *st, int argc, char **argv)
         {"--buckets", "N", CK_INT, &o.buckets, 1, 10000, "time buckets of the accuracy-over-time figure (default 60)"},
         {"--svg", "FILE", CK_STR, &svg, 0, 0, "write the accuracy-over-time figure (one trace only)"},
         {"--json", NULL, CK_FLAG, &json, 0, 0, "one JSON array of {trace, policies: [...]}"},
+        {"--bench", NULL, CK_FLAG, &bench, 0, 0,
+         "time single decisions: 10 apps x 50 synthetic options, every policy (no catalog)"},
+        {"--decisions", "N", CK_INT, &bench_n, 100, 1e8, "decisions per policy for --bench (default 200000)"},
         {0},
     };
-    const ck_verb v = {"simulate", NULL, NULL, "ID|ARCHIVE|MANIFEST [OPTIONS]",
+    const ck_verb v = {"simulate", NULL, NULL, "ID|ARCHIVE|MANIFEST [OPTIONS] | --bench",
                        "Generates seeded traces (MCDNN's S1-S3: apps, face encounters and repetition,\n"
                        "disconnections; NestDNN-style concurrency: apps start and stop each second) and\n"
                        "runs each through every policy on the catalog's numbers (this device's profile,\n"
@@ -342,10 +551,16 @@ int cmd_simulate(rtl_store *st, int argc, char **argv)
                        opts,
                        "The catalog is an installed id, a catalog archive or a manifest.json. The trace\n"
                        "generator's numbers are in runtime-lite/src/sched_sim.c.\n"};
-    int rc, i = sub_opts(argc, argv, &v, 1, 1, &rc);
+    int rc, i = sub_opts(argc, argv, &v, 0, 1, &rc);
     if (i < 0) return rc;
+    if (bench) return sched_bench(bench_n, o.seed, json);
+    if (o.camera_fps == 0) o.camera_fps = 1e9, o.l_max_ms = o.l_max_ms > 0 ? o.l_max_ms : 1000.0 / 30;
+    if (i == argc) return ck_usage_of("rtl", &v, "missing argument"), 2;
     o.target = target;
-    for (int a = 1; a < argc; a++) o.energy_set |= !strcmp(argv[a], "--energy-wh");
+    for (int a = 1; a < argc; a++) {
+        o.energy_set |= !strcmp(argv[a], "--energy-wh");
+        o.alpha_set |= !strcmp(argv[a], "--alpha");
+    }
     int kinds[RTL_TRACE_COUNT], nk = 0;
     if (!strcmp(trace, "all")) {
         for (int k = 0; k < RTL_TRACE_COUNT; k++) kinds[nk++] = k;

@@ -13,7 +13,7 @@ struct sched_cli {
     long long seed, apps, buckets;
     double hours, fps, energy_wh, cloud_usd, memory_mb, latency_ms;
     double alpha, a_min, l_max_ms, camera_fps, device_mw, cloud_gflops;
-    int offline, energy_set;
+    int offline, energy_set, alpha_set;
     const char *target;
     int policies[RTL_POLICY_COUNT], npolicies;
     const char *app_task[SCHED_CLI_MAX_APPS];
@@ -34,5 +34,6 @@ rtl_sched *sched_build(rtl_catalog *cat, enum rtl_policy p, int napps, const cha
                        const char *const *tasks, const struct sched_cli *o, double horizon_s, rtl_err *err);
 
 int cmd_simulate(rtl_store *s, int argc, char **argv);
+int cmd_stream(rtl_store *s, int argc, char **argv);
 
 #endif

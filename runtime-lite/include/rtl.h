@@ -861,6 +861,8 @@ RTL_API int rtl_sched_set_active(rtl_sched *s, int task, int active, rtl_err *er
  * bad arguments only. */
 RTL_API int rtl_sched_decide(rtl_sched *s, int task, double now, uint64_t frame, int cls,
                              rtl_sched_decision *d, rtl_err *err);
+/* The option of task cached at location loc now; -1: none. */
+RTL_API int rtl_sched_cached(const rtl_sched *s, int task, enum rtl_loc loc);
 /* Replaces the predicted cost of d with a measured one (ms on the device). */
 RTL_API void rtl_sched_account(rtl_sched *s, const rtl_sched_decision *d, double measured_ms);
 
@@ -876,6 +878,7 @@ typedef struct rtl_sched_source {
     double cloud_gflops;     /* cloud speed for cloud_ms (0: 3500, a K20c) */
     double uplink_mbps;      /* input upload (0: 18.88, WiFi of JointDNN Table 3) */
     double rtt_ms;           /* (0: 20) */
+    int loadable_only;       /* 1: only variants this runtime can load (rtl_variant_loadable) */
 } rtl_sched_source;
 RTL_API int rtl_sched_add_catalog(rtl_sched *s, const rtl_catalog *cat, const char *task, const char *app,
                                   const rtl_sched_source *src, rtl_err *err);

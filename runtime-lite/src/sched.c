@@ -734,3 +734,9 @@ void rtl_sched_account(rtl_sched *s, const rtl_sched_decision *d, double measure
     double mj = d->energy_mj * measured_ms / d->latency_ms;
     if (s->energy_left >= 0) s->energy_left = fmax(0, s->energy_left + d->energy_mj - mj);
 }
+
+int rtl_sched_cached(const rtl_sched *s, int task, enum rtl_loc loc)
+{
+    if (!s || task < 0 || (size_t)task >= s->ntasks || (unsigned)loc >= RTL_LOC_COUNT) return -1;
+    return s->tasks[task].slot[loc].option;
+}

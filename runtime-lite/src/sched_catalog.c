@@ -166,6 +166,7 @@ static int task_options(rtl_sched *s, const rtl_catalog *cat, const char *task, 
         const rtl_variant *v = &cat->variants[i];
         double top1;
         if (rtl_variant_accuracy(v, task, &top1, NULL) != 0 || !(top1 >= 0 && top1 <= 1)) continue;
+        if (src->loadable_only && rtl_variant_loadable(v, NULL) != 0) continue;
         const cJSON *vj = variant_json(cat, v->id);
         const cJSON *tf = cJSON_GetObjectItemCaseSensitive(vj, "technique_fields");
         double ms, mj, macs = (double)v->cost[RTL_COST_MACS];

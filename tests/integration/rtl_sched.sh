@@ -64,6 +64,32 @@ import json, sys
 for p in json.load(open(sys.argv[1]))[0]["policies"]:
     assert p["served"] == 0 and p["refused"] == p["requests"] > 0, p
 ' "$T/out"
+# NestDNN's comparison on the synthetic multi-capacity catalog
+. "$TOP/tests/integration/rtl/sched_fixtures.sh"
+fx_nest_catalog n >/dev/null
+expect_ok "concurrency: NestDNN over alpha against the knee" "$RTL" simulate n/manifest.json --trace concurrency --hours 0.5 --json
+t_check "the sweep, the knee among the capacities, and the comparison" python3 -c '
+import json, sys
+t = json.load(open(sys.argv[1]))[0]
+p = {x["policy"]: x for x in t["policies"]}
+assert set(p) == {"nest-total", "nest-max", "knee"}, p.keys()
+assert 0.62 <= p["knee"]["accuracy"] <= 0.93 and p["knee"]["refused"] == 0, p["knee"]
+sw = [x for x in t["alpha_sweep"] if "alpha" in x]
+assert len(sw) == 22, len(sw)
+for pol in ("nest-total", "nest-max"):
+    c = sorted((x for x in sw if x["policy"] == pol), key=lambda x: x["alpha"])
+    assert c[0]["accuracy"] >= c[-1]["accuracy"] and c[-1]["fps"] >= c[0]["fps"], c   # alpha trades accuracy for speed
+    assert all(0 < x["fps"] <= 30 + 1e-9 for x in c), c
+vs = [x["vs_knee"] for x in t["alpha_sweep"] if "vs_knee" in x]
+assert len(vs) == 2, vs
+' "$T/out"
+expect_ok "the decision-time benchmark runs (make bench times it)" "$RTL" simulate --bench --decisions 2000 --json
+t_check "it times every policy" python3 -c '
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["apps"] == 10 and r["options"] == 50 and len(r["policies"]) == 6, r
+assert all(x["median_us"] > 0 and x["p99_us"] >= x["median_us"] for x in r["policies"]), r
+' "$T/out"
 expect_fail "an unknown trace" "unknown trace 'S4'" "$RTL" simulate "$A" --trace S4
 expect_fail "an unknown policy" "unknown policy 'best'" "$RTL" simulate "$A" --policy best
 expect_fail "--svg with several traces" "needs one --trace" "$RTL" simulate "$A" --svg x.svg
