@@ -38,6 +38,8 @@ static const char *const usage_main =
     "  plan      the layers of a cfg with their selectors, MACs and parameters\n"
     "  trr       rank every filter by Triplet Response Residual (NestDNN)\n"
     "  l1        rank every filter by the L1 norm of its weights (baseline)\n"
+    "  scan      sensitivity scan: one layer pruned at 10..90% by a ranking\n"
+    "  roadmap   iterative filter pruning with retraining (NestDNN's roadmap)\n"
     "\n"
     "Run `prune VERB --help` for a verb's options. Selectors: conv#k, conv@k, fc#k,\n"
     "fc@k, local#k, local@k, L<i> (prune/README.md).\n";
@@ -310,6 +312,8 @@ static int run_specialise(int argc, char **argv)
 }
 static int run_trr(int argc, char **argv) { return run_verb("trr", prn_cli_trr, argc, argv); }
 static int run_l1(int argc, char **argv) { return run_verb("l1", prn_cli_l1, argc, argv); }
+static int run_roadmap(int argc, char **argv) { return run_verb("roadmap", prn_cli_roadmap, argc, argv); }
+static int run_scan(int argc, char **argv) { return run_verb("scan", prn_cli_scan, argc, argv); }
 static int run_retarget(int argc, char **argv)
 {
     return run_verb("retarget", prn_cli_retarget, argc, argv);
@@ -328,6 +332,8 @@ int main(int argc, char **argv)
         CK_VERB("plan", "the layers of a cfg with their selectors, MACs and parameters", run_plan),
         CK_VERB("trr", "rank every filter by NestDNN's Triplet Response Residual (a ranking file)", run_trr),
         CK_VERB("l1", "rank every filter by the L1 norm of its weights (the baseline of trr)", run_l1),
+        CK_VERB("scan", "the sensitivity scan: one layer pruned by a ranking at a time, no retraining", run_scan),
+        CK_VERB("roadmap", "NestDNN's pruning roadmap: prune by a ranking, retrain, until the minimum accuracy fails", run_roadmap),
     };
     static const ck_prog prog = {
         .name = "prune", .version = PRN_VERSION,

@@ -382,6 +382,57 @@ int prn_retarget_variant(const trn_cfg *cfg, const trn_net *base, int cut, const
                          const trn_net *head, const char *trunk_id, prn_variant *out,
                          trn_err *err) TRN_MUST_CHECK;
 
+/* ---- filter pruning by selection (filters.c) ------------------------------- */
+
+/* Layer `layer` ([convolutional] or [connected]) keeps its filters
+ * filters[0..n), in that order. */
+typedef struct prn_keep {
+    int layer;
+    int n;
+    const int *filters;
+} prn_keep;
+
+/* A clone of cfg (the cfg of net) with each keep[k].layer's filters= or
+ * output= set to keep[k].n. NULL with err (a layer that has no filters, a
+ * count outside 1..filters). */
+trn_cfg *prn_filters_cfg(const trn_cfg *cfg, const trn_net *net, const prn_keep *keep, int nkeep,
+                         trn_err *err);
+/* Copies src's parameters into dst (built from prn_filters_cfg's cfg, any
+ * batch or options): the kept filters' weights, biases and batch-norm
+ * values in the keep order, and in every layer that reads them (through
+ * channel-passing layers and [route] concatenations) the matching input
+ * channels in the same order. -1 with err when a pruned layer's channels
+ * reach a [shortcut] or the network output, a filter index is out of range
+ * or repeated, or dst's shapes do not match. */
+int prn_filters_copy(const trn_net *src, trn_net *dst, const prn_keep *keep, int nkeep, trn_err *err);
+
+/* ---- the pruning roadmap (roadmap.c) --------------------------------------- */
+
+/* One pruning step: which filters of the ranked layers stay. r ranks the
+ * current model (r->layers[l].filters filters each). Without `target`,
+ * removes the ceil(step x r->filters) least important filters in r->order,
+ * skipping a layer's filter when the layer would keep fewer than
+ * max(min_filters, ceil((1 - max_layer_step) x its filters)); with target
+ * (one count per ranked layer), removes from each layer its least important
+ * filters by its own order down to target[l]. kept[l] (caller-allocated,
+ * r->layers[l].filters ints each) receives the staying filters in
+ * ascending index order, nkept[l] their count. Returns the number of
+ * filters removed (0: none could be), or -1 with err (a target above the
+ * current count or below 1). */
+int prn_roadmap_choose(const prn_ranking *r, double step, int min_filters, double max_layer_step,
+                       const int *target, int **kept, int *nkept, trn_err *err);
+
+/* The common filter order of a roadmap. perm[k][l] (k < nsteps, l <
+ * nlayers) lists the base filter indexes that step k's model holds in
+ * ranked layer l, in that model's order, nkept[k][l] of them; step 0 holds
+ * all base[l] filters and every step's set is a subset of the one before.
+ * order[l] (caller-allocated, base[l] ints) receives the base filters of
+ * layer l, the last step's first (in its model's order), then those that
+ * step nsteps-1 dropped, ..., then those step 1 dropped, so that every
+ * step's filters are a prefix. -1 with err when the sets are not nested. */
+int prn_roadmap_order(int nsteps, int nlayers, const int *base, int *const *const *perm,
+                      int *const *nkept, int **order, trn_err *err);
+
 /* ---- cfg surgery shared by the techniques (splice.c) ----------------------- */
 
 /* Replaces layers [first, last] of cfg (0 <= first <= last, or first ==
