@@ -5,6 +5,7 @@
  *   prune svd     --cfg C --weights W --spec S --out DIR
  *   prune mimic   --cfg C --weights W --data D.data --from SEL --to SEL
  *                 --with TEXT [--set key=value ...] --seed N --out DIR
+ *   prune lasso   --cfg C --weights W --out DIR
  *   prune plan    --cfg C
  * Every deriving verb writes DIR/variant.cfg, DIR/init.weights and
  * DIR/meta.json (meta.json last), or nothing at all when it fails.
@@ -29,6 +30,8 @@ static const char *const usage_main =
     "  svd       low-rank factorisation of connected layers\n"
     "  mimic     in-place transformation: a fragment replaced by a smaller one\n"
     "            trained to regress the original fragment's outputs\n"
+    "  lasso     the dense export of a group-lasso-trained network (MeDNN's SMCD):\n"
+    "            zeroed filters and channels removed\n"
     "  plan      the layers of a cfg with their selectors, MACs and parameters\n"
     "\n"
     "Run `prune VERB --help` for a verb's options. Selectors: conv#k, conv@k, fc#k,\n"
@@ -214,6 +217,38 @@ static int cmd_svd(int argc, char **argv, trn_err *err)
     return rc;
 }
 
+static int cmd_lasso(int argc, char **argv, trn_err *err)
+{
+    static const char *const known[] = {"cfg", "weights", "seed", "out", NULL};
+    static const char *const need[] = {"cfg", "weights", "out", NULL};
+    prn_cli_opts o;
+    if (prn_cli_parse(argc, argv, "lasso", "--cfg C --weights W --out DIR [--seed N]",
+                      "Exports the network C with weights W, trained with the group-lasso keys\n"
+                      "(trainer train --set lasso_filter=... lasso_channel=...; trainer/README.md),\n"
+                      "as a smaller dense Darknet model: every filter whose group is zero and every\n"
+                      "input channel no weight reads is removed, with the layers around it\n"
+                      "(prune/README.md). The outputs are unchanged. Zero shape-wise columns stay\n"
+                      "(a dense convolution cannot skip them): meta.json reports them. --seed is\n"
+                      "accepted for a uniform command line; nothing is random.\n"
+                      "Writes DIR/variant.cfg, DIR/init.weights, DIR/meta.json.\n",
+                      known, &o))
+        return -3;
+    if (o.help) return 0;
+    if (prn_cli_require(&o, "lasso", need, err)) return -2;
+    trn_cfg *cfg = trn_cfg_read(o.cfg, err);
+    if (!cfg) return -1;
+    trn_net *base = prn_cli_load_base(cfg, o.weights, 1, err);
+    prn_variant v;
+    int rc = -1;
+    if (base && prn_lasso(cfg, base, &v, err) == 0) {
+        rc = prn_cli_finish(&v, o.out, err);
+        prn_variant_free(&v);
+    }
+    trn_net_free(base);
+    trn_cfg_free(cfg);
+    return rc;
+}
+
 static void shape_text(trn_shape s, char *buf, size_t size)
 {
     snprintf(buf, size, "%dx%dx%d", s.c, s.h, s.w);
@@ -280,6 +315,7 @@ static int run_verb(const char *name, int (*fn)(int, char **, trn_err *), int ar
 static int run_rewrite(int argc, char **argv) { return run_verb("rewrite", cmd_rewrite, argc, argv); }
 static int run_svd(int argc, char **argv) { return run_verb("svd", cmd_svd, argc, argv); }
 static int run_mimic(int argc, char **argv) { return run_verb("mimic", prn_cli_mimic, argc, argv); }
+static int run_lasso(int argc, char **argv) { return run_verb("lasso", cmd_lasso, argc, argv); }
 static int run_plan(int argc, char **argv) { return run_verb("plan", cmd_plan, argc, argv); }
 
 static void usage(FILE *out) { fputs(usage_main, out); }
@@ -290,6 +326,7 @@ int main(int argc, char **argv)
         CK_VERB("rewrite", "static rewrites (stride x2, filters /2, connected output /F, local -> convolutional, layer removal)", run_rewrite),
         CK_VERB("svd", "low-rank factorisation of connected layers", run_svd),
         CK_VERB("mimic", "in-place transformation: a fragment replaced by a smaller one trained to regress the original", run_mimic),
+        CK_VERB("lasso", "the dense export of a group-lasso-trained network: zeroed filters and channels removed", run_lasso),
         CK_VERB("plan", "the layers of a cfg with their selectors, MACs and parameters", run_plan),
     };
     static const ck_prog prog = {
