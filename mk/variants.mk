@@ -79,12 +79,12 @@ derive_lasso = $(call train_cmd_into,$2/lasso,$(BASE_V)/variant.cfg,$(V_$1_LASSO
   $(call launch,$1-derive) $(BIN)/prune lasso --cfg $(BASE_V)/variant.cfg --weights $2/lasso/variant.weights --out $2
 
 define variant_rules
-$(if $(and $(filter lasso,$(word 1,$(V_$1))),$(if $(strip $(V_$1_LASSO)),,x)),$(error $(RECIPES)/$(MODEL)/recipe.mk: variant '$1' (lasso) needs V_$1_LASSO (the penalty and the batches of its group-lasso training)))
 $(if $(and $(strip $(V_$1_KD)),$(filter base,$1)),$(error $(RECIPES)/$(MODEL)/recipe.mk: V_base_KD: the base is the teacher; it cannot learn from itself))
 $(if $(and $(strip $(V_$1_KD)),$(if $(strip $(V_$1_TRAIN)),,x)),$(error $(RECIPES)/$(MODEL)/recipe.mk: V_$1_KD needs V_$1_TRAIN (distillation happens while the variant trains)))
 $(foreach s,$(V_$1_KD),$(if $(filter alpha=% temperature=%,$s),,$(error $(RECIPES)/$(MODEL)/recipe.mk: V_$1_KD: '$s' is not alpha=A or temperature=T)))
 $(if $(filter base rewrite svd mimic lasso,$(word 1,$(V_$1))),,$(error $(RECIPES)/$(MODEL)/recipe.mk: \
   variant '$1' has technique '$(word 1,$(V_$1))': use base, rewrite, svd, mimic or lasso))
+$(if $(and $(filter lasso,$(word 1,$(V_$1))),$(if $(strip $(V_$1_LASSO)),,x)),$(error $(RECIPES)/$(MODEL)/recipe.mk: variant '$1' (lasso) needs V_$1_LASSO (the penalty and the batches of its group-lasso training)))
 $(if $(shell echo '$1' | grep -Ex '[a-z0-9][a-z0-9_.-]{0,63}'),,$(error $(RECIPES)/$(MODEL)/recipe.mk: \
   variant id '$1' is not valid: use lower-case letters, digits, '_', '.', '-'))
 
