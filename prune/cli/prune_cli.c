@@ -6,6 +6,7 @@
  *   prune mimic   --cfg C --weights W --data D.data --from SEL --to SEL
  *                 --with TEXT [--set key=value ...] --seed N --out DIR
  *   prune lasso   --cfg C --weights W --out DIR
+ *   prune retarget --cfg C --weights W --tasks X.tasks --cut SEL --seed N --out DIR
  *   prune plan    --cfg C
  * Every deriving verb writes DIR/variant.cfg, DIR/init.weights and
  * DIR/meta.json (meta.json last), or nothing at all when it fails.
@@ -32,6 +33,8 @@ static const char *const usage_main =
     "            trained to regress the original fragment's outputs\n"
     "  lasso     the dense export of a group-lasso-trained network (MeDNN's SMCD):\n"
     "            zeroed filters and channels removed\n"
+    "  retarget  shared trunk + task heads: layers above a cut retrained per\n"
+    "            attribute task on the frozen trunk's cached outputs (MCDNN 4.1.3)\n"
     "  plan      the layers of a cfg with their selectors, MACs and parameters\n"
     "\n"
     "Run `prune VERB --help` for a verb's options. Selectors: conv#k, conv@k, fc#k,\n"
@@ -53,6 +56,9 @@ static const struct {
     {"from", "SEL", "the first layer of the fragment to replace"},
     {"to", "SEL", "the last layer of the fragment to replace"},
     {"with", "TEXT", "the replacement fragment (see above)"},
+    {"tasks", "X.tasks", "the tasks file (\"task data-file\" lines, the base's task first)"},
+    {"cut", "SEL", "the trunk's last layer (layers above it are retrained)"},
+    {"head", "TEXT", "hidden sections of the head before its classifier (default: none)"},
     {"set", "key=value", "a setting of the fragment's regression training (repeatable)"},
     {"seed", "N", "seed of the new weights (and of the training)"},
     {"out", "DIR", "the variant folder to write"},
@@ -65,8 +71,8 @@ int prn_cli_parse(int argc, char **argv, const char *verb, const char *synopsis,
     memset(o, 0, sizeof *o);
     long long seed = -1, threads = 1;
     ck_list set = {.n = 0};
-    char names[16][24];
-    ck_opt opts[16];
+    char names[24][24];
+    ck_opt opts[24];
     int n = 0;
     for (size_t d = 0; d < sizeof opt_docs / sizeof *opt_docs; d++) {
         int k = 0;
@@ -85,6 +91,9 @@ int prn_cli_parse(int argc, char **argv, const char *verb, const char *synopsis,
                    : !strcmp(nm, "data")    ? (void *)&o->data
                    : !strcmp(nm, "from")    ? (void *)&o->from
                    : !strcmp(nm, "to")      ? (void *)&o->to
+                   : !strcmp(nm, "tasks")   ? (void *)&o->tasks
+                   : !strcmp(nm, "cut")     ? (void *)&o->cut
+                   : !strcmp(nm, "head")    ? (void *)&o->head
                                             : (void *)&o->with;
         opts[n++] = r;
     }
@@ -120,6 +129,8 @@ int prn_cli_require(const prn_cli_opts *o, const char *verb, const char *const *
                  : !strcmp(n, "from")      ? !!o->from
                  : !strcmp(n, "to")        ? !!o->to
                  : !strcmp(n, "with")      ? !!o->with
+                 : !strcmp(n, "tasks")     ? !!o->tasks
+                 : !strcmp(n, "cut")       ? !!o->cut
                  : !strcmp(n, "seed")      ? o->have_seed
                                            : 1;
         if (!have) {
@@ -317,6 +328,10 @@ static int run_svd(int argc, char **argv) { return run_verb("svd", cmd_svd, argc
 static int run_mimic(int argc, char **argv) { return run_verb("mimic", prn_cli_mimic, argc, argv); }
 static int run_lasso(int argc, char **argv) { return run_verb("lasso", cmd_lasso, argc, argv); }
 static int run_plan(int argc, char **argv) { return run_verb("plan", cmd_plan, argc, argv); }
+static int run_retarget(int argc, char **argv)
+{
+    return run_verb("retarget", prn_cli_retarget, argc, argv);
+}
 
 static void usage(FILE *out) { fputs(usage_main, out); }
 
@@ -327,6 +342,7 @@ int main(int argc, char **argv)
         CK_VERB("svd", "low-rank factorisation of connected layers", run_svd),
         CK_VERB("mimic", "in-place transformation: a fragment replaced by a smaller one trained to regress the original", run_mimic),
         CK_VERB("lasso", "the dense export of a group-lasso-trained network: zeroed filters and channels removed", run_lasso),
+        CK_VERB("retarget", "task heads on a frozen shared trunk, trained on its cached outputs", run_retarget),
         CK_VERB("plan", "the layers of a cfg with their selectors, MACs and parameters", run_plan),
     };
     static const ck_prog prog = {

@@ -10,7 +10,7 @@
 #define PRN_CLI_MAX_SET 32
 
 typedef struct prn_cli_opts {
-    const char *cfg, *weights, *spec, *out, *data, *from, *to, *with;
+    const char *cfg, *weights, *spec, *out, *data, *from, *to, *with, *tasks, *cut, *head;
     const char *set[PRN_CLI_MAX_SET];
     int nset;
     uint64_t seed;
@@ -36,5 +36,7 @@ int prn_cli_finish(prn_variant *v, const char *out, trn_err *err);
 
 /* The mimic verb (mimic_cli.c). */
 int prn_cli_mimic(int argc, char **argv, trn_err *err);
+/* The retarget verb (retarget_cli.c). */
+int prn_cli_retarget(int argc, char **argv, trn_err *err);
 
 #endif /* PRUNE_CLI_H */

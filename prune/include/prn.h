@@ -240,6 +240,74 @@ int prn_mimic(const trn_cfg *cfg, trn_net *base, const prn_mimic_opts *o, prn_va
  * group is exported unchanged. -1 when out of memory or the result does
  * not build. */
 int prn_lasso(const trn_cfg *cfg, const trn_net *base, prn_variant *out, trn_err *err) TRN_MUST_CHECK;
+/* ---- retargeting: shared trunks and task heads (retarget.c) ----------------- *
+ *
+ * MCDNN section 4.1.3 (sharing) and 4.1.2 (specialisation): a trunk (layers
+ * 0..cut of a trained base) is frozen; a head (optional hidden sections,
+ * then a [connected] classifier and [softmax]) is trained on the trunk's
+ * outputs, which are computed once and cached ("t' = m_l(t)"), so heads
+ * train in seconds. */
+
+/* Cached trunk outputs: n images, each shape.c*h*w floats. */
+typedef struct prn_features {
+    size_t n;
+    trn_shape shape;
+    float *x;
+} prn_features;
+
+/* Frees what f holds and empties it (NULL-safe). */
+void prn_features_free(prn_features *f);
+
+/* Appends the outputs of layers 0..cut of base for n images to f (which
+ * may be empty, or hold features of the same shape): the images are those
+ * of input steps first, first+1, ... (trn_net_batch(base) images each),
+ * the last step's surplus dropped. -1 with err filled. */
+int prn_features_add(trn_net *base, int cut, prn_input_fn input, void *ctx, uint64_t first,
+                     size_t n, prn_features *f, trn_err *err) TRN_MUST_CHECK;
+
+typedef struct prn_head_opts {
+    const char *with;      /* hidden sections before the classifier, in mimic's
+                            * --with syntax; NULL or "": a linear classifier */
+    int batch;             /* feature vectors per step (64) */
+    int batches;           /* SGD steps (1500), poly power 2 decay */
+    float learning_rate;   /* (0.05) */
+    float momentum;        /* (0.9) */
+    float decay;           /* (0.0005) */
+    int aug_passes;        /* extra augmented passes over the training images
+                            * when the caller caches features (2) */
+    uint64_t seed;         /* initial weights and the minibatch draws */
+} prn_head_opts;
+
+void prn_head_opts_defaults(prn_head_opts *o);
+/* One option from "key=value" (batch, batches, learning_rate, momentum,
+ * decay, aug_passes). -1 with an error naming the key and the accepted ones. */
+int prn_head_opts_set(prn_head_opts *o, const char *kv, trn_err *err);
+
+/* Trains a head of `classes` outputs on features f with labels[0..f->n)
+ * (each in [0, classes)): minibatches of o->batch drawn uniformly with
+ * replacement from trn_rng_fork(seed, step). *cfg receives the head's cfg
+ * ([net] sized for one feature map, o->with, [connected] output=classes,
+ * [softmax]), *net the trained head (batch o->batch), *loss_first and
+ * *loss_last (may be NULL) the mean loss of the first and last tenth of the
+ * steps. -1 when o->with does not parse or build on the features, holds a
+ * [cost] or [softmax], or a label is out of range. */
+int prn_head_train(const prn_features *f, const int *labels, int classes, const prn_head_opts *o,
+                   trn_cfg **cfg, trn_net **net, float *loss_first, float *loss_last,
+                   trn_err *err) TRN_MUST_CHECK;
+
+/* The head's top-1 class of every feature vector of f into pred[0..f->n)
+ * and, when conf is not NULL, its probability. */
+int prn_head_predict(trn_net *head, const prn_features *f, int *pred, float *conf,
+                     trn_err *err) TRN_MUST_CHECK;
+
+/* The whole network of one task: layers 0..cut of cfg with base's weights,
+ * then the head's layers (head_cfg without its [net]) with head's weights,
+ * as one Darknet cfg and weights file that any reader runs. out->fields
+ * holds {"head": {"trunk", "from_layer"}, head_macs, head_params, ...};
+ * the caller adds its measurements. */
+int prn_retarget_variant(const trn_cfg *cfg, const trn_net *base, int cut, const trn_cfg *head_cfg,
+                         const trn_net *head, const char *trunk_id, prn_variant *out,
+                         trn_err *err) TRN_MUST_CHECK;
 
 /* ---- cfg surgery shared by the techniques (splice.c) ----------------------- */
 

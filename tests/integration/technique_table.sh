@@ -40,11 +40,19 @@ said = re.split(r",\s*|\s+or\s+", m.group(1).strip()) if m else []
 if sorted(said) != sorted(accepted): fail(f"mk/variants.mk's error lists {said}, it accepts {accepted}")
 m = re.search(r"verbs\[\]\s*=\s*\{(.*?)\n\s*\};", read("prune/cli/prune_cli.c"), re.S)
 verbs = re.findall(r'(?:\{|CK_VERB\()"([^"]+)",', m.group(1)) if m else []
-techs = [v for v in verbs if v != "plan"]
+# A verb named after what it does rather than the technique it writes:
+# `prune retarget` writes "head" variants (task heads on a shared trunk).
+# PENDING: techniques prune derives whose make stage is not in
+# mk/variants.mk yet (each must leave this set when its stage lands).
+VERB_TECHNIQUE = {"retarget": "head"}
+PENDING = {"head"}
+techs = [VERB_TECHNIQUE.get(v, v) for v in verbs if v != "plan"]
 if not techs: fail("prune/cli/prune_cli.c: no verbs found")
 bad = [v for v in techs if v not in enum]
 if bad: fail(f"prune verbs that are not schema techniques: {bad}")
-if sorted(techs) != sorted(t for t in accepted if t != "base"):
+stale = [t for t in PENDING if t in accepted]
+if stale: fail(f"mk/variants.mk derives {stale} now: remove them from PENDING")
+if sorted(t for t in techs if t not in PENDING) != sorted(t for t in accepted if t != "base"):
     fail(f"prune's technique verbs {techs} != mk/variants.mk's derived techniques {accepted}")
 print(f"ok: {len(enum)} techniques; report, runtime, variants.mk ({len(accepted)}), prune ({len(techs)}) agree")
 PY
