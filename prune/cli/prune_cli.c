@@ -7,6 +7,7 @@
  *                 --with TEXT [--set key=value ...] --seed N --out DIR
  *   prune lasso   --cfg C --weights W --out DIR
  *   prune retarget --cfg C --weights W --tasks X.tasks --cut SEL --seed N --out DIR
+ *   prune specialise --cfg C --weights W --data D.data --contexts LIST --seed N --out DIR
  *   prune plan    --cfg C
  * Every deriving verb writes DIR/variant.cfg, DIR/init.weights and
  * DIR/meta.json (meta.json last), or nothing at all when it fails.
@@ -35,7 +36,13 @@ static const char *const usage_main =
     "            zeroed filters and channels removed\n"
     "  retarget  shared trunk + task heads: layers above a cut retrained per\n"
     "            attribute task on the frozen trunk's cached outputs (MCDNN 4.1.3)\n"
+    "  specialise (n,p) context models: the last layers retrained for n classes +\n"
+    "            \"other\" on frozen lower layers, scored as a cascade (MCDNN 4.1.2)\n"
     "  plan      the layers of a cfg with their selectors, MACs and parameters\n"
+    "  trr       rank every filter by Triplet Response Residual (NestDNN)\n"
+    "  l1        rank every filter by the L1 norm of its weights (baseline)\n"
+    "  scan      sensitivity scan: one layer pruned at 10..90% by a ranking\n"
+    "  roadmap   iterative filter pruning with retraining (NestDNN's roadmap)\n"
     "\n"
     "Run `prune VERB --help` for a verb's options. Selectors: conv#k, conv@k, fc#k,\n"
     "fc@k, local#k, local@k, L<i> (prune/README.md).\n";
@@ -59,6 +66,9 @@ static const struct {
     {"tasks", "X.tasks", "the tasks file (\"task data-file\" lines, the base's task first)"},
     {"cut", "SEL", "the trunk's last layer (layers above it are retrained)"},
     {"head", "TEXT", "hidden sections of the head before its classifier (default: none)"},
+    {"contexts", "LIST", "the contexts list (\"id n p data-file\" lines, dataset contexts)"},
+    {"generic-cfg", "G", "the cascade's generic model (default: the base --cfg)"},
+    {"generic-weights", "GW", "its weights (default: --weights)"},
     {"set", "key=value", "a setting of the fragment's regression training (repeatable)"},
     {"seed", "N", "seed of the new weights (and of the training)"},
     {"out", "DIR", "the variant folder to write"},
@@ -94,6 +104,9 @@ int prn_cli_parse(int argc, char **argv, const char *verb, const char *synopsis,
                    : !strcmp(nm, "tasks")   ? (void *)&o->tasks
                    : !strcmp(nm, "cut")     ? (void *)&o->cut
                    : !strcmp(nm, "head")    ? (void *)&o->head
+                   : !strcmp(nm, "contexts") ? (void *)&o->contexts
+                   : !strcmp(nm, "generic-cfg") ? (void *)&o->generic_cfg
+                   : !strcmp(nm, "generic-weights") ? (void *)&o->generic_weights
                                             : (void *)&o->with;
         opts[n++] = r;
     }
@@ -131,6 +144,7 @@ int prn_cli_require(const prn_cli_opts *o, const char *verb, const char *const *
                  : !strcmp(n, "with")      ? !!o->with
                  : !strcmp(n, "tasks")     ? !!o->tasks
                  : !strcmp(n, "cut")       ? !!o->cut
+                 : !strcmp(n, "contexts")  ? !!o->contexts
                  : !strcmp(n, "seed")      ? o->have_seed
                                            : 1;
         if (!have) {
@@ -328,6 +342,14 @@ static int run_svd(int argc, char **argv) { return run_verb("svd", cmd_svd, argc
 static int run_mimic(int argc, char **argv) { return run_verb("mimic", prn_cli_mimic, argc, argv); }
 static int run_lasso(int argc, char **argv) { return run_verb("lasso", cmd_lasso, argc, argv); }
 static int run_plan(int argc, char **argv) { return run_verb("plan", cmd_plan, argc, argv); }
+static int run_specialise(int argc, char **argv)
+{
+    return run_verb("specialise", prn_cli_specialise, argc, argv);
+}
+static int run_trr(int argc, char **argv) { return run_verb("trr", prn_cli_trr, argc, argv); }
+static int run_l1(int argc, char **argv) { return run_verb("l1", prn_cli_l1, argc, argv); }
+static int run_roadmap(int argc, char **argv) { return run_verb("roadmap", prn_cli_roadmap, argc, argv); }
+static int run_scan(int argc, char **argv) { return run_verb("scan", prn_cli_scan, argc, argv); }
 static int run_retarget(int argc, char **argv)
 {
     return run_verb("retarget", prn_cli_retarget, argc, argv);
@@ -343,7 +365,12 @@ int main(int argc, char **argv)
         CK_VERB("mimic", "in-place transformation: a fragment replaced by a smaller one trained to regress the original", run_mimic),
         CK_VERB("lasso", "the dense export of a group-lasso-trained network: zeroed filters and channels removed", run_lasso),
         CK_VERB("retarget", "task heads on a frozen shared trunk, trained on its cached outputs", run_retarget),
+        CK_VERB("specialise", "(n,p) context models: the classifier retrained on frozen layers, scored as a cascade", run_specialise),
         CK_VERB("plan", "the layers of a cfg with their selectors, MACs and parameters", run_plan),
+        CK_VERB("trr", "rank every filter by NestDNN's Triplet Response Residual (a ranking file)", run_trr),
+        CK_VERB("l1", "rank every filter by the L1 norm of its weights (the baseline of trr)", run_l1),
+        CK_VERB("scan", "the sensitivity scan: one layer pruned by a ranking at a time, no retraining", run_scan),
+        CK_VERB("roadmap", "NestDNN's pruning roadmap: prune by a ranking, retrain, until the minimum accuracy fails", run_roadmap),
     };
     static const ck_prog prog = {
         .name = "prune", .version = PRN_VERSION,

@@ -240,6 +240,94 @@ int prn_mimic(const trn_cfg *cfg, trn_net *base, const prn_mimic_opts *o, prn_va
  * group is exported unchanged. -1 when out of memory or the result does
  * not build. */
 int prn_lasso(const trn_cfg *cfg, const trn_net *base, prn_variant *out, trn_err *err) TRN_MUST_CHECK;
+/* ---- filter rankings (rank.c) ---------------------------------------------- *
+ *
+ * NestDNN's Triplet Response Residual (TRR) and the L1-norm baseline rank
+ * every filter of every [convolutional] layer (groups = 1) and every
+ * [connected] layer but the classifier (the last [connected]). Scores are
+ * normalised per layer (TRR: by map size x triplets; L1: by weights per
+ * filter) and then ranked across layers; prune/README.md has the
+ * definitions. */
+
+typedef enum prn_rank_method {
+    PRN_RANK_TRR,
+    PRN_RANK_L1,
+    PRN_RANK_METHOD_COUNT
+} prn_rank_method;
+/* "trr", "l1"; "?" when invalid. */
+const char *prn_rank_method_name(prn_rank_method m);
+/* The method named s, or -1. */
+int prn_rank_method_parse(const char *s);
+
+/* Fills anc, pos and neg, each (c, h, w) of the network's input, with the
+ * images of triplet t (a pure function of t). 0, or -1 with err. */
+typedef int (*prn_triplet_fn)(void *ctx, uint64_t t, float *anc, float *pos, float *neg,
+                              trn_err *err);
+
+typedef struct prn_rank_opts {
+    prn_rank_method method;
+    uint64_t triplets;        /* TRR: how many triplets (> 0) */
+    prn_triplet_fn triplet;   /* TRR: the triplet source */
+    void *triplet_ctx;
+} prn_rank_opts;
+
+typedef struct prn_rank_layer {
+    int layer;               /* layer index */
+    trn_layer_kind kind;     /* convolutional or connected */
+    int filters;             /* filters (outputs) */
+    uint64_t map;            /* output height x width (1 for connected) */
+    uint64_t filter_weights; /* weights per filter */
+    double *score;           /* [filters] raw: TRR sum, or L1 norm */
+    double *norm;            /* [filters] normalised score */
+    int *order;              /* [filters] the layer's filters, most important first */
+} prn_rank_layer;
+
+typedef struct prn_rank_entry {
+    int layer;  /* position in prn_ranking.layers (not the layer index) */
+    int filter;
+} prn_rank_entry;
+
+typedef struct prn_ranking {
+    prn_rank_method method;
+    uint64_t triplets;       /* TRR's triplet count (0 for L1) */
+    int nlayers;
+    prn_rank_layer *layers;  /* the ranked layers in cfg order */
+    int filters;             /* all of their filters */
+    prn_rank_entry *order;   /* [filters] every filter, least important first
+                              * (ascending normalised score; ties: later layer,
+                              * then later filter first) */
+} prn_ranking;
+
+/* The indexes of the layers a ranking covers, in cfg order, into
+ * layers[0..max) (layers may be NULL); returns how many there are. */
+int prn_rank_layers(const trn_net *net, int *layers, int max);
+
+/* Ranks net's filters. TRR runs inference forwards of batch/3 triplets at a
+ * time (the network's batch must be 3 or more) through the last ranked
+ * layer and sums, per filter, ||F(anc)-F(neg)||^2 - ||F(anc)-F(pos)||^2 over
+ * its output map (after batch norm and activation), in double, in triplet
+ * order: the same bytes for any thread count. L1 reads the weights only.
+ * NULL with err (no layer to rank, a failing triplet, non-finite scores).
+ * Free with prn_ranking_free. */
+prn_ranking *prn_rank(trn_net *net, const prn_rank_opts *o, trn_err *err);
+void prn_ranking_free(prn_ranking *r);
+
+/* Samples `count` triplets from n images whose classes are classes[0..n):
+ * out[3t], out[3t+1], out[3t+2] receive triplet t's anchor, positive (same
+ * class, another image) and negative (another class) as image indexes.
+ * The anchor is uniform over the images that have a positive and a
+ * negative, the positive uniform over the rest of its class, the negative
+ * uniform over the other classes' images; triplet t is a pure function of
+ * (seed, t). -1 with err when no triplet exists. */
+int prn_triplets_sample(const int *classes, size_t n, uint64_t seed, uint64_t count, size_t *out,
+                        trn_err *err);
+
+/* The ranking file's JSON (prune/README.md, "Ranking file"): format,
+ * version, method, triplets, normalisation, layers (layer, type, filters,
+ * map, filter_weights, score, normalised, order) and prune_order ([layer
+ * index, filter] pairs, least important first). net is the ranked
+ * network. NULL when out of memory. */
+cJSON *prn_ranking_json(const prn_ranking *r, const trn_net *net);
 /* ---- retargeting: shared trunks and task heads (retarget.c) ----------------- *
  *
  * MCDNN section 4.1.3 (sharing) and 4.1.2 (specialisation): a trunk (layers
@@ -308,6 +396,57 @@ int prn_head_predict(trn_net *head, const prn_features *f, int *pred, float *con
 int prn_retarget_variant(const trn_cfg *cfg, const trn_net *base, int cut, const trn_cfg *head_cfg,
                          const trn_net *head, const char *trunk_id, prn_variant *out,
                          trn_err *err) TRN_MUST_CHECK;
+
+/* ---- filter pruning by selection (filters.c) ------------------------------- */
+
+/* Layer `layer` ([convolutional] or [connected]) keeps its filters
+ * filters[0..n), in that order. */
+typedef struct prn_keep {
+    int layer;
+    int n;
+    const int *filters;
+} prn_keep;
+
+/* A clone of cfg (the cfg of net) with each keep[k].layer's filters= or
+ * output= set to keep[k].n. NULL with err (a layer that has no filters, a
+ * count outside 1..filters). */
+trn_cfg *prn_filters_cfg(const trn_cfg *cfg, const trn_net *net, const prn_keep *keep, int nkeep,
+                         trn_err *err);
+/* Copies src's parameters into dst (built from prn_filters_cfg's cfg, any
+ * batch or options): the kept filters' weights, biases and batch-norm
+ * values in the keep order, and in every layer that reads them (through
+ * channel-passing layers and [route] concatenations) the matching input
+ * channels in the same order. -1 with err when a pruned layer's channels
+ * reach a [shortcut] or the network output, a filter index is out of range
+ * or repeated, or dst's shapes do not match. */
+int prn_filters_copy(const trn_net *src, trn_net *dst, const prn_keep *keep, int nkeep, trn_err *err);
+
+/* ---- the pruning roadmap (roadmap.c) --------------------------------------- */
+
+/* One pruning step: which filters of the ranked layers stay. r ranks the
+ * current model (r->layers[l].filters filters each). Without `target`,
+ * removes the ceil(step x r->filters) least important filters in r->order,
+ * skipping a layer's filter when the layer would keep fewer than
+ * max(min_filters, ceil((1 - max_layer_step) x its filters)); with target
+ * (one count per ranked layer), removes from each layer its least important
+ * filters by its own order down to target[l]. kept[l] (caller-allocated,
+ * r->layers[l].filters ints each) receives the staying filters in
+ * ascending index order, nkept[l] their count. Returns the number of
+ * filters removed (0: none could be), or -1 with err (a target above the
+ * current count or below 1). */
+int prn_roadmap_choose(const prn_ranking *r, double step, int min_filters, double max_layer_step,
+                       const int *target, int **kept, int *nkept, trn_err *err);
+
+/* The common filter order of a roadmap. perm[k][l] (k < nsteps, l <
+ * nlayers) lists the base filter indexes that step k's model holds in
+ * ranked layer l, in that model's order, nkept[k][l] of them; step 0 holds
+ * all base[l] filters and every step's set is a subset of the one before.
+ * order[l] (caller-allocated, base[l] ints) receives the base filters of
+ * layer l, the last step's first (in its model's order), then those that
+ * step nsteps-1 dropped, ..., then those step 1 dropped, so that every
+ * step's filters are a prefix. -1 with err when the sets are not nested. */
+int prn_roadmap_order(int nsteps, int nlayers, const int *base, int *const *const *perm,
+                      int *const *nkept, int **order, trn_err *err);
 
 /* ---- cfg surgery shared by the techniques (splice.c) ----------------------- */
 
