@@ -73,7 +73,7 @@ void trn_lasso_prox(trn_net *net, float rate)
     if (!trn_lasso_active(net) || rate <= 0) return;
     for (int i = 0; i < net->n; i++) {
         trn_layer *l = &net->layers[i];
-        if (l->ops->kind != TRN_LAYER_CONVOLUTIONAL) continue;
+        if (l->ops->desc.kind != TRN_LAYER_CONVOLUTIONAL) continue;
         trn_param *w = role_param(net, l, TRN_PARAM_WEIGHTS);
         trn_param *bias = role_param(net, l, TRN_PARAM_BIASES);
         trn_param *sc = role_param(net, l, TRN_PARAM_SCALES);
