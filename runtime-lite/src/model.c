@@ -45,7 +45,7 @@ static const struct {
     {"base", MODEL_PLAIN},          {"rewrite", MODEL_PLAIN},   {"svd", MODEL_PLAIN},
     {"mimic", MODEL_PLAIN},         {"pruned", MODEL_PLAIN},    {"nested", MODEL_NESTED},
     {"early-exit", MODEL_EARLY_EXIT}, {"trunk", MODEL_TRUNK},   {"head", MODEL_HEAD},
-    {"specialised", MODEL_CASCADE},
+    {"specialised", MODEL_CASCADE}, {"lasso", MODEL_PLAIN},
 };
 
 #define MODEL_PARTS_MAX 8
