@@ -27,7 +27,7 @@ static int apply(trn_net *net, const int *filters, trn_err *err)
     for (int i = 0; i < net->n; i++) {
         trn_layer *l = &net->layers[i];
         int f = filters ? filters[i] : 0;
-        int own = trn_kind_desc_get(l->ops->kind)->channels == TRN_CHANNELS_OWN;
+        int own = l->ops->desc.channels == TRN_CHANNELS_OWN;
         if (f < 0 || (f && !own && f != l->full_out.c) || (own && f > l->full_out.c))
             return trn_errf(err, "layer %d (%s): capacity %d filters is out of range (%s)", i,
                             l->type, f, own ? "1 up to the layer's filters, or 0 for all"
@@ -67,7 +67,7 @@ void trn_net_capacity(const trn_net *net, int *filters)
 {
     for (int i = 0; i < net->n; i++) {
         const trn_layer *l = &net->layers[i];
-        filters[i] = trn_kind_desc_get(l->ops->kind)->channels == TRN_CHANNELS_OWN ? l->out.c : 0;
+        filters[i] = l->ops->desc.channels == TRN_CHANNELS_OWN ? l->out.c : 0;
     }
 }
 
@@ -75,7 +75,7 @@ int trn_net_full_filters(const trn_net *net, int i)
 {
     if (i < 0 || i >= net->n) return -1;
     const trn_layer *l = &net->layers[i];
-    return trn_kind_desc_get(l->ops->kind)->channels == TRN_CHANNELS_OWN ? l->full_out.c : 0;
+    return l->ops->desc.channels == TRN_CHANNELS_OWN ? l->full_out.c : 0;
 }
 
 /* Copies the (rows, cols) top-left block between row-major matrices with

@@ -125,8 +125,14 @@ static int connected_capacity(trn_layer *l, trn_net *net, int filters, trn_err *
     return 0;
 }
 
-const trn_layer_ops trn_connected_ops = {
-    .kind = TRN_LAYER_CONNECTED,
+/* Its row of the kind table (TRN_LAYER_KINDS in nn.h). */
+const trn_layer_ops trn_connected_kind = {
+    .desc = {.kind = TRN_LAYER_CONNECTED,
+             .name = "connected",
+             .aliases = (const char *const[]){"conn", NULL},
+             .channels = TRN_CHANNELS_OWN},
+    .init_uniform = 1,
+    .weights_transposed = 1,
     .keys = connected_keys,
     .setup = connected_setup,
     .alloc = connected_alloc,

@@ -284,8 +284,12 @@ static int conv_capacity(trn_layer *l, trn_net *net, int filters, trn_err *err)
     return 0;
 }
 
-const trn_layer_ops trn_conv_ops = {
-    .kind = TRN_LAYER_CONVOLUTIONAL,
+/* Its row of the kind table (TRN_LAYER_KINDS in nn.h). */
+const trn_layer_ops trn_conv_kind = {
+    .desc = {.kind = TRN_LAYER_CONVOLUTIONAL,
+             .name = "convolutional",
+             .aliases = (const char *const[]){"conv", NULL},
+             .channels = TRN_CHANNELS_OWN},
     .keys = conv_keys,
     .setup = conv_setup,
     .alloc = conv_alloc,

@@ -112,8 +112,14 @@ static int route_capacity(trn_layer *l, trn_net *net, int filters, trn_err *err)
     return 0;
 }
 
-const trn_layer_ops trn_route_ops = {
-    .kind = TRN_LAYER_ROUTE,
+/* Its row of the kind table (TRN_LAYER_KINDS in nn.h). */
+const trn_layer_ops trn_route_kind = {
+    .desc = {.kind = TRN_LAYER_ROUTE,
+             .name = "route",
+             .aliases = (const char *const[]){NULL},
+             .refs_key = "layers",
+             .channels = TRN_CHANNELS_CONCAT,
+             .ignores_previous = 1},
     .keys = route_keys,
     .setup = route_setup,
     .forward = route_forward,
