@@ -39,6 +39,7 @@ static const char *const usage_main =
     "  trr       rank every filter by Triplet Response Residual (NestDNN)\n"
     "  l1        rank every filter by the L1 norm of its weights (baseline)\n"
     "  roadmap   iterative filter pruning with retraining (NestDNN's roadmap)\n"
+    "  grow      freeze-&-grow: one multi-capacity model from a roadmap (NestDNN)\n"
     "\n"
     "Run `prune VERB --help` for a verb's options. Selectors: conv#k, conv@k, fc#k,\n"
     "fc@k, local#k, local@k, L<i> (prune/README.md).\n";
@@ -312,6 +313,7 @@ static int run_specialise(int argc, char **argv)
 static int run_trr(int argc, char **argv) { return run_verb("trr", prn_cli_trr, argc, argv); }
 static int run_l1(int argc, char **argv) { return run_verb("l1", prn_cli_l1, argc, argv); }
 static int run_roadmap(int argc, char **argv) { return run_verb("roadmap", prn_cli_roadmap, argc, argv); }
+static int run_grow(int argc, char **argv) { return run_verb("grow", prn_cli_grow, argc, argv); }
 static int run_retarget(int argc, char **argv)
 {
     return run_verb("retarget", prn_cli_retarget, argc, argv);
@@ -331,6 +333,7 @@ int main(int argc, char **argv)
         CK_VERB("trr", "rank every filter by NestDNN's Triplet Response Residual (a ranking file)", run_trr),
         CK_VERB("l1", "rank every filter by the L1 norm of its weights (the baseline of trr)", run_l1),
         CK_VERB("roadmap", "NestDNN's pruning roadmap: prune by a ranking, retrain, until the minimum accuracy fails", run_roadmap),
+        CK_VERB("grow", "NestDNN's freeze-&-grow: one multi-capacity model from a pruning roadmap", run_grow),
     };
     static const ck_prog prog = {
         .name = "prune", .version = PRN_VERSION,
