@@ -6,9 +6,10 @@
  * capacity by capacity back to step 0 (the base): the new filters start
  * from the step model of their capacity (their pre-pruning weights), are
  * trained with everything older frozen (prn_nest.h), and the result is one
- * Darknet model (DIR/model.cfg + DIR/model.weights, the full capacity)
- * plus DIR/capacities.json (the capacity table, accuracy, costs, page-in/
- * out bytes), written last.
+ * Darknet model (DIR/variant.cfg + DIR/init.weights, the full capacity),
+ * DIR/capacities.json (the capacity table, accuracy, costs, page-in/out
+ * bytes) and DIR/meta.json (the variant stage's contract, technique
+ * "nested", the manifest's capacities), written last.
  */
 #include "prune_cli.h"
 #include "prn_impl.h"
@@ -186,10 +187,11 @@ int prn_cli_grow(int argc, char **argv, trn_err *err)
         "each step the new filters start from their pre-pruning weights (the roadmap's model of\n"
         "that size) and train `batches` batches while every older parameter is frozen, and the\n"
         "input slices of old filters that read new channels stay zero, so every smaller capacity\n"
-        "computes bit for bit what it computed when it was trained. Writes DIR/model.cfg and\n"
-        "DIR/model.weights (the full capacity: a plain Darknet model) and DIR/capacities.json\n"
-        "(written last: per capacity the filters per layer, test top-1 with its 95% Wilson\n"
-        "interval, MACs, parameters, weight bytes; page-in/out bytes of every switch).\n"
+        "computes bit for bit what it computed when it was trained. Writes DIR/variant.cfg and\n"
+        "DIR/init.weights (the full capacity: a plain Darknet model), DIR/capacities.json (per\n"
+        "capacity the filters per layer, test top-1 with its 95% Wilson interval, MACs,\n"
+        "parameters, weight bytes; page-in/out bytes of every switch) and DIR/meta.json\n"
+        "(written last: technique nested with the manifest's capacities).\n"
         "--set keys: batches (100), learning_rate (0.01), capacities (5).\n",
         opts, NULL};
     const char *extra;
@@ -322,10 +324,10 @@ int prn_cli_grow(int argc, char **argv, trn_err *err)
                 (unsigned long long)acc[k].images);
     }
     if (trn_net_set_capacity(ev, NULL, err)) goto done;
-    /* Files: model.cfg, model.weights, then capacities.json. */
-    snprintf(path, sizeof path, "%s/model.cfg", out);
+    /* Files: variant.cfg, init.weights, capacities.json, then meta.json. */
+    snprintf(path, sizeof path, "%s/variant.cfg", out);
     if (trn_cfg_write(cfg, path, err)) goto done;
-    snprintf(path, sizeof path, "%s/model.weights", out);
+    snprintf(path, sizeof path, "%s/init.weights", out);
     trn_net_set_seen(net, 0);
     if (trn_weights_save(net, path, err)) goto done;
     j = cJSON_CreateObject();
@@ -343,8 +345,8 @@ int prn_cli_grow(int argc, char **argv, trn_err *err)
     cJSON *js = cJSON_AddObjectToObject(j, "settings");
     cJSON_AddNumberToObject(js, "batches", (double)batches);
     cJSON_AddNumberToObject(js, "learning_rate", lr);
-    cJSON_AddStringToObject(j, "cfg", "model.cfg");
-    cJSON_AddStringToObject(j, "weights", "model.weights");
+    cJSON_AddStringToObject(j, "cfg", "variant.cfg");
+    cJSON_AddStringToObject(j, "weights", "init.weights");
     cJSON_AddNumberToObject(j, "weights_bytes", (double)trn_weights_bytes(net));
     cJSON_AddFalseToObject(j, "bn_per_capacity");
     cJSON_AddStringToObject(j, "bn_note", "an old channel reads only old channels (its new-input slices are zero), "
@@ -400,6 +402,64 @@ int prn_cli_grow(int argc, char **argv, trn_err *err)
     if (!text) trn_errf(err, "out of memory");
     else if (prn_appendf(&text, "\n") == 0 && trn_write_file_atomic(path, text, strlen(text), err) == 0) rc = 0;
     free(text);
+    /* meta.json: the manifest's technique fields (catalog/manifest.schema.json, capacity). */
+    if (rc == 0) {
+        rc = -1;
+        cJSON *meta = cJSON_CreateObject(), *caps = cJSON_CreateArray();
+        char desc[256];
+        snprintf(desc, sizeof desc, "NestDNN multi-capacity model: %d capacities grown from a %s roadmap",
+                 (int)ncap, cJSON_IsString(cJSON_GetObjectItem(road, "method")) ?
+                 cJSON_GetObjectItem(road, "method")->valuestring : "pruning");
+        for (int k = 0; meta && caps && k < ncap; k++) {
+            cJSON *o = cJSON_CreateObject(), *ci = cJSON_CreateArray(), *pin = cJSON_CreateObject(),
+                  *pout = cJSON_CreateObject();
+            cJSON_AddNumberToObject(o, "capacity", k + 1);
+            for (int i = 0; i < L; i++) {
+                int fk = nest.filters[(size_t)k * L + i];
+                if (fk <= 0) continue;
+                cJSON *e = cJSON_CreateObject();
+                cJSON_AddNumberToObject(e, "layer", i);
+                cJSON_AddNumberToObject(e, "channels", fk);
+                cJSON_AddItemToArray(ci, e);
+            }
+            cJSON_AddItemToObject(o, "channel_index", ci);
+            cJSON_AddNumberToObject(o, "macs", (double)tot[k].macs);
+            cJSON_AddNumberToObject(o, "params", (double)tot[k].params);
+            cJSON_AddNumberToObject(o, "weight_bytes", (double)tot[k].weight_bytes);
+            cJSON_AddNumberToObject(o, "peak_activation_bytes", (double)tot[k].peak_activation_bytes);
+            cJSON_AddNumberToObject(o, "top1", acc[k].top1);
+            cJSON_AddItemToObject(o, "test", acc_json(&acc[k], TRN_SPLIT_TEST));
+            for (int b = 0; b < ncap; b++) {
+                char key[16];
+                snprintf(key, sizeof key, "%d", b + 1);
+                if (b > k) cJSON_AddNumberToObject(pin, key, (double)(tot[b].weight_bytes - tot[k].weight_bytes));
+                if (b < k) cJSON_AddNumberToObject(pout, key, (double)(tot[k].weight_bytes - tot[b].weight_bytes));
+            }
+            cJSON_AddItemToObject(o, "page_in_bytes", pin);
+            cJSON_AddItemToObject(o, "page_out_bytes", pout);
+            cJSON_AddItemToArray(caps, o);
+        }
+        if (meta && caps) {
+            cJSON_AddStringToObject(meta, "technique", "nested");
+            cJSON_AddStringToObject(meta, "parent", "base");
+            cJSON_AddStringToObject(meta, "description", desc);
+            cJSON *tf = cJSON_AddObjectToObject(meta, "technique_fields");
+            cJSON_AddItemToObject(tf, "capacities", caps);
+            caps = NULL;
+            cJSON_AddStringToObject(tf, "capacities_file", "capacities.json");
+            cJSON_AddNumberToObject(tf, "sum_independent_weight_bytes", (double)sum);
+            text = cJSON_Print(meta);
+            snprintf(path, sizeof path, "%s/meta.json", out);
+            if (!text) trn_errf(err, "out of memory");
+            else if (prn_appendf(&text, "\n") == 0 && trn_write_file_atomic(path, text, strlen(text), err) == 0)
+                rc = 0;
+            free(text);
+        } else {
+            trn_errf(err, "out of memory");
+        }
+        cJSON_Delete(caps);
+        cJSON_Delete(meta);
+    }
     if (rc == 0)
         fprintf(stderr, "prune grow: %s: %d capacities, model %llu bytes, the independent descendants %llu bytes "
                         "(%.3fx)\n", out, (int)ncap, (unsigned long long)tot[ncap - 1].weight_bytes,
@@ -413,8 +473,8 @@ done:
         rmdir(tmpdir);
     }
     if (rc != 0 && out) {
-        const char *names[] = {"capacities.json", "model.weights", "model.cfg"};
-        for (size_t i = 0; i < 3; i++) {
+        const char *names[] = {"meta.json", "capacities.json", "init.weights", "variant.cfg"};
+        for (size_t i = 0; i < 4; i++) {
             snprintf(path, sizeof path, "%s/%s", out, names[i]);
             unlink(path);
         }

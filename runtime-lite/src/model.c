@@ -217,8 +217,9 @@ static int open_plain(rtl_model *m, rtl_err *err)
  *
  * One network over one mapping of the full model's weights; capacity k is
  * a channel prefix per layer (trn_net_set_capacity), read from the
- * manifest (technique_fields.capacities[].channel_index: {layer, channels};
- * a layer not listed keeps all its filters). A switch changes the active
+ * manifest (technique_fields.capacities[], smallest first: capacity k is
+ * the k-th entry, whatever its "capacity" number; its channel_index lists
+ * {layer, channels}; a layer not listed keeps all its filters). A switch changes the active
  * prefix in place: an upgrade advises the kernel to read the added
  * parameter ranges (MADV_WILLNEED), a downgrade releases the dropped ones
  * (MADV_DONTNEED; pages shared with parameters still in use are kept), no
@@ -241,10 +242,9 @@ static int nested_table(rtl_model *m, rtl_err *err)
     if (!m->cap_filters || !m->cap_rows || !m->cap_inc) rc = rtl_errf(err, "out of memory");
     for (int k = 0; k < n && rc == 0; k++) {
         const cJSON *c = cJSON_GetArrayItem(caps, k);
-        const cJSON *num = cJSON_GetObjectItemCaseSensitive(c, "capacity");
         const cJSON *ci = cJSON_GetObjectItemCaseSensitive(c, "channel_index"), *e;
-        if (!cJSON_IsNumber(num) || num->valueint != k + 1 || !cJSON_IsArray(ci)) {
-            rc = rtl_errf(err, "manifest: capacities[%d] must be capacity %d with a channel_index array", k, k + 1);
+        if (!cJSON_IsArray(ci)) {
+            rc = rtl_errf(err, "manifest: capacities[%d] has no channel_index array", k);
             break;
         }
         cJSON_ArrayForEach(e, ci) {

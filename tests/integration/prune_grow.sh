@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # prune grow: NestDNN's freeze-&-grow from a small roadmap: the folder
-# (model.cfg, model.weights, capacities.json last), capacity 1 is the
+# (variant.cfg, init.weights, capacities.json, meta.json last), capacity 1 is the
 # roadmap's seed (the same test predictions), the full capacity is a plain
 # Darknet model that `trainer valid` runs with capacity 5's accuracy, costs
 # nested, page-in/out bytes consistent, the same bytes for 1 and 2 threads,
@@ -69,8 +69,8 @@ t_check "--help names the settings and the files" grep -q "capacities.json" "$T/
 expect_ok "grow" "$P" "${G[@]}" --out "$T/g"
 C=$T/g/capacities.json
 t_check "it says what it wrote" grep -q "5 capacities, model .* bytes, the independent descendants" "$T/out"
-t_check "exactly three files" test "$(ls -A "$T/g" | tr '\n' ' ')" = "capacities.json model.cfg model.weights "
-t_check "format and files" jqc '.format == "prune-nest" and .version == 1 and .cfg == "model.cfg" and .weights == "model.weights"' "$C"
+t_check "exactly the four files" test "$(ls -A "$T/g" | tr '\n' ' ')" = "capacities.json init.weights meta.json variant.cfg "
+t_check "format and files" jqc '.format == "prune-nest" and .version == 1 and .cfg == "variant.cfg" and .weights == "init.weights"' "$C"
 t_check "5 capacities from the seed step down to step 0" jqc '[.capacities[].roadmap_step] == [4, 3, 2, 1, 0]' "$C"
 t_check "capacity filters are the roadmap's kept counts" test "$(jq -c '[.capacities[] | [.filters[0], .filters[2], .filters[4]]]' "$C")" = "$(jq -c '[.steps[4,3,2,1,0].kept]' "$R")"
 t_check "MACs, params and bytes grow with the capacity" jqc '.capacities as $c | all(range(1; 5); $c[.].macs > $c[. - 1].macs and $c[.].weight_bytes > $c[. - 1].weight_bytes)' "$C"
@@ -82,8 +82,11 @@ t_check "an upgrade pages in the added bytes, out nothing; a downgrade the rever
         then .page_in_bytes == $c[.to - 1].weight_bytes - $c[.from - 1].weight_bytes and .page_out_bytes == 0
         else .page_out_bytes == $c[.from - 1].weight_bytes - $c[.to - 1].weight_bytes and .page_in_bytes == 0 end) and (.switches | length) == 20' "$C"
 t_check "the model is the largest capacity, smaller than the descendants together" jqc '.sum_independent_weight_bytes > .capacities[4].weight_bytes and .weights_bytes == .capacities[4].weight_bytes + 20' "$C"
+M=$T/g/meta.json
+t_check "meta.json: technique nested, the manifest's capacities" jqc '.technique == "nested" and .parent == "base" and (.technique_fields.capacities | length) == 5 and all(.technique_fields.capacities[]; (.channel_index | length) == 4 and .weight_bytes > 0)' "$M"
+t_check "meta.json: page bytes per target capacity" jqc '.technique_fields.capacities as $c | $c[0].page_in_bytes."5" == $c[4].weight_bytes - $c[0].weight_bytes and $c[4].page_out_bytes."1" == $c[4].weight_bytes - $c[0].weight_bytes and $c[0].page_out_bytes == {}' "$M"
 t_check "zeroed slices: none at capacity 1, some above" jqc '.capacities[0].zero_slice_params == 0 and .capacities[4].zero_slice_params > 0' "$C"
-"$BIN/trainer" valid --cfg "$T/g/model.cfg" --weights "$T/g/model.weights" --data "$D" --split test >"$T/v" 2>&1
+"$BIN/trainer" valid --cfg "$T/g/variant.cfg" --weights "$T/g/init.weights" --data "$D" --split test >"$T/v" 2>&1
 t_check "trainer runs the full capacity with capacity 5's accuracy" grep -q "^top-1 $(printf %.4f "$(jq -r '.capacities[4].test.top1' "$C")") " "$T/v"
 
 THREADS=2 expect_ok "grow with 2 threads" "$P" "${G[@]}" --threads 2 --out "$T/g2"
