@@ -317,7 +317,9 @@ static void page_flush(page_run *r)
 static void page_add(page_run *r, size_t s, size_t e)
 {
     if (e <= s) return;
-    if (r->e == s && r->e > r->s) {
+    /* Contiguous, or (paging in) within the pages the pending range
+     * already advises: one call for both. */
+    if (r->e > r->s && (r->e == s || (r->up && s / r->page <= (r->e - 1) / r->page + 1))) {
         r->e = e;
         return;
     }
