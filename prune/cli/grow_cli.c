@@ -183,7 +183,8 @@ int prn_cli_grow(int argc, char **argv, trn_err *err)
         "grow", NULL, NULL,
         "--roadmap R --data D.data --seed N --out DIR [--set key=value ...] [--threads T]",
         "NestDNN's freeze-&-grow: the roadmap's seed is capacity 1; the model grows back along\n"
-        "the roadmap to its step 0 (the base) in `capacities` steps (steps chosen evenly); at\n"
+        "the roadmap to its step 0 (the base) in `capacities` steps (the steps nearest to evenly\n"
+        "spaced MACs); at\n"
         "each step the new filters start from their pre-pruning weights (the roadmap's model of\n"
         "that size) and train `batches` batches while every older parameter is frozen, and the\n"
         "input slices of old filters that read new channels stay zero, so every smaller capacity\n"
@@ -238,9 +239,23 @@ int prn_cli_grow(int argc, char **argv, trn_err *err)
         goto done;
     }
     if (ncap > seed_step + 1) ncap = seed_step + 1;
-    /* Capacities: steps seed_step .. 0 chosen evenly (capacity 1 = the seed). */
-    for (int k = 0; k < ncap; k++)
-        caps_step[k] = (int)lround((double)seed_step * (1.0 - (double)k / (double)(ncap - 1)));
+    /* Capacities: capacity 1 = the seed, the last = step 0; between them the
+     * steps whose MACs are nearest to evenly spaced levels between the
+     * seed's and the base's (each a later-pruned step than the one before,
+     * leaving a step for every capacity still to choose). */
+    {
+        double m0 = cJSON_GetNumberValue(cJSON_GetObjectItem(cJSON_GetArrayItem(steps, 0), "macs"));
+        double ms = cJSON_GetNumberValue(cJSON_GetObjectItem(cJSON_GetArrayItem(steps, seed_step), "macs"));
+        caps_step[0] = seed_step;
+        caps_step[ncap - 1] = 0;
+        for (int k = 1; k < ncap - 1; k++) {
+            double want = ms + (m0 - ms) * (double)k / (double)(ncap - 1), best = -1;
+            for (int st = caps_step[k - 1] - 1; st >= (int)ncap - 1 - k; st--) {
+                double m = cJSON_GetNumberValue(cJSON_GetObjectItem(cJSON_GetArrayItem(steps, st), "macs"));
+                if (best < 0 || fabs(m - want) < best) best = fabs(m - want), caps_step[k] = st;
+            }
+        }
+    }
     dir_of(roadp, rdir, sizeof rdir);
     if (!(ds = trn_dataset_open(data, err))) goto done;
     if (!trn_dataset_count(ds, TRN_SPLIT_TRAIN) || !trn_dataset_count(ds, TRN_SPLIT_TEST)) {
