@@ -81,6 +81,7 @@ struct rtl_model {
                                 * (row ncap: the whole network) */
     uint64_t switch_in, switch_out;           /* the last switch: parameter bytes */
     uint64_t switch_in_pages, switch_out_pages; /* and the page bytes advised */
+    struct rtl_gtdp_cache *gtdp; /* GTDP part networks (gtdp.c), NULL before */
 };
 
 /* Forward passes share the process-wide compute pool and OpenBLAS: one at
@@ -479,8 +480,13 @@ void rtl_model_close(rtl_model *m)
     free(m->cap_filters);
     free(m->cap_rows);
     free(m->cap_inc);
+    rtl_gtdp_cache_free(m->gtdp);
     free(m);
 }
+
+struct rtl_gtdp_cache **rtl_model_gtdp_cache(rtl_model *m) { return &m->gtdp; }
+void rtl_forward_lock(void) { pthread_mutex_lock(&forward_lock); }
+void rtl_forward_unlock(void) { pthread_mutex_unlock(&forward_lock); }
 
 const rtl_variant *rtl_model_variant(const rtl_model *m) { return m->variant; }
 size_t rtl_model_classes(const rtl_model *m) { return m->classes; }
@@ -495,6 +501,8 @@ void rtl_model_input_shape(const rtl_model *m, int *c, int *h, int *w)
     if (h) *h = s.h;
     if (w) *w = s.w;
 }
+
+trn_net *rtl_model_net(const rtl_model *m) { return m->parts[0].net; }
 
 size_t rtl_model_input_size(const rtl_model *m) { return trn_net_inputs(m->parts[0].net); }
 
