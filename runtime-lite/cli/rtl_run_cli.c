@@ -40,8 +40,12 @@ int cmd_run(rtl_store *s, int argc, char **argv)
     if (run_wants_split(argc, argv)) return cmd_run_split(s, argc, argv); /* its own options */
     if (run_wants_tasks(argc, argv)) return cmd_run_tasks(s, argc, argv); /* likewise */
     struct cmd_opts o = CMD_OPTS_DEFAULTS;
+    long long capacity = 0;
     const ck_opt opts[] = {
         {"--top", "K", CK_INT, &o.top, 1, 100000, "classes per image (default 5, at most the task's classes)"},
+        {"--capacity", "K", CK_INT, &capacity, 1, 100000,
+         "a multi-capacity (nested) variant: run capacity K (1 = the smallest;\n"
+         "default: the largest)"},
         {"--json", NULL, CK_FLAG, &o.json, 0, 0,
          "one JSON object: {\"catalog\",\"version\",\"variant\",\"results\":[{\"image\",\n"
          "\"answered_by\",\"top\":[{\"index\",\"label\",\"probability\"}]} or\n"
@@ -49,7 +53,7 @@ int cmd_run(rtl_store *s, int argc, char **argv)
         {"--threads", "N", CK_INT, &o.threads, 1, 1024, "compute threads (default: all cores)"},
         {0},
     };
-    const ck_verb v = {"run", NULL, NULL, "ID VARIANT IMAGE... [--top K] [--json] [--threads N]",
+    const ck_verb v = {"run", NULL, NULL, "ID VARIANT IMAGE... [--top K] [--capacity K] [--json] [--threads N]",
                        "Runs variant VARIANT of installed catalog ID on each image (PNG, JPEG or BMP;\n"
                        "scaled and centre-cropped as `trainer predict` does) and prints the K most\n"
                        "probable classes with the labels of the variant's task, one line per image:\n"
@@ -66,6 +70,11 @@ int cmd_run(rtl_store *s, int argc, char **argv)
     rtl_model_options mo = {.threads = (int)o.threads};
     rtl_model *m = rtl_model_open(cat, argv[i + 1], &mo, &err);
     if (!m) {
+        rtl_catalog_close(cat);
+        return fail(&err);
+    }
+    if (capacity && rtl_model_set_capacity(m, (int)capacity, &err) != 0) {
+        rtl_model_close(m);
         rtl_catalog_close(cat);
         return fail(&err);
     }
@@ -108,6 +117,7 @@ int cmd_run(rtl_store *s, int argc, char **argv)
         cJSON_AddStringToObject(doc, "catalog", rtl_catalog_id(cat));
         cJSON_AddNumberToObject(doc, "version", (double)rtl_catalog_version(cat));
         cJSON_AddStringToObject(doc, "variant", argv[i + 1]);
+        if (rtl_model_capacities(m)) cJSON_AddNumberToObject(doc, "capacity", rtl_model_capacity(m));
         results = cJSON_AddArrayToObject(doc, "results");
     }
     int status = 0, ready = top && (!o.json || results);
@@ -116,16 +126,16 @@ int cmd_run(rtl_store *s, int argc, char **argv)
         status = 1;
     }
     for (int a = i + 2; ready && a < argc; a++) {
-        size_t n;
+        size_t n = 0;
         rtl_model *ans = m;
         size_t km = k < rtl_model_classes(m) ? k : rtl_model_classes(m);
-        if (rtl_model_run_image(m, argv[a], &err) == 0 && rtl_model_top(m, km, top, &n, &err) == 0 && pm &&
-            n > 0 && (int)top[0].index == other) {
+        int ok = rtl_model_run_image(m, argv[a], &err) == 0 && rtl_model_top(m, km, top, &n, &err) == 0;
+        if (ok && pm && n > 0 && (int)top[0].index == other) { /* "other": the partner answers */
             ans = pm;
             km = k < rtl_model_classes(pm) ? k : rtl_model_classes(pm);
-            if (rtl_model_run_image(pm, argv[a], &err) != 0) n = (size_t)-1;
+            ok = rtl_model_run_image(pm, argv[a], &err) == 0 && rtl_model_top(pm, km, top, &n, &err) == 0;
         }
-        if (n == (size_t)-1 || (ans == pm && rtl_model_top(pm, km, top, &n, &err) != 0) || !rtl_model_output(m)) {
+        if (!ok) {
             status = fail(&err);
             if (results) {
                 cJSON *r = cJSON_CreateObject();
