@@ -26,6 +26,7 @@ static const trn_layer_ops *const kind_ops[] = {
     [TRN_LAYER_DROPOUT] = &trn_dropout_ops,    [TRN_LAYER_CROP] = &trn_crop_ops,
     [TRN_LAYER_SOFTMAX] = &trn_softmax_ops,    [TRN_LAYER_COST] = &trn_cost_ops,
     [TRN_LAYER_ROUTE] = &trn_route_ops,        [TRN_LAYER_SHORTCUT] = &trn_shortcut_ops,
+    [TRN_LAYER_EXIT] = &trn_exit_ops,
 };
 _Static_assert(sizeof kind_ops / sizeof *kind_ops == TRN_LAYER_KIND_COUNT,
                "a layer kind has no ops table");
@@ -49,6 +50,7 @@ static const trn_kind_desc kinds[] = {
     [TRN_LAYER_COST] = {TRN_LAYER_COST, "cost", no_aliases, NULL, TRN_CHANNELS_PASS},
     [TRN_LAYER_ROUTE] = {TRN_LAYER_ROUTE, "route", no_aliases, "layers", TRN_CHANNELS_CONCAT},
     [TRN_LAYER_SHORTCUT] = {TRN_LAYER_SHORTCUT, "shortcut", no_aliases, "from", TRN_CHANNELS_ADD},
+    [TRN_LAYER_EXIT] = {TRN_LAYER_EXIT, "exit", no_aliases, NULL, TRN_CHANNELS_PASS},
 };
 _Static_assert(sizeof kinds / sizeof *kinds == TRN_LAYER_KIND_COUNT,
                "a layer kind has no row in the kind table");
@@ -396,10 +398,10 @@ static int setup_layer(trn_build *b, trn_layer *l, trn_err *err)
         if (in_list(darknet_only_sections, type))
             return trn_build_fail(b, NULL, err, "this Darknet layer is not supported by this "
                                   "trainer (supported: convolutional, connected, maxpool, "
-                                  "avgpool, dropout, crop, softmax, cost, route, shortcut)");
+                                  "avgpool, dropout, crop, softmax, cost, route, shortcut, exit)");
         return trn_build_fail(b, NULL, err, "unknown section type (supported: convolutional, "
                               "connected, maxpool, avgpool, dropout, crop, softmax, cost, route, "
-                              "shortcut)");
+                              "shortcut, exit)");
     }
     l->ops = kind_ops[kind];
     snprintf(l->type, sizeof l->type, "%s", type);

@@ -195,6 +195,7 @@ extern const trn_layer_ops trn_softmax_ops;
 extern const trn_layer_ops trn_cost_ops;
 extern const trn_layer_ops trn_route_ops;
 extern const trn_layer_ops trn_shortcut_ops;
+extern const trn_layer_ops trn_exit_ops;
 
 /* Batch normalisation shared by convolutional and connected layers
  * (batchnorm.c). State for `c` channels over `spatial` positions. */
