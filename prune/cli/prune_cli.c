@@ -5,6 +5,8 @@
  *   prune svd     --cfg C --weights W --spec S --out DIR
  *   prune mimic   --cfg C --weights W --data D.data --from SEL --to SEL
  *                 --with TEXT [--set key=value ...] --seed N --out DIR
+ *   prune retarget --cfg C --weights W --tasks X.tasks --cut SEL --seed N --out DIR
+ *   prune specialise --cfg C --weights W --data D.data --contexts LIST --seed N --out DIR
  *   prune plan    --cfg C
  * Every deriving verb writes DIR/variant.cfg, DIR/init.weights and
  * DIR/meta.json (meta.json last), or nothing at all when it fails.
@@ -29,7 +31,14 @@ static const char *const usage_main =
     "  svd       low-rank factorisation of connected layers\n"
     "  mimic     in-place transformation: a fragment replaced by a smaller one\n"
     "            trained to regress the original fragment's outputs\n"
+    "  retarget  shared trunk + task heads: layers above a cut retrained per\n"
+    "            attribute task on the frozen trunk's cached outputs (MCDNN 4.1.3)\n"
+    "  specialise (n,p) context models: the last layers retrained for n classes +\n"
+    "            \"other\" on frozen lower layers, scored as a cascade (MCDNN 4.1.2)\n"
     "  plan      the layers of a cfg with their selectors, MACs and parameters\n"
+    "  trr       rank every filter by Triplet Response Residual (NestDNN)\n"
+    "  l1        rank every filter by the L1 norm of its weights (baseline)\n"
+    "  roadmap   iterative filter pruning with retraining (NestDNN's roadmap)\n"
     "\n"
     "Run `prune VERB --help` for a verb's options. Selectors: conv#k, conv@k, fc#k,\n"
     "fc@k, local#k, local@k, L<i> (prune/README.md).\n";
@@ -50,6 +59,12 @@ static const struct {
     {"from", "SEL", "the first layer of the fragment to replace"},
     {"to", "SEL", "the last layer of the fragment to replace"},
     {"with", "TEXT", "the replacement fragment (see above)"},
+    {"tasks", "X.tasks", "the tasks file (\"task data-file\" lines, the base's task first)"},
+    {"cut", "SEL", "the trunk's last layer (layers above it are retrained)"},
+    {"head", "TEXT", "hidden sections of the head before its classifier (default: none)"},
+    {"contexts", "LIST", "the contexts list (\"id n p data-file\" lines, dataset contexts)"},
+    {"generic-cfg", "G", "the cascade's generic model (default: the base --cfg)"},
+    {"generic-weights", "GW", "its weights (default: --weights)"},
     {"set", "key=value", "a setting of the fragment's regression training (repeatable)"},
     {"seed", "N", "seed of the new weights (and of the training)"},
     {"out", "DIR", "the variant folder to write"},
@@ -62,8 +77,8 @@ int prn_cli_parse(int argc, char **argv, const char *verb, const char *synopsis,
     memset(o, 0, sizeof *o);
     long long seed = -1, threads = 1;
     ck_list set = {.n = 0};
-    char names[16][24];
-    ck_opt opts[16];
+    char names[24][24];
+    ck_opt opts[24];
     int n = 0;
     for (size_t d = 0; d < sizeof opt_docs / sizeof *opt_docs; d++) {
         int k = 0;
@@ -82,6 +97,12 @@ int prn_cli_parse(int argc, char **argv, const char *verb, const char *synopsis,
                    : !strcmp(nm, "data")    ? (void *)&o->data
                    : !strcmp(nm, "from")    ? (void *)&o->from
                    : !strcmp(nm, "to")      ? (void *)&o->to
+                   : !strcmp(nm, "tasks")   ? (void *)&o->tasks
+                   : !strcmp(nm, "cut")     ? (void *)&o->cut
+                   : !strcmp(nm, "head")    ? (void *)&o->head
+                   : !strcmp(nm, "contexts") ? (void *)&o->contexts
+                   : !strcmp(nm, "generic-cfg") ? (void *)&o->generic_cfg
+                   : !strcmp(nm, "generic-weights") ? (void *)&o->generic_weights
                                             : (void *)&o->with;
         opts[n++] = r;
     }
@@ -117,6 +138,9 @@ int prn_cli_require(const prn_cli_opts *o, const char *verb, const char *const *
                  : !strcmp(n, "from")      ? !!o->from
                  : !strcmp(n, "to")        ? !!o->to
                  : !strcmp(n, "with")      ? !!o->with
+                 : !strcmp(n, "tasks")     ? !!o->tasks
+                 : !strcmp(n, "cut")       ? !!o->cut
+                 : !strcmp(n, "contexts")  ? !!o->contexts
                  : !strcmp(n, "seed")      ? o->have_seed
                                            : 1;
         if (!have) {
@@ -281,6 +305,17 @@ static int run_rewrite(int argc, char **argv) { return run_verb("rewrite", cmd_r
 static int run_svd(int argc, char **argv) { return run_verb("svd", cmd_svd, argc, argv); }
 static int run_mimic(int argc, char **argv) { return run_verb("mimic", prn_cli_mimic, argc, argv); }
 static int run_plan(int argc, char **argv) { return run_verb("plan", cmd_plan, argc, argv); }
+static int run_specialise(int argc, char **argv)
+{
+    return run_verb("specialise", prn_cli_specialise, argc, argv);
+}
+static int run_trr(int argc, char **argv) { return run_verb("trr", prn_cli_trr, argc, argv); }
+static int run_l1(int argc, char **argv) { return run_verb("l1", prn_cli_l1, argc, argv); }
+static int run_roadmap(int argc, char **argv) { return run_verb("roadmap", prn_cli_roadmap, argc, argv); }
+static int run_retarget(int argc, char **argv)
+{
+    return run_verb("retarget", prn_cli_retarget, argc, argv);
+}
 
 static void usage(FILE *out) { fputs(usage_main, out); }
 
@@ -290,7 +325,12 @@ int main(int argc, char **argv)
         CK_VERB("rewrite", "static rewrites (stride x2, filters /2, connected output /F, local -> convolutional, layer removal)", run_rewrite),
         CK_VERB("svd", "low-rank factorisation of connected layers", run_svd),
         CK_VERB("mimic", "in-place transformation: a fragment replaced by a smaller one trained to regress the original", run_mimic),
+        CK_VERB("retarget", "task heads on a frozen shared trunk, trained on its cached outputs", run_retarget),
+        CK_VERB("specialise", "(n,p) context models: the classifier retrained on frozen layers, scored as a cascade", run_specialise),
         CK_VERB("plan", "the layers of a cfg with their selectors, MACs and parameters", run_plan),
+        CK_VERB("trr", "rank every filter by NestDNN's Triplet Response Residual (a ranking file)", run_trr),
+        CK_VERB("l1", "rank every filter by the L1 norm of its weights (the baseline of trr)", run_l1),
+        CK_VERB("roadmap", "NestDNN's pruning roadmap: prune by a ranking, retrain, until the minimum accuracy fails", run_roadmap),
     };
     static const ck_prog prog = {
         .name = "prune", .version = PRN_VERSION,

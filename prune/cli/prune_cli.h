@@ -10,7 +10,8 @@
 #define PRN_CLI_MAX_SET 32
 
 typedef struct prn_cli_opts {
-    const char *cfg, *weights, *spec, *out, *data, *from, *to, *with;
+    const char *cfg, *weights, *spec, *out, *data, *from, *to, *with, *tasks, *cut, *head, *contexts,
+        *generic_cfg, *generic_weights;
     const char *set[PRN_CLI_MAX_SET];
     int nset;
     uint64_t seed;
@@ -36,5 +37,23 @@ int prn_cli_finish(prn_variant *v, const char *out, trn_err *err);
 
 /* The mimic verb (mimic_cli.c). */
 int prn_cli_mimic(int argc, char **argv, trn_err *err);
+/* The retarget verb (retarget_cli.c). */
+int prn_cli_retarget(int argc, char **argv, trn_err *err);
+/* The specialise verb (specialise_cli.c). */
+int prn_cli_specialise(int argc, char **argv, trn_err *err);
+
+/* The ranking verbs trr and l1 (rank_cli.c). */
+int prn_cli_trr(int argc, char **argv, trn_err *err);
+int prn_cli_l1(int argc, char **argv, trn_err *err);
+/* The roadmap verb (roadmap_cli.c). */
+int prn_cli_roadmap(int argc, char **argv, trn_err *err);
+/* Draws `count` triplets (3 image indexes each, *out malloc'd) from split
+ * of ds with seed (prn_triplets_sample). -1 with err. */
+int prn_cli_sample_triplets(const trn_dataset *ds, trn_split split, uint64_t seed, uint64_t count,
+                            size_t **out, trn_err *err);
+/* Ranks net (batch 3k for TRR) by m; TRR's triplets come from split of ds
+ * (evaluation preprocessing). NULL with err. */
+prn_ranking *prn_cli_rank(trn_net *net, prn_rank_method m, const trn_dataset *ds, trn_split split,
+                          uint64_t seed, uint64_t triplets, trn_err *err);
 
 #endif /* PRUNE_CLI_H */

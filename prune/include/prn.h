@@ -225,6 +225,214 @@ int prn_mimic_opts_set(prn_mimic_opts *o, const char *kv, trn_err *err);
 int prn_mimic(const trn_cfg *cfg, trn_net *base, const prn_mimic_opts *o, prn_variant *out,
               trn_err *err) TRN_MUST_CHECK;
 
+/* ---- filter rankings (rank.c) ---------------------------------------------- *
+ *
+ * NestDNN's Triplet Response Residual (TRR) and the L1-norm baseline rank
+ * every filter of every [convolutional] layer (groups = 1) and every
+ * [connected] layer but the classifier (the last [connected]). Scores are
+ * normalised per layer (TRR: by map size x triplets; L1: by weights per
+ * filter) and then ranked across layers; prune/README.md has the
+ * definitions. */
+
+typedef enum prn_rank_method {
+    PRN_RANK_TRR,
+    PRN_RANK_L1,
+    PRN_RANK_METHOD_COUNT
+} prn_rank_method;
+/* "trr", "l1"; "?" when invalid. */
+const char *prn_rank_method_name(prn_rank_method m);
+/* The method named s, or -1. */
+int prn_rank_method_parse(const char *s);
+
+/* Fills anc, pos and neg, each (c, h, w) of the network's input, with the
+ * images of triplet t (a pure function of t). 0, or -1 with err. */
+typedef int (*prn_triplet_fn)(void *ctx, uint64_t t, float *anc, float *pos, float *neg,
+                              trn_err *err);
+
+typedef struct prn_rank_opts {
+    prn_rank_method method;
+    uint64_t triplets;        /* TRR: how many triplets (> 0) */
+    prn_triplet_fn triplet;   /* TRR: the triplet source */
+    void *triplet_ctx;
+} prn_rank_opts;
+
+typedef struct prn_rank_layer {
+    int layer;               /* layer index */
+    trn_layer_kind kind;     /* convolutional or connected */
+    int filters;             /* filters (outputs) */
+    uint64_t map;            /* output height x width (1 for connected) */
+    uint64_t filter_weights; /* weights per filter */
+    double *score;           /* [filters] raw: TRR sum, or L1 norm */
+    double *norm;            /* [filters] normalised score */
+    int *order;              /* [filters] the layer's filters, most important first */
+} prn_rank_layer;
+
+typedef struct prn_rank_entry {
+    int layer;  /* position in prn_ranking.layers (not the layer index) */
+    int filter;
+} prn_rank_entry;
+
+typedef struct prn_ranking {
+    prn_rank_method method;
+    uint64_t triplets;       /* TRR's triplet count (0 for L1) */
+    int nlayers;
+    prn_rank_layer *layers;  /* the ranked layers in cfg order */
+    int filters;             /* all of their filters */
+    prn_rank_entry *order;   /* [filters] every filter, least important first
+                              * (ascending normalised score; ties: later layer,
+                              * then later filter first) */
+} prn_ranking;
+
+/* The indexes of the layers a ranking covers, in cfg order, into
+ * layers[0..max) (layers may be NULL); returns how many there are. */
+int prn_rank_layers(const trn_net *net, int *layers, int max);
+
+/* Ranks net's filters. TRR runs inference forwards of batch/3 triplets at a
+ * time (the network's batch must be 3 or more) through the last ranked
+ * layer and sums, per filter, ||F(anc)-F(neg)||^2 - ||F(anc)-F(pos)||^2 over
+ * its output map (after batch norm and activation), in double, in triplet
+ * order: the same bytes for any thread count. L1 reads the weights only.
+ * NULL with err (no layer to rank, a failing triplet, non-finite scores).
+ * Free with prn_ranking_free. */
+prn_ranking *prn_rank(trn_net *net, const prn_rank_opts *o, trn_err *err);
+void prn_ranking_free(prn_ranking *r);
+
+/* Samples `count` triplets from n images whose classes are classes[0..n):
+ * out[3t], out[3t+1], out[3t+2] receive triplet t's anchor, positive (same
+ * class, another image) and negative (another class) as image indexes.
+ * The anchor is uniform over the images that have a positive and a
+ * negative, the positive uniform over the rest of its class, the negative
+ * uniform over the other classes' images; triplet t is a pure function of
+ * (seed, t). -1 with err when no triplet exists. */
+int prn_triplets_sample(const int *classes, size_t n, uint64_t seed, uint64_t count, size_t *out,
+                        trn_err *err);
+
+/* The ranking file's JSON (prune/README.md, "Ranking file"): format,
+ * version, method, triplets, normalisation, layers (layer, type, filters,
+ * map, filter_weights, score, normalised, order) and prune_order ([layer
+ * index, filter] pairs, least important first). net is the ranked
+ * network. NULL when out of memory. */
+cJSON *prn_ranking_json(const prn_ranking *r, const trn_net *net);
+/* ---- retargeting: shared trunks and task heads (retarget.c) ----------------- *
+ *
+ * MCDNN section 4.1.3 (sharing) and 4.1.2 (specialisation): a trunk (layers
+ * 0..cut of a trained base) is frozen; a head (optional hidden sections,
+ * then a [connected] classifier and [softmax]) is trained on the trunk's
+ * outputs, which are computed once and cached ("t' = m_l(t)"), so heads
+ * train in seconds. */
+
+/* Cached trunk outputs: n images, each shape.c*h*w floats. */
+typedef struct prn_features {
+    size_t n;
+    trn_shape shape;
+    float *x;
+} prn_features;
+
+/* Frees what f holds and empties it (NULL-safe). */
+void prn_features_free(prn_features *f);
+
+/* Appends the outputs of layers 0..cut of base for n images to f (which
+ * may be empty, or hold features of the same shape): the images are those
+ * of input steps first, first+1, ... (trn_net_batch(base) images each),
+ * the last step's surplus dropped. -1 with err filled. */
+int prn_features_add(trn_net *base, int cut, prn_input_fn input, void *ctx, uint64_t first,
+                     size_t n, prn_features *f, trn_err *err) TRN_MUST_CHECK;
+
+typedef struct prn_head_opts {
+    const char *with;      /* hidden sections before the classifier, in mimic's
+                            * --with syntax; NULL or "": a linear classifier */
+    int batch;             /* feature vectors per step (64) */
+    int batches;           /* SGD steps (1500), poly power 2 decay */
+    float learning_rate;   /* (0.05) */
+    float momentum;        /* (0.9) */
+    float decay;           /* (0.0005) */
+    int aug_passes;        /* extra augmented passes over the training images
+                            * when the caller caches features (2) */
+    uint64_t seed;         /* initial weights and the minibatch draws */
+} prn_head_opts;
+
+void prn_head_opts_defaults(prn_head_opts *o);
+/* One option from "key=value" (batch, batches, learning_rate, momentum,
+ * decay, aug_passes). -1 with an error naming the key and the accepted ones. */
+int prn_head_opts_set(prn_head_opts *o, const char *kv, trn_err *err);
+
+/* Trains a head of `classes` outputs on features f with labels[0..f->n)
+ * (each in [0, classes)): minibatches of o->batch drawn uniformly with
+ * replacement from trn_rng_fork(seed, step). *cfg receives the head's cfg
+ * ([net] sized for one feature map, o->with, [connected] output=classes,
+ * [softmax]), *net the trained head (batch o->batch), *loss_first and
+ * *loss_last (may be NULL) the mean loss of the first and last tenth of the
+ * steps. -1 when o->with does not parse or build on the features, holds a
+ * [cost] or [softmax], or a label is out of range. */
+int prn_head_train(const prn_features *f, const int *labels, int classes, const prn_head_opts *o,
+                   trn_cfg **cfg, trn_net **net, float *loss_first, float *loss_last,
+                   trn_err *err) TRN_MUST_CHECK;
+
+/* The head's top-1 class of every feature vector of f into pred[0..f->n)
+ * and, when conf is not NULL, its probability. */
+int prn_head_predict(trn_net *head, const prn_features *f, int *pred, float *conf,
+                     trn_err *err) TRN_MUST_CHECK;
+
+/* The whole network of one task: layers 0..cut of cfg with base's weights,
+ * then the head's layers (head_cfg without its [net]) with head's weights,
+ * as one Darknet cfg and weights file that any reader runs. out->fields
+ * holds {"head": {"trunk", "from_layer"}, head_macs, head_params, ...};
+ * the caller adds its measurements. */
+int prn_retarget_variant(const trn_cfg *cfg, const trn_net *base, int cut, const trn_cfg *head_cfg,
+                         const trn_net *head, const char *trunk_id, prn_variant *out,
+                         trn_err *err) TRN_MUST_CHECK;
+
+/* ---- filter pruning by selection (filters.c) ------------------------------- */
+
+/* Layer `layer` ([convolutional] or [connected]) keeps its filters
+ * filters[0..n), in that order. */
+typedef struct prn_keep {
+    int layer;
+    int n;
+    const int *filters;
+} prn_keep;
+
+/* A clone of cfg (the cfg of net) with each keep[k].layer's filters= or
+ * output= set to keep[k].n. NULL with err (a layer that has no filters, a
+ * count outside 1..filters). */
+trn_cfg *prn_filters_cfg(const trn_cfg *cfg, const trn_net *net, const prn_keep *keep, int nkeep,
+                         trn_err *err);
+/* Copies src's parameters into dst (built from prn_filters_cfg's cfg, any
+ * batch or options): the kept filters' weights, biases and batch-norm
+ * values in the keep order, and in every layer that reads them (through
+ * channel-passing layers and [route] concatenations) the matching input
+ * channels in the same order. -1 with err when a pruned layer's channels
+ * reach a [shortcut] or the network output, a filter index is out of range
+ * or repeated, or dst's shapes do not match. */
+int prn_filters_copy(const trn_net *src, trn_net *dst, const prn_keep *keep, int nkeep, trn_err *err);
+
+/* ---- the pruning roadmap (roadmap.c) --------------------------------------- */
+
+/* One pruning step: which filters of the ranked layers stay. r ranks the
+ * current model (r->layers[l].filters filters each). Without `target`,
+ * removes the ceil(step x r->filters) least important filters in r->order,
+ * skipping a layer's filter when the layer would keep fewer than
+ * max(min_filters, ceil((1 - max_layer_step) x its filters)); with target
+ * (one count per ranked layer), removes from each layer its least important
+ * filters by its own order down to target[l]. kept[l] (caller-allocated,
+ * r->layers[l].filters ints each) receives the staying filters in
+ * ascending index order, nkept[l] their count. Returns the number of
+ * filters removed (0: none could be), or -1 with err (a target above the
+ * current count or below 1). */
+int prn_roadmap_choose(const prn_ranking *r, double step, int min_filters, double max_layer_step,
+                       const int *target, int **kept, int *nkept, trn_err *err);
+
+/* The common filter order of a roadmap. perm[k][l] (k < nsteps, l <
+ * nlayers) lists the base filter indexes that step k's model holds in
+ * ranked layer l, in that model's order, nkept[k][l] of them; step 0 holds
+ * all base[l] filters and every step's set is a subset of the one before.
+ * order[l] (caller-allocated, base[l] ints) receives the base filters of
+ * layer l, the last step's first (in its model's order), then those that
+ * step nsteps-1 dropped, ..., then those step 1 dropped, so that every
+ * step's filters are a prefix. -1 with err when the sets are not nested. */
+int prn_roadmap_order(int nsteps, int nlayers, const int *base, int *const *const *perm,
+                      int *const *nkept, int **order, trn_err *err);
+
 /* ---- cfg surgery shared by the techniques (splice.c) ----------------------- */
 
 /* Replaces layers [first, last] of cfg (0 <= first <= last, or first ==

@@ -69,7 +69,7 @@ int prn_mimic_opts_set(prn_mimic_opts *o, const char *kv, trn_err *err)
 
 /* The --with text as cfg text, line k holding the k-th item (see top).
  * A continuation item leaves its own line empty (a comment line). */
-static char *with_to_cfg(const char *with, trn_err *err)
+char *prn_with_to_cfg(const char *with, trn_err *err)
 {
     size_t n_items = 1;
     for (const char *p = with; *p; p++) n_items += *p == ',' || *p == ';';
@@ -248,7 +248,7 @@ int prn_mimic(const trn_cfg *cfg, trn_net *base, const prn_mimic_opts *o, prn_va
                  trn_cfg_name(cfg), nl);
         goto out;
     }
-    if (!(text = with_to_cfg(o->with, err))) goto out;
+    if (!(text = prn_with_to_cfg(o->with, err))) goto out;
     if (!(repl = trn_cfg_parse(text, strlen(text), "--with item", err))) goto out;
     if (trn_cfg_sections(repl) < 1 || trn_cfg_find_section(repl, "net", 0) >= 0 ||
         trn_cfg_find_section(repl, "network", 0) >= 0) {

@@ -29,4 +29,10 @@ char *prn_strdupf(const char *fmt, ...) TRN_PRINTF(1, 2);
  * memory (*s is then freed and NULL). */
 int prn_appendf(char **s, const char *fmt, ...) TRN_PRINTF(2, 3);
 
+/* The --with text of mimic and retarget (sections separated by ';', items
+ * by ','; the first item of a section its type) as cfg text whose line k
+ * holds the k-th item, so that messages point at items. NULL when out of
+ * memory. */
+char *prn_with_to_cfg(const char *with, trn_err *err);
+
 #endif /* PRN_IMPL_H */

@@ -7,7 +7,9 @@
 # (runtime-lite/src/model.c, the same set), the recipe machinery
 # (mk/variants.mk: the techniques it accepts are in the enum, and its
 # error message lists exactly those), and prune's verbs (every verb but
-# `plan` is a technique, and they are the ones mk/variants.mk derives).
+# the tools that derive no variant, `plan` and the filter rankings and
+# roadmap `trr`, `l1`, `roadmap`, `scan`, is a technique, and they are the
+# ones mk/variants.mk derives).
 . "$TOP/tests/lib.sh"
 
 python3 - "$TOP" >"$T/out" 2>&1 <<'PY'
@@ -40,11 +42,20 @@ said = re.split(r",\s*|\s+or\s+", m.group(1).strip()) if m else []
 if sorted(said) != sorted(accepted): fail(f"mk/variants.mk's error lists {said}, it accepts {accepted}")
 m = re.search(r"verbs\[\]\s*=\s*\{(.*?)\n\s*\};", read("prune/cli/prune_cli.c"), re.S)
 verbs = re.findall(r'(?:\{|CK_VERB\()"([^"]+)",', m.group(1)) if m else []
-techs = [v for v in verbs if v != "plan"]
+# A verb named after what it does rather than the technique it writes:
+# `prune retarget` writes "head" variants (task heads on a shared trunk),
+# `prune specialise` "specialised" ones ((n,p) context models).
+# PENDING: techniques prune derives whose make stage is not in
+# mk/variants.mk yet (each must leave this set when its stage lands).
+VERB_TECHNIQUE = {"retarget": "head", "specialise": "specialised"}
+PENDING = {"head", "specialised"}
+techs = [VERB_TECHNIQUE.get(v, v) for v in verbs if v not in ("plan", "trr", "l1", "roadmap", "scan")]
 if not techs: fail("prune/cli/prune_cli.c: no verbs found")
 bad = [v for v in techs if v not in enum]
 if bad: fail(f"prune verbs that are not schema techniques: {bad}")
-if sorted(techs) != sorted(t for t in accepted if t != "base"):
+stale = [t for t in PENDING if t in accepted]
+if stale: fail(f"mk/variants.mk derives {stale} now: remove them from PENDING")
+if sorted(t for t in techs if t not in PENDING) != sorted(t for t in accepted if t != "base"):
     fail(f"prune's technique verbs {techs} != mk/variants.mk's derived techniques {accepted}")
 print(f"ok: {len(enum)} techniques; report, runtime, variants.mk ({len(accepted)}), prune ({len(techs)}) agree")
 PY

@@ -31,8 +31,12 @@ static void avgpool_describe(const trn_layer *l, trn_layer_info *info)
     info->pool_ops = l->inputs;
 }
 
-const trn_layer_ops trn_avgpool_ops = {
-    .kind = TRN_LAYER_AVGPOOL,
+/* Its row of the kind table (TRN_LAYER_KINDS in nn.h). */
+const trn_layer_ops trn_avgpool_kind = {
+    .desc = {.kind = TRN_LAYER_AVGPOOL,
+             .name = "avgpool",
+             .aliases = (const char *const[]){"avg", NULL},
+             .channels = TRN_CHANNELS_PASS},
     .keys = NULL,
     .setup = avgpool_setup,
     .forward = avgpool_forward,

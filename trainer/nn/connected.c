@@ -110,8 +110,14 @@ static void connected_describe(const trn_layer *l, trn_layer_info *info)
     info->act_ops = l->act == TRN_ACT_LINEAR ? 0 : l->outputs;
 }
 
-const trn_layer_ops trn_connected_ops = {
-    .kind = TRN_LAYER_CONNECTED,
+/* Its row of the kind table (TRN_LAYER_KINDS in nn.h). */
+const trn_layer_ops trn_connected_kind = {
+    .desc = {.kind = TRN_LAYER_CONNECTED,
+             .name = "connected",
+             .aliases = (const char *const[]){"conn", NULL},
+             .channels = TRN_CHANNELS_OWN},
+    .init_uniform = 1,
+    .weights_transposed = 1,
     .keys = connected_keys,
     .setup = connected_setup,
     .alloc = connected_alloc,

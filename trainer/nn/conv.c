@@ -262,8 +262,12 @@ static void conv_describe(const trn_layer *l, trn_layer_info *info)
     info->act_ops = l->act == TRN_ACT_LINEAR ? 0 : out;
 }
 
-const trn_layer_ops trn_conv_ops = {
-    .kind = TRN_LAYER_CONVOLUTIONAL,
+/* Its row of the kind table (TRN_LAYER_KINDS in nn.h). */
+const trn_layer_ops trn_conv_kind = {
+    .desc = {.kind = TRN_LAYER_CONVOLUTIONAL,
+             .name = "convolutional",
+             .aliases = (const char *const[]){"conv", NULL},
+             .channels = TRN_CHANNELS_OWN},
     .keys = conv_keys,
     .setup = conv_setup,
     .alloc = conv_alloc,

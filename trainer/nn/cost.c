@@ -72,8 +72,13 @@ static void cost_backward(trn_layer *l, trn_net *net)
 }
 #endif
 
-const trn_layer_ops trn_cost_ops = {
-    .kind = TRN_LAYER_COST,
+/* Its row of the kind table (TRN_LAYER_KINDS in nn.h). */
+const trn_layer_ops trn_cost_kind = {
+    .desc = {.kind = TRN_LAYER_COST,
+             .name = "cost",
+             .aliases = (const char *const[]){NULL},
+             .channels = TRN_CHANNELS_PASS,
+             .is_loss = 1},
     .keys = cost_keys,
     .setup = cost_setup,
     .forward = cost_forward,

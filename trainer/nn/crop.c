@@ -69,8 +69,12 @@ static void crop_forward(trn_layer *l, trn_net *net, int train)
                   flip, scale, trans, l->output);
 }
 
-const trn_layer_ops trn_crop_ops = {
-    .kind = TRN_LAYER_CROP,
+/* Its row of the kind table (TRN_LAYER_KINDS in nn.h). */
+const trn_layer_ops trn_crop_kind = {
+    .desc = {.kind = TRN_LAYER_CROP,
+             .name = "crop",
+             .aliases = (const char *const[]){NULL},
+             .channels = TRN_CHANNELS_PASS},
     .keys = crop_keys,
     .setup = crop_setup,
     .forward = crop_forward,

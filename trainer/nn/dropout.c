@@ -71,8 +71,12 @@ static void dropout_backward(trn_layer *l, trn_net *net)
 }
 #endif
 
-const trn_layer_ops trn_dropout_ops = {
-    .kind = TRN_LAYER_DROPOUT,
+/* Its row of the kind table (TRN_LAYER_KINDS in nn.h). */
+const trn_layer_ops trn_dropout_kind = {
+    .desc = {.kind = TRN_LAYER_DROPOUT,
+             .name = "dropout",
+             .aliases = (const char *const[]){NULL},
+             .channels = TRN_CHANNELS_PASS},
     .keys = dropout_keys,
     .setup = dropout_setup,
     .alloc = dropout_alloc,

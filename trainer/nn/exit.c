@@ -63,8 +63,12 @@ static void exit_backward(trn_layer *l, trn_net *net)
 }
 #endif
 
-const trn_layer_ops trn_exit_ops = {
-    .kind = TRN_LAYER_EXIT,
+/* Its row of the kind table (TRN_LAYER_KINDS in nn.h). */
+const trn_layer_ops trn_exit_kind = {
+    .desc = {.kind = TRN_LAYER_EXIT,
+             .name = "exit",
+             .aliases = (const char *const[]){NULL},
+             .channels = TRN_CHANNELS_PASS},
     .keys = exit_keys,
     .setup = exit_setup,
     .forward = exit_forward,

@@ -83,8 +83,13 @@ static void maxpool_describe(const trn_layer *l, trn_layer_info *info)
     info->pool_ops = (uint64_t)l->outputs * s->size * s->size;
 }
 
-const trn_layer_ops trn_maxpool_ops = {
-    .kind = TRN_LAYER_MAXPOOL,
+/* Its row of the kind table (TRN_LAYER_KINDS in nn.h). */
+const trn_layer_ops trn_maxpool_kind = {
+    .desc = {.kind = TRN_LAYER_MAXPOOL,
+             .name = "maxpool",
+             .aliases = (const char *const[]){"max", NULL},
+             .channels = TRN_CHANNELS_PASS},
+    .import_reruns_forward = 1,
     .keys = maxpool_keys,
     .setup = maxpool_setup,
     .alloc = maxpool_alloc,

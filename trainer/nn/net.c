@@ -20,59 +20,45 @@
  * Darknet does. */
 #define MAX_TENSOR ((1ull << 31) - 1)
 
+/* The kind table: the rows of the kind files, in TRN_LAYER_KINDS order. */
 static const trn_layer_ops *const kind_ops[] = {
-    [TRN_LAYER_CONVOLUTIONAL] = &trn_conv_ops, [TRN_LAYER_CONNECTED] = &trn_connected_ops,
-    [TRN_LAYER_MAXPOOL] = &trn_maxpool_ops,    [TRN_LAYER_AVGPOOL] = &trn_avgpool_ops,
-    [TRN_LAYER_DROPOUT] = &trn_dropout_ops,    [TRN_LAYER_CROP] = &trn_crop_ops,
-    [TRN_LAYER_SOFTMAX] = &trn_softmax_ops,    [TRN_LAYER_COST] = &trn_cost_ops,
-    [TRN_LAYER_ROUTE] = &trn_route_ops,        [TRN_LAYER_SHORTCUT] = &trn_shortcut_ops,
-    [TRN_LAYER_EXIT] = &trn_exit_ops,
+#define TRN_KIND_PTR_(KIND, file) [TRN_LAYER_##KIND] = &trn_##file##_kind,
+    TRN_LAYER_KINDS(TRN_KIND_PTR_)
+#undef TRN_KIND_PTR_
 };
 _Static_assert(sizeof kind_ops / sizeof *kind_ops == TRN_LAYER_KIND_COUNT,
-               "a layer kind has no ops table");
-
-static const char *const conv_aliases[] = {"conv", NULL};
-static const char *const conn_aliases[] = {"conn", NULL};
-static const char *const max_aliases[] = {"max", NULL};
-static const char *const avg_aliases[] = {"avg", NULL};
-static const char *const soft_aliases[] = {"soft", NULL};
-static const char *const no_aliases[] = {NULL};
-
-static const trn_kind_desc kinds[] = {
-    [TRN_LAYER_CONVOLUTIONAL] = {TRN_LAYER_CONVOLUTIONAL, "convolutional", conv_aliases, NULL,
-                                 TRN_CHANNELS_OWN},
-    [TRN_LAYER_CONNECTED] = {TRN_LAYER_CONNECTED, "connected", conn_aliases, NULL, TRN_CHANNELS_OWN},
-    [TRN_LAYER_MAXPOOL] = {TRN_LAYER_MAXPOOL, "maxpool", max_aliases, NULL, TRN_CHANNELS_PASS},
-    [TRN_LAYER_AVGPOOL] = {TRN_LAYER_AVGPOOL, "avgpool", avg_aliases, NULL, TRN_CHANNELS_PASS},
-    [TRN_LAYER_DROPOUT] = {TRN_LAYER_DROPOUT, "dropout", no_aliases, NULL, TRN_CHANNELS_PASS},
-    [TRN_LAYER_CROP] = {TRN_LAYER_CROP, "crop", no_aliases, NULL, TRN_CHANNELS_PASS},
-    [TRN_LAYER_SOFTMAX] = {TRN_LAYER_SOFTMAX, "softmax", soft_aliases, NULL, TRN_CHANNELS_PASS},
-    [TRN_LAYER_COST] = {TRN_LAYER_COST, "cost", no_aliases, NULL, TRN_CHANNELS_PASS},
-    [TRN_LAYER_ROUTE] = {TRN_LAYER_ROUTE, "route", no_aliases, "layers", TRN_CHANNELS_CONCAT},
-    [TRN_LAYER_SHORTCUT] = {TRN_LAYER_SHORTCUT, "shortcut", no_aliases, "from", TRN_CHANNELS_ADD},
-    [TRN_LAYER_EXIT] = {TRN_LAYER_EXIT, "exit", no_aliases, NULL, TRN_CHANNELS_PASS},
-};
-_Static_assert(sizeof kinds / sizeof *kinds == TRN_LAYER_KIND_COUNT,
                "a layer kind has no row in the kind table");
 
 const trn_kind_desc *trn_kind_desc_get(trn_layer_kind k)
 {
-    return (unsigned)k < TRN_LAYER_KIND_COUNT ? &kinds[k] : NULL;
+    return (unsigned)k < TRN_LAYER_KIND_COUNT ? &kind_ops[k]->desc : NULL;
 }
 
 const char *trn_layer_kind_name(trn_layer_kind k)
 {
-    return (unsigned)k < TRN_LAYER_KIND_COUNT ? kinds[k].name : "?";
+    return (unsigned)k < TRN_LAYER_KIND_COUNT ? kind_ops[k]->desc.name : "?";
 }
 
 int trn_kind_of_section(const char *type)
 {
     for (int k = 0; type && k < TRN_LAYER_KIND_COUNT; k++) {
-        if (strcmp(type, kinds[k].name) == 0) return k;
-        for (const char *const *a = kinds[k].aliases; *a; a++)
+        const trn_kind_desc *d = &kind_ops[k]->desc;
+        if (strcmp(type, d->name) == 0) return k;
+        for (const char *const *a = d->aliases; a && *a; a++)
             if (strcmp(type, *a) == 0) return k;
     }
     return -1;
+}
+
+/* "a, b, c": the kinds' canonical names, for messages. */
+static const char *supported_kinds(char *buf, size_t size)
+{
+    size_t len = 0;
+    buf[0] = 0;
+    for (int k = 0; k < TRN_LAYER_KIND_COUNT && len < size; k++)
+        len += (size_t)snprintf(buf + len, size - len, "%s%s", k ? ", " : "",
+                                kind_ops[k]->desc.name);
+    return buf;
 }
 
 /* Darknet sections this trainer does not implement (a clearer message than
@@ -392,16 +378,15 @@ static int setup_layer(trn_build *b, trn_layer *l, trn_err *err)
     const char *type = trn_cfg_section_type(b->cfg, b->section);
     int kind = trn_kind_of_section(type);
     if (kind < 0) {
+        char names[512];
         if (strcmp(type, "net") == 0 || strcmp(type, "network") == 0)
             return trn_build_fail(b, NULL, err, "a second [%s] section: only the first section "
                                   "may be [net]", type);
         if (in_list(darknet_only_sections, type))
             return trn_build_fail(b, NULL, err, "this Darknet layer is not supported by this "
-                                  "trainer (supported: convolutional, connected, maxpool, "
-                                  "avgpool, dropout, crop, softmax, cost, route, shortcut, exit)");
-        return trn_build_fail(b, NULL, err, "unknown section type (supported: convolutional, "
-                              "connected, maxpool, avgpool, dropout, crop, softmax, cost, route, "
-                              "shortcut, exit)");
+                                  "trainer (supported: %s)", supported_kinds(names, sizeof names));
+        return trn_build_fail(b, NULL, err, "unknown section type (supported: %s)",
+                              supported_kinds(names, sizeof names));
     }
     l->ops = kind_ops[kind];
     snprintf(l->type, sizeof l->type, "%s", type);
@@ -483,7 +468,7 @@ static void init_params(trn_net *net)
             trn_rng r = trn_rng_fork(&net->rng_init, (uint64_t)p->layer);
             float scale = sqrtf(2.0f / (float)p->cols);
             for (size_t j = 0; j < p->count; j++)
-                p->data[j] = l->ops->kind == TRN_LAYER_CONNECTED
+                p->data[j] = l->ops->init_uniform
                                  ? scale * trn_rng_range(&r, -1, 1)
                                  : scale * trn_rng_normal(&r);
         }
@@ -715,7 +700,7 @@ void trn_net_set_seen(trn_net *net, uint64_t seen) { net->seen = seen; }
 static const trn_layer *output_layer(const trn_net *net)
 {
     int i = net->n - 1;
-    while (i > 0 && net->layers[i].ops->kind == TRN_LAYER_COST) i--;
+    while (i > 0 && net->layers[i].ops->desc.is_loss) i--;
     return &net->layers[i];
 }
 
@@ -755,7 +740,7 @@ int trn_net_layer_info(const trn_net *net, int i, trn_layer_info *info)
     const trn_layer *l = &net->layers[i];
     memset(info, 0, sizeof *info);
     info->index = i;
-    info->kind = l->ops->kind;
+    info->kind = l->ops->desc.kind;
     info->type = l->type;
     info->section = l->section;
     info->line = l->line;
@@ -789,7 +774,7 @@ static uint64_t peak_activation(const trn_net *net)
     for (int i = 0; i < n; i++) {
         trn_layer_info info;
         trn_net_layer_info(net, i, &info);
-        if (info.kind != TRN_LAYER_ROUTE && owner[i] >= 0) {
+        if (!net->layers[i].ops->desc.ignores_previous && owner[i] >= 0) {
             if (last[owner[i]] < i) last[owner[i]] = i;
         }
         for (int k = 0; k < info.n_from; k++) {
@@ -930,7 +915,7 @@ int trn_layer_import_output(trn_net *net, int i, const float *values, size_t n, 
     trn_layer *l = &net->layers[i];
     if (n != (size_t)net->batch * l->outputs)
         return trn_errf(err, "layer %d has %zu outputs, not %zu", i, (size_t)net->batch * l->outputs, n);
-    if (l->ops->kind == TRN_LAYER_MAXPOOL) l->ops->forward(l, net, 1);
+    if (l->ops->import_reruns_forward) l->ops->forward(l, net, 1);
     net->be->upload(l->output, values, n);
     return 0;
 }

@@ -25,8 +25,21 @@
 typedef struct trn_layer trn_layer;
 typedef struct trn_build trn_build;
 
+/* A kind's row of the kind table (trn_kind_desc: name, aliases, refs,
+ * channel rule) and its behaviour. Each kind file defines one, named
+ * trn_<file>_kind after its line in TRN_LAYER_KINDS (nn.h). */
 typedef struct trn_layer_ops {
-    trn_layer_kind kind;
+    trn_kind_desc desc;
+    /* Darknet's initial weights: 0 scale*N(0,1) (convolutional), 1
+     * scale*U(-1,1) (connected); scale = sqrt(2 / fan-in). */
+    int init_uniform;
+    /* 1: its weights are stored transposed (rows and columns swapped) in a
+     * .weights file whose header says so (Darknet's version x.1001). */
+    int weights_transposed;
+    /* 1: trn_layer_import_output first reruns its training forward (on its
+     * current input), to rebuild state the backward reads (max-pool's
+     * argmax choices). */
+    int import_reruns_forward;
     /* Keys the section may hold besides the common ones (NULL-terminated). */
     const char *const *keys;
     /* Reads the section's keys (trn_build_* getters), sets l->out, the
@@ -184,18 +197,10 @@ int trn_weights_write(const trn_net *net, int (*put)(void *ctx, const void *p, s
  * backward on Darknet's forward state. */
 int trn_layer_import_output(trn_net *net, int i, const float *values, size_t n, trn_err *err);
 
-/* The kinds (one file each). */
-extern const trn_layer_ops trn_conv_ops;
-extern const trn_layer_ops trn_connected_ops;
-extern const trn_layer_ops trn_maxpool_ops;
-extern const trn_layer_ops trn_avgpool_ops;
-extern const trn_layer_ops trn_dropout_ops;
-extern const trn_layer_ops trn_crop_ops;
-extern const trn_layer_ops trn_softmax_ops;
-extern const trn_layer_ops trn_cost_ops;
-extern const trn_layer_ops trn_route_ops;
-extern const trn_layer_ops trn_shortcut_ops;
-extern const trn_layer_ops trn_exit_ops;
+/* The kinds' rows (one file each, listed by TRN_LAYER_KINDS in nn.h). */
+#define TRN_KIND_ROW_(KIND, file) extern const trn_layer_ops trn_##file##_kind;
+TRN_LAYER_KINDS(TRN_KIND_ROW_)
+#undef TRN_KIND_ROW_
 
 /* Batch normalisation shared by convolutional and connected layers
  * (batchnorm.c). State for `c` channels over `spatial` positions. */

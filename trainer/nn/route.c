@@ -91,8 +91,14 @@ static void route_describe(const trn_layer *l, trn_layer_info *info)
     for (int i = 0; i < s->n; i++) info->from[i] = s->from[i];
 }
 
-const trn_layer_ops trn_route_ops = {
-    .kind = TRN_LAYER_ROUTE,
+/* Its row of the kind table (TRN_LAYER_KINDS in nn.h). */
+const trn_layer_ops trn_route_kind = {
+    .desc = {.kind = TRN_LAYER_ROUTE,
+             .name = "route",
+             .aliases = (const char *const[]){NULL},
+             .refs_key = "layers",
+             .channels = TRN_CHANNELS_CONCAT,
+             .ignores_previous = 1},
     .keys = route_keys,
     .setup = route_setup,
     .forward = route_forward,

@@ -84,8 +84,13 @@ static void shortcut_describe(const trn_layer *l, trn_layer_info *info)
     info->act_ops = l->act == TRN_ACT_LINEAR ? 0 : l->outputs;
 }
 
-const trn_layer_ops trn_shortcut_ops = {
-    .kind = TRN_LAYER_SHORTCUT,
+/* Its row of the kind table (TRN_LAYER_KINDS in nn.h). */
+const trn_layer_ops trn_shortcut_kind = {
+    .desc = {.kind = TRN_LAYER_SHORTCUT,
+             .name = "shortcut",
+             .aliases = (const char *const[]){NULL},
+             .refs_key = "from",
+             .channels = TRN_CHANNELS_ADD},
     .keys = shortcut_keys,
     .setup = shortcut_setup,
     .forward = shortcut_forward,

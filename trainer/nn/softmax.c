@@ -106,8 +106,12 @@ static void softmax_describe(const trn_layer *l, trn_layer_info *info)
     info->act_ops = l->outputs;
 }
 
-const trn_layer_ops trn_softmax_ops = {
-    .kind = TRN_LAYER_SOFTMAX,
+/* Its row of the kind table (TRN_LAYER_KINDS in nn.h). */
+const trn_layer_ops trn_softmax_kind = {
+    .desc = {.kind = TRN_LAYER_SOFTMAX,
+             .name = "softmax",
+             .aliases = (const char *const[]){"soft", NULL},
+             .channels = TRN_CHANNELS_PASS},
     .keys = softmax_keys,
     .setup = softmax_setup,
     .alloc = softmax_alloc,

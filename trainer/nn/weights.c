@@ -97,7 +97,7 @@ static int after_load(trn_net *net, const wheader *h, const char *name, trn_err 
     if (!h->transpose) return 0;
     for (int i = 0; i < net->np; i++) {
         trn_param *p = &net->params[i];
-        if (p->role == TRN_PARAM_WEIGHTS && net->layers[p->layer].ops->kind == TRN_LAYER_CONNECTED &&
+        if (p->role == TRN_PARAM_WEIGHTS && net->layers[p->layer].ops->weights_transposed &&
             !net->layers[p->layer].dontload && transpose(p->data, p->rows, p->cols) != 0)
             return trn_errf(err, "%s: out of memory transposing layer %d", name, p->layer);
     }

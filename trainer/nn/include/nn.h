@@ -232,19 +232,28 @@ int trn_cfg_write(const trn_cfg *cfg, const char *path, trn_err *err) TRN_MUST_C
 /* The most layers one layer reads ([route] layers=...). */
 #define TRN_MAX_FROM 32
 
-/* Layer kinds: one source file each (trainer/nn/<kind>.c). */
+/* The layer-kind registry, one line per kind: X(KIND, file) makes the value
+ * TRN_LAYER_<KIND> and names the row trn_<file>_kind that the kind's own
+ * file trainer/nn/<file>.c defines (its name, aliases, refs, channel rule
+ * and ops). This line is the only place outside that file that names the
+ * kind (trainer/README.md: "Adding a layer kind"). The order is the enum's. */
+#define TRN_LAYER_KINDS(X)      \
+    X(CONVOLUTIONAL, conv)      \
+    X(CONNECTED, connected)     \
+    X(MAXPOOL, maxpool)         \
+    X(AVGPOOL, avgpool)         \
+    X(DROPOUT, dropout)         \
+    X(CROP, crop)               \
+    X(SOFTMAX, softmax)         \
+    X(COST, cost)               \
+    X(ROUTE, route)             \
+    X(SHORTCUT, shortcut)       \
+    X(EXIT, exit)
+
 typedef enum trn_layer_kind {
-    TRN_LAYER_CONVOLUTIONAL,
-    TRN_LAYER_CONNECTED,
-    TRN_LAYER_MAXPOOL,
-    TRN_LAYER_AVGPOOL,
-    TRN_LAYER_DROPOUT,
-    TRN_LAYER_CROP,
-    TRN_LAYER_SOFTMAX,
-    TRN_LAYER_COST,
-    TRN_LAYER_ROUTE,
-    TRN_LAYER_SHORTCUT,
-    TRN_LAYER_EXIT, /* first layer of an early-exit branch (exit.c) */
+#define TRN_KIND_ENUM_(KIND, file) TRN_LAYER_##KIND,
+    TRN_LAYER_KINDS(TRN_KIND_ENUM_)
+#undef TRN_KIND_ENUM_
     TRN_LAYER_KIND_COUNT
 } trn_layer_kind;
 /* The canonical section type ("convolutional", ...); "?" when invalid. */
@@ -259,18 +268,21 @@ typedef enum trn_channel_rule {
     TRN_CHANNELS_ADD,    /* its input's, element-wise with another layer's */
 } trn_channel_rule;
 
-/* The layer-kind table, one row per kind: the one place that names a kind
- * (section type and Darknet's aliases), the cfg key naming the other
- * layers it reads (NULL: only the previous layer) and its channel rule.
- * The engine builds from it, prune and the CLIs ask it; catalog's cost
- * model keeps its own list as an independent oracle, and a test checks
- * that list against this table. */
+/* The layer-kind table, one row per kind (each row lives in its kind's
+ * file): the one place that names a kind (section type and Darknet's
+ * aliases), the cfg key naming the other layers it reads (NULL: only the
+ * previous layer), whether it reads the previous layer at all, whether it
+ * is a loss, and its channel rule. The engine builds from it, prune and
+ * the CLIs ask it; catalog's cost model keeps its own list as an
+ * independent oracle, and a test checks that list against this table. */
 typedef struct trn_kind_desc {
     trn_layer_kind kind;
     const char *name;            /* canonical section type */
-    const char *const *aliases;  /* other section types, NULL-terminated */
+    const char *const *aliases;  /* other section types, NULL-terminated (never NULL) */
     const char *refs_key;        /* "layers" (route), "from" (shortcut) or NULL */
     trn_channel_rule channels;
+    int ignores_previous;        /* 1: reads only its refs, not the previous layer (route) */
+    int is_loss;                 /* 1: a loss after the output ([cost]); not the output layer */
 } trn_kind_desc;
 /* Row k; NULL when k is not a kind. */
 const trn_kind_desc *trn_kind_desc_get(trn_layer_kind k);

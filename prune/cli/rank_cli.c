@@ -1,0 +1,183 @@
+/*
+ * rank_cli.c: `prune trr` and `prune l1`: the filter ranking file of a
+ * trained network (prune/README.md, "Filter rankings").
+ *   prune trr --cfg C --weights W --data D.data --seed N --out FILE
+ *             [--triplets N] [--split S] [--threads T]
+ *   prune l1  --cfg C --weights W --out FILE [--threads T]
+ * TRR's triplets are drawn from the data set's training split (or --split)
+ * with the seed; their images get the evaluation preprocessing (no
+ * augmentation). The file is written to a temporary name and renamed.
+ */
+#include "prune_cli.h"
+#include "prn_impl.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* TRR triplets per forward: the network is built with batch 3 x this. */
+#define RANK_TRIPLETS_PER_FORWARD 16
+
+typedef struct triplet_src {
+    const trn_dataset *ds;
+    trn_split split;
+    size_t *idx; /* 3 per triplet */
+    int w, h, c;
+} triplet_src;
+
+static int load_triplet(void *ctx, uint64_t t, float *anc, float *pos, float *neg, trn_err *err)
+{
+    triplet_src *s = ctx;
+    float *dst[3] = {anc, pos, neg};
+    for (int k = 0; k < 3; k++)
+        if (trn_image_load_input(trn_dataset_path(s->ds, s->split, s->idx[3 * t + (uint64_t)k]), s->w,
+                                 s->h, s->c, dst[k], err) != 0)
+            return -1;
+    return 0;
+}
+
+int prn_cli_sample_triplets(const trn_dataset *ds, trn_split split, uint64_t seed, uint64_t count,
+                            size_t **out, trn_err *err)
+{
+    size_t n = trn_dataset_count(ds, split);
+    int *cls = malloc((n ? n : 1) * sizeof *cls);
+    *out = malloc((size_t)(3 * (count ? count : 1)) * sizeof **out);
+    if (!cls || !*out) {
+        free(cls);
+        free(*out);
+        *out = NULL;
+        return trn_errf(err, "out of memory");
+    }
+    for (size_t i = 0; i < n; i++) cls[i] = trn_dataset_class(ds, split, i);
+    int rc = prn_triplets_sample(cls, n, seed, count, *out, err);
+    free(cls);
+    if (rc) {
+        trn_err_prefix(err, "the %s split", trn_split_name(split));
+        free(*out);
+        *out = NULL;
+    }
+    return rc;
+}
+
+prn_ranking *prn_cli_rank(trn_net *net, prn_rank_method m, const trn_dataset *ds, trn_split split,
+                          uint64_t seed, uint64_t triplets, trn_err *err)
+{
+    prn_rank_opts ro = {.method = m};
+    triplet_src src = {0};
+    if (m == PRN_RANK_TRR) {
+        trn_shape s = trn_net_input_shape(net);
+        src = (triplet_src){ds, split, NULL, s.w, s.h, s.c};
+        if (prn_cli_sample_triplets(ds, split, seed, triplets, &src.idx, err)) return NULL;
+        ro.triplets = triplets;
+        ro.triplet = load_triplet;
+        ro.triplet_ctx = &src;
+    }
+    prn_ranking *r = prn_rank(net, &ro, err);
+    free(src.idx);
+    return r;
+}
+
+static int rank_verb(int argc, char **argv, prn_rank_method m, trn_err *err)
+{
+    const char *cfgp = NULL, *weights = NULL, *data = NULL, *out = NULL, *split = "train";
+    long long seed = -1, triplets = 256, threads = 1;
+    int trr = m == PRN_RANK_TRR;
+    const ck_opt opts_trr[] = {
+        {"--cfg", "C", CK_STR, &cfgp, 0, 0, "the trained network (Darknet cfg)"},
+        {"--weights", "W", CK_STR, &weights, 0, 0, "its weights (Darknet .weights)"},
+        {"--data", "D.data", CK_STR, &data, 0, 0, "the data set the triplets come from"},
+        {"--seed", "N", CK_INT, &seed, 0, 4611686018427387904.0, "seed of the triplet sampling"},
+        {"--triplets", "N", CK_INT, &triplets, 1, 100000000, "how many triplets (default 256)"},
+        {"--split", "S", CK_STR, &split, 0, 0, "the split they come from: train (default), valid, test"},
+        {"--out", "FILE", CK_STR, &out, 0, 0, "the ranking file to write (JSON)"},
+        {"--threads", "T", CK_INT, &threads, 1, 1024, "compute threads (default 1)"},
+        {0},
+    };
+    const ck_opt opts_l1[] = {
+        {"--cfg", "C", CK_STR, &cfgp, 0, 0, "the trained network (Darknet cfg)"},
+        {"--weights", "W", CK_STR, &weights, 0, 0, "its weights (Darknet .weights)"},
+        {"--out", "FILE", CK_STR, &out, 0, 0, "the ranking file to write (JSON)"},
+        {"--threads", "T", CK_INT, &threads, 1, 1024, "accepted for a uniform command line"},
+        {0},
+    };
+    const ck_verb v = trr
+        ? (ck_verb){"trr", NULL, NULL,
+                    "--cfg C --weights W --data D.data --seed N --out FILE [--triplets N] [--split S] [--threads T]",
+                    "Ranks every filter of every convolutional layer and every connected layer but the\n"
+                    "classifier by NestDNN's Triplet Response Residual: over N triplets (anchor and\n"
+                    "positive of one class, negative of another) drawn from the split with the seed,\n"
+                    "TRR = sum ||F(anc)-F(neg)||^2 - ||F(anc)-F(pos)||^2 of the filter's output map.\n"
+                    "Scores are normalised per layer by map size and triplet count, then ranked\n"
+                    "across layers. Writes the ranking file FILE (prune/README.md).\n",
+                    opts_trr, NULL}
+        : (ck_verb){"l1", NULL, NULL, "--cfg C --weights W --out FILE [--threads T]",
+                    "Ranks every filter of every convolutional layer and every connected layer but the\n"
+                    "classifier by the L1 norm of its weights (Li et al.), normalised per layer by the\n"
+                    "weights per filter, then across layers: the baseline of `prune trr`, same file.\n",
+                    opts_l1, NULL};
+    const char *extra;
+    int rc0;
+    if (ck_parse("prune", &v, argc + 1, argv - 1, &extra, 0, &rc0) < 0) return rc0 == 0 ? 0 : -3;
+    if (!cfgp) return trn_errf(err, "--cfg is required"), -2;
+    if (!weights) return trn_errf(err, "--weights is required"), -2;
+    if (!out) return trn_errf(err, "--out is required"), -2;
+    int sp = trn_split_parse(split);
+    if (trr && !data) return trn_errf(err, "--data is required"), -2;
+    if (trr && seed < 0) return trn_errf(err, "--seed is required"), -2;
+    if (trr && sp < 0) return trn_errf(err, "--split '%s' is not a split: use train, valid or test", split), -2;
+    trn_set_threads((int)threads);
+    trn_cfg *cfg = trn_cfg_read(cfgp, err);
+    if (!cfg) return -1;
+    trn_dataset *ds = NULL;
+    trn_net *net = NULL;
+    prn_ranking *r = NULL;
+    cJSON *j = NULL;
+    char *text = NULL;
+    int rc = -1;
+    if (trr) {
+        if (!(ds = trn_dataset_open(data, err))) goto done;
+        if (!trn_dataset_has(ds, (trn_split)sp) || trn_dataset_count(ds, (trn_split)sp) == 0) {
+            trn_errf(err, "%s: no %s split (or an empty one): choose another with --split", data, split);
+            goto done;
+        }
+    }
+    if (!(net = prn_cli_load_base(cfg, weights, trr ? 3 * RANK_TRIPLETS_PER_FORWARD : 1, err))) goto done;
+    if (ds && (int)trn_net_outputs(net) != trn_dataset_classes(ds)) {
+        trn_errf(err, "%s has %zu outputs but %s has %d classes: rank with the data set the network "
+                      "was trained on", cfgp, trn_net_outputs(net), data, trn_dataset_classes(ds));
+        goto done;
+    }
+    if (!(r = prn_cli_rank(net, m, ds, (trn_split)(sp < 0 ? 0 : sp), (uint64_t)seed, (uint64_t)triplets, err)))
+        goto done;
+    if (!(j = prn_ranking_json(r, net))) {
+        trn_errf(err, "out of memory");
+        goto done;
+    }
+    cJSON_AddStringToObject(j, "cfg", cfgp);
+    cJSON_AddStringToObject(j, "weights", weights);
+    if (trr) {
+        cJSON_AddStringToObject(j, "data", data);
+        cJSON_AddStringToObject(j, "split", split);
+        cJSON_AddNumberToObject(j, "seed", (double)seed);
+    }
+    if (!(text = cJSON_Print(j)) || prn_appendf(&text, "\n")) {
+        trn_errf(err, "out of memory");
+        goto done;
+    }
+    if (trn_write_file_atomic(out, text, strlen(text), err) != 0) goto done;
+    printf("%s: %s ranking of %d filters in %d layers", out, prn_rank_method_name(m), r->filters, r->nlayers);
+    if (trr) printf(" (%lld triplets from the %s split, seed %lld)", triplets, split, seed);
+    printf("\n");
+    rc = 0;
+done:
+    free(text);
+    cJSON_Delete(j);
+    prn_ranking_free(r);
+    trn_net_free(net);
+    trn_dataset_close(ds);
+    trn_cfg_free(cfg);
+    return rc;
+}
+
+int prn_cli_trr(int argc, char **argv, trn_err *err) { return rank_verb(argc, argv, PRN_RANK_TRR, err); }
+int prn_cli_l1(int argc, char **argv, trn_err *err) { return rank_verb(argc, argv, PRN_RANK_L1, err); }

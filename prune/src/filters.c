@@ -1,0 +1,210 @@
+/*
+ * filters.c: filter pruning by selection. A pruned network keeps, in each
+ * pruned [convolutional]/[connected] layer, a chosen list of its filters in
+ * a chosen order; every layer that reads those channels (through pooling,
+ * dropout and other channel-passing layers, and [route] concatenations)
+ * keeps the matching input channels in the same order. Values are copied,
+ * never recomputed, so a pruned network that keeps every filter in a new
+ * order computes what the original computes (up to the summation order of
+ * the layers that read the permuted channels).
+ *
+ * Refused: a pruned layer whose channels reach a [shortcut] (its element-
+ * wise sum pairs channels of two layers), or the network output.
+ */
+#include "prn_impl.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* The source layers one layer reads: a route its from[], a shortcut the
+ * previous layer and from[0], others the previous layer (-1: the input). */
+static int sources(const trn_layer_info *in, int *src)
+{
+    if (in->kind == TRN_LAYER_ROUTE) {
+        for (int k = 0; k < in->n_from; k++) src[k] = in->from[k];
+        return in->n_from;
+    }
+    src[0] = in->index - 1;
+    if (in->kind == TRN_LAYER_SHORTCUT) {
+        src[1] = in->from[0];
+        return 2;
+    }
+    return 1;
+}
+
+trn_cfg *prn_filters_cfg(const trn_cfg *cfg, const trn_net *net, const prn_keep *keep, int nkeep,
+                         trn_err *err)
+{
+    trn_cfg *out = trn_cfg_clone(cfg, err);
+    if (!out) return NULL;
+    for (int k = 0; k < nkeep; k++) {
+        trn_layer_info info;
+        if (trn_net_layer_info(net, keep[k].layer, &info) != 0 ||
+            (info.kind != TRN_LAYER_CONVOLUTIONAL && info.kind != TRN_LAYER_CONNECTED)) {
+            trn_errf(err, "layer %d is not a [convolutional] or [connected] layer: its filters cannot be pruned",
+                     keep[k].layer);
+            goto fail;
+        }
+        if (keep[k].n < 1 || keep[k].n > info.out.c) {
+            trn_errf(err, "layer %d: keeping %d of its %d filters is not possible (1..%d)", keep[k].layer,
+                     keep[k].n, info.out.c, info.out.c);
+            goto fail;
+        }
+        const char *key = info.kind == TRN_LAYER_CONVOLUTIONAL ? "filters" : "output";
+        if (trn_cfg_setf(out, keep[k].layer + 1, key, err, "%d", keep[k].n) != 0) goto fail;
+    }
+    return out;
+fail:
+    trn_cfg_free(out);
+    return NULL;
+}
+
+/* chan[i]: for each output channel of layer i in dst, the channel of src
+ * it carries (n[i] of them), or NULL when it carries src's channels as
+ * they are. Built in layer order from keep and the kinds' channel rules. */
+typedef struct chan_map {
+    int **chan;
+    int *n;
+    int layers;
+} chan_map;
+
+static void chan_map_free(chan_map *m)
+{
+    for (int i = 0; m->chan && i < m->layers; i++) free(m->chan[i]);
+    free(m->chan);
+    free(m->n);
+}
+
+static int chan_map_build(const trn_net *src, const prn_keep *keep, int nkeep, chan_map *m, trn_err *err)
+{
+    int L = trn_net_layers(src);
+    m->layers = L;
+    m->chan = calloc((size_t)L, sizeof *m->chan);
+    m->n = calloc((size_t)L, sizeof *m->n);
+    if (!m->chan || !m->n) return trn_errf(err, "out of memory");
+    for (int i = 0; i < L; i++) {
+        trn_layer_info info;
+        trn_net_layer_info(src, i, &info);
+        m->n[i] = info.out.c;
+        const prn_keep *kp = NULL;
+        for (int k = 0; k < nkeep; k++)
+            if (keep[k].layer == i) kp = &keep[k];
+        if (kp) {
+            if (!(m->chan[i] = malloc((size_t)kp->n * sizeof(int)))) return trn_errf(err, "out of memory");
+            for (int j = 0; j < kp->n; j++) {
+                if (kp->filters[j] < 0 || kp->filters[j] >= info.out.c)
+                    return trn_errf(err, "layer %d has no filter %d (it has %d)", i, kp->filters[j], info.out.c);
+                for (int q = 0; q < j; q++)
+                    if (kp->filters[q] == kp->filters[j])
+                        return trn_errf(err, "layer %d: filter %d is kept twice", i, kp->filters[j]);
+                m->chan[i][j] = kp->filters[j];
+            }
+            m->n[i] = kp->n;
+            continue;
+        }
+        const trn_kind_desc *d = trn_kind_desc_get(info.kind);
+        int s[TRN_MAX_FROM + 1], ns = sources(&info, s);
+        int changed = 0;
+        for (int k = 0; k < ns; k++) changed |= s[k] >= 0 && m->chan[s[k]] != NULL;
+        if (!changed || !d || d->channels == TRN_CHANNELS_OWN) continue;
+        if (d->channels == TRN_CHANNELS_ADD)
+            return trn_errf(err, "layer %d ([%s]) adds its inputs' channels element-wise: the filters of "
+                                 "the layers it reads cannot be pruned (prune other layers)",
+                            i, info.type);
+        if (d->channels == TRN_CHANNELS_PASS) {
+            int n = m->n[s[0]];
+            if (!(m->chan[i] = malloc((size_t)n * sizeof(int)))) return trn_errf(err, "out of memory");
+            memcpy(m->chan[i], m->chan[s[0]], (size_t)n * sizeof(int));
+            m->n[i] = n;
+            continue;
+        }
+        /* Concatenation: the sources' channels, each shifted by the number
+         * of src channels before it. */
+        int total = 0;
+        for (int k = 0; k < ns; k++) total += m->n[s[k]];
+        if (!(m->chan[i] = malloc((size_t)total * sizeof(int)))) return trn_errf(err, "out of memory");
+        int at = 0, off = 0;
+        for (int k = 0; k < ns; k++) {
+            trn_layer_info si;
+            trn_net_layer_info(src, s[k], &si);
+            for (int j = 0; j < m->n[s[k]]; j++) m->chan[i][at++] = off + (m->chan[s[k]] ? m->chan[s[k]][j] : j);
+            off += si.out.c;
+        }
+        m->n[i] = total;
+    }
+    if (m->chan[L - 1])
+        return trn_errf(err, "the network's output (layer %d) would lose channels: its classifier cannot "
+                             "be pruned", L - 1);
+    return 0;
+}
+
+/* The parameter of (layer, role) in a table, or NULL. */
+static const trn_param *param_of(const trn_param *p, int np, int layer, trn_param_role role)
+{
+    for (int k = 0; k < np; k++)
+        if (p[k].layer == layer && p[k].role == role) return &p[k];
+    return NULL;
+}
+
+int prn_filters_copy(const trn_net *src, trn_net *dst, const prn_keep *keep, int nkeep, trn_err *err)
+{
+    chan_map m = {0};
+    int rc = chan_map_build(src, keep, nkeep, &m, err);
+    int ns, nd;
+    const trn_param *ps = trn_net_params(src, &ns), *pd = trn_net_params(dst, &nd);
+    if (rc == 0 && trn_net_layers(dst) != trn_net_layers(src))
+        rc = trn_errf(err, "the pruned network has %d layers, the original %d", trn_net_layers(dst),
+                      trn_net_layers(src));
+    for (int k = 0; rc == 0 && k < nd; k++) {
+        const trn_param *d = &pd[k], *s = param_of(ps, ns, d->layer, d->role);
+        trn_layer_info info;
+        trn_net_layer_info(src, d->layer, &info);
+        const int *oc = m.chan[d->layer]; /* output channels (rows), NULL: all */
+        if (!s) {
+            rc = trn_errf(err, "layer %d: the original has no %s", d->layer, trn_param_role_name(d->role));
+            break;
+        }
+        if (d->role != TRN_PARAM_WEIGHTS) {
+            /* A vector per output channel (biases, batch norm). */
+            if ((int)d->count != m.n[d->layer] && oc) {
+                rc = trn_errf(err, "layer %d: %s of %zu values for %d channels", d->layer,
+                              trn_param_role_name(d->role), d->count, m.n[d->layer]);
+                break;
+            }
+            if (!oc && d->count != s->count) {
+                rc = trn_errf(err, "layer %d: %s of %zu values, the original has %zu", d->layer,
+                              trn_param_role_name(d->role), d->count, s->count);
+                break;
+            }
+            for (size_t j = 0; j < d->count; j++) d->data[j] = s->data[oc ? (size_t)oc[j] : j];
+            continue;
+        }
+        /* Weights (rows, cols): rows are output channels; cols are the
+         * input channels, each a block of `blk` values (conv: size*size;
+         * connected: the input's h*w). */
+        int in = d->layer - 1;
+        const int *ic = in >= 0 ? m.chan[in] : NULL;
+        trn_layer_info prev;
+        int cin_src = in >= 0 && trn_net_layer_info(src, in, &prev) == 0 ? prev.out.c : info.in.c;
+        int cin_dst = ic ? m.n[in] : cin_src;
+        if (info.kind == TRN_LAYER_CONVOLUTIONAL && info.groups > 1 && ic) {
+            rc = trn_errf(err, "layer %d is a grouped convolution (groups=%d): the channels it reads "
+                               "cannot be pruned", d->layer, info.groups);
+            break;
+        }
+        size_t blk = s->cols % cin_src == 0 ? (size_t)(s->cols / cin_src) : 0;
+        if (!blk || (size_t)d->cols != blk * (size_t)cin_dst || d->rows != (oc ? m.n[d->layer] : s->rows)) {
+            rc = trn_errf(err, "layer %d: the pruned weights are %dx%d, expected %dx%zu", d->layer, d->rows,
+                          d->cols, oc ? m.n[d->layer] : s->rows, blk * (size_t)cin_dst);
+            break;
+        }
+        for (int r = 0; r < d->rows; r++) {
+            const float *sr = s->data + (size_t)(oc ? oc[r] : r) * (size_t)s->cols;
+            float *dr = d->data + (size_t)r * (size_t)d->cols;
+            for (int c = 0; c < cin_dst; c++)
+                memcpy(dr + (size_t)c * blk, sr + (size_t)(ic ? ic[c] : c) * blk, blk * sizeof(float));
+        }
+    }
+    chan_map_free(&m);
+    return rc;
+}

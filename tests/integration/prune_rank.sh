@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# prune trr and prune l1: the ranking file (every ranked layer and filter,
+# the prune order), the same bytes for any thread count, and errors that
+# name the problem, exit non-zero and leave no file behind.
+. "$TOP/tests/lib.sh"
+P=$BIN/prune
+TOOL=$TESTD/tools/prune-testtool
+
+cat >"$T/base.cfg" <<'EOF'
+[net]
+batch=4
+width=16
+height=16
+channels=3
+
+[convolutional]
+filters=8
+size=3
+stride=1
+pad=1
+batch_normalize=1
+activation=relu
+
+[maxpool]
+size=2
+stride=2
+
+[convolutional]
+filters=6
+size=3
+pad=1
+activation=leaky
+
+[connected]
+output=10
+activation=relu
+
+[connected]
+output=2
+activation=linear
+
+[softmax]
+EOF
+"$TOOL" weights "$T/base.cfg" 5 "$T/base.weights" || t_fail "fixture weights"
+"$TOOL" images "$T/data" 12 16 4 || t_fail "fixture images"
+D=$T/data/tiny.data
+jqc() { jq -e "$1" "$2" >/dev/null; } # FILTER FILE: the filter holds
+TRR=(trr --cfg "$T/base.cfg" --weights "$T/base.weights" --data "$D" --seed 3 --triplets 20)
+
+for v in trr l1; do
+    expect_ok "prune $v --help" "$P" $v --help
+    grep -q "Usage: prune $v" "$T/out" || t_fail "prune $v --help prints its usage"
+done
+
+expect_ok "trr" "$P" "${TRR[@]}" --out "$T/r1.json"
+t_check "trr says what it wrote" grep -q "trr ranking of 24 filters in 3 layers (20 triplets" "$T/out"
+t_check "the ranking file is JSON" jqc . "$T/r1.json"
+t_check "method, triplets, seed" jqc '.method == "trr" and .triplets == 20 and .seed == 3 and .split == "train"' "$T/r1.json"
+t_check "layers 0, 2, 3 ranked; the classifier is not" jqc '[.layers[].layer] == [0, 2, 3]' "$T/r1.json"
+t_check "per layer: scores, normalised scores, order" \
+    jqc 'all(.layers[]; (.score | length) == .filters and (.normalised | length) == .filters and (.order | sort) == [range(.filters)])' "$T/r1.json"
+t_check "map sizes 16x16, 8x8, 1" jqc '[.layers[].map] == [256, 64, 1]' "$T/r1.json"
+t_check "the prune order holds every filter once" jqc '(.prune_order | unique | length) == 24' "$T/r1.json"
+t_check "the prune order ascends by normalised score" jqc '
+    (.layers | map({key: (.layer | tostring), value: .normalised}) | from_entries) as $n
+    | [.prune_order[] | $n[(.[0] | tostring)][.[1]]] as $s
+    | all(range(1; $s | length); $s[. - 1] <= $s[.])' "$T/r1.json"
+t_check "no temporary file is left" test "$(ls "$T" | grep -c tmp)" = 0
+
+THREADS=2 expect_ok "trr with 2 threads" "$P" "${TRR[@]}" --threads 2 --out "$T/r2.json"
+t_check "the same bytes with 1 and 2 threads" cmp -s "$T/r1.json" "$T/r2.json"
+expect_ok "trr with another seed" "$P" trr --cfg "$T/base.cfg" --weights "$T/base.weights" --data "$D" \
+    --seed 4 --triplets 20 --out "$T/r3.json"
+t_check "another seed draws other triplets" test "$(jq -c '.layers[0].score' "$T/r1.json")" != "$(jq -c '.layers[0].score' "$T/r3.json")"
+
+expect_ok "l1" "$P" l1 --cfg "$T/base.cfg" --weights "$T/base.weights" --out "$T/l1.json"
+t_check "l1: same layers, no triplets" jqc '.method == "l1" and (has("triplets") | not) and [.layers[].layer] == [0, 2, 3]' "$T/l1.json"
+t_check "l1: normalised by weights per filter" \
+    jqc 'all(.layers[]; . as $l | all(range(.filters); ($l.score[.] / $l.filter_weights - $l.normalised[.]) | fabs < 1e-12))' "$T/l1.json"
+
+bad() { # NAME PATTERN ARGS...: fails with PATTERN and writes no file
+    local name=$1 pat=$2; shift 2
+    rm -f "$T/bad.json"
+    expect_fail "$name" "$pat" "$P" "$@" --out "$T/bad.json"
+    t_check "$name: no file" test ! -e "$T/bad.json"
+}
+bad "trr: missing --data" "--data is required" trr --cfg "$T/base.cfg" --weights "$T/base.weights" --seed 1
+bad "trr: missing --seed" "--seed is required" trr --cfg "$T/base.cfg" --weights "$T/base.weights" --data "$D"
+bad "trr: bad split" "--split 'dev' is not a split" "${TRR[@]}" --split dev
+bad "trr: zero triplets" "--triplets needs" "${TRR[@]}" --triplets 0
+bad "trr: missing weights" "cannot open .*nope.weights" trr --cfg "$T/base.cfg" --weights "$T/nope.weights" --data "$D" --seed 1
+bad "trr: missing data set" "cannot open .*nope.data" trr --cfg "$T/base.cfg" --weights "$T/base.weights" --data "$T/nope.data" --seed 1
+sed 's/output=2$/output=3/' "$T/base.cfg" >"$T/three.cfg"
+"$TOOL" weights "$T/three.cfg" 5 "$T/three.weights"
+bad "trr: classes differ" "has 3 outputs but .* has 2 classes" trr --cfg "$T/three.cfg" --weights "$T/three.weights" --data "$D" --seed 1
+printf 'classes=2\ntrain=one.list\nlabels=labels.txt\n' >"$T/data/one.data"
+echo img/0000_dark.bmp >"$T/data/one.list"
+bad "trr: no triplet in the split" "no triplet can be drawn" trr --cfg "$T/base.cfg" --weights "$T/base.weights" --data "$T/data/one.data" --seed 1
+bad "l1: missing --weights" "--weights is required" l1 --cfg "$T/base.cfg"
+t_done

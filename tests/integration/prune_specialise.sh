@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# prune specialise: (n,p) context models (MCDNN 4.1.2) on a tiny generated
+# set with two contexts. Checks the variant folders (technique specialised,
+# n+1 outputs, context and cascade fields), that each is a whole network
+# whose top-1 on its context stream under `trainer valid` is the one
+# reported (so the stream's images were looked up right), the cascade's
+# bookkeeping, same bytes for any thread count, and errors that write
+# nothing.
+. "$TOP/tests/lib.sh"
+P=$BIN/prune
+TOOL=$TESTD/tools/prune-testtool
+
+"$BIN/dataset" generate --out "$T" --name s --seed 3 --size 16 --train 3 --valid 1 --test 2 \
+    --context-n 7 --context-p 0.6,0.9 --threads 1 >/dev/null 2>&1 || { t_fail "fixture data set"; t_done; exit 0; }
+cat >"$T/base.cfg" <<'EOF'
+[net]
+batch=8
+width=16
+height=16
+channels=3
+flip=1
+
+[convolutional]
+filters=8
+size=3
+stride=1
+pad=1
+batch_normalize=1
+activation=relu
+
+[maxpool]
+size=2
+stride=2
+
+[convolutional]
+filters=8
+size=3
+pad=1
+activation=relu
+
+[maxpool]
+size=2
+stride=2
+
+[connected]
+output=16
+activation=relu
+
+[connected]
+output=48
+activation=linear
+
+[softmax]
+EOF
+"$TOOL" weights "$T/base.cfg" 5 "$T/base.weights" || { t_fail "fixture weights"; t_done; exit 0; }
+C=$T/s/contexts/contexts.list
+A=(specialise --cfg "$T/base.cfg" --weights "$T/base.weights" --data "$T/s/s.data" --contexts "$C"
+   --seed 4 --set batches=80)
+
+expect_ok "specialise --help" "$P" specialise --help
+t_check "help names --contexts" grep -q -- "--contexts LIST" "$T/out"
+expect_ok "specialise" "$P" "${A[@]}" --out "$T/o"
+t_check "the table is printed" grep -Eq '^n7-p0.9 +7 +0.90' "$T/out"
+for c in n7-p0.6 n7-p0.9; do
+    t_check "$c: three files" test -s "$T/o/$c/variant.cfg" -a -s "$T/o/$c/init.weights" -a -s "$T/o/$c/meta.json"
+done
+t_check "specialise.json" test -s "$T/o/specialise.json"
+M=$T/o/n7-p0.9/meta.json
+t_check "technique specialised" grep -q '"technique":[[:space:]]*"specialised"' "$M"
+t_check "context n and p" sh -c "tr -d ' \t\n' <'$M' | grep -q '\"n\":7,\"p\":0.9'"
+t_check "cascade partner" grep -q '"partner":[[:space:]]*"base"' "$M"
+t_check "only the classifier is retrained by default" grep -q '"from_layer":[[:space:]]*5' "$M"
+t_check "n+1 outputs" sh -c "grep '^output=' '$T/o/n7-p0.9/variant.cfg' | tail -n 1 | grep -qx 'output=8'"
+t_check "lower layers kept: output=16 layer still there" grep -qx 'output=16' "$T/o/n7-p0.9/variant.cfg"
+num() { tr -d ' \t\n' <"$1" | sed -n "s/.*\"$2\":{[^}]*\"top1\":\([0-9.e+-]*\).*/\1/p"; }
+for c in n7-p0.6 n7-p0.9; do
+    "$BIN/trainer" valid --cfg "$T/o/$c/variant.cfg" --weights "$T/o/$c/init.weights" \
+        --data "$T/s/contexts/$c/$c.data" --split test --json --threads 1 >"$T/v.json" 2>&1
+    got=$(sed -n 's/.*"top1":[[:space:]]*\([0-9.e+-]*\).*/\1/p' "$T/v.json" | head -n 1)
+    want=$(num "$T/o/$c/meta.json" specialised_on_stream)
+    t_check "$c: trainer valid on the stream ($got) = reported ($want)" \
+        awk -v a="$got" -v b="$want" 'BEGIN { exit !(a != "" && b != "" && a - b < 1e-6 && b - a < 1e-6) }'
+done
+# Bookkeeping: the stream holds the context's test images; the share sent to
+# the generic model is in [0, 1] and the expected MACs follow from it.
+imgs=$(tr -d ' \t\n' <"$M" | sed -n 's/.*"overall":{"images":\([0-9]*\).*/\1/p')
+t_check "overall counts every stream image ($imgs)" test "$imgs" = "$(wc -l <"$T/s/contexts/n7-p0.9/test.list")"
+t_check "expected MACs = specialised + share x fall-through" python3 - "$T/o/specialise.json" <<'PY'
+import json, sys
+t = json.load(open(sys.argv[1]))
+for r in t["contexts"]:
+    want = r["specialised_macs"] + r["sent_share"] * t["fallthrough_macs"]
+    assert abs(r["expected_macs"] - want) < 1e-6 * want, r
+    assert 0 <= r["sent_share"] <= 1
+    assert r["in_context"]["images"] + 0 <= r["overall"]["images"]
+assert t["fallthrough_macs"] < t["generic_macs"]  # the shared trunk is not paid twice
+PY
+expect_ok "2 threads" "$P" "${A[@]}" --out "$T/o2" --threads 2
+t_check "same bytes for any thread count" cmp -s "$T/o/n7-p0.6/init.weights" "$T/o2/n7-p0.6/init.weights"
+expect_ok "a separate generic model" "$P" "${A[@]}" --generic-cfg "$T/base.cfg" \
+    --generic-weights "$T/base.weights" --out "$T/o3"
+t_check "a separate generic model costs all its MACs" python3 -c "
+import json,sys; t=json.load(open('$T/o3/specialise.json')); sys.exit(t['fallthrough_macs'] != t['generic_macs'])"
+expect_ok "--cut lower retrains more layers" "$P" "${A[@]}" --cut L3 --out "$T/o4"
+t_check "from_layer 4" grep -q '"from_layer":[[:space:]]*4' "$T/o4/n7-p0.6/meta.json"
+
+nothing_written() { [ ! -e "$T/bad" ]; }
+bad() { # NAME PATTERN ARGS...
+    local name=$1 pat=$2; shift 2
+    expect_fail "$name" "$pat" "$P" "$@" --out "$T/bad"
+    t_check "$name: no output" nothing_written
+}
+bad "missing --contexts" "--contexts is required" specialise --cfg "$T/base.cfg" --weights "$T/base.weights" --data "$T/s/s.data" --seed 1
+bad "generic cfg without weights" "go together" "${A[@]}" --generic-cfg "$T/base.cfg"
+"$BIN/dataset" generate --out "$T/b" --name s --seed 9 --size 16 --train 3 --valid 1 --test 2 \
+    --context-n 7 --context-p 0.6 --threads 1 >/dev/null 2>&1
+bad "contexts of another set" "is not an image of the base set" "${A[@]/$C/$T/b/s/contexts/contexts.list}"
+printf 'n7-p0.6 7 1.5 n7-p0.6/n7-p0.6.data\n' >"$T/s/contexts/bad.list"
+bad "bad contexts line" "bad.list:1: expected" "${A[@]/$C/$T/s/contexts/bad.list}"
+printf 'n7-p0.6 6 0.6 n7-p0.6/n7-p0.6.data\n' >"$T/s/contexts/bad2.list"
+bad "n does not match the context" "expected 7 classes and \"other\" last" "${A[@]/$C/$T/s/contexts/bad2.list}"
+bad "model of another class count" "has 4 classes but the model answers 48" "${A[@]/$T\/s\/s.data/$T/s/s-texture.data}"
+t_done

@@ -1,0 +1,264 @@
+/* Unit tests of the filter rankings: TRR and L1 on a network small enough
+ * to compute by hand, determinism across thread counts, triplet sampling. */
+#include "testutil_impl.h"
+#include "testlib_prn.h"
+
+/* Input 1x1x2 (two pixels) -> conv 2 filters 1x1 linear (L0: map 1x2)
+ * -> connected 2 linear (L1) -> connected 2 (L2, the classifier, not
+ * ranked) -> softmax. */
+static const char tiny_cfg[] = "[net]\nbatch=%d\nwidth=2\nheight=1\nchannels=1\n"
+                               "[convolutional]\nfilters=2\nsize=1\nstride=1\npad=0\nactivation=linear\n"
+                               "[connected]\noutput=2\nactivation=linear\n"
+                               "[connected]\noutput=2\nactivation=linear\n"
+                               "[softmax]\n";
+
+static trn_param *param_of(trn_net *net, int layer, trn_param_role role)
+{
+    int np;
+    const trn_param *p = trn_net_params(net, &np);
+    for (int k = 0; k < np; k++)
+        if (p[k].layer == layer && p[k].role == role) return (trn_param *)&p[k];
+    return NULL;
+}
+
+/* The tiny network with hand-set weights: conv filters w0 = 1, w1 = 2;
+ * connected L1 row 0 reads (filter 0, pixel 0) with weight 1, row 1 reads
+ * (filter 1, pixel 0) with -3 and (filter 1, pixel 1) with 1 (inputs are
+ * c*h*w = [f0p0, f0p1, f1p0, f1p1]); every bias 0. */
+static trn_net *tiny_net(int batch)
+{
+    char text[512];
+    snprintf(text, sizeof text, tiny_cfg, batch);
+    trn_cfg *c = pt_cfg(text);
+    assert_non_null(c);
+    trn_net *net = pt_base(c, batch, 1);
+    trn_cfg_free(c);
+    assert_non_null(net);
+    int np;
+    const trn_param *p = trn_net_params(net, &np);
+    for (int k = 0; k < np; k++)
+        if (p[k].role == TRN_PARAM_BIASES) memset(p[k].data, 0, p[k].count * sizeof(float));
+    trn_param *w0 = param_of(net, 0, TRN_PARAM_WEIGHTS), *w1 = param_of(net, 1, TRN_PARAM_WEIGHTS);
+    assert_int_equal(w0->count, 2);
+    assert_int_equal(w1->rows, 2);
+    assert_int_equal(w1->cols, 4);
+    w0->data[0] = 1, w0->data[1] = 2;
+    const float r[8] = {1, 0, 0, 0, 0, 0, -3, 1};
+    memcpy(w1->data, r, sizeof r);
+    return net;
+}
+
+/* Two triplets (anc, pos, neg), two pixels each:
+ *   t0: anc (1,2) pos (1,3) neg (4,0)
+ *   t1: anc (0,0) pos (0,0) neg (1,1) */
+static const float triplets[2][3][2] = {{{1, 2}, {1, 3}, {4, 0}}, {{0, 0}, {0, 0}, {1, 1}}};
+
+static int fixed_triplet(void *ctx, uint64_t t, float *a, float *p, float *n, trn_err *err)
+{
+    (void)ctx, (void)err;
+    memcpy(a, triplets[t][0], 2 * sizeof(float));
+    memcpy(p, triplets[t][1], 2 * sizeof(float));
+    memcpy(n, triplets[t][2], 2 * sizeof(float));
+    return 0;
+}
+
+/* By hand. Conv filter f outputs w_f * x, so its TRR is
+ * w_f^2 (||a-n||^2 - ||a-p||^2): t0 gives 13 - 1 = 12, t1 gives 2 - 0 = 2,
+ * so f0 = 14, f1 = 4 * 14 = 56; normalised by map 2 x 2 triplets: 3.5, 14.
+ * L1 row 0 outputs x0: t0 (1-4)^2 - 0 = 9, t1 1 - 0 = 1: 10 (norm 5).
+ * L1 row 1 outputs -6 x0 + 2 x1: anc t0 = -2, pos = 0, neg = -24:
+ * 22^2 - 2^2 = 480; t1: anc 0, pos 0, neg -4: 16; 496 (norm 248).
+ * Least important first: L0f0 3.5, L1f0 5, L0f1 14, L1f1 248. */
+static void trr_by_hand(void **state)
+{
+    (void)state;
+    for (int batch = 3; batch <= 6; batch += 3) {
+        trn_net *net = tiny_net(batch);
+        prn_rank_opts o = {.method = PRN_RANK_TRR, .triplets = 2, .triplet = fixed_triplet};
+        trn_err e;
+        prn_ranking *r = prn_rank(net, &o, &e);
+        if (!r) fail_msg("%s", e.msg);
+        assert_int_equal(r->nlayers, 2);
+        assert_int_equal(r->filters, 4);
+        assert_int_equal(r->triplets, 2);
+        assert_int_equal(r->layers[0].layer, 0);
+        assert_int_equal(r->layers[0].map, 2);
+        assert_int_equal(r->layers[1].layer, 1);
+        assert_int_equal(r->layers[1].map, 1);
+        assert_true(r->layers[0].score[0] == 14.0);
+        assert_true(r->layers[0].score[1] == 56.0);
+        assert_true(r->layers[1].score[0] == 10.0);
+        assert_true(r->layers[1].score[1] == 496.0);
+        assert_true(r->layers[0].norm[0] == 3.5);
+        assert_true(r->layers[0].norm[1] == 14.0);
+        assert_true(r->layers[1].norm[0] == 5.0);
+        assert_true(r->layers[1].norm[1] == 248.0);
+        const int want[4][2] = {{0, 0}, {1, 0}, {0, 1}, {1, 1}};
+        for (int i = 0; i < 4; i++) {
+            assert_int_equal(r->order[i].layer, want[i][0]);
+            assert_int_equal(r->order[i].filter, want[i][1]);
+        }
+        assert_int_equal(r->layers[0].order[0], 1);
+        assert_int_equal(r->layers[0].order[1], 0);
+        /* The file's JSON: prune_order holds layer indexes. */
+        cJSON *j = prn_ranking_json(r, net);
+        assert_non_null(j);
+        assert_string_equal(cJSON_GetObjectItem(j, "method")->valuestring, "trr");
+        const cJSON *po = cJSON_GetObjectItem(j, "prune_order");
+        assert_int_equal(cJSON_GetArraySize(po), 4);
+        assert_int_equal(cJSON_GetArrayItem(cJSON_GetArrayItem(po, 3), 0)->valueint, 1);
+        assert_int_equal(cJSON_GetArrayItem(cJSON_GetArrayItem(po, 3), 1)->valueint, 1);
+        cJSON_Delete(j);
+        prn_ranking_free(r);
+        trn_net_free(net);
+    }
+}
+
+/* L1: conv rows |1|, |2| (1 weight each); connected rows 1 and 4 over 4
+ * weights: 0.25, 1.0. The tie at 1.0 (L1f1 and L0f0) goes to the later
+ * layer first. */
+static void l1_by_hand(void **state)
+{
+    (void)state;
+    trn_net *net = tiny_net(1);
+    prn_rank_opts o = {.method = PRN_RANK_L1};
+    trn_err e;
+    prn_ranking *r = prn_rank(net, &o, &e);
+    if (!r) fail_msg("%s", e.msg);
+    assert_true(r->layers[0].score[0] == 1.0 && r->layers[0].score[1] == 2.0);
+    assert_true(r->layers[1].score[0] == 1.0 && r->layers[1].score[1] == 4.0);
+    assert_true(r->layers[1].norm[0] == 0.25 && r->layers[1].norm[1] == 1.0);
+    assert_int_equal(r->triplets, 0);
+    const int want[4][2] = {{1, 0}, {1, 1}, {0, 0}, {0, 1}};
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(r->order[i].layer, want[i][0]);
+        assert_int_equal(r->order[i].filter, want[i][1]);
+    }
+    prn_ranking_free(r);
+    trn_net_free(net);
+}
+
+/* Random triplets for the larger network: a pure function of t. */
+static int random_triplet(void *ctx, uint64_t t, float *a, float *p, float *n, trn_err *err)
+{
+    (void)err;
+    size_t in = *(size_t *)ctx;
+    tl_fill_uniform(a, in, 100 + 3 * t, 0, 1);
+    tl_fill_uniform(p, in, 101 + 3 * t, 0, 1);
+    tl_fill_uniform(n, in, 102 + 3 * t, 0, 1);
+    return 0;
+}
+
+static char *ranking_text(int threads)
+{
+    trn_set_threads(threads);
+    trn_cfg *c = pt_cfg(pt_small_cfg);
+    trn_net *net = pt_base(c, 12, 7);
+    size_t in = trn_net_inputs(net);
+    prn_rank_opts o = {.method = PRN_RANK_TRR, .triplets = 10, .triplet = random_triplet, .triplet_ctx = &in};
+    trn_err e;
+    prn_ranking *r = prn_rank(net, &o, &e);
+    if (!r) fail_msg("%s", e.msg);
+    /* conv L0, L2, L4 and connected L6; the classifier L7 is not ranked. */
+    assert_int_equal(r->nlayers, 4);
+    assert_int_equal(r->layers[3].layer, 6);
+    assert_int_equal(r->filters, 8 + 16 + 16 + 32);
+    cJSON *j = prn_ranking_json(r, net);
+    char *s = cJSON_PrintUnformatted(j);
+    cJSON_Delete(j);
+    prn_ranking_free(r);
+    trn_net_free(net);
+    trn_cfg_free(c);
+    trn_set_threads(1);
+    return s;
+}
+
+/* The same ranking file, byte for byte, with 1 and 4 threads. */
+static void deterministic_across_threads(void **state)
+{
+    (void)state;
+    char *a = ranking_text(1), *b = ranking_text(4);
+    assert_non_null(a);
+    assert_non_null(b);
+    assert_string_equal(a, b);
+    free(a);
+    free(b);
+}
+
+static void refusals(void **state)
+{
+    (void)state;
+    trn_err e;
+    trn_net *net = tiny_net(2);
+    prn_rank_opts o = {.method = PRN_RANK_TRR, .triplets = 2, .triplet = fixed_triplet};
+    assert_null(prn_rank(net, &o, &e));
+    assert_non_null(strstr(e.msg, "batch of 3"));
+    trn_net_free(net);
+    net = tiny_net(3);
+    o.triplets = 0;
+    assert_null(prn_rank(net, &o, &e));
+    assert_non_null(strstr(e.msg, "at least one triplet"));
+    trn_net_free(net);
+    /* Only a classifier: nothing to rank. */
+    trn_cfg *c = pt_cfg("[net]\nbatch=1\nwidth=2\nheight=2\nchannels=1\n[connected]\noutput=3\n[softmax]\n");
+    net = pt_base(c, 1, 1);
+    o = (prn_rank_opts){.method = PRN_RANK_L1};
+    assert_null(prn_rank(net, &o, &e));
+    assert_non_null(strstr(e.msg, "no layer to rank"));
+    trn_net_free(net);
+    trn_cfg_free(c);
+    assert_int_equal(prn_rank_method_parse("trr"), PRN_RANK_TRR);
+    assert_int_equal(prn_rank_method_parse("l1"), PRN_RANK_L1);
+    assert_int_equal(prn_rank_method_parse("l2"), -1);
+}
+
+/* Anchor and positive share a class (and differ), the negative does not;
+ * the single image of class 2 is never an anchor; triplet t depends only
+ * on (seed, t). */
+static void triplet_sampling(void **state)
+{
+    (void)state;
+    const int cls[7] = {0, 0, 1, 1, 1, 2, 0};
+    enum { N = 2000 };
+    size_t *a = malloc(3 * N * sizeof *a), *b = malloc(3 * N * sizeof *b);
+    trn_err e;
+    assert_int_equal(prn_triplets_sample(cls, 7, 9, N, a, &e), 0);
+    int neg_seen[3] = {0}, anc_seen[7] = {0};
+    for (int t = 0; t < N; t++) {
+        size_t x = a[3 * t], p = a[3 * t + 1], n = a[3 * t + 2];
+        assert_true(x < 7 && p < 7 && n < 7);
+        assert_int_equal(cls[x], cls[p]);
+        assert_true(x != p);
+        assert_true(cls[n] != cls[x]);
+        neg_seen[cls[n]]++;
+        anc_seen[x]++;
+    }
+    assert_int_equal(anc_seen[5], 0);
+    for (int i = 0; i < 7; i++)
+        if (i != 5) assert_true(anc_seen[i] > 0);
+    for (int k = 0; k < 3; k++) assert_true(neg_seen[k] > 0);
+    assert_int_equal(prn_triplets_sample(cls, 7, 9, 10, b, &e), 0);
+    assert_memory_equal(a, b, 30 * sizeof *a);
+    assert_int_equal(prn_triplets_sample(cls, 7, 10, N, b, &e), 0);
+    assert_memory_not_equal(a, b, 3 * N * sizeof *a);
+    const int same[3] = {0, 0, 0}, single[3] = {0, 1, 2};
+    assert_int_equal(prn_triplets_sample(same, 3, 1, 1, b, &e), -1);
+    assert_non_null(strstr(e.msg, "no triplet"));
+    assert_int_equal(prn_triplets_sample(single, 3, 1, 1, b, &e), -1);
+    free(a);
+    free(b);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(trr_by_hand),
+        cmocka_unit_test(l1_by_hand),
+        cmocka_unit_test(deterministic_across_threads),
+        cmocka_unit_test(refusals),
+        cmocka_unit_test(triplet_sampling),
+    };
+    int rc = cmocka_run_group_tests_name("prn_rank", tests, NULL, NULL);
+    test_tmpdir_cleanup();
+    return rc;
+}
