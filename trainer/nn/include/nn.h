@@ -283,6 +283,8 @@ typedef struct trn_kind_desc {
     trn_channel_rule channels;
     int ignores_previous;        /* 1: reads only its refs, not the previous layer (route) */
     int is_loss;                 /* 1: a loss after the output ([cost]); not the output layer */
+    int branch_head;             /* 1: only the first layer of a side branch ([exit]: an
+                                  * early-exit branch, exit.c); never inside a network */
 } trn_kind_desc;
 /* Row k; NULL when k is not a kind. */
 const trn_kind_desc *trn_kind_desc_get(trn_layer_kind k);
