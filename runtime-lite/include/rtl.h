@@ -592,6 +592,30 @@ RTL_API int rtl_model_image_input(const rtl_model *m, const char *path, float *x
  * model (rtl_layer_cost.host_ms). */
 RTL_API int rtl_model_profile_layers(rtl_model *m, const float *x, uint32_t runs, rtl_err *err) RTL_MUST_CHECK;
 
+/* ---- several tasks on one input: shared trunks (runtime-lite/src/tasks.c) --
+ *
+ * MCDNN section 4.1.3: a head variant (technique "head", written by `prune
+ * retarget`) is its parent's layers 0..from_layer-1 (the trunk, frozen,
+ * byte for byte the parent's) plus head layers trained for another task.
+ * Asked for several tasks on one input, the runtime runs each shared trunk
+ * once and fans its output out to every head (and to the parent's own
+ * upper layers when the parent is asked too). */
+
+/* When v is a head: its parent's id (copied into parent_buf, psize bytes) and *from_layer (the first head layer); 0.
+ * -1 with err (may be NULL) when v is not a head or its fields lack them. */
+RTL_API int rtl_variant_head(const rtl_variant *v, char *parent_buf, size_t psize, int *from_layer,
+                             rtl_err *err);
+
+/* Runs models[0..n) on one input x (rtl_model_input_size floats, the same
+ * for all): heads with the same parent and from_layer share one run of
+ * their trunk, which the parent itself supplies when it is among the
+ * models (its upper layers then run on the same trunk output); every other
+ * model runs whole. After return, each model's rtl_model_output is its
+ * answer. *trunk_runs (may be NULL) receives the trunk forwards done. -1
+ * with err naming the model when the inputs differ in size or a run fails. */
+RTL_API int rtl_model_run_tasks(rtl_model *const *models, size_t n, const float *x, size_t *trunk_runs,
+                                rtl_err *err) RTL_MUST_CHECK;
+
 /* ---- the split planner (runtime-lite/src/plan.c) --------------------------
  *
  * JointDNN's formulation: a graph over (layer, location) with location
@@ -749,6 +773,206 @@ typedef struct rtl_offload_result {
 RTL_API int rtl_offload_run(rtl_model *m, const rtl_plan *plan, rtl_peer *peer, const float *x,
                             double device_factor, int deadline_ms, rtl_offload_result *res,
                             rtl_err *err) RTL_MUST_CHECK;
+
+
+/* ---- the scheduler (src/sched.c, sched_nest.c, sched_catalog.c, sched_sim.c)
+ *
+ * Applications register tasks; each task has options (a variant of an
+ * installed catalog at one capacity or alpha, with its costs) and, per
+ * request, rtl_sched_decide picks one option and a location (device,
+ * split, cloud) under the budgets of that moment, pages models in and out
+ * (LRU per location) and charges the predicted costs. The policy is one of
+ * a table: MCDNN's Algorithm 1 (mcdnn-mobisys16 section 4.2, with the
+ * printed errors fixed, each fix a comment in sched.c), NestDNN's
+ * MinTotalCost and MinMaxCost (thesis section 3.4.3, sched_nest.c) and the
+ * strawmen the papers compare against. Budgets change at any moment
+ * (rtl_sched_set_budget) and hold from the next decision on. The scheduler
+ * holds no clock: callers pass the time of each request. */
+
+enum rtl_loc { RTL_LOC_DEVICE, RTL_LOC_SPLIT, RTL_LOC_CLOUD, RTL_LOC_COUNT };
+/* "device", "split", "cloud" */
+RTL_API const char *rtl_loc_name(enum rtl_loc l);
+
+enum rtl_policy {
+    RTL_POLICY_MCDNN,        /* Algorithm 1: per-request budgets, LRU paging, device/split/cloud */
+    RTL_POLICY_NEST_TOTAL,   /* NestDNN MinTotalCost (greedy, du = 1%) */
+    RTL_POLICY_NEST_MAX,     /* NestDNN MinMaxCost */
+    RTL_POLICY_DEVICE_ONLY,  /* most accurate on the device, no pacing */
+    RTL_POLICY_CLOUD_ONLY,   /* most accurate on the cloud, no pacing */
+    RTL_POLICY_NO_SHARING,   /* MCDNN; each head runs and holds its own trunk */
+    RTL_POLICY_NO_SPECIAL,   /* MCDNN without specialised variants */
+    RTL_POLICY_KNEE,         /* one fixed model per task: the knee of its accuracy/latency curve */
+    RTL_POLICY_COUNT
+};
+typedef struct rtl_policy_info {
+    const char *name;        /* "mcdnn", "nest-total", ... (the CLI's names) */
+    const char *summary;
+} rtl_policy_info;
+/* The policy table's row p (NULL when out of range); by name (-1: none). */
+RTL_API const rtl_policy_info *rtl_policy_get(enum rtl_policy p);
+RTL_API int rtl_policy_find(const char *name);
+
+/* One choice for a task. Costs are per request at 100% compute. */
+typedef struct rtl_sched_option {
+    char variant[RTL_ID_MAX + 1];
+    int capacity;            /* nested capacity; -1: not nested */
+    double alpha;            /* early-exit knob; 0: no exits */
+    double top1;             /* accuracy in [0, 1] */
+    uint32_t images;         /* test images behind top1 (0: unknown) */
+    double device_ms, device_mj;  /* on the device */
+    double cloud_ms;         /* on the cloud, input transfer included; < 0: cannot */
+    double split_frac;       /* t_n: share of device_ms before the split point; 0: no split */
+    uint64_t bytes;          /* device memory when loaded (its trunk apart) */
+    int trunk;               /* index of a shared trunk (rtl_sched_add_trunk); -1: none */
+    int context_n;           /* specialised: its (n, p); 0: generic */
+    double context_p;
+    int partner;             /* specialised: option index of the cascade partner; -1 */
+    char source[16];         /* where device_ms comes from: "device", "estimate", "build-host" */
+} rtl_sched_option;
+
+/* A shared trunk (MCDNN's sharing): run once per frame for all the heads
+ * on it, held once in memory. */
+typedef struct rtl_sched_trunk {
+    char variant[RTL_ID_MAX + 1];
+    double device_ms, device_mj, cloud_ms;
+    uint64_t bytes;
+} rtl_sched_trunk;
+
+typedef struct rtl_sched_task {
+    char name[RTL_ID_MAX + 1];      /* the application's name for it */
+    char task[RTL_ID_MAX + 1];      /* the catalog's task */
+    rtl_sched_option *options;      /* copied */
+    size_t n;
+    double a_min;            /* NestDNN's A_min (0..1) */
+    double l_max_ms;         /* NestDNN's L_max */
+} rtl_sched_task;
+
+typedef struct rtl_sched_budget {
+    uint64_t memory_bytes;   /* device memory for models; 0: unlimited */
+    double latency_ms;       /* per request; 0: none */
+    double energy_mj;        /* device energy left for the horizon; < 0: none */
+    double cloud_usd;        /* cloud money left for the horizon; < 0: none */
+    double horizon_s;        /* the horizon ends this long after the budget is set */
+    int disconnected;        /* 1: no cloud */
+    double link_factor;      /* cloud latency multiplier for the link (0: 1) */
+} rtl_sched_budget;
+
+typedef struct rtl_sched_config {
+    enum rtl_policy policy;
+    double usd_per_cloud_s;  /* 0: MCDNN's 1.8e-4 */
+    double load_mj_per_mb;   /* device energy to page in a MB (0: 2) */
+    double load_ms_per_mb;   /* time to page in a MB (0: 5) */
+    double miss_ms;          /* acceptable miss latency (load + run; 0: 1000) */
+    double nest_alpha;       /* NestDNN's alpha (< 0: 0) */
+    double camera_fps;       /* NestDNN frame rate cap (0: 30) */
+    int context_window;      /* requests in the class-frequency window (0: 100) */
+} rtl_sched_config;
+
+typedef struct rtl_sched_decision {
+    int task, option;        /* option -1: refused (reason says why) */
+    enum rtl_loc loc;
+    double top1, latency_ms, energy_mj, cloud_usd;
+    double share;            /* NestDNN compute share u (1 for other policies) */
+    int hit;                 /* 1: served from the cache */
+    int paged_in, paged_out; /* models loaded and evicted by this decision */
+    int shared_trunk;        /* 1: the trunk's output was reused */
+    char reason[192];
+} rtl_sched_decision;
+
+typedef struct rtl_sched rtl_sched;
+
+RTL_API rtl_sched *rtl_sched_new(const rtl_sched_config *c, rtl_err *err);
+RTL_API void rtl_sched_free(rtl_sched *s);
+/* Adds a trunk; its index, or -1. */
+RTL_API int rtl_sched_add_trunk(rtl_sched *s, const rtl_sched_trunk *t, rtl_err *err);
+/* Registers an application's task; its index, or -1. */
+RTL_API int rtl_sched_add_task(rtl_sched *s, const rtl_sched_task *t, rtl_err *err);
+RTL_API size_t rtl_sched_task_count(const rtl_sched *s);
+RTL_API const rtl_sched_task *rtl_sched_task_at(const rtl_sched *s, size_t i);
+/* The budgets from time now (seconds) on: what is left and until when. */
+RTL_API int rtl_sched_set_budget(rtl_sched *s, const rtl_sched_budget *b, double now, rtl_err *err);
+RTL_API void rtl_sched_get_budget(const rtl_sched *s, rtl_sched_budget *b);
+/* NestDNN's per-task goals: A_min (0..1) and L_max (ms). */
+RTL_API int rtl_sched_set_goal(rtl_sched *s, int task, double a_min, double l_max_ms, rtl_err *err);
+/* NestDNN: which tasks run concurrently (a change re-plans the shares). */
+RTL_API int rtl_sched_set_active(rtl_sched *s, int task, int active, rtl_err *err);
+/* One request of task at time now on frame `frame` (requests of one frame
+ * share trunk outputs); cls: the class the frame holds when known (the
+ * context profiler's window), -1 otherwise. Fills d and charges its
+ * predicted costs. A refusal is d->option = -1 and returns 0; -1 is for
+ * bad arguments only. */
+RTL_API int rtl_sched_decide(rtl_sched *s, int task, double now, uint64_t frame, int cls,
+                             rtl_sched_decision *d, rtl_err *err);
+/* The option of task cached at location loc now; -1: none. */
+RTL_API int rtl_sched_cached(const rtl_sched *s, int task, enum rtl_loc loc);
+/* Replaces the predicted cost of d with a measured one (ms on the device). */
+RTL_API void rtl_sched_account(rtl_sched *s, const rtl_sched_decision *d, double measured_ms);
+
+/* Options of a catalog's variants for task (NULL: every task the catalog
+ * has; one rtl_sched_task per task name, appended to *tasks, *n grows).
+ * Latency: this device's profile, else the estimate for target (CPU
+ * figures), else the build host's measurement; energy: the estimate's, else
+ * latency times device_mw. Nested variants give one option per capacity,
+ * early-exit variants one per alpha of their profile, heads a trunk. */
+typedef struct rtl_sched_source {
+    const char *target;      /* estimate target (NULL: "jetson-nano") */
+    double device_mw;        /* power while computing (0: 5000) */
+    double cloud_gflops;     /* cloud speed for cloud_ms (0: 3500, a K20c) */
+    double uplink_mbps;      /* input upload (0: 18.88, WiFi of JointDNN Table 3) */
+    double rtt_ms;           /* (0: 20) */
+    int loadable_only;       /* 1: only variants this runtime can load (rtl_variant_loadable) */
+} rtl_sched_source;
+RTL_API int rtl_sched_add_catalog(rtl_sched *s, const rtl_catalog *cat, const char *task, const char *app,
+                                  const rtl_sched_source *src, rtl_err *err);
+
+/* ---- the trace simulator (src/sched_sim.c) --------------------------------
+ * MCDNN's traces S1-S3 (Table 5: apps, disconnections, repeated faces) and
+ * NestDNN-style concurrency traces (apps start and stop at random each
+ * second, 2-6 at once), generated from a seed, run through one policy. */
+
+enum rtl_trace_kind { RTL_TRACE_S1, RTL_TRACE_S2, RTL_TRACE_S3, RTL_TRACE_CONCURRENCY, RTL_TRACE_COUNT };
+
+typedef struct rtl_trace_event {
+    double t;                /* seconds */
+    int kind;                /* 0 request, 1 connect, 2 disconnect, 3 start task, 4 stop task */
+    int task;
+    uint64_t frame;
+    int cls;
+} rtl_trace_event;
+
+typedef struct rtl_trace {
+    rtl_trace_event *ev;
+    size_t n;
+    double duration_s;
+} rtl_trace;
+
+/* The scenario's applications (MCDNN Table 5: D, G, R, Y face apps, V
+ * objects, S scenes) into names (may be NULL); their count (0 for the
+ * concurrency traces, which use every task). */
+RTL_API int rtl_trace_apps(enum rtl_trace_kind kind, const char **names);
+/* Generates a trace for the first `tasks` tasks (the scenario's apps map
+ * onto them in order) over duration_s seconds at fps frames per second. */
+RTL_API int rtl_trace_generate(enum rtl_trace_kind kind, int tasks, int classes, double duration_s, double fps,
+                               uint64_t seed, rtl_trace *out, rtl_err *err);
+RTL_API void rtl_trace_free(rtl_trace *t);
+
+typedef struct rtl_sim_result {
+    uint64_t requests, served, refused;
+    double accuracy;         /* mean top1 over all requests (refused count 0) */
+    double energy_mj, cloud_usd;
+    double first_refusal_s;  /* < 0: none */
+    double energy_out_s, cash_out_s;  /* when a budget ran out; < 0: never */
+    double fps;              /* NestDNN: mean frames per second per running app */
+    double mj_per_frame;
+    double decide_us_median, decide_us_p99;
+    /* accuracy over time per task: buckets of duration/buckets */
+    int buckets, tasks;
+    double *acc;             /* [task * buckets + b]; -1 where no request */
+} rtl_sim_result;
+
+/* Runs trace through s (set up with its tasks and budget at time 0). */
+RTL_API int rtl_sim_run(rtl_sched *s, const rtl_trace *t, int buckets, rtl_sim_result *out, rtl_err *err);
+RTL_API void rtl_sim_result_free(rtl_sim_result *r);
 
 #ifdef __cplusplus
 }
