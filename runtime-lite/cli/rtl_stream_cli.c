@@ -36,6 +36,12 @@ static void rtl_json_string(const char *s)
     putchar('"');
 }
 
+static int cmpd(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
 static volatile sig_atomic_t g_stop, g_hup;
 static void on_stop(int sig) { (void)sig, g_stop = 1; }
 static void on_hup(int sig) { (void)sig, g_hup = 1; }
@@ -272,6 +278,8 @@ int cmd_stream(rtl_store *st, int argc, char **argv)
     off_t csize = -1;
     if (control && stat(control, &cst) == 0) cmtime = cst.st_mtim.tv_sec, cmnsec = cst.st_mtim.tv_nsec, csize = cst.st_size;
     uint64_t requests = 0, served = 0, refused = 0, known = 0, correct = 0, budgets = 0;
+    double *lat = NULL, *pred = NULL; /* per served request, for the medians */
+    size_t nlat = 0, latcap = 0;
     double t0 = now_s(), sum_top1 = 0, sum_ms = 0, sum_pred = 0, energy = 0;
     if (!rc)
         printf("{\"event\":\"start\",\"catalog\":\"%s\",\"policy\":\"%s\",\"tasks\":%d,\"inputs\":%zu,\"mode\":\"%s\","
@@ -378,14 +386,15 @@ int cmd_stream(rtl_store *st, int argc, char **argv)
                         continue;
                     }
                     double a0 = now_s();
-                    if (rtl_model_run(om->m, x, &err) != 0 || rtl_model_top(om->m, 1, &top, &nt, &err) != 0) {
+                    int runrc = rtl_model_run(om->m, x, &err);
+                    ms = (now_s() - a0) * 1000; /* the model's run alone, as rtl profile times it */
+                    if (runrc != 0 || rtl_model_top(om->m, 1, &top, &nt, &err) != 0) {
                         printf(",\"error\":");
                         rtl_json_string(err.msg);
                         printf("}\n");
                         rc = fail(&err);
                         break;
                     }
-                    ms = (now_s() - a0) * 1000;
                     /* energy stays the option's estimate (charged at the
                      * decision): there is no power meter to measure it */
                     answer = top.label;
@@ -402,6 +411,13 @@ int cmd_stream(rtl_store *st, int argc, char **argv)
                 }
                 served++;
                 sum_top1 += d.top1, sum_ms += ms, sum_pred += d.latency_ms, energy += mj;
+                if (nlat == latcap) {
+                    size_t c = latcap ? 2 * latcap : 256;
+                    double *na = realloc(lat, c * sizeof *na), *nb = na ? realloc(pred, c * sizeof *nb) : NULL;
+                    if (na) lat = na;
+                    if (nb) pred = nb, latcap = c;
+                }
+                if (nlat < latcap) lat[nlat] = ms, pred[nlat] = d.latency_ms, nlat++;
                 printf(",\"answer\":");
                 if (answer) rtl_json_string(answer);
                 else printf("null");
@@ -445,13 +461,20 @@ int cmd_stream(rtl_store *st, int argc, char **argv)
                served ? sum_top1 / (double)served : 0);
         if (known) printf("%.6f", (double)correct / (double)known);
         else printf("null");
-        printf(",\"judged\":%llu,\"mean_latency_ms\":%.4f,\"mean_predicted_ms\":%.4f,\"energy_mj\":%.4f,"
-               "\"energy_left_mj\":%.4f,\"seconds\":%.3f}}\n",
+        if (nlat) {
+            qsort(lat, nlat, sizeof *lat, cmpd);
+            qsort(pred, nlat, sizeof *pred, cmpd);
+        }
+        printf(",\"judged\":%llu,\"mean_latency_ms\":%.4f,\"mean_predicted_ms\":%.4f,\"median_latency_ms\":%.4f,"
+               "\"median_predicted_ms\":%.4f,\"energy_mj\":%.4f,\"energy_left_mj\":%.4f,\"seconds\":%.3f}}\n",
                (unsigned long long)known, served ? sum_ms / (double)served : 0,
-               served ? sum_pred / (double)served : 0, energy, b.energy_mj, now_s() - t0);
+               served ? sum_pred / (double)served : 0, nlat ? lat[nlat / 2] : 0, nlat ? pred[nlat / 2] : 0, energy,
+               b.energy_mj, now_s() - t0);
     }
     for (size_t m = 0; m < nmodels; m++) rtl_model_close(models[m].m);
     free(models);
+    free(lat);
+    free(pred);
     free(x);
     rtl_sched_free(s);
     rtl_catalog_close(cat);

@@ -445,11 +445,10 @@ RTL_API void rtl_machine_describe(char *out, size_t size);
  * mapping stays valid while the model is open.
  *
  * Plain variants (one cfg and one weights file: techniques base, rewrite,
- * svd, mimic, pruned) load today. A model is built from parts (one network
+ * svd, mimic, pruned) and nested ones load today. A model is built from parts (one network
  * each, over one mapping), so the other techniques fit the same calls:
- *  - multi-capacity (nested): one mapping, one part per channel-prefix
- *    capacity; a capacity is chosen through an options field appended then
- *    (zero: the largest) and switched by a call added then;
+ *  - multi-capacity (nested, loads today): one part over one mapping,
+ *    whose channel-prefix capacity rtl_model_set_capacity switches in place;
  *  - shared trunks (head): the trunk is a part the catalog loads once and
  *    lends to every head model; a call taking several models runs it once
  *    per input and fans its output out to the heads;
@@ -494,6 +493,26 @@ RTL_API size_t rtl_model_classes(const rtl_model *m);
 RTL_API const char *rtl_model_label(const rtl_model *m, size_t k);
 /* Bytes of weights mapped for this model (the sum over its parts). */
 RTL_API uint64_t rtl_model_mapped_bytes(const rtl_model *m);
+
+/* Multi-capacity (nested) models (technique "nested"): one network over one
+ * mapping, capacity k (1 = the smallest) a channel prefix per layer from the
+ * manifest's technique_fields.capacities[].channel_index. A model opens at
+ * its largest capacity. rtl_model_capacities is 0 for other techniques. */
+RTL_API int rtl_model_capacities(const rtl_model *m);
+RTL_API int rtl_model_capacity(const rtl_model *m);
+/* Switches in place: an upgrade advises the kernel to page in only the
+ * added parameter ranges (madvise WILLNEED), a downgrade releases only the
+ * dropped ones (MADV_DONTNEED, keeping pages shared with parameters still
+ * in use); nothing is reloaded or copied. Runs after it compute capacity k
+ * exactly as the separately built smaller network would. */
+RTL_API int rtl_model_set_capacity(rtl_model *m, int k, rtl_err *err) RTL_MUST_CHECK;
+/* The last switch: page_in/page_out = bytes of parameters added/dropped
+ * (what the manifest's page_in_bytes/page_out_bytes state), advised_in/out
+ * = the whole pages advised (page_out rounds inward, page_in outward). */
+typedef struct rtl_switch_bytes {
+    uint64_t page_in, page_out, advised_in, advised_out;
+} rtl_switch_bytes;
+RTL_API void rtl_model_switch_bytes(const rtl_model *m, rtl_switch_bytes *out);
 
 /* Runs the model on one input x, (c, h, w) as rtl_model_input_shape says. */
 RTL_API int rtl_model_run(rtl_model *m, const float *x, rtl_err *err) RTL_MUST_CHECK;
@@ -678,6 +697,57 @@ RTL_API int rtl_plan_best(const rtl_layer_cost *l, int n, const rtl_target *t, c
 RTL_API int rtl_plan_split(const rtl_layer_cost *l, int n, const rtl_target *t, const rtl_link *k, int s,
                            rtl_plan *out, rtl_err *err);
 
+/* ---- GTDP: one layer spread over several workers (runtime-lite/src/gtdp.c) --
+ *
+ * MeDNN's greedy two-dimensional partition: each convolutional layer's
+ * output (rows x output channels) is split recursively over the workers in
+ * proportion to their speed, by rows or by channels, choosing the split
+ * tree with the least predicted time; the device sends each worker the
+ * input rows its part needs (with the kernel's halo) and assembles the
+ * parts. rtl plan --workers prints it. */
+
+#define RTL_GTDP_MAX_WORKERS 8
+
+typedef struct rtl_gtdp_worker {
+    double speed;   /* relative to this host: part time = layer host time x share / speed */
+    double mbps;    /* its link (both directions) */
+    double rtt_ms;  /* charged once per part */
+} rtl_gtdp_worker;
+
+typedef struct rtl_gtdp_layer {
+    int index;
+    int c_in, h_in, w_in, c, h, w, size, stride, pad; /* pad: pixels */
+    uint64_t macs;
+    double ms;      /* the whole layer's time on this host */
+} rtl_gtdp_layer;
+
+typedef struct rtl_gtdp_part {
+    int worker;
+    int r0, r1, c0, c1;       /* output rows and channels [r0,r1) x [c0,c1) */
+    int in_r0, in_r1;         /* the input rows it reads */
+    uint64_t in_bytes, out_bytes;
+    double compute_ms, transfer_ms, ms;
+} rtl_gtdp_part;
+
+typedef struct rtl_gtdp_layer_plan {
+    int layer, nparts;
+    rtl_gtdp_part parts[RTL_GTDP_MAX_WORKERS];
+    double ms;                /* predicted: the slowest part */
+    uint64_t bytes;           /* moved between the device and the workers */
+} rtl_gtdp_layer_plan;
+
+/* Fills p's input rows, bytes and times for worker w (p's rectangle set). */
+RTL_API void rtl_gtdp_part_cost(const rtl_gtdp_layer *l, const rtl_gtdp_worker *w, rtl_gtdp_part *p);
+/* GTDP's plan of layer l over n workers. -1 with err on bad workers/layer. */
+RTL_API int rtl_gtdp_plan_layer(const rtl_gtdp_layer *l, const rtl_gtdp_worker *w, int n,
+                                rtl_gtdp_layer_plan *out, rtl_err *err);
+/* The reference: n equal row bands, worker i the i-th. */
+RTL_API int rtl_gtdp_plan_equal(const rtl_gtdp_layer *l, const rtl_gtdp_worker *w, int n,
+                                rtl_gtdp_layer_plan *out, rtl_err *err);
+/* Layer i of m as a GTDP layer (its time: rtl_model_profile_layers'); -1
+ * when it is not an ungrouped convolutional layer. */
+RTL_API int rtl_gtdp_model_layer(const rtl_model *m, int i, rtl_gtdp_layer *out);
+
 /* ---- the peer: running model suffixes on a server (src/peer.c, frame.c) ----
  *
  * Protocol (version 1; byte layouts at the top of src/frame.c): a TCP
@@ -718,6 +788,10 @@ typedef struct rtl_serve_options {
      * rtt/2 after the later of its last byte and its first byte +
      * bytes*8/up; a reply is sent rtt/2 + bytes*8/down after it is ready */
     double emu_up_mbps, emu_down_mbps, emu_rtt_ms;
+    /* speed emulation (<= 1: off): each request's reply waits until its wall
+     * time is slowdown x the CPU time its computation took (a slower
+     * worker, e.g. for GTDP's unequal workers) */
+    double slowdown;
 } rtl_serve_options;
 
 typedef struct rtl_server rtl_server;
@@ -753,6 +827,37 @@ RTL_API int rtl_peer_run(rtl_peer *p, const char *catalog, const char *variant, 
                          const float *x, size_t n, float *out, size_t cap, size_t *nout, int deadline_ms,
                          rtl_err *err) RTL_MUST_CHECK;
 RTL_API void rtl_peer_close(rtl_peer *p);
+
+/* GTDP part q of conv layer `layer` (x: input rows q->in_r0..in_r1, all
+ * channels, n floats) computed by the peer: its rows x channels in out. */
+RTL_API int rtl_peer_run_part(rtl_peer *p, const char *catalog, const char *variant, int layer,
+                              const rtl_gtdp_part *q, const float *x, size_t n, float *out, size_t cap,
+                              size_t *nout, int deadline_ms, rtl_err *err) RTL_MUST_CHECK;
+/* Computes GTDP part q of m's layer here (what a worker runs); x as above,
+ * out receives (c1-c0) x (r1-r0) x w floats. */
+RTL_API int rtl_gtdp_compute_part(rtl_model *m, int layer, const rtl_gtdp_part *q, const float *x, size_t n,
+                                  float *out, rtl_err *err) RTL_MUST_CHECK;
+
+typedef struct rtl_gtdp_stats {
+    int split_layers;        /* layers spread over the workers */
+    int parts;               /* parts sent */
+    int recomputed;          /* parts whose worker failed, computed here instead */
+    uint64_t bytes;          /* floats moved both ways, as bytes */
+    char last_failure[256];  /* why the last failed part failed */
+} rtl_gtdp_stats;
+
+/* One forward of m on x (rtl_model_input_size floats) with every
+ * convolutional layer between possible cuts spread by GTDP over the
+ * workers peers[0..n) (their speeds and links w[]; a NULL peer is down).
+ * The device runs the other layers and assembles the parts. A worker that
+ * fails (gone, timeout after deadline_ms, an error) has its part computed
+ * here and gets no more parts: its connection is closed and peers[i] set to
+ * NULL; with no worker left everything runs here. equal = 1 replaces
+ * GTDP's plan by equal row bands (the reference it is measured against;
+ * GTDP's where a layer has fewer rows than workers).
+ * The answer is rtl_model_output's. */
+RTL_API int rtl_gtdp_run(rtl_model *m, rtl_peer **peers, const rtl_gtdp_worker *w, int n, const float *x,
+                         int deadline_ms, int equal, rtl_gtdp_stats *st, rtl_err *err) RTL_MUST_CHECK;
 
 /* Runs model m on x by plan: device pieces here, cloud pieces through peer
  * (NULL: none, everything runs here). When the peer fails, the rest runs
