@@ -155,3 +155,12 @@ ifeq ($(RTL_FUZZ_OK),1)
 TEST_DEPS += $(RTL_FUZZ)
 endif
 endif
+
+# NestDNN capacity switching (tests/bench/nested_switch.sh): a small program
+# against librtl that times a switch against opening the same capacity as
+# its own variant, in one process.
+RTL_NEST_TOOL := $(TESTD)/tools/rtl-nestbench
+$(call objs,tests/tools/rtl_nestbench.c): CFLAGS += $(RTL_CFLAGS)
+$(eval $(call program,$(RTL_NEST_TOOL),$(call objs,tests/tools/rtl_nestbench.c) $(RTL_LIB),$(RTL_LDLIBS)))
+BENCH_DEPS += $(RTL_NEST_TOOL)
+BENCHES += tests/bench/nested_switch.sh

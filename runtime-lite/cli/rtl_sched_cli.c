@@ -161,7 +161,7 @@ static void fmt_time(double s, char *out, size_t n)
 /* Figure 11 of MCDNN: accuracy over time per application, one panel per
  * policy (small multiples), written to path.tmp then renamed. */
 static int write_svg(const char *path, const char *title, const rtl_sim_result *r, const int *pol, int np,
-                     const char *const *apps, int napps, double duration_s)
+                     const char *const *apps, int napps, double duration_s, const rtl_trace *tr)
 {
     static const char *col[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"};
     char tmp[4200];
@@ -175,7 +175,7 @@ static int write_svg(const char *path, const char *title, const rtl_sim_result *
     int W = 520, H = 170, cols = 2, rows = (np + cols - 1) / cols;
     fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" font-family=\"sans-serif\" "
                "font-size=\"11\">\n<text x=\"10\" y=\"18\" font-size=\"14\">%s: accuracy over time per application "
-               "(x: hours, y: top-1 0..1)</text>\n",
+               "(x: hours, y: top-1 0..1; grey: cloud disconnected)</text>\n",
             cols * W, rows * H + 60, title);
     for (int a = 0; a < napps; a++)
         fprintf(f, "<text x=\"%d\" y=\"38\" fill=\"%s\">%s</text>\n", 10 + 90 * a, col[a % 8], apps[a]);
@@ -184,6 +184,18 @@ static int write_svg(const char *path, const char *title, const rtl_sim_result *
         int ox = (k % cols) * W + 40, oy = (k / cols) * H + 50, pw = W - 60, ph = H - 40;
         fprintf(f, "<g><rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#999\"/>\n", ox, oy,
                 pw, ph);
+        /* disconnected periods shaded, as in MCDNN's Figure 11 */
+        double down = -1;
+        for (size_t e = 0; e <= tr->n; e++) {
+            int end = e == tr->n;
+            if (!end && tr->ev[e].kind == 2 && down < 0) down = tr->ev[e].t;
+            if ((end || tr->ev[e].kind == 1) && down >= 0) {
+                double up = end ? duration_s : tr->ev[e].t;
+                fprintf(f, "<rect class=\"offline\" x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%d\" fill=\"#ddd\"/>\n",
+                        ox + pw * down / duration_s, oy, fmax(0.5, pw * (up - down) / duration_s), ph);
+                down = -1;
+            }
+        }
         fprintf(f, "<text x=\"%d\" y=\"%d\">%s (mean %.3f)</text>\n", ox + 4, oy + 12, rtl_policy_get(pol[k])->name,
                 x->accuracy);
         fprintf(f, "<text x=\"%d\" y=\"%d\">0</text><text x=\"%d\" y=\"%d\">%.0f h</text>\n", ox, oy + ph + 12,
@@ -392,7 +404,7 @@ static int simulate_trace(rtl_catalog *cat, enum rtl_trace_kind kind, const stru
             printf("\n");
         }
     }
-    if (svg) rc = write_svg(svg, trace_names[kind], res, pol, np, apps, napps, dur);
+    if (svg) rc = write_svg(svg, trace_names[kind], res, pol, np, apps, napps, dur, &tr);
     if (!rc && kind == RTL_TRACE_CONCURRENCY && !o->alpha_set) {
         int knee = -1;
         for (int k = 0; k < np; k++)

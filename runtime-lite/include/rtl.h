@@ -445,11 +445,10 @@ RTL_API void rtl_machine_describe(char *out, size_t size);
  * mapping stays valid while the model is open.
  *
  * Plain variants (one cfg and one weights file: techniques base, rewrite,
- * svd, mimic, pruned) load today. A model is built from parts (one network
+ * svd, mimic, pruned) and nested ones load today. A model is built from parts (one network
  * each, over one mapping), so the other techniques fit the same calls:
- *  - multi-capacity (nested): one mapping, one part per channel-prefix
- *    capacity; a capacity is chosen through an options field appended then
- *    (zero: the largest) and switched by a call added then;
+ *  - multi-capacity (nested, loads today): one part over one mapping,
+ *    whose channel-prefix capacity rtl_model_set_capacity switches in place;
  *  - shared trunks (head): the trunk is a part the catalog loads once and
  *    lends to every head model; a call taking several models runs it once
  *    per input and fans its output out to the heads;
@@ -494,6 +493,26 @@ RTL_API size_t rtl_model_classes(const rtl_model *m);
 RTL_API const char *rtl_model_label(const rtl_model *m, size_t k);
 /* Bytes of weights mapped for this model (the sum over its parts). */
 RTL_API uint64_t rtl_model_mapped_bytes(const rtl_model *m);
+
+/* Multi-capacity (nested) models (technique "nested"): one network over one
+ * mapping, capacity k (1 = the smallest) a channel prefix per layer from the
+ * manifest's technique_fields.capacities[].channel_index. A model opens at
+ * its largest capacity. rtl_model_capacities is 0 for other techniques. */
+RTL_API int rtl_model_capacities(const rtl_model *m);
+RTL_API int rtl_model_capacity(const rtl_model *m);
+/* Switches in place: an upgrade advises the kernel to page in only the
+ * added parameter ranges (madvise WILLNEED), a downgrade releases only the
+ * dropped ones (MADV_DONTNEED, keeping pages shared with parameters still
+ * in use); nothing is reloaded or copied. Runs after it compute capacity k
+ * exactly as the separately built smaller network would. */
+RTL_API int rtl_model_set_capacity(rtl_model *m, int k, rtl_err *err) RTL_MUST_CHECK;
+/* The last switch: page_in/page_out = bytes of parameters added/dropped
+ * (what the manifest's page_in_bytes/page_out_bytes state), advised_in/out
+ * = the whole pages advised (page_out rounds inward, page_in outward). */
+typedef struct rtl_switch_bytes {
+    uint64_t page_in, page_out, advised_in, advised_out;
+} rtl_switch_bytes;
+RTL_API void rtl_model_switch_bytes(const rtl_model *m, rtl_switch_bytes *out);
 
 /* Runs the model on one input x, (c, h, w) as rtl_model_input_shape says. */
 RTL_API int rtl_model_run(rtl_model *m, const float *x, rtl_err *err) RTL_MUST_CHECK;

@@ -54,6 +54,8 @@ import sys, xml.etree.ElementTree as ET
 r = ET.parse(sys.argv[1]).getroot()
 lines = r.findall(".//{http://www.w3.org/2000/svg}polyline")
 assert len(lines) == 5 * 6, len(lines)
+off = [x for x in r.iter("{http://www.w3.org/2000/svg}rect") if x.get("class") == "offline"]
+assert off and len(off) % 6 == 0, len(off)   # S3 disconnects "Often": shaded in every panel
 ' fig.svg
 t_check "no temporary file is left" bash -c "! ls fig.svg.tmp 2>/dev/null"
 expect_ok "a budget that changes the order: no cloud money" "$RTL" simulate "$A" --trace s2 --cloud-usd 0 --policy mcdnn --policy cloud-only
