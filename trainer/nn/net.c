@@ -413,6 +413,10 @@ static int setup_layer(trn_build *b, trn_layer *l, trn_err *err)
         return trn_build_fail(b, NULL, err, "the output %dx%dx%d times batch %d is too large",
                               l->out.c, l->out.h, l->out.w, b->net->batch);
     l->outputs = (size_t)outputs;
+    l->full_in = l->in;
+    l->full_out = l->out;
+    l->full_inputs = l->inputs;
+    l->full_outputs = l->outputs;
     if (!l->output_aliased) {
         int deltas = !b->net->opts.infer_only && l->has_delta;
         if (trn_build_account(b, outputs * b->net->batch * (deltas ? 2 : 1), "the layer output",
