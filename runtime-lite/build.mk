@@ -128,6 +128,7 @@ $(call objs,tests/tools/rtl_peer_testtool.c): CFLAGS += $(RTL_CFLAGS)
 $(eval $(call program,$(RTL_PEER_TOOL),$(call objs,tests/tools/rtl_peer_testtool.c) $(RTL_OBJS),$(RTL_LDLIBS) -lpthread))
 TEST_DEPS += $(RTL_PEER_TOOL)
 BENCHES += tests/bench/rtl_offload.sh
+BENCHES += tests/bench/rtl_gtdp.sh
 
 # make fuzz: libFuzzer (Debian's clang) on the peer's frame and message
 # parsers, with ASan and UBSan; `make test` runs it briefly

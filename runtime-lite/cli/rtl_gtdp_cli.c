@@ -121,7 +121,7 @@ static double predicted_ms(rtl_model *m, const rtl_gtdp_worker *w, int n, int eq
         rtl_gtdp_layer g;
         rtl_gtdp_layer_plan p;
         rtl_model_layer_cost(m, i, &lc);
-        double ms = lc.host_cpu_ms > 0 ? lc.host_cpu_ms : lc.host_ms;
+        double ms = lc.host_ms;
         if (rtl_model_cut_ok(m, i) && rtl_model_cut_ok(m, i + 1) && rtl_gtdp_model_layer(m, i, &g) == 0 &&
             ((equal && rtl_gtdp_plan_equal(&g, w, n, &p, NULL) == 0) || rtl_gtdp_plan_layer(&g, w, n, &p, NULL) == 0))
             t += p.ms;

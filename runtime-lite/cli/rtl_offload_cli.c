@@ -439,7 +439,7 @@ static int plan_workers(rtl_model *m, const rtl_layer_cost *l, int n, const stru
                "bytes moved", "parts (worker: rows x channels)");
     }
     for (int i = 0; i < n; i++) {
-        double ms = l[i].host_cpu_ms > 0 ? l[i].host_cpu_ms : l[i].host_ms;
+        double ms = l[i].host_ms;
         local += ms;
         rtl_gtdp_layer g;
         if (rtl_gtdp_model_layer(m, i, &g) != 0) {

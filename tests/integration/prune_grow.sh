@@ -75,6 +75,16 @@ t_check "5 capacities from the seed step down to step 0" jqc '[.capacities[].roa
 t_check "capacity filters are the roadmap's kept counts" test "$(jq -c '[.capacities[] | [.filters[0], .filters[2], .filters[4]]]' "$C")" = "$(jq -c '[.steps[4,3,2,1,0].kept]' "$R")"
 t_check "MACs, params and bytes grow with the capacity" jqc '.capacities as $c | all(range(1; 5); $c[.].macs > $c[. - 1].macs and $c[.].weight_bytes > $c[. - 1].weight_bytes)' "$C"
 t_check "MACs equal the roadmap steps'" test "$(jq -c '[.capacities[].macs]' "$C")" = "$(jq -c '[.steps[4,3,2,1,0].macs]' "$R")"
+# The catalog's cost model (an independent oracle, from cfg text) on each
+# capacity's standalone model (the roadmap's step model of that size) gives
+# the engine's costs at that capacity.
+ok=1
+for k in 0 1 2 3 4; do
+    st=$(jq ".capacities[$k].roadmap_step" "$C")
+    "$BIN/catalog" cost --cfg "$T/rm/step-$st.cfg" --out "$T/cost-$k.json" >/dev/null 2>&1 || ok=0
+    [ "$(jq -c '[.macs, .params, .weight_bytes]' "$T/cost-$k.json")" = "$(jq -c ".capacities[$k] | [.macs, .params, .weight_bytes]" "$C")" ] || ok=0
+done
+t_check "the cost model of each capacity's standalone cfg equals the engine's capacity costs" test $ok = 1
 t_check "accuracy with test size and a Wilson interval" jqc 'all(.capacities[]; .test.split == "test" and .test.images == 6 and .test.lo <= .test.top1 and .test.top1 <= .test.hi)' "$C"
 t_check "capacity 1 is the seed: the same test result" test "$(jq '.capacities[0].test.correct' "$C")" = "$(jq '.steps[4].test.correct' "$R")"
 t_check "an upgrade pages in the added bytes, out nothing; a downgrade the reverse" jqc '

@@ -79,6 +79,9 @@ cp g/init.weights $V/variant.weights
 } >$V/variant.json
 "$CAT" keygen -p k.pub -s k.key -W >/dev/null 2>&1
 expect_ok "pack the nested variant" "$CAT" pack c/variants -o c/out --task identity=data/labels.txt --version 1 --key k.key
+"$CAT" report c/out/catalog-tiny-1.tar.zst >/dev/null 2>&1
+t_check "the report shows the capacity curve with intervals and page bytes" \
+    test "$(grep -A8 'Capacities of nest' c/out/catalog-tiny-1.report.md | grep -cE '^\| [1-5] \| [0-9.]+ \[[0-9.]+, [0-9.]+\] n=6 \|')" = 5
 mkdir -p root/keys && cp k.pub root/keys/
 rtl() { "$RTL" --root root "$@"; }
 expect_ok "install it" rtl install c/out/catalog-tiny-1.tar.zst
