@@ -902,7 +902,7 @@ RTL_API int rtl_policy_find(const char *name);
 /* One choice for a task. Costs are per request at 100% compute. */
 typedef struct rtl_sched_option {
     char variant[RTL_ID_MAX + 1];
-    int capacity;            /* nested capacity; -1: not nested */
+    int capacity;            /* nested: rtl_model_set_capacity's k (1 = the first of capacities[]); -1: not */
     double alpha;            /* early-exit knob; 0: no exits */
     double top1;             /* accuracy in [0, 1] */
     uint32_t images;         /* test images behind top1 (0: unknown) */
