@@ -82,6 +82,8 @@ $(eval $(call unit_test,rtl_model,$(RTL_LIB) $(TRN_INFER_LIB),$(RTL_LDLIBS)))
 BENCHES += tests/bench/rtl_install.sh
 BENCHES += tests/bench/rtl_run.sh
 BENCHES += tests/bench/rtl_pull.sh
+# make bench: five tasks through shared trunks against one task (rtl run --task).
+BENCHES += tests/bench/rtl_tasks.sh
 
 # The device build (make CROSS=aarch64-linux-gnu-) and the tests that run
 # there under qemu-user as part of a host make test.

@@ -235,7 +235,19 @@ int cat_describe(const cat_describe_opts *o, trn_err *err)
     else
         cJSON_AddNullToObject(v, "parent");
     /* Rewrites, SVD and mimic variants are whole networks: they need no
-     * other variant's files at run time. */
+     * other variant's files at run time. Heads and specialised models are
+     * whole networks too, but share with another variant: a head its
+     * trunk (technique_fields.head.trunk), a specialised model its cascade
+     * partner (technique_fields.cascade.partner); those are listed so that
+     * winnowing keeps them and the runtime finds them. */
+    const cJSON *tfs = meta ? cJSON_GetObjectItem(meta, "technique_fields") : NULL;
+    const char *share[2] = {
+        cat_json_str(cJSON_GetObjectItem(tfs, "head"), "trunk", NULL),
+        cat_json_str(cJSON_GetObjectItem(tfs, "cascade"), "partner", NULL),
+    };
+    for (int k = 0; k < 2; k++)
+        if (share[k] && (k == 0 || !share[0] || strcmp(share[0], share[k])))
+            cJSON_AddItemToArray(deps, cJSON_CreateString(share[k]));
     cJSON_AddItemToObject(v, "depends_on", deps);
     cJSON_AddStringToObject(v, "description", meta ? cat_json_str(meta, "description", "") : "base model");
     cJSON_AddStringToObject(v, "task", o->task);

@@ -84,9 +84,9 @@ static void sb_xml(struct sbuf *b, const char *s)
 }
 
 static const char *const techniques[] = {"base", "rewrite", "svd", "mimic", "nested", "early-exit", "trunk",
-                                         "head", "specialised", "pruned"};
+                                         "head", "specialised", "pruned", "lasso"};
 static const char *const colours[] = {"#000000", "#1f77b4", "#ff7f0e", "#8c564b", "#2ca02c", "#d62728",
-                                      "#9467bd", "#e377c2", "#17becf", "#bcbd22"};
+                                      "#9467bd", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f"};
 _Static_assert(sizeof techniques / sizeof techniques[0] == sizeof colours / sizeof colours[0], "one colour each");
 
 static const char *colour(const char *technique)

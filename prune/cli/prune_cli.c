@@ -5,6 +5,7 @@
  *   prune svd     --cfg C --weights W --spec S --out DIR
  *   prune mimic   --cfg C --weights W --data D.data --from SEL --to SEL
  *                 --with TEXT [--set key=value ...] --seed N --out DIR
+ *   prune lasso   --cfg C --weights W --out DIR
  *   prune retarget --cfg C --weights W --tasks X.tasks --cut SEL --seed N --out DIR
  *   prune specialise --cfg C --weights W --data D.data --contexts LIST --seed N --out DIR
  *   prune plan    --cfg C
@@ -31,6 +32,8 @@ static const char *const usage_main =
     "  svd       low-rank factorisation of connected layers\n"
     "  mimic     in-place transformation: a fragment replaced by a smaller one\n"
     "            trained to regress the original fragment's outputs\n"
+    "  lasso     the dense export of a group-lasso-trained network (MeDNN's SMCD):\n"
+    "            zeroed filters and channels removed\n"
     "  retarget  shared trunk + task heads: layers above a cut retrained per\n"
     "            attribute task on the frozen trunk's cached outputs (MCDNN 4.1.3)\n"
     "  specialise (n,p) context models: the last layers retrained for n classes +\n"
@@ -38,6 +41,7 @@ static const char *const usage_main =
     "  plan      the layers of a cfg with their selectors, MACs and parameters\n"
     "  trr       rank every filter by Triplet Response Residual (NestDNN)\n"
     "  l1        rank every filter by the L1 norm of its weights (baseline)\n"
+    "  scan      sensitivity scan: one layer pruned at 10..90% by a ranking\n"
     "  roadmap   iterative filter pruning with retraining (NestDNN's roadmap)\n"
     "\n"
     "Run `prune VERB --help` for a verb's options. Selectors: conv#k, conv@k, fc#k,\n"
@@ -238,6 +242,38 @@ static int cmd_svd(int argc, char **argv, trn_err *err)
     return rc;
 }
 
+static int cmd_lasso(int argc, char **argv, trn_err *err)
+{
+    static const char *const known[] = {"cfg", "weights", "seed", "out", NULL};
+    static const char *const need[] = {"cfg", "weights", "out", NULL};
+    prn_cli_opts o;
+    if (prn_cli_parse(argc, argv, "lasso", "--cfg C --weights W --out DIR [--seed N]",
+                      "Exports the network C with weights W, trained with the group-lasso keys\n"
+                      "(trainer train --set lasso_filter=... lasso_channel=...; trainer/README.md),\n"
+                      "as a smaller dense Darknet model: every filter whose group is zero and every\n"
+                      "input channel no weight reads is removed, with the layers around it\n"
+                      "(prune/README.md). The outputs are unchanged. Zero shape-wise columns stay\n"
+                      "(a dense convolution cannot skip them): meta.json reports them. --seed is\n"
+                      "accepted for a uniform command line; nothing is random.\n"
+                      "Writes DIR/variant.cfg, DIR/init.weights, DIR/meta.json.\n",
+                      known, &o))
+        return -3;
+    if (o.help) return 0;
+    if (prn_cli_require(&o, "lasso", need, err)) return -2;
+    trn_cfg *cfg = trn_cfg_read(o.cfg, err);
+    if (!cfg) return -1;
+    trn_net *base = prn_cli_load_base(cfg, o.weights, 1, err);
+    prn_variant v;
+    int rc = -1;
+    if (base && prn_lasso(cfg, base, &v, err) == 0) {
+        rc = prn_cli_finish(&v, o.out, err);
+        prn_variant_free(&v);
+    }
+    trn_net_free(base);
+    trn_cfg_free(cfg);
+    return rc;
+}
+
 static void shape_text(trn_shape s, char *buf, size_t size)
 {
     snprintf(buf, size, "%dx%dx%d", s.c, s.h, s.w);
@@ -304,6 +340,7 @@ static int run_verb(const char *name, int (*fn)(int, char **, trn_err *), int ar
 static int run_rewrite(int argc, char **argv) { return run_verb("rewrite", cmd_rewrite, argc, argv); }
 static int run_svd(int argc, char **argv) { return run_verb("svd", cmd_svd, argc, argv); }
 static int run_mimic(int argc, char **argv) { return run_verb("mimic", prn_cli_mimic, argc, argv); }
+static int run_lasso(int argc, char **argv) { return run_verb("lasso", cmd_lasso, argc, argv); }
 static int run_plan(int argc, char **argv) { return run_verb("plan", cmd_plan, argc, argv); }
 static int run_specialise(int argc, char **argv)
 {
@@ -312,6 +349,7 @@ static int run_specialise(int argc, char **argv)
 static int run_trr(int argc, char **argv) { return run_verb("trr", prn_cli_trr, argc, argv); }
 static int run_l1(int argc, char **argv) { return run_verb("l1", prn_cli_l1, argc, argv); }
 static int run_roadmap(int argc, char **argv) { return run_verb("roadmap", prn_cli_roadmap, argc, argv); }
+static int run_scan(int argc, char **argv) { return run_verb("scan", prn_cli_scan, argc, argv); }
 static int run_retarget(int argc, char **argv)
 {
     return run_verb("retarget", prn_cli_retarget, argc, argv);
@@ -325,11 +363,13 @@ int main(int argc, char **argv)
         CK_VERB("rewrite", "static rewrites (stride x2, filters /2, connected output /F, local -> convolutional, layer removal)", run_rewrite),
         CK_VERB("svd", "low-rank factorisation of connected layers", run_svd),
         CK_VERB("mimic", "in-place transformation: a fragment replaced by a smaller one trained to regress the original", run_mimic),
+        CK_VERB("lasso", "the dense export of a group-lasso-trained network: zeroed filters and channels removed", run_lasso),
         CK_VERB("retarget", "task heads on a frozen shared trunk, trained on its cached outputs", run_retarget),
         CK_VERB("specialise", "(n,p) context models: the classifier retrained on frozen layers, scored as a cascade", run_specialise),
         CK_VERB("plan", "the layers of a cfg with their selectors, MACs and parameters", run_plan),
         CK_VERB("trr", "rank every filter by NestDNN's Triplet Response Residual (a ranking file)", run_trr),
         CK_VERB("l1", "rank every filter by the L1 norm of its weights (the baseline of trr)", run_l1),
+        CK_VERB("scan", "the sensitivity scan: one layer pruned by a ranking at a time, no retraining", run_scan),
         CK_VERB("roadmap", "NestDNN's pruning roadmap: prune by a ranking, retrain, until the minimum accuracy fails", run_roadmap),
     };
     static const ck_prog prog = {

@@ -45,6 +45,19 @@ int prn_cli_specialise(int argc, char **argv, trn_err *err);
 /* The ranking verbs trr and l1 (rank_cli.c). */
 int prn_cli_trr(int argc, char **argv, trn_err *err);
 int prn_cli_l1(int argc, char **argv, trn_err *err);
+/* Top-1 on a split, with its 95% Wilson interval. */
+typedef struct rm_acc {
+    trn_split split;
+    uint64_t images, correct;
+    double top1, lo, hi;
+} rm_acc;
+/* Top-1 of net (any batch) over every image of split, evaluation
+ * preprocessing, in list order. -1 with err. */
+int prn_cli_evaluate(trn_net *net, const trn_dataset *ds, trn_split split, int threads, rm_acc *a, trn_err *err);
+/* {"split", "images", "correct", "top1", "lo", "hi"}; NULL when out of memory. */
+cJSON *prn_cli_acc_json(const rm_acc *a);
+/* The scan verb: the sensitivity scan (scan_cli.c). */
+int prn_cli_scan(int argc, char **argv, trn_err *err);
 /* The roadmap verb (roadmap_cli.c). */
 int prn_cli_roadmap(int argc, char **argv, trn_err *err);
 /* Draws `count` triplets (3 image indexes each, *out malloc'd) from split

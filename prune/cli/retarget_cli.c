@@ -238,8 +238,9 @@ int prn_cli_retarget(int argc, char **argv, trn_err *err)
         trn_errf(err, "out of memory");
         goto out;
     }
-    char trunk_id[96];
-    snprintf(trunk_id, sizeof trunk_id, "trunk-L%d", cut);
+    /* The trunk is the parent's layers 0..cut: the catalog names the
+     * parent variant ("base") as the trunk and lists it in depends_on. */
+    const char *trunk_id = "base";
     cJSON_AddStringToObject(table, "cut", o.cut);
     cJSON_AddNumberToObject(table, "cut_layer", cut);
     cJSON_AddStringToObject(table, "trunk", trunk_id);

@@ -81,14 +81,7 @@ static trn_net *net_like(const trn_cfg *cfg, const trn_net *src, int batch, int 
     return n;
 }
 
-typedef struct rm_acc {
-    trn_split split;
-    uint64_t images, correct;
-    double top1, lo, hi;
-} rm_acc;
-
-/* Top-1 of net (any batch) over the whole split, evaluation preprocessing. */
-static int evaluate(trn_net *net, const trn_dataset *ds, trn_split split, int threads, rm_acc *a, trn_err *err)
+int prn_cli_evaluate(trn_net *net, const trn_dataset *ds, trn_split split, int threads, rm_acc *a, trn_err *err)
 {
     memset(a, 0, sizeof *a);
     a->split = split;
@@ -128,7 +121,7 @@ static int evaluate(trn_net *net, const trn_dataset *ds, trn_split split, int th
     return 0;
 }
 
-static cJSON *acc_json(const rm_acc *a)
+cJSON *prn_cli_acc_json(const rm_acc *a)
 {
     cJSON *o = cJSON_CreateObject();
     if (!o) return NULL;
@@ -224,10 +217,10 @@ static int measure(rm_step *s, const trn_dataset *ds, trn_split eval, int thread
 {
     trn_net *n = net_like(s->cfg, s->net, RM_EVAL_BATCH, 1, 0, err);
     int rc = n ? 0 : -1;
-    if (rc == 0) rc = evaluate(n, ds, eval, threads, &s->acc, err);
+    if (rc == 0) rc = prn_cli_evaluate(n, ds, eval, threads, &s->acc, err);
     if (rc == 0) {
         if (eval == TRN_SPLIT_TEST) s->test = s->acc;
-        else rc = evaluate(n, ds, TRN_SPLIT_TEST, threads, &s->test, err);
+        else rc = prn_cli_evaluate(n, ds, TRN_SPLIT_TEST, threads, &s->test, err);
     }
     trn_net_get_totals(s->net, &s->tot);
     trn_net_free(n);
@@ -549,8 +542,8 @@ int prn_cli_roadmap(int argc, char **argv, trn_err *err)
         cJSON_AddNumberToObject(o, "macs", (double)s->tot.macs);
         cJSON_AddNumberToObject(o, "params", (double)s->tot.params);
         cJSON_AddNumberToObject(o, "weight_bytes", (double)s->tot.weight_bytes);
-        cJSON_AddItemToObject(o, "accuracy", acc_json(&s->acc));
-        cJSON_AddItemToObject(o, "test", acc_json(&s->test));
+        cJSON_AddItemToObject(o, "accuracy", prn_cli_acc_json(&s->acc));
+        cJSON_AddItemToObject(o, "test", prn_cli_acc_json(&s->test));
         cJSON_AddBoolToObject(o, "passed", s->passed);
     }
     cJSON_AddItemToObject(j, "steps", js);

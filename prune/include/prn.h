@@ -225,6 +225,21 @@ int prn_mimic_opts_set(prn_mimic_opts *o, const char *kv, trn_err *err);
 int prn_mimic(const trn_cfg *cfg, trn_net *base, const prn_mimic_opts *o, prn_variant *out,
               trn_err *err) TRN_MUST_CHECK;
 
+/* ---- group-lasso export (lasso.c) ------------------------------------------ *
+ *
+ * MeDNN's SMCD export: base has been trained with the trainer's lasso_*
+ * keys (trainer/README.md); every channel between a [convolutional] layer
+ * and the one [convolutional]/[connected] layer that reads it (through
+ * unshared pooling and dropout layers) is removed when the producer's
+ * filter group is exactly zero (batch norm: scale and shift; its
+ * activation maps 0 to 0) or the consumer's weights on it are all zero.
+ * The result is a plain Darknet model computing the same function
+ * (technique "lasso"; technique_fields list per layer the filters before
+ * and after, the zero columns shape sparsity leaves in the dense layers
+ * and the MACs an im2col skipping them would save). A network with no zero
+ * group is exported unchanged. -1 when out of memory or the result does
+ * not build. */
+int prn_lasso(const trn_cfg *cfg, const trn_net *base, prn_variant *out, trn_err *err) TRN_MUST_CHECK;
 /* ---- filter rankings (rank.c) ---------------------------------------------- *
  *
  * NestDNN's Triplet Response Residual (TRR) and the L1-norm baseline rank

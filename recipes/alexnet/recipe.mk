@@ -58,3 +58,10 @@ RECIPE_VARIANTS += mimic-c34
 V_mimic-c34       := mimic conv@3 conv@4 convolutional,batch_normalize=1,filters=24,size=3,stride=1,pad=1,activation=relu
 V_mimic-c34_MIMIC := batches=300 learning_rate=0.1
 V_mimic-c34_TRAIN := max_batches=300 learning_rate=0.02 burn_in=0 policy=poly power=2
+
+# Shared trunk and task heads (MCDNN 4.1.3, prune retarget): layers up to
+# RETARGET_CUT of the base are shared by every attribute task of the data
+# set's .tasks file; each task's head is RETARGET_HEAD then a connected
+# classifier, trained on the trunk's cached outputs.
+RETARGET_CUT  := conv@4
+RETARGET_HEAD := avgpool

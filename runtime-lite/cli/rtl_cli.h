@@ -35,6 +35,10 @@ int cmd_plan(rtl_store *s, int argc, char **argv);
 int cmd_serve(rtl_store *s, int argc, char **argv);
 int cmd_peer_keygen(rtl_store *s, int argc, char **argv);
 int cmd_run_split(rtl_store *s, int argc, char **argv);
+/* rtl_tasks_cli.c: run --task (several tasks, shared trunks). */
+int cmd_run_tasks(rtl_store *s, int argc, char **argv);
+/* 1 when run's arguments name --task. */
+int run_wants_tasks(int argc, char **argv);
 /* 1 when run's arguments ask for split execution (--split, --peer). */
 int run_wants_split(int argc, char **argv);
 

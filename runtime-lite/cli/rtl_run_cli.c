@@ -38,6 +38,7 @@ static void print_result(const char *image, const rtl_class *top, size_t n, cons
 int cmd_run(rtl_store *s, int argc, char **argv)
 {
     if (run_wants_split(argc, argv)) return cmd_run_split(s, argc, argv); /* its own options */
+    if (run_wants_tasks(argc, argv)) return cmd_run_tasks(s, argc, argv); /* likewise */
     struct cmd_opts o = CMD_OPTS_DEFAULTS;
     const ck_opt opts[] = {
         {"--top", "K", CK_INT, &o.top, 1, 100000, "classes per image (default 5, at most the task's classes)"},
@@ -54,7 +55,8 @@ int cmd_run(rtl_store *s, int argc, char **argv)
                        "probable classes with the labels of the variant's task, one line per image:\n"
                        "  IMAGE: P1 LABEL1, P2 LABEL2, ...\n",
                        opts, "With --split S|auto --peer HOST:PORT the variant runs split with a peer\n"
-                             "(rtl run --split auto --help).\n"
+                             "(rtl run --split auto --help). With --task T... (no VARIANT) every task is\n"
+                             "answered, shared trunks run once (rtl run --task T --help).\n"
                              "Exit status 1 when a variant cannot be loaded or an image cannot be read.\n"};
     int rc, i = sub_opts(argc, argv, &v, 3, INT_MAX, &rc);
     if (i < 0) return rc;

@@ -574,6 +574,30 @@ RTL_API int rtl_model_image_input(const rtl_model *m, const char *path, float *x
  * model (rtl_layer_cost.host_ms). */
 RTL_API int rtl_model_profile_layers(rtl_model *m, const float *x, uint32_t runs, rtl_err *err) RTL_MUST_CHECK;
 
+/* ---- several tasks on one input: shared trunks (runtime-lite/src/tasks.c) --
+ *
+ * MCDNN section 4.1.3: a head variant (technique "head", written by `prune
+ * retarget`) is its parent's layers 0..from_layer-1 (the trunk, frozen,
+ * byte for byte the parent's) plus head layers trained for another task.
+ * Asked for several tasks on one input, the runtime runs each shared trunk
+ * once and fans its output out to every head (and to the parent's own
+ * upper layers when the parent is asked too). */
+
+/* When v is a head: its parent's id (copied into parent_buf, psize bytes) and *from_layer (the first head layer); 0.
+ * -1 with err (may be NULL) when v is not a head or its fields lack them. */
+RTL_API int rtl_variant_head(const rtl_variant *v, char *parent_buf, size_t psize, int *from_layer,
+                             rtl_err *err);
+
+/* Runs models[0..n) on one input x (rtl_model_input_size floats, the same
+ * for all): heads with the same parent and from_layer share one run of
+ * their trunk, which the parent itself supplies when it is among the
+ * models (its upper layers then run on the same trunk output); every other
+ * model runs whole. After return, each model's rtl_model_output is its
+ * answer. *trunk_runs (may be NULL) receives the trunk forwards done. -1
+ * with err naming the model when the inputs differ in size or a run fails. */
+RTL_API int rtl_model_run_tasks(rtl_model *const *models, size_t n, const float *x, size_t *trunk_runs,
+                                rtl_err *err) RTL_MUST_CHECK;
+
 /* ---- the split planner (runtime-lite/src/plan.c) --------------------------
  *
  * JointDNN's formulation: a graph over (layer, location) with location

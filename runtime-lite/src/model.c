@@ -45,7 +45,7 @@ static const struct {
     {"base", MODEL_PLAIN},          {"rewrite", MODEL_PLAIN},   {"svd", MODEL_PLAIN},
     {"mimic", MODEL_PLAIN},         {"pruned", MODEL_PLAIN},    {"nested", MODEL_NESTED},
     {"early-exit", MODEL_EARLY_EXIT}, {"trunk", MODEL_TRUNK},   {"head", MODEL_HEAD},
-    {"specialised", MODEL_CASCADE},
+    {"specialised", MODEL_CASCADE}, {"lasso", MODEL_PLAIN},
 };
 
 #define MODEL_PARTS_MAX 8
@@ -214,7 +214,10 @@ static const struct {
     [MODEL_NESTED] = {NULL, "multi-capacity models are not supported by this runtime yet"},
     [MODEL_EARLY_EXIT] = {NULL, "early-exit models are not supported by this runtime yet"},
     [MODEL_TRUNK] = {NULL, "a shared trunk runs through its heads, which this runtime does not load yet"},
-    [MODEL_HEAD] = {NULL, "shared-trunk heads are not supported by this runtime yet"},
+    /* A head variant is a whole network (its trunk layers are the parent's,
+     * copied by prune retarget): it opens as a plain one; rtl_model_run_tasks
+     * runs the shared trunk once and only the head layers per head. */
+    [MODEL_HEAD] = {open_plain, NULL},
     [MODEL_CASCADE] = {NULL, "specialised models (cascades) are not supported by this runtime yet"},
 };
 _Static_assert(sizeof kinds / sizeof kinds[0] == MODEL_KIND_COUNT, "every model kind says how it opens");

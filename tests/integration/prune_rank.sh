@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# prune trr and prune l1: the ranking file (every ranked layer and filter,
+# prune trr, prune l1 and prune scan: the ranking file (every ranked layer and filter,
 # the prune order), the same bytes for any thread count, and errors that
 # name the problem, exit non-zero and leave no file behind.
 . "$TOP/tests/lib.sh"
@@ -78,6 +78,20 @@ t_check "l1: same layers, no triplets" jqc '.method == "l1" and (has("triplets")
 t_check "l1: normalised by weights per filter" \
     jqc 'all(.layers[]; . as $l | all(range(.filters); ($l.score[.] / $l.filter_weights - $l.normalised[.]) | fabs < 1e-12))' "$T/l1.json"
 
+# prune scan: one layer at a time, no retraining
+expect_ok "scan --help" "$P" scan --help
+expect_ok "trr scan" "$P" scan --cfg "$T/base.cfg" --weights "$T/base.weights" --data "$D" --method trr \
+    --seed 3 --triplets 20 --fractions 0.25,0.5,0.75 --out "$T/scan.json"
+t_check "scan prints the table" grep -Eq '^L2 +6 +[0-9.]+% +[0-9.]+% +[0-9.]+%$' "$T/out"
+t_check "scan: every ranked layer, every fraction" \
+    jqc '[.layers[].layer] == [0, 2, 3] and all(.layers[]; [.points[].fraction] == [0.25, 0.5, 0.75])' "$T/scan.json"
+t_check "scan: round(p x filters) pruned" jqc '[.layers[0].points[].pruned] == [2, 4, 6] and [.layers[1].points[].pruned] == [2, 3, 5]' "$T/scan.json"
+t_check "scan: accuracy on the test split with an interval" \
+    jqc '.base.split == "test" and all(.layers[].points[].accuracy; .images == 6 and .lo <= .top1 and .top1 <= .hi)' "$T/scan.json"
+expect_ok "l1 scan" "$P" scan --cfg "$T/base.cfg" --weights "$T/base.weights" --data "$D" --method l1 \
+    --seed 3 --fractions 0.5 --out "$T/scan-l1.json"
+t_check "l1 scan" jqc '.method == "l1" and (.layers[0].points | length) == 1' "$T/scan-l1.json"
+
 bad() { # NAME PATTERN ARGS...: fails with PATTERN and writes no file
     local name=$1 pat=$2; shift 2
     rm -f "$T/bad.json"
@@ -96,5 +110,7 @@ bad "trr: classes differ" "has 3 outputs but .* has 2 classes" trr --cfg "$T/thr
 printf 'classes=2\ntrain=one.list\nlabels=labels.txt\n' >"$T/data/one.data"
 echo img/0000_dark.bmp >"$T/data/one.list"
 bad "trr: no triplet in the split" "no triplet can be drawn" trr --cfg "$T/base.cfg" --weights "$T/base.weights" --data "$T/data/one.data" --seed 1
+bad "scan: bad fractions" "--fractions '0.5,1.5'" scan --cfg "$T/base.cfg" --weights "$T/base.weights" --data "$D" --method trr --seed 1 --fractions 0.5,1.5
+bad "scan: missing --method" "--method is required" scan --cfg "$T/base.cfg" --weights "$T/base.weights" --data "$D" --seed 1
 bad "l1: missing --weights" "--weights is required" l1 --cfg "$T/base.cfg"
 t_done

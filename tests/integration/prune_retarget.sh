@@ -65,7 +65,7 @@ done
 t_check "no identity head" test ! -e "$T/r/identity"
 t_check "retarget.json written" test -s "$T/r/retarget.json"
 t_check "meta.json technique head" grep -q '"technique":[[:space:]]*"head"' "$T/r/size/meta.json"
-t_check "meta.json names the trunk" grep -q '"trunk":[[:space:]]*"trunk-L2"' "$T/r/size/meta.json"
+t_check "meta.json names the trunk" grep -q '"trunk":[[:space:]]*"base"' "$T/r/size/meta.json"
 t_check "the head starts above the cut" grep -q '"from_layer":[[:space:]]*3' "$T/r/size/meta.json"
 # The trunk is the base's: its sections are the base's first sections.
 sec() { awk '/^\[/{n++} n>=1 && n<=3' "$1" | grep -v '^#' | grep -v '^$'; }

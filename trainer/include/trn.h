@@ -33,6 +33,12 @@ int trn_net_backward(trn_net *net, trn_err *err) TRN_MUST_CHECK;
  *   weights:        u -= decay*B * w; w += rate/B * u; u *= momentum
  * with B = batch * subdivisions and the layer's learning_rate scale. */
 void trn_net_update(trn_net *net);
+/* Group lasso (trainer/src/lasso.c): 1 when the cfg sets any lasso_* key.
+ * trn_net_update calls trn_lasso_prox after its SGD step: one proximal
+ * step (group soft-thresholding with threshold rate * lambda) of the
+ * filter-, channel- and shape-wise groups of every [convolutional] layer. */
+int trn_lasso_active(const trn_net *net);
+void trn_lasso_prox(trn_net *net, float rate);
 /* Soft targets for the next training forwards (knowledge distillation):
  * q is (batch, outputs), each row a teacher's distribution softened by
  * net->cfg.distill_temperature, or NULL to train on the labels alone. The

@@ -84,7 +84,7 @@ static const char *const net_keys[] = {
     "learning_rate", "policy", "steps", "scales", "step", "gamma", "power", "burn_in",
     "max_batches", "scale", "angle", "hue", "saturation", "exposure", "aspect", "jitter",
     "min_crop", "max_crop", "flip", "distill_alpha", "distill_temperature", "distill_cfg",
-    "distill_weights", NULL,
+    "distill_weights", "lasso_filter", "lasso_channel", "lasso_shape", NULL,
 };
 
 static int in_list(const char *const *list, const char *s)
@@ -289,7 +289,10 @@ static int parse_net_section(trn_build *b, trn_net *net, trn_err *err)
         trn_build_float(b, "gamma", 1, -1e6f, 1e6f, &c->gamma, err))
         return -1;
     if (trn_build_float(b, "distill_alpha", 0, 0, 1, &c->distill_alpha, err) ||
-        trn_build_float(b, "distill_temperature", 1, 0.01f, 100, &c->distill_temperature, err))
+        trn_build_float(b, "distill_temperature", 1, 0.01f, 100, &c->distill_temperature, err) ||
+        trn_build_float(b, "lasso_filter", 0, 0, 1e3f, &c->lasso_filter, err) ||
+        trn_build_float(b, "lasso_channel", 0, 0, 1e3f, &c->lasso_channel, err) ||
+        trn_build_float(b, "lasso_shape", 0, 0, 1e3f, &c->lasso_shape, err))
         return -1;
     static const char *const dk[2] = {"distill_cfg", "distill_weights"};
     char *dv[2] = {c->distill_cfg, c->distill_weights};

@@ -99,6 +99,7 @@ void trn_net_update(trn_net *net)
         float decay = p->role == TRN_PARAM_WEIGHTS ? -c->decay * batch : 0;
         net->be->sgd(p->data, p->update, p->mask, p->count, decay, lr / batch, c->momentum);
     }
+    trn_lasso_prox(net, rate);
 }
 
 int trn_net_train_step(trn_net *net, const float *x, const float *truth, float *loss, trn_err *err)

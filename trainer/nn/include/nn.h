@@ -360,6 +360,11 @@ typedef struct trn_net_config {
      * teacher is distill_cfg + distill_weights (see trn_train). */
     float distill_alpha, distill_temperature;
     char distill_cfg[1024], distill_weights[1024];
+    /* Group lasso (MeDNN's SMCD, a training-only [net] extension: Darknet
+     * reports the keys as unused). The penalty weights of the filter-,
+     * channel- and shape-wise groups of every [convolutional] layer;
+     * 0 (the default) turns a group kind off. trainer/README.md. */
+    float lasso_filter, lasso_channel, lasso_shape;
 } trn_net_config;
 
 typedef struct trn_net_opts {

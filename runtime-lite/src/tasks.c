@@ -1,0 +1,104 @@
+/*
+ * tasks.c: several tasks on one input with shared trunks (rtl_model_run_tasks
+ * of rtl.h; MCDNN section 4.1.3, "the router fans one trunk output to
+ * dependent fragments").
+ *
+ * A head variant's files are a whole network whose layers 0..from_layer-1
+ * are its parent's (prune retarget copies them; the catalog's signature
+ * covers both files). So a trunk computed by the parent, or by any one head
+ * of the group, is the trunk of every head of the group: each head then
+ * runs only its layers from_layer..end (rtl_model_run_range) on that
+ * output. The weights of the heads' trunk copies are mapped but never
+ * touched, so they never become resident.
+ */
+#include "internal.h"
+
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+
+int rtl_variant_head(const rtl_variant *v, char *parent_buf, size_t psize, int *from_layer, rtl_err *err)
+{
+    if (strcmp(rtl_variant_technique(v), "head") != 0)
+        return rtl_errf(err, "variant '%s' is not a head (technique %s)", rtl_variant_id(v),
+                        rtl_variant_technique(v));
+    const char *parent = rtl_variant_parent(v);
+    cJSON *f = cJSON_Parse(rtl_variant_fields_json(v) ? rtl_variant_fields_json(v) : "{}");
+    const cJSON *h = cJSON_GetObjectItemCaseSensitive(f, "head");
+    const cJSON *from = cJSON_GetObjectItemCaseSensitive(h, "from_layer");
+    int ok = parent && cJSON_IsNumber(from) && from->valuedouble >= 1 && from->valuedouble < 1e6;
+    if (ok) *from_layer = (int)from->valuedouble;
+    cJSON_Delete(f);
+    if (!ok)
+        return rtl_errf(err, "variant '%s': a head needs a parent and technique_fields.head.from_layer "
+                        "in the manifest", rtl_variant_id(v));
+    if (strlen(parent) >= psize) return rtl_errf(err, "variant '%s': parent id too long", rtl_variant_id(v));
+    memcpy(parent_buf, parent, strlen(parent) + 1);
+    return 0;
+}
+
+struct member {
+    int head;         /* 1: a head with a trunk */
+    char parent[128];
+    int from;         /* first head layer */
+    int done;
+};
+
+int rtl_model_run_tasks(rtl_model *const *models, size_t n, const float *x, size_t *trunk_runs, rtl_err *err)
+{
+    if (trunk_runs) *trunk_runs = 0;
+    if (n == 0) return 0;
+    struct member *mb = calloc(n, sizeof *mb);
+    if (!mb) return rtl_errf(err, "out of memory");
+    size_t in = rtl_model_input_size(models[0]);
+    int rc = -1;
+    for (size_t i = 0; i < n; i++) {
+        const rtl_variant *v = rtl_model_variant(models[i]);
+        if (rtl_model_input_size(models[i]) != in) {
+            rtl_errf(err, "variant '%s' takes %zu input floats, variant '%s' %zu: the tasks of one input "
+                     "need models of one input size", rtl_variant_id(v), rtl_model_input_size(models[i]),
+                     rtl_variant_id(rtl_model_variant(models[0])), in);
+            goto out;
+        }
+        mb[i].head = rtl_variant_head(v, mb[i].parent, sizeof mb[i].parent, &mb[i].from, NULL) == 0 &&
+                     mb[i].from < rtl_model_layers(models[i]) && rtl_model_cut_ok(models[i], mb[i].from);
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (mb[i].done || !mb[i].head) continue;
+        /* The group of i: heads with the same parent and first layer, and
+         * the parent itself when it is asked and not yet answered. */
+        int from = mb[i].from;
+        rtl_model *runner = models[i];
+        size_t parent = n;
+        for (size_t k = 0; k < n; k++) {
+            if (mb[k].done || k == i) continue;
+            rtl_model *m = models[k];
+            if (!strcmp(rtl_variant_id(rtl_model_variant(m)), mb[i].parent) && from < rtl_model_layers(m) &&
+                rtl_model_cut_ok(m, from) && rtl_model_cut_floats(m, from) == rtl_model_cut_floats(models[i], from)) {
+                parent = k;
+                runner = m;
+                break;
+            }
+        }
+        const float *t;
+        size_t tn;
+        if (rtl_model_run_range(runner, 0, from - 1, x, in, &t, &tn, err) != 0) goto out;
+        if (trunk_runs) (*trunk_runs)++;
+        for (size_t k = 0; k < n; k++) {
+            int member = k == parent || (mb[k].head && !mb[k].done && mb[k].from == from &&
+                                         !strcmp(mb[k].parent, mb[i].parent));
+            if (!member) continue;
+            rtl_model *m = models[k];
+            const float *o;
+            size_t on;
+            if (rtl_model_run_range(m, from, rtl_model_layers(m) - 1, t, tn, &o, &on, err) != 0) goto out;
+            mb[k].done = 1;
+        }
+    }
+    for (size_t i = 0; i < n; i++)
+        if (!mb[i].done && rtl_model_run(models[i], x, err) != 0) goto out;
+    rc = 0;
+out:
+    free(mb);
+    return rc;
+}

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# make bench: all five tasks of the default data set on one image against
+# the identity task alone, in the same run (issue 17: at most 1.15x). The
+# default recipe's AlexNet (recipes/alexnet/base.cfg, 32x32, 48 classes)
+# trained two steps on a small generated set, heads for shape, colour, size
+# and texture by `prune retarget` with the default recipe's cut and head
+# (RETARGET_CUT, RETARGET_HEAD of recipes/alexnet/recipe.mk), packed,
+# installed, then `rtl run --task identity,shape,colour,size,texture
+# --repeat N --threads 1`: the median of N interleaved runs of all tasks
+# (the trunk once, then the base's upper layers and the four heads) and of
+# the base alone. Environment (from make): BIN, O, TOP; RUNS (default 300).
+set -u
+: "${BIN:?run through make bench}" "${O:?run through make bench}" "${TOP:?run through make bench}"
+W=$O/bench/rtl-tasks
+rm -rf "$W" && mkdir -p "$W" && cd "$W" || exit 1
+trap 'rm -rf "$W"' EXIT
+export SOURCE_DATE_EPOCH=1700000000
+runs=${RUNS:-300}
+cut=$(sed -n 's/^RETARGET_CUT *:= *//p' "$TOP/recipes/alexnet/recipe.mk")
+head=$(sed -n 's/^RETARGET_HEAD *:= *//p' "$TOP/recipes/alexnet/recipe.mk")
+"$BIN/dataset" generate --out . --name s --seed 1 --size 32 --train 2 --valid 1 --test 1 --no-contexts \
+    --threads 1 >/dev/null 2>&1 || { echo "bench rtl-tasks: cannot make the data set"; exit 1; }
+V=c/variants
+mkdir -p $V/base
+cp "$TOP/recipes/alexnet/base.cfg" $V/base/variant.cfg
+"$BIN/trainer" train --cfg $V/base/variant.cfg --data s/s.data --set max_batches=2 --backup bk --seed 1 \
+    --threads 1 --loader-threads 1 --quiet >train.log 2>&1 && cp bk/variant.weights $V/base/variant.weights ||
+    { echo "bench rtl-tasks: cannot train"; tail -n 5 train.log; exit 1; }
+"$BIN/prune" retarget --cfg $V/base/variant.cfg --weights $V/base/variant.weights --tasks s/s.tasks \
+    --cut "$cut" ${head:+--head "$head"} --set batches=5 --set aug_passes=0 --seed 1 --out heads >rt.log 2>&1 ||
+    { echo "bench rtl-tasks: prune retarget failed"; tail -n 5 rt.log; exit 1; }
+vjson() { # ID TASK META COST
+    python3 - "$@" <<'EOF'
+import json, sys
+vid, task, meta, cost = sys.argv[1:5]
+m = json.load(open(meta)) if meta != "-" else {"technique": "base", "description": "base", "technique_fields": {}}
+head = m["technique"] != "base"
+print(json.dumps({"schema": 1, "id": vid, "model": "alexnet", "technique": m["technique"],
+    "parent": "base" if head else None, "depends_on": ["base"] if head else [], "description": m["description"],
+    "task": task, "files": [{"role": "cfg", "path": "variant.cfg"}, {"role": "weights", "path": "variant.weights"}],
+    "accuracy": {}, "technique_fields": m["technique_fields"], "cost": json.loads(cost)}))
+EOF
+}
+vjson base identity - "$("$BIN/trainer" info --json $V/base/variant.cfg)" >$V/base/variant.json
+for k in shape colour size texture; do
+    mkdir -p $V/head-$k && cp heads/$k/variant.cfg $V/head-$k/ && cp heads/$k/init.weights $V/head-$k/variant.weights
+    vjson head-$k $k heads/$k/meta.json "$("$BIN/trainer" info --json heads/$k/variant.cfg)" >$V/head-$k/variant.json
+done
+"$BIN/catalog" keygen -p k.pub -s k.key -W >/dev/null && "$BIN/catalog" pack $V -o pkg --task identity=s/s.names \
+    --task shape=s/s-shape.names --task colour=s/s-colour.names --task size=s/s-size.names \
+    --task texture=s/s-texture.names --version 1 --key k.key >pack.log 2>&1 ||
+    { echo "bench rtl-tasks: cannot pack"; tail -n 5 pack.log; exit 1; }
+mkdir -p root/keys && cp k.pub root/keys/
+"$BIN/rtl" -q --root root install pkg/catalog-alexnet-1.tar.zst >/dev/null || { echo "bench rtl-tasks: cannot install"; exit 1; }
+img=s/$(head -n 1 s/test.list)
+out=$("$BIN/rtl" --root root run alexnet --task identity,shape,colour,size,texture "$img" --repeat "$runs" \
+    --threads 1 --json) || { echo "bench rtl-tasks: rtl run failed"; exit 1; }
+python3 - "$out" "$cut" "$head" <<'EOF'
+import json, sys
+d = json.loads(sys.argv[1])
+t = d["timing"]
+print("bench rtl-tasks: default AlexNet (32x32), trunk L0..%s, head '%s', 1 thread, median of %d interleaved runs"
+      % (sys.argv[2], sys.argv[3], t["runs"]))
+print("bench rtl-tasks: 5 tasks (identity, shape, colour, size, texture) %.3f ms, identity alone %.3f ms; "
+      "ratio = %.3f (issue 17 target <= 1.15: %s); trunk runs per image: %d"
+      % (t["all_tasks_ms"], t["first_task_ms"], t["ratio"], "met" if t["ratio"] <= 1.15 else "NOT met",
+         d["trunk_runs"]))
+EOF

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# MeDNN's SMCD through the CLIs: `trainer train` with the group-lasso keys
+# zeroes whole filters, `prune lasso` exports a smaller dense model that
+# classifies the test split exactly as the trained one does, and the errors
+# name the problem (exit 1 or 2, no output folder left behind).
+. "$TOP/tests/lib.sh"
+TR=$BIN/trainer P=$BIN/prune
+
+expect_ok "generate a small set" "$BIN/dataset" generate --out "$T" --name s --size 16 --train 6 \
+    --valid 1 --test 3 --no-contexts --threads 1
+cat >"$T/net.cfg" <<'CFG'
+[net]
+batch=32
+width=16
+height=16
+channels=3
+learning_rate=0.1
+momentum=0.9
+decay=0.0005
+policy=constant
+max_batches=40
+min_crop=16
+max_crop=16
+
+[convolutional]
+batch_normalize=1
+filters=16
+size=3
+pad=1
+activation=relu
+
+[maxpool]
+size=2
+stride=2
+
+[convolutional]
+batch_normalize=1
+filters=16
+size=3
+pad=1
+activation=relu
+
+[maxpool]
+size=2
+stride=2
+
+[connected]
+output=48
+activation=linear
+
+[softmax]
+CFG
+expect_ok "train with the group lasso" "$TR" train --cfg "$T/net.cfg" --data "$T/s/s.data" --seed 1 \
+    --backup "$T/b" --quiet --threads 1 --set lasso_filter=0.4 --set lasso_channel=0.02
+expect_ok "export it" "$P" lasso --cfg "$T/net.cfg" --weights "$T/b/net.weights" --out "$T/v"
+f1=$(awk -F= '$1=="filters"{print $2}' "$T/v/variant.cfg" | head -1)
+f2=$(awk -F= '$1=="filters"{print $2}' "$T/v/variant.cfg" | sed -n 2p)
+t_check "filters were removed (16,16 -> $f1,$f2)" test $((f1 + f2)) -lt 32
+t_check "meta.json names the technique and the MACs" \
+    grep -q '"technique":"lasso".*"macs_after"' <(tr -d ' \n\t' <"$T/v/meta.json")
+"$TR" valid --cfg "$T/net.cfg" --weights "$T/b/net.weights" --data "$T/s/s.data" --split test \
+    --threads 1 --json >"$T/a.json"
+"$TR" valid --cfg "$T/v/variant.cfg" --weights "$T/v/init.weights" --data "$T/s/s.data" --split test \
+    --threads 1 --json >"$T/c.json"
+same() { python3 -c 'import json,sys; a,b=(json.load(open(f)) for f in sys.argv[1:]); sys.exit(0 if a["top1"]==b["top1"] and a["confusion"]==b["confusion"] else 1)' "$@"; }
+t_check "the exported model classifies the test split exactly as the trained one" same "$T/a.json" "$T/c.json"
+
+expect_fail "a negative penalty is refused, naming the key" "lasso_filter" "$TR" train --cfg "$T/net.cfg" \
+    --data "$T/s/s.data" --seed 1 --backup "$T/b2" --quiet --threads 1 --set lasso_filter=-1
+expect_fail "missing weights: exit 1" "nope.weights" "$P" lasso --cfg "$T/net.cfg" --weights "$T/nope.weights" --out "$T/w"
+t_check "and no output folder" test ! -e "$T/w/meta.json"
+expect_fail "no --out: usage error" "--out" "$P" lasso --cfg "$T/net.cfg" --weights "$T/b/net.weights"
+t_done

@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# rtl run --task: several tasks on one image with shared trunks (MCDNN
+# 4.1.3). A tiny generated set with the default set's attribute tasks; a
+# base trained a few steps; heads for every attribute task by `prune
+# retarget`; packed with all five tasks and installed. Checks that the
+# tasks' answers through the shared trunk equal each variant run alone,
+# that the trunk runs once for all tasks, the variant choice, --repeat's
+# timing line, and errors.
+. "$TOP/tests/lib.sh"
+cd "$T" || exit 1
+export SOURCE_DATE_EPOCH=1700000000
+"$BIN/dataset" generate --out "$T" --name s --seed 3 --size 16 --train 3 --valid 1 --test 2 \
+    --no-contexts --threads 1 >/dev/null 2>&1 || { t_fail "fixture data set"; t_done; exit 0; }
+cat >base.cfg <<'EOF'
+[net]
+batch=8
+subdivisions=1
+width=16
+height=16
+channels=3
+learning_rate=0.05
+momentum=0.9
+decay=0.0005
+max_batches=6
+
+[convolutional]
+filters=8
+size=3
+stride=1
+pad=1
+batch_normalize=1
+activation=relu
+
+[maxpool]
+size=2
+stride=2
+
+[convolutional]
+filters=8
+size=3
+pad=1
+activation=relu
+
+[maxpool]
+size=2
+stride=2
+
+[connected]
+output=16
+activation=relu
+
+[connected]
+output=48
+activation=linear
+
+[softmax]
+EOF
+V=c/variants
+mkdir -p $V/base
+cp base.cfg $V/base/variant.cfg
+"$BIN/trainer" train --cfg base.cfg --data s/s.data --backup bk --seed 2 --threads 1 --loader-threads 1 \
+    --quiet >train.log 2>&1 && cp bk/base.weights $V/base/variant.weights ||
+    { t_fail "train the fixture base" "$(tail -n 5 train.log)"; t_done; exit 0; }
+"$BIN/prune" retarget --cfg base.cfg --weights $V/base/variant.weights --tasks s/s.tasks --cut L3 \
+    --set batches=30 --set aug_passes=0 --seed 1 --out heads >retarget.log 2>&1 ||
+    { t_fail "prune retarget" "$(tail -n 5 retarget.log)"; t_done; exit 0; }
+# variant.json of every variant (costs of trainer info; no accuracy).
+vjson() { # ID TASK DIR META
+    python3 - "$1" "$2" "$3/meta.json" "$4" <<'EOF'
+import json, sys
+vid, task, meta, cost = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+m = json.load(open(meta)) if meta != "-/meta.json" else {"technique": "base", "description": "base", "technique_fields": {}}
+v = {"schema": 1, "id": vid, "model": "tiny", "technique": m["technique"],
+     "parent": None if m["technique"] == "base" else "base",
+     "depends_on": [] if m["technique"] == "base" else ["base"],
+     "description": m["description"], "task": task,
+     "files": [{"role": "cfg", "path": "variant.cfg"}, {"role": "weights", "path": "variant.weights"}],
+     "accuracy": {}, "technique_fields": m["technique_fields"], "cost": json.loads(cost)}
+print(json.dumps(v))
+EOF
+}
+vjson base identity - "$("$BIN/trainer" info --json $V/base/variant.cfg)" >$V/base/variant.json
+for k in shape colour size texture; do
+    mkdir -p $V/head-$k
+    cp heads/$k/variant.cfg $V/head-$k/variant.cfg
+    cp heads/$k/init.weights $V/head-$k/variant.weights
+    vjson head-$k $k heads/$k "$("$BIN/trainer" info --json heads/$k/variant.cfg)" >$V/head-$k/variant.json
+done
+"$BIN/catalog" keygen -p k.pub -s k.key -W >/dev/null
+expect_ok "pack base + 4 heads with 5 tasks" "$BIN/catalog" pack $V -o pkg --task identity=s/s.names \
+    --task shape=s/s-shape.names --task colour=s/s-colour.names --task size=s/s-size.names \
+    --task texture=s/s-texture.names --version 1 --key k.key
+mkdir -p root/keys && cp k.pub root/keys/
+rtl() { "$BIN/rtl" --root root "$@"; }
+expect_ok "install" rtl install pkg/catalog-tiny-1.tar.zst
+img=$(head -n 1 s/test.list); img=s/$img
+
+expect_ok "rtl run --task --help" rtl run --task x --help
+t_check "help explains the fan-out" grep -q "fans out to every head" "$T/out"
+expect_ok "five tasks" rtl run tiny --task identity,shape,colour --task size --task texture "$img" --top 2
+cp "$T/out" five.txt
+t_check "one line per task" test "$(grep -c "^$img \[" five.txt)" = 5
+t_check "identity answered by the base" grep -q "^$img \[identity base\]:" five.txt
+t_check "size answered by its head" grep -q "^$img \[size head-size\]:" five.txt
+for k in size texture; do
+    rtl run tiny head-$k "$img" --top 2 >alone.txt 2>&1
+    t_check "$k through the shared trunk = head-$k alone" \
+        test "$(grep "\[$k head-$k\]" five.txt | sed 's/^.*\]://')" = "$(sed 's/^[^:]*://' alone.txt)"
+done
+rtl run tiny base "$img" --top 2 >alone.txt 2>&1
+t_check "identity through the shared trunk = base alone" \
+    test "$(grep "\[identity base\]" five.txt | sed 's/^.*\]://')" = "$(sed 's/^[^:]*://' alone.txt)"
+expect_ok "--json" rtl run tiny --task identity,size,texture "$img" --json
+t_check "the trunk runs once for three tasks" python3 -c "
+import json,sys; d=json.load(open('$T/out')); sys.exit(not (d['trunk_runs']==1 and len(d['results'][0]['answers'])==3))"
+expect_ok "heads alone still share one trunk" rtl run tiny --task size,texture "$img" --json
+t_check "two heads, one trunk run" python3 -c "
+import json,sys; d=json.load(open('$T/out')); sys.exit(d['trunk_runs']!=1)"
+expect_ok "--repeat" rtl run tiny --task identity,shape,colour,size,texture "$img" --repeat 5
+t_check "--repeat prints the ratio" grep -Eq '^timing: 5 tasks [0-9.]+ ms, task identity alone \(base\) [0-9.]+ ms, ratio [0-9.]+' "$T/out"
+
+expect_fail "unknown task" "has no task 'age'; its tasks: colour identity shape size texture" \
+    rtl run tiny --task age "$img"
+expect_fail "no image" "needs|operand|IMAGE" rtl run tiny --task size
+expect_fail "task asked twice" "asked twice" rtl run tiny --task size,size "$img"
+expect_fail "missing image" "nope.png" rtl run tiny --task size nope.png
+t_done
