@@ -82,6 +82,8 @@ $(eval $(call unit_test,rtl_model,$(RTL_LIB) $(TRN_INFER_LIB),$(RTL_LDLIBS)))
 BENCHES += tests/bench/rtl_install.sh
 BENCHES += tests/bench/rtl_run.sh
 BENCHES += tests/bench/rtl_pull.sh
+BENCHES += tests/bench/rtl_sched.sh
+BENCHES += tests/bench/rtl_stream.sh
 # make bench: five tasks through shared trunks against one task (rtl run --task).
 BENCHES += tests/bench/rtl_tasks.sh
 
@@ -89,7 +91,7 @@ BENCHES += tests/bench/rtl_tasks.sh
 # there under qemu-user as part of a host make test.
 CROSS_TARGETS    += $(RTL_LIB) $(RTL_SO) $(LIBD)/librtl.so $(RTL_PC) $(BIN)/rtl
 CROSS_UNIT_TESTS += $(TESTD)/unit/test_rtl_base $(TESTD)/unit/test_rtl_model $(TESTD)/unit/test_rtl_sha256 \
-                    $(TESTD)/unit/test_rtl_pull
+                    $(TESTD)/unit/test_rtl_pull $(TESTD)/unit/test_rtl_sched
 # tests/integration/rtl_run.sh runs the device's rtl under qemu-user too
 CROSS_TEST_DEPS  += $(BIN)/rtl
 
@@ -126,6 +128,7 @@ $(call objs,tests/tools/rtl_peer_testtool.c): CFLAGS += $(RTL_CFLAGS)
 $(eval $(call program,$(RTL_PEER_TOOL),$(call objs,tests/tools/rtl_peer_testtool.c) $(RTL_OBJS),$(RTL_LDLIBS) -lpthread))
 TEST_DEPS += $(RTL_PEER_TOOL)
 BENCHES += tests/bench/rtl_offload.sh
+BENCHES += tests/bench/rtl_gtdp.sh
 
 # make fuzz: libFuzzer (Debian's clang) on the peer's frame and message
 # parsers, with ASan and UBSan; `make test` runs it briefly
@@ -152,3 +155,12 @@ ifeq ($(RTL_FUZZ_OK),1)
 TEST_DEPS += $(RTL_FUZZ)
 endif
 endif
+
+# NestDNN capacity switching (tests/bench/nested_switch.sh): a small program
+# against librtl that times a switch against opening the same capacity as
+# its own variant, in one process.
+RTL_NEST_TOOL := $(TESTD)/tools/rtl-nestbench
+$(call objs,tests/tools/rtl_nestbench.c): CFLAGS += $(RTL_CFLAGS)
+$(eval $(call program,$(RTL_NEST_TOOL),$(call objs,tests/tools/rtl_nestbench.c) $(RTL_LIB),$(RTL_LDLIBS)))
+BENCH_DEPS += $(RTL_NEST_TOOL)
+BENCHES += tests/bench/nested_switch.sh

@@ -583,6 +583,47 @@ static void doc_variants(struct doc *d, const cJSON *m, const char *task)
     doc_table_end(d);
 }
 
+/* The capacity curve of every multi-capacity (nested) variant of the task:
+ * per capacity its accuracy (with its interval where the variant records
+ * one), MACs, weight bytes and what switching to the next capacity up pages
+ * in (NestDNN, issue 15); the independent variants are in the table above. */
+static void doc_capacities(struct doc *d, const cJSON *m, const char *task)
+{
+    const cJSON *v;
+    cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(m, "variants")) {
+        if (strcmp(sget(v, "task"), task) || strcmp(sget(v, "technique"), "nested")) continue;
+        const cJSON *caps = cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(v, "technique_fields"), "capacities");
+        int n = cJSON_GetArraySize(caps);
+        if (n < 1) continue;
+        doc_p(d, "Capacities of %s (one weights file, switched in place; smallest first):", sget(v, "id"));
+        doc_row(d, 1, "rrrrrr", "capacity\ttop-1 [95%% CI] n\tMACs\tweight bytes\tpage-in to the next\t"
+                                 "page-out from the next");
+        for (int k = 0; k < n; k++) {
+            const cJSON *c = cJSON_GetArrayItem(caps, k), *test = cJSON_GetObjectItemCaseSensitive(c, "test");
+            char t1[64] = "-", c1[16], c2[16], in[16] = "-", out[16] = "-", key[16];
+            if (test && cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(test, "lo")))
+                snprintf(t1, sizeof t1, "%.4f [%.4f, %.4f] n=%.0f", num(test, "top1"), num(test, "lo"),
+                         num(test, "hi"), num(test, "images"));
+            else if (cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(c, "top1")))
+                snprintf(t1, sizeof t1, "%.4f", num(c, "top1"));
+            human(num(c, "macs"), c1, sizeof c1);
+            human(num(c, "weight_bytes"), c2, sizeof c2);
+            if (k + 1 < n) {
+                const cJSON *next = cJSON_GetArrayItem(caps, k + 1);
+                snprintf(key, sizeof key, "%d", (int)num(next, "capacity"));
+                const cJSON *pi = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(c, "page_in_bytes"), key);
+                if (cJSON_IsNumber(pi)) human(pi->valuedouble, in, sizeof in);
+                snprintf(key, sizeof key, "%d", (int)num(c, "capacity"));
+                const cJSON *po = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(next, "page_out_bytes"), key);
+                if (cJSON_IsNumber(po)) human(po->valuedouble, out, sizeof out);
+            }
+            doc_row(d, 0, "rrrrrr", "%d\t%s\t%s\t%s\t%s\t%s", k + 1, t1, c1, c2, in, out);
+        }
+        doc_table_end(d);
+    }
+}
+
 static int write_text(const char *path, const char *text, trn_err *err)
 {
     return trn_write_file_atomic(path, text, strlen(text), err);
@@ -642,6 +683,7 @@ int cat_report_ex(const cJSON *m, const char *base, const char *metrics_dir, trn
         if (hi == 0) continue;
         doc_h(&d, 2, "Task %s (%.0f classes)", t->string, num(t, "classes"));
         doc_variants(&d, m, t->string);
+        doc_capacities(&d, m, t->string);
         if (best >= 0)
             doc_p(&d, "MACs span %.1fx between the cheapest variant and the most accurate one (%.1fx across all).",
                   best_macs / fmax(lo, 1), hi / fmax(lo, 1));

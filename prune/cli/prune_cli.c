@@ -43,6 +43,7 @@ static const char *const usage_main =
     "  l1        rank every filter by the L1 norm of its weights (baseline)\n"
     "  scan      sensitivity scan: one layer pruned at 10..90% by a ranking\n"
     "  roadmap   iterative filter pruning with retraining (NestDNN's roadmap)\n"
+    "  grow      freeze-&-grow: one multi-capacity model from a roadmap (NestDNN)\n"
     "\n"
     "Run `prune VERB --help` for a verb's options. Selectors: conv#k, conv@k, fc#k,\n"
     "fc@k, local#k, local@k, L<i> (prune/README.md).\n";
@@ -349,6 +350,7 @@ static int run_specialise(int argc, char **argv)
 static int run_trr(int argc, char **argv) { return run_verb("trr", prn_cli_trr, argc, argv); }
 static int run_l1(int argc, char **argv) { return run_verb("l1", prn_cli_l1, argc, argv); }
 static int run_roadmap(int argc, char **argv) { return run_verb("roadmap", prn_cli_roadmap, argc, argv); }
+static int run_grow(int argc, char **argv) { return run_verb("grow", prn_cli_grow, argc, argv); }
 static int run_scan(int argc, char **argv) { return run_verb("scan", prn_cli_scan, argc, argv); }
 static int run_retarget(int argc, char **argv)
 {
@@ -371,6 +373,7 @@ int main(int argc, char **argv)
         CK_VERB("l1", "rank every filter by the L1 norm of its weights (the baseline of trr)", run_l1),
         CK_VERB("scan", "the sensitivity scan: one layer pruned by a ranking at a time, no retraining", run_scan),
         CK_VERB("roadmap", "NestDNN's pruning roadmap: prune by a ranking, retrain, until the minimum accuracy fails", run_roadmap),
+        CK_VERB("grow", "NestDNN's freeze-&-grow: one multi-capacity model from a pruning roadmap", run_grow),
     };
     static const ck_prog prog = {
         .name = "prune", .version = PRN_VERSION,

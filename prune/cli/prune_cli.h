@@ -69,4 +69,7 @@ int prn_cli_sample_triplets(const trn_dataset *ds, trn_split split, uint64_t see
 prn_ranking *prn_cli_rank(trn_net *net, prn_rank_method m, const trn_dataset *ds, trn_split split,
                           uint64_t seed, uint64_t triplets, trn_err *err);
 
+/* The grow verb (grow_cli.c): NestDNN's freeze-&-grow. */
+int prn_cli_grow(int argc, char **argv, trn_err *err);
+
 #endif /* PRUNE_CLI_H */

@@ -2,6 +2,7 @@
  * catalogs on a device; run and profile are in rtl_run_cli.c (a thin shell
  * over librtl; see rtl.h). */
 #include "rtl_cli.h"
+#include "rtl_sched_cli.h"
 #include "clikit.h"
 
 #include <errno.h>
@@ -48,6 +49,12 @@ static void usage(FILE *f)
             "                      run model pieces for allow-listed devices (authenticated,\n"
             "                      encrypted); rtl run --split S|auto --peer HOST:PORT uses it\n"
             "  peer-keygen PATH    make a peer key pair (PATH.key, PATH.pub)\n"
+            "  simulate ID|ARCHIVE [--trace T] [--policy P]...\n"
+            "                      run seeded traces (MCDNN S1-S3, concurrency) through the\n"
+            "                      scheduler's policies, side by side\n"
+            "  stream ID INPUT... [--control FILE] [budgets]\n"
+            "                      run every task on every image through the scheduler, one\n"
+            "                      JSON line per result; budgets change live (file, SIGHUP)\n"
             "  version             print the version of rtl and its SHA-256 engine\n"
             "\n"
             "Options:\n"
@@ -307,6 +314,14 @@ static int run_pull(int argc, char **argv) { return with_store(cmd_pull, argc, a
 static int run_plan(int argc, char **argv) { return with_store(cmd_plan, argc, argv); }
 static int run_serve(int argc, char **argv) { return with_store(cmd_serve, argc, argv); }
 static int run_peer_keygen(int argc, char **argv) { return cmd_peer_keygen(NULL, argc, argv); } /* no store */
+static int run_simulate(int argc, char **argv)
+{
+    for (int a = 1; a < argc; a++) /* a catalog archive or manifest, or --bench, needs no store */
+        if ((argv[a][0] != '-' && sched_is_file_arg(argv[a])) || !strcmp(argv[a], "--bench"))
+            return cmd_simulate(NULL, argc, argv);
+    return with_store(cmd_simulate, argc, argv);
+}
+static int run_stream(int argc, char **argv) { return with_store(cmd_stream, argc, argv); }
 
 static void version_extra(FILE *out) { fprintf(out, "SHA-256: %s\n", rtl_sha256_engine()); }
 
@@ -324,6 +339,10 @@ int main(int argc, char **argv)
         CK_VERB("plan", "JointDNN split plan: where each layer runs (device or cloud peer), latency, energy", run_plan),
         CK_VERB("serve", "the peer: runs model pieces for allow-listed devices (authenticated, encrypted)", run_serve),
         CK_VERB("peer-keygen", "make a peer key pair (PATH.key, PATH.pub)", run_peer_keygen),
+        CK_VERB("simulate", "trace-driven scheduler simulation: MCDNN S1-S3, concurrency; every policy side by side",
+                run_simulate),
+        CK_VERB("stream", "run tasks on images through the scheduler under live budgets (control file, SIGHUP)",
+                run_stream),
     };
     static const ck_prog prog = {
         .name = "rtl", .version = RTL_VERSION,

@@ -39,6 +39,8 @@ int cmd_run_split(rtl_store *s, int argc, char **argv);
 int cmd_run_tasks(rtl_store *s, int argc, char **argv);
 /* 1 when run's arguments name --task. */
 int run_wants_tasks(int argc, char **argv);
+/* rtl_gtdp_cli.c: run --workers (MeDNN's GTDP over rtl serve workers). */
+int cmd_run_gtdp(rtl_store *s, int argc, char **argv);
 /* 1 when run's arguments ask for split execution (--split, --peer). */
 int run_wants_split(int argc, char **argv);
 

@@ -21,6 +21,7 @@ static const char *plan_help =
     "                [--goal latency|energy] [--energy-budget MJ] [--cloud-budget MS] [--target T]\n"
     "                [--deadline MS] [--device-factor F] [--cloud-factor F] [--device-mw MW]\n"
     "                [--wait-mw MW] [--runs N] [--threads N] [--split S] [--json]\n"
+    "       rtl plan ID VARIANT --workers SPEED@MBPS[:RTT],... [--runs N] [--threads N] [--json]\n"
     "Plans where each layer of VARIANT runs (device or cloud) by JointDNN's shortest\n"
     "path over (layer, location), and prints the plan with its predicted latency,\n"
     "device energy and bytes moved, beside device-only and cloud-only.\n"
@@ -42,13 +43,19 @@ static const char *plan_help =
     "  --device-mw MW    device power while computing (default 5000)\n"
     "  --wait-mw MW      device power while the cloud computes (default 0)\n"
     "  --split S         evaluate the fixed split S (layers 0..S-1 on the device)\n"
-    "  --json            the plan as JSON\n";
+    "  --json            the plan as JSON\n"
+    "  --workers LIST    MeDNN's GTDP instead: every convolutional layer's output\n"
+    "                    split by rows and channels over these workers (SPEED: times\n"
+    "                    this host's speed; MBPS: its link; RTT ms), the device\n"
+    "                    sending each its input rows and assembling; prints each\n"
+    "                    layer's parts, the predicted time beside an equal row split\n"
+    "                    and beside this host alone, and the bytes moved\n";
 
 static const char *serve_help =
     "Usage: rtl serve --key PATH --allow FILE [--listen HOST] [--port N] [--port-file F]\n"
     "                 [--max-clients N] [--max-frame BYTES] [--threads N]\n"
     "                 [--handshake-timeout MS] [--frame-timeout MS] [--idle-timeout MS]\n"
-    "                 [--emulate UP:DOWN:RTT]\n"
+    "                 [--emulate UP:DOWN:RTT] [--slowdown F]\n"
     "Runs model pieces for devices: pieces of variants of catalogs installed in this\n"
     "store (--root). Every connection is authenticated and encrypted (protocol in\n"
     "runtime-lite/src/frame.c): the server's key pair is PATH.key/PATH.pub (rtl\n"
@@ -60,7 +67,9 @@ static const char *serve_help =
     "  --max-clients N     connections at once (default 128)\n"
     "  --max-frame BYTES   largest frame accepted (default 67108864)\n"
     "  --emulate U:D:R     link emulation inside the peer: U and D Mbps (0: not\n"
-    "                      emulated, e.g. when tc shapes the link), R ms RTT\n";
+    "                      emulated, e.g. when tc shapes the link), R ms RTT\n"
+    "  --slowdown F        speed emulation: each reply waits until F x the CPU time\n"
+    "                      of its computation has passed (a worker F times slower)\n";
 
 static const char *keygen_help =
     "Makes a peer key pair: PATH.key (secret, mode 0600) and PATH.pub (public).\n"
@@ -94,6 +103,8 @@ struct popts {
     int json, split_auto, split_set;
     const char *peer, *peer_key, *device_key;
     const char *target_name;    /* --target: device speed and power from the catalog's estimate */
+    rtl_gtdp_worker workers[RTL_GTDP_MAX_WORKERS];
+    int nworkers;
     char target_note[256];
 };
 
@@ -150,7 +161,7 @@ static int triple(const char *s, double v[3])
 enum {
     O_LINK = 256, O_RTT, O_RADIO, O_GOAL, O_EBUDGET, O_CBUDGET, O_DEADLINE, O_DFACTOR, O_CFACTOR, O_DMW, O_WMW,
     O_RUNS, O_THREADS, O_SPLIT, O_JSON, O_TOP, O_PEER, O_PEERKEY, O_DEVKEY, O_DEADLINE_MS, O_REPEAT, O_HELP,
-    O_TARGET
+    O_TARGET, O_WORKERS
 };
 
 static const struct option plan_opts[] = {
@@ -165,8 +176,29 @@ static const struct option plan_opts[] = {
     {"peer", required_argument, 0, O_PEER},         {"peer-key", required_argument, 0, O_PEERKEY},
     {"device-key", required_argument, 0, O_DEVKEY}, {"deadline-ms", required_argument, 0, O_DEADLINE_MS},
     {"repeat", required_argument, 0, O_REPEAT},     {"help", no_argument, 0, O_HELP},
-    {"target", required_argument, 0, O_TARGET},
+    {"target", required_argument, 0, O_TARGET},     {"workers", required_argument, 0, O_WORKERS},
     {0, 0, 0, 0}};
+
+/* "SPEED@MBPS[:RTT],...": -1 when malformed. */
+static int parse_workers(const char *s, rtl_gtdp_worker *w, int *n)
+{
+    char buf[1024];
+    if (strlen(s) >= sizeof buf) return -1;
+    snprintf(buf, sizeof buf, "%s", s);
+    *n = 0;
+    for (char *save, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        char *at = strchr(t, '@'), *end;
+        if (!at || *n == RTL_GTDP_MAX_WORKERS) return -1;
+        *at = 0;
+        double sp = strtod(t, &end), v[3] = {0, 0, 0};
+        if (end == t || *end || !isfinite(sp) || !(sp > 0)) return -1;
+        int k = triple(at + 1, v);
+        if (k < 1 || k > 2 || !(v[0] > 0)) return -1;
+        w[*n] = (rtl_gtdp_worker){.speed = sp, .mbps = v[0], .rtt_ms = k == 2 ? v[1] : 0};
+        (*n)++;
+    }
+    return *n > 0 ? 0 : -1;
+}
 
 /* Parses argv into o; run = 1 accepts run's options. Returns optind, or -1
  * after help (*rc 0) or a usage error (*rc 2). */
@@ -225,6 +257,10 @@ static int parse_popts(int argc, char **argv, int run, const char *help, struct 
             break;
         case O_JSON: o->json = 1; break;
         case O_TARGET: o->target_name = optarg; break;
+        case O_WORKERS:
+            if (run || parse_workers(optarg, o->workers, &o->nworkers) != 0)
+                bad = run ? -2 : bad_value("--workers", optarg, "SPEED@MBPS[:RTT] items joined by ',' (at most 8), e.g. 1@1000,0.5@100:2");
+            break;
         default:
             if (!run) bad = -2; /* -2: not an option of this verb (values that fail say why themselves) */
             else if (c == O_TOP) bad = lng("--top", optarg, 1, 100000, &o->top);
@@ -368,6 +404,108 @@ static int make_plans(const rtl_layer_cost *l, int n, const struct popts *o, rtl
     return rtl_plan_best(l, n, &o->target, &o->link, o->goal, &o->budget, best, err);
 }
 
+static cJSON *gtdp_parts_json(const rtl_gtdp_layer_plan *p)
+{
+    cJSON *a = cJSON_CreateArray();
+    for (int k = 0; k < p->nparts; k++) {
+        const rtl_gtdp_part *q = &p->parts[k];
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddNumberToObject(e, "worker", q->worker + 1);
+        cJSON_AddItemToObject(e, "rows", cJSON_CreateIntArray((int[]){q->r0, q->r1}, 2));
+        cJSON_AddItemToObject(e, "channels", cJSON_CreateIntArray((int[]){q->c0, q->c1}, 2));
+        cJSON_AddItemToObject(e, "input_rows", cJSON_CreateIntArray((int[]){q->in_r0, q->in_r1}, 2));
+        cJSON_AddNumberToObject(e, "in_bytes", (double)q->in_bytes);
+        cJSON_AddNumberToObject(e, "out_bytes", (double)q->out_bytes);
+        cJSON_AddNumberToObject(e, "ms", q->ms);
+        cJSON_AddItemToArray(a, e);
+    }
+    return a;
+}
+
+/* rtl plan --workers: the GTDP plan of every convolutional layer. */
+static int plan_workers(rtl_model *m, const rtl_layer_cost *l, int n, const struct popts *o, const char *cat,
+                        const char *variant, rtl_err *err)
+{
+    double local = 0, gtdp = 0, equal = 0, rest = 0;
+    uint64_t bytes = 0, ebytes = 0;
+    int convs = 0;
+    cJSON *doc = o->json ? cJSON_CreateObject() : NULL, *jl = o->json ? cJSON_CreateArray() : NULL;
+    if (!o->json) {
+        printf("catalog %s, variant %s: GTDP over %d workers (speed x this host, link):", cat, variant, o->nworkers);
+        for (int k = 0; k < o->nworkers; k++)
+            printf(" %d: %gx %g Mbps rtt %g ms%s", k + 1, o->workers[k].speed, o->workers[k].mbps,
+                   o->workers[k].rtt_ms, k + 1 < o->nworkers ? ";" : "\n");
+        printf("\n%5s %-14s %10s %10s %10s %12s  %s\n", "layer", "kind", "local ms", "GTDP ms", "equal ms",
+               "bytes moved", "parts (worker: rows x channels)");
+    }
+    for (int i = 0; i < n; i++) {
+        double ms = l[i].host_ms;
+        local += ms;
+        rtl_gtdp_layer g;
+        if (rtl_gtdp_model_layer(m, i, &g) != 0) {
+            rest += ms;
+            continue;
+        }
+        rtl_gtdp_layer_plan p, e;
+        if (rtl_gtdp_plan_layer(&g, o->workers, o->nworkers, &p, err) != 0) goto fail;
+        int have_eq = rtl_gtdp_plan_equal(&g, o->workers, o->nworkers, &e, NULL) == 0;
+        convs++;
+        gtdp += p.ms;
+        equal += have_eq ? e.ms : p.ms;
+        bytes += p.bytes;
+        ebytes += have_eq ? e.bytes : p.bytes;
+        if (o->json) {
+            cJSON *x = cJSON_CreateObject();
+            cJSON_AddNumberToObject(x, "layer", i);
+            cJSON_AddNumberToObject(x, "local_ms", ms);
+            cJSON_AddNumberToObject(x, "gtdp_ms", p.ms);
+            if (have_eq) cJSON_AddNumberToObject(x, "equal_ms", e.ms);
+            cJSON_AddNumberToObject(x, "bytes", (double)p.bytes);
+            cJSON_AddItemToObject(x, "parts", gtdp_parts_json(&p));
+            cJSON_AddItemToArray(jl, x);
+            continue;
+        }
+        printf("%5d %-14s %10.3f %10.3f %10.3f %12" PRIu64 " ", i, l[i].kind, ms, p.ms, have_eq ? e.ms : NAN,
+               p.bytes);
+        for (int k = 0; k < p.nparts; k++)
+            printf(" %d:%d-%dx%d-%d", p.parts[k].worker + 1, p.parts[k].r0, p.parts[k].r1, p.parts[k].c0,
+                   p.parts[k].c1);
+        putchar('\n');
+    }
+    if (convs == 0) {
+        snprintf(err->msg, sizeof err->msg, "variant '%s' has no convolutional layer GTDP can split", variant);
+        goto fail;
+    }
+    double total = gtdp + rest, etotal = equal + rest;
+    if (o->json) {
+        cJSON_AddStringToObject(doc, "catalog", cat);
+        cJSON_AddStringToObject(doc, "variant", variant);
+        cJSON_AddNumberToObject(doc, "workers", o->nworkers);
+        cJSON_AddItemToObject(doc, "layers", jl);
+        jl = NULL;
+        cJSON_AddNumberToObject(doc, "local_ms", local);
+        cJSON_AddNumberToObject(doc, "device_rest_ms", rest);
+        cJSON_AddNumberToObject(doc, "gtdp_ms", total);
+        cJSON_AddNumberToObject(doc, "equal_ms", etotal);
+        cJSON_AddNumberToObject(doc, "gtdp_bytes", (double)bytes);
+        cJSON_AddNumberToObject(doc, "equal_bytes", (double)ebytes);
+        char *t = cJSON_Print(doc);
+        if (t) puts(t);
+        free(t);
+        cJSON_Delete(doc);
+    } else {
+        printf("\nconvolutional layers: local %.3f ms, GTDP %.3f ms, equal row split %.3f ms; other layers %.3f ms "
+               "on the device\n", local - rest, gtdp, equal, rest);
+        printf("predicted: GTDP %.3f ms (%.2fx this host alone), equal split %.3f ms (%.2fx); bytes moved %" PRIu64
+               " (equal split %" PRIu64 ")\n", total, local / total, etotal, local / etotal, bytes, ebytes);
+    }
+    return 0;
+fail:
+    cJSON_Delete(jl);
+    cJSON_Delete(doc);
+    return -1;
+}
+
 int cmd_plan(rtl_store *s, int argc, char **argv)
 {
     struct popts o;
@@ -384,6 +522,13 @@ int cmd_plan(rtl_store *s, int argc, char **argv)
     }
     int n;
     rtl_layer_cost *l = layer_costs(m, o.runs, &n, &err);
+    if (o.nworkers > 0) {
+        int st = !l || plan_workers(m, l, n, &o, argv[i], argv[i + 1], &err) != 0 ? fail(&err) : 0;
+        free(l);
+        rtl_model_close(m);
+        rtl_catalog_close(cat);
+        return st;
+    }
     rtl_plan best, dev, cloud;
     int status = 0;
     if (!l || apply_target(m, l, n, &o, &err) != 0 || make_plans(l, n, &o, &best, &dev, &cloud, &err) != 0)
@@ -523,6 +668,7 @@ int cmd_serve(rtl_store *s, int argc, char **argv)
         {"max-frame", required_argument, 0, 'f'},    {"threads", required_argument, 0, 't'},
         {"handshake-timeout", required_argument, 0, 'H'}, {"frame-timeout", required_argument, 0, 'F'},
         {"idle-timeout", required_argument, 0, 'I'}, {"emulate", required_argument, 0, 'e'},
+        {"slowdown", required_argument, 0, 's'},
         {"help", no_argument, 0, 'h'},               {0, 0, 0, 0}};
     const char *key = NULL, *allow = NULL, *port_file = NULL;
     rtl_serve_options so = {0};
@@ -544,6 +690,7 @@ int cmd_serve(rtl_store *s, int argc, char **argv)
         case 'H': bad = lng("--handshake-timeout", optarg, 1, 3600000, &v), so.handshake_ms = (int)v; break;
         case 'F': bad = lng("--frame-timeout", optarg, 1, 3600000, &v), so.frame_ms = (int)v; break;
         case 'I': bad = lng("--idle-timeout", optarg, 1, 36000000, &v), so.idle_ms = (int)v; break;
+        case 's': bad = dbl("--slowdown", optarg, 1, &so.slowdown); break;
         case 'e': {
             double t[3];
             if (triple(optarg, t) != 3) bad = bad_value("--emulate", optarg, "UP:DOWN:RTT (Mbps, Mbps, ms; a rate of 0 is not emulated)");
@@ -622,7 +769,8 @@ int cmd_peer_keygen(rtl_store *s, int argc, char **argv)
 int run_wants_split(int argc, char **argv)
 {
     for (int a = 1; a < argc; a++)
-        if (!strncmp(argv[a], "--split", 7) || !strncmp(argv[a], "--peer", 6)) return 1;
+        if (!strncmp(argv[a], "--split", 7) || !strncmp(argv[a], "--peer", 6) || !strncmp(argv[a], "--workers", 9))
+            return 1;
     return 0;
 }
 
@@ -634,6 +782,8 @@ static int cmp_d(const void *a, const void *b)
 
 int cmd_run_split(rtl_store *s, int argc, char **argv)
 {
+    for (int a = 1; a < argc; a++)
+        if (!strncmp(argv[a], "--workers", 9)) return cmd_run_gtdp(s, argc, argv);
     struct popts o;
     int rc, i = parse_popts(argc, argv, 1, run_split_help, &o, 3, &rc);
     if (i < 0) return rc;

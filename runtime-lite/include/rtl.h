@@ -445,11 +445,10 @@ RTL_API void rtl_machine_describe(char *out, size_t size);
  * mapping stays valid while the model is open.
  *
  * Plain variants (one cfg and one weights file: techniques base, rewrite,
- * svd, mimic, pruned) load today. A model is built from parts (one network
+ * svd, mimic, pruned) and nested ones load today. A model is built from parts (one network
  * each, over one mapping), so the other techniques fit the same calls:
- *  - multi-capacity (nested): one mapping, one part per channel-prefix
- *    capacity; a capacity is chosen through an options field appended then
- *    (zero: the largest) and switched by a call added then;
+ *  - multi-capacity (nested, loads today): one part over one mapping,
+ *    whose channel-prefix capacity rtl_model_set_capacity switches in place;
  *  - shared trunks (head): the trunk is a part the catalog loads once and
  *    lends to every head model; a call taking several models runs it once
  *    per input and fans its output out to the heads;
@@ -494,6 +493,26 @@ RTL_API size_t rtl_model_classes(const rtl_model *m);
 RTL_API const char *rtl_model_label(const rtl_model *m, size_t k);
 /* Bytes of weights mapped for this model (the sum over its parts). */
 RTL_API uint64_t rtl_model_mapped_bytes(const rtl_model *m);
+
+/* Multi-capacity (nested) models (technique "nested"): one network over one
+ * mapping, capacity k (1 = the smallest) a channel prefix per layer from the
+ * manifest's technique_fields.capacities[].channel_index. A model opens at
+ * its largest capacity. rtl_model_capacities is 0 for other techniques. */
+RTL_API int rtl_model_capacities(const rtl_model *m);
+RTL_API int rtl_model_capacity(const rtl_model *m);
+/* Switches in place: an upgrade advises the kernel to page in only the
+ * added parameter ranges (madvise WILLNEED), a downgrade releases only the
+ * dropped ones (MADV_DONTNEED, keeping pages shared with parameters still
+ * in use); nothing is reloaded or copied. Runs after it compute capacity k
+ * exactly as the separately built smaller network would. */
+RTL_API int rtl_model_set_capacity(rtl_model *m, int k, rtl_err *err) RTL_MUST_CHECK;
+/* The last switch: page_in/page_out = bytes of parameters added/dropped
+ * (what the manifest's page_in_bytes/page_out_bytes state), advised_in/out
+ * = the whole pages advised (page_out rounds inward, page_in outward). */
+typedef struct rtl_switch_bytes {
+    uint64_t page_in, page_out, advised_in, advised_out;
+} rtl_switch_bytes;
+RTL_API void rtl_model_switch_bytes(const rtl_model *m, rtl_switch_bytes *out);
 
 /* Runs the model on one input x, (c, h, w) as rtl_model_input_shape says. */
 RTL_API int rtl_model_run(rtl_model *m, const float *x, rtl_err *err) RTL_MUST_CHECK;
@@ -660,6 +679,57 @@ RTL_API int rtl_plan_best(const rtl_layer_cost *l, int n, const rtl_target *t, c
 RTL_API int rtl_plan_split(const rtl_layer_cost *l, int n, const rtl_target *t, const rtl_link *k, int s,
                            rtl_plan *out, rtl_err *err);
 
+/* ---- GTDP: one layer spread over several workers (runtime-lite/src/gtdp.c) --
+ *
+ * MeDNN's greedy two-dimensional partition: each convolutional layer's
+ * output (rows x output channels) is split recursively over the workers in
+ * proportion to their speed, by rows or by channels, choosing the split
+ * tree with the least predicted time; the device sends each worker the
+ * input rows its part needs (with the kernel's halo) and assembles the
+ * parts. rtl plan --workers prints it. */
+
+#define RTL_GTDP_MAX_WORKERS 8
+
+typedef struct rtl_gtdp_worker {
+    double speed;   /* relative to this host: part time = layer host time x share / speed */
+    double mbps;    /* its link (both directions) */
+    double rtt_ms;  /* charged once per part */
+} rtl_gtdp_worker;
+
+typedef struct rtl_gtdp_layer {
+    int index;
+    int c_in, h_in, w_in, c, h, w, size, stride, pad; /* pad: pixels */
+    uint64_t macs;
+    double ms;      /* the whole layer's time on this host */
+} rtl_gtdp_layer;
+
+typedef struct rtl_gtdp_part {
+    int worker;
+    int r0, r1, c0, c1;       /* output rows and channels [r0,r1) x [c0,c1) */
+    int in_r0, in_r1;         /* the input rows it reads */
+    uint64_t in_bytes, out_bytes;
+    double compute_ms, transfer_ms, ms;
+} rtl_gtdp_part;
+
+typedef struct rtl_gtdp_layer_plan {
+    int layer, nparts;
+    rtl_gtdp_part parts[RTL_GTDP_MAX_WORKERS];
+    double ms;                /* predicted: the slowest part */
+    uint64_t bytes;           /* moved between the device and the workers */
+} rtl_gtdp_layer_plan;
+
+/* Fills p's input rows, bytes and times for worker w (p's rectangle set). */
+RTL_API void rtl_gtdp_part_cost(const rtl_gtdp_layer *l, const rtl_gtdp_worker *w, rtl_gtdp_part *p);
+/* GTDP's plan of layer l over n workers. -1 with err on bad workers/layer. */
+RTL_API int rtl_gtdp_plan_layer(const rtl_gtdp_layer *l, const rtl_gtdp_worker *w, int n,
+                                rtl_gtdp_layer_plan *out, rtl_err *err);
+/* The reference: n equal row bands, worker i the i-th. */
+RTL_API int rtl_gtdp_plan_equal(const rtl_gtdp_layer *l, const rtl_gtdp_worker *w, int n,
+                                rtl_gtdp_layer_plan *out, rtl_err *err);
+/* Layer i of m as a GTDP layer (its time: rtl_model_profile_layers'); -1
+ * when it is not an ungrouped convolutional layer. */
+RTL_API int rtl_gtdp_model_layer(const rtl_model *m, int i, rtl_gtdp_layer *out);
+
 /* ---- the peer: running model suffixes on a server (src/peer.c, frame.c) ----
  *
  * Protocol (version 1; byte layouts at the top of src/frame.c): a TCP
@@ -700,6 +770,10 @@ typedef struct rtl_serve_options {
      * rtt/2 after the later of its last byte and its first byte +
      * bytes*8/up; a reply is sent rtt/2 + bytes*8/down after it is ready */
     double emu_up_mbps, emu_down_mbps, emu_rtt_ms;
+    /* speed emulation (<= 1: off): each request's reply waits until its wall
+     * time is slowdown x the CPU time its computation took (a slower
+     * worker, e.g. for GTDP's unequal workers) */
+    double slowdown;
 } rtl_serve_options;
 
 typedef struct rtl_server rtl_server;
@@ -736,6 +810,37 @@ RTL_API int rtl_peer_run(rtl_peer *p, const char *catalog, const char *variant, 
                          rtl_err *err) RTL_MUST_CHECK;
 RTL_API void rtl_peer_close(rtl_peer *p);
 
+/* GTDP part q of conv layer `layer` (x: input rows q->in_r0..in_r1, all
+ * channels, n floats) computed by the peer: its rows x channels in out. */
+RTL_API int rtl_peer_run_part(rtl_peer *p, const char *catalog, const char *variant, int layer,
+                              const rtl_gtdp_part *q, const float *x, size_t n, float *out, size_t cap,
+                              size_t *nout, int deadline_ms, rtl_err *err) RTL_MUST_CHECK;
+/* Computes GTDP part q of m's layer here (what a worker runs); x as above,
+ * out receives (c1-c0) x (r1-r0) x w floats. */
+RTL_API int rtl_gtdp_compute_part(rtl_model *m, int layer, const rtl_gtdp_part *q, const float *x, size_t n,
+                                  float *out, rtl_err *err) RTL_MUST_CHECK;
+
+typedef struct rtl_gtdp_stats {
+    int split_layers;        /* layers spread over the workers */
+    int parts;               /* parts sent */
+    int recomputed;          /* parts whose worker failed, computed here instead */
+    uint64_t bytes;          /* floats moved both ways, as bytes */
+    char last_failure[256];  /* why the last failed part failed */
+} rtl_gtdp_stats;
+
+/* One forward of m on x (rtl_model_input_size floats) with every
+ * convolutional layer between possible cuts spread by GTDP over the
+ * workers peers[0..n) (their speeds and links w[]; a NULL peer is down).
+ * The device runs the other layers and assembles the parts. A worker that
+ * fails (gone, timeout after deadline_ms, an error) has its part computed
+ * here and gets no more parts: its connection is closed and peers[i] set to
+ * NULL; with no worker left everything runs here. equal = 1 replaces
+ * GTDP's plan by equal row bands (the reference it is measured against;
+ * GTDP's where a layer has fewer rows than workers).
+ * The answer is rtl_model_output's. */
+RTL_API int rtl_gtdp_run(rtl_model *m, rtl_peer **peers, const rtl_gtdp_worker *w, int n, const float *x,
+                         int deadline_ms, int equal, rtl_gtdp_stats *st, rtl_err *err) RTL_MUST_CHECK;
+
 /* Runs model m on x by plan: device pieces here, cloud pieces through peer
  * (NULL: none, everything runs here). When the peer fails, the rest runs
  * on the device from the last activation held. device_factor > 1 emulates
@@ -755,6 +860,206 @@ typedef struct rtl_offload_result {
 RTL_API int rtl_offload_run(rtl_model *m, const rtl_plan *plan, rtl_peer *peer, const float *x,
                             double device_factor, int deadline_ms, rtl_offload_result *res,
                             rtl_err *err) RTL_MUST_CHECK;
+
+
+/* ---- the scheduler (src/sched.c, sched_nest.c, sched_catalog.c, sched_sim.c)
+ *
+ * Applications register tasks; each task has options (a variant of an
+ * installed catalog at one capacity or alpha, with its costs) and, per
+ * request, rtl_sched_decide picks one option and a location (device,
+ * split, cloud) under the budgets of that moment, pages models in and out
+ * (LRU per location) and charges the predicted costs. The policy is one of
+ * a table: MCDNN's Algorithm 1 (mcdnn-mobisys16 section 4.2, with the
+ * printed errors fixed, each fix a comment in sched.c), NestDNN's
+ * MinTotalCost and MinMaxCost (thesis section 3.4.3, sched_nest.c) and the
+ * strawmen the papers compare against. Budgets change at any moment
+ * (rtl_sched_set_budget) and hold from the next decision on. The scheduler
+ * holds no clock: callers pass the time of each request. */
+
+enum rtl_loc { RTL_LOC_DEVICE, RTL_LOC_SPLIT, RTL_LOC_CLOUD, RTL_LOC_COUNT };
+/* "device", "split", "cloud" */
+RTL_API const char *rtl_loc_name(enum rtl_loc l);
+
+enum rtl_policy {
+    RTL_POLICY_MCDNN,        /* Algorithm 1: per-request budgets, LRU paging, device/split/cloud */
+    RTL_POLICY_NEST_TOTAL,   /* NestDNN MinTotalCost (greedy, du = 1%) */
+    RTL_POLICY_NEST_MAX,     /* NestDNN MinMaxCost */
+    RTL_POLICY_DEVICE_ONLY,  /* most accurate on the device, no pacing */
+    RTL_POLICY_CLOUD_ONLY,   /* most accurate on the cloud, no pacing */
+    RTL_POLICY_NO_SHARING,   /* MCDNN; each head runs and holds its own trunk */
+    RTL_POLICY_NO_SPECIAL,   /* MCDNN without specialised variants */
+    RTL_POLICY_KNEE,         /* one fixed model per task: the knee of its accuracy/latency curve */
+    RTL_POLICY_COUNT
+};
+typedef struct rtl_policy_info {
+    const char *name;        /* "mcdnn", "nest-total", ... (the CLI's names) */
+    const char *summary;
+} rtl_policy_info;
+/* The policy table's row p (NULL when out of range); by name (-1: none). */
+RTL_API const rtl_policy_info *rtl_policy_get(enum rtl_policy p);
+RTL_API int rtl_policy_find(const char *name);
+
+/* One choice for a task. Costs are per request at 100% compute. */
+typedef struct rtl_sched_option {
+    char variant[RTL_ID_MAX + 1];
+    int capacity;            /* nested: rtl_model_set_capacity's k (1 = the first of capacities[]); -1: not */
+    double alpha;            /* early-exit knob; 0: no exits */
+    double top1;             /* accuracy in [0, 1] */
+    uint32_t images;         /* test images behind top1 (0: unknown) */
+    double device_ms, device_mj;  /* on the device */
+    double cloud_ms;         /* on the cloud, input transfer included; < 0: cannot */
+    double split_frac;       /* t_n: share of device_ms before the split point; 0: no split */
+    uint64_t bytes;          /* device memory when loaded (its trunk apart) */
+    int trunk;               /* index of a shared trunk (rtl_sched_add_trunk); -1: none */
+    int context_n;           /* specialised: its (n, p); 0: generic */
+    double context_p;
+    int partner;             /* specialised: option index of the cascade partner; -1 */
+    char source[16];         /* where device_ms comes from: "device", "estimate", "build-host" */
+} rtl_sched_option;
+
+/* A shared trunk (MCDNN's sharing): run once per frame for all the heads
+ * on it, held once in memory. */
+typedef struct rtl_sched_trunk {
+    char variant[RTL_ID_MAX + 1];
+    double device_ms, device_mj, cloud_ms;
+    uint64_t bytes;
+} rtl_sched_trunk;
+
+typedef struct rtl_sched_task {
+    char name[RTL_ID_MAX + 1];      /* the application's name for it */
+    char task[RTL_ID_MAX + 1];      /* the catalog's task */
+    rtl_sched_option *options;      /* copied */
+    size_t n;
+    double a_min;            /* NestDNN's A_min (0..1) */
+    double l_max_ms;         /* NestDNN's L_max */
+} rtl_sched_task;
+
+typedef struct rtl_sched_budget {
+    uint64_t memory_bytes;   /* device memory for models; 0: unlimited */
+    double latency_ms;       /* per request; 0: none */
+    double energy_mj;        /* device energy left for the horizon; < 0: none */
+    double cloud_usd;        /* cloud money left for the horizon; < 0: none */
+    double horizon_s;        /* the horizon ends this long after the budget is set */
+    int disconnected;        /* 1: no cloud */
+    double link_factor;      /* cloud latency multiplier for the link (0: 1) */
+} rtl_sched_budget;
+
+typedef struct rtl_sched_config {
+    enum rtl_policy policy;
+    double usd_per_cloud_s;  /* 0: MCDNN's 1.8e-4 */
+    double load_mj_per_mb;   /* device energy to page in a MB (0: 2) */
+    double load_ms_per_mb;   /* time to page in a MB (0: 5) */
+    double miss_ms;          /* acceptable miss latency (load + run; 0: 1000) */
+    double nest_alpha;       /* NestDNN's alpha (< 0: 0) */
+    double camera_fps;       /* NestDNN frame rate cap (0: 30) */
+    int context_window;      /* requests in the class-frequency window (0: 100) */
+} rtl_sched_config;
+
+typedef struct rtl_sched_decision {
+    int task, option;        /* option -1: refused (reason says why) */
+    enum rtl_loc loc;
+    double top1, latency_ms, energy_mj, cloud_usd;
+    double share;            /* NestDNN compute share u (1 for other policies) */
+    int hit;                 /* 1: served from the cache */
+    int paged_in, paged_out; /* models loaded and evicted by this decision */
+    int shared_trunk;        /* 1: the trunk's output was reused */
+    char reason[192];
+} rtl_sched_decision;
+
+typedef struct rtl_sched rtl_sched;
+
+RTL_API rtl_sched *rtl_sched_new(const rtl_sched_config *c, rtl_err *err);
+RTL_API void rtl_sched_free(rtl_sched *s);
+/* Adds a trunk; its index, or -1. */
+RTL_API int rtl_sched_add_trunk(rtl_sched *s, const rtl_sched_trunk *t, rtl_err *err);
+/* Registers an application's task; its index, or -1. */
+RTL_API int rtl_sched_add_task(rtl_sched *s, const rtl_sched_task *t, rtl_err *err);
+RTL_API size_t rtl_sched_task_count(const rtl_sched *s);
+RTL_API const rtl_sched_task *rtl_sched_task_at(const rtl_sched *s, size_t i);
+/* The budgets from time now (seconds) on: what is left and until when. */
+RTL_API int rtl_sched_set_budget(rtl_sched *s, const rtl_sched_budget *b, double now, rtl_err *err);
+RTL_API void rtl_sched_get_budget(const rtl_sched *s, rtl_sched_budget *b);
+/* NestDNN's per-task goals: A_min (0..1) and L_max (ms). */
+RTL_API int rtl_sched_set_goal(rtl_sched *s, int task, double a_min, double l_max_ms, rtl_err *err);
+/* NestDNN: which tasks run concurrently (a change re-plans the shares). */
+RTL_API int rtl_sched_set_active(rtl_sched *s, int task, int active, rtl_err *err);
+/* One request of task at time now on frame `frame` (requests of one frame
+ * share trunk outputs); cls: the class the frame holds when known (the
+ * context profiler's window), -1 otherwise. Fills d and charges its
+ * predicted costs. A refusal is d->option = -1 and returns 0; -1 is for
+ * bad arguments only. */
+RTL_API int rtl_sched_decide(rtl_sched *s, int task, double now, uint64_t frame, int cls,
+                             rtl_sched_decision *d, rtl_err *err);
+/* The option of task cached at location loc now; -1: none. */
+RTL_API int rtl_sched_cached(const rtl_sched *s, int task, enum rtl_loc loc);
+/* Replaces the predicted cost of d with a measured one (ms on the device). */
+RTL_API void rtl_sched_account(rtl_sched *s, const rtl_sched_decision *d, double measured_ms);
+
+/* Options of a catalog's variants for task (NULL: every task the catalog
+ * has; one rtl_sched_task per task name, appended to *tasks, *n grows).
+ * Latency: this device's profile, else the estimate for target (CPU
+ * figures), else the build host's measurement; energy: the estimate's, else
+ * latency times device_mw. Nested variants give one option per capacity,
+ * early-exit variants one per alpha of their profile, heads a trunk. */
+typedef struct rtl_sched_source {
+    const char *target;      /* estimate target (NULL: "jetson-nano") */
+    double device_mw;        /* power while computing (0: 5000) */
+    double cloud_gflops;     /* cloud speed for cloud_ms (0: 3500, a K20c) */
+    double uplink_mbps;      /* input upload (0: 18.88, WiFi of JointDNN Table 3) */
+    double rtt_ms;           /* (0: 20) */
+    int loadable_only;       /* 1: only variants this runtime can load (rtl_variant_loadable) */
+} rtl_sched_source;
+RTL_API int rtl_sched_add_catalog(rtl_sched *s, const rtl_catalog *cat, const char *task, const char *app,
+                                  const rtl_sched_source *src, rtl_err *err);
+
+/* ---- the trace simulator (src/sched_sim.c) --------------------------------
+ * MCDNN's traces S1-S3 (Table 5: apps, disconnections, repeated faces) and
+ * NestDNN-style concurrency traces (apps start and stop at random each
+ * second, 2-6 at once), generated from a seed, run through one policy. */
+
+enum rtl_trace_kind { RTL_TRACE_S1, RTL_TRACE_S2, RTL_TRACE_S3, RTL_TRACE_CONCURRENCY, RTL_TRACE_COUNT };
+
+typedef struct rtl_trace_event {
+    double t;                /* seconds */
+    int kind;                /* 0 request, 1 connect, 2 disconnect, 3 start task, 4 stop task */
+    int task;
+    uint64_t frame;
+    int cls;
+} rtl_trace_event;
+
+typedef struct rtl_trace {
+    rtl_trace_event *ev;
+    size_t n;
+    double duration_s;
+} rtl_trace;
+
+/* The scenario's applications (MCDNN Table 5: D, G, R, Y face apps, V
+ * objects, S scenes) into names (may be NULL); their count (0 for the
+ * concurrency traces, which use every task). */
+RTL_API int rtl_trace_apps(enum rtl_trace_kind kind, const char **names);
+/* Generates a trace for the first `tasks` tasks (the scenario's apps map
+ * onto them in order) over duration_s seconds at fps frames per second. */
+RTL_API int rtl_trace_generate(enum rtl_trace_kind kind, int tasks, int classes, double duration_s, double fps,
+                               uint64_t seed, rtl_trace *out, rtl_err *err);
+RTL_API void rtl_trace_free(rtl_trace *t);
+
+typedef struct rtl_sim_result {
+    uint64_t requests, served, refused;
+    double accuracy;         /* mean top1 over all requests (refused count 0) */
+    double energy_mj, cloud_usd;
+    double first_refusal_s;  /* < 0: none */
+    double energy_out_s, cash_out_s;  /* when a budget ran out; < 0: never */
+    double fps;              /* NestDNN: mean frames per second per running app */
+    double mj_per_frame;
+    double decide_us_median, decide_us_p99;
+    /* accuracy over time per task: buckets of duration/buckets */
+    int buckets, tasks;
+    double *acc;             /* [task * buckets + b]; -1 where no request */
+} rtl_sim_result;
+
+/* Runs trace through s (set up with its tasks and budget at time 0). */
+RTL_API int rtl_sim_run(rtl_sched *s, const rtl_trace *t, int buckets, rtl_sim_result *out, rtl_err *err);
+RTL_API void rtl_sim_result_free(rtl_sim_result *r);
 
 #ifdef __cplusplus
 }

@@ -33,6 +33,11 @@
  *   request  u8 1 | u8 0 | u16 0 | u32 id | u8 n | catalog id (n) | u8 m |
  *            variant id (m) | i32 first | i32 last | u32 count |
  *            count float32 (what crosses cut `first`)
+ *   part     u8 1 | u8 1 | u16 0 | ... as a request, first == last (the
+ *            layer) | then i32 r0, r1, c0, c1, in_r0, in_r1 | count float32
+ *            (input rows in_r0..in_r1 of the layer, all channels): a GTDP
+ *            part (gtdp.c); the reply carries its output rows r0..r1 x
+ *            channels c0..c1
  *   reply    u8 2 | u8 status | u16 0 | u32 id | status 0: u32 count |
  *            count float32 (layer last's output); else u16 n | message (n)
  * A connection carries one request at a time: the next is sent after the
@@ -190,7 +195,8 @@ int rtlp_parse_request(const uint8_t *b, size_t n, rtlp_request *out, char *why,
     size_t p = 8;
     if (n < 9) return WHY("request of %zu bytes is too short", n);
     if (b[0] != RTLP_MSG_REQUEST) return WHY("message type %u where a request was expected", b[0]);
-    if (b[1] || b[2] || b[3]) return WHY("request with nonzero reserved bytes");
+    if (b[1] > 1 || b[2] || b[3]) return WHY("request with nonzero reserved bytes");
+    out->part = b[1];
     out->id = get32(b + 4);
     size_t cn = b[p++];
     if (n - p < cn + 1) return WHY("request ends inside the catalog id");
@@ -206,6 +212,12 @@ int rtlp_parse_request(const uint8_t *b, size_t n, rtlp_request *out, char *why,
     out->count = get32(b + p + 8);
     p += 12;
     if (out->first < 0 || out->last < out->first) return WHY("bad layer range %d..%d", out->first, out->last);
+    if (out->part) {
+        if (out->last != out->first) return WHY("a part request names one layer, not %d..%d", out->first, out->last);
+        if (n - p < 24) return WHY("part request ends inside its geometry");
+        for (int k = 0; k < 6; k++) out->geom[k] = (int32_t)get32(b + p + 4 * (size_t)k);
+        p += 24;
+    }
     if (out->count > RTLP_MAX_FLOATS) return WHY("request with %u floats (at most %u)", out->count, RTLP_MAX_FLOATS);
     if ((n - p) / 4 != out->count || (n - p) % 4)
         return WHY("request says %u floats but carries %zu bytes", out->count, n - p);
@@ -240,20 +252,21 @@ int rtlp_parse_reply(const uint8_t *b, size_t n, rtlp_reply *out, char *why, siz
     return 0;
 }
 
-uint8_t *rtlp_build_request(uint32_t id, const char *catalog, const char *variant, int32_t first, int32_t last,
-                            const float *x, uint32_t count, size_t *n)
+static uint8_t *build_request(uint32_t id, const char *catalog, const char *variant, int32_t first, int32_t last,
+                              const int32_t *geom, const float *x, uint32_t count, size_t *n)
 {
     size_t cn = strlen(catalog), vn = strlen(variant);
     if (cn > RTL_ID_MAX || vn > RTL_ID_MAX) return NULL;
-    size_t len = 8 + 1 + cn + 1 + vn + 12 + (size_t)count * 4;
+    size_t len = 8 + 1 + cn + 1 + vn + 12 + (geom ? 24 : 0) + (size_t)count * 4;
     uint8_t *b = malloc(len);
     if (!b) return NULL;
     size_t p = 0;
-    b[p++] = RTLP_MSG_REQUEST, b[p++] = 0, b[p++] = 0, b[p++] = 0;
+    b[p++] = RTLP_MSG_REQUEST, b[p++] = geom ? 1 : 0, b[p++] = 0, b[p++] = 0;
     put32(b + p, id), p += 4;
     b[p++] = (uint8_t)cn, memcpy(b + p, catalog, cn), p += cn;
     b[p++] = (uint8_t)vn, memcpy(b + p, variant, vn), p += vn;
     put32(b + p, (uint32_t)first), put32(b + p + 4, (uint32_t)last), put32(b + p + 8, count), p += 12;
+    for (int k = 0; geom && k < 6; k++) put32(b + p, (uint32_t)geom[k]), p += 4;
     for (uint32_t i = 0; i < count; i++) {
         uint32_t u;
         memcpy(&u, &x[i], 4);
@@ -261,6 +274,18 @@ uint8_t *rtlp_build_request(uint32_t id, const char *catalog, const char *varian
     }
     *n = len;
     return b;
+}
+
+uint8_t *rtlp_build_request(uint32_t id, const char *catalog, const char *variant, int32_t first, int32_t last,
+                            const float *x, uint32_t count, size_t *n)
+{
+    return build_request(id, catalog, variant, first, last, NULL, x, count, n);
+}
+
+uint8_t *rtlp_build_part_request(uint32_t id, const char *catalog, const char *variant, int32_t layer,
+                                 const int32_t geom[6], const float *x, uint32_t count, size_t *n)
+{
+    return build_request(id, catalog, variant, layer, layer, geom, x, count, n);
 }
 
 uint8_t *rtlp_build_reply(uint32_t id, uint8_t status, const float *x, uint32_t count, const char *message,

@@ -53,6 +53,17 @@ void rtl_crash_point(const char *name);
 /* The id of the catalog model m belongs to (for the peer's requests). */
 const char *rtl_model_catalog_id(const rtl_model *m);
 
+/* The engine network of m's first part (GTDP reads layer geometry and
+ * parameters from it). */
+trn_net *rtl_model_net(const rtl_model *m);
+/* GTDP's per-model cache of part networks (gtdp.c), freed with the model. */
+struct rtl_gtdp_cache;
+struct rtl_gtdp_cache **rtl_model_gtdp_cache(rtl_model *m);
+void rtl_gtdp_cache_free(struct rtl_gtdp_cache *c);
+/* The process-wide lock of forward passes (model.c). */
+void rtl_forward_lock(void);
+void rtl_forward_unlock(void);
+
 /* Makes y (n floats: the classes) the model's output, as a split run's
  * answer; -1 when n is not the class count. */
 int rtl_model_set_output(rtl_model *m, const float *y, size_t n, rtl_err *err);

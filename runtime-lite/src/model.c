@@ -73,6 +73,15 @@ struct rtl_model {
     double *layer_ms;          /* per layer, rtl_model_profile_layers (NULL before) */
     double cpu_ratio;          /* thread CPU time / wall time of those forwards */
     float *split_out;          /* the answer of a split run (classes), rtl_model_set_output */
+    /* Nested (multi-capacity) models: capacity k (1..ncap) of parts[0]. */
+    int ncap, capacity;        /* 0 for other kinds */
+    int nlayers;
+    int *cap_filters;          /* [ncap][nlayers]: trn_net_set_capacity's arrays */
+    int *cap_rows, *cap_inc;   /* [ncap + 1][nlayers]: active filters and input channels
+                                * (row ncap: the whole network) */
+    uint64_t switch_in, switch_out;           /* the last switch: parameter bytes */
+    uint64_t switch_in_pages, switch_out_pages; /* and the page bytes advised */
+    struct rtl_gtdp_cache *gtdp; /* GTDP part networks (gtdp.c), NULL before */
 };
 
 /* Forward passes share the process-wide compute pool and OpenBLAS: one at
@@ -205,13 +214,195 @@ static int open_plain(rtl_model *m, rtl_err *err)
     return 0;
 }
 
+/* ---- nested (multi-capacity) models ---------------------------------- *
+ *
+ * One network over one mapping of the full model's weights; capacity k is
+ * a channel prefix per layer (trn_net_set_capacity), read from the
+ * manifest (technique_fields.capacities[], smallest first: capacity k is
+ * the k-th entry, whatever its "capacity" number; its channel_index lists
+ * {layer, channels}; a layer not listed keeps all its filters). A switch changes the active
+ * prefix in place: an upgrade advises the kernel to read the added
+ * parameter ranges (MADV_WILLNEED), a downgrade releases the dropped ones
+ * (MADV_DONTNEED; pages shared with parameters still in use are kept), no
+ * reload, no copy. */
+
+static int nested_table(rtl_model *m, rtl_err *err)
+{
+    cJSON *tf = cJSON_Parse(m->variant->fields_json);
+    const cJSON *caps = tf ? cJSON_GetObjectItemCaseSensitive(tf, "capacities") : NULL;
+    int n = cJSON_GetArraySize(caps), L = trn_net_layers(m->parts[0].net), rc = 0;
+    if (!cJSON_IsArray(caps) || n < 1) {
+        cJSON_Delete(tf);
+        return rtl_errf(err, "manifest: technique_fields.capacities is missing or empty");
+    }
+    m->ncap = n;
+    m->nlayers = L;
+    m->cap_filters = calloc((size_t)n * (size_t)L, sizeof *m->cap_filters);
+    m->cap_rows = calloc((size_t)(n + 1) * (size_t)L, sizeof *m->cap_rows);
+    m->cap_inc = calloc((size_t)(n + 1) * (size_t)L, sizeof *m->cap_inc);
+    if (!m->cap_filters || !m->cap_rows || !m->cap_inc) rc = rtl_errf(err, "out of memory");
+    for (int k = 0; k < n && rc == 0; k++) {
+        const cJSON *c = cJSON_GetArrayItem(caps, k);
+        const cJSON *ci = cJSON_GetObjectItemCaseSensitive(c, "channel_index"), *e;
+        if (!cJSON_IsArray(ci)) {
+            rc = rtl_errf(err, "manifest: capacities[%d] has no channel_index array", k);
+            break;
+        }
+        cJSON_ArrayForEach(e, ci) {
+            const cJSON *l = cJSON_GetObjectItemCaseSensitive(e, "layer");
+            const cJSON *ch = cJSON_GetObjectItemCaseSensitive(e, "channels");
+            if (!cJSON_IsNumber(l) || !cJSON_IsNumber(ch) || l->valueint < 0 || l->valueint >= L ||
+                ch->valueint < 0) {
+                rc = rtl_errf(err, "manifest: capacity %d: a channel_index entry is not {layer 0..%d, channels}",
+                              k + 1, L - 1);
+                break;
+            }
+            m->cap_filters[(size_t)k * L + l->valueint] = ch->valueint;
+        }
+    }
+    cJSON_Delete(tf);
+    trn_net *net = m->parts[0].net;
+    for (int k = 0; k <= n && rc == 0; k++) {
+        trn_err e;
+        if (trn_net_set_capacity(net, k < n ? m->cap_filters + (size_t)k * L : NULL, &e) != 0) {
+            rtl_err_from_trn(err, &e);
+            rc = rtl_err_prefix(err, "capacity %d", k + 1);
+            break;
+        }
+        for (int i = 0; i < L; i++) {
+            trn_layer_info in;
+            trn_net_layer_info(net, i, &in);
+            m->cap_rows[(size_t)k * L + i] = in.out.c;
+            m->cap_inc[(size_t)k * L + i] = in.in.c;
+        }
+    }
+    m->capacity = n; /* the whole network: every page mapped */
+    return rc;
+}
+
+/* Open like a plain variant; the largest capacity is active. */
+static int open_nested(rtl_model *m, rtl_err *err)
+{
+    if (open_plain(m, err) != 0) return -1;
+    return nested_table(m, err);
+}
+
+/* Byte range [s, e) of the file to page in (up) or out, merged with the
+ * pending one; flush when not contiguous (e == 0: flush only). */
+typedef struct page_run {
+    struct part *p;
+    int up;
+    size_t s, e, page;
+    uint64_t pages;
+} page_run;
+
+static void page_flush(page_run *r)
+{
+    if (r->e <= r->s) return;
+    size_t a, b;
+    if (r->up) {
+        a = r->s / r->page * r->page;
+        b = (r->e + r->page - 1) / r->page * r->page;
+        if (b > r->p->map_len) b = r->p->map_len;
+    } else {
+        a = (r->s + r->page - 1) / r->page * r->page;
+        b = r->e / r->page * r->page;
+    }
+    if (b > a) {
+        (void)madvise((char *)r->p->map + a, b - a, r->up ? MADV_WILLNEED : MADV_DONTNEED);
+        r->pages += b - a;
+    }
+    r->s = r->e = 0;
+}
+
+static void page_add(page_run *r, size_t s, size_t e)
+{
+    if (e <= s) return;
+    /* Contiguous, or (paging in) within the pages the pending range
+     * already advises: one call for both. */
+    if (r->e > r->s && (r->e == s || (r->up && s / r->page <= (r->e - 1) / r->page + 1))) {
+        r->e = e;
+        return;
+    }
+    page_flush(r);
+    r->s = s;
+    r->e = e;
+}
+
+/* The parameter bytes active at `big` and not at `small` (rows and column
+ * prefixes of every parameter), advised in (up) or out. */
+static uint64_t page_diff(rtl_model *m, int small, int big, int up, uint64_t *pages)
+{
+    struct part *p = &m->parts[0];
+    int np, L = m->nlayers;
+    const trn_param *t = trn_net_params(p->net, &np);
+    const int *rs = m->cap_rows + (size_t)small * L, *is = m->cap_inc + (size_t)small * L;
+    const int *rb = m->cap_rows + (size_t)big * L, *ib = m->cap_inc + (size_t)big * L;
+    const int *fi = m->cap_inc + (size_t)m->ncap * L;
+    page_run run = {p, up, 0, 0, (size_t)sysconf(_SC_PAGESIZE), 0};
+    uint64_t bytes = 0;
+    for (int q = 0; q < np; q++) {
+        const trn_param *x = &t[q];
+        if (x->offset < 0) continue;
+        int i = x->layer;
+        size_t off = (size_t)x->offset, C = (size_t)x->cols;
+        if (x->role != TRN_PARAM_WEIGHTS) { /* a vector: one entry per filter */
+            bytes += (uint64_t)(rb[i] - rs[i]) * 4;
+            page_add(&run, off + (size_t)rs[i] * 4, off + (size_t)rb[i] * 4);
+            continue;
+        }
+        size_t cs = C * (size_t)is[i] / (size_t)fi[i], cb = C * (size_t)ib[i] / (size_t)fi[i];
+        for (int r = 0; r < rb[i]; r++) {
+            size_t from = r < rs[i] ? cs : 0;
+            bytes += (uint64_t)(cb - from) * 4;
+            page_add(&run, off + ((size_t)r * C + from) * 4, off + ((size_t)r * C + cb) * 4);
+        }
+    }
+    page_flush(&run);
+    *pages = run.pages;
+    return bytes;
+}
+
+int rtl_model_capacities(const rtl_model *m) { return m->ncap; }
+int rtl_model_capacity(const rtl_model *m) { return m->capacity; }
+
+int rtl_model_set_capacity(rtl_model *m, int k, rtl_err *err)
+{
+    if (m->ncap == 0)
+        return rtl_errf(err, "variant '%s' (technique %s) has no capacities", m->variant->id, m->variant->technique);
+    if (k < 1 || k > m->ncap)
+        return rtl_errf(err, "variant '%s' has capacities 1 to %d, not %d", m->variant->id, m->ncap, k);
+    m->switch_in = m->switch_out = m->switch_in_pages = m->switch_out_pages = 0;
+    if (k == m->capacity) return 0;
+    trn_err e;
+    pthread_mutex_lock(&forward_lock);
+    int rc = trn_net_set_capacity(m->parts[0].net, m->cap_filters + (size_t)(k - 1) * m->nlayers, &e);
+    pthread_mutex_unlock(&forward_lock);
+    if (rc != 0) return rtl_err_from_trn(err, &e);
+    if (k > m->capacity)
+        m->switch_in = page_diff(m, m->capacity - 1, k - 1, 1, &m->switch_in_pages);
+    else
+        m->switch_out = page_diff(m, k - 1, m->capacity - 1, 0, &m->switch_out_pages);
+    m->capacity = k;
+    m->output = NULL;
+    return 0;
+}
+
+void rtl_model_switch_bytes(const rtl_model *m, rtl_switch_bytes *out)
+{
+    out->page_in = m->switch_in;
+    out->page_out = m->switch_out;
+    out->advised_in = m->switch_in_pages;
+    out->advised_out = m->switch_out_pages;
+}
+
 /* How each kind opens (NULL: not yet, and why). */
 static const struct {
     int (*open)(rtl_model *m, rtl_err *err);
     const char *why_not;
 } kinds[] = {
     [MODEL_PLAIN] = {open_plain, NULL},
-    [MODEL_NESTED] = {NULL, "multi-capacity models are not supported by this runtime yet"},
+    [MODEL_NESTED] = {open_nested, NULL},
     [MODEL_EARLY_EXIT] = {NULL, "early-exit models are not supported by this runtime yet"},
     [MODEL_TRUNK] = {NULL, "a shared trunk runs through its heads, which this runtime does not load yet"},
     /* A head variant is a whole network (its trunk layers are the parent's,
@@ -286,8 +477,16 @@ void rtl_model_close(rtl_model *m)
     free(m->input);
     free(m->layer_ms);
     free(m->split_out);
+    free(m->cap_filters);
+    free(m->cap_rows);
+    free(m->cap_inc);
+    rtl_gtdp_cache_free(m->gtdp);
     free(m);
 }
+
+struct rtl_gtdp_cache **rtl_model_gtdp_cache(rtl_model *m) { return &m->gtdp; }
+void rtl_forward_lock(void) { pthread_mutex_lock(&forward_lock); }
+void rtl_forward_unlock(void) { pthread_mutex_unlock(&forward_lock); }
 
 const rtl_variant *rtl_model_variant(const rtl_model *m) { return m->variant; }
 size_t rtl_model_classes(const rtl_model *m) { return m->classes; }
@@ -302,6 +501,8 @@ void rtl_model_input_shape(const rtl_model *m, int *c, int *h, int *w)
     if (h) *h = s.h;
     if (w) *w = s.w;
 }
+
+trn_net *rtl_model_net(const rtl_model *m) { return m->parts[0].net; }
 
 size_t rtl_model_input_size(const rtl_model *m) { return trn_net_inputs(m->parts[0].net); }
 

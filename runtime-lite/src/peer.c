@@ -356,14 +356,19 @@ static rtl_model *cached_model(rtl_server *s, const char *catalog, const char *v
     return m;
 }
 
+static double cpu_ms(void);
+static void slow_down(double f, double cpu, double wall);
+
 /* Runs one request (already parsed once by the poll thread). */
 static void run_job(rtl_server *s, struct job *j)
 {
+    double c0 = cpu_ms(), w0 = now_ms();
     rtlp_request rq;
     char why[256];
     rtl_err err = {{0}};
     float *x = NULL;
     const float *y = NULL;
+    float *part_out = NULL;
     size_t ny = 0;
     int ok = 0;
     if (rtlp_parse_request(j->plain, j->len, &rq, why, sizeof why) != 0) {
@@ -373,7 +378,25 @@ static void run_job(rtl_server *s, struct job *j)
         if (m && !(x = malloc((rq.count ? rq.count : 1) * sizeof *x))) snprintf(err.msg, sizeof err.msg, "out of memory");
         else if (m) {
             rtlp_floats_get(rq.floats, rq.count, x);
-            ok = rtl_model_run_range(m, rq.first, rq.last, x, rq.count, &y, &ny, &err) == 0;
+            if (rq.part) {
+                rtl_gtdp_part q = {.r0 = rq.geom[0], .r1 = rq.geom[1], .c0 = rq.geom[2], .c1 = rq.geom[3],
+                                   .in_r0 = rq.geom[4], .in_r1 = rq.geom[5]};
+                rtl_gtdp_layer g;
+                if (rtl_gtdp_model_layer(m, rq.first, &g) != 0) {
+                    snprintf(err.msg, sizeof err.msg, "layer %d is not a convolutional layer GTDP splits", rq.first);
+                } else if (q.r0 < 0 || q.r1 > g.h || q.r0 >= q.r1 || q.c0 < 0 || q.c1 > g.c || q.c0 >= q.c1) {
+                    snprintf(err.msg, sizeof err.msg, "layer %d: bad part %d..%d x %d..%d", rq.first, q.r0, q.r1,
+                             q.c0, q.c1);
+                } else if (!(part_out = malloc((size_t)(q.r1 - q.r0) * (q.c1 - q.c0) * g.w * sizeof *part_out))) {
+                    snprintf(err.msg, sizeof err.msg, "out of memory");
+                } else if (rtl_gtdp_compute_part(m, rq.first, &q, x, rq.count, part_out, &err) == 0) {
+                    ok = 1;
+                    y = part_out;
+                    ny = (size_t)(q.r1 - q.r0) * (q.c1 - q.c0) * g.w;
+                }
+            } else {
+                ok = rtl_model_run_range(m, rq.first, rq.last, x, rq.count, &y, &ny, &err) == 0;
+            }
         }
     }
     j->reply = ok ? rtlp_build_reply(rq.id, 0, y, (uint32_t)ny, NULL, &j->reply_len)
@@ -383,6 +406,8 @@ static void run_job(rtl_server *s, struct job *j)
                                      1, NULL, 0, err.msg, &j->reply_len);
     if (!ok) slog(s, RTL_LOG_WARN, "request failed: %s", err.msg);
     free(x);
+    free(part_out);
+    slow_down(s->o.slowdown, cpu_ms() - c0, now_ms() - w0);
 }
 
 static void *worker_main(void *arg)
@@ -893,15 +918,17 @@ void rtl_peer_close(rtl_peer *p)
     free(p);
 }
 
-int rtl_peer_run(rtl_peer *p, const char *catalog, const char *variant, int first, int last, const float *x,
-                 size_t n, float *out, size_t cap, size_t *nout, int deadline_ms, rtl_err *err)
+static int peer_call(rtl_peer *p, const char *catalog, const char *variant, int first, int last,
+                     const int32_t *geom, const float *x, size_t n, float *out, size_t cap, size_t *nout,
+                     int deadline_ms, rtl_err *err)
 {
     double deadline = now_ms() + (deadline_ms > 0 ? deadline_ms : 30000);
     if (p->fd < 0) return rtl_errf(err, "the peer connection is closed");
     if (n > RTLP_MAX_FLOATS) return rtl_errf(err, "%zu floats exceed the protocol's %u", n, RTLP_MAX_FLOATS);
     size_t plen;
     uint32_t id = ++p->next_id;
-    uint8_t *plain = rtlp_build_request(id, catalog, variant, first, last, x, (uint32_t)n, &plen);
+    uint8_t *plain = geom ? rtlp_build_part_request(id, catalog, variant, first, geom, x, (uint32_t)n, &plen)
+                          : rtlp_build_request(id, catalog, variant, first, last, x, (uint32_t)n, &plen);
     uint8_t *frame = plain ? malloc(plen + RTLP_LEN_BYTES + RTLP_ABYTES) : NULL;
     int rc = -1;
     uint8_t *body = NULL, *rp = NULL;
@@ -958,6 +985,19 @@ done:
     free(body);
     free(rp);
     return rc;
+}
+
+int rtl_peer_run(rtl_peer *p, const char *catalog, const char *variant, int first, int last, const float *x,
+                 size_t n, float *out, size_t cap, size_t *nout, int deadline_ms, rtl_err *err)
+{
+    return peer_call(p, catalog, variant, first, last, NULL, x, n, out, cap, nout, deadline_ms, err);
+}
+
+int rtl_peer_run_part(rtl_peer *p, const char *catalog, const char *variant, int layer, const rtl_gtdp_part *q,
+                      const float *x, size_t n, float *out, size_t cap, size_t *nout, int deadline_ms, rtl_err *err)
+{
+    int32_t geom[6] = {q->r0, q->r1, q->c0, q->c1, q->in_r0, q->in_r1};
+    return peer_call(p, catalog, variant, layer, layer, geom, x, n, out, cap, nout, deadline_ms, err);
 }
 
 /* ---- the split runner ---------------------------------------------------------- */

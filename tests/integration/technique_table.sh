@@ -44,11 +44,12 @@ m = re.search(r"verbs\[\]\s*=\s*\{(.*?)\n\s*\};", read("prune/cli/prune_cli.c"),
 verbs = re.findall(r'(?:\{|CK_VERB\()"([^"]+)",', m.group(1)) if m else []
 # A verb named after what it does rather than the technique it writes:
 # `prune retarget` writes "head" variants (task heads on a shared trunk),
-# `prune specialise` "specialised" ones ((n,p) context models).
+# `prune specialise` "specialised" ones ((n,p) context models), `prune grow`
+# "nested" ones (NestDNN's multi-capacity model).
 # PENDING: techniques prune derives whose make stage is not in
 # mk/variants.mk yet (each must leave this set when its stage lands).
-VERB_TECHNIQUE = {"retarget": "head", "specialise": "specialised"}
-PENDING = {"head", "specialised"}
+VERB_TECHNIQUE = {"retarget": "head", "specialise": "specialised", "grow": "nested"}
+PENDING = {"head", "specialised", "nested"}
 techs = [VERB_TECHNIQUE.get(v, v) for v in verbs if v not in ("plan", "trr", "l1", "roadmap", "scan")]
 if not techs: fail("prune/cli/prune_cli.c: no verbs found")
 bad = [v for v in techs if v not in enum]

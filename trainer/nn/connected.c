@@ -69,8 +69,9 @@ static void connected_forward(trn_layer *l, trn_net *net, int train)
 {
     connected_state *s = l->priv;
     const trn_backend *be = net->be;
-    int m = net->batch, n = (int)l->outputs, k = (int)l->inputs;
-    be->gemm(0, 1, m, n, k, 1, l->input, k, trn_lparam(net, l, P_WEIGHTS)->data, k, 0, l->output, n);
+    int m = net->batch, n = (int)l->outputs, k = (int)l->inputs, kf = (int)l->full_inputs;
+    be->gemm(0, 1, m, n, k, 1, l->input, k, trn_lparam(net, l, P_WEIGHTS)->data, kf, 0, l->output,
+             n);
     if (s->bn)
         trn_bn_forward(&s->norm, net, l->output, trn_lparam(net, l, P_BIASES),
                        trn_lparam(net, l, P_SCALES), trn_lparam(net, l, P_MEAN),
@@ -85,7 +86,7 @@ static void connected_backward(trn_layer *l, trn_net *net)
 {
     connected_state *s = l->priv;
     const trn_backend *be = net->be;
-    int m = net->batch, n = (int)l->outputs, k = (int)l->inputs;
+    int m = net->batch, n = (int)l->outputs, k = (int)l->inputs, kf = (int)l->full_inputs;
     be->gradient(l->output, (size_t)m * n, l->act, l->delta);
     trn_param *bias = trn_lparam(net, l, P_BIASES), *w = trn_lparam(net, l, P_WEIGHTS);
     if (s->bn)
@@ -93,9 +94,9 @@ static void connected_backward(trn_layer *l, trn_net *net)
     else
         be->backward_bias(bias->update, l->delta, m, n, 1);
     /* dW (n, k) += delta^T (n, m) . in (m, k) */
-    be->gemm(1, 0, n, k, m, 1, l->delta, n, l->input, k, 1, w->update, k);
+    be->gemm(1, 0, n, k, m, 1, l->delta, n, l->input, k, 1, w->update, kf);
     /* din (m, k) += delta (m, n) . W (n, k) */
-    if (l->in_delta) be->gemm(0, 0, m, k, n, 1, l->delta, n, w->data, k, 1, l->in_delta, k);
+    if (l->in_delta) be->gemm(0, 0, m, k, n, 1, l->delta, n, w->data, kf, 1, l->in_delta, k);
 }
 #endif
 
@@ -108,6 +109,20 @@ static void connected_describe(const trn_layer *l, trn_layer_info *info)
     info->bias_ops = l->outputs;
     info->bn_ops = s->bn ? 2 * (uint64_t)l->outputs : 0;
     info->act_ops = l->act == TRN_ACT_LINEAR ? 0 : l->outputs;
+    info->params = (uint64_t)l->outputs * (s->bn ? 4 : 1) + (uint64_t)l->inputs * l->outputs;
+}
+
+/* Capacity: the first `filters` outputs over the active inputs (a prefix
+ * of the flattened input, since channels are its outer dimension). */
+static int connected_capacity(trn_layer *l, trn_net *net, int filters, trn_err *err)
+{
+    (void)net;
+    (void)err;
+    connected_state *s = l->priv;
+    l->out = l->full_out;
+    if (filters) l->out.c = filters;
+    s->norm.c = l->out.c;
+    return 0;
 }
 
 /* Its row of the kind table (TRN_LAYER_KINDS in nn.h). */
@@ -125,4 +140,5 @@ const trn_layer_ops trn_connected_kind = {
     .backward = TRN_TRAIN_FN(connected_backward),
     .describe = connected_describe,
     .destroy = connected_destroy,
+    .capacity = connected_capacity,
 };

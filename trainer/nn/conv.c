@@ -136,12 +136,13 @@ static void forward_chunked(trn_layer *l, trn_net *net, const float *w)
 {
     const conv_state *s = l->priv;
     const trn_backend *be = net->be;
-    int m = s->n, k = l->in.c * s->size * s->size, np = l->out.h * l->out.w;
+    int m = l->out.c, k = l->in.c * s->size * s->size, np = l->out.h * l->out.w;
+    int kf = l->full_in.c * s->size * s->size; /* W's row length */
     for (int b0 = 0; b0 < net->batch; b0 += s->chunk) {
         float *col = net->workspace, *res = col + (size_t)k * s->chunk * np;
         int nb = chunk_im2col(l, net, b0, col), ld = nb * np;
         /* res (m, nb, np) = W (m, k) . col */
-        be->gemm(0, 0, m, ld, k, 1, w, k, col, ld, 0, res, ld);
+        be->gemm(0, 0, m, ld, k, 1, w, kf, col, ld, 0, res, ld);
         be->swap12(res, l->output + (size_t)b0 * m * np, m, nb, np);
     }
 }
@@ -150,8 +151,9 @@ static void conv_forward(trn_layer *l, trn_net *net, int train)
 {
     conv_state *s = l->priv;
     const trn_backend *be = net->be;
-    int g = s->groups, m = s->n / g, cg = l->in.c / g;
+    int g = s->groups, m = l->out.c / g, cg = l->in.c / g;
     int k = cg * s->size * s->size, n = l->out.h * l->out.w;
+    int kf = l->full_in.c / g * s->size * s->size; /* W's row length */
     const float *w = weights(net, l)->data;
     if (s->chunk) {
         forward_chunked(l, net, w);
@@ -166,7 +168,7 @@ static void conv_forward(trn_layer *l, trn_net *net, int train)
                     be->im2col(im, cg, l->in.h, l->in.w, s->size, s->stride, s->pad, net->workspace, n);
                     col = net->workspace;
                 }
-                be->gemm(0, 0, m, n, k, 1, w + (size_t)j * m * k, k, col, n, 0, out, n);
+                be->gemm(0, 0, m, n, k, 1, w + (size_t)j * m * kf, kf, col, n, 0, out, n);
             }
     }
     if (s->bn)
@@ -174,7 +176,7 @@ static void conv_forward(trn_layer *l, trn_net *net, int train)
                        trn_lparam(net, l, P_SCALES), trn_lparam(net, l, P_MEAN),
                        trn_lparam(net, l, P_VAR), train);
     else
-        be->add_bias(l->output, trn_lparam(net, l, P_BIASES)->data, net->batch, s->n, n);
+        be->add_bias(l->output, trn_lparam(net, l, P_BIASES)->data, net->batch, l->out.c, n);
     be->activate(l->output, (size_t)net->batch * l->outputs, l->act);
 }
 
@@ -184,17 +186,18 @@ static void backward_chunked(trn_layer *l, trn_net *net, trn_param *w)
 {
     const conv_state *s = l->priv;
     const trn_backend *be = net->be;
-    int m = s->n, k = l->in.c * s->size * s->size, np = l->out.h * l->out.w;
+    int m = l->out.c, k = l->in.c * s->size * s->size, np = l->out.h * l->out.w;
+    int kf = l->full_in.c * s->size * s->size; /* W's row length */
     size_t in_img = (size_t)l->in.c * l->in.h * l->in.w;
     for (int b0 = 0; b0 < net->batch; b0 += s->chunk) {
         float *col = net->workspace, *d = col + (size_t)k * s->chunk * np;
         int nb = chunk_im2col(l, net, b0, col), ld = nb * np;
         /* d (m, nb, np) from delta (nb, m, np) */
         be->swap12(l->delta + (size_t)b0 * m * np, d, nb, m, np);
-        be->gemm(0, 1, m, k, ld, 1, d, ld, col, ld, 1, w->update, k);
+        be->gemm(0, 1, m, k, ld, 1, d, ld, col, ld, 1, w->update, kf);
         if (!l->in_delta) continue;
         /* dcol (k, nb*np) = W^T (k, m) . d, scattered back image by image */
-        be->gemm(1, 0, k, ld, m, 1, w->data, k, d, ld, 0, col, ld);
+        be->gemm(1, 0, k, ld, m, 1, w->data, kf, d, ld, 0, col, ld);
         for (int j = 0; j < nb; j++)
             be->col2im(col + (size_t)j * np, ld, l->in.c, l->in.h, l->in.w, s->size, s->stride,
                        s->pad, l->in_delta + (b0 + j) * in_img);
@@ -208,14 +211,15 @@ static void conv_backward(trn_layer *l, trn_net *net)
 {
     conv_state *s = l->priv;
     const trn_backend *be = net->be;
-    int g = s->groups, m = s->n / g, cg = l->in.c / g;
+    int g = s->groups, m = l->out.c / g, cg = l->in.c / g;
     int k = cg * s->size * s->size, n = l->out.h * l->out.w;
+    int kf = l->full_in.c / g * s->size * s->size; /* W's row length */
     be->gradient(l->output, (size_t)net->batch * l->outputs, l->act, l->delta);
     trn_param *bias = trn_lparam(net, l, P_BIASES);
     if (s->bn)
         trn_bn_backward(&s->norm, net, l->delta, bias, trn_lparam(net, l, P_SCALES));
     else
-        be->backward_bias(bias->update, l->delta, net->batch, s->n, n);
+        be->backward_bias(bias->update, l->delta, net->batch, l->out.c, n);
     trn_param *w = weights(net, l);
     if (s->chunk) {
         backward_chunked(l, net, w);
@@ -231,14 +235,14 @@ static void conv_backward(trn_layer *l, trn_net *net)
                 be->im2col(col, cg, l->in.h, l->in.w, s->size, s->stride, s->pad, net->workspace, n);
                 col = net->workspace;
             }
-            be->gemm(0, 1, m, k, n, 1, d, n, col, n, 1, w->update + (size_t)j * m * k, k);
+            be->gemm(0, 1, m, k, n, 1, d, n, col, n, 1, w->update + (size_t)j * m * kf, kf);
             if (!l->in_delta) continue;
             /* dcol (k, oh*ow) = W^T . d, then scattered back to the image. */
-            const float *wj = w->data + (size_t)j * m * k;
+            const float *wj = w->data + (size_t)j * m * kf;
             if (s->direct) {
-                be->gemm(1, 0, k, n, m, 1, wj, k, d, n, 1, l->in_delta + ioff, n);
+                be->gemm(1, 0, k, n, m, 1, wj, kf, d, n, 1, l->in_delta + ioff, n);
             } else {
-                be->gemm(1, 0, k, n, m, 1, wj, k, d, n, 0, net->workspace, n);
+                be->gemm(1, 0, k, n, m, 1, wj, kf, d, n, 0, net->workspace, n);
                 be->col2im(net->workspace, n, cg, l->in.h, l->in.w, s->size, s->stride, s->pad,
                            l->in_delta + ioff);
             }
@@ -250,7 +254,7 @@ static void conv_describe(const trn_layer *l, trn_layer_info *info)
 {
     const conv_state *s = l->priv;
     uint64_t out = l->outputs;
-    info->filters = s->n;
+    info->filters = l->out.c;
     info->size = s->size;
     info->stride = s->stride;
     info->pad = s->pad;
@@ -260,6 +264,24 @@ static void conv_describe(const trn_layer *l, trn_layer_info *info)
     info->bias_ops = out;
     info->bn_ops = s->bn ? 2 * out : 0;
     info->act_ops = l->act == TRN_ACT_LINEAR ? 0 : out;
+    /* the active capacity's parameters: biases [+ BN] and the W block */
+    info->params = (uint64_t)l->out.c * (s->bn ? 4 : 1) +
+                   (uint64_t)l->out.c * (l->in.c / s->groups) * s->size * s->size;
+}
+
+/* Capacity: the first `filters` filters over the active input channels;
+ * a grouped convolution computes whole or not at all. */
+static int conv_capacity(trn_layer *l, trn_net *net, int filters, trn_err *err)
+{
+    (void)net;
+    conv_state *s = l->priv;
+    if (s->groups > 1 && (filters || l->in.c != l->full_in.c))
+        return trn_errf(err, "a grouped convolution (groups=%d) has no channel-prefix capacity",
+                        s->groups);
+    l->out = l->full_out;
+    if (filters) l->out.c = filters;
+    s->norm.c = l->out.c;
+    return 0;
 }
 
 /* Its row of the kind table (TRN_LAYER_KINDS in nn.h). */
@@ -275,4 +297,5 @@ const trn_layer_ops trn_conv_kind = {
     .backward = TRN_TRAIN_FN(conv_backward),
     .describe = conv_describe,
     .destroy = conv_destroy,
+    .capacity = conv_capacity,
 };

@@ -413,6 +413,10 @@ static int setup_layer(trn_build *b, trn_layer *l, trn_err *err)
         return trn_build_fail(b, NULL, err, "the output %dx%dx%d times batch %d is too large",
                               l->out.c, l->out.h, l->out.w, b->net->batch);
     l->outputs = (size_t)outputs;
+    l->full_in = l->in;
+    l->full_out = l->out;
+    l->full_inputs = l->inputs;
+    l->full_outputs = l->outputs;
     if (!l->output_aliased) {
         int deltas = !b->net->opts.infer_only && l->has_delta;
         if (trn_build_account(b, outputs * b->net->batch * (deltas ? 2 : 1), "the layer output",
@@ -810,13 +814,18 @@ int trn_net_layer_traffic(const trn_net *net, int i, trn_layer_traffic *t)
     const trn_layer *l = &net->layers[i];
     memset(t, 0, sizeof *t);
     if (l->output_aliased) return 0;
-    trn_layer_info info;
+    /* The shapes and parameters trn_net_layer_info reports (the active
+     * capacity's). */
+    trn_layer_info info, src;
     trn_net_layer_info(net, i, &info);
-    uint64_t floats = l->ops->desc.ignores_previous ? 0 : l->inputs;
-    for (int k = 0; k < info.n_from; k++) floats += net->layers[info.from[k]].outputs;
+    uint64_t floats = l->ops->desc.ignores_previous ? 0 : (uint64_t)info.in.c * info.in.h * info.in.w;
+    for (int k = 0; k < info.n_from; k++) {
+        trn_net_layer_info(net, info.from[k], &src);
+        floats += (uint64_t)src.out.c * src.out.h * src.out.w;
+    }
     floats += info.params;
     t->read_bytes = floats * sizeof(float);
-    t->write_bytes = (uint64_t)l->outputs * sizeof(float);
+    t->write_bytes = (uint64_t)info.out.c * info.out.h * info.out.w * sizeof(float);
     return 0;
 }
 

@@ -60,6 +60,12 @@ typedef struct trn_layer_ops {
     /* Frees the private state's buffers (the state itself is freed by the
      * network); may be NULL. */
     void (*destroy)(trn_layer *l, trn_net *net);
+    /* Capacity (trn_net_set_capacity): l->in already holds the active input
+     * shape; sets l->out to the active output for `filters` own output
+     * channels (0: all) and adapts the kind's state. -1 with an error when
+     * the kind cannot compute that prefix. NULL: the kind's output channels
+     * are its input's (pass-through kinds); filters must then be 0. */
+    int (*capacity)(trn_layer *l, trn_net *net, int filters, trn_err *err);
 } trn_layer_ops;
 
 struct trn_layer {
@@ -70,6 +76,15 @@ struct trn_layer {
     char type[32];      /* section type as written */
     trn_shape in, out;
     size_t inputs, outputs; /* floats per image */
+    /* in/out/inputs/outputs are the ACTIVE shapes: the channel prefix of
+     * the capacity set by trn_net_set_capacity (the whole layer by
+     * default). full_* are the built sizes, which the buffers and the
+     * parameters keep: a batch of active outputs is stored packed,
+     * (batch, active outputs), so the layers downstream read it as a
+     * smaller network's layer would. */
+    trn_shape full_in, full_out;
+    size_t full_inputs, full_outputs;
+    int cap_filters;    /* the filters value of the last set_capacity (0: all) */
     trn_activation act;
     float lr_scale;     /* per-layer learning_rate key (Darknet's learning_rate_scale) */
     int stopbackward, dontload, dontsave;

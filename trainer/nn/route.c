@@ -91,6 +91,27 @@ static void route_describe(const trn_layer *l, trn_layer_info *info)
     for (int i = 0; i < s->n; i++) info->from[i] = s->from[i];
 }
 
+/* Capacity: the concatenation of the sources' active prefixes, which is a
+ * prefix of the full concatenation only when every source but the last is
+ * whole (a layer reading the route takes the first columns of its
+ * weights). */
+static int route_capacity(trn_layer *l, trn_net *net, int filters, trn_err *err)
+{
+    (void)filters;
+    route_state *s = l->priv;
+    l->out = l->full_out;
+    l->out.c = 0;
+    for (int i = 0; i < s->n; i++) {
+        const trn_layer *src = &net->layers[s->from[i]];
+        if (i < s->n - 1 && src->out.c != src->full_out.c)
+            return trn_errf(err, "source layer %d keeps %d of its %d channels: only the last "
+                            "source of a route may be reduced (the active channels must stay a "
+                            "prefix)", s->from[i], src->out.c, src->full_out.c);
+        l->out.c += src->out.c;
+    }
+    return 0;
+}
+
 /* Its row of the kind table (TRN_LAYER_KINDS in nn.h). */
 const trn_layer_ops trn_route_kind = {
     .desc = {.kind = TRN_LAYER_ROUTE,
@@ -104,4 +125,5 @@ const trn_layer_ops trn_route_kind = {
     .forward = route_forward,
     .backward = TRN_TRAIN_FN(route_backward),
     .describe = route_describe,
+    .capacity = route_capacity,
 };

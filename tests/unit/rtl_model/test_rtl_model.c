@@ -28,6 +28,23 @@ static const char cfg_badkey[] =
     "[net]\nbatch=1\nheight=12\nwidth=12\nchannels=3\n"
     "[convolutional]\nfilters=4\nsize=3\nfrobnicate=1\n[softmax]\n";
 
+/* A multi-capacity model: capacity 1 keeps 3 and 2 filters of layers 0
+ * and 1, capacity 2 keeps 5 and 4, capacity 3 is the whole network. */
+static const char cfg_nest[] =
+    "[net]\nbatch=1\nheight=12\nwidth=12\nchannels=3\n"
+    "[convolutional]\nbatch_normalize=1\nfilters=8\nsize=3\nstride=2\npad=1\nactivation=leaky\n"
+    "[convolutional]\nfilters=6\nsize=3\npad=1\nactivation=relu\n"
+    "[maxpool]\nsize=2\nstride=2\n"
+    "[connected]\noutput=5\nactivation=linear\n[softmax]\n";
+static const int nest_caps[3][5] = {{3, 2, 0, 0, 0}, {5, 4, 0, 0, 0}, {0, 0, 0, 0, 0}};
+static const char nest_fields[] =
+    ",\"technique_fields\":{\"capacities\":["
+    "{\"capacity\":1,\"channel_index\":[{\"layer\":0,\"channels\":3},{\"layer\":1,\"channels\":2}],"
+    "\"macs\":1,\"weight_bytes\":4},"
+    "{\"capacity\":2,\"channel_index\":[{\"layer\":0,\"channels\":5},{\"layer\":1,\"channels\":4}],"
+    "\"macs\":1,\"weight_bytes\":4},"
+    "{\"capacity\":3,\"channel_index\":[],\"macs\":1,\"weight_bytes\":4}]}";
+
 enum damage { NONE, TRUNCATE, EXTRA, LIE_SIZE, TINY };
 
 /* A variant of the test catalog: its cfg, the cfg its weights are made for
@@ -48,7 +65,8 @@ static const struct spec specs[] = {
     {"othercfg", "svd", NULL, cfg_small, NONE},
     {"badkey", "svd", cfg_badkey, cfg_small, NONE},
     {"six", "svd", cfg_six, cfg_six, NONE},
-    {"nested", "nested", NULL, NULL, NONE},
+    {"nested", "nested", cfg_nest, cfg_nest, NONE},
+    {"nestbare", "nested", cfg_small, cfg_small, NONE},
 };
 #define NSPECS (sizeof specs / sizeof specs[0])
 
@@ -115,8 +133,8 @@ static int setup(void **state)
                  "\"latency\":{\"build-host\":{\"source\":\"measured\",\"machine\":\"unit host\",\"threads\":3,"
                  "\"batch\":1,\"runs\":9,\"ms_median\":1.25,\"ms_mean\":1.5}},"
                  "\"estimates\":{\"board-a\":{\"source\":\"estimate\",\"method\":\"roofline-1\",\"bound\":\"compute\","
-                 "\"ms\":2.5,\"mj\":7}},\"files\":[",
-                 i ? "," : "", id, specs[i].technique);
+                 "\"ms\":2.5,\"mj\":7}}%s,\"files\":[",
+                 i ? "," : "", id, specs[i].technique, strcmp(id, "nested") ? "" : nest_fields);
         file_json(m, sizeof m, id, "cfg", "variant.cfg", 0);
         file_json(m, sizeof m, id, "weights", "variant.weights", specs[i].damage == LIE_SIZE ? 4 : 0);
         at = strlen(m);
@@ -278,7 +296,7 @@ static void loading_errors_are_messages(void **state)
         {"othercfg", "the weights do not fit"},
         {"badkey", "variant.cfg:9: [convolutional]: unknown key 'frobnicate'"},
         {"six", "has 6 outputs, but task 't' has 5 labels"},
-        {"nested", "multi-capacity models are not supported"},
+        {"nestbare", "technique_fields.capacities is missing"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         rtl_err e = {{0}};
@@ -291,8 +309,7 @@ static void loading_errors_are_messages(void **state)
     /* loadable says so without touching files */
     rtl_err le;
     assert_int_equal(rtl_variant_loadable(rtl_catalog_find(cat, "truncated"), &le), 0);
-    assert_int_equal(rtl_variant_loadable(rtl_catalog_find(cat, "nested"), &le), -1);
-    assert_non_null(strstr(le.msg, "multi-capacity"));
+    assert_int_equal(rtl_variant_loadable(rtl_catalog_find(cat, "nested"), &le), 0);
     /* a weights file that vanished */
     assert_int_equal(rename(tl_path("variants/small/variant.weights"), tl_path("small.moved")), 0);
     rtl_err e;
@@ -343,10 +360,102 @@ static void measures_and_reads_latencies(void **state)
     assert_non_null(strstr(e.msg, "not opened from a store"));
 }
 
+/* The separately built network of capacity k (filters of nest_caps[k]),
+ * with the full network's sliced weights. */
+static trn_net *capacity_reference(const trn_net *full, int k)
+{
+    char text[1024];
+    snprintf(text, sizeof text,
+             "[net]\nbatch=1\nheight=12\nwidth=12\nchannels=3\n"
+             "[convolutional]\nbatch_normalize=1\nfilters=%d\nsize=3\nstride=2\npad=1\nactivation=leaky\n"
+             "[convolutional]\nfilters=%d\nsize=3\npad=1\nactivation=relu\n"
+             "[maxpool]\nsize=2\nstride=2\n"
+             "[connected]\noutput=5\nactivation=linear\n[softmax]\n",
+             nest_caps[k][0] ? nest_caps[k][0] : 8, nest_caps[k][1] ? nest_caps[k][1] : 6);
+    trn_net_opts o;
+    trn_net_opts_defaults(&o);
+    o.infer_only = 1;
+    trn_net *n = tl_net(text, &o);
+    trn_err e;
+    trn_net *f = (trn_net *)full;
+    assert_int_equal(trn_net_set_capacity(f, k < 2 ? nest_caps[k] : NULL, &e), 0);
+    assert_int_equal(trn_net_copy_capacity(n, f, &e), 0);
+    assert_int_equal(trn_net_set_capacity(f, NULL, &e), 0);
+    return n;
+}
+
+/* Capacity switches in place: each capacity's outputs equal the separately
+ * built network's (within 1e-5; in fact bit for bit), and the bytes paged
+ * in or out are the added or dropped parameters' bytes. */
+static void nested_capacities_switch_in_place(void **state)
+{
+    (void)state;
+    rtl_err e;
+    rtl_model_options opt = {.threads = 1};
+    rtl_model *m = rtl_model_open(cat, "nested", &opt, &e);
+    if (!m) printf("# %s\n", e.msg);
+    assert_non_null(m);
+    assert_int_equal(rtl_model_capacities(m), 3);
+    assert_int_equal(rtl_model_capacity(m), 3);
+    trn_net *full = reference("nested");
+    trn_net *refs[3];
+    uint64_t bytes[3];
+    for (int k = 0; k < 3; k++) {
+        refs[k] = capacity_reference(full, k);
+        trn_net_totals t;
+        trn_net_get_totals(refs[k], &t);
+        bytes[k] = t.weight_bytes;
+    }
+    float x[3 * 12 * 12];
+    for (size_t i = 0; i < sizeof x / sizeof *x; i++) x[i] = (float)((i * 37) % 101) / 101.0f;
+    static const int order[] = {1, 2, 3, 1, 3, 2, 1};
+    int prev = 3;
+    for (size_t s = 0; s < sizeof order / sizeof *order; s++) {
+        int k = order[s];
+        assert_int_equal(rtl_model_set_capacity(m, k, &e), 0);
+        assert_int_equal(rtl_model_capacity(m), k);
+        rtl_switch_bytes sb;
+        rtl_model_switch_bytes(m, &sb);
+        if (k > prev) {
+            assert_true(sb.page_in == bytes[k - 1] - bytes[prev - 1] && sb.page_out == 0);
+            assert_true(sb.advised_in >= sb.page_in);
+        } else {
+            assert_true(sb.page_out == bytes[prev - 1] - bytes[k - 1] && sb.page_in == 0);
+            assert_true(sb.advised_out <= sb.page_out);
+        }
+        prev = k;
+        assert_int_equal(rtl_model_run(m, x, &e), 0);
+        trn_err te;
+        assert_int_equal(trn_net_forward(refs[k - 1], x, &te), 0);
+        const float *a = rtl_model_output(m), *b = trn_net_output(refs[k - 1]);
+        for (int c = 0; c < CLASSES; c++)
+            if (fabsf(a[c] - b[c]) > 1e-5f) fail_msg("capacity %d class %d: %g against %g", k, c, a[c], b[c]);
+    }
+    /* the capacities differ (the test could see a wrong one) */
+    assert_int_equal(trn_net_forward(refs[0], x, &(trn_err){{0}}), 0);
+    float c1[CLASSES];
+    memcpy(c1, trn_net_output(refs[0]), sizeof c1);
+    assert_int_equal(trn_net_forward(refs[2], x, &(trn_err){{0}}), 0);
+    assert_memory_not_equal(c1, trn_net_output(refs[2]), sizeof c1);
+    assert_int_equal(rtl_model_set_capacity(m, 4, &e), -1);
+    assert_non_null(strstr(e.msg, "capacities 1 to 3"));
+    assert_int_equal(rtl_model_set_capacity(m, 0, &e), -1);
+    rtl_model *b = rtl_model_open(cat, "base", &opt, &e);
+    assert_non_null(b);
+    assert_int_equal(rtl_model_capacities(b), 0);
+    assert_int_equal(rtl_model_set_capacity(b, 1, &e), -1);
+    assert_non_null(strstr(e.msg, "has no capacities"));
+    rtl_model_close(b);
+    for (int k = 0; k < 3; k++) trn_net_free(refs[k]);
+    trn_net_free(full);
+    rtl_model_close(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(runs_like_the_trainer),
+        cmocka_unit_test(nested_capacities_switch_in_place),
         cmocka_unit_test(runs_image_files),
         cmocka_unit_test(loading_errors_are_messages),
         cmocka_unit_test(measures_and_reads_latencies),

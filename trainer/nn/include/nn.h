@@ -447,6 +447,35 @@ int trn_net_layer_traffic(const trn_net *net, int i, trn_layer_traffic *t);
 /* The sum over the layers (read + write). */
 uint64_t trn_net_traffic_bytes(const trn_net *net);
 
+/* ---- capacities (nested channel prefixes) -------------------------------- *
+ *
+ * NestDNN's nested capacities (and what pruning slices): every layer
+ * computes on an active prefix of its input and output channels. filters
+ * has trn_net_layers(net) entries: for a convolutional or connected layer
+ * the number of its first filters (outputs) that stay active, 0 for all;
+ * 0 for every other kind (pools, softmax, dropout, crop, cost, shortcut
+ * pass their input's channels; a route concatenates its sources' active
+ * prefixes, and refuses a reduced source other than its last, whose
+ * channels would no longer form a prefix). The network input stays whole.
+ * NULL restores the full network. Forward, backward, trn_net_layer_info
+ * (shapes, params, MACs) and trn_net_get_totals then describe the active
+ * network, which computes bit for bit what a separately built network
+ * with the sliced weights (trn_net_copy_capacity) computes. Nothing is
+ * allocated or copied; the parameters and weights files keep the full
+ * sizes. On error the previous capacity stays. */
+int trn_net_set_capacity(trn_net *net, const int *filters, trn_err *err) TRN_MUST_CHECK;
+/* The active filters per layer (0 for kinds without filters of their own). */
+void trn_net_capacity(const trn_net *net, int *filters);
+/* Layer i's filters as built (0 for kinds without filters of their own;
+ * -1 when i is invalid). */
+int trn_net_full_filters(const trn_net *net, int i);
+/* dst, a network built as src's active capacity (its layers' shapes are
+ * src's active ones), receives src's active parameter slices. */
+int trn_net_copy_capacity(trn_net *dst, const trn_net *src, trn_err *err) TRN_MUST_CHECK;
+/* The reverse: src's parameters (src built as dst's active capacity) are
+ * written into dst's active slices; the rest of dst is unchanged. */
+int trn_net_embed_capacity(trn_net *dst, const trn_net *src, trn_err *err) TRN_MUST_CHECK;
+
 /* ---- parameters (llm.c-style table) -------------------------------------- *
  *
  * Every parameter array of the network lives in one allocation, in the order

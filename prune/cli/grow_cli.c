@@ -1,0 +1,511 @@
+/*
+ * grow_cli.c: `prune grow`: NestDNN's freeze-&-grow (prune/README.md,
+ * "Freeze-&-grow"). From a pruning roadmap (prune roadmap's roadmap.json:
+ * every step's model stored in one common filter order, each step a prefix
+ * of the one before), the seed step becomes capacity 1 and the model grows
+ * capacity by capacity back to step 0 (the base): the new filters start
+ * from the step model of their capacity (their pre-pruning weights), are
+ * trained with everything older frozen (prn_nest.h), and the result is one
+ * Darknet model (DIR/variant.cfg + DIR/init.weights, the full capacity),
+ * DIR/capacities.json (the capacity table, accuracy, costs, page-in/out
+ * bytes) and DIR/meta.json (the variant stage's contract, technique
+ * "nested", the manifest's capacities), written last.
+ */
+#include "prune_cli.h"
+#include "prn_impl.h"
+#include "prn_nest.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define GR_MAX_CAP 16
+#define GR_EVAL_BATCH 64
+
+typedef struct gr_acc {
+    uint64_t images, correct;
+    double top1, lo, hi;
+} gr_acc;
+
+/* Top-1 of net at its current capacity over the whole split. */
+static int evaluate(trn_net *net, const trn_dataset *ds, trn_split split, int threads, gr_acc *a, trn_err *err)
+{
+    memset(a, 0, sizeof *a);
+    size_t n = trn_dataset_count(ds, split);
+    int batch = trn_net_batch(net), classes = trn_dataset_classes(ds);
+    trn_shape s = trn_net_input_shape(net);
+    trn_loader_opts lo;
+    trn_loader_opts_defaults(&lo);
+    lo.w = s.w, lo.h = s.h, lo.c = s.c, lo.batch = batch;
+    lo.augment = 0, lo.shuffle = 0, lo.threads = threads;
+    float *x = malloc((size_t)batch * trn_net_inputs(net) * sizeof *x);
+    float *y = malloc((size_t)batch * (size_t)classes * sizeof *y);
+    trn_loader *ld = x && y ? trn_loader_open(ds, split, &lo, err) : NULL;
+    int rc = ld ? 0 : (x && y ? -1 : trn_errf(err, "out of memory"));
+    uint64_t seen = 0, good = 0;
+    for (uint64_t b = 0; rc == 0 && seen < n; b++) {
+        if ((rc = trn_loader_get(ld, b, x, y, err)) != 0 || (rc = trn_net_forward(net, x, err)) != 0) break;
+        const float *p = trn_net_output(net);
+        for (int j = 0; j < batch && seen < n; j++, seen++) {
+            const float *pj = p + (size_t)j * (size_t)classes, *yj = y + (size_t)j * (size_t)classes;
+            int truth = 0, best = 0;
+            for (int c = 1; c < classes; c++) {
+                if (yj[c] > yj[truth]) truth = c;
+                if (pj[c] > pj[best]) best = c;
+            }
+            good += best == truth;
+        }
+    }
+    trn_loader_close(ld);
+    free(x);
+    free(y);
+    if (rc) return -1;
+    a->images = seen;
+    a->correct = good;
+    a->top1 = seen ? (double)good / (double)seen : 0;
+    trn_wilson(good, seen, &a->lo, &a->hi);
+    return 0;
+}
+
+typedef struct gr_feed {
+    trn_loader *ld;
+} gr_feed;
+
+static int feed_batch(void *ctx, uint64_t index, float *x, float *y, trn_err *err)
+{
+    return trn_loader_get(((gr_feed *)ctx)->ld, index, x, y, err);
+}
+
+/* A network of cfg holding src's parameters (same cfg). */
+static trn_net *net_like(const trn_cfg *cfg, const trn_net *src, int batch, int infer_only, uint64_t seed,
+                         trn_err *err)
+{
+    trn_net_opts o;
+    trn_net_opts_defaults(&o);
+    o.batch = batch;
+    o.infer_only = infer_only;
+    o.seed = seed;
+    trn_net *n = trn_net_create(cfg, &o, err);
+    if (!n) return NULL;
+    int ns, nd;
+    const trn_param *ps = trn_net_params(src, &ns), *pd = trn_net_params(n, &nd);
+    for (int k = 0; k < nd && k < ns; k++) memcpy(pd[k].data, ps[k].data, pd[k].count * sizeof(float));
+    return n;
+}
+
+static cJSON *acc_json(const gr_acc *a, trn_split split)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (!o) return NULL;
+    cJSON_AddStringToObject(o, "split", trn_split_name(split));
+    cJSON_AddNumberToObject(o, "images", (double)a->images);
+    cJSON_AddNumberToObject(o, "correct", (double)a->correct);
+    cJSON_AddNumberToObject(o, "top1", a->top1);
+    cJSON_AddNumberToObject(o, "lo", a->lo);
+    cJSON_AddNumberToObject(o, "hi", a->hi);
+    return o;
+}
+
+/* The folder of a file path ("." when none), into buf. */
+static const char *dir_of(const char *path, char *buf, size_t size)
+{
+    const char *s = strrchr(path, '/');
+    if (!s) return snprintf(buf, size, "."), buf;
+    snprintf(buf, size, "%.*s", (int)(s - path), path);
+    return buf;
+}
+
+/* Loads step k's model of the roadmap (inference, batch 1). */
+static trn_net *load_step(const cJSON *steps, int k, const char *dir, trn_cfg **cfg_out, trn_err *err)
+{
+    const cJSON *st = cJSON_GetArrayItem(steps, k);
+    const cJSON *c = cJSON_GetObjectItem(st, "cfg"), *w = cJSON_GetObjectItem(st, "weights");
+    if (!cJSON_IsString(c) || !cJSON_IsString(w)) {
+        trn_errf(err, "step %d has no cfg/weights file names", k);
+        return NULL;
+    }
+    char cp[4400], wp[4400];
+    snprintf(cp, sizeof cp, "%s/%s", dir, c->valuestring);
+    snprintf(wp, sizeof wp, "%s/%s", dir, w->valuestring);
+    trn_cfg *cfg = trn_cfg_read(cp, err);
+    if (!cfg) return NULL;
+    trn_net_opts o;
+    prn_net_opts(&o, 0);
+    trn_net *n = trn_net_create(cfg, &o, err);
+    if (n && trn_weights_load(n, wp, err) != 0) {
+        trn_net_free(n);
+        n = NULL;
+    }
+    if (cfg_out && n) *cfg_out = cfg;
+    else trn_cfg_free(cfg);
+    return n;
+}
+
+static int gr_set(const char *kv, long long *batches, double *lr, long long *ncap, trn_err *err)
+{
+    const char *eq = strchr(kv, '=');
+    if (!eq) return trn_errf(err, "--set '%s': use key=value", kv);
+    size_t kl = (size_t)(eq - kv);
+    char *end;
+    errno = 0;
+    double v = strtod(eq + 1, &end);
+    if (end == eq + 1 || *end || errno || !isfinite(v))
+        return trn_errf(err, "--set '%s': the value is not a number", kv);
+    if (kl == 7 && !strncmp(kv, "batches", 7) && v >= 0 && v <= 1e7 && v == floor(v)) *batches = (long long)v;
+    else if (kl == 13 && !strncmp(kv, "learning_rate", 13) && v >= 0 && v <= 10) *lr = v;
+    else if (kl == 10 && !strncmp(kv, "capacities", 10) && v >= 2 && v <= GR_MAX_CAP && v == floor(v))
+        *ncap = (long long)v;
+    else
+        return trn_errf(err, "--set '%s': unknown key or value out of range (batches: 0..1e7, learning_rate: "
+                             "0..10, capacities: 2..%d)", kv, GR_MAX_CAP);
+    return 0;
+}
+
+int prn_cli_grow(int argc, char **argv, trn_err *err)
+{
+    const char *roadp = NULL, *data = NULL, *out = NULL;
+    long long seed = -1, threads = 1, batches = 100, ncap = 5;
+    double lr = 0.01;
+    ck_list set = {.n = 0};
+    const ck_opt opts[] = {
+        {"--roadmap", "R", CK_STR, &roadp, 0, 0, "the pruning roadmap (prune roadmap's roadmap.json)"},
+        {"--data", "D.data", CK_STR, &data, 0, 0, "the data set (train: growing; test: the reported accuracy)"},
+        {"--seed", "N", CK_INT, &seed, 0, 4611686018427387904.0, "seed of the training"},
+        {"--out", "DIR", CK_STR, &out, 0, 0, "the folder to write"},
+        {"--set", "key=value", CK_LIST, &set, 0, 0, "a setting (repeatable; see above)"},
+        {"--threads", "T", CK_INT, &threads, 1, 1024, "compute threads (default 1)"},
+        {0},
+    };
+    const ck_verb v = {
+        "grow", NULL, NULL,
+        "--roadmap R --data D.data --seed N --out DIR [--set key=value ...] [--threads T]",
+        "NestDNN's freeze-&-grow: the roadmap's seed is capacity 1; the model grows back along\n"
+        "the roadmap to its step 0 (the base) in `capacities` steps (the steps nearest to evenly\n"
+        "spaced MACs); at\n"
+        "each step the new filters start from their pre-pruning weights (the roadmap's model of\n"
+        "that size) and train `batches` batches while every older parameter is frozen, and the\n"
+        "input slices of old filters that read new channels stay zero, so every smaller capacity\n"
+        "computes bit for bit what it computed when it was trained. Writes DIR/variant.cfg and\n"
+        "DIR/init.weights (the full capacity: a plain Darknet model), DIR/capacities.json (per\n"
+        "capacity the filters per layer, test top-1 with its 95% Wilson interval, MACs,\n"
+        "parameters, weight bytes; page-in/out bytes of every switch) and DIR/meta.json\n"
+        "(written last: technique nested with the manifest's capacities).\n"
+        "--set keys: batches (100), learning_rate (0.01), capacities (5).\n",
+        opts, NULL};
+    const char *extra;
+    int rc0;
+    if (ck_parse("prune", &v, argc + 1, argv - 1, &extra, 0, &rc0) < 0) return rc0 == 0 ? 0 : -3;
+    const char *need[][2] = {{"roadmap", roadp}, {"data", data}, {"out", out}};
+    for (size_t i = 0; i < sizeof need / sizeof *need; i++)
+        if (!need[i][1]) return trn_errf(err, "--%s is required", need[i][0]), -2;
+    if (seed < 0) return trn_errf(err, "--seed is required"), -2;
+    for (int i = 0; i < set.n; i++)
+        if (gr_set(set.v[i], &batches, &lr, &ncap, err)) return -2;
+    trn_set_threads((int)threads);
+
+    int rc = -1;
+    char *buf = NULL, rdir[4096], tmpdir[4200], path[4400];
+    size_t len;
+    cJSON *road = NULL, *j = NULL;
+    trn_dataset *ds = NULL;
+    trn_cfg *cfg = NULL, *tc = NULL;
+    trn_net *base = NULL, *net = NULL, *init = NULL, *ev = NULL;
+    prn_nest nest = {0};
+    int caps_step[GR_MAX_CAP];
+    gr_acc acc[GR_MAX_CAP];
+    trn_net_totals tot[GR_MAX_CAP];
+    gr_feed f = {0};
+    int made_dir = access(out, F_OK) != 0;
+    tmpdir[0] = 0;
+    if (trn_read_file(roadp, 64u << 20, &buf, &len, err) != 0) return -1;
+    road = cJSON_ParseWithLength(buf, len);
+    const cJSON *fmt = road ? cJSON_GetObjectItem(road, "format") : NULL;
+    const cJSON *steps = road ? cJSON_GetObjectItem(road, "steps") : NULL;
+    const cJSON *jseed = road ? cJSON_GetObjectItem(road, "seed_step") : NULL;
+    const cJSON *rlayers = road ? cJSON_GetObjectItem(road, "layers") : NULL;
+    if (!road || !cJSON_IsString(fmt) || strcmp(fmt->valuestring, "prune-roadmap") || !cJSON_IsArray(steps) ||
+        !cJSON_IsNumber(jseed) || !cJSON_IsArray(rlayers)) {
+        trn_errf(err, "%s is not a roadmap.json written by `prune roadmap` (format \"prune-roadmap\" with "
+                      "steps, seed_step and layers)", roadp);
+        goto done;
+    }
+    int seed_step = jseed->valueint;
+    if (seed_step < 1 || seed_step >= cJSON_GetArraySize(steps)) {
+        trn_errf(err, "%s: seed_step %d: the roadmap must hold at least one passing pruning step to grow from",
+                 roadp, seed_step);
+        goto done;
+    }
+    if (ncap > seed_step + 1) ncap = seed_step + 1;
+    /* Capacities: capacity 1 = the seed, the last = step 0; between them the
+     * steps whose MACs are nearest to evenly spaced levels between the
+     * seed's and the base's (each a later-pruned step than the one before,
+     * leaving a step for every capacity still to choose). */
+    {
+        double m0 = cJSON_GetNumberValue(cJSON_GetObjectItem(cJSON_GetArrayItem(steps, 0), "macs"));
+        double ms = cJSON_GetNumberValue(cJSON_GetObjectItem(cJSON_GetArrayItem(steps, seed_step), "macs"));
+        caps_step[0] = seed_step;
+        caps_step[ncap - 1] = 0;
+        for (int k = 1; k < ncap - 1; k++) {
+            double want = ms + (m0 - ms) * (double)k / (double)(ncap - 1), best = -1;
+            for (int st = caps_step[k - 1] - 1; st >= (int)ncap - 1 - k; st--) {
+                double m = cJSON_GetNumberValue(cJSON_GetObjectItem(cJSON_GetArrayItem(steps, st), "macs"));
+                if (best < 0 || fabs(m - want) < best) best = fabs(m - want), caps_step[k] = st;
+            }
+        }
+    }
+    dir_of(roadp, rdir, sizeof rdir);
+    if (!(ds = trn_dataset_open(data, err))) goto done;
+    if (!trn_dataset_count(ds, TRN_SPLIT_TRAIN) || !trn_dataset_count(ds, TRN_SPLIT_TEST)) {
+        trn_errf(err, "%s: grow needs a train and a test split", data);
+        goto done;
+    }
+    if (!(base = load_step(steps, 0, rdir, &cfg, err))) goto done;
+    int L = trn_net_layers(base);
+    nest.ncap = (int)ncap;
+    nest.nlayers = L;
+    nest.filters = calloc((size_t)ncap * (size_t)L, sizeof *nest.filters);
+    nest.fixed = calloc((size_t)L, 1);
+    if (!nest.filters || !nest.fixed) {
+        trn_errf(err, "out of memory");
+        goto done;
+    }
+    for (int i = 0; i < L; i++) nest.fixed[i] = trn_net_full_filters(base, i) > 0;
+    for (int k = 0; k < ncap; k++) {
+        for (int i = 0; i < L; i++) nest.filters[(size_t)k * L + i] = trn_net_full_filters(base, i);
+        const cJSON *kept = cJSON_GetObjectItem(cJSON_GetArrayItem(steps, caps_step[k]), "kept");
+        if (cJSON_GetArraySize(kept) != cJSON_GetArraySize(rlayers)) {
+            trn_errf(err, "%s: step %d's kept[] does not match layers[]", roadp, caps_step[k]);
+            goto done;
+        }
+        for (int l = 0; l < cJSON_GetArraySize(rlayers); l++) {
+            const cJSON *li = cJSON_GetObjectItem(cJSON_GetArrayItem(rlayers, l), "layer");
+            const cJSON *kv = cJSON_GetArrayItem(kept, l);
+            if (!cJSON_IsNumber(li) || !cJSON_IsNumber(kv) || li->valueint < 0 || li->valueint >= L) {
+                trn_errf(err, "%s: layers[%d] or step %d's kept[%d] is not a valid number", roadp, l, caps_step[k], l);
+                goto done;
+            }
+            nest.filters[(size_t)k * L + li->valueint] = kv->valueint;
+            nest.fixed[li->valueint] = 0;
+        }
+    }
+    /* The growing network: step 0's cfg with the growth schedule. */
+    if (!(tc = trn_cfg_clone(cfg, err)) || trn_cfg_setf(tc, 0, "learning_rate", err, "%.9g", lr) ||
+        trn_cfg_set(tc, 0, "policy", "poly", err) || trn_cfg_set(tc, 0, "power", "2", err) ||
+        trn_cfg_set(tc, 0, "burn_in", "0", err) || trn_cfg_setf(tc, 0, "max_batches", err, "%lld", batches > 0 ? batches : 1))
+        goto done;
+    if (!(net = net_like(tc, base, 0, 0, (uint64_t)seed, err))) goto done;
+    if (prn_nest_check(net, &nest, err)) goto done;
+    trn_net *seedn = load_step(steps, caps_step[0], rdir, NULL, err);
+    if (!seedn) goto done;
+    rc = prn_nest_start(net, &nest, seedn, err);
+    trn_net_free(seedn);
+    if (rc) goto done;
+    rc = -1;
+    if (trn_mkdir_p(out, err) != 0) goto done;
+    snprintf(tmpdir, sizeof tmpdir, "%s/.grow", out);
+    trn_loader_opts lo;
+    trn_loader_opts_defaults(&lo);
+    trn_shape sh = trn_net_input_shape(net);
+    lo.w = sh.w, lo.h = sh.h, lo.c = sh.c, lo.batch = trn_net_batch(net);
+    lo.seed = (uint64_t)seed, lo.threads = (int)threads, lo.cache_bytes = (size_t)256 << 20;
+    trn_augment_from_net(net, &lo.aug);
+    if (trn_augment_check(&lo.aug, roadp, err) != 0 || !(f.ld = trn_loader_open(ds, TRN_SPLIT_TRAIN, &lo, err)))
+        goto done;
+    for (int k = 1; k < ncap; k++) {
+        if (!(init = load_step(steps, caps_step[k], rdir, NULL, err))) goto done;
+        if (prn_nest_grow(net, &nest, k, init, err)) goto done;
+        trn_net_free(init);
+        init = NULL;
+        if (batches > 0) {
+            trn_net_set_seen(net, 0);
+            trn_train_opts to = {.next_batch = feed_batch, .batch_ctx = &f, .backup_dir = tmpdir, .base = "grow"};
+            if (trn_train(net, &to, err) != 0) goto done;
+        }
+        fprintf(stderr, "prune grow: capacity %d (roadmap step %d) grown\n", k + 1, caps_step[k]);
+    }
+    prn_nest_finish(net);
+    /* Measure every capacity. */
+    if (!(ev = net_like(cfg, net, GR_EVAL_BATCH, 1, 0, err))) goto done;
+    for (int k = 0; k < ncap; k++) {
+        if (trn_net_set_capacity(ev, nest.filters + (size_t)k * L, err) ||
+            evaluate(ev, ds, TRN_SPLIT_TEST, (int)threads, &acc[k], err))
+            goto done;
+        trn_net_get_totals(ev, &tot[k]);
+        fprintf(stderr, "prune grow: capacity %d: %llu MACs, test top-1 %.4f [%.4f, %.4f] on %llu images\n",
+                k + 1, (unsigned long long)tot[k].macs, acc[k].top1, acc[k].lo, acc[k].hi,
+                (unsigned long long)acc[k].images);
+    }
+    if (trn_net_set_capacity(ev, NULL, err)) goto done;
+    /* Files: variant.cfg, init.weights, capacities.json, then meta.json. */
+    snprintf(path, sizeof path, "%s/variant.cfg", out);
+    if (trn_cfg_write(cfg, path, err)) goto done;
+    snprintf(path, sizeof path, "%s/init.weights", out);
+    trn_net_set_seen(net, 0);
+    if (trn_weights_save(net, path, err)) goto done;
+    j = cJSON_CreateObject();
+    cJSON *jc = cJSON_CreateArray(), *jp = cJSON_CreateArray(), *jl = cJSON_CreateArray();
+    if (!j || !jc || !jp || !jl) {
+        cJSON_Delete(jc), cJSON_Delete(jp), cJSON_Delete(jl);
+        trn_errf(err, "out of memory");
+        goto done;
+    }
+    cJSON_AddStringToObject(j, "format", "prune-nest");
+    cJSON_AddNumberToObject(j, "version", 1);
+    cJSON_AddStringToObject(j, "roadmap", roadp);
+    cJSON_AddStringToObject(j, "data", data);
+    cJSON_AddNumberToObject(j, "seed", (double)seed);
+    cJSON *js = cJSON_AddObjectToObject(j, "settings");
+    cJSON_AddNumberToObject(js, "batches", (double)batches);
+    cJSON_AddNumberToObject(js, "learning_rate", lr);
+    cJSON_AddStringToObject(j, "cfg", "variant.cfg");
+    cJSON_AddStringToObject(j, "weights", "init.weights");
+    cJSON_AddNumberToObject(j, "weights_bytes", (double)trn_weights_bytes(net));
+    cJSON_AddFalseToObject(j, "bn_per_capacity");
+    cJSON_AddStringToObject(j, "bn_note", "an old channel reads only old channels (its new-input slices are zero), "
+                                          "so its batch-norm statistics are the same at every capacity");
+    for (int i = 0; i < L; i++) {
+        cJSON *o = cJSON_CreateObject();
+        trn_layer_info in;
+        trn_net_layer_info(net, i, &in);
+        cJSON_AddNumberToObject(o, "layer", i);
+        cJSON_AddStringToObject(o, "type", trn_layer_kind_name(in.kind));
+        cJSON_AddNumberToObject(o, "filters", trn_net_full_filters(net, i));
+        cJSON_AddBoolToObject(o, "fixed", nest.fixed[i] && trn_net_full_filters(net, i) > 0);
+        cJSON_AddItemToArray(jl, o);
+    }
+    cJSON_AddItemToObject(j, "layers", jl);
+    uint64_t sum = 0;
+    for (int k = 0; k < ncap; k++) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddNumberToObject(o, "capacity", k + 1);
+        cJSON_AddNumberToObject(o, "roadmap_step", caps_step[k]);
+        cJSON_AddItemToObject(o, "filters", prn_json_ints(nest.filters + (size_t)k * L, L));
+        cJSON_AddNumberToObject(o, "macs", (double)tot[k].macs);
+        cJSON_AddNumberToObject(o, "params", (double)tot[k].params);
+        cJSON_AddNumberToObject(o, "weight_bytes", (double)tot[k].weight_bytes);
+        cJSON_AddNumberToObject(o, "peak_activation_bytes", (double)tot[k].peak_activation_bytes);
+        cJSON_AddItemToObject(o, "test", acc_json(&acc[k], TRN_SPLIT_TEST));
+        uint64_t zp = 0, zm = 0;
+        if (prn_nest_zero_slices(net, &nest, k, &zp, &zm) != 0) {
+            trn_errf(err, "out of memory");
+            goto done;
+        }
+        cJSON_AddNumberToObject(o, "zero_slice_params", (double)zp);
+        cJSON_AddNumberToObject(o, "zero_slice_macs", (double)zm);
+        cJSON_AddItemToArray(jc, o);
+        sum += tot[k].weight_bytes;
+    }
+    cJSON_AddItemToObject(j, "capacities", jc);
+    cJSON_AddNumberToObject(j, "sum_independent_weight_bytes", (double)sum);
+    for (int a = 0; a < ncap; a++)
+        for (int b = 0; b < ncap; b++) {
+            if (a == b) continue;
+            cJSON *o = cJSON_CreateObject();
+            uint64_t d = a < b ? tot[b].weight_bytes - tot[a].weight_bytes : tot[a].weight_bytes - tot[b].weight_bytes;
+            cJSON_AddNumberToObject(o, "from", a + 1);
+            cJSON_AddNumberToObject(o, "to", b + 1);
+            cJSON_AddNumberToObject(o, "page_in_bytes", (double)(a < b ? d : 0));
+            cJSON_AddNumberToObject(o, "page_out_bytes", (double)(a < b ? 0 : d));
+            cJSON_AddItemToArray(jp, o);
+        }
+    cJSON_AddItemToObject(j, "switches", jp);
+    char *text = cJSON_Print(j);
+    snprintf(path, sizeof path, "%s/capacities.json", out);
+    if (!text) trn_errf(err, "out of memory");
+    else if (prn_appendf(&text, "\n") == 0 && trn_write_file_atomic(path, text, strlen(text), err) == 0) rc = 0;
+    free(text);
+    /* meta.json: the manifest's technique fields (catalog/manifest.schema.json, capacity). */
+    if (rc == 0) {
+        rc = -1;
+        cJSON *meta = cJSON_CreateObject(), *caps = cJSON_CreateArray();
+        char desc[256];
+        snprintf(desc, sizeof desc, "NestDNN multi-capacity model: %d capacities grown from a %s roadmap",
+                 (int)ncap, cJSON_IsString(cJSON_GetObjectItem(road, "method")) ?
+                 cJSON_GetObjectItem(road, "method")->valuestring : "pruning");
+        for (int k = 0; meta && caps && k < ncap; k++) {
+            cJSON *o = cJSON_CreateObject(), *ci = cJSON_CreateArray(), *pin = cJSON_CreateObject(),
+                  *pout = cJSON_CreateObject();
+            cJSON_AddNumberToObject(o, "capacity", k + 1);
+            for (int i = 0; i < L; i++) {
+                int fk = nest.filters[(size_t)k * L + i];
+                if (fk <= 0) continue;
+                cJSON *e = cJSON_CreateObject();
+                cJSON_AddNumberToObject(e, "layer", i);
+                cJSON_AddNumberToObject(e, "channels", fk);
+                cJSON_AddItemToArray(ci, e);
+            }
+            cJSON_AddItemToObject(o, "channel_index", ci);
+            cJSON_AddNumberToObject(o, "macs", (double)tot[k].macs);
+            cJSON_AddNumberToObject(o, "params", (double)tot[k].params);
+            cJSON_AddNumberToObject(o, "weight_bytes", (double)tot[k].weight_bytes);
+            cJSON_AddNumberToObject(o, "peak_activation_bytes", (double)tot[k].peak_activation_bytes);
+            cJSON_AddNumberToObject(o, "top1", acc[k].top1);
+            cJSON_AddItemToObject(o, "test", acc_json(&acc[k], TRN_SPLIT_TEST));
+            for (int b = 0; b < ncap; b++) {
+                char key[16];
+                snprintf(key, sizeof key, "%d", b + 1);
+                if (b > k) cJSON_AddNumberToObject(pin, key, (double)(tot[b].weight_bytes - tot[k].weight_bytes));
+                if (b < k) cJSON_AddNumberToObject(pout, key, (double)(tot[k].weight_bytes - tot[b].weight_bytes));
+            }
+            cJSON_AddItemToObject(o, "page_in_bytes", pin);
+            cJSON_AddItemToObject(o, "page_out_bytes", pout);
+            cJSON_AddItemToArray(caps, o);
+        }
+        if (meta && caps) {
+            cJSON_AddStringToObject(meta, "technique", "nested");
+            cJSON_AddStringToObject(meta, "parent", "base");
+            cJSON_AddStringToObject(meta, "description", desc);
+            cJSON *tf = cJSON_AddObjectToObject(meta, "technique_fields");
+            cJSON_AddItemToObject(tf, "capacities", caps);
+            caps = NULL;
+            cJSON_AddStringToObject(tf, "capacities_file", "capacities.json");
+            cJSON_AddNumberToObject(tf, "sum_independent_weight_bytes", (double)sum);
+            text = cJSON_Print(meta);
+            snprintf(path, sizeof path, "%s/meta.json", out);
+            if (!text) trn_errf(err, "out of memory");
+            else if (prn_appendf(&text, "\n") == 0 && trn_write_file_atomic(path, text, strlen(text), err) == 0)
+                rc = 0;
+            free(text);
+        } else {
+            trn_errf(err, "out of memory");
+        }
+        cJSON_Delete(caps);
+        cJSON_Delete(meta);
+    }
+    if (rc == 0)
+        fprintf(stderr, "prune grow: %s: %d capacities, model %llu bytes, the independent descendants %llu bytes "
+                        "(%.3fx)\n", out, (int)ncap, (unsigned long long)tot[ncap - 1].weight_bytes,
+                (unsigned long long)sum, (double)tot[ncap - 1].weight_bytes / (double)sum);
+done:
+    if (tmpdir[0]) {
+        snprintf(path, sizeof path, "%s/grow.ckpt", tmpdir);
+        unlink(path);
+        snprintf(path, sizeof path, "%s/grow.weights", tmpdir);
+        unlink(path);
+        rmdir(tmpdir);
+    }
+    if (rc != 0 && out) {
+        const char *names[] = {"meta.json", "capacities.json", "init.weights", "variant.cfg"};
+        for (size_t i = 0; i < 4; i++) {
+            snprintf(path, sizeof path, "%s/%s", out, names[i]);
+            unlink(path);
+        }
+        if (made_dir) rmdir(out);
+    }
+    trn_loader_close(f.ld);
+    prn_nest_free(&nest);
+    trn_net_free(init);
+    trn_net_free(ev);
+    trn_net_free(net);
+    trn_net_free(base);
+    trn_cfg_free(tc);
+    trn_cfg_free(cfg);
+    trn_dataset_close(ds);
+    cJSON_Delete(road);
+    cJSON_Delete(j);
+    free(buf);
+    return rc;
+}

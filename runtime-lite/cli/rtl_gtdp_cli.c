@@ -1,0 +1,280 @@
+/* rtl_gtdp_cli.c: `rtl run ID VARIANT IMAGE... --workers ...`: MeDNN's GTDP
+ * over `rtl serve` workers (runtime-lite/src/gtdp.c, rtl_gtdp_run). */
+#include "rtl_cli.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static const char *gtdp_help =
+    "Usage: rtl run ID VARIANT IMAGE... --workers HOST:PORT[@SPEED[@MBPS]],...\n"
+    "               --peer-key PATH --device-key PATH [--repeat N] [--runs N]\n"
+    "               [--deadline-ms MS] [--threads N] [--top K] [--equal-split] [--json]\n"
+    "Runs VARIANT with every convolutional layer spread over rtl serve workers by\n"
+    "MeDNN's GTDP (rows and output channels, sized by each worker's SPEED relative\n"
+    "to this host, default 1, and link MBPS, default 1000): this device sends each\n"
+    "worker the input rows of its part, the workers compute, this device assembles\n"
+    "and runs the other layers. A worker that fails (gone, killed, slower than the\n"
+    "deadline) has its part computed here and gets no more parts: the answer is\n"
+    "always complete. Prints the answer, the median time beside this host alone\n"
+    "(measured in the same run) and GTDP's predicted time.\n"
+    "  --workers LIST    the workers, in order (at most 8)\n"
+    "  --peer-key PATH   the workers' public key (PATH as written by rtl peer-keygen)\n"
+    "  --device-key PATH this device's key pair\n"
+    "  --repeat N        runs per image (timings: median; default 1)\n"
+    "  --runs N          forwards measuring each layer's time for the plan (default 5)\n"
+    "  --deadline-ms MS  a part not answered within MS fails over (default 10000)\n"
+    "  --threads N       compute threads here (default: all cores)\n"
+    "  --top K           classes shown (default 5)\n"
+    "  --equal-split     equal row bands instead of GTDP's plan (the reference)\n"
+    "  --json            one JSON document\n";
+
+static double now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1e3 + t.tv_nsec * 1e-6;
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, long n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_d);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static int usage(const char *fmt, const char *arg)
+{
+    fprintf(stderr, "rtl run: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\n%s", gtdp_help);
+    return 2;
+}
+
+static int num(const char *s, long lo, long hi, long *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (end == s || *end || errno || v < lo || v > hi) return -1;
+    *out = v;
+    return 0;
+}
+
+struct wspec {
+    char host[256];
+    int port;
+};
+
+/* HOST:PORT[@SPEED[@MBPS]],... */
+static int parse_list(const char *s, struct wspec *ws, rtl_gtdp_worker *w, int *n)
+{
+    char buf[2048];
+    if (strlen(s) >= sizeof buf) return -1;
+    snprintf(buf, sizeof buf, "%s", s);
+    *n = 0;
+    for (char *save, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        if (*n == RTL_GTDP_MAX_WORKERS) return -1;
+        double sp = 1, mb = 1000;
+        char *at = strchr(t, '@');
+        if (at) {
+            *at = 0;
+            char *at2 = strchr(at + 1, '@'), *end;
+            if (at2) *at2 = 0;
+            sp = strtod(at + 1, &end);
+            if (end == at + 1 || *end || !isfinite(sp) || !(sp > 0)) return -1;
+            if (at2) {
+                mb = strtod(at2 + 1, &end);
+                if (end == at2 + 1 || *end || !isfinite(mb) || !(mb > 0)) return -1;
+            }
+        }
+        char *colon = strrchr(t, ':');
+        long port;
+        if (!colon || colon == t || (size_t)(colon - t) >= sizeof ws[*n].host || num(colon + 1, 1, 65535, &port))
+            return -1;
+        memcpy(ws[*n].host, t, (size_t)(colon - t));
+        ws[*n].host[colon - t] = 0;
+        ws[*n].port = (int)port;
+        w[*n] = (rtl_gtdp_worker){.speed = sp, .mbps = mb, .rtt_ms = 0};
+        (*n)++;
+    }
+    return *n > 0 ? 0 : -1;
+}
+
+/* GTDP's predicted time of one forward (the layers it does not split run
+ * here at their measured time). */
+static double predicted_ms(rtl_model *m, const rtl_gtdp_worker *w, int n, int equal)
+{
+    double t = 0;
+    for (int i = 0; i < rtl_model_layers(m); i++) {
+        rtl_layer_cost lc;
+        rtl_gtdp_layer g;
+        rtl_gtdp_layer_plan p;
+        rtl_model_layer_cost(m, i, &lc);
+        double ms = lc.host_ms;
+        if (rtl_model_cut_ok(m, i) && rtl_model_cut_ok(m, i + 1) && rtl_gtdp_model_layer(m, i, &g) == 0 &&
+            ((equal && rtl_gtdp_plan_equal(&g, w, n, &p, NULL) == 0) || rtl_gtdp_plan_layer(&g, w, n, &p, NULL) == 0))
+            t += p.ms;
+        else
+            t += ms;
+    }
+    return t;
+}
+
+int cmd_run_gtdp(rtl_store *s, int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"workers", required_argument, 0, 'W'}, {"peer-key", required_argument, 0, 'K'},
+        {"device-key", required_argument, 0, 'D'}, {"repeat", required_argument, 0, 'r'},
+        {"runs", required_argument, 0, 'n'},     {"deadline-ms", required_argument, 0, 'd'},
+        {"threads", required_argument, 0, 't'},  {"top", required_argument, 0, 'k'},
+        {"json", no_argument, 0, 'j'},           {"help", no_argument, 0, 'h'},
+        {"equal-split", no_argument, 0, 'e'},
+        {0, 0, 0, 0}};
+    struct wspec ws[RTL_GTDP_MAX_WORKERS];
+    rtl_gtdp_worker w[RTL_GTDP_MAX_WORKERS];
+    int nw = 0, json = 0, equal = 0, c;
+    long repeat = 1, runs = 5, deadline = 10000, threads = 0, top = 5;
+    const char *pk = NULL, *dk = NULL;
+    optind = 0;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'h': printf("%s", gtdp_help); return 0;
+        case 'W':
+            if (parse_list(optarg, ws, w, &nw) != 0)
+                return usage("--workers needs HOST:PORT[@SPEED[@MBPS]] items joined by ',' (at most 8), not '%s'",
+                             optarg);
+            break;
+        case 'K': pk = optarg; break;
+        case 'D': dk = optarg; break;
+        case 'r': if (num(optarg, 1, 100000, &repeat)) return usage("--repeat needs an integer >= 1, not '%s'", optarg); break;
+        case 'n': if (num(optarg, 1, 100000, &runs)) return usage("--runs needs an integer >= 1, not '%s'", optarg); break;
+        case 'd': if (num(optarg, 1, 3600000, &deadline)) return usage("--deadline-ms needs an integer >= 1, not '%s'", optarg); break;
+        case 't': if (num(optarg, 1, 1024, &threads)) return usage("--threads needs an integer in 1..1024, not '%s'", optarg); break;
+        case 'k': if (num(optarg, 1, 100000, &top)) return usage("--top needs an integer >= 1, not '%s'", optarg); break;
+        case 'j': json = 1; break;
+        case 'e': equal = 1; break;
+        default: return usage("unknown option or missing value: '%s'", argv[optind > 1 ? optind - 1 : 0]);
+        }
+    }
+    if (argc - optind < 3) return usage("needs ID VARIANT IMAGE...%s", "");
+    if (!pk || !dk) return usage("--workers needs --peer-key and --device-key%s", "");
+    rtl_err err;
+    rtl_peer_key me, srv;
+    if (rtl_peer_key_load(dk, 1, &me, &err) != 0 || rtl_peer_key_load(pk, 0, &srv, &err) != 0) return fail(&err);
+    int i = optind;
+    rtl_catalog *cat = rtl_catalog_open(s, argv[i], &err);
+    if (!cat) return fail(&err);
+    rtl_model_options mo = {.threads = (int)threads};
+    rtl_model *m = rtl_model_open(cat, argv[i + 1], &mo, &err);
+    if (!m) {
+        rtl_catalog_close(cat);
+        return fail(&err);
+    }
+    int status = 0;
+    rtl_peer *peers[RTL_GTDP_MAX_WORKERS] = {0};
+    size_t in = rtl_model_input_size(m), k = (size_t)top < rtl_model_classes(m) ? (size_t)top : rtl_model_classes(m);
+    float *x = malloc(in * sizeof *x);
+    rtl_class *cls = calloc(k, sizeof *cls);
+    double *tg = calloc((size_t)repeat, sizeof *tg), *tl = calloc((size_t)repeat, sizeof *tl);
+    cJSON *doc = cJSON_CreateObject(), *results = cJSON_AddArrayToObject(doc, "results");
+    if (!x || !cls || !tg || !tl || !results) {
+        fprintf(stderr, "rtl: error: out of memory\n");
+        status = 1;
+        goto done;
+    }
+    for (size_t q = 0; q < in; q++) x[q] = (float)((uint32_t)(q * 2654435761u) >> 24) / 256.0f;
+    if (rtl_model_profile_layers(m, x, (uint32_t)runs, &err) != 0) {
+        status = fail(&err);
+        goto done;
+    }
+    double pred = predicted_ms(m, w, nw, equal);
+    for (int a = 0; a < nw; a++) {
+        rtl_err pe;
+        peers[a] = rtl_peer_connect(ws[a].host, ws[a].port, &me, srv.pk, (int)deadline, &pe);
+        if (!peers[a]) fprintf(stderr, "rtl: warning: worker %d (%s:%d): %s; its parts run here\n", a + 1, ws[a].host,
+                               ws[a].port, pe.msg);
+    }
+    cJSON_AddStringToObject(doc, "catalog", argv[i]);
+    cJSON_AddStringToObject(doc, "variant", argv[i + 1]);
+    cJSON_AddNumberToObject(doc, "workers", nw);
+    cJSON_AddNumberToObject(doc, "predicted_ms", pred);
+    cJSON_AddStringToObject(doc, "split", equal ? "equal" : "gtdp");
+    for (int a = i + 2; a < argc; a++) {
+        if (rtl_model_image_input(m, argv[a], x, &err) != 0) {
+            status = fail(&err);
+            continue;
+        }
+        rtl_gtdp_stats st = {0}, total = {0};
+        int ok = 1;
+        for (long r = 0; r < repeat && ok; r++) {
+            double t0 = now_ms();
+            if (rtl_model_run(m, x, &err) != 0) ok = 0;
+            tl[r] = now_ms() - t0;
+            t0 = now_ms();
+            if (ok && rtl_gtdp_run(m, peers, w, nw, x, (int)deadline, equal, &st, &err) != 0) ok = 0;
+            tg[r] = now_ms() - t0;
+            total.split_layers = st.split_layers;
+            total.parts += st.parts, total.recomputed += st.recomputed, total.bytes += st.bytes;
+            if (st.last_failure[0]) snprintf(total.last_failure, sizeof total.last_failure, "%s", st.last_failure);
+        }
+        if (!ok) {
+            status = fail(&err);
+            continue;
+        }
+        size_t nt;
+        if (rtl_model_top(m, k, cls, &nt, &err) != 0) {
+            status = fail(&err);
+            continue;
+        }
+        double mg = median(tg, repeat), ml = median(tl, repeat);
+        cJSON *r = cJSON_CreateObject(), *arr = cJSON_CreateArray();
+        cJSON_AddStringToObject(r, "image", argv[a]);
+        cJSON_AddNumberToObject(r, "ms_median", mg);
+        cJSON_AddNumberToObject(r, "local_ms_median", ml);
+        cJSON_AddNumberToObject(r, "speedup", ml / mg);
+        cJSON_AddNumberToObject(r, "split_layers", total.split_layers);
+        cJSON_AddNumberToObject(r, "parts", total.parts);
+        cJSON_AddNumberToObject(r, "recomputed", total.recomputed);
+        cJSON_AddNumberToObject(r, "bytes", (double)total.bytes);
+        if (total.last_failure[0]) cJSON_AddStringToObject(r, "failure", total.last_failure);
+        for (size_t t = 0; t < nt; t++) {
+            cJSON *e = cJSON_CreateObject();
+            cJSON_AddNumberToObject(e, "index", (double)cls[t].index);
+            cJSON_AddStringToObject(e, "label", cls[t].label);
+            cJSON_AddNumberToObject(e, "probability", cls[t].prob);
+            cJSON_AddItemToArray(arr, e);
+        }
+        cJSON_AddItemToObject(r, "top", arr);
+        cJSON_AddItemToArray(results, r);
+        if (!json) {
+            printf("%s: GTDP over %d workers %.3f ms (median of %ld), this host alone %.3f ms: %.2fx; predicted "
+                   "%.3f ms; %d layers split, %d parts, %d recomputed here\n",
+                   argv[a], nw, mg, repeat, ml, ml / mg, pred, total.split_layers, total.parts, total.recomputed);
+            if (total.last_failure[0]) printf("  a worker failed: %s\n", total.last_failure);
+            for (size_t t = 0; t < nt; t++) printf("  %2zu %-24s %.6f\n", cls[t].index, cls[t].label, cls[t].prob);
+        }
+    }
+    if (json) {
+        char *t = cJSON_Print(doc);
+        if (t) puts(t);
+        free(t);
+    }
+done:
+    cJSON_Delete(doc);
+    for (int a = 0; a < nw; a++) rtl_peer_close(peers[a]);
+    free(x), free(cls), free(tg), free(tl);
+    rtl_model_close(m);
+    rtl_catalog_close(cat);
+    return status;
+}

@@ -1,0 +1,478 @@
+/*
+ * gtdp.c: MeDNN's greedy two-dimensional partition (GTDP,
+ * papers/mednn-iccad17.txt section V, Algorithm 1) of each convolutional
+ * layer's output over several worker devices (rtl_gtdp_* of rtl.h).
+ *
+ * A layer's output is the rectangle rows [0, H) x channels [0, C). The
+ * planner splits a rectangle and its set of workers recursively: the
+ * workers into a subset A (at most half of them, as Algorithm 1
+ * enumerates) and the rest B, the rectangle along rows or along channels
+ * in proportion to the summed speed of A and B, down to one worker per
+ * part. Of all such split trees it keeps the one with the smallest
+ * predicted layer time, where a part's time is
+ *     rtt + in_bytes / link + part_MACs / speed + out_bytes / link
+ * (the device sends each worker the input rows its part needs, halo rows
+ * of the kernel included, and receives the part's outputs; workers run at
+ * the same time, each over its own link) and the layer's time is the
+ * slowest part's. A row split needs only the input rows under the part
+ * (plus the halo), a channel split the whole input but only the filters of
+ * its channels: the planner weighs both with the same model.
+ *
+ * Departure from the paper, named: Algorithm 1 picks each split greedily by
+ * the shortest cut (communication) once the sizes follow compute capacity;
+ * here the whole (small: workers <= RTL_GTDP_MAX_WORKERS) tree of
+ * capacity-proportional splits is searched for the least predicted time,
+ * which includes the cut's transfer cost. The paper partitions rows and
+ * columns of the map; we partition rows and output channels (issue 21).
+ */
+#include "internal.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Input rows [a, b) that output rows [r0, r1) read. */
+static void in_rows(const rtl_gtdp_layer *l, int r0, int r1, int *a, int *b)
+{
+    int lo = r0 * l->stride - l->pad, hi = (r1 - 1) * l->stride - l->pad + l->size;
+    *a = lo < 0 ? 0 : lo;
+    *b = hi > l->h_in ? l->h_in : hi;
+    if (*b < *a) *b = *a;
+}
+
+void rtl_gtdp_part_cost(const rtl_gtdp_layer *l, const rtl_gtdp_worker *w, rtl_gtdp_part *p)
+{
+    int a, b;
+    in_rows(l, p->r0, p->r1, &a, &b);
+    p->in_r0 = a;
+    p->in_r1 = b;
+    p->in_bytes = 4ull * (uint64_t)(b - a) * l->w_in * l->c_in;
+    p->out_bytes = 4ull * (uint64_t)(p->r1 - p->r0) * l->w * (p->c1 - p->c0);
+    double frac = (double)(p->r1 - p->r0) * (p->c1 - p->c0) / ((double)l->h * l->c);
+    p->compute_ms = l->ms * frac / w->speed;
+    double bytes_per_ms = w->mbps * 1e3 / 8.0;
+    p->transfer_ms = (double)(p->in_bytes + p->out_bytes) / bytes_per_ms;
+    p->ms = w->rtt_ms + p->compute_ms + p->transfer_ms;
+}
+
+typedef struct ctx {
+    const rtl_gtdp_layer *l;
+    const rtl_gtdp_worker *w;
+} ctx;
+
+/* Best tree for rectangle (r0,r1,c0,c1) over the workers of mask: fills
+ * parts (one per worker of mask), returns the slowest part's time. */
+static double solve(const ctx *c, unsigned mask, int r0, int r1, int c0, int c1, rtl_gtdp_part *parts, int *np)
+{
+    int n = __builtin_popcount(mask);
+    if (n == 1) {
+        rtl_gtdp_part *p = &parts[0];
+        memset(p, 0, sizeof *p);
+        p->worker = __builtin_ctz(mask);
+        p->r0 = r0, p->r1 = r1, p->c0 = c0, p->c1 = c1;
+        rtl_gtdp_part_cost(c->l, &c->w[p->worker], p);
+        *np = 1;
+        return p->ms;
+    }
+    double best = INFINITY, tot = 0;
+    for (unsigned m = mask; m; m &= m - 1) tot += c->w[__builtin_ctz(m)].speed;
+    rtl_gtdp_part tmp[RTL_GTDP_MAX_WORKERS];
+    int lowest = __builtin_ctz(mask);
+    /* Subsets A of mask with |A| <= n/2 (|A| == n/2: only those holding
+     * the lowest worker, the complement being the same split). */
+    for (unsigned a = (mask - 1) & mask; a; a = (a - 1) & mask) {
+        int na = __builtin_popcount(a);
+        if (na > n / 2 || (2 * na == n && !(a & (1u << lowest)))) continue;
+        unsigned b = mask & ~a;
+        double sa = 0;
+        for (unsigned m = a; m; m &= m - 1) sa += c->w[__builtin_ctz(m)].speed;
+        for (int dim = 0; dim < 2; dim++) {
+            int lo = dim ? c0 : r0, hi = dim ? c1 : r1, len = hi - lo;
+            if (len < n) continue; /* every worker needs at least one row/channel */
+            int k = (int)lround(len * sa / tot);
+            if (k < na) k = na;
+            if (len - k < n - na) k = len - (n - na);
+            int na_parts, nb_parts;
+            double ta = dim ? solve(c, a, r0, r1, c0, c0 + k, tmp, &na_parts)
+                            : solve(c, a, r0, r0 + k, c0, c1, tmp, &na_parts);
+            if (ta >= best) continue;
+            double tb = dim ? solve(c, b, r0, r1, c0 + k, c1, tmp + na_parts, &nb_parts)
+                            : solve(c, b, r0 + k, r1, c0, c1, tmp + na_parts, &nb_parts);
+            double t = ta > tb ? ta : tb;
+            if (t < best) {
+                best = t;
+                memcpy(parts, tmp, (size_t)(na_parts + nb_parts) * sizeof *tmp);
+                *np = na_parts + nb_parts;
+            }
+        }
+    }
+    return best;
+}
+
+static int check(const rtl_gtdp_layer *l, const rtl_gtdp_worker *w, int n, rtl_err *err)
+{
+    if (n < 1 || n > RTL_GTDP_MAX_WORKERS)
+        return rtl_errf(err, "GTDP: %d workers (1..%d are supported)", n, RTL_GTDP_MAX_WORKERS);
+    for (int i = 0; i < n; i++)
+        if (!(w[i].speed > 0) || !(w[i].mbps > 0) || !(w[i].rtt_ms >= 0))
+            return rtl_errf(err, "GTDP: worker %d needs a speed > 0, a link > 0 Mbps and an RTT >= 0", i + 1);
+    if (l->h < 1 || l->c < 1 || l->w < 1 || l->size < 1 || l->stride < 1 || !(l->ms >= 0))
+        return rtl_errf(err, "GTDP: layer %d has no usable geometry", l->index);
+    return 0;
+}
+
+static void finish(rtl_gtdp_layer_plan *out)
+{
+    out->ms = 0;
+    out->bytes = 0;
+    for (int i = 0; i < out->nparts; i++) {
+        if (out->parts[i].ms > out->ms) out->ms = out->parts[i].ms;
+        out->bytes += out->parts[i].in_bytes + out->parts[i].out_bytes;
+    }
+}
+
+int rtl_gtdp_plan_layer(const rtl_gtdp_layer *l, const rtl_gtdp_worker *w, int n, rtl_gtdp_layer_plan *out,
+                        rtl_err *err)
+{
+    if (check(l, w, n, err) != 0) return -1;
+    memset(out, 0, sizeof *out);
+    out->layer = l->index;
+    /* More workers than rows and channels allow: the fastest that fit. */
+    unsigned mask = (1u << n) - 1;
+    while (__builtin_popcount(mask) > 1 && __builtin_popcount(mask) > (l->h > l->c ? l->h : l->c)) {
+        int slow = -1;
+        for (unsigned m = mask; m; m &= m - 1) {
+            int i = __builtin_ctz(m);
+            if (slow < 0 || w[i].speed < w[slow].speed) slow = i;
+        }
+        mask &= ~(1u << slow);
+    }
+    ctx c = {l, w};
+    solve(&c, mask, 0, l->h, 0, l->c, out->parts, &out->nparts);
+    if (out->nparts == 0) return rtl_errf(err, "GTDP: layer %d cannot be split %d ways", l->index, n);
+    finish(out);
+    return 0;
+}
+
+int rtl_gtdp_plan_equal(const rtl_gtdp_layer *l, const rtl_gtdp_worker *w, int n, rtl_gtdp_layer_plan *out,
+                        rtl_err *err)
+{
+    if (check(l, w, n, err) != 0) return -1;
+    if (l->h < n) return rtl_errf(err, "GTDP: layer %d has %d rows, fewer than %d workers", l->index, l->h, n);
+    memset(out, 0, sizeof *out);
+    out->layer = l->index;
+    for (int i = 0; i < n; i++) {
+        rtl_gtdp_part *p = &out->parts[i];
+        p->worker = i;
+        p->r0 = (int)((int64_t)l->h * i / n);
+        p->r1 = (int)((int64_t)l->h * (i + 1) / n);
+        p->c0 = 0, p->c1 = l->c;
+        rtl_gtdp_part_cost(l, &w[i], p);
+    }
+    out->nparts = n;
+    finish(out);
+    return 0;
+}
+
+int rtl_gtdp_model_layer(const rtl_model *m, int i, rtl_gtdp_layer *out)
+{
+    trn_layer_info li;
+    rtl_layer_cost lc;
+    if (rtl_model_layer_cost(m, i, &lc) != 0 || trn_net_layer_info(rtl_model_net(m), i, &li) != 0) return -1;
+    if (li.kind != TRN_LAYER_CONVOLUTIONAL || li.groups > 1) return -1;
+    memset(out, 0, sizeof *out);
+    out->index = i;
+    out->c_in = li.in.c, out->h_in = li.in.h, out->w_in = li.in.w;
+    out->c = li.out.c, out->h = li.out.h, out->w = li.out.w;
+    out->size = li.size, out->stride = li.stride, out->pad = li.pad;
+    out->macs = li.macs;
+    out->ms = lc.host_ms; /* wall time: what the workers and the assembly take */
+    return 0;
+}
+
+/* ---- computing one part (worker side, and the device's fallback) ---------- *
+ *
+ * A part is computed by a one-layer network: the layer's convolution with
+ * padding 0, filters c0..c1 (their weights, biases and batch norm), on the
+ * input rows the part reads, zero-padded by the device's padding on every
+ * side that is the map's border (and by nothing where the halo rows are
+ * real rows). Its output is exactly the part's rows and channels; the
+ * arithmetic is the engine's own convolution, so it matches the whole
+ * layer within float rounding of a differently shaped product. */
+
+struct part_net {
+    int layer, r0, r1, c0, c1;
+    trn_net *net;
+    float *x; /* its padded input */
+};
+#define GTDP_CACHE_MAX 64
+struct rtl_gtdp_cache {
+    int n;
+    struct part_net e[GTDP_CACHE_MAX];
+};
+
+void rtl_gtdp_cache_free(struct rtl_gtdp_cache *c)
+{
+    if (!c) return;
+    for (int i = 0; i < c->n; i++) {
+        trn_net_free(c->e[i].net);
+        free(c->e[i].x);
+    }
+    free(c);
+}
+
+static const trn_param *layer_param(const trn_net *net, int layer, trn_param_role r)
+{
+    int np;
+    const trn_param *p = trn_net_params(net, &np);
+    for (int k = 0; k < np; k++)
+        if (p[k].layer == layer && p[k].role == r) return &p[k];
+    return NULL;
+}
+
+static struct part_net *part_net(rtl_model *m, const rtl_gtdp_layer *g, const rtl_gtdp_part *q, rtl_err *err)
+{
+    struct rtl_gtdp_cache **cp = rtl_model_gtdp_cache(m);
+    if (!*cp && !(*cp = calloc(1, sizeof **cp))) {
+        rtl_errf(err, "out of memory");
+        return NULL;
+    }
+    struct rtl_gtdp_cache *c = *cp;
+    for (int i = 0; i < c->n; i++) {
+        struct part_net *e = &c->e[i];
+        if (e->layer == g->index && e->r0 == q->r0 && e->r1 == q->r1 && e->c0 == q->c0 && e->c1 == q->c1) return e;
+    }
+    if (c->n == GTDP_CACHE_MAX) { /* drop the oldest */
+        trn_net_free(c->e[0].net);
+        free(c->e[0].x);
+        memmove(c->e, c->e + 1, (GTDP_CACHE_MAX - 1) * sizeof c->e[0]);
+        c->n--;
+    }
+    trn_net *src = rtl_model_net(m);
+    trn_layer_info li;
+    trn_net_layer_info(src, g->index, &li);
+    int hp = (q->r1 - q->r0 - 1) * g->stride + g->size, wp = g->w_in + 2 * g->pad;
+    char text[512];
+    snprintf(text, sizeof text,
+             "[net]\nbatch=1\nheight=%d\nwidth=%d\nchannels=%d\n[convolutional]\nfilters=%d\nsize=%d\n"
+             "stride=%d\npadding=0\nbatch_normalize=%d\nactivation=%s\n",
+             hp, wp, g->c_in, q->c1 - q->c0, g->size, g->stride, li.batch_normalize,
+             trn_activation_name(li.activation));
+    trn_err te;
+    trn_cfg *cfg = trn_cfg_parse(text, strlen(text), "gtdp-part", &te);
+    trn_net_opts o;
+    trn_net_opts_defaults(&o);
+    o.batch = 1;
+    o.infer_only = 1;
+    trn_net *net = cfg ? trn_net_create(cfg, &o, &te) : NULL;
+    trn_cfg_free(cfg);
+    if (!net) {
+        rtl_err_from_trn(err, &te);
+        return NULL;
+    }
+    for (int r = 0; r < TRN_PARAM_ROLE_COUNT; r++) {
+        const trn_param *s = layer_param(src, g->index, (trn_param_role)r), *d = layer_param(net, 0, (trn_param_role)r);
+        if (!s || !d) continue;
+        size_t row = r == TRN_PARAM_WEIGHTS ? (size_t)s->cols : 1;
+        memcpy(d->data, s->data + (size_t)q->c0 * row, (size_t)(q->c1 - q->c0) * row * sizeof(float));
+    }
+    struct part_net *e = &c->e[c->n];
+    *e = (struct part_net){g->index, q->r0, q->r1, q->c0, q->c1, net, calloc((size_t)g->c_in * hp * wp, sizeof(float))};
+    if (!e->x) {
+        trn_net_free(net);
+        rtl_errf(err, "out of memory");
+        return NULL;
+    }
+    c->n++;
+    return e;
+}
+
+int rtl_gtdp_compute_part(rtl_model *m, int layer, const rtl_gtdp_part *q, const float *in, size_t n,
+                          float *out, rtl_err *err)
+{
+    rtl_gtdp_layer g;
+    if (rtl_gtdp_model_layer(m, layer, &g) != 0)
+        return rtl_errf(err, "layer %d is not an ungrouped convolutional layer GTDP can split", layer);
+    int a, b;
+    in_rows(&g, q->r0 < 0 ? 0 : q->r0, q->r1, &a, &b);
+    if (q->r0 < 0 || q->r1 > g.h || q->r0 >= q->r1 || q->c0 < 0 || q->c1 > g.c || q->c0 >= q->c1)
+        return rtl_errf(err, "layer %d: part rows %d..%d x channels %d..%d is outside its %dx%d output", layer,
+                        q->r0, q->r1, q->c0, q->c1, g.h, g.c);
+    if (q->in_r0 != a || q->in_r1 != b || n != (size_t)(b - a) * g.w_in * g.c_in)
+        return rtl_errf(err, "layer %d: the part needs input rows %d..%d (%zu floats), not %d..%d (%zu floats)",
+                        layer, a, b, (size_t)(b - a) * g.w_in * g.c_in, q->in_r0, q->in_r1, n);
+    struct part_net *e = part_net(m, &g, q, err);
+    if (!e) return -1;
+    int hp = (q->r1 - q->r0 - 1) * g.stride + g.size, wp = g.w_in + 2 * g.pad;
+    int top = q->r0 * g.stride - g.pad; /* input row of padded row 0 */
+    for (int c = 0; c < g.c_in; c++)
+        for (int y = 0; y < hp; y++) {
+            float *d = e->x + ((size_t)c * hp + y) * wp;
+            int iy = top + y;
+            if (iy < a || iy >= b) {
+                memset(d, 0, (size_t)wp * sizeof *d);
+                continue;
+            }
+            memset(d, 0, (size_t)g.pad * sizeof *d);
+            memcpy(d + g.pad, in + ((size_t)c * (b - a) + (iy - a)) * g.w_in, (size_t)g.w_in * sizeof *d);
+            memset(d + g.pad + g.w_in, 0, (size_t)g.pad * sizeof *d);
+        }
+    trn_err te;
+    rtl_forward_lock();
+    int rc = trn_net_forward(e->net, e->x, &te);
+    if (rc == 0) memcpy(out, trn_net_output(e->net), (size_t)(q->c1 - q->c0) * (q->r1 - q->r0) * g.w * sizeof *out);
+    rtl_forward_unlock();
+    return rc == 0 ? 0 : rtl_err_from_trn(err, &te);
+}
+
+/* ---- the coordinator: a whole forward over rtl serve workers ---------------- */
+
+typedef struct job {
+    rtl_peer *peer;
+    const char *catalog, *variant;
+    int layer;
+    rtl_gtdp_part q;
+    float *in, *out;
+    size_t nin, nout;
+    int deadline_ms, ok;
+    rtl_err err;
+} job;
+
+static void *job_main(void *arg)
+{
+    job *j = arg;
+    size_t got = 0;
+    j->ok = rtl_peer_run_part(j->peer, j->catalog, j->variant, j->layer, &j->q, j->in, j->nin, j->out, j->nout, &got,
+                              j->deadline_ms, &j->err) == 0 && got == j->nout;
+    if (j->ok == 0 && !j->err.msg[0]) snprintf(j->err.msg, sizeof j->err.msg, "the worker answered %zu floats", got);
+    return NULL;
+}
+
+/* Copies input rows [a, b) of every channel (c x h x w map x) into slab. */
+static void rows_of(const float *x, int c, int h, int w, int a, int b, float *slab)
+{
+    for (int k = 0; k < c; k++) memcpy(slab + (size_t)k * (b - a) * w, x + ((size_t)k * h + a) * w, (size_t)(b - a) * w * sizeof *x);
+}
+
+static int run_conv(rtl_model *m, const rtl_gtdp_layer *g, rtl_peer **peers, const rtl_gtdp_worker *w, int *alive,
+                    int n, const float *x, float *y, int deadline_ms, int equal, rtl_gtdp_stats *st, rtl_err *err)
+{
+    rtl_gtdp_worker aw[RTL_GTDP_MAX_WORKERS];
+    int map[RTL_GTDP_MAX_WORKERS], na = 0;
+    for (int i = 0; i < n; i++)
+        if (alive[i]) aw[na] = w[i], map[na++] = i;
+    rtl_gtdp_layer gl = *g;
+    if (!(gl.ms > 0)) gl.ms = (double)gl.macs / 1e6; /* unmeasured: MACs stand in for time */
+    rtl_gtdp_layer_plan p;
+    if (!(equal && rtl_gtdp_plan_equal(&gl, aw, na, &p, NULL) == 0) && rtl_gtdp_plan_layer(&gl, aw, na, &p, err) != 0)
+        return -1;
+    job jobs[RTL_GTDP_MAX_WORKERS];
+    pthread_t th[RTL_GTDP_MAX_WORKERS];
+    int started[RTL_GTDP_MAX_WORKERS] = {0}, rc = 0;
+    memset(jobs, 0, sizeof jobs);
+    for (int k = 0; k < p.nparts; k++) {
+        job *j = &jobs[k];
+        j->q = p.parts[k];
+        j->q.worker = map[j->q.worker];
+        j->peer = peers[j->q.worker];
+        j->catalog = rtl_model_catalog_id(m);
+        j->variant = rtl_variant_id(rtl_model_variant(m));
+        j->layer = g->index;
+        j->nin = (size_t)(j->q.in_r1 - j->q.in_r0) * g->w_in * g->c_in;
+        j->nout = (size_t)(j->q.r1 - j->q.r0) * (j->q.c1 - j->q.c0) * g->w;
+        j->deadline_ms = deadline_ms;
+        if (!(j->in = malloc(j->nin * sizeof(float))) || !(j->out = malloc(j->nout * sizeof(float)))) {
+            rc = rtl_errf(err, "out of memory");
+            goto done;
+        }
+        rows_of(x, g->c_in, g->h_in, g->w_in, j->q.in_r0, j->q.in_r1, j->in);
+    }
+    for (int k = 0; k < p.nparts; k++) started[k] = pthread_create(&th[k], NULL, job_main, &jobs[k]) == 0;
+    for (int k = 0; k < p.nparts; k++) {
+        if (started[k]) pthread_join(th[k], NULL);
+        else snprintf(jobs[k].err.msg, sizeof jobs[k].err.msg, "could not start a thread");
+    }
+    for (int k = 0; k < p.nparts; k++) {
+        job *j = &jobs[k];
+        if (st) st->parts++, st->bytes += 4 * (uint64_t)(j->nin + j->nout);
+        if (!j->ok) {
+            /* The worker is gone (or failed): its part is computed here,
+             * and it gets no more parts. */
+            alive[j->q.worker] = 0;
+            rtl_peer_close(peers[j->q.worker]);
+            peers[j->q.worker] = NULL;
+            if (st) {
+                st->recomputed++;
+                snprintf(st->last_failure, sizeof st->last_failure, "worker %d, layer %d: %s", j->q.worker + 1,
+                         g->index, j->err.msg);
+            }
+            if (rtl_gtdp_compute_part(m, g->index, &j->q, j->in, j->nin, j->out, err) != 0) {
+                rc = -1;
+                goto done;
+            }
+        }
+        for (int c = j->q.c0; c < j->q.c1; c++)
+            for (int r = j->q.r0; r < j->q.r1; r++)
+                memcpy(y + ((size_t)c * g->h + r) * g->w,
+                       j->out + ((size_t)(c - j->q.c0) * (j->q.r1 - j->q.r0) + (r - j->q.r0)) * g->w,
+                       (size_t)g->w * sizeof *y);
+    }
+done:
+    for (int k = 0; k < p.nparts; k++) {
+        free(jobs[k].in);
+        free(jobs[k].out);
+    }
+    return rc;
+}
+
+int rtl_gtdp_run(rtl_model *m, rtl_peer **peers, const rtl_gtdp_worker *w, int n, const float *x, int deadline_ms,
+                 int equal, rtl_gtdp_stats *st, rtl_err *err)
+{
+    if (n < 1 || n > RTL_GTDP_MAX_WORKERS)
+        return rtl_errf(err, "GTDP: %d workers (1..%d are supported)", n, RTL_GTDP_MAX_WORKERS);
+    if (st) memset(st, 0, sizeof *st);
+    int alive[RTL_GTDP_MAX_WORKERS], L = rtl_model_layers(m), rc = -1;
+    for (int i = 0; i < n; i++) alive[i] = peers[i] != NULL;
+    size_t cap = rtl_model_input_size(m);
+    for (int i = 1; i <= L; i++)
+        if (rtl_model_cut_floats(m, i) > cap) cap = rtl_model_cut_floats(m, i);
+    float *a = malloc(cap * sizeof *a), *b = malloc(cap * sizeof *b);
+    if (!a || !b) {
+        rtl_errf(err, "out of memory");
+        goto out;
+    }
+    size_t na = rtl_model_input_size(m);
+    memcpy(a, x, na * sizeof *a);
+    for (int i = 0; i < L;) {
+        int any = 0;
+        for (int k = 0; k < n; k++) any |= alive[k];
+        rtl_gtdp_layer g;
+        if (any && rtl_model_cut_ok(m, i) && rtl_model_cut_ok(m, i + 1) && rtl_gtdp_model_layer(m, i, &g) == 0) {
+            if (run_conv(m, &g, peers, w, alive, n, a, b, deadline_ms, equal, st, err) != 0) goto out;
+            if (st) st->split_layers++;
+            na = rtl_model_cut_floats(m, i + 1);
+            float *t = a;
+            a = b, b = t;
+            i++;
+            continue;
+        }
+        /* Here: layers i..j up to the next possible cut. */
+        int j = i;
+        while (j + 1 < L && !rtl_model_cut_ok(m, j + 1)) j++;
+        const float *y;
+        size_t ny;
+        if (rtl_model_run_range(m, i, j, a, na, &y, &ny, err) != 0) goto out;
+        memcpy(b, y, ny * sizeof *b);
+        na = ny;
+        float *t = a;
+        a = b, b = t;
+        i = j + 1;
+    }
+    rc = rtl_model_set_output(m, a, na, err);
+out:
+    free(a);
+    free(b);
+    return rc;
+}

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# make bench: NestDNN capacity switching in the runtime (issue 15 item 4).
+# A multi-capacity model at the default recipe's scale (recipes/alexnet:
+# 32x32 inputs, five convolutions 32/32/48/48/32 with batch norm, connected
+# 128/128/classes) is grown by `prune roadmap` + `prune grow` (no retraining:
+# the bench times switching, not accuracy), packed beside capacity K's
+# standalone model (the roadmap's step model of that size) and installed.
+# In one process, page cache warm, the median of RUNS (default 30):
+#   rtl_model_set_capacity to K (from K-1 and from K+1) against
+#   rtl_model_open of the standalone variant (the reference), each alone
+#   and with the first forward after it; ratios open / switch;
+#   bytes paged in/out by each switch against the manifest's figures.
+# Environment (from make): BIN, O, TOP; RUNS.
+set -u
+: "${BIN:?run through make bench}" "${O:?run through make bench}" "${TOP:?run through make bench}"
+W=$O/bench/nested-switch
+rm -rf "$W" && mkdir -p "$W" && cd "$W" || exit 1
+trap 'rm -rf "$W"' EXIT
+runs=${RUNS:-30}
+TOOL=$O/tests/tools/prune-testtool
+NB=$O/tests/tools/rtl-nestbench
+export SOURCE_DATE_EPOCH=1700000000
+fail() { echo "bench nested-switch: $*"; exit 1; }
+
+{
+    printf '[net]\nbatch=8\nwidth=32\nheight=32\nchannels=3\nlearning_rate=0.01\nmomentum=0.9\ndecay=0.0005\n'
+    for f in 32:5 32:5 48:3 48:3 32:3; do
+        printf '[convolutional]\nbatch_normalize=1\nfilters=%s\nsize=%s\nstride=1\npad=1\nactivation=relu\n' "${f%:*}" "${f#*:}"
+        case $f in 32:5) printf '[maxpool]\nsize=3\nstride=2\n' ;; esac
+    done
+    printf '[maxpool]\nsize=3\nstride=2\n'
+    printf '[connected]\noutput=128\nactivation=relu\n[connected]\noutput=128\nactivation=relu\n'
+    printf '[connected]\noutput=2\nactivation=linear\n[softmax]\n'
+} >base.cfg
+"$TOOL" weights base.cfg 5 base.weights && "$TOOL" images data 12 32 4 || fail "cannot make the fixture"
+"$BIN/prune" roadmap --cfg base.cfg --weights base.weights --data data/tiny.data --method l1 --seed 3 --out rm \
+    --set step=0.25 --set min_accuracy=0 --set retrain_batches=0 --set max_steps=6 >rm.log 2>&1 ||
+    { cat rm.log; fail "prune roadmap failed"; }
+"$BIN/prune" grow --roadmap rm/roadmap.json --data data/tiny.data --seed 1 --set batches=0 --out g >g.log 2>&1 ||
+    { cat g.log; fail "prune grow failed"; }
+k=3
+step=$(jq ".capacities[$((k - 1))].roadmap_step" g/capacities.json)
+variant() { # ID TECHNIQUE CFG WEIGHTS FIELDS_JSON
+    mkdir -p "c/$1"
+    cp "$3" "c/$1/variant.cfg" && cp "$4" "c/$1/variant.weights"
+    {
+        printf '{"schema":1,"id":"%s","model":"bench","technique":"%s","parent":null,"depends_on":[],' "$1" "$2"
+        printf '"description":"nested_switch bench","task":"identity","files":[{"role":"cfg","path":"variant.cfg"},'
+        printf '{"role":"weights","path":"variant.weights"}],"accuracy":{},"technique_fields":%s,"cost":' "$5"
+        "$BIN/trainer" info --json "c/$1/variant.cfg"
+        printf '}\n'
+    } >"c/$1/variant.json"
+}
+variant nest nested g/variant.cfg g/init.weights "$(jq -c .technique_fields g/meta.json)" || fail "variant nest"
+variant indep pruned "rm/step-$step.cfg" "rm/step-$step.weights" '{}' || fail "variant indep"
+"$BIN/catalog" keygen -p k.pub -s k.key -W >/dev/null 2>&1 &&
+    "$BIN/catalog" pack c -o out --task identity=data/labels.txt --version 1 --key k.key --zstd-level 1 >pack.log 2>&1 ||
+    { cat pack.log; fail "cannot pack"; }
+mkdir -p root/keys && cp k.pub root/keys/
+"$BIN/rtl" -q --root root install out/catalog-bench-1.tar.zst >/dev/null || fail "cannot install"
+echo "bench nested-switch: capacity $k of $(jq '.capacities | length' g/capacities.json)" \
+     "($(jq ".capacities[$((k - 1))].macs" g/capacities.json) MACs, $(jq ".capacities[$((k - 1))].weight_bytes" g/capacities.json) weight bytes;" \
+     "the model $(jq '.weights_bytes' g/capacities.json) bytes), $runs runs, page cache warm, 1 thread:"
+"$NB" root bench nest indep $k "$runs" | sed 's/^/  /' || fail "rtl-nestbench failed"

@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# prune grow: NestDNN's freeze-&-grow from a small roadmap: the folder
+# (variant.cfg, init.weights, capacities.json, meta.json last), capacity 1 is the
+# roadmap's seed (the same test predictions), the full capacity is a plain
+# Darknet model that `trainer valid` runs with capacity 5's accuracy, costs
+# nested, page-in/out bytes consistent, the same bytes for 1 and 2 threads,
+# and errors that exit non-zero and leave nothing behind.
+. "$TOP/tests/lib.sh"
+P=$BIN/prune
+TOOL=$TESTD/tools/prune-testtool
+jqc() { jq -e "$1" "$2" >/dev/null; } # FILTER FILE: the filter holds
+
+cat >"$T/base.cfg" <<'EOF2'
+[net]
+batch=8
+width=16
+height=16
+channels=3
+learning_rate=0.1
+momentum=0.9
+decay=0.0005
+
+[convolutional]
+batch_normalize=1
+filters=8
+size=3
+stride=1
+pad=1
+activation=relu
+
+[maxpool]
+size=2
+stride=2
+
+[convolutional]
+batch_normalize=1
+filters=8
+size=3
+stride=1
+pad=1
+activation=relu
+
+[maxpool]
+size=2
+stride=2
+
+[connected]
+output=12
+activation=relu
+
+[connected]
+output=2
+activation=linear
+
+[softmax]
+EOF2
+"$TOOL" weights "$T/base.cfg" 5 "$T/base.weights" || t_fail "fixture weights"
+"$TOOL" images "$T/data" 12 16 4 || t_fail "fixture images"
+D=$T/data/tiny.data
+"$P" roadmap --cfg "$T/base.cfg" --weights "$T/base.weights" --data "$D" --method l1 --seed 3 \
+    --out "$T/rm" --set step=0.25 --set min_accuracy=0 --set retrain_batches=5 --set max_steps=4 \
+    >/dev/null 2>&1 || t_fail "fixture roadmap"
+R=$T/rm/roadmap.json
+G=(grow --roadmap "$R" --data "$D" --seed 1 --set batches=5)
+
+expect_ok "prune grow --help" "$P" grow --help
+t_check "--help names the settings and the files" grep -q "capacities.json" "$T/out"
+
+expect_ok "grow" "$P" "${G[@]}" --out "$T/g"
+C=$T/g/capacities.json
+t_check "it says what it wrote" grep -q "5 capacities, model .* bytes, the independent descendants" "$T/out"
+t_check "exactly the four files" test "$(ls -A "$T/g" | tr '\n' ' ')" = "capacities.json init.weights meta.json variant.cfg "
+t_check "format and files" jqc '.format == "prune-nest" and .version == 1 and .cfg == "variant.cfg" and .weights == "init.weights"' "$C"
+t_check "5 capacities from the seed step down to step 0" jqc '[.capacities[].roadmap_step] == [4, 3, 2, 1, 0]' "$C"
+t_check "capacity filters are the roadmap's kept counts" test "$(jq -c '[.capacities[] | [.filters[0], .filters[2], .filters[4]]]' "$C")" = "$(jq -c '[.steps[4,3,2,1,0].kept]' "$R")"
+t_check "MACs, params and bytes grow with the capacity" jqc '.capacities as $c | all(range(1; 5); $c[.].macs > $c[. - 1].macs and $c[.].weight_bytes > $c[. - 1].weight_bytes)' "$C"
+t_check "MACs equal the roadmap steps'" test "$(jq -c '[.capacities[].macs]' "$C")" = "$(jq -c '[.steps[4,3,2,1,0].macs]' "$R")"
+# The catalog's cost model (an independent oracle, from cfg text) on each
+# capacity's standalone model (the roadmap's step model of that size) gives
+# the engine's costs at that capacity.
+ok=1
+for k in 0 1 2 3 4; do
+    st=$(jq ".capacities[$k].roadmap_step" "$C")
+    "$BIN/catalog" cost --cfg "$T/rm/step-$st.cfg" --out "$T/cost-$k.json" >/dev/null 2>&1 || ok=0
+    [ "$(jq -c '[.macs, .params, .weight_bytes]' "$T/cost-$k.json")" = "$(jq -c ".capacities[$k] | [.macs, .params, .weight_bytes]" "$C")" ] || ok=0
+done
+t_check "the cost model of each capacity's standalone cfg equals the engine's capacity costs" test $ok = 1
+t_check "accuracy with test size and a Wilson interval" jqc 'all(.capacities[]; .test.split == "test" and .test.images == 6 and .test.lo <= .test.top1 and .test.top1 <= .test.hi)' "$C"
+t_check "capacity 1 is the seed: the same test result" test "$(jq '.capacities[0].test.correct' "$C")" = "$(jq '.steps[4].test.correct' "$R")"
+t_check "an upgrade pages in the added bytes, out nothing; a downgrade the reverse" jqc '
+    .capacities as $c | all(.switches[]; if .from < .to
+        then .page_in_bytes == $c[.to - 1].weight_bytes - $c[.from - 1].weight_bytes and .page_out_bytes == 0
+        else .page_out_bytes == $c[.from - 1].weight_bytes - $c[.to - 1].weight_bytes and .page_in_bytes == 0 end) and (.switches | length) == 20' "$C"
+t_check "the model is the largest capacity, smaller than the descendants together" jqc '.sum_independent_weight_bytes > .capacities[4].weight_bytes and .weights_bytes == .capacities[4].weight_bytes + 20' "$C"
+M=$T/g/meta.json
+t_check "meta.json: technique nested, the manifest's capacities" jqc '.technique == "nested" and .parent == "base" and (.technique_fields.capacities | length) == 5 and all(.technique_fields.capacities[]; (.channel_index | length) == 4 and .weight_bytes > 0)' "$M"
+t_check "meta.json: page bytes per target capacity" jqc '.technique_fields.capacities as $c | $c[0].page_in_bytes."5" == $c[4].weight_bytes - $c[0].weight_bytes and $c[4].page_out_bytes."1" == $c[4].weight_bytes - $c[0].weight_bytes and $c[0].page_out_bytes == {}' "$M"
+t_check "zeroed slices: none at capacity 1, some above" jqc '.capacities[0].zero_slice_params == 0 and .capacities[4].zero_slice_params > 0' "$C"
+"$BIN/trainer" valid --cfg "$T/g/variant.cfg" --weights "$T/g/init.weights" --data "$D" --split test >"$T/v" 2>&1
+t_check "trainer runs the full capacity with capacity 5's accuracy" grep -q "^top-1 $(printf %.4f "$(jq -r '.capacities[4].test.top1' "$C")") " "$T/v"
+
+THREADS=2 expect_ok "grow with 2 threads" "$P" "${G[@]}" --threads 2 --out "$T/g2"
+t_check "the same bytes with 1 and 2 threads" diff -r "$T/g" "$T/g2"
+
+bad() { # NAME PATTERN ARGS...: fails with PATTERN and leaves no folder
+    local name=$1 pat=$2; shift 2
+    rm -rf "$T/bad"
+    expect_fail "$name" "$pat" "$P" "$@" --out "$T/bad"
+    t_check "$name: no folder" test ! -e "$T/bad"
+}
+bad "missing --roadmap" "--roadmap is required" grow --data "$D" --seed 1
+bad "unknown setting" "unknown key" "${G[@]}" --set stride=2
+echo '{"format":"other"}' >"$T/x.json"
+bad "not a roadmap" "is not a roadmap.json" grow --roadmap "$T/x.json" --data "$D" --seed 1
+jq '.seed_step = 0' "$R" >"$T/rm/zero.json"
+bad "a roadmap without a pruning step" "at least one passing pruning step" grow --roadmap "$T/rm/zero.json" --data "$D" --seed 1
+t_done

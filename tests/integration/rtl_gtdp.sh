@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# MeDNN's GTDP over rtl serve workers on loopback (rtl plan --workers,
+# rtl run --workers) on the fixture catalog of tests/integration/rtl/fixtures.sh:
+# - every fixture variant run with its convolutional layers spread over two
+#   workers answers what the local run answers, within 1e-5 (convolutions
+#   with and without batch norm, strided, 1x1; layers next to a route or
+#   shortcut run on the device);
+# - a worker killed (SIGKILL) in the middle of a request: the request still
+#   completes with the right answer, its part computed on the device;
+# - a worker that is not there: everything runs on the device, same answer;
+# - rtl plan --workers prints a plan whose parts tile every layer, and errors
+#   are usage errors.
+. "$TOP/tests/lib.sh"
+. "$TOP/tests/integration/rtl/fixtures.sh"
+cd "$T" || exit 1
+
+if ! fx_rtl_catalog c >fixture.log 2>&1; then
+    t_fail "build the fixture catalog" "$(tail -n 20 fixture.log)"
+    t_done
+    exit 0
+fi
+R=root
+mkdir -p $R/keys && cp c/k.pub $R/keys/
+rtl() { "$RTL" --root "$R" "$@"; }
+expect_ok "install the fixture catalog" rtl install c/out/catalog-rtlnet-1.tar.zst
+img=c/images/img1.bmp
+rtl peer-keygen srv >/dev/null && rtl peer-keygen dev >/dev/null
+cat dev.pub >allow
+
+PIDS=()
+cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done; }
+trap 'cleanup; [ "${KEEP:-0}" = 1 ] || rm -rf "$T"' EXIT
+# start_worker NAME [ARGS...]: rtl serve on a free port; its port in NAME.port, pid in NAME.pid
+start_worker() {
+    local n=$1; shift
+    rm -f "$n.port"
+    "$RTL" --root "$R" serve --key srv --allow allow --threads 1 --port-file "$n.port" "$@" >"$n.log" 2>&1 &
+    echo $! >"$n.pid"
+    PIDS+=($!)
+    for _ in $(seq 200); do [ -s "$n.port" ] && return 0; sleep 0.05; done
+    return 1
+}
+same_answer() {
+    python3 - "$1" "$2" <<'PY'
+import json, sys
+a = json.load(open(sys.argv[1]))["results"][0]["top"]
+b = json.load(open(sys.argv[2]))["results"][0]["top"]
+assert [x["index"] for x in a] == [x["index"] for x in b], (a, b)
+d = max(abs(x["probability"] - y["probability"]) for x, y in zip(a, b))
+assert d <= 1e-5, d
+PY
+}
+field() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["results"][0].get(sys.argv[2], ""))' "$1" "$2"; }
+keys=(--peer-key srv.pub --device-key dev)
+
+start_worker w1 && start_worker w2 || t_fail "two workers start" "$(cat w1.log w2.log)"
+W="127.0.0.1:$(cat w1.port),127.0.0.1:$(cat w2.port)"
+
+# 1. every variant: the same answer, layers split
+bad= split=0
+for v in $FX_RTL_VARIANTS; do
+    rtl run rtlnet "$v" $img --top 10 --json --threads 1 >local-$v.json 2>&1 || { bad="$bad $v(local)"; continue; }
+    if ! rtl run rtlnet "$v" $img --top 10 --json --threads 1 --workers "$W" "${keys[@]}" >g-$v.json 2>g-$v.err; then
+        bad="$bad $v(gtdp: $(head -c 300 g-$v.err))"; continue
+    fi
+    same_answer local-$v.json g-$v.json 2>>diff.log || bad="$bad $v(answer)"
+    split=$((split + $(field g-$v.json split_layers)))
+    [ "$(field g-$v.json recomputed)" = 0 ] || bad="$bad $v(recomputed)"
+done
+t_check "over two workers every variant answers what the local run answers (within 1e-5)${bad:+: $bad}" test -z "$bad"
+t_check "convolutional layers were split ($split over the variants)" test "$split" -ge 5
+
+# 2. a worker killed mid-request: the request completes, right answer.
+# Worker 3 is 10^6 times slower (rtl serve --slowdown): each of its parts
+# takes seconds, so the kill lands while it holds one.
+start_worker w3 --slowdown 1000000 || t_fail "a slow worker starts" "$(cat w3.log)"
+W3="127.0.0.1:$(cat w1.port),127.0.0.1:$(cat w3.port)"
+rtl run rtlnet rewrite-s2 $img --top 10 --json --threads 1 --workers "$W3" "${keys[@]}" >kill.json 2>kill.err &
+run_pid=$!
+for _ in $(seq 200); do grep -q 'session open' w3.log 2>/dev/null && break; sleep 0.05; done
+sleep 1.5
+kill -9 "$(cat w3.pid)"
+{ wait "$(cat w3.pid)"; } 2>/dev/null
+wait $run_pid
+rc=$?
+t_check "the run with a killed worker exits 0" test $rc = 0
+same_answer local-rewrite-s2.json kill.json 2>kill.diff
+t_check "and answers what the local run answers" test $? = 0
+t_check "its part was computed on the device (recomputed >= 1)" test "$(field kill.json recomputed)" -ge 1
+t_check "the failure is reported" grep -q 'worker 2' <(field kill.json failure)
+
+# 3. no worker there at all
+rtl run rtlnet rewrite-s2 $img --top 10 --json --threads 1 --workers "127.0.0.1:$(cat w3.port)" "${keys[@]}" \
+    >gone.json 2>gone.err
+t_check "a worker that is not there: the answer comes from the device" same_answer local-rewrite-s2.json gone.json
+t_check "with a warning naming it" grep -q 'worker 1' gone.err
+
+# 4. rtl plan --workers
+rtl plan rtlnet rewrite-s2 --runs 2 --workers 1@1000,0.5@100:1 --json >plan.json 2>plan.err
+t_check "rtl plan --workers: the parts tile every split layer" python3 - plan.json <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))
+assert p["workers"] == 2 and len(p["layers"]) >= 2, p
+for l in p["layers"]:
+    cells = set()
+    for q in l["parts"]:
+        for r in range(*q["rows"]):
+            for c in range(*q["channels"]):
+                assert (r, c) not in cells
+                cells.add((r, c))
+    rows = max(q["rows"][1] for q in l["parts"]); chans = max(q["channels"][1] for q in l["parts"])
+    assert len(cells) == rows * chans, l
+assert p["gtdp_ms"] > 0 and p["local_ms"] > 0
+PY
+expect_ok "rtl plan --workers prints the table" rtl plan rtlnet rewrite-s2 --runs 2 --workers 1@1000,1@1000
+t_check "with the predicted time" grep -q '^predicted: GTDP' "$T/out"
+expect_fail "a bad worker list is a usage error" "SPEED@MBPS" rtl plan rtlnet rewrite-s2 --workers 1@
+expect_fail "run --workers without keys is a usage error" "peer-key" rtl run rtlnet base $img --workers "$W"
+t_done

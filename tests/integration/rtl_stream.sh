@@ -1,0 +1,184 @@
+#!/usr/bin/env bash
+# rtl stream on an installed catalog of small trained variants (the rtl
+# fixtures: tests/integration/rtl/fixtures.sh) whose variant.json files get
+# accuracies set by this test (fixture values, not measurements: the
+# scheduler needs an accuracy per variant) before packing: real runs, one
+# JSON line per result, budgets changed while it runs (control file and
+# SIGHUP) honoured from the next request on, refusals, a clean stop on
+# SIGTERM with the summary, errors.
+. "$TOP/tests/lib.sh"
+. "$TOP/tests/integration/rtl/fixtures.sh"
+cd "$T" || exit 1
+
+mkdir -p c && fx_rtl_data c >/dev/null || { t_fail "fixture data"; t_done; exit 0; }
+acc=(0.62 0.55 0.48 0.35)
+k=0
+for id in $FX_RTL_VARIANTS; do
+    fx_rtl_cfg "$id" >"c/$id.cfg"
+    case $id in base) tech=base parent=- ;; rewrite-s2) tech=rewrite parent=base ;;
+                svd-fc) tech=svd parent=base ;; pruned-small) tech=pruned parent=base ;; esac
+    fx_rtl_variant c "$id" "$tech" "$parent" "c/$id.cfg" >/dev/null || { t_fail "train $id"; t_done; exit 0; }
+    python3 - "c/variants/$id/variant.json" "${acc[$k]}" <<'PY'
+import json, sys
+p, a = sys.argv[1], float(sys.argv[2])
+v = json.load(open(p))
+v["accuracy"] = {"identity": {"split": "test", "images": 1000, "top1": a, "top5": min(1.0, a + 0.3)}}
+json.dump(v, open(p, "w"))
+PY
+    k=$((k + 1))
+done
+"$CAT" keygen -p c/k.pub -s c/k.key -W >/dev/null
+"$CAT" pack c/variants -o c/out --task identity=c/identity.names --version 1 --key c/k.key >pack.log 2>&1 ||
+    cat pack.log
+R=root
+mkdir -p $R/keys && cp c/k.pub $R/keys/release.pub
+rtl() { "$RTL" --root "$R" "$@"; }
+rtl install c/out/catalog-rtlnet-1.tar.zst >/dev/null 2>&1
+ls c/train/*.bmp | head -n 12 >list.txt
+
+expect_ok "stream executes every task on every input" rtl stream rtlnet @list.txt c/images --threads 1
+cp "$T/out" run.jsonl
+t_check "one result line per input, answers from real runs, a summary" python3 -c '
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
+res = [l for l in lines if "input" in l]
+assert len(res) == 17, len(res)
+for r in res:
+    assert r["task"] == "identity" and r["location"] == "device" and r["answer"] and 0 < r["prob"] <= 1, r
+    assert r["variant"] == "base" and r["latency_ms"] > 0, r     # no budget: the most accurate
+s = lines[-1]["summary"]
+assert s["requests"] == 17 and s["served"] == 17 and s["refused"] == 0 and s["stopped"] is False, s
+assert s["judged"] == 12 and s["measured_top1"] is not None, s   # train/NNNNNN_label.bmp names hold the truth
+' run.jsonl
+t_check "correct is judged from the file name" python3 -c '
+import json, sys
+for l in open(sys.argv[1]):
+    r = json.loads(l)
+    if "input" in r:
+        name = r["input"].rsplit("/", 1)[1]
+        if name.startswith("img"): assert r["correct"] is None, r
+        else: assert r["correct"] == (r["answer"] in name), r
+' run.jsonl
+expect_ok "the same answers as rtl run" rtl run rtlnet base c/train/000000_*.bmp --top 1 --threads 1
+t_check "stream's answer for an image is rtl run's" bash -c "
+a=\$(grep -o '\"input\":\"c/train/000000_[a-z]*.bmp\",\"task\":\"identity\",\"answer\":\"[a-z]*\"' run.jsonl | sed 's/.*answer\":\"//; s/\"//')
+grep -q \"\$a\" '$T/out'"
+
+expect_ok "dry run: decisions with predicted figures, nothing runs" rtl stream rtlnet c/images --dry-run
+t_check "dry-run lines have no answer" python3 -c '
+import json, sys
+res = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{\"input")]
+assert len(res) == 5 and all(r["answer"] is None and r["latency_ms"] == r["predicted_ms"] for r in res), res
+' "$T/out"
+
+# Budgets that change while it runs: a tighter latency budget after a few
+# results holds from the next request on; SIGHUP re-reads the file; SIGTERM
+# stops it with the summary.
+put() { printf "$1" >ctl.tmp && touch -r ctl ctl.tmp 2>/dev/null; mv ctl.tmp ctl; }
+printf 'latency_ms = 0   # none\n' >ctl
+"$RTL" --root "$R" stream rtlnet @list.txt --repeat 1000 --fps 40 --threads 1 --control ctl >live.jsonl 2>live.err &
+pid=$!
+wait_lines() { for _ in $(seq 200); do [ "$(grep -c "$2" live.jsonl)" -ge "$1" ] && return 0; sleep 0.05; done; return 1; }
+wait_lines 5 '"answer"'
+printf 'latency_ms = 0.000001\n' >ctl.tmp && mv ctl.tmp ctl   # nothing is that fast
+wait_lines 1 '"event":"budget"'
+wait_lines 3 '"refused"'
+put 'latency_ms = 1000000.\n'   # same size and mtime: only the signal tells
+sleep 0.3
+kill -HUP $pid
+wait_lines 2 '"event":"budget"'
+sleep 0.5
+kill -TERM $pid
+wait $pid
+rc=$?
+t_check "SIGTERM stops it cleanly (exit 0, a summary that says it stopped)" python3 -c '
+import json, sys
+assert int(sys.argv[2]) == 0, sys.argv[2]
+s = json.loads(open(sys.argv[1]).read().splitlines()[-1])["summary"]
+assert s["stopped"] is True and s["budget_changes"] == 2, s
+' live.jsonl "$rc"
+t_check "a budget change holds from the next request on, and SIGHUP re-reads the file" python3 -c '
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+ev = [i for i, l in enumerate(lines) if l.get("event") == "budget"]
+assert len(ev) == 2, ev
+first, second = ev
+assert all("answer" in l for l in lines[1:first] if "input" in l)
+between = [l for l in lines[first + 1:second] if "input" in l]
+assert between and all("refused" in l and "latency budget" in l["refused"] for l in between), between[:2]
+after = [l for l in lines[second + 1:] if "input" in l]
+assert after and all("answer" in l for l in after), after[:2]
+assert lines[first]["after_request"] == sum(1 for l in lines[:first] if "input" in l)
+' live.jsonl
+
+printf 'energy_wh = 0.00000003\n' >ctl   # 0.108 mJ: a few requests at most
+expect_ok "an energy budget that runs out" rtl stream rtlnet @list.txt --control ctl --threads 1
+t_check "requests are refused once it is spent, never overrun" python3 -c '
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+res = [l for l in lines if "input" in l]
+s = lines[-1]["summary"]
+assert s["refused"] > 0 and "energy budget is spent" in [l for l in res if "refused" in l][0]["refused"], s
+assert s["energy_mj"] <= 0.108 + 1e-9 and s["served"] + s["refused"] == len(res), s
+' "$T/out"
+printf 'memory_mb = 0.000001\n' >ctl
+expect_ok "a memory budget nothing fits: per-request refusals" rtl stream rtlnet c/images --control ctl --threads 1
+t_check "each request refused with the reason" bash -c "[ \$(grep -c '\"refused\":\".*memory budget' '$T/out') = 5 ]"
+printf 'latency = fast\n' >ctl
+expect_fail "a bad control file at the start is an error" "ctl:1: .*unknown key|ctl:1: .*not a number" \
+    rtl stream rtlnet c/images --control ctl
+expect_fail "a catalog that is not installed" "not installed" rtl stream nosuch c/images
+expect_fail "an input that does not exist" "input nowhere.bmp" rtl stream rtlnet nowhere.bmp
+expect_fail "a task the catalog lacks" "no task colour" rtl stream rtlnet c/images --task colour
+expect_fail "an unknown policy" "unknown policy 'best'" rtl stream rtlnet c/images --policy best
+expect_fail "dry run and execute together" "exclude each other" rtl stream rtlnet c/images --dry-run --execute
+# A real multi-capacity (nested) variant: prune roadmap -> prune grow (as
+# tests/integration/rtl_nested.sh), its capacities' measured top-1 in the
+# manifest; the scheduler picks a capacity and stream switches the open
+# model to it in place.
+TOOL=$O/tests/tools/prune-testtool
+sed -n '/^cat >base.cfg/,/^EOF2/p' "$TOP/tests/integration/rtl_nested.sh" | sed '1d;$d' >nbase.cfg
+"$TOOL" weights nbase.cfg 5 nbase.weights && "$TOOL" images ndata 12 16 4 &&
+    "$BIN/prune" roadmap --cfg nbase.cfg --weights nbase.weights --data ndata/tiny.data --method l1 --seed 3 --out rm \
+        --set step=0.25 --set min_accuracy=0 --set retrain_batches=5 --set max_steps=4 >/dev/null 2>&1 &&
+    "$BIN/prune" grow --roadmap rm/roadmap.json --data ndata/tiny.data --seed 1 --set batches=5 --out g >/dev/null 2>&1 ||
+    t_fail "nested fixture"
+V=n/variants/nest
+mkdir -p $V && cp g/variant.cfg $V/variant.cfg && cp g/init.weights $V/variant.weights
+{
+    printf '{"schema":1,"id":"nest","model":"tiny","technique":"nested","parent":null,"depends_on":[],\n'
+    printf ' "description":"stream nested fixture","task":"identity",\n'
+    printf ' "files":[{"role":"cfg","path":"variant.cfg"},{"role":"weights","path":"variant.weights"}],\n'
+    printf ' "accuracy":{"identity":{"split":"test","images":6,"top1":%s}},"technique_fields":%s,\n "cost":' \
+        "$(jq '.technique_fields.capacities[-1].top1' g/meta.json)" "$(jq -c .technique_fields g/meta.json)"
+    "$BIN/trainer" info --json $V/variant.cfg
+    printf '}\n'
+} >$V/variant.json
+"$CAT" pack n/variants -o n/out --task identity=ndata/labels.txt --version 1 --key c/k.key >npack.log 2>&1 &&
+    rtl install n/out/catalog-tiny-1.tar.zst >/dev/null 2>&1 || cat npack.log
+nimg=$(ls ndata/img/* | head -n 4)
+expect_ok "stream a nested variant: the most accurate capacity" rtl stream tiny $nimg --threads 1
+cp "$T/out" nest1.jsonl
+best=$(jq '[.technique_fields.capacities | to_entries[] | {k: (.key + 1), a: .value.top1}] | max_by(.a) | .k' g/meta.json)
+t_check "every request ran at capacity $best (the most accurate)" python3 -c '
+import json, sys
+res = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{\"input")]
+assert len(res) == 4 and all(r["capacity"] == int(sys.argv[2]) and r["answer"] for r in res), res
+' nest1.jsonl "$best"
+# 70% of the capacity's own predicted latency (a request without a page-in)
+lim=$(python3 -c '
+import json, sys
+print(min(json.loads(l)["predicted_ms"] for l in open(sys.argv[1]) if l.startswith("{\"input") and "\"paged_in\":0" in l) * 0.7)
+' nest1.jsonl)
+printf 'latency_ms = %s\n' "$lim" >nctl
+expect_ok "a latency budget below it: a smaller capacity, switched in place" rtl stream tiny $nimg --threads 1 --control nctl
+t_check "smaller capacities within the budget, each run" python3 -c '
+import json, sys
+res = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{\"input")]
+assert len(res) == 4, res
+for r in res:
+    assert r["capacity"] < int(sys.argv[2]) and r["answer"], r
+    assert r["paged_in"] or r["predicted_ms"] <= float(sys.argv[3]) + 1e-9, r   # the budget (a page-in adds its load)
+' "$T/out" "$best" "$lim"
+expect_ok "stream --help" rtl stream --help
+t_done

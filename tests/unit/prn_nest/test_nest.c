@@ -1,0 +1,231 @@
+/* Unit tests of freeze-&-grow (prn_nest.h): a small nested model grown
+ * over three capacities with real SGD steps; after every growth step each
+ * smaller capacity's outputs and weights are bit-identical to what they
+ * were when that capacity was trained (issue 15 item 3); new filters start
+ * from the initial network's weights; old filters' new-input slices are
+ * zero; refusals. */
+#include "testutil_impl.h"
+#include "testlib_trn.h"
+#include "prn_nest.h"
+
+#define NCAP 3
+#define NL 7
+#define BATCH 4
+
+/* 0 conv+BN, 1 maxpool, 2 conv+BN, 3 avgpool... kept spatial: 3 is a
+ * connected layer's input flattening instead: 3 maxpool, 4 connected,
+ * 5 connected classifier (fixed), 6 softmax. */
+static char *cfg_text(int f0, int f2, int f4)
+{
+    static char buf[4][1024];
+    static int next;
+    char *b = buf[next++ % 4];
+    snprintf(b, 1024,
+             "[net]\nbatch=%d\nheight=8\nwidth=8\nchannels=3\nlearning_rate=0.05\nmomentum=0.9\n"
+             "decay=0.0005\n"
+             "[convolutional]\nbatch_normalize=1\nfilters=%d\nsize=3\npad=1\nactivation=leaky\n"
+             "[maxpool]\nsize=2\nstride=2\n"
+             "[convolutional]\nbatch_normalize=1\nfilters=%d\nsize=3\npad=1\nactivation=leaky\n"
+             "[maxpool]\nsize=2\nstride=2\n"
+             "[connected]\noutput=%d\nactivation=relu\n"
+             "[connected]\noutput=3\nactivation=linear\n"
+             "[softmax]\n",
+             BATCH, f0, f2, f4);
+    return b;
+}
+
+static const int caps[NCAP][NL] = {
+    {2, 0, 3, 0, 2, 3, 0},
+    {4, 0, 5, 0, 4, 3, 0},
+    {8, 0, 8, 0, 6, 3, 0},
+};
+
+static void randomise(trn_net *net, uint64_t seed)
+{
+    trn_rng r;
+    trn_rng_seed(&r, seed);
+    int np;
+    const trn_param *p = trn_net_params(net, &np);
+    for (int i = 0; i < np; i++)
+        for (size_t k = 0; k < p[i].count; k++)
+            p[i].data[k] = p[i].role == TRN_PARAM_ROLLING_VARIANCE ? trn_rng_range(&r, 0.5f, 1.5f)
+                                                                   : trn_rng_range(&r, -0.5f, 0.5f);
+}
+
+static void fill(float *x, size_t n, uint64_t seed)
+{
+    trn_rng r;
+    trn_rng_seed(&r, seed);
+    for (size_t i = 0; i < n; i++) x[i] = trn_rng_uniform(&r);
+}
+
+/* A few SGD steps on random data at the network's current capacity. */
+static void train(trn_net *net, uint64_t seed)
+{
+    trn_err e;
+    size_t nx = BATCH * trn_net_inputs(net);
+    float *x = malloc(nx * sizeof *x), y[BATCH * 3];
+    for (int s = 0; s < 4; s++) {
+        fill(x, nx, seed * 100 + s);
+        memset(y, 0, sizeof y);
+        for (int b = 0; b < BATCH; b++) y[b * 3 + (b + s) % 3] = 1;
+        assert_int_equal(trn_net_forward_train(net, x, y, &e), 0);
+        assert_int_equal(trn_net_backward(net, &e), 0);
+        trn_net_update(net);
+    }
+    free(x);
+}
+
+typedef struct snap {
+    float *out;       /* probe outputs at the capacity */
+    trn_net *weights; /* the capacity's slices, as a separate network */
+} snap;
+
+static void take(trn_net *net, int k, const float *probe, snap *s)
+{
+    trn_err e;
+    assert_int_equal(trn_net_set_capacity(net, caps[k], &e), 0);
+    assert_int_equal(trn_net_forward(net, probe, &e), 0);
+    size_t no = BATCH * trn_net_outputs(net);
+    s->out = malloc(no * sizeof *s->out);
+    memcpy(s->out, trn_net_output(net), no * sizeof *s->out);
+    s->weights = tl_net(cfg_text(caps[k][0], caps[k][2], caps[k][4]), NULL);
+    assert_non_null(s->weights);
+    assert_int_equal(trn_net_copy_capacity(s->weights, net, &e), 0);
+}
+
+static void check(trn_net *net, int k, const float *probe, const snap *s, int after)
+{
+    trn_err e;
+    assert_int_equal(trn_net_set_capacity(net, caps[k], &e), 0);
+    assert_int_equal(trn_net_forward(net, probe, &e), 0);
+    if (memcmp(trn_net_output(net), s->out, BATCH * trn_net_outputs(net) * sizeof(float)) != 0)
+        fail_msg("capacity %d's outputs changed by growth step %d", k + 1, after + 1);
+    trn_net *now = tl_net(cfg_text(caps[k][0], caps[k][2], caps[k][4]), NULL);
+    assert_int_equal(trn_net_copy_capacity(now, net, &e), 0);
+    int np;
+    const trn_param *a = trn_net_params(now, &np), *b = trn_net_params(s->weights, NULL);
+    for (int i = 0; i < np; i++)
+        if (memcmp(a[i].data, b[i].data, a[i].count * sizeof(float)) != 0)
+            fail_msg("capacity %d's parameter %d (%s of layer %d) changed by growth step %d", k + 1,
+                     i, trn_param_role_name(a[i].role), a[i].layer, after + 1);
+    trn_net_free(now);
+}
+
+static prn_nest table(void)
+{
+    prn_nest n = {.ncap = NCAP, .nlayers = NL};
+    n.filters = malloc(sizeof caps);
+    memcpy(n.filters, caps, sizeof caps);
+    n.fixed = calloc(NL, 1);
+    n.fixed[5] = 1;
+    return n;
+}
+
+static void smaller_capacities_stay_bit_identical(void **state)
+{
+    (void)state;
+    trn_err e;
+    trn_net *net = tl_net(cfg_text(8, 8, 6), NULL);
+    assert_non_null(net);
+    randomise(net, 99); /* what the base held: must not leak into capacities */
+    prn_nest n = table();
+    assert_int_equal(prn_nest_check(net, &n, &e), 0);
+    float probe[BATCH * 192];
+    fill(probe, sizeof probe / sizeof *probe, 5);
+    snap s[NCAP];
+    trn_net *init[NCAP];
+    for (int k = 0; k < NCAP; k++) {
+        init[k] = tl_net(cfg_text(caps[k][0], caps[k][2], caps[k][4]), NULL);
+        randomise(init[k], 10 + k);
+    }
+    assert_int_equal(prn_nest_start(net, &n, init[0], &e), 0);
+    take(net, 0, probe, &s[0]);
+    /* The seed computes what it computed alone. */
+    assert_int_equal(trn_net_forward(init[0], probe, &e), 0);
+    assert_memory_equal(trn_net_output(init[0]), s[0].out, BATCH * 3 * sizeof(float));
+    for (int k = 1; k < NCAP; k++) {
+        assert_int_equal(prn_nest_grow(net, &n, k, init[k], &e), 0);
+        /* New filters start from init: layer 2's row caps[k-1][2] (all its columns). */
+        int np;
+        const trn_param *p = trn_net_params(net, &np), *q = trn_net_params(init[k], NULL);
+        for (int i = 0; i < np; i++) {
+            if (p[i].layer != 2 || p[i].role != TRN_PARAM_WEIGHTS) continue;
+            int r = caps[k - 1][2];
+            assert_memory_equal(p[i].data + (size_t)r * p[i].cols, q[i].data + (size_t)r * q[i].cols,
+                                (size_t)q[i].cols * sizeof(float));
+            /* old filter 0 reads no new channel: columns of channels >= caps[k-1][0] are 0 */
+            for (int c = caps[k - 1][0] * 9; c < caps[k][0] * 9; c++) assert_true(p[i].data[c] == 0);
+        }
+        train(net, (uint64_t)k);
+        /* The training changed the new filters (the test can see a change). */
+        trn_net *before = tl_net(cfg_text(caps[k][0], caps[k][2], caps[k][4]), NULL);
+        assert_int_equal(trn_net_copy_capacity(before, net, &e), 0);
+        const trn_param *t = trn_net_params(before, NULL);
+        int changed = 0;
+        for (int i = 0; i < np; i++)
+            if (t[i].role == TRN_PARAM_WEIGHTS && memcmp(t[i].data, q[i].data, q[i].count * 4)) changed = 1;
+        assert_true(changed);
+        trn_net_free(before);
+        for (int j = 0; j < k; j++) check(net, j, probe, &s[j], k);
+        take(net, k, probe, &s[k]);
+    }
+    prn_nest_finish(net);
+    /* Full capacity = the largest one; every capacity still as trained. */
+    for (int j = 0; j < NCAP; j++) check(net, j, probe, &s[j], NCAP - 1);
+    /* Bytes grow with the capacity; the largest is the whole network. */
+    uint64_t b0 = prn_nest_capacity_bytes(net, &n, 0), b2 = prn_nest_capacity_bytes(net, &n, 2);
+    trn_net_totals t;
+    assert_int_equal(trn_net_set_capacity(net, NULL, &e), 0);
+    trn_net_get_totals(net, &t);
+    assert_true(b0 < b2 && b2 == t.weight_bytes);
+    for (int k = 0; k < NCAP; k++) {
+        free(s[k].out);
+        trn_net_free(s[k].weights);
+        trn_net_free(init[k]);
+    }
+    prn_nest_free(&n);
+    trn_net_free(net);
+}
+
+static void refusals(void **state)
+{
+    (void)state;
+    trn_err e;
+    trn_net *net = tl_net(cfg_text(8, 8, 6), NULL);
+    prn_nest n = table();
+    n.filters[1 * NL + 2] = 2; /* capacity 2 keeps fewer than capacity 1 */
+    assert_int_equal(prn_nest_check(net, &n, &e), -1);
+    assert_non_null(strstr(e.msg, "nested"));
+    prn_nest_free(&n);
+    n = table();
+    n.fixed[0] = 1; /* a fixed layer with batch norm */
+    n.filters[0] = n.filters[NL] = 8;
+    assert_int_equal(prn_nest_check(net, &n, &e), -1);
+    assert_non_null(strstr(e.msg, "batch"));
+    prn_nest_free(&n);
+    n = table();
+    n.filters[2 * NL + 1] = 3; /* a maxpool with filters */
+    assert_int_equal(prn_nest_check(net, &n, &e), -1);
+    assert_non_null(strstr(e.msg, "capacity 3"));
+    /* a seed of the wrong shape */
+    prn_nest_free(&n);
+    n = table();
+    trn_net *wrong = tl_net(cfg_text(3, 3, 2), NULL);
+    assert_int_equal(prn_nest_start(net, &n, wrong, &e), -1);
+    assert_non_null(strstr(e.msg, "seed"));
+    trn_net_free(wrong);
+    prn_nest_free(&n);
+    trn_net_free(net);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(smaller_capacities_stay_bit_identical),
+        cmocka_unit_test(refusals),
+    };
+    int rc = cmocka_run_group_tests_name("prn_nest", tests, NULL, NULL);
+    test_tmpdir_cleanup();
+    return rc;
+}

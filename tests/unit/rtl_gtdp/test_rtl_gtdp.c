@@ -1,0 +1,160 @@
+/* Unit tests of MeDNN's GTDP planner (runtime-lite/src/gtdp.c): the parts
+ * tile each layer's output exactly (every worker once), the halo rows and
+ * bytes of a part follow the kernel, speeds shape the split so that the
+ * plan beats an equal split on unequal workers, a map of one row is split
+ * by channels, and bad inputs are errors. */
+#include "testutil_impl.h"
+#include "rtl.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+static uint64_t rng = 88172645463325252ull;
+static double urand(void)
+{
+    rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+    return (double)(rng >> 11) / 9007199254740992.0;
+}
+
+static rtl_gtdp_layer conv(int c_in, int h_in, int c, int size, int stride, int pad, double ms)
+{
+    rtl_gtdp_layer l = {.index = 3, .c_in = c_in, .h_in = h_in, .w_in = h_in, .c = c, .size = size,
+                        .stride = stride, .pad = pad, .ms = ms};
+    l.h = l.w = (h_in + 2 * pad - size) / stride + 1;
+    l.macs = (uint64_t)l.h * l.w * c * c_in * size * size;
+    return l;
+}
+
+/* Every output element in exactly one part; every worker at most once. */
+static void check_tiles(const rtl_gtdp_layer *l, const rtl_gtdp_layer_plan *p, int n)
+{
+    int *cover = calloc((size_t)l->h * l->c, sizeof *cover);
+    int seen[RTL_GTDP_MAX_WORKERS] = {0};
+    assert_true(p->nparts >= 1 && p->nparts <= n);
+    for (int k = 0; k < p->nparts; k++) {
+        const rtl_gtdp_part *q = &p->parts[k];
+        assert_true(q->worker >= 0 && q->worker < n);
+        assert_int_equal(seen[q->worker]++, 0);
+        assert_true(q->r0 < q->r1 && q->c0 < q->c1 && q->r1 <= l->h && q->c1 <= l->c);
+        for (int r = q->r0; r < q->r1; r++)
+            for (int c = q->c0; c < q->c1; c++) cover[r * l->c + c]++;
+    }
+    for (int i = 0; i < l->h * l->c; i++) assert_int_equal(cover[i], 1);
+    free(cover);
+}
+
+static void parts_tile_the_output(void **state)
+{
+    (void)state;
+    for (int t = 0; t < 200; t++) {
+        int n = 1 + (int)(urand() * RTL_GTDP_MAX_WORKERS);
+        rtl_gtdp_worker w[RTL_GTDP_MAX_WORKERS];
+        for (int i = 0; i < n; i++) w[i] = (rtl_gtdp_worker){0.2 + urand() * 3, 10 + urand() * 1000, urand()};
+        int k = 1 + 2 * (int)(urand() * 3);
+        rtl_gtdp_layer l = conv(1 + (int)(urand() * 64), 8 + (int)(urand() * 40), 1 + (int)(urand() * 64), k,
+                                1 + (int)(urand() * 2), k / 2, urand() * 50);
+        rtl_gtdp_layer_plan p;
+        rtl_err e;
+        if (rtl_gtdp_plan_layer(&l, w, n, &p, &e) != 0) fail_msg("%s", e.msg);
+        check_tiles(&l, &p, n);
+        double worst = 0;
+        uint64_t bytes = 0;
+        for (int i = 0; i < p.nparts; i++) {
+            worst = fmax(worst, p.parts[i].ms);
+            bytes += p.parts[i].in_bytes + p.parts[i].out_bytes;
+        }
+        assert_true(fabs(worst - p.ms) < 1e-12);
+        assert_true(bytes == p.bytes);
+    }
+}
+
+/* Rows [r0, r1) of a 3x3, stride 1, pad 1 layer read input rows
+ * [r0-1, r1+1) clipped; bytes and times follow the model. */
+static void halo_and_costs(void **state)
+{
+    (void)state;
+    rtl_gtdp_layer l = conv(4, 10, 6, 3, 1, 1, 12.0);
+    rtl_gtdp_worker w = {2.0, 8.0, 1.5}; /* 8 Mbps = 1000 bytes/ms */
+    rtl_gtdp_part p = {.r0 = 3, .r1 = 6, .c0 = 0, .c1 = 3};
+    rtl_gtdp_part_cost(&l, &w, &p);
+    assert_int_equal(p.in_r0, 2);
+    assert_int_equal(p.in_r1, 7);
+    assert_true(p.in_bytes == 4ull * 5 * 10 * 4);
+    assert_true(p.out_bytes == 4ull * 3 * 10 * 3);
+    assert_true(fabs(p.compute_ms - 12.0 * (3.0 * 3 / 60) / 2.0) < 1e-12);
+    assert_true(fabs(p.transfer_ms - (double)(p.in_bytes + p.out_bytes) / 1000.0) < 1e-12);
+    assert_true(fabs(p.ms - (1.5 + p.compute_ms + p.transfer_ms)) < 1e-12);
+    rtl_gtdp_part top = {.r0 = 0, .r1 = 2, .c0 = 0, .c1 = 6};
+    rtl_gtdp_part_cost(&l, &w, &top);
+    assert_int_equal(top.in_r0, 0);
+    assert_int_equal(top.in_r1, 3);
+}
+
+/* Four workers of speeds 1, 1, 0.5, 0.25 on a fast link: the plan gives the
+ * fast ones more and beats four equal bands; two equal workers get halves. */
+static void speeds_shape_the_split(void **state)
+{
+    (void)state;
+    rtl_gtdp_layer l = conv(48, 56, 64, 3, 1, 1, 100.0);
+    rtl_gtdp_worker w[4] = {{1, 10000, 0}, {1, 10000, 0}, {0.5, 10000, 0}, {0.25, 10000, 0}};
+    rtl_gtdp_layer_plan p, e;
+    rtl_err err;
+    assert_int_equal(rtl_gtdp_plan_layer(&l, w, 4, &p, &err), 0);
+    assert_int_equal(rtl_gtdp_plan_equal(&l, w, 4, &e, &err), 0);
+    check_tiles(&l, &p, 4);
+    assert_true(p.ms < 0.8 * e.ms);
+    /* Ideal: 100 ms of work over 2.75 speed units. */
+    assert_true(p.ms < 1.1 * 100.0 / 2.75 + 1.0);
+    double share[4] = {0};
+    for (int k = 0; k < p.nparts; k++)
+        share[p.parts[k].worker] = (double)(p.parts[k].r1 - p.parts[k].r0) * (p.parts[k].c1 - p.parts[k].c0);
+    assert_true(share[0] > 3 * share[3]);
+    rtl_gtdp_worker two[2] = {{1, 1000, 0}, {1, 1000, 0}};
+    assert_int_equal(rtl_gtdp_plan_layer(&l, two, 2, &p, &err), 0);
+    assert_int_equal(p.nparts, 2);
+    int a = (p.parts[0].r1 - p.parts[0].r0) * (p.parts[0].c1 - p.parts[0].c0);
+    assert_int_equal(a, 56 * 64 / 2);
+}
+
+/* A 1-row map cannot be split by rows: channels it is. */
+static void one_row_splits_channels(void **state)
+{
+    (void)state;
+    rtl_gtdp_layer l = conv(32, 1, 40, 1, 1, 0, 5.0);
+    rtl_gtdp_worker w[3] = {{1, 100, 0}, {1, 100, 0}, {1, 100, 0}};
+    rtl_gtdp_layer_plan p;
+    rtl_err e;
+    assert_int_equal(rtl_gtdp_plan_layer(&l, w, 3, &p, &e), 0);
+    check_tiles(&l, &p, 3);
+    assert_int_equal(p.nparts, 3);
+    for (int k = 0; k < 3; k++) assert_true(p.parts[k].c1 - p.parts[k].c0 < 40);
+    assert_int_not_equal(rtl_gtdp_plan_equal(&l, w, 3, &p, &e), 0);
+}
+
+static void bad_inputs(void **state)
+{
+    (void)state;
+    rtl_gtdp_layer l = conv(3, 8, 4, 3, 1, 1, 1.0);
+    rtl_gtdp_worker w[9];
+    for (int i = 0; i < 9; i++) w[i] = (rtl_gtdp_worker){1, 100, 0};
+    rtl_gtdp_layer_plan p;
+    rtl_err e;
+    assert_int_equal(rtl_gtdp_plan_layer(&l, w, 0, &p, &e), -1);
+    assert_int_equal(rtl_gtdp_plan_layer(&l, w, 9, &p, &e), -1);
+    assert_non_null(strstr(e.msg, "workers"));
+    w[1].speed = 0;
+    assert_int_equal(rtl_gtdp_plan_layer(&l, w, 2, &p, &e), -1);
+    assert_non_null(strstr(e.msg, "worker 2"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(parts_tile_the_output), cmocka_unit_test(halo_and_costs),
+        cmocka_unit_test(speeds_shape_the_split), cmocka_unit_test(one_row_splits_channels),
+        cmocka_unit_test(bad_inputs),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
