@@ -431,8 +431,24 @@ typedef struct trn_net_totals {
     uint64_t params, macs, bias_ops, bn_ops, act_ops, pool_ops;
     uint64_t weight_bytes;          /* params as float32 */
     uint64_t peak_activation_bytes; /* largest live set of outputs at batch 1 */
+    uint64_t traffic_bytes;         /* trn_net_traffic_bytes */
 } trn_net_totals;
 void trn_net_get_totals(const trn_net *net, trn_net_totals *t);
+
+/* Modelled compulsory memory traffic of layer i in one batch-1 inference
+ * forward: the bytes of the tensors it reads (its input, or for a kind
+ * that ignores the previous layer only the layers it reads, the other
+ * layers it reads, and all its parameters) and of the output it writes,
+ * each tensor counted once: a lower bound on what any implementation
+ * moves (caches, im2col copies and re-reads come on top). A layer whose
+ * output is its input's buffer (dropout) moves none at inference. -1 if
+ * i is invalid. */
+typedef struct trn_layer_traffic {
+    uint64_t read_bytes, write_bytes;
+} trn_layer_traffic;
+int trn_net_layer_traffic(const trn_net *net, int i, trn_layer_traffic *t);
+/* The sum over the layers (read + write). */
+uint64_t trn_net_traffic_bytes(const trn_net *net);
 
 /* ---- capacities (nested channel prefixes) -------------------------------- *
  *
