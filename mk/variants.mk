@@ -16,9 +16,11 @@
 # atomically and the trainer checkpoints, so an interrupted build resumes.
 #
 # Plan entries (recipes/README.md):
-#   V_<id>       := base | rewrite SPEC | svd SPEC | mimic FROM TO WITH | lasso
+#   V_<id>       := base | rewrite SPEC | svd SPEC | mimic FROM TO WITH | lasso | early-exit
 #   V_<id>_TRAIN := [net] key=value settings; empty: no training
 #   V_<id>_MIMIC := key=value settings of the fragment's regression training
+#   V_<id>_EXITS := key=value settings of prune early-exit (V_<id> := early-exit;
+#                   the exits go to exits.cfg/exits.weights beside the trunk)
 #   V_<id>_LASSO := [net] settings of the group-lasso training of a lasso
 #                   variant (lasso_filter=..., max_batches=...): the base
 #                   trains on from its weights with them, then `prune lasso`
@@ -56,7 +58,7 @@ variants-build: $(VARIANT_JSONS)
 	$(Q)$(BIN)/catalog variants $(if $(filter 1,$(VARIANTS_JSON)),--json )$(VARIANTS_O)
 
 # What identifies a variant's recipe entry (its plan file's content).
-plan_line = $(strip $(V_$1)) | $(strip $(V_$1_TRAIN)) | $(strip $(V_$1_MIMIC))$(if $(strip $(V_$1_LASSO)), | lasso $(strip $(V_$1_LASSO))) | seed $(SEED)$(if $(filter portable,$(DETERMINISM)), | determinism portable)$(if \
+plan_line = $(strip $(V_$1)) | $(strip $(V_$1_TRAIN)) | $(strip $(V_$1_MIMIC))$(if $(strip $(V_$1_LASSO)), | lasso $(strip $(V_$1_LASSO)))$(if $(strip $(V_$1_EXITS)), | exits $(strip $(V_$1_EXITS))) | seed $(SEED)$(if $(filter portable,$(DETERMINISM)), | determinism portable)$(if \
   $(filter base,$1),$(if $(BASE_WEIGHTS), | weights $(abspath $(BASE_WEIGHTS))))$(if $(strip $(V_$1_KD)), | kd $(strip $(V_$1_KD)))
 
 # The [net] settings a variant trains with: its _TRAIN entry, plus the
@@ -70,6 +72,7 @@ derive_cmd = $(BIN)/prune $(word 1,$(V_$1)) --cfg $(BASE_V)/variant.cfg \
 derive_args_rewrite = --spec $(word 2,$(V_$1))
 derive_args_svd     = --spec $(word 2,$(V_$1))
 derive_args_lasso   =
+derive_args_early-exit = --data $(abspath $(DATA)) --threads $(job_threads) $(foreach s,$(V_$1_EXITS),--set $s)
 derive_args_mimic   = --data $(abspath $(DATA)) --from $(word 2,$(V_$1)) --to $(word 3,$(V_$1)) \
   --with '$(word 4,$(V_$1))' --threads $(job_threads) $(foreach s,$(V_$1_MIMIC),--set $s)
 
@@ -82,8 +85,8 @@ define variant_rules
 $(if $(and $(strip $(V_$1_KD)),$(filter base,$1)),$(error $(RECIPES)/$(MODEL)/recipe.mk: V_base_KD: the base is the teacher; it cannot learn from itself))
 $(if $(and $(strip $(V_$1_KD)),$(if $(strip $(V_$1_TRAIN)),,x)),$(error $(RECIPES)/$(MODEL)/recipe.mk: V_$1_KD needs V_$1_TRAIN (distillation happens while the variant trains)))
 $(foreach s,$(V_$1_KD),$(if $(filter alpha=% temperature=%,$s),,$(error $(RECIPES)/$(MODEL)/recipe.mk: V_$1_KD: '$s' is not alpha=A or temperature=T)))
-$(if $(filter base rewrite svd mimic lasso,$(word 1,$(V_$1))),,$(error $(RECIPES)/$(MODEL)/recipe.mk: \
-  variant '$1' has technique '$(word 1,$(V_$1))': use base, rewrite, svd, mimic or lasso))
+$(if $(filter base rewrite svd mimic lasso early-exit,$(word 1,$(V_$1))),,$(error $(RECIPES)/$(MODEL)/recipe.mk: \
+  variant '$1' has technique '$(word 1,$(V_$1))': use base, rewrite, svd, mimic, lasso or early-exit))
 $(if $(and $(filter lasso,$(word 1,$(V_$1))),$(if $(strip $(V_$1_LASSO)),,x)),$(error $(RECIPES)/$(MODEL)/recipe.mk: variant '$1' (lasso) needs V_$1_LASSO (the penalty and the batches of its group-lasso training)))
 $(if $(shell echo '$1' | grep -Ex '[a-z0-9][a-z0-9_.-]{0,63}'),,$(error $(RECIPES)/$(MODEL)/recipe.mk: \
   variant id '$1' is not valid: use lower-case letters, digits, '_', '.', '-'))
@@ -103,7 +106,7 @@ $(VARIANTS_O)/$1/meta.json: $(PLAN_O)/$1.plan $(RECIPE_CFG) $(DATA) mk/classes.a
 	  '$(MODEL) ($(notdir $(RECIPE_CFG)))' > $$@.tmp && mv $$@.tmp $$@
 else
 $(VARIANTS_O)/$1/meta.json: $(PLAN_O)/$1.plan $(BASE_V)/variant.weights \
-    $(if $(filter mimic lasso,$(word 1,$(V_$1))),$(DATA)) | $(VARIANTS_O)/$1/.dirstamp $(BIN)/prune $(BIN)/trainer
+    $(if $(filter mimic lasso early-exit,$(word 1,$(V_$1))),$(DATA)) | $(VARIANTS_O)/$1/.dirstamp $(BIN)/prune $(BIN)/trainer
 	$$(call msg,DERIVE,$1: $(subst $(comma), ,$(V_$1))$(if $(V_$1_LASSO), ($(V_$1_LASSO))))$$(call timed,derive,$1,$(if $(filter lasso,$(word 1,$(V_$1))),$$(call derive_lasso,$1,$$(@D)),$$(call launch,$1-derive) $$(call derive_cmd,$1,$$(@D))))
 endif
 

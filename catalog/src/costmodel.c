@@ -41,7 +41,7 @@
 
 typedef enum cm_kind {
     CM_CONV, CM_CONNECTED, CM_LOCAL, CM_MAXPOOL, CM_AVGPOOL, CM_DROPOUT, CM_CROP, CM_SOFTMAX,
-    CM_COST, CM_ROUTE, CM_SHORTCUT, CM_KIND_COUNT
+    CM_COST, CM_ROUTE, CM_SHORTCUT, CM_EXIT, CM_KIND_COUNT
 } cm_kind;
 
 static const struct {
@@ -53,14 +53,14 @@ static const struct {
     {"max", CM_MAXPOOL},        {"avgpool", CM_AVGPOOL},  {"avg", CM_AVGPOOL},
     {"dropout", CM_DROPOUT},    {"crop", CM_CROP},        {"softmax", CM_SOFTMAX},
     {"soft", CM_SOFTMAX},       {"cost", CM_COST},        {"route", CM_ROUTE},
-    {"shortcut", CM_SHORTCUT},
+    {"shortcut", CM_SHORTCUT},  {"exit", CM_EXIT},
 };
 
 static const char *const cm_names[] = {
     [CM_CONV] = "convolutional", [CM_CONNECTED] = "connected", [CM_LOCAL] = "local",
     [CM_MAXPOOL] = "maxpool",    [CM_AVGPOOL] = "avgpool",     [CM_DROPOUT] = "dropout",
     [CM_CROP] = "crop",          [CM_SOFTMAX] = "softmax",     [CM_COST] = "cost",
-    [CM_ROUTE] = "route",        [CM_SHORTCUT] = "shortcut",
+    [CM_ROUTE] = "route",        [CM_SHORTCUT] = "shortcut",    [CM_EXIT] = "exit",
 };
 _Static_assert(sizeof cm_names / sizeof *cm_names == CM_KIND_COUNT, "a kind has no name");
 
@@ -274,6 +274,7 @@ int cat_cost_model(const trn_cfg *cfg, cat_cost *out, trn_err *err)
             break;
         case CM_DROPOUT:
         case CM_COST:
+        case CM_EXIT: /* an early exit's first layer: a pass-through (trainer/nn/exit.c) */
             break;
         case CM_ROUTE:
             if ((nref = cm_refs(&x, "layers", i, refs, CM_MAX_REFS)) < 0) goto fail;
@@ -303,7 +304,7 @@ int cat_cost_model(const trn_cfg *cfg, cat_cost *out, trn_err *err)
         l->output[2] = ow;
         l->output_bytes = (uint64_t)oc * oh * ow * sizeof(float);
         /* Buffers: reads, then the layer's own output. */
-        owner[i + 1] = kind == CM_DROPOUT ? owner[i] : i + 1;
+        owner[i + 1] = kind == CM_DROPOUT || kind == CM_EXIT ? owner[i] : i + 1;
         last[i + 1] = -1;
         if (reads_prev && last[owner[i]] < i) last[owner[i]] = i;
         for (int r = 0; r < nref; r++)

@@ -257,6 +257,44 @@ int cat_describe(const cat_describe_opts *o, trn_err *err)
     cJSON_AddItemToObject(v, "latency", cJSON_Duplicate(lat, 1));
     const cJSON *tf = meta ? cJSON_GetObjectItem(meta, "technique_fields") : NULL;
     cJSON_AddItemToObject(v, "technique_fields", tf ? cJSON_Duplicate(tf, 1) : cJSON_CreateObject());
+    /* Early exits (trainer/README.md, Early exits): the exits' side files,
+     * and the accuracy of the exit model at alpha 1 (the trunk alone is
+     * what eval.json measured): technique_fields.alpha_profile. */
+    const cJSON *tfe = meta ? cJSON_GetObjectItem(meta, "technique_fields") : NULL;
+    if (strcmp(technique, "early-exit") == 0) {
+        static const char *const side[2][2] = {{"exits_cfg", "exits.cfg"}, {"exits_weights", "exits.weights"}};
+        for (int k = 0; k < 2; k++) {
+            if (file_exists(o->dir, side[k][1], err) != 0) goto out;
+            cJSON *f = cJSON_CreateObject();
+            cJSON_AddStringToObject(f, "role", side[k][0]);
+            cJSON_AddStringToObject(f, "path", side[k][1]);
+            cJSON_AddItemToArray(files, f);
+        }
+        const cJSON *aprof = cJSON_GetObjectItem(tfe, "alpha_profile"), *p1 = NULL, *it;
+        cJSON_ArrayForEach(it, aprof) {
+            const cJSON *al = cJSON_GetObjectItem(it, "alpha");
+            if (cJSON_IsNumber(al) && al->valuedouble == 1) p1 = it;
+        }
+        const cJSON *t1 = cJSON_GetObjectItem(p1, "top1"), *t5 = cJSON_GetObjectItem(p1, "top5");
+        if (!cJSON_IsNumber(t1)) {
+            trn_errf(err, "%s: an early-exit variant's technique_fields.alpha_profile has no alpha 1 entry with top1",
+                     o->meta);
+            goto out;
+        }
+        cJSON_ReplaceItemInObject(acc, "top1", cJSON_CreateNumber(t1->valuedouble));
+        if (cJSON_IsNumber(t5) && cJSON_GetObjectItem(acc, "top5"))
+            cJSON_ReplaceItemInObject(acc, "top5", cJSON_CreateNumber(t5->valuedouble));
+        cJSON_DeleteItemFromObject(acc, "top1_ci");
+        cJSON_DeleteItemFromObject(acc, "top5_ci");
+        cJSON_DeleteItemFromObject(acc, "top1_lo");
+        cJSON_DeleteItemFromObject(acc, "top1_hi");
+        cJSON_DeleteItemFromObject(acc, "top5_lo");
+        cJSON_DeleteItemFromObject(acc, "top5_hi");
+        if (cat_accuracy_add_intervals(acc) != 0) {
+            trn_errf(err, "out of memory");
+            goto out;
+        }
+    }
     if (!(schema = cat_schema_builtin(err))) goto out;
     char first[600] = "";
     report_buf rb = {first, sizeof first, 0};

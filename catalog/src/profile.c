@@ -27,7 +27,11 @@
  *                         "act_ops", "pool_ops"}]},
  *    "latency": {"build-host": {"source": "measured", "machine", "threads",
  *                               "batch": 1, "runs", "ms_median", "ms_mean"}},
- *    "counted": {"gemm_calls", "macs_outside_layers"}}
+ *    "counted": {"gemm_calls", "macs_outside_layers"},
+ *    "traffic": {"source": "modelled", "bytes", "layers": [{"read_bytes", "write_bytes"}]}}
+ * traffic is the engine's model of compulsory memory traffic of a batch-1
+ * forward (trn_net_layer_traffic, nn.h): each tensor a layer reads or
+ * writes counted once, a lower bound on what the kernels move.
  */
 #include "cat.h"
 
@@ -48,6 +52,36 @@ static int count_macs(trn_net *net, const float *x, uint64_t *macs, uint64_t *ou
     if (trn_net_count_forward(net, x, &c, err) != 0) return -1;
     *outside = c.outside_macs;
     *calls = c.gemm_calls;
+    return 0;
+}
+
+/* profile.json's "traffic": the engine's modelled compulsory traffic. */
+static int add_traffic(cJSON *root, const trn_net *net)
+{
+    cJSON *tr = cJSON_CreateObject(), *layers = cJSON_CreateArray();
+    if (!tr || !layers || !cJSON_AddItemToObject(root, "traffic", tr)) {
+        cJSON_Delete(tr);
+        cJSON_Delete(layers);
+        return -1;
+    }
+    if (!cJSON_AddStringToObject(tr, "source", "modelled") ||
+        !cJSON_AddNumberToObject(tr, "bytes", (double)trn_net_traffic_bytes(net)) ||
+        !cJSON_AddItemToObject(tr, "layers", layers)) {
+        cJSON_Delete(layers);
+        return -1;
+    }
+    for (int i = 0; i < trn_net_layers(net); i++) {
+        trn_layer_traffic t;
+        cJSON *l = cJSON_CreateObject();
+        if (!l || !cJSON_AddItemToArray(layers, l)) {
+            cJSON_Delete(l);
+            return -1;
+        }
+        trn_net_layer_traffic(net, i, &t);
+        if (!cJSON_AddNumberToObject(l, "read_bytes", (double)t.read_bytes) ||
+            !cJSON_AddNumberToObject(l, "write_bytes", (double)t.write_bytes))
+            return -1;
+    }
     return 0;
 }
 
@@ -229,6 +263,11 @@ cJSON *cat_profile(const char *cfg_path, const char *weights_path, const cat_pro
     cJSON_AddItemToObject(root, "counted", cnt);
     cJSON_AddNumberToObject(cnt, "gemm_calls", (double)calls);
     cJSON_AddNumberToObject(cnt, "macs_outside_layers", (double)outside);
+    if (add_traffic(root, net) != 0) {
+        cJSON_Delete(root);
+        root = NULL;
+        trn_errf(err, "out of memory");
+    }
 out:
     free(macs);
     free(ms);

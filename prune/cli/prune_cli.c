@@ -350,6 +350,7 @@ static int run_specialise(int argc, char **argv)
 static int run_trr(int argc, char **argv) { return run_verb("trr", prn_cli_trr, argc, argv); }
 static int run_l1(int argc, char **argv) { return run_verb("l1", prn_cli_l1, argc, argv); }
 static int run_roadmap(int argc, char **argv) { return run_verb("roadmap", prn_cli_roadmap, argc, argv); }
+static int run_early_exit(int argc, char **argv) { return run_verb("early-exit", prn_cli_early_exit, argc, argv); }
 static int run_grow(int argc, char **argv) { return run_verb("grow", prn_cli_grow, argc, argv); }
 static int run_scan(int argc, char **argv) { return run_verb("scan", prn_cli_scan, argc, argv); }
 static int run_retarget(int argc, char **argv)
@@ -372,6 +373,7 @@ int main(int argc, char **argv)
         CK_VERB("trr", "rank every filter by NestDNN's Triplet Response Residual (a ranking file)", run_trr),
         CK_VERB("l1", "rank every filter by the L1 norm of its weights (the baseline of trr)", run_l1),
         CK_VERB("scan", "the sensitivity scan: one layer pruned by a ranking at a time, no retraining", run_scan),
+        CK_VERB("early-exit", "FlexDNN early exits: exit search, insertion plan, lossless thresholds, alpha profile", run_early_exit),
         CK_VERB("roadmap", "NestDNN's pruning roadmap: prune by a ranking, retrain, until the minimum accuracy fails", run_roadmap),
         CK_VERB("grow", "NestDNN's freeze-&-grow: one multi-capacity model from a pruning roadmap", run_grow),
     };

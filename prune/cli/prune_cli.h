@@ -42,6 +42,9 @@ int prn_cli_retarget(int argc, char **argv, trn_err *err);
 /* The specialise verb (specialise_cli.c). */
 int prn_cli_specialise(int argc, char **argv, trn_err *err);
 
+/* The early-exit verb (exits_cli.c). */
+int prn_cli_early_exit(int argc, char **argv, trn_err *err);
+
 /* The ranking verbs trr and l1 (rank_cli.c). */
 int prn_cli_trr(int argc, char **argv, trn_err *err);
 int prn_cli_l1(int argc, char **argv, trn_err *err);

@@ -465,6 +465,58 @@ int prn_roadmap_order(int nsteps, int nlayers, const int *base, int *const *cons
 int prn_cfg_splice(trn_cfg *cfg, int first, int last, const trn_cfg *with, int with_first,
                    int n_new, int keep_last_ref, int *map, trn_err *err) TRN_MUST_CHECK;
 
+
+/* ---- early exits (exits.c; FlexDNN, prune/README.md "Early exits") ---------- */
+
+/* Batch number `step` of the training stream: x (batch, c, h, w), y
+ * (batch, classes) one-hot. */
+typedef int (*prn_batch_fn)(void *ctx, uint64_t step, float *x, float *y, trn_err *err);
+
+typedef struct prn_exits_opts {
+    int batch;           /* images per training step and evaluation forward (64) */
+    int stage1;          /* training batches of the over-parameterised branches (400) */
+    int finetune;        /* batches after each shrink (150) */
+    float learning_rate; /* (0.05; fine-tunes use half) */
+    float momentum;      /* (0.9) */
+    float decay;         /* (0.0005) */
+    float kd;            /* weight of the distillation from the trunk's output (0.5; 0: labels only) */
+    int width;           /* filters of an over-parameterised branch's first convolution (32) */
+    int layers;          /* its 3x3 convolutions, each twice as wide as the one before (2) */
+    int pool_to;         /* its max-pool brings the input to about this side (4) */
+    float tolerance;     /* exit-rate drop a shrink may cost (0.02) */
+    int branchynet;      /* 1: the baseline: one fixed head per max-pool stage, no search,
+                          * no insertion plan, trained with the same batches in all */
+    uint64_t seed;
+    prn_batch_fn train;  /* the training stream (augmented) */
+    void *train_ctx;
+    const float *valid_x, *test_x; /* images, evaluation preprocessing */
+    const int *valid_y, *test_y;   /* classes */
+    size_t n_valid, n_test;
+} prn_exits_opts;
+
+void prn_exits_opts_defaults(prn_exits_opts *o);
+/* One option from "key=value" (the keys above). -1 naming the key. */
+int prn_exits_opts_set(prn_exits_opts *o, const char *kv, trn_err *err);
+
+/* The exits of the model prn_early_exit derives. */
+typedef struct prn_exit_model {
+    trn_cfg *cfg;       /* exits.cfg */
+    trn_exits *exits;   /* over the variant's network (batch 1), trained weights */
+    size_t n_predictions; /* test images */
+    int classes;
+    int *exit_of;       /* per test image at alpha 1: the exit that answered (count: the trunk) */
+    float *predictions; /* per test image at alpha 1: the answering probabilities */
+} prn_exit_model;
+void prn_exit_model_free(prn_exit_model *m);
+
+/* FlexDNN on the trained base (cfg, weights; frozen): exit search,
+ * lossless thresholds on the valid split, the insertion plan, and the alpha
+ * profile on the test split (technique_fields: exits, alpha_profile, base,
+ * search, plan_steps). out->cfg and out->net are the base's; em holds the
+ * exits. -1 with err. */
+int prn_early_exit(const trn_cfg *cfg, const char *cfg_path, const char *weights, const prn_exits_opts *o,
+                   prn_variant *out, prn_exit_model *em, trn_err *err) TRN_MUST_CHECK;
+
 #ifdef __cplusplus
 }
 #endif

@@ -12,8 +12,9 @@ extern int quiet;
 struct cmd_opts {
     int allow_downgrade, json;
     long long top, runs, warmup, threads; /* defaults 5, 20, 3, 0 (keep) */
+    double alpha; /* early exits' knob; -1: the model's default (1) */
 };
-#define CMD_OPTS_DEFAULTS {.top = 5, .runs = 20, .warmup = 3}
+#define CMD_OPTS_DEFAULTS {.top = 5, .runs = 20, .warmup = 3, .alpha = -1}
 
 /* Prints "rtl: error: MSG" and returns 1. */
 int fail(const rtl_err *err);

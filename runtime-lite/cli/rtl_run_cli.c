@@ -13,12 +13,17 @@
 
 /* One image's result as text or into the JSON array. */
 static void print_result(const char *image, const rtl_class *top, size_t n, const char *answered_by,
-                         cJSON *results)
+                         const rtl_model *m, cJSON *results)
 {
+    int exits = rtl_model_exits(m), exit = rtl_model_exit_taken(m);
     if (results) {
         cJSON *r = cJSON_CreateObject(), *arr = cJSON_CreateArray();
         cJSON_AddStringToObject(r, "image", image);
         cJSON_AddStringToObject(r, "answered_by", answered_by);
+        if (exits) {
+            cJSON_AddNumberToObject(r, "exit", exit);
+            cJSON_AddNumberToObject(r, "exit_layer", exit < exits ? rtl_model_exit_layer(m, exit) : -1);
+        }
         for (size_t k = 0; k < n; k++) {
             cJSON *c = cJSON_CreateObject();
             cJSON_AddNumberToObject(c, "index", (double)top[k].index);
@@ -32,6 +37,8 @@ static void print_result(const char *image, const rtl_class *top, size_t n, cons
     }
     printf("%s:", image);
     for (size_t k = 0; k < n; k++) printf("%s %.6f %s", k ? "," : "", top[k].prob, top[k].label);
+    if (exits && exit < exits) printf(" [exit %d, layer %d]", exit, rtl_model_exit_layer(m, exit));
+    else if (exits) printf(" [final]");
     putchar('\n');
 }
 
@@ -48,16 +55,22 @@ int cmd_run(rtl_store *s, int argc, char **argv)
          "default: the largest)"},
         {"--json", NULL, CK_FLAG, &o.json, 0, 0,
          "one JSON object: {\"catalog\",\"version\",\"variant\",\"results\":[{\"image\",\n"
-         "\"answered_by\",\"top\":[{\"index\",\"label\",\"probability\"}]} or\n"
+         "\"answered_by\",[\"exit\",\"exit_layer\",]\"top\":[{\"index\",\"label\",\"probability\"}]} or\n"
          "{\"image\",\"error\"}]}"},
         {"--threads", "N", CK_INT, &o.threads, 1, 1024, "compute threads (default: all cores)"},
+        {"--alpha", "A", CK_REAL, &o.alpha, 0, 1e6,
+         "early-exit variants: exit when confidence > A x the exit's lossless threshold\n"
+         "(default 1; smaller answers earlier, larger later; the manifest's alpha_profile\n"
+         "gives accuracy and expected MACs per A)"},
         {0},
     };
-    const ck_verb v = {"run", NULL, NULL, "ID VARIANT IMAGE... [--top K] [--capacity K] [--json] [--threads N]",
+    const ck_verb v = {"run", NULL, NULL, "ID VARIANT IMAGE... [--top K] [--capacity K] [--json] [--threads N]\n"
+                       "              [--alpha A]",
                        "Runs variant VARIANT of installed catalog ID on each image (PNG, JPEG or BMP;\n"
                        "scaled and centre-cropped as `trainer predict` does) and prints the K most\n"
                        "probable classes with the labels of the variant's task, one line per image:\n"
-                       "  IMAGE: P1 LABEL1, P2 LABEL2, ...\n",
+                       "  IMAGE: P1 LABEL1, P2 LABEL2, ...\n"
+                       "An early-exit variant adds which exit answered: [exit J, layer L] or [final].\n",
                        opts, "With --split S|auto --peer HOST:PORT the variant runs split with a peer\n"
                              "(rtl run --split auto --help). With --task T... (no VARIANT) every task is\n"
                              "answered, shared trunks run once (rtl run --task T --help).\n"
@@ -74,6 +87,11 @@ int cmd_run(rtl_store *s, int argc, char **argv)
         return fail(&err);
     }
     if (capacity && rtl_model_set_capacity(m, (int)capacity, &err) != 0) {
+        rtl_model_close(m);
+        rtl_catalog_close(cat);
+        return fail(&err);
+    }
+    if (o.alpha >= 0 && rtl_model_set_alpha(m, (float)o.alpha, &err) != 0) {
         rtl_model_close(m);
         rtl_catalog_close(cat);
         return fail(&err);
@@ -105,7 +123,7 @@ int cmd_run(rtl_store *s, int argc, char **argv)
             }
             continue;
         }
-        print_result(argv[a], top, n, rtl_model_answered_by(m), results);
+        print_result(argv[a], top, n, rtl_model_answered_by(m), m, results);
     }
     if (doc) {
         char *text = cJSON_Print(doc);

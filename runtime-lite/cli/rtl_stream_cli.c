@@ -367,6 +367,15 @@ int cmd_stream(rtl_store *st, int argc, char **argv)
                         snprintf(om->variant, sizeof om->variant, "%s", op->variant);
                         om->m = m;
                     }
+                    if (op->capacity > 0 && rtl_model_capacities(om->m) > 0 &&
+                        rtl_model_capacity(om->m) != op->capacity &&
+                        rtl_model_set_capacity(om->m, op->capacity, &err) != 0) { /* switched in place */
+                        printf(",\"error\":");
+                        rtl_json_string(err.msg);
+                        printf("}\n");
+                        rc = fail(&err);
+                        break;
+                    }
                     size_t need = rtl_model_input_size(om->m);
                     if (need > xcap) {
                         float *nx = realloc(x, need * sizeof *x);

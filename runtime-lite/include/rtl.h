@@ -529,6 +529,24 @@ RTL_API const float *rtl_model_output(const rtl_model *m);
  * plain variants; the partner after a cascade's "other"). */
 RTL_API const char *rtl_model_answered_by(const rtl_model *m);
 
+/* Early-exit variants (technique early-exit, FlexDNN): a run evaluates the
+ * exits in trunk order and stops at the first whose confidence
+ * Conf(y) = 1 + (1/log C) sum y_c log y_c exceeds alpha times its lossless
+ * threshold; the trunk's layers already run are never run again. */
+/* The model's exits (0 for other techniques). */
+RTL_API int rtl_model_exits(const rtl_model *m);
+/* Which exit answered the last run: 0..rtl_model_exits-1, or
+ * rtl_model_exits for the trunk's own output; -1 before a run. For models
+ * without exits, 0 after a run. */
+RTL_API int rtl_model_exit_taken(const rtl_model *m);
+/* The trunk layer exit j reads (-1 when out of range). */
+RTL_API int rtl_model_exit_layer(const rtl_model *m, int j);
+/* The knob T = alpha * T_lossless (default 1; the manifest's alpha profile
+ * gives accuracy and expected MACs per alpha). -1 with err for a model
+ * without exits or an alpha that is not a number >= 0. */
+RTL_API int rtl_model_set_alpha(rtl_model *m, float alpha, rtl_err *err) RTL_MUST_CHECK;
+RTL_API float rtl_model_alpha(const rtl_model *m);
+
 typedef struct rtl_class {
     size_t index;        /* class index */
     float prob;          /* its output */
@@ -902,7 +920,7 @@ RTL_API int rtl_policy_find(const char *name);
 /* One choice for a task. Costs are per request at 100% compute. */
 typedef struct rtl_sched_option {
     char variant[RTL_ID_MAX + 1];
-    int capacity;            /* nested capacity; -1: not nested */
+    int capacity;            /* nested: rtl_model_set_capacity's k (1 = the first of capacities[]); -1: not */
     double alpha;            /* early-exit knob; 0: no exits */
     double top1;             /* accuracy in [0, 1] */
     uint32_t images;         /* test images behind top1 (0: unknown) */

@@ -73,6 +73,13 @@ struct rtl_model {
     double *layer_ms;          /* per layer, rtl_model_profile_layers (NULL before) */
     double cpu_ratio;          /* thread CPU time / wall time of those forwards */
     float *split_out;          /* the answer of a split run (classes), rtl_model_set_output */
+    /* early exits (technique early-exit): branches over parts[0], their
+     * weights in a mapping of their own */
+    trn_exits *exits;
+    void *exits_map;
+    size_t exits_map_len;
+    float alpha;               /* T = alpha * T_lossless; 1 by default */
+    int exit_taken;            /* of the last run; -1 before */
     /* Nested (multi-capacity) models: capacity k (1..ncap) of parts[0]. */
     int ncap, capacity;        /* 0 for other kinds */
     int nlayers;
@@ -104,10 +111,11 @@ static int damaged(const struct rtl_file *f, uint64_t have, rtl_err *err)
                     f->abs, (unsigned long long)have, (unsigned long long)f->size);
 }
 
-/* The cfg of v parsed (its byte count checked against the manifest). */
-static trn_cfg *read_cfg(const rtl_variant *v, rtl_err *err)
+/* The cfg of v's file with role (its byte count checked against the
+ * manifest), parsed. */
+static trn_cfg *read_cfg_role(const rtl_variant *v, const char *role, rtl_err *err)
 {
-    int i = file_index(v, "cfg", err);
+    int i = file_index(v, role, err);
     if (i < 0) return NULL;
     const struct rtl_file *f = &v->files[i];
     char *text;
@@ -124,12 +132,14 @@ static trn_cfg *read_cfg(const rtl_variant *v, rtl_err *err)
     return cfg;
 }
 
-/* Maps v's weights file read-only into p. */
-static int map_weights(struct part *p, rtl_err *err)
+static trn_cfg *read_cfg(const rtl_variant *v, rtl_err *err) { return read_cfg_role(v, "cfg", err); }
+
+/* Maps v's file with role (a weights file) read-only: *map, *map_len. */
+static int map_file(const rtl_variant *v, const char *role, void **map, size_t *map_len, rtl_err *err)
 {
-    int i = file_index(p->variant, "weights", err);
+    int i = file_index(v, role, err);
     if (i < 0) return -1;
-    const struct rtl_file *f = &p->variant->files[i];
+    const struct rtl_file *f = &v->files[i];
     int fd = open(f->abs, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
     if (fd < 0) return rtl_errf(err, "cannot open %s: %s", f->abs, strerror(errno));
     struct stat st;
@@ -152,9 +162,15 @@ static int map_weights(struct part *p, rtl_err *err)
     if (m == MAP_FAILED) return rtl_errf(err, "%s: cannot map %lld bytes: %s", f->abs, (long long)st.st_size, strerror(e));
     /* start reading ahead: the first forward touches every page */
     (void)madvise(m, (size_t)st.st_size, MADV_WILLNEED);
-    p->map = m;
-    p->map_len = (size_t)st.st_size;
+    *map = m;
+    *map_len = (size_t)st.st_size;
     return 0;
+}
+
+/* Maps v's weights file read-only into p. */
+static int map_weights(struct part *p, rtl_err *err)
+{
+    return map_file(p->variant, "weights", &p->map, &p->map_len, err);
 }
 
 /* Builds the network of p->variant with its parameters in the mapping. */
@@ -211,6 +227,34 @@ static int open_plain(rtl_model *m, rtl_err *err)
         return rtl_errf(err, "%s has %zu outputs, but task '%s' has %zu labels: the cfg does not belong to "
                         "this catalog's task", rtl_variant_file(m->variant, "cfg"), outputs, m->variant->task,
                         m->classes);
+    return 0;
+}
+
+/* Early exits (FlexDNN; trainer/README.md, Early exits): the trunk is a
+ * plain part (files cfg, weights); the branches come from the files with
+ * roles exits_cfg and exits_weights, their parameters borrowed from a
+ * mapping of the latter. */
+static int open_early_exit(rtl_model *m, rtl_err *err)
+{
+    if (open_plain(m, err) != 0) return -1;
+    trn_cfg *cfg = read_cfg_role(m->variant, "exits_cfg", err);
+    if (!cfg) return -1;
+    trn_net_opts o;
+    trn_net_opts_defaults(&o);
+    o.batch = 1;
+    o.infer_only = 1;
+    o.external_params = 1;
+    trn_err e;
+    m->exits = trn_exits_create(m->parts[0].net, cfg, &o, &e);
+    trn_cfg_free(cfg);
+    if (!m->exits) return rtl_err_from_trn(err, &e);
+    if (map_file(m->variant, "exits_weights", &m->exits_map, &m->exits_map_len, err) != 0) return -1;
+    const char *path = rtl_variant_file(m->variant, "exits_weights");
+    if (trn_exits_weights_load_mem(m->exits, m->exits_map, m->exits_map_len, 1, path, &e) != 0) {
+        rtl_err_from_trn(err, &e);
+        return rtl_err_prefix(err, "the exits' weights do not fit the exits cfg");
+    }
+    m->alpha = 1;
     return 0;
 }
 
@@ -403,7 +447,7 @@ static const struct {
 } kinds[] = {
     [MODEL_PLAIN] = {open_plain, NULL},
     [MODEL_NESTED] = {open_nested, NULL},
-    [MODEL_EARLY_EXIT] = {NULL, "early-exit models are not supported by this runtime yet"},
+    [MODEL_EARLY_EXIT] = {open_early_exit, NULL},
     [MODEL_TRUNK] = {NULL, "a shared trunk runs through its heads, which this runtime does not load yet"},
     /* A head variant is a whole network (its trunk layers are the parent's,
      * copied by prune retarget): it opens as a plain one; rtl_model_run_tasks
@@ -452,6 +496,7 @@ rtl_model *rtl_model_open(rtl_catalog *cat, const char *id, const rtl_model_opti
     m->cat = cat;
     m->variant = v;
     m->kind = kind;
+    m->exit_taken = -1;
     m->labels = rtl_catalog_task_labels(cat, v->task, &m->classes);
     if (!m->labels) {
         rtl_errf(err, "variant '%s': its task '%s' is not among the catalog's tasks", id, v->task);
@@ -473,6 +518,8 @@ fail:
 void rtl_model_close(rtl_model *m)
 {
     if (!m) return;
+    trn_exits_free(m->exits);
+    if (m->exits_map) munmap(m->exits_map, m->exits_map_len);
     for (size_t i = 0; i < m->nparts; i++) part_free(&m->parts[i]);
     free(m->input);
     free(m->layer_ms);
@@ -519,14 +566,46 @@ int rtl_model_run(rtl_model *m, const float *x, rtl_err *err)
     trn_err e;
     m->output = NULL;
     m->answered_by = NULL;
+    m->exit_taken = -1;
     pthread_mutex_lock(&forward_lock);
-    int rc = trn_net_forward(m->parts[0].net, x, &e);
+    int rc;
+    if (m->exits) {
+        trn_exit_result r;
+        rc = trn_exits_forward(m->parts[0].net, m->exits, x, m->alpha, &r, &e);
+        if (rc == 0) {
+            m->output = r.probs;
+            m->exit_taken = r.exit;
+        }
+    } else {
+        rc = trn_net_forward(m->parts[0].net, x, &e);
+        if (rc == 0) {
+            m->output = trn_net_output(m->parts[0].net);
+            m->exit_taken = 0;
+        }
+    }
     pthread_mutex_unlock(&forward_lock);
     if (rc != 0) return rtl_err_from_trn(err, &e);
-    m->output = trn_net_output(m->parts[0].net);
     m->answered_by = m->variant;
     return 0;
 }
+
+int rtl_model_exits(const rtl_model *m) { return m->exits ? trn_exits_count(m->exits) : 0; }
+int rtl_model_exit_taken(const rtl_model *m) { return m->exit_taken; }
+int rtl_model_exit_layer(const rtl_model *m, int j) { return m->exits ? trn_exit_at(m->exits, j) : -1; }
+
+int rtl_model_set_alpha(rtl_model *m, float alpha, rtl_err *err)
+{
+    if (!m->exits)
+        return rtl_errf(err, "variant '%s' (technique %s) has no early exits: alpha applies to early-exit "
+                        "variants only", m->variant->id, m->variant->technique);
+    if (!(alpha >= 0 && alpha <= 1e6f))
+        return rtl_errf(err, "variant '%s': alpha %g: give a number >= 0 (1: the lossless thresholds; "
+                        "smaller: earlier exits, larger: fewer)", m->variant->id, alpha);
+    m->alpha = alpha;
+    return 0;
+}
+
+float rtl_model_alpha(const rtl_model *m) { return m->exits ? m->alpha : 0; }
 
 int rtl_model_run_image(rtl_model *m, const char *path, rtl_err *err)
 {

@@ -13,7 +13,8 @@
  *  - split: MCDNN's cut "at the last convolutional layer ... before the
  *    first (locally- or fully-) connected layer" (section 4.1.4); t_n is
  *    the MAC share of the layers before it (the manifest's cost.layers);
- *  - nested variants: one option per capacity (its top1, weight bytes, and
+ *  - nested variants: one option per capacity (capacity = its place in
+ *    capacities[], 1 = the first, as rtl_model_set_capacity counts; its top1, weight bytes, and
  *    latency and energy scaled by its MACs); early-exit variants: one per
  *    alpha of alpha_profile (scaled by expected_macs); heads: their trunk
  *    becomes a shared trunk; specialised variants: their context (n, p) and
@@ -185,14 +186,16 @@ static int task_options(rtl_sched *s, const rtl_catalog *cat, const char *task, 
         const cJSON *ctx = cJSON_GetObjectItemCaseSensitive(tf, "context");
         const cJSON *cas = cJSON_GetObjectItemCaseSensitive(tf, "cascade");
         if (cJSON_IsArray(caps) && cJSON_GetArraySize(caps) > 0) {
+            int pos = 0;
             cJSON_ArrayForEach(c, caps)
             {
+                pos++; /* rtl_model_set_capacity's k: the entry's place, 1 = the first */
                 double cm = num(c, "macs", -1), ct = num(c, "top1", -1), cb = num(c, "weight_bytes", -1);
                 if (!(cm > 0 && ct >= 0 && ct <= 1 && cb >= 0 && macs > 0)) continue;
                 rtl_sched_option *o = push(x, err);
                 if (!o) return -1;
                 *o = base;
-                o->capacity = (int)num(c, "capacity", 0);
+                o->capacity = pos;
                 o->top1 = ct, o->bytes = (uint64_t)cb;
                 o->device_ms = ms * cm / macs, o->device_mj = mj * cm / macs;
                 o->cloud_ms = cloud_ms(src, cm);

@@ -27,6 +27,7 @@ MAP=$(cat <<'EOF_MAP'
 ^build/bin/dataset --help$	run
 ^build/bin/dataset check --json path/to/x.data$	test tests/integration/datasets_cli.sh "$D" check "$T/s/synth/synth.data" --json
 ^make deps$	test mk/test.mk $(O)/.deps-ok
+^build/bin/prune early-exit --cfg base.cfg --weights base.weights --data synth.data --seed 1 --out build/ee .*$	test tests/integration/prune_exits.sh A=(early-exit --cfg
 ^make CROSS=aarch64-linux-gnu-$	test mk/test.mk CROSS=$(CROSS_TEST_PREFIX)
 ^make CROSS=aarch64-linux-gnu- install DESTDIR=\$PWD/jetson PREFIX=/usr/local$	test tests/integration/rtl_pkgconfig.sh mk install DESTDIR=
 ^sudo mkdir -p /var/lib/rtl/keys && sudo cp release.pub /var/lib/rtl/keys/$	test tests/integration/rtl_install.sh mkdir -p $R/keys && cp k.pub $R/keys/release.pub

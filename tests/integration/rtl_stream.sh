@@ -132,5 +132,53 @@ expect_fail "an input that does not exist" "input nowhere.bmp" rtl stream rtlnet
 expect_fail "a task the catalog lacks" "no task colour" rtl stream rtlnet c/images --task colour
 expect_fail "an unknown policy" "unknown policy 'best'" rtl stream rtlnet c/images --policy best
 expect_fail "dry run and execute together" "exclude each other" rtl stream rtlnet c/images --dry-run --execute
+# A real multi-capacity (nested) variant: prune roadmap -> prune grow (as
+# tests/integration/rtl_nested.sh), its capacities' measured top-1 in the
+# manifest; the scheduler picks a capacity and stream switches the open
+# model to it in place.
+TOOL=$O/tests/tools/prune-testtool
+sed -n '/^cat >base.cfg/,/^EOF2/p' "$TOP/tests/integration/rtl_nested.sh" | sed '1d;$d' >nbase.cfg
+"$TOOL" weights nbase.cfg 5 nbase.weights && "$TOOL" images ndata 12 16 4 &&
+    "$BIN/prune" roadmap --cfg nbase.cfg --weights nbase.weights --data ndata/tiny.data --method l1 --seed 3 --out rm \
+        --set step=0.25 --set min_accuracy=0 --set retrain_batches=5 --set max_steps=4 >/dev/null 2>&1 &&
+    "$BIN/prune" grow --roadmap rm/roadmap.json --data ndata/tiny.data --seed 1 --set batches=5 --out g >/dev/null 2>&1 ||
+    t_fail "nested fixture"
+V=n/variants/nest
+mkdir -p $V && cp g/variant.cfg $V/variant.cfg && cp g/init.weights $V/variant.weights
+{
+    printf '{"schema":1,"id":"nest","model":"tiny","technique":"nested","parent":null,"depends_on":[],\n'
+    printf ' "description":"stream nested fixture","task":"identity",\n'
+    printf ' "files":[{"role":"cfg","path":"variant.cfg"},{"role":"weights","path":"variant.weights"}],\n'
+    printf ' "accuracy":{"identity":{"split":"test","images":6,"top1":%s}},"technique_fields":%s,\n "cost":' \
+        "$(jq '.technique_fields.capacities[-1].top1' g/meta.json)" "$(jq -c .technique_fields g/meta.json)"
+    "$BIN/trainer" info --json $V/variant.cfg
+    printf '}\n'
+} >$V/variant.json
+"$CAT" pack n/variants -o n/out --task identity=ndata/labels.txt --version 1 --key c/k.key >npack.log 2>&1 &&
+    rtl install n/out/catalog-tiny-1.tar.zst >/dev/null 2>&1 || cat npack.log
+nimg=$(ls ndata/img/* | head -n 4)
+expect_ok "stream a nested variant: the most accurate capacity" rtl stream tiny $nimg --threads 1
+cp "$T/out" nest1.jsonl
+best=$(jq '[.technique_fields.capacities | to_entries[] | {k: (.key + 1), a: .value.top1}] | max_by(.a) | .k' g/meta.json)
+t_check "every request ran at capacity $best (the most accurate)" python3 -c '
+import json, sys
+res = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{\"input")]
+assert len(res) == 4 and all(r["capacity"] == int(sys.argv[2]) and r["answer"] for r in res), res
+' nest1.jsonl "$best"
+# 70% of the capacity's own predicted latency (a request without a page-in)
+lim=$(python3 -c '
+import json, sys
+print(min(json.loads(l)["predicted_ms"] for l in open(sys.argv[1]) if l.startswith("{\"input") and "\"paged_in\":0" in l) * 0.7)
+' nest1.jsonl)
+printf 'latency_ms = %s\n' "$lim" >nctl
+expect_ok "a latency budget below it: a smaller capacity, switched in place" rtl stream tiny $nimg --threads 1 --control nctl
+t_check "smaller capacities within the budget, each run" python3 -c '
+import json, sys
+res = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{\"input")]
+assert len(res) == 4, res
+for r in res:
+    assert r["capacity"] < int(sys.argv[2]) and r["answer"], r
+    assert r["paged_in"] or r["predicted_ms"] <= float(sys.argv[3]) + 1e-9, r   # the budget (a page-in adds its load)
+' "$T/out" "$best" "$lim"
 expect_ok "stream --help" rtl stream --help
 t_done

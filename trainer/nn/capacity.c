@@ -51,7 +51,10 @@ static int apply(trn_net *net, const int *filters, trn_err *err)
 
 int trn_net_set_capacity(trn_net *net, const int *filters, trn_err *err)
 {
-    int *old = malloc((size_t)net->n * sizeof *old);
+    /* No allocation for networks of up to 256 layers (the runtime's switch
+     * path): the previous capacity, to restore it on a refusal. */
+    int stack[256];
+    int *old = net->n <= 256 ? stack : malloc((size_t)net->n * sizeof *old);
     if (!old) return trn_errf(err, "out of memory");
     for (int i = 0; i < net->n; i++) old[i] = net->layers[i].cap_filters;
     int rc = apply(net, filters, err);
@@ -59,7 +62,7 @@ int trn_net_set_capacity(trn_net *net, const int *filters, trn_err *err)
         trn_err keep;
         apply(net, old, &keep); /* the previous capacity was valid */
     }
-    free(old);
+    if (old != stack) free(old);
     return rc;
 }
 

@@ -808,6 +808,38 @@ static uint64_t peak_activation(const trn_net *net)
     return peak;
 }
 
+int trn_net_layer_traffic(const trn_net *net, int i, trn_layer_traffic *t)
+{
+    if (i < 0 || i >= net->n) return -1;
+    const trn_layer *l = &net->layers[i];
+    memset(t, 0, sizeof *t);
+    if (l->output_aliased) return 0;
+    /* The shapes and parameters trn_net_layer_info reports (the active
+     * capacity's). */
+    trn_layer_info info, src;
+    trn_net_layer_info(net, i, &info);
+    uint64_t floats = l->ops->desc.ignores_previous ? 0 : (uint64_t)info.in.c * info.in.h * info.in.w;
+    for (int k = 0; k < info.n_from; k++) {
+        trn_net_layer_info(net, info.from[k], &src);
+        floats += (uint64_t)src.out.c * src.out.h * src.out.w;
+    }
+    floats += info.params;
+    t->read_bytes = floats * sizeof(float);
+    t->write_bytes = (uint64_t)info.out.c * info.out.h * info.out.w * sizeof(float);
+    return 0;
+}
+
+uint64_t trn_net_traffic_bytes(const trn_net *net)
+{
+    uint64_t sum = 0;
+    for (int i = 0; i < net->n; i++) {
+        trn_layer_traffic t;
+        trn_net_layer_traffic(net, i, &t);
+        sum += t.read_bytes + t.write_bytes;
+    }
+    return sum;
+}
+
 void trn_net_get_totals(const trn_net *net, trn_net_totals *t)
 {
     memset(t, 0, sizeof *t);
@@ -823,6 +855,7 @@ void trn_net_get_totals(const trn_net *net, trn_net_totals *t)
     }
     t->weight_bytes = t->params * sizeof(float);
     t->peak_activation_bytes = peak_activation(net);
+    t->traffic_bytes = trn_net_traffic_bytes(net);
 }
 
 const trn_backend *trn_net_swap_backend(trn_net *net, const trn_backend *be)

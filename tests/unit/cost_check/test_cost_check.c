@@ -84,6 +84,18 @@ static void check_folder(const char *dir, const char *weights)
             fail_msg("%s: layer %d predicted %s, measured %s", dir, i, x, y);
         }
     }
+    /* The modelled traffic: one entry per layer, summing to the total, at
+     * least the weights read once. */
+    const cJSON *tr = cJSON_GetObjectItem(prof, "traffic");
+    assert_string_equal(cat_json_str(tr, "source", ""), "modelled");
+    const cJSON *tl = cJSON_GetObjectItem(tr, "layers");
+    assert_int_equal(cJSON_GetArraySize(tl), cJSON_GetArraySize(lm));
+    double tsum = 0;
+    for (int i = 0; i < cJSON_GetArraySize(tl); i++)
+        tsum += cat_json_num(cJSON_GetArrayItem(tl, i), "read_bytes", -1) +
+                cat_json_num(cJSON_GetArrayItem(tl, i), "write_bytes", -1);
+    assert_true(tsum == cat_json_num(tr, "bytes", -1));
+    assert_true(tsum >= cat_json_num(measured, "weight_bytes", -1));
     const cJSON *lat = cJSON_GetObjectItem(cJSON_GetObjectItem(prof, "latency"), "build-host");
     assert_string_equal(cat_json_str(lat, "source", ""), "measured");
     assert_true(cat_json_num(lat, "ms_median", -1) >= 0);

@@ -67,7 +67,13 @@ static const struct spec specs[] = {
     {"six", "svd", cfg_six, cfg_six, NONE},
     {"nested", "nested", cfg_nest, cfg_nest, NONE},
     {"nestbare", "nested", cfg_small, cfg_small, NONE},
+    {"exits", "early-exit", cfg_small, cfg_small, NONE},
 };
+
+/* The exits of variant "exits" (over cfg_small: conv 0, avgpool 1, ...). */
+static const char exits_cfg[] =
+    "[exit]\nat=0\nthreshold=0.02\n"
+    "[avgpool]\n[connected]\noutput=5\nactivation=linear\n[softmax]\n";
 #define NSPECS (sizeof specs / sizeof specs[0])
 
 #define ALL(cfg) ((cfg) ? (cfg) : tl_all_kinds)
@@ -137,6 +143,23 @@ static int setup(void **state)
                  i ? "," : "", id, specs[i].technique, strcmp(id, "nested") ? "" : nest_fields);
         file_json(m, sizeof m, id, "cfg", "variant.cfg", 0);
         file_json(m, sizeof m, id, "weights", "variant.weights", specs[i].damage == LIE_SIZE ? 4 : 0);
+        if (strcmp(specs[i].technique, "early-exit") == 0) {
+            assert_int_equal(tl_write_text(tl_path("variants/%s/exits.cfg", id), exits_cfg), 0);
+            trn_net_opts o;
+            trn_net_opts_defaults(&o);
+            o.infer_only = 1;
+            trn_net *t = tl_net(specs[i].cfg, &o);
+            assert_non_null(t);
+            trn_err te;
+            trn_exits *x = trn_exits_load(t, tl_path("variants/%s/exits.cfg", id), NULL, &o, &te);
+            assert_non_null(x);
+            tl_randomize(trn_exit_net(x, 0), 300 + i);
+            assert_int_equal(trn_exits_weights_save(x, tl_path("variants/%s/exits.weights", id), &te), 0);
+            trn_exits_free(x);
+            trn_net_free(t);
+            file_json(m, sizeof m, id, "exits_cfg", "exits.cfg", 0);
+            file_json(m, sizeof m, id, "exits_weights", "exits.weights", 0);
+        }
         at = strlen(m);
         snprintf(m + at, sizeof m - at, "]}");
     }
@@ -229,6 +252,62 @@ static void runs_like_the_trainer(void **state)
 }
 
 /* A 24-bit BMP of w x h with seeded pixels. */
+/* Early exits: rtl_model_run answers as the engine's early-exit forward
+ * does on the same files (same exit, same probabilities, bit for bit), for
+ * every alpha; alpha is refused on plain models and when negative. */
+static void early_exits(void **state)
+{
+    (void)state;
+    rtl_err e;
+    rtl_model *m = rtl_model_open(cat, "exits", NULL, &e);
+    if (!m) printf("# %s\n", e.msg);
+    assert_non_null(m);
+    assert_int_equal(rtl_model_exits(m), 1);
+    assert_int_equal(rtl_model_exit_layer(m, 0), 0);
+    assert_int_equal(rtl_model_exit_layer(m, 1), -1);
+    assert_int_equal(rtl_model_exit_taken(m), -1);
+    assert_float_equal(rtl_model_alpha(m), 1, 0);
+    trn_net *ref = reference("exits");
+    assert_non_null(ref);
+    trn_net_opts o;
+    trn_net_opts_defaults(&o);
+    o.infer_only = 1;
+    o.batch = 1;
+    trn_err te;
+    trn_exits *x = trn_exits_load(ref, tl_path("variants/exits/exits.cfg"), tl_path("variants/exits/exits.weights"),
+                                  &o, &te);
+    assert_non_null(x);
+    int taken[2] = {0, 0};
+    const float alphas[] = {0, 0.5f, 1, 2, 1e5f};
+    for (size_t a = 0; a < sizeof alphas / sizeof *alphas; a++) {
+        assert_int_equal(rtl_model_set_alpha(m, alphas[a], &e), 0);
+        for (uint64_t seed = 1; seed <= 8; seed++) {
+            float in[3 * 12 * 12];
+            tl_fill_uniform(in, sizeof in / sizeof *in, seed, 0, 1);
+            assert_int_equal(rtl_model_run(m, in, &e), 0);
+            trn_exit_result r;
+            assert_int_equal(trn_exits_forward(ref, x, in, alphas[a], &r, &te), 0);
+            assert_int_equal(rtl_model_exit_taken(m), r.exit);
+            assert_memory_equal(rtl_model_output(m), r.probs, CLASSES * sizeof(float));
+            taken[r.exit]++;
+            if (a == 0) assert_int_equal(r.exit, 0);
+            if (alphas[a] > 100) assert_int_equal(r.exit, 1);
+        }
+    }
+    printf("# exit 0 answered %d runs, the trunk %d\n", taken[0], taken[1]);
+    assert_int_equal(rtl_model_set_alpha(m, -1, &e), -1);
+    assert_non_null(strstr(e.msg, "alpha"));
+    trn_exits_free(x);
+    trn_net_free(ref);
+    rtl_model_close(m);
+    m = rtl_model_open(cat, "small", NULL, &e);
+    assert_non_null(m);
+    assert_int_equal(rtl_model_exits(m), 0);
+    assert_int_equal(rtl_model_set_alpha(m, 1, &e), -1);
+    assert_non_null(strstr(e.msg, "no early exits"));
+    rtl_model_close(m);
+}
+
 static void write_bmp(const char *path, int w, int h, uint64_t seed)
 {
     int row = (w * 3 + 3) & ~3;
@@ -455,6 +534,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(runs_like_the_trainer),
+        cmocka_unit_test(early_exits),
         cmocka_unit_test(nested_capacities_switch_in_place),
         cmocka_unit_test(runs_image_files),
         cmocka_unit_test(loading_errors_are_messages),

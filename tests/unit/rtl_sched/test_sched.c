@@ -428,7 +428,8 @@ static void catalog_options(void **state)
     assert_int_equal(o[0].images, 1000);
     assert_true(fabs(o[0].device_mj - 4) < 1e-9); /* 4 ms at 1000 mW */
     assert_true(fabs(o[0].split_frac - 0.75) < 1e-9);
-    assert_int_equal(o[1].capacity, 0);
+    assert_int_equal(o[1].capacity, 1);
+    assert_int_equal(o[2].capacity, 2);
     assert_string_equal(o[1].source, "estimate");
     assert_true(fabs(o[1].device_ms - 5) < 1e-9 && fabs(o[1].device_mj - 10) < 1e-9); /* half the MACs of the CPU's 10 ms */
     assert_int_equal(o[2].bytes, 4000);

@@ -247,7 +247,8 @@ int trn_cfg_write(const trn_cfg *cfg, const char *path, trn_err *err) TRN_MUST_C
     X(SOFTMAX, softmax)         \
     X(COST, cost)               \
     X(ROUTE, route)             \
-    X(SHORTCUT, shortcut)
+    X(SHORTCUT, shortcut)       \
+    X(EXIT, exit)
 
 typedef enum trn_layer_kind {
 #define TRN_KIND_ENUM_(KIND, file) TRN_LAYER_##KIND,
@@ -282,6 +283,8 @@ typedef struct trn_kind_desc {
     trn_channel_rule channels;
     int ignores_previous;        /* 1: reads only its refs, not the previous layer (route) */
     int is_loss;                 /* 1: a loss after the output ([cost]); not the output layer */
+    int branch_head;             /* 1: only the first layer of a side branch ([exit]: an
+                                  * early-exit branch, exit.c); never inside a network */
 } trn_kind_desc;
 /* Row k; NULL when k is not a kind. */
 const trn_kind_desc *trn_kind_desc_get(trn_layer_kind k);
@@ -428,8 +431,24 @@ typedef struct trn_net_totals {
     uint64_t params, macs, bias_ops, bn_ops, act_ops, pool_ops;
     uint64_t weight_bytes;          /* params as float32 */
     uint64_t peak_activation_bytes; /* largest live set of outputs at batch 1 */
+    uint64_t traffic_bytes;         /* trn_net_traffic_bytes */
 } trn_net_totals;
 void trn_net_get_totals(const trn_net *net, trn_net_totals *t);
+
+/* Modelled compulsory memory traffic of layer i in one batch-1 inference
+ * forward: the bytes of the tensors it reads (its input, or for a kind
+ * that ignores the previous layer only the layers it reads, the other
+ * layers it reads, and all its parameters) and of the output it writes,
+ * each tensor counted once: a lower bound on what any implementation
+ * moves (caches, im2col copies and re-reads come on top). A layer whose
+ * output is its input's buffer (dropout) moves none at inference. -1 if
+ * i is invalid. */
+typedef struct trn_layer_traffic {
+    uint64_t read_bytes, write_bytes;
+} trn_layer_traffic;
+int trn_net_layer_traffic(const trn_net *net, int i, trn_layer_traffic *t);
+/* The sum over the layers (read + write). */
+uint64_t trn_net_traffic_bytes(const trn_net *net);
 
 /* ---- capacities (nested channel prefixes) -------------------------------- *
  *
@@ -577,6 +596,55 @@ int trn_net_layer_time(const trn_net *net, int i, double *forward_s, double *bac
  * loader (image.c, image_stb.c, augment.c, dataset.c, loader.c; see
  * trainer/README.md, section Data)
  * ====================================================================== */
+
+/* ---- early exits (exit.c) ------------------------------------------------- *
+ *
+ * FlexDNN's early exits (trainer/README.md, Early exits): exit branches
+ * reading inner layers of a trunk network, from an exits cfg (an optional
+ * [net] of training keys, then per exit an [exit] section with at=LAYER and
+ * threshold=T followed by the branch's layers) and an exits weights file
+ * (the branches' .weights files concatenated in exit order). */
+
+/* Conf(y) = 1 + (1 / log C) sum_c y_c log y_c of a probability vector of
+ * `classes` values, clamped to [0, 1] (thesis eq. 4.1). */
+float trn_confidence(const float *y, int classes);
+
+typedef struct trn_exits trn_exits;
+/* Builds the branches of cfg over trunk (each a network of its own, made
+ * with opts; its [net] input is its trunk layer's output). Errors name
+ * file:line. NULL on error. */
+trn_exits *trn_exits_create(const trn_net *trunk, const trn_cfg *cfg, const trn_net_opts *opts,
+                            trn_err *err);
+/* trn_cfg_read + trn_exits_create (+ the weights when weights_path != NULL). */
+trn_exits *trn_exits_load(const trn_net *trunk, const char *cfg_path, const char *weights_path,
+                          const trn_net_opts *opts, trn_err *err);
+void trn_exits_free(trn_exits *x);
+int trn_exits_count(const trn_exits *x);
+/* Exit j's trunk layer (-1 when j is out of range), threshold, network. */
+int trn_exit_at(const trn_exits *x, int j);
+float trn_exit_threshold(const trn_exits *x, int j);
+trn_net *trn_exit_net(const trn_exits *x, int j);
+int trn_exit_set_threshold(trn_exits *x, int j, float t, trn_err *err);
+/* The exits weights file: its size, loading (borrow as trn_weights_load_mem)
+ * and saving (atomically). */
+size_t trn_exits_weights_bytes(const trn_exits *x);
+int trn_exits_weights_load_mem(trn_exits *x, const void *buf, size_t len, int borrow, const char *name,
+                               trn_err *err) TRN_MUST_CHECK;
+int trn_exits_weights_load(trn_exits *x, const char *path, trn_err *err) TRN_MUST_CHECK;
+int trn_exits_weights_save(const trn_exits *x, const char *path, trn_err *err) TRN_MUST_CHECK;
+
+typedef struct trn_exit_result {
+    int exit;          /* the exit that answered, 0..count-1; count: the trunk's last layer */
+    const float *probs; /* its probabilities (owned by the networks, valid until their next forward) */
+    float confidence;  /* Conf of probs */
+    int trunk_last;    /* the last trunk layer that ran */
+} trn_exit_result;
+/* One input x through trunk and exits (both batch 1): the trunk runs up to
+ * each exit's layer in turn (never redoing a layer), the exit's branch runs,
+ * and it answers when Conf > alpha * its threshold; otherwise the trunk
+ * finishes and answers. */
+int trn_exits_forward(trn_net *trunk, trn_exits *x, const float *in, float alpha, trn_exit_result *r,
+                      trn_err *err) TRN_MUST_CHECK;
 
 /* ---- images (image.c: no training code, runtime-lite compiles it too) -- */
 

@@ -1,0 +1,825 @@
+/*
+ * exits.c: FlexDNN's early exits (nestdnn-flexdnn-thesis19.txt, chapter 4;
+ * DESIGN.md and ../shared/papers/TARGETS.md section 2): exit branch search,
+ * per-exit lossless thresholds, the insertion plan, the alpha profile, and
+ * the BranchyNet-style baseline (prune/README.md, Early exits).
+ *
+ * The trunk (the trained base) is frozen: every branch reads a trunk
+ * layer's output and trains on it alone, so the final exit is the base
+ * model, bit for bit. All branches of a round train together: one trunk
+ * forward per training batch feeds every branch.
+ *
+ * Exit search (thesis 4.3.2.2, top-down): at every candidate location
+ * (each trunk layer with a spatial output, up to the last one) an
+ * over-parameterised branch: a max-pool down to pool_to x pool_to, then
+ * `layers` 3x3 convolutions (batch-normalised, relu) of width, 2 width,
+ * ... filters, a connected classifier and a softmax. Stage 3 shrinks it:
+ * convolution layers are removed from the end while the branch's exit rate
+ * (the share of valid images it answers at its own lossless threshold, as
+ * the only exit) stays within `tolerance` of the best seen, then every
+ * convolution's filters are halved on the same rule. Each shrink keeps the
+ * surviving layers' weights (their first filters: prn_copy_layers) and
+ * fine-tunes. Approximations, named: the thesis's M exits per layer over
+ * ranked filter prefixes and its rank-weighted dropout (Stage 1-2) are not
+ * done (one branch per location, trained plainly, optionally distilled
+ * from the trunk's output); filter pruning halves all filters of a branch
+ * at once and keeps the first ones (not the lowest-ranked first).
+ *
+ * Thresholds (thesis 4.3.2.3): exits are evaluated in trunk order; at
+ * each, among the valid images that reach it, sorted by confidence, the
+ * largest top share whose answers lose nothing against the trunk's own
+ * answers on the same images (exit correct minus trunk correct >= 0) exits:
+ * T_lossless is the confidence of the first image left out (Conf > T
+ * exits).
+ *
+ * Insertion plan (thesis 4.3.3, with TARGETS.md's erratum: F, not N, and
+ * G_j): from all exits, the exit with the lowest Q_j = G_j / C_j is
+ * removed, C_j = F (1 - cr_i) CE_j (the frames reaching j times its cost),
+ * G_j = F (cr_j - cr_i) CB_j (the frames leaving at j times the trunk cost
+ * from j to the next exit, or to the end); cr is re-measured (thresholds
+ * recomputed) after every removal; the loop stops when removing the exit
+ * would increase the expected MACs per input (an equal cost removes it: a
+ * smaller model for the same compute).
+ */
+#include "prn_impl.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+void prn_exits_opts_defaults(prn_exits_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->batch = 64;
+    o->stage1 = 400;
+    o->finetune = 150;
+    o->learning_rate = 0.05f;
+    o->momentum = 0.9f;
+    o->decay = 0.0005f;
+    o->kd = 0.5f;
+    o->width = 32;
+    o->layers = 2;
+    o->pool_to = 4;
+    o->tolerance = 0.02f;
+}
+
+int prn_exits_opts_set(prn_exits_opts *o, const char *kv, trn_err *err)
+{
+    const char *eq = strchr(kv, '=');
+    if (!eq) return trn_errf(err, "--set %s: give key=value", kv);
+    size_t k = (size_t)(eq - kv);
+    const char *v = eq + 1;
+    char *end;
+    double d = strtod(v, &end);
+    if (end == v || *end) return trn_errf(err, "--set %s: '%s' is not a number", kv, v);
+#define KEY(name) (k == strlen(name) && strncmp(kv, name, k) == 0)
+#define INT_IN(lo, hi) (d == floor(d) && d >= (lo) && d <= (hi))
+    if (KEY("batch") && INT_IN(1, 4096)) o->batch = (int)d;
+    else if (KEY("stage1") && INT_IN(1, 1000000)) o->stage1 = (int)d;
+    else if (KEY("finetune") && INT_IN(0, 1000000)) o->finetune = (int)d;
+    else if (KEY("learning_rate") && d > 0 && d < 10) o->learning_rate = (float)d;
+    else if (KEY("momentum") && d >= 0 && d < 1) o->momentum = (float)d;
+    else if (KEY("decay") && d >= 0 && d < 1) o->decay = (float)d;
+    else if (KEY("kd") && d >= 0 && d <= 1) o->kd = (float)d;
+    else if (KEY("width") && INT_IN(1, 4096)) o->width = (int)d;
+    else if (KEY("layers") && INT_IN(0, 4)) o->layers = (int)d;
+    else if (KEY("pool_to") && INT_IN(1, 64)) o->pool_to = (int)d;
+    else if (KEY("tolerance") && d >= 0 && d <= 1) o->tolerance = (float)d;
+    else if (KEY("branchynet") && INT_IN(0, 1)) o->branchynet = (int)d;
+    else
+        return trn_errf(err, "--set %s: unknown key or value out of range (keys: batch 1..4096, stage1 >= 1, "
+                        "finetune >= 0, learning_rate (0,10), momentum [0,1), decay [0,1), kd [0,1], width "
+                        "1..4096, layers 0..4, pool_to 1..64, tolerance [0,1], branchynet 0|1)", kv);
+#undef KEY
+#undef INT_IN
+    return 0;
+}
+
+/* ---- one branch ------------------------------------------------------------ */
+
+typedef struct branch {
+    int at;          /* trunk layer */
+    int pool;        /* max-pool size = stride (1: none) */
+    int layers;      /* 3x3 convolutions */
+    int width;       /* filters of the first; the k-th has width << k */
+    trn_exits *x;    /* one exit: the branch, training network (batch B) */
+    uint64_t macs;   /* of the branch alone */
+    /* evaluation on a split: confidence and top-1 class per image */
+    float *conf;
+    int *pred;
+    float *probs;    /* (n, classes) when kept */
+    double rate;     /* exit rate as the only exit, on valid */
+    int trained;     /* batches */
+} branch;
+
+/* The [exit] section and the branch's layers, as cfg text. */
+static char *branch_text(const branch *b, int classes, float threshold)
+{
+    char *s = NULL;
+    if (prn_appendf(&s, "[exit]\nat=%d\nthreshold=%.9g\n", b->at, threshold)) return NULL;
+    if (b->pool > 1 && prn_appendf(&s, "[maxpool]\nsize=%d\nstride=%d\n", b->pool, b->pool)) return NULL;
+    for (int k = 0; k < b->layers; k++)
+        if (prn_appendf(&s, "[convolutional]\nbatch_normalize=1\nfilters=%d\nsize=3\nstride=1\npad=1\n"
+                        "activation=relu\n", b->width << k))
+            return NULL;
+    if (prn_appendf(&s, "[connected]\noutput=%d\nactivation=linear\n[softmax]\n", classes)) return NULL;
+    return s;
+}
+
+/* Builds b->x (batch `batch`, training buffers) with weights drawn from
+ * seed, then copied from `from` where shapes allow (NULL: none). */
+static int branch_build(branch *b, const trn_net *trunk, const prn_exits_opts *o,
+                        const branch *from, uint64_t seed, float lr, trn_err *err)
+{
+    int classes = (int)trn_net_outputs(trunk);
+    char *body = branch_text(b, classes, 1);
+    /* distillation from the trunk's output (temperature 1: the trunk's own
+     * softmax); the teacher keys are nominal, the caller hands the targets */
+    char *kd = o->kd > 0 ? prn_strdupf("distill_alpha=%g\ndistill_temperature=1\ndistill_cfg=%s\n"
+                                       "distill_weights=trunk\n", o->kd, "trunk")
+                         : prn_strdupf("%s", "");
+    char *text = body && kd ? prn_strdupf("[net]\nbatch=%d\nlearning_rate=%g\nmomentum=%g\ndecay=%g\n%s%s",
+                                          o->batch, lr, o->momentum, o->decay, kd, body)
+                            : NULL;
+    free(body);
+    free(kd);
+    if (!text) return trn_errf(err, "out of memory");
+    trn_cfg *c = trn_cfg_parse(text, strlen(text), "exit-branch", err);
+    free(text);
+    if (!c) return -1;
+    trn_net_opts no;
+    trn_net_opts_defaults(&no);
+    no.seed = seed;
+    b->x = trn_exits_create(trunk, c, &no, err);
+    trn_cfg_free(c);
+    if (!b->x) return -1;
+    trn_net *n = trn_exit_net(b->x, 0);
+    trn_net_totals t;
+    trn_net_get_totals(n, &t);
+    b->macs = t.macs;
+    if (from) {
+        const trn_net *src = trn_exit_net(from->x, 0);
+        int ns = trn_net_layers(src), map[64];
+        if (ns > 64) return trn_errf(err, "exit branch too deep");
+        /* exit, [pool], convs..., connected, softmax: the convolutions and
+         * the head keep their place from the end of the common prefix */
+        int sp = from->pool > 1, dp = b->pool > 1;
+        for (int i = 0; i < ns; i++) map[i] = -1;
+        map[0] = 0;
+        if (sp && dp) map[1] = 1;
+        for (int k = 0; k < from->layers && k < b->layers; k++) map[1 + sp + k] = 1 + dp + k;
+        map[ns - 2] = trn_net_layers(n) - 2;
+        map[ns - 1] = trn_net_layers(n) - 1;
+        cJSON *j = prn_copy_layers(src, n, map, err);
+        if (!j) return -1;
+        cJSON_Delete(j);
+    }
+    return 0;
+}
+
+static void branch_free(branch *b)
+{
+    trn_exits_free(b->x);
+    free(b->conf);
+    free(b->pred);
+    free(b->probs);
+    memset(b, 0, sizeof *b);
+}
+
+/* ---- training and evaluation ------------------------------------------------ */
+
+/* Trains branches bs[0..n) together for `batches` steps from step `step0`
+ * of the training stream: one trunk forward per batch. */
+static int train_branches(trn_net *trunk, branch **bs, int n, int batches, uint64_t step0,
+                          const prn_exits_opts *o, float *x, float *y, trn_err *err)
+{
+    for (int s = 0; s < batches; s++) {
+        if (o->train(o->train_ctx, step0 + (uint64_t)s, x, y, err) != 0) return -1;
+        if (trn_net_forward(trunk, x, err) != 0) return -1;
+        const float *q = trn_net_output(trunk);
+        for (int k = 0; k < n; k++) {
+            trn_net *b = trn_exit_net(bs[k]->x, 0);
+            if (o->kd > 0) trn_net_set_soft_targets(b, q);
+            float loss;
+            if (trn_net_train_step(b, trn_net_layer_output(trunk, bs[k]->at), y, &loss, err) != 0)
+                return trn_err_prefix(err, "exit at layer %d", bs[k]->at);
+            trn_net_set_soft_targets(b, NULL);
+        }
+    }
+    for (int k = 0; k < n; k++) bs[k]->trained += batches;
+    return 0;
+}
+
+static int argmax(const float *p, int c)
+{
+    int best = 0;
+    for (int k = 1; k < c; k++)
+        if (p[k] > p[best]) best = k;
+    return best;
+}
+
+/* Evaluates the trunk and branches on n images X (labels Y): per branch
+ * conf/pred (and probs when keep), the trunk's pred (and probs). The
+ * trunk and branches have batch B; the last partial batch is padded. */
+typedef struct split_eval {
+    size_t n;
+    int *label;
+    int *final_pred;
+    float *final_probs; /* (n, classes) */
+} split_eval;
+
+static int evaluate(trn_net *trunk, branch **bs, int nb, const float *X, const int *Y, size_t n, int keep,
+                    split_eval *se, trn_err *err)
+{
+    int B = trn_net_batch(trunk), C = (int)trn_net_outputs(trunk);
+    size_t in = trn_net_inputs(trunk);
+    float *x = calloc((size_t)B * in, sizeof *x);
+    se->n = n;
+    se->label = malloc(n * sizeof *se->label);
+    se->final_pred = malloc(n * sizeof *se->final_pred);
+    se->final_probs = malloc(n * (size_t)C * sizeof *se->final_probs);
+    if (!x || !se->label || !se->final_pred || !se->final_probs) goto oom;
+    for (int k = 0; k < nb; k++) {
+        free(bs[k]->conf);
+        free(bs[k]->pred);
+        free(bs[k]->probs);
+        bs[k]->conf = malloc(n * sizeof *bs[k]->conf);
+        bs[k]->pred = malloc(n * sizeof *bs[k]->pred);
+        bs[k]->probs = keep ? malloc(n * (size_t)C * sizeof *bs[k]->probs) : NULL;
+        if (!bs[k]->conf || !bs[k]->pred || (keep && !bs[k]->probs)) goto oom;
+    }
+    memcpy(se->label, Y, n * sizeof *Y);
+    for (size_t i0 = 0; i0 < n; i0 += (size_t)B) {
+        size_t m = n - i0 < (size_t)B ? n - i0 : (size_t)B;
+        memset(x, 0, (size_t)B * in * sizeof *x);
+        memcpy(x, X + i0 * in, m * in * sizeof *x);
+        if (trn_net_forward(trunk, x, err) != 0) goto fail;
+        const float *p = trn_net_output(trunk);
+        for (size_t i = 0; i < m; i++) {
+            se->final_pred[i0 + i] = argmax(p + i * C, C);
+            memcpy(se->final_probs + (i0 + i) * C, p + i * C, (size_t)C * sizeof *p);
+        }
+        for (int k = 0; k < nb; k++) {
+            trn_net *b = trn_exit_net(bs[k]->x, 0);
+            if (trn_net_forward(b, trn_net_layer_output(trunk, bs[k]->at), err) != 0) goto fail;
+            const float *q = trn_net_output(b);
+            for (size_t i = 0; i < m; i++) {
+                bs[k]->conf[i0 + i] = trn_confidence(q + i * C, C);
+                bs[k]->pred[i0 + i] = argmax(q + i * C, C);
+                if (keep) memcpy(bs[k]->probs + (i0 + i) * C, q + i * C, (size_t)C * sizeof *q);
+            }
+        }
+    }
+    free(x);
+    return 0;
+oom:
+    trn_errf(err, "out of memory");
+fail:
+    free(x);
+    return -1;
+}
+
+static void split_eval_free(split_eval *se)
+{
+    free(se->label);
+    free(se->final_pred);
+    free(se->final_probs);
+    memset(se, 0, sizeof *se);
+}
+
+/* ---- thresholds, plans and expected MACs ------------------------------------ */
+
+typedef struct order_item {
+    float conf;
+    size_t i;
+} order_item;
+
+static int by_conf_desc(const void *a, const void *b)
+{
+    const order_item *x = a, *y = b;
+    if (x->conf != y->conf) return x->conf < y->conf ? 1 : -1;
+    return x->i < y->i ? -1 : x->i > y->i;
+}
+
+/* Lossless thresholds of the exits plan[0..np) (in trunk order) on se:
+ * thr[j]. reach: scratch of se->n flags. */
+static int lossless_thresholds(branch **plan, int np, const split_eval *se, float *thr, trn_err *err)
+{
+    size_t n = se->n;
+    unsigned char *done = calloc(n ? n : 1, 1);
+    order_item *it = malloc((n ? n : 1) * sizeof *it);
+    if (!done || !it) {
+        free(done);
+        free(it);
+        return trn_errf(err, "out of memory");
+    }
+    for (int j = 0; j < np; j++) {
+        const branch *b = plan[j];
+        size_t m = 0;
+        for (size_t i = 0; i < n; i++)
+            if (!done[i]) it[m++] = (order_item){b->conf[i], i};
+        qsort(it, m, sizeof *it, by_conf_desc);
+        long cum = 0;
+        size_t best = 0;
+        for (size_t k = 0; k < m; k++) {
+            size_t i = it[k].i;
+            cum += (b->pred[i] == se->label[i]) - (se->final_pred[i] == se->label[i]);
+            if (cum >= 0) best = k + 1;
+        }
+        /* exits: Conf > T; T is the first left out's confidence (ties left
+         * out with it) */
+        thr[j] = best < m ? it[best].conf : 0;
+        for (size_t i = 0; i < n; i++)
+            if (!done[i] && b->conf[i] > thr[j]) done[i] = 1;
+    }
+    free(done);
+    free(it);
+    return 0;
+}
+
+/* The trunk's MACs of layers 0..i (prefix[i]); prefix[-1] = 0. */
+typedef struct plan_eval {
+    double expected_macs; /* per input, exits' cost included */
+    double top1;
+    uint64_t correct;
+    double *rate;         /* per exit: share answering there (np + 1: the trunk last) */
+} plan_eval;
+
+/* Applies plan with thresholds alpha*thr on se: accuracy, expected MACs,
+ * exit shares; exit_of (may be NULL) receives each image's exit. */
+static void plan_apply(branch **plan, int np, const float *thr, float alpha, const split_eval *se,
+                       const uint64_t *prefix, uint64_t trunk_macs, plan_eval *pe, int *exit_of)
+{
+    double macs = 0;
+    pe->correct = 0;
+    for (int j = 0; j <= np; j++) pe->rate[j] = 0;
+    for (size_t i = 0; i < se->n; i++) {
+        double cost = 0;
+        int e = np, pred = se->final_pred[i];
+        for (int j = 0; j < np; j++) {
+            cost += (double)plan[j]->macs;
+            if (plan[j]->conf[i] > alpha * thr[j]) {
+                e = j;
+                pred = plan[j]->pred[i];
+                break;
+            }
+        }
+        cost += e < np ? (double)prefix[plan[e]->at] : (double)trunk_macs;
+        macs += cost;
+        pe->rate[e] += 1;
+        pe->correct += pred == se->label[i];
+        if (exit_of) exit_of[i] = e;
+    }
+    double n = se->n ? (double)se->n : 1;
+    pe->expected_macs = macs / n;
+    pe->top1 = (double)pe->correct / n;
+    for (int j = 0; j <= np; j++) pe->rate[j] /= n;
+}
+
+/* The exit rate of b alone at its lossless threshold on se. */
+static int solo_rate(branch *b, const split_eval *se, trn_err *err)
+{
+    float t;
+    branch *p[1] = {b};
+    if (lossless_thresholds(p, 1, se, &t, err) != 0) return -1;
+    size_t k = 0;
+    for (size_t i = 0; i < se->n; i++) k += b->conf[i] > t;
+    b->rate = se->n ? (double)k / (double)se->n : 0;
+    return 0;
+}
+
+/* ---- the whole technique -------------------------------------------------------- */
+
+static cJSON *wilson_json(uint64_t k, uint64_t n)
+{
+    double lo, hi;
+    trn_wilson(k, n, &lo, &hi);
+    cJSON *a = cJSON_CreateArray();
+    cJSON_AddItemToArray(a, cJSON_CreateNumber(lo));
+    cJSON_AddItemToArray(a, cJSON_CreateNumber(hi));
+    return a;
+}
+
+static const char *branch_desc(const branch *b, char *buf, size_t size)
+{
+    snprintf(buf, size, "at %d: %s%d conv (%d..%d filters), %llu MACs", b->at, b->pool > 1 ? "pool, " : "",
+             b->layers, b->layers ? b->width : 0, b->layers ? b->width << (b->layers - 1) : 0,
+             (unsigned long long)b->macs);
+    return buf;
+}
+
+void prn_exit_model_free(prn_exit_model *m)
+{
+    if (!m) return;
+    trn_cfg_free(m->cfg);
+    trn_exits_free(m->exits);
+    free(m->predictions);
+    free(m->exit_of);
+    memset(m, 0, sizeof *m);
+}
+
+int prn_early_exit(const trn_cfg *cfg, const char *cfg_path, const char *weights, const prn_exits_opts *o,
+                   prn_variant *out, prn_exit_model *em, trn_err *err)
+{
+    memset(out, 0, sizeof *out);
+    memset(em, 0, sizeof *em);
+    if (!o->train || !o->valid_x || !o->test_x || o->n_valid == 0 || o->n_test == 0)
+        return trn_errf(err, "early-exit: training stream, valid and test images are needed");
+    trn_net_opts to;
+    trn_net_opts_defaults(&to);
+    to.batch = o->batch;
+    to.infer_only = 1;
+    trn_net *trunk = trn_net_create(cfg, &to, err);
+    if (!trunk) return -1;
+    int rc = -1, nb = 0, np = 0, L = trn_net_layers(trunk), C = (int)trn_net_outputs(trunk);
+    branch *bs = calloc((size_t)L, sizeof *bs);
+    branch **plan = calloc((size_t)L, sizeof *plan);
+    uint64_t *prefix = calloc((size_t)L, sizeof *prefix);
+    float *thr = calloc((size_t)L, sizeof *thr);
+    double *rate = calloc((size_t)L + 1, sizeof *rate);
+    float *x = calloc((size_t)o->batch * trn_net_inputs(trunk), sizeof *x);
+    float *y = calloc((size_t)o->batch * (size_t)C, sizeof *y);
+    split_eval va = {0}, te = {0};
+    cJSON *fields = cJSON_CreateObject(), *search = cJSON_AddArrayToObject(fields, "search"),
+          *steps = cJSON_AddArrayToObject(fields, "plan_steps");
+    if (!bs || !plan || !prefix || !thr || !rate || !x || !y || !fields) {
+        trn_errf(err, "out of memory");
+        goto out;
+    }
+    if (trn_weights_load(trunk, weights, err) != 0) goto out;
+    uint64_t trunk_macs = 0;
+    for (int i = 0; i < L; i++) {
+        trn_layer_info li;
+        if (trn_net_layer_info(trunk, i, &li) != 0) goto out;
+        trunk_macs += li.macs;
+        prefix[i] = trunk_macs;
+    }
+    /* candidate locations: spatial outputs (h, w > 1) before the classifier;
+     * BranchyNet: after every max-pool stage */
+    int last_spatial = -1;
+    for (int i = 0; i < L - 1; i++) {
+        trn_layer_info li;
+        trn_net_layer_info(trunk, i, &li);
+        if (li.out.h > 1 && li.out.w > 1 &&
+            (li.kind == TRN_LAYER_CONVOLUTIONAL || li.kind == TRN_LAYER_MAXPOOL || li.kind == TRN_LAYER_AVGPOOL))
+            last_spatial = i;
+    }
+    for (int i = 0; i <= last_spatial; i++) {
+        trn_layer_info li;
+        trn_net_layer_info(trunk, i, &li);
+        int ok = o->branchynet ? li.kind == TRN_LAYER_MAXPOOL
+                               : (li.kind == TRN_LAYER_CONVOLUTIONAL || li.kind == TRN_LAYER_MAXPOOL);
+        /* a convolution followed by a max-pool: the pool's output is the
+         * cheaper place for the same features (FlexDNN: after the block) */
+        if (!ok) continue;
+        branch *b = &bs[nb++];
+        b->at = i;
+        b->pool = li.out.h > o->pool_to ? (li.out.h + o->pool_to - 1) / o->pool_to : 1;
+        b->layers = o->branchynet ? 1 : o->layers;
+        b->width = o->width;
+    }
+    if (nb == 0) {
+        trn_errf(err, "%s: no candidate exit location (a convolution or max-pool with a spatial output)",
+                 cfg_path);
+        goto out;
+    }
+    for (int k = 0; k < nb; k++)
+        if (branch_build(&bs[k], trunk, o, NULL, o->seed + 1000 + (uint64_t)k, o->learning_rate, err) != 0)
+            goto out;
+    branch **all = calloc((size_t)nb, sizeof *all);
+    if (!all) {
+        trn_errf(err, "out of memory");
+        goto out;
+    }
+    for (int k = 0; k < nb; k++) all[k] = &bs[k];
+    uint64_t step = 0;
+    /* Stage 1: the over-parameterised branches (BranchyNet: its fixed heads,
+     * with the batches our search spends in all) */
+    int stage1 = o->branchynet ? o->stage1 + o->finetune * (o->layers + 3) : o->stage1;
+    if (train_branches(trunk, all, nb, stage1, step, o, x, y, err) != 0) goto out_all;
+    step += (uint64_t)stage1;
+    if (evaluate(trunk, all, nb, o->valid_x, o->valid_y, o->n_valid, 0, &va, err) != 0) goto out_all;
+    for (int k = 0; k < nb; k++) {
+        if (solo_rate(&bs[k], &va, err) != 0) goto out_all;
+        char d[200];
+        cJSON *s = cJSON_CreateObject();
+        cJSON_AddStringToObject(s, "stage", o->branchynet ? "branchynet" : "over-parameterised");
+        cJSON_AddStringToObject(s, "branch", branch_desc(&bs[k], d, sizeof d));
+        cJSON_AddNumberToObject(s, "layer", bs[k].at);
+        cJSON_AddNumberToObject(s, "exit_rate", bs[k].rate);
+        cJSON_AddItemToArray(search, s);
+    }
+    /* Stage 3: shrink each branch (layers, then filters) while its exit rate
+     * holds; all shrink candidates of a round train together */
+    if (!o->branchynet) {
+        double *best = calloc((size_t)nb, sizeof *best);
+        int *phase = calloc((size_t)nb, sizeof *phase); /* 0 layers, 1 filters, 2 done */
+        branch *cand = calloc((size_t)nb, sizeof *cand);
+        branch **cl = calloc((size_t)nb, sizeof *cl);
+        int *ci = calloc((size_t)nb, sizeof *ci);
+        if (!best || !phase || !cand || !cl || !ci) {
+            free(best), free(phase), free(cand), free(cl), free(ci);
+            trn_errf(err, "out of memory");
+            goto out_all;
+        }
+        for (int k = 0; k < nb; k++) best[k] = bs[k].rate;
+        for (int round = 0; round < 16; round++) {
+            int nc = 0;
+            for (int k = 0; k < nb; k++) {
+                while (phase[k] < 2) {
+                    branch c = {.at = bs[k].at, .pool = bs[k].pool, .layers = bs[k].layers, .width = bs[k].width};
+                    if (phase[k] == 0 && c.layers > 0) c.layers--;
+                    else if (phase[k] == 1 && c.layers > 0 && c.width > 4) c.width /= 2;
+                    else {
+                        phase[k]++;
+                        continue;
+                    }
+                    cand[nc] = c;
+                    if (branch_build(&cand[nc], trunk, o, &bs[k], o->seed + 2000 + 100 * (uint64_t)round + (uint64_t)k,
+                                     o->learning_rate * 0.5f, err) != 0)
+                        goto shrink_fail;
+                    cl[nc] = &cand[nc];
+                    ci[nc++] = k;
+                    break;
+                }
+            }
+            if (nc == 0) break;
+            if (train_branches(trunk, cl, nc, o->finetune, step, o, x, y, err) != 0) goto shrink_fail;
+            step += (uint64_t)o->finetune;
+            split_eval v2 = {0};
+            if (evaluate(trunk, cl, nc, o->valid_x, o->valid_y, o->n_valid, 0, &v2, err) != 0) {
+                split_eval_free(&v2);
+                goto shrink_fail;
+            }
+            for (int c = 0; c < nc; c++) {
+                int k = ci[c];
+                if (solo_rate(&cand[c], &v2, err) != 0) {
+                    split_eval_free(&v2);
+                    goto shrink_fail;
+                }
+                int keep = cand[c].rate >= best[k] - o->tolerance;
+                char d[200];
+                cJSON *s = cJSON_CreateObject();
+                cJSON_AddStringToObject(s, "stage", phase[k] == 0 ? "layer-pruning" : "filter-pruning");
+                cJSON_AddStringToObject(s, "branch", branch_desc(&cand[c], d, sizeof d));
+                cJSON_AddNumberToObject(s, "layer", cand[c].at);
+                cJSON_AddNumberToObject(s, "exit_rate", cand[c].rate);
+                cJSON_AddBoolToObject(s, "kept", keep);
+                cJSON_AddItemToArray(search, s);
+                if (keep) {
+                    if (cand[c].rate > best[k]) best[k] = cand[c].rate;
+                    cand[c].trained += bs[k].trained;
+                    branch_free(&bs[k]);
+                    bs[k] = cand[c];
+                    memset(&cand[c], 0, sizeof cand[c]);
+                } else {
+                    branch_free(&cand[c]);
+                    phase[k]++;
+                }
+            }
+            split_eval_free(&v2);
+        }
+        free(best), free(phase), free(cand), free(cl), free(ci);
+        goto shrunk;
+    shrink_fail:
+        for (int c = 0; c < nb; c++) branch_free(&cand[c]);
+        free(best), free(phase), free(cand), free(cl), free(ci);
+        goto out_all;
+    }
+shrunk:
+    /* every branch evaluated on valid (kept) and test (with probabilities) */
+    split_eval_free(&va);
+    if (evaluate(trunk, all, nb, o->valid_x, o->valid_y, o->n_valid, 0, &va, err) != 0) goto out_all;
+    /* insertion plan: greedy removal by Q_j until expected MACs stop falling */
+    np = nb;
+    for (int k = 0; k < nb; k++) plan[k] = &bs[k];
+    plan_eval pe = {.rate = rate};
+    if (lossless_thresholds(plan, np, &va, thr, err) != 0) goto out_all;
+    plan_apply(plan, np, thr, 1, &va, prefix, trunk_macs, &pe, NULL);
+    for (;;) {
+        cJSON *st = cJSON_CreateObject();
+        cJSON *ex = cJSON_AddArrayToObject(st, "exits");
+        for (int j = 0; j < np; j++) cJSON_AddItemToArray(ex, cJSON_CreateNumber(plan[j]->at));
+        cJSON_AddNumberToObject(st, "expected_macs", pe.expected_macs);
+        cJSON_AddNumberToObject(st, "valid_top1", pe.top1);
+        cJSON_AddItemToArray(steps, st);
+        if (o->branchynet || np == 0) break;
+        /* Q_j with cumulative exit rates cr */
+        double cr_prev = 0, qmin = INFINITY;
+        int jmin = -1;
+        cJSON *qs = cJSON_AddArrayToObject(st, "q");
+        for (int j = 0; j < np; j++) {
+            double cr = cr_prev + rate[j];
+            double cb = (double)((j + 1 < np ? prefix[plan[j + 1]->at] : trunk_macs) - prefix[plan[j]->at]);
+            double C_j = (1 - cr_prev) * (double)plan[j]->macs, G_j = (cr - cr_prev) * cb;
+            double q = C_j > 0 ? G_j / C_j : G_j > 0 ? INFINITY : 0; /* an exit no input reaches: useless */
+            cJSON_AddItemToArray(qs, cJSON_CreateNumber(isfinite(q) ? q : 1e300));
+            if (q < qmin) qmin = q, jmin = j;
+            cr_prev = cr;
+        }
+        if (jmin < 0) break;
+        branch **trial = calloc((size_t)np, sizeof *trial);
+        float *tthr = calloc((size_t)np, sizeof *tthr);
+        double *trate = calloc((size_t)np + 1, sizeof *trate);
+        if (!trial || !tthr || !trate) {
+            free(trial), free(tthr), free(trate);
+            trn_errf(err, "out of memory");
+            goto out_all;
+        }
+        int nt = 0;
+        for (int j = 0; j < np; j++)
+            if (j != jmin) trial[nt++] = plan[j];
+        plan_eval tpe = {.rate = trate};
+        if (lossless_thresholds(trial, nt, &va, tthr, err) != 0) {
+            free(trial), free(tthr), free(trate);
+            goto out_all;
+        }
+        plan_apply(trial, nt, tthr, 1, &va, prefix, trunk_macs, &tpe, NULL);
+        cJSON_AddNumberToObject(st, "remove_candidate", plan[jmin]->at);
+        cJSON_AddNumberToObject(st, "expected_macs_without", tpe.expected_macs);
+        if (tpe.expected_macs > pe.expected_macs) { /* it would start to increase */
+            free(trial), free(tthr), free(trate);
+            break;
+        }
+        memcpy(plan, trial, (size_t)nt * sizeof *plan);
+        memcpy(thr, tthr, (size_t)nt * sizeof *thr);
+        np = nt;
+        pe.expected_macs = tpe.expected_macs;
+        pe.top1 = tpe.top1;
+        memcpy(rate, trate, ((size_t)nt + 1) * sizeof *rate);
+        free(trial), free(tthr), free(trate);
+    }
+    if (np == 0) {
+        trn_errf(err, "early-exit: the insertion plan kept no exit (no exit answers any valid image "
+                 "without loss); train the branches longer (--set stage1=N)");
+        goto out_all;
+    }
+    /* the test split: alpha profile */
+    if (evaluate(trunk, plan, np, o->test_x, o->test_y, o->n_test, 1, &te, err) != 0) goto out_all;
+    {
+        uint64_t base_correct = 0;
+        for (size_t i = 0; i < te.n; i++) base_correct += te.final_pred[i] == te.label[i];
+        cJSON *base = cJSON_AddObjectToObject(fields, "base");
+        cJSON_AddNumberToObject(base, "top1", (double)base_correct / (double)te.n);
+        cJSON_AddItemToObject(base, "top1_ci", wilson_json(base_correct, te.n));
+        cJSON_AddNumberToObject(base, "macs", (double)trunk_macs);
+        cJSON_AddNumberToObject(base, "test_images", (double)te.n);
+        static const double alphas[] = {0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.1, 1.2, 1.3, 1.5, 2.0};
+        cJSON *prof = cJSON_AddArrayToObject(fields, "alpha_profile");
+        plan_eval ta = {.rate = rate};
+        for (size_t a = 0; a < sizeof alphas / sizeof *alphas; a++) {
+            plan_apply(plan, np, thr, alphas[a], &te, prefix, trunk_macs, &ta, NULL);
+            cJSON *p = cJSON_CreateObject();
+            cJSON_AddNumberToObject(p, "alpha", alphas[a]);
+            cJSON_AddNumberToObject(p, "top1", ta.top1);
+            cJSON_AddItemToObject(p, "top1_ci", wilson_json(ta.correct, te.n));
+            cJSON_AddNumberToObject(p, "test_images", (double)te.n);
+            cJSON_AddNumberToObject(p, "expected_macs", ta.expected_macs);
+            {
+                /* top-5 of the answers (probabilities kept on test) */
+                int *eo = malloc(te.n * sizeof *eo);
+                if (!eo) {
+                    trn_errf(err, "out of memory");
+                    cJSON_Delete(p);
+                    goto out_all;
+                }
+                plan_apply(plan, np, thr, alphas[a], &te, prefix, trunk_macs, &ta, eo);
+                uint64_t k5 = 0;
+                for (size_t i = 0; i < te.n; i++) {
+                    const float *q = eo[i] < np ? plan[eo[i]]->probs + i * C : te.final_probs + i * C;
+                    int above = 0;
+                    for (int c = 0; c < C; c++) above += q[c] > q[te.label[i]];
+                    k5 += above < 5;
+                }
+                free(eo);
+                cJSON_AddNumberToObject(p, "top5", (double)k5 / (double)te.n);
+            }
+            cJSON_AddNumberToObject(p, "macs_saving", 1 - ta.expected_macs / (double)trunk_macs);
+            cJSON *r = cJSON_AddArrayToObject(p, "exit_rates");
+            for (int j = 0; j <= np; j++) cJSON_AddItemToArray(r, cJSON_CreateNumber(ta.rate[j]));
+            cJSON_AddItemToArray(prof, p);
+        }
+        /* per test image at alpha 1: exit and probabilities (the check of
+         * rtl run against this evaluation) */
+        int *exit_of = malloc(te.n * sizeof *exit_of);
+        em->predictions = exit_of ? malloc(te.n * (size_t)C * sizeof *em->predictions) : NULL;
+        if (!exit_of || !em->predictions) {
+            free(exit_of);
+            trn_errf(err, "out of memory");
+            goto out_all;
+        }
+        plan_apply(plan, np, thr, 1, &te, prefix, trunk_macs, &ta, exit_of);
+        for (size_t i = 0; i < te.n; i++) {
+            const float *p = exit_of[i] < np ? plan[exit_of[i]]->probs + i * C : te.final_probs + i * C;
+            memcpy(em->predictions + i * C, p, (size_t)C * sizeof *p);
+        }
+        em->exit_of = exit_of;
+        em->n_predictions = te.n;
+        em->classes = C;
+        /* the exits */
+        cJSON *ex = cJSON_AddArrayToObject(fields, "exits");
+        uint64_t exits_macs = 0;
+        plan_apply(plan, np, thr, 1, &te, prefix, trunk_macs, &ta, NULL);
+        for (int j = 0; j < np; j++) {
+            char d[200];
+            cJSON *e = cJSON_CreateObject();
+            cJSON_AddNumberToObject(e, "layer", plan[j]->at);
+            cJSON_AddNumberToObject(e, "threshold", thr[j]);
+            cJSON_AddNumberToObject(e, "lossless_threshold", thr[j]);
+            cJSON_AddNumberToObject(e, "exit_rate", ta.rate[j]);
+            cJSON_AddNumberToObject(e, "macs_to_exit", (double)prefix[plan[j]->at]);
+            cJSON_AddNumberToObject(e, "macs", (double)plan[j]->macs);
+            cJSON_AddStringToObject(e, "branch", branch_desc(plan[j], d, sizeof d));
+            cJSON_AddNumberToObject(e, "trained_batches", plan[j]->trained);
+            uint64_t k = 0, n = 0;
+            for (size_t i = 0; i < te.n; i++)
+                if (exit_of[i] == j) n++, k += plan[j]->pred[i] == te.label[i];
+            if (n) cJSON_AddNumberToObject(e, "top1", (double)k / (double)n);
+            cJSON_AddItemToArray(ex, e);
+            exits_macs += plan[j]->macs;
+        }
+        cJSON_AddNumberToObject(fields, "exits_macs", (double)exits_macs);
+        cJSON_AddNumberToObject(fields, "exits_macs_fraction", (double)exits_macs / (double)trunk_macs);
+        cJSON_AddStringToObject(fields, "method", o->branchynet ? "branchynet" : "flexdnn");
+        cJSON_AddNumberToObject(fields, "training_batches", (double)step);
+        cJSON_AddNumberToObject(fields, "kd", o->kd);
+    }
+    /* the exit model: exits.cfg (batch-free) and its networks (batch 1) */
+    {
+        char *text = NULL;
+        for (int j = 0; j < np; j++) {
+            char *b = branch_text(plan[j], C, thr[j]);
+            if (!b || prn_appendf(&text, "%s", b)) {
+                free(b);
+                trn_errf(err, "out of memory");
+                goto out_all;
+            }
+            free(b);
+        }
+        char *full = prn_strdupf("# early exits (FlexDNN) of %s: trainer/README.md, Early exits\n%s", cfg_path, text);
+        free(text);
+        if (!full || !(em->cfg = trn_cfg_parse(full, strlen(full), "exits.cfg", err))) {
+            if (!full) trn_errf(err, "out of memory");
+            free(full);
+            goto out_all;
+        }
+        free(full);
+        trn_net_opts eo;
+        trn_net_opts_defaults(&eo);
+        eo.batch = 1;
+        eo.infer_only = 1;
+        prn_net_opts(&to, o->seed);
+        if (!(out->net = trn_net_create(cfg, &to, err)) || trn_weights_load(out->net, weights, err) != 0) goto out_all;
+        if (!(em->exits = trn_exits_create(out->net, em->cfg, &eo, err))) goto out_all;
+        for (int j = 0; j < np; j++) {
+            int na, nbp;
+            const trn_param *src = trn_net_params(trn_exit_net(plan[j]->x, 0), &na);
+            const trn_param *dst = trn_net_params(trn_exit_net(em->exits, j), &nbp);
+            if (na != nbp) {
+                trn_errf(err, "internal: exit %d parameter tables differ", j);
+                goto out_all;
+            }
+            for (int p = 0; p < na; p++) memcpy(dst[p].data, src[p].data, src[p].count * sizeof(float));
+        }
+    }
+    out->technique = "early-exit";
+    if (!(out->cfg = trn_cfg_clone(cfg, err))) goto out_all;
+    out->description = prn_strdupf("%s: %d early exit%s (at layers%s) over the frozen base, alpha 1: lossless "
+                                   "thresholds on the valid split",
+                                   o->branchynet ? "BranchyNet-style fixed heads" : "FlexDNN", np, np == 1 ? "" : "s", "");
+    {
+        char at[256] = "";
+        for (int j = 0; j < np; j++) {
+            size_t l = strlen(at);
+            snprintf(at + l, sizeof at - l, " %d", plan[j]->at);
+        }
+        free(out->description);
+        out->description = prn_strdupf("%s: %d early exit%s (at layers%s) over the frozen base; thresholds lossless on "
+                                       "the valid split (alpha 1)",
+                                       o->branchynet ? "BranchyNet-style fixed heads" : "FlexDNN exit search + insertion plan",
+                                       np, np == 1 ? "" : "s", at);
+    }
+    out->fields = fields;
+    fields = NULL;
+    rc = 0;
+out_all:
+    free(all);
+out:
+    if (rc != 0) {
+        prn_variant_free(out);
+        prn_exit_model_free(em);
+    }
+    for (int k = 0; k < nb; k++) branch_free(&bs[k]);
+    split_eval_free(&va);
+    split_eval_free(&te);
+    cJSON_Delete(fields);
+    free(bs);
+    free(plan);
+    free(prefix);
+    free(thr);
+    free(rate);
+    free(x);
+    free(y);
+    trn_net_free(trunk);
+    return rc;
+}

