@@ -59,6 +59,15 @@ V_mimic-c34       := mimic conv@3 conv@4 convolutional,batch_normalize=1,filters
 V_mimic-c34_MIMIC := batches=300 learning_rate=0.1
 V_mimic-c34_TRAIN := max_batches=300 learning_rate=0.02 burn_in=0 policy=poly power=2
 
+# MeDNN's SMCD (prune lasso): the base trains on for 200 batches with the
+# group-lasso penalty on every convolutional layer's filter groups (under
+# batch norm: scale and shift), the filters it zeroes are removed (a smaller
+# dense model), then 300 batches fine-tune it without the penalty.
+RECIPE_VARIANTS += smcd
+V_smcd       := lasso
+V_smcd_LASSO := lasso_filter=0.5 max_batches=200 learning_rate=0.02 policy=constant burn_in=0
+V_smcd_TRAIN := max_batches=300 learning_rate=0.02 burn_in=0 policy=poly power=2
+
 # Shared trunk and task heads (MCDNN 4.1.3, prune retarget): layers up to
 # RETARGET_CUT of the base are shared by every attribute task of the data
 # set's .tasks file; each task's head is RETARGET_HEAD then a connected
