@@ -116,13 +116,14 @@ specialise: $(O)/.deps-ok | $(BIN)/prune $(BIN)/dataset $(BIN)/catalog $(BIN)/tr
 	cascade partner (a cheaper variant dominated it): a device could not run the cascade; see $(MODEL_O)/winnowed.json" >&2; exit 1; }
 	$(call msg,SPECIAL,$(SPEC_NAME): $(CLASSES) (p = $(CONTEXT_P)))t=$(SPEC_O).tmp; rm -rf $$t && mkdir -p $$t && \
 	$(BIN)/dataset contexts $(abspath $(DATA)) --classes '$(CLASSES)' --context-p $(CONTEXT_P) --seed $(SEED) \
-	  --out $$t/contexts >$$t/log 2>&1 && \
+	  --out $$t/contexts >/dev/null && \
 	$(BIN)/prune specialise --cfg $(BASE_V)/variant.cfg --weights $(BASE_V)/variant.weights --data $(abspath $(DATA)) \
 	  --contexts $$t/contexts/contexts.list --seed $(SEED) --threads $(THREADS) --out $$t/spec >>$$t/log 2>&1 && \
 	ctx=$$(awk '!/^#/ { print $$1; exit }' $$t/contexts/contexts.list) && v=$$t/variants/$(SPEC_NAME) && mkdir -p $$v && \
 	cp $$t/spec/$$ctx/variant.cfg $$t/spec/$$ctx/meta.json $$v/ && cp $$t/spec/$$ctx/init.weights $$v/variant.weights && \
 	$(BIN)/trainer valid --cfg $$v/variant.cfg --weights $$v/variant.weights --data $$t/contexts/$$ctx/$$ctx.data \
-	  --split test --threads $(THREADS) --determinism $(DETERMINISM) --json >$$v/eval.json && \
+	  --split test --threads $(THREADS) --determinism $(DETERMINISM) --json >$$v/eval.json.tmp && \
+	mv $$v/eval.json.tmp $$v/eval.json && \
 	$(BIN)/catalog profile --cfg $$v/variant.cfg --weights $$v/variant.weights --runs $(PROFILE_RUNS) --threads 1 \
 	  --out $$v/profile.json && \
 	$(BIN)/catalog describe $$v --id $(SPEC_NAME) --model $(MODEL) --task $(SPEC_NAME) --eval $$v/eval.json \
