@@ -23,7 +23,7 @@
 #define RM_EVAL_BATCH 64
 
 typedef struct rm_settings {
-    double step, min_accuracy, learning_rate, max_layer_step;
+    double step, min_accuracy, learning_rate, max_layer_step, target_macs;
     long long retrain_batches, triplets, min_filters, max_steps;
 } rm_settings;
 
@@ -44,13 +44,14 @@ static int rm_set(rm_settings *s, const char *kv, trn_err *err)
     else if (KEY("min_accuracy")) { RANGE(0, 1); s->min_accuracy = v; }
     else if (KEY("learning_rate")) { RANGE(0, 10); s->learning_rate = v; }
     else if (KEY("max_layer_step")) { RANGE(0.001, 1); s->max_layer_step = v; }
+    else if (KEY("target_macs")) { RANGE(0, 1); s->target_macs = v; }
     else if (KEY("retrain_batches")) { RANGE(0, 1e7); WHOLE; s->retrain_batches = (long long)v; }
     else if (KEY("triplets")) { RANGE(1, 1e8); WHOLE; s->triplets = (long long)v; }
     else if (KEY("min_filters")) { RANGE(1, 1e6); WHOLE; s->min_filters = (long long)v; }
     else if (KEY("max_steps")) { RANGE(1, RM_MAX_STEPS - 1); WHOLE; s->max_steps = (long long)v; }
     else
         return trn_errf(err, "--set '%s': unknown key '%.*s' (known: step, min_accuracy, retrain_batches, "
-                             "learning_rate, triplets, min_filters, max_layer_step, max_steps)", kv, (int)kl, kv);
+                             "learning_rate, triplets, min_filters, max_layer_step, max_steps, target_macs)", kv, (int)kl, kv);
 #undef KEY
 #undef RANGE
 #undef WHOLE
@@ -306,7 +307,8 @@ int prn_cli_roadmap(int argc, char **argv, trn_err *err)
         "per layer, MACs, accuracy with its 95% Wilson interval on the valid and test splits.\n"
         "--set keys: step (0.2), min_accuracy (0.5), retrain_batches (100), learning_rate\n"
         "(0.01), triplets (256), min_filters (2), max_layer_step (0.5: at most this fraction of\n"
-        "a layer's filters per step), max_steps (12).\n",
+        "a layer's filters per step), max_steps (12), target_macs (0: none; a passing step at\n"
+        "or below this fraction of the base's MACs ends the roadmap).\n",
         opts, NULL};
     const char *extra;
     int rc0;
@@ -317,7 +319,7 @@ int prn_cli_roadmap(int argc, char **argv, trn_err *err)
     if (seed < 0) return trn_errf(err, "--seed is required"), -2;
     int m = prn_rank_method_parse(method);
     if (m < 0) return trn_errf(err, "--method '%s' is not a ranking: use trr or l1", method), -2;
-    rm_settings st = {0.2, 0.5, 0.01, 0.5, 100, 256, 2, 12};
+    rm_settings st = {0.2, 0.5, 0.01, 0.5, 0, 100, 256, 2, 12};
     for (int i = 0; i < set.n; i++)
         if (rm_set(&st, set.v[i], err)) return -2;
     trn_set_threads((int)threads);
@@ -453,6 +455,11 @@ int prn_cli_roadmap(int argc, char **argv, trn_err *err)
                      trn_split_name(eval), s->acc.top1, st.min_accuracy);
             break;
         }
+        if (!road && s->passed && (double)s->tot.macs <= st.target_macs * (double)s0->tot.macs) {
+            snprintf(stopped, sizeof stopped, "step %d: %.4fx the base's MACs reaches target_macs %.4f", k,
+                     (double)s->tot.macs / (double)s0->tot.macs, st.target_macs);
+            break;
+        }
     }
     /* The seed: the last step of the unbroken run of passing steps. */
     int seed_step = 0;
@@ -487,6 +494,7 @@ int prn_cli_roadmap(int argc, char **argv, trn_err *err)
     cJSON_AddNumberToObject(jset, "min_filters", (double)st.min_filters);
     cJSON_AddNumberToObject(jset, "max_layer_step", st.max_layer_step);
     cJSON_AddNumberToObject(jset, "max_steps", (double)st.max_steps);
+    cJSON_AddNumberToObject(jset, "target_macs", st.target_macs);
     cJSON_AddStringToObject(jset, "eval_split", trn_split_name(eval));
     if (follow) cJSON_AddStringToObject(jset, "follow", follow);
     else cJSON_AddNullToObject(jset, "follow");

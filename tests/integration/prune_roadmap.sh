@@ -96,6 +96,9 @@ expect_ok "l1 roadmap following the trr one" "$P" "${RM[@]}" --method l1 --follo
 t_check "equal filter counts at every step" test "$(jq -c '[.steps[].kept]' "$R")" = "$(jq -c '[.steps[].kept]' "$T/l1/roadmap.json")"
 t_check "the l1 roadmap says what it followed" jqc '.method == "l1" and .settings.follow != null and .settings.triplets == null' "$T/l1/roadmap.json"
 
+expect_ok "a MAC target ends the roadmap" "$P" "${RM[@]}" --method trr --set target_macs=0.95 --out "$T/tg"
+t_check "target_macs: stopped at the first step under it" jqc '(.steps | length) == 2 and .seed_step == 1 and (.stopped | test("reaches target_macs")) and .steps[1].macs <= 0.95 * .steps[0].macs' "$T/tg/roadmap.json"
+
 bad() { # NAME PATTERN ARGS...: fails with PATTERN and leaves no folder
     local name=$1 pat=$2; shift 2
     rm -rf "$T/bad"
