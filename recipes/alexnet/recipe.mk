@@ -59,12 +59,24 @@ V_mimic-c34       := mimic conv@3 conv@4 convolutional,batch_normalize=1,filters
 V_mimic-c34_MIMIC := batches=300 learning_rate=0.1
 V_mimic-c34_TRAIN := max_batches=300 learning_rate=0.02 burn_in=0 policy=poly power=2
 
+# MeDNN's SMCD (prune lasso): the base trains on for 200 batches with the
+# group-lasso penalty on every convolutional layer's filter groups (under
+# batch norm: scale and shift), the filters it zeroes are removed (a smaller
+# dense model), then 300 batches fine-tune it without the penalty.
+RECIPE_VARIANTS += smcd
+V_smcd       := lasso
+V_smcd_LASSO := lasso_filter=0.5 max_batches=200 learning_rate=0.02 policy=constant burn_in=0
+V_smcd_TRAIN := max_batches=300 learning_rate=0.02 burn_in=0 policy=poly power=2
+
 # Shared trunk and task heads (MCDNN 4.1.3, prune retarget): layers up to
 # RETARGET_CUT of the base are shared by every attribute task of the data
 # set's .tasks file; each task's head is RETARGET_HEAD then a connected
-# classifier, trained on the trunk's cached outputs.
+# classifier, trained on the trunk's cached outputs. Chosen by the sweep of
+# prune/README.md (the best attribute accuracies within 1% of the base's
+# MACs and parameters). Read today by tests/bench/rtl_tasks.sh; the make
+# stage that adds the heads to the catalog is not written yet.
 RETARGET_CUT  := conv@4
-RETARGET_HEAD := avgpool
+RETARGET_HEAD := convolutional,filters=24,size=1,stride=1,activation=relu;maxpool,size=4,stride=4
 
 # NestDNN (thesis chapter 3; prune/README.md): the base's filter pruning
 # roadmap by TRR (each step drops the least important 10% of the ranked
