@@ -538,6 +538,8 @@ static int cmd_pack(int argc, char **argv)
     const char *out_dir = NULL, *key_path = NULL, *dev_dir = NULL, *variants = NULL;
     struct pass_opts po = {0};
     ck_list task = {.n = 0};
+    const char *addon_of = NULL;
+    cJSON *base_manifest = NULL;
     long long level = 9, version = 0, seed = -1;
     int no_targets = 0, rc0;
     const ck_opt opts[] = {
@@ -555,6 +557,10 @@ static int cmd_pack(int argc, char **argv)
         {"--passphrase-file", "FILE", CK_STR, &po.file, 0, 0, "the key's passphrase: the first line of FILE"},
         {"--passphrase-env", "VAR", CK_STR, &po.env, 0, 0, "the key's passphrase: environment variable VAR"},
         {"--dev-key-dir", "DIR", CK_STR, &dev_dir, 0, 0, "where the development key is kept"},
+        {"--addon-of", "MANIFEST", CK_STR, &addon_of, 0, 0,
+         "make an add-on of the catalog whose manifest.json this is (its\n"
+         "variants may name that catalog's; devices install it only on top of\n"
+         "that catalog at that version); needs --catalog with another id"},
         {0},
     };
     const ck_verb verb = {
@@ -605,6 +611,40 @@ static int cmd_pack(int argc, char **argv)
      * winnowed.json last; a failure removes what this run made. */
     cat_seckey *key = NULL;
     if (key_path && !(key = load_key(key_path, &po, &err))) return fail(&err);
+    if (addon_of) {
+        char *btext = NULL;
+        size_t blen = 0;
+        if (trn_read_file(addon_of, (size_t)64 << 20, &btext, &blen, &err) != 0) {
+            cat_seckey_free(key);
+            return fail(&err);
+        }
+        base_manifest = cJSON_ParseWithLength(btext, blen);
+        free(btext);
+        const cJSON *bc = cJSON_GetObjectItemCaseSensitive(base_manifest, "catalog");
+        const cJSON *bver = cJSON_GetObjectItemCaseSensitive(base_manifest, "version");
+        if (!cJSON_IsString(bc) || !cJSON_IsNumber(bver) ||
+            !cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(base_manifest, "variants"))) {
+            cJSON_Delete(base_manifest);
+            cat_seckey_free(key);
+            fprintf(stderr, "catalog: error: --addon-of %s: not a catalog manifest (catalog, version and "
+                    "variants are needed: give the base catalog's manifest.json)\n", addon_of);
+            return 1;
+        }
+        if (cJSON_GetObjectItemCaseSensitive(base_manifest, "base")) {
+            cJSON_Delete(base_manifest);
+            cat_seckey_free(key);
+            fprintf(stderr, "catalog: error: --addon-of %s: that catalog is itself an add-on; give the "
+                    "manifest of the catalog it extends\n", addon_of);
+            return 1;
+        }
+        if (!o.catalog || !strcmp(o.catalog, bc->valuestring)) {
+            cJSON_Delete(base_manifest);
+            cat_seckey_free(key);
+            return ck_usage_of("catalog", &verb, "--addon-of needs --catalog ID, an id other than the base's ('%s')",
+                               bc->valuestring);
+        }
+        o.base = base_manifest;
+    }
     struct cat_built b;
     int rc = cat_build(&o, &b, print_problem, NULL, &err);
     char path[4200], archive[4096], sigpath[4200], devbuf[4096];
@@ -668,6 +708,7 @@ static int cmd_pack(int argc, char **argv)
     free(wtext);
     cat_built_free(&b);
     cat_seckey_free(key);
+    cJSON_Delete(base_manifest);
     return rc == 0 ? 0 : fail(&err);
 }
 

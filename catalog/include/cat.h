@@ -236,6 +236,11 @@ struct cat_build_options {
     size_t ntasks;
     const char *targets_dir;    /* NULL: built-in profiles */
     int no_targets;             /* 1: no targets, no estimates */
+    const cJSON *base;          /* NULL; or the manifest of the catalog this one
+                                 * is an add-on of: the manifest gets "base"
+                                 * {catalog, version, variants} and its variants
+                                 * may name that catalog's as parent, trunk or
+                                 * cascade partner */
 };
 
 /* One file to pack: its archive path and where it is now. */

@@ -320,7 +320,17 @@ static cJSON *build_tasks(const struct cat_build_options *o, struct input *ins, 
 }
 
 /* Winnows the inputs: keep[i] says which stay; the record goes to out. */
-static int winnow(struct input *ins, size_t n, unsigned char *keep, struct cat_built *out, trn_err *err)
+/* 1 when id is a variant of the base catalog an add-on extends. */
+static int in_base(const cJSON *base, const char *id)
+{
+    const cJSON *bv;
+    cJSON_ArrayForEach(bv, cJSON_GetObjectItemCaseSensitive(base, "variants"))
+        if (!strcmp(cat_json_str(bv, "id", ""), id)) return 1;
+    return 0;
+}
+
+static int winnow(struct input *ins, size_t n, unsigned char *keep, struct cat_built *out, const cJSON *base,
+                  trn_err *err)
 {
     struct cat_wv *wv = calloc(n ? n : 1, sizeof *wv);
     const char ***deps = calloc(n ? n : 1, sizeof *deps);
@@ -336,7 +346,14 @@ static int winnow(struct input *ins, size_t n, unsigned char *keep, struct cat_b
         const cJSON *dl = cJSON_GetObjectItemCaseSensitive(v, "depends_on");
         deps[i] = calloc((size_t)cJSON_GetArraySize(dl) + 1, sizeof **deps);
         if (!deps[i]) rc = trn_errf(err, "out of memory");
-        cJSON_ArrayForEach(d, dl) if (deps[i]) deps[i][wv[i].ndeps++] = d->valuestring;
+        /* An add-on's dependencies on its base catalog's variants are met
+         * there (the device checks the base at install). */
+        cJSON_ArrayForEach(d, dl) {
+            int local = 0;
+            for (size_t k = 0; k < n; k++) local |= !strcmp(ins[k].id, d->valuestring);
+            if (deps[i] && (local || !base || !in_base(base, d->valuestring)))
+                deps[i][wv[i].ndeps++] = d->valuestring;
+        }
         wv[i].deps = deps[i];
     }
     if (rc == 0 && cat_winnow(wv, n, err) < 0) rc = -1;
@@ -406,7 +423,7 @@ int cat_build(const struct cat_build_options *o, struct cat_built *out, cat_repo
             model = cJSON_GetObjectItemCaseSensitive(ins[i].json, "model")->valuestring;
         if (ins[i].newest_mtime > newest) newest = ins[i].newest_mtime;
     }
-    if (rc == 0 && rep.count == 0) rc = winnow(ins, n, keep, out, err);
+    if (rc == 0 && rep.count == 0) rc = winnow(ins, n, keep, out, o->base, err);
     if (rc == 0 && rep.count == 0) {
         int64_t sde = o->source_date_epoch >= 0 ? o->source_date_epoch : newest;
         uint64_t version = o->version ? o->version : (uint64_t)sde;
@@ -445,6 +462,16 @@ int cat_build(const struct cat_build_options *o, struct cat_built *out, cat_repo
             cJSON_AddItemToObject(m, "targets", targets);
             cJSON_AddItemToObject(m, "variants", variants);
             cJSON_AddItemToObject(m, "winnowed", cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(out->winnowed, "dropped"), 1));
+            if (o->base) {
+                cJSON *b = cJSON_AddObjectToObject(m, "base"), *ids = cJSON_CreateArray();
+                const cJSON *bv;
+                cJSON_AddStringToObject(b, "catalog", cat_json_str(o->base, "catalog", ""));
+                cJSON_AddNumberToObject(b, "version",
+                                        cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(o->base, "version")));
+                cJSON_ArrayForEach(bv, cJSON_GetObjectItemCaseSensitive(o->base, "variants"))
+                    cJSON_AddItemToArray(ids, cJSON_CreateString(cat_json_str(bv, "id", "")));
+                cJSON_AddItemToObject(b, "variants", ids);
+            }
             tasks = targets = variants = NULL;
             cat_json_sort(m);
             struct prefixed self = {report, user, "the new manifest", 0};

@@ -206,6 +206,8 @@ int cat_validate(cat_schema *schema, const cJSON *m, const char *root, cat_repor
     const cJSON *targets = cJSON_GetObjectItemCaseSensitive(m, "targets");
     const cJSON *variants = cJSON_GetObjectItemCaseSensitive(m, "variants");
     const cJSON *winnowed = cJSON_GetObjectItemCaseSensitive(m, "winnowed");
+    /* An add-on's variants may name the base catalog's variants. */
+    const cJSON *base_ids = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(m, "base"), "variants");
     char p[256];
     const cJSON *t;
     cJSON_ArrayForEach(t, tasks) {
@@ -225,11 +227,14 @@ int cat_validate(cat_schema *schema, const cJSON *m, const char *root, cat_repor
         if (find_id(variants, id) != var) problem(&v, p, "variant id '%s' appears twice", id);
         if (find_id(winnowed, id)) problem(&v, p, "variant '%s' is also listed as winnowed", id);
         if (!cJSON_GetObjectItemCaseSensitive(tasks, task)) problem(&v, p, "task '%s' is not among the tasks", task);
-        if (parent && !find_id(variants, parent) && !find_id(winnowed, parent))
-            problem(&v, p, "parent '%s' is neither a variant nor a winnowed one", parent);
+        if (parent && !find_id(variants, parent) && !find_id(winnowed, parent) && !in_strings(base_ids, parent))
+            problem(&v, p, "parent '%s' is neither a variant nor a winnowed one%s", parent,
+                    base_ids ? " nor one of the base catalog's" : "");
         const cJSON *d;
         cJSON_ArrayForEach(d, cJSON_GetObjectItemCaseSensitive(var, "depends_on")) {
             if (!strcmp(d->valuestring, id)) problem(&v, p, "variant '%s' depends on itself", id);
+            else if (in_strings(base_ids, d->valuestring) && !find_id(variants, d->valuestring))
+                ; /* a variant of the base catalog an add-on extends */
             else if (!find_id(variants, d->valuestring))
                 problem(&v, p, "depends on '%s', which is not a variant of the catalog", d->valuestring);
         }

@@ -211,6 +211,8 @@ static int cmd_contexts(int argc, char **argv)
     const ck_opt opts[] = {
         {"--out", "DIR", CK_STR, &out, 0, 0, "the contexts folder (default: contexts/ beside DATA)"},
         {"--seed", "N", CK_STR, &seed, 0, 0, "seed of the class choice and the streams (default 1)"},
+        {"--classes", "A,B,...", CK_STR, &ctx.classes, 0, 0,
+         "these classes (labels of DATA) as the one context instead of\nn drawn ones (a context a device observed)"},
         CONTEXT_ROWS(n_list, p_list, per),
         {0},
     };

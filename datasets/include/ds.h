@@ -141,6 +141,11 @@ typedef struct ds_context_opts {
     double p[DS_CONTEXT_MAX];    /* p values (default .6 .7 .8 .9 .95) */
     int per;                     /* class sets drawn per n (default 1) */
     uint64_t seed;
+    const char *classes;         /* NULL: n classes drawn from the seed; else the
+                                  * one class set: comma-separated labels of the
+                                  * set (a device's observed context, for the
+                                  * specialiser); n is then their count and the
+                                  * n values are ignored */
 } ds_context_opts;
 
 void ds_context_defaults(ds_context_opts *o);

@@ -357,16 +357,41 @@ int ds_contexts_write(const char *data_path, const char *out_dir, const ds_conte
     if (rc == 0) ds_buf_printf(&index, "# id n p data-file ((n,p) contexts of the set %s)\n", pp.data_from_out);
     trn_rng master;
     trn_rng_seed(&master, o->seed);
-    for (int ni = 0; ni < o->nn && rc == 0; ni++) {
-        int n = o->n[ni];
+    /* Given classes: one class set, n = their count. */
+    int given = 0;
+    if (rc == 0 && o->classes) {
+        const char *c = o->classes;
+        while (rc == 0 && *c) {
+            size_t len = strcspn(c, ",");
+            int k = 0;
+            while (k < classes && (strlen(trn_dataset_label(ds, k)) != len ||
+                                   strncmp(trn_dataset_label(ds, k), c, len)))
+                k++;
+            if (k == classes)
+                rc = trn_errf(err, "--classes: '%.*s' is not a class of %s (its labels are in %s's "
+                              "names file)", (int)len, c, data_path, data_path);
+            for (int q = 0; rc == 0 && q < given; q++)
+                if (perm[q] == k) rc = trn_errf(err, "--classes: '%.*s' is given twice", (int)len, c);
+            if (rc == 0 && len == 0) rc = trn_errf(err, "--classes: an empty label");
+            if (rc == 0) perm[given++] = k;
+            c += len;
+            if (*c) c++;
+        }
+        if (rc == 0 && (given < 1 || given >= classes))
+            rc = trn_errf(err, "--classes: give 1..%d classes of %s (the others make up \"other\")",
+                          classes - 1, data_path);
+        if (rc == 0) qsort(perm, (size_t)given, sizeof *perm, cmp_int);
+    }
+    for (int ni = 0; ni < (given ? 1 : o->nn) && rc == 0; ni++) {
+        int n = given ? given : o->n[ni];
         if (n >= classes) {
             res->skipped_n[res->nskipped++] = n;
             continue;
         }
-        for (int r = 0; r < o->per && rc == 0; r++) {
+        for (int r = 0; r < (given ? 1 : o->per) && rc == 0; r++) {
             trn_rng g = trn_rng_fork(&master, CTX_CLASSES | (uint64_t)n << 16 | (uint64_t)r);
-            for (int k = 0; k < classes; k++) perm[k] = k;
-            for (int k = 0; k < n; k++) { /* partial Fisher-Yates: the first n */
+            for (int k = 0; k < classes && !given; k++) perm[k] = k;
+            for (int k = 0; k < n && !given; k++) { /* partial Fisher-Yates: the first n */
                 int j = k + (int)trn_rng_below(&g, (uint64_t)(classes - k)), t = perm[k];
                 perm[k] = perm[j];
                 perm[j] = t;

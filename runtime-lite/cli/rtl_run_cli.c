@@ -96,7 +96,39 @@ int cmd_run(rtl_store *s, int argc, char **argv)
         rtl_catalog_close(cat);
         return fail(&err);
     }
+    /* A specialised model runs as MCDNN's cascade: on its "other" class
+     * the partner answers (in this catalog, or in the catalog an add-on
+     * extends, which must be installed at the add-on's base version). */
+    rtl_catalog *bcat = NULL;
+    rtl_model *pm = NULL;
+    char partner[128];
+    int other = -1;
+    if (rtl_variant_cascade(rtl_model_variant(m), partner, sizeof partner, &other, NULL) == 0) {
+        rtl_catalog *pc = cat;
+        const char *bid;
+        uint64_t bver;
+        if (!rtl_catalog_find(cat, partner) && rtl_catalog_base(cat, &bid, &bver)) {
+            if (!(bcat = rtl_catalog_open(s, bid, &err))) {
+                fprintf(stderr, "rtl: add-on %s extends catalog %s version %" PRIu64 "\n", argv[i], bid, bver);
+            } else if (rtl_catalog_version(bcat) != bver) {
+                snprintf(err.msg, sizeof err.msg, "add-on %s was built for catalog %s version %" PRIu64
+                         ", but version %" PRIu64 " is installed: get the add-on built for it", argv[i], bid, bver,
+                         rtl_catalog_version(bcat));
+                rtl_catalog_close(bcat);
+                bcat = NULL;
+            }
+            pc = bcat;
+        }
+        if (pc) pm = rtl_model_open(pc, partner, &mo, &err);
+        if (!pm) {
+            rtl_model_close(m);
+            rtl_catalog_close(bcat);
+            rtl_catalog_close(cat);
+            return fail(&err);
+        }
+    }
     size_t k = (size_t)o.top < rtl_model_classes(m) ? (size_t)o.top : rtl_model_classes(m);
+    if (pm && rtl_model_classes(pm) > k) k = (size_t)o.top < rtl_model_classes(pm) ? (size_t)o.top : rtl_model_classes(pm);
     rtl_class *top = calloc(k, sizeof *top);
     cJSON *doc = o.json ? cJSON_CreateObject() : NULL, *results = NULL;
     if (doc) {
@@ -112,8 +144,16 @@ int cmd_run(rtl_store *s, int argc, char **argv)
         status = 1;
     }
     for (int a = i + 2; ready && a < argc; a++) {
-        size_t n;
-        if (rtl_model_run_image(m, argv[a], &err) != 0 || rtl_model_top(m, k, top, &n, &err) != 0) {
+        size_t n = 0;
+        rtl_model *ans = m;
+        size_t km = k < rtl_model_classes(m) ? k : rtl_model_classes(m);
+        int ok = rtl_model_run_image(m, argv[a], &err) == 0 && rtl_model_top(m, km, top, &n, &err) == 0;
+        if (ok && pm && n > 0 && (int)top[0].index == other) { /* "other": the partner answers */
+            ans = pm;
+            km = k < rtl_model_classes(pm) ? k : rtl_model_classes(pm);
+            ok = rtl_model_run_image(pm, argv[a], &err) == 0 && rtl_model_top(pm, km, top, &n, &err) == 0;
+        }
+        if (!ok) {
             status = fail(&err);
             if (results) {
                 cJSON *r = cJSON_CreateObject();
@@ -123,7 +163,7 @@ int cmd_run(rtl_store *s, int argc, char **argv)
             }
             continue;
         }
-        print_result(argv[a], top, n, rtl_model_answered_by(m), m, results);
+        print_result(argv[a], top, n, rtl_model_answered_by(ans), ans, results);
     }
     if (doc) {
         char *text = cJSON_Print(doc);
@@ -133,7 +173,9 @@ int cmd_run(rtl_store *s, int argc, char **argv)
         cJSON_Delete(doc);
     }
     free(top);
+    rtl_model_close(pm);
     rtl_model_close(m);
+    rtl_catalog_close(bcat);
     rtl_catalog_close(cat);
     return status;
 }

@@ -635,6 +635,24 @@ RTL_API int rtl_variant_head(const rtl_variant *v, char *parent_buf, size_t psiz
 RTL_API int rtl_model_run_tasks(rtl_model *const *models, size_t n, const float *x, size_t *trunk_runs,
                                 rtl_err *err) RTL_MUST_CHECK;
 
+/* ---- cascades and add-ons (runtime-lite/src/tasks.c) ------------------------
+ *
+ * A specialised variant (prune specialise, MCDNN 4.1.2) answers n classes
+ * of a context and "other"; on "other" its cascade partner (usually the
+ * generic base model) answers. An add-on catalog (catalog pack --addon-of)
+ * holds such variants for one device's context and depends on the catalog
+ * it extends by id and exact version; rtl_install refuses it when that
+ * catalog is not installed at that version. */
+
+/* When v is specialised: its cascade partner's id (into partner, psize
+ * bytes) and the index of its "other" class; 0. -1 with err (may be NULL)
+ * otherwise. */
+RTL_API int rtl_variant_cascade(const rtl_variant *v, char *partner, size_t psize, int *other_class,
+                                rtl_err *err);
+/* When cat is an add-on: the id and version of the catalog it extends; 1.
+ * 0 when it is not an add-on. */
+RTL_API int rtl_catalog_base(const rtl_catalog *cat, const char **id, uint64_t *version);
+
 /* ---- the split planner (runtime-lite/src/plan.c) --------------------------
  *
  * JointDNN's formulation: a graph over (layer, location) with location

@@ -211,10 +211,17 @@ static int check_refs(rtl_catalog *cat, rtl_err *err)
         const struct rtl_variant *v = &cat->variants[i];
         if (rtl_catalog_find(cat, v->id) != v)
             return rtl_errf(err, "manifest: variant id '%s' appears twice", v->id);
-        for (size_t d = 0; d < v->ndeps; d++)
-            if (!rtl_catalog_find(cat, v->deps[d]))
+        /* An add-on's variants may depend on the base catalog's, which
+         * its manifest lists ("base": {"variants"}). */
+        const cJSON *base_ids = cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(cat->root, "base"), "variants"), *b;
+        for (size_t d = 0; d < v->ndeps; d++) {
+            int in_base = 0;
+            cJSON_ArrayForEach(b, base_ids) in_base |= cJSON_IsString(b) && !strcmp(b->valuestring, v->deps[d]);
+            if (!in_base && !rtl_catalog_find(cat, v->deps[d]))
                 return rtl_errf(err, "manifest: variant '%s' depends on '%s', which is not in the manifest",
                                 v->id, v->deps[d]);
+        }
     }
     if (cat->nfiles > RTL_FILES_MAX)
         return rtl_errf(err, "manifest: %zu files is more than the %d the runtime accepts", cat->nfiles, RTL_FILES_MAX);

@@ -199,6 +199,37 @@ static int fsync_at(int dirfd, const char *path, int flags, rtl_err *err)
     return rc;
 }
 
+/* An add-on (its manifest names a "base": a catalog id and version, e.g.
+ * a specialised model built for this device's context) installs only on
+ * top of that catalog at exactly that version: its variants name that
+ * catalog's as parent or cascade partner. Checked before anything of the
+ * add-on is written. */
+static int check_base(struct job *j, rtl_err *err)
+{
+    const cJSON *b = cJSON_GetObjectItemCaseSensitive(j->cat->root, "base");
+    if (!b) return 0;
+    const cJSON *id = cJSON_GetObjectItemCaseSensitive(b, "catalog");
+    const cJSON *ver = cJSON_GetObjectItemCaseSensitive(b, "version");
+    if (!cJSON_IsString(id) || !cJSON_IsNumber(ver) || ver->valuedouble < 1)
+        return rtl_errf(err, "manifest.json: \"base\" needs a catalog id and a version");
+    uint64_t want = (uint64_t)ver->valuedouble, have = 0;
+    rtl_err e2;
+    int fd = rtl_catdir_open(j->s, id->valuestring, 0, NULL, &e2);
+    if (fd >= 0) {
+        struct rtl_state st;
+        if (rtl_state_read(fd, &st, &e2) == 0 && st.current[0])
+            have = rtl_copy_version(j->s, fd, id->valuestring, st.current);
+        close(fd);
+    }
+    if (have == want) return 0;
+    if (!have)
+        return rtl_errf(err, "%s is an add-on of catalog %s version %" PRIu64 ", which is not installed: install "
+                        "that catalog first (nothing was changed)", j->archive, id->valuestring, want);
+    return rtl_errf(err, "%s is an add-on of catalog %s version %" PRIu64 ", but version %" PRIu64 " is installed: "
+                    "get the add-on built for version %" PRIu64 " (nothing was changed)", j->archive,
+                    id->valuestring, want, have, have);
+}
+
 /* Checks manifest.json (json, len bytes) against the signed SHA-256 and
  * fields, parses it into j->cat and writes it into the staging folder. */
 static int accept_manifest(struct job *j, const char *json, size_t got, rtl_err *err)
@@ -215,6 +246,8 @@ static int accept_manifest(struct job *j, const char *json, size_t got, rtl_err 
         rtl_errf(err, "the manifest says catalog %s version %" PRIu64 " model %s but the signature says "
                  "catalog %s version %" PRIu64 " model %s", j->cat->id, j->cat->version, j->cat->model,
                  j->info.catalog, j->info.version, j->info.model[0] ? j->info.model : "(any)");
+    } else if (check_base(j, err) != 0) {
+        /* err is filled */
     } else if (!(j->seen = calloc(j->cat->nfiles ? j->cat->nfiles : 1, 1))) {
         rtl_errf(err, "out of memory");
     } else {

@@ -453,7 +453,10 @@ static const struct {
      * copied by prune retarget): it opens as a plain one; rtl_model_run_tasks
      * runs the shared trunk once and only the head layers per head. */
     [MODEL_HEAD] = {open_plain, NULL},
-    [MODEL_CASCADE] = {NULL, "specialised models (cascades) are not supported by this runtime yet"},
+    /* A specialised model is a whole network with n+1 outputs, the last
+     * "other": it opens as a plain one; the caller runs the cascade
+     * (rtl_variant_cascade names the partner and the "other" class). */
+    [MODEL_CASCADE] = {open_plain, NULL},
 };
 _Static_assert(sizeof kinds / sizeof kinds[0] == MODEL_KIND_COUNT, "every model kind says how it opens");
 

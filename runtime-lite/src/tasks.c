@@ -12,6 +12,7 @@
  * touched, so they never become resident.
  */
 #include "internal.h"
+#include "catalog.h"
 
 #include <cjson/cJSON.h>
 #include <stdlib.h>
@@ -101,4 +102,35 @@ int rtl_model_run_tasks(rtl_model *const *models, size_t n, const float *x, size
 out:
     free(mb);
     return rc;
+}
+
+int rtl_variant_cascade(const rtl_variant *v, char *partner, size_t psize, int *other_class, rtl_err *err)
+{
+    if (strcmp(rtl_variant_technique(v), "specialised") != 0)
+        return rtl_errf(err, "variant '%s' is not specialised (technique %s)", rtl_variant_id(v),
+                        rtl_variant_technique(v));
+    cJSON *f = cJSON_Parse(rtl_variant_fields_json(v) ? rtl_variant_fields_json(v) : "{}");
+    const cJSON *p = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(f, "cascade"), "partner");
+    const cJSON *o = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(f, "context"), "other_class");
+    int ok = cJSON_IsString(p) && cJSON_IsNumber(o) && o->valuedouble >= 0 && strlen(p->valuestring) < psize;
+    if (ok) {
+        memcpy(partner, p->valuestring, strlen(p->valuestring) + 1);
+        *other_class = (int)o->valuedouble;
+    }
+    cJSON_Delete(f);
+    if (!ok)
+        return rtl_errf(err, "variant '%s': a specialised model needs technique_fields.cascade.partner and "
+                        "context.other_class in the manifest", rtl_variant_id(v));
+    return 0;
+}
+
+int rtl_catalog_base(const rtl_catalog *cat, const char **id, uint64_t *version)
+{
+    const cJSON *b = cJSON_GetObjectItemCaseSensitive(cat->root, "base");
+    const cJSON *c = cJSON_GetObjectItemCaseSensitive(b, "catalog");
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(b, "version");
+    if (!cJSON_IsString(c) || !cJSON_IsNumber(v)) return 0;
+    *id = c->valuestring;
+    *version = (uint64_t)v->valuedouble;
+    return 1;
 }

@@ -47,6 +47,17 @@ for x in s.values():
 expect_ok "write its contexts with the contexts verb" "$D" contexts "$T/s/synth/synth.data" --context-n 7,60 --context-p 0.7
 grep -q "no context with n = 60" "$T/out" && t_ok "  ... noting the n it had to skip" || t_fail "  ... noting the n it had to skip"
 expect_ok "  ... which are a valid set" "$D" check "$T/s/synth/contexts/n7-p0.7/n7-p0.7.data"
+# --classes: a given class set (a context a device observed) as the one context
+expect_ok "contexts --classes" "$D" contexts "$T/s/synth/synth.data" --classes red-disc,blue-star,cyan-ring \
+    --context-p 0.8 --out "$T/given"
+t_check "  ... one context of n = 3" grep -qx 'n3-p0.8 3 0.8 n3-p0.8/n3-p0.8.data' "$T/given/contexts.list"
+t_check "  ... of exactly those classes (set order)" \
+    sh -c "head -n 3 '$T/given/n3-p0.8/n3-p0.8.names' | tr '\n' , | grep -qx 'red-disc,cyan-ring,blue-star,'"
+expect_fail "contexts --classes with an unknown label" "'blue-stars' is not a class of" \
+    "$D" contexts "$T/s/synth/synth.data" --classes red-disc,blue-stars --out "$T/given2"
+t_check "  ... writes nothing" [ ! -e "$T/given2" ]
+expect_fail "contexts --classes twice the same" "'red-disc' is given twice" \
+    "$D" contexts "$T/s/synth/synth.data" --classes red-disc,red-disc --out "$T/given2"
 
 cp -a "$T/s/synth" "$T/bad"
 sed -i '3s/_[a-z]*-[a-z]*_/_no-such-class_/' "$T/bad/train.list"
