@@ -77,3 +77,15 @@ V_smcd_TRAIN := max_batches=300 learning_rate=0.02 burn_in=0 policy=poly power=2
 # stage that adds the heads to the catalog is not written yet.
 RETARGET_CUT  := conv@4
 RETARGET_HEAD := convolutional,filters=24,size=1,stride=1,activation=relu;maxpool,size=4,stride=4
+
+# NestDNN (thesis chapter 3; prune/README.md): the base's filter pruning
+# roadmap by TRR (each step drops the least important 10% of the ranked
+# filters and retrains briefly; it ends at the first step under the
+# minimum accuracy or at 1/8 of the base's MACs), then freeze-&-grow along
+# it into one multi-capacity model of 5 capacities (prune grow). Budgets
+# are kept small for the default catalog's time (prune/README.md has the
+# measured stage times and the TRR/L1 comparison).
+RECIPE_VARIANTS += nested
+V_nested         := nested trr
+V_nested_ROADMAP := step=0.1 min_accuracy=0.3 retrain_batches=60 target_macs=0.125 max_steps=8
+V_nested_GROW    := batches=60 capacities=5

@@ -15,13 +15,16 @@ tiny_base_cfg "$R/base.cfg" 30
 write_recipe() { # RW_B_BATCHES RW_A_BATCHES [RW_A_LEARNING_RATE]
     cat >"$R/recipe.mk" <<MK
 RECIPE_CFG := \$(RECIPES)/tiny/base.cfg
-RECIPE_VARIANTS := rw-a rw-b svd-a
+RECIPE_VARIANTS := rw-a rw-b svd-a nest
 V_rw-a := rewrite stride2:conv\\#1
 V_rw-a_TRAIN := max_batches=$2 learning_rate=${3:-0.1}
 V_rw-b := rewrite half:conv~1
 V_rw-b_TRAIN := max_batches=$1
 V_rw-b_KD := alpha=0.5 temperature=2
 V_svd-a := svd fc\\#1:4x
+V_nest := nested trr
+V_nest_ROADMAP := step=0.3 min_accuracy=0 retrain_batches=2 triplets=12 max_steps=2
+V_nest_GROW := batches=2 capacities=3
 MK
 }
 write_recipe 10 10
@@ -57,7 +60,7 @@ pmake() {
 #    the base gets all threads, variants under -j2 one each.
 expect_ok "make -j2 variants LAUNCH=slurm builds every variant" pmake -j2 variants LAUNCH=slurm SRUN="$T/srun"
 cp "$T/out" "$T/variants.out"
-for v in base rw-a rw-b svd-a; do
+for v in base rw-a rw-b svd-a nest; do
     t_check "variant $v has its variant.json" test -s "$T/tiny/variants/$v/variant.json"
 done
 t_check "make variants prints the table" grep -q 'rw-a' "$T/variants.out"
@@ -67,6 +70,11 @@ t_check "the base trained with all threads" grep -qx 'tiny-base-train 2' "$SRUN_
 t_check "variants trained with THREADS/2 threads each" grep -qx 'tiny-rw-a-train 1' "$SRUN_LOG"
 t_check "every derivation went through the launcher" grep -qx 'tiny-svd-a-derive 1' "$SRUN_LOG"
 t_check "timings were recorded" grep -q '^train rw-b ' "$T/tiny/timings.log"
+t_check "the nested variant's roadmap went through the launcher" grep -qx 'tiny-nest-roadmap 1' "$SRUN_LOG"
+t_check "the nested variant's grow went through the launcher" grep -qx 'tiny-nest-grow 1' "$SRUN_LOG"
+t_check "the nested variant's roadmap and capacities" \
+    test -s "$T/tiny/variants/nest/roadmap/roadmap.json" -a -s "$T/tiny/variants/nest/capacities.json"
+t_check "the nested variant's technique" grep -q '"technique":[[:space:]]*"nested"' "$T/tiny/variants/nest/meta.json"
 t_check "rw-b learned from the base as its teacher (V_rw-b_KD)" \
     grep -q 'rw-b: max_batches=10 (teacher: base; alpha=0.5 temperature=2)' "$T/variants.out"
 t_check "the distillation settings are part of rw-b's plan entry" grep -q '| kd alpha=0.5 temperature=2' "$T/tiny/plan/rw-b.plan"
