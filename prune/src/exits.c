@@ -650,8 +650,8 @@ shrunk:
         free(trial), free(tthr), free(trate);
     }
     if (np == 0) {
-        trn_errf(err, "early-exit: the insertion plan kept no exit (no exit answers any valid image "
-                 "without loss); train the branches longer (--set stage1=N)");
+        trn_errf(err, "early-exit: the insertion plan kept no exit: none answers any valid image "
+                 "without loss; train the branches longer (--set stage1=N)");
         goto out_all;
     }
     /* the test split: alpha profile */
