@@ -89,3 +89,48 @@ publish: $(CATALOG_ARCHIVE) $(CATALOG_SIG) | $(BIN)/catalog ## publish the catal
 	$(call msg,PUBLISH,$(DEST))$(BIN)/catalog publish $(CATALOG_ARCHIVE) -o $(DEST) --channel $(PUBLISH_CHANNEL) \
 	  --valid-for $(PUBLISH_VALID_FOR) $(if $(KEY),--key $(KEY) $(if $(KEY_PASSPHRASE_FILE),--passphrase-file \
 	  $(KEY_PASSPHRASE_FILE)),--dev-key-dir $(O)/keys)
+
+# make specialise MODEL=alexnet CLASSES=a,b,c,... [CONTEXT_P=0.8]: an add-on
+# catalog for a device's context (MCDNN 4.1.2, issue 17): the context of
+# those classes (dataset contexts --classes), the base retrained for them +
+# "other" on its frozen lower layers (prune specialise; the base is the
+# cascade's partner), evaluated on the context's test stream, profiled, and
+# packed as an add-on of the catalog built by make catalog (catalog pack
+# --addon-of its manifest.json): devices install it only on top of that
+# catalog at that version, and rtl run answers through the cascade.
+CLASSES   ?=
+CONTEXT_P ?= 0.8
+OPTIONS += CLASSES CONTEXT_P
+OPT_DOC_CLASSES   := make specialise: the classes of a device's context (labels of the data set, comma-separated)
+OPT_DOC_CONTEXT_P := make specialise: the share of those classes in the context's stream
+SPEC_NAME = ctx-$(shell printf '%s' '$(CLASSES)' | sha256sum | cut -c1-10)
+SPEC_O    = $(MODEL_O)/specialise/$(SPEC_NAME)
+
+.PHONY: specialise
+specialise: $(O)/.deps-ok | $(BIN)/prune $(BIN)/dataset $(BIN)/catalog $(BIN)/trainer ## an add-on catalog specialised to CLASSES=a,b,... (after make catalog)
+	$(Q)[ -n '$(CLASSES)' ] || { echo "make specialise: CLASSES is empty: give the context's classes, e.g. CLASSES=red-disc,blue-star,cyan-ring" >&2; exit 2; }
+	$(Q)[ -f $(MODEL_O)/manifest.json ] && [ -f $(BASE_V)/variant.weights ] || { \
+	  echo "make specialise: no catalog of $(MODEL) in $(MODEL_O): run make catalog MODEL=$(MODEL) first" >&2; exit 1; }
+	$(Q)python3 -c "import json, sys; sys.exit(not any(v['id'] == 'base' for v in json.load(open(sys.argv[1]))['variants']))" \
+	  $(MODEL_O)/manifest.json || { echo "make specialise: the catalog in $(MODEL_O) winnowed its base, the specialised model's \
+	cascade partner (a cheaper variant dominated it): a device could not run the cascade; see $(MODEL_O)/winnowed.json" >&2; exit 1; }
+	$(call msg,SPECIAL,$(SPEC_NAME): $(CLASSES) (p = $(CONTEXT_P)))t=$(SPEC_O).tmp; rm -rf $$t && mkdir -p $$t && \
+	$(BIN)/dataset contexts $(abspath $(DATA)) --classes '$(CLASSES)' --context-p $(CONTEXT_P) --seed $(SEED) \
+	  --out $$t/contexts >/dev/null && \
+	$(BIN)/prune specialise --cfg $(BASE_V)/variant.cfg --weights $(BASE_V)/variant.weights --data $(abspath $(DATA)) \
+	  --contexts $$t/contexts/contexts.list --seed $(SEED) --threads $(THREADS) --out $$t/spec >>$$t/log 2>&1 && \
+	ctx=$$(awk '!/^#/ { print $$1; exit }' $$t/contexts/contexts.list) && v=$$t/variants/$(SPEC_NAME) && mkdir -p $$v && \
+	cp $$t/spec/$$ctx/variant.cfg $$t/spec/$$ctx/meta.json $$v/ && cp $$t/spec/$$ctx/init.weights $$v/variant.weights && \
+	$(BIN)/trainer valid --cfg $$v/variant.cfg --weights $$v/variant.weights --data $$t/contexts/$$ctx/$$ctx.data \
+	  --split test --threads $(THREADS) --determinism $(DETERMINISM) --json >$$v/eval.json.tmp && \
+	mv $$v/eval.json.tmp $$v/eval.json && \
+	$(BIN)/catalog profile --cfg $$v/variant.cfg --weights $$v/variant.weights --runs $(PROFILE_RUNS) --threads 1 \
+	  --out $$v/profile.json && \
+	$(BIN)/catalog describe $$v --id $(SPEC_NAME) --model $(MODEL) --task $(SPEC_NAME) --eval $$v/eval.json \
+	  --profile $$v/profile.json --meta $$v/meta.json && \
+	SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) $(BIN)/catalog pack $$t/variants -o $$t/out --catalog $(MODEL)-$(SPEC_NAME) \
+	  --model $(MODEL) --version $(CATALOG_VERSION) --seed $(SEED) --task $(SPEC_NAME)=$$t/contexts/$$ctx/$$ctx.names \
+	  --addon-of $(MODEL_O)/manifest.json $(if $(KEY),--key $(KEY) $(if $(KEY_PASSPHRASE_FILE),--passphrase-file \
+	  $(KEY_PASSPHRASE_FILE)),--dev-key-dir $(O)/keys) >>$$t/log 2>&1 || { tail -n 5 $$t/log >&2; exit 1; }; \
+	rm -rf $(SPEC_O) && mv $$t $(SPEC_O) && grep -A1 '^context' $(SPEC_O)/log | tail -n 1 && \
+	echo "specialise: $(SPEC_O)/out/catalog-$(MODEL)-$(CATALOG_VERSION).tar.zst: add-on of catalog $(MODEL) (install it after that catalog)"

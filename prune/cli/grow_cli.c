@@ -25,51 +25,6 @@
 #define GR_MAX_CAP 16
 #define GR_EVAL_BATCH 64
 
-typedef struct gr_acc {
-    uint64_t images, correct;
-    double top1, lo, hi;
-} gr_acc;
-
-/* Top-1 of net at its current capacity over the whole split. */
-static int evaluate(trn_net *net, const trn_dataset *ds, trn_split split, int threads, gr_acc *a, trn_err *err)
-{
-    memset(a, 0, sizeof *a);
-    size_t n = trn_dataset_count(ds, split);
-    int batch = trn_net_batch(net), classes = trn_dataset_classes(ds);
-    trn_shape s = trn_net_input_shape(net);
-    trn_loader_opts lo;
-    trn_loader_opts_defaults(&lo);
-    lo.w = s.w, lo.h = s.h, lo.c = s.c, lo.batch = batch;
-    lo.augment = 0, lo.shuffle = 0, lo.threads = threads;
-    float *x = malloc((size_t)batch * trn_net_inputs(net) * sizeof *x);
-    float *y = malloc((size_t)batch * (size_t)classes * sizeof *y);
-    trn_loader *ld = x && y ? trn_loader_open(ds, split, &lo, err) : NULL;
-    int rc = ld ? 0 : (x && y ? -1 : trn_errf(err, "out of memory"));
-    uint64_t seen = 0, good = 0;
-    for (uint64_t b = 0; rc == 0 && seen < n; b++) {
-        if ((rc = trn_loader_get(ld, b, x, y, err)) != 0 || (rc = trn_net_forward(net, x, err)) != 0) break;
-        const float *p = trn_net_output(net);
-        for (int j = 0; j < batch && seen < n; j++, seen++) {
-            const float *pj = p + (size_t)j * (size_t)classes, *yj = y + (size_t)j * (size_t)classes;
-            int truth = 0, best = 0;
-            for (int c = 1; c < classes; c++) {
-                if (yj[c] > yj[truth]) truth = c;
-                if (pj[c] > pj[best]) best = c;
-            }
-            good += best == truth;
-        }
-    }
-    trn_loader_close(ld);
-    free(x);
-    free(y);
-    if (rc) return -1;
-    a->images = seen;
-    a->correct = good;
-    a->top1 = seen ? (double)good / (double)seen : 0;
-    trn_wilson(good, seen, &a->lo, &a->hi);
-    return 0;
-}
-
 typedef struct gr_feed {
     trn_loader *ld;
 } gr_feed;
@@ -94,19 +49,6 @@ static trn_net *net_like(const trn_cfg *cfg, const trn_net *src, int batch, int 
     const trn_param *ps = trn_net_params(src, &ns), *pd = trn_net_params(n, &nd);
     for (int k = 0; k < nd && k < ns; k++) memcpy(pd[k].data, ps[k].data, pd[k].count * sizeof(float));
     return n;
-}
-
-static cJSON *acc_json(const gr_acc *a, trn_split split)
-{
-    cJSON *o = cJSON_CreateObject();
-    if (!o) return NULL;
-    cJSON_AddStringToObject(o, "split", trn_split_name(split));
-    cJSON_AddNumberToObject(o, "images", (double)a->images);
-    cJSON_AddNumberToObject(o, "correct", (double)a->correct);
-    cJSON_AddNumberToObject(o, "top1", a->top1);
-    cJSON_AddNumberToObject(o, "lo", a->lo);
-    cJSON_AddNumberToObject(o, "hi", a->hi);
-    return o;
 }
 
 /* The folder of a file path ("." when none), into buf. */
@@ -215,7 +157,7 @@ int prn_cli_grow(int argc, char **argv, trn_err *err)
     trn_net *base = NULL, *net = NULL, *init = NULL, *ev = NULL;
     prn_nest nest = {0};
     int caps_step[GR_MAX_CAP];
-    gr_acc acc[GR_MAX_CAP];
+    rm_acc acc[GR_MAX_CAP];
     trn_net_totals tot[GR_MAX_CAP];
     gr_feed f = {0};
     int made_dir = access(out, F_OK) != 0;
@@ -331,7 +273,7 @@ int prn_cli_grow(int argc, char **argv, trn_err *err)
     if (!(ev = net_like(cfg, net, GR_EVAL_BATCH, 1, 0, err))) goto done;
     for (int k = 0; k < ncap; k++) {
         if (trn_net_set_capacity(ev, nest.filters + (size_t)k * L, err) ||
-            evaluate(ev, ds, TRN_SPLIT_TEST, (int)threads, &acc[k], err))
+            prn_cli_evaluate(ev, ds, TRN_SPLIT_TEST, (int)threads, &acc[k], err))
             goto done;
         trn_net_get_totals(ev, &tot[k]);
         fprintf(stderr, "prune grow: capacity %d: %llu MACs, test top-1 %.4f [%.4f, %.4f] on %llu images\n",
@@ -387,7 +329,7 @@ int prn_cli_grow(int argc, char **argv, trn_err *err)
         cJSON_AddNumberToObject(o, "params", (double)tot[k].params);
         cJSON_AddNumberToObject(o, "weight_bytes", (double)tot[k].weight_bytes);
         cJSON_AddNumberToObject(o, "peak_activation_bytes", (double)tot[k].peak_activation_bytes);
-        cJSON_AddItemToObject(o, "test", acc_json(&acc[k], TRN_SPLIT_TEST));
+        cJSON_AddItemToObject(o, "test", prn_cli_acc_json(&acc[k]));
         uint64_t zp = 0, zm = 0;
         if (prn_nest_zero_slices(net, &nest, k, &zp, &zm) != 0) {
             trn_errf(err, "out of memory");
@@ -443,7 +385,7 @@ int prn_cli_grow(int argc, char **argv, trn_err *err)
             cJSON_AddNumberToObject(o, "weight_bytes", (double)tot[k].weight_bytes);
             cJSON_AddNumberToObject(o, "peak_activation_bytes", (double)tot[k].peak_activation_bytes);
             cJSON_AddNumberToObject(o, "top1", acc[k].top1);
-            cJSON_AddItemToObject(o, "test", acc_json(&acc[k], TRN_SPLIT_TEST));
+            cJSON_AddItemToObject(o, "test", prn_cli_acc_json(&acc[k]));
             for (int b = 0; b < ncap; b++) {
                 char key[16];
                 snprintf(key, sizeof key, "%d", b + 1);

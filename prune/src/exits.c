@@ -478,7 +478,7 @@ int prn_early_exit(const trn_cfg *cfg, const char *cfg_path, const char *weights
         b->layers = o->branchynet ? 1 : o->layers;
         b->width = o->width;
     }
-    if (nb == 0) {
+    if (nb <= 0) { /* (<=: GCC under SAN= cannot see nb >= 0 at the calloc below) */
         trn_errf(err, "%s: no candidate exit location (a convolution or max-pool with a spatial output)",
                  cfg_path);
         goto out;
@@ -650,8 +650,8 @@ shrunk:
         free(trial), free(tthr), free(trate);
     }
     if (np == 0) {
-        trn_errf(err, "early-exit: the insertion plan kept no exit (no exit answers any valid image "
-                 "without loss); train the branches longer (--set stage1=N)");
+        trn_errf(err, "early-exit: the insertion plan kept no exit: none answers any valid image "
+                 "without loss; train the branches longer (--set stage1=N)");
         goto out_all;
     }
     /* the test split: alpha profile */

@@ -113,8 +113,9 @@ int cmd_run_tasks(rtl_store *s, int argc, char **argv)
             }
             for (size_t q = 0; q < nt; q++)
                 if (!strcmp(names[q], t)) {
+                    int urc = ck_usage("rtl", "run", "task '%s' is asked twice", t); /* t is in buf */
                     free(buf);
-                    return ck_usage("rtl", "run", "task '%s' is asked twice", t);
+                    return urc;
                 }
             names[nt++] = t;
         }

@@ -160,4 +160,21 @@ expect_ok "make catalog again from the same variants" pmake catalog
 sum2=$(sha256sum "$arch" "$arch.minisig" | awk '{print $1}' | tr '\n' ' ')
 t_check "the archive and signature bytes are identical" test "$sum1" = "$sum2"
 
+
+# 5. make specialise: an add-on catalog for a device's context of three
+# classes. This tiny catalog winnowed its base (the cascade's partner), so
+# make specialise refuses, saying why; the add-on itself (packing, rtl
+# install's refusals, the cascade) is checked by rtl_addon.sh.
+expect_fail "make specialise without CLASSES says what to give" "CLASSES is empty" pmake specialise
+if python3 -c "import json,sys; sys.exit(any(v['id']=='base' for v in json.load(open(sys.argv[1]))['variants']))" "$T/tiny/manifest.json"; then
+    expect_fail "make specialise refuses when the catalog winnowed the base" "winnowed its base" \
+        pmake specialise CLASSES=red-disc,blue-star,cyan-ring
+else
+    expect_ok "make specialise CLASSES=red-disc,blue-star,cyan-ring" pmake specialise CLASSES=red-disc,blue-star,cyan-ring
+    addon=$(ls "$T"/tiny/specialise/ctx-*/out/catalog-tiny-*.tar.zst 2>/dev/null | head -n 1)
+    t_check "it packs a signed add-on whose base is the catalog" python3 -c "
+import json, sys; m = json.load(open(sys.argv[1])); b = json.load(open(sys.argv[2]))
+sys.exit(not (m['base']['catalog'] == b['catalog'] and m['base']['version'] == b['version']))" \
+        "$(dirname "$addon")/manifest.json" "$T/tiny/manifest.json"
+fi
 t_done
