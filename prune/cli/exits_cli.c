@@ -134,13 +134,7 @@ int prn_cli_early_exit(int argc, char **argv, trn_err *err)
         else if (prn_exits_opts_set(&eo, o.set[i], err)) return -2;
     }
     eo.seed = o.seed;
-    trn_set_threads(o.threads);
-    const char *det = getenv("DETERMINISM");
-    if (det && *det) {
-        int m = trn_det_parse(det);
-        if (m < 0) return trn_errf(err, "DETERMINISM '%s' is not valid: use default or portable", det);
-        trn_set_determinism((trn_det_mode)m);
-    }
+    if (prn_cli_compute(o.threads, err)) return -1;
     trn_cfg *cfg = trn_cfg_read(o.cfg, err);
     if (!cfg) return -1;
     trn_net *base = NULL;

@@ -56,14 +56,7 @@ int prn_cli_mimic(int argc, char **argv, trn_err *err)
     mo.to = o.to;
     mo.with = o.with;
     mo.seed = o.seed;
-    trn_set_threads(o.threads);
-    /* The pipeline's DETERMINISM (mk/train.mk exports it), as trainer train. */
-    const char *det = getenv("DETERMINISM");
-    if (det && *det) {
-        int m = trn_det_parse(det);
-        if (m < 0) return trn_errf(err, "DETERMINISM '%s' is not valid: use default or portable", det);
-        trn_set_determinism((trn_det_mode)m);
-    }
+    if (prn_cli_compute(o.threads, err)) return -1;
     trn_cfg *cfg = trn_cfg_read(o.cfg, err);
     if (!cfg) return -1;
     trn_net *base = NULL;

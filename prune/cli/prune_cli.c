@@ -13,6 +13,7 @@
  * DIR/meta.json (meta.json last), or nothing at all when it fails.
  */
 #include "prune_cli.h"
+#include "prn_impl.h"
 #include "clikit.h"
 
 #include <errno.h>
@@ -175,6 +176,37 @@ int prn_cli_finish(prn_variant *v, const char *out, trn_err *err)
     if (prn_variant_write(v, out, err) != 0) return -1;
     printf("%s: %s\n", out, v->description);
     return 0;
+}
+
+int prn_cli_compute(int threads, trn_err *err)
+{
+    trn_set_threads(threads);
+    const char *det = getenv("DETERMINISM");
+    if (det && *det) {
+        int m = trn_det_parse(det);
+        if (m < 0) return trn_errf(err, "DETERMINISM '%s' is not valid: use default or portable", det);
+        trn_set_determinism((trn_det_mode)m);
+    }
+    return 0;
+}
+
+int prn_cli_head_opts(const prn_cli_opts *o, prn_head_opts *ho, trn_err *err)
+{
+    prn_head_opts_defaults(ho);
+    for (int i = 0; i < o->nset; i++)
+        if (prn_head_opts_set(ho, o->set[i], err)) return -1;
+    ho->with = o->head;
+    ho->seed = o->seed;
+    return 0;
+}
+
+int prn_cli_write_json(const char *path, const cJSON *doc, trn_err *err)
+{
+    char *text = cJSON_Print(doc);
+    int rc = !text || prn_appendf(&text, "\n") ? trn_errf(err, "out of memory")
+                                               : trn_write_file_atomic(path, text, strlen(text), err);
+    free(text);
+    return rc != 0 ? -1 : 0;
 }
 
 static int cmd_rewrite(int argc, char **argv, trn_err *err)

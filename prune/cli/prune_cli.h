@@ -34,6 +34,16 @@ int prn_cli_require(const prn_cli_opts *o, const char *verb, const char *const *
 trn_net *prn_cli_load_base(const trn_cfg *cfg, const char *weights, int batch, trn_err *err);
 /* Writes the variant folder and prints one line about it. */
 int prn_cli_finish(prn_variant *v, const char *out, trn_err *err);
+/* The compute settings of a training verb: `threads` compute threads and
+ * the pipeline's DETERMINISM (mk/train.mk exports it), as trainer train
+ * reads them. -1 with err on a bad DETERMINISM. */
+int prn_cli_compute(int threads, trn_err *err);
+/* A head's training options from the verb's --set, --head and --seed
+ * (retarget, specialise). -1 with err on a bad --set. */
+int prn_cli_head_opts(const prn_cli_opts *o, prn_head_opts *ho, trn_err *err);
+/* doc, printed with a final newline, to path (.tmp then rename). -1 with
+ * err. */
+int prn_cli_write_json(const char *path, const cJSON *doc, trn_err *err);
 
 /* The mimic verb (mimic_cli.c). */
 int prn_cli_mimic(int argc, char **argv, trn_err *err);

@@ -322,13 +322,7 @@ int prn_cli_roadmap(int argc, char **argv, trn_err *err)
     rm_settings st = {0.2, 0.5, 0.01, 0.5, 0, 100, 256, 2, 12};
     for (int i = 0; i < set.n; i++)
         if (rm_set(&st, set.v[i], err)) return -2;
-    trn_set_threads((int)threads);
-    const char *det = getenv("DETERMINISM");
-    if (det && *det) {
-        int dm = trn_det_parse(det);
-        if (dm < 0) return trn_errf(err, "DETERMINISM '%s' is not valid: use default or portable", det);
-        trn_set_determinism((trn_det_mode)dm);
-    }
+    if (prn_cli_compute((int)threads, err)) return -1;
 
     int rc = -1, nsteps = 0, L = 0, made_dir = access(out, F_OK) != 0;
     rm_step steps[RM_MAX_STEPS];
@@ -337,7 +331,7 @@ int prn_cli_roadmap(int argc, char **argv, trn_err *err)
     prn_ranking *r = NULL, *r0 = NULL;
     cJSON *road = NULL, *j = NULL;
     int *base_n = NULL, **order = NULL, *target = NULL, **keep_buf = NULL;
-    char *text = NULL, stopped[512] = "", tmpdir[4096];
+    char stopped[512] = "", tmpdir[4096];
     trn_cfg *cfg = trn_cfg_read(cfgp, err);
     if (!cfg) return -1;
     if (!(ds = trn_dataset_open(data, err))) goto done;
@@ -557,10 +551,9 @@ int prn_cli_roadmap(int argc, char **argv, trn_err *err)
     cJSON_AddItemToObject(j, "steps", js);
     cJSON_AddNumberToObject(j, "seed_step", seed_step);
     cJSON_AddStringToObject(j, "stopped", stopped);
-    if (!(text = cJSON_Print(j)) || prn_appendf(&text, "\n")) goto oom;
     char path[4096];
     snprintf(path, sizeof path, "%s/roadmap.json", out);
-    if (trn_write_file_atomic(path, text, strlen(text), err) != 0) goto done;
+    if (prn_cli_write_json(path, j, err) != 0) goto done;
     int seed_filters = 0;
     for (int l = 0; l < L; l++) seed_filters += steps[seed_step].kept[l];
     printf("%s: %s roadmap of %d steps, seed step %d (%d of %d filters, %.3fx the base's MACs, %s top-1 %.4f "
@@ -595,7 +588,6 @@ done:
     free(keep_buf);
     free(base_n);
     free(target);
-    free(text);
     cJSON_Delete(j);
     cJSON_Delete(road);
     prn_ranking_free(r);
