@@ -200,6 +200,20 @@ int prn_cli_head_opts(const prn_cli_opts *o, prn_head_opts *ho, trn_err *err)
     return 0;
 }
 
+int prn_cli_loader_opts(const trn_net *net, const char *where, int batch, uint64_t seed, int threads,
+                        size_t cache_bytes, trn_loader_opts *lo, trn_err *err)
+{
+    trn_shape s = trn_net_input_shape(net);
+    trn_loader_opts_defaults(lo);
+    lo->w = s.w, lo->h = s.h, lo->c = s.c;
+    lo->batch = batch;
+    lo->seed = seed;
+    lo->threads = threads;
+    lo->cache_bytes = cache_bytes;
+    trn_augment_from_net(net, &lo->aug);
+    return trn_augment_check(&lo->aug, where, err) != 0 ? -1 : 0;
+}
+
 int prn_cli_write_json(const char *path, const cJSON *doc, trn_err *err)
 {
     char *text = cJSON_Print(doc);

@@ -184,12 +184,8 @@ static int retrain(rm_step *s, const rm_settings *set, const trn_dataset *ds, ui
     if (rc == 0) {
         trn_net_set_seen(net, 0);
         trn_loader_opts lo;
-        trn_loader_opts_defaults(&lo);
-        trn_shape sh = trn_net_input_shape(net);
-        lo.w = sh.w, lo.h = sh.h, lo.c = sh.c, lo.batch = trn_net_batch(net);
-        lo.seed = seed, lo.threads = threads, lo.cache_bytes = (size_t)256 << 20;
-        trn_augment_from_net(net, &lo.aug);
-        if (trn_augment_check(&lo.aug, cfg_path, err) != 0 || !(f.ld = trn_loader_open(ds, TRN_SPLIT_TRAIN, &lo, err)))
+        if (prn_cli_loader_opts(net, cfg_path, trn_net_batch(net), seed, threads, (size_t)256 << 20, &lo, err) ||
+            !(f.ld = trn_loader_open(ds, TRN_SPLIT_TRAIN, &lo, err)))
             rc = -1;
     }
     if (rc == 0) {
