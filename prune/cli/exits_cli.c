@@ -155,16 +155,7 @@ int prn_cli_early_exit(int argc, char **argv, trn_err *err)
     }
     trn_shape s = trn_net_input_shape(base);
     trn_loader_opts lo;
-    trn_loader_opts_defaults(&lo);
-    lo.w = s.w;
-    lo.h = s.h;
-    lo.c = s.c;
-    lo.batch = eo.batch;
-    lo.seed = o.seed;
-    lo.threads = o.threads;
-    lo.cache_bytes = (size_t)256 << 20;
-    trn_augment_from_net(base, &lo.aug);
-    if (trn_augment_check(&lo.aug, o.cfg, err) != 0) goto out;
+    if (prn_cli_loader_opts(base, o.cfg, eo.batch, o.seed, o.threads, (size_t)256 << 20, &lo, err)) goto out;
     if (!(ts.l = trn_loader_open(ds, TRN_SPLIT_TRAIN, &lo, err))) goto out;
     if (load_split(ds, TRN_SPLIT_VALID, s, o.threads, &vx, &vy, &nv, err) != 0 ||
         load_split(ds, TRN_SPLIT_TEST, s, o.threads, &tx, &ty, &nt, err) != 0)

@@ -200,6 +200,42 @@ int prn_cli_head_opts(const prn_cli_opts *o, prn_head_opts *ho, trn_err *err)
     return 0;
 }
 
+int prn_cli_loader_opts(const trn_net *net, const char *where, int batch, uint64_t seed, int threads,
+                        size_t cache_bytes, trn_loader_opts *lo, trn_err *err)
+{
+    trn_shape s = trn_net_input_shape(net);
+    trn_loader_opts_defaults(lo);
+    lo->w = s.w, lo->h = s.h, lo->c = s.c;
+    lo->batch = batch;
+    lo->seed = seed;
+    lo->threads = threads;
+    lo->cache_bytes = cache_bytes;
+    trn_augment_from_net(net, &lo->aug);
+    return trn_augment_check(&lo->aug, where, err) != 0 ? -1 : 0;
+}
+
+trn_net *prn_cli_net_like(const trn_cfg *cfg, const trn_net *src, int batch, int infer_only, uint64_t seed,
+                          trn_err *err)
+{
+    trn_net_opts o;
+    trn_net_opts_defaults(&o);
+    o.batch = batch;
+    o.infer_only = infer_only;
+    o.seed = seed;
+    trn_net *n = trn_net_create(cfg, &o, err);
+    if (!n) return NULL;
+    int ns, nd;
+    const trn_param *ps = trn_net_params(src, &ns), *pd = trn_net_params(n, &nd);
+    if (ns != nd) {
+        trn_net_free(n);
+        trn_errf(err, "internal: parameter tables differ (%d, %d)", ns, nd);
+        return NULL;
+    }
+    for (int k = 0; k < nd; k++) memcpy(pd[k].data, ps[k].data, pd[k].count * sizeof(float));
+    trn_net_set_seen(n, trn_net_seen(src));
+    return n;
+}
+
 int prn_cli_write_json(const char *path, const cJSON *doc, trn_err *err)
 {
     char *text = cJSON_Print(doc);

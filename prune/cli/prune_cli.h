@@ -41,6 +41,17 @@ int prn_cli_compute(int threads, trn_err *err);
 /* A head's training options from the verb's --set, --head and --seed
  * (retarget, specialise). -1 with err on a bad --set. */
 int prn_cli_head_opts(const prn_cli_opts *o, prn_head_opts *ho, trn_err *err);
+/* Loader options that feed net: its input shape and its [net]'s
+ * augmentation (checked; `where` names the cfg in messages), `batch`
+ * images a batch, seed, threads, cache_bytes of decoded images kept. -1
+ * with err on an augmentation the loader cannot do. */
+int prn_cli_loader_opts(const trn_net *net, const char *where, int batch, uint64_t seed, int threads,
+                        size_t cache_bytes, trn_loader_opts *lo, trn_err *err);
+/* A network of cfg (batch, inference only or not, seed) holding src's
+ * parameters and its count of images seen (src built from the same cfg).
+ * NULL with err. */
+trn_net *prn_cli_net_like(const trn_cfg *cfg, const trn_net *src, int batch, int infer_only, uint64_t seed,
+                          trn_err *err);
 /* doc, printed with a final newline, to path (.tmp then rename). -1 with
  * err. */
 int prn_cli_write_json(const char *path, const cJSON *doc, trn_err *err);

@@ -286,18 +286,9 @@ int prn_cli_specialise(int argc, char **argv, trn_err *err)
         !(rte = index_split(ds, TRN_SPLIT_TEST, &nte, err)))
         goto out;
     /* The model's outputs at the cut, once for every image of the set. */
-    trn_shape s = trn_net_input_shape(base);
     trn_loader_opts lo;
-    trn_loader_opts_defaults(&lo);
-    lo.w = s.w;
-    lo.h = s.h;
-    lo.c = s.c;
-    lo.batch = 64;
-    lo.seed = o.seed;
-    lo.threads = o.threads;
+    if (prn_cli_loader_opts(base, o.cfg, 64, o.seed, o.threads, 0, &lo, err)) goto out;
     lo.shuffle = 0;
-    trn_augment_from_net(base, &lo.aug);
-    if (trn_augment_check(&lo.aug, o.cfg, err) != 0) goto out;
     if (!(fd.y = malloc((size_t)64 * (size_t)classes * sizeof *fd.y))) {
         trn_errf(err, "out of memory");
         goto out;
