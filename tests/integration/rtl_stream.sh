@@ -132,17 +132,14 @@ expect_fail "an input that does not exist" "input nowhere.bmp" rtl stream rtlnet
 expect_fail "a task the catalog lacks" "no task colour" rtl stream rtlnet c/images --task colour
 expect_fail "an unknown policy" "unknown policy 'best'" rtl stream rtlnet c/images --policy best
 expect_fail "dry run and execute together" "exclude each other" rtl stream rtlnet c/images --dry-run --execute
-# A real multi-capacity (nested) variant: prune roadmap -> prune grow (as
-# tests/integration/rtl_nested.sh), its capacities' measured top-1 in the
+# A real multi-capacity (nested) variant: prune roadmap -> prune grow (the
+# fixture of tests/integration/rtl_nested.sh), its capacities' measured top-1 in the
 # manifest; the scheduler picks a capacity and stream switches the open
 # model to it in place.
-TOOL=$O/tests/tools/prune-testtool
-sed -n '/^cat >base.cfg/,/^EOF2/p' "$TOP/tests/integration/rtl_nested.sh" | sed '1d;$d' >nbase.cfg
-"$TOOL" weights nbase.cfg 5 nbase.weights && "$TOOL" images ndata 12 16 4 &&
-    "$BIN/prune" roadmap --cfg nbase.cfg --weights nbase.weights --data ndata/tiny.data --method l1 --seed 3 --out rm \
-        --set step=0.25 --set min_accuracy=0 --set retrain_batches=5 --set max_steps=4 >/dev/null 2>&1 &&
-    "$BIN/prune" grow --roadmap rm/roadmap.json --data ndata/tiny.data --seed 1 --set batches=5 --out g >/dev/null 2>&1 ||
-    t_fail "nested fixture"
+. "$TOP/tests/integration/prune/nest.sh"
+mkdir -p nf && nest_fixture nf &&
+    "$BIN/prune" grow --roadmap nf/rm/roadmap.json --data nf/data/tiny.data --seed 1 --set batches=5 --out g \
+        >/dev/null 2>&1 || t_fail "nested fixture"
 V=n/variants/nest
 mkdir -p $V && cp g/variant.cfg $V/variant.cfg && cp g/init.weights $V/variant.weights
 {
@@ -154,9 +151,9 @@ mkdir -p $V && cp g/variant.cfg $V/variant.cfg && cp g/init.weights $V/variant.w
     "$BIN/trainer" info --json $V/variant.cfg
     printf '}\n'
 } >$V/variant.json
-"$CAT" pack n/variants -o n/out --task identity=ndata/labels.txt --version 1 --key c/k.key >npack.log 2>&1 &&
+"$CAT" pack n/variants -o n/out --task identity=nf/data/labels.txt --version 1 --key c/k.key >npack.log 2>&1 &&
     rtl install n/out/catalog-tiny-1.tar.zst >/dev/null 2>&1 || cat npack.log
-nimg=$(ls ndata/img/* | head -n 4)
+nimg=$(ls nf/data/img/* | head -n 4)
 expect_ok "stream a nested variant: the most accurate capacity" rtl stream tiny $nimg --threads 1
 cp "$T/out" nest1.jsonl
 best=$(jq '[.technique_fields.capacities | to_entries[] | {k: (.key + 1), a: .value.top1}] | max_by(.a) | .k' g/meta.json)
