@@ -381,6 +381,7 @@ typedef struct rtl_latency {
     double ms_median, ms_mean;
     int64_t measured_at;          /* Unix time; -1 when unknown */
     uint64_t catalog_version;     /* the catalog version measured (0: unknown) */
+    double gap_ms;                /* idle time before each timed run (0: back to back) */
 } rtl_latency;
 
 /* The manifest's measured latency of v on `where` (e.g. "build-host");
@@ -566,6 +567,11 @@ RTL_API int rtl_model_top(const rtl_model *m, size_t k, rtl_class *out, size_t *
  * threads, runs, median and mean, the time and the catalog version. */
 RTL_API int rtl_model_measure(rtl_model *m, const float *x, uint32_t warmup, uint32_t runs,
                               rtl_latency *out, rtl_err *err) RTL_MUST_CHECK;
+/* The same with gap_ms (>= 0) of sleep before each timed run: the latency
+ * of requests that arrive at a frame rate (a run after the core idled, its
+ * caches taken by whatever ran meanwhile) rather than back to back. */
+RTL_API int rtl_model_measure_paced(rtl_model *m, const float *x, uint32_t warmup, uint32_t runs, double gap_ms,
+                                    rtl_latency *out, rtl_err *err) RTL_MUST_CHECK;
 
 /* ---- split execution (runtime-lite/src/model.c) ---------------------------
  *
