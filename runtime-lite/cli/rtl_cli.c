@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #define DEFAULT_ROOT "/var/lib/rtl"
 
@@ -80,6 +81,25 @@ int fail(const rtl_err *err)
 {
     fprintf(stderr, "rtl: error: %s\n", err->msg);
     return 1;
+}
+
+double now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1e3 + t.tv_nsec * 1e-6;
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+double median(double *v, long long n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_d);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 rtl_model *open_variant(rtl_store *s, const char *id, const char *variant, long long threads, rtl_catalog **cat)

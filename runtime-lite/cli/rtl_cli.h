@@ -55,6 +55,15 @@ int run_wants_split(int argc, char **argv);
  * an installed catalog), estimates. Prints nothing when there is none. */
 void print_latencies(const rtl_catalog *cat);
 
+/* Milliseconds of the monotonic clock. */
+double now_ms(void);
+/* The median of v[0..n) (n >= 1; the mean of the middle two for even n);
+ * sorts v. */
+double median(double *v, long long n);
+
+/* rtl_json.c: an answer's classes as a JSON array of {"index", "label",
+ * "probability"} (NULL when out of memory). */
+struct cJSON *top_json(const rtl_class *top, size_t n);
 /* rtl_json.c: `rtl list --json` and `rtl inspect --json`; 0, or 1 after an
  * error message. */
 int print_installed_json(const rtl_installed *list, size_t n);
