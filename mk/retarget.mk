@@ -69,12 +69,12 @@ rt_variant = v=$(VARIANTS_O)/$2; rm -rf $$v.tmp && mkdir -p $$v.tmp && cp $1/var
 $(RETARGET_O)/heads.done: $(RETARGET_O)/heads.plan $(BASE_V)/variant.weights $(DATA) $(DATASET_TASKS) \
     | $(BIN)/prune $(BIN)/trainer $(BIN)/catalog
 	$(call msg,HEADS,$(MODEL): trunk L0..$(RETARGET_CUT), head '$(RETARGET_HEAD)')o=$(RETARGET_O)/heads; \
-	rm -rf $$o && $(call timed,derive,heads,$(call launch,heads-derive) $(BIN)/prune retarget \
+	rm -rf $$o && $(call timed,derive,heads,($(call launch,heads-derive) $(BIN)/prune retarget \
 	  --cfg $(BASE_V)/variant.cfg --weights $(BASE_V)/variant.weights --tasks $(abspath $(DATASET_TASKS)) \
 	  --cut '$(RETARGET_CUT)' $(if $(strip $(RETARGET_HEAD)),--head '$(RETARGET_HEAD)') --seed $(SEED) \
-	  --threads $(job_threads) --out $$o $(foreach s,$(RETARGET_SET),--set $s) >$(RETARGET_O)/heads.log 2>&1) || \
-	  { tail -n 5 $(RETARGET_O)/heads.log >&2; exit 1; }; \
-	: > $@.tmp; d=$(dir $(abspath $(DATASET_TASKS))); \
+	  --threads $(job_threads) --out $$o $(foreach s,$(RETARGET_SET),--set $s) 2>&1) >$(RETARGET_O)/heads.log.tmp && \
+	  mv $(RETARGET_O)/heads.log.tmp $(RETARGET_O)/heads.log) || { tail -n 5 $(RETARGET_O)/heads.log.tmp >&2; exit 1; }; \
+	rm -f $@.tmp; d=$(dir $(abspath $(DATASET_TASKS))); \
 	while read -r task data; do \
 	  case "$$task" in ''|'#'*) continue ;; esac; \
 	  [ -d $$o/$$task ] || continue; \
@@ -82,23 +82,23 @@ $(RETARGET_O)/heads.done: $(RETARGET_O)/heads.plan $(BASE_V)/variant.weights $(D
 	  case "$$names" in /*) ;; *) names=$$d$$names ;; esac; \
 	  $(call timed,heads,head-$$task,$(call rt_variant,$$o/$$task,head-$$task,$$task,$$d$$data)) || exit 1; \
 	  echo "--task $$task=$$names" >> $@.tmp; \
-	done < $(DATASET_TASKS) && mv $@.tmp $@
+	done < $(DATASET_TASKS) && touch $@.tmp && mv $@.tmp $@
 
 # Specialised models: every context of the data set's contexts.list.
 $(RETARGET_O)/spec.done: $(RETARGET_O)/spec.plan $(BASE_V)/variant.weights $(DATA) $(DATASET_CONTEXTS) \
     | $(BIN)/prune $(BIN)/trainer $(BIN)/catalog
 	$(call msg,SPECIAL,$(MODEL): the base for every context of $(DATASET_CONTEXTS))o=$(RETARGET_O)/spec; \
-	rm -rf $$o && $(call timed,derive,spec,$(call launch,spec-derive) $(BIN)/prune specialise \
+	rm -rf $$o && $(call timed,derive,spec,($(call launch,spec-derive) $(BIN)/prune specialise \
 	  --cfg $(BASE_V)/variant.cfg --weights $(BASE_V)/variant.weights --data $(abspath $(DATA)) \
 	  --contexts $(abspath $(DATASET_CONTEXTS)) --seed $(SEED) --threads $(job_threads) --out $$o \
-	  $(foreach s,$(SPECIALISE_SET),--set $s) >$(RETARGET_O)/spec.log 2>&1) || \
-	  { tail -n 5 $(RETARGET_O)/spec.log >&2; exit 1; }; \
-	: > $@.tmp; d=$(dir $(abspath $(DATASET_CONTEXTS))); \
+	  $(foreach s,$(SPECIALISE_SET),--set $s) 2>&1) >$(RETARGET_O)/spec.log.tmp && \
+	  mv $(RETARGET_O)/spec.log.tmp $(RETARGET_O)/spec.log) || { tail -n 5 $(RETARGET_O)/spec.log.tmp >&2; exit 1; }; \
+	rm -f $@.tmp; d=$(dir $(abspath $(DATASET_CONTEXTS))); \
 	while read -r id n p data; do \
 	  case "$$id" in ''|'#'*) continue ;; esac; \
 	  $(call timed,spec,spec-$$id,$(call rt_variant,$$o/$$id,spec-$$id,ctx-$$id,$$d$$data)) || exit 1; \
 	  echo "--task ctx-$$id=$$d$$(dirname $$data)/$$id.names" >> $@.tmp; \
-	done < $(DATASET_CONTEXTS) && mv $@.tmp $@
+	done < $(DATASET_CONTEXTS) && touch $@.tmp && mv $@.tmp $@
 
 .PHONY: retarget
 retarget: $(RT_STAMPS) ## the heads and specialised contexts of MODEL's recipe (part of make catalog)
