@@ -15,6 +15,7 @@ struct cmd_opts {
     int allow_downgrade, json;
     long long top, runs, warmup, threads; /* defaults 5, 20, 3, 0 (keep) */
     double alpha; /* early exits' knob; -1: the model's default (1) */
+    double gap_ms; /* rtl profile: idle time before each timed run (0) */
 };
 #define CMD_OPTS_DEFAULTS {.top = 5, .runs = 20, .warmup = 3, .alpha = -1}
 

@@ -442,10 +442,11 @@ static int plan_workers(rtl_model *m, const rtl_layer_cost *l, int n, const stru
         double ms = l[i].host_ms;
         local += ms;
         rtl_gtdp_layer g;
-        if (rtl_gtdp_model_layer(m, i, &g) != 0) {
+        if (rtl_gtdp_model_split(m, i, &g) != 0) {
             rest += ms;
             continue;
         }
+        for (int k = i + 1; k <= g.last; k++) ms += l[k].host_ms, local += l[k].host_ms;
         rtl_gtdp_layer_plan p, e;
         if (rtl_gtdp_plan_layer(&g, o->workers, o->nworkers, &p, err) != 0) goto fail;
         int have_eq = rtl_gtdp_plan_equal(&g, o->workers, o->nworkers, &e, NULL) == 0;
@@ -457,20 +458,23 @@ static int plan_workers(rtl_model *m, const rtl_layer_cost *l, int n, const stru
         if (o->json) {
             cJSON *x = cJSON_CreateObject();
             cJSON_AddNumberToObject(x, "layer", i);
+            cJSON_AddNumberToObject(x, "last", g.last);
             cJSON_AddNumberToObject(x, "local_ms", ms);
             cJSON_AddNumberToObject(x, "gtdp_ms", p.ms);
             if (have_eq) cJSON_AddNumberToObject(x, "equal_ms", e.ms);
             cJSON_AddNumberToObject(x, "bytes", (double)p.bytes);
             cJSON_AddItemToObject(x, "parts", gtdp_parts_json(&p));
             cJSON_AddItemToArray(jl, x);
+            i = g.last;
             continue;
         }
-        printf("%5d %-14s %10.3f %10.3f %10.3f %12" PRIu64 " ", i, l[i].kind, ms, p.ms, have_eq ? e.ms : NAN,
-               p.bytes);
+        const char *kind = g.last > i ? "conv+maxpool" : l[i].kind;
+        printf("%5d %-14s %10.3f %10.3f %10.3f %12" PRIu64 " ", i, kind, ms, p.ms, have_eq ? e.ms : NAN, p.bytes);
         for (int k = 0; k < p.nparts; k++)
             printf(" %d:%d-%dx%d-%d", p.parts[k].worker + 1, p.parts[k].r0, p.parts[k].r1, p.parts[k].c0,
                    p.parts[k].c1);
         putchar('\n');
+        i = g.last;
     }
     if (convs == 0) {
         snprintf(err->msg, sizeof err->msg, "variant '%s' has no convolutional layer GTDP can split", variant);

@@ -296,6 +296,7 @@ static cJSON *latency_json(const rtl_latency *l)
     cJSON_AddNumberToObject(o, "runs", l->runs);
     cJSON_AddNumberToObject(o, "ms_median", l->ms_median);
     cJSON_AddNumberToObject(o, "ms_mean", l->ms_mean);
+    if (l->gap_ms > 0) cJSON_AddNumberToObject(o, "gap_ms", l->gap_ms);
     cJSON_AddNumberToObject(o, "measured_at", (double)l->measured_at);
     return o;
 }
@@ -321,7 +322,7 @@ static int profile_one(rtl_catalog *cat, const char *id, const struct cmd_opts *
         fprintf(stderr, "rtl: error: out of memory\n");
     } else {
         fill_pattern(x, rtl_model_input_size(m));
-        if (rtl_model_measure(m, x, (uint32_t)o->warmup, (uint32_t)o->runs, lat, &err) != 0 ||
+        if (rtl_model_measure_paced(m, x, (uint32_t)o->warmup, (uint32_t)o->runs, o->gap_ms, lat, &err) != 0 ||
             rtl_profile_save(cat, lat, 1, &err) != 0)
             fail(&err);
         else
@@ -339,10 +340,14 @@ int cmd_profile(rtl_store *s, int argc, char **argv)
         {"--runs", "N", CK_INT, &o.runs, 1, 1000000, "timed runs (default 20)"},
         {"--warmup", "N", CK_INT, &o.warmup, 0, 1000000, "untimed runs first (default 3)"},
         {"--threads", "N", CK_INT, &o.threads, 1, 1024, "compute threads (default: all cores)"},
+        {"--gap-ms", "G", CK_REAL, &o.gap_ms, 0, 3.6e6,
+         "sleep G ms before each timed run: requests at a frame rate (a run after\n"
+         "the core idled) instead of back to back (default 0)"},
         {"--json", NULL, CK_FLAG, &o.json, 0, 0, "print the measurements as JSON as well"},
         {0},
     };
-    const ck_verb v = {"profile", NULL, NULL, "ID [VARIANT...] [--runs N] [--warmup N] [--threads N] [--json]",
+    const ck_verb v = {"profile", NULL, NULL,
+                       "ID [VARIANT...] [--runs N] [--warmup N] [--threads N] [--gap-ms G] [--json]",
                        "Measures the batch-1 latency of each VARIANT of installed catalog ID (default:\n"
                        "all that this runtime can load) on this device: N timed runs after the warm-up\n"
                        "runs, median and mean. Each result is stored, marked as measured on this device\n"
@@ -412,10 +417,11 @@ static void format_time(int64_t t, char *out, size_t size)
 
 static void latency_row(const char *id, const char *where, const rtl_latency *l, const char *note)
 {
-    char mean[32];
+    char mean[32], gap[48] = "";
     snprintf(mean, sizeof mean, "%.4g", l->ms_mean);
-    printf("%-24s %-18s %10.4g %10s  measured: %s, %d thread%s, %" PRIu32 " runs%s%s\n", id, where, l->ms_median,
-           mean, l->machine[0] ? l->machine : "?", l->threads, l->threads == 1 ? "" : "s", l->runs,
+    if (l->gap_ms > 0) snprintf(gap, sizeof gap, " %.4g ms apart", l->gap_ms);
+    printf("%-24s %-18s %10.4g %10s  measured: %s, %d thread%s, %" PRIu32 " runs%s%s%s\n", id, where, l->ms_median,
+           mean, l->machine[0] ? l->machine : "?", l->threads, l->threads == 1 ? "" : "s", l->runs, gap,
            note[0] ? ", " : "", note);
 }
 
