@@ -82,6 +82,23 @@ int fail(const rtl_err *err)
     return 1;
 }
 
+rtl_model *open_variant(rtl_store *s, const char *id, const char *variant, long long threads, rtl_catalog **cat)
+{
+    rtl_err err;
+    if (!(*cat = rtl_catalog_open(s, id, &err))) {
+        fail(&err);
+        return NULL;
+    }
+    rtl_model_options mo = {.threads = (int)threads};
+    rtl_model *m = rtl_model_open(*cat, variant, &mo, &err);
+    if (!m) {
+        rtl_catalog_close(*cat);
+        *cat = NULL;
+        fail(&err);
+    }
+    return m;
+}
+
 int sub_opts(int argc, char **argv, const ck_verb *v, int lo, int hi, int *rc)
 {
     const char **ops = calloc((size_t)argc + 1, sizeof *ops);

@@ -20,6 +20,11 @@ struct cmd_opts {
 /* Prints "rtl: error: MSG" and returns 1. */
 int fail(const rtl_err *err);
 
+/* Variant `variant` of installed catalog `id`, opened with `threads`
+ * compute threads (0: keep), and its catalog in *cat (both to close). NULL
+ * after printing the error (fail's). */
+rtl_model *open_variant(rtl_store *s, const char *id, const char *variant, long long threads, rtl_catalog **cat);
+
 /* Parses a command's options with the kit (v's option table, whose rows
  * point into the command's struct cmd_opts) and checks that it got between
  * lo and hi operands, which it moves to the end of argv. Returns the index

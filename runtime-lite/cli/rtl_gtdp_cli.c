@@ -178,14 +178,9 @@ int cmd_run_gtdp(rtl_store *s, int argc, char **argv)
     rtl_peer_key me, srv;
     if (rtl_peer_key_load(dk, 1, &me, &err) != 0 || rtl_peer_key_load(pk, 0, &srv, &err) != 0) return fail(&err);
     int i = optind;
-    rtl_catalog *cat = rtl_catalog_open(s, argv[i], &err);
-    if (!cat) return fail(&err);
-    rtl_model_options mo = {.threads = (int)threads};
-    rtl_model *m = rtl_model_open(cat, argv[i + 1], &mo, &err);
-    if (!m) {
-        rtl_catalog_close(cat);
-        return fail(&err);
-    }
+    rtl_catalog *cat;
+    rtl_model *m = open_variant(s, argv[i], argv[i + 1], threads, &cat);
+    if (!m) return 1;
     int status = 0;
     rtl_peer *peers[RTL_GTDP_MAX_WORKERS] = {0};
     size_t in = rtl_model_input_size(m), k = (size_t)top < rtl_model_classes(m) ? (size_t)top : rtl_model_classes(m);

@@ -515,15 +515,10 @@ int cmd_plan(rtl_store *s, int argc, char **argv)
     struct popts o;
     int rc, i = parse_popts(argc, argv, 0, plan_help, &o, 2, &rc);
     if (i < 0) return rc;
+    rtl_catalog *cat;
+    rtl_model *m = open_variant(s, argv[i], argv[i + 1], o.threads, &cat);
+    if (!m) return 1;
     rtl_err err;
-    rtl_catalog *cat = rtl_catalog_open(s, argv[i], &err);
-    if (!cat) return fail(&err);
-    rtl_model_options mo = {.threads = (int)o.threads};
-    rtl_model *m = rtl_model_open(cat, argv[i + 1], &mo, &err);
-    if (!m) {
-        rtl_catalog_close(cat);
-        return fail(&err);
-    }
     int n;
     rtl_layer_cost *l = layer_costs(m, o.runs, &n, &err);
     if (o.nworkers > 0) {
@@ -820,14 +815,9 @@ int cmd_run_split(rtl_store *s, int argc, char **argv)
     if (o.peer && (rtl_peer_key_load(o.device_key, 1, &me, &err) != 0 ||
                    rtl_peer_key_load(o.peer_key, 0, &server, &err) != 0))
         return fail(&err);
-    rtl_catalog *cat = rtl_catalog_open(s, argv[i], &err);
-    if (!cat) return fail(&err);
-    rtl_model_options mo = {.threads = (int)o.threads};
-    rtl_model *m = rtl_model_open(cat, argv[i + 1], &mo, &err);
-    if (!m) {
-        rtl_catalog_close(cat);
-        return fail(&err);
-    }
+    rtl_catalog *cat;
+    rtl_model *m = open_variant(s, argv[i], argv[i + 1], o.threads, &cat);
+    if (!m) return 1;
     int status = 0, n;
     rtl_layer_cost *l = layer_costs(m, o.runs, &n, &err);
     rtl_plan plan, dev, cloud;

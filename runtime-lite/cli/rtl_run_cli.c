@@ -77,15 +77,10 @@ int cmd_run(rtl_store *s, int argc, char **argv)
                              "Exit status 1 when a variant cannot be loaded or an image cannot be read.\n"};
     int rc, i = sub_opts(argc, argv, &v, 3, INT_MAX, &rc);
     if (i < 0) return rc;
+    rtl_catalog *cat;
+    rtl_model *m = open_variant(s, argv[i], argv[i + 1], o.threads, &cat);
+    if (!m) return 1;
     rtl_err err;
-    rtl_catalog *cat = rtl_catalog_open(s, argv[i], &err);
-    if (!cat) return fail(&err);
-    rtl_model_options mo = {.threads = (int)o.threads};
-    rtl_model *m = rtl_model_open(cat, argv[i + 1], &mo, &err);
-    if (!m) {
-        rtl_catalog_close(cat);
-        return fail(&err);
-    }
     if (capacity && rtl_model_set_capacity(m, (int)capacity, &err) != 0) {
         rtl_model_close(m);
         rtl_catalog_close(cat);
@@ -119,6 +114,7 @@ int cmd_run(rtl_store *s, int argc, char **argv)
             }
             pc = bcat;
         }
+        rtl_model_options mo = {.threads = (int)o.threads};
         if (pc) pm = rtl_model_open(pc, partner, &mo, &err);
         if (!pm) {
             rtl_model_close(m);
