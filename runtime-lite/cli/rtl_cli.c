@@ -83,6 +83,14 @@ int fail(const rtl_err *err)
     return 1;
 }
 
+void keep_freed_memory(void)
+{
+#ifdef __GLIBC__
+    mallopt(M_MMAP_THRESHOLD, 32 << 20);
+    mallopt(M_TRIM_THRESHOLD, 256 << 20);
+#endif
+}
+
 double now_ms(void)
 {
     struct timespec t;
@@ -397,15 +405,6 @@ int main(int argc, char **argv)
                                          {"version", no_argument, 0, 'V'},
                                          {"man", no_argument, 0, 'M'},
                                          {0, 0, 0, 0}};
-#ifdef __GLIBC__
-    /* rtl serve and rtl run --workers/--peer allocate a few MB per request
-     * (frames, activations); by default glibc hands such blocks back to the
-     * kernel when freed and faults them in again on the next request. Kept:
-     * a GTDP forward of AlexNet's trunk over one worker cost the device
-     * 11 ms of CPU beside 5.6 ms with these (tests/bench/rtl_gtdp.sh). */
-    mallopt(M_MMAP_THRESHOLD, 32 << 20);
-    mallopt(M_TRIM_THRESHOLD, 256 << 20);
-#endif
     g_root = getenv("RTL_ROOT");
     g_keys = getenv("RTL_KEYS");
     int c;
