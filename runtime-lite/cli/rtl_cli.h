@@ -55,6 +55,23 @@ int run_wants_split(int argc, char **argv);
  * an installed catalog), estimates. Prints nothing when there is none. */
 void print_latencies(const rtl_catalog *cat);
 
+/* For the peer paths (rtl serve, rtl run --workers, --split/--peer), which
+ * allocate a few MB per request (frames, activations): glibc's default
+ * hands such blocks back to the kernel when freed and faults them in again
+ * on the next request; kept instead (up to 256 MB free). A GTDP forward of
+ * AlexNet's trunk over one worker cost the device 11 ms of CPU beside
+ * 5.6 ms with this (tests/bench/rtl_gtdp.sh). The other commands keep the
+ * default, which returns memory to a small device sooner. */
+void keep_freed_memory(void);
+/* Milliseconds of the monotonic clock. */
+double now_ms(void);
+/* The median of v[0..n) (n >= 1; the mean of the middle two for even n);
+ * sorts v. */
+double median(double *v, long long n);
+
+/* rtl_json.c: an answer's classes as a JSON array of {"index", "label",
+ * "probability"} (NULL when out of memory). */
+struct cJSON *top_json(const rtl_class *top, size_t n);
 /* rtl_json.c: `rtl list --json` and `rtl inspect --json`; 0, or 1 after an
  * error message. */
 int print_installed_json(const rtl_installed *list, size_t n);

@@ -17,21 +17,14 @@ static void print_result(const char *image, const rtl_class *top, size_t n, cons
 {
     int exits = rtl_model_exits(m), exit = rtl_model_exit_taken(m);
     if (results) {
-        cJSON *r = cJSON_CreateObject(), *arr = cJSON_CreateArray();
+        cJSON *r = cJSON_CreateObject();
         cJSON_AddStringToObject(r, "image", image);
         cJSON_AddStringToObject(r, "answered_by", answered_by);
         if (exits) {
             cJSON_AddNumberToObject(r, "exit", exit);
             cJSON_AddNumberToObject(r, "exit_layer", exit < exits ? rtl_model_exit_layer(m, exit) : -1);
         }
-        for (size_t k = 0; k < n; k++) {
-            cJSON *c = cJSON_CreateObject();
-            cJSON_AddNumberToObject(c, "index", (double)top[k].index);
-            cJSON_AddStringToObject(c, "label", top[k].label);
-            cJSON_AddNumberToObject(c, "probability", top[k].prob);
-            cJSON_AddItemToArray(arr, c);
-        }
-        cJSON_AddItemToObject(r, "top", arr);
+        cJSON_AddItemToObject(r, "top", top_json(top, n));
         cJSON_AddItemToArray(results, r);
         return;
     }
