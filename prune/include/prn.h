@@ -449,6 +449,21 @@ int prn_roadmap_choose(const prn_ranking *r, double step, int min_filters, doubl
 int prn_roadmap_order(int nsteps, int nlayers, const int *base, int *const *const *perm,
                       int *const *nkept, int **order, trn_err *err);
 
+/* ---- batch-norm statistics (bnstats.c) ------------------------------------- */
+
+/* Re-estimates the rolling batch-norm statistics (mean and variance) of net
+ * from `batches` training forwards (batch statistics, no weight changes) of
+ * the batches next(ctx, first), next(ctx, first + 1), ...: each statistic
+ * becomes the engine's exponentially weighted average of those batches'
+ * statistics, normalised by the weights' sum, so that nothing of the old
+ * value remains. A short retraining after pruning leaves most of the old
+ * statistics (the engine moves them 1% per forward: 60 batches keep 55%),
+ * while the layers' inputs changed. Frozen statistics (mask 0, see
+ * trn_net_set_mask) keep their values. The net's capacity, `seen` and
+ * weights are unchanged. batches 0: nothing happens. -1 with err. */
+int prn_bn_recalibrate(trn_net *net, trn_batch_fn next, void *ctx, uint64_t first, int batches,
+                       trn_err *err) TRN_MUST_CHECK;
+
 /* ---- cfg surgery shared by the techniques (splice.c) ----------------------- */
 
 /* Replaces layers [first, last] of cfg (0 <= first <= last, or first ==

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #define DEFAULT_ROOT "/var/lib/rtl"
 
@@ -84,6 +85,50 @@ int fail(const rtl_err *err)
 {
     fprintf(stderr, "rtl: error: %s\n", err->msg);
     return 1;
+}
+
+void keep_freed_memory(void)
+{
+#ifdef __GLIBC__
+    mallopt(M_MMAP_THRESHOLD, 32 << 20);
+    mallopt(M_TRIM_THRESHOLD, 256 << 20);
+#endif
+}
+
+double now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1e3 + t.tv_nsec * 1e-6;
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+double median(double *v, long long n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_d);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+rtl_model *open_variant(rtl_store *s, const char *id, const char *variant, long long threads, rtl_catalog **cat)
+{
+    rtl_err err;
+    if (!(*cat = rtl_catalog_open(s, id, &err))) {
+        fail(&err);
+        return NULL;
+    }
+    rtl_model_options mo = {.threads = (int)threads};
+    rtl_model *m = rtl_model_open(*cat, variant, &mo, &err);
+    if (!m) {
+        rtl_catalog_close(*cat);
+        *cat = NULL;
+        fail(&err);
+    }
+    return m;
 }
 
 int sub_opts(int argc, char **argv, const ck_verb *v, int lo, int hi, int *rc)
@@ -367,15 +412,6 @@ int main(int argc, char **argv)
                                          {"version", no_argument, 0, 'V'},
                                          {"man", no_argument, 0, 'M'},
                                          {0, 0, 0, 0}};
-#ifdef __GLIBC__
-    /* rtl serve and rtl run --workers/--peer allocate a few MB per request
-     * (frames, activations); by default glibc hands such blocks back to the
-     * kernel when freed and faults them in again on the next request. Kept:
-     * a GTDP forward of AlexNet's trunk over one worker cost the device
-     * 11 ms of CPU beside 5.6 ms with these (tests/bench/rtl_gtdp.sh). */
-    mallopt(M_MMAP_THRESHOLD, 32 << 20);
-    mallopt(M_TRIM_THRESHOLD, 256 << 20);
-#endif
     g_root = getenv("RTL_ROOT");
     g_keys = getenv("RTL_KEYS");
     int c;

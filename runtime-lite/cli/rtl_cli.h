@@ -22,6 +22,11 @@ struct cmd_opts {
 /* Prints "rtl: error: MSG" and returns 1. */
 int fail(const rtl_err *err);
 
+/* Variant `variant` of installed catalog `id`, opened with `threads`
+ * compute threads (0: keep), and its catalog in *cat (both to close). NULL
+ * after printing the error (fail's). */
+rtl_model *open_variant(rtl_store *s, const char *id, const char *variant, long long threads, rtl_catalog **cat);
+
 /* Parses a command's options with the kit (v's option table, whose rows
  * point into the command's struct cmd_opts) and checks that it got between
  * lo and hi operands, which it moves to the end of argv. Returns the index
@@ -118,6 +123,23 @@ void ctx_print_classes(const rtl_context *r, const char *const *labels, FILE *f)
  * an installed catalog), estimates. Prints nothing when there is none. */
 void print_latencies(const rtl_catalog *cat);
 
+/* For the peer paths (rtl serve, rtl run --workers, --split/--peer), which
+ * allocate a few MB per request (frames, activations): glibc's default
+ * hands such blocks back to the kernel when freed and faults them in again
+ * on the next request; kept instead (up to 256 MB free). A GTDP forward of
+ * AlexNet's trunk over one worker cost the device 11 ms of CPU beside
+ * 5.6 ms with this (tests/bench/rtl_gtdp.sh). The other commands keep the
+ * default, which returns memory to a small device sooner. */
+void keep_freed_memory(void);
+/* Milliseconds of the monotonic clock. */
+double now_ms(void);
+/* The median of v[0..n) (n >= 1; the mean of the middle two for even n);
+ * sorts v. */
+double median(double *v, long long n);
+
+/* rtl_json.c: an answer's classes as a JSON array of {"index", "label",
+ * "probability"} (NULL when out of memory). */
+struct cJSON *top_json(const rtl_class *top, size_t n);
 /* rtl_json.c: `rtl list --json` and `rtl inspect --json`; 0, or 1 after an
  * error message. */
 int print_installed_json(const rtl_installed *list, size_t n);

@@ -17,7 +17,7 @@ static void print_result(const char *image, const rtl_class *top, size_t n, cons
 {
     int exits = rtl_model_exits(m), exit = rtl_model_exit_taken(m);
     if (results) {
-        cJSON *r = cJSON_CreateObject(), *arr = cJSON_CreateArray();
+        cJSON *r = cJSON_CreateObject();
         cJSON_AddStringToObject(r, "image", image);
         cJSON_AddStringToObject(r, "answered_by", answered_by);
         if (cascade) cJSON_AddStringToObject(r, "cascade", cascade);
@@ -25,14 +25,7 @@ static void print_result(const char *image, const rtl_class *top, size_t n, cons
             cJSON_AddNumberToObject(r, "exit", exit);
             cJSON_AddNumberToObject(r, "exit_layer", exit < exits ? rtl_model_exit_layer(m, exit) : -1);
         }
-        for (size_t k = 0; k < n; k++) {
-            cJSON *c = cJSON_CreateObject();
-            cJSON_AddNumberToObject(c, "index", (double)top[k].index);
-            cJSON_AddStringToObject(c, "label", top[k].label);
-            cJSON_AddNumberToObject(c, "probability", top[k].prob);
-            cJSON_AddItemToArray(arr, c);
-        }
-        cJSON_AddItemToObject(r, "top", arr);
+        cJSON_AddItemToObject(r, "top", top_json(top, n));
         cJSON_AddItemToArray(results, r);
         return;
     }
@@ -90,15 +83,10 @@ int cmd_run(rtl_store *s, int argc, char **argv)
                              "Exit status 1 when a variant cannot be loaded or an image cannot be read.\n"};
     int rc, i = sub_opts(argc, argv, &v, 3, INT_MAX, &rc);
     if (i < 0) return rc;
+    rtl_catalog *cat;
+    rtl_model *m = open_variant(s, argv[i], argv[i + 1], o.threads, &cat);
+    if (!m) return 1;
     rtl_err err;
-    rtl_catalog *cat = rtl_catalog_open(s, argv[i], &err);
-    if (!cat) return fail(&err);
-    rtl_model_options mo = {.threads = (int)o.threads};
-    rtl_model *m = rtl_model_open(cat, argv[i + 1], &mo, &err);
-    if (!m) {
-        rtl_catalog_close(cat);
-        return fail(&err);
-    }
     if (capacity && rtl_model_set_capacity(m, (int)capacity, &err) != 0) {
         rtl_model_close(m);
         rtl_catalog_close(cat);
@@ -132,6 +120,7 @@ int cmd_run(rtl_store *s, int argc, char **argv)
             }
             pc = bcat;
         }
+        rtl_model_options mo = {.threads = (int)o.threads};
         if (pc) pm = rtl_model_open(pc, partner, &mo, &err);
         if (!pm) {
             rtl_model_close(m);

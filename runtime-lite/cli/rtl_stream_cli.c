@@ -332,6 +332,10 @@ int cmd_stream(rtl_store *st, int argc, char **argv)
                     nanosleep(&ts, NULL);
                 }
             }
+            /* the request's time: its frame's due time when paced (the
+             * same for --dry-run and a run, whatever the runs take: the
+             * trace the prediction is for), else the clock */
+            double t_req = fps > 0 ? (double)frame / fps : now_s() - t0;
             int changed = g_hup;
             if (control && stat(control, &cst) == 0 &&
                 (cst.st_mtim.tv_sec != cmtime || cst.st_mtim.tv_nsec != cmnsec || cst.st_size != csize))
@@ -347,7 +351,7 @@ int cmd_stream(rtl_store *st, int argc, char **argv)
                 } else {
                     n.offline = 1;
                     o = n, horizon = h;
-                    if (sched_budget(s, &o, horizon, now_s() - t0, &err) != 0) {
+                    if (sched_budget(s, &o, horizon, t_req, &err) != 0) {
                         rc = fail(&err);
                         break;
                     }
@@ -365,7 +369,7 @@ int cmd_stream(rtl_store *st, int argc, char **argv)
                 }
                 const rtl_sched_task *task = rtl_sched_task_at(s, (size_t)a);
                 rtl_sched_decision d;
-                if (rtl_sched_decide(s, a, now_s() - t0, frame, -1, &d, &err) != 0) {
+                if (rtl_sched_decide(s, a, t_req, frame, -1, &d, &err) != 0) {
                     rc = fail(&err);
                     break;
                 }
