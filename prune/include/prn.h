@@ -110,13 +110,14 @@ typedef struct prn_variant {
     trn_net *net;          /* its network (batch 1, inference only) holding the
                             * weights to start from, or the final ones */
     cJSON *fields;         /* technique_fields of meta.json (an object) */
+    const char *parent;    /* meta.json's parent: the catalog id it derives from (not owned; NULL: "base") */
 } prn_variant;
 
 /* Frees what v holds and empties it (NULL-safe, idempotent). */
 void prn_variant_free(prn_variant *v);
 
 /* Writes dir/variant.cfg, dir/init.weights and dir/meta.json
- * ({"technique","parent":"base","description","technique_fields"}),
+ * ({"technique","parent" (v->parent, default "base"),"description","technique_fields"}),
  * creating dir. Every file goes to a temporary name first; the three are
  * renamed only once all are complete, meta.json last (it is the file make
  * waits for), so a killed job leaves no half file and no meta.json that
