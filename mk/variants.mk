@@ -17,6 +17,8 @@
 #
 # Plan entries (recipes/README.md):
 #   V_<id>       := base | rewrite SPEC | svd SPEC | mimic FROM TO WITH | lasso | early-exit
+#                   | nested trr|l1 (NestDNN: the pruning roadmap of the
+#                   base by that ranking, then freeze-&-grow along it)
 #   V_<id>_TRAIN := [net] key=value settings; empty: no training
 #   V_<id>_MIMIC := key=value settings of the fragment's regression training
 #   V_<id>_EXITS := key=value settings of prune early-exit (V_<id> := early-exit;
@@ -26,6 +28,8 @@
 #                   trains on from its weights with them, then `prune lasso`
 #                   exports the smaller dense model, which V_<id>_TRAIN
 #                   fine-tunes without the penalty (MeDNN's SMCD)
+#   V_<id>_ROADMAP := key=value settings of prune roadmap (nested only)
+#   V_<id>_GROW  := key=value settings of prune grow (nested only)
 #   V_<id>_KD    := alpha=A temperature=T: the variant learns from the base as
 #                   a teacher (knowledge distillation, trainer README); needs
 #                   V_<id>_TRAIN
@@ -59,7 +63,8 @@ variants-build: $(VARIANT_JSONS)
 
 # What identifies a variant's recipe entry (its plan file's content).
 plan_line = $(strip $(V_$1)) | $(strip $(V_$1_TRAIN)) | $(strip $(V_$1_MIMIC))$(if $(strip $(V_$1_LASSO)), | lasso $(strip $(V_$1_LASSO)))$(if $(strip $(V_$1_EXITS)), | exits $(strip $(V_$1_EXITS))) | seed $(SEED)$(if $(filter portable,$(DETERMINISM)), | determinism portable)$(if \
-  $(filter base,$1),$(if $(BASE_WEIGHTS), | weights $(abspath $(BASE_WEIGHTS))))$(if $(strip $(V_$1_KD)), | kd $(strip $(V_$1_KD)))
+  $(filter base,$1),$(if $(BASE_WEIGHTS), | weights $(abspath $(BASE_WEIGHTS))))$(if $(strip $(V_$1_KD)), | kd $(strip $(V_$1_KD)))$(if \
+  $(strip $(V_$1_ROADMAP)), | roadmap $(strip $(V_$1_ROADMAP)))$(if $(strip $(V_$1_GROW)), | grow $(strip $(V_$1_GROW)))
 
 # The [net] settings a variant trains with: its _TRAIN entry, plus the
 # distillation keys when it names _KD (the teacher is the trained base).
@@ -85,8 +90,9 @@ define variant_rules
 $(if $(and $(strip $(V_$1_KD)),$(filter base,$1)),$(error $(RECIPES)/$(MODEL)/recipe.mk: V_base_KD: the base is the teacher; it cannot learn from itself))
 $(if $(and $(strip $(V_$1_KD)),$(if $(strip $(V_$1_TRAIN)),,x)),$(error $(RECIPES)/$(MODEL)/recipe.mk: V_$1_KD needs V_$1_TRAIN (distillation happens while the variant trains)))
 $(foreach s,$(V_$1_KD),$(if $(filter alpha=% temperature=%,$s),,$(error $(RECIPES)/$(MODEL)/recipe.mk: V_$1_KD: '$s' is not alpha=A or temperature=T)))
-$(if $(filter base rewrite svd mimic lasso early-exit,$(word 1,$(V_$1))),,$(error $(RECIPES)/$(MODEL)/recipe.mk: \
-  variant '$1' has technique '$(word 1,$(V_$1))': use base, rewrite, svd, mimic, lasso or early-exit))
+$(if $(filter base rewrite svd mimic lasso early-exit nested,$(word 1,$(V_$1))),,$(error $(RECIPES)/$(MODEL)/recipe.mk: \
+  variant '$1' has technique '$(word 1,$(V_$1))': use base, rewrite, svd, mimic, lasso, early-exit or nested))
+$(if $(and $(filter nested,$(word 1,$(V_$1))),$(if $(filter trr l1,$(word 2,$(V_$1))),,x)),$(error $(RECIPES)/$(MODEL)/recipe.mk: variant '$1' (nested) needs its ranking: nested trr or nested l1))
 $(if $(and $(filter lasso,$(word 1,$(V_$1))),$(if $(strip $(V_$1_LASSO)),,x)),$(error $(RECIPES)/$(MODEL)/recipe.mk: variant '$1' (lasso) needs V_$1_LASSO (the penalty and the batches of its group-lasso training)))
 $(if $(shell echo '$1' | grep -Ex '[a-z0-9][a-z0-9_.-]{0,63}'),,$(error $(RECIPES)/$(MODEL)/recipe.mk: \
   variant id '$1' is not valid: use lower-case letters, digits, '_', '.', '-'))
@@ -104,6 +110,17 @@ $(VARIANTS_O)/$1/meta.json: $(PLAN_O)/$1.plan $(RECIPE_CFG) $(DATA) mk/classes.a
 	  awk -v n="$$$$n" -f mk/classes.awk $(RECIPE_CFG) > $$(@D)/variant.cfg.tmp && mv $$(@D)/variant.cfg.tmp $$(@D)/variant.cfg && \
 	  printf '{"technique":"base","parent":null,"description":"%s trained from scratch","technique_fields":{}}\n' \
 	  '$(MODEL) ($(notdir $(RECIPE_CFG)))' > $$@.tmp && mv $$@.tmp $$@
+else ifeq ($(word 1,$(V_$1)),nested)
+# NestDNN (prune/README.md): the base's filter pruning roadmap by the ranking
+# (prune roadmap, _ROADMAP settings), then freeze-&-grow along it into one
+# multi-capacity model (prune grow, _GROW settings), which writes the folder.
+$(VARIANTS_O)/$1/roadmap/roadmap.json: $(PLAN_O)/$1.plan $(BASE_V)/variant.weights $(DATA) | $(VARIANTS_O)/$1/.dirstamp $(BIN)/prune
+	$$(call msg,ROADMAP,$1: $(word 2,$(V_$1)) $(V_$1_ROADMAP))$$(call timed,roadmap,$1,$$(call launch,$1-roadmap) \
+	  $(BIN)/prune roadmap --cfg $(BASE_V)/variant.cfg --weights $(BASE_V)/variant.weights --data $(abspath $(DATA)) \
+	  --method $(word 2,$(V_$1)) --seed $(SEED) --threads $$(job_threads) --out $$(@D) $(foreach s,$(V_$1_ROADMAP),--set $s))
+$(VARIANTS_O)/$1/meta.json: $(VARIANTS_O)/$1/roadmap/roadmap.json $(DATA) | $(BIN)/prune
+	$$(call msg,GROW,$1: $(V_$1_GROW))$$(call timed,derive,$1,$$(call launch,$1-grow) $(BIN)/prune grow \
+	  --roadmap $$< --data $(abspath $(DATA)) --seed $(SEED) --threads $$(job_threads) --out $$(@D) $(foreach s,$(V_$1_GROW),--set $s))
 else
 $(VARIANTS_O)/$1/meta.json: $(PLAN_O)/$1.plan $(BASE_V)/variant.weights \
     $(if $(filter mimic lasso early-exit,$(word 1,$(V_$1))),$(DATA)) | $(VARIANTS_O)/$1/.dirstamp $(BIN)/prune $(BIN)/trainer

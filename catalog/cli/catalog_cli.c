@@ -638,10 +638,12 @@ static int cmd_pack(int argc, char **argv)
             return 1;
         }
         if (!o.catalog || !strcmp(o.catalog, bc->valuestring)) {
+            /* the message before the free: bc is inside base_manifest */
+            int urc = ck_usage_of("catalog", &verb, "--addon-of needs --catalog ID, an id other than the base's ('%s')",
+                                  bc->valuestring);
             cJSON_Delete(base_manifest);
             cat_seckey_free(key);
-            return ck_usage_of("catalog", &verb, "--addon-of needs --catalog ID, an id other than the base's ('%s')",
-                               bc->valuestring);
+            return urc;
         }
         o.base = base_manifest;
     }

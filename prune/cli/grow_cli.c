@@ -25,51 +25,6 @@
 #define GR_MAX_CAP 16
 #define GR_EVAL_BATCH 64
 
-typedef struct gr_acc {
-    uint64_t images, correct;
-    double top1, lo, hi;
-} gr_acc;
-
-/* Top-1 of net at its current capacity over the whole split. */
-static int evaluate(trn_net *net, const trn_dataset *ds, trn_split split, int threads, gr_acc *a, trn_err *err)
-{
-    memset(a, 0, sizeof *a);
-    size_t n = trn_dataset_count(ds, split);
-    int batch = trn_net_batch(net), classes = trn_dataset_classes(ds);
-    trn_shape s = trn_net_input_shape(net);
-    trn_loader_opts lo;
-    trn_loader_opts_defaults(&lo);
-    lo.w = s.w, lo.h = s.h, lo.c = s.c, lo.batch = batch;
-    lo.augment = 0, lo.shuffle = 0, lo.threads = threads;
-    float *x = malloc((size_t)batch * trn_net_inputs(net) * sizeof *x);
-    float *y = malloc((size_t)batch * (size_t)classes * sizeof *y);
-    trn_loader *ld = x && y ? trn_loader_open(ds, split, &lo, err) : NULL;
-    int rc = ld ? 0 : (x && y ? -1 : trn_errf(err, "out of memory"));
-    uint64_t seen = 0, good = 0;
-    for (uint64_t b = 0; rc == 0 && seen < n; b++) {
-        if ((rc = trn_loader_get(ld, b, x, y, err)) != 0 || (rc = trn_net_forward(net, x, err)) != 0) break;
-        const float *p = trn_net_output(net);
-        for (int j = 0; j < batch && seen < n; j++, seen++) {
-            const float *pj = p + (size_t)j * (size_t)classes, *yj = y + (size_t)j * (size_t)classes;
-            int truth = 0, best = 0;
-            for (int c = 1; c < classes; c++) {
-                if (yj[c] > yj[truth]) truth = c;
-                if (pj[c] > pj[best]) best = c;
-            }
-            good += best == truth;
-        }
-    }
-    trn_loader_close(ld);
-    free(x);
-    free(y);
-    if (rc) return -1;
-    a->images = seen;
-    a->correct = good;
-    a->top1 = seen ? (double)good / (double)seen : 0;
-    trn_wilson(good, seen, &a->lo, &a->hi);
-    return 0;
-}
-
 typedef struct gr_feed {
     trn_loader *ld;
 } gr_feed;
@@ -77,36 +32,6 @@ typedef struct gr_feed {
 static int feed_batch(void *ctx, uint64_t index, float *x, float *y, trn_err *err)
 {
     return trn_loader_get(((gr_feed *)ctx)->ld, index, x, y, err);
-}
-
-/* A network of cfg holding src's parameters (same cfg). */
-static trn_net *net_like(const trn_cfg *cfg, const trn_net *src, int batch, int infer_only, uint64_t seed,
-                         trn_err *err)
-{
-    trn_net_opts o;
-    trn_net_opts_defaults(&o);
-    o.batch = batch;
-    o.infer_only = infer_only;
-    o.seed = seed;
-    trn_net *n = trn_net_create(cfg, &o, err);
-    if (!n) return NULL;
-    int ns, nd;
-    const trn_param *ps = trn_net_params(src, &ns), *pd = trn_net_params(n, &nd);
-    for (int k = 0; k < nd && k < ns; k++) memcpy(pd[k].data, ps[k].data, pd[k].count * sizeof(float));
-    return n;
-}
-
-static cJSON *acc_json(const gr_acc *a, trn_split split)
-{
-    cJSON *o = cJSON_CreateObject();
-    if (!o) return NULL;
-    cJSON_AddStringToObject(o, "split", trn_split_name(split));
-    cJSON_AddNumberToObject(o, "images", (double)a->images);
-    cJSON_AddNumberToObject(o, "correct", (double)a->correct);
-    cJSON_AddNumberToObject(o, "top1", a->top1);
-    cJSON_AddNumberToObject(o, "lo", a->lo);
-    cJSON_AddNumberToObject(o, "hi", a->hi);
-    return o;
 }
 
 /* The folder of a file path ("." when none), into buf. */
@@ -144,7 +69,7 @@ static trn_net *load_step(const cJSON *steps, int k, const char *dir, trn_cfg **
     return n;
 }
 
-static int gr_set(const char *kv, long long *batches, double *lr, long long *ncap, trn_err *err)
+static int gr_set(const char *kv, long long *batches, double *lr, long long *ncap, long long *bn, trn_err *err)
 {
     const char *eq = strchr(kv, '=');
     if (!eq) return trn_errf(err, "--set '%s': use key=value", kv);
@@ -158,16 +83,18 @@ static int gr_set(const char *kv, long long *batches, double *lr, long long *nca
     else if (kl == 13 && !strncmp(kv, "learning_rate", 13) && v >= 0 && v <= 10) *lr = v;
     else if (kl == 10 && !strncmp(kv, "capacities", 10) && v >= 2 && v <= GR_MAX_CAP && v == floor(v))
         *ncap = (long long)v;
+    else if (kl == 10 && !strncmp(kv, "bn_batches", 10) && v >= 0 && v <= 1e6 && v == floor(v))
+        *bn = (long long)v;
     else
         return trn_errf(err, "--set '%s': unknown key or value out of range (batches: 0..1e7, learning_rate: "
-                             "0..10, capacities: 2..%d)", kv, GR_MAX_CAP);
+                             "0..10, capacities: 2..%d, bn_batches: 0..1e6)", kv, GR_MAX_CAP);
     return 0;
 }
 
 int prn_cli_grow(int argc, char **argv, trn_err *err)
 {
     const char *roadp = NULL, *data = NULL, *out = NULL;
-    long long seed = -1, threads = 1, batches = 100, ncap = 5;
+    long long seed = -1, threads = 1, batches = 100, ncap = 5, bn_batches = 20;
     double lr = 0.01;
     ck_list set = {.n = 0};
     const ck_opt opts[] = {
@@ -193,7 +120,8 @@ int prn_cli_grow(int argc, char **argv, trn_err *err)
         "capacity the filters per layer, test top-1 with its 95% Wilson interval, MACs,\n"
         "parameters, weight bytes; page-in/out bytes of every switch) and DIR/meta.json\n"
         "(written last: technique nested with the manifest's capacities).\n"
-        "--set keys: batches (100), learning_rate (0.01), capacities (5).\n",
+        "--set keys: batches (100), learning_rate (0.01), capacities (5), bn_batches (20: training\n"
+        "batches that re-estimate the new channels' batch-norm statistics after each growth step).\n",
         opts, NULL};
     const char *extra;
     int rc0;
@@ -203,7 +131,7 @@ int prn_cli_grow(int argc, char **argv, trn_err *err)
         if (!need[i][1]) return trn_errf(err, "--%s is required", need[i][0]), -2;
     if (seed < 0) return trn_errf(err, "--seed is required"), -2;
     for (int i = 0; i < set.n; i++)
-        if (gr_set(set.v[i], &batches, &lr, &ncap, err)) return -2;
+        if (gr_set(set.v[i], &batches, &lr, &ncap, &bn_batches, err)) return -2;
     trn_set_threads((int)threads);
 
     int rc = -1;
@@ -215,7 +143,7 @@ int prn_cli_grow(int argc, char **argv, trn_err *err)
     trn_net *base = NULL, *net = NULL, *init = NULL, *ev = NULL;
     prn_nest nest = {0};
     int caps_step[GR_MAX_CAP];
-    gr_acc acc[GR_MAX_CAP];
+    rm_acc acc[GR_MAX_CAP];
     trn_net_totals tot[GR_MAX_CAP];
     gr_feed f = {0};
     int made_dir = access(out, F_OK) != 0;
@@ -296,7 +224,7 @@ int prn_cli_grow(int argc, char **argv, trn_err *err)
         trn_cfg_set(tc, 0, "policy", "poly", err) || trn_cfg_set(tc, 0, "power", "2", err) ||
         trn_cfg_set(tc, 0, "burn_in", "0", err) || trn_cfg_setf(tc, 0, "max_batches", err, "%lld", batches > 0 ? batches : 1))
         goto done;
-    if (!(net = net_like(tc, base, 0, 0, (uint64_t)seed, err))) goto done;
+    if (!(net = prn_cli_net_like(tc, base, 0, 0, (uint64_t)seed, err))) goto done;
     if (prn_nest_check(net, &nest, err)) goto done;
     trn_net *seedn = load_step(steps, caps_step[0], rdir, NULL, err);
     if (!seedn) goto done;
@@ -307,12 +235,9 @@ int prn_cli_grow(int argc, char **argv, trn_err *err)
     if (trn_mkdir_p(out, err) != 0) goto done;
     snprintf(tmpdir, sizeof tmpdir, "%s/.grow", out);
     trn_loader_opts lo;
-    trn_loader_opts_defaults(&lo);
-    trn_shape sh = trn_net_input_shape(net);
-    lo.w = sh.w, lo.h = sh.h, lo.c = sh.c, lo.batch = trn_net_batch(net);
-    lo.seed = (uint64_t)seed, lo.threads = (int)threads, lo.cache_bytes = (size_t)256 << 20;
-    trn_augment_from_net(net, &lo.aug);
-    if (trn_augment_check(&lo.aug, roadp, err) != 0 || !(f.ld = trn_loader_open(ds, TRN_SPLIT_TRAIN, &lo, err)))
+    if (prn_cli_loader_opts(net, roadp, trn_net_batch(net), (uint64_t)seed, (int)threads, (size_t)256 << 20, &lo,
+                            err) ||
+        !(f.ld = trn_loader_open(ds, TRN_SPLIT_TRAIN, &lo, err)))
         goto done;
     for (int k = 1; k < ncap; k++) {
         if (!(init = load_step(steps, caps_step[k], rdir, NULL, err))) goto done;
@@ -324,14 +249,18 @@ int prn_cli_grow(int argc, char **argv, trn_err *err)
             trn_train_opts to = {.next_batch = feed_batch, .batch_ctx = &f, .backup_dir = tmpdir, .base = "grow"};
             if (trn_train(net, &to, err) != 0) goto done;
         }
+        /* The new channels' batch-norm statistics, re-estimated with the
+         * capacity's inputs (the old ones are frozen: their inputs did not
+         * change). */
+        if (prn_bn_recalibrate(net, feed_batch, &f, (uint64_t)batches, (int)bn_batches, err) != 0) goto done;
         fprintf(stderr, "prune grow: capacity %d (roadmap step %d) grown\n", k + 1, caps_step[k]);
     }
     prn_nest_finish(net);
     /* Measure every capacity. */
-    if (!(ev = net_like(cfg, net, GR_EVAL_BATCH, 1, 0, err))) goto done;
+    if (!(ev = prn_cli_net_like(cfg, net, GR_EVAL_BATCH, 1, 0, err))) goto done;
     for (int k = 0; k < ncap; k++) {
         if (trn_net_set_capacity(ev, nest.filters + (size_t)k * L, err) ||
-            evaluate(ev, ds, TRN_SPLIT_TEST, (int)threads, &acc[k], err))
+            prn_cli_evaluate(ev, ds, TRN_SPLIT_TEST, (int)threads, &acc[k], err))
             goto done;
         trn_net_get_totals(ev, &tot[k]);
         fprintf(stderr, "prune grow: capacity %d: %llu MACs, test top-1 %.4f [%.4f, %.4f] on %llu images\n",
@@ -360,6 +289,7 @@ int prn_cli_grow(int argc, char **argv, trn_err *err)
     cJSON *js = cJSON_AddObjectToObject(j, "settings");
     cJSON_AddNumberToObject(js, "batches", (double)batches);
     cJSON_AddNumberToObject(js, "learning_rate", lr);
+    cJSON_AddNumberToObject(js, "bn_batches", (double)bn_batches);
     cJSON_AddStringToObject(j, "cfg", "variant.cfg");
     cJSON_AddStringToObject(j, "weights", "init.weights");
     cJSON_AddNumberToObject(j, "weights_bytes", (double)trn_weights_bytes(net));
@@ -387,7 +317,7 @@ int prn_cli_grow(int argc, char **argv, trn_err *err)
         cJSON_AddNumberToObject(o, "params", (double)tot[k].params);
         cJSON_AddNumberToObject(o, "weight_bytes", (double)tot[k].weight_bytes);
         cJSON_AddNumberToObject(o, "peak_activation_bytes", (double)tot[k].peak_activation_bytes);
-        cJSON_AddItemToObject(o, "test", acc_json(&acc[k], TRN_SPLIT_TEST));
+        cJSON_AddItemToObject(o, "test", prn_cli_acc_json(&acc[k]));
         uint64_t zp = 0, zm = 0;
         if (prn_nest_zero_slices(net, &nest, k, &zp, &zm) != 0) {
             trn_errf(err, "out of memory");
@@ -443,7 +373,7 @@ int prn_cli_grow(int argc, char **argv, trn_err *err)
             cJSON_AddNumberToObject(o, "weight_bytes", (double)tot[k].weight_bytes);
             cJSON_AddNumberToObject(o, "peak_activation_bytes", (double)tot[k].peak_activation_bytes);
             cJSON_AddNumberToObject(o, "top1", acc[k].top1);
-            cJSON_AddItemToObject(o, "test", acc_json(&acc[k], TRN_SPLIT_TEST));
+            cJSON_AddItemToObject(o, "test", prn_cli_acc_json(&acc[k]));
             for (int b = 0; b < ncap; b++) {
                 char key[16];
                 snprintf(key, sizeof key, "%d", b + 1);

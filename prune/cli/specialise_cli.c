@@ -198,13 +198,13 @@ static uint64_t net_macs(const trn_net *net)
 int prn_cli_specialise(int argc, char **argv, trn_err *err)
 {
     static const char *const known[] = {"cfg", "weights", "data", "contexts", "cut", "head", "set",
-                                        "generic-cfg", "generic-weights", "seed", "out",
+                                        "generic-cfg", "generic-weights", "parent", "seed", "out",
                                         "threads", NULL};
     static const char *const need[] = {"cfg", "weights", "data", "contexts", "seed", "out", NULL};
     prn_cli_opts o;
     if (prn_cli_parse(argc, argv, "specialise",
                       "--cfg C --weights W --data D.data --contexts LIST [--cut SEL]\n"
-                      "                   [--head TEXT] [--generic-cfg G --generic-weights GW]\n"
+                      "                   [--head TEXT] [--generic-cfg G --generic-weights GW] [--parent ID]\n"
                       "                   [--set key=value ...] --seed N --out DIR [--threads T]",
                       "For every (n,p) context of LIST (\"id n p data-file\" lines, as `dataset\n"
                       "contexts` writes them for D), retrains the layers of C above SEL (default:\n"
@@ -222,19 +222,17 @@ int prn_cli_specialise(int argc, char **argv, trn_err *err)
     if (prn_cli_require(&o, "specialise", need, err)) return -2;
     if (!o.generic_cfg != !o.generic_weights)
         return trn_errf(err, "--generic-cfg and --generic-weights go together"), -2;
+    /* the catalog id of --cfg: the parent, and the partner of its own cascade */
+    const char *parent = o.parent ? o.parent : "base";
+    int bad_id = !*parent || strlen(parent) > 64 || !(islower((unsigned char)*parent) || isdigit((unsigned char)*parent));
+    for (const char *q = parent; *q; q++)
+        bad_id |= !(islower((unsigned char)*q) || isdigit((unsigned char)*q) || strchr("_.-", *q));
+    if (bad_id)
+        return trn_errf(err, "--parent '%s' is not a variant id (lower-case letters, digits, '_', '.', '-')", parent),
+               -2;
     prn_head_opts ho;
-    prn_head_opts_defaults(&ho);
-    for (int i = 0; i < o.nset; i++)
-        if (prn_head_opts_set(&ho, o.set[i], err)) return -1;
-    ho.with = o.head;
-    ho.seed = o.seed;
-    trn_set_threads(o.threads);
-    const char *det = getenv("DETERMINISM");
-    if (det && *det) {
-        int m = trn_det_parse(det);
-        if (m < 0) return trn_errf(err, "DETERMINISM '%s' is not valid: use default or portable", det);
-        trn_set_determinism((trn_det_mode)m);
-    }
+    if (prn_cli_head_opts(&o, &ho, err)) return -1;
+    if (prn_cli_compute(o.threads, err)) return -1;
     ctx *cx = calloc(MAX_CTX, sizeof *cx);
     prn_variant *v = calloc(MAX_CTX, sizeof *v);
     int nc = 0, rc = -1;
@@ -248,7 +246,6 @@ int prn_cli_specialise(int argc, char **argv, trn_err *err)
     int *gpred = NULL, *labels = NULL, *truth = NULL, *spred = NULL;
     feed fd = {0};
     cJSON *table = NULL;
-    char *json = NULL;
     if (!cx || !v) {
         trn_errf(err, "out of memory");
         goto out;
@@ -297,18 +294,9 @@ int prn_cli_specialise(int argc, char **argv, trn_err *err)
         !(rte = index_split(ds, TRN_SPLIT_TEST, &nte, err)))
         goto out;
     /* The model's outputs at the cut, once for every image of the set. */
-    trn_shape s = trn_net_input_shape(base);
     trn_loader_opts lo;
-    trn_loader_opts_defaults(&lo);
-    lo.w = s.w;
-    lo.h = s.h;
-    lo.c = s.c;
-    lo.batch = 64;
-    lo.seed = o.seed;
-    lo.threads = o.threads;
+    if (prn_cli_loader_opts(base, o.cfg, 64, o.seed, o.threads, 0, &lo, err)) goto out;
     lo.shuffle = 0;
-    trn_augment_from_net(base, &lo.aug);
-    if (trn_augment_check(&lo.aug, o.cfg, err) != 0) goto out;
     if (!(fd.y = malloc((size_t)64 * (size_t)classes * sizeof *fd.y))) {
         trn_errf(err, "out of memory");
         goto out;
@@ -421,11 +409,12 @@ int prn_cli_specialise(int argc, char **argv, trn_err *err)
         float l0 = 0, l1 = 0;
         if (prn_head_train(&ctr, labels, k + 1, &ho, &hc, &hn, &l0, &l1, err) != 0 ||
             prn_head_predict(hn, &cte, spred, NULL, err) != 0 ||
-            prn_retarget_variant(cfg, base, cut, hc, hn, "base", &v[c], err) != 0) {
+            prn_retarget_variant(cfg, base, cut, hc, hn, parent, &v[c], err) != 0) {
             trn_cfg_free(hc);
             trn_net_free(hn);
             goto ctx_fail;
         }
+        v[c].parent = parent;
         trn_cfg_free(hc);
         trn_net_free(hn);
         uint64_t in_n = 0, in_ok = 0, casc = 0, gen_ok = 0, sent = 0, own = 0;
@@ -463,7 +452,7 @@ int prn_cli_specialise(int argc, char **argv, trn_err *err)
         cJSON_AddNumberToObject(cj, "other_class", k);
         cJSON_AddStringToObject(cj, "data", x->path);
         cJSON *cc = cJSON_AddObjectToObject(f, "cascade");
-        cJSON_AddStringToObject(cc, "partner", "base");
+        cJSON_AddStringToObject(cc, "partner", o.generic_cfg ? "base" : parent);
         cJSON_AddStringToObject(cc, "on", "other");
         cJSON_AddNumberToObject(cc, "sent_share", share);
         cJSON_AddNumberToObject(cc, "expected_macs", emacs);
@@ -518,20 +507,7 @@ int prn_cli_specialise(int argc, char **argv, trn_err *err)
     }
     char path[4200];
     snprintf(path, sizeof path, "%s/specialise.json", o.out);
-    if (!(json = cJSON_Print(table))) {
-        trn_errf(err, "out of memory");
-        goto out;
-    }
-    size_t jl = strlen(json);
-    char *grown = realloc(json, jl + 2);
-    if (!grown) {
-        trn_errf(err, "out of memory");
-        goto out;
-    }
-    json = grown;
-    json[jl] = '\n';
-    json[jl + 1] = 0;
-    if (trn_write_file_atomic(path, json, jl + 1, err) != 0) goto out;
+    if (prn_cli_write_json(path, table, err) != 0) goto out;
     printf("%s: %d specialised models (L%d.. retrained)\n", o.out, nc, cut + 1);
     rc = 0;
 out:
@@ -544,7 +520,6 @@ out:
     free(labels);
     free(truth);
     free(spred);
-    free(json);
     cJSON_Delete(table);
     prn_features_free(&ftr);
     prn_features_free(&fte);

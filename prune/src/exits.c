@@ -871,7 +871,7 @@ int prn_early_exit(const trn_cfg *cfg, const char *cfg_path, const char *weights
         b->layers = o->branchynet ? 1 : o->layers;
         b->width = o->width;
     }
-    if (nb == 0) {
+    if (nb <= 0) { /* (<=: GCC under SAN= cannot see nb >= 0 at the calloc below) */
         trn_errf(err, "%s: no candidate exit location (a convolution or max-pool with a spatial output)",
                  cfg_path);
         goto out;
@@ -1062,8 +1062,8 @@ shrunk:
         free(trial), free(tthr), free(trate);
     }
     if (np == 0) {
-        trn_errf(err, "early-exit: no exit fits within exit_cap (%g of the base's MACs): raise exit_cap or "
-                 "narrow the branches (--set width=N)", o->exit_cap);
+        trn_errf(err, "early-exit: no exit fits within exit_cap, %g of the base's MACs: raise exit_cap or "
+                 "narrow the branches with --set width=N", o->exit_cap);
         goto out_all;
     }
     /* the test split: alpha profile */

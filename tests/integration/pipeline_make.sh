@@ -15,13 +15,16 @@ tiny_base_cfg "$R/base.cfg" 30
 write_recipe() { # RW_B_BATCHES RW_A_BATCHES [RW_A_LEARNING_RATE]
     cat >"$R/recipe.mk" <<MK
 RECIPE_CFG := \$(RECIPES)/tiny/base.cfg
-RECIPE_VARIANTS := rw-a rw-b svd-a
+RECIPE_VARIANTS := rw-a rw-b svd-a nest
 V_rw-a := rewrite stride2:conv\\#1
 V_rw-a_TRAIN := max_batches=$2 learning_rate=${3:-0.1}
 V_rw-b := rewrite half:conv~1
 V_rw-b_TRAIN := max_batches=$1
 V_rw-b_KD := alpha=0.5 temperature=2
 V_svd-a := svd fc\\#1:4x
+V_nest := nested trr
+V_nest_ROADMAP := step=0.3 min_accuracy=0 retrain_batches=2 triplets=12 max_steps=2
+V_nest_GROW := batches=2 capacities=3
 MK
 }
 write_recipe 10 10
@@ -57,7 +60,7 @@ pmake() {
 #    the base gets all threads, variants under -j2 one each.
 expect_ok "make -j2 variants LAUNCH=slurm builds every variant" pmake -j2 variants LAUNCH=slurm SRUN="$T/srun"
 cp "$T/out" "$T/variants.out"
-for v in base rw-a rw-b svd-a; do
+for v in base rw-a rw-b svd-a nest; do
     t_check "variant $v has its variant.json" test -s "$T/tiny/variants/$v/variant.json"
 done
 t_check "make variants prints the table" grep -q 'rw-a' "$T/variants.out"
@@ -67,6 +70,11 @@ t_check "the base trained with all threads" grep -qx 'tiny-base-train 2' "$SRUN_
 t_check "variants trained with THREADS/2 threads each" grep -qx 'tiny-rw-a-train 1' "$SRUN_LOG"
 t_check "every derivation went through the launcher" grep -qx 'tiny-svd-a-derive 1' "$SRUN_LOG"
 t_check "timings were recorded" grep -q '^train rw-b ' "$T/tiny/timings.log"
+t_check "the nested variant's roadmap went through the launcher" grep -qx 'tiny-nest-roadmap 1' "$SRUN_LOG"
+t_check "the nested variant's grow went through the launcher" grep -qx 'tiny-nest-grow 1' "$SRUN_LOG"
+t_check "the nested variant's roadmap and capacities" \
+    test -s "$T/tiny/variants/nest/roadmap/roadmap.json" -a -s "$T/tiny/variants/nest/capacities.json"
+t_check "the nested variant's technique" grep -q '"technique":[[:space:]]*"nested"' "$T/tiny/variants/nest/meta.json"
 t_check "rw-b learned from the base as its teacher (V_rw-b_KD)" \
     grep -q 'rw-b: max_batches=10 (teacher: base; alpha=0.5 temperature=2)' "$T/variants.out"
 t_check "the distillation settings are part of rw-b's plan entry" grep -q '| kd alpha=0.5 temperature=2' "$T/tiny/plan/rw-b.plan"
@@ -152,4 +160,86 @@ expect_ok "make catalog again from the same variants" pmake catalog
 sum2=$(sha256sum "$arch" "$arch.minisig" | awk '{print $1}' | tr '\n' ' ')
 t_check "the archive and signature bytes are identical" test "$sum1" = "$sum2"
 
+
+# 5. make specialise: an add-on catalog for a device's context of three
+# classes. The specialised model's cascade partner is the base, or, when
+# the catalog winnowed the base (this tiny one may), its most accurate kept
+# whole network, said in a message; PARTNER= names it, and one the catalog
+# did not keep is refused. The add-on itself (packing, rtl install's
+# refusals, the cascade) is checked by rtl_addon.sh and rtl_context.sh.
+expect_fail "make specialise without CLASSES says what to give" "CLASSES is empty" pmake specialise
+expect_fail "make specialise PARTNER=nosuch is refused, naming the kept variants" \
+    "has no variant nosuch it can specialise \\(kept whole networks of identity: .*rw-" \
+    pmake specialise CLASSES=red-disc,blue-star,cyan-ring PARTNER=nosuch
+kept_base=$(python3 -c "import json,sys; print(int(any(v['id']=='base' for v in json.load(open(sys.argv[1]))['variants'])))" "$T/tiny/manifest.json")
+best=$(python3 -c "
+import json,sys; m=json.load(open(sys.argv[1]))
+k=[v for v in m['variants'] if v['technique'] in ('base','rewrite','svd','mimic','lasso') and v['task']=='identity']
+print('base' if any(v['id']=='base' for v in k) else max(k, key=lambda v: v['accuracy']['identity']['top1'])['id'])" "$T/tiny/manifest.json")
+expect_ok "make specialise CLASSES=red-disc,blue-star,cyan-ring (partner $best)" pmake specialise CLASSES=red-disc,blue-star,cyan-ring
+cp "$T/out" "$T/spec.out"
+if [ "$kept_base" = 0 ]; then
+    t_check "  ... says the base was winnowed and which variant it specialised" \
+        grep -q "winnowed its base .*specialising $best, its most accurate kept variant" "$T/spec.out"
+    expect_fail "PARTNER=base is refused when the catalog winnowed the base" "has no variant base it can specialise" \
+        pmake specialise CLASSES=red-disc,blue-star,cyan-ring PARTNER=base
+else
+    t_skip "  ... says the base was winnowed and which variant it specialised" "this catalog kept its base"
+fi
+addon=$(ls "$T"/tiny/specialise/ctx-*/out/catalog-tiny-*.tar.zst 2>/dev/null | head -n 1)
+t_check "it packs a signed add-on whose base is the catalog and whose partner is $best" python3 -c "
+import json, sys; m = json.load(open(sys.argv[1])); b = json.load(open(sys.argv[2]))
+v = m['variants'][0]
+sys.exit(not (m['base']['catalog'] == b['catalog'] and m['base']['version'] == b['version'] and
+    v['technique_fields']['cascade']['partner'] == sys.argv[3] and v['depends_on'] == [sys.argv[3]] and v['parent'] == sys.argv[3]))" \
+    "$(dirname "$addon")/manifest.json" "$T/tiny/manifest.json" "$best"
+mkdir -p "$T/sroot/keys" && cp "$T/k.pub" "$T/sroot/keys/"
+expect_ok "the catalog and the add-on install" sh -c "$BIN/rtl --root $T/sroot install $(ls "$T"/tiny/catalog-tiny-*.tar.zst | head -n 1) && $BIN/rtl --root $T/sroot install $addon"
+img=$(ls "$T"/data/synth/test/*red-disc*.png | head -n 1)
+aid=$(python3 -c "import json,sys; m=json.load(open(sys.argv[1])); print(m['catalog'], m['variants'][0]['id'])" "$(dirname "$addon")/manifest.json")
+expect_ok "rtl run answers through the cascade with $best" "$BIN/rtl" --root "$T/sroot" run ${aid% *} ${aid#* } "$img" --json
+t_check "  ... answered by the add-on's model or by $best" sh -c "grep -Eq '\"answered_by\":[[:space:]]*\"(${aid#* }|$best)\"' $T/out"
+
+# 6. The scheduler on this real catalog (issue 19 items 1 and 2, on a
+# catalog the pipeline built rather than a written fixture): MCDNN's traces
+# S1-S3 with an energy budget that binds (a third of what device-only takes
+# unconstrained) and MCDNN's cloud budget scaled to the hour; MCDNN has the
+# highest average accuracy within both budgets. Then NestDNN's concurrency
+# trace on the nested variant's real capacities (capacities.json).
+for tr in s1 s2 s3; do
+    "$BIN/rtl" simulate "$arch" --trace $tr --hours 1 --policy device-only --energy-wh -1 --cloud-usd -1 --json \
+        >"$T/free-$tr.json" 2>"$T/err"
+    e=$(python3 -c 'import json,sys; print("%.6g" % (json.load(open(sys.argv[1]))[0]["policies"][0]["energy_wh"] / 3))' \
+        "$T/free-$tr.json" 2>/dev/null)
+    expect_ok "simulate $tr on the built catalog (energy budget ${e:-?} Wh, \$0.00667 over an hour)" \
+        "$BIN/rtl" simulate "$arch" --trace $tr --hours 1 --energy-wh "${e:-0}" --cloud-usd 0.00667 --json
+    cp "$T/out" "$T/sim-$tr.json"
+done
+t_check "MCDNN has the highest accuracy on S1-S3 of the built catalog, within both budgets" python3 -c '
+import json, sys
+for f in sys.argv[1:]:
+    t = json.load(open(f))[0]
+    p = {x["policy"]: x for x in t["policies"]}
+    m = p["mcdnn"]
+    assert len(p) == 6 and m["served"] > 0, p
+    assert p["device-only"]["energy_out_s"] > 0, (f, "the energy budget does not bind", p["device-only"])
+    for k, x in p.items():
+        assert x["energy_wh"] <= t["energy_wh"] + 1e-9 and x["cloud_usd"] <= t["cloud_usd"] + 1e-9, (f, k, x)
+        assert k == "mcdnn" or x["accuracy"] <= m["accuracy"] + 1e-12, (f, k, x["accuracy"], m["accuracy"])
+' "$T"/sim-s1.json "$T"/sim-s2.json "$T"/sim-s3.json
+expect_ok "concurrency on the built catalog's nested variant" \
+    "$BIN/rtl" simulate "$arch" --trace concurrency --hours 0.2 --json
+t_check "NestDNN and the knee use the nested variant's capacities" python3 -c '
+import json, sys
+t = json.load(open(sys.argv[1]))[0]
+caps = json.load(open(sys.argv[2]))
+n = len(caps["capacities"] if isinstance(caps, dict) else caps)
+p = {x["policy"]: x for x in t["policies"]}
+assert set(p) == {"nest-total", "nest-max", "knee"} and n >= 2, (p.keys(), n)
+assert all(x["served"] > 0 for x in p.values()), p
+sw = [x for x in t["alpha_sweep"] if "alpha" in x]
+for pol in ("nest-total", "nest-max"):
+    c = sorted((x for x in sw if x["policy"] == pol), key=lambda x: x["alpha"])
+    assert c[0]["accuracy"] >= c[-1]["accuracy"] and c[-1]["fps"] >= c[0]["fps"], c
+' "$T/out" "$T/tiny/variants/nest/capacities.json"
 t_done

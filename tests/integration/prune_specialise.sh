@@ -10,49 +10,8 @@
 P=$BIN/prune
 TOOL=$TESTD/tools/prune-testtool
 
-"$BIN/dataset" generate --out "$T" --name s --seed 3 --size 16 --train 3 --valid 1 --test 2 \
-    --context-n 7 --context-p 0.6,0.9 --threads 1 >/dev/null 2>&1 || { t_fail "fixture data set"; t_done; exit 0; }
-cat >"$T/base.cfg" <<'EOF'
-[net]
-batch=8
-width=16
-height=16
-channels=3
-flip=1
-
-[convolutional]
-filters=8
-size=3
-stride=1
-pad=1
-batch_normalize=1
-activation=relu
-
-[maxpool]
-size=2
-stride=2
-
-[convolutional]
-filters=8
-size=3
-pad=1
-activation=relu
-
-[maxpool]
-size=2
-stride=2
-
-[connected]
-output=16
-activation=relu
-
-[connected]
-output=48
-activation=linear
-
-[softmax]
-EOF
-"$TOOL" weights "$T/base.cfg" 5 "$T/base.weights" || { t_fail "fixture weights"; t_done; exit 0; }
+. "$TOP/tests/integration/prune/attr.sh"
+attr_fixture "$TOOL" --context-n 7 --context-p 0.6,0.9 || { t_done; exit 0; }
 C=$T/s/contexts/contexts.list
 A=(specialise --cfg "$T/base.cfg" --weights "$T/base.weights" --data "$T/s/s.data" --contexts "$C"
    --seed 4 --set batches=80)

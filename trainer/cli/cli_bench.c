@@ -68,7 +68,7 @@ static struct {
     int n, cap, oom;
 } rec;
 
-static void rec_gemm(int ta, int tb, int m, int n, int k, float alpha, const float *a, int lda,
+static void rec_gemm(TRN_BE, int ta, int tb, int m, int n, int k, float alpha, const float *a, int lda,
                      const float *b, int ldb, float beta, float *c, int ldc)
 {
     int i = 0;
@@ -85,7 +85,7 @@ static void rec_gemm(int ta, int tb, int m, int n, int k, float alpha, const flo
     } else {
         rec.oom = 1;
     }
-    rec.inner->gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    rec.inner->gemm(rec.inner, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
 /* Times the recorded shapes (each as often as a step calls it) with the
@@ -116,7 +116,7 @@ static int gemm_shapes(int reps, double *openblas, double *portable)
                 gshape *g = &rec.s[i];
                 float *a = buf, *b = a + (size_t)g->m * g->k, *c = b + (size_t)g->k * g->n;
                 for (int j = 0; j < g->count; j++)
-                    trn_backend_cpu.gemm(g->ta, g->tb, g->m, g->n, g->k, 1, a, g->ta ? g->m : g->k, b,
+                    trn_backend_cpu.gemm(&trn_backend_cpu, g->ta, g->tb, g->m, g->n, g->k, 1, a, g->ta ? g->m : g->k, b,
                                          g->tb ? g->k : g->n, g->beta ? 1 : 0, c, g->n);
             }
             double gf = flops / (now_s() - t0) / 1e9;

@@ -15,14 +15,14 @@ static int avgpool_setup(trn_layer *l, trn_build *b, trn_err *err)
 static void avgpool_forward(trn_layer *l, trn_net *net, int train)
 {
     (void)train;
-    net->be->avgpool(l->input, net->batch, l->in.c, l->in.h * l->in.w, l->output);
+    net->be->avgpool(net->be, l->input, net->batch, l->in.c, l->in.h * l->in.w, l->output);
 }
 
 #ifndef TRN_INFER_ONLY
 static void avgpool_backward(trn_layer *l, trn_net *net)
 {
     if (l->in_delta)
-        net->be->avgpool_backward(l->delta, net->batch, l->in.c, l->in.h * l->in.w, l->in_delta);
+        net->be->avgpool_backward(net->be, l->delta, net->batch, l->in.c, l->in.h * l->in.w, l->in_delta);
 }
 #endif
 

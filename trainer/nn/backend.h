@@ -12,107 +12,120 @@
  *
  * Layout conventions: tensors are NCHW float32, row-major; "spatial" is
  * h*w; per-channel vectors have c entries. All kernels are synchronous.
+ * Every kernel's first argument is the table it is called through (its
+ * context: ctx below).
  */
 #ifndef TRN_BACKEND_H
 #define TRN_BACKEND_H
 
 #include "nn.h"
 
-typedef struct trn_backend {
+typedef struct trn_backend trn_backend;
+
+/* A kernel's first parameter: the table it is called through (unused by
+ * the CPU tables). */
+#define TRN_BE const trn_backend *be __attribute__((unused))
+
+struct trn_backend {
     const char *name;
+    /* The backend's own state (a CUDA backend's device, streams and
+     * handles); NULL for the CPU tables. Every kernel gets the table it
+     * was called through as its first argument, `be`, and reaches this
+     * through it. */
+    void *ctx;
 
     /* Memory for tensors the kernels touch: zeroed, NULL when out of memory. */
-    void *(*alloc)(size_t bytes);
-    void (*release)(void *p);
+    void *(*alloc)(const trn_backend *be, size_t bytes);
+    void (*release)(const trn_backend *be, void *p);
     /* Host <-> backend memory (plain copies on the CPU). */
-    void (*upload)(float *dst, const float *src, size_t n);
-    void (*download)(float *dst, const float *src, size_t n);
+    void (*upload)(const trn_backend *be, float *dst, const float *src, size_t n);
+    void (*download)(const trn_backend *be, float *dst, const float *src, size_t n);
 
     /* C (m, n) = alpha * op(A) op(B) + beta * C, row-major with leading
      * dimensions; op(A) is (m, k), op(B) is (k, n). lda may exceed the
      * row length: a channel-prefix capacity reads the first k columns of a
      * larger weight matrix without copying it. */
-    void (*gemm)(int ta, int tb, int m, int n, int k, float alpha, const float *a, int lda,
+    void (*gemm)(const trn_backend *be, int ta, int tb, int m, int n, int k, float alpha, const float *a, int lda,
                  const float *b, int ldb, float beta, float *c, int ldc);
     /* im (c, h, w) -> col (c*ks*ks, oh*ow) with zero padding `pad` on every
      * side; oh = (h + 2*pad - ks)/stride + 1, likewise ow. Rows of col are
      * ldcol >= oh*ow floats apart (several images side by side). */
-    void (*im2col)(const float *im, int c, int h, int w, int ks, int stride, int pad, float *col,
+    void (*im2col)(const trn_backend *be, const float *im, int c, int h, int w, int ks, int stride, int pad, float *col,
                    int ldcol);
     /* The adjoint: im += scatter of col. */
-    void (*col2im)(const float *col, int ldcol, int c, int h, int w, int ks, int stride, int pad,
+    void (*col2im)(const trn_backend *be, const float *col, int ldcol, int c, int h, int w, int ks, int stride, int pad,
                    float *im);
     /* dst (b, a, n) = src (a, b, n): exchanges the two outer dimensions
      * (batch-major <-> channel-major) of blocks of n floats. */
-    void (*swap12)(const float *src, float *dst, int a, int b, int n);
+    void (*swap12)(const trn_backend *be, const float *src, float *dst, int a, int b, int n);
 
     /* Element-wise on n floats. */
-    void (*fill)(size_t n, float v, float *x);
-    void (*copy)(size_t n, const float *x, float *y);
-    void (*axpy)(size_t n, float a, const float *x, float *y); /* y += a*x */
-    void (*scal)(size_t n, float a, float *x);
-    void (*activate)(float *x, size_t n, trn_activation a);
+    void (*fill)(const trn_backend *be, size_t n, float v, float *x);
+    void (*copy)(const trn_backend *be, size_t n, const float *x, float *y);
+    void (*axpy)(const trn_backend *be, size_t n, float a, const float *x, float *y); /* y += a*x */
+    void (*scal)(const trn_backend *be, size_t n, float a, float *x);
+    void (*activate)(const trn_backend *be, float *x, size_t n, trn_activation a);
     /* delta *= f'(y) where y = f(x) is the activation's output. */
-    void (*gradient)(const float *y, size_t n, trn_activation a, float *delta);
+    void (*gradient)(const trn_backend *be, const float *y, size_t n, trn_activation a, float *delta);
 
     /* Per-channel, x is (batch, c, spatial). */
-    void (*add_bias)(float *x, const float *b, int batch, int c, int spatial);
-    void (*scale_bias)(float *x, const float *s, int batch, int c, int spatial);
+    void (*add_bias)(const trn_backend *be, float *x, const float *b, int batch, int c, int spatial);
+    void (*scale_bias)(const trn_backend *be, float *x, const float *s, int batch, int c, int spatial);
     /* db[k] += sum over batch and spatial of delta. */
-    void (*backward_bias)(float *db, const float *delta, int batch, int c, int spatial);
+    void (*backward_bias)(const trn_backend *be, float *db, const float *delta, int batch, int c, int spatial);
     /* ds[k] += sum of delta * xnorm. */
-    void (*backward_scale)(float *ds, const float *xnorm, const float *delta, int batch, int c,
+    void (*backward_scale)(const trn_backend *be, float *ds, const float *xnorm, const float *delta, int batch, int c,
                            int spatial);
     /* Batch statistics: mean, and variance with the n-1 divisor (Darknet). */
-    void (*mean)(const float *x, int batch, int c, int spatial, float *mean);
-    void (*variance)(const float *x, const float *mean, int batch, int c, int spatial, float *var);
+    void (*mean)(const trn_backend *be, const float *x, int batch, int c, int spatial, float *mean);
+    void (*variance)(const trn_backend *be, const float *x, const float *mean, int batch, int c, int spatial, float *var);
     /* x = (x - mean) / (sqrt(var) + 1e-6), Darknet's normalize_cpu. */
-    void (*normalize)(float *x, const float *mean, const float *var, int batch, int c, int spatial);
+    void (*normalize)(const trn_backend *be, float *x, const float *mean, const float *var, int batch, int c, int spatial);
     /* Darknet's batch-norm backward on delta (already multiplied by the
      * scales): mean_delta, variance_delta, then delta in place. */
-    void (*bn_backward)(const float *x, const float *mean, const float *var, int batch, int c,
+    void (*bn_backward)(const trn_backend *be, const float *x, const float *mean, const float *var, int batch, int c,
                         int spatial, float *mean_delta, float *var_delta, float *delta);
 
     /* Max pooling with Darknet's geometry: out (c, oh, ow), window size,
      * stride, offset -pad/2; idx receives the argmax input index (or -1
      * when the window holds no valid input). */
-    void (*maxpool)(const float *in, int batch, int c, int h, int w, int size, int stride,
+    void (*maxpool)(const trn_backend *be, const float *in, int batch, int c, int h, int w, int size, int stride,
                     int pad, int oh, int ow, float *out, int *idx);
-    void (*maxpool_backward)(const float *delta, const int *idx, size_t n, float *in_delta);
+    void (*maxpool_backward)(const trn_backend *be, const float *delta, const int *idx, size_t n, float *in_delta);
     /* Global average: out (batch, c). */
-    void (*avgpool)(const float *in, int batch, int c, int spatial, float *out);
-    void (*avgpool_backward)(const float *delta, int batch, int c, int spatial, float *in_delta);
+    void (*avgpool)(const trn_backend *be, const float *in, int batch, int c, int spatial, float *out);
+    void (*avgpool_backward)(const trn_backend *be, const float *delta, int batch, int c, int spatial, float *in_delta);
 
     /* Softmax over `groups` groups of n/groups values per image, at
      * temperature t. */
-    void (*softmax)(const float *in, int batch, int n, int groups, float t, float *out);
+    void (*softmax)(const trn_backend *be, const float *in, int batch, int n, int groups, float t, float *out);
     /* Darknet's softmax_x_ent_cpu: err = t ? -log p : 0; delta = t - p. */
-    void (*softmax_xent)(size_t n, const float *p, const float *t, float *delta, float *err);
+    void (*softmax_xent)(const trn_backend *be, size_t n, const float *p, const float *t, float *delta, float *err);
     /* The [cost] types: delta = truth - pred (or its L1/smooth form). */
-    void (*l2)(size_t n, const float *p, const float *t, float *delta, float *err);
-    void (*l1)(size_t n, const float *p, const float *t, float *delta, float *err);
-    void (*smooth_l1)(size_t n, const float *p, const float *t, float *delta, float *err);
+    void (*l2)(const trn_backend *be, size_t n, const float *p, const float *t, float *delta, float *err);
+    void (*l1)(const trn_backend *be, size_t n, const float *p, const float *t, float *delta, float *err);
+    void (*smooth_l1)(const trn_backend *be, size_t n, const float *p, const float *t, float *delta, float *err);
 
     /* Darknet's shortcut_cpu: out (b, c2, h2, w2) = s1*out + s2*add on the
      * sampled overlap of add (b, c1, h1, w1). */
-    void (*shortcut)(int batch, int w1, int h1, int c1, const float *add, int w2, int h2, int c2,
+    void (*shortcut)(const trn_backend *be, int batch, int w1, int h1, int c1, const float *add, int w2, int h2, int c2,
                      float s1, float s2, float *out);
     /* The crop layer: out (b, c, oh, ow) = in window at (dh, dw), mirrored
      * when flip, times scale plus trans. */
-    void (*crop)(const float *in, int batch, int c, int h, int w, int oh, int ow, int dh, int dw,
+    void (*crop)(const trn_backend *be, const float *in, int batch, int c, int h, int w, int oh, int ow, int dh, int dw,
                  int flip, float scale, float trans, float *out);
     /* Dropout with uniform draws r: x = r < p ? 0 : x * scale (in place);
      * the backward applies the same to delta. */
-    void (*dropout)(float *x, const float *r, size_t n, float p, float scale);
+    void (*dropout)(const trn_backend *be, float *x, const float *r, size_t n, float p, float scale);
 
     /* Darknet's SGD step on n parameters w with update array u, per
      * element in this order: u += decay * w; w += rate * u; u *= momentum
      * (decay = -decay*batch for weights, 0 otherwise; rate = lr/batch).
      * Where mask (may be NULL) is 0 the element is frozen: u is cleared
      * and w kept. */
-    void (*sgd)(float *w, float *u, const float *mask, size_t n, float decay, float rate,
+    void (*sgd)(const trn_backend *be, float *w, float *u, const float *mask, size_t n, float decay, float rate,
                 float momentum);
-} trn_backend;
+};
 
 extern const trn_backend trn_backend_ref;
 extern const trn_backend trn_backend_cpu;

@@ -18,7 +18,7 @@
 /* Work below this many floats is not worth waking threads for. */
 #define PAR_MIN 32768
 
-static void *cpu_alloc(size_t bytes)
+static void *cpu_alloc(TRN_BE, size_t bytes)
 {
     /* 64-byte aligned for vector loads; zeroed like the reference. */
     size_t n = (bytes + 63) / 64 * 64;
@@ -28,7 +28,7 @@ static void *cpu_alloc(size_t bytes)
     return p;
 }
 
-static void cpu_release(void *p) { free(p); }
+static void cpu_release(TRN_BE, void *p) { free(p); }
 
 /* ---- gemm: fixed tiles, one single-threaded OpenBLAS call each --------
  *
@@ -73,7 +73,7 @@ static void gemm_tile(void *p, int t)
                 g->c + (size_t)i0 * g->ldc + j0, g->ldc);
 }
 
-static void cpu_gemm(int ta, int tb, int m, int n, int k, float alpha, const float *a, int lda,
+static void cpu_gemm(TRN_BE, int ta, int tb, int m, int n, int k, float alpha, const float *a, int lda,
                      const float *b, int ldb, float beta, float *c, int ldc)
 {
     if (m <= 0 || n <= 0) return;
@@ -158,7 +158,7 @@ static void im2col_channel(void *p, int ch)
         }
 }
 
-static void cpu_im2col(const float *im, int c, int h, int w, int ks, int stride, int pad, float *col,
+static void cpu_im2col(TRN_BE, const float *im, int c, int h, int w, int ks, int stride, int pad, float *col,
                        int ldcol)
 {
     colctx x = {im, col, c, h, w, ks, stride, pad, trn_conv_out(h, pad, ks, stride),
@@ -193,7 +193,7 @@ static void col2im_channel(void *p, int ch)
         }
 }
 
-static void cpu_col2im(const float *col, int ldcol, int c, int h, int w, int ks, int stride, int pad,
+static void cpu_col2im(TRN_BE, const float *col, int ldcol, int c, int h, int w, int ks, int stride, int pad,
                        float *im)
 {
     colctx x = {col, im, c, h, w, ks, stride, pad, trn_conv_out(h, pad, ks, stride),
@@ -219,7 +219,7 @@ static void swap_row(void *p, int i)
                (size_t)x->n * sizeof(float));
 }
 
-static void cpu_swap12(const float *src, float *dst, int a, int b, int n)
+static void cpu_swap12(TRN_BE, const float *src, float *dst, int a, int b, int n)
 {
     swapctx x = {src, dst, a, b, n};
     if ((size_t)a * b * n < PAR_MIN)
@@ -281,7 +281,7 @@ static void maxpool_plane(void *p, int plane)
     }
 }
 
-static void cpu_maxpool(const float *in, int batch, int c, int h, int w, int size, int stride,
+static void cpu_maxpool(TRN_BE, const float *in, int batch, int c, int h, int w, int size, int stride,
                         int pad, int oh, int ow, float *out, int *idx)
 {
     poolctx x = {in, out, idx, h, w, size, stride, -pad / 2, oh, ow};
@@ -326,7 +326,7 @@ static void activate_chunk(void *p, int i)
     activate_range(c->x + lo, hi - lo, c->a);
 }
 
-static void cpu_activate(float *x, size_t n, trn_activation a)
+static void cpu_activate(TRN_BE, float *x, size_t n, trn_activation a)
 {
     if (a == TRN_ACT_LINEAR) return;
     ewctx c = {x, NULL, n, a};
@@ -360,7 +360,7 @@ static void gradient_chunk(void *p, int i)
     gradient_range(c->y + lo, hi - lo, c->a, c->x + lo);
 }
 
-static void cpu_gradient(const float *y, size_t n, trn_activation a, float *delta)
+static void cpu_gradient(TRN_BE, const float *y, size_t n, trn_activation a, float *delta)
 {
     if (a == TRN_ACT_LINEAR) return;
     ewctx c = {delta, y, n, a};
@@ -371,12 +371,12 @@ static void cpu_gradient(const float *y, size_t n, trn_activation a, float *delt
 }
 #endif
 
-static void cpu_axpy(size_t n, float a, const float *x, float *y)
+static void cpu_axpy(TRN_BE, size_t n, float a, const float *x, float *y)
 {
     for (size_t i = 0; i < n; i++) y[i] += a * x[i];
 }
 
-static void cpu_add_bias(float *x, const float *b, int batch, int c, int spatial)
+static void cpu_add_bias(TRN_BE, float *x, const float *b, int batch, int c, int spatial)
 {
     for (int i = 0; i < batch; i++)
         for (int k = 0; k < c; k++) {
@@ -385,7 +385,7 @@ static void cpu_add_bias(float *x, const float *b, int batch, int c, int spatial
         }
 }
 
-static void cpu_scale_bias(float *x, const float *sc, int batch, int c, int spatial)
+static void cpu_scale_bias(TRN_BE, float *x, const float *sc, int batch, int c, int spatial)
 {
     for (int i = 0; i < batch; i++)
         for (int k = 0; k < c; k++) {
@@ -400,24 +400,25 @@ typedef struct sgdctx {
     const float *mask;
     size_t n;
     float decay, rate, momentum;
+    const trn_backend *be;
 } sgdctx;
 
 static void sgd_chunk(void *p, int i)
 {
     const sgdctx *c = p;
     size_t lo = (size_t)i * CHUNK, hi = lo + CHUNK < c->n ? lo + CHUNK : c->n;
-    trn_ref_sgd(c->w + lo, c->u + lo, c->mask ? c->mask + lo : NULL, hi - lo, c->decay, c->rate,
+    trn_ref_sgd(c->be, c->w + lo, c->u + lo, c->mask ? c->mask + lo : NULL, hi - lo, c->decay, c->rate,
                 c->momentum);
 }
 
 /* One pass over w and u instead of Darknet's three (same float
  * operations per element), spread over the threads. */
-static void cpu_sgd(float *w, float *u, const float *mask, size_t n, float decay, float rate,
+static void cpu_sgd(TRN_BE, float *w, float *u, const float *mask, size_t n, float decay, float rate,
                     float momentum)
 {
-    sgdctx c = {w, u, mask, n, decay, rate, momentum};
+    sgdctx c = {w, u, mask, n, decay, rate, momentum, be};
     if (n < PAR_MIN)
-        trn_ref_sgd(w, u, mask, n, decay, rate, momentum);
+        trn_ref_sgd(be, w, u, mask, n, decay, rate, momentum);
     else
         trn_parallel_for((int)((n + CHUNK - 1) / CHUNK), sgd_chunk, &c);
 }

@@ -12,10 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void *ref_alloc(size_t bytes) { return calloc(1, bytes ? bytes : 1); }
-static void ref_release(void *p) { free(p); }
+static void *ref_alloc(TRN_BE, size_t bytes) { return calloc(1, bytes ? bytes : 1); }
+static void ref_release(TRN_BE, void *p) { free(p); }
 
-void trn_ref_upload(float *dst, const float *src, size_t n)
+void trn_ref_upload(TRN_BE, float *dst, const float *src, size_t n)
 {
     if (n) memcpy(dst, src, n * sizeof *dst);
 }
@@ -27,7 +27,7 @@ static float at(const float *m, int ld, int trans, int r, int c)
 
 /* Accumulates in double: the oracle should be more exact than what it
  * checks. */
-static void ref_gemm(int ta, int tb, int m, int n, int k, float alpha, const float *a, int lda,
+static void ref_gemm(TRN_BE, int ta, int tb, int m, int n, int k, float alpha, const float *a, int lda,
                      const float *b, int ldb, float beta, float *c, int ldc)
 {
     for (int i = 0; i < m; i++)
@@ -39,7 +39,7 @@ static void ref_gemm(int ta, int tb, int m, int n, int k, float alpha, const flo
         }
 }
 
-void trn_ref_im2col(const float *im, int c, int h, int w, int ks, int stride, int pad, float *col,
+void trn_ref_im2col(TRN_BE, const float *im, int c, int h, int w, int ks, int stride, int pad, float *col,
                     int ldcol)
 {
     int oh = trn_conv_out(h, pad, ks, stride), ow = trn_conv_out(w, pad, ks, stride);
@@ -59,7 +59,7 @@ void trn_ref_im2col(const float *im, int c, int h, int w, int ks, int stride, in
 }
 
 #ifndef TRN_INFER_ONLY
-void trn_ref_col2im(const float *col, int ldcol, int c, int h, int w, int ks, int stride, int pad,
+void trn_ref_col2im(TRN_BE, const float *col, int ldcol, int c, int h, int w, int ks, int stride, int pad,
                     float *im)
 {
     int oh = trn_conv_out(h, pad, ks, stride), ow = trn_conv_out(w, pad, ks, stride);
@@ -77,53 +77,53 @@ void trn_ref_col2im(const float *col, int ldcol, int c, int h, int w, int ks, in
 }
 #endif
 
-void trn_ref_swap12(const float *src, float *dst, int a, int b, int n)
+void trn_ref_swap12(TRN_BE, const float *src, float *dst, int a, int b, int n)
 {
     for (int i = 0; i < a; i++)
         for (int j = 0; j < b; j++)
             memcpy(dst + ((size_t)j * a + i) * n, src + ((size_t)i * b + j) * n, (size_t)n * sizeof *dst);
 }
 
-void trn_ref_fill(size_t n, float v, float *x)
+void trn_ref_fill(TRN_BE, size_t n, float v, float *x)
 {
     for (size_t i = 0; i < n; i++) x[i] = v;
 }
 
-void trn_ref_copy(size_t n, const float *x, float *y)
+void trn_ref_copy(TRN_BE, size_t n, const float *x, float *y)
 {
     if (n && x != y) memmove(y, x, n * sizeof *y);
 }
 
-void trn_ref_axpy(size_t n, float a, const float *x, float *y)
+void trn_ref_axpy(TRN_BE, size_t n, float a, const float *x, float *y)
 {
     for (size_t i = 0; i < n; i++) y[i] += a * x[i];
 }
 
-void trn_ref_scal(size_t n, float a, float *x)
+void trn_ref_scal(TRN_BE, size_t n, float a, float *x)
 {
     for (size_t i = 0; i < n; i++) x[i] *= a;
 }
 
-void trn_ref_activate(float *x, size_t n, trn_activation a)
+void trn_ref_activate(TRN_BE, float *x, size_t n, trn_activation a)
 {
     for (size_t i = 0; i < n; i++) x[i] = trn_activate1(x[i], a);
 }
 
 #ifndef TRN_INFER_ONLY
-void trn_ref_gradient(const float *y, size_t n, trn_activation a, float *delta)
+void trn_ref_gradient(TRN_BE, const float *y, size_t n, trn_activation a, float *delta)
 {
     for (size_t i = 0; i < n; i++) delta[i] *= trn_gradient1(y[i], a);
 }
 #endif
 
-void trn_ref_add_bias(float *x, const float *b, int batch, int c, int spatial)
+void trn_ref_add_bias(TRN_BE, float *x, const float *b, int batch, int c, int spatial)
 {
     for (int i = 0; i < batch; i++)
         for (int k = 0; k < c; k++)
             for (int s = 0; s < spatial; s++) x[((size_t)i * c + k) * spatial + s] += b[k];
 }
 
-void trn_ref_scale_bias(float *x, const float *sc, int batch, int c, int spatial)
+void trn_ref_scale_bias(TRN_BE, float *x, const float *sc, int batch, int c, int spatial)
 {
     for (int i = 0; i < batch; i++)
         for (int k = 0; k < c; k++)
@@ -131,7 +131,7 @@ void trn_ref_scale_bias(float *x, const float *sc, int batch, int c, int spatial
 }
 
 #ifndef TRN_INFER_ONLY
-void trn_ref_backward_bias(float *db, const float *delta, int batch, int c, int spatial)
+void trn_ref_backward_bias(TRN_BE, float *db, const float *delta, int batch, int c, int spatial)
 {
     for (int k = 0; k < c; k++) {
         double sum = 0;
@@ -141,7 +141,7 @@ void trn_ref_backward_bias(float *db, const float *delta, int batch, int c, int 
     }
 }
 
-void trn_ref_backward_scale(float *ds, const float *xnorm, const float *delta, int batch, int c,
+void trn_ref_backward_scale(TRN_BE, float *ds, const float *xnorm, const float *delta, int batch, int c,
                             int spatial)
 {
     for (int k = 0; k < c; k++) {
@@ -155,7 +155,7 @@ void trn_ref_backward_scale(float *ds, const float *xnorm, const float *delta, i
     }
 }
 
-void trn_ref_mean(const float *x, int batch, int c, int spatial, float *mean)
+void trn_ref_mean(TRN_BE, const float *x, int batch, int c, int spatial, float *mean)
 {
     for (int k = 0; k < c; k++) {
         double sum = 0;
@@ -165,7 +165,7 @@ void trn_ref_mean(const float *x, int batch, int c, int spatial, float *mean)
     }
 }
 
-void trn_ref_variance(const float *x, const float *mean, int batch, int c, int spatial, float *var)
+void trn_ref_variance(TRN_BE, const float *x, const float *mean, int batch, int c, int spatial, float *var)
 {
     for (int k = 0; k < c; k++) {
         double sum = 0;
@@ -179,7 +179,7 @@ void trn_ref_variance(const float *x, const float *mean, int batch, int c, int s
 }
 #endif
 
-void trn_ref_normalize(float *x, const float *mean, const float *var, int batch, int c, int spatial)
+void trn_ref_normalize(TRN_BE, float *x, const float *mean, const float *var, int batch, int c, int spatial)
 {
     for (int i = 0; i < batch; i++)
         for (int k = 0; k < c; k++) {
@@ -193,7 +193,7 @@ void trn_ref_normalize(float *x, const float *mean, const float *var, int batch,
 
 #ifndef TRN_INFER_ONLY
 /* Darknet's mean_delta_cpu, variance_delta_cpu and normalize_delta_cpu. */
-void trn_ref_bn_backward(const float *x, const float *mean, const float *var, int batch, int c,
+void trn_ref_bn_backward(TRN_BE, const float *x, const float *mean, const float *var, int batch, int c,
                          int spatial, float *mean_delta, float *var_delta, float *delta)
 {
     double m = (double)batch * spatial;
@@ -220,7 +220,7 @@ void trn_ref_bn_backward(const float *x, const float *mean, const float *var, in
 }
 #endif
 
-void trn_ref_maxpool(const float *in, int batch, int c, int h, int w, int size, int stride,
+void trn_ref_maxpool(TRN_BE, const float *in, int batch, int c, int h, int w, int size, int stride,
                      int pad, int oh, int ow, float *out, int *idx)
 {
     int off = -pad / 2;
@@ -247,14 +247,14 @@ void trn_ref_maxpool(const float *in, int batch, int c, int h, int w, int size, 
 }
 
 #ifndef TRN_INFER_ONLY
-void trn_ref_maxpool_backward(const float *delta, const int *idx, size_t n, float *in_delta)
+void trn_ref_maxpool_backward(TRN_BE, const float *delta, const int *idx, size_t n, float *in_delta)
 {
     for (size_t i = 0; i < n; i++)
         if (idx[i] >= 0) in_delta[idx[i]] += delta[i];
 }
 #endif
 
-void trn_ref_avgpool(const float *in, int batch, int c, int spatial, float *out)
+void trn_ref_avgpool(TRN_BE, const float *in, int batch, int c, int spatial, float *out)
 {
     for (int b = 0; b < batch; b++)
         for (int k = 0; k < c; k++) {
@@ -266,7 +266,7 @@ void trn_ref_avgpool(const float *in, int batch, int c, int spatial, float *out)
 }
 
 #ifndef TRN_INFER_ONLY
-void trn_ref_avgpool_backward(const float *delta, int batch, int c, int spatial, float *in_delta)
+void trn_ref_avgpool_backward(TRN_BE, const float *delta, int batch, int c, int spatial, float *in_delta)
 {
     for (int b = 0; b < batch; b++)
         for (int k = 0; k < c; k++) {
@@ -276,7 +276,7 @@ void trn_ref_avgpool_backward(const float *delta, int batch, int c, int spatial,
 }
 #endif
 
-void trn_ref_softmax(const float *in, int batch, int n, int groups, float t, float *out)
+void trn_ref_softmax(TRN_BE, const float *in, int batch, int n, int groups, float t, float *out)
 {
     int gs = n / groups;
     for (int b = 0; b < batch; b++)
@@ -296,7 +296,7 @@ void trn_ref_softmax(const float *in, int batch, int n, int groups, float t, flo
 }
 
 #ifndef TRN_INFER_ONLY
-void trn_ref_softmax_xent(size_t n, const float *p, const float *t, float *delta, float *err)
+void trn_ref_softmax_xent(TRN_BE, size_t n, const float *p, const float *t, float *delta, float *err)
 {
     for (size_t i = 0; i < n; i++) {
         err[i] = t[i] != 0 ? -trn_logf(p[i]) : 0;
@@ -304,7 +304,7 @@ void trn_ref_softmax_xent(size_t n, const float *p, const float *t, float *delta
     }
 }
 
-void trn_ref_l2(size_t n, const float *p, const float *t, float *delta, float *err)
+void trn_ref_l2(TRN_BE, size_t n, const float *p, const float *t, float *delta, float *err)
 {
     for (size_t i = 0; i < n; i++) {
         float d = t[i] - p[i];
@@ -313,7 +313,7 @@ void trn_ref_l2(size_t n, const float *p, const float *t, float *delta, float *e
     }
 }
 
-void trn_ref_l1(size_t n, const float *p, const float *t, float *delta, float *err)
+void trn_ref_l1(TRN_BE, size_t n, const float *p, const float *t, float *delta, float *err)
 {
     for (size_t i = 0; i < n; i++) {
         float d = t[i] - p[i];
@@ -323,7 +323,7 @@ void trn_ref_l1(size_t n, const float *p, const float *t, float *delta, float *e
 }
 
 /* Darknet's smooth_l1_cpu, including its sign of delta outside |d| < 1. */
-void trn_ref_smooth_l1(size_t n, const float *p, const float *t, float *delta, float *err)
+void trn_ref_smooth_l1(TRN_BE, size_t n, const float *p, const float *t, float *delta, float *err)
 {
     for (size_t i = 0; i < n; i++) {
         float d = t[i] - p[i], a = fabsf(d);
@@ -338,7 +338,7 @@ void trn_ref_smooth_l1(size_t n, const float *p, const float *t, float *delta, f
 }
 #endif
 
-void trn_ref_shortcut(int batch, int w1, int h1, int c1, const float *add, int w2, int h2, int c2,
+void trn_ref_shortcut(TRN_BE, int batch, int w1, int h1, int c1, const float *add, int w2, int h2, int c2,
                       float s1, float s2, float *out)
 {
     int stride = w1 / w2, sample = w2 / w1;
@@ -355,7 +355,7 @@ void trn_ref_shortcut(int batch, int w1, int h1, int c1, const float *add, int w
                 }
 }
 
-void trn_ref_crop(const float *in, int batch, int c, int h, int w, int oh, int ow, int dh, int dw,
+void trn_ref_crop(TRN_BE, const float *in, int batch, int c, int h, int w, int oh, int ow, int dh, int dw,
                   int flip, float scale, float trans, float *out)
 {
     size_t o = 0;
@@ -369,14 +369,14 @@ void trn_ref_crop(const float *in, int batch, int c, int h, int w, int oh, int o
 }
 
 #ifndef TRN_INFER_ONLY
-void trn_ref_dropout(float *x, const float *r, size_t n, float p, float scale)
+void trn_ref_dropout(TRN_BE, float *x, const float *r, size_t n, float p, float scale)
 {
     for (size_t i = 0; i < n; i++) x[i] = r[i] < p ? 0 : x[i] * scale;
 }
 #endif
 
 #ifndef TRN_INFER_ONLY
-void trn_ref_sgd(float *w, float *u, const float *mask, size_t n, float decay, float rate,
+void trn_ref_sgd(TRN_BE, float *w, float *u, const float *mask, size_t n, float decay, float rate,
                  float momentum)
 {
     for (size_t i = 0; i < n; i++) {

@@ -53,18 +53,18 @@ void trn_bn_forward(trn_bn *bn, trn_net *net, float *out, trn_param *biases, trn
     int batch = net->batch, c = bn->c, sp = bn->spatial;
     size_t n = (size_t)batch * c * sp;
     if (train) {
-        be->copy(n, out, bn->x);
-        be->mean(out, batch, c, sp, bn->mean);
-        be->variance(out, bn->mean, batch, c, sp, bn->variance);
+        be->copy(be, n, out, bn->x);
+        be->mean(be, out, batch, c, sp, bn->mean);
+        be->variance(be, out, bn->mean, batch, c, sp, bn->variance);
         roll(rmean->data, bn->mean, rmean->mask, c);
         roll(rvar->data, bn->variance, rvar->mask, c);
-        be->normalize(out, bn->mean, bn->variance, batch, c, sp);
-        be->copy(n, out, bn->x_norm);
+        be->normalize(be, out, bn->mean, bn->variance, batch, c, sp);
+        be->copy(be, n, out, bn->x_norm);
     } else {
-        be->normalize(out, rmean->data, rvar->data, batch, c, sp);
+        be->normalize(be, out, rmean->data, rvar->data, batch, c, sp);
     }
-    be->scale_bias(out, scales->data, batch, c, sp);
-    be->add_bias(out, biases->data, batch, c, sp);
+    be->scale_bias(be, out, scales->data, batch, c, sp);
+    be->add_bias(be, out, biases->data, batch, c, sp);
 }
 
 #ifndef TRN_INFER_ONLY
@@ -72,10 +72,10 @@ void trn_bn_backward(trn_bn *bn, trn_net *net, float *delta, trn_param *biases, 
 {
     const trn_backend *be = net->be;
     int batch = net->batch, c = bn->c, sp = bn->spatial;
-    be->backward_bias(biases->update, delta, batch, c, sp);
-    be->backward_scale(scales->update, bn->x_norm, delta, batch, c, sp);
-    be->scale_bias(delta, scales->data, batch, c, sp);
-    be->bn_backward(bn->x, bn->mean, bn->variance, batch, c, sp, bn->mean_delta,
+    be->backward_bias(be, biases->update, delta, batch, c, sp);
+    be->backward_scale(be, scales->update, bn->x_norm, delta, batch, c, sp);
+    be->scale_bias(be, delta, scales->data, batch, c, sp);
+    be->bn_backward(be, bn->x, bn->mean, bn->variance, batch, c, sp, bn->mean_delta,
                     bn->variance_delta, delta);
 }
 #endif

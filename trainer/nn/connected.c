@@ -70,15 +70,15 @@ static void connected_forward(trn_layer *l, trn_net *net, int train)
     connected_state *s = l->priv;
     const trn_backend *be = net->be;
     int m = net->batch, n = (int)l->outputs, k = (int)l->inputs, kf = (int)l->full_inputs;
-    be->gemm(0, 1, m, n, k, 1, l->input, k, trn_lparam(net, l, P_WEIGHTS)->data, kf, 0, l->output,
+    be->gemm(be, 0, 1, m, n, k, 1, l->input, k, trn_lparam(net, l, P_WEIGHTS)->data, kf, 0, l->output,
              n);
     if (s->bn)
         trn_bn_forward(&s->norm, net, l->output, trn_lparam(net, l, P_BIASES),
                        trn_lparam(net, l, P_SCALES), trn_lparam(net, l, P_MEAN),
                        trn_lparam(net, l, P_VAR), train);
     else
-        be->add_bias(l->output, trn_lparam(net, l, P_BIASES)->data, m, n, 1);
-    be->activate(l->output, (size_t)m * n, l->act);
+        be->add_bias(be, l->output, trn_lparam(net, l, P_BIASES)->data, m, n, 1);
+    be->activate(be, l->output, (size_t)m * n, l->act);
 }
 
 #ifndef TRN_INFER_ONLY
@@ -87,16 +87,16 @@ static void connected_backward(trn_layer *l, trn_net *net)
     connected_state *s = l->priv;
     const trn_backend *be = net->be;
     int m = net->batch, n = (int)l->outputs, k = (int)l->inputs, kf = (int)l->full_inputs;
-    be->gradient(l->output, (size_t)m * n, l->act, l->delta);
+    be->gradient(be, l->output, (size_t)m * n, l->act, l->delta);
     trn_param *bias = trn_lparam(net, l, P_BIASES), *w = trn_lparam(net, l, P_WEIGHTS);
     if (s->bn)
         trn_bn_backward(&s->norm, net, l->delta, bias, trn_lparam(net, l, P_SCALES));
     else
-        be->backward_bias(bias->update, l->delta, m, n, 1);
+        be->backward_bias(be, bias->update, l->delta, m, n, 1);
     /* dW (n, k) += delta^T (n, m) . in (m, k) */
-    be->gemm(1, 0, n, k, m, 1, l->delta, n, l->input, k, 1, w->update, kf);
+    be->gemm(be, 1, 0, n, k, m, 1, l->delta, n, l->input, k, 1, w->update, kf);
     /* din (m, k) += delta (m, n) . W (n, k) */
-    if (l->in_delta) be->gemm(0, 0, m, k, n, 1, l->delta, n, w->data, kf, 1, l->in_delta, k);
+    if (l->in_delta) be->gemm(be, 0, 0, m, k, n, 1, l->delta, n, w->data, kf, 1, l->in_delta, k);
 }
 #endif
 

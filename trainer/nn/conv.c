@@ -126,7 +126,7 @@ static int chunk_im2col(const trn_layer *l, trn_net *net, int b0, float *col)
     int np = l->out.h * l->out.w, nb = net->batch - b0 < s->chunk ? net->batch - b0 : s->chunk;
     size_t in_img = (size_t)l->in.c * l->in.h * l->in.w;
     for (int j = 0; j < nb; j++)
-        net->be->im2col(l->input + (b0 + j) * in_img, l->in.c, l->in.h, l->in.w, s->size,
+        net->be->im2col(net->be, l->input + (b0 + j) * in_img, l->in.c, l->in.h, l->in.w, s->size,
                         s->stride, s->pad, col + (size_t)j * np, nb * np);
     return nb;
 }
@@ -142,8 +142,8 @@ static void forward_chunked(trn_layer *l, trn_net *net, const float *w)
         float *col = net->workspace, *res = col + (size_t)k * s->chunk * np;
         int nb = chunk_im2col(l, net, b0, col), ld = nb * np;
         /* res (m, nb, np) = W (m, k) . col */
-        be->gemm(0, 0, m, ld, k, 1, w, kf, col, ld, 0, res, ld);
-        be->swap12(res, l->output + (size_t)b0 * m * np, m, nb, np);
+        be->gemm(be, 0, 0, m, ld, k, 1, w, kf, col, ld, 0, res, ld);
+        be->swap12(be, res, l->output + (size_t)b0 * m * np, m, nb, np);
     }
 }
 
@@ -165,10 +165,10 @@ static void conv_forward(trn_layer *l, trn_net *net, int train)
                 float *out = l->output + ((size_t)b * g + j) * m * n;
                 const float *col = im;
                 if (!s->direct) {
-                    be->im2col(im, cg, l->in.h, l->in.w, s->size, s->stride, s->pad, net->workspace, n);
+                    be->im2col(be, im, cg, l->in.h, l->in.w, s->size, s->stride, s->pad, net->workspace, n);
                     col = net->workspace;
                 }
-                be->gemm(0, 0, m, n, k, 1, w + (size_t)j * m * kf, kf, col, n, 0, out, n);
+                be->gemm(be, 0, 0, m, n, k, 1, w + (size_t)j * m * kf, kf, col, n, 0, out, n);
             }
     }
     if (s->bn)
@@ -176,8 +176,8 @@ static void conv_forward(trn_layer *l, trn_net *net, int train)
                        trn_lparam(net, l, P_SCALES), trn_lparam(net, l, P_MEAN),
                        trn_lparam(net, l, P_VAR), train);
     else
-        be->add_bias(l->output, trn_lparam(net, l, P_BIASES)->data, net->batch, l->out.c, n);
-    be->activate(l->output, (size_t)net->batch * l->outputs, l->act);
+        be->add_bias(be, l->output, trn_lparam(net, l, P_BIASES)->data, net->batch, l->out.c, n);
+    be->activate(be, l->output, (size_t)net->batch * l->outputs, l->act);
 }
 
 #ifndef TRN_INFER_ONLY
@@ -193,13 +193,13 @@ static void backward_chunked(trn_layer *l, trn_net *net, trn_param *w)
         float *col = net->workspace, *d = col + (size_t)k * s->chunk * np;
         int nb = chunk_im2col(l, net, b0, col), ld = nb * np;
         /* d (m, nb, np) from delta (nb, m, np) */
-        be->swap12(l->delta + (size_t)b0 * m * np, d, nb, m, np);
-        be->gemm(0, 1, m, k, ld, 1, d, ld, col, ld, 1, w->update, kf);
+        be->swap12(be, l->delta + (size_t)b0 * m * np, d, nb, m, np);
+        be->gemm(be, 0, 1, m, k, ld, 1, d, ld, col, ld, 1, w->update, kf);
         if (!l->in_delta) continue;
         /* dcol (k, nb*np) = W^T (k, m) . d, scattered back image by image */
-        be->gemm(1, 0, k, ld, m, 1, w->data, kf, d, ld, 0, col, ld);
+        be->gemm(be, 1, 0, k, ld, m, 1, w->data, kf, d, ld, 0, col, ld);
         for (int j = 0; j < nb; j++)
-            be->col2im(col + (size_t)j * np, ld, l->in.c, l->in.h, l->in.w, s->size, s->stride,
+            be->col2im(be, col + (size_t)j * np, ld, l->in.c, l->in.h, l->in.w, s->size, s->stride,
                        s->pad, l->in_delta + (b0 + j) * in_img);
     }
 }
@@ -214,12 +214,12 @@ static void conv_backward(trn_layer *l, trn_net *net)
     int g = s->groups, m = l->out.c / g, cg = l->in.c / g;
     int k = cg * s->size * s->size, n = l->out.h * l->out.w;
     int kf = l->full_in.c / g * s->size * s->size; /* W's row length */
-    be->gradient(l->output, (size_t)net->batch * l->outputs, l->act, l->delta);
+    be->gradient(be, l->output, (size_t)net->batch * l->outputs, l->act, l->delta);
     trn_param *bias = trn_lparam(net, l, P_BIASES);
     if (s->bn)
         trn_bn_backward(&s->norm, net, l->delta, bias, trn_lparam(net, l, P_SCALES));
     else
-        be->backward_bias(bias->update, l->delta, net->batch, l->out.c, n);
+        be->backward_bias(be, bias->update, l->delta, net->batch, l->out.c, n);
     trn_param *w = weights(net, l);
     if (s->chunk) {
         backward_chunked(l, net, w);
@@ -232,18 +232,18 @@ static void conv_backward(trn_layer *l, trn_net *net)
             size_t ioff = ((size_t)b * g + j) * cg * l->in.h * l->in.w;
             const float *col = l->input + ioff;
             if (!s->direct) {
-                be->im2col(col, cg, l->in.h, l->in.w, s->size, s->stride, s->pad, net->workspace, n);
+                be->im2col(be, col, cg, l->in.h, l->in.w, s->size, s->stride, s->pad, net->workspace, n);
                 col = net->workspace;
             }
-            be->gemm(0, 1, m, k, n, 1, d, n, col, n, 1, w->update + (size_t)j * m * kf, kf);
+            be->gemm(be, 0, 1, m, k, n, 1, d, n, col, n, 1, w->update + (size_t)j * m * kf, kf);
             if (!l->in_delta) continue;
             /* dcol (k, oh*ow) = W^T . d, then scattered back to the image. */
             const float *wj = w->data + (size_t)j * m * kf;
             if (s->direct) {
-                be->gemm(1, 0, k, n, m, 1, wj, kf, d, n, 1, l->in_delta + ioff, n);
+                be->gemm(be, 1, 0, k, n, m, 1, wj, kf, d, n, 1, l->in_delta + ioff, n);
             } else {
-                be->gemm(1, 0, k, n, m, 1, wj, kf, d, n, 0, net->workspace, n);
-                be->col2im(net->workspace, n, cg, l->in.h, l->in.w, s->size, s->stride, s->pad,
+                be->gemm(be, 1, 0, k, n, m, 1, wj, kf, d, n, 0, net->workspace, n);
+                be->col2im(be, net->workspace, n, cg, l->in.h, l->in.w, s->size, s->stride, s->pad,
                            l->in_delta + ioff);
             }
         }

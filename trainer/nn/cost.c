@@ -52,11 +52,11 @@ static void cost_forward(trn_layer *l, trn_net *net, int train)
     if (!train || !net->truth_in || l->inputs != trn_net_outputs(net)) return;
     size_t n = (size_t)net->batch * l->inputs;
     if (s->type == COST_L1)
-        be->l1(n, l->input, net->truth, l->delta, l->output);
+        be->l1(be, n, l->input, net->truth, l->delta, l->output);
     else if (s->type == COST_SMOOTH)
-        be->smooth_l1(n, l->input, net->truth, l->delta, l->output);
+        be->smooth_l1(be, n, l->input, net->truth, l->delta, l->output);
     else
-        be->l2(n, l->input, net->truth, l->delta, l->output);
+        be->l2(be, n, l->input, net->truth, l->delta, l->output);
     double sum = 0;
     for (size_t i = 0; i < n; i++) sum += l->output[i];
     l->cost = (float)sum;
@@ -68,7 +68,7 @@ static void cost_backward(trn_layer *l, trn_net *net)
 {
     cost_state *s = l->priv;
     if (l->in_delta && l->has_cost)
-        net->be->axpy((size_t)net->batch * l->inputs, s->scale, l->delta, l->in_delta);
+        net->be->axpy(net->be, (size_t)net->batch * l->inputs, s->scale, l->delta, l->in_delta);
 }
 #endif
 

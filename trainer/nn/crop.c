@@ -65,7 +65,7 @@ static void crop_forward(trn_layer *l, trn_net *net, int train)
         if (dw < 0 || dw > l->in.w - l->out.w) dw = 0;
     }
     float scale = s->noadjust ? 1 : 2, trans = s->noadjust ? 0 : -1;
-    net->be->crop(l->input, net->batch, l->in.c, l->in.h, l->in.w, l->out.h, l->out.w, dh, dw,
+    net->be->crop(net->be, l->input, net->batch, l->in.c, l->in.h, l->in.w, l->out.h, l->out.w, dh, dw,
                   flip, scale, trans, l->output);
 }
 

@@ -60,14 +60,14 @@ static void dropout_forward(trn_layer *l, trn_net *net, int train)
         trn_rng r = trn_net_layer_rng(net, l);
         for (size_t i = 0; i < n; i++) s->rand[i] = trn_rng_uniform(&r);
     }
-    net->be->dropout(l->output, s->rand, n, s->p, s->scale);
+    net->be->dropout(net->be, l->output, s->rand, n, s->p, s->scale);
 }
 
 #ifndef TRN_INFER_ONLY
 static void dropout_backward(trn_layer *l, trn_net *net)
 {
     dropout_state *s = l->priv;
-    if (l->delta) net->be->dropout(l->delta, s->rand, (size_t)net->batch * l->inputs, s->p, s->scale);
+    if (l->delta) net->be->dropout(net->be, l->delta, s->rand, (size_t)net->batch * l->inputs, s->p, s->scale);
 }
 #endif
 

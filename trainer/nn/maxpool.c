@@ -61,7 +61,7 @@ static void maxpool_forward(trn_layer *l, trn_net *net, int train)
 {
     (void)train;
     maxpool_state *s = l->priv;
-    net->be->maxpool(l->input, net->batch, l->in.c, l->in.h, l->in.w, s->size, s->stride, s->pad,
+    net->be->maxpool(net->be, l->input, net->batch, l->in.c, l->in.h, l->in.w, s->size, s->stride, s->pad,
                      l->out.h, l->out.w, l->output, s->idx);
 }
 
@@ -70,7 +70,7 @@ static void maxpool_backward(trn_layer *l, trn_net *net)
 {
     maxpool_state *s = l->priv;
     if (l->in_delta)
-        net->be->maxpool_backward(l->delta, s->idx, (size_t)net->batch * l->outputs, l->in_delta);
+        net->be->maxpool_backward(net->be, l->delta, s->idx, (size_t)net->batch * l->outputs, l->in_delta);
 }
 #endif
 

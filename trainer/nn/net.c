@@ -436,12 +436,12 @@ void trn_net_opts_defaults(trn_net_opts *o)
 
 float *trn_net_alloc_floats(trn_net *net, size_t n)
 {
-    return net->be->alloc(n * sizeof(float));
+    return net->be->alloc(net->be, n * sizeof(float));
 }
 
 void trn_net_release(trn_net *net, void *p)
 {
-    if (p) net->be->release(p);
+    if (p) net->be->release(net->be, p);
 }
 
 void trn_net_reseed(trn_net *net, uint64_t seed)
@@ -874,7 +874,7 @@ int trn_net_forward_upto(trn_net *net, const float *x, int last, trn_err *err)
                         "first", net->name);
     if (last < 0 || last >= net->n)
         return trn_errf(err, "%s: no layer %d (the network has %d)", net->name, last, net->n);
-    net->be->upload(net->input, x, (size_t)net->batch * trn_net_inputs(net));
+    net->be->upload(net->be, net->input, x, (size_t)net->batch * trn_net_inputs(net));
     net->train = 0;
     net->truth_in = NULL;
     for (int i = 0; i <= last; i++) trn_layer_run(net, &net->layers[i], 0, 0);
@@ -891,7 +891,7 @@ int trn_net_forward_range(trn_net *net, int first, int last, const float *x, trn
                         net->n);
     float *dst = first ? net->layers[first - 1].output : net->input;
     size_t n = (size_t)net->batch * (first ? net->layers[first - 1].outputs : trn_net_inputs(net));
-    net->be->upload(dst, x, n);
+    net->be->upload(net->be, dst, x, n);
     net->train = 0;
     net->truth_in = NULL;
     for (int i = first; i <= last; i++) trn_layer_run(net, &net->layers[i], 0, 0);
@@ -956,6 +956,6 @@ int trn_layer_import_output(trn_net *net, int i, const float *values, size_t n, 
     if (n != (size_t)net->batch * l->outputs)
         return trn_errf(err, "layer %d has %zu outputs, not %zu", i, (size_t)net->batch * l->outputs, n);
     if (l->ops->import_reruns_forward) l->ops->forward(l, net, 1);
-    net->be->upload(l->output, values, n);
+    net->be->upload(net->be, l->output, values, n);
     return 0;
 }

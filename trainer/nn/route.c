@@ -62,7 +62,7 @@ static void route_forward(trn_layer *l, trn_net *net, int train)
     for (int i = 0; i < s->n; i++) {
         const trn_layer *src = &net->layers[s->from[i]];
         for (int b = 0; b < net->batch; b++)
-            net->be->copy(src->outputs, src->output + (size_t)b * src->outputs,
+            net->be->copy(net->be, src->outputs, src->output + (size_t)b * src->outputs,
                           l->output + (size_t)b * l->outputs + off);
         off += src->outputs;
     }
@@ -77,7 +77,7 @@ static void route_backward(trn_layer *l, trn_net *net)
         const trn_layer *src = &net->layers[s->from[i]];
         if (src->delta)
             for (int b = 0; b < net->batch; b++)
-                net->be->axpy(src->outputs, 1, l->delta + (size_t)b * l->outputs + off,
+                net->be->axpy(net->be, src->outputs, 1, l->delta + (size_t)b * l->outputs + off,
                               src->delta + (size_t)b * src->outputs);
         off += src->outputs;
     }

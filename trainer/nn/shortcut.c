@@ -54,10 +54,10 @@ static void shortcut_forward(trn_layer *l, trn_net *net, int train)
     const trn_backend *be = net->be;
     const trn_layer *f = &net->layers[s->from];
     size_t n = (size_t)net->batch * l->outputs;
-    be->copy(n, l->input, l->output);
-    be->shortcut(net->batch, f->out.w, f->out.h, f->out.c, f->output, l->out.w, l->out.h,
+    be->copy(be, n, l->input, l->output);
+    be->shortcut(be, net->batch, f->out.w, f->out.h, f->out.c, f->output, l->out.w, l->out.h,
                  l->out.c, s->alpha, s->beta, l->output);
-    be->activate(l->output, n, l->act);
+    be->activate(be, l->output, n, l->act);
 }
 
 #ifndef TRN_INFER_ONLY
@@ -67,10 +67,10 @@ static void shortcut_backward(trn_layer *l, trn_net *net)
     const trn_backend *be = net->be;
     trn_layer *f = &net->layers[s->from];
     size_t n = (size_t)net->batch * l->outputs;
-    be->gradient(l->output, n, l->act, l->delta);
-    if (l->in_delta) be->axpy(n, s->alpha, l->delta, l->in_delta);
+    be->gradient(be, l->output, n, l->act, l->delta);
+    if (l->in_delta) be->axpy(be, n, s->alpha, l->delta, l->in_delta);
     if (f->delta)
-        be->shortcut(net->batch, l->out.w, l->out.h, l->out.c, l->delta, f->out.w, f->out.h,
+        be->shortcut(be, net->batch, l->out.w, l->out.h, l->out.c, l->delta, f->out.w, f->out.h,
                      f->out.c, 1, s->beta, f->delta);
 }
 #endif

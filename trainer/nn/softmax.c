@@ -67,10 +67,10 @@ static void softmax_forward(trn_layer *l, trn_net *net, int train)
     softmax_state *s = l->priv;
     const trn_backend *be = net->be;
     size_t n = (size_t)net->batch * l->inputs;
-    be->softmax(l->input, net->batch, (int)l->inputs, s->groups, s->temperature, l->output);
+    be->softmax(be, l->input, net->batch, (int)l->inputs, s->groups, s->temperature, l->output);
     l->has_cost = 0;
     if (!train || !net->truth_in || s->noloss || l->outputs != trn_net_outputs(net)) return;
-    be->softmax_xent(n, l->output, net->truth, l->delta, s->loss);
+    be->softmax_xent(be, n, l->output, net->truth, l->delta, s->loss);
     float a = net->cfg.distill_alpha;
     if (net->soft && a > 0) {
         /* Knowledge distillation (trn_net_set_soft_targets): the label
@@ -78,7 +78,7 @@ static void softmax_forward(trn_layer *l, trn_net *net, int train)
          * gradient in the logits is a * T * (q - p_T). Computed here on
          * host memory: a GPU backend needs this as a kernel. */
         float t = net->cfg.distill_temperature;
-        be->softmax(l->input, net->batch, (int)l->inputs, s->groups, t, s->pt);
+        be->softmax(be, l->input, net->batch, (int)l->inputs, s->groups, t, s->pt);
         const float *q = net->soft;
         for (size_t i = 0; i < n; i++) {
             float kl = q[i] > 0 ? q[i] * (trn_logf(q[i]) - trn_logf(s->pt[i] > 1e-30f ? s->pt[i] : 1e-30f)) : 0;
@@ -95,7 +95,7 @@ static void softmax_forward(trn_layer *l, trn_net *net, int train)
 #ifndef TRN_INFER_ONLY
 static void softmax_backward(trn_layer *l, trn_net *net)
 {
-    if (l->in_delta) net->be->axpy((size_t)net->batch * l->inputs, 1, l->delta, l->in_delta);
+    if (l->in_delta) net->be->axpy(net->be, (size_t)net->batch * l->inputs, 1, l->delta, l->in_delta);
 }
 #endif
 

@@ -16,14 +16,14 @@ int trn_net_forward_train(trn_net *net, const float *x, const float *truth, trn_
     if (net->opts.infer_only)
         return trn_errf(err, "%s: an inference-only network cannot train", net->name);
     const trn_backend *be = net->be;
-    be->upload(net->input, x, (size_t)net->batch * trn_net_inputs(net));
+    be->upload(be, net->input, x, (size_t)net->batch * trn_net_inputs(net));
     net->truth_in = truth;
-    if (truth) be->upload(net->truth, truth, (size_t)net->batch * trn_net_outputs(net));
+    if (truth) be->upload(be, net->truth, truth, (size_t)net->batch * trn_net_outputs(net));
     net->train = 1;
     /* Darknet clears every delta before the layer's forward. */
     for (int i = 0; i < net->n; i++) {
         trn_layer *l = &net->layers[i];
-        if (l->delta && !l->output_aliased) be->fill((size_t)net->batch * l->outputs, 0, l->delta);
+        if (l->delta && !l->output_aliased) be->fill(be, (size_t)net->batch * l->outputs, 0, l->delta);
     }
     int costs = 0;
     float sum = 0;
@@ -97,7 +97,7 @@ void trn_net_update(trn_net *net)
         /* Darknet: weights decay (u -= decay*B*w), every array steps
          * (x += lr/B*u), and the update array keeps momentum (u *= m). */
         float decay = p->role == TRN_PARAM_WEIGHTS ? -c->decay * batch : 0;
-        net->be->sgd(p->data, p->update, p->mask, p->count, decay, lr / batch, c->momentum);
+        net->be->sgd(net->be, p->data, p->update, p->mask, p->count, decay, lr / batch, c->momentum);
     }
     trn_lasso_prox(net, rate);
 }

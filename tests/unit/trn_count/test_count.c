@@ -1,9 +1,12 @@
 /* Unit tests of the engine's traffic model (trn_net_layer_traffic,
  * trn_net_traffic_bytes): per-layer bytes read and written, hand-computed
  * for one network with every way a layer reads (previous layer,
- * parameters, other layers, only other layers, in place). */
+ * parameters, other layers, only other layers, in place); and the backend
+ * seam's context: every kernel gets the table it is called through. */
 #include "testutil_impl.h"
 #include "testlib_trn.h"
+
+#include "backend.h"
 
 static void traffic_per_layer(void **state)
 {
@@ -41,10 +44,66 @@ static void traffic_per_layer(void **state)
     trn_net_free(net);
 }
 
+/* A table that wraps the CPU one: its gemm and activate check that they
+ * get this table (and through it its ctx), then call the CPU kernels. */
+typedef struct wrapped {
+    trn_backend be;
+    int gemms, activates, wrong;
+} wrapped;
+static void w_gemm(const trn_backend *be, int ta, int tb, int m, int n, int k, float alpha,
+                   const float *a, int lda, const float *b, int ldb, float beta, float *c, int ldc)
+{
+    wrapped *w = (wrapped *)be->ctx;
+    w->gemms++;
+    w->wrong += be != &w->be;
+    trn_backend_cpu.gemm(&trn_backend_cpu, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+static void w_activate(const trn_backend *be, float *x, size_t n, trn_activation a)
+{
+    wrapped *w = (wrapped *)be->ctx;
+    w->activates++;
+    w->wrong += be != &w->be;
+    trn_backend_cpu.activate(&trn_backend_cpu, x, n, a);
+}
+
+static void kernels_get_their_table(void **state)
+{
+    (void)state;
+    trn_net *net = tl_net(tl_all_kinds, NULL);
+    assert_non_null(net);
+    tl_randomize(net, 7);
+    size_t in = trn_net_inputs(net), outs = trn_net_outputs(net);
+    int batch = trn_net_batch(net);
+    float *x = malloc((size_t)batch * in * sizeof *x), *y = calloc((size_t)batch * outs, sizeof *y);
+    tl_fill_uniform(x, (size_t)batch * in, 3, 0, 1);
+    tl_one_hot(y, batch, (int)outs, 4);
+    trn_err e;
+    assert_int_equal(trn_net_forward(net, x, &e), 0);
+    float *plain = malloc((size_t)batch * outs * sizeof *plain);
+    memcpy(plain, trn_net_output(net), (size_t)batch * outs * sizeof *plain);
+    wrapped w = {.be = trn_backend_cpu};
+    w.be.ctx = &w;
+    w.be.gemm = w_gemm;
+    w.be.activate = w_activate;
+    const trn_backend *old = trn_net_swap_backend(net, &w.be);
+    assert_int_equal(trn_net_forward(net, x, &e), 0);
+    assert_memory_equal(plain, trn_net_output(net), (size_t)batch * outs * sizeof *plain);
+    int fwd = w.gemms;
+    assert_true(fwd > 0 && w.activates > 0);
+    assert_int_equal(trn_net_train_step(net, x, y, NULL, &e), 0);
+    assert_true(w.gemms > 2 * fwd); /* the backward's products too */
+    assert_int_equal(w.wrong, 0);
+    assert_ptr_equal(trn_net_swap_backend(net, old), &w.be);
+    free(x), free(y), free(plain);
+    trn_net_free(net);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(traffic_per_layer),
+        cmocka_unit_test(kernels_get_their_table),
     };
     int rc = cmocka_run_group_tests_name("trn_count", tests, NULL, NULL);
     test_tmpdir_cleanup();

@@ -62,7 +62,7 @@ static size_t kink_state(trn_net *net, float *st)
         trn_net_layer_info(net, 0, &in);
         float *scratch = malloc(n * sizeof *scratch);
         int *idx = malloc(n * sizeof *idx);
-        trn_backend_get(TRN_BACKEND_REF)->maxpool(trn_net_layer_output(net, 0), batch, in.out.c,
+        trn_backend_get(TRN_BACKEND_REF)->maxpool(trn_backend_get(TRN_BACKEND_REF), trn_net_layer_output(net, 0), batch, in.out.c,
                                                   in.out.h, in.out.w, li.size, li.stride, li.pad,
                                                   li.out.h, li.out.w, scratch, idx);
         for (size_t i = 0; i < n; i++) st[i] = (float)idx[i];

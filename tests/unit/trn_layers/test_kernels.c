@@ -49,8 +49,8 @@ static void gemm_matches_reference(void **state)
         int ldc = n + cases[c].extra;
         size_t na = (size_t)(ta ? k : m) * lda, nb = (size_t)(tb ? n : k) * ldb, nc = (size_t)m * ldc;
         float *a = rnd(na, 1 + c), *b = rnd(nb, 2 + c), *c1 = rnd(nc, 3 + c), *c2 = fdup(c1, nc);
-        cpu->gemm(ta, tb, m, n, k, cases[c].alpha, a, lda, b, ldb, cases[c].beta, c1, ldc);
-        ref->gemm(ta, tb, m, n, k, cases[c].alpha, a, lda, b, ldb, cases[c].beta, c2, ldc);
+        cpu->gemm(cpu, ta, tb, m, n, k, cases[c].alpha, a, lda, b, ldb, cases[c].beta, c1, ldc);
+        ref->gemm(ref, ta, tb, m, n, k, cases[c].alpha, a, lda, b, ldb, cases[c].beta, c2, ldc);
         double e = tl_relerr(c1, c2, nc);
         printf("# gemm %c%c %dx%dx%d ld+%d: rel.err %.1e\n", ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k,
                cases[c].extra, e);
@@ -74,20 +74,20 @@ static void im2col_col2im_match_reference(void **state)
         /* Written as the second of three images side by side (ldcol). */
         int n = oh * ow, ld = 3 * n;
         float *im = rnd(nim, 10 + i), *c1 = rnd(3 * ncol, 20), *c2 = fdup(c1, 3 * ncol);
-        cpu->im2col(im, c, h, w, ks, s, p, c1 + n, ld);
-        ref->im2col(im, c, h, w, ks, s, p, c2 + n, ld);
+        cpu->im2col(cpu, im, c, h, w, ks, s, p, c1 + n, ld);
+        ref->im2col(ref, im, c, h, w, ks, s, p, c2 + n, ld);
         assert_memory_equal(c1, c2, 3 * ncol * sizeof *c1);
         float *i1 = rnd(nim, 30 + i), *i2 = fdup(i1, nim);
-        cpu->col2im(c1 + n, ld, c, h, w, ks, s, p, i1);
-        ref->col2im(c1 + n, ld, c, h, w, ks, s, p, i2);
+        cpu->col2im(cpu, c1 + n, ld, c, h, w, ks, s, p, i1);
+        ref->col2im(ref, c1 + n, ld, c, h, w, ks, s, p, i2);
         double e = tl_relerr(i1, i2, nim);
         assert_true(e <= 1e-6);
         /* swap12 twice is the identity; once it matches the reference. */
         float *s1 = rnd(ncol, 40), *s2 = rnd(ncol, 41);
-        cpu->swap12(c1 + n, s1, c, ks * ks, n);
-        ref->swap12(c1 + n, s2, c, ks * ks, n);
+        cpu->swap12(cpu, c1 + n, s1, c, ks * ks, n);
+        ref->swap12(ref, c1 + n, s2, c, ks * ks, n);
         assert_memory_equal(s1, s2, ncol * sizeof *s1);
-        cpu->swap12(s1, s2, ks * ks, c, n);
+        cpu->swap12(cpu, s1, s2, ks * ks, c, n);
         assert_memory_equal(s2, c1 + n, ncol * sizeof *s2);
         free(im), free(c1), free(c2), free(i1), free(i2), free(s1), free(s2);
     }
@@ -100,12 +100,12 @@ static void activations_match_reference(void **state)
     for (int a = 0; a < TRN_ACT_COUNT; a++) {
         float *x1 = rnd(n, 40 + a), *x2 = fdup(x1, n);
         for (size_t i = 0; i < 64; i++) x1[i] = x2[i] = (float)i / 8 - 4; /* kinks, exact values */
-        cpu->activate(x1, n, a);
-        ref->activate(x2, n, a);
+        cpu->activate(cpu, x1, n, a);
+        ref->activate(ref, x2, n, a);
         assert_memory_equal(x1, x2, n * sizeof *x1);
         float *d1 = rnd(n, 50 + a), *d2 = fdup(d1, n);
-        cpu->gradient(x1, n, a, d1);
-        ref->gradient(x2, n, a, d2);
+        cpu->gradient(cpu, x1, n, a, d1);
+        ref->gradient(ref, x2, n, a, d2);
         assert_memory_equal(d1, d2, n * sizeof *d1);
         free(x1), free(x2), free(d1), free(d2);
     }
@@ -118,31 +118,31 @@ static void channel_kernels_match_reference(void **state)
     size_t n = (size_t)batch * c * sp;
     float *x = rnd(n, 60), *b = rnd(c, 61);
     float *x1 = fdup(x, n), *x2 = fdup(x, n);
-    cpu->add_bias(x1, b, batch, c, sp);
-    ref->add_bias(x2, b, batch, c, sp);
+    cpu->add_bias(cpu, x1, b, batch, c, sp);
+    ref->add_bias(ref, x2, b, batch, c, sp);
     assert_memory_equal(x1, x2, n * sizeof *x1);
-    cpu->scale_bias(x1, b, batch, c, sp);
-    ref->scale_bias(x2, b, batch, c, sp);
+    cpu->scale_bias(cpu, x1, b, batch, c, sp);
+    ref->scale_bias(ref, x2, b, batch, c, sp);
     assert_memory_equal(x1, x2, n * sizeof *x1);
     float m1[5], m2[5], v1[5], v2[5];
-    cpu->mean(x, batch, c, sp, m1);
-    ref->mean(x, batch, c, sp, m2);
+    cpu->mean(cpu, x, batch, c, sp, m1);
+    ref->mean(ref, x, batch, c, sp, m2);
     assert_true(tl_relerr(m1, m2, 5) <= 1e-6);
-    cpu->variance(x, m2, batch, c, sp, v1);
-    ref->variance(x, m2, batch, c, sp, v2);
+    cpu->variance(cpu, x, m2, batch, c, sp, v1);
+    ref->variance(ref, x, m2, batch, c, sp, v2);
     assert_true(tl_relerr(v1, v2, 5) <= 1e-6);
     float *y1 = fdup(x, n), *y2 = fdup(x, n);
-    cpu->normalize(y1, m2, v2, batch, c, sp);
-    ref->normalize(y2, m2, v2, batch, c, sp);
+    cpu->normalize(cpu, y1, m2, v2, batch, c, sp);
+    ref->normalize(ref, y2, m2, v2, batch, c, sp);
     assert_true(tl_relerr(y1, y2, n) <= 1e-6);
     float db1[5] = {0}, db2[5] = {0};
-    cpu->backward_bias(db1, x, batch, c, sp);
-    ref->backward_bias(db2, x, batch, c, sp);
+    cpu->backward_bias(cpu, db1, x, batch, c, sp);
+    ref->backward_bias(ref, db2, x, batch, c, sp);
     assert_true(tl_relerr(db1, db2, 5) <= 1e-6);
     float md1[5], md2[5], vd1[5], vd2[5];
     float *d1 = rnd(n, 62), *d2 = fdup(d1, n);
-    cpu->bn_backward(x, m2, v2, batch, c, sp, md1, vd1, d1);
-    ref->bn_backward(x, m2, v2, batch, c, sp, md2, vd2, d2);
+    cpu->bn_backward(cpu, x, m2, v2, batch, c, sp, md1, vd1, d1);
+    ref->bn_backward(ref, x, m2, v2, batch, c, sp, md2, vd2, d2);
     assert_true(tl_relerr(d1, d2, n) <= 1e-6);
     free(x), free(b), free(x1), free(x2), free(y1), free(y2), free(d1), free(d2);
 }
@@ -155,13 +155,13 @@ static void pooling_and_losses_match_reference(void **state)
     size_t nin = (size_t)batch * c * h * w, nout = (size_t)batch * c * oh * ow;
     float *in = rnd(nin, 70), *o1 = rnd(nout, 71), *o2 = rnd(nout, 72);
     int *i1 = malloc(nout * sizeof *i1), *i2 = malloc(nout * sizeof *i2);
-    cpu->maxpool(in, batch, c, h, w, size, stride, pad, oh, ow, o1, i1);
-    ref->maxpool(in, batch, c, h, w, size, stride, pad, oh, ow, o2, i2);
+    cpu->maxpool(cpu, in, batch, c, h, w, size, stride, pad, oh, ow, o1, i1);
+    ref->maxpool(ref, in, batch, c, h, w, size, stride, pad, oh, ow, o2, i2);
     assert_memory_equal(o1, o2, nout * sizeof *o1);
     assert_memory_equal(i1, i2, nout * sizeof *i1);
     float *s1 = rnd(nin, 73), *s2 = fdup(s1, nin);
-    cpu->softmax(in, batch, c * h * w, 3, 0.5f, s1);
-    ref->softmax(in, batch, c * h * w, 3, 0.5f, s2);
+    cpu->softmax(cpu, in, batch, c * h * w, 3, 0.5f, s1);
+    ref->softmax(ref, in, batch, c * h * w, 3, 0.5f, s2);
     assert_true(tl_relerr(s1, s2, nin) <= 1e-6);
     free(in), free(o1), free(o2), free(i1), free(i2), free(s1), free(s2);
 }

@@ -36,29 +36,29 @@ enum { B = 2, C = 3, H = 7, W = 6, SP = H * W, N = B * C * SP };
 
 static void t_alloc(const trn_backend *be, float *out)
 {
-    float *p = be->alloc(N * sizeof *p);
+    float *p = be->alloc(be, N * sizeof *p);
     assert_non_null(p);
     memcpy(out, p, N * sizeof *p); /* zeroed */
-    be->release(p);
+    be->release(be, p);
 }
 static void t_release(const trn_backend *be, float *out)
 {
-    be->release(NULL); /* a no-op, as free(NULL) */
-    float *p = be->alloc(4);
+    be->release(be, NULL); /* a no-op, as free(NULL) */
+    float *p = be->alloc(be, 4);
     assert_non_null(p);
-    be->release(p);
+    be->release(be, p);
     out[0] = 1;
 }
 static void t_upload(const trn_backend *be, float *out)
 {
     float *x = rnd(N, 1, -2, 2);
-    be->upload(out, x, N);
+    be->upload(be, out, x, N);
     free(x);
 }
 static void t_download(const trn_backend *be, float *out)
 {
     float *x = rnd(N, 2, -2, 2);
-    be->download(out, x, N);
+    be->download(be, out, x, N);
     free(x);
 }
 static void t_gemm(const trn_backend *be, float *out)
@@ -66,7 +66,7 @@ static void t_gemm(const trn_backend *be, float *out)
     int m = 5, n = 7, k = 9;
     float *a = rnd((size_t)m * (k + 2), 3, -1, 1), *b = rnd((size_t)k * n, 4, -1, 1);
     memset(out, 0, (size_t)m * n * sizeof *out);
-    be->gemm(0, 0, m, n, k, 1, a, k + 2, b, n, 0, out, n);
+    be->gemm(be, 0, 0, m, n, k, 1, a, k + 2, b, n, 0, out, n);
     free(a), free(b);
 }
 static void t_im2col(const trn_backend *be, float *out)
@@ -74,7 +74,7 @@ static void t_im2col(const trn_backend *be, float *out)
     float *im = rnd(C * SP, 5, -1, 1);
     int oh = (H + 2 - 3) / 1 + 1, ow = (W + 2 - 3) / 1 + 1;
     memset(out, 0, (size_t)C * 9 * oh * ow * sizeof *out);
-    be->im2col(im, C, H, W, 3, 1, 1, out, oh * ow);
+    be->im2col(be, im, C, H, W, 3, 1, 1, out, oh * ow);
     free(im);
 }
 static void t_col2im(const trn_backend *be, float *out)
@@ -82,33 +82,33 @@ static void t_col2im(const trn_backend *be, float *out)
     int oh = (H + 2 - 3) / 2 + 1, ow = (W + 2 - 3) / 2 + 1;
     float *col = rnd((size_t)C * 9 * oh * ow, 6, -1, 1);
     memset(out, 0, C * SP * sizeof *out);
-    be->col2im(col, oh * ow, C, H, W, 3, 2, 1, out);
+    be->col2im(be, col, oh * ow, C, H, W, 3, 2, 1, out);
     free(col);
 }
 static void t_swap12(const trn_backend *be, float *out)
 {
     float *x = rnd(N, 7, -1, 1);
-    be->swap12(x, out, B, C, SP);
+    be->swap12(be, x, out, B, C, SP);
     free(x);
 }
-static void t_fill(const trn_backend *be, float *out) { be->fill(N, 0.375f, out); }
+static void t_fill(const trn_backend *be, float *out) { be->fill(be, N, 0.375f, out); }
 static void t_copy(const trn_backend *be, float *out)
 {
     float *x = rnd(N, 8, -1, 1);
-    be->copy(N, x, out);
+    be->copy(be, N, x, out);
     free(x);
 }
 static void t_axpy(const trn_backend *be, float *out)
 {
     float *x = rnd(N, 9, -1, 1), *y = rnd(N, 10, -1, 1);
-    be->axpy(N, -0.7f, x, y);
+    be->axpy(be, N, -0.7f, x, y);
     memcpy(out, y, N * sizeof *y);
     free(x), free(y);
 }
 static void t_scal(const trn_backend *be, float *out)
 {
     float *x = rnd(N, 11, -1, 1);
-    be->scal(N, 1.5f, x);
+    be->scal(be, N, 1.5f, x);
     memcpy(out, x, N * sizeof *x);
     free(x);
 }
@@ -116,7 +116,7 @@ static void t_activate(const trn_backend *be, float *out)
 {
     for (int a = 0; a < TRN_ACT_COUNT; a++) {
         float *x = rnd(SP, 12 + a, -3, 3);
-        be->activate(x, SP, (trn_activation)a);
+        be->activate(be, x, SP, (trn_activation)a);
         memcpy(out + a * SP, x, SP * sizeof *x);
         free(x);
     }
@@ -125,8 +125,8 @@ static void t_gradient(const trn_backend *be, float *out)
 {
     for (int a = 0; a < TRN_ACT_COUNT; a++) {
         float *y = rnd(SP, 40 + a, -3, 3), *d = rnd(SP, 70 + a, -1, 1);
-        ref->activate(y, SP, (trn_activation)a); /* a valid output of f */
-        be->gradient(y, SP, (trn_activation)a, d);
+        ref->activate(ref, y, SP, (trn_activation)a); /* a valid output of f */
+        be->gradient(be, y, SP, (trn_activation)a, d);
         memcpy(out + a * SP, d, SP * sizeof *d);
         free(y), free(d);
     }
@@ -134,14 +134,14 @@ static void t_gradient(const trn_backend *be, float *out)
 static void t_add_bias(const trn_backend *be, float *out)
 {
     float *b = rnd(C, 13, -1, 1), *x = rnd(N, 14, -1, 1);
-    be->add_bias(x, b, B, C, SP);
+    be->add_bias(be, x, b, B, C, SP);
     memcpy(out, x, N * sizeof *x);
     free(b), free(x);
 }
 static void t_scale_bias(const trn_backend *be, float *out)
 {
     float *s = rnd(C, 15, -1, 1), *x = rnd(N, 16, -1, 1);
-    be->scale_bias(x, s, B, C, SP);
+    be->scale_bias(be, x, s, B, C, SP);
     memcpy(out, x, N * sizeof *x);
     free(s), free(x);
 }
@@ -149,44 +149,44 @@ static void t_backward_bias(const trn_backend *be, float *out)
 {
     float *d = rnd(N, 17, -1, 1);
     for (int k = 0; k < C; k++) out[k] = 0.25f;
-    be->backward_bias(out, d, B, C, SP);
+    be->backward_bias(be, out, d, B, C, SP);
     free(d);
 }
 static void t_backward_scale(const trn_backend *be, float *out)
 {
     float *xn = rnd(N, 18, -1, 1), *d = rnd(N, 19, -1, 1);
     for (int k = 0; k < C; k++) out[k] = -0.5f;
-    be->backward_scale(out, xn, d, B, C, SP);
+    be->backward_scale(be, out, xn, d, B, C, SP);
     free(xn), free(d);
 }
 static void t_mean(const trn_backend *be, float *out)
 {
     float *x = rnd(N, 20, -1, 3);
-    be->mean(x, B, C, SP, out);
+    be->mean(be, x, B, C, SP, out);
     free(x);
 }
 static void t_variance(const trn_backend *be, float *out)
 {
     float *x = rnd(N, 21, -1, 3), m[C];
-    ref->mean(x, B, C, SP, m);
-    be->variance(x, m, B, C, SP, out);
+    ref->mean(ref, x, B, C, SP, m);
+    be->variance(be, x, m, B, C, SP, out);
     free(x);
 }
 static void t_normalize(const trn_backend *be, float *out)
 {
     float *x = rnd(N, 22, -1, 3), m[C], v[C];
-    ref->mean(x, B, C, SP, m);
-    ref->variance(x, m, B, C, SP, v);
-    be->normalize(x, m, v, B, C, SP);
+    ref->mean(ref, x, B, C, SP, m);
+    ref->variance(ref, x, m, B, C, SP, v);
+    be->normalize(be, x, m, v, B, C, SP);
     memcpy(out, x, N * sizeof *x);
     free(x);
 }
 static void t_bn_backward(const trn_backend *be, float *out)
 {
     float *x = rnd(N, 23, -1, 3), *d = rnd(N, 24, -1, 1), m[C], v[C];
-    ref->mean(x, B, C, SP, m);
-    ref->variance(x, m, B, C, SP, v);
-    be->bn_backward(x, m, v, B, C, SP, out, out + C, d);
+    ref->mean(ref, x, B, C, SP, m);
+    ref->variance(ref, x, m, B, C, SP, v);
+    be->bn_backward(be, x, m, v, B, C, SP, out, out + C, d);
     memcpy(out + 2 * C, d, N * sizeof *d);
     free(x), free(d);
 }
@@ -196,7 +196,7 @@ static void t_maxpool(const trn_backend *be, float *out)
 {
     float *in = rnd(N, 25, -1, 1);
     int idx[PN];
-    be->maxpool(in, B, C, H, W, PS, PST, PP, POH, POW, out, idx);
+    be->maxpool(be, in, B, C, H, W, PS, PST, PP, POH, POW, out, idx);
     for (int i = 0; i < PN; i++) out[PN + i] = (float)idx[i];
     free(in);
 }
@@ -204,28 +204,28 @@ static void t_maxpool_backward(const trn_backend *be, float *out)
 {
     float *in = rnd(N, 26, -1, 1), *d = rnd(PN, 27, -1, 1), o[PN];
     int idx[PN];
-    ref->maxpool(in, B, C, H, W, PS, PST, PP, POH, POW, o, idx);
+    ref->maxpool(ref, in, B, C, H, W, PS, PST, PP, POH, POW, o, idx);
     memset(out, 0, N * sizeof *out);
-    be->maxpool_backward(d, idx, PN, out);
+    be->maxpool_backward(be, d, idx, PN, out);
     free(in), free(d);
 }
 static void t_avgpool(const trn_backend *be, float *out)
 {
     float *in = rnd(N, 28, -1, 1);
-    be->avgpool(in, B, C, SP, out);
+    be->avgpool(be, in, B, C, SP, out);
     free(in);
 }
 static void t_avgpool_backward(const trn_backend *be, float *out)
 {
     float *d = rnd(B * C, 29, -1, 1);
     for (int i = 0; i < N; i++) out[i] = 0.125f;
-    be->avgpool_backward(d, B, C, SP, out);
+    be->avgpool_backward(be, d, B, C, SP, out);
     free(d);
 }
 static void t_softmax(const trn_backend *be, float *out)
 {
     float *in = rnd(N, 30, -4, 4);
-    be->softmax(in, B, C * SP, 3, 0.5f, out);
+    be->softmax(be, in, B, C * SP, 3, 0.5f, out);
     free(in);
 }
 static float *probs(uint64_t seed)
@@ -237,9 +237,9 @@ static void t_loss(const trn_backend *be, float *out, int which)
 {
     float *p = probs(31 + which), *t = rnd(N, 35 + which, 0, 1);
     for (int i = 0; i < N; i += 3) t[i] = 0; /* zero truths: the softmax rule's 0 */
-    void (*f)(size_t, const float *, const float *, float *, float *) =
+    void (*f)(const trn_backend *, size_t, const float *, const float *, float *, float *) =
         which == 0 ? be->softmax_xent : which == 1 ? be->l2 : which == 2 ? be->l1 : be->smooth_l1;
-    f(N, p, t, out, out + N);
+    f(be, N, p, t, out, out + N);
     free(p), free(t);
 }
 static void t_softmax_xent(const trn_backend *be, float *out) { t_loss(be, out, 0); }
@@ -251,21 +251,21 @@ static void t_shortcut(const trn_backend *be, float *out)
     /* add (B, 5, 14, 12) sampled onto out (B, C, H, W) */
     size_t na = (size_t)B * 5 * 14 * 12;
     float *add = rnd(na, 39, -1, 1), *o = rnd(N, 40, -1, 1);
-    be->shortcut(B, 12, 14, 5, add, W, H, C, 0.5f, 2, o);
+    be->shortcut(be, B, 12, 14, 5, add, W, H, C, 0.5f, 2, o);
     memcpy(out, o, N * sizeof *o);
     free(add), free(o);
 }
 static void t_crop(const trn_backend *be, float *out)
 {
     float *in = rnd(N, 41, 0, 1);
-    be->crop(in, B, C, H, W, 4, 3, 2, 1, 0, 2, -1, out);
-    be->crop(in, B, C, H, W, 4, 3, 1, 2, 1, 1, 0, out + B * C * 12);
+    be->crop(be, in, B, C, H, W, 4, 3, 2, 1, 0, 2, -1, out);
+    be->crop(be, in, B, C, H, W, 4, 3, 1, 2, 1, 1, 0, out + B * C * 12);
     free(in);
 }
 static void t_dropout(const trn_backend *be, float *out)
 {
     float *x = rnd(N, 42, -1, 1), *r = rnd(N, 43, 0, 1);
-    be->dropout(x, r, N, 0.3f, 1 / 0.7f);
+    be->dropout(be, x, r, N, 0.3f, 1 / 0.7f);
     memcpy(out, x, N * sizeof *x);
     free(x), free(r);
 }
@@ -273,8 +273,8 @@ static void t_sgd(const trn_backend *be, float *out)
 {
     float *w = rnd(N, 44, -1, 1), *u = rnd(N, 45, -1, 1), *mask = rnd(N, 46, 0, 1);
     for (int i = 0; i < N; i++) mask[i] = mask[i] < 0.3f ? 0 : 1;
-    be->sgd(w, u, mask, N, -0.001f, 0.01f, 0.9f);
-    be->sgd(w, u, NULL, N, 0, 0.02f, 0.5f);
+    be->sgd(be, w, u, mask, N, -0.001f, 0.01f, 0.9f);
+    be->sgd(be, w, u, NULL, N, 0, 0.02f, 0.5f);
     memcpy(out, w, N * sizeof *w);
     memcpy(out + N, u, N * sizeof *u);
     free(w), free(u), free(mask);

@@ -98,11 +98,11 @@ static void the_mode_selects_the_gemm(void **state)
     fill(&r, b, (size_t)k * n);
     trn_set_determinism(TRN_DET_PORTABLE);
     assert_int_equal(trn_determinism(), TRN_DET_PORTABLE);
-    trn_backend_cpu.gemm(0, 0, m, n, k, 1, a, k, b, n, 0, c1, n);
+    trn_backend_cpu.gemm(&trn_backend_cpu, 0, 0, m, n, k, 1, a, k, b, n, 0, c1, n);
     chain_gemm(0, 0, m, n, k, 1, a, k, b, n, 0, c2, n);
     assert_memory_equal(c1, c2, (size_t)m * n * 4);
     trn_set_determinism(TRN_DET_DEFAULT);
-    trn_backend_cpu.gemm(0, 0, m, n, k, 1, a, k, b, n, 0, c1, n);
+    trn_backend_cpu.gemm(&trn_backend_cpu, 0, 0, m, n, k, 1, a, k, b, n, 0, c1, n);
     double worst = 0;
     for (int i = 0; i < m * n; i++) worst_of(&worst, fabs((double)c1[i] - c2[i]));
     assert_true(worst < 1e-4); /* OpenBLAS: another order, same product */
