@@ -111,6 +111,9 @@ typedef struct prn_variant {
                             * weights to start from, or the final ones */
     cJSON *fields;         /* technique_fields of meta.json (an object) */
     const char *parent;    /* meta.json's parent: the catalog id it derives from (not owned; NULL: "base") */
+    cJSON *measured;       /* NULL, or meta.json's "measured": what differs from run
+                            * to run (seconds); never copied into a manifest, so
+                            * catalogs stay reproducible */
 } prn_variant;
 
 /* Frees what v holds and empties it (NULL-safe, idempotent). */

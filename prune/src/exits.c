@@ -617,9 +617,10 @@ static cJSON *curve_json(const double *c, int kmin, int n)
  * smallest exit-accuracy tolerance that brings the trunk to trunk_macs x the
  * base's MACs (or at trunk_tolerance), retrains it distilled from the base
  * and measures it. *trunk (batch o->batch, inference) becomes the pruned
- * trunk, *tcfg its cfg; fields receives "pruned_trunk". */
+ * trunk, *tcfg its cfg; fields receives "pruned_trunk" (deterministic),
+ * measured the seconds it took. */
 static int prune_trunk(const trn_cfg *cfg, trn_net **trunk, trn_cfg **tcfg, const prn_exits_opts *o, float *x,
-                       float *y, cJSON *fields, trn_err *err)
+                       float *y, cJSON *fields, cJSON *measured, trn_err *err)
 {
     trn_net *base = *trunk;
     int use_l1 = o->trunk_prune == 2, rc = -1;
@@ -740,7 +741,6 @@ static int prune_trunk(const trn_cfg *cfg, trn_net **trunk, trn_cfg **tcfg, cons
                                     prn_sbs_min_filters(ly->curve_l1, ly->filters, ly->kmin, o->trunk_tolerance));
             cJSON_AddNumberToObject(e, "rounds", ly->rounds);
             cJSON_AddNumberToObject(e, "fine_tunes", ly->fine_tunes);
-            cJSON_AddNumberToObject(e, "seconds", ly->seconds);
             cJSON_AddItemToArray(ls, e);
         }
         cJSON_AddItemToObject(tr, "valid_before_retraining", acc_json(v0, o->n_valid, "valid"));
@@ -773,13 +773,17 @@ static int prune_trunk(const trn_cfg *cfg, trn_net **trunk, trn_cfg **tcfg, cons
             for (int u = n; u > k; u--) exact += u; /* one fine-tune per candidate per round */
         }
         cJSON_AddNumberToObject(co, "exact_fine_tunes", exact);
-        cJSON_AddNumberToObject(co, "feature_seconds", sb->feature_seconds);
-        cJSON_AddNumberToObject(co, "ranking_seconds", t_rank);
-        cJSON_AddNumberToObject(co, "retrain_seconds", t_retrain);
-        cJSON_AddNumberToObject(co, "ranking_cpu_seconds", sb->cpu_seconds);
-        cJSON_AddNumberToObject(co, "retrain_cpu_seconds", c_retrain);
-        cJSON_AddStringToObject(co, "seconds_note", "wall clock of this run (the machine may be shared); *_cpu_seconds: "
-                                               "this process's CPU time");
+        /* the seconds go to meta.json's "measured" (not the manifest) */
+        cJSON *ms = cJSON_AddObjectToObject(measured, "pruned_trunk");
+        cJSON_AddNumberToObject(ms, "sbs_feature_seconds", sb->feature_seconds);
+        cJSON_AddNumberToObject(ms, "sbs_ranking_seconds", t_rank);
+        cJSON_AddNumberToObject(ms, "sbs_ranking_cpu_seconds", sb->cpu_seconds);
+        cJSON *lsec = cJSON_AddArrayToObject(ms, "sbs_layer_seconds");
+        for (int l = 0; l < L; l++) cJSON_AddItemToArray(lsec, cJSON_CreateNumber(sb->layers[l].seconds));
+        cJSON_AddNumberToObject(ms, "retrain_seconds", t_retrain);
+        cJSON_AddNumberToObject(ms, "retrain_cpu_seconds", c_retrain);
+        cJSON_AddStringToObject(ms, "note", "seconds: wall clock of this run (the machine may be shared); "
+                                            "cpu_seconds: this process's CPU time");
     }
     {
         trn_net *nt = net_copy(pcfg, pnet, o->batch, 1, 0, err);
@@ -824,6 +828,7 @@ int prn_early_exit(const trn_cfg *cfg, const char *cfg_path, const char *weights
     float *y = calloc((size_t)o->batch * (size_t)C, sizeof *y);
     split_eval va = {0}, te = {0};
     trn_cfg *tcfg = NULL; /* the trunk's cfg: the base's, or the pruned one */
+    cJSON *measured = NULL; /* seconds (meta.json's "measured") */
     cJSON *fields = cJSON_CreateObject(), *search = cJSON_AddArrayToObject(fields, "search"),
           *steps = cJSON_AddArrayToObject(fields, "plan_steps");
     if (!bs || !plan || !prefix || !thr || !rate || !x || !y || !fields) {
@@ -836,7 +841,11 @@ int prn_early_exit(const trn_cfg *cfg, const char *cfg_path, const char *weights
     uint64_t base_macs = net_macs(trunk), base_correct = 0;
     if (count_correct(trunk, o->test_x, o->test_y, o->n_test, &base_correct, err) != 0) goto out;
     if (o->trunk_prune) {
-        if (prune_trunk(cfg, &trunk, &tcfg, o, x, y, fields, err) != 0) goto out;
+        if (!(measured = cJSON_CreateObject())) {
+            trn_errf(err, "out of memory");
+            goto out;
+        }
+        if (prune_trunk(cfg, &trunk, &tcfg, o, x, y, fields, measured, err) != 0) goto out;
     } else if (!(tcfg = trn_cfg_clone(cfg, err)))
         goto out;
     double cap_macs = o->exit_cap > 0 ? o->exit_cap * (double)base_macs : INFINITY;
@@ -1229,6 +1238,8 @@ shrunk:
     }
     out->fields = fields;
     fields = NULL;
+    out->measured = measured;
+    measured = NULL;
     rc = 0;
 out_all:
     free(all);
@@ -1250,5 +1261,6 @@ out:
     free(y);
     trn_net_free(trunk);
     trn_cfg_free(tcfg);
+    cJSON_Delete(measured);
     return rc;
 }

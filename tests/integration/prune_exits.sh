@@ -105,6 +105,9 @@ assert t["method"] == "sbs" and t["counts_from"] == "trunk_macs", t
 assert t["macs"] <= 0.6 * t["base_macs"], (t["macs"], t["base_macs"])
 assert t["cost"]["fine_tunes"] > 0 and "approximation" in t["cost"] and t["cost"]["exact_fine_tunes"] > 0
 assert "l1_same_counts" in t and t["test"]["images"] > 0
+m = json.load(open(sys.argv[1]))["measured"]["pruned_trunk"]
+assert m["sbs_ranking_cpu_seconds"] >= 0 and m["retrain_cpu_seconds"] >= 0
+assert "seconds" not in json.dumps(tf), "seconds belong in measured, not in technique_fields"
 for l in t["layers"]:
     assert sorted(l["sbs_order"]) == list(range(l["filters"])), l
     assert sorted(l["l1_order"]) == list(range(l["filters"])), l
