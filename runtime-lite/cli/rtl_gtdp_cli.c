@@ -118,6 +118,7 @@ static double predicted_ms(rtl_model *m, const rtl_gtdp_worker *w, int n, int eq
 
 int cmd_run_gtdp(rtl_store *s, int argc, char **argv)
 {
+    keep_freed_memory();
     static const struct option opts[] = {
         {"workers", required_argument, 0, 'W'}, {"peer-key", required_argument, 0, 'K'},
         {"device-key", required_argument, 0, 'D'}, {"repeat", required_argument, 0, 'r'},

@@ -660,6 +660,7 @@ fail:
 
 int cmd_serve(rtl_store *s, int argc, char **argv)
 {
+    keep_freed_memory();
     static const struct option opts[] = {
         {"key", required_argument, 0, 'k'},          {"allow", required_argument, 0, 'a'},
         {"listen", required_argument, 0, 'l'},       {"port", required_argument, 0, 'p'},
@@ -775,6 +776,7 @@ int run_wants_split(int argc, char **argv)
 
 int cmd_run_split(rtl_store *s, int argc, char **argv)
 {
+    keep_freed_memory();
     for (int a = 1; a < argc; a++)
         if (!strncmp(argv[a], "--workers", 9)) return cmd_run_gtdp(s, argc, argv);
     struct popts o;
