@@ -134,13 +134,7 @@ int prn_cli_early_exit(int argc, char **argv, trn_err *err)
         else if (prn_exits_opts_set(&eo, o.set[i], err)) return -2;
     }
     eo.seed = o.seed;
-    trn_set_threads(o.threads);
-    const char *det = getenv("DETERMINISM");
-    if (det && *det) {
-        int m = trn_det_parse(det);
-        if (m < 0) return trn_errf(err, "DETERMINISM '%s' is not valid: use default or portable", det);
-        trn_set_determinism((trn_det_mode)m);
-    }
+    if (prn_cli_compute(o.threads, err)) return -1;
     trn_cfg *cfg = trn_cfg_read(o.cfg, err);
     if (!cfg) return -1;
     trn_net *base = NULL;
@@ -161,16 +155,7 @@ int prn_cli_early_exit(int argc, char **argv, trn_err *err)
     }
     trn_shape s = trn_net_input_shape(base);
     trn_loader_opts lo;
-    trn_loader_opts_defaults(&lo);
-    lo.w = s.w;
-    lo.h = s.h;
-    lo.c = s.c;
-    lo.batch = eo.batch;
-    lo.seed = o.seed;
-    lo.threads = o.threads;
-    lo.cache_bytes = (size_t)256 << 20;
-    trn_augment_from_net(base, &lo.aug);
-    if (trn_augment_check(&lo.aug, o.cfg, err) != 0) goto out;
+    if (prn_cli_loader_opts(base, o.cfg, eo.batch, o.seed, o.threads, (size_t)256 << 20, &lo, err)) goto out;
     if (!(ts.l = trn_loader_open(ds, TRN_SPLIT_TRAIN, &lo, err))) goto out;
     if (load_split(ds, TRN_SPLIT_VALID, s, o.threads, &vx, &vy, &nv, err) != 0 ||
         load_split(ds, TRN_SPLIT_TEST, s, o.threads, &tx, &ty, &nt, err) != 0)

@@ -34,23 +34,6 @@ static int feed_batch(void *ctx, uint64_t index, float *x, float *y, trn_err *er
     return trn_loader_get(((gr_feed *)ctx)->ld, index, x, y, err);
 }
 
-/* A network of cfg holding src's parameters (same cfg). */
-static trn_net *net_like(const trn_cfg *cfg, const trn_net *src, int batch, int infer_only, uint64_t seed,
-                         trn_err *err)
-{
-    trn_net_opts o;
-    trn_net_opts_defaults(&o);
-    o.batch = batch;
-    o.infer_only = infer_only;
-    o.seed = seed;
-    trn_net *n = trn_net_create(cfg, &o, err);
-    if (!n) return NULL;
-    int ns, nd;
-    const trn_param *ps = trn_net_params(src, &ns), *pd = trn_net_params(n, &nd);
-    for (int k = 0; k < nd && k < ns; k++) memcpy(pd[k].data, ps[k].data, pd[k].count * sizeof(float));
-    return n;
-}
-
 /* The folder of a file path ("." when none), into buf. */
 static const char *dir_of(const char *path, char *buf, size_t size)
 {
@@ -238,7 +221,7 @@ int prn_cli_grow(int argc, char **argv, trn_err *err)
         trn_cfg_set(tc, 0, "policy", "poly", err) || trn_cfg_set(tc, 0, "power", "2", err) ||
         trn_cfg_set(tc, 0, "burn_in", "0", err) || trn_cfg_setf(tc, 0, "max_batches", err, "%lld", batches > 0 ? batches : 1))
         goto done;
-    if (!(net = net_like(tc, base, 0, 0, (uint64_t)seed, err))) goto done;
+    if (!(net = prn_cli_net_like(tc, base, 0, 0, (uint64_t)seed, err))) goto done;
     if (prn_nest_check(net, &nest, err)) goto done;
     trn_net *seedn = load_step(steps, caps_step[0], rdir, NULL, err);
     if (!seedn) goto done;
@@ -249,12 +232,9 @@ int prn_cli_grow(int argc, char **argv, trn_err *err)
     if (trn_mkdir_p(out, err) != 0) goto done;
     snprintf(tmpdir, sizeof tmpdir, "%s/.grow", out);
     trn_loader_opts lo;
-    trn_loader_opts_defaults(&lo);
-    trn_shape sh = trn_net_input_shape(net);
-    lo.w = sh.w, lo.h = sh.h, lo.c = sh.c, lo.batch = trn_net_batch(net);
-    lo.seed = (uint64_t)seed, lo.threads = (int)threads, lo.cache_bytes = (size_t)256 << 20;
-    trn_augment_from_net(net, &lo.aug);
-    if (trn_augment_check(&lo.aug, roadp, err) != 0 || !(f.ld = trn_loader_open(ds, TRN_SPLIT_TRAIN, &lo, err)))
+    if (prn_cli_loader_opts(net, roadp, trn_net_batch(net), (uint64_t)seed, (int)threads, (size_t)256 << 20, &lo,
+                            err) ||
+        !(f.ld = trn_loader_open(ds, TRN_SPLIT_TRAIN, &lo, err)))
         goto done;
     for (int k = 1; k < ncap; k++) {
         if (!(init = load_step(steps, caps_step[k], rdir, NULL, err))) goto done;
@@ -270,7 +250,7 @@ int prn_cli_grow(int argc, char **argv, trn_err *err)
     }
     prn_nest_finish(net);
     /* Measure every capacity. */
-    if (!(ev = net_like(cfg, net, GR_EVAL_BATCH, 1, 0, err))) goto done;
+    if (!(ev = prn_cli_net_like(cfg, net, GR_EVAL_BATCH, 1, 0, err))) goto done;
     for (int k = 0; k < ncap; k++) {
         if (trn_net_set_capacity(ev, nest.filters + (size_t)k * L, err) ||
             prn_cli_evaluate(ev, ds, TRN_SPLIT_TEST, (int)threads, &acc[k], err))

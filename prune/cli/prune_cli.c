@@ -13,6 +13,7 @@
  * DIR/meta.json (meta.json last), or nothing at all when it fails.
  */
 #include "prune_cli.h"
+#include "prn_impl.h"
 #include "clikit.h"
 
 #include <errno.h>
@@ -175,6 +176,73 @@ int prn_cli_finish(prn_variant *v, const char *out, trn_err *err)
     if (prn_variant_write(v, out, err) != 0) return -1;
     printf("%s: %s\n", out, v->description);
     return 0;
+}
+
+int prn_cli_compute(int threads, trn_err *err)
+{
+    trn_set_threads(threads);
+    const char *det = getenv("DETERMINISM");
+    if (det && *det) {
+        int m = trn_det_parse(det);
+        if (m < 0) return trn_errf(err, "DETERMINISM '%s' is not valid: use default or portable", det);
+        trn_set_determinism((trn_det_mode)m);
+    }
+    return 0;
+}
+
+int prn_cli_head_opts(const prn_cli_opts *o, prn_head_opts *ho, trn_err *err)
+{
+    prn_head_opts_defaults(ho);
+    for (int i = 0; i < o->nset; i++)
+        if (prn_head_opts_set(ho, o->set[i], err)) return -1;
+    ho->with = o->head;
+    ho->seed = o->seed;
+    return 0;
+}
+
+int prn_cli_loader_opts(const trn_net *net, const char *where, int batch, uint64_t seed, int threads,
+                        size_t cache_bytes, trn_loader_opts *lo, trn_err *err)
+{
+    trn_shape s = trn_net_input_shape(net);
+    trn_loader_opts_defaults(lo);
+    lo->w = s.w, lo->h = s.h, lo->c = s.c;
+    lo->batch = batch;
+    lo->seed = seed;
+    lo->threads = threads;
+    lo->cache_bytes = cache_bytes;
+    trn_augment_from_net(net, &lo->aug);
+    return trn_augment_check(&lo->aug, where, err) != 0 ? -1 : 0;
+}
+
+trn_net *prn_cli_net_like(const trn_cfg *cfg, const trn_net *src, int batch, int infer_only, uint64_t seed,
+                          trn_err *err)
+{
+    trn_net_opts o;
+    trn_net_opts_defaults(&o);
+    o.batch = batch;
+    o.infer_only = infer_only;
+    o.seed = seed;
+    trn_net *n = trn_net_create(cfg, &o, err);
+    if (!n) return NULL;
+    int ns, nd;
+    const trn_param *ps = trn_net_params(src, &ns), *pd = trn_net_params(n, &nd);
+    if (ns != nd) {
+        trn_net_free(n);
+        trn_errf(err, "internal: parameter tables differ (%d, %d)", ns, nd);
+        return NULL;
+    }
+    for (int k = 0; k < nd; k++) memcpy(pd[k].data, ps[k].data, pd[k].count * sizeof(float));
+    trn_net_set_seen(n, trn_net_seen(src));
+    return n;
+}
+
+int prn_cli_write_json(const char *path, const cJSON *doc, trn_err *err)
+{
+    char *text = cJSON_Print(doc);
+    int rc = !text || prn_appendf(&text, "\n") ? trn_errf(err, "out of memory")
+                                               : trn_write_file_atomic(path, text, strlen(text), err);
+    free(text);
+    return rc != 0 ? -1 : 0;
 }
 
 static int cmd_rewrite(int argc, char **argv, trn_err *err)

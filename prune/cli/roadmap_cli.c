@@ -58,30 +58,6 @@ static int rm_set(rm_settings *s, const char *kv, trn_err *err)
     return 0;
 }
 
-/* A network of cfg (batch, inference only or not) holding src's parameters
- * (src built from the same cfg). NULL with err. */
-static trn_net *net_like(const trn_cfg *cfg, const trn_net *src, int batch, int infer_only, uint64_t seed,
-                         trn_err *err)
-{
-    trn_net_opts o;
-    trn_net_opts_defaults(&o);
-    o.batch = batch;
-    o.infer_only = infer_only;
-    o.seed = seed;
-    trn_net *n = trn_net_create(cfg, &o, err);
-    if (!n) return NULL;
-    int ns, nd;
-    const trn_param *ps = trn_net_params(src, &ns), *pd = trn_net_params(n, &nd);
-    if (ns != nd) {
-        trn_net_free(n);
-        trn_errf(err, "internal: parameter tables differ (%d, %d)", ns, nd);
-        return NULL;
-    }
-    for (int k = 0; k < nd; k++) memcpy(pd[k].data, ps[k].data, pd[k].count * sizeof(float));
-    trn_net_set_seen(n, trn_net_seen(src));
-    return n;
-}
-
 int prn_cli_evaluate(trn_net *net, const trn_dataset *ds, trn_split split, int threads, rm_acc *a, trn_err *err)
 {
     memset(a, 0, sizeof *a);
@@ -178,18 +154,14 @@ static int retrain(rm_step *s, const rm_settings *set, const trn_dataset *ds, ui
              trn_cfg_set(tc, 0, "burn_in", "0", err) ||
              trn_cfg_setf(tc, 0, "max_batches", err, "%lld", set->retrain_batches)
              ? -1 : 0;
-    trn_net *net = rc ? NULL : net_like(tc, s->net, 0, 0, seed, err);
+    trn_net *net = rc ? NULL : prn_cli_net_like(tc, s->net, 0, 0, seed, err);
     rm_feed f = {0};
     if (!net) rc = -1;
     if (rc == 0) {
         trn_net_set_seen(net, 0);
         trn_loader_opts lo;
-        trn_loader_opts_defaults(&lo);
-        trn_shape sh = trn_net_input_shape(net);
-        lo.w = sh.w, lo.h = sh.h, lo.c = sh.c, lo.batch = trn_net_batch(net);
-        lo.seed = seed, lo.threads = threads, lo.cache_bytes = (size_t)256 << 20;
-        trn_augment_from_net(net, &lo.aug);
-        if (trn_augment_check(&lo.aug, cfg_path, err) != 0 || !(f.ld = trn_loader_open(ds, TRN_SPLIT_TRAIN, &lo, err)))
+        if (prn_cli_loader_opts(net, cfg_path, trn_net_batch(net), seed, threads, (size_t)256 << 20, &lo, err) ||
+            !(f.ld = trn_loader_open(ds, TRN_SPLIT_TRAIN, &lo, err)))
             rc = -1;
     }
     if (rc == 0) {
@@ -216,7 +188,7 @@ static int retrain(rm_step *s, const rm_settings *set, const trn_dataset *ds, ui
 /* Evaluates s on the deciding split and the test split. */
 static int measure(rm_step *s, const trn_dataset *ds, trn_split eval, int threads, trn_err *err)
 {
-    trn_net *n = net_like(s->cfg, s->net, RM_EVAL_BATCH, 1, 0, err);
+    trn_net *n = prn_cli_net_like(s->cfg, s->net, RM_EVAL_BATCH, 1, 0, err);
     int rc = n ? 0 : -1;
     if (rc == 0) rc = prn_cli_evaluate(n, ds, eval, threads, &s->acc, err);
     if (rc == 0) {
@@ -322,13 +294,7 @@ int prn_cli_roadmap(int argc, char **argv, trn_err *err)
     rm_settings st = {0.2, 0.5, 0.01, 0.5, 0, 100, 256, 2, 12};
     for (int i = 0; i < set.n; i++)
         if (rm_set(&st, set.v[i], err)) return -2;
-    trn_set_threads((int)threads);
-    const char *det = getenv("DETERMINISM");
-    if (det && *det) {
-        int dm = trn_det_parse(det);
-        if (dm < 0) return trn_errf(err, "DETERMINISM '%s' is not valid: use default or portable", det);
-        trn_set_determinism((trn_det_mode)dm);
-    }
+    if (prn_cli_compute((int)threads, err)) return -1;
 
     int rc = -1, nsteps = 0, L = 0, made_dir = access(out, F_OK) != 0;
     rm_step steps[RM_MAX_STEPS];
@@ -337,7 +303,7 @@ int prn_cli_roadmap(int argc, char **argv, trn_err *err)
     prn_ranking *r = NULL, *r0 = NULL;
     cJSON *road = NULL, *j = NULL;
     int *base_n = NULL, **order = NULL, *target = NULL, **keep_buf = NULL;
-    char *text = NULL, stopped[512] = "", tmpdir[4096];
+    char stopped[512] = "", tmpdir[4096];
     trn_cfg *cfg = trn_cfg_read(cfgp, err);
     if (!cfg) return -1;
     if (!(ds = trn_dataset_open(data, err))) goto done;
@@ -405,7 +371,7 @@ int prn_cli_roadmap(int argc, char **argv, trn_err *err)
         /* Rank the current model. */
         prn_ranking_free(r);
         r = NULL;
-        trn_net *rn = m == PRN_RANK_TRR ? net_like(p->cfg, p->net, 48, 1, 0, err) : NULL;
+        trn_net *rn = m == PRN_RANK_TRR ? prn_cli_net_like(p->cfg, p->net, 48, 1, 0, err) : NULL;
         if (m == PRN_RANK_TRR && !rn) goto done;
         r = prn_cli_rank(rn ? rn : p->net, (prn_rank_method)m, ds, TRN_SPLIT_TRAIN, (uint64_t)seed + (uint64_t)k,
                          (uint64_t)st.triplets, err);
@@ -557,10 +523,9 @@ int prn_cli_roadmap(int argc, char **argv, trn_err *err)
     cJSON_AddItemToObject(j, "steps", js);
     cJSON_AddNumberToObject(j, "seed_step", seed_step);
     cJSON_AddStringToObject(j, "stopped", stopped);
-    if (!(text = cJSON_Print(j)) || prn_appendf(&text, "\n")) goto oom;
     char path[4096];
     snprintf(path, sizeof path, "%s/roadmap.json", out);
-    if (trn_write_file_atomic(path, text, strlen(text), err) != 0) goto done;
+    if (prn_cli_write_json(path, j, err) != 0) goto done;
     int seed_filters = 0;
     for (int l = 0; l < L; l++) seed_filters += steps[seed_step].kept[l];
     printf("%s: %s roadmap of %d steps, seed step %d (%d of %d filters, %.3fx the base's MACs, %s top-1 %.4f "
@@ -595,7 +560,6 @@ done:
     free(keep_buf);
     free(base_n);
     free(target);
-    free(text);
     cJSON_Delete(j);
     cJSON_Delete(road);
     prn_ranking_free(r);

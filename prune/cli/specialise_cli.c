@@ -223,18 +223,8 @@ int prn_cli_specialise(int argc, char **argv, trn_err *err)
     if (!o.generic_cfg != !o.generic_weights)
         return trn_errf(err, "--generic-cfg and --generic-weights go together"), -2;
     prn_head_opts ho;
-    prn_head_opts_defaults(&ho);
-    for (int i = 0; i < o.nset; i++)
-        if (prn_head_opts_set(&ho, o.set[i], err)) return -1;
-    ho.with = o.head;
-    ho.seed = o.seed;
-    trn_set_threads(o.threads);
-    const char *det = getenv("DETERMINISM");
-    if (det && *det) {
-        int m = trn_det_parse(det);
-        if (m < 0) return trn_errf(err, "DETERMINISM '%s' is not valid: use default or portable", det);
-        trn_set_determinism((trn_det_mode)m);
-    }
+    if (prn_cli_head_opts(&o, &ho, err)) return -1;
+    if (prn_cli_compute(o.threads, err)) return -1;
     ctx *cx = calloc(MAX_CTX, sizeof *cx);
     prn_variant *v = calloc(MAX_CTX, sizeof *v);
     int nc = 0, rc = -1;
@@ -248,7 +238,6 @@ int prn_cli_specialise(int argc, char **argv, trn_err *err)
     int *gpred = NULL, *labels = NULL, *truth = NULL, *spred = NULL;
     feed fd = {0};
     cJSON *table = NULL;
-    char *json = NULL;
     if (!cx || !v) {
         trn_errf(err, "out of memory");
         goto out;
@@ -297,18 +286,9 @@ int prn_cli_specialise(int argc, char **argv, trn_err *err)
         !(rte = index_split(ds, TRN_SPLIT_TEST, &nte, err)))
         goto out;
     /* The model's outputs at the cut, once for every image of the set. */
-    trn_shape s = trn_net_input_shape(base);
     trn_loader_opts lo;
-    trn_loader_opts_defaults(&lo);
-    lo.w = s.w;
-    lo.h = s.h;
-    lo.c = s.c;
-    lo.batch = 64;
-    lo.seed = o.seed;
-    lo.threads = o.threads;
+    if (prn_cli_loader_opts(base, o.cfg, 64, o.seed, o.threads, 0, &lo, err)) goto out;
     lo.shuffle = 0;
-    trn_augment_from_net(base, &lo.aug);
-    if (trn_augment_check(&lo.aug, o.cfg, err) != 0) goto out;
     if (!(fd.y = malloc((size_t)64 * (size_t)classes * sizeof *fd.y))) {
         trn_errf(err, "out of memory");
         goto out;
@@ -518,20 +498,7 @@ int prn_cli_specialise(int argc, char **argv, trn_err *err)
     }
     char path[4200];
     snprintf(path, sizeof path, "%s/specialise.json", o.out);
-    if (!(json = cJSON_Print(table))) {
-        trn_errf(err, "out of memory");
-        goto out;
-    }
-    size_t jl = strlen(json);
-    char *grown = realloc(json, jl + 2);
-    if (!grown) {
-        trn_errf(err, "out of memory");
-        goto out;
-    }
-    json = grown;
-    json[jl] = '\n';
-    json[jl + 1] = 0;
-    if (trn_write_file_atomic(path, json, jl + 1, err) != 0) goto out;
+    if (prn_cli_write_json(path, table, err) != 0) goto out;
     printf("%s: %d specialised models (L%d.. retrained)\n", o.out, nc, cut + 1);
     rc = 0;
 out:
@@ -544,7 +511,6 @@ out:
     free(labels);
     free(truth);
     free(spred);
-    free(json);
     cJSON_Delete(table);
     prn_features_free(&ftr);
     prn_features_free(&fte);

@@ -29,6 +29,18 @@ char *prn_strdupf(const char *fmt, ...) TRN_PRINTF(1, 2);
  * memory (*s is then freed and NULL). */
 int prn_appendf(char **s, const char *fmt, ...) TRN_PRINTF(2, 3);
 
+/* One key of a training verb's --set key=value: an integer (i, in
+ * lo..10000000) or a number (f, in [0, 100]). */
+typedef struct prn_set_key {
+    const char *name;
+    int *i;
+    long lo;
+    float *f;
+} prn_set_key;
+/* Sets the key of kv among t[0..n) (mimic's and retarget's --set); -1
+ * with err naming the keys on an unknown key or a bad value. */
+int prn_set_kv(const prn_set_key *t, int n, const char *kv, trn_err *err);
+
 /* The --with text of mimic and retarget (sections separated by ';', items
  * by ','; the first item of a section its type) as cfg text whose line k
  * holds the k-th item, so that messages point at items. NULL when out of

@@ -9,6 +9,9 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,6 +80,23 @@ int fail(const rtl_err *err)
 {
     fprintf(stderr, "rtl: error: %s\n", err->msg);
     return 1;
+}
+
+rtl_model *open_variant(rtl_store *s, const char *id, const char *variant, long long threads, rtl_catalog **cat)
+{
+    rtl_err err;
+    if (!(*cat = rtl_catalog_open(s, id, &err))) {
+        fail(&err);
+        return NULL;
+    }
+    rtl_model_options mo = {.threads = (int)threads};
+    rtl_model *m = rtl_model_open(*cat, variant, &mo, &err);
+    if (!m) {
+        rtl_catalog_close(*cat);
+        *cat = NULL;
+        fail(&err);
+    }
+    return m;
 }
 
 int sub_opts(int argc, char **argv, const ck_verb *v, int lo, int hi, int *rc)
@@ -357,6 +377,15 @@ int main(int argc, char **argv)
                                          {"version", no_argument, 0, 'V'},
                                          {"man", no_argument, 0, 'M'},
                                          {0, 0, 0, 0}};
+#ifdef __GLIBC__
+    /* rtl serve and rtl run --workers/--peer allocate a few MB per request
+     * (frames, activations); by default glibc hands such blocks back to the
+     * kernel when freed and faults them in again on the next request. Kept:
+     * a GTDP forward of AlexNet's trunk over one worker cost the device
+     * 11 ms of CPU beside 5.6 ms with these (tests/bench/rtl_gtdp.sh). */
+    mallopt(M_MMAP_THRESHOLD, 32 << 20);
+    mallopt(M_TRIM_THRESHOLD, 256 << 20);
+#endif
     g_root = getenv("RTL_ROOT");
     g_keys = getenv("RTL_KEYS");
     int c;

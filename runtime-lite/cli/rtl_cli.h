@@ -13,11 +13,17 @@ struct cmd_opts {
     int allow_downgrade, json;
     long long top, runs, warmup, threads; /* defaults 5, 20, 3, 0 (keep) */
     double alpha; /* early exits' knob; -1: the model's default (1) */
+    double gap_ms; /* rtl profile: idle time before each timed run (0) */
 };
 #define CMD_OPTS_DEFAULTS {.top = 5, .runs = 20, .warmup = 3, .alpha = -1}
 
 /* Prints "rtl: error: MSG" and returns 1. */
 int fail(const rtl_err *err);
+
+/* Variant `variant` of installed catalog `id`, opened with `threads`
+ * compute threads (0: keep), and its catalog in *cat (both to close). NULL
+ * after printing the error (fail's). */
+rtl_model *open_variant(rtl_store *s, const char *id, const char *variant, long long threads, rtl_catalog **cat);
 
 /* Parses a command's options with the kit (v's option table, whose rows
  * point into the command's struct cmd_opts) and checks that it got between

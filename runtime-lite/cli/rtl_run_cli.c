@@ -77,15 +77,10 @@ int cmd_run(rtl_store *s, int argc, char **argv)
                              "Exit status 1 when a variant cannot be loaded or an image cannot be read.\n"};
     int rc, i = sub_opts(argc, argv, &v, 3, INT_MAX, &rc);
     if (i < 0) return rc;
+    rtl_catalog *cat;
+    rtl_model *m = open_variant(s, argv[i], argv[i + 1], o.threads, &cat);
+    if (!m) return 1;
     rtl_err err;
-    rtl_catalog *cat = rtl_catalog_open(s, argv[i], &err);
-    if (!cat) return fail(&err);
-    rtl_model_options mo = {.threads = (int)o.threads};
-    rtl_model *m = rtl_model_open(cat, argv[i + 1], &mo, &err);
-    if (!m) {
-        rtl_catalog_close(cat);
-        return fail(&err);
-    }
     if (capacity && rtl_model_set_capacity(m, (int)capacity, &err) != 0) {
         rtl_model_close(m);
         rtl_catalog_close(cat);
@@ -119,6 +114,7 @@ int cmd_run(rtl_store *s, int argc, char **argv)
             }
             pc = bcat;
         }
+        rtl_model_options mo = {.threads = (int)o.threads};
         if (pc) pm = rtl_model_open(pc, partner, &mo, &err);
         if (!pm) {
             rtl_model_close(m);
@@ -200,6 +196,7 @@ static cJSON *latency_json(const rtl_latency *l)
     cJSON_AddNumberToObject(o, "runs", l->runs);
     cJSON_AddNumberToObject(o, "ms_median", l->ms_median);
     cJSON_AddNumberToObject(o, "ms_mean", l->ms_mean);
+    if (l->gap_ms > 0) cJSON_AddNumberToObject(o, "gap_ms", l->gap_ms);
     cJSON_AddNumberToObject(o, "measured_at", (double)l->measured_at);
     return o;
 }
@@ -225,7 +222,7 @@ static int profile_one(rtl_catalog *cat, const char *id, const struct cmd_opts *
         fprintf(stderr, "rtl: error: out of memory\n");
     } else {
         fill_pattern(x, rtl_model_input_size(m));
-        if (rtl_model_measure(m, x, (uint32_t)o->warmup, (uint32_t)o->runs, lat, &err) != 0 ||
+        if (rtl_model_measure_paced(m, x, (uint32_t)o->warmup, (uint32_t)o->runs, o->gap_ms, lat, &err) != 0 ||
             rtl_profile_save(cat, lat, 1, &err) != 0)
             fail(&err);
         else
@@ -243,10 +240,14 @@ int cmd_profile(rtl_store *s, int argc, char **argv)
         {"--runs", "N", CK_INT, &o.runs, 1, 1000000, "timed runs (default 20)"},
         {"--warmup", "N", CK_INT, &o.warmup, 0, 1000000, "untimed runs first (default 3)"},
         {"--threads", "N", CK_INT, &o.threads, 1, 1024, "compute threads (default: all cores)"},
+        {"--gap-ms", "G", CK_REAL, &o.gap_ms, 0, 3.6e6,
+         "sleep G ms before each timed run: requests at a frame rate (a run after\n"
+         "the core idled) instead of back to back (default 0)"},
         {"--json", NULL, CK_FLAG, &o.json, 0, 0, "print the measurements as JSON as well"},
         {0},
     };
-    const ck_verb v = {"profile", NULL, NULL, "ID [VARIANT...] [--runs N] [--warmup N] [--threads N] [--json]",
+    const ck_verb v = {"profile", NULL, NULL,
+                       "ID [VARIANT...] [--runs N] [--warmup N] [--threads N] [--gap-ms G] [--json]",
                        "Measures the batch-1 latency of each VARIANT of installed catalog ID (default:\n"
                        "all that this runtime can load) on this device: N timed runs after the warm-up\n"
                        "runs, median and mean. Each result is stored, marked as measured on this device\n"
@@ -316,10 +317,11 @@ static void format_time(int64_t t, char *out, size_t size)
 
 static void latency_row(const char *id, const char *where, const rtl_latency *l, const char *note)
 {
-    char mean[32];
+    char mean[32], gap[48] = "";
     snprintf(mean, sizeof mean, "%.4g", l->ms_mean);
-    printf("%-24s %-18s %10.4g %10s  measured: %s, %d thread%s, %" PRIu32 " runs%s%s\n", id, where, l->ms_median,
-           mean, l->machine[0] ? l->machine : "?", l->threads, l->threads == 1 ? "" : "s", l->runs,
+    if (l->gap_ms > 0) snprintf(gap, sizeof gap, " %.4g ms apart", l->gap_ms);
+    printf("%-24s %-18s %10.4g %10s  measured: %s, %d thread%s, %" PRIu32 " runs%s%s%s\n", id, where, l->ms_median,
+           mean, l->machine[0] ? l->machine : "?", l->threads, l->threads == 1 ? "" : "s", l->runs, gap,
            note[0] ? ", " : "", note);
 }
 

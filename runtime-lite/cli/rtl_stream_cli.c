@@ -163,9 +163,17 @@ static int read_control(const char *path, struct sched_cli *o, double *horizon, 
     return rc;
 }
 
+/* An open model. The scheduler pages a task's models in and out of its
+ * one slot per location; a model it pages out stays open here (warm: its
+ * network built, its weights' pages resident) while the open models fit
+ * the memory budget, so that a switch back is not a reload (MCDNN's
+ * per-request pacing alternates between two variants at every request
+ * when the energy budget binds). Beyond the memory budget the least
+ * recently used model no slot holds is closed. */
 struct open_model {
     char variant[RTL_ID_MAX + 1];
     rtl_model *m;
+    uint64_t bytes, used; /* mapped weight bytes; the request it last ran */
 };
 
 int cmd_stream(rtl_store *st, int argc, char **argv)
@@ -295,6 +303,10 @@ int cmd_stream(rtl_store *st, int argc, char **argv)
                     nanosleep(&ts, NULL);
                 }
             }
+            /* the request's time: its frame's due time when paced (the
+             * same for --dry-run and a run, whatever the runs take: the
+             * trace the prediction is for), else the clock */
+            double t_req = fps > 0 ? (double)frame / fps : now_s() - t0;
             int changed = g_hup;
             if (control && stat(control, &cst) == 0 &&
                 (cst.st_mtim.tv_sec != cmtime || cst.st_mtim.tv_nsec != cmnsec || cst.st_size != csize))
@@ -310,7 +322,7 @@ int cmd_stream(rtl_store *st, int argc, char **argv)
                 } else {
                     n.offline = 1;
                     o = n, horizon = h;
-                    if (sched_budget(s, &o, horizon, now_s() - t0, &err) != 0) {
+                    if (sched_budget(s, &o, horizon, t_req, &err) != 0) {
                         rc = fail(&err);
                         break;
                     }
@@ -328,7 +340,7 @@ int cmd_stream(rtl_store *st, int argc, char **argv)
                 }
                 const rtl_sched_task *task = rtl_sched_task_at(s, (size_t)a);
                 rtl_sched_decision d;
-                if (rtl_sched_decide(s, a, now_s() - t0, frame, -1, &d, &err) != 0) {
+                if (rtl_sched_decide(s, a, t_req, frame, -1, &d, &err) != 0) {
                     rc = fail(&err);
                     break;
                 }
@@ -348,7 +360,7 @@ int cmd_stream(rtl_store *st, int argc, char **argv)
                 double ms = d.latency_ms, mj = d.energy_mj;
                 const char *answer = NULL;
                 float prob = 0;
-                int ok = -1;
+                int ok = -1, exit_taken = -1;
                 if (!dry) {
                     struct open_model *om = NULL;
                     for (size_t m = 0; m < nmodels; m++)
@@ -366,10 +378,20 @@ int cmd_stream(rtl_store *st, int argc, char **argv)
                         om = &models[nmodels++];
                         snprintf(om->variant, sizeof om->variant, "%s", op->variant);
                         om->m = m;
+                        om->bytes = rtl_model_mapped_bytes(m);
                     }
+                    om->used = requests;
                     if (op->capacity > 0 && rtl_model_capacities(om->m) > 0 &&
                         rtl_model_capacity(om->m) != op->capacity &&
                         rtl_model_set_capacity(om->m, op->capacity, &err) != 0) { /* switched in place */
+                        printf(",\"error\":");
+                        rtl_json_string(err.msg);
+                        printf("}\n");
+                        rc = fail(&err);
+                        break;
+                    }
+                    if (op->alpha > 0 && rtl_model_exits(om->m) > 0 && rtl_model_alpha(om->m) != (float)op->alpha &&
+                        rtl_model_set_alpha(om->m, (float)op->alpha, &err) != 0) { /* the early-exit knob */
                         printf(",\"error\":");
                         rtl_json_string(err.msg);
                         printf("}\n");
@@ -408,6 +430,7 @@ int cmd_stream(rtl_store *st, int argc, char **argv)
                      * decision): there is no power meter to measure it */
                     answer = top.label;
                     prob = top.prob;
+                    if (rtl_model_exits(om->m) > 0) exit_taken = rtl_model_exit_taken(om->m);
                     /* truth from the file name: a label of the task in its base name */
                     size_t nl = 0;
                     const char *const *labels = rtl_catalog_task_labels(cat, task->task, &nl);
@@ -436,24 +459,33 @@ int cmd_stream(rtl_store *st, int argc, char **argv)
                 else printf(",\"capacity\":null");
                 if (op->alpha > 0) printf(",\"alpha\":%g", op->alpha);
                 else printf(",\"alpha\":null");
-                printf(",\"exit\":null,\"location\":\"%s\",\"latency_ms\":%.4f,\"predicted_ms\":%.4f,\"energy_mj\":%.4f,"
+                if (exit_taken >= 0) printf(",\"exit\":%d", exit_taken);
+                else printf(",\"exit\":null");
+                printf(",\"location\":\"%s\",\"latency_ms\":%.4f,\"predicted_ms\":%.4f,\"energy_mj\":%.4f,"
                        "\"cloud_usd\":%.8f,\"top1\":%.4f,\"paged_in\":%d,\"paged_out\":%d}\n",
                        rtl_loc_name(d.loc), ms, d.latency_ms, mj, d.cloud_usd, d.top1, d.paged_in, d.paged_out);
             }
-            /* page out: close the models the scheduler no longer holds */
-            for (size_t m = 0; m < nmodels;) {
-                int held = 0;
-                for (int a = 0; a < napps && !held; a++)
-                    for (int l = RTL_LOC_DEVICE; l <= RTL_LOC_SPLIT && !held; l++) {
-                        int op = rtl_sched_cached(s, a, (enum rtl_loc)l);
-                        held = op >= 0 && !strcmp(rtl_sched_task_at(s, (size_t)a)->options[op].variant, models[m].variant);
-                    }
-                if (held) {
-                    m++;
-                    continue;
+            /* page out: the models no slot holds stay open (warm) while all
+             * open models fit the memory budget; beyond it, least recently
+             * used first, they are closed */
+            uint64_t open_bytes = 0, cap = o.memory_mb > 0 ? (uint64_t)(o.memory_mb * 1048576.0) : 0;
+            for (size_t m = 0; m < nmodels; m++) open_bytes += models[m].bytes;
+            while (cap && open_bytes > cap) {
+                size_t lru = nmodels;
+                for (size_t m = 0; m < nmodels; m++) {
+                    int held = 0;
+                    for (int a = 0; a < napps && !held; a++)
+                        for (int l = RTL_LOC_DEVICE; l <= RTL_LOC_SPLIT && !held; l++) {
+                            int op = rtl_sched_cached(s, a, (enum rtl_loc)l);
+                            held = op >= 0 &&
+                                   !strcmp(rtl_sched_task_at(s, (size_t)a)->options[op].variant, models[m].variant);
+                        }
+                    if (!held && (lru == nmodels || models[m].used < models[lru].used)) lru = m;
                 }
-                rtl_model_close(models[m].m);
-                models[m] = models[--nmodels];
+                if (lru == nmodels) break; /* only held models left: the scheduler's budget holds them */
+                open_bytes -= models[lru].bytes;
+                rtl_model_close(models[lru].m);
+                models[lru] = models[--nmodels];
             }
             fflush(stdout);
         }

@@ -381,6 +381,7 @@ typedef struct rtl_latency {
     double ms_median, ms_mean;
     int64_t measured_at;          /* Unix time; -1 when unknown */
     uint64_t catalog_version;     /* the catalog version measured (0: unknown) */
+    double gap_ms;                /* idle time before each timed run (0: back to back) */
 } rtl_latency;
 
 /* The manifest's measured latency of v on `where` (e.g. "build-host");
@@ -566,6 +567,11 @@ RTL_API int rtl_model_top(const rtl_model *m, size_t k, rtl_class *out, size_t *
  * threads, runs, median and mean, the time and the catalog version. */
 RTL_API int rtl_model_measure(rtl_model *m, const float *x, uint32_t warmup, uint32_t runs,
                               rtl_latency *out, rtl_err *err) RTL_MUST_CHECK;
+/* The same with gap_ms (>= 0) of sleep before each timed run: the latency
+ * of requests that arrive at a frame rate (a run after the core idled, its
+ * caches taken by whatever ran meanwhile) rather than back to back. */
+RTL_API int rtl_model_measure_paced(rtl_model *m, const float *x, uint32_t warmup, uint32_t runs, double gap_ms,
+                                    rtl_latency *out, rtl_err *err) RTL_MUST_CHECK;
 
 /* ---- split execution (runtime-lite/src/model.c) ---------------------------
  *
@@ -734,9 +740,13 @@ typedef struct rtl_gtdp_worker {
 
 typedef struct rtl_gtdp_layer {
     int index;
-    int c_in, h_in, w_in, c, h, w, size, stride, pad; /* pad: pixels */
+    int c_in, h_in, w_in, c, h, w, size, stride, pad; /* pad: pixels; c, h, w: the block's output */
     uint64_t macs;
-    double ms;      /* the whole layer's time on this host */
+    double ms;      /* the whole block's time on this host */
+    /* A max pool fused after the convolution (pool_size 0: none): the
+     * block is layers index..last, its output the pool's; conv_h, conv_w:
+     * the convolution's output (== h, w without a pool). */
+    int last, conv_h, conv_w, pool_size, pool_stride, pool_pad;
 } rtl_gtdp_layer;
 
 typedef struct rtl_gtdp_part {
@@ -762,9 +772,14 @@ RTL_API int rtl_gtdp_plan_layer(const rtl_gtdp_layer *l, const rtl_gtdp_worker *
 /* The reference: n equal row bands, worker i the i-th. */
 RTL_API int rtl_gtdp_plan_equal(const rtl_gtdp_layer *l, const rtl_gtdp_worker *w, int n,
                                 rtl_gtdp_layer_plan *out, rtl_err *err);
-/* Layer i of m as a GTDP layer (its time: rtl_model_profile_layers'); -1
- * when it is not an ungrouped convolutional layer. */
+/* Layer i of m as a GTDP block (its time: rtl_model_profile_layers'): the
+ * convolution, with the max pool right after it when nothing else reads
+ * the convolution's output; -1 when layer i is not an ungrouped
+ * convolutional layer. */
 RTL_API int rtl_gtdp_model_layer(const rtl_model *m, int i, rtl_gtdp_layer *out);
+/* The same, and 0 only when the block can be split: the model can be cut
+ * before it and after it (no route or shortcut crosses it). */
+RTL_API int rtl_gtdp_model_split(const rtl_model *m, int i, rtl_gtdp_layer *out);
 
 /* ---- the peer: running model suffixes on a server (src/peer.c, frame.c) ----
  *
@@ -846,9 +861,11 @@ RTL_API int rtl_peer_run(rtl_peer *p, const char *catalog, const char *variant, 
                          rtl_err *err) RTL_MUST_CHECK;
 RTL_API void rtl_peer_close(rtl_peer *p);
 
-/* GTDP part q of conv layer `layer` (x: input rows q->in_r0..in_r1, all
- * channels, n floats) computed by the peer: its rows x channels in out. */
-RTL_API int rtl_peer_run_part(rtl_peer *p, const char *catalog, const char *variant, int layer,
+/* GTDP part q of the block of layers first..last (a convolution, and its
+ * fused max pool when last = first + 1: rtl_gtdp_model_layer; x: input
+ * rows q->in_r0..in_r1, all channels, n floats) computed by the peer: its
+ * rows x channels in out. */
+RTL_API int rtl_peer_run_part(rtl_peer *p, const char *catalog, const char *variant, int first, int last,
                               const rtl_gtdp_part *q, const float *x, size_t n, float *out, size_t cap,
                               size_t *nout, int deadline_ms, rtl_err *err) RTL_MUST_CHECK;
 /* Computes GTDP part q of m's layer here (what a worker runs); x as above,
@@ -857,7 +874,7 @@ RTL_API int rtl_gtdp_compute_part(rtl_model *m, int layer, const rtl_gtdp_part *
                                   float *out, rtl_err *err) RTL_MUST_CHECK;
 
 typedef struct rtl_gtdp_stats {
-    int split_layers;        /* layers spread over the workers */
+    int split_layers;        /* blocks (a convolution, with its max pool) spread over the workers */
     int parts;               /* parts sent */
     int recomputed;          /* parts whose worker failed, computed here instead */
     uint64_t bytes;          /* floats moved both ways, as bytes */

@@ -177,4 +177,47 @@ import json, sys; m = json.load(open(sys.argv[1])); b = json.load(open(sys.argv[
 sys.exit(not (m['base']['catalog'] == b['catalog'] and m['base']['version'] == b['version']))" \
         "$(dirname "$addon")/manifest.json" "$T/tiny/manifest.json"
 fi
+
+# 6. The scheduler on this real catalog (issue 19 items 1 and 2, on a
+# catalog the pipeline built rather than a written fixture): MCDNN's traces
+# S1-S3 with an energy budget that binds (a third of what device-only takes
+# unconstrained) and MCDNN's cloud budget scaled to the hour; MCDNN has the
+# highest average accuracy within both budgets. Then NestDNN's concurrency
+# trace on the nested variant's real capacities (capacities.json).
+for tr in s1 s2 s3; do
+    "$BIN/rtl" simulate "$arch" --trace $tr --hours 1 --policy device-only --energy-wh -1 --cloud-usd -1 --json \
+        >"$T/free-$tr.json" 2>"$T/err"
+    e=$(python3 -c 'import json,sys; print("%.6g" % (json.load(open(sys.argv[1]))[0]["policies"][0]["energy_wh"] / 3))' \
+        "$T/free-$tr.json" 2>/dev/null)
+    expect_ok "simulate $tr on the built catalog (energy budget ${e:-?} Wh, \$0.00667 over an hour)" \
+        "$BIN/rtl" simulate "$arch" --trace $tr --hours 1 --energy-wh "${e:-0}" --cloud-usd 0.00667 --json
+    cp "$T/out" "$T/sim-$tr.json"
+done
+t_check "MCDNN has the highest accuracy on S1-S3 of the built catalog, within both budgets" python3 -c '
+import json, sys
+for f in sys.argv[1:]:
+    t = json.load(open(f))[0]
+    p = {x["policy"]: x for x in t["policies"]}
+    m = p["mcdnn"]
+    assert len(p) == 6 and m["served"] > 0, p
+    assert p["device-only"]["energy_out_s"] > 0, (f, "the energy budget does not bind", p["device-only"])
+    for k, x in p.items():
+        assert x["energy_wh"] <= t["energy_wh"] + 1e-9 and x["cloud_usd"] <= t["cloud_usd"] + 1e-9, (f, k, x)
+        assert k == "mcdnn" or x["accuracy"] <= m["accuracy"] + 1e-12, (f, k, x["accuracy"], m["accuracy"])
+' "$T"/sim-s1.json "$T"/sim-s2.json "$T"/sim-s3.json
+expect_ok "concurrency on the built catalog's nested variant" \
+    "$BIN/rtl" simulate "$arch" --trace concurrency --hours 0.2 --json
+t_check "NestDNN and the knee use the nested variant's capacities" python3 -c '
+import json, sys
+t = json.load(open(sys.argv[1]))[0]
+caps = json.load(open(sys.argv[2]))
+n = len(caps["capacities"] if isinstance(caps, dict) else caps)
+p = {x["policy"]: x for x in t["policies"]}
+assert set(p) == {"nest-total", "nest-max", "knee"} and n >= 2, (p.keys(), n)
+assert all(x["served"] > 0 for x in p.values()), p
+sw = [x for x in t["alpha_sweep"] if "alpha" in x]
+for pol in ("nest-total", "nest-max"):
+    c = sorted((x for x in sw if x["policy"] == pol), key=lambda x: x["alpha"])
+    assert c[0]["accuracy"] >= c[-1]["accuracy"] and c[-1]["fps"] >= c[0]["fps"], c
+' "$T/out" "$T/tiny/variants/nest/capacities.json"
 t_done

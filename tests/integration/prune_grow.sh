@@ -7,59 +7,11 @@
 # and errors that exit non-zero and leave nothing behind.
 . "$TOP/tests/lib.sh"
 P=$BIN/prune
-TOOL=$TESTD/tools/prune-testtool
 jqc() { jq -e "$1" "$2" >/dev/null; } # FILTER FILE: the filter holds
 
-cat >"$T/base.cfg" <<'EOF2'
-[net]
-batch=8
-width=16
-height=16
-channels=3
-learning_rate=0.1
-momentum=0.9
-decay=0.0005
-
-[convolutional]
-batch_normalize=1
-filters=8
-size=3
-stride=1
-pad=1
-activation=relu
-
-[maxpool]
-size=2
-stride=2
-
-[convolutional]
-batch_normalize=1
-filters=8
-size=3
-stride=1
-pad=1
-activation=relu
-
-[maxpool]
-size=2
-stride=2
-
-[connected]
-output=12
-activation=relu
-
-[connected]
-output=2
-activation=linear
-
-[softmax]
-EOF2
-"$TOOL" weights "$T/base.cfg" 5 "$T/base.weights" || t_fail "fixture weights"
-"$TOOL" images "$T/data" 12 16 4 || t_fail "fixture images"
+. "$TOP/tests/integration/prune/nest.sh"
+nest_fixture "$T" || { t_done; exit 0; }
 D=$T/data/tiny.data
-"$P" roadmap --cfg "$T/base.cfg" --weights "$T/base.weights" --data "$D" --method l1 --seed 3 \
-    --out "$T/rm" --set step=0.25 --set min_accuracy=0 --set retrain_batches=5 --set max_steps=4 \
-    >/dev/null 2>&1 || t_fail "fixture roadmap"
 R=$T/rm/roadmap.json
 G=(grow --roadmap "$R" --data "$D" --seed 1 --set batches=5)
 

@@ -9,8 +9,7 @@
 . "$TOP/tests/lib.sh"
 cd "$T" || exit 1
 export SOURCE_DATE_EPOCH=1700000000
-"$BIN/dataset" generate --out "$T" --name s --seed 3 --size 16 --train 3 --valid 1 --test 2 \
-    --no-contexts --threads 1 >/dev/null 2>&1 || { t_fail "fixture data set"; t_done; exit 0; }
+. "$TOP/tests/integration/rtl/tasks.sh"
 cat >base.cfg <<'EOF'
 [net]
 batch=8
@@ -45,25 +44,8 @@ activation=linear
 
 [softmax]
 EOF
+tasks_fixture base.cfg || { t_done; exit 0; }
 V=c/variants
-mkdir -p $V/base
-cp base.cfg $V/base/variant.cfg
-"$BIN/trainer" train --cfg base.cfg --data s/s.data --backup bk --seed 2 --threads 1 --loader-threads 1 \
-    --quiet >train.log 2>&1 && cp bk/base.weights $V/base/variant.weights ||
-    { t_fail "train the fixture base" "$(tail -n 5 train.log)"; t_done; exit 0; }
-vjson() { # ID TASK META COST
-    python3 - "$@" <<'EOF'
-import json, sys
-vid, task, meta, cost = sys.argv[1:5]
-m = json.load(open(meta)) if meta != "-" else {"technique": "base", "description": "base", "technique_fields": {}}
-sp = m["technique"] != "base"
-print(json.dumps({"schema": 1, "id": vid, "model": "tiny", "technique": m["technique"],
-    "parent": "base" if sp else None, "depends_on": ["base"] if sp else [], "description": m["description"],
-    "task": task, "files": [{"role": "cfg", "path": "variant.cfg"}, {"role": "weights", "path": "variant.weights"}],
-    "accuracy": {}, "technique_fields": m["technique_fields"], "cost": json.loads(cost)}))
-EOF
-}
-vjson base identity - "$("$BIN/trainer" info --json $V/base/variant.cfg)" >$V/base/variant.json
 "$BIN/catalog" keygen -p k.pub -s k.key -W >/dev/null
 pack_base() { # VERSION
     "$BIN/catalog" pack $V -o base$1 --task identity=s/s.names --version "$1" --key k.key >/dev/null 2>&1
@@ -76,7 +58,7 @@ expect_ok "prune specialise" "$BIN/prune" specialise --cfg $V/base/variant.cfg -
     --data s/s.data --contexts ctx/contexts.list --set batches=200 --set aug_passes=0 --seed 1 --out sp
 A=a/variants/spec
 mkdir -p $A && cp sp/n3-p0.7/variant.cfg $A/ && cp sp/n3-p0.7/init.weights $A/variant.weights
-vjson spec ctx sp/n3-p0.7/meta.json "$("$BIN/trainer" info --json $A/variant.cfg)" >$A/variant.json
+vjson tiny spec ctx sp/n3-p0.7/meta.json "$("$BIN/trainer" info --json $A/variant.cfg)" >$A/variant.json
 t_check "the specialised model's cascade partner is the base" grep -q '"partner": "base"' $A/variant.json
 expect_fail "an add-on needs its own catalog id" "--addon-of needs --catalog ID" "$BIN/catalog" pack a/variants -o addon \
     --task ctx=ctx/n3-p0.7/n3-p0.7.names --version 1 --key k.key --addon-of base1/manifest.json

@@ -1,8 +1,9 @@
 /* Unit tests of MeDNN's GTDP planner (runtime-lite/src/gtdp.c): the parts
  * tile each layer's output exactly (every worker once), the halo rows and
  * bytes of a part follow the kernel, speeds shape the split so that the
- * plan beats an equal split on unequal workers, a map of one row is split
- * by channels, and bad inputs are errors. */
+ * plan beats an equal split on unequal workers, a fused max pool widens
+ * the halo, a map of one row is split by channels, and bad inputs are
+ * errors. */
 #include "testutil_impl.h"
 #include "rtl.h"
 
@@ -118,6 +119,40 @@ static void speeds_shape_the_split(void **state)
     assert_int_equal(a, 56 * 64 / 2);
 }
 
+/* A max pool fused after the convolution (AlexNet's conv1 + pool1: 11x11
+ * stride 4 on 227 rows, then 3x3 stride 2 without padding): block rows
+ * [r0, r1) read the pool's windows' convolution rows [2 r0, 2 r1 + 1) and
+ * those rows' input; neighbours share a convolution row (computed twice,
+ * charged to both), and the parts still tile the pooled output. */
+static void fused_pool(void **state)
+{
+    (void)state;
+    rtl_gtdp_layer l = conv(3, 227, 96, 11, 4, 0, 55.0);
+    l.conv_h = l.conv_w = l.h; /* 55 */
+    l.pool_size = 3, l.pool_stride = 2, l.pool_pad = 0, l.last = l.index + 1;
+    l.h = l.w = (l.conv_h - 3) / 2 + 1; /* 27 */
+    rtl_gtdp_worker w = {1.0, 8.0, 0}; /* 1000 bytes/ms */
+    rtl_gtdp_part p = {.r0 = 10, .r1 = 20, .c0 = 0, .c1 = 48};
+    rtl_gtdp_part_cost(&l, &w, &p);
+    /* conv rows 20..41 (21 rows), input rows 80 .. 40*4 + 11 = 171 */
+    assert_int_equal(p.in_r0, 80);
+    assert_int_equal(p.in_r1, 171);
+    assert_true(p.out_bytes == 4ull * 10 * 27 * 48);
+    assert_true(fabs(p.compute_ms - 55.0 * 21 * 48 / (55.0 * 96)) < 1e-9);
+    /* Darknet's default padding (size - 1 = 2): windows start one row up */
+    l.pool_pad = 2;
+    l.h = l.w = (l.conv_h + 2 - 3) / 2 + 1; /* 28 */
+    p = (rtl_gtdp_part){.r0 = 0, .r1 = 5, .c0 = 0, .c1 = 96};
+    rtl_gtdp_part_cost(&l, &w, &p); /* conv rows -1..10 clipped: 0..10 */
+    assert_int_equal(p.in_r0, 0);
+    assert_int_equal(p.in_r1, 9 * 4 + 11);
+    rtl_gtdp_worker ws[3] = {{1, 1000, 0}, {0.5, 1000, 0}, {0.25, 1000, 0}};
+    rtl_gtdp_layer_plan plan;
+    rtl_err e;
+    assert_int_equal(rtl_gtdp_plan_layer(&l, ws, 3, &plan, &e), 0);
+    check_tiles(&l, &plan, 3);
+}
+
 /* A 1-row map cannot be split by rows: channels it is. */
 static void one_row_splits_channels(void **state)
 {
@@ -154,7 +189,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(parts_tile_the_output), cmocka_unit_test(halo_and_costs),
         cmocka_unit_test(speeds_shape_the_split), cmocka_unit_test(one_row_splits_channels),
-        cmocka_unit_test(bad_inputs),
+        cmocka_unit_test(fused_pool), cmocka_unit_test(bad_inputs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
