@@ -126,6 +126,13 @@ static void human(double v, char *out, size_t size)
     snprintf(out, size, v < 10 && v != floor(v) ? "%.1f%s" : "%.0f%s", v, suffix[i]);
 }
 
+/* A capacity's top-1 (its test result, or its bare top1; -1 when none). */
+static double cap_top1(const cJSON *c)
+{
+    double t = num(cJSON_GetObjectItemCaseSensitive(c, "test"), "top1");
+    return t >= 0 ? t : num(c, "top1");
+}
+
 static int cmp_point_x(const void *a, const void *b)
 {
     const struct point *p = a, *q = b;
@@ -214,7 +221,23 @@ char *cat_pareto_svg(const cJSON *m, const char *task, const char *axis, trn_err
         x0 = fmin(x0, lx), x1 = fmax(x1, lx);
         y0 = fmin(y0, pts[i].y), y1 = fmax(y1, pts[i].y);
     }
-    if (n == 0) x0 = 0, x1 = 1, y0 = 0, y1 = 1;
+    /* The capacities of the kept multi-capacity variants (their curve is
+     * drawn against the independent variants' points). */
+    int curves = 0;
+    cJSON_ArrayForEach(v, variants) {
+        if (strcmp(sget(v, "task"), task) || strcmp(sget(v, "technique"), "nested")) continue;
+        const cJSON *c;
+        cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(v, "technique_fields"),
+                                                               "capacities")) {
+            double y = cap_top1(c), x = num(c, by_macs ? "macs" : "weight_bytes");
+            if (y < 0 || x < 0) continue;
+            double lx = log10(fmax(x, 1));
+            x0 = fmin(x0, lx), x1 = fmax(x1, lx);
+            y0 = fmin(y0, y), y1 = fmax(y1, y);
+            curves++;
+        }
+    }
+    if (n == 0 && curves == 0) x0 = 0, x1 = 1, y0 = 0, y1 = 1;
     x0 = floor(x0 - 0.15), x1 = ceil(x1 + 0.15);
     y0 = fmax(0, floor(y0 * 10 - 0.5) / 10), y1 = fmin(1, ceil(y1 * 10 + 0.5) / 10);
     if (y1 <= y0) y1 = fmin(1, y0 + 0.1), y0 = y1 - 0.1;
@@ -261,6 +284,26 @@ char *cat_pareto_svg(const cJSON *m, const char *task, const char *axis, trn_err
         sb_printf(&b, "%.1f,%.1f ", PX(log10(fmax(pts[i].x, 1))), PY(pts[i].y));
     }
     sb_printf(&b, "\"/>\n");
+    /* Capacity curves: one solid line per multi-capacity variant through its
+     * capacities, smallest first, small markers on it. */
+    cJSON_ArrayForEach(v, variants) {
+        if (strcmp(sget(v, "task"), task) || strcmp(sget(v, "technique"), "nested")) continue;
+        const cJSON *caps = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(v, "technique_fields"),
+                                                             "capacities"), *c;
+        sb_printf(&b, "<polyline class=\"capacities\" fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\" points=\"",
+                  colour("nested"));
+        cJSON_ArrayForEach(c, caps) {
+            double y = cap_top1(c), x = num(c, by_macs ? "macs" : "weight_bytes");
+            if (y >= 0 && x >= 0) sb_printf(&b, "%.1f,%.1f ", PX(log10(fmax(x, 1))), PY(y));
+        }
+        sb_printf(&b, "\"/>\n");
+        cJSON_ArrayForEach(c, caps) {
+            double y = cap_top1(c), x = num(c, by_macs ? "macs" : "weight_bytes");
+            if (y >= 0 && x >= 0)
+                sb_printf(&b, "<circle class=\"capacity\" cx=\"%.1f\" cy=\"%.1f\" r=\"2.5\" fill=\"%s\"/>\n",
+                          PX(log10(fmax(x, 1))), PY(y), colour("nested"));
+        }
+    }
     struct cat_label *labels = calloc(n + 1, sizeof *labels);
     if (!labels) b.failed = 1;
     for (size_t i = 0; i < n && labels; i++) {
@@ -302,6 +345,12 @@ char *cat_pareto_svg(const cJSON *m, const char *task, const char *axis, trn_err
     double ly = MT + 10 + 16 * row;
     sb_printf(&b, "<circle cx=\"%d\" cy=\"%.1f\" r=\"4.5\" fill=\"none\" stroke=\"#999999\"/><text x=\"%d\" y=\"%.1f\">"
                   "winnowed</text>\n", W - MR + 16, ly, W - MR + 26, ly + 4);
+    if (curves) {
+        ly += 16;
+        sb_printf(&b, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"1.5\"/>"
+                      "<text x=\"%d\" y=\"%.1f\">capacities</text>\n",
+                  W - MR + 10, ly, W - MR + 22, ly, colour("nested"), W - MR + 26, ly + 4);
+    }
     sb_printf(&b, "</svg>\n");
 #undef PX
 #undef PY

@@ -69,7 +69,7 @@ static trn_net *load_step(const cJSON *steps, int k, const char *dir, trn_cfg **
     return n;
 }
 
-static int gr_set(const char *kv, long long *batches, double *lr, long long *ncap, trn_err *err)
+static int gr_set(const char *kv, long long *batches, double *lr, long long *ncap, long long *bn, trn_err *err)
 {
     const char *eq = strchr(kv, '=');
     if (!eq) return trn_errf(err, "--set '%s': use key=value", kv);
@@ -83,16 +83,18 @@ static int gr_set(const char *kv, long long *batches, double *lr, long long *nca
     else if (kl == 13 && !strncmp(kv, "learning_rate", 13) && v >= 0 && v <= 10) *lr = v;
     else if (kl == 10 && !strncmp(kv, "capacities", 10) && v >= 2 && v <= GR_MAX_CAP && v == floor(v))
         *ncap = (long long)v;
+    else if (kl == 10 && !strncmp(kv, "bn_batches", 10) && v >= 0 && v <= 1e6 && v == floor(v))
+        *bn = (long long)v;
     else
         return trn_errf(err, "--set '%s': unknown key or value out of range (batches: 0..1e7, learning_rate: "
-                             "0..10, capacities: 2..%d)", kv, GR_MAX_CAP);
+                             "0..10, capacities: 2..%d, bn_batches: 0..1e6)", kv, GR_MAX_CAP);
     return 0;
 }
 
 int prn_cli_grow(int argc, char **argv, trn_err *err)
 {
     const char *roadp = NULL, *data = NULL, *out = NULL;
-    long long seed = -1, threads = 1, batches = 100, ncap = 5;
+    long long seed = -1, threads = 1, batches = 100, ncap = 5, bn_batches = 20;
     double lr = 0.01;
     ck_list set = {.n = 0};
     const ck_opt opts[] = {
@@ -118,7 +120,8 @@ int prn_cli_grow(int argc, char **argv, trn_err *err)
         "capacity the filters per layer, test top-1 with its 95% Wilson interval, MACs,\n"
         "parameters, weight bytes; page-in/out bytes of every switch) and DIR/meta.json\n"
         "(written last: technique nested with the manifest's capacities).\n"
-        "--set keys: batches (100), learning_rate (0.01), capacities (5).\n",
+        "--set keys: batches (100), learning_rate (0.01), capacities (5), bn_batches (20: training\n"
+        "batches that re-estimate the new channels' batch-norm statistics after each growth step).\n",
         opts, NULL};
     const char *extra;
     int rc0;
@@ -128,7 +131,7 @@ int prn_cli_grow(int argc, char **argv, trn_err *err)
         if (!need[i][1]) return trn_errf(err, "--%s is required", need[i][0]), -2;
     if (seed < 0) return trn_errf(err, "--seed is required"), -2;
     for (int i = 0; i < set.n; i++)
-        if (gr_set(set.v[i], &batches, &lr, &ncap, err)) return -2;
+        if (gr_set(set.v[i], &batches, &lr, &ncap, &bn_batches, err)) return -2;
     trn_set_threads((int)threads);
 
     int rc = -1;
@@ -246,6 +249,10 @@ int prn_cli_grow(int argc, char **argv, trn_err *err)
             trn_train_opts to = {.next_batch = feed_batch, .batch_ctx = &f, .backup_dir = tmpdir, .base = "grow"};
             if (trn_train(net, &to, err) != 0) goto done;
         }
+        /* The new channels' batch-norm statistics, re-estimated with the
+         * capacity's inputs (the old ones are frozen: their inputs did not
+         * change). */
+        if (prn_bn_recalibrate(net, feed_batch, &f, (uint64_t)batches, (int)bn_batches, err) != 0) goto done;
         fprintf(stderr, "prune grow: capacity %d (roadmap step %d) grown\n", k + 1, caps_step[k]);
     }
     prn_nest_finish(net);
@@ -282,6 +289,7 @@ int prn_cli_grow(int argc, char **argv, trn_err *err)
     cJSON *js = cJSON_AddObjectToObject(j, "settings");
     cJSON_AddNumberToObject(js, "batches", (double)batches);
     cJSON_AddNumberToObject(js, "learning_rate", lr);
+    cJSON_AddNumberToObject(js, "bn_batches", (double)bn_batches);
     cJSON_AddStringToObject(j, "cfg", "variant.cfg");
     cJSON_AddStringToObject(j, "weights", "init.weights");
     cJSON_AddNumberToObject(j, "weights_bytes", (double)trn_weights_bytes(net));

@@ -24,7 +24,7 @@
 
 typedef struct rm_settings {
     double step, min_accuracy, learning_rate, max_layer_step, target_macs;
-    long long retrain_batches, triplets, min_filters, max_steps;
+    long long retrain_batches, triplets, min_filters, max_steps, bn_batches;
 } rm_settings;
 
 static int rm_set(rm_settings *s, const char *kv, trn_err *err)
@@ -49,9 +49,10 @@ static int rm_set(rm_settings *s, const char *kv, trn_err *err)
     else if (KEY("triplets")) { RANGE(1, 1e8); WHOLE; s->triplets = (long long)v; }
     else if (KEY("min_filters")) { RANGE(1, 1e6); WHOLE; s->min_filters = (long long)v; }
     else if (KEY("max_steps")) { RANGE(1, RM_MAX_STEPS - 1); WHOLE; s->max_steps = (long long)v; }
+    else if (KEY("bn_batches")) { RANGE(0, 1e6); WHOLE; s->bn_batches = (long long)v; }
     else
         return trn_errf(err, "--set '%s': unknown key '%.*s' (known: step, min_accuracy, retrain_batches, "
-                             "learning_rate, triplets, min_filters, max_layer_step, max_steps, target_macs)", kv, (int)kl, kv);
+                             "learning_rate, triplets, min_filters, max_layer_step, max_steps, target_macs, bn_batches)", kv, (int)kl, kv);
 #undef KEY
 #undef RANGE
 #undef WHOLE
@@ -142,17 +143,19 @@ static int feed_batch(void *ctx, uint64_t index, float *x, float *y, trn_err *er
 
 /* Retrains s (in place) for o->retrain_batches on the training split:
  * the step's cfg with learning_rate, poly power 2, no burn-in and
- * max_batches set; checkpoints go to tmpdir and are removed. */
+ * max_batches set; checkpoints go to tmpdir and are removed. Then the
+ * batch-norm statistics are re-estimated from bn_batches further training
+ * batches (prn_bn_recalibrate). */
 static int retrain(rm_step *s, const rm_settings *set, const trn_dataset *ds, uint64_t seed, int threads,
                    const char *tmpdir, const char *cfg_path, trn_err *err)
 {
-    if (set->retrain_batches == 0) return 0;
+    if (set->retrain_batches == 0 && set->bn_batches == 0) return 0;
     trn_cfg *tc = trn_cfg_clone(s->cfg, err);
     if (!tc) return -1;
     int rc = trn_cfg_setf(tc, 0, "learning_rate", err, "%.9g", set->learning_rate) ||
              trn_cfg_set(tc, 0, "policy", "poly", err) || trn_cfg_set(tc, 0, "power", "2", err) ||
              trn_cfg_set(tc, 0, "burn_in", "0", err) ||
-             trn_cfg_setf(tc, 0, "max_batches", err, "%lld", set->retrain_batches)
+             trn_cfg_setf(tc, 0, "max_batches", err, "%lld", set->retrain_batches > 0 ? set->retrain_batches : 1)
              ? -1 : 0;
     trn_net *net = rc ? NULL : prn_cli_net_like(tc, s->net, 0, 0, seed, err);
     rm_feed f = {0};
@@ -164,7 +167,7 @@ static int retrain(rm_step *s, const rm_settings *set, const trn_dataset *ds, ui
             !(f.ld = trn_loader_open(ds, TRN_SPLIT_TRAIN, &lo, err)))
             rc = -1;
     }
-    if (rc == 0) {
+    if (rc == 0 && set->retrain_batches > 0) {
         trn_train_opts to = {.next_batch = feed_batch, .batch_ctx = &f, .backup_dir = tmpdir, .base = "step"};
         rc = trn_train(net, &to, err) == 0 ? 0 : -1;
         char p[4200];
@@ -174,6 +177,8 @@ static int retrain(rm_step *s, const rm_settings *set, const trn_dataset *ds, ui
         unlink(p);
         rmdir(tmpdir);
     }
+    if (rc == 0)
+        rc = prn_bn_recalibrate(net, feed_batch, &f, (uint64_t)set->retrain_batches, (int)set->bn_batches, err);
     if (rc == 0) {
         int ns, nd;
         const trn_param *ps = trn_net_params(net, &ns), *pd = trn_net_params(s->net, &nd);
@@ -280,7 +285,8 @@ int prn_cli_roadmap(int argc, char **argv, trn_err *err)
         "--set keys: step (0.2), min_accuracy (0.5), retrain_batches (100), learning_rate\n"
         "(0.01), triplets (256), min_filters (2), max_layer_step (0.5: at most this fraction of\n"
         "a layer's filters per step), max_steps (12), target_macs (0: none; a passing step at\n"
-        "or below this fraction of the base's MACs ends the roadmap).\n",
+        "or below this fraction of the base's MACs ends the roadmap), bn_batches (20: training\n"
+        "batches that re-estimate the batch-norm statistics after each step's retraining; 0: none).\n",
         opts, NULL};
     const char *extra;
     int rc0;
@@ -291,7 +297,7 @@ int prn_cli_roadmap(int argc, char **argv, trn_err *err)
     if (seed < 0) return trn_errf(err, "--seed is required"), -2;
     int m = prn_rank_method_parse(method);
     if (m < 0) return trn_errf(err, "--method '%s' is not a ranking: use trr or l1", method), -2;
-    rm_settings st = {0.2, 0.5, 0.01, 0.5, 0, 100, 256, 2, 12};
+    rm_settings st = {0.2, 0.5, 0.01, 0.5, 0, 100, 256, 2, 12, 20};
     for (int i = 0; i < set.n; i++)
         if (rm_set(&st, set.v[i], err)) return -2;
     if (prn_cli_compute((int)threads, err)) return -1;
@@ -461,6 +467,7 @@ int prn_cli_roadmap(int argc, char **argv, trn_err *err)
     cJSON_AddNumberToObject(jset, "max_layer_step", st.max_layer_step);
     cJSON_AddNumberToObject(jset, "max_steps", (double)st.max_steps);
     cJSON_AddNumberToObject(jset, "target_macs", st.target_macs);
+    cJSON_AddNumberToObject(jset, "bn_batches", (double)st.bn_batches);
     cJSON_AddStringToObject(jset, "eval_split", trn_split_name(eval));
     if (follow) cJSON_AddStringToObject(jset, "follow", follow);
     else cJSON_AddNullToObject(jset, "follow");

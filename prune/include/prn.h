@@ -110,13 +110,14 @@ typedef struct prn_variant {
     trn_net *net;          /* its network (batch 1, inference only) holding the
                             * weights to start from, or the final ones */
     cJSON *fields;         /* technique_fields of meta.json (an object) */
+    const char *parent;    /* meta.json's parent: the catalog id it derives from (not owned; NULL: "base") */
 } prn_variant;
 
 /* Frees what v holds and empties it (NULL-safe, idempotent). */
 void prn_variant_free(prn_variant *v);
 
 /* Writes dir/variant.cfg, dir/init.weights and dir/meta.json
- * ({"technique","parent":"base","description","technique_fields"}),
+ * ({"technique","parent" (v->parent, default "base"),"description","technique_fields"}),
  * creating dir. Every file goes to a temporary name first; the three are
  * renamed only once all are complete, meta.json last (it is the file make
  * waits for), so a killed job leaves no half file and no meta.json that
@@ -447,6 +448,21 @@ int prn_roadmap_choose(const prn_ranking *r, double step, int min_filters, doubl
  * step's filters are a prefix. -1 with err when the sets are not nested. */
 int prn_roadmap_order(int nsteps, int nlayers, const int *base, int *const *const *perm,
                       int *const *nkept, int **order, trn_err *err);
+
+/* ---- batch-norm statistics (bnstats.c) ------------------------------------- */
+
+/* Re-estimates the rolling batch-norm statistics (mean and variance) of net
+ * from `batches` training forwards (batch statistics, no weight changes) of
+ * the batches next(ctx, first), next(ctx, first + 1), ...: each statistic
+ * becomes the engine's exponentially weighted average of those batches'
+ * statistics, normalised by the weights' sum, so that nothing of the old
+ * value remains. A short retraining after pruning leaves most of the old
+ * statistics (the engine moves them 1% per forward: 60 batches keep 55%),
+ * while the layers' inputs changed. Frozen statistics (mask 0, see
+ * trn_net_set_mask) keep their values. The net's capacity, `seen` and
+ * weights are unchanged. batches 0: nothing happens. -1 with err. */
+int prn_bn_recalibrate(trn_net *net, trn_batch_fn next, void *ctx, uint64_t first, int batches,
+                       trn_err *err) TRN_MUST_CHECK;
 
 /* ---- cfg surgery shared by the techniques (splice.c) ----------------------- */
 

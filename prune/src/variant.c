@@ -273,7 +273,7 @@ int prn_variant_write(const prn_variant *v, const char *dir, trn_err *err)
         return trn_errf(err, "cannot remove the old %s: %s", a, strerror(errno));
     cJSON *meta = cJSON_CreateObject();
     if (!meta || !cJSON_AddStringToObject(meta, "technique", v->technique) ||
-        !cJSON_AddStringToObject(meta, "parent", "base") ||
+        !cJSON_AddStringToObject(meta, "parent", v->parent ? v->parent : "base") ||
         !cJSON_AddStringToObject(meta, "description", v->description ? v->description : "")) {
         cJSON_Delete(meta);
         return trn_errf(err, "out of memory");

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #define DEFAULT_ROOT "/var/lib/rtl"
 
@@ -58,6 +59,10 @@ static void usage(FILE *f)
             "  stream ID INPUT... [--control FILE] [budgets]\n"
             "                      run every task on every image through the scheduler, one\n"
             "                      JSON line per result; budgets change live (file, SIGHUP)\n"
+            "  context ID [IMAGE...] [--results FILE]\n"
+            "                      the class-frequency profiler: whether the answers are\n"
+            "                      (n,p)-dominated, by which classes, which specialised model\n"
+            "                      matches, what to ask the build side for\n"
             "  version             print the version of rtl and its SHA-256 engine\n"
             "\n"
             "Options:\n"
@@ -80,6 +85,33 @@ int fail(const rtl_err *err)
 {
     fprintf(stderr, "rtl: error: %s\n", err->msg);
     return 1;
+}
+
+void keep_freed_memory(void)
+{
+#ifdef __GLIBC__
+    mallopt(M_MMAP_THRESHOLD, 32 << 20);
+    mallopt(M_TRIM_THRESHOLD, 256 << 20);
+#endif
+}
+
+double now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1e3 + t.tv_nsec * 1e-6;
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+double median(double *v, long long n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_d);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 rtl_model *open_variant(rtl_store *s, const char *id, const char *variant, long long threads, rtl_catalog **cat)
@@ -342,6 +374,7 @@ static int run_simulate(int argc, char **argv)
     return with_store(cmd_simulate, argc, argv);
 }
 static int run_stream(int argc, char **argv) { return with_store(cmd_stream, argc, argv); }
+static int run_context(int argc, char **argv) { return with_store(cmd_context, argc, argv); }
 
 static void version_extra(FILE *out) { fprintf(out, "SHA-256: %s\n", rtl_sha256_engine()); }
 
@@ -363,6 +396,8 @@ int main(int argc, char **argv)
                 run_simulate),
         CK_VERB("stream", "run tasks on images through the scheduler under live budgets (control file, SIGHUP)",
                 run_stream),
+        CK_VERB("context", "the class-frequency profiler: is the stream (n,p)-dominated, by which classes (MCDNN)",
+                run_context),
     };
     static const ck_prog prog = {
         .name = "rtl", .version = RTL_VERSION,
@@ -377,15 +412,6 @@ int main(int argc, char **argv)
                                          {"version", no_argument, 0, 'V'},
                                          {"man", no_argument, 0, 'M'},
                                          {0, 0, 0, 0}};
-#ifdef __GLIBC__
-    /* rtl serve and rtl run --workers/--peer allocate a few MB per request
-     * (frames, activations); by default glibc hands such blocks back to the
-     * kernel when freed and faults them in again on the next request. Kept:
-     * a GTDP forward of AlexNet's trunk over one worker cost the device
-     * 11 ms of CPU beside 5.6 ms with these (tests/bench/rtl_gtdp.sh). */
-    mallopt(M_MMAP_THRESHOLD, 32 << 20);
-    mallopt(M_TRIM_THRESHOLD, 256 << 20);
-#endif
     g_root = getenv("RTL_ROOT");
     g_keys = getenv("RTL_KEYS");
     int c;

@@ -38,25 +38,6 @@ static const char *gtdp_help =
     "  --equal-split     equal row bands instead of GTDP's plan (the reference)\n"
     "  --json            one JSON document\n";
 
-static double now_ms(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec * 1e3 + t.tv_nsec * 1e-6;
-}
-
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, long n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_d);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 static int usage(const char *fmt, const char *arg)
 {
     fprintf(stderr, "rtl run: ");
@@ -137,6 +118,7 @@ static double predicted_ms(rtl_model *m, const rtl_gtdp_worker *w, int n, int eq
 
 int cmd_run_gtdp(rtl_store *s, int argc, char **argv)
 {
+    keep_freed_memory();
     static const struct option opts[] = {
         {"workers", required_argument, 0, 'W'}, {"peer-key", required_argument, 0, 'K'},
         {"device-key", required_argument, 0, 'D'}, {"repeat", required_argument, 0, 'r'},
@@ -242,7 +224,7 @@ int cmd_run_gtdp(rtl_store *s, int argc, char **argv)
             continue;
         }
         double mg = median(tg, repeat), ml = median(tl, repeat);
-        cJSON *r = cJSON_CreateObject(), *arr = cJSON_CreateArray();
+        cJSON *r = cJSON_CreateObject();
         cJSON_AddStringToObject(r, "image", argv[a]);
         cJSON_AddNumberToObject(r, "ms_median", mg);
         cJSON_AddNumberToObject(r, "local_ms_median", ml);
@@ -252,14 +234,7 @@ int cmd_run_gtdp(rtl_store *s, int argc, char **argv)
         cJSON_AddNumberToObject(r, "recomputed", total.recomputed);
         cJSON_AddNumberToObject(r, "bytes", (double)total.bytes);
         if (total.last_failure[0]) cJSON_AddStringToObject(r, "failure", total.last_failure);
-        for (size_t t = 0; t < nt; t++) {
-            cJSON *e = cJSON_CreateObject();
-            cJSON_AddNumberToObject(e, "index", (double)cls[t].index);
-            cJSON_AddStringToObject(e, "label", cls[t].label);
-            cJSON_AddNumberToObject(e, "probability", cls[t].prob);
-            cJSON_AddItemToArray(arr, e);
-        }
-        cJSON_AddItemToObject(r, "top", arr);
+        cJSON_AddItemToObject(r, "top", top_json(cls, nt));
         cJSON_AddItemToArray(results, r);
         if (!json) {
             printf("%s: GTDP over %d workers %.3f ms (median of %ld), this host alone %.3f ms: %.2fx; predicted "

@@ -660,6 +660,7 @@ fail:
 
 int cmd_serve(rtl_store *s, int argc, char **argv)
 {
+    keep_freed_memory();
     static const struct option opts[] = {
         {"key", required_argument, 0, 'k'},          {"allow", required_argument, 0, 'a'},
         {"listen", required_argument, 0, 'l'},       {"port", required_argument, 0, 'p'},
@@ -773,14 +774,9 @@ int run_wants_split(int argc, char **argv)
     return 0;
 }
 
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 int cmd_run_split(rtl_store *s, int argc, char **argv)
 {
+    keep_freed_memory();
     for (int a = 1; a < argc; a++)
         if (!strncmp(argv[a], "--workers", 9)) return cmd_run_gtdp(s, argc, argv);
     struct popts o;
@@ -874,14 +870,13 @@ int cmd_run_split(rtl_store *s, int argc, char **argv)
             }
         }
         if (!ok) continue;
-        qsort(ms, (size_t)o.repeat, sizeof *ms, cmp_d);
-        double med = o.repeat % 2 ? ms[o.repeat / 2] : (ms[o.repeat / 2 - 1] + ms[o.repeat / 2]) / 2;
+        double med = median(ms, o.repeat);
         size_t nt;
         if (rtl_model_top(m, k, top, &nt, &err) != 0) {
             status = fail(&err);
             continue;
         }
-        cJSON *r = cJSON_CreateObject(), *arr = cJSON_CreateArray();
+        cJSON *r = cJSON_CreateObject();
         cJSON_AddStringToObject(r, "image", argv[a]);
         cJSON_AddStringToObject(r, "where", where);
         cJSON_AddNumberToObject(r, "cloud_layers", cloud_layers);
@@ -889,14 +884,7 @@ int cmd_run_split(rtl_store *s, int argc, char **argv)
         if (fell) cJSON_AddStringToObject(r, "reason", reason);
         cJSON_AddNumberToObject(r, "ms_median", med);
         cJSON_AddNumberToObject(r, "predicted_ms", plan.latency_ms);
-        for (size_t t = 0; t < nt; t++) {
-            cJSON *e = cJSON_CreateObject();
-            cJSON_AddNumberToObject(e, "index", (double)top[t].index);
-            cJSON_AddStringToObject(e, "label", top[t].label);
-            cJSON_AddNumberToObject(e, "probability", top[t].prob);
-            cJSON_AddItemToArray(arr, e);
-        }
-        cJSON_AddItemToObject(r, "top", arr);
+        cJSON_AddItemToObject(r, "top", top_json(top, nt));
         cJSON_AddItemToArray(results, r);
         if (!o.json) {
             printf("%s: [%s%s%s, %.3f ms, predicted %.3f ms]", argv[a], where, fell ? ": " : "", fell ? reason : "",

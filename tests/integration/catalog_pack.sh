@@ -58,6 +58,47 @@ for v in json.load(open(sys.argv[1]))["variants"]:
         assert a["top1_ci"][0] <= a["top1"] <= a["top1_ci"][1], (v["id"], a)
         assert ("top5" in a) == ("top5_ci" in a), (v["id"], a)' c/manifest.json
 
+# A multi-capacity variant is winnowed as one unit (issue 15): its full capacity
+# at the base's costs but clearly worse, its smallest capacity cheaper than
+# every plain variant. The old rule dropped it (the base dominates its
+# figures); now it stays, one variant with its capacities.
+cp -r c cn
+python3 - cn/variants/nested/variant.json <<'PY'
+import json, sys
+v = json.load(open(sys.argv[1]))
+v["cost"]["macs"], v["cost"]["weight_bytes"] = 700000000, 60000
+v["accuracy"]["identity"]["top1"] = 0.70
+c = v["technique_fields"]["capacities"]
+c[0].update(macs=10000000, weight_bytes=1000, top1=0.50)
+c[1].update(macs=700000000, weight_bytes=60000, top1=0.70)
+json.dump(v, open(sys.argv[1], "w"))
+PY
+rm -f cn/manifest.json cn/winnowed.json cn/*.tar.zst*
+expect_ok "pack with the nested variant's full capacity dominated by the base" fx_pack cn cn --version 3 --key k.key
+t_check "the nested variant is kept, as one variant" python3 -c '
+import json, sys
+m = json.load(open(sys.argv[1]))
+ids = [v["id"] for v in m["variants"]]
+assert ids.count("nested") == 1, ids
+assert not any(i.startswith("nested") and i != "nested" for i in ids), ids
+assert "nested" not in [w["id"] for w in m["winnowed"]], m["winnowed"]
+n = [v for v in m["variants"] if v["id"] == "nested"][0]
+assert len(n["technique_fields"]["capacities"]) == 2, n' cn/manifest.json
+python3 - cn/variants/nested/variant.json <<'PY'
+import json, sys
+v = json.load(open(sys.argv[1]))
+v["technique_fields"]["capacities"][0].update(macs=600000000, weight_bytes=55000, top1=0.50)
+json.dump(v, open(sys.argv[1], "w"))
+PY
+rm -f cn/manifest.json cn/winnowed.json cn/*.tar.zst*
+fx_pack cn cn --version 3 --key k.key >/dev/null 2>&1
+t_check "with every capacity dominated it is dropped as a whole" python3 -c '
+import json, sys
+m = json.load(open(sys.argv[1]))
+assert "nested" not in [v["id"] for v in m["variants"]]
+w = [x for x in m["winnowed"] if x["id"] == "nested"]
+assert len(w) == 1 and w[0]["dominated_by"] in ("base", "spec-7"), w' cn/manifest.json
+
 # ---- validate --------------------------------------------------------------------
 expect_ok "validate accepts the manifest and its files" "$CAT" validate c/manifest.json
 expect_ok "validate checks the manifest inside an archive" "$CAT" validate "$A"
@@ -163,6 +204,12 @@ else
 fi
 t_check "the plot shows every identity variant and the winnowed one" \
     bash -c "test \$(grep -c '<circle cx=\"[0-9.]*\" cy=\"[0-9.]*\" r=\"4.5\"' c/catalog-tinynet-3.pareto-macs.svg) -ge 11 && grep -q '>rewrite-bad<' c/catalog-tinynet-3.pareto-macs.svg"
+t_check "the plot draws the nested variant's capacity curve through its capacities" python3 -c '
+import re, sys
+svg = open(sys.argv[1]).read()
+lines = re.findall(r"<polyline class=\"capacities\"[^>]*points=\"([^\"]*)\"", svg)
+assert len(lines) == 1 and len(lines[0].split()) == 2, lines
+assert svg.count("class=\"capacity\"") == 2 and ">capacities</text>" in svg' c/catalog-tinynet-3.pareto-macs.svg
 span=$(sed -n 's/^MACs span \([0-9.]*\)x between.*/\1/p' c/catalog-tinynet-3.report.md | head -n 1)
 t_check "the catalog spans at least 10x in MACs from the cheapest to the most accurate ($span x)" \
     awk -v s="${span:-0}" 'BEGIN { exit !(s >= 10) }'

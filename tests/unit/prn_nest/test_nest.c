@@ -7,6 +7,9 @@
 #include "testutil_impl.h"
 #include "testlib_trn.h"
 #include "prn_nest.h"
+#include "prn.h"
+
+#include <math.h>
 
 #define NCAP 3
 #define NL 7
@@ -74,6 +77,17 @@ static void train(trn_net *net, uint64_t seed)
         trn_net_update(net);
     }
     free(x);
+}
+
+/* A batch source for prn_bn_recalibrate: batch `index` of random images
+ * (ctx NULL), or always the same batch (ctx non-NULL). */
+static int batch_fn(void *ctx, uint64_t index, float *x, float *y, trn_err *err)
+{
+    (void)err;
+    fill(x, (size_t)BATCH * 192, ctx ? 7 : 1000 + index);
+    memset(y, 0, BATCH * 3 * sizeof *y);
+    for (int b = 0; b < BATCH; b++) y[b * 3 + b % 3] = 1;
+    return 0;
 }
 
 typedef struct snap {
@@ -167,6 +181,8 @@ static void smaller_capacities_stay_bit_identical(void **state)
             if (t[i].role == TRN_PARAM_WEIGHTS && memcmp(t[i].data, q[i].data, q[i].count * 4)) changed = 1;
         assert_true(changed);
         trn_net_free(before);
+        /* Re-estimating the new channels' statistics leaves the frozen ones. */
+        assert_int_equal(prn_bn_recalibrate(net, batch_fn, NULL, 0, 3, &e), 0);
         for (int j = 0; j < k; j++) check(net, j, probe, &s[j], k);
         take(net, k, probe, &s[k]);
     }
@@ -186,6 +202,64 @@ static void smaller_capacities_stay_bit_identical(void **state)
     }
     prn_nest_free(&n);
     trn_net_free(net);
+}
+
+/* The rolling statistics of layer l's BN (mean or variance). */
+static const trn_param *bn_param(trn_net *net, int l, trn_param_role role)
+{
+    int np;
+    const trn_param *p = trn_net_params(net, &np);
+    for (int i = 0; i < np; i++)
+        if (p[i].layer == l && p[i].role == role) return &p[i];
+    return NULL;
+}
+
+/* prn_bn_recalibrate: with one batch repeated, the statistics are that
+ * batch's whatever the number of forwards (nothing of the old values stays:
+ * the normalisation matches the engine's momentum), frozen and inactive
+ * channels keep their values, the weights do not change. */
+static void bn_recalibrate_replaces_the_statistics(void **state)
+{
+    (void)state;
+    trn_err e;
+    trn_net *a = tl_net(cfg_text(8, 8, 6), NULL), *b = tl_net(cfg_text(8, 8, 6), NULL);
+    randomise(a, 3);
+    randomise(b, 4); /* other old statistics and weights ... */
+    int np;
+    const trn_param *pa = trn_net_params(a, &np), *pb = trn_net_params(b, NULL);
+    for (int i = 0; i < np; i++) /* ... but the same weights, biases and scales */
+        if (pa[i].role != TRN_PARAM_ROLLING_MEAN && pa[i].role != TRN_PARAM_ROLLING_VARIANCE)
+            memcpy(pb[i].data, pa[i].data, pa[i].count * sizeof(float));
+    int one = 1;
+    assert_int_equal(prn_bn_recalibrate(a, batch_fn, &one, 0, 1, &e), 0);
+    assert_int_equal(prn_bn_recalibrate(b, batch_fn, &one, 0, 60, &e), 0);
+    for (int l = 0; l <= 2; l += 2)
+        for (int r = TRN_PARAM_ROLLING_MEAN; r <= TRN_PARAM_ROLLING_VARIANCE; r++) {
+            const trn_param *x = bn_param(a, l, (trn_param_role)r), *y = bn_param(b, l, (trn_param_role)r);
+            for (size_t c = 0; c < x->count; c++)
+                if (fabsf(x->data[c] - y->data[c]) > 1e-4f * (1 + fabsf(x->data[c])))
+                    fail_msg("layer %d %s[%zu]: %g after 1 forward, %g after 60", l,
+                             trn_param_role_name((trn_param_role)r), c, x->data[c], y->data[c]);
+        }
+    /* A frozen channel and the channels outside the capacity keep theirs. */
+    const trn_param *m0 = bn_param(a, 0, TRN_PARAM_ROLLING_MEAN), *w2 = bn_param(a, 2, TRN_PARAM_WEIGHTS);
+    float *mask = calloc(m0->count, sizeof *mask);
+    for (size_t c = 1; c < m0->count; c++) mask[c] = 1;
+    int idx = (int)(m0 - trn_net_params(a, NULL));
+    assert_int_equal(trn_net_set_mask(a, idx, mask, &e), 0);
+    m0->data[0] = 123.0f;
+    const trn_param *m2 = bn_param(a, 2, TRN_PARAM_ROLLING_MEAN);
+    m2->data[7] = 456.0f; /* layer 2 keeps 3 filters at capacity 1 */
+    float w_before = w2->data[5];
+    assert_int_equal(trn_net_set_capacity(a, caps[0], &e), 0);
+    assert_int_equal(prn_bn_recalibrate(a, batch_fn, NULL, 0, 2, &e), 0);
+    assert_true(m0->data[0] == 123.0f);
+    assert_true(m2->data[7] == 456.0f);
+    assert_true(m2->data[0] != bn_param(b, 2, TRN_PARAM_ROLLING_MEAN)->data[0]); /* other batches: other figures */
+    assert_true(w2->data[5] == w_before);
+    free(mask);
+    trn_net_free(a);
+    trn_net_free(b);
 }
 
 static void refusals(void **state)
@@ -223,6 +297,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(smaller_capacities_stay_bit_identical),
+        cmocka_unit_test(bn_recalibrate_replaces_the_statistics),
         cmocka_unit_test(refusals),
     };
     int rc = cmocka_run_group_tests_name("prn_nest", tests, NULL, NULL);
