@@ -80,7 +80,7 @@ typedef struct plan {
     size_t img_in;       /* floats per input image */
 } plan;
 
-static void make_plan(const trn_conv_shape *s, plan *p)
+static void make_plan(const trn_conv_shape *s, plan *p, int split_rows)
 {
     p->s = s;
     p->oh = trn_conv_out(s->h, s->pad, s->ks, s->stride);
@@ -97,7 +97,7 @@ static void make_plan(const trn_conv_shape *s, plan *p)
     if (rows > (size_t)p->oh) rows = (size_t)p->oh;
     /* enough tiles to share out when the batch is small */
     int want = (MIN_TILES + s->batch - 1) / s->batch;
-    if (want > 1) {
+    if (want > 1 && split_rows) {
         size_t r = ((size_t)p->oh + (size_t)want - 1) / (size_t)want;
         if (r < rows) rows = r;
     }
@@ -369,12 +369,57 @@ static void fwd_tile(void *v, int t)
         trn_cpu_bias_act(out + (size_t)f * p->np, cols, x->bias ? x->bias[f] : 0, x->bias != NULL, x->act);
 }
 
+/* A small batch of large layers (more filters than output positions, so
+ * W is the larger operand): per image, its whole im2col once, then blocks
+ * of filters side by side (each gemm call packs its block of W and the
+ * im2col); cutting the positions instead would pack all of W per tile. */
+#define M_BLOCKS 4
+
+typedef struct mblockctx {
+    const fwdctx *x;
+    const float *col;
+    int ldcol, mb;
+    float *out; /* the image's output */
+} mblockctx;
+
+static void fwd_mblock(void *v, int j)
+{
+    const mblockctx *c = v;
+    const fwdctx *x = c->x;
+    const plan *p = &x->p;
+    int f0 = j * c->mb, f1 = f0 + c->mb < p->s->m ? f0 + c->mb : p->s->m;
+    float *out = c->out + (size_t)f0 * p->np;
+    x->be->gemm(x->be, 0, 0, f1 - f0, p->np, p->k, 1, x->w + (size_t)f0 * x->ldw, x->ldw, c->col, c->ldcol, 0, out,
+                p->np);
+    for (int f = f0; f < f1 && (x->bias || x->act != TRN_ACT_LINEAR); f++)
+        trn_cpu_bias_act(c->out + (size_t)f * p->np, p->np, x->bias ? x->bias[f] : 0, x->bias != NULL, x->act);
+}
+
+static int fwd_by_filters(fwdctx *x)
+{
+    const plan *p = &x->p;
+    const trn_conv_shape *s = p->s;
+    int mb = (s->m + M_BLOCKS - 1) / M_BLOCKS;
+    mb = (mb + 15) / 16 * 16;
+    float *col = p->direct ? NULL : scratch(1, (size_t)p->k * p->np);
+    if (!p->direct && !col) return -1;
+    for (int b = 0; b < s->batch; b++) {
+        const float *im = x->in + (size_t)b * p->img_in;
+        mblockctx c = {x, p->direct ? im : col, p->np, mb, x->out + (size_t)b * s->m * p->np};
+        if (!p->direct) im2col_rows(p, im, 0, p->oh, col, p->np);
+        trn_parallel_for((s->m + mb - 1) / mb, fwd_mblock, &c);
+    }
+    return 0;
+}
+
 void trn_cpu_conv(TRN_BE, const trn_conv_shape *s, const float *in, const float *w, int ldw, const float *bias,
                   trn_activation act, float *out)
 {
     if (s->batch <= 0 || s->m <= 0) return;
     fwdctx x = {be, {0}, in, w, bias, ldw, act, out};
-    make_plan(s, &x.p);
+    make_plan(s, &x.p, 0);
+    if (s->batch * x.p.tiles_img < MIN_TILES && s->m > x.p.np && s->m >= 2 * 16 && fwd_by_filters(&x) == 0) return;
+    make_plan(s, &x.p, 1);
     int tiles = s->batch * x.p.tiles_img;
     if (tiles == 1)
         fwd_tile(&x, 0);
@@ -451,7 +496,7 @@ void trn_cpu_conv_dw(TRN_BE, const trn_conv_shape *s, const float *in, const flo
 {
     if (s->batch <= 0 || s->m <= 0) return;
     dwctx x = {be, {0}, in, delta, dw, NULL, lddw, 1, 0, 1};
-    make_plan(s, &x.p);
+    make_plan(s, &x.p, 1);
     const plan *p = &x.p;
     /* Small images (one tile each): several side by side per product. */
     if (p->tiles_img == 1 && !p->direct) {
@@ -521,7 +566,7 @@ void trn_cpu_conv_dx(TRN_BE, const trn_conv_shape *s, const float *delta, const 
 {
     if (s->batch <= 0 || s->m <= 0) return;
     dxctx x = {be, {0}, delta, w, ldw, in_delta};
-    make_plan(s, &x.p);
+    make_plan(s, &x.p, 1);
     if (s->batch == 1)
         dx_image(&x, 0);
     else

@@ -149,7 +149,7 @@ static void channel_kernels_match_reference(void **state)
 
 /* The convolution kernels (the CPU's cut into tiles, several images per
  * weights-gradient product, partial sums in lanes, 1x1 without im2col,
- * one image cut into row ranges) against the reference's plain loops, and
+ * one image cut into row ranges or into blocks of filters) against the reference's plain loops, and
  * the same bytes for 1 and 3 threads. */
 static void conv_kernels_match_reference_for_any_threads(void **state)
 {
@@ -158,6 +158,8 @@ static void conv_kernels_match_reference_for_any_threads(void **state)
         {5, 3, 32, 32, 32, 5, 1, 2, 0}, {9, 48, 8, 8, 48, 3, 1, 1, 5}, {3, 16, 9, 9, 8, 1, 1, 0, 2},
         {1, 3, 67, 67, 16, 11, 4, 0, 0}, {2, 64, 12, 12, 20, 5, 1, 2, 1}, {2, 4, 5, 5, 6, 3, 2, 2, 0},
         {17, 6, 7, 7, 5, 3, 1, 1, 3},
+        /* more filters than positions at a small batch: blocks of filters */
+        {1, 8, 5, 5, 64, 3, 1, 1, 2}, {2, 4, 4, 4, 50, 1, 1, 0, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         trn_conv_shape s = {cases[i].batch, cases[i].c, cases[i].h, cases[i].w, cases[i].m, cases[i].ks,
