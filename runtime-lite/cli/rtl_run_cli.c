@@ -200,7 +200,8 @@ int cmd_run(rtl_store *s, int argc, char **argv)
             }
             if (cur && !cur->model) {
                 struct addon *cw = (struct addon *)cur;
-                if (!(cw->model = rtl_model_open(cw->cat, rtl_variant_id(cw->v), &mo, &err))) {
+                rtl_model_options cmo = {.threads = (int)o.threads};
+                if (!(cw->model = rtl_model_open(cw->cat, rtl_variant_id(cw->v), &cmo, &err))) {
                     status = fail(&err);
                     break;
                 }
