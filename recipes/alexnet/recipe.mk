@@ -86,13 +86,15 @@ RETARGET_HEAD := convolutional,filters=24,size=1,stride=1,activation=relu;maxpoo
 SPECIALISE := 1
 
 # NestDNN (thesis chapter 3; prune/README.md): the base's filter pruning
-# roadmap by TRR (each step drops the least important 10% of the ranked
-# filters and retrains briefly; it ends at the first step under the
-# minimum accuracy or at 1/8 of the base's MACs), then freeze-&-grow along
-# it into one multi-capacity model of 5 capacities (prune grow). Budgets
-# are kept small for the default catalog's time (prune/README.md has the
-# measured stage times and the TRR/L1 comparison).
+# roadmap by TRR over the convolutional layers (connected=0: each step drops
+# the least important 12% of the convolutional filters, retrains briefly and
+# re-estimates the batch-norm statistics; it ends at the first step under
+# the minimum accuracy or at 1/8 of the base's MACs), then freeze-&-grow
+# along it into one multi-capacity model of 5 capacities (prune grow; the
+# connected layers stay whole and read the grown channels). Budgets are kept
+# small for the default catalog's time (prune/README.md has the measured
+# capacity curve, the stage times and the TRR/L1 comparison).
 RECIPE_VARIANTS += nested
 V_nested         := nested trr
-V_nested_ROADMAP := step=0.1 min_accuracy=0.3 retrain_batches=60 target_macs=0.125 max_steps=8
-V_nested_GROW    := batches=60 capacities=5
+V_nested_ROADMAP := step=0.12 min_accuracy=0.3 retrain_batches=40 target_macs=0.125 max_steps=10 connected=0
+V_nested_GROW    := batches=60 learning_rate=0.1 capacities=5
