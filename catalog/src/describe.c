@@ -281,6 +281,16 @@ int cat_describe(const cat_describe_opts *o, trn_err *err)
                      o->meta);
             goto out;
         }
+        /* its cost: the expected MACs per input at alpha 1 (the default
+         * knob), which is what winnowing compares (manifest.c); "macs"
+         * stays the trunk's, as profiled and checked against the cost model */
+        const cJSON *em = cJSON_GetObjectItem(p1, "expected_macs");
+        if (!cJSON_IsNumber(em) || em->valuedouble < 0) {
+            trn_errf(err, "%s: an early-exit variant's alpha 1 entry of technique_fields.alpha_profile has no "
+                     "expected_macs", o->meta);
+            goto out;
+        }
+        cJSON_AddNumberToObject(cJSON_GetObjectItem(v, "cost"), "expected_macs", round(em->valuedouble));
         cJSON_ReplaceItemInObject(acc, "top1", cJSON_CreateNumber(t1->valuedouble));
         if (cJSON_IsNumber(t5) && cJSON_GetObjectItem(acc, "top5"))
             cJSON_ReplaceItemInObject(acc, "top5", cJSON_CreateNumber(t5->valuedouble));

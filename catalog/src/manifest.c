@@ -340,7 +340,10 @@ static int winnow(struct input *ins, size_t n, unsigned char *keep, struct cat_b
         const cJSON *v = ins[i].json, *d;
         wv[i].id = ins[i].id;
         wv[i].task = cJSON_GetObjectItemCaseSensitive(v, "task")->valuestring;
-        wv[i].macs = cost_of(v, "macs");
+        /* an early-exit variant costs its expected MACs per input at the
+         * default alpha (describe.c), not its trunk's */
+        const cJSON *xm = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(v, "cost"), "expected_macs");
+        wv[i].macs = cJSON_IsNumber(xm) ? (uint64_t)xm->valuedouble : cost_of(v, "macs");
         wv[i].weight_bytes = cost_of(v, "weight_bytes");
         wv[i].top1 = top1_of(v);
         wv[i].images = images_of(v);

@@ -71,6 +71,8 @@ static const struct {
     {"contexts", "LIST", "the contexts list (\"id n p data-file\" lines, dataset contexts)"},
     {"generic-cfg", "G", "the cascade's generic model (default: the base --cfg)"},
     {"generic-weights", "GW", "its weights (default: --weights)"},
+    {"parent", "ID", "the catalog id of --cfg (default base): the variants' parent, and their\n"
+                     "cascade partner unless --generic-cfg names another model (then base)"},
     {"set", "key=value", "a setting of the fragment's regression training (repeatable)"},
     {"seed", "N", "seed of the new weights (and of the training)"},
     {"out", "DIR", "the variant folder to write"},
@@ -109,6 +111,7 @@ int prn_cli_parse(int argc, char **argv, const char *verb, const char *synopsis,
                    : !strcmp(nm, "contexts") ? (void *)&o->contexts
                    : !strcmp(nm, "generic-cfg") ? (void *)&o->generic_cfg
                    : !strcmp(nm, "generic-weights") ? (void *)&o->generic_weights
+                   : !strcmp(nm, "parent") ? (void *)&o->parent
                                             : (void *)&o->with;
         opts[n++] = r;
     }

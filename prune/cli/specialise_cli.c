@@ -198,13 +198,13 @@ static uint64_t net_macs(const trn_net *net)
 int prn_cli_specialise(int argc, char **argv, trn_err *err)
 {
     static const char *const known[] = {"cfg", "weights", "data", "contexts", "cut", "head", "set",
-                                        "generic-cfg", "generic-weights", "seed", "out",
+                                        "generic-cfg", "generic-weights", "parent", "seed", "out",
                                         "threads", NULL};
     static const char *const need[] = {"cfg", "weights", "data", "contexts", "seed", "out", NULL};
     prn_cli_opts o;
     if (prn_cli_parse(argc, argv, "specialise",
                       "--cfg C --weights W --data D.data --contexts LIST [--cut SEL]\n"
-                      "                   [--head TEXT] [--generic-cfg G --generic-weights GW]\n"
+                      "                   [--head TEXT] [--generic-cfg G --generic-weights GW] [--parent ID]\n"
                       "                   [--set key=value ...] --seed N --out DIR [--threads T]",
                       "For every (n,p) context of LIST (\"id n p data-file\" lines, as `dataset\n"
                       "contexts` writes them for D), retrains the layers of C above SEL (default:\n"
@@ -222,6 +222,14 @@ int prn_cli_specialise(int argc, char **argv, trn_err *err)
     if (prn_cli_require(&o, "specialise", need, err)) return -2;
     if (!o.generic_cfg != !o.generic_weights)
         return trn_errf(err, "--generic-cfg and --generic-weights go together"), -2;
+    /* the catalog id of --cfg: the parent, and the partner of its own cascade */
+    const char *parent = o.parent ? o.parent : "base";
+    int bad_id = !*parent || strlen(parent) > 64 || !(islower((unsigned char)*parent) || isdigit((unsigned char)*parent));
+    for (const char *q = parent; *q; q++)
+        bad_id |= !(islower((unsigned char)*q) || isdigit((unsigned char)*q) || strchr("_.-", *q));
+    if (bad_id)
+        return trn_errf(err, "--parent '%s' is not a variant id (lower-case letters, digits, '_', '.', '-')", parent),
+               -2;
     prn_head_opts ho;
     if (prn_cli_head_opts(&o, &ho, err)) return -1;
     if (prn_cli_compute(o.threads, err)) return -1;
@@ -401,11 +409,12 @@ int prn_cli_specialise(int argc, char **argv, trn_err *err)
         float l0 = 0, l1 = 0;
         if (prn_head_train(&ctr, labels, k + 1, &ho, &hc, &hn, &l0, &l1, err) != 0 ||
             prn_head_predict(hn, &cte, spred, NULL, err) != 0 ||
-            prn_retarget_variant(cfg, base, cut, hc, hn, "base", &v[c], err) != 0) {
+            prn_retarget_variant(cfg, base, cut, hc, hn, parent, &v[c], err) != 0) {
             trn_cfg_free(hc);
             trn_net_free(hn);
             goto ctx_fail;
         }
+        v[c].parent = parent;
         trn_cfg_free(hc);
         trn_net_free(hn);
         uint64_t in_n = 0, in_ok = 0, casc = 0, gen_ok = 0, sent = 0, own = 0;
@@ -443,7 +452,7 @@ int prn_cli_specialise(int argc, char **argv, trn_err *err)
         cJSON_AddNumberToObject(cj, "other_class", k);
         cJSON_AddStringToObject(cj, "data", x->path);
         cJSON *cc = cJSON_AddObjectToObject(f, "cascade");
-        cJSON_AddStringToObject(cc, "partner", "base");
+        cJSON_AddStringToObject(cc, "partner", o.generic_cfg ? "base" : parent);
         cJSON_AddStringToObject(cc, "on", "other");
         cJSON_AddNumberToObject(cc, "sent_share", share);
         cJSON_AddNumberToObject(cc, "expected_macs", emacs);

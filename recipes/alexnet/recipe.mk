@@ -73,10 +73,17 @@ V_smcd_TRAIN := max_batches=300 learning_rate=0.02 burn_in=0 policy=poly power=2
 # set's .tasks file; each task's head is RETARGET_HEAD then a connected
 # classifier, trained on the trunk's cached outputs. Chosen by the sweep of
 # prune/README.md (the best attribute accuracies within 1% of the base's
-# MACs and parameters). Read today by tests/bench/rtl_tasks.sh; the make
-# stage that adds the heads to the catalog is not written yet.
+# MACs and parameters). mk/retarget.mk adds them to the catalog as
+# variants head-<task>; tests/bench/rtl_tasks.sh reads the same settings.
 RETARGET_CUT  := conv@4
 RETARGET_HEAD := convolutional,filters=24,size=1,stride=1,activation=relu;maxpool,size=4,stride=4
+
+# Specialisation (MCDNN 4.1.2, prune specialise): the base's classifier
+# retrained for each of the data set's 15 representative (n,p) contexts,
+# n classes + "other" on the frozen lower layers; variants spec-<context>
+# (task ctx-<context>), the base as their cascade partner. Table 4 of
+# prune/README.md is measured with these settings.
+SPECIALISE := 1
 
 # NestDNN (thesis chapter 3; prune/README.md): the base's filter pruning
 # roadmap by TRR (each step drops the least important 10% of the ranked

@@ -59,6 +59,10 @@ static void usage(FILE *f)
             "  stream ID INPUT... [--control FILE] [budgets]\n"
             "                      run every task on every image through the scheduler, one\n"
             "                      JSON line per result; budgets change live (file, SIGHUP)\n"
+            "  context ID [IMAGE...] [--results FILE]\n"
+            "                      the class-frequency profiler: whether the answers are\n"
+            "                      (n,p)-dominated, by which classes, which specialised model\n"
+            "                      matches, what to ask the build side for\n"
             "  version             print the version of rtl and its SHA-256 engine\n"
             "\n"
             "Options:\n"
@@ -370,6 +374,7 @@ static int run_simulate(int argc, char **argv)
     return with_store(cmd_simulate, argc, argv);
 }
 static int run_stream(int argc, char **argv) { return with_store(cmd_stream, argc, argv); }
+static int run_context(int argc, char **argv) { return with_store(cmd_context, argc, argv); }
 
 static void version_extra(FILE *out) { fprintf(out, "SHA-256: %s\n", rtl_sha256_engine()); }
 
@@ -391,6 +396,8 @@ int main(int argc, char **argv)
                 run_simulate),
         CK_VERB("stream", "run tasks on images through the scheduler under live budgets (control file, SIGHUP)",
                 run_stream),
+        CK_VERB("context", "the class-frequency profiler: is the stream (n,p)-dominated, by which classes (MCDNN)",
+                run_context),
     };
     static const ck_prog prog = {
         .name = "rtl", .version = RTL_VERSION,

@@ -659,6 +659,83 @@ RTL_API int rtl_variant_cascade(const rtl_variant *v, char *partner, size_t psiz
  * 0 when it is not an add-on. */
 RTL_API int rtl_catalog_base(const rtl_catalog *cat, const char **id, uint64_t *version);
 
+/* ---- the context profiler (runtime-lite/src/context.c) ---------------------
+ *
+ * MCDNN section 4.1.2: a stream of classified inputs is (n, p)-dominated
+ * when its n most frequent classes account for at least a fraction p of
+ * it. The profiler keeps the classes of the last `window` inputs (a ring
+ * and one count per class, both allocated once: window + classes 32-bit
+ * words, nothing allocated afterwards) and reports, for the n and p of its
+ * parameters (DESIGN.md: n in 7, 14, 21; p in 0.6, 0.7, 0.8, 0.9, 0.95),
+ * the smallest n whose top classes reach a threshold, the largest
+ * threshold they reach and which classes they are: what a device asks the
+ * build side to specialise for (`make specialise CLASSES=...`), and what
+ * decides whether an installed specialised model (an add-on) serves. */
+
+#define RTL_CONTEXT_MAX_N 64      /* the largest n of a profiler */
+#define RTL_CONTEXT_MAX_LEVELS 8  /* n values and p thresholds a profiler tries, each */
+#define RTL_CONTEXT_MAX_WINDOW (1u << 20)
+#define RTL_CONTEXT_MAX_CLASSES (1u << 20)
+
+typedef struct rtl_context_params {
+    uint32_t classes;        /* class indices 0..classes-1 (1..RTL_CONTEXT_MAX_CLASSES; required) */
+    uint32_t window;         /* the last `window` inputs (0: 100; at most RTL_CONTEXT_MAX_WINDOW) */
+    uint32_t min_samples;    /* never dominated while the window holds fewer (0: a full window) */
+    uint32_t n[RTL_CONTEXT_MAX_LEVELS];  /* the n tried, increasing, 1..RTL_CONTEXT_MAX_N (all 0: 7, 14, 21) */
+    double p[RTL_CONTEXT_MAX_LEVELS];    /* the thresholds, increasing, in (0, 1] (all 0: 0.6 .. 0.95) */
+    double hysteresis;       /* a context reported stays while its classes hold at least its p minus
+                              * this (0..0.5; 0: none), unless a smaller n or a higher p holds */
+} rtl_context_params;
+
+typedef struct rtl_context {
+    int dominated;           /* 1: the window is (n, p)-dominated, for the n, p and classes below */
+    int changed;             /* 1: dominated, n, p or the classes differ from the previous report */
+    uint32_t n;              /* dominated: the smallest n of the parameters that reaches a threshold;
+                              * else the largest n tried (its top classes are listed) */
+    double p;                /* dominated: the largest threshold those classes reach; else 0 */
+    double share;            /* the share of the window the n classes hold */
+    uint32_t nclasses;       /* classes listed below: the n, fewer when fewer occur in the window */
+    uint32_t samples;        /* inputs in the window now */
+    uint64_t seen;           /* inputs observed since creation or reset */
+    uint32_t classes[RTL_CONTEXT_MAX_N]; /* the classes, most frequent first (ties: lower index) */
+    uint32_t counts[RTL_CONTEXT_MAX_N];  /* their counts in the window */
+    double top_share[RTL_CONTEXT_MAX_LEVELS]; /* per n of the parameters: its top classes' share */
+} rtl_context;
+
+typedef struct rtl_context_profiler rtl_context_profiler;
+
+/* A profiler with params (copied; NULL fields take their defaults). NULL
+ * with err on a bad parameter or no memory. */
+RTL_API rtl_context_profiler *rtl_context_profiler_new(const rtl_context_params *params, rtl_err *err);
+RTL_API void rtl_context_profiler_free(rtl_context_profiler *p);
+/* The parameters in force (defaults filled in). */
+RTL_API void rtl_context_profiler_params(const rtl_context_profiler *p, rtl_context_params *out);
+/* Inputs in the window now. */
+RTL_API uint32_t rtl_context_samples(const rtl_context_profiler *p);
+/* Empties the window and forgets the last report. */
+RTL_API void rtl_context_reset(rtl_context_profiler *p);
+/* Adds one classified input of class cls (the answer, not the truth: a
+ * device does not know the truth); the oldest leaves a full window. O(1),
+ * never allocates. -1 with err when cls >= classes (nothing changes). */
+RTL_API int rtl_context_observe(rtl_context_profiler *p, uint32_t cls, rtl_err *err) RTL_MUST_CHECK;
+/* Reports the window into out (MCDNN's (n, p)-dominance; see
+ * rtl_context). It remembers the report (for `changed` and the
+ * hysteresis), so it is not const. O(classes x largest n). */
+RTL_API int rtl_profile_context(rtl_context_profiler *p, rtl_context *out, rtl_err *err);
+/* The share of the window held by classes[0..n) (repeats count once,
+ * indices >= classes count nothing); 0 for an empty window. */
+RTL_API double rtl_context_share(const rtl_context_profiler *p, const uint32_t *classes, size_t n);
+
+/* When v is specialised (catalog cat): the classes it answers (its task's
+ * labels but its "other" class), as indices among labels[0..nlabels) (the
+ * generic task's labels, by name) into classes[0..cap), their count in *n,
+ * and its context's p (technique_fields.context.p; 0 when absent) in *p.
+ * -1 with err when v is not specialised, one of its labels is not among
+ * labels, or cap is too small. */
+RTL_API int rtl_variant_context(const rtl_catalog *cat, const rtl_variant *v, const char *const *labels,
+                                size_t nlabels, uint32_t *classes, size_t cap, size_t *n, double *p,
+                                rtl_err *err) RTL_MUST_CHECK;
+
 /* ---- the split planner (runtime-lite/src/plan.c) --------------------------
  *
  * JointDNN's formulation: a graph over (layer, location) with location

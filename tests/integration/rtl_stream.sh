@@ -161,12 +161,15 @@ mkdir -p nf && nest_fixture nf &&
         >/dev/null 2>&1 || t_fail "nested fixture"
 V=n/variants/nest
 mkdir -p $V && cp g/variant.cfg $V/variant.cfg && cp g/init.weights $V/variant.weights
+# the capacities' top-1 set by the test, rising with the capacity (measured
+# on 12 tiny images they tie, and the scheduler takes the cheapest of a tie)
+jq '.technique_fields | .capacities |= [to_entries[] | .value.top1 = (0.5 + 0.1 * .key) | .value]' g/meta.json >tf.json
 {
     printf '{"schema":1,"id":"nest","model":"tiny","technique":"nested","parent":null,"depends_on":[],\n'
     printf ' "description":"stream nested fixture","task":"identity",\n'
     printf ' "files":[{"role":"cfg","path":"variant.cfg"},{"role":"weights","path":"variant.weights"}],\n'
     printf ' "accuracy":{"identity":{"split":"test","images":6,"top1":%s}},"technique_fields":%s,\n "cost":' \
-        "$(jq '.technique_fields.capacities[-1].top1' g/meta.json)" "$(jq -c .technique_fields g/meta.json)"
+        "$(jq '.capacities[-1].top1' tf.json)" "$(jq -c . tf.json)"
     "$BIN/trainer" info --json $V/variant.cfg
     printf '}\n'
 } >$V/variant.json
@@ -175,7 +178,7 @@ mkdir -p $V && cp g/variant.cfg $V/variant.cfg && cp g/init.weights $V/variant.w
 nimg=$(ls nf/data/img/* | head -n 4)
 expect_ok "stream a nested variant: the most accurate capacity" rtl stream tiny $nimg --threads 1
 cp "$T/out" nest1.jsonl
-best=$(jq '[.technique_fields.capacities | to_entries[] | {k: (.key + 1), a: .value.top1}] | max_by(.a) | .k' g/meta.json)
+best=$(jq '.capacities | length' tf.json)
 t_check "every request ran at capacity $best (the most accurate)" python3 -c '
 import json, sys
 res = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{\"input")]
