@@ -94,6 +94,7 @@ struct addon {
     const rtl_variant *v;
     char partner[RTL_ID_MAX + 1];
     int other;               /* its "other" class */
+    double gate;             /* its cascade's gate (rtl_variant_cascade_gate) */
     uint32_t *classes;       /* the task's indices of its classes */
     size_t n;
     double p;                /* its context's share (0.6 when the manifest has none) */

@@ -82,7 +82,7 @@ static int add_one(struct addons *A, rtl_catalog *cat, int owned, const rtl_vari
     if (!pv || strcmp(rtl_variant_task(pv), task) != 0) return 0; /* another task's, or no partner here */
     size_t nl = 0;
     const char *const *labels = rtl_catalog_task_labels(base, task, &nl);
-    struct addon a = {.cat = cat, .owned = owned, .v = v, .other = other};
+    struct addon a = {.cat = cat, .owned = owned, .v = v, .other = other, .gate = rtl_variant_cascade_gate(v)};
     snprintf(a.partner, sizeof a.partner, "%s", partner);
     size_t cap = 0;
     rtl_catalog_task_labels(cat, rtl_variant_task(v), &cap);

@@ -104,6 +104,7 @@ int cmd_run(rtl_store *s, int argc, char **argv)
     rtl_model *pm = NULL;
     char partner[128];
     int other = -1;
+    double gate = rtl_variant_cascade_gate(rtl_model_variant(m));
     if (rtl_variant_cascade(rtl_model_variant(m), partner, sizeof partner, &other, NULL) == 0) {
         rtl_catalog *pc = cat;
         const char *bid;
@@ -182,6 +183,7 @@ int cmd_run(rtl_store *s, int argc, char **argv)
         size_t n = 0;
         rtl_model *ans = m, *first = m, *fall = pm;
         int oth = other;
+        double gt = gate;
         char cname[2 * RTL_ID_MAX + 2] = "";
         if (prof) { /* the specialised model the window matches, if any */
             double share = 0;
@@ -206,12 +208,12 @@ int cmd_run(rtl_store *s, int argc, char **argv)
                     break;
                 }
             }
-            if (cur) first = cur->model, fall = m, oth = cur->other, addon_name(cur, cname, sizeof cname);
+            if (cur) first = cur->model, fall = m, oth = cur->other, gt = cur->gate, addon_name(cur, cname, sizeof cname);
         }
         size_t km = k < rtl_model_classes(first) ? k : rtl_model_classes(first);
         int ok = rtl_model_run_image(first, argv[a], &err) == 0 && rtl_model_top(first, km, top, &n, &err) == 0;
         if (ok) ans = first;
-        if (ok && fall && n > 0 && (int)top[0].index == oth) { /* "other": the partner answers */
+        if (ok && fall && n > 0 && ((int)top[0].index == oth || top[0].prob < gt)) { /* "other" (or under the gate): the partner answers */
             ans = fall;
             km = k < rtl_model_classes(fall) ? k : rtl_model_classes(fall);
             ok = rtl_model_run_image(fall, argv[a], &err) == 0 && rtl_model_top(fall, km, top, &n, &err) == 0;

@@ -490,7 +490,7 @@ int cmd_stream(rtl_store *st, int argc, char **argv)
                     ms = (now_s() - a0) * 1000; /* the model's run alone, as rtl profile times it */
                     answered = first;
                     if (runrc == 0 && first != om->m && rtl_model_top(first, 1, &top, &nt, &err) == 0 && nt &&
-                        (int)top.index == t->cur->other) { /* "other": the scheduler's choice answers */
+                        ((int)top.index == t->cur->other || top.prob < t->cur->gate)) { /* "other" (or under the gate): the scheduler's choice answers */
                         runrc = rtl_model_image_input(om->m, in.p[k], x, &err);
                         a0 = now_s();
                         if (!runrc) runrc = rtl_model_run(om->m, x, &err);

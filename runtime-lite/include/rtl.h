@@ -655,6 +655,11 @@ RTL_API int rtl_model_run_tasks(rtl_model *const *models, size_t n, const float 
  * otherwise. */
 RTL_API int rtl_variant_cascade(const rtl_variant *v, char *partner, size_t psize, int *other_class,
                                 rtl_err *err);
+/* The cascade's gate of specialised v (technique_fields.cascade.gate): its
+ * answer stands only at a probability >= the gate, lower ones fall through
+ * to the partner like "other"; 0 (MCDNN's cascade: "other" alone) when v
+ * has none or is not specialised. */
+RTL_API double rtl_variant_cascade_gate(const rtl_variant *v);
 /* When cat is an add-on: the id and version of the catalog it extends; 1.
  * 0 when it is not an add-on. */
 RTL_API int rtl_catalog_base(const rtl_catalog *cat, const char **id, uint64_t *version);

@@ -3,7 +3,8 @@
  * random streams (every n, share, dominance and threshold), the ring
  * forgets the oldest input, the warm-up, the hysteresis and tie stability
  * (no switching at every input), `changed`, the share of a given class set,
- * the class set of a specialised variant by label, and bad parameters. */
+ * the class set of a specialised variant by label and its cascade's gate,
+ * and bad parameters. */
 #include "testutil_impl.h"
 #include "rtl.h"
 
@@ -283,7 +284,7 @@ static void variant_classes(void **state)
         "\"variants\":["
         "{\"id\":\"spec\",\"technique\":\"specialised\",\"task\":\"ctx\",\"parent\":\"base\",\"depends_on\":[],"
         "\"description\":\"\"," F("spec") "\"accuracy\":{}," COST
-        "\"technique_fields\":{\"context\":{\"n\":2,\"p\":0.7,\"other_class\":1},\"cascade\":{\"partner\":\"base\"}}},"
+        "\"technique_fields\":{\"context\":{\"n\":2,\"p\":0.7,\"other_class\":1},\"cascade\":{\"partner\":\"base\",\"gate\":0.8}}},"
         "{\"id\":\"nop\",\"technique\":\"specialised\",\"task\":\"bad\",\"parent\":\"base\",\"depends_on\":[],"
         "\"description\":\"\"," F("nop") "\"accuracy\":{}," COST
         "\"technique_fields\":{\"context\":{\"other_class\":1},\"cascade\":{\"partner\":\"base\"}}},"
@@ -302,6 +303,9 @@ static void variant_classes(void **state)
     assert_int_equal(cls[0], 2);
     assert_int_equal(cls[1], 0);
     assert_true(p == 0.7);
+    assert_true(rtl_variant_cascade_gate(rtl_catalog_find(cat, "spec")) == 0.8);
+    assert_true(rtl_variant_cascade_gate(rtl_catalog_find(cat, "nop")) == 0); /* none: MCDNN's cascade */
+    assert_true(rtl_variant_cascade_gate(rtl_catalog_find(cat, "base")) == 0);
     assert_int_equal(rtl_variant_context(cat, rtl_catalog_find(cat, "spec"), labels, 4, cls, 1, &n, &p, &e), -1);
     assert_non_null(strstr(e.msg, "room for 1"));
     assert_int_equal(rtl_variant_context(cat, rtl_catalog_find(cat, "nop"), labels, 4, cls, 4, &n, &p, &e), -1);
