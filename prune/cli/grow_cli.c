@@ -24,6 +24,7 @@
 
 #define GR_MAX_CAP 16
 #define GR_EVAL_BATCH 64
+#define GR_REVIVE_BATCHES 4 /* training batches that measure the new filters' activity */
 
 typedef struct gr_feed {
     trn_loader *ld;
@@ -69,7 +70,8 @@ static trn_net *load_step(const cJSON *steps, int k, const char *dir, trn_cfg **
     return n;
 }
 
-static int gr_set(const char *kv, long long *batches, double *lr, long long *ncap, long long *bn, trn_err *err)
+static int gr_set(const char *kv, long long *batches, double *lr, long long *ncap, long long *bn, double *revive,
+                  trn_err *err)
 {
     const char *eq = strchr(kv, '=');
     if (!eq) return trn_errf(err, "--set '%s': use key=value", kv);
@@ -85,9 +87,11 @@ static int gr_set(const char *kv, long long *batches, double *lr, long long *nca
         *ncap = (long long)v;
     else if (kl == 10 && !strncmp(kv, "bn_batches", 10) && v >= 0 && v <= 1e6 && v == floor(v))
         *bn = (long long)v;
+    else if (kl == 6 && !strncmp(kv, "revive", 6) && v >= 0 && v <= 1)
+        *revive = v;
     else
         return trn_errf(err, "--set '%s': unknown key or value out of range (batches: 0..1e7, learning_rate: "
-                             "0..10, capacities: 2..%d, bn_batches: 0..1e6)", kv, GR_MAX_CAP);
+                             "0..10, capacities: 2..%d, bn_batches: 0..1e6, revive: 0..1)", kv, GR_MAX_CAP);
     return 0;
 }
 
@@ -95,7 +99,7 @@ int prn_cli_grow(int argc, char **argv, trn_err *err)
 {
     const char *roadp = NULL, *data = NULL, *out = NULL;
     long long seed = -1, threads = 1, batches = 100, ncap = 5, bn_batches = 20;
-    double lr = 0.01;
+    double lr = 0.01, revive = 0.01;
     ck_list set = {.n = 0};
     const ck_opt opts[] = {
         {"--roadmap", "R", CK_STR, &roadp, 0, 0, "the pruning roadmap (prune roadmap's roadmap.json)"},
@@ -121,7 +125,9 @@ int prn_cli_grow(int argc, char **argv, trn_err *err)
         "parameters, weight bytes; page-in/out bytes of every switch) and DIR/meta.json\n"
         "(written last: technique nested with the manifest's capacities).\n"
         "--set keys: batches (100), learning_rate (0.01), capacities (5), bn_batches (20: training\n"
-        "batches that re-estimate the new channels' batch-norm statistics after each growth step).\n",
+        "batches that re-estimate the new channels' batch-norm statistics after each growth step),\n"
+        "revive (0.01: a new filter whose outputs are non-zero at less than this fraction of\n"
+        "positions restarts from the engine's initialisation; 0: never).\n",
         opts, NULL};
     const char *extra;
     int rc0;
@@ -131,7 +137,7 @@ int prn_cli_grow(int argc, char **argv, trn_err *err)
         if (!need[i][1]) return trn_errf(err, "--%s is required", need[i][0]), -2;
     if (seed < 0) return trn_errf(err, "--seed is required"), -2;
     for (int i = 0; i < set.n; i++)
-        if (gr_set(set.v[i], &batches, &lr, &ncap, &bn_batches, err)) return -2;
+        if (gr_set(set.v[i], &batches, &lr, &ncap, &bn_batches, &revive, err)) return -2;
     trn_set_threads((int)threads);
 
     int rc = -1;
@@ -140,7 +146,7 @@ int prn_cli_grow(int argc, char **argv, trn_err *err)
     cJSON *road = NULL, *j = NULL;
     trn_dataset *ds = NULL;
     trn_cfg *cfg = NULL, *tc = NULL;
-    trn_net *base = NULL, *net = NULL, *init = NULL, *ev = NULL;
+    trn_net *base = NULL, *net = NULL, *init = NULL, *ev = NULL, *fresh = NULL;
     prn_nest nest = {0};
     int caps_step[GR_MAX_CAP];
     rm_acc acc[GR_MAX_CAP];
@@ -219,6 +225,18 @@ int prn_cli_grow(int argc, char **argv, trn_err *err)
             nest.fixed[li->valueint] = 0;
         }
     }
+    /* A ranked layer without batch norm that the roadmap never pruned (the
+     * connected layers of a connected=0 roadmap) is fixed like the
+     * classifier: all its rows read the new input channels through trained
+     * columns. Growing with nothing to grow would zero and freeze those
+     * columns, leaving the new channels below it no path to the output. */
+    for (int i = 0; i < L; i++) {
+        trn_layer_info in;
+        trn_net_layer_info(base, i, &in);
+        int whole = !nest.fixed[i] && trn_net_full_filters(base, i) > 0 && !in.batch_normalize;
+        for (int k = 0; whole && k < ncap; k++) whole = nest.filters[(size_t)k * L + i] == trn_net_full_filters(base, i);
+        if (whole) nest.fixed[i] = 1;
+    }
     /* The growing network: step 0's cfg with the growth schedule. */
     if (!(tc = trn_cfg_clone(cfg, err)) || trn_cfg_setf(tc, 0, "learning_rate", err, "%.9g", lr) ||
         trn_cfg_set(tc, 0, "policy", "poly", err) || trn_cfg_set(tc, 0, "power", "2", err) ||
@@ -244,6 +262,22 @@ int prn_cli_grow(int argc, char **argv, trn_err *err)
         if (prn_nest_grow(net, &nest, k, init, err)) goto done;
         trn_net_free(init);
         init = NULL;
+        /* Dead new filters restart from the engine's initialisation (their
+         * statistics first re-estimated, so that a channel is judged by what
+         * it computes at this capacity). */
+        int revived = 0;
+        if (revive > 0) {
+            if (!fresh) {
+                trn_net_opts fo;
+                prn_net_opts(&fo, (uint64_t)seed);
+                if (!(fresh = trn_net_create(tc, &fo, err))) goto done;
+            }
+            if (prn_bn_recalibrate(net, feed_batch, &f, (uint64_t)batches + (uint64_t)bn_batches, (int)bn_batches,
+                                   err) != 0 ||
+                prn_nest_revive(net, &nest, k, fresh, feed_batch, &f, (uint64_t)batches, GR_REVIVE_BATCHES, revive,
+                                &revived, err) != 0)
+                goto done;
+        }
         if (batches > 0) {
             trn_net_set_seen(net, 0);
             trn_train_opts to = {.next_batch = feed_batch, .batch_ctx = &f, .backup_dir = tmpdir, .base = "grow"};
@@ -253,7 +287,8 @@ int prn_cli_grow(int argc, char **argv, trn_err *err)
          * capacity's inputs (the old ones are frozen: their inputs did not
          * change). */
         if (prn_bn_recalibrate(net, feed_batch, &f, (uint64_t)batches, (int)bn_batches, err) != 0) goto done;
-        fprintf(stderr, "prune grow: capacity %d (roadmap step %d) grown\n", k + 1, caps_step[k]);
+        fprintf(stderr, "prune grow: capacity %d (roadmap step %d) grown (%d dead new filters restarted)\n", k + 1,
+                caps_step[k], revived);
     }
     prn_nest_finish(net);
     /* Measure every capacity. */
@@ -290,6 +325,7 @@ int prn_cli_grow(int argc, char **argv, trn_err *err)
     cJSON_AddNumberToObject(js, "batches", (double)batches);
     cJSON_AddNumberToObject(js, "learning_rate", lr);
     cJSON_AddNumberToObject(js, "bn_batches", (double)bn_batches);
+    cJSON_AddNumberToObject(js, "revive", revive);
     cJSON_AddStringToObject(j, "cfg", "variant.cfg");
     cJSON_AddStringToObject(j, "weights", "init.weights");
     cJSON_AddNumberToObject(j, "weights_bytes", (double)trn_weights_bytes(net));
@@ -428,6 +464,7 @@ done:
     trn_loader_close(f.ld);
     prn_nest_free(&nest);
     trn_net_free(init);
+    trn_net_free(fresh);
     trn_net_free(ev);
     trn_net_free(net);
     trn_net_free(base);

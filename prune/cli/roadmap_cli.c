@@ -24,7 +24,7 @@
 
 typedef struct rm_settings {
     double step, min_accuracy, learning_rate, max_layer_step, target_macs;
-    long long retrain_batches, triplets, min_filters, max_steps, bn_batches;
+    long long retrain_batches, triplets, min_filters, max_steps, bn_batches, connected;
 } rm_settings;
 
 static int rm_set(rm_settings *s, const char *kv, trn_err *err)
@@ -50,9 +50,10 @@ static int rm_set(rm_settings *s, const char *kv, trn_err *err)
     else if (KEY("min_filters")) { RANGE(1, 1e6); WHOLE; s->min_filters = (long long)v; }
     else if (KEY("max_steps")) { RANGE(1, RM_MAX_STEPS - 1); WHOLE; s->max_steps = (long long)v; }
     else if (KEY("bn_batches")) { RANGE(0, 1e6); WHOLE; s->bn_batches = (long long)v; }
+    else if (KEY("connected")) { RANGE(0, 1); WHOLE; s->connected = (long long)v; }
     else
         return trn_errf(err, "--set '%s': unknown key '%.*s' (known: step, min_accuracy, retrain_batches, "
-                             "learning_rate, triplets, min_filters, max_layer_step, max_steps, target_macs, bn_batches)", kv, (int)kl, kv);
+                             "learning_rate, triplets, min_filters, max_layer_step, max_steps, target_macs, bn_batches, connected)", kv, (int)kl, kv);
 #undef KEY
 #undef RANGE
 #undef WHOLE
@@ -286,7 +287,8 @@ int prn_cli_roadmap(int argc, char **argv, trn_err *err)
         "(0.01), triplets (256), min_filters (2), max_layer_step (0.5: at most this fraction of\n"
         "a layer's filters per step), max_steps (12), target_macs (0: none; a passing step at\n"
         "or below this fraction of the base's MACs ends the roadmap), bn_batches (20: training\n"
-        "batches that re-estimate the batch-norm statistics after each step's retraining; 0: none).\n",
+        "batches that re-estimate the batch-norm statistics after each step's retraining; 0: none),\n"
+        "connected (1; 0: only convolutional layers lose filters, the connected ones keep all).\n",
         opts, NULL};
     const char *extra;
     int rc0;
@@ -297,7 +299,7 @@ int prn_cli_roadmap(int argc, char **argv, trn_err *err)
     if (seed < 0) return trn_errf(err, "--seed is required"), -2;
     int m = prn_rank_method_parse(method);
     if (m < 0) return trn_errf(err, "--method '%s' is not a ranking: use trr or l1", method), -2;
-    rm_settings st = {0.2, 0.5, 0.01, 0.5, 0, 100, 256, 2, 12, 20};
+    rm_settings st = {0.2, 0.5, 0.01, 0.5, 0, 100, 256, 2, 12, 20, 1};
     for (int i = 0; i < set.n; i++)
         if (rm_set(&st, set.v[i], err)) return -2;
     if (prn_cli_compute((int)threads, err)) return -1;
@@ -383,6 +385,21 @@ int prn_cli_roadmap(int argc, char **argv, trn_err *err)
                          (uint64_t)st.triplets, err);
         trn_net_free(rn);
         if (!r) goto done;
+        if (!st.connected) {
+            /* connected=0: only convolutional layers lose filters; the
+             * connected layers' entries leave the cross-layer order, so
+             * `step` is a fraction of the convolutional filters. */
+            int w = 0, conv = 0;
+            for (int i = 0; i < r->filters; i++)
+                if (r->layers[r->order[i].layer].kind != TRN_LAYER_CONNECTED) r->order[w++] = r->order[i];
+            for (int l = 0; l < r->nlayers; l++)
+                if (r->layers[l].kind != TRN_LAYER_CONNECTED) conv += r->layers[l].filters;
+            r->filters = w;
+            if (w != conv) {
+                trn_errf(err, "internal: %d convolutional filters in the order, %d in the layers", w, conv);
+                goto done;
+            }
+        }
         int removed = prn_roadmap_choose(r, st.step, (int)st.min_filters, st.max_layer_step, road ? target : NULL,
                                          keep_buf, target, err);
         if (removed < 0) goto done;
@@ -468,6 +485,7 @@ int prn_cli_roadmap(int argc, char **argv, trn_err *err)
     cJSON_AddNumberToObject(jset, "max_steps", (double)st.max_steps);
     cJSON_AddNumberToObject(jset, "target_macs", st.target_macs);
     cJSON_AddNumberToObject(jset, "bn_batches", (double)st.bn_batches);
+    cJSON_AddBoolToObject(jset, "connected", st.connected != 0);
     cJSON_AddStringToObject(jset, "eval_split", trn_split_name(eval));
     if (follow) cJSON_AddStringToObject(jset, "follow", follow);
     else cJSON_AddNullToObject(jset, "follow");

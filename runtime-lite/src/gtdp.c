@@ -70,9 +70,20 @@ void rtl_gtdp_part_cost(const rtl_gtdp_layer *l, const rtl_gtdp_worker *w, rtl_g
     p->in_bytes = 4ull * (uint64_t)(b - a) * l->w_in * l->c_in;
     p->out_bytes = 4ull * (uint64_t)(p->r1 - p->r0) * l->w * (p->c1 - p->c0);
     /* compute: the convolution rows it computes (a pool's overlapping
-     * windows make neighbours compute a shared row twice) */
-    double frac = (double)(cb - ca) * (p->c1 - p->c0) / ((double)(l->pool_size ? l->conv_h : l->h) * l->c);
-    p->compute_ms = l->ms * frac / w->speed;
+     * windows make neighbours compute a shared row twice), r of the
+     * layer's, times its channels, c. A convolution computed as im2col +
+     * GEMM also pays, whatever its channels, for the im2col of its rows
+     * (beta of the layer's time at r = 1) and, whatever its rows, for
+     * packing its filters (gamma at c = 1): share = r c (1 - beta - gamma)
+     * + beta r + gamma c. Named approximation: beta = 40 / (40 + filters)
+     * and gamma = 110 / (110 + output positions), fitted to parts of
+     * AlexNet's five layers timed on this engine (OpenBLAS; within 10%,
+     * runtime-lite/README.md); a channel split of a 13x13 layer costs
+     * each half 54% of the layer, a row split 72%, not 50%. */
+    int ch = l->pool_size ? l->conv_h : l->h, cw = l->pool_size ? l->conv_w : l->w;
+    double r = (double)(cb - ca) / ch, c = (double)(p->c1 - p->c0) / l->c;
+    double beta = 40.0 / (40.0 + l->c), gamma = 110.0 / (110.0 + (double)ch * cw);
+    p->compute_ms = l->ms * (r * c * (1 - beta - gamma) + beta * r + gamma * c) / w->speed;
     double bytes_per_ms = w->mbps * 1e3 / 8.0;
     p->transfer_ms = (double)(p->in_bytes + p->out_bytes) / bytes_per_ms;
     p->ms = w->rtt_ms + p->compute_ms + p->transfer_ms;

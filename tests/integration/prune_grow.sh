@@ -54,6 +54,20 @@ t_check "trainer runs the full capacity with capacity 5's accuracy" grep -q "^to
 THREADS=2 expect_ok "grow with 2 threads" "$P" "${G[@]}" --threads 2 --out "$T/g2"
 t_check "the same bytes with 1 and 2 threads" diff -r "$T/g" "$T/g2"
 
+# connected=0: the roadmap prunes only the convolutional layers; grow then
+# fixes the connected layer (all its rows read the new channels through
+# trained columns) instead of growing it with nothing to grow.
+"$P" roadmap --cfg "$T/base.cfg" --weights "$T/base.weights" --data "$D" --method l1 --seed 3 \
+    --out "$T/rc" --set step=0.25 --set min_accuracy=0 --set retrain_batches=5 --set max_steps=3 \
+    --set connected=0 >/dev/null 2>&1 || t_fail "roadmap connected=0"
+t_check "connected=0: every step keeps the connected layer's 12 units, the convolutional layers shrink" \
+    jqc '.settings.connected == false and all(.steps[]; .kept[2] == 12) and .steps[-1].kept[0] < 8' "$T/rc/roadmap.json"
+expect_ok "grow from it" "$P" grow --roadmap "$T/rc/roadmap.json" --data "$D" --seed 1 --set batches=5 --out "$T/gc"
+t_check "the unpruned connected layer is fixed, the convolutional ones grow" \
+    jqc '[.layers[] | select(.filters > 0) | .fixed] == [false, false, true, true] and .settings.revive == 0.01' "$T/gc/capacities.json"
+t_check "capacity 1 is still the seed" test "$(jq '.capacities[0].test.correct' "$T/gc/capacities.json")" = \
+    "$(jq ".steps[$(jq .seed_step "$T/rc/roadmap.json")].test.correct" "$T/rc/roadmap.json")"
+
 bad() { # NAME PATTERN ARGS...: fails with PATTERN and leaves no folder
     local name=$1 pat=$2; shift 2
     rm -rf "$T/bad"

@@ -153,6 +153,21 @@ static void smaller_capacities_stay_bit_identical(void **state)
         init[k] = tl_net(cfg_text(caps[k][0], caps[k][2], caps[k][4]), NULL);
         randomise(init[k], 10 + k);
     }
+    /* The engine's initialisation, for the dead new filters. */
+    trn_net *fresh = tl_net(cfg_text(8, 8, 6), NULL);
+    randomise(fresh, 77);
+    /* In every init, the first new unit of the connected layer 4 is dead (a
+     * ReLU that never fires: zero weights, negative bias), the second alive. */
+    for (int k = 1; k < NCAP; k++) {
+        int np0;
+        const trn_param *q0 = trn_net_params(init[k], &np0);
+        for (int i = 0; i < np0; i++) {
+            if (q0[i].layer != 4) continue;
+            int r = caps[k - 1][4];
+            if (q0[i].role == TRN_PARAM_WEIGHTS) memset(q0[i].data + (size_t)r * q0[i].cols, 0, (size_t)q0[i].cols * 4);
+            if (q0[i].role == TRN_PARAM_BIASES) q0[i].data[r] = -1, q0[i].data[r + 1] = 5; /* and one always fires */
+        }
+    }
     assert_int_equal(prn_nest_start(net, &n, init[0], &e), 0);
     take(net, 0, probe, &s[0]);
     /* The seed computes what it computed alone. */
@@ -170,6 +185,18 @@ static void smaller_capacities_stay_bit_identical(void **state)
                                 (size_t)q[i].cols * sizeof(float));
             /* old filter 0 reads no new channel: columns of channels >= caps[k-1][0] are 0 */
             for (int c = caps[k - 1][0] * 9; c < caps[k][0] * 9; c++) assert_true(p[i].data[c] == 0);
+        }
+        /* The dead unit restarts from fresh, the live ones keep init's weights. */
+        int revived = -1;
+        assert_int_equal(prn_nest_revive(net, &n, k, fresh, batch_fn, NULL, 0, 2, 0.01, &revived, &e), 0);
+        assert_int_equal(revived, 1);
+        for (int i = 0; i < np; i++) {
+            if (p[i].layer != 4 || p[i].role != TRN_PARAM_WEIGHTS) continue;
+            const trn_param *fr = &trn_net_params(fresh, NULL)[i];
+            int r = caps[k - 1][4], c1 = caps[k][2] * 4;
+            assert_memory_equal(p[i].data + (size_t)r * p[i].cols, fr->data + (size_t)r * fr->cols, (size_t)c1 * 4);
+            assert_memory_equal(p[i].data + (size_t)(r + 1) * p[i].cols, q[i].data + (size_t)(r + 1) * q[i].cols,
+                                (size_t)c1 * 4);
         }
         train(net, (uint64_t)k);
         /* The training changed the new filters (the test can see a change). */
@@ -200,6 +227,7 @@ static void smaller_capacities_stay_bit_identical(void **state)
         trn_net_free(s[k].weights);
         trn_net_free(init[k]);
     }
+    trn_net_free(fresh);
     prn_nest_free(&n);
     trn_net_free(net);
 }
