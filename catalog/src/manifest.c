@@ -341,10 +341,12 @@ static int winnow(struct input *ins, size_t n, unsigned char *keep, struct cat_b
         wv[i].id = ins[i].id;
         wv[i].task = cJSON_GetObjectItemCaseSensitive(v, "task")->valuestring;
         /* an early-exit variant costs its expected MACs per input at the
-         * default alpha (describe.c), not its trunk's */
+         * default alpha (describe.c), not its trunk's, and its weight bytes
+         * are the trunk's and the exits' */
         const cJSON *xm = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(v, "cost"), "expected_macs");
         wv[i].macs = cJSON_IsNumber(xm) ? (uint64_t)xm->valuedouble : cost_of(v, "macs");
-        wv[i].weight_bytes = cost_of(v, "weight_bytes");
+        const cJSON *xw = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(v, "cost"), "exits_weight_bytes");
+        wv[i].weight_bytes = cost_of(v, "weight_bytes") + (cJSON_IsNumber(xw) ? (uint64_t)xw->valuedouble : 0);
         wv[i].top1 = top1_of(v);
         wv[i].images = images_of(v);
         const cJSON *dl = cJSON_GetObjectItemCaseSensitive(v, "depends_on");

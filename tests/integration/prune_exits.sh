@@ -139,6 +139,8 @@ tf = json.load(open(sys.argv[1] + "/meta.json"))["technique_fields"]
 a1 = [p for p in tf["alpha_profile"] if p["alpha"] == 1][0]
 assert v["cost"]["expected_macs"] == round(a1["expected_macs"]), (v["cost"], a1)
 assert v["cost"]["macs"] == tf["pruned_trunk"]["macs"], v["cost"]["macs"]
+import os
+assert v["cost"]["exits_weight_bytes"] == os.path.getsize(sys.argv[1] + "/exits.weights") - 20
 PY
 
 # errors: what, where, what to do; exit non-zero; nothing written
