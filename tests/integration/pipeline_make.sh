@@ -143,6 +143,17 @@ t_check "the resumed rw-a has the uninterrupted one's weights bytes" \
     cmp "$T/fresh/variants/rw-a/variant.weights" "$T/tiny/variants/rw-a/variant.weights"
 t_check "rw-b was not redone by the resumed build" test "$(stamp rw-b)" = "$after_b"
 
+# BASE_WEIGHTS: a user's trained Darknet weights stand for the base, checked
+# against the cfg first (trainer info --weights); weights of another cfg are
+# refused with the array that does not fit, and nothing is left behind.
+expect_ok "make BASE_WEIGHTS=<trained base> uses them as the base" \
+    pmake MODEL_O="$T/given" BASE_WEIGHTS="$T/tiny/variants/base/variant.weights" "$T/given/variants/base/variant.weights"
+t_check "the given weights are the base's bytes" \
+    cmp "$T/given/variants/base/variant.weights" "$T/tiny/variants/base/variant.weights"
+expect_fail "make BASE_WEIGHTS=<another cfg's weights> is refused" "belongs to another cfg" \
+    pmake MODEL_O="$T/wrong" BASE_WEIGHTS="$T/tiny/variants/rw-a/variant.weights" "$T/wrong/variants/base/variant.weights"
+t_check "the refused base left no weights" test ! -e "$T/wrong/variants/base/variant.weights"
+
 # 4. The catalog: signed, verifiable by minisign, the same bytes twice.
 expect_ok "make catalog builds the signed catalog" pmake catalog
 cat "$T/out" > "$T/catalog.out"
