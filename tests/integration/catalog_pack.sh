@@ -7,6 +7,20 @@
 cd "$T" || exit 1
 
 fx_catalog c >/dev/null
+# The early-exit variant with an alpha sweep (FlexDNN, issue 16): at alpha 1
+# it costs 80M expected MACs, not its trunk's 120M (the report's checks below).
+python3 - c/variants/exit-2/variant.json <<'PY2'
+import json, sys
+v = json.load(open(sys.argv[1]))
+v["cost"]["expected_macs"] = 80000000
+def a(alpha, top1, lo, hi, macs, rates):
+    return {"alpha": alpha, "top1": top1, "top1_ci": [lo, hi], "test_images": 20000, "expected_macs": macs,
+            "exit_rates": rates}
+v["technique_fields"]["alpha_profile"] = [a(0.8, 0.75, 0.744, 0.756, 60000000, [0.8, 0.2]),
+                                          a(1, 0.79, 0.784, 0.796, 80000000, [0.6, 0.4]),
+                                          a(1.2, 0.79, 0.784, 0.796, 120000000, [0, 1])]
+json.dump(v, open(sys.argv[1], "w"), separators=(",", ":"))  # compact: the bad_input edits below match it
+PY2
 "$CAT" keygen -p k.pub -s k.key -W >/dev/null
 expect_ok "pack writes an archive, its signature and the manifest" fx_pack c c --version 3 --seed 42 --key k.key
 A=c/catalog-tinynet-3.tar.zst
@@ -210,6 +224,27 @@ svg = open(sys.argv[1]).read()
 lines = re.findall(r"<polyline class=\"capacities\"[^>]*points=\"([^\"]*)\"", svg)
 assert len(lines) == 1 and len(lines[0].split()) == 2, lines
 assert svg.count("class=\"capacity\"") == 2 and ">capacities</text>" in svg' c/catalog-tinynet-3.pareto-macs.svg
+t_check "the plot places the early-exit variant at its expected MACs and draws its alpha sweep, labelled" python3 -c '
+import re, sys
+svg = open(sys.argv[1]).read()
+lines = re.findall(r"<polyline class=\"alpha-sweep\"[^>]*points=\"([^\"]*)\"", svg)
+assert len(lines) == 1 and len(lines[0].split()) == 3, lines
+pts = re.findall(r"<circle class=\"alpha\" cx=\"([0-9.]+)\" cy=\"([0-9.]+)\"", svg)
+assert pts == [tuple(p.split(",")) for p in lines[0].split()], (pts, lines)
+assert re.findall(r"class=\"alpha-label\"[^>]*>([^<]*)<", svg) == ["0.8", "1", "1.2"]
+assert ">alpha sweep</text>" in svg
+big = re.findall(r"<circle cx=\"([0-9.]+)\" cy=\"([0-9.]+)\" r=\"4.5\"", svg)
+assert pts[1] in big, (pts[1], big)  # exit-2 at alpha 1: 80M, not its trunk 120M
+assert pts[2] not in big, pts[2]
+assert "alpha-sweep" not in open(sys.argv[2]).read()' c/catalog-tinynet-3.pareto-macs.svg c/catalog-tinynet-3.pareto-bytes.svg
+t_check "the report lists the alpha profile and the expected MACs" python3 -c '
+import sys
+md = open(sys.argv[1]).read()
+assert "Alpha sweep of exit-2" in md, md
+assert "| 0.8 | 0.7500 [0.7440, 0.7560] n=20000 | 60M | 80.0% |" in md, md
+assert "| 1.2 | 0.7900 [0.7840, 0.7960] n=20000 | 120M | 0.0% |" in md, md
+row = [l for l in md.splitlines() if l.startswith("| exit-2 ")][0]
+assert "80M expected (trunk 120M)" in row, row' c/catalog-tinynet-3.report.md
 span=$(sed -n 's/^MACs span \([0-9.]*\)x between.*/\1/p' c/catalog-tinynet-3.report.md | head -n 1)
 t_check "the catalog spans at least 10x in MACs from the cheapest to the most accurate ($span x)" \
     awk -v s="${span:-0}" 'BEGIN { exit !(s >= 10) }'
