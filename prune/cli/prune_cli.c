@@ -220,23 +220,7 @@ int prn_cli_loader_opts(const trn_net *net, const char *where, int batch, uint64
 trn_net *prn_cli_net_like(const trn_cfg *cfg, const trn_net *src, int batch, int infer_only, uint64_t seed,
                           trn_err *err)
 {
-    trn_net_opts o;
-    trn_net_opts_defaults(&o);
-    o.batch = batch;
-    o.infer_only = infer_only;
-    o.seed = seed;
-    trn_net *n = trn_net_create(cfg, &o, err);
-    if (!n) return NULL;
-    int ns, nd;
-    const trn_param *ps = trn_net_params(src, &ns), *pd = trn_net_params(n, &nd);
-    if (ns != nd) {
-        trn_net_free(n);
-        trn_errf(err, "internal: parameter tables differ (%d, %d)", ns, nd);
-        return NULL;
-    }
-    for (int k = 0; k < nd; k++) memcpy(pd[k].data, ps[k].data, pd[k].count * sizeof(float));
-    trn_net_set_seen(n, trn_net_seen(src));
-    return n;
+    return prn_net_like(cfg, src, batch, infer_only, seed, 1, err);
 }
 
 int prn_cli_write_json(const char *path, const cJSON *doc, trn_err *err)

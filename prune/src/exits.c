@@ -515,26 +515,12 @@ static uint64_t net_macs(const trn_net *n)
     return t.macs;
 }
 
-/* A network of cfg (batch, inference only or not) holding src's values. */
+/* A network of cfg (batch, inference only or not) holding src's values,
+ * its schedule from the start. */
 static trn_net *net_copy(const trn_cfg *cfg, const trn_net *src, int batch, int infer_only, uint64_t seed,
                          trn_err *err)
 {
-    trn_net_opts no;
-    trn_net_opts_defaults(&no);
-    no.batch = batch;
-    no.infer_only = infer_only;
-    no.seed = seed;
-    trn_net *n = trn_net_create(cfg, &no, err);
-    if (!n) return NULL;
-    int ns, nd;
-    const trn_param *ps = trn_net_params(src, &ns), *pd = trn_net_params(n, &nd);
-    if (ns != nd) {
-        trn_net_free(n);
-        trn_errf(err, "internal: parameter tables differ (%d, %d)", ns, nd);
-        return NULL;
-    }
-    for (int k = 0; k < nd; k++) memcpy(pd[k].data, ps[k].data, pd[k].count * sizeof(float));
-    return n;
+    return prn_net_like(cfg, src, batch, infer_only, seed, 0, err);
 }
 
 /* Retrains pnet (cfg pcfg; its values in place) for o->trunk_retrain

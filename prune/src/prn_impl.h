@@ -15,6 +15,12 @@ const char *prn_kind_word(prn_kind k);
  * batch 1, inference only, weights drawn from seed. */
 void prn_net_opts(trn_net_opts *o, uint64_t seed);
 
+/* A network of cfg (batch, inference only or not, seed) holding src's
+ * parameter values; with keep_seen also src's count of images seen (the
+ * learning-rate schedule's position). NULL with err set on failure. */
+trn_net *prn_net_like(const trn_cfg *cfg, const trn_net *src, int batch, int infer_only, uint64_t seed,
+                      int keep_seen, trn_err *err);
+
 /* Builds cfg (its proxy when it has [local] sections) to check that every
  * shape is possible; the message names the variant: "variant: ...". */
 int prn_check_cfg(const trn_cfg *cfg, trn_err *err);

@@ -29,6 +29,28 @@ void prn_net_opts(trn_net_opts *o, uint64_t seed)
     o->seed = seed;
 }
 
+trn_net *prn_net_like(const trn_cfg *cfg, const trn_net *src, int batch, int infer_only, uint64_t seed,
+                      int keep_seen, trn_err *err)
+{
+    trn_net_opts o;
+    trn_net_opts_defaults(&o);
+    o.batch = batch;
+    o.infer_only = infer_only;
+    o.seed = seed;
+    trn_net *n = trn_net_create(cfg, &o, err);
+    if (!n) return NULL;
+    int ns, nd;
+    const trn_param *ps = trn_net_params(src, &ns), *pd = trn_net_params(n, &nd);
+    if (ns != nd) {
+        trn_net_free(n);
+        trn_errf(err, "internal: parameter tables differ (%d, %d)", ns, nd);
+        return NULL;
+    }
+    for (int k = 0; k < nd; k++) memcpy(pd[k].data, ps[k].data, pd[k].count * sizeof(float));
+    if (keep_seen) trn_net_set_seen(n, trn_net_seen(src));
+    return n;
+}
+
 int prn_check_cfg(const trn_cfg *cfg, trn_err *err)
 {
     trn_cfg *proxy = prn_cfg_proxy(cfg, err);
