@@ -753,7 +753,7 @@ static void doc_capacities(struct doc *d, const cJSON *m, const char *task)
 /* The alpha profile of every early-exit variant of the task (FlexDNN,
  * issue 16): per alpha (threshold = alpha x the lossless one) its top-1 on
  * the test split with its 95% Wilson interval, its expected MACs per input
- * and the share of inputs answered at an exit (not by the trunk's end). */
+ * and the share of inputs answered at an early exit, not at the trunk's end. */
 static void doc_alphas(struct doc *d, const cJSON *m, const char *task)
 {
     const cJSON *v, *p;

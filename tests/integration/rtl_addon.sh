@@ -10,40 +10,7 @@
 cd "$T" || exit 1
 export SOURCE_DATE_EPOCH=1700000000
 . "$TOP/tests/integration/rtl/tasks.sh"
-cat >base.cfg <<'EOF'
-[net]
-batch=8
-subdivisions=1
-width=16
-height=16
-channels=3
-learning_rate=0.01
-momentum=0.9
-decay=0.0005
-max_batches=150
-
-[convolutional]
-filters=8
-size=3
-stride=1
-pad=1
-batch_normalize=1
-activation=relu
-
-[maxpool]
-size=2
-stride=2
-
-[connected]
-output=16
-activation=relu
-
-[connected]
-output=48
-activation=linear
-
-[softmax]
-EOF
+tasks_base_cfg base.cfg
 tasks_fixture base.cfg || { t_done; exit 0; }
 V=c/variants
 "$BIN/catalog" keygen -p k.pub -s k.key -W >/dev/null

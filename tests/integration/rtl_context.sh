@@ -15,40 +15,8 @@ cd "$T" || exit 1
 export SOURCE_DATE_EPOCH=1700000000
 "$BIN/dataset" generate --out "$T" --name s --seed 3 --size 16 --train 3 --valid 1 --test 2 \
     --no-contexts --threads 1 >/dev/null 2>&1 || { t_fail "fixture data set"; t_done; exit 0; }
-cat >base.cfg <<'EOF'
-[net]
-batch=8
-subdivisions=1
-width=16
-height=16
-channels=3
-learning_rate=0.01
-momentum=0.9
-decay=0.0005
-max_batches=150
-
-[convolutional]
-filters=8
-size=3
-stride=1
-pad=1
-batch_normalize=1
-activation=relu
-
-[maxpool]
-size=2
-stride=2
-
-[connected]
-output=16
-activation=relu
-
-[connected]
-output=48
-activation=linear
-
-[softmax]
-EOF
+. "$TOP/tests/integration/rtl/tasks.sh"
+tasks_base_cfg base.cfg
 V=c/variants
 mkdir -p $V/base
 cp base.cfg $V/base/variant.cfg

@@ -2,6 +2,46 @@
 # rtl-tasks bench share to build catalogs of attribute-task variants.
 # Sourced (after tests/lib.sh for tasks_fixture), never run.
 
+# tasks_base_cfg FILE: the small 16x16 network (one convolution, two
+# connected layers, 48 classes, 150 batches) that rtl_addon.sh and
+# rtl_context.sh train as their base.
+tasks_base_cfg() {
+    cat >"$1" <<'EOF'
+[net]
+batch=8
+subdivisions=1
+width=16
+height=16
+channels=3
+learning_rate=0.01
+momentum=0.9
+decay=0.0005
+max_batches=150
+
+[convolutional]
+filters=8
+size=3
+stride=1
+pad=1
+batch_normalize=1
+activation=relu
+
+[maxpool]
+size=2
+stride=2
+
+[connected]
+output=16
+activation=relu
+
+[connected]
+output=48
+activation=linear
+
+[softmax]
+EOF
+}
+
 # vjson MODEL ID TASK META COST: a catalog variant.json on stdout: META is
 # the meta.json a prune verb wrote for it (- for the base), COST the output
 # of `trainer info --json` on its cfg; no accuracy (winnowing keeps it).
