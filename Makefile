@@ -17,7 +17,7 @@ COMPONENTS := trainer datasets prune catalog runtime-lite
 include $(wildcard $(addsuffix /build.mk,$(COMPONENTS)))
 
 # The catalog pipeline (dataset -> base -> variants -> catalog).
-include $(wildcard mk/launch.mk mk/dataset.mk mk/train.mk mk/variants.mk mk/catalog.mk)
+include $(wildcard mk/launch.mk mk/dataset.mk mk/train.mk mk/variants.mk mk/catalog.mk mk/retarget.mk)
 
 include mk/man.mk
 include mk/test.mk

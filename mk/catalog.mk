@@ -55,7 +55,7 @@ $(CATALOG_ARCHIVE): $(VARIANT_JSONS) $(DATA) | $(BIN)/catalog
 	case "$$names" in /*) ;; *) names=$(dir $(DATA))$$names ;; esac; \
 	$(call timed,pack,$(MODEL),SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) $(BIN)/catalog pack $(VARIANTS_O) \
 	  -o $(MODEL_O) --model $(MODEL) --version $(CATALOG_VERSION) --seed $(SEED) \
-	  --task $(RECIPE_TASK)=$$names $(if $(KEY),--key $(KEY) $(if $(KEY_PASSPHRASE_FILE),--passphrase-file \
+	  --task $(RECIPE_TASK)=$$names $(CATALOG_EXTRA_TASKS) $(if $(KEY),--key $(KEY) $(if $(KEY_PASSPHRASE_FILE),--passphrase-file \
 	  $(KEY_PASSPHRASE_FILE)),--dev-key-dir $(O)/keys))
 $(CATALOG_SIG): $(CATALOG_ARCHIVE)
 $(CATALOG_REPORT): $(CATALOG_ARCHIVE) $(CATALOG_SIG)
@@ -90,34 +90,55 @@ publish: $(CATALOG_ARCHIVE) $(CATALOG_SIG) | $(BIN)/catalog ## publish the catal
 	  --valid-for $(PUBLISH_VALID_FOR) $(if $(KEY),--key $(KEY) $(if $(KEY_PASSPHRASE_FILE),--passphrase-file \
 	  $(KEY_PASSPHRASE_FILE)),--dev-key-dir $(O)/keys)
 
-# make specialise MODEL=alexnet CLASSES=a,b,c,... [CONTEXT_P=0.8]: an add-on
-# catalog for a device's context (MCDNN 4.1.2, issue 17): the context of
-# those classes (dataset contexts --classes), the base retrained for them +
-# "other" on its frozen lower layers (prune specialise; the base is the
-# cascade's partner), evaluated on the context's test stream, profiled, and
-# packed as an add-on of the catalog built by make catalog (catalog pack
-# --addon-of its manifest.json): devices install it only on top of that
-# catalog at that version, and rtl run answers through the cascade.
+# make specialise MODEL=alexnet CLASSES=a,b,c,... [CONTEXT_P=0.8] [PARTNER=id]:
+# an add-on catalog for a device's context (MCDNN 4.1.2, issue 17): the
+# context of those classes (dataset contexts --classes), the PARTNER variant
+# retrained for them + "other" on its frozen lower layers (prune specialise
+# --parent: PARTNER is the cascade's partner), evaluated on the context's
+# test stream, profiled, and packed as an add-on of the catalog built by
+# make catalog (catalog pack --addon-of its manifest.json): devices install
+# it only on top of that catalog at that version, and rtl run answers
+# through the cascade. PARTNER defaults to the base, or, when the catalog
+# winnowed the base, to its most accurate kept variant of RECIPE_TASK that
+# is a whole network (base, rewrite, svd, mimic, lasso): a device must be
+# able to run the partner.
 CLASSES   ?=
 CONTEXT_P ?= 0.8
-OPTIONS += CLASSES CONTEXT_P
+PARTNER   ?=
+OPTIONS += CLASSES CONTEXT_P PARTNER
 OPT_DOC_CLASSES   := make specialise: the classes of a device's context (labels of the data set, comma-separated)
 OPT_DOC_CONTEXT_P := make specialise: the share of those classes in the context's stream
+OPT_DOC_PARTNER   := make specialise: the catalog variant specialised, the cascade's partner (default: base, or the best kept one)
 SPEC_NAME = ctx-$(shell printf '%s' '$(CLASSES)' | sha256sum | cut -c1-10)
 SPEC_O    = $(MODEL_O)/specialise/$(SPEC_NAME)
+
+# The partner: PARTNER if the catalog kept it, else the base if kept, else
+# the most accurate kept whole-network variant of the task; a message and
+# exit 1 when there is none or PARTNER was not kept.
+SPEC_PICK = python3 -c 'import json, sys; \
+m = json.load(open(sys.argv[1])); want, task = sys.argv[2], sys.argv[3]; \
+whole = ("base", "rewrite", "svd", "mimic", "lasso"); \
+kept = [v for v in m["variants"] if v["technique"] in whole and v["task"] == task]; \
+ids = [v["id"] for v in kept]; \
+acc = lambda v: v.get("accuracy", {}).get(task, {}).get("top1", 0); \
+pick = want if want else ("base" if "base" in ids else (max(kept, key=acc)["id"] if kept else "")); \
+ok = pick in ids; \
+sys.stderr.write("" if ok else "make specialise: the catalog in %s has no variant %s it can specialise (kept whole networks of %s: %s)\n" % (sys.argv[1].rsplit("/", 1)[0], want or "of task " + task, task, ", ".join(ids) or "none")); \
+sys.stderr.write("make specialise: the catalog winnowed its base (a cheaper variant dominated it): specialising %s, its most accurate kept variant (PARTNER=id picks another)\n" % pick if ok and not want and pick != "base" else ""); \
+print(pick); sys.exit(not ok)'
 
 .PHONY: specialise
 specialise: $(O)/.deps-ok | $(BIN)/prune $(BIN)/dataset $(BIN)/catalog $(BIN)/trainer ## an add-on catalog specialised to CLASSES=a,b,... (after make catalog)
 	$(Q)[ -n '$(CLASSES)' ] || { echo "make specialise: CLASSES is empty: give the context's classes, e.g. CLASSES=red-disc,blue-star,cyan-ring" >&2; exit 2; }
 	$(Q)[ -f $(MODEL_O)/manifest.json ] && [ -f $(BASE_V)/variant.weights ] || { \
 	  echo "make specialise: no catalog of $(MODEL) in $(MODEL_O): run make catalog MODEL=$(MODEL) first" >&2; exit 1; }
-	$(Q)python3 -c "import json, sys; sys.exit(not any(v['id'] == 'base' for v in json.load(open(sys.argv[1]))['variants']))" \
-	  $(MODEL_O)/manifest.json || { echo "make specialise: the catalog in $(MODEL_O) winnowed its base, the specialised model's \
-	cascade partner (a cheaper variant dominated it): a device could not run the cascade; see $(MODEL_O)/winnowed.json" >&2; exit 1; }
-	$(call msg,SPECIAL,$(SPEC_NAME): $(CLASSES) (p = $(CONTEXT_P)))t=$(SPEC_O).tmp; rm -rf $$t && mkdir -p $$t && \
+	$(Q)p=$$($(SPEC_PICK) $(MODEL_O)/manifest.json '$(PARTNER)' $(RECIPE_TASK)) || exit 1; pv=$(VARIANTS_O)/$$p; \
+	[ -f $$pv/variant.cfg ] && [ -f $$pv/variant.weights ] || { \
+	  echo "make specialise: the catalog's variant $$p has no trained files in $$pv: run make catalog MODEL=$(MODEL) again" >&2; exit 1; }; \
+	printf '  %-8s %s\n' SPECIAL "$(SPEC_NAME): $(CLASSES) (p = $(CONTEXT_P), partner $$p)"; t=$(SPEC_O).tmp; rm -rf $$t && mkdir -p $$t && \
 	$(BIN)/dataset contexts $(abspath $(DATA)) --classes '$(CLASSES)' --context-p $(CONTEXT_P) --seed $(SEED) \
 	  --out $$t/contexts >/dev/null && \
-	$(BIN)/prune specialise --cfg $(BASE_V)/variant.cfg --weights $(BASE_V)/variant.weights --data $(abspath $(DATA)) \
+	$(BIN)/prune specialise --cfg $$pv/variant.cfg --weights $$pv/variant.weights --parent $$p --data $(abspath $(DATA)) \
 	  --contexts $$t/contexts/contexts.list --seed $(SEED) --threads $(THREADS) --out $$t/spec >>$$t/log 2>&1 && \
 	ctx=$$(awk '!/^#/ { print $$1; exit }' $$t/contexts/contexts.list) && v=$$t/variants/$(SPEC_NAME) && mkdir -p $$v && \
 	cp $$t/spec/$$ctx/variant.cfg $$t/spec/$$ctx/meta.json $$v/ && cp $$t/spec/$$ctx/init.weights $$v/variant.weights && \
@@ -133,4 +154,4 @@ specialise: $(O)/.deps-ok | $(BIN)/prune $(BIN)/dataset $(BIN)/catalog $(BIN)/tr
 	  --addon-of $(MODEL_O)/manifest.json $(if $(KEY),--key $(KEY) $(if $(KEY_PASSPHRASE_FILE),--passphrase-file \
 	  $(KEY_PASSPHRASE_FILE)),--dev-key-dir $(O)/keys) >>$$t/log 2>&1 || { tail -n 5 $$t/log >&2; exit 1; }; \
 	rm -rf $(SPEC_O) && mv $$t $(SPEC_O) && grep -A1 '^context' $(SPEC_O)/log | tail -n 1 && \
-	echo "specialise: $(SPEC_O)/out/catalog-$(MODEL)-$(CATALOG_VERSION).tar.zst: add-on of catalog $(MODEL) (install it after that catalog)"
+	echo "specialise: $(SPEC_O)/out/catalog-$(MODEL)-$(CATALOG_VERSION).tar.zst: add-on of catalog $(MODEL) (install it after that catalog; cascade partner $$p)"

@@ -8,9 +8,9 @@ $3 >= t0 {
     if (!started || $3 < jobs_start) { jobs_start = $3; started = 1 }
 }
 END {
-    split("derive train eval profile describe pack report", order, " ")
+    split("derive train eval profile describe heads spec pack report", order, " ")
     printf "timings: %-9s %5s %12s %24s\n", "stage", "jobs", "job-seconds", "wall (first start-last end)"
-    for (i = 1; i <= 7; i++) {
+    for (i = 1; i <= 9; i++) {
         s = order[i]
         if (!(s in n)) continue
         printf "timings: %-9s %5d %12.1f %10.1f s (%6.1f..%6.1f)\n", s, n[s], sum[s],

@@ -91,7 +91,7 @@ BENCHES += tests/bench/rtl_tasks.sh
 # there under qemu-user as part of a host make test.
 CROSS_TARGETS    += $(RTL_LIB) $(RTL_SO) $(LIBD)/librtl.so $(RTL_PC) $(BIN)/rtl
 CROSS_UNIT_TESTS += $(TESTD)/unit/test_rtl_base $(TESTD)/unit/test_rtl_model $(TESTD)/unit/test_rtl_sha256 \
-                    $(TESTD)/unit/test_rtl_pull $(TESTD)/unit/test_rtl_sched
+                    $(TESTD)/unit/test_rtl_pull $(TESTD)/unit/test_rtl_sched $(TESTD)/unit/test_rtl_context
 # tests/integration/rtl_run.sh runs the device's rtl under qemu-user too
 CROSS_TEST_DEPS  += $(BIN)/rtl
 

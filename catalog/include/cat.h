@@ -182,6 +182,13 @@ cJSON *cat_estimate(const cJSON *cost, const cJSON *target, trn_err *err);
 
 /* ---- winnowing (catalog/src/winnow.c) ------------------------------------------ */
 
+/* One capacity of a multi-capacity variant, as winnowing sees it. */
+struct cat_wcap {
+    uint64_t macs, weight_bytes;
+    double top1;            /* < 0: not measured (the unit is then kept) */
+    uint64_t images;        /* 0: unknown */
+};
+
 struct cat_wv {
     const char *id, *task;
     uint64_t macs, weight_bytes;
@@ -189,6 +196,11 @@ struct cat_wv {
     uint64_t images;        /* the test split's size behind top1 (0: unknown) */
     const char *const *deps;
     size_t ndeps;
+    /* A multi-capacity (nested) variant: its capacities, judged as one unit
+     * (ncaps 0: a plain variant). The variant's own macs/weight_bytes/top1
+     * (its full capacity) are then not what decides. */
+    const struct cat_wcap *caps;
+    size_t ncaps;
     /* results */
     int dropped;            /* 1: dominated and needed by no kept variant */
     long dominated_by;      /* index of the dominating variant, or -1 */
@@ -209,8 +221,16 @@ struct cat_wv {
  * it dominates in that order): a variant is dropped when a variant already
  * kept dominates it. The dominator recorded is the best kept one (highest
  * top-1, then fewest MACs, fewest bytes, smallest id). Dominated variants that
- * a kept variant depends on (transitively) are kept. Returns the number
- * dropped, or -1 (err) when a dependency names no variant or memory runs out. */
+ * a kept variant depends on (transitively) are kept.
+ * A multi-capacity variant (ncaps > 0: NestDNN's nested model, one weights
+ * file switched in place) is one unit: it is dropped only when every one of
+ * its capacities is dominated by a kept plain variant (the rule above, per
+ * capacity), never for its full capacity alone; its capacities drop no other
+ * variant (the independent variants stay beside its capacity curve). A
+ * dropped unit's dominated_by names a kept variant that dominates its full
+ * capacity; a kept unit has none.
+ * Returns the number dropped, or -1 (err) when a dependency names no variant
+ * or memory runs out. */
 int cat_winnow(struct cat_wv *v, size_t n, trn_err *err);
 
 /* Adds "top1_ci" and "top5_ci" (the 95% Wilson interval [lo, hi] of top1 and

@@ -281,6 +281,29 @@ int cat_describe(const cat_describe_opts *o, trn_err *err)
                      o->meta);
             goto out;
         }
+        /* its cost: the expected MACs per input at alpha 1 (the default
+         * knob) and the exits' weight bytes, which winnowing adds
+         * (manifest.c); "macs" and "weight_bytes" stay the trunk's, as
+         * profiled and checked against the cost model */
+        const cJSON *em = cJSON_GetObjectItem(p1, "expected_macs");
+        if (!cJSON_IsNumber(em) || em->valuedouble < 0) {
+            trn_errf(err, "%s: an early-exit variant's alpha 1 entry of technique_fields.alpha_profile has no "
+                     "expected_macs", o->meta);
+            goto out;
+        }
+        cJSON_AddNumberToObject(cJSON_GetObjectItem(v, "cost"), "expected_macs", round(em->valuedouble));
+        /* and the exits' parameters beside the trunk's: exits.weights less
+         * its 20-byte Darknet header (0.2.0), float32 each */
+        {
+            char ep[4200];
+            struct stat st;
+            snprintf(ep, sizeof ep, "%s/exits.weights", o->dir);
+            if (stat(ep, &st) != 0 || st.st_size < 20 || (st.st_size - 20) % 4 != 0) {
+                trn_errf(err, "%s: not a Darknet weights file of the exits (20-byte header, float32 values)", ep);
+                goto out;
+            }
+            cJSON_AddNumberToObject(cJSON_GetObjectItem(v, "cost"), "exits_weight_bytes", (double)(st.st_size - 20));
+        }
         cJSON_ReplaceItemInObject(acc, "top1", cJSON_CreateNumber(t1->valuedouble));
         if (cJSON_IsNumber(t5) && cJSON_GetObjectItem(acc, "top5"))
             cJSON_ReplaceItemInObject(acc, "top5", cJSON_CreateNumber(t5->valuedouble));

@@ -334,13 +334,19 @@ static int winnow(struct input *ins, size_t n, unsigned char *keep, struct cat_b
 {
     struct cat_wv *wv = calloc(n ? n : 1, sizeof *wv);
     const char ***deps = calloc(n ? n : 1, sizeof *deps);
-    int rc = wv && deps ? 0 : trn_errf(err, "out of memory");
+    struct cat_wcap **caps = calloc(n ? n : 1, sizeof *caps);
+    int rc = wv && deps && caps ? 0 : trn_errf(err, "out of memory");
     for (size_t i = 0; rc == 0 && i < n; i++) {
         const cJSON *v = ins[i].json, *d;
         wv[i].id = ins[i].id;
         wv[i].task = cJSON_GetObjectItemCaseSensitive(v, "task")->valuestring;
-        wv[i].macs = cost_of(v, "macs");
-        wv[i].weight_bytes = cost_of(v, "weight_bytes");
+        /* an early-exit variant costs its expected MACs per input at the
+         * default alpha (describe.c), not its trunk's, and its weight bytes
+         * are the trunk's and the exits' */
+        const cJSON *xm = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(v, "cost"), "expected_macs");
+        wv[i].macs = cJSON_IsNumber(xm) ? (uint64_t)xm->valuedouble : cost_of(v, "macs");
+        const cJSON *xw = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(v, "cost"), "exits_weight_bytes");
+        wv[i].weight_bytes = cost_of(v, "weight_bytes") + (cJSON_IsNumber(xw) ? (uint64_t)xw->valuedouble : 0);
         wv[i].top1 = top1_of(v);
         wv[i].images = images_of(v);
         const cJSON *dl = cJSON_GetObjectItemCaseSensitive(v, "depends_on");
@@ -355,6 +361,26 @@ static int winnow(struct input *ins, size_t n, unsigned char *keep, struct cat_b
                 deps[i][wv[i].ndeps++] = d->valuestring;
         }
         wv[i].deps = deps[i];
+        /* A nested variant's capacities: winnowed as one unit (cat.h). */
+        const cJSON *cl = cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(v, "technique_fields"), "capacities"), *c;
+        if (rc == 0 && !strcmp(cJSON_GetObjectItemCaseSensitive(v, "technique")->valuestring, "nested") &&
+            cJSON_GetArraySize(cl) > 0) {
+            if (!(caps[i] = calloc((size_t)cJSON_GetArraySize(cl), sizeof **caps))) {
+                rc = trn_errf(err, "out of memory");
+                break;
+            }
+            cJSON_ArrayForEach(c, cl) {
+                struct cat_wcap *k = &caps[i][wv[i].ncaps++];
+                const cJSON *test = cJSON_GetObjectItemCaseSensitive(c, "test");
+                k->macs = (uint64_t)cat_json_num(c, "macs", 0);
+                k->weight_bytes = (uint64_t)cat_json_num(c, "weight_bytes", 0);
+                k->top1 = cat_json_num(test, "top1", cat_json_num(c, "top1", -1));
+                double im = cat_json_num(test, "images", 0);
+                k->images = im >= 1 ? (uint64_t)im : 0;
+            }
+            wv[i].caps = caps[i];
+        }
     }
     if (rc == 0 && cat_winnow(wv, n, err) < 0) rc = -1;
     cJSON *dropped = cJSON_CreateArray(), *needed = cJSON_CreateArray();
@@ -391,7 +417,9 @@ static int winnow(struct input *ins, size_t n, unsigned char *keep, struct cat_b
     cJSON_AddItemToObject(out->winnowed, "dropped", dropped);
     cJSON_AddItemToObject(out->winnowed, "kept_because_needed", needed);
     for (size_t i = 0; deps && i < n; i++) free(deps[i]);
+    for (size_t i = 0; caps && i < n; i++) free(caps[i]);
     free(deps);
+    free(caps);
     free(wv);
     return rc;
 }

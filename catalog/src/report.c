@@ -126,6 +126,41 @@ static void human(double v, char *out, size_t size)
     snprintf(out, size, v < 10 && v != floor(v) ? "%.1f%s" : "%.0f%s", v, suffix[i]);
 }
 
+/* A capacity's top-1 (its test result, or its bare top1; -1 when none). */
+static double cap_top1(const cJSON *c)
+{
+    double t = num(cJSON_GetObjectItemCaseSensitive(c, "test"), "top1");
+    return t >= 0 ? t : num(c, "top1");
+}
+
+/* A variant's cost on the plot's axis: an early-exit variant (FlexDNN,
+ * issue 16) costs its expected MACs per input at the default alpha 1
+ * (cost.expected_macs, else its alpha profile's alpha 1 entry) and its
+ * trunk's weight bytes plus its exits' (as winnowing judges it); any other
+ * variant its cost.macs / cost.weight_bytes. */
+static const cJSON *alpha_profile(const cJSON *v)
+{
+    if (strcmp(sget(v, "technique"), "early-exit")) return NULL;
+    const cJSON *p = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(v, "technique_fields"),
+                                                      "alpha_profile");
+    return cJSON_GetArraySize(p) > 0 ? p : NULL;
+}
+
+static double variant_cost(const cJSON *v, int by_macs)
+{
+    const cJSON *cost = cJSON_GetObjectItemCaseSensitive(v, "cost"), *prof = alpha_profile(v), *p;
+    if (!by_macs) {
+        double w = num(cost, "weight_bytes"), xw = num(cost, "exits_weight_bytes");
+        return prof && w >= 0 && xw > 0 ? w + xw : w;
+    }
+    if (!prof) return num(cost, "macs");
+    if (num(cost, "expected_macs") >= 0) return num(cost, "expected_macs");
+    cJSON_ArrayForEach(p, prof) {
+        if (num(p, "alpha") == 1 && num(p, "expected_macs") >= 0) return num(p, "expected_macs");
+    }
+    return num(cost, "macs");
+}
+
 static int cmp_point_x(const void *a, const void *b)
 {
     const struct point *p = a, *q = b;
@@ -199,8 +234,7 @@ char *cat_pareto_svg(const cJSON *m, const char *task, const char *axis, trn_err
     cJSON_ArrayForEach(v, variants) {
         double y = top1(v, task);
         if (y < 0 || strcmp(sget(v, "task"), task)) continue;
-        const cJSON *cost = cJSON_GetObjectItemCaseSensitive(v, "cost");
-        pts[n++] = (struct point){sget(v, "id"), sget(v, "technique"), num(cost, by_macs ? "macs" : "weight_bytes"), y, 0};
+        pts[n++] = (struct point){sget(v, "id"), sget(v, "technique"), variant_cost(v, by_macs), y, 0};
     }
     cJSON_ArrayForEach(v, winnowed) {
         if (strcmp(sget(v, "task"), task)) continue;
@@ -214,7 +248,38 @@ char *cat_pareto_svg(const cJSON *m, const char *task, const char *axis, trn_err
         x0 = fmin(x0, lx), x1 = fmax(x1, lx);
         y0 = fmin(y0, pts[i].y), y1 = fmax(y1, pts[i].y);
     }
-    if (n == 0) x0 = 0, x1 = 1, y0 = 0, y1 = 1;
+    /* The capacities of the kept multi-capacity variants (their curve is
+     * drawn against the independent variants' points). */
+    int curves = 0;
+    cJSON_ArrayForEach(v, variants) {
+        if (strcmp(sget(v, "task"), task) || strcmp(sget(v, "technique"), "nested")) continue;
+        const cJSON *c;
+        cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(v, "technique_fields"),
+                                                               "capacities")) {
+            double y = cap_top1(c), x = num(c, by_macs ? "macs" : "weight_bytes");
+            if (y < 0 || x < 0) continue;
+            double lx = log10(fmax(x, 1));
+            x0 = fmin(x0, lx), x1 = fmax(x1, lx);
+            y0 = fmin(y0, y), y1 = fmax(y1, y);
+            curves++;
+        }
+    }
+    /* The alpha sweeps of the kept early-exit variants (by MACs only: their
+     * weight bytes do not change with alpha). */
+    int sweeps = 0;
+    cJSON_ArrayForEach(v, variants) {
+        if (!by_macs || strcmp(sget(v, "task"), task) || !alpha_profile(v)) continue;
+        const cJSON *p;
+        cJSON_ArrayForEach(p, alpha_profile(v)) {
+            double y = num(p, "top1"), x = num(p, "expected_macs");
+            if (y < 0 || x < 0) continue;
+            double lx = log10(fmax(x, 1));
+            x0 = fmin(x0, lx), x1 = fmax(x1, lx);
+            y0 = fmin(y0, y), y1 = fmax(y1, y);
+            sweeps++;
+        }
+    }
+    if (n == 0 && curves == 0 && sweeps == 0) x0 = 0, x1 = 1, y0 = 0, y1 = 1;
     x0 = floor(x0 - 0.15), x1 = ceil(x1 + 0.15);
     y0 = fmax(0, floor(y0 * 10 - 0.5) / 10), y1 = fmin(1, ceil(y1 * 10 + 0.5) / 10);
     if (y1 <= y0) y1 = fmin(1, y0 + 0.1), y0 = y1 - 0.1;
@@ -261,6 +326,48 @@ char *cat_pareto_svg(const cJSON *m, const char *task, const char *axis, trn_err
         sb_printf(&b, "%.1f,%.1f ", PX(log10(fmax(pts[i].x, 1))), PY(pts[i].y));
     }
     sb_printf(&b, "\"/>\n");
+    /* Capacity curves: one solid line per multi-capacity variant through its
+     * capacities, smallest first, small markers on it. */
+    cJSON_ArrayForEach(v, variants) {
+        if (strcmp(sget(v, "task"), task) || strcmp(sget(v, "technique"), "nested")) continue;
+        const cJSON *caps = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(v, "technique_fields"),
+                                                             "capacities"), *c;
+        sb_printf(&b, "<polyline class=\"capacities\" fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\" points=\"",
+                  colour("nested"));
+        cJSON_ArrayForEach(c, caps) {
+            double y = cap_top1(c), x = num(c, by_macs ? "macs" : "weight_bytes");
+            if (y >= 0 && x >= 0) sb_printf(&b, "%.1f,%.1f ", PX(log10(fmax(x, 1))), PY(y));
+        }
+        sb_printf(&b, "\"/>\n");
+        cJSON_ArrayForEach(c, caps) {
+            double y = cap_top1(c), x = num(c, by_macs ? "macs" : "weight_bytes");
+            if (y >= 0 && x >= 0)
+                sb_printf(&b, "<circle class=\"capacity\" cx=\"%.1f\" cy=\"%.1f\" r=\"2.5\" fill=\"%s\"/>\n",
+                          PX(log10(fmax(x, 1))), PY(y), colour("nested"));
+        }
+    }
+    /* Alpha sweeps: one dashed line per early-exit variant through its alpha
+     * profile (accuracy against expected MACs, in the profile's order), a
+     * small marker and the alpha's value at each point. */
+    cJSON_ArrayForEach(v, variants) {
+        if (!by_macs || strcmp(sget(v, "task"), task) || !alpha_profile(v)) continue;
+        const cJSON *p;
+        sb_printf(&b, "<polyline class=\"alpha-sweep\" fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\" "
+                      "stroke-dasharray=\"2 2\" points=\"", colour("early-exit"));
+        cJSON_ArrayForEach(p, alpha_profile(v)) {
+            double y = num(p, "top1"), x = num(p, "expected_macs");
+            if (y >= 0 && x >= 0) sb_printf(&b, "%.1f,%.1f ", PX(log10(fmax(x, 1))), PY(y));
+        }
+        sb_printf(&b, "\"/>\n");
+        cJSON_ArrayForEach(p, alpha_profile(v)) {
+            double y = num(p, "top1"), x = num(p, "expected_macs");
+            if (y < 0 || x < 0) continue;
+            sb_printf(&b, "<circle class=\"alpha\" cx=\"%.1f\" cy=\"%.1f\" r=\"2.5\" fill=\"%s\"/>"
+                          "<text class=\"alpha-label\" x=\"%.1f\" y=\"%.1f\" font-size=\"9\" fill=\"%s\">%g</text>\n",
+                      PX(log10(fmax(x, 1))), PY(y), colour("early-exit"), PX(log10(fmax(x, 1))) + 3, PY(y) + 11,
+                      colour("early-exit"), num(p, "alpha"));
+        }
+    }
     struct cat_label *labels = calloc(n + 1, sizeof *labels);
     if (!labels) b.failed = 1;
     for (size_t i = 0; i < n && labels; i++) {
@@ -302,6 +409,18 @@ char *cat_pareto_svg(const cJSON *m, const char *task, const char *axis, trn_err
     double ly = MT + 10 + 16 * row;
     sb_printf(&b, "<circle cx=\"%d\" cy=\"%.1f\" r=\"4.5\" fill=\"none\" stroke=\"#999999\"/><text x=\"%d\" y=\"%.1f\">"
                   "winnowed</text>\n", W - MR + 16, ly, W - MR + 26, ly + 4);
+    if (curves) {
+        ly += 16;
+        sb_printf(&b, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"1.5\"/>"
+                      "<text x=\"%d\" y=\"%.1f\">capacities</text>\n",
+                  W - MR + 10, ly, W - MR + 22, ly, colour("nested"), W - MR + 26, ly + 4);
+    }
+    if (sweeps) {
+        ly += 16;
+        sb_printf(&b, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"1.5\" "
+                      "stroke-dasharray=\"2 2\"/><text x=\"%d\" y=\"%.1f\">alpha sweep</text>\n",
+                  W - MR + 10, ly, W - MR + 22, ly, colour("early-exit"), W - MR + 26, ly + 4);
+    }
     sb_printf(&b, "</svg>\n");
 #undef PX
 #undef PY
@@ -559,8 +678,15 @@ static void doc_variants(struct doc *d, const cJSON *m, const char *task)
         if (strcmp(sget(v, "task"), task)) continue;
         const cJSON *cost = cJSON_GetObjectItemCaseSensitive(v, "cost");
         const cJSON *acc = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(v, "accuracy"), task);
-        char c1[16], c2[16], c3[16], c4[16], t1[64] = "-", t5[64] = "-", ms[96] = "-", row[4096];
+        char c1[16], c1x[64], c2[16], c3[16], c4[16], t1[64] = "-", t5[64] = "-", ms[96] = "-", row[4096];
         human(num(cost, "macs"), c1, sizeof c1);
+        snprintf(c1x, sizeof c1x, "%s", c1);
+        if (alpha_profile(v) && variant_cost(v, 1) != num(cost, "macs")) {
+            /* an early-exit variant: its expected MACs at alpha 1 first */
+            char e1[16];
+            human(variant_cost(v, 1), e1, sizeof e1);
+            snprintf(c1x, sizeof c1x, "%s expected (trunk %s)", e1, c1);
+        }
         human(num(cost, "params"), c2, sizeof c2);
         human(num(cost, "weight_bytes"), c3, sizeof c3);
         human(num(cost, "peak_activation_bytes"), c4, sizeof c4);
@@ -571,7 +697,7 @@ static void doc_variants(struct doc *d, const cJSON *m, const char *task)
             snprintf(ms, sizeof ms, "%.3f (%s)", num(lat->child, "ms_median"), lat->child->string);
         const char *parent = sget(v, "parent");
         int o = snprintf(row, sizeof row, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s", sget(v, "id"), sget(v, "technique"),
-                         parent[0] ? parent : "-", t1, t5, c1, c2, c3, c4, ms);
+                         parent[0] ? parent : "-", t1, t5, c1x, c2, c3, c4, ms);
         cJSON_ArrayForEach(t, targets) {
             char e[96];
             fmt_est(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(v, "estimates"), t->string), e,
@@ -619,6 +745,40 @@ static void doc_capacities(struct doc *d, const cJSON *m, const char *task)
                 if (cJSON_IsNumber(po)) human(po->valuedouble, out, sizeof out);
             }
             doc_row(d, 0, "rrrrrr", "%d\t%s\t%s\t%s\t%s\t%s", k + 1, t1, c1, c2, in, out);
+        }
+        doc_table_end(d);
+    }
+}
+
+/* The alpha profile of every early-exit variant of the task (FlexDNN,
+ * issue 16): per alpha (threshold = alpha x the lossless one) its top-1 on
+ * the test split with its 95% Wilson interval, its expected MACs per input
+ * and the share of inputs answered at an early exit, not at the trunk's end. */
+static void doc_alphas(struct doc *d, const cJSON *m, const char *task)
+{
+    const cJSON *v, *p;
+    cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(m, "variants")) {
+        if (strcmp(sget(v, "task"), task) || !alpha_profile(v)) continue;
+        char tm[16];
+        human(num(cJSON_GetObjectItemCaseSensitive(v, "cost"), "macs"), tm, sizeof tm);
+        doc_p(d, "Alpha sweep of %s (exit threshold = alpha x the lossless one; the trunk alone: %s MACs; "
+                 "the catalog places it at alpha 1):", sget(v, "id"), tm);
+        doc_row(d, 1, "rrrr", "alpha	top-1 [95%% CI] n	expected MACs	answered at exits");
+        cJSON_ArrayForEach(p, alpha_profile(v)) {
+            char t1[64] = "-", em[16] = "-", sh[16] = "-";
+            const cJSON *ci = cJSON_GetObjectItemCaseSensitive(p, "top1_ci");
+            if (cJSON_GetArraySize(ci) == 2 && num(p, "test_images") > 0)
+                snprintf(t1, sizeof t1, "%.4f [%.4f, %.4f] n=%.0f", num(p, "top1"),
+                         cJSON_GetArrayItem(ci, 0)->valuedouble, cJSON_GetArrayItem(ci, 1)->valuedouble,
+                         num(p, "test_images"));
+            else if (num(p, "top1") >= 0)
+                snprintf(t1, sizeof t1, "%.4f", num(p, "top1"));
+            if (num(p, "expected_macs") >= 0) human(num(p, "expected_macs"), em, sizeof em);
+            const cJSON *r = cJSON_GetObjectItemCaseSensitive(p, "exit_rates");
+            int nr = cJSON_GetArraySize(r);
+            if (nr > 0 && cJSON_IsNumber(cJSON_GetArrayItem(r, nr - 1)))
+                snprintf(sh, sizeof sh, "%.1f%%", 100 * (1 - cJSON_GetArrayItem(r, nr - 1)->valuedouble));
+            doc_row(d, 0, "rrrr", "%g\t%s\t%s\t%s", num(p, "alpha"), t1, em, sh);
         }
         doc_table_end(d);
     }
@@ -676,7 +836,7 @@ int cat_report_ex(const cJSON *m, const char *base, const char *metrics_dir, trn
         double lo = INFINITY, hi = 0, best = -1, best_macs = 0;
         cJSON_ArrayForEach(v, variants) {
             if (strcmp(sget(v, "task"), t->string)) continue;
-            double macs = num(cJSON_GetObjectItemCaseSensitive(v, "cost"), "macs"), y = top1(v, t->string);
+            double macs = variant_cost(v, 1), y = top1(v, t->string);
             lo = fmin(lo, macs), hi = fmax(hi, macs);
             if (y > best || (y == best && macs < best_macs)) best = y, best_macs = macs;
         }
@@ -684,6 +844,7 @@ int cat_report_ex(const cJSON *m, const char *base, const char *metrics_dir, trn
         doc_h(&d, 2, "Task %s (%.0f classes)", t->string, num(t, "classes"));
         doc_variants(&d, m, t->string);
         doc_capacities(&d, m, t->string);
+        doc_alphas(&d, m, t->string);
         if (best >= 0)
             doc_p(&d, "MACs span %.1fx between the cheapest variant and the most accurate one (%.1fx across all).",
                   best_macs / fmax(lo, 1), hi / fmax(lo, 1));

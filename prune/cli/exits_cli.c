@@ -108,19 +108,35 @@ int prn_cli_early_exit(int argc, char **argv, trn_err *err)
     if (prn_cli_parse(argc, argv, "early-exit",
                       "--cfg C --weights W --data D.data --seed N --out DIR [--set key=value ...]\n"
                       "                   [--threads T]",
-                      "FlexDNN's early exits on the trained base (frozen): an over-parameterised exit\n"
-                      "branch at every convolution and max-pool, each shrunk (layers, then filters)\n"
-                      "while its exit rate holds; the insertion plan drops the exit with the lowest\n"
-                      "Q_j = G_j / C_j until the expected MACs stop falling; per-exit thresholds\n"
-                      "lossless on the valid split; the alpha profile (T = alpha x T_lossless) on the\n"
-                      "test split. --set keys: batch (64), stage1 (400), finetune (150),\n"
-                      "learning_rate (0.05), momentum (0.9), decay (0.0005), kd (0.5: distillation\n"
-                      "from the trunk's output), width (32), layers (2), pool_to (4), tolerance\n"
-                      "(0.02), branchynet (0; 1: the baseline, one fixed head per max-pool stage),\n"
-                      "predictions (0; 1: DIR/predictions.json, each test image's exit and\n"
-                      "probabilities at alpha 1).\n"
-                      "Writes DIR/variant.cfg and DIR/init.weights (the base), DIR/exits.cfg,\n"
-                      "DIR/exits.weights (trainer/README.md, Early exits) and DIR/meta.json.\n",
+                      "FlexDNN's early exits. With trunk_prune=1 the trunk is first pruned by\n"
+                      "collective importance (thesis 4.3.1: sequential backward selection per\n"
+                      "convolutional layer, scored by a linear exit on the layer's remaining filters;\n"
+                      "approximation and cost in meta.json) to trunk_macs x the base's MACs and\n"
+                      "retrained distilled from the base; otherwise the trained base is the trunk.\n"
+                      "The trunk is then frozen: an over-parameterised exit branch at every\n"
+                      "convolution and max-pool, each shrunk (layers, then filters) while its exit\n"
+                      "rate holds; the insertion plan drops the exit with the lowest\n"
+                      "Q_j = G_j / C_j until the expected MACs stop falling and the exits together\n"
+                      "cost at most exit_cap x the base's MACs; per-exit thresholds lossless on the\n"
+                      "valid split (with a margin, never below min_threshold); the alpha profile\n"
+                      "(T = alpha x T_lossless) on the test split, against the original base.\n"
+                      "--set keys: batch (64), stage1 (400), finetune (150), learning_rate (0.05),\n"
+                      "momentum (0.9), decay (0.0005), kd (0.5: distillation from the trunk's\n"
+                      "output), width (32), layers (2), pool_to (4), tolerance (0.02), branchynet\n"
+                      "(0; 1: the baseline, one fixed head per max-pool stage), exit_cap (0.05; 0:\n"
+                      "none), min_threshold (0.5), threshold_z (1: the margin in standard\n"
+                      "deviations; 0: plain lossless), trunk_prune (0; 1: collective importance;\n"
+                      "2: L1 norm), trunk_macs (0.6; 0: the thesis's minimum counts at\n"
+                      "trunk_tolerance), trunk_tolerance (0.01), trunk_retrain (400 batches),\n"
+                      "trunk_lr (0.02), trunk_kd (0.5), trunk_compare_l1 (0; 1: also the other\n"
+                      "ranking at the same counts, retrained alike), sbs_images (2048), sbs_epochs\n"
+                      "(3), sbs_first_epochs (10), sbs_refit (0: one exit fine-tune per round; E:\n"
+                      "E passes per candidate, the exact O(N^2)), sbs_drop (1 filter per round),\n"
+                      "sbs_stop (0.2), predictions (0; 1: DIR/predictions.json, each test image's\n"
+                      "exit and probabilities at alpha 1).\n"
+                      "Writes DIR/variant.cfg and DIR/init.weights (the trunk: the base, or the\n"
+                      "pruned trunk, loadable by Darknet), DIR/exits.cfg, DIR/exits.weights\n"
+                      "(trainer/README.md, Early exits) and DIR/meta.json.\n",
                       known, &o))
         return -3;
     if (o.help) return 0;
@@ -134,13 +150,7 @@ int prn_cli_early_exit(int argc, char **argv, trn_err *err)
         else if (prn_exits_opts_set(&eo, o.set[i], err)) return -2;
     }
     eo.seed = o.seed;
-    trn_set_threads(o.threads);
-    const char *det = getenv("DETERMINISM");
-    if (det && *det) {
-        int m = trn_det_parse(det);
-        if (m < 0) return trn_errf(err, "DETERMINISM '%s' is not valid: use default or portable", det);
-        trn_set_determinism((trn_det_mode)m);
-    }
+    if (prn_cli_compute(o.threads, err)) return -1;
     trn_cfg *cfg = trn_cfg_read(o.cfg, err);
     if (!cfg) return -1;
     trn_net *base = NULL;
@@ -161,16 +171,7 @@ int prn_cli_early_exit(int argc, char **argv, trn_err *err)
     }
     trn_shape s = trn_net_input_shape(base);
     trn_loader_opts lo;
-    trn_loader_opts_defaults(&lo);
-    lo.w = s.w;
-    lo.h = s.h;
-    lo.c = s.c;
-    lo.batch = eo.batch;
-    lo.seed = o.seed;
-    lo.threads = o.threads;
-    lo.cache_bytes = (size_t)256 << 20;
-    trn_augment_from_net(base, &lo.aug);
-    if (trn_augment_check(&lo.aug, o.cfg, err) != 0) goto out;
+    if (prn_cli_loader_opts(base, o.cfg, eo.batch, o.seed, o.threads, (size_t)256 << 20, &lo, err)) goto out;
     if (!(ts.l = trn_loader_open(ds, TRN_SPLIT_TRAIN, &lo, err))) goto out;
     if (load_split(ds, TRN_SPLIT_VALID, s, o.threads, &vx, &vy, &nv, err) != 0 ||
         load_split(ds, TRN_SPLIT_TEST, s, o.threads, &tx, &ty, &nt, err) != 0)

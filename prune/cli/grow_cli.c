@@ -24,6 +24,7 @@
 
 #define GR_MAX_CAP 16
 #define GR_EVAL_BATCH 64
+#define GR_REVIVE_BATCHES 4 /* training batches that measure the new filters' activity */
 
 typedef struct gr_feed {
     trn_loader *ld;
@@ -32,23 +33,6 @@ typedef struct gr_feed {
 static int feed_batch(void *ctx, uint64_t index, float *x, float *y, trn_err *err)
 {
     return trn_loader_get(((gr_feed *)ctx)->ld, index, x, y, err);
-}
-
-/* A network of cfg holding src's parameters (same cfg). */
-static trn_net *net_like(const trn_cfg *cfg, const trn_net *src, int batch, int infer_only, uint64_t seed,
-                         trn_err *err)
-{
-    trn_net_opts o;
-    trn_net_opts_defaults(&o);
-    o.batch = batch;
-    o.infer_only = infer_only;
-    o.seed = seed;
-    trn_net *n = trn_net_create(cfg, &o, err);
-    if (!n) return NULL;
-    int ns, nd;
-    const trn_param *ps = trn_net_params(src, &ns), *pd = trn_net_params(n, &nd);
-    for (int k = 0; k < nd && k < ns; k++) memcpy(pd[k].data, ps[k].data, pd[k].count * sizeof(float));
-    return n;
 }
 
 /* The folder of a file path ("." when none), into buf. */
@@ -86,7 +70,8 @@ static trn_net *load_step(const cJSON *steps, int k, const char *dir, trn_cfg **
     return n;
 }
 
-static int gr_set(const char *kv, long long *batches, double *lr, long long *ncap, trn_err *err)
+static int gr_set(const char *kv, long long *batches, double *lr, long long *ncap, long long *bn, double *revive,
+                  trn_err *err)
 {
     const char *eq = strchr(kv, '=');
     if (!eq) return trn_errf(err, "--set '%s': use key=value", kv);
@@ -100,17 +85,21 @@ static int gr_set(const char *kv, long long *batches, double *lr, long long *nca
     else if (kl == 13 && !strncmp(kv, "learning_rate", 13) && v >= 0 && v <= 10) *lr = v;
     else if (kl == 10 && !strncmp(kv, "capacities", 10) && v >= 2 && v <= GR_MAX_CAP && v == floor(v))
         *ncap = (long long)v;
+    else if (kl == 10 && !strncmp(kv, "bn_batches", 10) && v >= 0 && v <= 1e6 && v == floor(v))
+        *bn = (long long)v;
+    else if (kl == 6 && !strncmp(kv, "revive", 6) && v >= 0 && v <= 1)
+        *revive = v;
     else
         return trn_errf(err, "--set '%s': unknown key or value out of range (batches: 0..1e7, learning_rate: "
-                             "0..10, capacities: 2..%d)", kv, GR_MAX_CAP);
+                             "0..10, capacities: 2..%d, bn_batches: 0..1e6, revive: 0..1)", kv, GR_MAX_CAP);
     return 0;
 }
 
 int prn_cli_grow(int argc, char **argv, trn_err *err)
 {
     const char *roadp = NULL, *data = NULL, *out = NULL;
-    long long seed = -1, threads = 1, batches = 100, ncap = 5;
-    double lr = 0.01;
+    long long seed = -1, threads = 1, batches = 100, ncap = 5, bn_batches = 20;
+    double lr = 0.01, revive = 0.01;
     ck_list set = {.n = 0};
     const ck_opt opts[] = {
         {"--roadmap", "R", CK_STR, &roadp, 0, 0, "the pruning roadmap (prune roadmap's roadmap.json)"},
@@ -135,7 +124,10 @@ int prn_cli_grow(int argc, char **argv, trn_err *err)
         "capacity the filters per layer, test top-1 with its 95% Wilson interval, MACs,\n"
         "parameters, weight bytes; page-in/out bytes of every switch) and DIR/meta.json\n"
         "(written last: technique nested with the manifest's capacities).\n"
-        "--set keys: batches (100), learning_rate (0.01), capacities (5).\n",
+        "--set keys: batches (100), learning_rate (0.01), capacities (5), bn_batches (20: training\n"
+        "batches that re-estimate the new channels' batch-norm statistics after each growth step),\n"
+        "revive (0.01: a new filter whose outputs are non-zero at less than this fraction of\n"
+        "positions restarts from the engine's initialisation; 0: never).\n",
         opts, NULL};
     const char *extra;
     int rc0;
@@ -145,7 +137,7 @@ int prn_cli_grow(int argc, char **argv, trn_err *err)
         if (!need[i][1]) return trn_errf(err, "--%s is required", need[i][0]), -2;
     if (seed < 0) return trn_errf(err, "--seed is required"), -2;
     for (int i = 0; i < set.n; i++)
-        if (gr_set(set.v[i], &batches, &lr, &ncap, err)) return -2;
+        if (gr_set(set.v[i], &batches, &lr, &ncap, &bn_batches, &revive, err)) return -2;
     trn_set_threads((int)threads);
 
     int rc = -1;
@@ -154,7 +146,7 @@ int prn_cli_grow(int argc, char **argv, trn_err *err)
     cJSON *road = NULL, *j = NULL;
     trn_dataset *ds = NULL;
     trn_cfg *cfg = NULL, *tc = NULL;
-    trn_net *base = NULL, *net = NULL, *init = NULL, *ev = NULL;
+    trn_net *base = NULL, *net = NULL, *init = NULL, *ev = NULL, *fresh = NULL;
     prn_nest nest = {0};
     int caps_step[GR_MAX_CAP];
     rm_acc acc[GR_MAX_CAP];
@@ -233,12 +225,24 @@ int prn_cli_grow(int argc, char **argv, trn_err *err)
             nest.fixed[li->valueint] = 0;
         }
     }
+    /* A ranked layer without batch norm that the roadmap never pruned (the
+     * connected layers of a connected=0 roadmap) is fixed like the
+     * classifier: all its rows read the new input channels through trained
+     * columns. Growing with nothing to grow would zero and freeze those
+     * columns, leaving the new channels below it no path to the output. */
+    for (int i = 0; i < L; i++) {
+        trn_layer_info in;
+        trn_net_layer_info(base, i, &in);
+        int whole = !nest.fixed[i] && trn_net_full_filters(base, i) > 0 && !in.batch_normalize;
+        for (int k = 0; whole && k < ncap; k++) whole = nest.filters[(size_t)k * L + i] == trn_net_full_filters(base, i);
+        if (whole) nest.fixed[i] = 1;
+    }
     /* The growing network: step 0's cfg with the growth schedule. */
     if (!(tc = trn_cfg_clone(cfg, err)) || trn_cfg_setf(tc, 0, "learning_rate", err, "%.9g", lr) ||
         trn_cfg_set(tc, 0, "policy", "poly", err) || trn_cfg_set(tc, 0, "power", "2", err) ||
         trn_cfg_set(tc, 0, "burn_in", "0", err) || trn_cfg_setf(tc, 0, "max_batches", err, "%lld", batches > 0 ? batches : 1))
         goto done;
-    if (!(net = net_like(tc, base, 0, 0, (uint64_t)seed, err))) goto done;
+    if (!(net = prn_cli_net_like(tc, base, 0, 0, (uint64_t)seed, err))) goto done;
     if (prn_nest_check(net, &nest, err)) goto done;
     trn_net *seedn = load_step(steps, caps_step[0], rdir, NULL, err);
     if (!seedn) goto done;
@@ -249,28 +253,46 @@ int prn_cli_grow(int argc, char **argv, trn_err *err)
     if (trn_mkdir_p(out, err) != 0) goto done;
     snprintf(tmpdir, sizeof tmpdir, "%s/.grow", out);
     trn_loader_opts lo;
-    trn_loader_opts_defaults(&lo);
-    trn_shape sh = trn_net_input_shape(net);
-    lo.w = sh.w, lo.h = sh.h, lo.c = sh.c, lo.batch = trn_net_batch(net);
-    lo.seed = (uint64_t)seed, lo.threads = (int)threads, lo.cache_bytes = (size_t)256 << 20;
-    trn_augment_from_net(net, &lo.aug);
-    if (trn_augment_check(&lo.aug, roadp, err) != 0 || !(f.ld = trn_loader_open(ds, TRN_SPLIT_TRAIN, &lo, err)))
+    if (prn_cli_loader_opts(net, roadp, trn_net_batch(net), (uint64_t)seed, (int)threads, (size_t)256 << 20, &lo,
+                            err) ||
+        !(f.ld = trn_loader_open(ds, TRN_SPLIT_TRAIN, &lo, err)))
         goto done;
     for (int k = 1; k < ncap; k++) {
         if (!(init = load_step(steps, caps_step[k], rdir, NULL, err))) goto done;
         if (prn_nest_grow(net, &nest, k, init, err)) goto done;
         trn_net_free(init);
         init = NULL;
+        /* Dead new filters restart from the engine's initialisation (their
+         * statistics first re-estimated, so that a channel is judged by what
+         * it computes at this capacity). */
+        int revived = 0;
+        if (revive > 0) {
+            if (!fresh) {
+                trn_net_opts fo;
+                prn_net_opts(&fo, (uint64_t)seed);
+                if (!(fresh = trn_net_create(tc, &fo, err))) goto done;
+            }
+            if (prn_bn_recalibrate(net, feed_batch, &f, (uint64_t)batches + (uint64_t)bn_batches, (int)bn_batches,
+                                   err) != 0 ||
+                prn_nest_revive(net, &nest, k, fresh, feed_batch, &f, (uint64_t)batches, GR_REVIVE_BATCHES, revive,
+                                &revived, err) != 0)
+                goto done;
+        }
         if (batches > 0) {
             trn_net_set_seen(net, 0);
             trn_train_opts to = {.next_batch = feed_batch, .batch_ctx = &f, .backup_dir = tmpdir, .base = "grow"};
             if (trn_train(net, &to, err) != 0) goto done;
         }
-        fprintf(stderr, "prune grow: capacity %d (roadmap step %d) grown\n", k + 1, caps_step[k]);
+        /* The new channels' batch-norm statistics, re-estimated with the
+         * capacity's inputs (the old ones are frozen: their inputs did not
+         * change). */
+        if (prn_bn_recalibrate(net, feed_batch, &f, (uint64_t)batches, (int)bn_batches, err) != 0) goto done;
+        fprintf(stderr, "prune grow: capacity %d (roadmap step %d) grown (%d dead new filters restarted)\n", k + 1,
+                caps_step[k], revived);
     }
     prn_nest_finish(net);
     /* Measure every capacity. */
-    if (!(ev = net_like(cfg, net, GR_EVAL_BATCH, 1, 0, err))) goto done;
+    if (!(ev = prn_cli_net_like(cfg, net, GR_EVAL_BATCH, 1, 0, err))) goto done;
     for (int k = 0; k < ncap; k++) {
         if (trn_net_set_capacity(ev, nest.filters + (size_t)k * L, err) ||
             prn_cli_evaluate(ev, ds, TRN_SPLIT_TEST, (int)threads, &acc[k], err))
@@ -302,6 +324,8 @@ int prn_cli_grow(int argc, char **argv, trn_err *err)
     cJSON *js = cJSON_AddObjectToObject(j, "settings");
     cJSON_AddNumberToObject(js, "batches", (double)batches);
     cJSON_AddNumberToObject(js, "learning_rate", lr);
+    cJSON_AddNumberToObject(js, "bn_batches", (double)bn_batches);
+    cJSON_AddNumberToObject(js, "revive", revive);
     cJSON_AddStringToObject(j, "cfg", "variant.cfg");
     cJSON_AddStringToObject(j, "weights", "init.weights");
     cJSON_AddNumberToObject(j, "weights_bytes", (double)trn_weights_bytes(net));
@@ -440,6 +464,7 @@ done:
     trn_loader_close(f.ld);
     prn_nest_free(&nest);
     trn_net_free(init);
+    trn_net_free(fresh);
     trn_net_free(ev);
     trn_net_free(net);
     trn_net_free(base);

@@ -56,14 +56,7 @@ int prn_cli_mimic(int argc, char **argv, trn_err *err)
     mo.to = o.to;
     mo.with = o.with;
     mo.seed = o.seed;
-    trn_set_threads(o.threads);
-    /* The pipeline's DETERMINISM (mk/train.mk exports it), as trainer train. */
-    const char *det = getenv("DETERMINISM");
-    if (det && *det) {
-        int m = trn_det_parse(det);
-        if (m < 0) return trn_errf(err, "DETERMINISM '%s' is not valid: use default or portable", det);
-        trn_set_determinism((trn_det_mode)m);
-    }
+    if (prn_cli_compute(o.threads, err)) return -1;
     trn_cfg *cfg = trn_cfg_read(o.cfg, err);
     if (!cfg) return -1;
     trn_net *base = NULL;
@@ -73,18 +66,8 @@ int prn_cli_mimic(int argc, char **argv, trn_err *err)
     int rc = -1;
     if (!(base = prn_cli_load_base(cfg, o.weights, mo.batch, err))) goto out;
     if (!(ds = trn_dataset_open(o.data, err))) goto out;
-    trn_shape s = trn_net_input_shape(base);
     trn_loader_opts lo;
-    trn_loader_opts_defaults(&lo);
-    lo.w = s.w;
-    lo.h = s.h;
-    lo.c = s.c;
-    lo.batch = mo.batch;
-    lo.seed = o.seed;
-    lo.threads = o.threads;
-    lo.cache_bytes = (size_t)256 << 20;
-    trn_augment_from_net(base, &lo.aug);
-    if (trn_augment_check(&lo.aug, o.cfg, err) != 0) goto out;
+    if (prn_cli_loader_opts(base, o.cfg, mo.batch, o.seed, o.threads, (size_t)256 << 20, &lo, err)) goto out;
     if (!(in.train = trn_loader_open(ds, TRN_SPLIT_TRAIN, &lo, err))) goto out;
     trn_split held = trn_dataset_has(ds, TRN_SPLIT_TEST) ? TRN_SPLIT_TEST : TRN_SPLIT_VALID;
     if (trn_dataset_count(ds, held) > 0) {

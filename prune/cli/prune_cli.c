@@ -13,6 +13,7 @@
  * DIR/meta.json (meta.json last), or nothing at all when it fails.
  */
 #include "prune_cli.h"
+#include "prn_impl.h"
 #include "clikit.h"
 
 #include <errno.h>
@@ -70,6 +71,8 @@ static const struct {
     {"contexts", "LIST", "the contexts list (\"id n p data-file\" lines, dataset contexts)"},
     {"generic-cfg", "G", "the cascade's generic model (default: the base --cfg)"},
     {"generic-weights", "GW", "its weights (default: --weights)"},
+    {"parent", "ID", "the catalog id of --cfg (default base): the variants' parent, and their\n"
+                     "cascade partner unless --generic-cfg names another model (then base)"},
     {"set", "key=value", "a setting of the fragment's regression training (repeatable)"},
     {"seed", "N", "seed of the new weights (and of the training)"},
     {"out", "DIR", "the variant folder to write"},
@@ -108,6 +111,7 @@ int prn_cli_parse(int argc, char **argv, const char *verb, const char *synopsis,
                    : !strcmp(nm, "contexts") ? (void *)&o->contexts
                    : !strcmp(nm, "generic-cfg") ? (void *)&o->generic_cfg
                    : !strcmp(nm, "generic-weights") ? (void *)&o->generic_weights
+                   : !strcmp(nm, "parent") ? (void *)&o->parent
                                             : (void *)&o->with;
         opts[n++] = r;
     }
@@ -175,6 +179,57 @@ int prn_cli_finish(prn_variant *v, const char *out, trn_err *err)
     if (prn_variant_write(v, out, err) != 0) return -1;
     printf("%s: %s\n", out, v->description);
     return 0;
+}
+
+int prn_cli_compute(int threads, trn_err *err)
+{
+    trn_set_threads(threads);
+    const char *det = getenv("DETERMINISM");
+    if (det && *det) {
+        int m = trn_det_parse(det);
+        if (m < 0) return trn_errf(err, "DETERMINISM '%s' is not valid: use default or portable", det);
+        trn_set_determinism((trn_det_mode)m);
+    }
+    return 0;
+}
+
+int prn_cli_head_opts(const prn_cli_opts *o, prn_head_opts *ho, trn_err *err)
+{
+    prn_head_opts_defaults(ho);
+    for (int i = 0; i < o->nset; i++)
+        if (prn_head_opts_set(ho, o->set[i], err)) return -1;
+    ho->with = o->head;
+    ho->seed = o->seed;
+    return 0;
+}
+
+int prn_cli_loader_opts(const trn_net *net, const char *where, int batch, uint64_t seed, int threads,
+                        size_t cache_bytes, trn_loader_opts *lo, trn_err *err)
+{
+    trn_shape s = trn_net_input_shape(net);
+    trn_loader_opts_defaults(lo);
+    lo->w = s.w, lo->h = s.h, lo->c = s.c;
+    lo->batch = batch;
+    lo->seed = seed;
+    lo->threads = threads;
+    lo->cache_bytes = cache_bytes;
+    trn_augment_from_net(net, &lo->aug);
+    return trn_augment_check(&lo->aug, where, err) != 0 ? -1 : 0;
+}
+
+trn_net *prn_cli_net_like(const trn_cfg *cfg, const trn_net *src, int batch, int infer_only, uint64_t seed,
+                          trn_err *err)
+{
+    return prn_net_like(cfg, src, batch, infer_only, seed, 1, err);
+}
+
+int prn_cli_write_json(const char *path, const cJSON *doc, trn_err *err)
+{
+    char *text = cJSON_Print(doc);
+    int rc = !text || prn_appendf(&text, "\n") ? trn_errf(err, "out of memory")
+                                               : trn_write_file_atomic(path, text, strlen(text), err);
+    free(text);
+    return rc != 0 ? -1 : 0;
 }
 
 static int cmd_rewrite(int argc, char **argv, trn_err *err)

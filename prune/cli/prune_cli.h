@@ -11,7 +11,7 @@
 
 typedef struct prn_cli_opts {
     const char *cfg, *weights, *spec, *out, *data, *from, *to, *with, *tasks, *cut, *head, *contexts,
-        *generic_cfg, *generic_weights;
+        *generic_cfg, *generic_weights, *parent;
     const char *set[PRN_CLI_MAX_SET];
     int nset;
     uint64_t seed;
@@ -34,6 +34,27 @@ int prn_cli_require(const prn_cli_opts *o, const char *verb, const char *const *
 trn_net *prn_cli_load_base(const trn_cfg *cfg, const char *weights, int batch, trn_err *err);
 /* Writes the variant folder and prints one line about it. */
 int prn_cli_finish(prn_variant *v, const char *out, trn_err *err);
+/* The compute settings of a training verb: `threads` compute threads and
+ * the pipeline's DETERMINISM (mk/train.mk exports it), as trainer train
+ * reads them. -1 with err on a bad DETERMINISM. */
+int prn_cli_compute(int threads, trn_err *err);
+/* A head's training options from the verb's --set, --head and --seed
+ * (retarget, specialise). -1 with err on a bad --set. */
+int prn_cli_head_opts(const prn_cli_opts *o, prn_head_opts *ho, trn_err *err);
+/* Loader options that feed net: its input shape and its [net]'s
+ * augmentation (checked; `where` names the cfg in messages), `batch`
+ * images a batch, seed, threads, cache_bytes of decoded images kept. -1
+ * with err on an augmentation the loader cannot do. */
+int prn_cli_loader_opts(const trn_net *net, const char *where, int batch, uint64_t seed, int threads,
+                        size_t cache_bytes, trn_loader_opts *lo, trn_err *err);
+/* A network of cfg (batch, inference only or not, seed) holding src's
+ * parameters and its count of images seen (src built from the same cfg).
+ * NULL with err. */
+trn_net *prn_cli_net_like(const trn_cfg *cfg, const trn_net *src, int batch, int infer_only, uint64_t seed,
+                          trn_err *err);
+/* doc, printed with a final newline, to path (.tmp then rename). -1 with
+ * err. */
+int prn_cli_write_json(const char *path, const cJSON *doc, trn_err *err);
 
 /* The mimic verb (mimic_cli.c). */
 int prn_cli_mimic(int argc, char **argv, trn_err *err);

@@ -132,7 +132,6 @@ static int rank_verb(int argc, char **argv, prn_rank_method m, trn_err *err)
     trn_net *net = NULL;
     prn_ranking *r = NULL;
     cJSON *j = NULL;
-    char *text = NULL;
     int rc = -1;
     if (trr) {
         if (!(ds = trn_dataset_open(data, err))) goto done;
@@ -160,17 +159,12 @@ static int rank_verb(int argc, char **argv, prn_rank_method m, trn_err *err)
         cJSON_AddStringToObject(j, "split", split);
         cJSON_AddNumberToObject(j, "seed", (double)seed);
     }
-    if (!(text = cJSON_Print(j)) || prn_appendf(&text, "\n")) {
-        trn_errf(err, "out of memory");
-        goto done;
-    }
-    if (trn_write_file_atomic(out, text, strlen(text), err) != 0) goto done;
+    if (prn_cli_write_json(out, j, err) != 0) goto done;
     printf("%s: %s ranking of %d filters in %d layers", out, prn_rank_method_name(m), r->filters, r->nlayers);
     if (trr) printf(" (%lld triplets from the %s split, seed %lld)", triplets, split, seed);
     printf("\n");
     rc = 0;
 done:
-    free(text);
     cJSON_Delete(j);
     prn_ranking_free(r);
     trn_net_free(net);

@@ -121,18 +121,8 @@ int prn_cli_retarget(int argc, char **argv, trn_err *err)
     if (o.help) return 0;
     if (prn_cli_require(&o, "retarget", need, err)) return -2;
     prn_head_opts ho;
-    prn_head_opts_defaults(&ho);
-    for (int i = 0; i < o.nset; i++)
-        if (prn_head_opts_set(&ho, o.set[i], err)) return -1;
-    ho.with = o.head;
-    ho.seed = o.seed;
-    trn_set_threads(o.threads);
-    const char *det = getenv("DETERMINISM");
-    if (det && *det) {
-        int m = trn_det_parse(det);
-        if (m < 0) return trn_errf(err, "DETERMINISM '%s' is not valid: use default or portable", det);
-        trn_set_determinism((trn_det_mode)m);
-    }
+    if (prn_cli_head_opts(&o, &ho, err)) return -1;
+    if (prn_cli_compute(o.threads, err)) return -1;
     task t[MAX_TASKS];
     memset(t, 0, sizeof t);
     int nt = 0, rc = -1;
@@ -146,7 +136,6 @@ int prn_cli_retarget(int argc, char **argv, trn_err *err)
     trn_net *hn[MAX_TASKS] = {0};
     int *pred = NULL;
     cJSON *table = NULL;
-    char *json = NULL;
     memset(v, 0, sizeof v);
     if (read_tasks(o.tasks, t, &nt, err) != 0) goto out;
     if (!(cfg = trn_cfg_read(o.cfg, err))) goto out;
@@ -208,17 +197,8 @@ int prn_cli_retarget(int argc, char **argv, trn_err *err)
     }
     /* The cached trunk outputs: clean training pass, augmented passes,
      * clean held-out pass. */
-    trn_shape s = trn_net_input_shape(base);
     trn_loader_opts lo;
-    trn_loader_opts_defaults(&lo);
-    lo.w = s.w;
-    lo.h = s.h;
-    lo.c = s.c;
-    lo.batch = 64;
-    lo.seed = o.seed;
-    lo.threads = o.threads;
-    trn_augment_from_net(base, &lo.aug);
-    if (trn_augment_check(&lo.aug, o.cfg, err) != 0) goto out;
+    if (prn_cli_loader_opts(base, o.cfg, 64, o.seed, o.threads, 0, &lo, err)) goto out;
     if (!(fd.y = malloc((size_t)64 * (size_t)trn_dataset_classes(t[0].ds) * sizeof *fd.y))) {
         trn_errf(err, "out of memory");
         goto out;
@@ -320,20 +300,7 @@ int prn_cli_retarget(int argc, char **argv, trn_err *err)
     }
     char path[4200];
     snprintf(path, sizeof path, "%s/retarget.json", o.out);
-    if (!(json = cJSON_Print(table))) {
-        trn_errf(err, "out of memory");
-        goto out;
-    }
-    size_t jl = strlen(json);
-    char *grown = realloc(json, jl + 2);
-    if (!grown) {
-        trn_errf(err, "out of memory");
-        goto out;
-    }
-    json = grown;
-    json[jl] = '\n';
-    json[jl + 1] = 0;
-    if (trn_write_file_atomic(path, json, jl + 1, err) != 0) goto out;
+    if (prn_cli_write_json(path, table, err) != 0) goto out;
     printf("%s: %d heads on trunk L0..L%d (%s), %zu cached training vectors\n", o.out, nt - 1, cut,
            o.cut, ftr.n);
     rc = 0;
@@ -349,7 +316,6 @@ out:
     trn_loader_close(fd.l);
     free(fd.y);
     free(pred);
-    free(json);
     cJSON_Delete(table);
     prn_features_free(&ftr);
     prn_features_free(&fte);

@@ -24,7 +24,7 @@
 
 typedef struct rm_settings {
     double step, min_accuracy, learning_rate, max_layer_step, target_macs;
-    long long retrain_batches, triplets, min_filters, max_steps;
+    long long retrain_batches, triplets, min_filters, max_steps, bn_batches, connected;
 } rm_settings;
 
 static int rm_set(rm_settings *s, const char *kv, trn_err *err)
@@ -49,37 +49,15 @@ static int rm_set(rm_settings *s, const char *kv, trn_err *err)
     else if (KEY("triplets")) { RANGE(1, 1e8); WHOLE; s->triplets = (long long)v; }
     else if (KEY("min_filters")) { RANGE(1, 1e6); WHOLE; s->min_filters = (long long)v; }
     else if (KEY("max_steps")) { RANGE(1, RM_MAX_STEPS - 1); WHOLE; s->max_steps = (long long)v; }
+    else if (KEY("bn_batches")) { RANGE(0, 1e6); WHOLE; s->bn_batches = (long long)v; }
+    else if (KEY("connected")) { RANGE(0, 1); WHOLE; s->connected = (long long)v; }
     else
         return trn_errf(err, "--set '%s': unknown key '%.*s' (known: step, min_accuracy, retrain_batches, "
-                             "learning_rate, triplets, min_filters, max_layer_step, max_steps, target_macs)", kv, (int)kl, kv);
+                             "learning_rate, triplets, min_filters, max_layer_step, max_steps, target_macs, bn_batches, connected)", kv, (int)kl, kv);
 #undef KEY
 #undef RANGE
 #undef WHOLE
     return 0;
-}
-
-/* A network of cfg (batch, inference only or not) holding src's parameters
- * (src built from the same cfg). NULL with err. */
-static trn_net *net_like(const trn_cfg *cfg, const trn_net *src, int batch, int infer_only, uint64_t seed,
-                         trn_err *err)
-{
-    trn_net_opts o;
-    trn_net_opts_defaults(&o);
-    o.batch = batch;
-    o.infer_only = infer_only;
-    o.seed = seed;
-    trn_net *n = trn_net_create(cfg, &o, err);
-    if (!n) return NULL;
-    int ns, nd;
-    const trn_param *ps = trn_net_params(src, &ns), *pd = trn_net_params(n, &nd);
-    if (ns != nd) {
-        trn_net_free(n);
-        trn_errf(err, "internal: parameter tables differ (%d, %d)", ns, nd);
-        return NULL;
-    }
-    for (int k = 0; k < nd; k++) memcpy(pd[k].data, ps[k].data, pd[k].count * sizeof(float));
-    trn_net_set_seen(n, trn_net_seen(src));
-    return n;
 }
 
 int prn_cli_evaluate(trn_net *net, const trn_dataset *ds, trn_split split, int threads, rm_acc *a, trn_err *err)
@@ -166,33 +144,31 @@ static int feed_batch(void *ctx, uint64_t index, float *x, float *y, trn_err *er
 
 /* Retrains s (in place) for o->retrain_batches on the training split:
  * the step's cfg with learning_rate, poly power 2, no burn-in and
- * max_batches set; checkpoints go to tmpdir and are removed. */
+ * max_batches set; checkpoints go to tmpdir and are removed. Then the
+ * batch-norm statistics are re-estimated from bn_batches further training
+ * batches (prn_bn_recalibrate). */
 static int retrain(rm_step *s, const rm_settings *set, const trn_dataset *ds, uint64_t seed, int threads,
                    const char *tmpdir, const char *cfg_path, trn_err *err)
 {
-    if (set->retrain_batches == 0) return 0;
+    if (set->retrain_batches == 0 && set->bn_batches == 0) return 0;
     trn_cfg *tc = trn_cfg_clone(s->cfg, err);
     if (!tc) return -1;
     int rc = trn_cfg_setf(tc, 0, "learning_rate", err, "%.9g", set->learning_rate) ||
              trn_cfg_set(tc, 0, "policy", "poly", err) || trn_cfg_set(tc, 0, "power", "2", err) ||
              trn_cfg_set(tc, 0, "burn_in", "0", err) ||
-             trn_cfg_setf(tc, 0, "max_batches", err, "%lld", set->retrain_batches)
+             trn_cfg_setf(tc, 0, "max_batches", err, "%lld", set->retrain_batches > 0 ? set->retrain_batches : 1)
              ? -1 : 0;
-    trn_net *net = rc ? NULL : net_like(tc, s->net, 0, 0, seed, err);
+    trn_net *net = rc ? NULL : prn_cli_net_like(tc, s->net, 0, 0, seed, err);
     rm_feed f = {0};
     if (!net) rc = -1;
     if (rc == 0) {
         trn_net_set_seen(net, 0);
         trn_loader_opts lo;
-        trn_loader_opts_defaults(&lo);
-        trn_shape sh = trn_net_input_shape(net);
-        lo.w = sh.w, lo.h = sh.h, lo.c = sh.c, lo.batch = trn_net_batch(net);
-        lo.seed = seed, lo.threads = threads, lo.cache_bytes = (size_t)256 << 20;
-        trn_augment_from_net(net, &lo.aug);
-        if (trn_augment_check(&lo.aug, cfg_path, err) != 0 || !(f.ld = trn_loader_open(ds, TRN_SPLIT_TRAIN, &lo, err)))
+        if (prn_cli_loader_opts(net, cfg_path, trn_net_batch(net), seed, threads, (size_t)256 << 20, &lo, err) ||
+            !(f.ld = trn_loader_open(ds, TRN_SPLIT_TRAIN, &lo, err)))
             rc = -1;
     }
-    if (rc == 0) {
+    if (rc == 0 && set->retrain_batches > 0) {
         trn_train_opts to = {.next_batch = feed_batch, .batch_ctx = &f, .backup_dir = tmpdir, .base = "step"};
         rc = trn_train(net, &to, err) == 0 ? 0 : -1;
         char p[4200];
@@ -202,6 +178,8 @@ static int retrain(rm_step *s, const rm_settings *set, const trn_dataset *ds, ui
         unlink(p);
         rmdir(tmpdir);
     }
+    if (rc == 0)
+        rc = prn_bn_recalibrate(net, feed_batch, &f, (uint64_t)set->retrain_batches, (int)set->bn_batches, err);
     if (rc == 0) {
         int ns, nd;
         const trn_param *ps = trn_net_params(net, &ns), *pd = trn_net_params(s->net, &nd);
@@ -216,7 +194,7 @@ static int retrain(rm_step *s, const rm_settings *set, const trn_dataset *ds, ui
 /* Evaluates s on the deciding split and the test split. */
 static int measure(rm_step *s, const trn_dataset *ds, trn_split eval, int threads, trn_err *err)
 {
-    trn_net *n = net_like(s->cfg, s->net, RM_EVAL_BATCH, 1, 0, err);
+    trn_net *n = prn_cli_net_like(s->cfg, s->net, RM_EVAL_BATCH, 1, 0, err);
     int rc = n ? 0 : -1;
     if (rc == 0) rc = prn_cli_evaluate(n, ds, eval, threads, &s->acc, err);
     if (rc == 0) {
@@ -308,7 +286,9 @@ int prn_cli_roadmap(int argc, char **argv, trn_err *err)
         "--set keys: step (0.2), min_accuracy (0.5), retrain_batches (100), learning_rate\n"
         "(0.01), triplets (256), min_filters (2), max_layer_step (0.5: at most this fraction of\n"
         "a layer's filters per step), max_steps (12), target_macs (0: none; a passing step at\n"
-        "or below this fraction of the base's MACs ends the roadmap).\n",
+        "or below this fraction of the base's MACs ends the roadmap), bn_batches (20: training\n"
+        "batches that re-estimate the batch-norm statistics after each step's retraining; 0: none),\n"
+        "connected (1; 0: only convolutional layers lose filters, the connected ones keep all).\n",
         opts, NULL};
     const char *extra;
     int rc0;
@@ -319,16 +299,10 @@ int prn_cli_roadmap(int argc, char **argv, trn_err *err)
     if (seed < 0) return trn_errf(err, "--seed is required"), -2;
     int m = prn_rank_method_parse(method);
     if (m < 0) return trn_errf(err, "--method '%s' is not a ranking: use trr or l1", method), -2;
-    rm_settings st = {0.2, 0.5, 0.01, 0.5, 0, 100, 256, 2, 12};
+    rm_settings st = {0.2, 0.5, 0.01, 0.5, 0, 100, 256, 2, 12, 20, 1};
     for (int i = 0; i < set.n; i++)
         if (rm_set(&st, set.v[i], err)) return -2;
-    trn_set_threads((int)threads);
-    const char *det = getenv("DETERMINISM");
-    if (det && *det) {
-        int dm = trn_det_parse(det);
-        if (dm < 0) return trn_errf(err, "DETERMINISM '%s' is not valid: use default or portable", det);
-        trn_set_determinism((trn_det_mode)dm);
-    }
+    if (prn_cli_compute((int)threads, err)) return -1;
 
     int rc = -1, nsteps = 0, L = 0, made_dir = access(out, F_OK) != 0;
     rm_step steps[RM_MAX_STEPS];
@@ -337,7 +311,7 @@ int prn_cli_roadmap(int argc, char **argv, trn_err *err)
     prn_ranking *r = NULL, *r0 = NULL;
     cJSON *road = NULL, *j = NULL;
     int *base_n = NULL, **order = NULL, *target = NULL, **keep_buf = NULL;
-    char *text = NULL, stopped[512] = "", tmpdir[4096];
+    char stopped[512] = "", tmpdir[4096];
     trn_cfg *cfg = trn_cfg_read(cfgp, err);
     if (!cfg) return -1;
     if (!(ds = trn_dataset_open(data, err))) goto done;
@@ -405,12 +379,27 @@ int prn_cli_roadmap(int argc, char **argv, trn_err *err)
         /* Rank the current model. */
         prn_ranking_free(r);
         r = NULL;
-        trn_net *rn = m == PRN_RANK_TRR ? net_like(p->cfg, p->net, 48, 1, 0, err) : NULL;
+        trn_net *rn = m == PRN_RANK_TRR ? prn_cli_net_like(p->cfg, p->net, 48, 1, 0, err) : NULL;
         if (m == PRN_RANK_TRR && !rn) goto done;
         r = prn_cli_rank(rn ? rn : p->net, (prn_rank_method)m, ds, TRN_SPLIT_TRAIN, (uint64_t)seed + (uint64_t)k,
                          (uint64_t)st.triplets, err);
         trn_net_free(rn);
         if (!r) goto done;
+        if (!st.connected) {
+            /* connected=0: only convolutional layers lose filters; the
+             * connected layers' entries leave the cross-layer order, so
+             * `step` is a fraction of the convolutional filters. */
+            int w = 0, conv = 0;
+            for (int i = 0; i < r->filters; i++)
+                if (r->layers[r->order[i].layer].kind != TRN_LAYER_CONNECTED) r->order[w++] = r->order[i];
+            for (int l = 0; l < r->nlayers; l++)
+                if (r->layers[l].kind != TRN_LAYER_CONNECTED) conv += r->layers[l].filters;
+            r->filters = w;
+            if (w != conv) {
+                trn_errf(err, "internal: %d convolutional filters in the order, %d in the layers", w, conv);
+                goto done;
+            }
+        }
         int removed = prn_roadmap_choose(r, st.step, (int)st.min_filters, st.max_layer_step, road ? target : NULL,
                                          keep_buf, target, err);
         if (removed < 0) goto done;
@@ -495,6 +484,8 @@ int prn_cli_roadmap(int argc, char **argv, trn_err *err)
     cJSON_AddNumberToObject(jset, "max_layer_step", st.max_layer_step);
     cJSON_AddNumberToObject(jset, "max_steps", (double)st.max_steps);
     cJSON_AddNumberToObject(jset, "target_macs", st.target_macs);
+    cJSON_AddNumberToObject(jset, "bn_batches", (double)st.bn_batches);
+    cJSON_AddBoolToObject(jset, "connected", st.connected != 0);
     cJSON_AddStringToObject(jset, "eval_split", trn_split_name(eval));
     if (follow) cJSON_AddStringToObject(jset, "follow", follow);
     else cJSON_AddNullToObject(jset, "follow");
@@ -557,10 +548,9 @@ int prn_cli_roadmap(int argc, char **argv, trn_err *err)
     cJSON_AddItemToObject(j, "steps", js);
     cJSON_AddNumberToObject(j, "seed_step", seed_step);
     cJSON_AddStringToObject(j, "stopped", stopped);
-    if (!(text = cJSON_Print(j)) || prn_appendf(&text, "\n")) goto oom;
     char path[4096];
     snprintf(path, sizeof path, "%s/roadmap.json", out);
-    if (trn_write_file_atomic(path, text, strlen(text), err) != 0) goto done;
+    if (prn_cli_write_json(path, j, err) != 0) goto done;
     int seed_filters = 0;
     for (int l = 0; l < L; l++) seed_filters += steps[seed_step].kept[l];
     printf("%s: %s roadmap of %d steps, seed step %d (%d of %d filters, %.3fx the base's MACs, %s top-1 %.4f "
@@ -595,7 +585,6 @@ done:
     free(keep_buf);
     free(base_n);
     free(target);
-    free(text);
     cJSON_Delete(j);
     cJSON_Delete(road);
     prn_ranking_free(r);

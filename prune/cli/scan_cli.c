@@ -80,7 +80,6 @@ int prn_cli_scan(int argc, char **argv, trn_err *err)
     trn_net *base = NULL, *rn = NULL, *ev = NULL;
     prn_ranking *r = NULL;
     cJSON *j = NULL;
-    char *text = NULL;
     int *keep = NULL;
     if (!cfg) return -1;
     if (!(ds = trn_dataset_open(data, err))) goto done;
@@ -164,15 +163,10 @@ int prn_cli_scan(int argc, char **argv, trn_err *err)
         }
         printf("\n");
     }
-    if (!(text = cJSON_Print(j)) || prn_appendf(&text, "\n")) {
-        trn_errf(err, "out of memory");
-        goto done;
-    }
-    if (trn_write_file_atomic(out, text, strlen(text), err) != 0) goto done;
+    if (prn_cli_write_json(out, j, err) != 0) goto done;
     rc = 0;
 done:
     free(keep);
-    free(text);
     cJSON_Delete(j);
     prn_ranking_free(r);
     trn_net_free(rn);

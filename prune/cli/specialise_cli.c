@@ -198,13 +198,13 @@ static uint64_t net_macs(const trn_net *net)
 int prn_cli_specialise(int argc, char **argv, trn_err *err)
 {
     static const char *const known[] = {"cfg", "weights", "data", "contexts", "cut", "head", "set",
-                                        "generic-cfg", "generic-weights", "seed", "out",
+                                        "generic-cfg", "generic-weights", "parent", "seed", "out",
                                         "threads", NULL};
     static const char *const need[] = {"cfg", "weights", "data", "contexts", "seed", "out", NULL};
     prn_cli_opts o;
     if (prn_cli_parse(argc, argv, "specialise",
                       "--cfg C --weights W --data D.data --contexts LIST [--cut SEL]\n"
-                      "                   [--head TEXT] [--generic-cfg G --generic-weights GW]\n"
+                      "                   [--head TEXT] [--generic-cfg G --generic-weights GW] [--parent ID]\n"
                       "                   [--set key=value ...] --seed N --out DIR [--threads T]",
                       "For every (n,p) context of LIST (\"id n p data-file\" lines, as `dataset\n"
                       "contexts` writes them for D), retrains the layers of C above SEL (default:\n"
@@ -213,7 +213,9 @@ int prn_cli_specialise(int argc, char **argv, trn_err *err)
                       "on the context's test stream: in-context top-1, and the cascade's overall\n"
                       "top-1 (\"other\" falls through to the generic model G, default C, whose cost\n"
                       "is counted for those inputs) against G alone on the same stream.\n"
-                      "--head and --set as for `prune retarget`.\n"
+                      "--head and --set as for `prune retarget`, plus --set gate=G: the\n"
+                      "specialised model answers only at a probability >= G, lower ones fall\n"
+                      "through too (default 0: on \"other\" alone, MCDNN's cascade).\n"
                       "Writes DIR/<context>/{variant.cfg,init.weights,meta.json} and\n"
                       "DIR/specialise.json (the table).\n",
                       known, &o))
@@ -222,19 +224,34 @@ int prn_cli_specialise(int argc, char **argv, trn_err *err)
     if (prn_cli_require(&o, "specialise", need, err)) return -2;
     if (!o.generic_cfg != !o.generic_weights)
         return trn_errf(err, "--generic-cfg and --generic-weights go together"), -2;
+    /* the catalog id of --cfg: the parent, and the partner of its own cascade */
+    const char *parent = o.parent ? o.parent : "base";
+    int bad_id = !*parent || strlen(parent) > 64 || !(islower((unsigned char)*parent) || isdigit((unsigned char)*parent));
+    for (const char *q = parent; *q; q++)
+        bad_id |= !(islower((unsigned char)*q) || isdigit((unsigned char)*q) || strchr("_.-", *q));
+    if (bad_id)
+        return trn_errf(err, "--parent '%s' is not a variant id (lower-case letters, digits, '_', '.', '-')", parent),
+               -2;
     prn_head_opts ho;
-    prn_head_opts_defaults(&ho);
-    for (int i = 0; i < o.nset; i++)
-        if (prn_head_opts_set(&ho, o.set[i], err)) return -1;
-    ho.with = o.head;
-    ho.seed = o.seed;
-    trn_set_threads(o.threads);
-    const char *det = getenv("DETERMINISM");
-    if (det && *det) {
-        int m = trn_det_parse(det);
-        if (m < 0) return trn_errf(err, "DETERMINISM '%s' is not valid: use default or portable", det);
-        trn_set_determinism((trn_det_mode)m);
+    /* gate=G (0 <= G < 1): the specialised model answers only when it
+     * says an in-context class with probability >= G; "other" or a lower
+     * probability falls through to the generic model (0: MCDNN's cascade,
+     * which falls through on "other" alone). The other keys are the head's. */
+    double gate = 0;
+    prn_cli_opts ko = o;
+    ko.nset = 0;
+    for (int i = 0; i < o.nset; i++) {
+        if (strncmp(o.set[i], "gate=", 5) != 0) {
+            ko.set[ko.nset++] = o.set[i];
+            continue;
+        }
+        char *end;
+        gate = strtod(o.set[i] + 5, &end);
+        if (*end || end == o.set[i] + 5 || !(gate >= 0 && gate < 1))
+            return trn_errf(err, "--set %s: the gate is a probability in [0, 1)", o.set[i]), -2;
     }
+    if (prn_cli_head_opts(&ko, &ho, err)) return -1;
+    if (prn_cli_compute(o.threads, err)) return -1;
     ctx *cx = calloc(MAX_CTX, sizeof *cx);
     prn_variant *v = calloc(MAX_CTX, sizeof *v);
     int nc = 0, rc = -1;
@@ -246,9 +263,9 @@ int prn_cli_specialise(int argc, char **argv, trn_err *err)
     size_t ntr = 0, nte = 0;
     prn_features ftr = {0}, fte = {0}, ctr = {0}, cte = {0};
     int *gpred = NULL, *labels = NULL, *truth = NULL, *spred = NULL;
+    float *sconf = NULL;
     feed fd = {0};
     cJSON *table = NULL;
-    char *json = NULL;
     if (!cx || !v) {
         trn_errf(err, "out of memory");
         goto out;
@@ -297,18 +314,9 @@ int prn_cli_specialise(int argc, char **argv, trn_err *err)
         !(rte = index_split(ds, TRN_SPLIT_TEST, &nte, err)))
         goto out;
     /* The model's outputs at the cut, once for every image of the set. */
-    trn_shape s = trn_net_input_shape(base);
     trn_loader_opts lo;
-    trn_loader_opts_defaults(&lo);
-    lo.w = s.w;
-    lo.h = s.h;
-    lo.c = s.c;
-    lo.batch = 64;
-    lo.seed = o.seed;
-    lo.threads = o.threads;
+    if (prn_cli_loader_opts(base, o.cfg, 64, o.seed, o.threads, 0, &lo, err)) goto out;
     lo.shuffle = 0;
-    trn_augment_from_net(base, &lo.aug);
-    if (trn_augment_check(&lo.aug, o.cfg, err) != 0) goto out;
     if (!(fd.y = malloc((size_t)64 * (size_t)classes * sizeof *fd.y))) {
         trn_errf(err, "out of memory");
         goto out;
@@ -393,7 +401,7 @@ int prn_cli_specialise(int argc, char **argv, trn_err *err)
         cte.n = mte;
         if (!(ctr.x = malloc(ctr.n * dim * sizeof(float))) || !(cte.x = malloc(mte * dim * sizeof(float))) ||
             !(labels = malloc(ctr.n * sizeof *labels)) || !(truth = malloc(mte * sizeof *truth)) ||
-            !(spred = malloc(mte * sizeof *spred))) {
+            !(spred = malloc(mte * sizeof *spred)) || !(sconf = malloc(mte * sizeof *sconf))) {
             trn_errf(err, "out of memory");
             goto ctx_fail;
         }
@@ -420,20 +428,31 @@ int prn_cli_specialise(int argc, char **argv, trn_err *err)
         trn_net *hn = NULL;
         float l0 = 0, l1 = 0;
         if (prn_head_train(&ctr, labels, k + 1, &ho, &hc, &hn, &l0, &l1, err) != 0 ||
-            prn_head_predict(hn, &cte, spred, NULL, err) != 0 ||
-            prn_retarget_variant(cfg, base, cut, hc, hn, "base", &v[c], err) != 0) {
+            prn_head_predict(hn, &cte, spred, sconf, err) != 0 ||
+            prn_retarget_variant(cfg, base, cut, hc, hn, parent, &v[c], err) != 0) {
             trn_cfg_free(hc);
             trn_net_free(hn);
             goto ctx_fail;
         }
+        v[c].parent = parent;
         trn_cfg_free(hc);
         trn_net_free(hn);
         uint64_t in_n = 0, in_ok = 0, casc = 0, gen_ok = 0, sent = 0, own = 0;
+        /* the gate's sweep (reported, not applied): overall top-1 and the share sent on */
+        static const double sweep[] = {0, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99};
+        enum { NSWEEP = sizeof sweep / sizeof *sweep };
+        uint64_t sw_ok[NSWEEP] = {0}, sw_sent[NSWEEP] = {0};
         for (size_t i = 0; i < mte; i++) {
             int b = tidx[i], id = trn_dataset_class(ds, TRN_SPLIT_TEST, (size_t)b);
             int inside = trn_dataset_class(cds, TRN_SPLIT_TEST, i) < k;
-            int answer = spred[i] < k ? map[spred[i]] : gpred[b];
-            sent += spred[i] == k;
+            int falls = spred[i] == k || sconf[i] < gate;
+            int answer = !falls ? map[spred[i]] : gpred[b];
+            for (int q = 0; q < NSWEEP; q++) {
+                int f = spred[i] == k || sconf[i] < sweep[q];
+                sw_sent[q] += f;
+                sw_ok[q] += (f ? gpred[b] : map[spred[i]]) == id;
+            }
+            sent += falls;
             own += spred[i] == trn_dataset_class(cds, TRN_SPLIT_TEST, i);
             in_n += inside;
             in_ok += inside && spred[i] < k && map[spred[i]] == id;
@@ -463,8 +482,9 @@ int prn_cli_specialise(int argc, char **argv, trn_err *err)
         cJSON_AddNumberToObject(cj, "other_class", k);
         cJSON_AddStringToObject(cj, "data", x->path);
         cJSON *cc = cJSON_AddObjectToObject(f, "cascade");
-        cJSON_AddStringToObject(cc, "partner", "base");
+        cJSON_AddStringToObject(cc, "partner", o.generic_cfg ? "base" : parent);
         cJSON_AddStringToObject(cc, "on", "other");
+        cJSON_AddNumberToObject(cc, "gate", gate);
         cJSON_AddNumberToObject(cc, "sent_share", share);
         cJSON_AddNumberToObject(cc, "expected_macs", emacs);
         cJSON_AddNumberToObject(cc, "fallthrough_macs", (double)fall_macs);
@@ -489,6 +509,14 @@ int prn_cli_specialise(int argc, char **argv, trn_err *err)
         add_score(r, "in_context", in_ok, in_n);
         add_score(r, "overall", casc, mte);
         add_score(r, "generic_on_stream", gen_ok, mte);
+        cJSON *gs = cJSON_AddArrayToObject(r, "gate_sweep");
+        for (int q = 0; q < NSWEEP; q++) {
+            cJSON *e = cJSON_CreateObject();
+            cJSON_AddNumberToObject(e, "gate", sweep[q]);
+            cJSON_AddNumberToObject(e, "sent_share", (double)sw_sent[q] / (double)mte);
+            add_score(e, "overall", sw_ok[q], mte);
+            cJSON_AddItemToArray(gs, e);
+        }
         double clo, chi, glo, ghi, ilo, ihi;
         trn_wilson(casc, mte, &clo, &chi);
         trn_wilson(gen_ok, mte, &glo, &ghi);
@@ -505,7 +533,9 @@ int prn_cli_specialise(int argc, char **argv, trn_err *err)
         free(labels);
         free(truth);
         free(spred);
+        free(sconf);
         labels = truth = spred = NULL;
+        sconf = NULL;
         continue;
     ctx_fail:
         trn_err_prefix(err, "context %s", x->id);
@@ -518,20 +548,7 @@ int prn_cli_specialise(int argc, char **argv, trn_err *err)
     }
     char path[4200];
     snprintf(path, sizeof path, "%s/specialise.json", o.out);
-    if (!(json = cJSON_Print(table))) {
-        trn_errf(err, "out of memory");
-        goto out;
-    }
-    size_t jl = strlen(json);
-    char *grown = realloc(json, jl + 2);
-    if (!grown) {
-        trn_errf(err, "out of memory");
-        goto out;
-    }
-    json = grown;
-    json[jl] = '\n';
-    json[jl + 1] = 0;
-    if (trn_write_file_atomic(path, json, jl + 1, err) != 0) goto out;
+    if (prn_cli_write_json(path, table, err) != 0) goto out;
     printf("%s: %d specialised models (L%d.. retrained)\n", o.out, nc, cut + 1);
     rc = 0;
 out:
@@ -544,7 +561,7 @@ out:
     free(labels);
     free(truth);
     free(spred);
-    free(json);
+    free(sconf);
     cJSON_Delete(table);
     prn_features_free(&ftr);
     prn_features_free(&fte);

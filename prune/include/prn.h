@@ -110,13 +110,17 @@ typedef struct prn_variant {
     trn_net *net;          /* its network (batch 1, inference only) holding the
                             * weights to start from, or the final ones */
     cJSON *fields;         /* technique_fields of meta.json (an object) */
+    const char *parent;    /* meta.json's parent: the catalog id it derives from (not owned; NULL: "base") */
+    cJSON *measured;       /* NULL, or meta.json's "measured": what differs from run
+                            * to run (seconds); never copied into a manifest, so
+                            * catalogs stay reproducible */
 } prn_variant;
 
 /* Frees what v holds and empties it (NULL-safe, idempotent). */
 void prn_variant_free(prn_variant *v);
 
 /* Writes dir/variant.cfg, dir/init.weights and dir/meta.json
- * ({"technique","parent":"base","description","technique_fields"}),
+ * ({"technique","parent" (v->parent, default "base"),"description","technique_fields"}),
  * creating dir. Every file goes to a temporary name first; the three are
  * renamed only once all are complete, meta.json last (it is the file make
  * waits for), so a killed job leaves no half file and no meta.json that
@@ -448,6 +452,21 @@ int prn_roadmap_choose(const prn_ranking *r, double step, int min_filters, doubl
 int prn_roadmap_order(int nsteps, int nlayers, const int *base, int *const *const *perm,
                       int *const *nkept, int **order, trn_err *err);
 
+/* ---- batch-norm statistics (bnstats.c) ------------------------------------- */
+
+/* Re-estimates the rolling batch-norm statistics (mean and variance) of net
+ * from `batches` training forwards (batch statistics, no weight changes) of
+ * the batches next(ctx, first), next(ctx, first + 1), ...: each statistic
+ * becomes the engine's exponentially weighted average of those batches'
+ * statistics, normalised by the weights' sum, so that nothing of the old
+ * value remains. A short retraining after pruning leaves most of the old
+ * statistics (the engine moves them 1% per forward: 60 batches keep 55%),
+ * while the layers' inputs changed. Frozen statistics (mask 0, see
+ * trn_net_set_mask) keep their values. The net's capacity, `seen` and
+ * weights are unchanged. batches 0: nothing happens. -1 with err. */
+int prn_bn_recalibrate(trn_net *net, trn_batch_fn next, void *ctx, uint64_t first, int batches,
+                       trn_err *err) TRN_MUST_CHECK;
+
 /* ---- cfg surgery shared by the techniques (splice.c) ----------------------- */
 
 /* Replaces layers [first, last] of cfg (0 <= first <= last, or first ==
@@ -472,6 +491,58 @@ int prn_cfg_splice(trn_cfg *cfg, int first, int last, const trn_cfg *with, int w
  * (batch, classes) one-hot. */
 typedef int (*prn_batch_fn)(void *ctx, uint64_t step, float *x, float *y, trn_err *err);
 
+/* ---- collective importance (sbs.c; FlexDNN 4.3.1, prune/README.md) -------- */
+
+typedef struct prn_sbs_opts {
+    int images;          /* training images whose features the exits learn from (2048) */
+    int pool_to;         /* the exit max-pools the layer's map to about this side (4) */
+    int first_epochs;    /* SGD passes of the first fit of a layer's exit (10) */
+    int epochs;          /* SGD passes of each later (warm-started) fine-tune (3) */
+    int refit;           /* 0: candidates scored by the round's exit without a refit;
+                          * E > 0: each candidate fine-tuned E passes (the thesis's O(N^2)) */
+    int drop;            /* filters leaving per round (1: the thesis) */
+    double stop;         /* SBS ends when fewer than stop x N remain (0.2: the thesis) */
+    float learning_rate; /* of the exit's SGD (0.02) */
+    uint64_t seed;
+} prn_sbs_opts;
+void prn_sbs_opts_defaults(prn_sbs_opts *o);
+
+typedef struct prn_sbs_layer {
+    int layer;           /* layer index */
+    int filters;         /* N */
+    int pool;            /* the exit's max-pool side */
+    int kmin;            /* filters left when SBS stopped */
+    int *order;          /* [N] most important first (SBS) */
+    int *l1_order;       /* [N] most important first (L1 norm) */
+    double *curve;       /* [N + 1]: valid top-1 of the exit on the SBS top-k filters, k = kmin..N */
+    double *curve_l1;    /* [N + 1]: the same for the L1 top-k */
+    int rounds, fine_tunes, evaluations;
+    double seconds;
+} prn_sbs_layer;
+
+typedef struct prn_sbs {
+    int nlayers;
+    prn_sbs_layer *layers; /* the [convolutional] layers, in cfg order */
+    int fine_tunes, evaluations;
+    double feature_seconds, seconds; /* wall clock */
+    double cpu_seconds;              /* this process's CPU time over the ranking */
+} prn_sbs;
+void prn_sbs_free(prn_sbs *s);
+
+/* Ranks the filters of every [convolutional] layer of base (batch B,
+ * trained weights) by sequential backward selection (sbs.c has the
+ * approximations): exits learn from o->images images of the training
+ * stream (batches first_step, first_step + 1, ...) and are scored on the
+ * valid images. NULL with err. */
+prn_sbs *prn_sbs_rank(trn_net *base, const prn_sbs_opts *o, prn_batch_fn train, void *train_ctx,
+                      uint64_t first_step, const float *valid_x, const int *valid_y, size_t n_valid,
+                      trn_err *err);
+/* The thesis's minimum filter count of a layer: drop the lowest-ranked
+ * filters while the exit's accuracy stays within `tolerance` of its
+ * accuracy with all N filters (curve[k], k = kmin..N); the first k it
+ * reaches where the next drop would fall below. */
+int prn_sbs_min_filters(const double *curve, int filters, int kmin, double tolerance);
+
 typedef struct prn_exits_opts {
     int batch;           /* images per training step and evaluation forward (64) */
     int stage1;          /* training batches of the over-parameterised branches (400) */
@@ -486,6 +557,21 @@ typedef struct prn_exits_opts {
     float tolerance;     /* exit-rate drop a shrink may cost (0.02) */
     int branchynet;      /* 1: the baseline: one fixed head per max-pool stage, no search,
                           * no insertion plan, trained with the same batches in all */
+    /* the trunk (FlexDNN's collective-importance pruning before the exits) */
+    int trunk_prune;     /* 0: the base is the trunk; 1: filters pruned by SBS; 2: by L1 */
+    double trunk_macs;   /* target trunk MACs as a fraction of the base's (0.6; 0: the
+                          * thesis's rule with trunk_tolerance) */
+    double trunk_tolerance; /* exit-accuracy drop per layer the minimum counts allow (0.01) */
+    int trunk_retrain;   /* batches of retraining of the pruned trunk (400) */
+    float trunk_lr;      /* its learning rate (poly, power 2) (0.02) */
+    float trunk_kd;      /* distillation from the base during that retraining (0.5) */
+    int trunk_compare_l1; /* 1: also prune by L1 to the same counts, retrain alike, report */
+    prn_sbs_opts sbs;
+    /* exits */
+    double exit_cap;     /* all exits together at most this fraction of the base's MACs (0.05; 0: none) */
+    float min_threshold; /* floor of every T_lossless, so that alpha always applies (0.5) */
+    float threshold_z;   /* lossless with a margin: exit-right-trunk-wrong minus the reverse
+                          * must reach z sqrt(their sum) (1; 0: the plain rule) */
     uint64_t seed;
     prn_batch_fn train;  /* the training stream (augmented) */
     void *train_ctx;

@@ -23,7 +23,7 @@
 #ifndef PRN_NEST_H
 #define PRN_NEST_H
 
-#include "nn.h"
+#include "trn.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -51,6 +51,22 @@ int prn_nest_start(trn_net *net, const prn_nest *n, const trn_net *seed, trn_err
  * sets the masks that leave only the new parameters trainable. Then the
  * caller trains net (its capacity and masks as left here). */
 int prn_nest_grow(trn_net *net, const prn_nest *n, int k, const trn_net *init, trn_err *err) TRN_MUST_CHECK;
+
+/* After prn_nest_grow(k): restarts the new filters of capacity k that are
+ * dead. Layer by layer in order, the growing layers' new filters' outputs
+ * (after batch norm and the activation) are counted over `batches`
+ * inference forwards of next(ctx, first), ... at capacity k; a new filter
+ * whose outputs are non-zero at less than `threshold` of the positions and
+ * images gets the parameters `fresh` holds for it (a network of the full
+ * shape, as the engine initialises it: weights over the capacity's inputs,
+ * bias, batch-norm scale and statistics). A ReLU unit that never fires gets
+ * no gradient: the pruned units of the connected layers are mostly such
+ * (that is why the ranking put them last), and as the only path from new
+ * channels to the classifier (old units do not read new channels) they
+ * would leave every channel grown below them without effect and without
+ * training. *revived: the filters restarted. Leaves capacity k set. */
+int prn_nest_revive(trn_net *net, const prn_nest *n, int k, const trn_net *fresh, trn_batch_fn next, void *ctx,
+                    uint64_t first, int batches, double threshold, int *revived, trn_err *err) TRN_MUST_CHECK;
 
 /* Removes every mask and restores the full capacity. */
 void prn_nest_finish(trn_net *net);

@@ -4,10 +4,16 @@
  * per-exit lossless thresholds, the insertion plan, the alpha profile, and
  * the BranchyNet-style baseline (prune/README.md, Early exits).
  *
- * The trunk (the trained base) is frozen: every branch reads a trunk
- * layer's output and trains on it alone, so the final exit is the base
- * model, bit for bit. All branches of a round train together: one trunk
- * forward per training batch feeds every branch.
+ * The trunk is the trained base, or (trunk_prune) the base pruned by
+ * collective importance (sbs.c, thesis 4.3.1) to trunk_macs of its MACs
+ * and retrained distilled from the base (prune_trunk below). It is frozen
+ * while the exits train: every branch reads a trunk layer's output and
+ * trains on it alone, so the final exit is the trunk, bit for bit. All
+ * branches of a round train together: one trunk forward per training
+ * batch feeds every branch. Costs and savings are against the original
+ * base; all exits together may cost at most exit_cap of its MACs (a branch
+ * above that is shrunk whatever its exit rate, and the insertion plan
+ * removes exits until the exits fit).
  *
  * Exit search (thesis 4.3.2.2, top-down): at every candidate location
  * (each trunk layer with a spatial output, up to the last one) an
@@ -28,9 +34,9 @@
  * Thresholds (thesis 4.3.2.3): exits are evaluated in trunk order; at
  * each, among the valid images that reach it, sorted by confidence, the
  * largest top share whose answers lose nothing against the trunk's own
- * answers on the same images (exit correct minus trunk correct >= 0) exits:
- * T_lossless is the confidence of the first image left out (Conf > T
- * exits).
+ * answers on the same images, judged by the labels with a margin
+ * (lossless_thresholds), exits: T_lossless is the confidence of the first
+ * image left out (Conf > T exits), never below min_threshold.
  *
  * Insertion plan (thesis 4.3.3, with TARGETS.md's erratum: F, not N, and
  * G_j): from all exits, the exit with the lowest Q_j = G_j / C_j is
@@ -46,6 +52,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 void prn_exits_opts_defaults(prn_exits_opts *o)
 {
@@ -61,6 +68,16 @@ void prn_exits_opts_defaults(prn_exits_opts *o)
     o->layers = 2;
     o->pool_to = 4;
     o->tolerance = 0.02f;
+    o->trunk_prune = 0;
+    o->trunk_macs = 0.6;
+    o->trunk_tolerance = 0.01;
+    o->trunk_retrain = 400;
+    o->trunk_lr = 0.02f;
+    o->trunk_kd = 0.5f;
+    prn_sbs_opts_defaults(&o->sbs);
+    o->exit_cap = 0.05;
+    o->min_threshold = 0.5f;
+    o->threshold_z = 1;
 }
 
 int prn_exits_opts_set(prn_exits_opts *o, const char *kv, trn_err *err)
@@ -86,10 +103,30 @@ int prn_exits_opts_set(prn_exits_opts *o, const char *kv, trn_err *err)
     else if (KEY("pool_to") && INT_IN(1, 64)) o->pool_to = (int)d;
     else if (KEY("tolerance") && d >= 0 && d <= 1) o->tolerance = (float)d;
     else if (KEY("branchynet") && INT_IN(0, 1)) o->branchynet = (int)d;
+    else if (KEY("trunk_prune") && INT_IN(0, 2)) o->trunk_prune = (int)d;
+    else if (KEY("trunk_macs") && d >= 0 && d <= 1) o->trunk_macs = d;
+    else if (KEY("trunk_tolerance") && d >= 0 && d <= 1) o->trunk_tolerance = d;
+    else if (KEY("trunk_retrain") && INT_IN(0, 1000000)) o->trunk_retrain = (int)d;
+    else if (KEY("trunk_lr") && d > 0 && d < 10) o->trunk_lr = (float)d;
+    else if (KEY("trunk_kd") && d >= 0 && d <= 1) o->trunk_kd = (float)d;
+    else if (KEY("trunk_compare_l1") && INT_IN(0, 1)) o->trunk_compare_l1 = (int)d;
+    else if (KEY("sbs_images") && INT_IN(1, 1000000)) o->sbs.images = (int)d;
+    else if (KEY("sbs_epochs") && INT_IN(1, 1000)) o->sbs.epochs = (int)d;
+    else if (KEY("sbs_first_epochs") && INT_IN(1, 1000)) o->sbs.first_epochs = (int)d;
+    else if (KEY("sbs_refit") && INT_IN(0, 1000)) o->sbs.refit = (int)d;
+    else if (KEY("sbs_drop") && INT_IN(1, 4096)) o->sbs.drop = (int)d;
+    else if (KEY("sbs_stop") && d > 0 && d <= 1) o->sbs.stop = d;
+    else if (KEY("exit_cap") && d >= 0 && d <= 10) o->exit_cap = d;
+    else if (KEY("min_threshold") && d >= 0 && d < 1) o->min_threshold = (float)d;
+    else if (KEY("threshold_z") && d >= 0 && d <= 10) o->threshold_z = (float)d;
     else
         return trn_errf(err, "--set %s: unknown key or value out of range (keys: batch 1..4096, stage1 >= 1, "
                         "finetune >= 0, learning_rate (0,10), momentum [0,1), decay [0,1), kd [0,1], width "
-                        "1..4096, layers 0..4, pool_to 1..64, tolerance [0,1], branchynet 0|1)", kv);
+                        "1..4096, layers 0..4, pool_to 1..64, tolerance [0,1], branchynet 0|1, trunk_prune "
+                        "0|1|2, trunk_macs [0,1], trunk_tolerance [0,1], trunk_retrain >= 0, trunk_lr (0,10), "
+                        "trunk_kd [0,1], trunk_compare_l1 0|1, sbs_images >= 1, sbs_epochs 1..1000, "
+                        "sbs_first_epochs 1..1000, sbs_refit 0..1000, sbs_drop >= 1, sbs_stop (0,1], exit_cap "
+                        "[0,10], min_threshold [0,1), threshold_z [0,10])", kv);
 #undef KEY
 #undef INT_IN
     return 0;
@@ -302,9 +339,18 @@ static int by_conf_desc(const void *a, const void *b)
 }
 
 /* Lossless thresholds of the exits plan[0..np) (in trunk order) on se:
- * thr[j]. reach: scratch of se->n flags. */
-static int lossless_thresholds(branch **plan, int np, const split_eval *se, float *thr, trn_err *err)
+ * thr[j]. Among the images reaching exit j, sorted by its confidence, the
+ * longest top share whose answers are "lossless" against the trunk's,
+ * both judged by the labels: with a images the exit gets right and the
+ * trunk wrong and b the reverse, a - b >= z sqrt(a + b) (z = 0: the plain
+ * a - b >= 0; z > 0 asks for a margin of z standard deviations of the
+ * difference, so that the longest share picked on the valid split is not
+ * only a lucky one). Only shares whose images all have Conf > floor count,
+ * and T >= floor: no exit answers everything, and alpha always moves it. */
+static int lossless_thresholds(branch **plan, int np, const split_eval *se, const prn_exits_opts *o, float *thr,
+                               trn_err *err)
 {
+    const float g_floor = o->min_threshold, g_z = o->threshold_z;
     size_t n = se->n;
     unsigned char *done = calloc(n ? n : 1, 1);
     order_item *it = malloc((n ? n : 1) * sizeof *it);
@@ -319,16 +365,18 @@ static int lossless_thresholds(branch **plan, int np, const split_eval *se, floa
         for (size_t i = 0; i < n; i++)
             if (!done[i]) it[m++] = (order_item){b->conf[i], i};
         qsort(it, m, sizeof *it, by_conf_desc);
-        long cum = 0;
+        long a = 0, bb = 0;
         size_t best = 0;
-        for (size_t k = 0; k < m; k++) {
+        for (size_t k = 0; k < m && it[k].conf > g_floor; k++) {
             size_t i = it[k].i;
-            cum += (b->pred[i] == se->label[i]) - (se->final_pred[i] == se->label[i]);
-            if (cum >= 0) best = k + 1;
+            int e = b->pred[i] == se->label[i], t = se->final_pred[i] == se->label[i];
+            a += e && !t;
+            bb += t && !e;
+            if ((double)(a - bb) >= (double)g_z * sqrt((double)(a + bb))) best = k + 1;
         }
         /* exits: Conf > T; T is the first left out's confidence (ties left
-         * out with it) */
-        thr[j] = best < m ? it[best].conf : 0;
+         * out with it), never below the floor */
+        thr[j] = best < m && it[best].conf > g_floor ? it[best].conf : g_floor;
         for (size_t i = 0; i < n; i++)
             if (!done[i] && b->conf[i] > thr[j]) done[i] = 1;
     }
@@ -377,11 +425,11 @@ static void plan_apply(branch **plan, int np, const float *thr, float alpha, con
 }
 
 /* The exit rate of b alone at its lossless threshold on se. */
-static int solo_rate(branch *b, const split_eval *se, trn_err *err)
+static int solo_rate(branch *b, const split_eval *se, const prn_exits_opts *o, trn_err *err)
 {
     float t;
     branch *p[1] = {b};
-    if (lossless_thresholds(p, 1, se, &t, err) != 0) return -1;
+    if (lossless_thresholds(p, 1, se, o, &t, err) != 0) return -1;
     size_t k = 0;
     for (size_t i = 0; i < se->n; i++) k += b->conf[i] > t;
     b->rate = se->n ? (double)k / (double)se->n : 0;
@@ -418,6 +466,331 @@ void prn_exit_model_free(prn_exit_model *m)
     memset(m, 0, sizeof *m);
 }
 
+/* ---- the trunk: collective-importance pruning (thesis 4.3.1; sbs.c) ---------- */
+
+#define SBS_FIRST_STEP 1000000u   /* training-stream batches of the SBS exits' features */
+#define RETRAIN_FIRST_STEP 2000000u /* and of the pruned trunk's retraining */
+
+static double now_seconds(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static double cpu_seconds(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* The pruned trunk keeping counts[l] filters of sbs layer l, most important
+ * first by SBS (or L1): *pcfg and *pnet (batch 1, inference) with the
+ * base's values. */
+static int pruned_trunk(const trn_cfg *cfg, const trn_net *base, const prn_sbs *sb, int use_l1, const int *counts,
+                        trn_cfg **pcfg, trn_net **pnet, trn_err *err)
+{
+    prn_keep kp[64];
+    if (sb->nlayers > 64) return trn_errf(err, "more than 64 convolutional layers to prune");
+    for (int l = 0; l < sb->nlayers; l++)
+        kp[l] = (prn_keep){sb->layers[l].layer, counts[l], use_l1 ? sb->layers[l].l1_order : sb->layers[l].order};
+    *pnet = NULL;
+    if (!(*pcfg = prn_filters_cfg(cfg, base, kp, sb->nlayers, err))) return -1;
+    trn_net_opts no;
+    prn_net_opts(&no, 0);
+    if (!(*pnet = trn_net_create(*pcfg, &no, err)) || prn_filters_copy(base, *pnet, kp, sb->nlayers, err) != 0) {
+        trn_net_free(*pnet);
+        trn_cfg_free(*pcfg);
+        *pnet = NULL, *pcfg = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+static uint64_t net_macs(const trn_net *n)
+{
+    trn_net_totals t;
+    trn_net_get_totals(n, &t);
+    return t.macs;
+}
+
+/* A network of cfg (batch, inference only or not) holding src's values,
+ * its schedule from the start. */
+static trn_net *net_copy(const trn_cfg *cfg, const trn_net *src, int batch, int infer_only, uint64_t seed,
+                         trn_err *err)
+{
+    return prn_net_like(cfg, src, batch, infer_only, seed, 0, err);
+}
+
+/* Retrains pnet (cfg pcfg; its values in place) for o->trunk_retrain
+ * batches of the training stream, distilled from base (batch o->batch). */
+static int retrain_trunk(const trn_cfg *pcfg, trn_net *pnet, trn_net *base, const prn_exits_opts *o, float *x,
+                         float *y, trn_err *err)
+{
+    if (o->trunk_retrain == 0) return 0;
+    trn_cfg *tc = trn_cfg_clone(pcfg, err);
+    if (!tc) return -1;
+    int rc = trn_cfg_setf(tc, 0, "batch", err, "%d", o->batch) || trn_cfg_set(tc, 0, "subdivisions", "1", err) ||
+             trn_cfg_setf(tc, 0, "learning_rate", err, "%.9g", o->trunk_lr) ||
+             trn_cfg_set(tc, 0, "policy", "poly", err) || trn_cfg_set(tc, 0, "power", "2", err) ||
+             trn_cfg_set(tc, 0, "burn_in", "0", err) ||
+             trn_cfg_setf(tc, 0, "max_batches", err, "%d", o->trunk_retrain) ? -1 : 0;
+    if (rc == 0 && o->trunk_kd > 0)
+        rc = trn_cfg_setf(tc, 0, "distill_alpha", err, "%.9g", o->trunk_kd) ||
+             trn_cfg_set(tc, 0, "distill_temperature", "1", err) || trn_cfg_set(tc, 0, "distill_cfg", "base", err) ||
+             trn_cfg_set(tc, 0, "distill_weights", "base", err) ? -1 : 0;
+    trn_net *net = rc ? NULL : net_copy(tc, pnet, o->batch, 0, o->seed + 5000, err);
+    if (!net) rc = -1;
+    if (rc == 0) trn_net_set_seen(net, 0);
+    for (int s = 0; rc == 0 && s < o->trunk_retrain; s++) {
+        if (o->train(o->train_ctx, RETRAIN_FIRST_STEP + (uint64_t)s, x, y, err) != 0) rc = -1;
+        else if (o->trunk_kd > 0) {
+            if (trn_net_forward(base, x, err) != 0) rc = -1;
+            else trn_net_set_soft_targets(net, trn_net_output(base));
+        }
+        float loss;
+        if (rc == 0 && trn_net_train_step(net, x, y, &loss, err) != 0) rc = -1;
+        trn_net_set_soft_targets(net, NULL);
+    }
+    if (rc == 0) {
+        int ns, nd;
+        const trn_param *ps = trn_net_params(net, &ns), *pd = trn_net_params(pnet, &nd);
+        for (int k = 0; k < nd && k < ns; k++) memcpy(pd[k].data, ps[k].data, pd[k].count * sizeof(float));
+    }
+    trn_net_free(net);
+    trn_cfg_free(tc);
+    return rc;
+}
+
+/* Top-1 hits of net (batch o->batch, inference) on n images. */
+static int count_correct(trn_net *net, const float *X, const int *Y, size_t n, uint64_t *correct, trn_err *err)
+{
+    split_eval se = {0};
+    if (evaluate(net, NULL, 0, X, Y, n, 0, &se, err) != 0) {
+        split_eval_free(&se);
+        return -1;
+    }
+    *correct = 0;
+    for (size_t i = 0; i < n; i++) *correct += se.final_pred[i] == Y[i];
+    split_eval_free(&se);
+    return 0;
+}
+
+static cJSON *acc_json(uint64_t k, uint64_t n, const char *split)
+{
+    cJSON *a = cJSON_CreateObject();
+    double lo, hi;
+    trn_wilson(k, n, &lo, &hi);
+    cJSON_AddStringToObject(a, "split", split);
+    cJSON_AddNumberToObject(a, "images", (double)n);
+    cJSON_AddNumberToObject(a, "correct", (double)k);
+    cJSON_AddNumberToObject(a, "top1", n ? (double)k / (double)n : 0);
+    cJSON_AddNumberToObject(a, "lo", lo);
+    cJSON_AddNumberToObject(a, "hi", hi);
+    return a;
+}
+
+static cJSON *curve_json(const double *c, int kmin, int n)
+{
+    cJSON *a = cJSON_CreateArray();
+    for (int k = kmin; k <= n; k++) cJSON_AddItemToArray(a, cJSON_CreateNumber(c[k]));
+    return a;
+}
+
+/* FlexDNN's trunk: ranks the base's convolutional filters by collective
+ * importance (or L1), keeps per layer the thesis's minimum count at the
+ * smallest exit-accuracy tolerance that brings the trunk to trunk_macs x the
+ * base's MACs (or at trunk_tolerance), retrains it distilled from the base
+ * and measures it. *trunk (batch o->batch, inference) becomes the pruned
+ * trunk, *tcfg its cfg; fields receives "pruned_trunk" (deterministic),
+ * measured the seconds it took. */
+static int prune_trunk(const trn_cfg *cfg, trn_net **trunk, trn_cfg **tcfg, const prn_exits_opts *o, float *x,
+                       float *y, cJSON *fields, cJSON *measured, trn_err *err)
+{
+    trn_net *base = *trunk;
+    int use_l1 = o->trunk_prune == 2, rc = -1;
+    double t0 = now_seconds();
+    prn_sbs_opts so = o->sbs;
+    so.seed = o->seed + 3000;
+    prn_sbs *sb = prn_sbs_rank(base, &so, o->train, o->train_ctx, SBS_FIRST_STEP, o->valid_x, o->valid_y, o->n_valid,
+                               err);
+    if (!sb) return -1;
+    double t_rank = now_seconds() - t0;
+    int L = sb->nlayers;
+    int *counts = calloc((size_t)L, sizeof *counts), *cl1 = calloc((size_t)L, sizeof *cl1);
+    trn_cfg *pcfg = NULL, *lcfg = NULL;
+    trn_net *pnet = NULL, *lnet = NULL, *pb = NULL;
+    uint64_t base_macs = net_macs(base), macs = 0;
+    double tol = o->trunk_tolerance;
+    const char *how = "trunk_tolerance";
+    if (!counts || !cl1) goto oom;
+    /* the thesis's minimum count per layer (the fewest filters whose exit
+     * stays within trunk_tolerance of all filters') */
+    int *kmin = calloc((size_t)L, sizeof *kmin);
+    if (!kmin) goto oom;
+    for (int l = 0; l < L; l++) {
+        const prn_sbs_layer *ly = &sb->layers[l];
+        kmin[l] = prn_sbs_min_filters(use_l1 ? ly->curve_l1 : ly->curve, ly->filters, ly->kmin, tol);
+    }
+    double tstep = 0;
+    if (o->trunk_macs > 0) {
+        /* a MACs target: every layer moves the same share t of the way from
+         * all its filters to its minimum count (t in [0, 1]; then on from
+         * the minimum to the SBS floor, t in (1, 2]); the smallest t on a
+         * grid of 1/256 that brings the trunk to the target. The layers'
+         * relative redundancy is the ranking's; the target sets how far. */
+        how = "not reached: every layer at its SBS floor";
+        for (int g = 0; g <= 512; g++) {
+            double t = g / 256.0;
+            for (int l = 0; l < L; l++) {
+                const prn_sbs_layer *ly = &sb->layers[l];
+                double c = t <= 1 ? ly->filters - t * (ly->filters - kmin[l]) : kmin[l] - (t - 1) * (kmin[l] - ly->kmin);
+                counts[l] = (int)ceil(c - 1e-9);
+            }
+            trn_cfg_free(pcfg), trn_net_free(pnet);
+            pcfg = NULL, pnet = NULL;
+            if (pruned_trunk(cfg, base, sb, use_l1, counts, &pcfg, &pnet, err) != 0) {
+                free(kmin);
+                goto out;
+            }
+            macs = net_macs(pnet);
+            tstep = t;
+            if ((double)macs <= o->trunk_macs * (double)base_macs) {
+                how = "trunk_macs";
+                break;
+            }
+        }
+    } else {
+        for (int l = 0; l < L; l++) counts[l] = kmin[l];
+        tstep = 1;
+        if (pruned_trunk(cfg, base, sb, use_l1, counts, &pcfg, &pnet, err) != 0) {
+            free(kmin);
+            goto out;
+        }
+        macs = net_macs(pnet);
+    }
+    free(kmin);
+    /* measure before and after retraining (valid, test) */
+    uint64_t v0 = 0, v1 = 0, t1 = 0, lv = 0, lt = 0;
+    if (!(pb = net_copy(pcfg, pnet, o->batch, 1, 0, err)) || count_correct(pb, o->valid_x, o->valid_y, o->n_valid, &v0, err))
+        goto out;
+    trn_net_free(pb);
+    pb = NULL;
+    double t2 = now_seconds(), c2 = cpu_seconds();
+    if (retrain_trunk(pcfg, pnet, base, o, x, y, err) != 0) goto out;
+    double t_retrain = now_seconds() - t2, c_retrain = cpu_seconds() - c2;
+    if (!(pb = net_copy(pcfg, pnet, o->batch, 1, 0, err)) || count_correct(pb, o->valid_x, o->valid_y, o->n_valid, &v1, err) ||
+        count_correct(pb, o->test_x, o->test_y, o->n_test, &t1, err))
+        goto out;
+    /* the other ranking at the same counts, retrained alike */
+    if (o->trunk_compare_l1) {
+        trn_net *lb = NULL;
+        if (pruned_trunk(cfg, base, sb, !use_l1, counts, &lcfg, &lnet, err) != 0 ||
+            retrain_trunk(lcfg, lnet, base, o, x, y, err) != 0 || !(lb = net_copy(lcfg, lnet, o->batch, 1, 0, err)) ||
+            count_correct(lb, o->valid_x, o->valid_y, o->n_valid, &lv, err) ||
+            count_correct(lb, o->test_x, o->test_y, o->n_test, &lt, err)) {
+            trn_net_free(lb);
+            goto out;
+        }
+        trn_net_free(lb);
+    }
+    {
+        cJSON *tr = cJSON_AddObjectToObject(fields, "pruned_trunk");
+        cJSON_AddStringToObject(tr, "method", use_l1 ? "l1" : "sbs");
+        cJSON_AddNumberToObject(tr, "target_macs", o->trunk_macs);
+        cJSON_AddNumberToObject(tr, "tolerance", tol);
+        cJSON_AddNumberToObject(tr, "share_of_the_way", tstep);
+        cJSON_AddStringToObject(tr, "counts_from", how);
+        cJSON_AddNumberToObject(tr, "macs", (double)macs);
+        cJSON_AddNumberToObject(tr, "base_macs", (double)base_macs);
+        cJSON_AddNumberToObject(tr, "macs_fraction", (double)macs / (double)base_macs);
+        cJSON *ls = cJSON_AddArrayToObject(tr, "layers");
+        for (int l = 0; l < L; l++) {
+            const prn_sbs_layer *ly = &sb->layers[l];
+            cJSON *e = cJSON_CreateObject();
+            cJSON_AddNumberToObject(e, "layer", ly->layer);
+            cJSON_AddNumberToObject(e, "filters", ly->filters);
+            cJSON_AddNumberToObject(e, "kept", counts[l]);
+            cJSON_AddNumberToObject(e, "sbs_floor", ly->kmin);
+            cJSON_AddNumberToObject(e, "exit_pool", ly->pool);
+            cJSON_AddItemToObject(e, "sbs_order", prn_json_ints(ly->order, ly->filters));
+            cJSON_AddItemToObject(e, "l1_order", prn_json_ints(ly->l1_order, ly->filters));
+            /* curve[i]: the exit's valid top-1 on the top (floor + i) filters */
+            cJSON_AddItemToObject(e, "sbs_curve", curve_json(ly->curve, ly->kmin, ly->filters));
+            cJSON_AddItemToObject(e, "l1_curve", curve_json(ly->curve_l1, ly->kmin, ly->filters));
+            /* Figure 4.6: the fewest filters whose exit is within
+             * trunk_tolerance of all filters' */
+            cJSON_AddNumberToObject(e, "min_filters_sbs",
+                                    prn_sbs_min_filters(ly->curve, ly->filters, ly->kmin, o->trunk_tolerance));
+            cJSON_AddNumberToObject(e, "min_filters_l1",
+                                    prn_sbs_min_filters(ly->curve_l1, ly->filters, ly->kmin, o->trunk_tolerance));
+            cJSON_AddNumberToObject(e, "rounds", ly->rounds);
+            cJSON_AddNumberToObject(e, "fine_tunes", ly->fine_tunes);
+            cJSON_AddItemToArray(ls, e);
+        }
+        cJSON_AddItemToObject(tr, "valid_before_retraining", acc_json(v0, o->n_valid, "valid"));
+        cJSON_AddItemToObject(tr, "valid", acc_json(v1, o->n_valid, "valid"));
+        cJSON_AddItemToObject(tr, "test", acc_json(t1, o->n_test, "test"));
+        cJSON_AddNumberToObject(tr, "retrain_batches", o->trunk_retrain);
+        cJSON_AddNumberToObject(tr, "retrain_learning_rate", o->trunk_lr);
+        cJSON_AddNumberToObject(tr, "retrain_kd", o->trunk_kd);
+        if (o->trunk_compare_l1) {
+            cJSON *c = cJSON_AddObjectToObject(tr, use_l1 ? "sbs_same_counts" : "l1_same_counts");
+            cJSON_AddItemToObject(c, "valid", acc_json(lv, o->n_valid, "valid"));
+            cJSON_AddItemToObject(c, "test", acc_json(lt, o->n_test, "test"));
+        }
+        cJSON *co = cJSON_AddObjectToObject(tr, "cost");
+        char ap[600];
+        snprintf(ap, sizeof ap,
+                 "exit = linear softmax on the layer's map max-pooled to about %dx%d, features of %d training "
+                 "images cached once; %s; %d filter%s dropped per round; SBS stops below %.2f x N filters; "
+                 "first fit %d passes, later fine-tunes %d passes (warm start)",
+                 so.pool_to, so.pool_to, so.images,
+                 so.refit > 0 ? "every candidate fine-tuned on its own (the thesis's O(N^2))"
+                              : "one fine-tune per round, every candidate scored by that exit without its features",
+                 so.drop, so.drop == 1 ? "" : "s", so.stop, so.first_epochs, so.epochs);
+        cJSON_AddStringToObject(co, "approximation", ap);
+        cJSON_AddNumberToObject(co, "fine_tunes", sb->fine_tunes);
+        cJSON_AddNumberToObject(co, "candidate_evaluations", sb->evaluations);
+        int exact = 0;
+        for (int l = 0; l < L; l++) {
+            int n = sb->layers[l].filters, k = sb->layers[l].kmin;
+            for (int u = n; u > k; u--) exact += u; /* one fine-tune per candidate per round */
+        }
+        cJSON_AddNumberToObject(co, "exact_fine_tunes", exact);
+        /* the seconds go to meta.json's "measured" (not the manifest) */
+        cJSON *ms = cJSON_AddObjectToObject(measured, "pruned_trunk");
+        cJSON_AddNumberToObject(ms, "sbs_feature_seconds", sb->feature_seconds);
+        cJSON_AddNumberToObject(ms, "sbs_ranking_seconds", t_rank);
+        cJSON_AddNumberToObject(ms, "sbs_ranking_cpu_seconds", sb->cpu_seconds);
+        cJSON *lsec = cJSON_AddArrayToObject(ms, "sbs_layer_seconds");
+        for (int l = 0; l < L; l++) cJSON_AddItemToArray(lsec, cJSON_CreateNumber(sb->layers[l].seconds));
+        cJSON_AddNumberToObject(ms, "retrain_seconds", t_retrain);
+        cJSON_AddNumberToObject(ms, "retrain_cpu_seconds", c_retrain);
+        cJSON_AddStringToObject(ms, "note", "seconds: wall clock of this run (the machine may be shared); "
+                                            "cpu_seconds: this process's CPU time");
+    }
+    {
+        trn_net *nt = net_copy(pcfg, pnet, o->batch, 1, 0, err);
+        if (!nt) goto out;
+        trn_net_free(*trunk);
+        *trunk = nt;
+        *tcfg = pcfg;
+        pcfg = NULL;
+    }
+    rc = 0;
+    goto out;
+oom:
+    trn_errf(err, "out of memory");
+out:
+    prn_sbs_free(sb);
+    free(counts), free(cl1);
+    trn_cfg_free(pcfg), trn_cfg_free(lcfg);
+    trn_net_free(pnet), trn_net_free(lnet), trn_net_free(pb);
+    return rc;
+}
+
 int prn_early_exit(const trn_cfg *cfg, const char *cfg_path, const char *weights, const prn_exits_opts *o,
                    prn_variant *out, prn_exit_model *em, trn_err *err)
 {
@@ -440,6 +813,8 @@ int prn_early_exit(const trn_cfg *cfg, const char *cfg_path, const char *weights
     float *x = calloc((size_t)o->batch * trn_net_inputs(trunk), sizeof *x);
     float *y = calloc((size_t)o->batch * (size_t)C, sizeof *y);
     split_eval va = {0}, te = {0};
+    trn_cfg *tcfg = NULL; /* the trunk's cfg: the base's, or the pruned one */
+    cJSON *measured = NULL; /* seconds (meta.json's "measured") */
     cJSON *fields = cJSON_CreateObject(), *search = cJSON_AddArrayToObject(fields, "search"),
           *steps = cJSON_AddArrayToObject(fields, "plan_steps");
     if (!bs || !plan || !prefix || !thr || !rate || !x || !y || !fields) {
@@ -447,6 +822,19 @@ int prn_early_exit(const trn_cfg *cfg, const char *cfg_path, const char *weights
         goto out;
     }
     if (trn_weights_load(trunk, weights, err) != 0) goto out;
+    /* the base: its MACs and test accuracy (what the exit model is judged
+     * against), then FlexDNN's pruned trunk in its place (trunk_prune) */
+    uint64_t base_macs = net_macs(trunk), base_correct = 0;
+    if (count_correct(trunk, o->test_x, o->test_y, o->n_test, &base_correct, err) != 0) goto out;
+    if (o->trunk_prune) {
+        if (!(measured = cJSON_CreateObject())) {
+            trn_errf(err, "out of memory");
+            goto out;
+        }
+        if (prune_trunk(cfg, &trunk, &tcfg, o, x, y, fields, measured, err) != 0) goto out;
+    } else if (!(tcfg = trn_cfg_clone(cfg, err)))
+        goto out;
+    double cap_macs = o->exit_cap > 0 ? o->exit_cap * (double)base_macs : INFINITY;
     uint64_t trunk_macs = 0;
     for (int i = 0; i < L; i++) {
         trn_layer_info li;
@@ -500,7 +888,7 @@ int prn_early_exit(const trn_cfg *cfg, const char *cfg_path, const char *weights
     step += (uint64_t)stage1;
     if (evaluate(trunk, all, nb, o->valid_x, o->valid_y, o->n_valid, 0, &va, err) != 0) goto out_all;
     for (int k = 0; k < nb; k++) {
-        if (solo_rate(&bs[k], &va, err) != 0) goto out_all;
+        if (solo_rate(&bs[k], &va, o, err) != 0) goto out_all;
         char d[200];
         cJSON *s = cJSON_CreateObject();
         cJSON_AddStringToObject(s, "stage", o->branchynet ? "branchynet" : "over-parameterised");
@@ -553,11 +941,14 @@ int prn_early_exit(const trn_cfg *cfg, const char *cfg_path, const char *weights
             }
             for (int c = 0; c < nc; c++) {
                 int k = ci[c];
-                if (solo_rate(&cand[c], &v2, err) != 0) {
+                if (solo_rate(&cand[c], &v2, o, err) != 0) {
                     split_eval_free(&v2);
                     goto shrink_fail;
                 }
-                int keep = cand[c].rate >= best[k] - o->tolerance;
+                /* a branch that alone costs more than all exits may is
+                 * shrunk whatever it costs in exit rate */
+                int forced = (double)bs[k].macs > cap_macs;
+                int keep = cand[c].rate >= best[k] - o->tolerance || forced;
                 char d[200];
                 cJSON *s = cJSON_CreateObject();
                 cJSON_AddStringToObject(s, "stage", phase[k] == 0 ? "layer-pruning" : "filter-pruning");
@@ -565,6 +956,7 @@ int prn_early_exit(const trn_cfg *cfg, const char *cfg_path, const char *weights
                 cJSON_AddNumberToObject(s, "layer", cand[c].at);
                 cJSON_AddNumberToObject(s, "exit_rate", cand[c].rate);
                 cJSON_AddBoolToObject(s, "kept", keep);
+                if (forced) cJSON_AddBoolToObject(s, "forced_by_exit_cap", 1);
                 cJSON_AddItemToArray(search, s);
                 if (keep) {
                     if (cand[c].rate > best[k]) best[k] = cand[c].rate;
@@ -594,7 +986,7 @@ shrunk:
     np = nb;
     for (int k = 0; k < nb; k++) plan[k] = &bs[k];
     plan_eval pe = {.rate = rate};
-    if (lossless_thresholds(plan, np, &va, thr, err) != 0) goto out_all;
+    if (lossless_thresholds(plan, np, &va, o, thr, err) != 0) goto out_all;
     plan_apply(plan, np, thr, 1, &va, prefix, trunk_macs, &pe, NULL);
     for (;;) {
         cJSON *st = cJSON_CreateObject();
@@ -630,14 +1022,29 @@ shrunk:
         for (int j = 0; j < np; j++)
             if (j != jmin) trial[nt++] = plan[j];
         plan_eval tpe = {.rate = trate};
-        if (lossless_thresholds(trial, nt, &va, tthr, err) != 0) {
+        if (lossless_thresholds(trial, nt, &va, o, tthr, err) != 0) {
             free(trial), free(tthr), free(trate);
             goto out_all;
         }
         plan_apply(trial, nt, tthr, 1, &va, prefix, trunk_macs, &tpe, NULL);
         cJSON_AddNumberToObject(st, "remove_candidate", plan[jmin]->at);
         cJSON_AddNumberToObject(st, "expected_macs_without", tpe.expected_macs);
-        if (tpe.expected_macs > pe.expected_macs) { /* it would start to increase */
+        double exits_total = 0;
+        for (int j = 0; j < np; j++) exits_total += (double)plan[j]->macs;
+        cJSON_AddNumberToObject(st, "exits_macs", exits_total);
+        int over_cap = exits_total > cap_macs; /* item 2: the exits' cost is a constraint */
+        if (over_cap) cJSON_AddBoolToObject(st, "removed_for_exit_cap", 1);
+        if (!over_cap && tpe.expected_macs > pe.expected_macs) { /* it would start to increase */
+            free(trial), free(tthr), free(trate);
+            break;
+        }
+        if (!over_cap && nt == 0) {
+            /* The plan would keep no exit (the thesis's empty plan: no exit
+             * pays for itself on the valid split). The model is an exit
+             * model all the same: the last exit, the one with the highest
+             * Q_j, stays, and the step says so; the alpha profile shows
+             * what it costs. */
+            cJSON_AddBoolToObject(st, "kept_as_the_last_exit", 1);
             free(trial), free(tthr), free(trate);
             break;
         }
@@ -650,20 +1057,26 @@ shrunk:
         free(trial), free(tthr), free(trate);
     }
     if (np == 0) {
-        trn_errf(err, "early-exit: the insertion plan kept no exit: none answers any valid image "
-                 "without loss; train the branches longer (--set stage1=N)");
+        trn_errf(err, "early-exit: no exit fits within exit_cap, %g of the base's MACs: raise exit_cap or "
+                 "narrow the branches with --set width=N", o->exit_cap);
         goto out_all;
     }
     /* the test split: alpha profile */
     if (evaluate(trunk, plan, np, o->test_x, o->test_y, o->n_test, 1, &te, err) != 0) goto out_all;
     {
-        uint64_t base_correct = 0;
-        for (size_t i = 0; i < te.n; i++) base_correct += te.final_pred[i] == te.label[i];
+        uint64_t trunk_correct = 0;
+        for (size_t i = 0; i < te.n; i++) trunk_correct += te.final_pred[i] == te.label[i];
         cJSON *base = cJSON_AddObjectToObject(fields, "base");
         cJSON_AddNumberToObject(base, "top1", (double)base_correct / (double)te.n);
         cJSON_AddItemToObject(base, "top1_ci", wilson_json(base_correct, te.n));
-        cJSON_AddNumberToObject(base, "macs", (double)trunk_macs);
+        cJSON_AddNumberToObject(base, "macs", (double)base_macs);
         cJSON_AddNumberToObject(base, "test_images", (double)te.n);
+        /* the trunk alone (the final exit): the base, or the pruned trunk */
+        cJSON *tk = cJSON_AddObjectToObject(fields, "trunk_alone");
+        cJSON_AddNumberToObject(tk, "top1", (double)trunk_correct / (double)te.n);
+        cJSON_AddItemToObject(tk, "top1_ci", wilson_json(trunk_correct, te.n));
+        cJSON_AddNumberToObject(tk, "macs", (double)trunk_macs);
+        cJSON_AddNumberToObject(tk, "test_images", (double)te.n);
         static const double alphas[] = {0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.1, 1.2, 1.3, 1.5, 2.0};
         cJSON *prof = cJSON_AddArrayToObject(fields, "alpha_profile");
         plan_eval ta = {.rate = rate};
@@ -694,7 +1107,7 @@ shrunk:
                 free(eo);
                 cJSON_AddNumberToObject(p, "top5", (double)k5 / (double)te.n);
             }
-            cJSON_AddNumberToObject(p, "macs_saving", 1 - ta.expected_macs / (double)trunk_macs);
+            cJSON_AddNumberToObject(p, "macs_saving", 1 - ta.expected_macs / (double)base_macs);
             cJSON *r = cJSON_AddArrayToObject(p, "exit_rates");
             for (int j = 0; j <= np; j++) cJSON_AddItemToArray(r, cJSON_CreateNumber(ta.rate[j]));
             cJSON_AddItemToArray(prof, p);
@@ -739,7 +1152,10 @@ shrunk:
             exits_macs += plan[j]->macs;
         }
         cJSON_AddNumberToObject(fields, "exits_macs", (double)exits_macs);
-        cJSON_AddNumberToObject(fields, "exits_macs_fraction", (double)exits_macs / (double)trunk_macs);
+        cJSON_AddNumberToObject(fields, "exits_macs_fraction", (double)exits_macs / (double)base_macs);
+        cJSON_AddNumberToObject(fields, "exit_cap", o->exit_cap);
+        cJSON_AddNumberToObject(fields, "min_threshold", o->min_threshold);
+        cJSON_AddNumberToObject(fields, "threshold_z", o->threshold_z);
         cJSON_AddStringToObject(fields, "method", o->branchynet ? "branchynet" : "flexdnn");
         cJSON_AddNumberToObject(fields, "training_batches", (double)step);
         cJSON_AddNumberToObject(fields, "kd", o->kd);
@@ -769,7 +1185,7 @@ shrunk:
         eo.batch = 1;
         eo.infer_only = 1;
         prn_net_opts(&to, o->seed);
-        if (!(out->net = trn_net_create(cfg, &to, err)) || trn_weights_load(out->net, weights, err) != 0) goto out_all;
+        if (!(out->net = net_copy(tcfg, trunk, 1, 1, o->seed, err))) goto out_all;
         if (!(em->exits = trn_exits_create(out->net, em->cfg, &eo, err))) goto out_all;
         for (int j = 0; j < np; j++) {
             int na, nbp;
@@ -783,7 +1199,8 @@ shrunk:
         }
     }
     out->technique = "early-exit";
-    if (!(out->cfg = trn_cfg_clone(cfg, err))) goto out_all;
+    out->cfg = tcfg;
+    tcfg = NULL;
     out->description = prn_strdupf("%s: %d early exit%s (at layers%s) over the frozen base, alpha 1: lossless "
                                    "thresholds on the valid split",
                                    o->branchynet ? "BranchyNet-style fixed heads" : "FlexDNN", np, np == 1 ? "" : "s", "");
@@ -794,13 +1211,21 @@ shrunk:
             snprintf(at + l, sizeof at - l, " %d", plan[j]->at);
         }
         free(out->description);
-        out->description = prn_strdupf("%s: %d early exit%s (at layers%s) over the frozen base; thresholds lossless on "
+        char over[128];
+        if (o->trunk_prune)
+            snprintf(over, sizeof over, "the %s-pruned trunk (%.3fx the base's MACs, retrained)",
+                     o->trunk_prune == 2 ? "L1" : "collective-importance", (double)trunk_macs / (double)base_macs);
+        else
+            snprintf(over, sizeof over, "the frozen base");
+        out->description = prn_strdupf("%s: %d early exit%s (at layers%s) over %s; thresholds lossless on "
                                        "the valid split (alpha 1)",
                                        o->branchynet ? "BranchyNet-style fixed heads" : "FlexDNN exit search + insertion plan",
-                                       np, np == 1 ? "" : "s", at);
+                                       np, np == 1 ? "" : "s", at, over);
     }
     out->fields = fields;
     fields = NULL;
+    out->measured = measured;
+    measured = NULL;
     rc = 0;
 out_all:
     free(all);
@@ -821,5 +1246,7 @@ out:
     free(x);
     free(y);
     trn_net_free(trunk);
+    trn_cfg_free(tcfg);
+    cJSON_Delete(measured);
     return rc;
 }

@@ -35,36 +35,42 @@ void prn_mimic_opts_defaults(prn_mimic_opts *o)
     o->decay = 0.0005f;
 }
 
-int prn_mimic_opts_set(prn_mimic_opts *o, const char *kv, trn_err *err)
+int prn_set_kv(const prn_set_key *t, int n, const char *kv, trn_err *err)
 {
-    static const char *const keys = "batch, batches, learning_rate, momentum, decay";
+    char keys[256] = "";
+    for (int k = 0; k < n; k++)
+        snprintf(keys + strlen(keys), sizeof keys - strlen(keys), "%s%s", k ? ", " : "", t[k].name);
     const char *eq = strchr(kv, '=');
     if (!eq || eq == kv || !eq[1])
         return trn_errf(err, "--set '%.60s': expected key=value with key one of %s", kv, keys);
     size_t klen = (size_t)(eq - kv);
     const char *v = eq + 1;
+    const prn_set_key *key = NULL;
+    for (int k = 0; k < n && !key; k++)
+        if (strlen(t[k].name) == klen && !strncmp(kv, t[k].name, klen)) key = &t[k];
+    if (!key) return trn_errf(err, "--set '%.60s': unknown key; use one of %s", kv, keys);
     char *end;
     errno = 0;
-    if ((klen == 5 && !strncmp(kv, "batch", 5)) || (klen == 7 && !strncmp(kv, "batches", 7))) {
+    if (key->i) {
         long x = strtol(v, &end, 10);
-        if (*end || errno || x < 1 || x > 10000000)
-            return trn_errf(err, "--set '%.60s': the value must be an integer in 1..10000000", kv);
-        if (klen == 5)
-            o->batch = (int)x;
-        else
-            o->batches = (int)x;
+        if (*end || errno || x < key->lo || x > 10000000)
+            return trn_errf(err, "--set '%.60s': the value must be an integer in %ld..10000000", kv, key->lo);
+        *key->i = (int)x;
         return 0;
     }
-    float *dst = (klen == 13 && !strncmp(kv, "learning_rate", 13)) ? &o->learning_rate
-               : (klen == 8 && !strncmp(kv, "momentum", 8))        ? &o->momentum
-               : (klen == 5 && !strncmp(kv, "decay", 5))           ? &o->decay
-                                                                   : NULL;
-    if (!dst) return trn_errf(err, "--set '%.60s': unknown key; use one of %s", kv, keys);
     float x = strtof(v, &end);
     if (*end || errno || !(x >= 0) || x > 100)
         return trn_errf(err, "--set '%.60s': the value must be a number in [0, 100]", kv);
-    *dst = x;
+    *key->f = x;
     return 0;
+}
+
+int prn_mimic_opts_set(prn_mimic_opts *o, const char *kv, trn_err *err)
+{
+    const prn_set_key t[] = {{"batch", &o->batch, 1, NULL},           {"batches", &o->batches, 1, NULL},
+                             {"learning_rate", NULL, 0, &o->learning_rate}, {"momentum", NULL, 0, &o->momentum},
+                             {"decay", NULL, 0, &o->decay}};
+    return prn_set_kv(t, (int)(sizeof t / sizeof *t), kv, err);
 }
 
 /* The --with text as cfg text, line k holding the k-th item (see top).

@@ -157,6 +157,69 @@ int prn_nest_grow(trn_net *net, const prn_nest *n, int k, const trn_net *init, t
     return rc;
 }
 
+int prn_nest_revive(trn_net *net, const prn_nest *n, int k, const trn_net *fresh, trn_batch_fn next, void *ctx,
+                    uint64_t first, int batches, double threshold, int *revived, trn_err *err)
+{
+    *revived = 0;
+    if (k < 1 || k >= n->ncap) return trn_errf(err, "no capacity %d to revive", k + 1);
+    if (batches <= 0 || threshold <= 0) return 0;
+    int L = n->nlayers, np, nf;
+    const trn_param *p = trn_net_params(net, &np), *q = trn_net_params(fresh, &nf);
+    if (nf != np) return trn_errf(err, "the fresh network has %d parameters, the nested one %d", nf, np);
+    int *g = calloc((size_t)L * 5, sizeof *g);
+    size_t nin = (size_t)trn_net_batch(net) * trn_net_inputs(net);
+    size_t nout = (size_t)trn_net_batch(net) * trn_net_outputs(net);
+    float *x = malloc((nin ? nin : 1) * sizeof *x), *y = malloc((nout ? nout : 1) * sizeof *y);
+    double *on = NULL;
+    int rc = g && x && y ? 0 : trn_errf(err, "out of memory");
+    int *r0 = g, *c0 = g + L, *r1 = g + 2 * L, *c1 = g + 3 * L, *full = g + 4 * L;
+    if (rc == 0) rc = geometry(net, n, -1, r0, full, err);
+    if (rc == 0) rc = geometry(net, n, k - 1, r0, c0, err);
+    if (rc == 0) rc = geometry(net, n, k, r1, c1, err);
+    for (int i = 0; rc == 0 && i < L; i++) {
+        trn_layer_info in;
+        trn_net_layer_info(net, i, &in);
+        if (n->fixed[i] || !own(&in) || r1[i] <= r0[i]) continue;
+        free(on);
+        if (!(on = calloc((size_t)r1[i], sizeof *on))) {
+            rc = trn_errf(err, "out of memory");
+            break;
+        }
+        double positions = 0;
+        int batch = trn_net_batch(net);
+        size_t sp = (size_t)in.out.h * (size_t)in.out.w, per = (size_t)in.out.c * sp;
+        for (int b = 0; rc == 0 && b < batches; b++) {
+            if ((rc = next(ctx, first + (uint64_t)b, x, y, err)) != 0 ||
+                (rc = trn_net_forward_upto(net, x, i, err)) != 0)
+                break;
+            const float *out = trn_net_layer_output(net, i);
+            for (int j = 0; j < batch; j++)
+                for (int r = r0[i]; r < r1[i]; r++)
+                    for (size_t s = 0; s < sp; s++) on[r] += out[(size_t)j * per + (size_t)r * sp + s] != 0;
+            positions += (double)batch * (double)sp;
+        }
+        /* Restart the dead ones from fresh. */
+        for (int r = r0[i]; rc == 0 && r < r1[i]; r++) {
+            if (positions > 0 && on[r] / positions >= threshold) continue;
+            for (int m = 0; m < np; m++) {
+                if (p[m].layer != i) continue;
+                if (p[m].role == TRN_PARAM_WEIGHTS) {
+                    size_t C = (size_t)p[m].cols, cols = C * (size_t)c1[i] / (size_t)full[i];
+                    memcpy(p[m].data + (size_t)r * C, q[m].data + (size_t)r * C, cols * sizeof(float));
+                } else {
+                    p[m].data[r] = q[m].data[r];
+                }
+            }
+            (*revived)++;
+        }
+    }
+    free(on);
+    free(x);
+    free(y);
+    free(g);
+    return rc;
+}
+
 void prn_nest_finish(trn_net *net)
 {
     int np;

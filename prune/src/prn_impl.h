@@ -15,6 +15,12 @@ const char *prn_kind_word(prn_kind k);
  * batch 1, inference only, weights drawn from seed. */
 void prn_net_opts(trn_net_opts *o, uint64_t seed);
 
+/* A network of cfg (batch, inference only or not, seed) holding src's
+ * parameter values; with keep_seen also src's count of images seen (the
+ * learning-rate schedule's position). NULL with err set on failure. */
+trn_net *prn_net_like(const trn_cfg *cfg, const trn_net *src, int batch, int infer_only, uint64_t seed,
+                      int keep_seen, trn_err *err);
+
 /* Builds cfg (its proxy when it has [local] sections) to check that every
  * shape is possible; the message names the variant: "variant: ...". */
 int prn_check_cfg(const trn_cfg *cfg, trn_err *err);
@@ -28,6 +34,18 @@ char *prn_strdupf(const char *fmt, ...) TRN_PRINTF(1, 2);
 /* Appends to a growing malloc'd string *s (NULL to start). -1 when out of
  * memory (*s is then freed and NULL). */
 int prn_appendf(char **s, const char *fmt, ...) TRN_PRINTF(2, 3);
+
+/* One key of a training verb's --set key=value: an integer (i, in
+ * lo..10000000) or a number (f, in [0, 100]). */
+typedef struct prn_set_key {
+    const char *name;
+    int *i;
+    long lo;
+    float *f;
+} prn_set_key;
+/* Sets the key of kv among t[0..n) (mimic's and retarget's --set); -1
+ * with err naming the keys on an unknown key or a bad value. */
+int prn_set_kv(const prn_set_key *t, int n, const char *kv, trn_err *err);
 
 /* The --with text of mimic and retarget (sections separated by ';', items
  * by ','; the first item of a section its type) as cfg text whose line k

@@ -15,7 +15,6 @@
  */
 #include "prn_impl.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,37 +75,10 @@ void prn_head_opts_defaults(prn_head_opts *o)
 
 int prn_head_opts_set(prn_head_opts *o, const char *kv, trn_err *err)
 {
-    static const char *const keys = "batch, batches, learning_rate, momentum, decay, aug_passes";
-    const char *eq = strchr(kv, '=');
-    if (!eq || eq == kv || !eq[1])
-        return trn_errf(err, "--set '%.60s': expected key=value with key one of %s", kv, keys);
-    size_t klen = (size_t)(eq - kv);
-    const char *v = eq + 1;
-    char *end;
-    errno = 0;
-    int *ip = (klen == 5 && !strncmp(kv, "batch", 5))       ? &o->batch
-            : (klen == 7 && !strncmp(kv, "batches", 7))     ? &o->batches
-            : (klen == 10 && !strncmp(kv, "aug_passes", 10)) ? &o->aug_passes
-                                                             : NULL;
-    if (ip) {
-        long lo = ip == &o->aug_passes ? 0 : 1;
-        long x = strtol(v, &end, 10);
-        if (*end || errno || x < lo || x > 10000000)
-            return trn_errf(err, "--set '%.60s': the value must be an integer in %ld..10000000", kv,
-                            lo);
-        *ip = (int)x;
-        return 0;
-    }
-    float *dst = (klen == 13 && !strncmp(kv, "learning_rate", 13)) ? &o->learning_rate
-               : (klen == 8 && !strncmp(kv, "momentum", 8))        ? &o->momentum
-               : (klen == 5 && !strncmp(kv, "decay", 5))           ? &o->decay
-                                                                   : NULL;
-    if (!dst) return trn_errf(err, "--set '%.60s': unknown key; use one of %s", kv, keys);
-    float x = strtof(v, &end);
-    if (*end || errno || !(x >= 0) || x > 100)
-        return trn_errf(err, "--set '%.60s': the value must be a number in [0, 100]", kv);
-    *dst = x;
-    return 0;
+    const prn_set_key t[] = {{"batch", &o->batch, 1, NULL},           {"batches", &o->batches, 1, NULL},
+                             {"learning_rate", NULL, 0, &o->learning_rate}, {"momentum", NULL, 0, &o->momentum},
+                             {"decay", NULL, 0, &o->decay},           {"aug_passes", &o->aug_passes, 0, NULL}};
+    return prn_set_kv(t, (int)(sizeof t / sizeof *t), kv, err);
 }
 
 /* The head's cfg: [net] for one feature map, the hidden sections, the

@@ -8,7 +8,9 @@
  *   init.weights  Darknet .weights (version 0.2.0): the weights to start
  *                 training from, or the final ones when none follows
  *   meta.json     {"technique": "rewrite"|"svd"|"mimic", "parent": "base",
- *                  "description": "...", "technique_fields": {...}}
+ *                  "description": "...", "technique_fields": {...}
+ *                  [, "measured": {...}: seconds and the like, which differ
+ *                  between runs and stay out of the manifest]}
  */
 #include "prn_impl.h"
 
@@ -25,6 +27,28 @@ void prn_net_opts(trn_net_opts *o, uint64_t seed)
     o->batch = 1;
     o->infer_only = 1;
     o->seed = seed;
+}
+
+trn_net *prn_net_like(const trn_cfg *cfg, const trn_net *src, int batch, int infer_only, uint64_t seed,
+                      int keep_seen, trn_err *err)
+{
+    trn_net_opts o;
+    trn_net_opts_defaults(&o);
+    o.batch = batch;
+    o.infer_only = infer_only;
+    o.seed = seed;
+    trn_net *n = trn_net_create(cfg, &o, err);
+    if (!n) return NULL;
+    int ns, nd;
+    const trn_param *ps = trn_net_params(src, &ns), *pd = trn_net_params(n, &nd);
+    if (ns != nd) {
+        trn_net_free(n);
+        trn_errf(err, "internal: parameter tables differ (%d, %d)", ns, nd);
+        return NULL;
+    }
+    for (int k = 0; k < nd; k++) memcpy(pd[k].data, ps[k].data, pd[k].count * sizeof(float));
+    if (keep_seen) trn_net_set_seen(n, trn_net_seen(src));
+    return n;
 }
 
 int prn_check_cfg(const trn_cfg *cfg, trn_err *err)
@@ -96,6 +120,7 @@ void prn_variant_free(prn_variant *v)
     trn_cfg_free(v->cfg);
     trn_net_free(v->net);
     cJSON_Delete(v->fields);
+    cJSON_Delete(v->measured);
     memset(v, 0, sizeof *v);
 }
 
@@ -273,7 +298,7 @@ int prn_variant_write(const prn_variant *v, const char *dir, trn_err *err)
         return trn_errf(err, "cannot remove the old %s: %s", a, strerror(errno));
     cJSON *meta = cJSON_CreateObject();
     if (!meta || !cJSON_AddStringToObject(meta, "technique", v->technique) ||
-        !cJSON_AddStringToObject(meta, "parent", "base") ||
+        !cJSON_AddStringToObject(meta, "parent", v->parent ? v->parent : "base") ||
         !cJSON_AddStringToObject(meta, "description", v->description ? v->description : "")) {
         cJSON_Delete(meta);
         return trn_errf(err, "out of memory");
@@ -281,6 +306,12 @@ int prn_variant_write(const prn_variant *v, const char *dir, trn_err *err)
     cJSON *fields = v->fields ? cJSON_Duplicate(v->fields, 1) : cJSON_CreateObject();
     if (!fields || !cJSON_AddItemToObject(meta, "technique_fields", fields)) {
         cJSON_Delete(fields);
+        cJSON_Delete(meta);
+        return trn_errf(err, "out of memory");
+    }
+    cJSON *measured = v->measured ? cJSON_Duplicate(v->measured, 1) : NULL;
+    if (v->measured && (!measured || !cJSON_AddItemToObject(meta, "measured", measured))) {
+        cJSON_Delete(measured);
         cJSON_Delete(meta);
         return trn_errf(err, "out of memory");
     }

@@ -73,19 +73,40 @@ V_smcd_TRAIN := max_batches=300 learning_rate=0.02 burn_in=0 policy=poly power=2
 # set's .tasks file; each task's head is RETARGET_HEAD then a connected
 # classifier, trained on the trunk's cached outputs. Chosen by the sweep of
 # prune/README.md (the best attribute accuracies within 1% of the base's
-# MACs and parameters). Read today by tests/bench/rtl_tasks.sh; the make
-# stage that adds the heads to the catalog is not written yet.
+# MACs and parameters). mk/retarget.mk adds them to the catalog as
+# variants head-<task>; tests/bench/rtl_tasks.sh reads the same settings.
 RETARGET_CUT  := conv@4
 RETARGET_HEAD := convolutional,filters=24,size=1,stride=1,activation=relu;maxpool,size=4,stride=4
 
+# Specialisation (MCDNN 4.1.2, prune specialise): the base's classifier
+# retrained for each of the data set's 15 representative (n,p) contexts,
+# n classes + "other" on the frozen lower layers; variants spec-<context>
+# (task ctx-<context>), the base as their cascade partner. Table 4 of
+# prune/README.md is measured with these settings.
+SPECIALISE := 1
+
 # NestDNN (thesis chapter 3; prune/README.md): the base's filter pruning
-# roadmap by TRR (each step drops the least important 10% of the ranked
-# filters and retrains briefly; it ends at the first step under the
-# minimum accuracy or at 1/8 of the base's MACs), then freeze-&-grow along
-# it into one multi-capacity model of 5 capacities (prune grow). Budgets
-# are kept small for the default catalog's time (prune/README.md has the
-# measured stage times and the TRR/L1 comparison).
+# roadmap by TRR over the convolutional layers (connected=0: each step drops
+# the least important 12% of the convolutional filters, retrains briefly and
+# re-estimates the batch-norm statistics; it ends at the first step under
+# the minimum accuracy or at 1/8 of the base's MACs), then freeze-&-grow
+# along it into one multi-capacity model of 5 capacities (prune grow; the
+# connected layers stay whole and read the grown channels). Budgets are kept
+# small for the default catalog's time (prune/README.md has the measured
+# capacity curve, the stage times and the TRR/L1 comparison).
 RECIPE_VARIANTS += nested
 V_nested         := nested trr
-V_nested_ROADMAP := step=0.1 min_accuracy=0.3 retrain_batches=60 target_macs=0.125 max_steps=8
-V_nested_GROW    := batches=60 capacities=5
+V_nested_ROADMAP := step=0.12 min_accuracy=0.3 retrain_batches=40 target_macs=0.125 max_steps=10 connected=0
+V_nested_GROW    := batches=60 learning_rate=0.1 capacities=5
+
+# FlexDNN (thesis chapter 4; prune/README.md, Early exits): the base pruned
+# by collective importance (sequential backward selection per convolutional
+# layer) to 0.6x its MACs and retrained 300 batches distilled from the
+# base, then exit branches searched on the frozen pruned trunk (all exits
+# at most 5% of the base's MACs), thresholds lossless on the valid split
+# with a margin; the catalog judges it by its top-1 and expected MACs per
+# input at alpha 1. Budgets kept small for the default catalog's time: 168 s
+# of CPU on one thread (prune/README.md; its measured table used longer).
+RECIPE_VARIANTS += flexdnn
+V_flexdnn       := early-exit
+V_flexdnn_EXITS := trunk_prune=1 trunk_macs=0.6 trunk_retrain=300 sbs_images=1024 sbs_drop=2 stage1=300 finetune=100

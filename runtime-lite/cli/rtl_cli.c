@@ -9,10 +9,14 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #define DEFAULT_ROOT "/var/lib/rtl"
 
@@ -55,6 +59,10 @@ static void usage(FILE *f)
             "  stream ID INPUT... [--control FILE] [budgets]\n"
             "                      run every task on every image through the scheduler, one\n"
             "                      JSON line per result; budgets change live (file, SIGHUP)\n"
+            "  context ID [IMAGE...] [--results FILE]\n"
+            "                      the class-frequency profiler: whether the answers are\n"
+            "                      (n,p)-dominated, by which classes, which specialised model\n"
+            "                      matches, what to ask the build side for\n"
             "  version             print the version of rtl and its SHA-256 engine\n"
             "\n"
             "Options:\n"
@@ -77,6 +85,50 @@ int fail(const rtl_err *err)
 {
     fprintf(stderr, "rtl: error: %s\n", err->msg);
     return 1;
+}
+
+void keep_freed_memory(void)
+{
+#ifdef __GLIBC__
+    mallopt(M_MMAP_THRESHOLD, 32 << 20);
+    mallopt(M_TRIM_THRESHOLD, 256 << 20);
+#endif
+}
+
+double now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1e3 + t.tv_nsec * 1e-6;
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+double median(double *v, long long n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_d);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+rtl_model *open_variant(rtl_store *s, const char *id, const char *variant, long long threads, rtl_catalog **cat)
+{
+    rtl_err err;
+    if (!(*cat = rtl_catalog_open(s, id, &err))) {
+        fail(&err);
+        return NULL;
+    }
+    rtl_model_options mo = {.threads = (int)threads};
+    rtl_model *m = rtl_model_open(*cat, variant, &mo, &err);
+    if (!m) {
+        rtl_catalog_close(*cat);
+        *cat = NULL;
+        fail(&err);
+    }
+    return m;
 }
 
 int sub_opts(int argc, char **argv, const ck_verb *v, int lo, int hi, int *rc)
@@ -322,6 +374,7 @@ static int run_simulate(int argc, char **argv)
     return with_store(cmd_simulate, argc, argv);
 }
 static int run_stream(int argc, char **argv) { return with_store(cmd_stream, argc, argv); }
+static int run_context(int argc, char **argv) { return with_store(cmd_context, argc, argv); }
 
 static void version_extra(FILE *out) { fprintf(out, "SHA-256: %s\n", rtl_sha256_engine()); }
 
@@ -343,6 +396,8 @@ int main(int argc, char **argv)
                 run_simulate),
         CK_VERB("stream", "run tasks on images through the scheduler under live budgets (control file, SIGHUP)",
                 run_stream),
+        CK_VERB("context", "the class-frequency profiler: is the stream (n,p)-dominated, by which classes (MCDNN)",
+                run_context),
     };
     static const ck_prog prog = {
         .name = "rtl", .version = RTL_VERSION,

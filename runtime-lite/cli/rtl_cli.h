@@ -5,6 +5,8 @@
 #include "rtl.h"
 #include "clikit.h"
 
+#include <stdio.h>
+
 /* -q: errors and warnings only. */
 extern int quiet;
 
@@ -13,11 +15,17 @@ struct cmd_opts {
     int allow_downgrade, json;
     long long top, runs, warmup, threads; /* defaults 5, 20, 3, 0 (keep) */
     double alpha; /* early exits' knob; -1: the model's default (1) */
+    double gap_ms; /* rtl profile: idle time before each timed run (0) */
 };
 #define CMD_OPTS_DEFAULTS {.top = 5, .runs = 20, .warmup = 3, .alpha = -1}
 
 /* Prints "rtl: error: MSG" and returns 1. */
 int fail(const rtl_err *err);
+
+/* Variant `variant` of installed catalog `id`, opened with `threads`
+ * compute threads (0: keep), and its catalog in *cat (both to close). NULL
+ * after printing the error (fail's). */
+rtl_model *open_variant(rtl_store *s, const char *id, const char *variant, long long threads, rtl_catalog **cat);
 
 /* Parses a command's options with the kit (v's option table, whose rows
  * point into the command's struct cmd_opts) and checks that it got between
@@ -45,10 +53,94 @@ int cmd_run_gtdp(rtl_store *s, int argc, char **argv);
 /* 1 when run's arguments ask for split execution (--split, --peer). */
 int run_wants_split(int argc, char **argv);
 
+/* rtl_stream_cli.c: the inputs of stream and context: image files, folders
+ * (their regular files, sorted) and @LIST files. add_inputs prints its
+ * error and returns -1. */
+struct inputs {
+    char **p;
+    size_t n, cap;
+};
+int add_inputs(struct inputs *in, const char *arg);
+void inputs_free(struct inputs *in);
+
+/* rtl_context_cli.c: `rtl context`, and the context profiler's options and
+ * the specialised models that run, stream and context share. */
+int cmd_context(rtl_store *s, int argc, char **argv);
+struct ctx_cli {
+    long long window, min_samples;
+    double hysteresis;
+    const char *n, *p;       /* "7,14,21", "0.6,..."; NULL: the profiler's defaults */
+};
+#define CTX_CLI_DEFAULTS {.window = 100, .hysteresis = 0.05}
+/* The option rows (a struct ctx_cli c in scope). */
+#define CTX_CLI_OPTS(c)                                                                                          \
+    {"--window", "W", CK_INT, &(c).window, 1, RTL_CONTEXT_MAX_WINDOW,                                            \
+     "the profiler's sliding window: the last W answers (default 100)"},                                          \
+    {"--min-samples", "N", CK_INT, &(c).min_samples, 1, RTL_CONTEXT_MAX_WINDOW,                                   \
+     "never dominated, no specialised model used, before N answers (default: W)"},                                \
+    {"--n", "LIST", CK_STR, &(c).n, 0, 0, "the n tried, increasing (default 7,14,21; at most 64)"},               \
+    {"--p", "LIST", CK_STR, &(c).p, 0, 0, "the thresholds p, increasing (default 0.6,0.7,0.8,0.9,0.95)"},         \
+    {"--hysteresis", "H", CK_REAL, &(c).hysteresis, 0, 0.5,                                                       \
+     "a context (or specialised model) in use stays down to its p minus H (default 0.05)"}
+/* The profiler's parameters for classes classes; -1 with err on a bad list. */
+int ctx_params(const struct ctx_cli *c, uint32_t classes, rtl_context_params *q, rtl_err *err);
+
+/* A specialised model installed for a catalog's task: in an add-on catalog
+ * of it (at its version) or in the catalog itself; its cascade partner is
+ * a variant of the catalog that answers the task. */
+struct addon {
+    rtl_catalog *cat;        /* the catalog that holds it */
+    int owned;               /* 1: this entry closes cat */
+    const rtl_variant *v;
+    char partner[RTL_ID_MAX + 1];
+    int other;               /* its "other" class */
+    double gate;             /* its cascade's gate (rtl_variant_cascade_gate) */
+    uint32_t *classes;       /* the task's indices of its classes */
+    size_t n;
+    double p;                /* its context's share (0.6 when the manifest has none) */
+    rtl_model *model;        /* opened on first use (closed by addons_free) */
+};
+struct addons {
+    struct addon *a;
+    size_t n;
+};
+/* The specialised models for task of base (installed add-ons of base at its
+ * version, then base's own); warnings for add-ons of another version. */
+int addons_find(rtl_store *s, rtl_catalog *base, const char *task, struct addons *out, rtl_err *err);
+void addons_free(struct addons *A);
+/* The one the window matches (partner: only those of that partner; cur:
+ * the one in use, kept down to p - hysteresis), with its classes' share;
+ * NULL when none or the window holds fewer than min_samples answers. */
+const struct addon *addons_match(const struct addons *A, const rtl_context_profiler *prof, const char *partner,
+                                 const struct addon *cur, double *share);
+/* The index of label among labels[0..n), or n when absent. */
+size_t label_index(const char *const *labels, size_t n, const char *label);
+/* "catalog/variant" */
+void addon_name(const struct addon *a, char *out, size_t size);
+/* The report's classes as a JSON array of labels. */
+void ctx_print_classes(const rtl_context *r, const char *const *labels, FILE *f);
+
 /* The latency table of `rtl inspect`: build host, this device (profile of
  * an installed catalog), estimates. Prints nothing when there is none. */
 void print_latencies(const rtl_catalog *cat);
 
+/* For the peer paths (rtl serve, rtl run --workers, --split/--peer), which
+ * allocate a few MB per request (frames, activations): glibc's default
+ * hands such blocks back to the kernel when freed and faults them in again
+ * on the next request; kept instead (up to 256 MB free). A GTDP forward of
+ * AlexNet's trunk over one worker cost the device 11 ms of CPU beside
+ * 5.6 ms with this (tests/bench/rtl_gtdp.sh). The other commands keep the
+ * default, which returns memory to a small device sooner. */
+void keep_freed_memory(void);
+/* Milliseconds of the monotonic clock. */
+double now_ms(void);
+/* The median of v[0..n) (n >= 1; the mean of the middle two for even n);
+ * sorts v. */
+double median(double *v, long long n);
+
+/* rtl_json.c: an answer's classes as a JSON array of {"index", "label",
+ * "probability"} (NULL when out of memory). */
+struct cJSON *top_json(const rtl_class *top, size_t n);
 /* rtl_json.c: `rtl list --json` and `rtl inspect --json`; 0, or 1 after an
  * error message. */
 int print_installed_json(const rtl_installed *list, size_t n);

@@ -13,9 +13,11 @@
 
 static const char *gtdp_help =
     "Usage: rtl run ID VARIANT IMAGE... --workers HOST:PORT[@SPEED[@MBPS]],...\n"
-    "               --peer-key PATH --device-key PATH [--repeat N] [--runs N]\n"
-    "               [--deadline-ms MS] [--threads N] [--top K] [--equal-split] [--json]\n"
-    "Runs VARIANT with every convolutional layer spread over rtl serve workers by\n"
+    "               --peer-key PATH --device-key PATH [--repeat N] [--warmup N]\n"
+    "               [--runs N] [--deadline-ms MS] [--threads N] [--top K] [--equal-split]\n"
+    "               [--json]\n"
+    "Runs VARIANT with every convolutional layer (and a max pool right after it)\n"
+    "spread over rtl serve workers by\n"
     "MeDNN's GTDP (rows and output channels, sized by each worker's SPEED relative\n"
     "to this host, default 1, and link MBPS, default 1000): this device sends each\n"
     "worker the input rows of its part, the workers compute, this device assembles\n"
@@ -27,31 +29,14 @@ static const char *gtdp_help =
     "  --peer-key PATH   the workers' public key (PATH as written by rtl peer-keygen)\n"
     "  --device-key PATH this device's key pair\n"
     "  --repeat N        runs per image (timings: median; default 1)\n"
+    "  --warmup N        untimed runs over the workers first (default 1: they load\n"
+    "                    the model and build their parts' networks)\n"
     "  --runs N          forwards measuring each layer's time for the plan (default 5)\n"
     "  --deadline-ms MS  a part not answered within MS fails over (default 10000)\n"
     "  --threads N       compute threads here (default: all cores)\n"
     "  --top K           classes shown (default 5)\n"
     "  --equal-split     equal row bands instead of GTDP's plan (the reference)\n"
     "  --json            one JSON document\n";
-
-static double now_ms(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec * 1e3 + t.tv_nsec * 1e-6;
-}
-
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, long n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_d);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 static int usage(const char *fmt, const char *arg)
 {
@@ -133,18 +118,19 @@ static double predicted_ms(rtl_model *m, const rtl_gtdp_worker *w, int n, int eq
 
 int cmd_run_gtdp(rtl_store *s, int argc, char **argv)
 {
+    keep_freed_memory();
     static const struct option opts[] = {
         {"workers", required_argument, 0, 'W'}, {"peer-key", required_argument, 0, 'K'},
         {"device-key", required_argument, 0, 'D'}, {"repeat", required_argument, 0, 'r'},
         {"runs", required_argument, 0, 'n'},     {"deadline-ms", required_argument, 0, 'd'},
         {"threads", required_argument, 0, 't'},  {"top", required_argument, 0, 'k'},
         {"json", no_argument, 0, 'j'},           {"help", no_argument, 0, 'h'},
-        {"equal-split", no_argument, 0, 'e'},
+        {"equal-split", no_argument, 0, 'e'},    {"warmup", required_argument, 0, 'u'},
         {0, 0, 0, 0}};
     struct wspec ws[RTL_GTDP_MAX_WORKERS];
     rtl_gtdp_worker w[RTL_GTDP_MAX_WORKERS];
     int nw = 0, json = 0, equal = 0, c;
-    long repeat = 1, runs = 5, deadline = 10000, threads = 0, top = 5;
+    long repeat = 1, warmup = 1, runs = 5, deadline = 10000, threads = 0, top = 5;
     const char *pk = NULL, *dk = NULL;
     optind = 0;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -158,6 +144,7 @@ int cmd_run_gtdp(rtl_store *s, int argc, char **argv)
         case 'K': pk = optarg; break;
         case 'D': dk = optarg; break;
         case 'r': if (num(optarg, 1, 100000, &repeat)) return usage("--repeat needs an integer >= 1, not '%s'", optarg); break;
+        case 'u': if (num(optarg, 0, 100000, &warmup)) return usage("--warmup needs an integer >= 0, not '%s'", optarg); break;
         case 'n': if (num(optarg, 1, 100000, &runs)) return usage("--runs needs an integer >= 1, not '%s'", optarg); break;
         case 'd': if (num(optarg, 1, 3600000, &deadline)) return usage("--deadline-ms needs an integer >= 1, not '%s'", optarg); break;
         case 't': if (num(optarg, 1, 1024, &threads)) return usage("--threads needs an integer in 1..1024, not '%s'", optarg); break;
@@ -173,14 +160,9 @@ int cmd_run_gtdp(rtl_store *s, int argc, char **argv)
     rtl_peer_key me, srv;
     if (rtl_peer_key_load(dk, 1, &me, &err) != 0 || rtl_peer_key_load(pk, 0, &srv, &err) != 0) return fail(&err);
     int i = optind;
-    rtl_catalog *cat = rtl_catalog_open(s, argv[i], &err);
-    if (!cat) return fail(&err);
-    rtl_model_options mo = {.threads = (int)threads};
-    rtl_model *m = rtl_model_open(cat, argv[i + 1], &mo, &err);
-    if (!m) {
-        rtl_catalog_close(cat);
-        return fail(&err);
-    }
+    rtl_catalog *cat;
+    rtl_model *m = open_variant(s, argv[i], argv[i + 1], threads, &cat);
+    if (!m) return 1;
     int status = 0;
     rtl_peer *peers[RTL_GTDP_MAX_WORKERS] = {0};
     size_t in = rtl_model_input_size(m), k = (size_t)top < rtl_model_classes(m) ? (size_t)top : rtl_model_classes(m);
@@ -217,6 +199,10 @@ int cmd_run_gtdp(rtl_store *s, int argc, char **argv)
         }
         rtl_gtdp_stats st = {0}, total = {0};
         int ok = 1;
+        for (long r = 0; r < warmup && ok; r++)
+            if (rtl_gtdp_run(m, peers, w, nw, x, (int)deadline, equal, &st, &err) != 0) ok = 0;
+        if (st.last_failure[0]) snprintf(total.last_failure, sizeof total.last_failure, "%s", st.last_failure);
+        total.recomputed = st.recomputed;
         for (long r = 0; r < repeat && ok; r++) {
             double t0 = now_ms();
             if (rtl_model_run(m, x, &err) != 0) ok = 0;
@@ -238,7 +224,7 @@ int cmd_run_gtdp(rtl_store *s, int argc, char **argv)
             continue;
         }
         double mg = median(tg, repeat), ml = median(tl, repeat);
-        cJSON *r = cJSON_CreateObject(), *arr = cJSON_CreateArray();
+        cJSON *r = cJSON_CreateObject();
         cJSON_AddStringToObject(r, "image", argv[a]);
         cJSON_AddNumberToObject(r, "ms_median", mg);
         cJSON_AddNumberToObject(r, "local_ms_median", ml);
@@ -248,14 +234,7 @@ int cmd_run_gtdp(rtl_store *s, int argc, char **argv)
         cJSON_AddNumberToObject(r, "recomputed", total.recomputed);
         cJSON_AddNumberToObject(r, "bytes", (double)total.bytes);
         if (total.last_failure[0]) cJSON_AddStringToObject(r, "failure", total.last_failure);
-        for (size_t t = 0; t < nt; t++) {
-            cJSON *e = cJSON_CreateObject();
-            cJSON_AddNumberToObject(e, "index", (double)cls[t].index);
-            cJSON_AddStringToObject(e, "label", cls[t].label);
-            cJSON_AddNumberToObject(e, "probability", cls[t].prob);
-            cJSON_AddItemToArray(arr, e);
-        }
-        cJSON_AddItemToObject(r, "top", arr);
+        cJSON_AddItemToObject(r, "top", top_json(cls, nt));
         cJSON_AddItemToArray(results, r);
         if (!json) {
             printf("%s: GTDP over %d workers %.3f ms (median of %ld), this host alone %.3f ms: %.2fx; predicted "

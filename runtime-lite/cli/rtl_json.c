@@ -7,6 +7,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+cJSON *top_json(const rtl_class *top, size_t n)
+{
+    cJSON *arr = cJSON_CreateArray();
+    for (size_t k = 0; arr && k < n; k++) {
+        cJSON *c = cJSON_CreateObject();
+        cJSON_AddNumberToObject(c, "index", (double)top[k].index);
+        cJSON_AddStringToObject(c, "label", top[k].label);
+        cJSON_AddNumberToObject(c, "probability", top[k].prob);
+        cJSON_AddItemToArray(arr, c);
+    }
+    return arr;
+}
+
 /* Prints doc and frees it; 0, or 1 after an error message. */
 static int print_doc(cJSON *doc)
 {

@@ -442,10 +442,11 @@ static int plan_workers(rtl_model *m, const rtl_layer_cost *l, int n, const stru
         double ms = l[i].host_ms;
         local += ms;
         rtl_gtdp_layer g;
-        if (rtl_gtdp_model_layer(m, i, &g) != 0) {
+        if (rtl_gtdp_model_split(m, i, &g) != 0) {
             rest += ms;
             continue;
         }
+        for (int k = i + 1; k <= g.last; k++) ms += l[k].host_ms, local += l[k].host_ms;
         rtl_gtdp_layer_plan p, e;
         if (rtl_gtdp_plan_layer(&g, o->workers, o->nworkers, &p, err) != 0) goto fail;
         int have_eq = rtl_gtdp_plan_equal(&g, o->workers, o->nworkers, &e, NULL) == 0;
@@ -457,20 +458,23 @@ static int plan_workers(rtl_model *m, const rtl_layer_cost *l, int n, const stru
         if (o->json) {
             cJSON *x = cJSON_CreateObject();
             cJSON_AddNumberToObject(x, "layer", i);
+            cJSON_AddNumberToObject(x, "last", g.last);
             cJSON_AddNumberToObject(x, "local_ms", ms);
             cJSON_AddNumberToObject(x, "gtdp_ms", p.ms);
             if (have_eq) cJSON_AddNumberToObject(x, "equal_ms", e.ms);
             cJSON_AddNumberToObject(x, "bytes", (double)p.bytes);
             cJSON_AddItemToObject(x, "parts", gtdp_parts_json(&p));
             cJSON_AddItemToArray(jl, x);
+            i = g.last;
             continue;
         }
-        printf("%5d %-14s %10.3f %10.3f %10.3f %12" PRIu64 " ", i, l[i].kind, ms, p.ms, have_eq ? e.ms : NAN,
-               p.bytes);
+        const char *kind = g.last > i ? "conv+maxpool" : l[i].kind;
+        printf("%5d %-14s %10.3f %10.3f %10.3f %12" PRIu64 " ", i, kind, ms, p.ms, have_eq ? e.ms : NAN, p.bytes);
         for (int k = 0; k < p.nparts; k++)
             printf(" %d:%d-%dx%d-%d", p.parts[k].worker + 1, p.parts[k].r0, p.parts[k].r1, p.parts[k].c0,
                    p.parts[k].c1);
         putchar('\n');
+        i = g.last;
     }
     if (convs == 0) {
         snprintf(err->msg, sizeof err->msg, "variant '%s' has no convolutional layer GTDP can split", variant);
@@ -511,15 +515,10 @@ int cmd_plan(rtl_store *s, int argc, char **argv)
     struct popts o;
     int rc, i = parse_popts(argc, argv, 0, plan_help, &o, 2, &rc);
     if (i < 0) return rc;
+    rtl_catalog *cat;
+    rtl_model *m = open_variant(s, argv[i], argv[i + 1], o.threads, &cat);
+    if (!m) return 1;
     rtl_err err;
-    rtl_catalog *cat = rtl_catalog_open(s, argv[i], &err);
-    if (!cat) return fail(&err);
-    rtl_model_options mo = {.threads = (int)o.threads};
-    rtl_model *m = rtl_model_open(cat, argv[i + 1], &mo, &err);
-    if (!m) {
-        rtl_catalog_close(cat);
-        return fail(&err);
-    }
     int n;
     rtl_layer_cost *l = layer_costs(m, o.runs, &n, &err);
     if (o.nworkers > 0) {
@@ -661,6 +660,7 @@ fail:
 
 int cmd_serve(rtl_store *s, int argc, char **argv)
 {
+    keep_freed_memory();
     static const struct option opts[] = {
         {"key", required_argument, 0, 'k'},          {"allow", required_argument, 0, 'a'},
         {"listen", required_argument, 0, 'l'},       {"port", required_argument, 0, 'p'},
@@ -774,14 +774,9 @@ int run_wants_split(int argc, char **argv)
     return 0;
 }
 
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 int cmd_run_split(rtl_store *s, int argc, char **argv)
 {
+    keep_freed_memory();
     for (int a = 1; a < argc; a++)
         if (!strncmp(argv[a], "--workers", 9)) return cmd_run_gtdp(s, argc, argv);
     struct popts o;
@@ -816,14 +811,9 @@ int cmd_run_split(rtl_store *s, int argc, char **argv)
     if (o.peer && (rtl_peer_key_load(o.device_key, 1, &me, &err) != 0 ||
                    rtl_peer_key_load(o.peer_key, 0, &server, &err) != 0))
         return fail(&err);
-    rtl_catalog *cat = rtl_catalog_open(s, argv[i], &err);
-    if (!cat) return fail(&err);
-    rtl_model_options mo = {.threads = (int)o.threads};
-    rtl_model *m = rtl_model_open(cat, argv[i + 1], &mo, &err);
-    if (!m) {
-        rtl_catalog_close(cat);
-        return fail(&err);
-    }
+    rtl_catalog *cat;
+    rtl_model *m = open_variant(s, argv[i], argv[i + 1], o.threads, &cat);
+    if (!m) return 1;
     int status = 0, n;
     rtl_layer_cost *l = layer_costs(m, o.runs, &n, &err);
     rtl_plan plan, dev, cloud;
@@ -880,14 +870,13 @@ int cmd_run_split(rtl_store *s, int argc, char **argv)
             }
         }
         if (!ok) continue;
-        qsort(ms, (size_t)o.repeat, sizeof *ms, cmp_d);
-        double med = o.repeat % 2 ? ms[o.repeat / 2] : (ms[o.repeat / 2 - 1] + ms[o.repeat / 2]) / 2;
+        double med = median(ms, o.repeat);
         size_t nt;
         if (rtl_model_top(m, k, top, &nt, &err) != 0) {
             status = fail(&err);
             continue;
         }
-        cJSON *r = cJSON_CreateObject(), *arr = cJSON_CreateArray();
+        cJSON *r = cJSON_CreateObject();
         cJSON_AddStringToObject(r, "image", argv[a]);
         cJSON_AddStringToObject(r, "where", where);
         cJSON_AddNumberToObject(r, "cloud_layers", cloud_layers);
@@ -895,14 +884,7 @@ int cmd_run_split(rtl_store *s, int argc, char **argv)
         if (fell) cJSON_AddStringToObject(r, "reason", reason);
         cJSON_AddNumberToObject(r, "ms_median", med);
         cJSON_AddNumberToObject(r, "predicted_ms", plan.latency_ms);
-        for (size_t t = 0; t < nt; t++) {
-            cJSON *e = cJSON_CreateObject();
-            cJSON_AddNumberToObject(e, "index", (double)top[t].index);
-            cJSON_AddStringToObject(e, "label", top[t].label);
-            cJSON_AddNumberToObject(e, "probability", top[t].prob);
-            cJSON_AddItemToArray(arr, e);
-        }
-        cJSON_AddItemToObject(r, "top", arr);
+        cJSON_AddItemToObject(r, "top", top_json(top, nt));
         cJSON_AddItemToArray(results, r);
         if (!o.json) {
             printf("%s: [%s%s%s, %.3f ms, predicted %.3f ms]", argv[a], where, fell ? ": " : "", fell ? reason : "",

@@ -13,25 +13,19 @@
 
 /* One image's result as text or into the JSON array. */
 static void print_result(const char *image, const rtl_class *top, size_t n, const char *answered_by,
-                         const rtl_model *m, cJSON *results)
+                         const char *cascade, const rtl_model *m, cJSON *results)
 {
     int exits = rtl_model_exits(m), exit = rtl_model_exit_taken(m);
     if (results) {
-        cJSON *r = cJSON_CreateObject(), *arr = cJSON_CreateArray();
+        cJSON *r = cJSON_CreateObject();
         cJSON_AddStringToObject(r, "image", image);
         cJSON_AddStringToObject(r, "answered_by", answered_by);
+        if (cascade) cJSON_AddStringToObject(r, "cascade", cascade);
         if (exits) {
             cJSON_AddNumberToObject(r, "exit", exit);
             cJSON_AddNumberToObject(r, "exit_layer", exit < exits ? rtl_model_exit_layer(m, exit) : -1);
         }
-        for (size_t k = 0; k < n; k++) {
-            cJSON *c = cJSON_CreateObject();
-            cJSON_AddNumberToObject(c, "index", (double)top[k].index);
-            cJSON_AddStringToObject(c, "label", top[k].label);
-            cJSON_AddNumberToObject(c, "probability", top[k].prob);
-            cJSON_AddItemToArray(arr, c);
-        }
-        cJSON_AddItemToObject(r, "top", arr);
+        cJSON_AddItemToObject(r, "top", top_json(top, n));
         cJSON_AddItemToArray(results, r);
         return;
     }
@@ -39,6 +33,7 @@ static void print_result(const char *image, const rtl_class *top, size_t n, cons
     for (size_t k = 0; k < n; k++) printf("%s %.6f %s", k ? "," : "", top[k].prob, top[k].label);
     if (exits && exit < exits) printf(" [exit %d, layer %d]", exit, rtl_model_exit_layer(m, exit));
     else if (exits) printf(" [final]");
+    if (cascade) printf(" [cascade %s, answered by %s]", cascade, answered_by);
     putchar('\n');
 }
 
@@ -48,6 +43,8 @@ int cmd_run(rtl_store *s, int argc, char **argv)
     if (run_wants_tasks(argc, argv)) return cmd_run_tasks(s, argc, argv); /* likewise */
     struct cmd_opts o = CMD_OPTS_DEFAULTS;
     long long capacity = 0;
+    int context = 0;
+    struct ctx_cli cc = CTX_CLI_DEFAULTS;
     const ck_opt opts[] = {
         {"--top", "K", CK_INT, &o.top, 1, 100000, "classes per image (default 5, at most the task's classes)"},
         {"--capacity", "K", CK_INT, &capacity, 1, 100000,
@@ -62,30 +59,34 @@ int cmd_run(rtl_store *s, int argc, char **argv)
          "early-exit variants: exit when confidence > A x the exit's lossless threshold\n"
          "(default 1; smaller answers earlier, larger later; the manifest's alpha_profile\n"
          "gives accuracy and expected MACs per A)"},
+        {"--context", NULL, CK_FLAG, &context, 0, 0,
+         "profile the answers (MCDNN's class-frequency window) and, while a specialised\n"
+         "model installed for VARIANT's task (an add-on of ID, or ID's own) matches the\n"
+         "window (its classes hold its p), answer through its cascade: the specialised\n"
+         "model, and VARIANT on \"other\"; the answers stay VARIANT's labels"},
+        CTX_CLI_OPTS(cc),
         {0},
     };
     const ck_verb v = {"run", NULL, NULL, "ID VARIANT IMAGE... [--top K] [--capacity K] [--json] [--threads N]\n"
-                       "              [--alpha A]",
+                       "              [--alpha A] [--context [--window W] [--min-samples N] [--hysteresis H]]",
                        "Runs variant VARIANT of installed catalog ID on each image (PNG, JPEG or BMP;\n"
                        "scaled and centre-cropped as `trainer predict` does) and prints the K most\n"
                        "probable classes with the labels of the variant's task, one line per image:\n"
                        "  IMAGE: P1 LABEL1, P2 LABEL2, ...\n"
-                       "An early-exit variant adds which exit answered: [exit J, layer L] or [final].\n",
+                       "An early-exit variant adds which exit answered: [exit J, layer L] or [final];\n"
+                       "--context adds [cascade CATALOG/VARIANT, answered by V] while a specialised model\n"
+                       "answers, and says on standard error when it starts and stops (JSON: \"cascade\"\n"
+                       "per result, \"context\" at the end).\n",
                        opts, "With --split S|auto --peer HOST:PORT the variant runs split with a peer\n"
                              "(rtl run --split auto --help). With --task T... (no VARIANT) every task is\n"
                              "answered, shared trunks run once (rtl run --task T --help).\n"
                              "Exit status 1 when a variant cannot be loaded or an image cannot be read.\n"};
     int rc, i = sub_opts(argc, argv, &v, 3, INT_MAX, &rc);
     if (i < 0) return rc;
+    rtl_catalog *cat;
+    rtl_model *m = open_variant(s, argv[i], argv[i + 1], o.threads, &cat);
+    if (!m) return 1;
     rtl_err err;
-    rtl_catalog *cat = rtl_catalog_open(s, argv[i], &err);
-    if (!cat) return fail(&err);
-    rtl_model_options mo = {.threads = (int)o.threads};
-    rtl_model *m = rtl_model_open(cat, argv[i + 1], &mo, &err);
-    if (!m) {
-        rtl_catalog_close(cat);
-        return fail(&err);
-    }
     if (capacity && rtl_model_set_capacity(m, (int)capacity, &err) != 0) {
         rtl_model_close(m);
         rtl_catalog_close(cat);
@@ -103,6 +104,7 @@ int cmd_run(rtl_store *s, int argc, char **argv)
     rtl_model *pm = NULL;
     char partner[128];
     int other = -1;
+    double gate = rtl_variant_cascade_gate(rtl_model_variant(m));
     if (rtl_variant_cascade(rtl_model_variant(m), partner, sizeof partner, &other, NULL) == 0) {
         rtl_catalog *pc = cat;
         const char *bid;
@@ -119,6 +121,7 @@ int cmd_run(rtl_store *s, int argc, char **argv)
             }
             pc = bcat;
         }
+        rtl_model_options mo = {.threads = (int)o.threads};
         if (pc) pm = rtl_model_open(pc, partner, &mo, &err);
         if (!pm) {
             rtl_model_close(m);
@@ -127,7 +130,40 @@ int cmd_run(rtl_store *s, int argc, char **argv)
             return fail(&err);
         }
     }
+    /* --context: the profiler over VARIANT's task and the specialised
+     * models whose partner is VARIANT */
+    struct addons A = {0};
+    rtl_context_profiler *prof = NULL;
+    const struct addon *cur = NULL;
+    const char *task = rtl_variant_task(rtl_model_variant(m));
+    size_t nl = 0;
+    const char *const *labels = rtl_catalog_task_labels(cat, task, &nl);
+    if (context) {
+        rtl_context_params q;
+        int bad = pm != NULL;
+        if (bad)
+            snprintf(err.msg, sizeof err.msg, "--context: %s is specialised (it always runs as a cascade): give its "
+                     "partner %s, the generic model", argv[i + 1], partner);
+        if (!bad && (!labels || ctx_params(&cc, (uint32_t)nl, &q, &err) != 0 ||
+                     !(prof = rtl_context_profiler_new(&q, &err)) || addons_find(s, cat, task, &A, &err) != 0))
+            bad = 1;
+        if (bad) {
+            rtl_context_profiler_free(prof);
+            rtl_model_close(pm);
+            rtl_model_close(m);
+            rtl_catalog_close(bcat);
+            rtl_catalog_close(cat);
+            return fail(&err);
+        }
+        if (!quiet && !A.n) fprintf(stderr, "rtl: context: no specialised model with partner %s is installed\n", argv[i + 1]);
+    }
     size_t k = (size_t)o.top < rtl_model_classes(m) ? (size_t)o.top : rtl_model_classes(m);
+    for (size_t a = 0; a < A.n; a++)
+        if (!strcmp(A.a[a].partner, argv[i + 1])) {
+            size_t nc = 0;
+            rtl_catalog_task_labels(A.a[a].cat, rtl_variant_task(A.a[a].v), &nc);
+            if (nc > k) k = nc < (size_t)o.top ? nc : (size_t)o.top;
+        }
     if (pm && rtl_model_classes(pm) > k) k = (size_t)o.top < rtl_model_classes(pm) ? (size_t)o.top : rtl_model_classes(pm);
     rtl_class *top = calloc(k, sizeof *top);
     cJSON *doc = o.json ? cJSON_CreateObject() : NULL, *results = NULL;
@@ -145,13 +181,46 @@ int cmd_run(rtl_store *s, int argc, char **argv)
     }
     for (int a = i + 2; ready && a < argc; a++) {
         size_t n = 0;
-        rtl_model *ans = m;
-        size_t km = k < rtl_model_classes(m) ? k : rtl_model_classes(m);
-        int ok = rtl_model_run_image(m, argv[a], &err) == 0 && rtl_model_top(m, km, top, &n, &err) == 0;
-        if (ok && pm && n > 0 && (int)top[0].index == other) { /* "other": the partner answers */
-            ans = pm;
-            km = k < rtl_model_classes(pm) ? k : rtl_model_classes(pm);
-            ok = rtl_model_run_image(pm, argv[a], &err) == 0 && rtl_model_top(pm, km, top, &n, &err) == 0;
+        rtl_model *ans = m, *first = m, *fall = pm;
+        int oth = other;
+        double gt = gate;
+        char cname[2 * RTL_ID_MAX + 2] = "";
+        if (prof) { /* the specialised model the window matches, if any */
+            double share = 0;
+            const struct addon *was = cur;
+            cur = addons_match(&A, prof, argv[i + 1], cur, &share);
+            if (cur != was && !quiet) {
+                if (cur) {
+                    addon_name(cur, cname, sizeof cname);
+                    fprintf(stderr, "rtl: context: the classes of %s hold %.1f%% of the last %u answers (its p: %g): "
+                            "answering through its cascade from %s on\n", cname, 100 * share,
+                            rtl_context_samples(prof), cur->p, argv[a]);
+                } else {
+                    fprintf(stderr, "rtl: context: no specialised model matches the last %u answers: %s answers "
+                            "alone from %s on\n", rtl_context_samples(prof), argv[i + 1], argv[a]);
+                }
+            }
+            if (cur && !cur->model) {
+                struct addon *cw = (struct addon *)cur;
+                rtl_model_options cmo = {.threads = (int)o.threads};
+                if (!(cw->model = rtl_model_open(cw->cat, rtl_variant_id(cw->v), &cmo, &err))) {
+                    status = fail(&err);
+                    break;
+                }
+            }
+            if (cur) first = cur->model, fall = m, oth = cur->other, gt = cur->gate, addon_name(cur, cname, sizeof cname);
+        }
+        size_t km = k < rtl_model_classes(first) ? k : rtl_model_classes(first);
+        int ok = rtl_model_run_image(first, argv[a], &err) == 0 && rtl_model_top(first, km, top, &n, &err) == 0;
+        if (ok) ans = first;
+        if (ok && fall && n > 0 && ((int)top[0].index == oth || top[0].prob < gt)) { /* "other" (or under the gate): the partner answers */
+            ans = fall;
+            km = k < rtl_model_classes(fall) ? k : rtl_model_classes(fall);
+            ok = rtl_model_run_image(fall, argv[a], &err) == 0 && rtl_model_top(fall, km, top, &n, &err) == 0;
+        }
+        if (ok && prof && n > 0) { /* the answer, a label of the task, into the window */
+            size_t j = label_index(labels, nl, top[0].label);
+            if (j < nl && rtl_context_observe(prof, (uint32_t)j, &err) != 0) ok = 0;
         }
         if (!ok) {
             status = fail(&err);
@@ -163,7 +232,24 @@ int cmd_run(rtl_store *s, int argc, char **argv)
             }
             continue;
         }
-        print_result(argv[a], top, n, rtl_model_answered_by(ans), ans, results);
+        print_result(argv[a], top, n, rtl_model_answered_by(ans), cname[0] ? cname : NULL, ans, results);
+    }
+    if (doc && prof) {
+        rtl_context r;
+        if (rtl_profile_context(prof, &r, &err) == 0) {
+            cJSON *c = cJSON_AddObjectToObject(doc, "context"), *cl = cJSON_CreateArray();
+            cJSON_AddBoolToObject(c, "dominated", r.dominated);
+            cJSON_AddNumberToObject(c, "n", r.n);
+            cJSON_AddNumberToObject(c, "p", r.p);
+            cJSON_AddNumberToObject(c, "share", r.share);
+            cJSON_AddNumberToObject(c, "samples", r.samples);
+            for (uint32_t q = 0; q < r.nclasses; q++) cJSON_AddItemToArray(cl, cJSON_CreateString(labels[r.classes[q]]));
+            cJSON_AddItemToObject(c, "classes", cl);
+            char nm[2 * RTL_ID_MAX + 2];
+            if (cur) addon_name(cur, nm, sizeof nm);
+            if (cur) cJSON_AddStringToObject(c, "specialised", nm);
+            else cJSON_AddNullToObject(c, "specialised");
+        }
     }
     if (doc) {
         char *text = cJSON_Print(doc);
@@ -173,6 +259,8 @@ int cmd_run(rtl_store *s, int argc, char **argv)
         cJSON_Delete(doc);
     }
     free(top);
+    addons_free(&A);
+    rtl_context_profiler_free(prof);
     rtl_model_close(pm);
     rtl_model_close(m);
     rtl_catalog_close(bcat);
@@ -200,6 +288,7 @@ static cJSON *latency_json(const rtl_latency *l)
     cJSON_AddNumberToObject(o, "runs", l->runs);
     cJSON_AddNumberToObject(o, "ms_median", l->ms_median);
     cJSON_AddNumberToObject(o, "ms_mean", l->ms_mean);
+    if (l->gap_ms > 0) cJSON_AddNumberToObject(o, "gap_ms", l->gap_ms);
     cJSON_AddNumberToObject(o, "measured_at", (double)l->measured_at);
     return o;
 }
@@ -225,7 +314,7 @@ static int profile_one(rtl_catalog *cat, const char *id, const struct cmd_opts *
         fprintf(stderr, "rtl: error: out of memory\n");
     } else {
         fill_pattern(x, rtl_model_input_size(m));
-        if (rtl_model_measure(m, x, (uint32_t)o->warmup, (uint32_t)o->runs, lat, &err) != 0 ||
+        if (rtl_model_measure_paced(m, x, (uint32_t)o->warmup, (uint32_t)o->runs, o->gap_ms, lat, &err) != 0 ||
             rtl_profile_save(cat, lat, 1, &err) != 0)
             fail(&err);
         else
@@ -243,10 +332,14 @@ int cmd_profile(rtl_store *s, int argc, char **argv)
         {"--runs", "N", CK_INT, &o.runs, 1, 1000000, "timed runs (default 20)"},
         {"--warmup", "N", CK_INT, &o.warmup, 0, 1000000, "untimed runs first (default 3)"},
         {"--threads", "N", CK_INT, &o.threads, 1, 1024, "compute threads (default: all cores)"},
+        {"--gap-ms", "G", CK_REAL, &o.gap_ms, 0, 3.6e6,
+         "sleep G ms before each timed run: requests at a frame rate (a run after\n"
+         "the core idled) instead of back to back (default 0)"},
         {"--json", NULL, CK_FLAG, &o.json, 0, 0, "print the measurements as JSON as well"},
         {0},
     };
-    const ck_verb v = {"profile", NULL, NULL, "ID [VARIANT...] [--runs N] [--warmup N] [--threads N] [--json]",
+    const ck_verb v = {"profile", NULL, NULL,
+                       "ID [VARIANT...] [--runs N] [--warmup N] [--threads N] [--gap-ms G] [--json]",
                        "Measures the batch-1 latency of each VARIANT of installed catalog ID (default:\n"
                        "all that this runtime can load) on this device: N timed runs after the warm-up\n"
                        "runs, median and mean. Each result is stored, marked as measured on this device\n"
@@ -316,10 +409,11 @@ static void format_time(int64_t t, char *out, size_t size)
 
 static void latency_row(const char *id, const char *where, const rtl_latency *l, const char *note)
 {
-    char mean[32];
+    char mean[32], gap[48] = "";
     snprintf(mean, sizeof mean, "%.4g", l->ms_mean);
-    printf("%-24s %-18s %10.4g %10s  measured: %s, %d thread%s, %" PRIu32 " runs%s%s\n", id, where, l->ms_median,
-           mean, l->machine[0] ? l->machine : "?", l->threads, l->threads == 1 ? "" : "s", l->runs,
+    if (l->gap_ms > 0) snprintf(gap, sizeof gap, " %.4g ms apart", l->gap_ms);
+    printf("%-24s %-18s %10.4g %10s  measured: %s, %d thread%s, %" PRIu32 " runs%s%s%s\n", id, where, l->ms_median,
+           mean, l->machine[0] ? l->machine : "?", l->threads, l->threads == 1 ? "" : "s", l->runs, gap,
            note[0] ? ", " : "", note);
 }
 

@@ -371,7 +371,7 @@ static int simulate_trace(rtl_catalog *cat, enum rtl_trace_kind kind, const stru
         for (int k = 0; k < np; k++) {
             const rtl_sim_result *x = &res[k];
             printf("%s{\"policy\":\"%s\",\"requests\":%llu,\"served\":%llu,\"refused\":%llu,\"accuracy\":%.6f,"
-                   "\"energy_wh\":%.6f,\"cloud_usd\":%.6f,\"energy_out_s\":%.1f,\"cash_out_s\":%.1f,"
+                   "\"energy_wh\":%.9g,\"cloud_usd\":%.9g,\"energy_out_s\":%.1f,\"cash_out_s\":%.1f,"
                    "\"first_refusal_s\":%.1f,\"fps\":%.4f,\"mj_per_frame\":%.4f,\"decide_us_median\":%.3f,"
                    "\"decide_us_p99\":%.3f}",
                    k ? "," : "", rtl_policy_get(pol[k])->name, (unsigned long long)x->requests,

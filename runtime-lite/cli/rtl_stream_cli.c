@@ -53,10 +53,6 @@ static double now_s(void)
     return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
 }
 
-struct inputs {
-    char **p;
-    size_t n, cap;
-};
 static int push_input(struct inputs *in, const char *path)
 {
     if (in->n == in->cap) {
@@ -72,7 +68,7 @@ static int push_input(struct inputs *in, const char *path)
 static int cmps(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
 /* A file, a folder (its regular files, sorted) or @LIST (one path a line). */
-static int add_inputs(struct inputs *in, const char *arg)
+int add_inputs(struct inputs *in, const char *arg)
 {
     struct stat st;
     if (arg[0] == '@') {
@@ -112,6 +108,13 @@ static int add_inputs(struct inputs *in, const char *arg)
     closedir(d);
     if (!rc) qsort(in->p + first, in->n - first, sizeof *in->p, cmps);
     return rc;
+}
+
+void inputs_free(struct inputs *in)
+{
+    for (size_t k = 0; k < in->n; k++) free(in->p[k]);
+    free(in->p);
+    memset(in, 0, sizeof *in);
 }
 
 /* The control file: "key = value" lines (energy_wh, cloud_usd, memory_mb,
@@ -163,9 +166,17 @@ static int read_control(const char *path, struct sched_cli *o, double *horizon, 
     return rc;
 }
 
+/* An open model. The scheduler pages a task's models in and out of its
+ * one slot per location; a model it pages out stays open here (warm: its
+ * network built, its weights' pages resident) while the open models fit
+ * the memory budget, so that a switch back is not a reload (MCDNN's
+ * per-request pacing alternates between two variants at every request
+ * when the energy budget binds). Beyond the memory budget the least
+ * recently used model no slot holds is closed. */
 struct open_model {
     char variant[RTL_ID_MAX + 1];
     rtl_model *m;
+    uint64_t bytes, used; /* mapped weight bytes; the request it last ran */
 };
 
 int cmd_stream(rtl_store *st, int argc, char **argv)
@@ -174,7 +185,8 @@ int cmd_stream(rtl_store *st, int argc, char **argv)
     o.energy_wh = -1, o.cloud_usd = -1;
     const char *policy = "mcdnn", *control = NULL, *target = NULL;
     ck_list tasks = {0};
-    int dry = 0, execute = 0;
+    int dry = 0, execute = 0, context = 0;
+    struct ctx_cli cc = CTX_CLI_DEFAULTS;
     long long threads = 0, repeat = 1, max = 0;
     double fps = 0, horizon = 3600;
     const ck_opt opts[] = {
@@ -195,6 +207,12 @@ int cmd_stream(rtl_store *st, int argc, char **argv)
         {"--threads", "N", CK_INT, &threads, 1, 1024, "compute threads (default: all cores)"},
         {"--dry-run", NULL, CK_FLAG, &dry, 0, 0, "decide only: print the predicted figures, run nothing"},
         {"--execute", NULL, CK_FLAG, &execute, 0, 0, "run the models on this device (the default)"},
+        {"--context", NULL, CK_FLAG, &context, 0, 0,
+         "profile each task's answers (MCDNN's class-frequency window); while a specialised\n"
+         "model installed for the task (an add-on of ID, or ID's own) matches the window\n"
+         "and its partner is the scheduler's choice, answer through its cascade (lines\n"
+         "gain \"cascade\" and \"answered_by\"; {event: context} lines mark changes)"},
+        CTX_CLI_OPTS(cc),
         {0},
     };
     const ck_verb v = {"stream", NULL, NULL, "ID INPUT... [OPTIONS]",
@@ -211,6 +229,7 @@ int cmd_stream(rtl_store *st, int argc, char **argv)
     int rc, i = sub_opts(argc, argv, &v, 2, 1 << 20, &rc);
     if (i < 0) return rc;
     if (dry && execute) return ck_usage_of("rtl", &v, "--dry-run and --execute exclude each other"), 2;
+    if (dry && context) return ck_usage_of("rtl", &v, "--context needs answers: it excludes --dry-run"), 2;
     int pol = rtl_policy_find(policy);
     if (pol < 0) return ck_usage_of("rtl", &v, "unknown policy '%s'", policy), 2;
     o.target = target;
@@ -260,6 +279,24 @@ int cmd_stream(rtl_store *st, int argc, char **argv)
         rc = fail(&err);
     }
     if (!rc && sched_budget(s, &o, horizon, 0, &err) != 0) rc = fail(&err);
+    /* --context: per task, the profiler over its answers and the specialised models for it */
+    struct task_ctx {
+        rtl_context_profiler *prof;
+        struct addons A;
+        const struct addon *cur;
+        const char *const *labels;
+        size_t nl;
+    } *tc = context && !rc ? calloc((size_t)napps + 1, sizeof *tc) : NULL;
+    if (context && !rc && !tc) rc = fail(&(rtl_err){"out of memory"});
+    for (int a = 0; tc && !rc && a < napps; a++) {
+        const char *tn = rtl_sched_task_at(s, (size_t)a)->task;
+        rtl_context_params q;
+        tc[a].labels = rtl_catalog_task_labels(cat, tn, &tc[a].nl);
+        if (ctx_params(&cc, (uint32_t)tc[a].nl, &q, &err) != 0 || !(tc[a].prof = rtl_context_profiler_new(&q, &err)) ||
+            addons_find(st, cat, tn, &tc[a].A, &err) != 0)
+            rc = fail(&err);
+    }
+    uint64_t via_cascade = 0;
     struct open_model *models = calloc(rtl_catalog_variant_count(cat) + 1, sizeof *models);
     size_t nmodels = 0;
     float *x = NULL;
@@ -295,6 +332,10 @@ int cmd_stream(rtl_store *st, int argc, char **argv)
                     nanosleep(&ts, NULL);
                 }
             }
+            /* the request's time: its frame's due time when paced (the
+             * same for --dry-run and a run, whatever the runs take: the
+             * trace the prediction is for), else the clock */
+            double t_req = fps > 0 ? (double)frame / fps : now_s() - t0;
             int changed = g_hup;
             if (control && stat(control, &cst) == 0 &&
                 (cst.st_mtim.tv_sec != cmtime || cst.st_mtim.tv_nsec != cmnsec || cst.st_size != csize))
@@ -310,7 +351,7 @@ int cmd_stream(rtl_store *st, int argc, char **argv)
                 } else {
                     n.offline = 1;
                     o = n, horizon = h;
-                    if (sched_budget(s, &o, horizon, now_s() - t0, &err) != 0) {
+                    if (sched_budget(s, &o, horizon, t_req, &err) != 0) {
                         rc = fail(&err);
                         break;
                     }
@@ -328,7 +369,7 @@ int cmd_stream(rtl_store *st, int argc, char **argv)
                 }
                 const rtl_sched_task *task = rtl_sched_task_at(s, (size_t)a);
                 rtl_sched_decision d;
-                if (rtl_sched_decide(s, a, now_s() - t0, frame, -1, &d, &err) != 0) {
+                if (rtl_sched_decide(s, a, t_req, frame, -1, &d, &err) != 0) {
                     rc = fail(&err);
                     break;
                 }
@@ -348,7 +389,11 @@ int cmd_stream(rtl_store *st, int argc, char **argv)
                 double ms = d.latency_ms, mj = d.energy_mj;
                 const char *answer = NULL;
                 float prob = 0;
-                int ok = -1;
+                int ok = -1, exit_taken = -1, pending_switch = 0;
+                char switch_to[2 * RTL_ID_MAX + 2] = "";
+                double switch_share = 0;
+                rtl_model *answered = NULL;
+                int cascaded = 0;
                 if (!dry) {
                     struct open_model *om = NULL;
                     for (size_t m = 0; m < nmodels; m++)
@@ -366,10 +411,20 @@ int cmd_stream(rtl_store *st, int argc, char **argv)
                         om = &models[nmodels++];
                         snprintf(om->variant, sizeof om->variant, "%s", op->variant);
                         om->m = m;
+                        om->bytes = rtl_model_mapped_bytes(m);
                     }
+                    om->used = requests;
                     if (op->capacity > 0 && rtl_model_capacities(om->m) > 0 &&
                         rtl_model_capacity(om->m) != op->capacity &&
                         rtl_model_set_capacity(om->m, op->capacity, &err) != 0) { /* switched in place */
+                        printf(",\"error\":");
+                        rtl_json_string(err.msg);
+                        printf("}\n");
+                        rc = fail(&err);
+                        break;
+                    }
+                    if (op->alpha > 0 && rtl_model_exits(om->m) > 0 && rtl_model_alpha(om->m) != (float)op->alpha &&
+                        rtl_model_set_alpha(om->m, (float)op->alpha, &err) != 0) { /* the early-exit knob */
                         printf(",\"error\":");
                         rtl_json_string(err.msg);
                         printf("}\n");
@@ -387,7 +442,43 @@ int cmd_stream(rtl_store *st, int argc, char **argv)
                     }
                     rtl_class top;
                     size_t nt = 0;
-                    if (rtl_model_image_input(om->m, in.p[k], x, &err) != 0) {
+                    /* --context: the specialised model the window matches (its partner: this option) */
+                    struct task_ctx *t = tc ? &tc[a] : NULL;
+                    rtl_model *first = om->m;
+                    if (t) {
+                        const struct addon *was = t->cur;
+                        double share = 0;
+                        t->cur = addons_match(&t->A, t->prof, op->variant, t->cur, &share);
+                        if (t->cur && !t->cur->model) {
+                            struct addon *cw = (struct addon *)t->cur;
+                            rtl_model_options mo = {.threads = (int)threads};
+                            if (!(cw->model = rtl_model_open(cw->cat, rtl_variant_id(cw->v), &mo, &err))) {
+                                printf(",\"error\":");
+                                rtl_json_string(err.msg);
+                                printf("}\n");
+                                rc = fail(&err);
+                                break;
+                            }
+                        }
+                        if (t->cur) first = t->cur->model, via_cascade++, cascaded = 1;
+                        if (t->cur != was) { /* an event line after this result */
+                            char nm[2 * RTL_ID_MAX + 2];
+                            if (t->cur) addon_name(t->cur, nm, sizeof nm);
+                            pending_switch = 1;
+                            snprintf(switch_to, sizeof switch_to, "%s", t->cur ? nm : "");
+                            switch_share = share;
+                        }
+                    }
+                    size_t need2 = rtl_model_input_size(first);
+                    if (need2 > xcap) {
+                        float *nx = realloc(x, need2 * sizeof *x);
+                        if (!nx) {
+                            rc = fail(&(rtl_err){"out of memory"});
+                            break;
+                        }
+                        x = nx, xcap = need2;
+                    }
+                    if (rtl_model_image_input(first, in.p[k], x, &err) != 0) {
                         printf(",\"error\":");
                         rtl_json_string(err.msg);
                         printf("}\n");
@@ -395,9 +486,18 @@ int cmd_stream(rtl_store *st, int argc, char **argv)
                         continue;
                     }
                     double a0 = now_s();
-                    int runrc = rtl_model_run(om->m, x, &err);
+                    int runrc = rtl_model_run(first, x, &err);
                     ms = (now_s() - a0) * 1000; /* the model's run alone, as rtl profile times it */
-                    if (runrc != 0 || rtl_model_top(om->m, 1, &top, &nt, &err) != 0) {
+                    answered = first;
+                    if (runrc == 0 && first != om->m && rtl_model_top(first, 1, &top, &nt, &err) == 0 && nt &&
+                        ((int)top.index == t->cur->other || top.prob < t->cur->gate)) { /* "other" (or under the gate): the scheduler's choice answers */
+                        runrc = rtl_model_image_input(om->m, in.p[k], x, &err);
+                        a0 = now_s();
+                        if (!runrc) runrc = rtl_model_run(om->m, x, &err);
+                        ms += (now_s() - a0) * 1000;
+                        answered = om->m;
+                    }
+                    if (runrc != 0 || rtl_model_top(answered, 1, &top, &nt, &err) != 0) {
                         printf(",\"error\":");
                         rtl_json_string(err.msg);
                         printf("}\n");
@@ -408,6 +508,14 @@ int cmd_stream(rtl_store *st, int argc, char **argv)
                      * decision): there is no power meter to measure it */
                     answer = top.label;
                     prob = top.prob;
+                    if (rtl_model_exits(answered) > 0) exit_taken = rtl_model_exit_taken(answered);
+                    if (t) { /* the answer into the task's window */
+                        size_t j = label_index(t->labels, t->nl, answer);
+                        if (j < t->nl && rtl_context_observe(t->prof, (uint32_t)j, &err) != 0) {
+                            rc = fail(&err);
+                            break;
+                        }
+                    }
                     /* truth from the file name: a label of the task in its base name */
                     size_t nl = 0;
                     const char *const *labels = rtl_catalog_task_labels(cat, task->task, &nl);
@@ -436,24 +544,68 @@ int cmd_stream(rtl_store *st, int argc, char **argv)
                 else printf(",\"capacity\":null");
                 if (op->alpha > 0) printf(",\"alpha\":%g", op->alpha);
                 else printf(",\"alpha\":null");
-                printf(",\"exit\":null,\"location\":\"%s\",\"latency_ms\":%.4f,\"predicted_ms\":%.4f,\"energy_mj\":%.4f,"
-                       "\"cloud_usd\":%.8f,\"top1\":%.4f,\"paged_in\":%d,\"paged_out\":%d}\n",
+                if (exit_taken >= 0) printf(",\"exit\":%d", exit_taken);
+                else printf(",\"exit\":null");
+                printf(",\"location\":\"%s\",\"latency_ms\":%.4f,\"predicted_ms\":%.4f,\"energy_mj\":%.4f,"
+                       "\"cloud_usd\":%.8f,\"top1\":%.4f,\"paged_in\":%d,\"paged_out\":%d",
                        rtl_loc_name(d.loc), ms, d.latency_ms, mj, d.cloud_usd, d.top1, d.paged_in, d.paged_out);
-            }
-            /* page out: close the models the scheduler no longer holds */
-            for (size_t m = 0; m < nmodels;) {
-                int held = 0;
-                for (int a = 0; a < napps && !held; a++)
-                    for (int l = RTL_LOC_DEVICE; l <= RTL_LOC_SPLIT && !held; l++) {
-                        int op = rtl_sched_cached(s, a, (enum rtl_loc)l);
-                        held = op >= 0 && !strcmp(rtl_sched_task_at(s, (size_t)a)->options[op].variant, models[m].variant);
+                if (tc) {
+                    struct task_ctx *t = &tc[a];
+                    char nm[2 * RTL_ID_MAX + 2];
+                    printf(",\"cascade\":");
+                    if (cascaded) {
+                        addon_name(t->cur, nm, sizeof nm);
+                        rtl_json_string(nm);
+                    } else {
+                        printf("null");
                     }
-                if (held) {
-                    m++;
-                    continue;
+                    printf(",\"answered_by\":");
+                    if (answered) rtl_json_string(rtl_model_answered_by(answered));
+                    else printf("null");
                 }
-                rtl_model_close(models[m].m);
-                models[m] = models[--nmodels];
+                printf("}\n");
+                if (tc) { /* a change of the task's context or of the model it uses */
+                    struct task_ctx *t = &tc[a];
+                    rtl_context cr;
+                    if (rtl_profile_context(t->prof, &cr, &err) == 0 && (cr.changed || pending_switch)) {
+                        printf("{\"event\":\"context\",\"task\":");
+                        rtl_json_string(task->task);
+                        printf(",\"after_request\":%llu,\"dominated\":%s", (unsigned long long)requests,
+                               cr.dominated ? "true" : "false");
+                        if (cr.dominated) {
+                            printf(",\"n\":%u,\"p\":%g,\"share\":%.4f,\"classes\":", cr.n, cr.p, cr.share);
+                            ctx_print_classes(&cr, t->labels, stdout);
+                        }
+                        if (pending_switch) {
+                            printf(",\"specialised\":");
+                            if (switch_to[0]) rtl_json_string(switch_to), printf(",\"specialised_share\":%.4f", switch_share);
+                            else printf("null");
+                        }
+                        printf("}\n");
+                    }
+                }
+            }
+            /* page out: the models no slot holds stay open (warm) while all
+             * open models fit the memory budget; beyond it, least recently
+             * used first, they are closed */
+            uint64_t open_bytes = 0, cap = o.memory_mb > 0 ? (uint64_t)(o.memory_mb * 1048576.0) : 0;
+            for (size_t m = 0; m < nmodels; m++) open_bytes += models[m].bytes;
+            while (cap && open_bytes > cap) {
+                size_t lru = nmodels;
+                for (size_t m = 0; m < nmodels; m++) {
+                    int held = 0;
+                    for (int a = 0; a < napps && !held; a++)
+                        for (int l = RTL_LOC_DEVICE; l <= RTL_LOC_SPLIT && !held; l++) {
+                            int op = rtl_sched_cached(s, a, (enum rtl_loc)l);
+                            held = op >= 0 &&
+                                   !strcmp(rtl_sched_task_at(s, (size_t)a)->options[op].variant, models[m].variant);
+                        }
+                    if (!held && (lru == nmodels || models[m].used < models[lru].used)) lru = m;
+                }
+                if (lru == nmodels) break; /* only held models left: the scheduler's budget holds them */
+                open_bytes -= models[lru].bytes;
+                rtl_model_close(models[lru].m);
+                models[lru] = models[--nmodels];
             }
             fflush(stdout);
         }
@@ -475,13 +627,20 @@ int cmd_stream(rtl_store *st, int argc, char **argv)
             qsort(pred, nlat, sizeof *pred, cmpd);
         }
         printf(",\"judged\":%llu,\"mean_latency_ms\":%.4f,\"mean_predicted_ms\":%.4f,\"median_latency_ms\":%.4f,"
-               "\"median_predicted_ms\":%.4f,\"energy_mj\":%.4f,\"energy_left_mj\":%.4f,\"seconds\":%.3f}}\n",
+               "\"median_predicted_ms\":%.4f,\"energy_mj\":%.4f,\"energy_left_mj\":%.4f,\"seconds\":%.3f",
                (unsigned long long)known, served ? sum_ms / (double)served : 0,
                served ? sum_pred / (double)served : 0, nlat ? lat[nlat / 2] : 0, nlat ? pred[nlat / 2] : 0, energy,
                b.energy_mj, now_s() - t0);
+        if (tc) printf(",\"cascade_served\":%llu", (unsigned long long)via_cascade);
+        printf("}}\n");
     }
     for (size_t m = 0; m < nmodels; m++) rtl_model_close(models[m].m);
     free(models);
+    for (int a = 0; tc && a < napps; a++) {
+        addons_free(&tc[a].A);
+        rtl_context_profiler_free(tc[a].prof);
+    }
+    free(tc);
     free(lat);
     free(pred);
     free(x);

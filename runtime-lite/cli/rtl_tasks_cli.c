@@ -53,19 +53,6 @@ static const rtl_variant *pick(const rtl_catalog *cat, const char *task, const r
     return best;
 }
 
-static double now_ms(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec * 1e3 + t.tv_nsec * 1e-6;
-}
-
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 int cmd_run_tasks(rtl_store *s, int argc, char **argv)
 {
     struct cmd_opts o = CMD_OPTS_DEFAULTS;
@@ -227,17 +214,10 @@ int cmd_run_tasks(rtl_store *s, int argc, char **argv)
                 continue;
             }
             if (ans) {
-                cJSON *e = cJSON_CreateObject(), *arr = cJSON_CreateArray();
+                cJSON *e = cJSON_CreateObject();
                 cJSON_AddStringToObject(e, "task", names[t]);
                 cJSON_AddStringToObject(e, "variant", rtl_variant_id(var[t]));
-                for (size_t q = 0; q < n; q++) {
-                    cJSON *c = cJSON_CreateObject();
-                    cJSON_AddNumberToObject(c, "index", (double)top[q].index);
-                    cJSON_AddStringToObject(c, "label", top[q].label);
-                    cJSON_AddNumberToObject(c, "probability", top[q].prob);
-                    cJSON_AddItemToArray(arr, c);
-                }
-                cJSON_AddItemToObject(e, "top", arr);
+                cJSON_AddItemToObject(e, "top", top_json(top, n));
                 cJSON_AddItemToArray(ans, e);
                 continue;
             }
@@ -272,9 +252,7 @@ int cmd_run_tasks(rtl_store *s, int argc, char **argv)
             double a2 = now_ms();
             if (r >= 0) ta[r] = a1 - a0, t1[r] = a2 - a1;
         }
-        qsort(ta, (size_t)repeat, sizeof *ta, cmp_d);
-        qsort(t1, (size_t)repeat, sizeof *t1, cmp_d);
-        double ma = ta[repeat / 2], m1 = t1[repeat / 2];
+        double ma = median(ta, repeat), m1 = median(t1, repeat);
         if (doc) {
             cJSON *b = cJSON_AddObjectToObject(doc, "timing");
             cJSON_AddNumberToObject(b, "runs", (double)repeat);

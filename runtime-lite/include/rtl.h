@@ -381,6 +381,7 @@ typedef struct rtl_latency {
     double ms_median, ms_mean;
     int64_t measured_at;          /* Unix time; -1 when unknown */
     uint64_t catalog_version;     /* the catalog version measured (0: unknown) */
+    double gap_ms;                /* idle time before each timed run (0: back to back) */
 } rtl_latency;
 
 /* The manifest's measured latency of v on `where` (e.g. "build-host");
@@ -566,6 +567,11 @@ RTL_API int rtl_model_top(const rtl_model *m, size_t k, rtl_class *out, size_t *
  * threads, runs, median and mean, the time and the catalog version. */
 RTL_API int rtl_model_measure(rtl_model *m, const float *x, uint32_t warmup, uint32_t runs,
                               rtl_latency *out, rtl_err *err) RTL_MUST_CHECK;
+/* The same with gap_ms (>= 0) of sleep before each timed run: the latency
+ * of requests that arrive at a frame rate (a run after the core idled, its
+ * caches taken by whatever ran meanwhile) rather than back to back. */
+RTL_API int rtl_model_measure_paced(rtl_model *m, const float *x, uint32_t warmup, uint32_t runs, double gap_ms,
+                                    rtl_latency *out, rtl_err *err) RTL_MUST_CHECK;
 
 /* ---- split execution (runtime-lite/src/model.c) ---------------------------
  *
@@ -649,9 +655,91 @@ RTL_API int rtl_model_run_tasks(rtl_model *const *models, size_t n, const float 
  * otherwise. */
 RTL_API int rtl_variant_cascade(const rtl_variant *v, char *partner, size_t psize, int *other_class,
                                 rtl_err *err);
+/* The cascade's gate of specialised v (technique_fields.cascade.gate): its
+ * answer stands only at a probability >= the gate, lower ones fall through
+ * to the partner like "other"; 0 (MCDNN's cascade: "other" alone) when v
+ * has none or is not specialised. */
+RTL_API double rtl_variant_cascade_gate(const rtl_variant *v);
 /* When cat is an add-on: the id and version of the catalog it extends; 1.
  * 0 when it is not an add-on. */
 RTL_API int rtl_catalog_base(const rtl_catalog *cat, const char **id, uint64_t *version);
+
+/* ---- the context profiler (runtime-lite/src/context.c) ---------------------
+ *
+ * MCDNN section 4.1.2: a stream of classified inputs is (n, p)-dominated
+ * when its n most frequent classes account for at least a fraction p of
+ * it. The profiler keeps the classes of the last `window` inputs (a ring
+ * and one count per class, both allocated once: window + classes 32-bit
+ * words, nothing allocated afterwards) and reports, for the n and p of its
+ * parameters (DESIGN.md: n in 7, 14, 21; p in 0.6, 0.7, 0.8, 0.9, 0.95),
+ * the smallest n whose top classes reach a threshold, the largest
+ * threshold they reach and which classes they are: what a device asks the
+ * build side to specialise for (`make specialise CLASSES=...`), and what
+ * decides whether an installed specialised model (an add-on) serves. */
+
+#define RTL_CONTEXT_MAX_N 64      /* the largest n of a profiler */
+#define RTL_CONTEXT_MAX_LEVELS 8  /* n values and p thresholds a profiler tries, each */
+#define RTL_CONTEXT_MAX_WINDOW (1u << 20)
+#define RTL_CONTEXT_MAX_CLASSES (1u << 20)
+
+typedef struct rtl_context_params {
+    uint32_t classes;        /* class indices 0..classes-1 (1..RTL_CONTEXT_MAX_CLASSES; required) */
+    uint32_t window;         /* the last `window` inputs (0: 100; at most RTL_CONTEXT_MAX_WINDOW) */
+    uint32_t min_samples;    /* never dominated while the window holds fewer (0: a full window) */
+    uint32_t n[RTL_CONTEXT_MAX_LEVELS];  /* the n tried, increasing, 1..RTL_CONTEXT_MAX_N (all 0: 7, 14, 21) */
+    double p[RTL_CONTEXT_MAX_LEVELS];    /* the thresholds, increasing, in (0, 1] (all 0: 0.6 .. 0.95) */
+    double hysteresis;       /* a context reported stays while its classes hold at least its p minus
+                              * this (0..0.5; 0: none), unless a smaller n or a higher p holds */
+} rtl_context_params;
+
+typedef struct rtl_context {
+    int dominated;           /* 1: the window is (n, p)-dominated, for the n, p and classes below */
+    int changed;             /* 1: dominated, n, p or the classes differ from the previous report */
+    uint32_t n;              /* dominated: the smallest n of the parameters that reaches a threshold;
+                              * else the largest n tried (its top classes are listed) */
+    double p;                /* dominated: the largest threshold those classes reach; else 0 */
+    double share;            /* the share of the window the n classes hold */
+    uint32_t nclasses;       /* classes listed below: the n, fewer when fewer occur in the window */
+    uint32_t samples;        /* inputs in the window now */
+    uint64_t seen;           /* inputs observed since creation or reset */
+    uint32_t classes[RTL_CONTEXT_MAX_N]; /* the classes, most frequent first (ties: lower index) */
+    uint32_t counts[RTL_CONTEXT_MAX_N];  /* their counts in the window */
+    double top_share[RTL_CONTEXT_MAX_LEVELS]; /* per n of the parameters: its top classes' share */
+} rtl_context;
+
+typedef struct rtl_context_profiler rtl_context_profiler;
+
+/* A profiler with params (copied; NULL fields take their defaults). NULL
+ * with err on a bad parameter or no memory. */
+RTL_API rtl_context_profiler *rtl_context_profiler_new(const rtl_context_params *params, rtl_err *err);
+RTL_API void rtl_context_profiler_free(rtl_context_profiler *p);
+/* The parameters in force (defaults filled in). */
+RTL_API void rtl_context_profiler_params(const rtl_context_profiler *p, rtl_context_params *out);
+/* Inputs in the window now. */
+RTL_API uint32_t rtl_context_samples(const rtl_context_profiler *p);
+/* Empties the window and forgets the last report. */
+RTL_API void rtl_context_reset(rtl_context_profiler *p);
+/* Adds one classified input of class cls (the answer, not the truth: a
+ * device does not know the truth); the oldest leaves a full window. O(1),
+ * never allocates. -1 with err when cls >= classes (nothing changes). */
+RTL_API int rtl_context_observe(rtl_context_profiler *p, uint32_t cls, rtl_err *err) RTL_MUST_CHECK;
+/* Reports the window into out (MCDNN's (n, p)-dominance; see
+ * rtl_context). It remembers the report (for `changed` and the
+ * hysteresis), so it is not const. O(classes x largest n). */
+RTL_API int rtl_profile_context(rtl_context_profiler *p, rtl_context *out, rtl_err *err);
+/* The share of the window held by classes[0..n) (repeats count once,
+ * indices >= classes count nothing); 0 for an empty window. */
+RTL_API double rtl_context_share(const rtl_context_profiler *p, const uint32_t *classes, size_t n);
+
+/* When v is specialised (catalog cat): the classes it answers (its task's
+ * labels but its "other" class), as indices among labels[0..nlabels) (the
+ * generic task's labels, by name) into classes[0..cap), their count in *n,
+ * and its context's p (technique_fields.context.p; 0 when absent) in *p.
+ * -1 with err when v is not specialised, one of its labels is not among
+ * labels, or cap is too small. */
+RTL_API int rtl_variant_context(const rtl_catalog *cat, const rtl_variant *v, const char *const *labels,
+                                size_t nlabels, uint32_t *classes, size_t cap, size_t *n, double *p,
+                                rtl_err *err) RTL_MUST_CHECK;
 
 /* ---- the split planner (runtime-lite/src/plan.c) --------------------------
  *
@@ -734,9 +822,13 @@ typedef struct rtl_gtdp_worker {
 
 typedef struct rtl_gtdp_layer {
     int index;
-    int c_in, h_in, w_in, c, h, w, size, stride, pad; /* pad: pixels */
+    int c_in, h_in, w_in, c, h, w, size, stride, pad; /* pad: pixels; c, h, w: the block's output */
     uint64_t macs;
-    double ms;      /* the whole layer's time on this host */
+    double ms;      /* the whole block's time on this host */
+    /* A max pool fused after the convolution (pool_size 0: none): the
+     * block is layers index..last, its output the pool's; conv_h, conv_w:
+     * the convolution's output (== h, w without a pool). */
+    int last, conv_h, conv_w, pool_size, pool_stride, pool_pad;
 } rtl_gtdp_layer;
 
 typedef struct rtl_gtdp_part {
@@ -762,9 +854,14 @@ RTL_API int rtl_gtdp_plan_layer(const rtl_gtdp_layer *l, const rtl_gtdp_worker *
 /* The reference: n equal row bands, worker i the i-th. */
 RTL_API int rtl_gtdp_plan_equal(const rtl_gtdp_layer *l, const rtl_gtdp_worker *w, int n,
                                 rtl_gtdp_layer_plan *out, rtl_err *err);
-/* Layer i of m as a GTDP layer (its time: rtl_model_profile_layers'); -1
- * when it is not an ungrouped convolutional layer. */
+/* Layer i of m as a GTDP block (its time: rtl_model_profile_layers'): the
+ * convolution, with the max pool right after it when nothing else reads
+ * the convolution's output; -1 when layer i is not an ungrouped
+ * convolutional layer. */
 RTL_API int rtl_gtdp_model_layer(const rtl_model *m, int i, rtl_gtdp_layer *out);
+/* The same, and 0 only when the block can be split: the model can be cut
+ * before it and after it (no route or shortcut crosses it). */
+RTL_API int rtl_gtdp_model_split(const rtl_model *m, int i, rtl_gtdp_layer *out);
 
 /* ---- the peer: running model suffixes on a server (src/peer.c, frame.c) ----
  *
@@ -846,9 +943,11 @@ RTL_API int rtl_peer_run(rtl_peer *p, const char *catalog, const char *variant, 
                          rtl_err *err) RTL_MUST_CHECK;
 RTL_API void rtl_peer_close(rtl_peer *p);
 
-/* GTDP part q of conv layer `layer` (x: input rows q->in_r0..in_r1, all
- * channels, n floats) computed by the peer: its rows x channels in out. */
-RTL_API int rtl_peer_run_part(rtl_peer *p, const char *catalog, const char *variant, int layer,
+/* GTDP part q of the block of layers first..last (a convolution, and its
+ * fused max pool when last = first + 1: rtl_gtdp_model_layer; x: input
+ * rows q->in_r0..in_r1, all channels, n floats) computed by the peer: its
+ * rows x channels in out. */
+RTL_API int rtl_peer_run_part(rtl_peer *p, const char *catalog, const char *variant, int first, int last,
                               const rtl_gtdp_part *q, const float *x, size_t n, float *out, size_t cap,
                               size_t *nout, int deadline_ms, rtl_err *err) RTL_MUST_CHECK;
 /* Computes GTDP part q of m's layer here (what a worker runs); x as above,
@@ -857,7 +956,7 @@ RTL_API int rtl_gtdp_compute_part(rtl_model *m, int layer, const rtl_gtdp_part *
                                   float *out, rtl_err *err) RTL_MUST_CHECK;
 
 typedef struct rtl_gtdp_stats {
-    int split_layers;        /* layers spread over the workers */
+    int split_layers;        /* blocks (a convolution, with its max pool) spread over the workers */
     int parts;               /* parts sent */
     int recomputed;          /* parts whose worker failed, computed here instead */
     uint64_t bytes;          /* floats moved both ways, as bytes */

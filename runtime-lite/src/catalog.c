@@ -452,6 +452,7 @@ int rtl_latency_from_json(const cJSON *o, const char *variant, const char *where
     out->ms_mean = num_or(o, "ms_mean", med->valuedouble);
     out->measured_at = (int64_t)num_or(o, "measured_at", -1);
     out->catalog_version = (uint64_t)num_or(o, "catalog_version", 0);
+    out->gap_ms = num_or(o, "gap_ms", 0);
     return 0;
 }
 

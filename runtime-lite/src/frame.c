@@ -33,11 +33,12 @@
  *   request  u8 1 | u8 0 | u16 0 | u32 id | u8 n | catalog id (n) | u8 m |
  *            variant id (m) | i32 first | i32 last | u32 count |
  *            count float32 (what crosses cut `first`)
- *   part     u8 1 | u8 1 | u16 0 | ... as a request, first == last (the
- *            layer) | then i32 r0, r1, c0, c1, in_r0, in_r1 | count float32
- *            (input rows in_r0..in_r1 of the layer, all channels): a GTDP
- *            part (gtdp.c); the reply carries its output rows r0..r1 x
- *            channels c0..c1
+ *   part     u8 1 | u8 1 | u16 0 | ... as a request, first..last the
+ *            GTDP block (a convolution, last = first + 1 with its fused
+ *            max pool) | then i32 r0, r1, c0, c1, in_r0, in_r1 | count
+ *            float32 (input rows in_r0..in_r1 of the layer, all channels):
+ *            a GTDP part (gtdp.c); the reply carries the block's output
+ *            rows r0..r1 x channels c0..c1
  *   reply    u8 2 | u8 status | u16 0 | u32 id | status 0: u32 count |
  *            count float32 (layer last's output); else u16 n | message (n)
  * A connection carries one request at a time: the next is sent after the
@@ -180,6 +181,21 @@ int rtlp_open(rtlp_session *s, const uint8_t *c, size_t len, uint8_t *plain)
 static uint32_t get32(const uint8_t *b) { return b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24; }
 static void put32(uint8_t *b, uint32_t v) { b[0] = (uint8_t)v, b[1] = (uint8_t)(v >> 8), b[2] = (uint8_t)(v >> 16), b[3] = (uint8_t)(v >> 24); }
 
+/* count floats as little-endian float32 at b (the wire order): one copy on
+ * a little-endian host, byte by byte elsewhere. */
+static void floats_put(uint8_t *b, const float *x, uint32_t count)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    if (count) memcpy(b, x, (size_t)count * 4);
+#else
+    for (uint32_t i = 0; i < count; i++) {
+        uint32_t u;
+        memcpy(&u, &x[i], 4);
+        put32(b + 4 * (size_t)i, u);
+    }
+#endif
+}
+
 /* An id of n bytes at b into out (NUL-terminated), checked. */
 static int get_id(const uint8_t *b, size_t n, char *out, const char *what, char *why, size_t whylen)
 {
@@ -213,7 +229,8 @@ int rtlp_parse_request(const uint8_t *b, size_t n, rtlp_request *out, char *why,
     p += 12;
     if (out->first < 0 || out->last < out->first) return WHY("bad layer range %d..%d", out->first, out->last);
     if (out->part) {
-        if (out->last != out->first) return WHY("a part request names one layer, not %d..%d", out->first, out->last);
+        if (out->last > out->first + 1)
+            return WHY("a part request names a layer or a layer and its pool, not %d..%d", out->first, out->last);
         if (n - p < 24) return WHY("part request ends inside its geometry");
         for (int k = 0; k < 6; k++) out->geom[k] = (int32_t)get32(b + p + 4 * (size_t)k);
         p += 24;
@@ -267,11 +284,7 @@ static uint8_t *build_request(uint32_t id, const char *catalog, const char *vari
     b[p++] = (uint8_t)vn, memcpy(b + p, variant, vn), p += vn;
     put32(b + p, (uint32_t)first), put32(b + p + 4, (uint32_t)last), put32(b + p + 8, count), p += 12;
     for (int k = 0; geom && k < 6; k++) put32(b + p, (uint32_t)geom[k]), p += 4;
-    for (uint32_t i = 0; i < count; i++) {
-        uint32_t u;
-        memcpy(&u, &x[i], 4);
-        put32(b + p + 4 * (size_t)i, u);
-    }
+    floats_put(b + p, x, count);
     *n = len;
     return b;
 }
@@ -282,10 +295,10 @@ uint8_t *rtlp_build_request(uint32_t id, const char *catalog, const char *varian
     return build_request(id, catalog, variant, first, last, NULL, x, count, n);
 }
 
-uint8_t *rtlp_build_part_request(uint32_t id, const char *catalog, const char *variant, int32_t layer,
-                                 const int32_t geom[6], const float *x, uint32_t count, size_t *n)
+uint8_t *rtlp_build_part_request(uint32_t id, const char *catalog, const char *variant, int32_t first,
+                                 int32_t last, const int32_t geom[6], const float *x, uint32_t count, size_t *n)
 {
-    return build_request(id, catalog, variant, layer, layer, geom, x, count, n);
+    return build_request(id, catalog, variant, first, last, geom, x, count, n);
 }
 
 uint8_t *rtlp_build_reply(uint32_t id, uint8_t status, const float *x, uint32_t count, const char *message,
@@ -300,11 +313,7 @@ uint8_t *rtlp_build_reply(uint32_t id, uint8_t status, const float *x, uint32_t 
     put32(b + 4, id);
     if (status == 0) {
         put32(b + 8, count);
-        for (uint32_t i = 0; i < count; i++) {
-            uint32_t u;
-            memcpy(&u, &x[i], 4);
-            put32(b + 12 + 4 * (size_t)i, u);
-        }
+        floats_put(b + 12, x, count);
     } else {
         b[8] = (uint8_t)m, b[9] = (uint8_t)(m >> 8);
         memcpy(b + 10, message, m);
@@ -315,8 +324,12 @@ uint8_t *rtlp_build_reply(uint32_t id, uint8_t status, const float *x, uint32_t 
 
 void rtlp_floats_get(const uint8_t *b, uint32_t count, float *out)
 {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    if (count) memcpy(out, b, (size_t)count * 4);
+#else
     for (uint32_t i = 0; i < count; i++) {
         uint32_t u = get32(b + 4 * (size_t)i);
         memcpy(&out[i], &u, 4);
     }
+#endif
 }

@@ -81,9 +81,10 @@ int rtlp_parse_reply(const uint8_t *b, size_t n, rtlp_reply *out, char *why, siz
  * memory. */
 uint8_t *rtlp_build_request(uint32_t id, const char *catalog, const char *variant, int32_t first, int32_t last,
                             const float *x, uint32_t count, size_t *n);
-/* A GTDP part request (flag byte 1 = 1; geom: 6 int32 after the count). */
-uint8_t *rtlp_build_part_request(uint32_t id, const char *catalog, const char *variant, int32_t layer,
-                                 const int32_t geom[6], const float *x, uint32_t count, size_t *n);
+/* A GTDP part request (flag byte 1 = 1; layers first..last: the block;
+ * geom: 6 int32 after the count). */
+uint8_t *rtlp_build_part_request(uint32_t id, const char *catalog, const char *variant, int32_t first,
+                                 int32_t last, const int32_t geom[6], const float *x, uint32_t count, size_t *n);
 uint8_t *rtlp_build_reply(uint32_t id, uint8_t status, const float *x, uint32_t count, const char *message,
                           size_t *n);
 /* Little-endian float32 at b[i] as a float. */

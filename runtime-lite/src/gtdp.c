@@ -27,16 +27,34 @@
  */
 #include "internal.h"
 
+#include <float.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* Input rows [a, b) that output rows [r0, r1) read. */
+/* Convolution output rows [a, b) that block output rows [r0, r1) read: the
+ * same rows without a fused max pool, else the pool's windows (Darknet's:
+ * they start at -padding/2; rows outside the map are ignored). */
+static void conv_rows(const rtl_gtdp_layer *l, int r0, int r1, int *a, int *b)
+{
+    if (!l->pool_size) {
+        *a = r0, *b = r1;
+        return;
+    }
+    int off = -(l->pool_pad / 2), lo = r0 * l->pool_stride + off, hi = (r1 - 1) * l->pool_stride + off + l->pool_size;
+    *a = lo < 0 ? 0 : lo;
+    *b = hi > l->conv_h ? l->conv_h : hi;
+    if (*b < *a) *b = *a;
+}
+
+/* Input rows [a, b) that block output rows [r0, r1) read. */
 static void in_rows(const rtl_gtdp_layer *l, int r0, int r1, int *a, int *b)
 {
-    int lo = r0 * l->stride - l->pad, hi = (r1 - 1) * l->stride - l->pad + l->size;
+    int ca, cb;
+    conv_rows(l, r0, r1, &ca, &cb);
+    int lo = ca * l->stride - l->pad, hi = (cb - 1) * l->stride - l->pad + l->size;
     *a = lo < 0 ? 0 : lo;
     *b = hi > l->h_in ? l->h_in : hi;
     if (*b < *a) *b = *a;
@@ -44,14 +62,28 @@ static void in_rows(const rtl_gtdp_layer *l, int r0, int r1, int *a, int *b)
 
 void rtl_gtdp_part_cost(const rtl_gtdp_layer *l, const rtl_gtdp_worker *w, rtl_gtdp_part *p)
 {
-    int a, b;
+    int a, b, ca, cb;
     in_rows(l, p->r0, p->r1, &a, &b);
+    conv_rows(l, p->r0, p->r1, &ca, &cb);
     p->in_r0 = a;
     p->in_r1 = b;
     p->in_bytes = 4ull * (uint64_t)(b - a) * l->w_in * l->c_in;
     p->out_bytes = 4ull * (uint64_t)(p->r1 - p->r0) * l->w * (p->c1 - p->c0);
-    double frac = (double)(p->r1 - p->r0) * (p->c1 - p->c0) / ((double)l->h * l->c);
-    p->compute_ms = l->ms * frac / w->speed;
+    /* compute: the convolution rows it computes (a pool's overlapping
+     * windows make neighbours compute a shared row twice), r of the
+     * layer's, times its channels, c. A convolution computed as im2col +
+     * GEMM also pays, whatever its channels, for the im2col of its rows
+     * (beta of the layer's time at r = 1) and, whatever its rows, for
+     * packing its filters (gamma at c = 1): share = r c (1 - beta - gamma)
+     * + beta r + gamma c. Named approximation: beta = 40 / (40 + filters)
+     * and gamma = 110 / (110 + output positions), fitted to parts of
+     * AlexNet's five layers timed on this engine (OpenBLAS; within 10%,
+     * runtime-lite/README.md); a channel split of a 13x13 layer costs
+     * each half 54% of the layer, a row split 72%, not 50%. */
+    int ch = l->pool_size ? l->conv_h : l->h, cw = l->pool_size ? l->conv_w : l->w;
+    double r = (double)(cb - ca) / ch, c = (double)(p->c1 - p->c0) / l->c;
+    double beta = 40.0 / (40.0 + l->c), gamma = 110.0 / (110.0 + (double)ch * cw);
+    p->compute_ms = l->ms * (r * c * (1 - beta - gamma) + beta * r + gamma * c) / w->speed;
     double bytes_per_ms = w->mbps * 1e3 / 8.0;
     p->transfer_ms = (double)(p->in_bytes + p->out_bytes) / bytes_per_ms;
     p->ms = w->rtt_ms + p->compute_ms + p->transfer_ms;
@@ -178,18 +210,36 @@ int rtl_gtdp_plan_equal(const rtl_gtdp_layer *l, const rtl_gtdp_worker *w, int n
 
 int rtl_gtdp_model_layer(const rtl_model *m, int i, rtl_gtdp_layer *out)
 {
-    trn_layer_info li;
-    rtl_layer_cost lc;
-    if (rtl_model_layer_cost(m, i, &lc) != 0 || trn_net_layer_info(rtl_model_net(m), i, &li) != 0) return -1;
+    trn_layer_info li, pi;
+    rtl_layer_cost lc, pc;
+    const trn_net *net = rtl_model_net(m);
+    if (rtl_model_layer_cost(m, i, &lc) != 0 || trn_net_layer_info(net, i, &li) != 0) return -1;
     if (li.kind != TRN_LAYER_CONVOLUTIONAL || li.groups > 1) return -1;
     memset(out, 0, sizeof *out);
-    out->index = i;
+    out->index = out->last = i;
     out->c_in = li.in.c, out->h_in = li.in.h, out->w_in = li.in.w;
     out->c = li.out.c, out->h = li.out.h, out->w = li.out.w;
+    out->conv_h = li.out.h, out->conv_w = li.out.w;
     out->size = li.size, out->stride = li.stride, out->pad = li.pad;
     out->macs = li.macs;
     out->ms = lc.host_ms; /* wall time: what the workers and the assembly take */
+    /* A max pool right after it, whose input nothing else reads, goes with
+     * it: the workers pool their own rows, and the device moves the pooled
+     * (smaller) map. */
+    if (i + 1 < rtl_model_layers(m) && trn_net_layer_info(net, i + 1, &pi) == 0 && pi.kind == TRN_LAYER_MAXPOOL &&
+        rtl_model_cut_ok(m, i + 2) && rtl_model_layer_cost(m, i + 1, &pc) == 0) {
+        out->last = i + 1;
+        out->h = pi.out.h, out->w = pi.out.w;
+        out->pool_size = pi.size, out->pool_stride = pi.stride, out->pool_pad = pi.pad;
+        out->ms += pc.host_ms;
+    }
     return 0;
+}
+
+int rtl_gtdp_model_split(const rtl_model *m, int i, rtl_gtdp_layer *out)
+{
+    if (rtl_gtdp_model_layer(m, i, out) != 0) return -1;
+    return rtl_model_cut_ok(m, i) && rtl_model_cut_ok(m, out->last + 1) ? 0 : -1;
 }
 
 /* ---- computing one part (worker side, and the device's fallback) ---------- *
@@ -253,7 +303,9 @@ static struct part_net *part_net(rtl_model *m, const rtl_gtdp_layer *g, const rt
     trn_net *src = rtl_model_net(m);
     trn_layer_info li;
     trn_net_layer_info(src, g->index, &li);
-    int hp = (q->r1 - q->r0 - 1) * g->stride + g->size, wp = g->w_in + 2 * g->pad;
+    int ca, cb;
+    conv_rows(g, q->r0, q->r1, &ca, &cb);
+    int hp = (cb - ca - 1) * g->stride + g->size, wp = g->w_in + 2 * g->pad;
     char text[512];
     snprintf(text, sizeof text,
              "[net]\nbatch=1\nheight=%d\nwidth=%d\nchannels=%d\n[convolutional]\nfilters=%d\nsize=%d\n"
@@ -289,24 +341,53 @@ static struct part_net *part_net(rtl_model *m, const rtl_gtdp_layer *g, const rt
     return e;
 }
 
+/* Max pool of conv rows [ca, cb) (channels x rows x conv_w, y) into block
+ * rows [r0, r1) (channels x rows x w, out): Darknet's windows, positions
+ * outside the map ignored, as trainer/nn's maxpool. */
+static void pool_rows(const rtl_gtdp_layer *g, int nc, int ca, int cb, int r0, int r1, const float *y, float *out)
+{
+    int s = g->pool_stride, off = -(g->pool_pad / 2), cw = g->conv_w;
+    for (int k = 0; k < nc; k++)
+        for (int oy = r0; oy < r1; oy++) {
+            float *best = out + ((size_t)k * (r1 - r0) + (oy - r0)) * g->w;
+            for (int ox = 0; ox < g->w; ox++) best[ox] = -FLT_MAX;
+            for (int n = 0; n < g->pool_size; n++) {
+                int iy = oy * s + off + n;
+                if (iy < ca || iy >= cb) continue; /* [ca, cb) holds every row of the map this window reads */
+                const float *row = y + ((size_t)k * (cb - ca) + (iy - ca)) * cw;
+                for (int mm = 0; mm < g->pool_size; mm++) {
+                    /* the outputs whose column off + ox*s + mm lies in the row */
+                    int c0 = off + mm, lo = c0 < 0 ? (-c0 + s - 1) / s : 0;
+                    int hi = cw - c0 > 0 ? (cw - c0 + s - 1) / s : 0;
+                    if (hi > g->w) hi = g->w;
+                    for (int ox = lo; ox < hi; ox++) {
+                        float v = row[c0 + ox * s];
+                        best[ox] = v > best[ox] ? v : best[ox];
+                    }
+                }
+            }
+        }
+}
+
 int rtl_gtdp_compute_part(rtl_model *m, int layer, const rtl_gtdp_part *q, const float *in, size_t n,
                           float *out, rtl_err *err)
 {
     rtl_gtdp_layer g;
     if (rtl_gtdp_model_layer(m, layer, &g) != 0)
         return rtl_errf(err, "layer %d is not an ungrouped convolutional layer GTDP can split", layer);
-    int a, b;
-    in_rows(&g, q->r0 < 0 ? 0 : q->r0, q->r1, &a, &b);
     if (q->r0 < 0 || q->r1 > g.h || q->r0 >= q->r1 || q->c0 < 0 || q->c1 > g.c || q->c0 >= q->c1)
         return rtl_errf(err, "layer %d: part rows %d..%d x channels %d..%d is outside its %dx%d output", layer,
                         q->r0, q->r1, q->c0, q->c1, g.h, g.c);
+    int a, b, ca, cb;
+    in_rows(&g, q->r0, q->r1, &a, &b);
+    conv_rows(&g, q->r0, q->r1, &ca, &cb);
     if (q->in_r0 != a || q->in_r1 != b || n != (size_t)(b - a) * g.w_in * g.c_in)
         return rtl_errf(err, "layer %d: the part needs input rows %d..%d (%zu floats), not %d..%d (%zu floats)",
                         layer, a, b, (size_t)(b - a) * g.w_in * g.c_in, q->in_r0, q->in_r1, n);
     struct part_net *e = part_net(m, &g, q, err);
     if (!e) return -1;
-    int hp = (q->r1 - q->r0 - 1) * g.stride + g.size, wp = g.w_in + 2 * g.pad;
-    int top = q->r0 * g.stride - g.pad; /* input row of padded row 0 */
+    int hp = (cb - ca - 1) * g.stride + g.size, wp = g.w_in + 2 * g.pad;
+    int top = ca * g.stride - g.pad; /* input row of padded row 0 */
     for (int c = 0; c < g.c_in; c++)
         for (int y = 0; y < hp; y++) {
             float *d = e->x + ((size_t)c * hp + y) * wp;
@@ -322,7 +403,10 @@ int rtl_gtdp_compute_part(rtl_model *m, int layer, const rtl_gtdp_part *q, const
     trn_err te;
     rtl_forward_lock();
     int rc = trn_net_forward(e->net, e->x, &te);
-    if (rc == 0) memcpy(out, trn_net_output(e->net), (size_t)(q->c1 - q->c0) * (q->r1 - q->r0) * g.w * sizeof *out);
+    if (rc == 0 && g.pool_size)
+        pool_rows(&g, q->c1 - q->c0, ca, cb, q->r0, q->r1, trn_net_output(e->net), out);
+    else if (rc == 0)
+        memcpy(out, trn_net_output(e->net), (size_t)(q->c1 - q->c0) * (q->r1 - q->r0) * g.w * sizeof *out);
     rtl_forward_unlock();
     return rc == 0 ? 0 : rtl_err_from_trn(err, &te);
 }
@@ -332,28 +416,47 @@ int rtl_gtdp_compute_part(rtl_model *m, int layer, const rtl_gtdp_part *q, const
 typedef struct job {
     rtl_peer *peer;
     const char *catalog, *variant;
-    int layer;
+    const rtl_gtdp_layer *g;
     rtl_gtdp_part q;
+    const float *x; /* the layer's whole input */
+    float *y;       /* the layer's whole output: the job writes its part */
     float *in, *out;
     size_t nin, nout;
     int deadline_ms, ok;
     rtl_err err;
 } job;
 
-static void *job_main(void *arg)
-{
-    job *j = arg;
-    size_t got = 0;
-    j->ok = rtl_peer_run_part(j->peer, j->catalog, j->variant, j->layer, &j->q, j->in, j->nin, j->out, j->nout, &got,
-                              j->deadline_ms, &j->err) == 0 && got == j->nout;
-    if (j->ok == 0 && !j->err.msg[0]) snprintf(j->err.msg, sizeof j->err.msg, "the worker answered %zu floats", got);
-    return NULL;
-}
-
 /* Copies input rows [a, b) of every channel (c x h x w map x) into slab. */
 static void rows_of(const float *x, int c, int h, int w, int a, int b, float *slab)
 {
     for (int k = 0; k < c; k++) memcpy(slab + (size_t)k * (b - a) * w, x + ((size_t)k * h + a) * w, (size_t)(b - a) * w * sizeof *x);
+}
+
+/* Writes part q's output (channels x rows x w) into the layer's map y. */
+static void place(const rtl_gtdp_layer *g, const rtl_gtdp_part *q, const float *part, float *y)
+{
+    size_t band = (size_t)(q->r1 - q->r0) * g->w;
+    for (int c = q->c0; c < q->c1; c++)
+        memcpy(y + ((size_t)c * g->h + q->r0) * g->w, part + (size_t)(c - q->c0) * band, band * sizeof *y);
+}
+
+/* One part, in its own thread: cut its input rows, ask the worker, place
+ * the answer. Each part writes only its own rows x channels of y, so the
+ * parts' copies run side by side rather than on the device's thread. */
+static void *job_main(void *arg)
+{
+    job *j = arg;
+    size_t got = 0;
+    if (!(j->in = malloc(j->nin * sizeof(float))) || !(j->out = malloc(j->nout * sizeof(float)))) {
+        snprintf(j->err.msg, sizeof j->err.msg, "out of memory");
+        return NULL;
+    }
+    rows_of(j->x, j->g->c_in, j->g->h_in, j->g->w_in, j->q.in_r0, j->q.in_r1, j->in);
+    j->ok = rtl_peer_run_part(j->peer, j->catalog, j->variant, j->g->index, j->g->last, &j->q, j->in, j->nin, j->out,
+                              j->nout, &got, j->deadline_ms, &j->err) == 0 && got == j->nout;
+    if (j->ok) place(j->g, &j->q, j->out, j->y);
+    else if (!j->err.msg[0]) snprintf(j->err.msg, sizeof j->err.msg, "the worker answered %zu floats", got);
+    return NULL;
 }
 
 static int run_conv(rtl_model *m, const rtl_gtdp_layer *g, rtl_peer **peers, const rtl_gtdp_worker *w, int *alive,
@@ -379,45 +482,43 @@ static int run_conv(rtl_model *m, const rtl_gtdp_layer *g, rtl_peer **peers, con
         j->peer = peers[j->q.worker];
         j->catalog = rtl_model_catalog_id(m);
         j->variant = rtl_variant_id(rtl_model_variant(m));
-        j->layer = g->index;
+        j->g = g;
+        j->x = x, j->y = y;
         j->nin = (size_t)(j->q.in_r1 - j->q.in_r0) * g->w_in * g->c_in;
         j->nout = (size_t)(j->q.r1 - j->q.r0) * (j->q.c1 - j->q.c0) * g->w;
         j->deadline_ms = deadline_ms;
-        if (!(j->in = malloc(j->nin * sizeof(float))) || !(j->out = malloc(j->nout * sizeof(float)))) {
-            rc = rtl_errf(err, "out of memory");
-            goto done;
-        }
-        rows_of(x, g->c_in, g->h_in, g->w_in, j->q.in_r0, j->q.in_r1, j->in);
     }
-    for (int k = 0; k < p.nparts; k++) started[k] = pthread_create(&th[k], NULL, job_main, &jobs[k]) == 0;
-    for (int k = 0; k < p.nparts; k++) {
+    /* The last part runs on this thread: one thread fewer to start. */
+    for (int k = 0; k + 1 < p.nparts; k++) started[k] = pthread_create(&th[k], NULL, job_main, &jobs[k]) == 0;
+    job_main(&jobs[p.nparts - 1]);
+    for (int k = 0; k + 1 < p.nparts; k++) {
         if (started[k]) pthread_join(th[k], NULL);
         else snprintf(jobs[k].err.msg, sizeof jobs[k].err.msg, "could not start a thread");
     }
     for (int k = 0; k < p.nparts; k++) {
         job *j = &jobs[k];
         if (st) st->parts++, st->bytes += 4 * (uint64_t)(j->nin + j->nout);
-        if (!j->ok) {
-            /* The worker is gone (or failed): its part is computed here,
-             * and it gets no more parts. */
-            alive[j->q.worker] = 0;
-            rtl_peer_close(peers[j->q.worker]);
-            peers[j->q.worker] = NULL;
-            if (st) {
-                st->recomputed++;
-                snprintf(st->last_failure, sizeof st->last_failure, "worker %d, layer %d: %s", j->q.worker + 1,
-                         g->index, j->err.msg);
-            }
-            if (rtl_gtdp_compute_part(m, g->index, &j->q, j->in, j->nin, j->out, err) != 0) {
-                rc = -1;
-                goto done;
-            }
+        if (j->ok) continue;
+        /* The worker is gone (or failed): its part is computed here, and
+         * it gets no more parts. */
+        alive[j->q.worker] = 0;
+        rtl_peer_close(peers[j->q.worker]);
+        peers[j->q.worker] = NULL;
+        if (st) {
+            st->recomputed++;
+            snprintf(st->last_failure, sizeof st->last_failure, "worker %d, layer %d: %s", j->q.worker + 1,
+                     g->index, j->err.msg);
         }
-        for (int c = j->q.c0; c < j->q.c1; c++)
-            for (int r = j->q.r0; r < j->q.r1; r++)
-                memcpy(y + ((size_t)c * g->h + r) * g->w,
-                       j->out + ((size_t)(c - j->q.c0) * (j->q.r1 - j->q.r0) + (r - j->q.r0)) * g->w,
-                       (size_t)g->w * sizeof *y);
+        if (!j->in || !j->out) {
+            rc = rtl_errf(err, "out of memory");
+            goto done;
+        }
+        rows_of(x, g->c_in, g->h_in, g->w_in, j->q.in_r0, j->q.in_r1, j->in);
+        if (rtl_gtdp_compute_part(m, g->index, &j->q, j->in, j->nin, j->out, err) != 0) {
+            rc = -1;
+            goto done;
+        }
+        place(g, &j->q, j->out, y);
     }
 done:
     for (int k = 0; k < p.nparts; k++) {
@@ -449,13 +550,13 @@ int rtl_gtdp_run(rtl_model *m, rtl_peer **peers, const rtl_gtdp_worker *w, int n
         int any = 0;
         for (int k = 0; k < n; k++) any |= alive[k];
         rtl_gtdp_layer g;
-        if (any && rtl_model_cut_ok(m, i) && rtl_model_cut_ok(m, i + 1) && rtl_gtdp_model_layer(m, i, &g) == 0) {
+        if (any && rtl_gtdp_model_split(m, i, &g) == 0) {
             if (run_conv(m, &g, peers, w, alive, n, a, b, deadline_ms, equal, st, err) != 0) goto out;
             if (st) st->split_layers++;
-            na = rtl_model_cut_floats(m, i + 1);
+            na = rtl_model_cut_floats(m, g.last + 1);
             float *t = a;
             a = b, b = t;
-            i++;
+            i = g.last + 1;
             continue;
         }
         /* Here: layers i..j up to the next possible cut. */

@@ -654,7 +654,15 @@ static int cmp_double(const void *a, const void *b)
 int rtl_model_measure(rtl_model *m, const float *x, uint32_t warmup, uint32_t runs, rtl_latency *out,
                       rtl_err *err)
 {
+    return rtl_model_measure_paced(m, x, warmup, runs, 0, out, err);
+}
+
+int rtl_model_measure_paced(rtl_model *m, const float *x, uint32_t warmup, uint32_t runs, double gap_ms,
+                            rtl_latency *out, rtl_err *err)
+{
     if (runs < 1) return rtl_errf(err, "variant '%s': at least one timed run is needed", m->variant->id);
+    if (!(gap_ms >= 0 && gap_ms <= 3.6e6))
+        return rtl_errf(err, "variant '%s': the gap between runs must be 0..3600000 ms", m->variant->id);
     double *ms = malloc(runs * sizeof *ms);
     if (!ms) return rtl_errf(err, "out of memory");
     if (x) memcpy(m->input, x, rtl_model_input_size(m) * sizeof *x);
@@ -662,6 +670,11 @@ int rtl_model_measure(rtl_model *m, const float *x, uint32_t warmup, uint32_t ru
         if (rtl_model_run(m, m->input, err) != 0) goto fail;
     double sum = 0;
     for (uint32_t i = 0; i < runs; i++) {
+        if (gap_ms > 0) {
+            struct timespec ts = {(time_t)(gap_ms / 1000), (long)((gap_ms - 1000.0 * (double)(time_t)(gap_ms / 1000)) * 1e6)};
+            while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+            }
+        }
         double t0 = now_ms();
         if (rtl_model_run(m, m->input, err) != 0) goto fail;
         ms[i] = now_ms() - t0;
@@ -681,6 +694,7 @@ int rtl_model_measure(rtl_model *m, const float *x, uint32_t warmup, uint32_t ru
     out->ms_mean = sum / runs;
     out->measured_at = (int64_t)time(NULL);
     out->catalog_version = m->cat->version;
+    out->gap_ms = gap_ms;
     free(ms);
     return 0;
 fail:

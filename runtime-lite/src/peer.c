@@ -384,6 +384,9 @@ static void run_job(rtl_server *s, struct job *j)
                 rtl_gtdp_layer g;
                 if (rtl_gtdp_model_layer(m, rq.first, &g) != 0) {
                     snprintf(err.msg, sizeof err.msg, "layer %d is not a convolutional layer GTDP splits", rq.first);
+                } else if (rq.last != g.last) {
+                    snprintf(err.msg, sizeof err.msg, "layers %d..%d: GTDP's block at layer %d here is %d..%d",
+                             rq.first, rq.last, rq.first, g.index, g.last);
                 } else if (q.r0 < 0 || q.r1 > g.h || q.r0 >= q.r1 || q.c0 < 0 || q.c1 > g.c || q.c0 >= q.c1) {
                     snprintf(err.msg, sizeof err.msg, "layer %d: bad part %d..%d x %d..%d", rq.first, q.r0, q.r1,
                              q.c0, q.c1);
@@ -927,7 +930,7 @@ static int peer_call(rtl_peer *p, const char *catalog, const char *variant, int 
     if (n > RTLP_MAX_FLOATS) return rtl_errf(err, "%zu floats exceed the protocol's %u", n, RTLP_MAX_FLOATS);
     size_t plen;
     uint32_t id = ++p->next_id;
-    uint8_t *plain = geom ? rtlp_build_part_request(id, catalog, variant, first, geom, x, (uint32_t)n, &plen)
+    uint8_t *plain = geom ? rtlp_build_part_request(id, catalog, variant, first, last, geom, x, (uint32_t)n, &plen)
                           : rtlp_build_request(id, catalog, variant, first, last, x, (uint32_t)n, &plen);
     uint8_t *frame = plain ? malloc(plen + RTLP_LEN_BYTES + RTLP_ABYTES) : NULL;
     int rc = -1;
@@ -993,11 +996,12 @@ int rtl_peer_run(rtl_peer *p, const char *catalog, const char *variant, int firs
     return peer_call(p, catalog, variant, first, last, NULL, x, n, out, cap, nout, deadline_ms, err);
 }
 
-int rtl_peer_run_part(rtl_peer *p, const char *catalog, const char *variant, int layer, const rtl_gtdp_part *q,
-                      const float *x, size_t n, float *out, size_t cap, size_t *nout, int deadline_ms, rtl_err *err)
+int rtl_peer_run_part(rtl_peer *p, const char *catalog, const char *variant, int first, int last,
+                      const rtl_gtdp_part *q, const float *x, size_t n, float *out, size_t cap, size_t *nout,
+                      int deadline_ms, rtl_err *err)
 {
     int32_t geom[6] = {q->r0, q->r1, q->c0, q->c1, q->in_r0, q->in_r1};
-    return peer_call(p, catalog, variant, layer, layer, geom, x, n, out, cap, nout, deadline_ms, err);
+    return peer_call(p, catalog, variant, first, last, geom, x, n, out, cap, nout, deadline_ms, err);
 }
 
 /* ---- the split runner ---------------------------------------------------------- */

@@ -10,7 +10,9 @@
  *                    "machine": STRING, "threads": N, "batch": 1,
  *                    "warmup": N, "runs": N >= 1,
  *                    "ms_median": x, "ms_mean": x,
- *                    "measured_at": UNIX_TIME, "catalog_version": N } ... ] }
+ *                    "measured_at": UNIX_TIME, "catalog_version": N,
+ *                    "gap_ms": x (only when > 0: idle time before each
+ *                    timed run, `rtl profile --gap-ms`) } ... ] }
  * files_sha256 is the SHA-256 of the lines "<path>\t<sha256 hex>\n" of the
  * variant's files in manifest order: an entry counts for a variant only
  * while its files are the ones measured, across catalog versions. Entries
@@ -139,7 +141,8 @@ static cJSON *entry_json(const rtl_latency *l, const char *digest)
              cJSON_AddNumberToObject(o, "ms_median", l->ms_median) &&
              cJSON_AddNumberToObject(o, "ms_mean", l->ms_mean) &&
              cJSON_AddNumberToObject(o, "measured_at", (double)l->measured_at) &&
-             cJSON_AddNumberToObject(o, "catalog_version", (double)l->catalog_version);
+             cJSON_AddNumberToObject(o, "catalog_version", (double)l->catalog_version) &&
+             (!(l->gap_ms > 0) || cJSON_AddNumberToObject(o, "gap_ms", l->gap_ms));
     if (!ok) {
         cJSON_Delete(o);
         return NULL;

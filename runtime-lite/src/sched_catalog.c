@@ -18,7 +18,9 @@
  *    latency and energy scaled by its MACs); early-exit variants: one per
  *    alpha of alpha_profile (scaled by expected_macs); heads: their trunk
  *    becomes a shared trunk; specialised variants: their context (n, p) and
- *    cascade partner (which must be an option of the same task).
+ *    cascade partner (an option of the same task; a specialised variant
+ *    whose partner is not, e.g. a representative context's model with a
+ *    task of its own, is no option).
  * Variants without an accuracy for the task are left out (trunks among
  * them: they serve through their heads). */
 #include "catalog.h"
@@ -242,9 +244,26 @@ static int task_options(rtl_sched *s, const rtl_catalog *cat, const char *task, 
                 x->o[i].partner = (int)j;
                 break;
             }
-        if (x->o[i].partner < 0) /* a cascade whose partner cannot run: not an option */
-            x->o[i].context_n = 0, x->o[i].top1 = 0;
     }
+    /* A cascade whose partner cannot run here (it answers another task, as
+     * the representative contexts' models do: each has its own task) is not
+     * an option: dropped, and the partner indices moved with the rest. */
+    size_t k = 0;
+    int *to = malloc((x->n ? x->n : 1) * sizeof *to);
+    if (!to) return rtl_errf(err, "scheduler: out of memory");
+    for (size_t i = 0; i < x->n; i++) {
+        int drop = x->partner[i][0] && x->o[i].partner < 0;
+        to[i] = drop ? -1 : (int)k;
+        if (!drop) {
+            x->o[k] = x->o[i];
+            memcpy(x->partner[k], x->partner[i], sizeof x->partner[k]);
+            k++;
+        }
+    }
+    for (size_t i = 0; i < k; i++)
+        if (x->o[i].partner >= 0) x->o[i].partner = to[x->o[i].partner];
+    x->n = k;
+    free(to);
     return 0;
 }
 

@@ -124,6 +124,16 @@ int rtl_variant_cascade(const rtl_variant *v, char *partner, size_t psize, int *
     return 0;
 }
 
+double rtl_variant_cascade_gate(const rtl_variant *v)
+{
+    if (strcmp(rtl_variant_technique(v), "specialised") != 0) return 0;
+    cJSON *f = cJSON_Parse(rtl_variant_fields_json(v) ? rtl_variant_fields_json(v) : "{}");
+    const cJSON *g = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(f, "cascade"), "gate");
+    double gate = cJSON_IsNumber(g) && g->valuedouble > 0 && g->valuedouble < 1 ? g->valuedouble : 0;
+    cJSON_Delete(f);
+    return gate;
+}
+
 int rtl_catalog_base(const rtl_catalog *cat, const char **id, uint64_t *version)
 {
     const cJSON *b = cJSON_GetObjectItemCaseSensitive(cat->root, "base");

@@ -1,41 +1,62 @@
 #!/usr/bin/env bash
 # make bench: MeDNN's GTDP over rtl serve workers on loopback (issue 21 item
-# 3). The network: PROFILE=full AlexNet's convolutional trunk (227x227x3,
-# conv1..conv5 with their pools; 1.08 GMACs), then a 10-class head (average
-# pool, connected, softmax), trained one step. The device and every worker
-# compute with one thread (rtl run --threads 1, rtl serve --threads 1).
-#  1. one worker alone against two workers (same speed): speedup;
-#  2. four workers of emulated speeds 1, 0.5, 0.25, 0.25 (rtl serve
-#     --slowdown 1, 2, 4, 4: each reply waits until that multiple of its CPU
-#     time has passed), told to the planner: GTDP's plan against equal row
-#     bands, and GTDP's measured time against its prediction.
-# Medians of REPEAT (default 5) runs in one process each, over persistent
-# connections; the configurations interleave. Links are given as 4000 Mbps
-# (loopback with the protocol's encryption; not measured by the planner).
-# Environment (from make): BIN, O, TOP; REPEAT.
+# 3). Meant for an otherwise idle machine (2 cores are enough); on a loaded
+# one the timings measure the other load, and the script says so.
+#
+# The network: PROFILE=full AlexNet's convolutional trunk, taken from
+# recipes/alexnet/base-full.cfg (227x227x3, conv1..conv5 with their max
+# pools; 1.08 GMACs), then a 10-class head (average pool, connected,
+# softmax), trained one step. SIZE=tiny (correctness of the script only,
+# no timing meaning): the same trunk at 99x99 with 1/8 of the filters.
+#
+# Every process computes with one thread (rtl run --threads 1, rtl serve
+# --threads 1). Configurations, each a fresh `rtl run --workers` process
+# (one untimed warm-up forward: the workers load the model and build their
+# parts' networks; then REPEAT timed forwards, median), interleaved over
+# ROUNDS rounds (median of the rounds' medians):
+#  1. one worker alone against two workers of the same speed (1, 1);
+#  2. four workers of emulated speeds 1/2, 1/3, 1/4, 1/6 (rtl serve
+#     --slowdown 2, 3, 4, 6: each reply waits until that multiple of the
+#     CPU time of its computation has passed, so a worker computes at most
+#     1/F of the time and the four together need at most 1.25 cores),
+#     told to the planner: GTDP's plan against equal row bands, and GTDP's
+#     measured time against its prediction (layer times: the device's own
+#     wall-time medians over --runs forwards; links given as LINK Mbps,
+#     default 4000: loopback with the protocol's encryption and copies,
+#     about what a part's bytes cost on this machine).
+# Targets: two workers >= 1.8x one worker; GTDP faster than the equal
+# split; GTDP within 25% of its prediction. Exit 1 when one is missed.
+# Environment (from make): BIN, O, TOP; REPEAT (10), ROUNDS (3), SIZE
+# (full), LINK (4000).
 set -u
 : "${BIN:?run through make bench}" "${O:?run through make bench}" "${TOP:?run through make bench}"
 W=$O/bench/rtl-gtdp
 rm -rf "$W" && mkdir -p "$W" && cd "$W" || exit 1
 . "$TOP/tests/integration/rtl/fixtures.sh"
-repeat=${REPEAT:-5}
+repeat=${REPEAT:-10} rounds=${ROUNDS:-3} size=${SIZE:-full} link=${LINK:-4000}
+case $size in full | tiny) ;; *) echo "bench rtl-gtdp: SIZE is full or tiny, not '$size'"; exit 2 ;; esac
 PIDS=()
 trap 'for p in "${PIDS[@]}"; do kill $p 2>/dev/null; done; wait 2>/dev/null; rm -rf "$W"' EXIT
+load0=$(cut -d' ' -f1 /proc/loadavg)
 
 fx_rtl_data c >/dev/null || { echo "bench rtl-gtdp: cannot make the data set"; exit 1; }
+# The trunk of the recipe: its [net] geometry and its convolutional and
+# max-pool sections (tiny: 99x99, filters / 8), then the head.
+awk -v tiny=$([ "$size" = tiny ] && echo 1 || echo 0) '
+    /^\[/ { sec = $0; keep = sec == "[convolutional]" || sec == "[maxpool]"; if (keep) print; next }
+    /^#/ || /^[ \t]*$/ { next }
+    sec == "[net]" && /^(height|width|channels)=/ { if (tiny && !/^channels/) sub(/=.*/, "=99"); net = net $0 "\n" }
+    !keep { next }
+    tiny && /^filters=/ { split($0, f, "="); print "filters=" int(f[2] / 8); next }
+    { print }
+    END { printf "%s", net > "trunk.net" }' "$TOP/recipes/alexnet/base-full.cfg" >trunk.body
 {
-    printf '[net]\nbatch=1\nsubdivisions=1\nheight=227\nwidth=227\nchannels=3\n'
-    printf 'momentum=0.9\ndecay=0.0005\nlearning_rate=0.001\nmax_batches=1\n'
-    printf '[convolutional]\nfilters=96\nsize=11\nstride=4\npad=0\nactivation=relu\n'
-    printf '[maxpool]\nsize=3\nstride=2\npadding=0\n'
-    printf '[convolutional]\nfilters=256\nsize=5\nstride=1\npad=1\nactivation=relu\n'
-    printf '[maxpool]\nsize=3\nstride=2\npadding=0\n'
-    printf '[convolutional]\nfilters=384\nsize=3\nstride=1\npad=1\nactivation=relu\n'
-    printf '[convolutional]\nfilters=384\nsize=3\nstride=1\npad=1\nactivation=relu\n'
-    printf '[convolutional]\nfilters=256\nsize=3\nstride=1\npad=1\nactivation=relu\n'
-    printf '[maxpool]\nsize=3\nstride=2\npadding=0\n'
+    printf '[net]\nbatch=1\nsubdivisions=1\nmomentum=0.9\ndecay=0.0005\nlearning_rate=0.001\nmax_batches=1\n'
+    cat trunk.net trunk.body
     printf '[avgpool]\n[connected]\noutput=10\nactivation=linear\n[softmax]\n'
 } >trunk.cfg
+[ "$(grep -c '^\[convolutional\]' trunk.cfg):$(grep -c '^\[maxpool\]' trunk.cfg)" = 5:3 ] ||
+    { echo "bench rtl-gtdp: recipes/alexnet/base-full.cfg has no AlexNet trunk (5 convolutions, 3 pools)"; exit 1; }
 fx_rtl_variant c trunk base - trunk.cfg 1 || { echo "bench rtl-gtdp: cannot train the variant"; exit 1; }
 "$CAT" keygen -p k.pub -s k.key -W >/dev/null &&
     "$CAT" pack c/variants -o out --task identity=c/identity.names --version 1 --key k.key >pack.log 2>&1 ||
@@ -52,40 +73,61 @@ start_worker() { # NAME SLOWDOWN
     for _ in $(seq 200); do [ -s "$1.port" ] && return 0; sleep 0.05; done
     echo "bench rtl-gtdp: worker $1 does not start"; cat "$1.log"; exit 1
 }
-start_worker a 1; start_worker b 1; start_worker c 2; start_worker d 4; start_worker e 4
-P() { echo "127.0.0.1:$(cat "$1.port")@$2@4000"; }
+# a, b: full speed; s2..s6: slowed down 2, 3, 4, 6 times
+start_worker a 1; start_worker b 1
+for f in 2 3 4 6; do start_worker s$f $f; done
+P() { echo "127.0.0.1:$(cat "$1.port")@$2@$link"; }
+ONE="$(P a 1)" TWO="$(P a 1),$(P b 1)"
+FOUR="$(P s2 0.5),$(P s3 0.333333),$(P s4 0.25),$(P s6 0.166667)"
 go() { # OUT [run options...]
     local out=$1; shift
-    rtl run rtlnet trunk $img --threads 1 --runs 5 --repeat "$repeat" --json --peer-key srv.pub --device-key dev "$@" >"$out" 2>"$out.err" ||
-        { echo "bench rtl-gtdp: rtl run failed:"; cat "$out.err"; exit 1; }
+    rtl run rtlnet trunk $img --threads 1 --runs 10 --warmup 1 --repeat "$repeat" --json --peer-key srv.pub \
+        --device-key dev "$@" >"$out" 2>"$out.err" || { echo "bench rtl-gtdp: rtl run failed:"; cat "$out.err"; exit 1; }
 }
-get() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); r=d["results"][0]; print(r.get(sys.argv[2], d.get(sys.argv[2])))' "$@"; }
-go one.json --workers "$(P a 1)"
-go two.json --workers "$(P a 1),$(P b 1)"
-go four.json --workers "$(P a 1),$(P c 0.5),$(P d 0.25),$(P e 0.25)"
-go four-eq.json --workers "$(P a 1),$(P c 0.5),$(P d 0.25),$(P e 0.25)" --equal-split
-status=0
-python3 - one.json two.json four.json four-eq.json <<'PY' || status=1
-import json, sys
-r = [json.load(open(f)) for f in sys.argv[1:]]
-one, two, four, eq = (x["results"][0] for x in r)
-local = one["local_ms_median"]
-print("GTDP over rtl serve workers (loopback, 1 thread each), PROFILE=full AlexNet conv trunk, medians")
-print("%-34s %10s %10s %12s %8s" % ("configuration", "ms", "predicted", "vs 1 worker", "error"))
-rows = [("this host alone (no workers)", local, None), ("1 worker", one["ms_median"], r[0]["predicted_ms"]),
-        ("2 workers (speed 1, 1)", two["ms_median"], r[1]["predicted_ms"]),
-        ("4 workers (1, .5, .25, .25) GTDP", four["ms_median"], r[2]["predicted_ms"]),
-        ("4 workers, equal row bands", eq["ms_median"], r[3]["predicted_ms"])]
-for name, ms, pred in rows:
-    print("%-34s %10.1f %10s %11.2fx %8s" % (name, ms, "%.1f" % pred if pred else "-", one["ms_median"] / ms,
-          "%+.0f%%" % (100 * (ms / pred - 1)) if pred else "-"))
-s2 = one["ms_median"] / two["ms_median"]
-gain = eq["ms_median"] / four["ms_median"]
-err = four["ms_median"] / r[2]["predicted_ms"] - 1
-print("two workers vs one: %.2fx (target >= 1.8); GTDP vs equal split with 4 unequal workers: %.2fx faster "
-      "(target > 1); GTDP measured vs predicted: %+.0f%% (target within 25%%)" % (s2, gain, 100 * err))
-ok = s2 >= 1.8 and gain > 1 and abs(err) <= 0.25
-print("bench rtl-gtdp: %s" % ("targets met" if ok else "a target missed (see the load of this machine)"))
+for r in $(seq "$rounds"); do
+    go one-$r.json --workers "$ONE"
+    go two-$r.json --workers "$TWO"
+    go four-$r.json --workers "$FOUR"
+    go eq-$r.json --workers "$FOUR" --equal-split
+done
+load1=$(cut -d' ' -f1 /proc/loadavg)
+python3 - "$rounds" "$size" "$load0" "$load1" "$(nproc)" "$link" <<'PY'
+import json, os, statistics as st, sys
+rounds, size, load0, load1, cores, link = int(sys.argv[1]), sys.argv[2], float(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5]), sys.argv[6]
+def cfg(name):
+    docs = [json.load(open("%s-%d.json" % (name, r))) for r in range(1, rounds + 1)]
+    res = [d["results"][0] for d in docs]
+    for x in res:
+        if x.get("recomputed"):
+            sys.exit("bench rtl-gtdp: %s: a worker failed (%s): not a measurement" % (name, x.get("failure")))
+    return {"ms": st.median(x["ms_median"] for x in res), "local": st.median(x["local_ms_median"] for x in res),
+            "pred": st.median(d["predicted_ms"] for d in docs), "rounds": [round(x["ms_median"], 1) for x in res]}
+one, two, four, eq = cfg("one"), cfg("two"), cfg("four"), cfg("eq")
+local = st.median([one["local"], two["local"], four["local"], eq["local"]])
+print("GTDP over rtl serve workers on loopback (1 thread each), PROFILE=full AlexNet conv trunk%s, "
+      "links told %s Mbps; medians of %d rounds" % ("" if size == "full" else " at SIZE=tiny", link, rounds))
+print("%-36s %9s %10s %8s %12s  %s" % ("configuration", "ms", "predicted", "error", "vs 1 worker", "rounds (ms)"))
+rows = [("this host alone (no workers)", local, None, []),
+        ("1 worker (speed 1)", one["ms"], one["pred"], one["rounds"]),
+        ("2 workers (1, 1)", two["ms"], two["pred"], two["rounds"]),
+        ("4 workers (1/2,1/3,1/4,1/6) GTDP", four["ms"], four["pred"], four["rounds"]),
+        ("4 workers, equal row bands", eq["ms"], eq["pred"], eq["rounds"])]
+for name, ms, pred, rr in rows:
+    print("%-36s %9.1f %10s %8s %11.2fx  %s" % (name, ms, "%.1f" % pred if pred else "-",
+          "%+.0f%%" % (100 * (ms / pred - 1)) if pred else "-", one["ms"] / ms, " ".join(map(str, rr))))
+s2 = one["ms"] / two["ms"]
+gain = eq["ms"] / four["ms"]
+err = four["ms"] / four["pred"] - 1
+t = [("two workers vs one", "%.2fx" % s2, ">= 1.8x", s2 >= 1.8),
+     ("GTDP vs equal split, 4 unequal workers", "%.2fx" % gain, "> 1x", gain > 1),
+     ("GTDP measured vs predicted, 4 workers", "%+.1f%%" % (100 * err), "within 25%", abs(err) <= 0.25)]
+for name, val, target, ok in t:
+    print("  %-40s %9s  target %-11s %s" % (name, val, target, "met" if ok else "MISSED"))
+busy = max(load0, load1)
+if size != "full" or busy > 0.5:
+    print("bench rtl-gtdp: NOT A MEASUREMENT: %s (load average %.2f at the start, %.2f at the end, %d cores)" % (
+        "SIZE=%s checks the script only" % size if size != "full" else "this machine was busy", load0, load1, cores))
+ok = all(x[3] for x in t)
+print("bench rtl-gtdp: %s" % ("targets met" if ok else "a target missed"))
 sys.exit(0 if ok else 1)
 PY
-exit $status

@@ -29,22 +29,11 @@ cp "$TOP/recipes/alexnet/base.cfg" $V/base/variant.cfg
 "$BIN/prune" retarget --cfg $V/base/variant.cfg --weights $V/base/variant.weights --tasks s/s.tasks \
     --cut "$cut" ${head:+--head "$head"} --set batches=5 --set aug_passes=0 --seed 1 --out heads >rt.log 2>&1 ||
     { echo "bench rtl-tasks: prune retarget failed"; tail -n 5 rt.log; exit 1; }
-vjson() { # ID TASK META COST
-    python3 - "$@" <<'EOF'
-import json, sys
-vid, task, meta, cost = sys.argv[1:5]
-m = json.load(open(meta)) if meta != "-" else {"technique": "base", "description": "base", "technique_fields": {}}
-head = m["technique"] != "base"
-print(json.dumps({"schema": 1, "id": vid, "model": "alexnet", "technique": m["technique"],
-    "parent": "base" if head else None, "depends_on": ["base"] if head else [], "description": m["description"],
-    "task": task, "files": [{"role": "cfg", "path": "variant.cfg"}, {"role": "weights", "path": "variant.weights"}],
-    "accuracy": {}, "technique_fields": m["technique_fields"], "cost": json.loads(cost)}))
-EOF
-}
-vjson base identity - "$("$BIN/trainer" info --json $V/base/variant.cfg)" >$V/base/variant.json
+. "$TOP/tests/integration/rtl/tasks.sh"
+vjson alexnet base identity - "$("$BIN/trainer" info --json $V/base/variant.cfg)" >$V/base/variant.json
 for k in shape colour size texture; do
     mkdir -p $V/head-$k && cp heads/$k/variant.cfg $V/head-$k/ && cp heads/$k/init.weights $V/head-$k/variant.weights
-    vjson head-$k $k heads/$k/meta.json "$("$BIN/trainer" info --json heads/$k/variant.cfg)" >$V/head-$k/variant.json
+    vjson alexnet head-$k $k heads/$k/meta.json "$("$BIN/trainer" info --json heads/$k/variant.cfg)" >$V/head-$k/variant.json
 done
 "$BIN/catalog" keygen -p k.pub -s k.key -W >/dev/null && "$BIN/catalog" pack $V -o pkg --task identity=s/s.names \
     --task shape=s/s-shape.names --task colour=s/s-colour.names --task size=s/s-size.names \

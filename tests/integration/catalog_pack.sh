@@ -7,6 +7,20 @@
 cd "$T" || exit 1
 
 fx_catalog c >/dev/null
+# The early-exit variant with an alpha sweep (FlexDNN, issue 16): at alpha 1
+# it costs 80M expected MACs, not its trunk's 120M (the report's checks below).
+python3 - c/variants/exit-2/variant.json <<'PY2'
+import json, sys
+v = json.load(open(sys.argv[1]))
+v["cost"]["expected_macs"] = 80000000
+def a(alpha, top1, lo, hi, macs, rates):
+    return {"alpha": alpha, "top1": top1, "top1_ci": [lo, hi], "test_images": 20000, "expected_macs": macs,
+            "exit_rates": rates}
+v["technique_fields"]["alpha_profile"] = [a(0.8, 0.75, 0.744, 0.756, 60000000, [0.8, 0.2]),
+                                          a(1, 0.79, 0.784, 0.796, 80000000, [0.6, 0.4]),
+                                          a(1.2, 0.79, 0.784, 0.796, 120000000, [0, 1])]
+json.dump(v, open(sys.argv[1], "w"), separators=(",", ":"))  # compact: the bad_input edits below match it
+PY2
 "$CAT" keygen -p k.pub -s k.key -W >/dev/null
 expect_ok "pack writes an archive, its signature and the manifest" fx_pack c c --version 3 --seed 42 --key k.key
 A=c/catalog-tinynet-3.tar.zst
@@ -57,6 +71,47 @@ for v in json.load(open(sys.argv[1]))["variants"]:
         assert a["images"] >= 1 and len(a["top1_ci"]) == 2, (v["id"], a)
         assert a["top1_ci"][0] <= a["top1"] <= a["top1_ci"][1], (v["id"], a)
         assert ("top5" in a) == ("top5_ci" in a), (v["id"], a)' c/manifest.json
+
+# A multi-capacity variant is winnowed as one unit (issue 15): its full capacity
+# at the base's costs but clearly worse, its smallest capacity cheaper than
+# every plain variant. The old rule dropped it (the base dominates its
+# figures); now it stays, one variant with its capacities.
+cp -r c cn
+python3 - cn/variants/nested/variant.json <<'PY'
+import json, sys
+v = json.load(open(sys.argv[1]))
+v["cost"]["macs"], v["cost"]["weight_bytes"] = 700000000, 60000
+v["accuracy"]["identity"]["top1"] = 0.70
+c = v["technique_fields"]["capacities"]
+c[0].update(macs=10000000, weight_bytes=1000, top1=0.50)
+c[1].update(macs=700000000, weight_bytes=60000, top1=0.70)
+json.dump(v, open(sys.argv[1], "w"))
+PY
+rm -f cn/manifest.json cn/winnowed.json cn/*.tar.zst*
+expect_ok "pack with the nested variant's full capacity dominated by the base" fx_pack cn cn --version 3 --key k.key
+t_check "the nested variant is kept, as one variant" python3 -c '
+import json, sys
+m = json.load(open(sys.argv[1]))
+ids = [v["id"] for v in m["variants"]]
+assert ids.count("nested") == 1, ids
+assert not any(i.startswith("nested") and i != "nested" for i in ids), ids
+assert "nested" not in [w["id"] for w in m["winnowed"]], m["winnowed"]
+n = [v for v in m["variants"] if v["id"] == "nested"][0]
+assert len(n["technique_fields"]["capacities"]) == 2, n' cn/manifest.json
+python3 - cn/variants/nested/variant.json <<'PY'
+import json, sys
+v = json.load(open(sys.argv[1]))
+v["technique_fields"]["capacities"][0].update(macs=600000000, weight_bytes=55000, top1=0.50)
+json.dump(v, open(sys.argv[1], "w"))
+PY
+rm -f cn/manifest.json cn/winnowed.json cn/*.tar.zst*
+fx_pack cn cn --version 3 --key k.key >/dev/null 2>&1
+t_check "with every capacity dominated it is dropped as a whole" python3 -c '
+import json, sys
+m = json.load(open(sys.argv[1]))
+assert "nested" not in [v["id"] for v in m["variants"]]
+w = [x for x in m["winnowed"] if x["id"] == "nested"]
+assert len(w) == 1 and w[0]["dominated_by"] in ("base", "spec-7"), w' cn/manifest.json
 
 # ---- validate --------------------------------------------------------------------
 expect_ok "validate accepts the manifest and its files" "$CAT" validate c/manifest.json
@@ -163,6 +218,33 @@ else
 fi
 t_check "the plot shows every identity variant and the winnowed one" \
     bash -c "test \$(grep -c '<circle cx=\"[0-9.]*\" cy=\"[0-9.]*\" r=\"4.5\"' c/catalog-tinynet-3.pareto-macs.svg) -ge 11 && grep -q '>rewrite-bad<' c/catalog-tinynet-3.pareto-macs.svg"
+t_check "the plot draws the nested variant's capacity curve through its capacities" python3 -c '
+import re, sys
+svg = open(sys.argv[1]).read()
+lines = re.findall(r"<polyline class=\"capacities\"[^>]*points=\"([^\"]*)\"", svg)
+assert len(lines) == 1 and len(lines[0].split()) == 2, lines
+assert svg.count("class=\"capacity\"") == 2 and ">capacities</text>" in svg' c/catalog-tinynet-3.pareto-macs.svg
+t_check "the plot places the early-exit variant at its expected MACs and draws its alpha sweep, labelled" python3 -c '
+import re, sys
+svg = open(sys.argv[1]).read()
+lines = re.findall(r"<polyline class=\"alpha-sweep\"[^>]*points=\"([^\"]*)\"", svg)
+assert len(lines) == 1 and len(lines[0].split()) == 3, lines
+pts = re.findall(r"<circle class=\"alpha\" cx=\"([0-9.]+)\" cy=\"([0-9.]+)\"", svg)
+assert pts == [tuple(p.split(",")) for p in lines[0].split()], (pts, lines)
+assert re.findall(r"class=\"alpha-label\"[^>]*>([^<]*)<", svg) == ["0.8", "1", "1.2"]
+assert ">alpha sweep</text>" in svg
+big = re.findall(r"<circle cx=\"([0-9.]+)\" cy=\"([0-9.]+)\" r=\"4.5\"", svg)
+assert pts[1] in big, (pts[1], big)  # exit-2 at alpha 1: 80M, not its trunk 120M
+assert pts[2] not in big, pts[2]
+assert "alpha-sweep" not in open(sys.argv[2]).read()' c/catalog-tinynet-3.pareto-macs.svg c/catalog-tinynet-3.pareto-bytes.svg
+t_check "the report lists the alpha profile and the expected MACs" python3 -c '
+import sys
+md = open(sys.argv[1]).read()
+assert "Alpha sweep of exit-2" in md, md
+assert "| 0.8 | 0.7500 [0.7440, 0.7560] n=20000 | 60M | 80.0% |" in md, md
+assert "| 1.2 | 0.7900 [0.7840, 0.7960] n=20000 | 120M | 0.0% |" in md, md
+row = [l for l in md.splitlines() if l.startswith("| exit-2 ")][0]
+assert "80M expected (trunk 120M)" in row, row' c/catalog-tinynet-3.report.md
 span=$(sed -n 's/^MACs span \([0-9.]*\)x between.*/\1/p' c/catalog-tinynet-3.report.md | head -n 1)
 t_check "the catalog spans at least 10x in MACs from the cheapest to the most accurate ($span x)" \
     awk -v s="${span:-0}" 'BEGIN { exit !(s >= 10) }'

@@ -114,6 +114,7 @@ t_check "without calling it another cfg's" bash -c "! grep -q 'another cfg' '$T/
 # ---- FIFOs: refused at once --------------------------------------------------------
 mkfifo fifo.cfg fifo.tar.zst fifo.sig
 expect_fail "trainer info refuses a FIFO" "fifo.cfg is a FIFO \(named pipe\), not a regular file" $TO "$TRAINER" info fifo.cfg
+expect_fail "trainer info --weights of a missing file names it" "nosuch.weights" "$TRAINER" info --cfg "$TOP/recipes/alexnet/base.cfg" --weights nosuch.weights
 expect_fail "catalog verify -x refuses a FIFO" "fifo.sig is a FIFO" $TO "$CAT" verify "$A" -x fifo.sig -p c/k.pub
 expect_fail "catalog inspect refuses a FIFO" "fifo.tar.zst is a FIFO" $TO "$CAT" inspect fifo.tar.zst
 R=root

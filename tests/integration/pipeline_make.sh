@@ -143,6 +143,17 @@ t_check "the resumed rw-a has the uninterrupted one's weights bytes" \
     cmp "$T/fresh/variants/rw-a/variant.weights" "$T/tiny/variants/rw-a/variant.weights"
 t_check "rw-b was not redone by the resumed build" test "$(stamp rw-b)" = "$after_b"
 
+# BASE_WEIGHTS: a user's trained Darknet weights stand for the base, checked
+# against the cfg first (trainer info --weights); weights of another cfg are
+# refused with the array that does not fit, and nothing is left behind.
+expect_ok "make BASE_WEIGHTS=<trained base> uses them as the base" \
+    pmake MODEL_O="$T/given" BASE_WEIGHTS="$T/tiny/variants/base/variant.weights" "$T/given/variants/base/variant.weights"
+t_check "the given weights are the base's bytes" \
+    cmp "$T/given/variants/base/variant.weights" "$T/tiny/variants/base/variant.weights"
+expect_fail "make BASE_WEIGHTS=<another cfg's weights> is refused" "belongs to another cfg" \
+    pmake MODEL_O="$T/wrong" BASE_WEIGHTS="$T/tiny/variants/rw-a/variant.weights" "$T/wrong/variants/base/variant.weights"
+t_check "the refused base left no weights" test ! -e "$T/wrong/variants/base/variant.weights"
+
 # 4. The catalog: signed, verifiable by minisign, the same bytes twice.
 expect_ok "make catalog builds the signed catalog" pmake catalog
 cat "$T/out" > "$T/catalog.out"
@@ -162,19 +173,90 @@ t_check "the archive and signature bytes are identical" test "$sum1" = "$sum2"
 
 
 # 5. make specialise: an add-on catalog for a device's context of three
-# classes. This tiny catalog winnowed its base (the cascade's partner), so
-# make specialise refuses, saying why; the add-on itself (packing, rtl
-# install's refusals, the cascade) is checked by rtl_addon.sh.
+# classes. The specialised model's cascade partner is the base, or, when
+# the catalog winnowed the base (this tiny one may), its most accurate kept
+# whole network, said in a message; PARTNER= names it, and one the catalog
+# did not keep is refused. The add-on itself (packing, rtl install's
+# refusals, the cascade) is checked by rtl_addon.sh and rtl_context.sh.
 expect_fail "make specialise without CLASSES says what to give" "CLASSES is empty" pmake specialise
-if python3 -c "import json,sys; sys.exit(any(v['id']=='base' for v in json.load(open(sys.argv[1]))['variants']))" "$T/tiny/manifest.json"; then
-    expect_fail "make specialise refuses when the catalog winnowed the base" "winnowed its base" \
-        pmake specialise CLASSES=red-disc,blue-star,cyan-ring
+expect_fail "make specialise PARTNER=nosuch is refused, naming the kept variants" \
+    "has no variant nosuch it can specialise \\(kept whole networks of identity: .*rw-" \
+    pmake specialise CLASSES=red-disc,blue-star,cyan-ring PARTNER=nosuch
+kept_base=$(python3 -c "import json,sys; print(int(any(v['id']=='base' for v in json.load(open(sys.argv[1]))['variants'])))" "$T/tiny/manifest.json")
+best=$(python3 -c "
+import json,sys; m=json.load(open(sys.argv[1]))
+k=[v for v in m['variants'] if v['technique'] in ('base','rewrite','svd','mimic','lasso') and v['task']=='identity']
+print('base' if any(v['id']=='base' for v in k) else max(k, key=lambda v: v['accuracy']['identity']['top1'])['id'])" "$T/tiny/manifest.json")
+expect_ok "make specialise CLASSES=red-disc,blue-star,cyan-ring (partner $best)" pmake specialise CLASSES=red-disc,blue-star,cyan-ring
+cp "$T/out" "$T/spec.out"
+if [ "$kept_base" = 0 ]; then
+    t_check "  ... says the base was winnowed and which variant it specialised" \
+        grep -q "winnowed its base .*specialising $best, its most accurate kept variant" "$T/spec.out"
+    expect_fail "PARTNER=base is refused when the catalog winnowed the base" "has no variant base it can specialise" \
+        pmake specialise CLASSES=red-disc,blue-star,cyan-ring PARTNER=base
 else
-    expect_ok "make specialise CLASSES=red-disc,blue-star,cyan-ring" pmake specialise CLASSES=red-disc,blue-star,cyan-ring
-    addon=$(ls "$T"/tiny/specialise/ctx-*/out/catalog-tiny-*.tar.zst 2>/dev/null | head -n 1)
-    t_check "it packs a signed add-on whose base is the catalog" python3 -c "
-import json, sys; m = json.load(open(sys.argv[1])); b = json.load(open(sys.argv[2]))
-sys.exit(not (m['base']['catalog'] == b['catalog'] and m['base']['version'] == b['version']))" \
-        "$(dirname "$addon")/manifest.json" "$T/tiny/manifest.json"
+    t_skip "  ... says the base was winnowed and which variant it specialised" "this catalog kept its base"
 fi
+addon=$(ls "$T"/tiny/specialise/ctx-*/out/catalog-tiny-*.tar.zst 2>/dev/null | head -n 1)
+t_check "it packs a signed add-on whose base is the catalog and whose partner is $best" python3 -c "
+import json, sys; m = json.load(open(sys.argv[1])); b = json.load(open(sys.argv[2]))
+v = m['variants'][0]
+sys.exit(not (m['base']['catalog'] == b['catalog'] and m['base']['version'] == b['version'] and
+    v['technique_fields']['cascade']['partner'] == sys.argv[3] and v['depends_on'] == [sys.argv[3]] and v['parent'] == sys.argv[3]))" \
+    "$(dirname "$addon")/manifest.json" "$T/tiny/manifest.json" "$best"
+mkdir -p "$T/sroot/keys" && cp "$T/k.pub" "$T/sroot/keys/"
+expect_ok "the catalog and the add-on install" sh -c "$BIN/rtl --root $T/sroot install $(ls "$T"/tiny/catalog-tiny-*.tar.zst | head -n 1) && $BIN/rtl --root $T/sroot install $addon"
+img=$(ls "$T"/data/synth/test/*red-disc*.png | head -n 1)
+aid=$(python3 -c "import json,sys; m=json.load(open(sys.argv[1])); print(m['catalog'], m['variants'][0]['id'])" "$(dirname "$addon")/manifest.json")
+expect_ok "rtl run answers through the cascade with $best" "$BIN/rtl" --root "$T/sroot" run ${aid% *} ${aid#* } "$img" --json
+t_check "  ... answered by the add-on's model or by $best" sh -c "grep -Eq '\"answered_by\":[[:space:]]*\"(${aid#* }|$best)\"' $T/out"
+
+# 6. The scheduler on this real catalog (issue 19 items 1 and 2, on a
+# catalog the pipeline built rather than a written fixture): MCDNN's traces
+# S1-S3 with an energy budget that binds (a third of what device-only takes
+# unconstrained) and MCDNN's cloud budget scaled to the hour. This tiny
+# catalog's accuracies are near chance (48 classes, 96 test images), so
+# accuracy is compared only to within one test image (1/96): MCDNN is
+# within both budgets, serves the most requests, and no policy is more
+# accurate by more than that. Then NestDNN's concurrency trace on the nested
+# variant's real capacities (capacities.json).
+for tr in s1 s2 s3; do
+    "$BIN/rtl" simulate "$arch" --trace $tr --hours 1 --policy device-only --energy-wh -1 --cloud-usd -1 --json \
+        >"$T/free-$tr.json" 2>"$T/err"
+    e=$(python3 -c 'import json,sys; print("%.6g" % (json.load(open(sys.argv[1]))[0]["policies"][0]["energy_wh"] / 3))' \
+        "$T/free-$tr.json" 2>/dev/null)
+    expect_ok "simulate $tr on the built catalog (energy budget ${e:-?} Wh, \$0.00667 over an hour)" \
+        "$BIN/rtl" simulate "$arch" --trace $tr --hours 1 --energy-wh "${e:-0}" --cloud-usd 0.00667 --json
+    cp "$T/out" "$T/sim-$tr.json"
+done
+t_check "S1-S3 on the built catalog: every policy within both budgets; MCDNN serves the most, none clearly more accurate" python3 -c '
+import json, sys
+m = json.load(open(sys.argv[1]))
+n = min(v["accuracy"]["identity"]["images"] for v in m["variants"] if "identity" in v.get("accuracy", {}))
+for f in sys.argv[2:]:
+    t = json.load(open(f))[0]
+    p = {x["policy"]: x for x in t["policies"]}
+    mc = p["mcdnn"]
+    assert len(p) == 6 and mc["served"] > 0, p
+    assert p["device-only"]["energy_out_s"] > 0, (f, "the energy budget does not bind", p["device-only"])
+    for k, x in p.items():
+        assert x["energy_wh"] <= t["energy_wh"] + 1e-9 and x["cloud_usd"] <= t["cloud_usd"] + 1e-9, (f, k, x)
+        assert x["served"] <= mc["served"], (f, k, x["served"], mc["served"])
+        assert x["accuracy"] <= mc["accuracy"] + 1.0 / n, (f, k, x["accuracy"], mc["accuracy"], n)
+' "$T/tiny/manifest.json" "$T"/sim-s1.json "$T"/sim-s2.json "$T"/sim-s3.json
+expect_ok "concurrency on the built catalog's nested variant" \
+    "$BIN/rtl" simulate "$arch" --trace concurrency --hours 0.2 --json
+t_check "NestDNN and the knee use the nested variant's capacities" python3 -c '
+import json, sys
+t = json.load(open(sys.argv[1]))[0]
+caps = json.load(open(sys.argv[2]))
+n = len(caps["capacities"] if isinstance(caps, dict) else caps)
+p = {x["policy"]: x for x in t["policies"]}
+assert set(p) == {"nest-total", "nest-max", "knee"} and n >= 2, (p.keys(), n)
+assert all(x["served"] > 0 for x in p.values()), p
+sw = [x for x in t["alpha_sweep"] if "alpha" in x]
+for pol in ("nest-total", "nest-max"):
+    c = sorted((x for x in sw if x["policy"] == pol), key=lambda x: x["alpha"])
+    assert c[0]["accuracy"] >= c[-1]["accuracy"] and c[-1]["fps"] >= c[0]["fps"], c
+' "$T/out" "$T/tiny/variants/nest/capacities.json"
 t_done

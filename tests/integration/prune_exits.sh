@@ -80,6 +80,69 @@ t_check "BranchyNet: exits only after max-pools (layers 1, 3)" \
     sh -c "grep '^at=' '$T/b/exits.cfg' | grep -qvx 'at=[13]' && exit 1 || exit 0"
 t_check "BranchyNet: method named" grep -q '"method":[[:space:]]*"branchynet"' "$T/b/meta.json"
 
+# every threshold at or above the floor (alpha always applies), exits within the cap
+t_check "thresholds at or above min_threshold (0.5)" python3 - "$T/e/meta.json" <<'PY'
+import json, sys
+tf = json.load(open(sys.argv[1]))["technique_fields"]
+assert all(e["threshold"] >= 0.5 - 1e-6 for e in tf["exits"]), tf["exits"]
+assert tf["min_threshold"] == 0.5 and tf["threshold_z"] == 1
+PY
+expect_ok "exit_cap=0.01" "$P" "${A[@]}" --set exit_cap=0.01 --out "$T/cap"
+t_check "exits within 1% of the base's MACs" python3 - "$T/cap/meta.json" <<'PY'
+import json, sys
+tf = json.load(open(sys.argv[1]))["technique_fields"]
+assert tf["exits_macs_fraction"] <= 0.01 + 1e-12, tf["exits_macs_fraction"]
+PY
+
+# FlexDNN's trunk: collective-importance pruning, then the exits
+expect_ok "trunk_prune=1" "$P" "${A[@]}" --set trunk_prune=1 --set trunk_macs=0.6 --set trunk_retrain=3 \
+    --set sbs_images=16 --set trunk_compare_l1=1 --out "$T/p"
+t_check "pruned trunk: meta.json records SBS, its cost and the L1 comparison" python3 - "$T/p/meta.json" <<'PY'
+import json, sys
+tf = json.load(open(sys.argv[1]))["technique_fields"]
+t = tf["pruned_trunk"]
+assert t["method"] == "sbs" and t["counts_from"] == "trunk_macs", t
+assert t["macs"] <= 0.6 * t["base_macs"], (t["macs"], t["base_macs"])
+assert t["cost"]["fine_tunes"] > 0 and "approximation" in t["cost"] and t["cost"]["exact_fine_tunes"] > 0
+assert "l1_same_counts" in t and t["test"]["images"] > 0
+m = json.load(open(sys.argv[1]))["measured"]["pruned_trunk"]
+assert m["sbs_ranking_cpu_seconds"] >= 0 and m["retrain_cpu_seconds"] >= 0
+assert "seconds" not in json.dumps(tf), "seconds belong in measured, not in technique_fields"
+for l in t["layers"]:
+    assert sorted(l["sbs_order"]) == list(range(l["filters"])), l
+    assert sorted(l["l1_order"]) == list(range(l["filters"])), l
+    assert l["sbs_floor"] <= l["kept"] <= l["filters"]
+assert tf["base"]["macs"] == t["base_macs"] and tf["trunk_alone"]["macs"] == t["macs"]
+assert all(abs(p["macs_saving"] - (1 - p["expected_macs"] / t["base_macs"])) < 1e-9 for p in tf["alpha_profile"])
+PY
+t_check "pruned trunk: variant.cfg has fewer filters, no [exit]" sh -c \
+    "[ \$(grep -c '^filters=' '$T/p/variant.cfg') -eq 2 ] && ! grep -q '^\[exit\]' '$T/p/variant.cfg' && \
+     ! cmp -s '$T/base.cfg' '$T/p/variant.cfg'"
+expect_ok "trunk_prune=1 again, 2 threads" "$P" "${A[@]}" --set trunk_prune=1 --set trunk_macs=0.6 \
+    --set trunk_retrain=3 --set sbs_images=16 --set trunk_compare_l1=1 --out "$T/p2" --threads 2
+t_check "pruned trunk: same bytes for any thread count" sh -c \
+    "cmp -s '$T/p/init.weights' '$T/p2/init.weights' && cmp -s '$T/p/variant.cfg' '$T/p2/variant.cfg' && \
+     cmp -s '$T/p/exits.weights' '$T/p2/exits.weights'"
+
+# the catalog's view: an early-exit variant costs its expected MACs at alpha 1
+cp "$T/p/init.weights" "$T/p/variant.weights"
+expect_ok "trainer valid on the pruned trunk" sh -c "'$BIN/trainer' valid --cfg '$T/p/variant.cfg' \
+    --weights '$T/p/variant.weights' --data '$T/s/s.data' --split test --threads 1 --json >'$T/p/eval.json'"
+expect_ok "catalog profile" "$BIN/catalog" profile --cfg "$T/p/variant.cfg" --weights "$T/p/variant.weights" \
+    --runs 0 --threads 1 --out "$T/p/profile.json"
+expect_ok "catalog describe" "$BIN/catalog" describe "$T/p" --id ee --model tiny --task identity \
+    --eval "$T/p/eval.json" --profile "$T/p/profile.json" --meta "$T/p/meta.json"
+t_check "variant.json: cost.expected_macs is alpha 1's, macs the trunk's" python3 - "$T/p" <<'PY'
+import json, sys
+v = json.load(open(sys.argv[1] + "/variant.json"))
+tf = json.load(open(sys.argv[1] + "/meta.json"))["technique_fields"]
+a1 = [p for p in tf["alpha_profile"] if p["alpha"] == 1][0]
+assert v["cost"]["expected_macs"] == round(a1["expected_macs"]), (v["cost"], a1)
+assert v["cost"]["macs"] == tf["pruned_trunk"]["macs"], v["cost"]["macs"]
+import os
+assert v["cost"]["exits_weight_bytes"] == os.path.getsize(sys.argv[1] + "/exits.weights") - 20
+PY
+
 # errors: what, where, what to do; exit non-zero; nothing written
 nothing_written() { [ ! -e "$T/bad" ]; }
 bad() { # NAME PATTERN ARGS...

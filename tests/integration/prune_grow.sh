@@ -7,59 +7,11 @@
 # and errors that exit non-zero and leave nothing behind.
 . "$TOP/tests/lib.sh"
 P=$BIN/prune
-TOOL=$TESTD/tools/prune-testtool
 jqc() { jq -e "$1" "$2" >/dev/null; } # FILTER FILE: the filter holds
 
-cat >"$T/base.cfg" <<'EOF2'
-[net]
-batch=8
-width=16
-height=16
-channels=3
-learning_rate=0.1
-momentum=0.9
-decay=0.0005
-
-[convolutional]
-batch_normalize=1
-filters=8
-size=3
-stride=1
-pad=1
-activation=relu
-
-[maxpool]
-size=2
-stride=2
-
-[convolutional]
-batch_normalize=1
-filters=8
-size=3
-stride=1
-pad=1
-activation=relu
-
-[maxpool]
-size=2
-stride=2
-
-[connected]
-output=12
-activation=relu
-
-[connected]
-output=2
-activation=linear
-
-[softmax]
-EOF2
-"$TOOL" weights "$T/base.cfg" 5 "$T/base.weights" || t_fail "fixture weights"
-"$TOOL" images "$T/data" 12 16 4 || t_fail "fixture images"
+. "$TOP/tests/integration/prune/nest.sh"
+nest_fixture "$T" || { t_done; exit 0; }
 D=$T/data/tiny.data
-"$P" roadmap --cfg "$T/base.cfg" --weights "$T/base.weights" --data "$D" --method l1 --seed 3 \
-    --out "$T/rm" --set step=0.25 --set min_accuracy=0 --set retrain_batches=5 --set max_steps=4 \
-    >/dev/null 2>&1 || t_fail "fixture roadmap"
 R=$T/rm/roadmap.json
 G=(grow --roadmap "$R" --data "$D" --seed 1 --set batches=5)
 
@@ -101,6 +53,20 @@ t_check "trainer runs the full capacity with capacity 5's accuracy" grep -q "^to
 
 THREADS=2 expect_ok "grow with 2 threads" "$P" "${G[@]}" --threads 2 --out "$T/g2"
 t_check "the same bytes with 1 and 2 threads" diff -r "$T/g" "$T/g2"
+
+# connected=0: the roadmap prunes only the convolutional layers; grow then
+# fixes the connected layer (all its rows read the new channels through
+# trained columns) instead of growing it with nothing to grow.
+"$P" roadmap --cfg "$T/base.cfg" --weights "$T/base.weights" --data "$D" --method l1 --seed 3 \
+    --out "$T/rc" --set step=0.25 --set min_accuracy=0 --set retrain_batches=5 --set max_steps=3 \
+    --set connected=0 >/dev/null 2>&1 || t_fail "roadmap connected=0"
+t_check "connected=0: every step keeps the connected layer's 12 units, the convolutional layers shrink" \
+    jqc '.settings.connected == false and all(.steps[]; .kept[2] == 12) and .steps[-1].kept[0] < 8' "$T/rc/roadmap.json"
+expect_ok "grow from it" "$P" grow --roadmap "$T/rc/roadmap.json" --data "$D" --seed 1 --set batches=5 --out "$T/gc"
+t_check "the unpruned connected layer is fixed, the convolutional ones grow" \
+    jqc '[.layers[] | select(.filters > 0) | .fixed] == [false, false, true, true] and .settings.revive == 0.01' "$T/gc/capacities.json"
+t_check "capacity 1 is still the seed" test "$(jq '.capacities[0].test.correct' "$T/gc/capacities.json")" = \
+    "$(jq ".steps[$(jq .seed_step "$T/rc/roadmap.json")].test.correct" "$T/rc/roadmap.json")"
 
 bad() { # NAME PATTERN ARGS...: fails with PATTERN and leaves no folder
     local name=$1 pat=$2; shift 2

@@ -6,43 +6,8 @@
 P=$BIN/prune
 TOOL=$TESTD/tools/prune-testtool
 
-cat >"$T/base.cfg" <<'EOF'
-[net]
-batch=4
-width=16
-height=16
-channels=3
-
-[convolutional]
-filters=8
-size=3
-stride=1
-pad=1
-batch_normalize=1
-activation=relu
-
-[maxpool]
-size=2
-stride=2
-
-[convolutional]
-filters=6
-size=3
-pad=1
-activation=leaky
-
-[connected]
-output=10
-activation=relu
-
-[connected]
-output=2
-activation=linear
-
-[softmax]
-EOF
-"$TOOL" weights "$T/base.cfg" 5 "$T/base.weights" || t_fail "fixture weights"
-"$TOOL" images "$T/data" 12 16 4 || t_fail "fixture images"
+. "$TOP/tests/integration/prune/rank.sh"
+rank_fixture || { t_done; exit 0; }
 D=$T/data/tiny.data
 jqc() { jq -e "$1" "$2" >/dev/null; } # FILTER FILE: the filter holds
 TRR=(trr --cfg "$T/base.cfg" --weights "$T/base.weights" --data "$D" --seed 3 --triplets 20)

@@ -5,49 +5,10 @@
 # non-zero and leave nothing behind.
 . "$TOP/tests/lib.sh"
 P=$BIN/prune
-TOOL=$TESTD/tools/prune-testtool
 jqc() { jq -e "$1" "$2" >/dev/null; } # FILTER FILE: the filter holds
 
-cat >"$T/base.cfg" <<'EOF'
-[net]
-batch=8
-width=16
-height=16
-channels=3
-learning_rate=0.1
-momentum=0.9
-decay=0.0005
-
-[convolutional]
-filters=8
-size=3
-stride=1
-pad=1
-batch_normalize=1
-activation=relu
-
-[maxpool]
-size=2
-stride=2
-
-[convolutional]
-filters=6
-size=3
-pad=1
-activation=leaky
-
-[connected]
-output=10
-activation=relu
-
-[connected]
-output=2
-activation=linear
-
-[softmax]
-EOF
-"$TOOL" weights "$T/base.cfg" 5 "$T/base.weights" || t_fail "fixture weights"
-"$TOOL" images "$T/data" 12 16 4 || t_fail "fixture images"
+. "$TOP/tests/integration/prune/rank.sh"
+rank_fixture || { t_done; exit 0; }
 D=$T/data/tiny.data
 RM=(roadmap --cfg "$T/base.cfg" --weights "$T/base.weights" --data "$D" --seed 2
     --set retrain_batches=5 --set min_accuracy=0 --set triplets=12 --set step=0.25)

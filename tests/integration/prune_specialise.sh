@@ -60,6 +60,24 @@ expect_ok "a separate generic model" "$P" "${A[@]}" --generic-cfg "$T/base.cfg" 
     --generic-weights "$T/base.weights" --out "$T/o3"
 t_check "a separate generic model costs all its MACs" python3 -c "
 import json,sys; t=json.load(open('$T/o3/specialise.json')); sys.exit(t['fallthrough_macs'] != t['generic_macs'])"
+t_check "the gate's sweep: gate 0 is the cascade reported, shares sent grow with the gate" python3 - "$T/o/specialise.json" <<'PY'
+import json, sys
+for r in json.load(open(sys.argv[1]))["contexts"]:
+    g = r["gate_sweep"]
+    assert g[0]["gate"] == 0 and g[0]["overall"]["top1"] == r["overall"]["top1"] and g[0]["sent_share"] == r["sent_share"], r
+    assert all(a["sent_share"] <= b["sent_share"] for a, b in zip(g, g[1:])), g
+PY
+expect_ok "--set gate=0.9 and --parent" "$P" "${A[@]}" --set gate=0.9 --parent rw-x --out "$T/o5"
+t_check "  ... the cascade's gate, partner and parent in meta.json; the cascade scored with the gate" python3 - "$T/o5" "$T/o/specialise.json" <<'PY'
+import json, sys
+m = json.load(open(sys.argv[1] + "/n7-p0.9/meta.json"))
+c = m["technique_fields"]["cascade"]
+assert c["gate"] == 0.9 and c["partner"] == "rw-x" and m["parent"] == "rw-x", m
+plain = {r["id"]: r for r in json.load(open(sys.argv[2]))["contexts"]}
+for r in json.load(open(sys.argv[1] + "/specialise.json"))["contexts"]:
+    want = [e for e in plain[r["id"]]["gate_sweep"] if e["gate"] == 0.9][0]
+    assert r["overall"]["top1"] == want["overall"]["top1"] and r["sent_share"] == want["sent_share"], (r, want)
+PY
 expect_ok "--cut lower retrains more layers" "$P" "${A[@]}" --cut L3 --out "$T/o4"
 t_check "from_layer 4" grep -q '"from_layer":[[:space:]]*4' "$T/o4/n7-p0.6/meta.json"
 
@@ -71,6 +89,8 @@ bad() { # NAME PATTERN ARGS...
 }
 bad "missing --contexts" "--contexts is required" specialise --cfg "$T/base.cfg" --weights "$T/base.weights" --data "$T/s/s.data" --seed 1
 bad "generic cfg without weights" "go together" "${A[@]}" --generic-cfg "$T/base.cfg"
+bad "a gate out of range" "the gate is a probability in \\[0, 1\\)" "${A[@]}" --set gate=1
+bad "a bad --parent" "--parent 'Bad id' is not a variant id" "${A[@]}" --parent 'Bad id'
 "$BIN/dataset" generate --out "$T/b" --name s --seed 9 --size 16 --train 3 --valid 1 --test 2 \
     --context-n 7 --context-p 0.6 --threads 1 >/dev/null 2>&1
 bad "contexts of another set" "is not an image of the base set" "${A[@]/$C/$T/b/s/contexts/contexts.list}"

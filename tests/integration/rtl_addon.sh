@@ -9,61 +9,10 @@
 . "$TOP/tests/lib.sh"
 cd "$T" || exit 1
 export SOURCE_DATE_EPOCH=1700000000
-"$BIN/dataset" generate --out "$T" --name s --seed 3 --size 16 --train 3 --valid 1 --test 2 \
-    --no-contexts --threads 1 >/dev/null 2>&1 || { t_fail "fixture data set"; t_done; exit 0; }
-cat >base.cfg <<'EOF'
-[net]
-batch=8
-subdivisions=1
-width=16
-height=16
-channels=3
-learning_rate=0.01
-momentum=0.9
-decay=0.0005
-max_batches=150
-
-[convolutional]
-filters=8
-size=3
-stride=1
-pad=1
-batch_normalize=1
-activation=relu
-
-[maxpool]
-size=2
-stride=2
-
-[connected]
-output=16
-activation=relu
-
-[connected]
-output=48
-activation=linear
-
-[softmax]
-EOF
+. "$TOP/tests/integration/rtl/tasks.sh"
+tasks_base_cfg base.cfg
+tasks_fixture base.cfg || { t_done; exit 0; }
 V=c/variants
-mkdir -p $V/base
-cp base.cfg $V/base/variant.cfg
-"$BIN/trainer" train --cfg base.cfg --data s/s.data --backup bk --seed 2 --threads 1 --loader-threads 1 \
-    --quiet >train.log 2>&1 && cp bk/base.weights $V/base/variant.weights ||
-    { t_fail "train the fixture base" "$(tail -n 5 train.log)"; t_done; exit 0; }
-vjson() { # ID TASK META COST
-    python3 - "$@" <<'EOF'
-import json, sys
-vid, task, meta, cost = sys.argv[1:5]
-m = json.load(open(meta)) if meta != "-" else {"technique": "base", "description": "base", "technique_fields": {}}
-sp = m["technique"] != "base"
-print(json.dumps({"schema": 1, "id": vid, "model": "tiny", "technique": m["technique"],
-    "parent": "base" if sp else None, "depends_on": ["base"] if sp else [], "description": m["description"],
-    "task": task, "files": [{"role": "cfg", "path": "variant.cfg"}, {"role": "weights", "path": "variant.weights"}],
-    "accuracy": {}, "technique_fields": m["technique_fields"], "cost": json.loads(cost)}))
-EOF
-}
-vjson base identity - "$("$BIN/trainer" info --json $V/base/variant.cfg)" >$V/base/variant.json
 "$BIN/catalog" keygen -p k.pub -s k.key -W >/dev/null
 pack_base() { # VERSION
     "$BIN/catalog" pack $V -o base$1 --task identity=s/s.names --version "$1" --key k.key >/dev/null 2>&1
@@ -76,7 +25,7 @@ expect_ok "prune specialise" "$BIN/prune" specialise --cfg $V/base/variant.cfg -
     --data s/s.data --contexts ctx/contexts.list --set batches=200 --set aug_passes=0 --seed 1 --out sp
 A=a/variants/spec
 mkdir -p $A && cp sp/n3-p0.7/variant.cfg $A/ && cp sp/n3-p0.7/init.weights $A/variant.weights
-vjson spec ctx sp/n3-p0.7/meta.json "$("$BIN/trainer" info --json $A/variant.cfg)" >$A/variant.json
+vjson tiny spec ctx sp/n3-p0.7/meta.json "$("$BIN/trainer" info --json $A/variant.cfg)" >$A/variant.json
 t_check "the specialised model's cascade partner is the base" grep -q '"partner": "base"' $A/variant.json
 expect_fail "an add-on needs its own catalog id" "--addon-of needs --catalog ID" "$BIN/catalog" pack a/variants -o addon \
     --task ctx=ctx/n3-p0.7/n3-p0.7.names --version 1 --key k.key --addon-of base1/manifest.json

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # rtl run on an early-exit variant equals the trainer library's evaluation
-# (issue 16 item 3): prune early-exit writes, for every test image, the
+# (issue 16 item 3), on a trunk pruned by collective importance (FlexDNN's
+# pipeline): prune early-exit writes, for every test image, the
 # exit that answered at alpha 1 and its probabilities (predictions.json,
 # batch evaluation in libprn/libtrn); the variant is packed into a signed
 # catalog (cfg, weights, exits.cfg, exits.weights), installed with rtl
@@ -24,13 +25,16 @@ printf '[maxpool]\nsize=2\nstride=2\n\n[connected]\noutput=48\nactivation=linear
 "$TOOL" weights base.cfg 5 base.weights || { t_fail "fixture weights"; t_done; exit 0; }
 expect_ok "prune early-exit with predictions" "$P" early-exit --cfg base.cfg --weights base.weights \
     --data s/s.data --seed 4 --set batch=8 --set stage1=8 --set finetune=3 --set width=2 --set layers=1 \
-    --set pool_to=2 --set predictions=1 --out e
+    --set pool_to=2 --set predictions=1 --set trunk_prune=1 --set trunk_macs=0.7 --set trunk_retrain=3 \
+    --set sbs_images=16 --out e
+t_check "the trunk is pruned (FlexDNN's collective importance)" sh -c '! cmp -s base.cfg e/variant.cfg'
 
-# the catalog: base and the early-exit variant
+# the catalog: base and the early-exit variant (its trunk the pruned one)
 mkdir -p variants/base variants/ee
 cp base.cfg variants/base/variant.cfg && cp base.weights variants/base/variant.weights
 cp e/variant.cfg e/exits.cfg e/exits.weights variants/ee/ && cp e/init.weights variants/ee/variant.weights
 cost=$("$BIN/trainer" info --json base.cfg)
+ecost=$("$BIN/trainer" info --json e/variant.cfg)
 printf '{"schema":1,"id":"base","model":"eenet","technique":"base","parent":null,"depends_on":[],"description":"base",
  "task":"identity","files":[{"role":"cfg","path":"variant.cfg"},{"role":"weights","path":"variant.weights"}],
  "accuracy":{},"technique_fields":{},"cost":%s}\n' "$cost" >variants/base/variant.json
@@ -38,7 +42,7 @@ tf=$(python3 -c 'import json,sys; print(json.dumps(json.load(open(sys.argv[1]))[
 printf '{"schema":1,"id":"ee","model":"eenet","technique":"early-exit","parent":"base","depends_on":[],"description":"ee",
  "task":"identity","files":[{"role":"cfg","path":"variant.cfg"},{"role":"weights","path":"variant.weights"},
  {"role":"exits_cfg","path":"exits.cfg"},{"role":"exits_weights","path":"exits.weights"}],
- "accuracy":{},"technique_fields":%s,"cost":%s}\n' "$tf" "$cost" >variants/ee/variant.json
+ "accuracy":{},"technique_fields":%s,"cost":%s}\n' "$tf" "$ecost" >variants/ee/variant.json
 "$CAT" keygen -p k.pub -s k.key -W >/dev/null 2>&1
 expect_ok "catalog pack" "$CAT" pack variants -o pkg --task identity=s/s.names --version 1 --key k.key
 mkdir -p root/keys && cp k.pub root/keys/

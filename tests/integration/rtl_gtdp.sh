@@ -8,6 +8,8 @@
 # - a worker killed (SIGKILL) in the middle of a request: the request still
 #   completes with the right answer, its part computed on the device;
 # - a worker that is not there: everything runs on the device, same answer;
+# - a max pool after a convolution is computed by the workers with it
+#   (AlexNet's unpadded 3x3/2, Darknet's padded one, stride 1): same answer;
 # - rtl plan --workers prints a plan whose parts tile every layer, and errors
 #   are usage errors.
 . "$TOP/tests/lib.sh"
@@ -95,7 +97,41 @@ rtl run rtlnet rewrite-s2 $img --top 10 --json --threads 1 --workers "127.0.0.1:
 t_check "a worker that is not there: the answer comes from the device" same_answer local-rewrite-s2.json gone.json
 t_check "with a warning naming it" grep -q 'worker 1' gone.err
 
-# 4. rtl plan --workers
+# 4. max pools fused into the parts (each worker pools its own rows):
+# AlexNet's (3x3 stride 2, no padding), Darknet's default padding (windows
+# from one row up), a stride-1 pool, over three unequal workers (row and
+# channel splits); a catalog of its own in root2.
+{
+    printf '[net]\nbatch=8\nsubdivisions=1\nwidth=24\nheight=24\nchannels=3\n'
+    printf 'learning_rate=0.05\nmomentum=0.9\ndecay=0.0005\nmax_batches=2\n'
+    printf '[convolutional]\nbatch_normalize=1\nfilters=8\nsize=5\nstride=1\npad=1\nactivation=relu\n'
+    printf '[maxpool]\nsize=3\nstride=2\npadding=0\n'
+    printf '[convolutional]\nfilters=12\nsize=3\nstride=1\npad=1\nactivation=leaky\n'
+    printf '[maxpool]\nsize=3\nstride=2\n'
+    printf '[convolutional]\nfilters=10\nsize=1\nstride=1\nactivation=linear\n'
+    printf '[maxpool]\nsize=2\nstride=1\n'
+    printf '[avgpool]\n[softmax]\n'
+} >pools.cfg
+mkdir -p root2/keys
+if fx_rtl_data d >pools.log 2>&1 && fx_rtl_variant d pools base - pools.cfg 2 >>pools.log 2>&1 &&
+    "$CAT" pack d/variants -o d/out --task identity=d/identity.names --version 1 --key c/k.key >>pools.log 2>&1 &&
+    cp c/k.pub root2/keys/ && "$RTL" --root root2 install d/out/catalog-rtlnet-1.tar.zst >>pools.log 2>&1; then
+    R=root2
+    start_worker p1 && start_worker p2 && start_worker p3 || t_fail "three workers start" "$(cat p?.log)"
+    WP="127.0.0.1:$(cat p1.port)@1,127.0.0.1:$(cat p2.port)@0.5,127.0.0.1:$(cat p3.port)@0.25"
+    rtl run rtlnet pools $img --top 10 --json --threads 1 >local-pools.json 2>&1
+    rtl run rtlnet pools $img --top 10 --json --threads 1 --workers "$WP" "${keys[@]}" >g-pools.json 2>g-pools.err
+    t_check "conv + max pool blocks over three unequal workers answer what the local run answers" \
+        same_answer local-pools.json g-pools.json
+    t_check "three blocks split, none recomputed" test "$(field g-pools.json split_layers):$(field g-pools.json recomputed)" = 3:0
+    rtl plan rtlnet pools --runs 2 --workers 1@1000,0.5@1000,0.25@1000 >plan-pools.txt 2>&1
+    t_check "rtl plan --workers shows the fused blocks" test "$(grep -c 'conv+maxpool' plan-pools.txt)" = 3
+    R=root
+else
+    t_fail "build the pools variant" "$(tail -n 20 pools.log)"
+fi
+
+# 5. rtl plan --workers
 rtl plan rtlnet rewrite-s2 --runs 2 --workers 1@1000,0.5@100:1 --json >plan.json 2>plan.err
 t_check "rtl plan --workers: the parts tile every split layer" python3 - plan.json <<'PY'
 import json, sys

@@ -10,60 +10,13 @@
 . "$TOP/tests/lib.sh"
 cd "$T" || exit 1
 P=$BIN/prune
-TOOL=$TESTD/tools/prune-testtool
 CAT=$BIN/catalog
 RTL=$BIN/rtl
 export SOURCE_DATE_EPOCH=1700000000
 
-cat >base.cfg <<'EOF2'
-[net]
-batch=8
-width=16
-height=16
-channels=3
-learning_rate=0.1
-momentum=0.9
-decay=0.0005
-
-[convolutional]
-batch_normalize=1
-filters=8
-size=3
-stride=1
-pad=1
-activation=relu
-
-[maxpool]
-size=2
-stride=2
-
-[convolutional]
-batch_normalize=1
-filters=8
-size=3
-stride=1
-pad=1
-activation=relu
-
-[maxpool]
-size=2
-stride=2
-
-[connected]
-output=12
-activation=relu
-
-[connected]
-output=2
-activation=linear
-
-[softmax]
-EOF2
-"$TOOL" weights base.cfg 5 base.weights && "$TOOL" images data 12 16 4 || t_fail "fixture data"
+. "$TOP/tests/integration/prune/nest.sh"
+nest_fixture . || { t_done; exit 0; }
 D=data/tiny.data
-"$P" roadmap --cfg base.cfg --weights base.weights --data $D --method l1 --seed 3 --out rm \
-    --set step=0.25 --set min_accuracy=0 --set retrain_batches=5 --set max_steps=4 >/dev/null 2>&1 ||
-    t_fail "fixture roadmap"
 expect_ok "grow" "$P" grow --roadmap rm/roadmap.json --data $D --seed 1 --set batches=5 --out g
 V=c/variants/nest
 mkdir -p $V

@@ -181,6 +181,14 @@ t_check "and warns about the profile" grep -q "warning: .*profile.json is damage
 expect_fail "profile refuses to merge into a damaged profile" "profile.json is damaged.*remove it" rtl profile rtlnet base --runs 1
 cp profile.good "$P"
 expect_fail "profile of a variant the catalog lacks" "has no variant 'nonesuch'" rtl profile rtlnet nonesuch
+expect_ok "rtl profile --gap-ms: runs apart" rtl -q profile rtlnet base --runs 3 --threads 3 --gap-ms 5 --json
+t_check "the JSON and the stored entry record the gap" python3 -c "
+import json
+assert json.load(open('$T/out'))[0]['gap_ms'] == 5
+e = [x for x in json.load(open('$P'))['entries'] if x['variant'] == 'base' and x['threads'] == 3]
+assert len(e) == 1 and e[0]['gap_ms'] == 5, e"
+expect_ok "rtl inspect shows the gap" rtl inspect rtlnet
+t_check "as runs apart" grep -q '3 runs 5 ms apart' "$T/out"
 
 for verb in run profile; do
     "$RTL" "$verb" --help >h.out 2>&1 && grep -q "^Usage: rtl $verb" h.out || bad_help="${bad_help:-} $verb"

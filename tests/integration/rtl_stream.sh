@@ -121,6 +121,25 @@ s = lines[-1]["summary"]
 assert s["refused"] > 0 and "energy budget is spent" in [l for l in res if "refused" in l][0]["refused"], s
 assert s["energy_mj"] <= 0.108 + 1e-9 and s["served"] + s["refused"] == len(res), s
 ' "$T/out"
+# A paced stream decides at each request's due time (frame / fps): the run
+# and --dry-run see the same trace, so under an energy budget that makes
+# MCDNN move between variants they make the same decisions (170 requests,
+# 100 per second, 60% of the energy the unconstrained choice takes).
+rtl stream rtlnet @list.txt c/images --repeat 10 --dry-run >free.jsonl 2>/dev/null
+python3 -c '
+import json, sys
+s = json.loads(open(sys.argv[1]).read().splitlines()[-1])["summary"]
+print("energy_wh = %.6g\nhorizon_s = 1.7" % (s["energy_mj"] * 0.6 / 3.6e6))' free.jsonl >pctl
+rtl stream rtlnet @list.txt c/images --repeat 10 --fps 100 --control pctl --dry-run --threads 1 >pdry.jsonl 2>/dev/null
+expect_ok "a paced stream under an energy budget" \
+    rtl stream rtlnet @list.txt c/images --repeat 10 --fps 100 --control pctl --threads 1
+t_check "the run made the decisions of --dry-run, more than one variant among them" python3 -c '
+import json, sys
+def dec(f): return [(l["input"], l.get("variant"), l.get("refused") is not None) for l in map(json.loads, open(f)) if "input" in l]
+a, b = dec(sys.argv[1]), dec(sys.argv[2])
+assert a == b and len(a) == 170, (a, b)
+assert len(set(v for _, v, r in a if not r)) > 1, a
+' pdry.jsonl "$T/out"
 printf 'memory_mb = 0.000001\n' >ctl
 expect_ok "a memory budget nothing fits: per-request refusals" rtl stream rtlnet c/images --control ctl --threads 1
 t_check "each request refused with the reason" bash -c "[ \$(grep -c '\"refused\":\".*memory budget' '$T/out') = 5 ]"
@@ -132,34 +151,34 @@ expect_fail "an input that does not exist" "input nowhere.bmp" rtl stream rtlnet
 expect_fail "a task the catalog lacks" "no task colour" rtl stream rtlnet c/images --task colour
 expect_fail "an unknown policy" "unknown policy 'best'" rtl stream rtlnet c/images --policy best
 expect_fail "dry run and execute together" "exclude each other" rtl stream rtlnet c/images --dry-run --execute
-# A real multi-capacity (nested) variant: prune roadmap -> prune grow (as
-# tests/integration/rtl_nested.sh), its capacities' measured top-1 in the
-# manifest; the scheduler picks a capacity and stream switches the open
-# model to it in place.
-TOOL=$O/tests/tools/prune-testtool
-sed -n '/^cat >base.cfg/,/^EOF2/p' "$TOP/tests/integration/rtl_nested.sh" | sed '1d;$d' >nbase.cfg
-"$TOOL" weights nbase.cfg 5 nbase.weights && "$TOOL" images ndata 12 16 4 &&
-    "$BIN/prune" roadmap --cfg nbase.cfg --weights nbase.weights --data ndata/tiny.data --method l1 --seed 3 --out rm \
-        --set step=0.25 --set min_accuracy=0 --set retrain_batches=5 --set max_steps=4 >/dev/null 2>&1 &&
-    "$BIN/prune" grow --roadmap rm/roadmap.json --data ndata/tiny.data --seed 1 --set batches=5 --out g >/dev/null 2>&1 ||
-    t_fail "nested fixture"
+# A real multi-capacity (nested) variant: prune roadmap -> prune grow (the
+# fixture of tests/integration/prune/nest.sh, as rtl_nested.sh), its
+# capacities' measured top-1 in the manifest; the scheduler picks a
+# capacity and stream switches the open model to it in place.
+. "$TOP/tests/integration/prune/nest.sh"
+mkdir -p nf && nest_fixture nf &&
+    "$BIN/prune" grow --roadmap nf/rm/roadmap.json --data nf/data/tiny.data --seed 1 --set batches=5 --out g \
+        >/dev/null 2>&1 || t_fail "nested fixture"
 V=n/variants/nest
 mkdir -p $V && cp g/variant.cfg $V/variant.cfg && cp g/init.weights $V/variant.weights
+# the capacities' top-1 set by the test, rising with the capacity (measured
+# on 12 tiny images they tie, and the scheduler takes the cheapest of a tie)
+jq '.technique_fields | .capacities |= [to_entries[] | .value.top1 = (0.5 + 0.1 * .key) | .value]' g/meta.json >tf.json
 {
     printf '{"schema":1,"id":"nest","model":"tiny","technique":"nested","parent":null,"depends_on":[],\n'
     printf ' "description":"stream nested fixture","task":"identity",\n'
     printf ' "files":[{"role":"cfg","path":"variant.cfg"},{"role":"weights","path":"variant.weights"}],\n'
     printf ' "accuracy":{"identity":{"split":"test","images":6,"top1":%s}},"technique_fields":%s,\n "cost":' \
-        "$(jq '.technique_fields.capacities[-1].top1' g/meta.json)" "$(jq -c .technique_fields g/meta.json)"
+        "$(jq '.capacities[-1].top1' tf.json)" "$(jq -c . tf.json)"
     "$BIN/trainer" info --json $V/variant.cfg
     printf '}\n'
 } >$V/variant.json
-"$CAT" pack n/variants -o n/out --task identity=ndata/labels.txt --version 1 --key c/k.key >npack.log 2>&1 &&
+"$CAT" pack n/variants -o n/out --task identity=nf/data/labels.txt --version 1 --key c/k.key >npack.log 2>&1 &&
     rtl install n/out/catalog-tiny-1.tar.zst >/dev/null 2>&1 || cat npack.log
-nimg=$(ls ndata/img/* | head -n 4)
+nimg=$(ls nf/data/img/* | head -n 4)
 expect_ok "stream a nested variant: the most accurate capacity" rtl stream tiny $nimg --threads 1
 cp "$T/out" nest1.jsonl
-best=$(jq '[.technique_fields.capacities | to_entries[] | {k: (.key + 1), a: .value.top1}] | max_by(.a) | .k' g/meta.json)
+best=$(jq '.capacities | length' tf.json)
 t_check "every request ran at capacity $best (the most accurate)" python3 -c '
 import json, sys
 res = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{\"input")]
@@ -180,5 +199,64 @@ for r in res:
     assert r["capacity"] < int(sys.argv[2]) and r["answer"], r
     assert r["paged_in"] or r["predicted_ms"] <= float(sys.argv[3]) + 1e-9, r   # the budget (a page-in adds its load)
 ' "$T/out" "$best" "$lim"
+# A real early-exit variant (prune early-exit, as tests/integration/rtl_exits.sh)
+# whose alpha profile this test sets to two knobs: alpha 0.001 (exits early,
+# cheap, top-1 0.5) and alpha 1e5 (the trunk or an exit of threshold 0,
+# top-1 0.6). The scheduler picks the alpha, stream applies it
+# (rtl_model_set_alpha) and reports the exit that answered: the same exit
+# `rtl run --alpha` gives on the same image.
+PT=$O/tests/tools/prune-testtool
+"$BIN/dataset" generate --out e --name s --seed 3 --size 16 --train 2 --valid 1 --test 1 --no-contexts --threads 1 \
+    >/dev/null 2>&1 || t_fail "early-exit fixture data"
+{
+    printf '[net]\nbatch=8\nwidth=16\nheight=16\nchannels=3\n\n'
+    printf '[convolutional]\nfilters=8\nsize=3\nstride=1\npad=1\nbatch_normalize=1\nactivation=relu\n\n'
+    printf '[maxpool]\nsize=2\nstride=2\n\n[convolutional]\nfilters=32\nsize=3\npad=1\nactivation=relu\n\n'
+    printf '[maxpool]\nsize=2\nstride=2\n\n[connected]\noutput=48\nactivation=linear\n\n[softmax]\n'
+} >ebase.cfg
+"$PT" weights ebase.cfg 5 ebase.weights &&
+    "$BIN/prune" early-exit --cfg ebase.cfg --weights ebase.weights --data e/s/s.data --seed 4 --set batch=8 \
+        --set stage1=8 --set finetune=3 --set width=2 --set layers=1 --set pool_to=2 --out ee >/dev/null 2>&1 ||
+    t_fail "early-exit fixture"
+V=e/variants/ee
+mkdir -p $V && cp ee/variant.cfg ee/exits.cfg ee/exits.weights $V/ && cp ee/init.weights $V/variant.weights
+python3 - ee/meta.json "$("$BIN/trainer" info --json ebase.cfg)" >$V/variant.json <<'PY'
+import json, sys
+tf = json.load(open(sys.argv[1]))["technique_fields"]
+cost = json.loads(sys.argv[2])
+tf["alpha_profile"] = [{"alpha": 0.001, "top1": 0.5, "expected_macs": cost["macs"] // 4},
+                       {"alpha": 100000, "top1": 0.6, "expected_macs": cost["macs"]}]
+files = [{"role": "cfg", "path": "variant.cfg"}, {"role": "weights", "path": "variant.weights"},
+         {"role": "exits_cfg", "path": "exits.cfg"}, {"role": "exits_weights", "path": "exits.weights"}]
+print(json.dumps({"schema": 1, "id": "ee", "model": "eenet", "technique": "early-exit", "parent": None,
+                  "depends_on": [], "description": "stream early-exit fixture", "task": "identity", "files": files,
+                  "accuracy": {"identity": {"split": "test", "images": 100, "top1": 0.6, "top5": 0.9}},
+                  "technique_fields": tf, "cost": cost}))
+PY
+"$CAT" pack e/variants -o e/out --task identity=e/s/s.names --version 1 --key c/k.key >epack.log 2>&1 &&
+    rtl install e/out/catalog-eenet-1.tar.zst >/dev/null 2>&1 && rtl profile eenet --runs 5 --threads 1 >/dev/null 2>&1 ||
+    { cat epack.log; t_fail "early-exit catalog"; }
+mapfile -t eimg < <(sed -n 's|^|e/s/|p' e/s/test.list | head -n 6)
+expect_ok "stream an early-exit variant: the most accurate alpha" rtl stream eenet "${eimg[@]}" --threads 1
+cp "$T/out" ee1.jsonl
+python3 -c '
+import json, sys
+ms = [json.loads(l)["predicted_ms"] for l in open(sys.argv[1]) if "\"paged_in\":0" in l]
+print("latency_ms = %g" % (0.5 * max(ms or [0])))' ee1.jsonl >ectl
+expect_ok "a latency budget of half its latency: the early alpha" rtl stream eenet "${eimg[@]}" --threads 1 --control ectl
+cp "$T/out" ee2.jsonl
+for a in 100000 0.001; do rtl run eenet ee "${eimg[@]}" --json --alpha $a --threads 1 >"run-$a.json" 2>/dev/null; done
+t_check "each result at the decided alpha, with the exit rtl run --alpha gives" python3 -c '
+import json, sys
+def lines(f): return [json.loads(l) for l in open(f) if l.startswith("{\"input")]
+def exits(f): return {r["image"]: r["exit"] for r in json.load(open(f))["results"]}
+for f, alpha, ref in ((sys.argv[1], 100000, sys.argv[3]), (sys.argv[2], 0.001, sys.argv[4])):
+    res, want = lines(f), exits(ref)
+    assert len(res) == 6, (f, res)
+    for r in res:
+        assert r["alpha"] == alpha and r["answer"], (f, r)
+        assert r["exit"] == want[r["input"]], (f, r, want)
+assert any(r["exit"] == 0 for r in lines(sys.argv[2])), "alpha 0.001: the first exit answers"
+' ee1.jsonl ee2.jsonl run-100000.json run-0.001.json
 expect_ok "stream --help" rtl stream --help
 t_done

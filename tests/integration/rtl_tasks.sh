@@ -9,8 +9,7 @@
 . "$TOP/tests/lib.sh"
 cd "$T" || exit 1
 export SOURCE_DATE_EPOCH=1700000000
-"$BIN/dataset" generate --out "$T" --name s --seed 3 --size 16 --train 3 --valid 1 --test 2 \
-    --no-contexts --threads 1 >/dev/null 2>&1 || { t_fail "fixture data set"; t_done; exit 0; }
+. "$TOP/tests/integration/rtl/tasks.sh"
 cat >base.cfg <<'EOF'
 [net]
 batch=8
@@ -55,36 +54,16 @@ activation=linear
 
 [softmax]
 EOF
+tasks_fixture base.cfg || { t_done; exit 0; }
 V=c/variants
-mkdir -p $V/base
-cp base.cfg $V/base/variant.cfg
-"$BIN/trainer" train --cfg base.cfg --data s/s.data --backup bk --seed 2 --threads 1 --loader-threads 1 \
-    --quiet >train.log 2>&1 && cp bk/base.weights $V/base/variant.weights ||
-    { t_fail "train the fixture base" "$(tail -n 5 train.log)"; t_done; exit 0; }
 "$BIN/prune" retarget --cfg base.cfg --weights $V/base/variant.weights --tasks s/s.tasks --cut L3 \
     --set batches=30 --set aug_passes=0 --seed 1 --out heads >retarget.log 2>&1 ||
     { t_fail "prune retarget" "$(tail -n 5 retarget.log)"; t_done; exit 0; }
-# variant.json of every variant (costs of trainer info; no accuracy).
-vjson() { # ID TASK DIR META
-    python3 - "$1" "$2" "$3/meta.json" "$4" <<'EOF'
-import json, sys
-vid, task, meta, cost = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
-m = json.load(open(meta)) if meta != "-/meta.json" else {"technique": "base", "description": "base", "technique_fields": {}}
-v = {"schema": 1, "id": vid, "model": "tiny", "technique": m["technique"],
-     "parent": None if m["technique"] == "base" else "base",
-     "depends_on": [] if m["technique"] == "base" else ["base"],
-     "description": m["description"], "task": task,
-     "files": [{"role": "cfg", "path": "variant.cfg"}, {"role": "weights", "path": "variant.weights"}],
-     "accuracy": {}, "technique_fields": m["technique_fields"], "cost": json.loads(cost)}
-print(json.dumps(v))
-EOF
-}
-vjson base identity - "$("$BIN/trainer" info --json $V/base/variant.cfg)" >$V/base/variant.json
 for k in shape colour size texture; do
     mkdir -p $V/head-$k
     cp heads/$k/variant.cfg $V/head-$k/variant.cfg
     cp heads/$k/init.weights $V/head-$k/variant.weights
-    vjson head-$k $k heads/$k "$("$BIN/trainer" info --json heads/$k/variant.cfg)" >$V/head-$k/variant.json
+    vjson tiny head-$k $k heads/$k/meta.json "$("$BIN/trainer" info --json heads/$k/variant.cfg)" >$V/head-$k/variant.json
 done
 "$BIN/catalog" keygen -p k.pub -s k.key -W >/dev/null
 expect_ok "pack base + 4 heads with 5 tasks" "$BIN/catalog" pack $V -o pkg --task identity=s/s.names \

@@ -207,7 +207,7 @@ assert v["images"] == 96 and v["classes"] == 4 and "top5" not in v
 assert sum(map(sum, v["confusion"])) == 96
 assert v["top1"] >= 0.90
 lo, hi = v["top1_ci"]
-assert 0 <= lo <= v["top1"] <= hi <= 1 and hi - lo > 0.05  # 96 images: a wide interval' "$T/valid.json"
+assert 0 <= lo <= v["top1"] <= hi <= 1 and hi - lo > 0.03  # 96 images: a wide interval (0.038 even at top-1 1.0)' "$T/valid.json"
 expect_ok "valid text output" "$trainer" valid --cfg "$cfg" --weights "$T/b1/small.weights" --data "$data"
 t_check "valid prints top-1 and the confusion matrix" grep -q '^top-1 ' "$T/out"
 expect_ok "predict" "$trainer" predict --cfg "$cfg" --weights "$T/b1/small.weights" --data "$data" --top 2 \

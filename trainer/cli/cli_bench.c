@@ -11,9 +11,11 @@
 #include "clikit.h"
 
 #include "backend.h"
+#include "bench_kernels.h"
 #include "portable.h"
 
 #include <cblas.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -55,6 +57,44 @@ static double sgemm_gflops(int n, int reps)
     return best;
 }
 
+/* The memory bandwidth yardstick: a copy of `mb` MiB into another buffer,
+ * cut into 1 MiB pieces spread over the threads; bytes read plus bytes
+ * written per second (STREAM's convention for its copy), best of `reps`
+ * after a warm-up. */
+typedef struct copyctx {
+    const char *src;
+    char *dst;
+    size_t piece, n;
+} copyctx;
+
+static void copy_piece(void *p, int i)
+{
+    const copyctx *c = p;
+    size_t lo = (size_t)i * c->piece, len = c->n - lo < c->piece ? c->n - lo : c->piece;
+    memcpy(c->dst + lo, c->src + lo, len);
+}
+
+static double copy_gbps(int mb, int reps)
+{
+    size_t n = (size_t)mb << 20;
+    char *src = malloc(n), *dst = malloc(n);
+    double best = 0;
+    if (src && dst) {
+        memset(src, 1, n);
+        memset(dst, 2, n);
+        copyctx c = {src, dst, (size_t)1 << 20, n};
+        int pieces = (int)((n + c.piece - 1) / c.piece);
+        for (int r = 0; r <= reps; r++) {
+            double t0 = now_s();
+            trn_parallel_for(pieces, copy_piece, &c);
+            double g = 2.0 * (double)n / (now_s() - t0) / 1e9;
+            if (r && g > best) best = g;
+        }
+    }
+    free(src), free(dst);
+    return best;
+}
+
 /* ---- the training step's products, shape by shape ---------------------- */
 
 typedef struct gshape {
@@ -66,11 +106,14 @@ static struct {
     const trn_backend *inner;
     gshape *s;
     int n, cap, oom;
-} rec;
+    pthread_mutex_t mu;
+} rec = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
+/* The convolution kernels call gemm per tile from the pool's threads. */
 static void rec_gemm(TRN_BE, int ta, int tb, int m, int n, int k, float alpha, const float *a, int lda,
                      const float *b, int ldb, float beta, float *c, int ldc)
 {
+    pthread_mutex_lock(&rec.mu);
     int i = 0;
     while (i < rec.n && !(rec.s[i].ta == ta && rec.s[i].tb == tb && rec.s[i].m == m &&
                           rec.s[i].n == n && rec.s[i].k == k && rec.s[i].beta == (beta != 0)))
@@ -85,45 +128,70 @@ static void rec_gemm(TRN_BE, int ta, int tb, int m, int n, int k, float alpha, c
     } else {
         rec.oom = 1;
     }
+    pthread_mutex_unlock(&rec.mu);
     rec.inner->gemm(rec.inner, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
-/* Times the recorded shapes (each as often as a step calls it) with the
- * default gemm and with the portable one, interleaved, best of `reps`;
+/* Replays the recorded calls: every call of a step is one item of a pool
+ * job (the products of a step run side by side, as the convolutions'
+ * tiles do), each writing its own part of c. */
+typedef struct replay {
+    const int *shape;    /* the call's shape */
+    const size_t *c_off; /* its output's offset in c */
+    const float *a, *b;
+    float *c;
+} replay;
+
+static void replay_call(void *p, int i)
+{
+    const replay *r = p;
+    const gshape *g = &rec.s[r->shape[i]];
+    trn_backend_cpu.gemm(&trn_backend_cpu, g->ta, g->tb, g->m, g->n, g->k, 1, r->a, g->ta ? g->m : g->k, r->b,
+                         g->tb ? g->k : g->n, g->beta ? 1 : 0, r->c + r->c_off[i], g->n);
+}
+
+/* Times the recorded calls (each shape as often as a step calls it) with
+ * the default gemm and with the portable one, interleaved, best of `reps`;
  * GFLOPS of each into *openblas and *portable. Returns the calls per
  * step, or -1 when out of memory. */
 static int gemm_shapes(int reps, double *openblas, double *portable)
 {
-    size_t big = 0;
+    size_t big = 0, cs = 0;
     int calls = 0;
     double flops = 0;
     for (int i = 0; i < rec.n; i++) {
         gshape *g = &rec.s[i];
-        size_t need = (size_t)g->m * g->k + (size_t)g->k * g->n + (size_t)g->m * g->n;
+        size_t need = (size_t)g->m * g->k + (size_t)g->k * g->n;
         if (need > big) big = need;
         calls += g->count;
+        cs += (size_t)g->m * g->n * g->count;
         flops += 2.0 * g->m * g->n * (double)g->k * g->count;
     }
-    float *buf = random_floats(big, 9, -1, 1);
-    if (!buf) return -1;
+    float *buf = random_floats(big, 9, -1, 1), *c = calloc(cs ? cs : 1, sizeof *c);
+    int *shape = malloc((calls ? calls : 1) * sizeof *shape);
+    size_t *off = malloc((calls ? calls : 1) * sizeof *off);
+    if (!buf || !c || !shape || !off) {
+        free(buf), free(c), free(shape), free(off);
+        return -1;
+    }
+    for (int i = 0, q = 0; i < rec.n; i++)
+        for (int j = 0; j < rec.s[i].count; j++, q++) {
+            shape[q] = i;
+            off[q] = q ? off[q - 1] + (size_t)rec.s[shape[q - 1]].m * rec.s[shape[q - 1]].n : 0;
+        }
+    replay r = {shape, off, buf, buf, c};
     double best[2] = {0, 0};
     trn_det_mode was = trn_determinism();
-    for (int r = 0; r <= reps; r++)
+    for (int rep = 0; rep <= reps; rep++)
         for (int mode = 0; mode < 2; mode++) {
             trn_set_determinism(mode ? TRN_DET_PORTABLE : TRN_DET_DEFAULT);
             double t0 = now_s();
-            for (int i = 0; i < rec.n; i++) {
-                gshape *g = &rec.s[i];
-                float *a = buf, *b = a + (size_t)g->m * g->k, *c = b + (size_t)g->k * g->n;
-                for (int j = 0; j < g->count; j++)
-                    trn_backend_cpu.gemm(&trn_backend_cpu, g->ta, g->tb, g->m, g->n, g->k, 1, a, g->ta ? g->m : g->k, b,
-                                         g->tb ? g->k : g->n, g->beta ? 1 : 0, c, g->n);
-            }
+            trn_parallel_for(calls, replay_call, &r);
             double gf = flops / (now_s() - t0) / 1e9;
-            if (r && gf > best[mode]) best[mode] = gf; /* the first round warms up */
+            if (rep && gf > best[mode]) best[mode] = gf; /* the first round warms up */
         }
     trn_set_determinism(was);
-    free(buf);
+    free(buf), free(c), free(shape), free(off);
     *openblas = best[0];
     *portable = best[1];
     return calls;
@@ -133,7 +201,7 @@ int cli_bench(int argc, char **argv)
 {
     const char *cfg = NULL, *threads = NULL, *operand = NULL;
     ck_list set = {.n = 0};
-    long long fb = 1, batch = 0, iters = 5, sg = 2048;
+    long long fb = 1, batch = 0, iters = 5, sg = 2048, copy_mb = 256;
     int json = 0, no_train = 0, layers = 0, no_gemm = 0, rc0;
     const char *det = NULL;
     const ck_opt opts[] = {
@@ -143,9 +211,13 @@ int cli_bench(int argc, char **argv)
         {"--batch", "N", CK_INT, &batch, 1, 4096, "images per training step"},
         {"--iterations", "N", CK_INT, &iters, 1, 100000, "timed repetitions of each (default 5; one warm-up run first)"},
         {"--sgemm", "N", CK_INT, &sg, 0, 16384, "size of the sgemm yardstick (default 2048; 0: skip)"},
+        {"--copy", "MIB", CK_INT, &copy_mb, 0, 65536,
+         "size of the memory-bandwidth yardstick, a copy of MIB MiB (default 256; 0: skip)"},
         {"--no-train", NULL, CK_FLAG, &no_train, 0, 0, "skip the training step (and the gemm shapes)"},
         {"--no-gemm", NULL, CK_FLAG, &no_gemm, 0, 0, "skip the gemm shapes"},
-        {"--layers", NULL, CK_FLAG, &layers, 0, 0, "print every layer's forward and backward time in the step"},
+        {"--layers", NULL, CK_FLAG, &layers, 0, 0,
+         "print every layer's forward and backward time in the step, and\n"
+         "where it goes: every kernel's time per layer and pass"},
         {"--threads", "N", CK_STR, &threads, 0, 0, "threads (default: THREADS, else all cores)"},
         {"--determinism", "MODE", CK_STR, &det, 0, 0,
          "default (OpenBLAS: the same bytes for any thread count on one CPU kind)\n"
@@ -154,6 +226,7 @@ int cli_bench(int argc, char **argv)
         {"--json", NULL, CK_FLAG, &json, 0, 0,
          "one JSON object: forward_images_per_s, forward_gflops,\n"
          "train_images_per_s, train_gflops, conv_train_gflops, sgemm_gflops,\n"
+         "copy_gbps, weight_bytes, forward_bound_s, forward_vs_bound,\n"
          "gemm_calls, gemm_openblas_gflops, gemm_portable_gflops, gemm_kernel"},
         {0},
     };
@@ -165,6 +238,9 @@ int cli_bench(int argc, char **argv)
         "            (default: the cfg's batch / subdivisions), with the convolution\n"
         "            layers' effective GFLOPS (their forward and backward FLOPs over their time)\n"
         "  sgemm     OpenBLAS single-precision N x N x N product (--sgemm N, default 2048; 0: skip)\n"
+        "  copy      memory bandwidth: a copy of --copy MiB (default 256; 0: skip), read plus\n"
+        "            written bytes per second; the forward's bound is the larger of its\n"
+        "            FLOPs at the sgemm rate and its weight bytes at the copy rate\n"
         "  gemm      the matrix products of one training step, shape by shape (their\n"
         "            total GFLOPS): OpenBLAS (default mode) against the portable GEMM\n",
         opts, NULL,
@@ -218,6 +294,7 @@ int cli_bench(int argc, char **argv)
                f_ips, f_gf, iters, iters ? t / iters : 0);
     double t_ips = 0, t_gf = 0, conv_gf = 0, conv_share = 0, g_ob = 0, g_pg = 0;
     int gcalls = -1;
+    long long train_b = 0;
     if (train) {
         o.batch = (int)batch;
         o.infer_only = 0;
@@ -227,6 +304,7 @@ int cli_bench(int argc, char **argv)
             return cli_fail("bench", "%s", e.msg);
         }
         int b = trn_net_batch(net);
+        train_b = b;
         size_t nx = (size_t)b * trn_net_inputs(net), ny = (size_t)b * trn_net_outputs(net);
         float *tx = random_floats(nx, 4, 0, 1), *ty = calloc(ny ? ny : 1, sizeof *ty);
         for (int k = 0; k < b && ty; k++) ty[(size_t)k * trn_net_outputs(net) + (size_t)k % trn_net_outputs(net)] = 1;
@@ -239,6 +317,12 @@ int cli_bench(int argc, char **argv)
                 return cli_fail("bench", "%s", e.msg);
             }
             if (r) t += now_s() - t0;
+        }
+        /* The layer times are those of the timed steps only. */
+        trn_net_profile(net, 0);
+        if (layers && !json && tx && ty && bk_run(net, tx, ty, (int)iters, stdout, &e) != 0) {
+            free(tx), free(ty), trn_net_free(net), trn_cfg_free(c);
+            return cli_fail("bench", "%s", e.msg);
         }
         /* One more step with the products recorded. */
         rec.inner = trn_net_swap_backend(net, NULL);
@@ -288,13 +372,29 @@ int cli_bench(int argc, char **argv)
     trn_cfg_free(c);
     double sgf = sg ? sgemm_gflops((int)sg, 3) : 0;
     if (!json && sg) printf("sgemm    %lldx%lldx%lld: %7.2f GFLOPS (OpenBLAS, %d threads)\n", sg, sg, sg, sgf, trn_threads());
+    double cbw = copy_mb ? copy_gbps((int)copy_mb, 3) : 0;
+    /* The forward's bound: its FLOPs at the sgemm rate or its weights
+     * (read once per forward) at the copy rate, whichever is slower. */
+    double fwd_s = f_ips > 0 ? (double)fb / f_ips : 0, bound = 0;
+    if (sgf > 0) bound = 2.0 * tot.macs * fb / (sgf * 1e9);
+    if (cbw > 0 && tot.weight_bytes / (cbw * 1e9) > bound) bound = tot.weight_bytes / (cbw * 1e9);
+    double vs_bound = bound > 0 ? fwd_s / bound : 0;
+    if (!json && copy_mb)
+        printf("copy     %lld MiB: %7.2f GB/s read + written (%d threads)\n", copy_mb, cbw, trn_threads());
+    if (!json && bound > 0)
+        printf("forward  batch %3lld: %.3f ms against its bound %.3f ms (%.1f MFLOP at the sgemm rate, "
+               "%.1f MB of weights at the copy rate): %.2fx\n",
+               fb, 1e3 * fwd_s, 1e3 * bound, 2e-6 * tot.macs * fb, 1e-6 * tot.weight_bytes, vs_bound);
     if (json)
         printf("{\"forward_batch\":%lld,\"forward_images_per_s\":%.4f,\"forward_gflops\":%.4f,"
                "\"train_batch\":%lld,\"train_images_per_s\":%.4f,\"train_gflops\":%.4f,"
                "\"conv_train_gflops\":%.4f,\"conv_share\":%.4f,\"sgemm_n\":%lld,\"sgemm_gflops\":%.4f,"
+               "\"copy_mib\":%lld,\"copy_gbps\":%.4f,\"weight_bytes\":%llu,\"forward_bound_s\":%.6g,"
+               "\"forward_vs_bound\":%.4f,"
                "\"threads\":%d,\"determinism\":\"%s\",\"gemm_calls\":%d,\"gemm_openblas_gflops\":%.4f,"
                "\"gemm_portable_gflops\":%.4f,\"gemm_kernel\":\"%s\"}\n",
-               fb, f_ips, f_gf, batch, t_ips, t_gf, conv_gf, conv_share, sg, sgf, trn_threads(),
+               fb, f_ips, f_gf, train_b, t_ips, t_gf, conv_gf, conv_share, sg, sgf, copy_mb, cbw,
+               (unsigned long long)tot.weight_bytes, bound, vs_bound, trn_threads(),
                trn_determinism() == TRN_DET_PORTABLE ? "portable" : "default", gcalls, g_ob, g_pg,
                trn_pk_name(trn_pgemm_kernel()));
     return 0;

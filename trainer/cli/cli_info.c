@@ -86,12 +86,16 @@ static void print_table(const trn_net *net, const char *path)
 
 int cli_info(int argc, char **argv)
 {
-    const char *cfg = NULL, *operand = NULL;
+    const char *cfg = NULL, *operand = NULL, *weights = NULL;
     ck_list set = {.n = 0};
     int json = 0, rc;
     const ck_opt opts[] = {
         {"--cfg", "FILE", CK_STR, &cfg, 0, 0, "the network (Darknet cfg); may be given without --cfg"},
         {"--set", "key=value", CK_LIST, &set, 0, 0, "override a [net] key first (repeatable)"},
+        {"--weights", "FILE", CK_STR, &weights, 0, 0,
+         "also load these Darknet .weights into the cfg: exit 1, naming the first\n"
+         "array that does not fit, unless they are exactly the cfg's (a check\n"
+         "before a trained model is used, e.g. make BASE_WEIGHTS=...)"},
         {"--json", NULL, CK_FLAG, &json, 0, 0,
          "print the cost object of variant.json instead:\n"
          "{\"macs\",\"params\",\"weight_bytes\",\"peak_activation_bytes\",\n"
@@ -102,7 +106,7 @@ int cli_info(int argc, char **argv)
         {0},
     };
     const ck_verb v = {
-        "info", NULL, cli_info, "[--cfg] FILE.cfg [--set key=value]... [--json]",
+        "info", NULL, cli_info, "[--cfg] FILE.cfg [--set key=value]... [--weights FILE] [--json]",
         "Prints one line per layer (index, kind, cfg line, input and output c x h x w,\n"
         "parameters, MACs, output bytes) and the totals, per image.\n",
         opts, NULL,
@@ -121,11 +125,15 @@ int cli_info(int argc, char **argv)
     trn_net_opts_defaults(&o);
     o.batch = 1;
     o.infer_only = 1;
-    o.external_params = 1; /* shapes and costs need no parameter memory */
+    o.external_params = !weights; /* shapes and costs need no parameter memory */
     trn_err e;
     trn_net *net = trn_net_create(c, &o, &e);
     trn_cfg_free(c);
     if (!net) return cli_fail("info", "%s", e.msg);
+    if (weights && trn_weights_load(net, weights, &e) != 0) {
+        trn_net_free(net);
+        return cli_fail("info", "%s (cfg %s)", e.msg, cfg);
+    }
     if (json)
         print_json(net);
     else

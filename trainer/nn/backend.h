@@ -22,6 +22,13 @@
 
 typedef struct trn_backend trn_backend;
 
+/* A convolution's geometry (one group): `batch` images of c x h x w in,
+ * m filters of c x ks x ks, stride, zero padding `pad` on every side; out
+ * (batch, m, oh, ow), oh = (h + 2*pad - ks)/stride + 1, likewise ow. */
+typedef struct trn_conv_shape {
+    int batch, c, h, w, m, ks, stride, pad;
+} trn_conv_shape;
+
 /* A kernel's first parameter: the table it is called through (unused by
  * the CPU tables). */
 #define TRN_BE const trn_backend *be __attribute__((unused))
@@ -44,7 +51,10 @@ struct trn_backend {
     /* C (m, n) = alpha * op(A) op(B) + beta * C, row-major with leading
      * dimensions; op(A) is (m, k), op(B) is (k, n). lda may exceed the
      * row length: a channel-prefix capacity reads the first k columns of a
-     * larger weight matrix without copying it. */
+     * larger weight matrix without copying it. The CPU's convolution
+     * kernels call it, through the table they were called with, once per
+     * tile from the pool's threads: a wrapping table's gemm must be
+     * thread-safe. */
     void (*gemm)(const trn_backend *be, int ta, int tb, int m, int n, int k, float alpha, const float *a, int lda,
                  const float *b, int ldb, float beta, float *c, int ldc);
     /* im (c, h, w) -> col (c*ks*ks, oh*ow) with zero padding `pad` on every
@@ -55,6 +65,20 @@ struct trn_backend {
     /* The adjoint: im += scatter of col. */
     void (*col2im)(const trn_backend *be, const float *col, int ldcol, int c, int h, int w, int ks, int stride, int pad,
                    float *im);
+    /* Convolutions, whole batches (the layer's products; im2col and gemm
+     * above are their pieces): k = c*ks*ks, W (m, k) with rows ldw >= k
+     * apart, col(x) = im2col of one image (k, oh*ow).
+     * conv: out[b] (m, oh*ow) = act(W . col(in[b]) + bias) (bias NULL:
+     * none; the bias is added, then the activation applied, as add_bias
+     * and activate do). */
+    void (*conv)(const trn_backend *be, const trn_conv_shape *s, const float *in, const float *w, int ldw,
+                 const float *bias, trn_activation act, float *out);
+    /* dw (m, k), rows lddw apart, += sum over b of delta[b] (m, oh*ow) . col(in[b])^T */
+    void (*conv_dw)(const trn_backend *be, const trn_conv_shape *s, const float *in, const float *delta, float *dw,
+                    int lddw);
+    /* in_delta[b] += col2im(W^T . delta[b]) */
+    void (*conv_dx)(const trn_backend *be, const trn_conv_shape *s, const float *delta, const float *w, int ldw,
+                    float *in_delta);
     /* dst (b, a, n) = src (a, b, n): exchanges the two outer dimensions
      * (batch-major <-> channel-major) of blocks of n floats. */
     void (*swap12)(const trn_backend *be, const float *src, float *dst, int a, int b, int n);
@@ -85,6 +109,23 @@ struct trn_backend {
      * scales): mean_delta, variance_delta, then delta in place. */
     void (*bn_backward)(const trn_backend *be, const float *x, const float *mean, const float *var, int batch, int c,
                         int spatial, float *mean_delta, float *var_delta, float *delta);
+    /* Fused passes of a layer with batch norm and activation `act`.
+     * bn_apply: out = act(((x - mean) / (sqrt(var) + 1e-6)) * scale + bias),
+     * what normalize, scale_bias, add_bias and activate compute in turn
+     * (out may be x). */
+    void (*bn_apply)(const trn_backend *be, const float *x, const float *mean, const float *var, const float *scale,
+                     const float *bias, int batch, int c, int spatial, trn_activation act, float *out);
+    /* bn_backward_act: what gradient (y: the layer's output), backward_bias
+     * (into db), backward_scale (into ds, with xnorm = (x - mean) /
+     * (sqrt(var) + 1e-6) as bn_apply computed it), scale_bias (delta *=
+     * scale) and bn_backward compute in turn. */
+    void (*bn_backward_act)(const trn_backend *be, const float *y, trn_activation act, const float *x,
+                            const float *mean, const float *var, const float *scale, int batch, int c, int spatial,
+                            float *db, float *ds, float *mean_delta, float *var_delta, float *delta);
+    /* bias_gradient: delta *= f'(y), then db[k] += its sum over batch and
+     * spatial (gradient, then backward_bias). */
+    void (*bias_gradient)(const trn_backend *be, const float *y, trn_activation act, int batch, int c, int spatial,
+                          float *db, float *delta);
 
     /* Max pooling with Darknet's geometry: out (c, oh, ow), window size,
      * stride, offset -pad/2; idx receives the argmax input index (or -1
@@ -137,6 +178,9 @@ const trn_backend *trn_backend_get(trn_backend_kind kind);
  * also records). Returns the table it replaces. MAC counting has its own
  * public facility (trn_net_count_forward, nn.h). */
 const trn_backend *trn_net_swap_backend(trn_net *net, const trn_backend *be);
+/* The layer the engine is running (-1 between layers): a wrapping table
+ * charges its kernels to it. */
+int trn_net_running_layer(const trn_net *net);
 
 /* Threaded loops of the CPU backend (threads.c): calls fn(ctx, i) for i in
  * [0, n), spread over trn_threads() threads; returns when all are done. */

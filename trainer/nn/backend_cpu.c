@@ -7,6 +7,7 @@
  * them with stated tolerances).
  */
 #include "backend_ref.h"
+#include "cpu.h"
 #include "portable.h"
 
 #include <cblas.h>
@@ -14,6 +15,21 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
+#if defined(__OPTIMIZE__) && defined(__GNUC__) && !defined(__clang__)
+/* Vectorise the loops (the results do not change: no -ffast-math, and
+ * -ffp-contract=off holds). */
+#pragma GCC optimize("O3")
+#endif
+
+/* The hot element-wise loops in one version per x86-64 vector width,
+ * picked at load time; each computes the same values (IEEE operations in
+ * the same order, nothing fused or reassociated). */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__OPTIMIZE__)
+#define VEC_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define VEC_CLONES
+#endif
 
 /* Work below this many floats is not worth waking threads for. */
 #define PAR_MIN 32768
@@ -73,6 +89,35 @@ static void gemm_tile(void *p, int t)
                 g->c + (size_t)i0 * g->ldc + j0, g->ldc);
 }
 
+/* y (len) = alpha * op(M) x + beta * y, M's rows (trans: its columns) being
+ * the outputs, in slices of `slice` outputs. */
+#define GEMV_SLICE_MACS ((size_t)1 << 19)
+
+typedef struct gemvctx {
+    int trans, len, k;
+    float alpha;
+    const float *mat;
+    int ldm;
+    const float *x;
+    int incx;
+    float beta;
+    float *y;
+    int incy, slice;
+} gemvctx;
+
+static void gemv_slice(void *p, int t)
+{
+    const gemvctx *v = p;
+    int o = t * v->slice, len = v->len - o < v->slice ? v->len - o : v->slice;
+    /* outputs o .. o+len-1: rows of M, or its columns when transposed */
+    if (v->trans)
+        cblas_sgemv(CblasRowMajor, CblasTrans, v->k, len, v->alpha, v->mat + o, v->ldm, v->x, v->incx, v->beta,
+                    v->y + (size_t)o * v->incy, v->incy);
+    else
+        cblas_sgemv(CblasRowMajor, CblasNoTrans, len, v->k, v->alpha, v->mat + (size_t)o * v->ldm, v->ldm, v->x,
+                    v->incx, v->beta, v->y + (size_t)o * v->incy, v->incy);
+}
+
 static void cpu_gemm(TRN_BE, int ta, int tb, int m, int n, int k, float alpha, const float *a, int lda,
                      const float *b, int ldb, float beta, float *c, int ldc)
 {
@@ -89,17 +134,25 @@ static void cpu_gemm(TRN_BE, int ta, int tb, int m, int n, int k, float alpha, c
     }
     /* A single row or column is a matrix-vector product: OpenBLAS's gemm
      * would copy (pack) the whole matrix first, gemv streams it once (the
-     * connected layers at batch 1). Single-threaded: one call, one order. */
-    if (m == 1) {
-        /* c (1, n) = alpha * a (1, k) . op(B) (k, n); a's stride is lda when transposed */
-        cblas_sgemv(CblasRowMajor, tb ? CblasNoTrans : CblasTrans, tb ? n : k, tb ? k : n, alpha,
-                    b, ldb, a, ta ? lda : 1, beta, c, 1);
-        return;
-    }
-    if (n == 1) {
-        /* c (m, 1) = alpha * op(A) (m, k) . b (k, 1); b's stride is ldb unless transposed */
-        cblas_sgemv(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, ta ? k : m, ta ? m : k, alpha,
-                    a, lda, b, tb ? 1 : ldb, beta, c, ldc);
+     * connected layers at batch 1). The output vector is cut into slices
+     * of about GEMV_SLICE_MACS multiply-adds (a function of the shape),
+     * one single-threaded gemv call each, run on our pool: the weights
+     * stream in from memory on every core. */
+    if (m == 1 || n == 1) {
+        gemvctx v;
+        if (m == 1) /* c (1, n) = alpha * a (1, k) . op(B) (k, n); a's stride is lda when transposed */
+            v = (gemvctx){!tb, n, k, alpha, b, ldb, a, ta ? lda : 1, beta, c, 1, 0};
+        else /* c (m, 1) = alpha * op(A) (m, k) . b (k, 1); b's stride is ldb unless transposed */
+            v = (gemvctx){ta, m, k, alpha, a, lda, b, tb ? 1 : ldb, beta, c, ldc, 0};
+        size_t slice = GEMV_SLICE_MACS / (size_t)k;
+        slice = (slice + 15) / 16 * 16;
+        if (slice < 16) slice = 16;
+        v.slice = slice >= (size_t)v.len ? v.len : (int)slice;
+        int slices = (v.len + v.slice - 1) / v.slice;
+        if (slices == 1)
+            gemv_slice(&v, 0);
+        else
+            trn_parallel_for(slices, gemv_slice, &v);
         return;
     }
     gemmctx g = {ta, tb, m, n, k, lda, ldb, ldc, 0, 0, 0, alpha, beta, a, b, c};
@@ -281,15 +334,92 @@ static void maxpool_plane(void *p, int plane)
     }
 }
 
+/* The same choices in two passes: per input row, the first strict maximum
+ * of each output's window columns (value and column); then per output, the
+ * first strict maximum of those over the window rows. The first (row,
+ * column) holding the window's maximum wins either way (values start at
+ * -FLT_MAX and only a strictly larger one replaces the best). */
+#define SEP_MAX 4096 /* h x ow of a plane the two passes hold on the stack */
+
+VEC_CLONES static void maxpool_rows(const poolctx *x, const float *in, float *hb, int *hc)
+{
+    int w = x->w, s = x->stride, ow = x->ow, off = x->off, size = x->size;
+    /* every window start off+j, j < nx, contiguously; then every s-th */
+    int nx = (ow - 1) * s + 1;
+    float tv[SEP_MAX];
+    int tc[SEP_MAX];
+    for (int iy = 0; iy < x->h; iy++) {
+        const float *restrict row = in + (size_t)iy * w;
+        float *restrict v = tv;
+        int *restrict vc = tc;
+        for (int j = 0; j < nx; j++) v[j] = -FLT_MAX, vc[j] = -1;
+        for (int m = 0; m < size; m++) {
+            int c0 = off + m, lo = c0 < 0 ? -c0 : 0, hi = w - c0 < nx ? w - c0 : nx;
+            for (int j = lo; j < hi; j++) {
+                float a = row[c0 + j], bv = v[j];
+                int take = a > bv, bcv = vc[j];
+                v[j] = take ? a : bv;
+                vc[j] = bcv + take * (c0 + j - bcv);
+            }
+        }
+        float *restrict b = hb + (size_t)iy * ow;
+        int *restrict bc = hc + (size_t)iy * ow;
+        for (int ox = 0; ox < ow; ox++) b[ox] = v[ox * s], bc[ox] = vc[ox * s];
+    }
+}
+
+VEC_CLONES static void maxpool_cols(const poolctx *x, const float *hb, const int *hc, int base, float *out,
+                                    int *idx)
+{
+    int s = x->stride, ow = x->ow, off = x->off, w = x->w;
+    for (int oy = 0; oy < x->oh; oy++) {
+        float *restrict best = out + (size_t)oy * ow;
+        int *restrict bi = idx ? idx + (size_t)oy * ow : NULL;
+        for (int ox = 0; ox < ow; ox++) best[ox] = -FLT_MAX;
+        if (bi)
+            for (int ox = 0; ox < ow; ox++) bi[ox] = -1;
+        for (int n = 0; n < x->size; n++) {
+            int iy = off + oy * s + n;
+            if (iy < 0 || iy >= x->h) continue;
+            const float *restrict b = hb + (size_t)iy * ow;
+            const int *restrict bc = hc + (size_t)iy * ow;
+            int at = base + iy * w;
+            if (bi)
+                for (int ox = 0; ox < ow; ox++) {
+                    float v = b[ox], bv = best[ox];
+                    int take = v > bv, ob = bi[ox];
+                    best[ox] = take ? v : bv;
+                    bi[ox] = ob + take * (at + bc[ox] - ob);
+                }
+            else
+                for (int ox = 0; ox < ow; ox++) best[ox] = b[ox] > best[ox] ? b[ox] : best[ox];
+        }
+    }
+}
+
+static void maxpool_plane_sep(void *p, int plane)
+{
+    const poolctx *x = p;
+    float hb[SEP_MAX];
+    int hc[SEP_MAX];
+    const float *in = x->in + (size_t)plane * x->h * x->w;
+    maxpool_rows(x, in, hb, hc);
+    maxpool_cols(x, hb, hc, plane * x->h * x->w, x->out + (size_t)plane * x->oh * x->ow,
+                 x->idx ? x->idx + (size_t)plane * x->oh * x->ow : NULL);
+}
+
 static void cpu_maxpool(TRN_BE, const float *in, int batch, int c, int h, int w, int size, int stride,
                         int pad, int oh, int ow, float *out, int *idx)
 {
     poolctx x = {in, out, idx, h, w, size, stride, -pad / 2, oh, ow};
     int planes = batch * c;
+    void (*fn)(void *, int) =
+        (size_t)h * ow <= SEP_MAX && (size_t)(ow - 1) * stride + 1 <= SEP_MAX && size > 1 ? maxpool_plane_sep
+                                                                                            : maxpool_plane;
     if ((size_t)planes * oh * ow * size * size < PAR_MIN)
-        for (int i = 0; i < planes; i++) maxpool_plane(&x, i);
+        for (int i = 0; i < planes; i++) fn(&x, i);
     else
-        trn_parallel_for(planes, maxpool_plane, &x);
+        trn_parallel_for(planes, fn, &x);
 }
 
 /* ---- element-wise ----------------------------------------------------- */
@@ -303,7 +433,7 @@ typedef struct ewctx {
     trn_activation a;
 } ewctx;
 
-static void activate_range(float *x, size_t n, trn_activation a)
+VEC_CLONES static void activate_range(float *x, size_t n, trn_activation a)
 {
     switch (a) {
     case TRN_ACT_LINEAR: return;
@@ -336,8 +466,19 @@ static void cpu_activate(TRN_BE, float *x, size_t n, trn_activation a)
         trn_parallel_for((int)((n + CHUNK - 1) / CHUNK), activate_chunk, &c);
 }
 
+VEC_CLONES static void add_range(float *x, size_t n, float b)
+{
+    for (size_t i = 0; i < n; i++) x[i] += b;
+}
+
+void trn_cpu_bias_act(float *x, int n, float b, int has_bias, trn_activation act)
+{
+    if (has_bias) add_range(x, (size_t)n, b);
+    activate_range(x, (size_t)n, act);
+}
+
 #ifndef TRN_INFER_ONLY
-static void gradient_range(const float *y, size_t n, trn_activation a, float *d)
+VEC_CLONES static void gradient_range(const float *y, size_t n, trn_activation a, float *d)
 {
     switch (a) {
     case TRN_ACT_LINEAR: return;
@@ -394,6 +535,223 @@ static void cpu_scale_bias(TRN_BE, float *x, const float *sc, int batch, int c, 
         }
 }
 
+
+/* ---- batch norm and the per-channel sums ----------------------------------
+ *
+ * A channel's values are batch blocks of `spatial` floats. Its sums are
+ * taken in double in 8 lanes, value s of every block into lane s % 8, the
+ * lanes added pairwise at the end: the same order whatever the vector
+ * width or the thread count (the reference sums in one chain; the two
+ * differ by rounding only). One pool item per channel. */
+
+#define LANES 8
+
+typedef struct chanctx {
+    const float *x, *y, *mean, *var, *scale, *bias;
+    float *out, *db, *ds, *md, *vd, *delta;
+    int batch, c, spatial;
+    trn_activation act;
+} chanctx;
+
+#ifndef TRN_INFER_ONLY
+static double lanes_total(const double *a)
+{
+    return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
+}
+
+static void run_channels(chanctx *x, void (*fn)(void *, int))
+{
+    if ((size_t)x->batch * x->c * x->spatial < PAR_MIN)
+        for (int k = 0; k < x->c; k++) fn(x, k);
+    else
+        trn_parallel_for(x->c, fn, x);
+}
+
+VEC_CLONES static void sum_channel(const float *x, int batch, int c, int k, int sp, const float *mean,
+                                   double *out)
+{
+    double a[LANES] = {0};
+    float m = mean ? *mean : 0;
+    for (int i = 0; i < batch; i++) {
+        const float *p = x + ((size_t)i * c + k) * sp;
+        int s = 0;
+        if (mean) {
+            for (; s + LANES <= sp; s += LANES)
+                for (int j = 0; j < LANES; j++) {
+                    double d = p[s + j] - m;
+                    a[j] += d * d;
+                }
+            for (; s < sp; s++) {
+                double d = p[s] - m;
+                a[s % LANES] += d * d;
+            }
+        } else {
+            for (; s + LANES <= sp; s += LANES)
+                for (int j = 0; j < LANES; j++) a[j] += p[s + j];
+            for (; s < sp; s++) a[s % LANES] += p[s];
+        }
+    }
+    *out = lanes_total(a);
+}
+
+static void mean_channel(void *p, int k)
+{
+    chanctx *x = p;
+    double sum;
+    sum_channel(x->x, x->batch, x->c, k, x->spatial, NULL, &sum);
+    x->out[k] = (float)(sum / ((double)x->batch * x->spatial));
+}
+
+static void cpu_mean(TRN_BE, const float *x, int batch, int c, int spatial, float *mean)
+{
+    chanctx cx = {.x = x, .out = mean, .batch = batch, .c = c, .spatial = spatial};
+    run_channels(&cx, mean_channel);
+}
+
+static void variance_channel(void *p, int k)
+{
+    chanctx *x = p;
+    double sum;
+    sum_channel(x->x, x->batch, x->c, k, x->spatial, x->mean + k, &sum);
+    x->out[k] = (float)(sum / ((double)x->batch * x->spatial - 1));
+}
+
+static void cpu_variance(TRN_BE, const float *x, const float *mean, int batch, int c, int spatial, float *var)
+{
+    chanctx cx = {.x = x, .mean = mean, .out = var, .batch = batch, .c = c, .spatial = spatial};
+    run_channels(&cx, variance_channel);
+}
+#endif
+
+/* bn_apply on one block of a channel: the operations of normalize,
+ * scale_bias, add_bias and activate, in that order. */
+VEC_CLONES static void apply_block(const float *x, float *out, int n, float mean, float d, float sc, float b)
+{
+    for (int s = 0; s < n; s++) {
+        float v = (x[s] - mean) / d;
+        v = v * sc;
+        out[s] = v + b;
+    }
+}
+
+static void apply_image(void *p, int i)
+{
+    chanctx *x = p;
+    for (int k = 0; k < x->c; k++) {
+        size_t o = ((size_t)i * x->c + k) * x->spatial;
+        float d = sqrtf(x->var[k]) + 0.000001f;
+        apply_block(x->x + o, x->out + o, x->spatial, x->mean[k], d, x->scale[k], x->bias[k]);
+    }
+    activate_range(x->out + (size_t)i * x->c * x->spatial, (size_t)x->c * x->spatial, x->act);
+}
+
+static void cpu_bn_apply(TRN_BE, const float *x, const float *mean, const float *var, const float *scale,
+                         const float *bias, int batch, int c, int spatial, trn_activation act, float *out)
+{
+    chanctx cx = {.x = x, .mean = mean, .var = var, .scale = scale, .bias = bias, .out = out,
+                  .batch = batch, .c = c, .spatial = spatial, .act = act};
+    if ((size_t)batch * c * spatial < PAR_MIN)
+        for (int i = 0; i < batch; i++) apply_image(&cx, i);
+    else
+        trn_parallel_for(batch, apply_image, &cx);
+}
+
+#ifndef TRN_INFER_ONLY
+/* One channel of bn_backward_act. Pass 1 (per value, in the reference's
+ * order of operations): delta *= f'(y); db += delta; ds += delta * xnorm;
+ * delta *= scale; md += delta; vd += delta * (x - mean). Pass 2: Darknet's
+ * normalize_delta. */
+VEC_CLONES static void bn_back_block(const float *y, const float *x, float *delta, int n, trn_activation act,
+                                     float mean, float d, float sc, double *a)
+{
+    double *db = a, *ds = a + LANES, *md = a + 2 * LANES, *vd = a + 3 * LANES;
+    int s = 0;
+    if (act == TRN_ACT_RELU || act == TRN_ACT_LINEAR || act == TRN_ACT_LEAKY) {
+        for (; s + LANES <= n; s += LANES)
+            for (int j = 0; j < LANES; j++) {
+                float g = act == TRN_ACT_RELU ? (float)(y[s + j] > 0)
+                          : act == TRN_ACT_LEAKY ? (y[s + j] > 0 ? 1.0f : 0.1f)
+                                                 : 1.0f;
+                float dy = delta[s + j] * g, xm = x[s + j] - mean, xn = xm / d, d2 = dy * sc;
+                db[j] += dy;
+                ds[j] += (double)dy * xn;
+                md[j] += d2;
+                vd[j] += (double)d2 * xm;
+                delta[s + j] = d2;
+            }
+    }
+    for (; s < n; s++) {
+        float dy = act == TRN_ACT_LINEAR ? delta[s] : delta[s] * trn_gradient1(y[s], act);
+        float xm = x[s] - mean, xn = xm / d, d2 = dy * sc;
+        int j = s % LANES;
+        db[j] += dy;
+        ds[j] += (double)dy * xn;
+        md[j] += d2;
+        vd[j] += (double)d2 * xm;
+        delta[s] = d2;
+    }
+}
+
+VEC_CLONES static void bn_delta_block(const float *x, float *delta, int n, float mean, double inv, double vd2,
+                                      double md, double m)
+{
+    for (int s = 0; s < n; s++) delta[s] = (float)(delta[s] * inv + vd2 * (x[s] - mean) / m + md / m);
+}
+
+static void bn_backward_channel(void *p, int k)
+{
+    chanctx *x = p;
+    double a[4 * LANES] = {0};
+    float d = sqrtf(x->var[k]) + 0.000001f;
+    for (int i = 0; i < x->batch; i++) {
+        size_t o = ((size_t)i * x->c + k) * x->spatial;
+        bn_back_block(x->y + o, x->x + o, x->delta + o, x->spatial, x->act, x->mean[k], d, x->scale[k], a);
+    }
+    x->db[k] += (float)lanes_total(a);
+    x->ds[k] += (float)lanes_total(a + LANES);
+    x->md[k] = (float)(lanes_total(a + 2 * LANES) * (-1.0 / sqrt(x->var[k] + .00001f)));
+    x->vd[k] = (float)(lanes_total(a + 3 * LANES) * -.5 * trn_pow(x->var[k] + .00001f, -1.5));
+    double m = (double)x->batch * x->spatial, inv = 1.0 / sqrt(x->var[k] + .00001f);
+    for (int i = 0; i < x->batch; i++) {
+        size_t o = ((size_t)i * x->c + k) * x->spatial;
+        bn_delta_block(x->x + o, x->delta + o, x->spatial, x->mean[k], inv, x->vd[k] * 2.0, x->md[k], m);
+    }
+}
+
+static void cpu_bn_backward_act(TRN_BE, const float *y, trn_activation act, const float *x, const float *mean,
+                                const float *var, const float *scale, int batch, int c, int spatial, float *db,
+                                float *ds, float *mean_delta, float *var_delta, float *delta)
+{
+    chanctx cx = {.x = x, .y = y, .mean = mean, .var = var, .scale = scale, .db = db, .ds = ds,
+                  .md = mean_delta, .vd = var_delta, .delta = delta, .batch = batch, .c = c,
+                  .spatial = spatial, .act = act};
+    run_channels(&cx, bn_backward_channel);
+}
+
+static void bias_gradient_channel(void *p, int k)
+{
+    chanctx *x = p;
+    double a[LANES] = {0};
+    for (int i = 0; i < x->batch; i++) {
+        size_t o = ((size_t)i * x->c + k) * x->spatial;
+        float *d = x->delta + o;
+        gradient_range(x->y + o, (size_t)x->spatial, x->act, d);
+        int s = 0;
+        for (; s + LANES <= x->spatial; s += LANES)
+            for (int j = 0; j < LANES; j++) a[j] += d[s + j];
+        for (; s < x->spatial; s++) a[s % LANES] += d[s];
+    }
+    x->db[k] += (float)lanes_total(a);
+}
+
+static void cpu_bias_gradient(TRN_BE, const float *y, trn_activation act, int batch, int c, int spatial, float *db,
+                              float *delta)
+{
+    chanctx cx = {.y = y, .db = db, .delta = delta, .batch = batch, .c = c, .spatial = spatial, .act = act};
+    run_channels(&cx, bias_gradient_channel);
+}
+#endif
+
 #ifndef TRN_INFER_ONLY
 typedef struct sgdctx {
     float *w, *u;
@@ -403,12 +761,30 @@ typedef struct sgdctx {
     const trn_backend *be;
 } sgdctx;
 
+/* The reference's operations without a mask, vectorised. */
+VEC_CLONES static void sgd_range(float *w, float *u, size_t n, float decay, float rate, float momentum)
+{
+    if (decay != 0)
+        for (size_t i = 0; i < n; i++) {
+            float v = u[i] + decay * w[i];
+            w[i] += rate * v;
+            u[i] = v * momentum;
+        }
+    else
+        for (size_t i = 0; i < n; i++) {
+            w[i] += rate * u[i];
+            u[i] *= momentum;
+        }
+}
+
 static void sgd_chunk(void *p, int i)
 {
     const sgdctx *c = p;
     size_t lo = (size_t)i * CHUNK, hi = lo + CHUNK < c->n ? lo + CHUNK : c->n;
-    trn_ref_sgd(c->be, c->w + lo, c->u + lo, c->mask ? c->mask + lo : NULL, hi - lo, c->decay, c->rate,
-                c->momentum);
+    if (c->mask)
+        trn_ref_sgd(c->be, c->w + lo, c->u + lo, c->mask + lo, hi - lo, c->decay, c->rate, c->momentum);
+    else
+        sgd_range(c->w + lo, c->u + lo, hi - lo, c->decay, c->rate, c->momentum);
 }
 
 /* One pass over w and u instead of Darknet's three (same float
@@ -417,10 +793,11 @@ static void cpu_sgd(TRN_BE, float *w, float *u, const float *mask, size_t n, flo
                     float momentum)
 {
     sgdctx c = {w, u, mask, n, decay, rate, momentum, be};
+    int chunks = (int)((n + CHUNK - 1) / CHUNK);
     if (n < PAR_MIN)
-        trn_ref_sgd(be, w, u, mask, n, decay, rate, momentum);
+        for (int i = 0; i < chunks; i++) sgd_chunk(&c, i);
     else
-        trn_parallel_for((int)((n + CHUNK - 1) / CHUNK), sgd_chunk, &c);
+        trn_parallel_for(chunks, sgd_chunk, &c);
 }
 #endif
 
@@ -433,6 +810,9 @@ const trn_backend trn_backend_cpu = {
     .gemm = cpu_gemm,
     .im2col = cpu_im2col,
     .col2im = TRN_TRAIN_FN(cpu_col2im),
+    .conv = trn_cpu_conv,
+    .conv_dw = TRN_TRAIN_FN(trn_cpu_conv_dw),
+    .conv_dx = TRN_TRAIN_FN(trn_cpu_conv_dx),
     .swap12 = cpu_swap12,
     .fill = trn_ref_fill,
     .copy = trn_ref_copy,
@@ -444,10 +824,13 @@ const trn_backend trn_backend_cpu = {
     .scale_bias = cpu_scale_bias,
     .backward_bias = TRN_TRAIN_FN(trn_ref_backward_bias),
     .backward_scale = TRN_TRAIN_FN(trn_ref_backward_scale),
-    .mean = TRN_TRAIN_FN(trn_ref_mean),
-    .variance = TRN_TRAIN_FN(trn_ref_variance),
+    .mean = TRN_TRAIN_FN(cpu_mean),
+    .variance = TRN_TRAIN_FN(cpu_variance),
     .normalize = trn_ref_normalize,
     .bn_backward = TRN_TRAIN_FN(trn_ref_bn_backward),
+    .bn_apply = cpu_bn_apply,
+    .bn_backward_act = TRN_TRAIN_FN(cpu_bn_backward_act),
+    .bias_gradient = TRN_TRAIN_FN(cpu_bias_gradient),
     .maxpool = cpu_maxpool,
     .maxpool_backward = TRN_TRAIN_FN(trn_ref_maxpool_backward),
     .avgpool = trn_ref_avgpool,

@@ -77,6 +77,72 @@ void trn_ref_col2im(TRN_BE, const float *col, int ldcol, int c, int h, int w, in
 }
 #endif
 
+/* The convolutions as plain loops over their definition, sums in double
+ * (no im2col, no gemm: an oracle independent of both). */
+/* col(im)[r][p]: row r = (channel, ky, kx), output position p */
+static float conv_in(const trn_conv_shape *s, const float *im, int r, int p, int ow)
+{
+    int kx = r % s->ks, ky = r / s->ks % s->ks;
+    int iy = p / ow * s->stride + ky - s->pad, ix = p % ow * s->stride + kx - s->pad;
+    return iy >= 0 && iy < s->h && ix >= 0 && ix < s->w ? im[((size_t)(r / (s->ks * s->ks)) * s->h + iy) * s->w + ix] : 0;
+}
+
+void trn_ref_conv(TRN_BE, const trn_conv_shape *s, const float *in, const float *w, int ldw, const float *bias,
+                  trn_activation act, float *out)
+{
+    int oh = trn_conv_out(s->h, s->pad, s->ks, s->stride), ow = trn_conv_out(s->w, s->pad, s->ks, s->stride);
+    int np = oh * ow, k = s->c * s->ks * s->ks;
+    for (int b = 0; b < s->batch; b++) {
+        const float *im = in + (size_t)b * s->c * s->h * s->w;
+        float *o = out + (size_t)b * s->m * np;
+        for (int f = 0; f < s->m; f++)
+            for (int p = 0; p < np; p++) {
+                double sum = 0;
+                for (int r = 0; r < k; r++) sum += (double)w[(size_t)f * ldw + r] * conv_in(s, im, r, p, ow);
+                o[(size_t)f * np + p] = (float)sum;
+            }
+        if (bias) trn_ref_add_bias(be, o, bias, 1, s->m, np);
+        trn_ref_activate(be, o, (size_t)s->m * np, act);
+    }
+}
+
+#ifndef TRN_INFER_ONLY
+void trn_ref_conv_dw(TRN_BE, const trn_conv_shape *s, const float *in, const float *delta, float *dw, int lddw)
+{
+    int oh = trn_conv_out(s->h, s->pad, s->ks, s->stride), ow = trn_conv_out(s->w, s->pad, s->ks, s->stride);
+    int np = oh * ow, k = s->c * s->ks * s->ks;
+    for (int f = 0; f < s->m; f++)
+        for (int r = 0; r < k; r++) {
+            double sum = 0;
+            for (int b = 0; b < s->batch; b++) {
+                const float *im = in + (size_t)b * s->c * s->h * s->w, *d = delta + ((size_t)b * s->m + f) * np;
+                for (int p = 0; p < np; p++) sum += (double)d[p] * conv_in(s, im, r, p, ow);
+            }
+            dw[(size_t)f * lddw + r] += (float)sum;
+        }
+}
+
+void trn_ref_conv_dx(TRN_BE, const trn_conv_shape *s, const float *delta, const float *w, int ldw, float *in_delta)
+{
+    int oh = trn_conv_out(s->h, s->pad, s->ks, s->stride), ow = trn_conv_out(s->w, s->pad, s->ks, s->stride);
+    int np = oh * ow, k = s->c * s->ks * s->ks;
+    for (int b = 0; b < s->batch; b++) {
+        float *im = in_delta + (size_t)b * s->c * s->h * s->w;
+        const float *d = delta + (size_t)b * s->m * np;
+        for (int r = 0; r < k; r++) {
+            int kx = r % s->ks, ky = r / s->ks % s->ks, ch = r / (s->ks * s->ks);
+            for (int p = 0; p < np; p++) {
+                int iy = p / ow * s->stride + ky - s->pad, ix = p % ow * s->stride + kx - s->pad;
+                if (iy < 0 || iy >= s->h || ix < 0 || ix >= s->w) continue;
+                double sum = 0;
+                for (int f = 0; f < s->m; f++) sum += (double)w[(size_t)f * ldw + r] * d[(size_t)f * np + p];
+                im[((size_t)ch * s->h + iy) * s->w + ix] += (float)sum;
+            }
+        }
+    }
+}
+#endif
+
 void trn_ref_swap12(TRN_BE, const float *src, float *dst, int a, int b, int n)
 {
     for (int i = 0; i < a; i++)
@@ -217,6 +283,45 @@ void trn_ref_bn_backward(TRN_BE, const float *x, const float *mean, const float 
                                    mean_delta[k] / m);
             }
         }
+}
+#endif
+
+void trn_ref_bn_apply(TRN_BE, const float *x, const float *mean, const float *var, const float *scale,
+                      const float *bias, int batch, int c, int spatial, trn_activation act, float *out)
+{
+    trn_ref_copy(be, (size_t)batch * c * spatial, x, out);
+    trn_ref_normalize(be, out, mean, var, batch, c, spatial);
+    trn_ref_scale_bias(be, out, scale, batch, c, spatial);
+    trn_ref_add_bias(be, out, bias, batch, c, spatial);
+    trn_ref_activate(be, out, (size_t)batch * c * spatial, act);
+}
+
+#ifndef TRN_INFER_ONLY
+void trn_ref_bn_backward_act(TRN_BE, const float *y, trn_activation act, const float *x, const float *mean,
+                             const float *var, const float *scale, int batch, int c, int spatial, float *db,
+                             float *ds, float *mean_delta, float *var_delta, float *delta)
+{
+    trn_ref_gradient(be, y, (size_t)batch * c * spatial, act, delta);
+    trn_ref_backward_bias(be, db, delta, batch, c, spatial);
+    for (int k = 0; k < c; k++) { /* backward_scale with xnorm as bn_apply computes it */
+        float d = sqrtf(var[k]) + 0.000001f;
+        double sum = 0;
+        for (int i = 0; i < batch; i++)
+            for (int s = 0; s < spatial; s++) {
+                size_t j = ((size_t)i * c + k) * spatial + s;
+                sum += (double)delta[j] * ((x[j] - mean[k]) / d);
+            }
+        ds[k] += (float)sum;
+    }
+    trn_ref_scale_bias(be, delta, scale, batch, c, spatial);
+    trn_ref_bn_backward(be, x, mean, var, batch, c, spatial, mean_delta, var_delta, delta);
+}
+
+void trn_ref_bias_gradient(TRN_BE, const float *y, trn_activation act, int batch, int c, int spatial, float *db,
+                           float *delta)
+{
+    trn_ref_gradient(be, y, (size_t)batch * c * spatial, act, delta);
+    trn_ref_backward_bias(be, db, delta, batch, c, spatial);
 }
 #endif
 
@@ -400,6 +505,9 @@ const trn_backend trn_backend_ref = {
     .gemm = ref_gemm,
     .im2col = trn_ref_im2col,
     .col2im = TRN_TRAIN_FN(trn_ref_col2im),
+    .conv = trn_ref_conv,
+    .conv_dw = TRN_TRAIN_FN(trn_ref_conv_dw),
+    .conv_dx = TRN_TRAIN_FN(trn_ref_conv_dx),
     .swap12 = trn_ref_swap12,
     .fill = trn_ref_fill,
     .copy = trn_ref_copy,
@@ -415,6 +523,9 @@ const trn_backend trn_backend_ref = {
     .variance = TRN_TRAIN_FN(trn_ref_variance),
     .normalize = trn_ref_normalize,
     .bn_backward = TRN_TRAIN_FN(trn_ref_bn_backward),
+    .bn_apply = trn_ref_bn_apply,
+    .bn_backward_act = TRN_TRAIN_FN(trn_ref_bn_backward_act),
+    .bias_gradient = TRN_TRAIN_FN(trn_ref_bias_gradient),
     .maxpool = trn_ref_maxpool,
     .maxpool_backward = TRN_TRAIN_FN(trn_ref_maxpool_backward),
     .avgpool = trn_ref_avgpool,

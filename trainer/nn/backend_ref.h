@@ -13,6 +13,10 @@ void trn_ref_im2col(TRN_BE, const float *im, int c, int h, int w, int ks, int st
                     int ldcol);
 void trn_ref_col2im(TRN_BE, const float *col, int ldcol, int c, int h, int w, int ks, int stride, int pad,
                     float *im);
+void trn_ref_conv(TRN_BE, const trn_conv_shape *s, const float *in, const float *w, int ldw, const float *bias,
+                  trn_activation act, float *out);
+void trn_ref_conv_dw(TRN_BE, const trn_conv_shape *s, const float *in, const float *delta, float *dw, int lddw);
+void trn_ref_conv_dx(TRN_BE, const trn_conv_shape *s, const float *delta, const float *w, int ldw, float *in_delta);
 void trn_ref_swap12(TRN_BE, const float *src, float *dst, int a, int b, int n);
 void trn_ref_fill(TRN_BE, size_t n, float v, float *x);
 void trn_ref_copy(TRN_BE, size_t n, const float *x, float *y);
@@ -30,6 +34,13 @@ void trn_ref_variance(TRN_BE, const float *x, const float *mean, int batch, int 
 void trn_ref_normalize(TRN_BE, float *x, const float *mean, const float *var, int batch, int c, int spatial);
 void trn_ref_bn_backward(TRN_BE, const float *x, const float *mean, const float *var, int batch, int c,
                          int spatial, float *mean_delta, float *var_delta, float *delta);
+void trn_ref_bn_apply(TRN_BE, const float *x, const float *mean, const float *var, const float *scale,
+                      const float *bias, int batch, int c, int spatial, trn_activation act, float *out);
+void trn_ref_bn_backward_act(TRN_BE, const float *y, trn_activation act, const float *x, const float *mean,
+                             const float *var, const float *scale, int batch, int c, int spatial, float *db,
+                             float *ds, float *mean_delta, float *var_delta, float *delta);
+void trn_ref_bias_gradient(TRN_BE, const float *y, trn_activation act, int batch, int c, int spatial, float *db,
+                           float *delta);
 void trn_ref_maxpool(TRN_BE, const float *in, int batch, int c, int h, int w, int size, int stride,
                      int pad, int oh, int ow, float *out, int *idx);
 void trn_ref_maxpool_backward(TRN_BE, const float *delta, const int *idx, size_t n, float *in_delta);

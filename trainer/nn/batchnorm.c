@@ -5,6 +5,11 @@
  * sqrt(var + 1e-5) and the biased-variance derivative (Darknet's
  * backward_batchnorm_layer), and the rolling statistics move by
  * 0.99 * old + 0.01 * batch after every training forward.
+ *
+ * The passes are fused (backend.h: bn_apply, bn_backward_act): the layer's
+ * product writes the pre-normalisation values straight into bn->x, one
+ * pass writes the activated output, and the backward recomputes the
+ * normalised values from bn->x instead of keeping a copy.
  */
 #include "net.h"
 
@@ -19,10 +24,7 @@ int trn_bn_alloc(trn_bn *bn, trn_net *net, int c, int spatial, int training)
     bn->mean_delta = trn_net_alloc_floats(net, (size_t)c);
     bn->variance_delta = trn_net_alloc_floats(net, (size_t)c);
     bn->x = trn_net_alloc_floats(net, n);
-    bn->x_norm = trn_net_alloc_floats(net, n);
-    if (!bn->mean || !bn->variance || !bn->mean_delta || !bn->variance_delta || !bn->x ||
-        !bn->x_norm)
-        return -1;
+    if (!bn->mean || !bn->variance || !bn->mean_delta || !bn->variance_delta || !bn->x) return -1;
     return 0;
 }
 
@@ -33,7 +35,11 @@ void trn_bn_free(trn_bn *bn, trn_net *net)
     trn_net_release(net, bn->mean_delta);
     trn_net_release(net, bn->variance_delta);
     trn_net_release(net, bn->x);
-    trn_net_release(net, bn->x_norm);
+}
+
+float *trn_bn_input(trn_bn *bn, float *out, int train)
+{
+    return train && bn->x ? bn->x : out;
 }
 
 /* rolling = 0.99 * rolling + 0.01 * batch, skipping frozen channels. */
@@ -46,36 +52,29 @@ static void roll(float *rolling, const float *batch, const float *mask, int c)
     }
 }
 
-void trn_bn_forward(trn_bn *bn, trn_net *net, float *out, trn_param *biases, trn_param *scales,
-                    trn_param *rmean, trn_param *rvar, int train)
+void trn_bn_forward(trn_bn *bn, trn_net *net, const float *x, float *out, trn_param *biases,
+                    trn_param *scales, trn_param *rmean, trn_param *rvar, int train, trn_activation act)
 {
     const trn_backend *be = net->be;
     int batch = net->batch, c = bn->c, sp = bn->spatial;
-    size_t n = (size_t)batch * c * sp;
-    if (train) {
-        be->copy(be, n, out, bn->x);
-        be->mean(be, out, batch, c, sp, bn->mean);
-        be->variance(be, out, bn->mean, batch, c, sp, bn->variance);
+    if (train && bn->x) {
+        be->mean(be, x, batch, c, sp, bn->mean);
+        be->variance(be, x, bn->mean, batch, c, sp, bn->variance);
         roll(rmean->data, bn->mean, rmean->mask, c);
         roll(rvar->data, bn->variance, rvar->mask, c);
-        be->normalize(be, out, bn->mean, bn->variance, batch, c, sp);
-        be->copy(be, n, out, bn->x_norm);
+        be->bn_apply(be, x, bn->mean, bn->variance, scales->data, biases->data, batch, c, sp, act, out);
     } else {
-        be->normalize(be, out, rmean->data, rvar->data, batch, c, sp);
+        be->bn_apply(be, x, rmean->data, rvar->data, scales->data, biases->data, batch, c, sp, act, out);
     }
-    be->scale_bias(be, out, scales->data, batch, c, sp);
-    be->add_bias(be, out, biases->data, batch, c, sp);
 }
 
 #ifndef TRN_INFER_ONLY
-void trn_bn_backward(trn_bn *bn, trn_net *net, float *delta, trn_param *biases, trn_param *scales)
+void trn_bn_backward(trn_bn *bn, trn_net *net, const float *y, trn_activation act, float *delta,
+                     trn_param *biases, trn_param *scales)
 {
     const trn_backend *be = net->be;
-    int batch = net->batch, c = bn->c, sp = bn->spatial;
-    be->backward_bias(be, biases->update, delta, batch, c, sp);
-    be->backward_scale(be, scales->update, bn->x_norm, delta, batch, c, sp);
-    be->scale_bias(be, delta, scales->data, batch, c, sp);
-    be->bn_backward(be, bn->x, bn->mean, bn->variance, batch, c, sp, bn->mean_delta,
-                    bn->variance_delta, delta);
+    be->bn_backward_act(be, y, act, bn->x, bn->mean, bn->variance, scales->data, net->batch, bn->c,
+                        bn->spatial, biases->update, scales->update, bn->mean_delta, bn->variance_delta,
+                        delta);
 }
 #endif

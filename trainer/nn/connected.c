@@ -47,7 +47,7 @@ static int connected_setup(trn_layer *l, trn_build *b, trn_err *err)
                   trn_build_param(b, l, TRN_PARAM_ROLLING_VARIANCE, 1, out, err)))
         return -1;
     if (s->bn && !b->net->opts.infer_only)
-        return trn_build_account(b, 2ull * b->net->batch * out, "batch-norm buffers", err);
+        return trn_build_account(b, (uint64_t)b->net->batch * out, "batch-norm buffers", err);
     return 0;
 }
 
@@ -70,15 +70,16 @@ static void connected_forward(trn_layer *l, trn_net *net, int train)
     connected_state *s = l->priv;
     const trn_backend *be = net->be;
     int m = net->batch, n = (int)l->outputs, k = (int)l->inputs, kf = (int)l->full_inputs;
-    be->gemm(be, 0, 1, m, n, k, 1, l->input, k, trn_lparam(net, l, P_WEIGHTS)->data, kf, 0, l->output,
-             n);
-    if (s->bn)
-        trn_bn_forward(&s->norm, net, l->output, trn_lparam(net, l, P_BIASES),
+    float *out = s->bn ? trn_bn_input(&s->norm, l->output, train) : l->output;
+    be->gemm(be, 0, 1, m, n, k, 1, l->input, k, trn_lparam(net, l, P_WEIGHTS)->data, kf, 0, out, n);
+    if (s->bn) {
+        trn_bn_forward(&s->norm, net, out, l->output, trn_lparam(net, l, P_BIASES),
                        trn_lparam(net, l, P_SCALES), trn_lparam(net, l, P_MEAN),
-                       trn_lparam(net, l, P_VAR), train);
-    else
+                       trn_lparam(net, l, P_VAR), train, l->act);
+    } else {
         be->add_bias(be, l->output, trn_lparam(net, l, P_BIASES)->data, m, n, 1);
-    be->activate(be, l->output, (size_t)m * n, l->act);
+        be->activate(be, l->output, (size_t)m * n, l->act);
+    }
 }
 
 #ifndef TRN_INFER_ONLY
@@ -87,12 +88,11 @@ static void connected_backward(trn_layer *l, trn_net *net)
     connected_state *s = l->priv;
     const trn_backend *be = net->be;
     int m = net->batch, n = (int)l->outputs, k = (int)l->inputs, kf = (int)l->full_inputs;
-    be->gradient(be, l->output, (size_t)m * n, l->act, l->delta);
     trn_param *bias = trn_lparam(net, l, P_BIASES), *w = trn_lparam(net, l, P_WEIGHTS);
     if (s->bn)
-        trn_bn_backward(&s->norm, net, l->delta, bias, trn_lparam(net, l, P_SCALES));
+        trn_bn_backward(&s->norm, net, l->output, l->act, l->delta, bias, trn_lparam(net, l, P_SCALES));
     else
-        be->backward_bias(be, bias->update, l->delta, m, n, 1);
+        be->bias_gradient(be, l->output, l->act, m, n, 1, bias->update, l->delta);
     /* dW (n, k) += delta^T (n, m) . in (m, k) */
     be->gemm(be, 1, 0, n, k, m, 1, l->delta, n, l->input, k, 1, w->update, kf);
     /* din (m, k) += delta (m, n) . W (n, k) */

@@ -7,18 +7,15 @@
  * stride + 1. Parameters in file order: biases (filters), [scales,
  * rolling_mean, rolling_variance], weights (filters, c/groups*size*size).
  *
- * Forward per image and group: out (m, oh*ow) = W (m, k) . col (k, oh*ow)
- * with m = filters/groups, k = c/groups*size*size, col the im2col of the
- * group's input channels (the input itself for a 1x1, stride 1, unpadded
- * convolution). Then batch-norm or bias, then the activation.
- *
- * Images are taken in chunks: the im2col of `chunk` images side by side
- * makes one wide GEMM (n = chunk*oh*ow columns), which OpenBLAS runs much
- * closer to its peak than one narrow GEMM per image; its (m, chunk, oh*ow)
- * result is regrouped to (chunk, m, oh*ow) by swap12. The chunk is as
- * large as the batch allows within CONV_WS floats of workspace. A 1x1
- * convolution (its input is its own im2col) and grouped convolutions go
- * image by image.
+ * Forward: out (m, oh*ow) = W (m, k) . col per image and group, with m =
+ * filters/groups, k = c/groups*size*size, col the im2col of the group's
+ * input channels. Then batch-norm or bias, then the activation. One group
+ * (the usual case) goes to the backend's convolution kernels, whole
+ * batches at a time (backend.h: conv, conv_dw, conv_dx; the CPU's cut the
+ * products into tiles that stay in cache, cpu_conv.c), with the bias and
+ * the activation applied by the kernel, or batch norm's fused passes
+ * (batchnorm.c); grouped convolutions go image by image through im2col and
+ * gemm (the input itself is the im2col of a 1x1, stride 1, unpadded one).
  *
  * A channel-prefix capacity (a smaller model nested in this one) computes
  * only the first filters from the first input channels: the same GEMM with
@@ -32,13 +29,9 @@
 static const char *const conv_keys[] = {"filters", "size", "stride", "pad", "padding", "groups",
                                         "batch_normalize", "activation", NULL};
 
-/* Workspace floats the chunked path may use (64 MiB). */
-#define CONV_WS (16u << 20)
-
 typedef struct conv_state {
     int n, size, stride, pad, groups, bn;
     int direct; /* 1x1, stride 1, no padding: the input is its own im2col */
-    int chunk;  /* images per GEMM; 0: image by image */
     trn_bn norm;
 } conv_state;
 
@@ -76,17 +69,7 @@ static int conv_setup(trn_layer *l, trn_build *b, trn_err *err)
     s->direct = s->size == 1 && s->stride == 1 && s->pad == 0;
     int k = in.c / s->groups * s->size * s->size;
     size_t np = (size_t)l->out.h * l->out.w;
-    if (!s->direct) l->workspace = (size_t)k * np;
-    if (!s->direct && s->groups == 1 && b->net->batch > 1) {
-        /* col (k, chunk*np) and the GEMM result (n, chunk*np) */
-        size_t per = ((size_t)k + (size_t)s->n) * np;
-        size_t chunk = CONV_WS / per;
-        if (chunk > (size_t)b->net->batch) chunk = (size_t)b->net->batch;
-        if (chunk >= 2) {
-            s->chunk = (int)chunk;
-            l->workspace = chunk * per;
-        }
-    }
+    if (!s->direct && s->groups > 1) l->workspace = (size_t)k * np;
     if (trn_build_param(b, l, TRN_PARAM_BIASES, 1, s->n, err)) return -1;
     if (s->bn && (trn_build_param(b, l, TRN_PARAM_SCALES, 1, s->n, err) ||
                   trn_build_param(b, l, TRN_PARAM_ROLLING_MEAN, 1, s->n, err) ||
@@ -94,7 +77,7 @@ static int conv_setup(trn_layer *l, trn_build *b, trn_err *err)
         return -1;
     if (trn_build_param(b, l, TRN_PARAM_WEIGHTS, s->n, k, err)) return -1;
     if (s->bn && !b->net->opts.infer_only)
-        return trn_build_account(b, 2ull * b->net->batch * s->n * l->out.h * l->out.w,
+        return trn_build_account(b, (uint64_t)b->net->batch * s->n * l->out.h * l->out.w,
                                  "batch-norm buffers", err);
     return 0;
 }
@@ -118,33 +101,11 @@ static trn_param *weights(trn_net *net, const trn_layer *l)
     return trn_lparam(net, l, l->param_count - 1);
 }
 
-/* The images of one chunk: nb = how many start at b0, col (k, nb*np) =
- * their im2col side by side (in the workspace); returns nb. */
-static int chunk_im2col(const trn_layer *l, trn_net *net, int b0, float *col)
+/* The geometry of the whole batch, one group. */
+static trn_conv_shape shape_of(const trn_layer *l, const trn_net *net)
 {
     const conv_state *s = l->priv;
-    int np = l->out.h * l->out.w, nb = net->batch - b0 < s->chunk ? net->batch - b0 : s->chunk;
-    size_t in_img = (size_t)l->in.c * l->in.h * l->in.w;
-    for (int j = 0; j < nb; j++)
-        net->be->im2col(net->be, l->input + (b0 + j) * in_img, l->in.c, l->in.h, l->in.w, s->size,
-                        s->stride, s->pad, col + (size_t)j * np, nb * np);
-    return nb;
-}
-
-/* Chunked forward: out (B, m, np) for m = filters, k = c*size*size. */
-static void forward_chunked(trn_layer *l, trn_net *net, const float *w)
-{
-    const conv_state *s = l->priv;
-    const trn_backend *be = net->be;
-    int m = l->out.c, k = l->in.c * s->size * s->size, np = l->out.h * l->out.w;
-    int kf = l->full_in.c * s->size * s->size; /* W's row length */
-    for (int b0 = 0; b0 < net->batch; b0 += s->chunk) {
-        float *col = net->workspace, *res = col + (size_t)k * s->chunk * np;
-        int nb = chunk_im2col(l, net, b0, col), ld = nb * np;
-        /* res (m, nb, np) = W (m, k) . col */
-        be->gemm(be, 0, 0, m, ld, k, 1, w, kf, col, ld, 0, res, ld);
-        be->swap12(be, res, l->output + (size_t)b0 * m * np, m, nb, np);
-    }
+    return (trn_conv_shape){net->batch, l->in.c, l->in.h, l->in.w, l->out.c, s->size, s->stride, s->pad};
 }
 
 static void conv_forward(trn_layer *l, trn_net *net, int train)
@@ -154,56 +115,37 @@ static void conv_forward(trn_layer *l, trn_net *net, int train)
     int g = s->groups, m = l->out.c / g, cg = l->in.c / g;
     int k = cg * s->size * s->size, n = l->out.h * l->out.w;
     int kf = l->full_in.c / g * s->size * s->size; /* W's row length */
-    const float *w = weights(net, l)->data;
-    if (s->chunk) {
-        forward_chunked(l, net, w);
+    const float *w = weights(net, l)->data, *bias = trn_lparam(net, l, P_BIASES)->data;
+    /* batch norm: the product goes to its input buffer, bias and activation come after */
+    float *out = s->bn ? trn_bn_input(&s->norm, l->output, train) : l->output;
+    if (g == 1) {
+        trn_conv_shape sh = shape_of(l, net);
+        be->conv(be, &sh, l->input, w, kf, s->bn ? NULL : bias, s->bn ? TRN_ACT_LINEAR : l->act, out);
     } else {
         for (int b = 0; b < net->batch; b++)
             for (int j = 0; j < g; j++) {
                 /* im (cg, h, w) -> out (m, oh*ow) */
                 const float *im = l->input + ((size_t)b * g + j) * cg * l->in.h * l->in.w;
-                float *out = l->output + ((size_t)b * g + j) * m * n;
+                float *o = out + ((size_t)b * g + j) * m * n;
                 const float *col = im;
                 if (!s->direct) {
                     be->im2col(be, im, cg, l->in.h, l->in.w, s->size, s->stride, s->pad, net->workspace, n);
                     col = net->workspace;
                 }
-                be->gemm(be, 0, 0, m, n, k, 1, w + (size_t)j * m * kf, kf, col, n, 0, out, n);
+                be->gemm(be, 0, 0, m, n, k, 1, w + (size_t)j * m * kf, kf, col, n, 0, o, n);
             }
+        if (!s->bn) {
+            be->add_bias(be, out, bias, net->batch, l->out.c, n);
+            be->activate(be, out, (size_t)net->batch * l->outputs, l->act);
+        }
     }
     if (s->bn)
-        trn_bn_forward(&s->norm, net, l->output, trn_lparam(net, l, P_BIASES),
+        trn_bn_forward(&s->norm, net, out, l->output, trn_lparam(net, l, P_BIASES),
                        trn_lparam(net, l, P_SCALES), trn_lparam(net, l, P_MEAN),
-                       trn_lparam(net, l, P_VAR), train);
-    else
-        be->add_bias(be, l->output, trn_lparam(net, l, P_BIASES)->data, net->batch, l->out.c, n);
-    be->activate(be, l->output, (size_t)net->batch * l->outputs, l->act);
+                       trn_lparam(net, l, P_VAR), train, l->act);
 }
 
 #ifndef TRN_INFER_ONLY
-/* Chunked backward: dW (m, k) += D (m, nb*np) . col^T, dcol = W^T . D. */
-static void backward_chunked(trn_layer *l, trn_net *net, trn_param *w)
-{
-    const conv_state *s = l->priv;
-    const trn_backend *be = net->be;
-    int m = l->out.c, k = l->in.c * s->size * s->size, np = l->out.h * l->out.w;
-    int kf = l->full_in.c * s->size * s->size; /* W's row length */
-    size_t in_img = (size_t)l->in.c * l->in.h * l->in.w;
-    for (int b0 = 0; b0 < net->batch; b0 += s->chunk) {
-        float *col = net->workspace, *d = col + (size_t)k * s->chunk * np;
-        int nb = chunk_im2col(l, net, b0, col), ld = nb * np;
-        /* d (m, nb, np) from delta (nb, m, np) */
-        be->swap12(be, l->delta + (size_t)b0 * m * np, d, nb, m, np);
-        be->gemm(be, 0, 1, m, k, ld, 1, d, ld, col, ld, 1, w->update, kf);
-        if (!l->in_delta) continue;
-        /* dcol (k, nb*np) = W^T (k, m) . d, scattered back image by image */
-        be->gemm(be, 1, 0, k, ld, m, 1, w->data, kf, d, ld, 0, col, ld);
-        for (int j = 0; j < nb; j++)
-            be->col2im(be, col + (size_t)j * np, ld, l->in.c, l->in.h, l->in.w, s->size, s->stride,
-                       s->pad, l->in_delta + (b0 + j) * in_img);
-    }
-}
-
 /* Darknet's backward_convolutional_layer, except that a 1x1 convolution
  * adds its input gradient like every other case (Darknet overwrites the
  * previous layer's delta there). */
@@ -214,15 +156,16 @@ static void conv_backward(trn_layer *l, trn_net *net)
     int g = s->groups, m = l->out.c / g, cg = l->in.c / g;
     int k = cg * s->size * s->size, n = l->out.h * l->out.w;
     int kf = l->full_in.c / g * s->size * s->size; /* W's row length */
-    be->gradient(be, l->output, (size_t)net->batch * l->outputs, l->act, l->delta);
     trn_param *bias = trn_lparam(net, l, P_BIASES);
     if (s->bn)
-        trn_bn_backward(&s->norm, net, l->delta, bias, trn_lparam(net, l, P_SCALES));
+        trn_bn_backward(&s->norm, net, l->output, l->act, l->delta, bias, trn_lparam(net, l, P_SCALES));
     else
-        be->backward_bias(be, bias->update, l->delta, net->batch, l->out.c, n);
+        be->bias_gradient(be, l->output, l->act, net->batch, l->out.c, n, bias->update, l->delta);
     trn_param *w = weights(net, l);
-    if (s->chunk) {
-        backward_chunked(l, net, w);
+    if (g == 1) {
+        trn_conv_shape sh = shape_of(l, net);
+        be->conv_dw(be, &sh, l->input, l->delta, w->update, kf);
+        if (l->in_delta) be->conv_dx(be, &sh, l->delta, w->data, kf, l->in_delta);
         return;
     }
     for (int b = 0; b < net->batch; b++)

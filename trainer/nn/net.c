@@ -865,6 +865,8 @@ const trn_backend *trn_net_swap_backend(trn_net *net, const trn_backend *be)
     return old;
 }
 
+int trn_net_running_layer(const trn_net *net) { return net->running; }
+
 /* ---- forward ------------------------------------------------------------ */
 
 int trn_net_forward_upto(trn_net *net, const float *x, int last, trn_err *err)

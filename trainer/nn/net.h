@@ -223,19 +223,25 @@ typedef struct trn_bn {
     int c, spatial;
     float *mean, *variance;            /* batch statistics of the last training forward */
     float *mean_delta, *variance_delta;
-    float *x;                          /* (batch, c, spatial) before normalising */
-    float *x_norm;                     /* (batch, c, spatial) normalised */
+    float *x; /* (batch, c, spatial) before normalising, the input of the
+                 training forward (the normalised values are recomputed
+                 from it by the backward, as the forward computed them) */
 } trn_bn;
 int trn_bn_alloc(trn_bn *bn, trn_net *net, int c, int spatial, int training);
 void trn_bn_free(trn_bn *bn, trn_net *net);
-/* out (batch, c, spatial) holds the pre-normalisation values; normalises,
- * scales and adds biases in place (params: biases, scales, rolling_mean,
- * rolling_variance). */
-void trn_bn_forward(trn_bn *bn, trn_net *net, float *out, trn_param *biases, trn_param *scales,
-                    trn_param *rmean, trn_param *rvar, int train);
-/* delta (batch, c, spatial) in place, accumulating bias and scale updates. */
-void trn_bn_backward(trn_bn *bn, trn_net *net, float *delta, trn_param *biases,
-                     trn_param *scales);
+/* The buffer a layer's product should fill before trn_bn_forward: bn->x
+ * for a training forward, else out itself. */
+float *trn_bn_input(trn_bn *bn, float *out, int train);
+/* out = act(scales * normalised(x) + biases), with the batch's statistics
+ * (train; x must be trn_bn_input's buffer) or the rolling ones (x may be
+ * out) (params: biases, scales, rolling_mean, rolling_variance). */
+void trn_bn_forward(trn_bn *bn, trn_net *net, const float *x, float *out, trn_param *biases,
+                    trn_param *scales, trn_param *rmean, trn_param *rvar, int train, trn_activation act);
+/* delta (batch, c, spatial) in place, from the layer's output y and its
+ * activation act (the activation's gradient included), accumulating bias
+ * and scale updates. */
+void trn_bn_backward(trn_bn *bn, trn_net *net, const float *y, trn_activation act, float *delta,
+                     trn_param *biases, trn_param *scales);
 
 /* Activation formulas (activation.c): Darknet's, on one value; the
  * gradient takes the activation's output. */

@@ -10,8 +10,8 @@
 
 /* A variant measured on 1,000,000 images: intervals about +-0.001, so these
  * tests decide by the costs and clear accuracy differences; VN gives n. */
-#define V(id, task, macs, bytes, top1) {id, task, macs, bytes, top1, 1000000, NULL, 0, 0, 0, 0, 0, 0}
-#define VN(id, task, macs, bytes, top1, n) {id, task, macs, bytes, top1, n, NULL, 0, 0, 0, 0, 0, 0}
+#define V(id, task, macs, bytes, top1) {id, task, macs, bytes, top1, 1000000, NULL, 0, NULL, 0, 0, 0, 0, 0, 0}
+#define VN(id, task, macs, bytes, top1, n) {id, task, macs, bytes, top1, n, NULL, 0, NULL, 0, 0, 0, 0, 0, 0}
 
 static void wilson_known_values(void **state)
 {
@@ -196,6 +196,55 @@ static void winnow_keeps_dependencies_transitively(void **state)
     v[3].deps = bad_deps;
     assert_int_equal(cat_winnow(v, 4, &e), -1);
     assert_non_null(strstr(e.msg, "ghost"));
+}
+
+/* A multi-capacity (nested) variant is one unit (issue 15): its full
+ * capacity dominated by the base does not drop it while a smaller capacity
+ * is not dominated; its capacities drop no independent variant; it is
+ * dropped only when every capacity is dominated by a kept plain variant. */
+static void winnow_nested_capacities_are_one_unit(void **state)
+{
+    (void)state;
+    /* The default catalog's shape: the full capacity at the base's costs but
+     * clearly worse; the smallest capacity cheaper than every other variant. */
+    const struct cat_wcap caps[] = {
+        {1000, 500, 0.60, 1440}, {4000, 2000, 0.70, 1440}, {12000, 6600, 0.75, 1440},
+    };
+    struct cat_wv v[] = {
+        VN("base", "t", 12000, 6600, 0.83, 1440),
+        VN("nested", "t", 12000, 6600, 0.75, 1440),
+        VN("mid", "t", 5000, 2500, 0.69, 1440),  /* capacity 2 is cheaper and not clearly worse */
+    };
+    v[1].caps = caps, v[1].ncaps = 3;
+    trn_err e;
+    assert_int_equal(cat_winnow(v, 3, &e), 0);
+    assert_int_equal(v[1].dropped, 0);
+    assert_int_equal(v[1].dominated_by, -1);
+    assert_int_equal(v[2].dropped, 0);            /* capacities dominate nothing */
+    assert_int_equal(v[2].dominated_by, -1);
+    /* Without its capacities the same figures drop it (the old behaviour). */
+    v[1].caps = NULL, v[1].ncaps = 0;
+    assert_int_equal(cat_winnow(v, 3, &e), 1);
+    assert_int_equal(v[1].dropped, 1);
+    assert_int_equal(v[1].dominated_by, 0);
+    /* Every capacity dominated by a kept plain variant: dropped as a whole. */
+    const struct cat_wcap poor[] = {{6000, 3000, 0.40, 1440}, {12000, 6600, 0.45, 1440}};
+    struct cat_wv w[] = {
+        VN("base", "t", 12000, 6600, 0.83, 1440),
+        VN("small", "t", 5000, 2500, 0.70, 1440),
+        VN("nested", "t", 12000, 6600, 0.45, 1440),
+    };
+    w[2].caps = poor, w[2].ncaps = 2;
+    assert_int_equal(cat_winnow(w, 3, &e), 1);
+    assert_int_equal(w[2].dropped, 1);
+    assert_true(w[2].dominated_by == 0 || w[2].dominated_by == 1);
+    assert_int_equal(w[0].dropped, 0);
+    assert_int_equal(w[1].dropped, 0);
+    /* A capacity without accuracy keeps the unit (nothing can dominate it). */
+    const struct cat_wcap unmeasured[] = {{6000, 3000, -1, 0}, {12000, 6600, 0.45, 1440}};
+    w[2].caps = unmeasured;
+    assert_int_equal(cat_winnow(w, 3, &e), 0);
+    assert_int_equal(w[2].dropped, 0);
 }
 
 static double field(const cJSON *o, const char *k)
@@ -436,6 +485,7 @@ int main(void)
         cmocka_unit_test(winnow_is_strict),
         cmocka_unit_test(winnow_records_an_undominated_dominator),
         cmocka_unit_test(winnow_keeps_dependencies_transitively),
+        cmocka_unit_test(winnow_nested_capacities_are_one_unit),
         cmocka_unit_test(wilson_known_values),
         cmocka_unit_test(winnow_equal_costs_clearly_worse_is_dropped),
         cmocka_unit_test(winnow_equal_costs_within_noise_keeps_both),

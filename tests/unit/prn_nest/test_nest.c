@@ -7,6 +7,9 @@
 #include "testutil_impl.h"
 #include "testlib_trn.h"
 #include "prn_nest.h"
+#include "prn.h"
+
+#include <math.h>
 
 #define NCAP 3
 #define NL 7
@@ -76,6 +79,17 @@ static void train(trn_net *net, uint64_t seed)
     free(x);
 }
 
+/* A batch source for prn_bn_recalibrate: batch `index` of random images
+ * (ctx NULL), or always the same batch (ctx non-NULL). */
+static int batch_fn(void *ctx, uint64_t index, float *x, float *y, trn_err *err)
+{
+    (void)err;
+    fill(x, (size_t)BATCH * 192, ctx ? 7 : 1000 + index);
+    memset(y, 0, BATCH * 3 * sizeof *y);
+    for (int b = 0; b < BATCH; b++) y[b * 3 + b % 3] = 1;
+    return 0;
+}
+
 typedef struct snap {
     float *out;       /* probe outputs at the capacity */
     trn_net *weights; /* the capacity's slices, as a separate network */
@@ -139,6 +153,21 @@ static void smaller_capacities_stay_bit_identical(void **state)
         init[k] = tl_net(cfg_text(caps[k][0], caps[k][2], caps[k][4]), NULL);
         randomise(init[k], 10 + k);
     }
+    /* The engine's initialisation, for the dead new filters. */
+    trn_net *fresh = tl_net(cfg_text(8, 8, 6), NULL);
+    randomise(fresh, 77);
+    /* In every init, the first new unit of the connected layer 4 is dead (a
+     * ReLU that never fires: zero weights, negative bias), the second alive. */
+    for (int k = 1; k < NCAP; k++) {
+        int np0;
+        const trn_param *q0 = trn_net_params(init[k], &np0);
+        for (int i = 0; i < np0; i++) {
+            if (q0[i].layer != 4) continue;
+            int r = caps[k - 1][4];
+            if (q0[i].role == TRN_PARAM_WEIGHTS) memset(q0[i].data + (size_t)r * q0[i].cols, 0, (size_t)q0[i].cols * 4);
+            if (q0[i].role == TRN_PARAM_BIASES) q0[i].data[r] = -1, q0[i].data[r + 1] = 5; /* and one always fires */
+        }
+    }
     assert_int_equal(prn_nest_start(net, &n, init[0], &e), 0);
     take(net, 0, probe, &s[0]);
     /* The seed computes what it computed alone. */
@@ -157,6 +186,18 @@ static void smaller_capacities_stay_bit_identical(void **state)
             /* old filter 0 reads no new channel: columns of channels >= caps[k-1][0] are 0 */
             for (int c = caps[k - 1][0] * 9; c < caps[k][0] * 9; c++) assert_true(p[i].data[c] == 0);
         }
+        /* The dead unit restarts from fresh, the live ones keep init's weights. */
+        int revived = -1;
+        assert_int_equal(prn_nest_revive(net, &n, k, fresh, batch_fn, NULL, 0, 2, 0.01, &revived, &e), 0);
+        assert_int_equal(revived, 1);
+        for (int i = 0; i < np; i++) {
+            if (p[i].layer != 4 || p[i].role != TRN_PARAM_WEIGHTS) continue;
+            const trn_param *fr = &trn_net_params(fresh, NULL)[i];
+            int r = caps[k - 1][4], c1 = caps[k][2] * 4;
+            assert_memory_equal(p[i].data + (size_t)r * p[i].cols, fr->data + (size_t)r * fr->cols, (size_t)c1 * 4);
+            assert_memory_equal(p[i].data + (size_t)(r + 1) * p[i].cols, q[i].data + (size_t)(r + 1) * q[i].cols,
+                                (size_t)c1 * 4);
+        }
         train(net, (uint64_t)k);
         /* The training changed the new filters (the test can see a change). */
         trn_net *before = tl_net(cfg_text(caps[k][0], caps[k][2], caps[k][4]), NULL);
@@ -167,6 +208,8 @@ static void smaller_capacities_stay_bit_identical(void **state)
             if (t[i].role == TRN_PARAM_WEIGHTS && memcmp(t[i].data, q[i].data, q[i].count * 4)) changed = 1;
         assert_true(changed);
         trn_net_free(before);
+        /* Re-estimating the new channels' statistics leaves the frozen ones. */
+        assert_int_equal(prn_bn_recalibrate(net, batch_fn, NULL, 0, 3, &e), 0);
         for (int j = 0; j < k; j++) check(net, j, probe, &s[j], k);
         take(net, k, probe, &s[k]);
     }
@@ -184,8 +227,67 @@ static void smaller_capacities_stay_bit_identical(void **state)
         trn_net_free(s[k].weights);
         trn_net_free(init[k]);
     }
+    trn_net_free(fresh);
     prn_nest_free(&n);
     trn_net_free(net);
+}
+
+/* The rolling statistics of layer l's BN (mean or variance). */
+static const trn_param *bn_param(trn_net *net, int l, trn_param_role role)
+{
+    int np;
+    const trn_param *p = trn_net_params(net, &np);
+    for (int i = 0; i < np; i++)
+        if (p[i].layer == l && p[i].role == role) return &p[i];
+    return NULL;
+}
+
+/* prn_bn_recalibrate: with one batch repeated, the statistics are that
+ * batch's whatever the number of forwards (nothing of the old values stays:
+ * the normalisation matches the engine's momentum), frozen and inactive
+ * channels keep their values, the weights do not change. */
+static void bn_recalibrate_replaces_the_statistics(void **state)
+{
+    (void)state;
+    trn_err e;
+    trn_net *a = tl_net(cfg_text(8, 8, 6), NULL), *b = tl_net(cfg_text(8, 8, 6), NULL);
+    randomise(a, 3);
+    randomise(b, 4); /* other old statistics and weights ... */
+    int np;
+    const trn_param *pa = trn_net_params(a, &np), *pb = trn_net_params(b, NULL);
+    for (int i = 0; i < np; i++) /* ... but the same weights, biases and scales */
+        if (pa[i].role != TRN_PARAM_ROLLING_MEAN && pa[i].role != TRN_PARAM_ROLLING_VARIANCE)
+            memcpy(pb[i].data, pa[i].data, pa[i].count * sizeof(float));
+    int one = 1;
+    assert_int_equal(prn_bn_recalibrate(a, batch_fn, &one, 0, 1, &e), 0);
+    assert_int_equal(prn_bn_recalibrate(b, batch_fn, &one, 0, 60, &e), 0);
+    for (int l = 0; l <= 2; l += 2)
+        for (int r = TRN_PARAM_ROLLING_MEAN; r <= TRN_PARAM_ROLLING_VARIANCE; r++) {
+            const trn_param *x = bn_param(a, l, (trn_param_role)r), *y = bn_param(b, l, (trn_param_role)r);
+            for (size_t c = 0; c < x->count; c++)
+                if (fabsf(x->data[c] - y->data[c]) > 1e-4f * (1 + fabsf(x->data[c])))
+                    fail_msg("layer %d %s[%zu]: %g after 1 forward, %g after 60", l,
+                             trn_param_role_name((trn_param_role)r), c, x->data[c], y->data[c]);
+        }
+    /* A frozen channel and the channels outside the capacity keep theirs. */
+    const trn_param *m0 = bn_param(a, 0, TRN_PARAM_ROLLING_MEAN), *w2 = bn_param(a, 2, TRN_PARAM_WEIGHTS);
+    float *mask = calloc(m0->count, sizeof *mask);
+    for (size_t c = 1; c < m0->count; c++) mask[c] = 1;
+    int idx = (int)(m0 - trn_net_params(a, NULL));
+    assert_int_equal(trn_net_set_mask(a, idx, mask, &e), 0);
+    m0->data[0] = 123.0f;
+    const trn_param *m2 = bn_param(a, 2, TRN_PARAM_ROLLING_MEAN);
+    m2->data[7] = 456.0f; /* layer 2 keeps 3 filters at capacity 1 */
+    float w_before = w2->data[5];
+    assert_int_equal(trn_net_set_capacity(a, caps[0], &e), 0);
+    assert_int_equal(prn_bn_recalibrate(a, batch_fn, NULL, 0, 2, &e), 0);
+    assert_true(m0->data[0] == 123.0f);
+    assert_true(m2->data[7] == 456.0f);
+    assert_true(m2->data[0] != bn_param(b, 2, TRN_PARAM_ROLLING_MEAN)->data[0]); /* other batches: other figures */
+    assert_true(w2->data[5] == w_before);
+    free(mask);
+    trn_net_free(a);
+    trn_net_free(b);
 }
 
 static void refusals(void **state)
@@ -223,6 +325,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(smaller_capacities_stay_bit_identical),
+        cmocka_unit_test(bn_recalibrate_replaces_the_statistics),
         cmocka_unit_test(refusals),
     };
     int rc = cmocka_run_group_tests_name("prn_nest", tests, NULL, NULL);

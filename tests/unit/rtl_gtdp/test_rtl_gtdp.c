@@ -1,8 +1,9 @@
 /* Unit tests of MeDNN's GTDP planner (runtime-lite/src/gtdp.c): the parts
  * tile each layer's output exactly (every worker once), the halo rows and
  * bytes of a part follow the kernel, speeds shape the split so that the
- * plan beats an equal split on unequal workers, a map of one row is split
- * by channels, and bad inputs are errors. */
+ * plan beats an equal split on unequal workers, a fused max pool widens
+ * the halo, a map of one row is split by channels, and bad inputs are
+ * errors. */
 #include "testutil_impl.h"
 #include "rtl.h"
 
@@ -83,7 +84,9 @@ static void halo_and_costs(void **state)
     assert_int_equal(p.in_r1, 7);
     assert_true(p.in_bytes == 4ull * 5 * 10 * 4);
     assert_true(p.out_bytes == 4ull * 3 * 10 * 3);
-    assert_true(fabs(p.compute_ms - 12.0 * (3.0 * 3 / 60) / 2.0) < 1e-12);
+    /* rows 3 of 10, channels 3 of 6; beta = 40 / 46, gamma = 110 / 210 */
+    double be = 40.0 / 46, ga = 110.0 / 210;
+    assert_true(fabs(p.compute_ms - 12.0 * (0.3 * 0.5 * (1 - be - ga) + be * 0.3 + ga * 0.5) / 2.0) < 1e-12);
     assert_true(fabs(p.transfer_ms - (double)(p.in_bytes + p.out_bytes) / 1000.0) < 1e-12);
     assert_true(fabs(p.ms - (1.5 + p.compute_ms + p.transfer_ms)) < 1e-12);
     rtl_gtdp_part top = {.r0 = 0, .r1 = 2, .c0 = 0, .c1 = 6};
@@ -105,8 +108,11 @@ static void speeds_shape_the_split(void **state)
     assert_int_equal(rtl_gtdp_plan_equal(&l, w, 4, &e, &err), 0);
     check_tiles(&l, &p, 4);
     assert_true(p.ms < 0.8 * e.ms);
-    /* Ideal: 100 ms of work over 2.75 speed units. */
-    assert_true(p.ms < 1.1 * 100.0 / 2.75 + 1.0);
+    /* Ideal: 100 ms of work over 2.75 speed units, plus, as the cuts follow
+     * the speeds, the slowest worker's packing of all the filters (gamma of
+     * the layer at its speed, 0.25). */
+    double ga = 110.0 / (110 + 56 * 56);
+    assert_true(p.ms < 1.1 * 100.0 * (1 / 2.75 + ga / 0.25) + 1.0);
     double share[4] = {0};
     for (int k = 0; k < p.nparts; k++)
         share[p.parts[k].worker] = (double)(p.parts[k].r1 - p.parts[k].r0) * (p.parts[k].c1 - p.parts[k].c0);
@@ -116,6 +122,41 @@ static void speeds_shape_the_split(void **state)
     assert_int_equal(p.nparts, 2);
     int a = (p.parts[0].r1 - p.parts[0].r0) * (p.parts[0].c1 - p.parts[0].c0);
     assert_int_equal(a, 56 * 64 / 2);
+}
+
+/* A max pool fused after the convolution (AlexNet's conv1 + pool1: 11x11
+ * stride 4 on 227 rows, then 3x3 stride 2 without padding): block rows
+ * [r0, r1) read the pool's windows' convolution rows [2 r0, 2 r1 + 1) and
+ * those rows' input; neighbours share a convolution row (computed twice,
+ * charged to both), and the parts still tile the pooled output. */
+static void fused_pool(void **state)
+{
+    (void)state;
+    rtl_gtdp_layer l = conv(3, 227, 96, 11, 4, 0, 55.0);
+    l.conv_h = l.conv_w = l.h; /* 55 */
+    l.pool_size = 3, l.pool_stride = 2, l.pool_pad = 0, l.last = l.index + 1;
+    l.h = l.w = (l.conv_h - 3) / 2 + 1; /* 27 */
+    rtl_gtdp_worker w = {1.0, 8.0, 0}; /* 1000 bytes/ms */
+    rtl_gtdp_part p = {.r0 = 10, .r1 = 20, .c0 = 0, .c1 = 48};
+    rtl_gtdp_part_cost(&l, &w, &p);
+    /* conv rows 20..41 (21 rows), input rows 80 .. 40*4 + 11 = 171 */
+    assert_int_equal(p.in_r0, 80);
+    assert_int_equal(p.in_r1, 171);
+    assert_true(p.out_bytes == 4ull * 10 * 27 * 48);
+    double r = 21.0 / 55, be = 40.0 / 136, ga = 110.0 / (110 + 55 * 55);
+    assert_true(fabs(p.compute_ms - 55.0 * (r * 0.5 * (1 - be - ga) + be * r + ga * 0.5)) < 1e-9);
+    /* Darknet's default padding (size - 1 = 2): windows start one row up */
+    l.pool_pad = 2;
+    l.h = l.w = (l.conv_h + 2 - 3) / 2 + 1; /* 28 */
+    p = (rtl_gtdp_part){.r0 = 0, .r1 = 5, .c0 = 0, .c1 = 96};
+    rtl_gtdp_part_cost(&l, &w, &p); /* conv rows -1..10 clipped: 0..10 */
+    assert_int_equal(p.in_r0, 0);
+    assert_int_equal(p.in_r1, 9 * 4 + 11);
+    rtl_gtdp_worker ws[3] = {{1, 1000, 0}, {0.5, 1000, 0}, {0.25, 1000, 0}};
+    rtl_gtdp_layer_plan plan;
+    rtl_err e;
+    assert_int_equal(rtl_gtdp_plan_layer(&l, ws, 3, &plan, &e), 0);
+    check_tiles(&l, &plan, 3);
 }
 
 /* A 1-row map cannot be split by rows: channels it is. */
@@ -154,7 +195,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(parts_tile_the_output), cmocka_unit_test(halo_and_costs),
         cmocka_unit_test(speeds_shape_the_split), cmocka_unit_test(one_row_splits_channels),
-        cmocka_unit_test(bad_inputs),
+        cmocka_unit_test(fused_pool), cmocka_unit_test(bad_inputs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

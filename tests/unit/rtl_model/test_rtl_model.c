@@ -10,6 +10,7 @@
 #include "rtl.h"
 
 #include <sys/stat.h>
+#include <time.h>
 
 #define CLASSES 5
 
@@ -420,6 +421,16 @@ static void measures_and_reads_latencies(void **state)
     assert_true(lat.ms_median > 0 && lat.ms_mean > 0);
     assert_int_equal(lat.catalog_version, 7);
     assert_non_null(strstr(lat.machine, "cores"));
+    assert_true(lat.gap_ms == 0);
+    /* runs apart: each timed run after 2 ms of sleep, the gap recorded */
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    assert_int_equal(rtl_model_measure_paced(m, NULL, 0, 3, 2, &lat, &e), 0);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    assert_true((double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6 >= 6);
+    assert_true(lat.gap_ms == 2 && lat.runs == 3 && lat.ms_median > 0);
+    assert_int_equal(rtl_model_measure_paced(m, NULL, 0, 3, -1, &lat, &e), -1);
+    assert_non_null(strstr(e.msg, "gap"));
     rtl_model_close(m);
 
     const rtl_variant *v = rtl_catalog_find(cat, "base");

@@ -379,7 +379,8 @@ static void catalog_options(void **state)
     (void)state;
     const char *m =
         "{\"schema\":1,\"catalog\":\"t\",\"model\":\"t\",\"version\":1,"
-        "\"tasks\":{\"identity\":{\"classes\":3,\"labels\":[\"a\",\"b\",\"c\"]},\"shape\":{\"classes\":2,\"labels\":[\"x\",\"y\"]}},"
+        "\"tasks\":{\"identity\":{\"classes\":3,\"labels\":[\"a\",\"b\",\"c\"]},\"shape\":{\"classes\":2,\"labels\":[\"x\",\"y\"]},"
+        "\"ctx\":{\"classes\":2,\"labels\":[\"a\",\"other\"]}},"
         "\"variants\":["
         "{\"id\":\"base\",\"technique\":\"base\",\"task\":\"identity\",\"parent\":null,\"depends_on\":[],\"description\":\"\","
         "" F("base") "\"accuracy\":{\"identity\":{\"top1\":0.8,\"images\":1000}},"
@@ -403,6 +404,12 @@ static void catalog_options(void **state)
         "\"cost\":{\"macs\":1000000,\"params\":1,\"weight_bytes\":4000,\"peak_activation_bytes\":1},"
         "\"latency\":{\"build-host\":{\"source\":\"measured\",\"ms_median\":4,\"runs\":3}},"
         "\"technique_fields\":{\"context\":{\"n\":2,\"p\":0.9},\"cascade\":{\"partner\":\"base\",\"on\":\"other\"}}},"
+        /* a representative context's model: its own task, its partner answers another: no option */
+        "{\"id\":\"spec-ctx\",\"technique\":\"specialised\",\"task\":\"ctx\",\"parent\":\"base\",\"depends_on\":[\"base\"],"
+        "\"description\":\"\"," F("spec-ctx") "\"accuracy\":{\"ctx\":{\"top1\":0.9}},"
+        "\"cost\":{\"macs\":1000000,\"params\":1,\"weight_bytes\":4000,\"peak_activation_bytes\":1},"
+        "\"latency\":{\"build-host\":{\"source\":\"measured\",\"ms_median\":4,\"runs\":3}},"
+        "\"technique_fields\":{\"context\":{\"n\":1,\"p\":0.9},\"cascade\":{\"partner\":\"base\",\"on\":\"other\"}}},"
         "{\"id\":\"trunk\",\"technique\":\"trunk\",\"task\":\"identity\",\"parent\":\"base\",\"depends_on\":[],"
         "\"description\":\"\"," F("trunk") "\"accuracy\":{},"
         "\"cost\":{\"macs\":900000,\"params\":1,\"weight_bytes\":3000,\"peak_activation_bytes\":1},"
@@ -418,7 +425,7 @@ static void catalog_options(void **state)
     rtl_sched *s = new_sched(RTL_POLICY_MCDNN);
     rtl_sched_source src = {.device_mw = 1000};
     if (rtl_sched_add_catalog(s, cat, NULL, NULL, &src, &e) != 0) fail_msg("%s", e.msg);
-    assert_int_equal(rtl_sched_task_count(s), 2);
+    assert_int_equal(rtl_sched_task_count(s), 2); /* not ctx: its one option's partner answers identity */
     const rtl_sched_task *id = rtl_sched_task_at(s, 0), *sh = rtl_sched_task_at(s, 1);
     assert_string_equal(id->task, "identity");
     assert_int_equal(id->n, 1 + 2 + 2 + 1); /* base, 2 capacities, 2 alphas, spec */
@@ -440,6 +447,8 @@ static void catalog_options(void **state)
     assert_int_equal(sh->options[0].trunk, 0);
     assert_int_equal(rtl_sched_add_catalog(s, cat, "colour", "x", &src, &e), -1);
     assert_non_null(strstr(e.msg, "no task colour"));
+    assert_int_equal(rtl_sched_add_catalog(s, cat, "ctx", "x", &src, &e), -1);
+    assert_non_null(strstr(e.msg, "no variant of task ctx"));
     rtl_sched_free(s);
     rtl_catalog_close(cat);
 }

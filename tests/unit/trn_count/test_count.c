@@ -45,7 +45,9 @@ static void traffic_per_layer(void **state)
 }
 
 /* A table that wraps the CPU one: its gemm and activate check that they
- * get this table (and through it its ctx), then call the CPU kernels. */
+ * get this table (and through it its ctx), then call the CPU kernels. The
+ * convolution kernels call gemm per tile from the pool's threads: the
+ * counts are atomic. */
 typedef struct wrapped {
     trn_backend be;
     int gemms, activates, wrong;
@@ -54,8 +56,8 @@ static void w_gemm(const trn_backend *be, int ta, int tb, int m, int n, int k, f
                    const float *a, int lda, const float *b, int ldb, float beta, float *c, int ldc)
 {
     wrapped *w = (wrapped *)be->ctx;
-    w->gemms++;
-    w->wrong += be != &w->be;
+    __atomic_fetch_add(&w->gemms, 1, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&w->wrong, be != &w->be, __ATOMIC_RELAXED);
     trn_backend_cpu.gemm(&trn_backend_cpu, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 

@@ -147,6 +147,89 @@ static void channel_kernels_match_reference(void **state)
     free(x), free(b), free(x1), free(x2), free(y1), free(y2), free(d1), free(d2);
 }
 
+/* The convolution kernels (the CPU's cut into tiles, several images per
+ * weights-gradient product, partial sums in lanes, 1x1 without im2col,
+ * one image cut into row ranges or into blocks of filters) against the reference's plain loops, and
+ * the same bytes for 1 and 3 threads. */
+static void conv_kernels_match_reference_for_any_threads(void **state)
+{
+    (void)state;
+    struct { int batch, c, h, w, m, ks, stride, pad, extra; } cases[] = {
+        {5, 3, 32, 32, 32, 5, 1, 2, 0}, {9, 48, 8, 8, 48, 3, 1, 1, 5}, {3, 16, 9, 9, 8, 1, 1, 0, 2},
+        {1, 3, 67, 67, 16, 11, 4, 0, 0}, {2, 64, 12, 12, 20, 5, 1, 2, 1}, {2, 4, 5, 5, 6, 3, 2, 2, 0},
+        {17, 6, 7, 7, 5, 3, 1, 1, 3},
+        /* more filters than positions at a small batch: blocks of filters */
+        {1, 8, 5, 5, 64, 3, 1, 1, 2}, {2, 4, 4, 4, 50, 1, 1, 0, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        trn_conv_shape s = {cases[i].batch, cases[i].c, cases[i].h, cases[i].w, cases[i].m, cases[i].ks,
+                            cases[i].stride, cases[i].pad};
+        int oh = (s.h + 2 * s.pad - s.ks) / s.stride + 1, ow = (s.w + 2 * s.pad - s.ks) / s.stride + 1;
+        int k = s.c * s.ks * s.ks, ldw = k + cases[i].extra;
+        size_t nin = (size_t)s.batch * s.c * s.h * s.w, nout = (size_t)s.batch * s.m * oh * ow;
+        size_t nw = (size_t)s.m * ldw;
+        float *in = rnd(nin, 80 + i), *w = rnd(nw, 90 + i), *bias = rnd((size_t)s.m, 100 + i);
+        float *d = rnd(nout, 110 + i), *dw0 = rnd(nw, 120 + i), *dx0 = rnd(nin, 130 + i);
+        float *o[3], *dw[3], *dx[3]; /* ref, cpu at 1 thread, cpu at 3 threads */
+        for (int v = 0; v < 3; v++) {
+            const trn_backend *be = v ? cpu : ref;
+            trn_set_threads(v == 2 ? 3 : 1);
+            o[v] = malloc(nout * sizeof *o[v]), dw[v] = fdup(dw0, nw), dx[v] = fdup(dx0, nin);
+            be->conv(be, &s, in, w, ldw, bias, TRN_ACT_LEAKY, o[v]);
+            be->conv_dw(be, &s, in, d, dw[v], ldw);
+            be->conv_dx(be, &s, d, w, ldw, dx[v]);
+        }
+        double eo = tl_relerr(o[1], o[0], nout), ew = tl_relerr(dw[1], dw[0], nw), ex = tl_relerr(dx[1], dx[0], nin);
+        printf("# conv %dx%dx%dx%d m %d ks %d/%d pad %d: rel.err out %.1e dw %.1e dx %.1e\n", s.batch, s.c, s.h,
+               s.w, s.m, s.ks, s.stride, s.pad, eo, ew, ex);
+        assert_true(eo <= 1e-5 && ew <= 1e-5 && ex <= 1e-5);
+        assert_memory_equal(o[1], o[2], nout * sizeof *o[1]);
+        assert_memory_equal(dw[1], dw[2], nw * sizeof *dw[1]);
+        assert_memory_equal(dx[1], dx[2], nin * sizeof *dx[1]);
+        for (int v = 0; v < 3; v++) free(o[v]), free(dw[v]), free(dx[v]);
+        free(in), free(w), free(bias), free(d), free(dw0), free(dx0);
+    }
+    trn_set_threads(0);
+}
+
+/* The fused batch-norm passes against the reference, and the same bytes
+ * for 1 and 3 threads. */
+static void fused_bn_kernels_match_reference_for_any_threads(void **state)
+{
+    (void)state;
+    struct { int batch, c, sp; trn_activation a; } cases[] = {
+        {64, 32, 1024, TRN_ACT_RELU}, {7, 5, 37, TRN_ACT_LEAKY}, {16, 300, 1, TRN_ACT_LOGISTIC}, {3, 4, 64, TRN_ACT_LINEAR},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        int batch = cases[i].batch, c = cases[i].c, sp = cases[i].sp;
+        trn_activation a = cases[i].a;
+        size_t n = (size_t)batch * c * sp;
+        float *x = rnd(n, 140 + i), *sc = rnd((size_t)c, 150 + i), *b = rnd((size_t)c, 160 + i);
+        float *m = malloc((size_t)c * sizeof *m), *v = malloc((size_t)c * sizeof *v);
+        ref->mean(ref, x, batch, c, sp, m);
+        ref->variance(ref, x, m, batch, c, sp, v);
+        float *y[3], *d[3], *p[3]; /* p: db, ds, mean_delta, variance_delta */
+        float *d0 = rnd(n, 170 + i);
+        for (int k = 0; k < 3; k++) {
+            const trn_backend *be = k ? cpu : ref;
+            trn_set_threads(k == 2 ? 3 : 1);
+            y[k] = malloc(n * sizeof *y[k]), d[k] = fdup(d0, n), p[k] = calloc(4 * (size_t)c, sizeof *p[k]);
+            be->bn_apply(be, x, m, v, sc, b, batch, c, sp, a, y[k]);
+            be->bn_backward_act(be, y[0], a, x, m, v, sc, batch, c, sp, p[k], p[k] + c, p[k] + 2 * c, p[k] + 3 * c,
+                                d[k]);
+        }
+        double ey = tl_relerr(y[1], y[0], n), ed = tl_relerr(d[1], d[0], n), ep = tl_relerr(p[1], p[0], 4 * (size_t)c);
+        printf("# bn %dx%dx%d act %d: rel.err out %.1e delta %.1e sums %.1e\n", batch, c, sp, (int)a, ey, ed, ep);
+        assert_true(ey <= 1e-6 && ed <= 1e-5 && ep <= 1e-5);
+        assert_memory_equal(y[1], y[2], n * sizeof *y[1]);
+        assert_memory_equal(d[1], d[2], n * sizeof *d[1]);
+        assert_memory_equal(p[1], p[2], 4 * (size_t)c * sizeof *p[1]);
+        for (int k = 0; k < 3; k++) free(y[k]), free(d[k]), free(p[k]);
+        free(x), free(sc), free(b), free(m), free(v), free(d0);
+    }
+    trn_set_threads(0);
+}
+
 static void pooling_and_losses_match_reference(void **state)
 {
     (void)state;
@@ -178,6 +261,8 @@ int kernel_tests(struct CMUnitTest *t)
         cmocka_unit_test(activations_match_reference),
         cmocka_unit_test(channel_kernels_match_reference),
         cmocka_unit_test(pooling_and_losses_match_reference),
+        cmocka_unit_test(conv_kernels_match_reference_for_any_threads),
+        cmocka_unit_test(fused_bn_kernels_match_reference_for_any_threads),
     };
     memcpy(t, tests, sizeof tests);
     return (int)(sizeof tests / sizeof *tests);

@@ -85,6 +85,34 @@ static void t_col2im(const trn_backend *be, float *out)
     be->col2im(be, col, oh * ow, C, H, W, 3, 2, 1, out);
     free(col);
 }
+/* conv: 2 images of 3x7x6, 4 filters of 3x3 (W rows 2 floats apart more
+ * than k), padding 1, stride 1 and 2. */
+enum { CM = 4, CK = C * 9, CLD = CK + 2 };
+static void t_conv(const trn_backend *be, float *out)
+{
+    float *in = rnd(N, 60, -1, 1), *w = rnd(CM * CLD, 61, -1, 1), *bias = rnd(CM, 62, -1, 1);
+    trn_conv_shape s = {B, C, H, W, CM, 3, 1, 1};
+    be->conv(be, &s, in, w, CLD, bias, TRN_ACT_LEAKY, out);
+    s.stride = 2;
+    be->conv(be, &s, in, w, CLD, NULL, TRN_ACT_LINEAR, out + B * CM * SP);
+    free(in), free(w), free(bias);
+}
+static void t_conv_dw(const trn_backend *be, float *out)
+{
+    float *in = rnd(N, 63, -1, 1), *d = rnd(B * CM * SP, 64, -1, 1);
+    for (int i = 0; i < CM * CLD; i++) out[i] = 0.5f;
+    trn_conv_shape s = {B, C, H, W, CM, 3, 1, 1};
+    be->conv_dw(be, &s, in, d, out, CLD);
+    free(in), free(d);
+}
+static void t_conv_dx(const trn_backend *be, float *out)
+{
+    float *w = rnd(CM * CLD, 65, -1, 1), *d = rnd(B * CM * SP, 66, -1, 1);
+    for (int i = 0; i < N; i++) out[i] = -0.25f;
+    trn_conv_shape s = {B, C, H, W, CM, 3, 2, 1};
+    be->conv_dx(be, &s, d, w, CLD, out);
+    free(w), free(d);
+}
 static void t_swap12(const trn_backend *be, float *out)
 {
     float *x = rnd(N, 7, -1, 1);
@@ -190,6 +218,37 @@ static void t_bn_backward(const trn_backend *be, float *out)
     memcpy(out + 2 * C, d, N * sizeof *d);
     free(x), free(d);
 }
+static void t_bn_apply(const trn_backend *be, float *out)
+{
+    float *x = rnd(N, 67, -1, 3), m[C], v[C], *sc = rnd(C, 68, 0.5f, 2), *b = rnd(C, 69, -1, 1);
+    ref->mean(ref, x, B, C, SP, m);
+    ref->variance(ref, x, m, B, C, SP, v);
+    be->bn_apply(be, x, m, v, sc, b, B, C, SP, TRN_ACT_LEAKY, out);
+    be->bn_apply(be, x, m, v, sc, b, B, C, SP, TRN_ACT_LOGISTIC, x); /* in place */
+    memcpy(out + N, x, N * sizeof *x);
+    free(x), free(sc), free(b);
+}
+static void t_bn_backward_act(const trn_backend *be, float *out)
+{
+    float *x = rnd(N, 70, -1, 3), *d = rnd(N, 71, -1, 1), m[C], v[C], *sc = rnd(C, 72, 0.5f, 2);
+    float *b = rnd(C, 73, -1, 1), *y = malloc(N * sizeof *y);
+    ref->mean(ref, x, B, C, SP, m);
+    ref->variance(ref, x, m, B, C, SP, v);
+    ref->bn_apply(ref, x, m, v, sc, b, B, C, SP, TRN_ACT_TANH, y);
+    for (int k = 0; k < 2 * C; k++) out[k] = 0.125f;
+    be->bn_backward_act(be, y, TRN_ACT_TANH, x, m, v, sc, B, C, SP, out, out + C, out + 2 * C, out + 3 * C, d);
+    memcpy(out + 4 * C, d, N * sizeof *d);
+    free(x), free(d), free(sc), free(b), free(y);
+}
+static void t_bias_gradient(const trn_backend *be, float *out)
+{
+    float *y = rnd(N, 74, -3, 3), *d = rnd(N, 75, -1, 1);
+    ref->activate(ref, y, N, TRN_ACT_ELU);
+    for (int k = 0; k < C; k++) out[k] = -0.75f;
+    be->bias_gradient(be, y, TRN_ACT_ELU, B, C, SP, out, d);
+    memcpy(out + C, d, N * sizeof *d);
+    free(y), free(d);
+}
 enum { PS = 3, PST = 2, PP = 1, POH = (H + PP - PS) / PST + 1, POW = (W + PP - PS) / PST + 1,
        PN = B * C * POH * POW };
 static void t_maxpool(const trn_backend *be, float *out)
@@ -289,11 +348,13 @@ typedef struct slot_row {
 #define ROW(s) {#s, offsetof(trn_backend, s), t_##s}
 static const slot_row slots[] = {
     ROW(alloc),          ROW(release),        ROW(upload),       ROW(download),
-    ROW(gemm),           ROW(im2col),         ROW(col2im),       ROW(swap12),
+    ROW(gemm),           ROW(im2col),         ROW(col2im),       ROW(conv),
+    ROW(conv_dw),        ROW(conv_dx),        ROW(swap12),
     ROW(fill),           ROW(copy),           ROW(axpy),         ROW(scal),
     ROW(activate),       ROW(gradient),       ROW(add_bias),     ROW(scale_bias),
     ROW(backward_bias),  ROW(backward_scale), ROW(mean),         ROW(variance),
-    ROW(normalize),      ROW(bn_backward),    ROW(maxpool),      ROW(maxpool_backward),
+    ROW(normalize),      ROW(bn_backward),    ROW(bn_apply),     ROW(bn_backward_act),
+    ROW(bias_gradient),  ROW(maxpool),        ROW(maxpool_backward),
     ROW(avgpool),        ROW(avgpool_backward), ROW(softmax),    ROW(softmax_xent),
     ROW(l2),             ROW(l1),             ROW(smooth_l1),    ROW(shortcut),
     ROW(crop),           ROW(dropout),        ROW(sgd),

@@ -1,0 +1,111 @@
+# mk/retarget.mk: MCDNN's retargeted variants in the catalog (issue 17):
+# heads for the data set's attribute tasks on a shared trunk of the base
+# (prune retarget, MCDNN 4.1.3), and the base specialised to the data set's
+# representative (n,p) contexts (prune specialise, MCDNN 4.1.2). Both train
+# on the base's cached outputs (seconds per head or context), so one job
+# does each stage:
+#
+#   $(RETARGET_O)/heads.done  prune retarget on $(DATASET_TASKS), then per
+#                             task T the variant folder head-T (evaluated
+#                             on T's .data, profiled, described with task T)
+#   $(RETARGET_O)/spec.done   prune specialise on $(DATASET_CONTEXTS), then
+#                             per context C the variant spec-C (task ctx-C:
+#                             its n classes + "other"; evaluated on C's test
+#                             stream; cascade partner: the base)
+#
+# Each variant folder is built under a temporary name and renamed when
+# complete; the stamp lists the `catalog pack --task` arguments of the
+# stage, which the pack rule reads. A head or a specialised model depends on
+# the base (its trunk, its cascade partner), so winnowing keeps the base.
+#
+# Recipe settings (recipes/README.md):
+#   RETARGET_CUT    the trunk's last layer (a selector); empty: no heads
+#   RETARGET_HEAD   the head's sections before its classifier (--head)
+#   RETARGET_SET    prune retarget --set key=value settings
+#   SPECIALISE      1: the representative contexts as variants; empty: none
+#   SPECIALISE_SET  prune specialise --set key=value settings
+# A data set without a .tasks file gets no heads, one without contexts no
+# specialised variants.
+
+RETARGET_CUT   ?=
+RETARGET_HEAD  ?=
+RETARGET_SET   ?=
+SPECIALISE     ?=
+SPECIALISE_SET ?=
+RETARGET_O     := $(MODEL_O)/retarget
+
+ifneq ($(filter-out 1,$(SPECIALISE)),)
+$(error $(RECIPES)/$(MODEL)/recipe.mk: SPECIALISE='$(SPECIALISE)' is not valid: use 1 or leave it empty)
+endif
+
+RT_STAGES := $(if $(and $(strip $(RETARGET_CUT)),$(DATASET_TASKS)),heads) \
+             $(if $(and $(filter 1,$(SPECIALISE)),$(DATASET_CONTEXTS)),spec)
+RT_STAMPS := $(foreach s,$(RT_STAGES),$(RETARGET_O)/$s.done)
+
+# What identifies each stage's inputs besides the files (like plan/<id>.plan).
+rt_line_heads = cut $(RETARGET_CUT) | head $(RETARGET_HEAD) | set $(RETARGET_SET) | seed $(SEED)$(if \
+  $(filter portable,$(DETERMINISM)), | determinism portable) | profile $(PROFILE_RUNS)
+rt_line_spec  = set $(SPECIALISE_SET) | seed $(SEED)$(if $(filter portable,$(DETERMINISM)), | determinism portable) \
+  | profile $(PROFILE_RUNS)
+
+$(RETARGET_O)/%.plan: plan-force | $(RETARGET_O)/.dirstamp
+	$(Q)if [ "$$(cat $@ 2>/dev/null)" != '$(call rt_line_$*)' ]; then \
+	  printf '%s\n' '$(call rt_line_$*)' > $@.tmp && mv $@.tmp $@; fi
+
+# $(call rt_variant,SRC,ID,TASK,DATA): the variant folder ID from prune's
+# output folder SRC (variant.cfg, init.weights, meta.json): evaluated on
+# the test split of DATA, profiled, described for TASK; built in ID.tmp.
+rt_variant = v=$(VARIANTS_O)/$2; rm -rf $$v.tmp && mkdir -p $$v.tmp && cp $1/variant.cfg $1/meta.json $$v.tmp/ && \
+  cp $1/init.weights $$v.tmp/variant.weights && \
+  $(call launch,$2-eval) $(BIN)/trainer valid --cfg $$v.tmp/variant.cfg --weights $$v.tmp/variant.weights \
+    --data $4 --split test --threads $(job_threads) --determinism $(DETERMINISM) --json >$$v.tmp/eval.json && \
+  $(call launch,$2-profile) $(BIN)/catalog profile --cfg $$v.tmp/variant.cfg --weights $$v.tmp/variant.weights \
+    --runs $(PROFILE_RUNS) --threads 1 --out $$v.tmp/profile.json && \
+  $(BIN)/catalog describe $$v.tmp --id $2 --model $(MODEL) --task $3 --eval $$v.tmp/eval.json \
+    --profile $$v.tmp/profile.json --meta $$v.tmp/meta.json >/dev/null && \
+  rm -rf $$v && mv $$v.tmp $$v
+
+# Heads: every task of the .tasks file but the first (the base's own).
+$(RETARGET_O)/heads.done: $(RETARGET_O)/heads.plan $(BASE_V)/variant.weights $(DATA) $(DATASET_TASKS) \
+    | $(BIN)/prune $(BIN)/trainer $(BIN)/catalog
+	$(call msg,HEADS,$(MODEL): trunk L0..$(RETARGET_CUT), head '$(RETARGET_HEAD)')o=$(RETARGET_O)/heads; \
+	rm -rf $$o && $(call timed,derive,heads,($(call launch,heads-derive) $(BIN)/prune retarget \
+	  --cfg $(BASE_V)/variant.cfg --weights $(BASE_V)/variant.weights --tasks $(abspath $(DATASET_TASKS)) \
+	  --cut '$(RETARGET_CUT)' $(if $(strip $(RETARGET_HEAD)),--head '$(RETARGET_HEAD)') --seed $(SEED) \
+	  --threads $(job_threads) --out $$o $(foreach s,$(RETARGET_SET),--set $s) 2>&1) >$(RETARGET_O)/heads.log.tmp && \
+	  mv $(RETARGET_O)/heads.log.tmp $(RETARGET_O)/heads.log) || { tail -n 5 $(RETARGET_O)/heads.log.tmp >&2; exit 1; }; \
+	rm -f $@.tmp; d=$(dir $(abspath $(DATASET_TASKS))); \
+	while read -r task data; do \
+	  case "$$task" in ''|'#'*) continue ;; esac; \
+	  [ -d $$o/$$task ] || continue; \
+	  names=$$(sed -n 's/^[[:space:]]*names[[:space:]]*=[[:space:]]*//p' $$d$$data | head -n1); \
+	  case "$$names" in /*) ;; *) names=$$d$$names ;; esac; \
+	  $(call timed,heads,head-$$task,$(call rt_variant,$$o/$$task,head-$$task,$$task,$$d$$data)) || exit 1; \
+	  echo "--task $$task=$$names" >> $@.tmp; \
+	done < $(DATASET_TASKS) && touch $@.tmp && mv $@.tmp $@
+
+# Specialised models: every context of the data set's contexts.list.
+$(RETARGET_O)/spec.done: $(RETARGET_O)/spec.plan $(BASE_V)/variant.weights $(DATA) $(DATASET_CONTEXTS) \
+    | $(BIN)/prune $(BIN)/trainer $(BIN)/catalog
+	$(call msg,SPECIAL,$(MODEL): the base for every context of $(DATASET_CONTEXTS))o=$(RETARGET_O)/spec; \
+	rm -rf $$o && $(call timed,derive,spec,($(call launch,spec-derive) $(BIN)/prune specialise \
+	  --cfg $(BASE_V)/variant.cfg --weights $(BASE_V)/variant.weights --data $(abspath $(DATA)) \
+	  --contexts $(abspath $(DATASET_CONTEXTS)) --seed $(SEED) --threads $(job_threads) --out $$o \
+	  $(foreach s,$(SPECIALISE_SET),--set $s) 2>&1) >$(RETARGET_O)/spec.log.tmp && \
+	  mv $(RETARGET_O)/spec.log.tmp $(RETARGET_O)/spec.log) || { tail -n 5 $(RETARGET_O)/spec.log.tmp >&2; exit 1; }; \
+	rm -f $@.tmp; d=$(dir $(abspath $(DATASET_CONTEXTS))); \
+	while read -r id n p data; do \
+	  case "$$id" in ''|'#'*) continue ;; esac; \
+	  $(call timed,spec,spec-$$id,$(call rt_variant,$$o/$$id,spec-$$id,ctx-$$id,$$d$$data)) || exit 1; \
+	  echo "--task ctx-$$id=$$d$$(dirname $$data)/$$id.names" >> $@.tmp; \
+	done < $(DATASET_CONTEXTS) && touch $@.tmp && mv $@.tmp $@
+
+.PHONY: retarget
+retarget: $(RT_STAMPS) ## the heads and specialised contexts of MODEL's recipe (part of make catalog)
+	@echo 'retarget: $(if $(RT_STAMPS),$(patsubst %.done,%,$(notdir $(RT_STAMPS))) built,nothing: the recipe sets neither RETARGET_CUT nor SPECIALISE)'
+
+# They are variants of the catalog: make variants builds them, and the
+# archive packs them with their tasks.
+variants-build: $(RT_STAMPS)
+$(CATALOG_ARCHIVE): $(RT_STAMPS)
+CATALOG_EXTRA_TASKS = $(if $(RT_STAMPS),$$(cat $(RT_STAMPS)))

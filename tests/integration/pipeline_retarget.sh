@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# The retargeting stages of make catalog (mk/retarget.mk, issue 17): on a
+# tiny recipe with RETARGET_CUT and SPECIALISE=1, the catalog carries a head
+# for every attribute task of the data set (prune retarget on the base's
+# trunk) and the base specialised to every representative (n,p) context
+# (prune specialise), each evaluated on its own task, depending on the base
+# (which winnowing therefore keeps); the stages are timed, redo nothing
+# when nothing changed and only themselves when their settings change; the
+# installed catalog answers every task with one trunk run, `rtl context`
+# lists the specialised models, and `rtl stream` leaves the contexts'
+# tasks out (their models need the base as partner).
+. "$TOP/tests/lib.sh"
+. "$TOP/tests/integration/pipeline/tiny.sh"
+
+R=$T/recipes/tiny
+mkdir -p "$R"
+tiny_base_cfg "$R/base.cfg" 30
+write_recipe() { # RETARGET_BATCHES
+    cat >"$R/recipe.mk" <<MK
+RECIPE_CFG := \$(RECIPES)/tiny/base.cfg
+RECIPE_VARIANTS := rw-a
+V_rw-a := rewrite stride2:conv\\#1
+V_rw-a_TRAIN := max_batches=10
+RETARGET_CUT := conv@2
+RETARGET_HEAD := maxpool,size=2,stride=2
+RETARGET_SET := batches=$1 aug_passes=0
+SPECIALISE := 1
+SPECIALISE_SET := batches=40 aug_passes=0
+MK
+}
+write_recipe 40
+pmake() {
+    make -C "$TOP" --no-print-directory O="$O" RECIPES="$T/recipes" MODEL=tiny MODEL_O="$T/tiny" \
+        DATASET_ROOT="$T/data" DATASET_SIZE=16 DATASET_TRAIN=4 DATASET_VALID=1 DATASET_TEST=2 \
+        DATASET_CONTEXT_N=7 DATASET_CONTEXT_P=0.6,0.9 \
+        PROFILE_RUNS=3 THREADS=2 SOURCE_DATE_EPOCH=1700000000 KEY="$T/k.key" "$@"
+}
+"$BIN/catalog" keygen -p "$T/k.pub" -s "$T/k.key" -W >/dev/null 2>&1
+
+expect_ok "make catalog with heads and specialised contexts" pmake catalog
+cp "$T/out" "$T/catalog.out"
+for v in head-shape head-colour head-size head-texture spec-n7-p0.6 spec-n7-p0.9; do
+    t_check "variant $v has its variant.json" test -s "$T/tiny/variants/$v/variant.json"
+done
+t_check "make catalog prints the heads' and the contexts' stage times" \
+    sh -c "grep -q '^timings: heads ' '$T/catalog.out' && grep -q '^timings: spec ' '$T/catalog.out'"
+t_check "the manifest: heads, specialised models, their tasks and dependencies" python3 - "$T/tiny/manifest.json" <<'EOF'
+import json, sys
+m = json.load(open(sys.argv[1]))
+v = {x["id"]: x for x in m["variants"]}
+assert "base" in v, "the base is kept (heads and cascades depend on it)"
+for t in ("shape", "colour", "size", "texture"):
+    h = v["head-" + t]
+    assert h["technique"] == "head" and h["task"] == t and h["depends_on"] == ["base"], h
+    assert h["technique_fields"]["head"]["trunk"] == "base" and t in h["accuracy"], h
+    assert t in m["tasks"], t
+for c in ("n7-p0.6", "n7-p0.9"):
+    s = v["spec-" + c]
+    assert s["technique"] == "specialised" and s["task"] == "ctx-" + c and s["depends_on"] == ["base"], s
+    assert s["technique_fields"]["cascade"]["partner"] == "base" and s["technique_fields"]["context"]["n"] == 7, s
+    assert len(m["tasks"]["ctx-" + c]["labels"]) == 8 and m["tasks"]["ctx-" + c]["labels"][-1] == "other"
+EOF
+
+stamp() { stat -c %Y.%y "$T/tiny/retarget/$1.done"; }
+h1=$(stamp heads) s1=$(stamp spec)
+sleep 1
+expect_ok "make catalog again" pmake catalog
+t_check "  ... redoes neither stage" test "$(stamp heads)" = "$h1" -a "$(stamp spec)" = "$s1"
+write_recipe 50
+expect_ok "make catalog after RETARGET_SET changed" pmake catalog
+t_check "  ... redoes the heads only" test "$(stamp heads)" != "$h1" -a "$(stamp spec)" = "$s1"
+
+arch=$(ls "$T"/tiny/catalog-tiny-*.tar.zst | head -n 1)
+mkdir -p "$T/root/keys" && cp "$T/k.pub" "$T/root/keys/"
+rtl() { "$BIN/rtl" --root "$T/root" "$@"; }
+expect_ok "rtl install the catalog" rtl install "$arch"
+img=$(ls "$T"/data/synth/test/*.png | head -n 1)
+expect_ok "rtl run --task: every task, one trunk run" sh -c "$BIN/rtl --root $T/root run tiny --task identity,shape,colour,size,texture $img --json >$T/tasks.json"
+t_check "  ... trunk_runs 1, the heads answer" python3 -c "
+import json,sys; d=json.load(open('$T/tasks.json'))
+sys.exit(not (d['trunk_runs']==1 and {t['variant'] for t in d['tasks'] if t['task']!='identity'}=={'head-shape','head-colour','head-size','head-texture'}))"
+ls "$T"/data/synth/test/*.png | head -n 20 >"$T/imgs.list"
+expect_ok "rtl context lists the specialised models" sh -c "$BIN/rtl --root $T/root context tiny @$T/imgs.list --window 10 --json >$T/ctx.json"
+t_check "  ... both contexts, partner base" python3 -c "
+import json,sys; s=json.load(open('$T/ctx.json'))['specialised']
+sys.exit(not (sorted(x['variant'] for x in s)==['spec-n7-p0.6','spec-n7-p0.9'] and all(x['partner']=='base' and x['n']==7 for x in s)))"
+expect_ok "rtl stream --dry-run" sh -c "$BIN/rtl --root $T/root stream tiny @$T/imgs.list --dry-run >$T/stream.jsonl"
+t_check "  ... the five tasks, not the contexts' tasks" python3 -c "
+import json,sys; e=json.loads(open('$T/stream.jsonl').readline())
+sys.exit(not (e['event']=='start' and e['tasks']==5))"
+t_done

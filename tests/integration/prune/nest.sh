@@ -1,0 +1,61 @@
+# tests/integration/prune/nest.sh: the fixture shared by prune_grow.sh and
+# rtl_nested.sh: a small random-weighted base (two conv + max pool blocks, two
+# connected layers), a tiny image set and its L1 roadmap, the input of
+# `prune grow`. Sourced after tests/lib.sh, never run.
+
+# nest_fixture DIR: writes DIR/base.cfg, DIR/base.weights, DIR/data/tiny.data
+# (12 images of 16x16, 4 classes) and DIR/rm/roadmap.json (prune roadmap
+# --method l1, 4 steps of 0.25, every step kept); non-zero, with the failed
+# step recorded as a failed check, when a step fails.
+nest_fixture() {
+    local dir=$1
+    cat >"$dir/base.cfg" <<'EOF'
+[net]
+batch=8
+width=16
+height=16
+channels=3
+learning_rate=0.1
+momentum=0.9
+decay=0.0005
+
+[convolutional]
+batch_normalize=1
+filters=8
+size=3
+stride=1
+pad=1
+activation=relu
+
+[maxpool]
+size=2
+stride=2
+
+[convolutional]
+batch_normalize=1
+filters=8
+size=3
+stride=1
+pad=1
+activation=relu
+
+[maxpool]
+size=2
+stride=2
+
+[connected]
+output=12
+activation=relu
+
+[connected]
+output=2
+activation=linear
+
+[softmax]
+EOF
+    "$TESTD/tools/prune-testtool" weights "$dir/base.cfg" 5 "$dir/base.weights" &&
+        "$TESTD/tools/prune-testtool" images "$dir/data" 12 16 4 || { t_fail "fixture data"; return 1; }
+    "$BIN/prune" roadmap --cfg "$dir/base.cfg" --weights "$dir/base.weights" --data "$dir/data/tiny.data" \
+        --method l1 --seed 3 --out "$dir/rm" --set step=0.25 --set min_accuracy=0 --set retrain_batches=5 \
+        --set max_steps=4 >/dev/null 2>&1 || { t_fail "fixture roadmap"; return 1; }
+}
