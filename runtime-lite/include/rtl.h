@@ -829,6 +829,12 @@ typedef struct rtl_gtdp_layer {
      * block is layers index..last, its output the pool's; conv_h, conv_w:
      * the convolution's output (== h, w without a pool). */
     int last, conv_h, conv_w, pool_size, pool_stride, pool_pad;
+    /* A part's compute time fitted on this host by rtl_gtdp_calibrate
+     * (fitted 0: the built-in approximation, see rtl_gtdp_part_cost): at
+     * speed 1, ms = fit[0] r c + fit[1] r + fit[2] c + fit[3], r the part's
+     * share of the convolution's rows, c of its output channels. */
+    int fitted;
+    double fit[4];
 } rtl_gtdp_layer;
 
 typedef struct rtl_gtdp_part {
@@ -862,6 +868,12 @@ RTL_API int rtl_gtdp_model_layer(const rtl_model *m, int i, rtl_gtdp_layer *out)
 /* The same, and 0 only when the block can be split: the model can be cut
  * before it and after it (no route or shortcut crosses it). */
 RTL_API int rtl_gtdp_model_split(const rtl_model *m, int i, rtl_gtdp_layer *out);
+/* Times parts of every block of m that GTDP can split, computed here the
+ * way a worker computes them (rtl_gtdp_compute_part with the copies of a
+ * request and its reply; CPU time of this thread, median of reps), and
+ * fits each block's part cost (rtl_gtdp_layer.fit); rtl_gtdp_model_layer
+ * carries the fit from then on. Costs about 3 (reps + 1) forwards. */
+RTL_API int rtl_gtdp_calibrate(rtl_model *m, int reps, rtl_err *err);
 
 /* ---- the peer: running model suffixes on a server (src/peer.c, frame.c) ----
  *
@@ -1099,6 +1111,7 @@ typedef struct rtl_sched_decision {
     int paged_in, paged_out; /* models loaded and evicted by this decision */
     int shared_trunk;        /* 1: the trunk's output was reused */
     char reason[192];
+    double load_ms, load_mj; /* of latency_ms and energy_mj: paging in (0 when nothing was) */
 } rtl_sched_decision;
 
 typedef struct rtl_sched rtl_sched;
@@ -1185,7 +1198,7 @@ typedef struct rtl_sim_result {
     double first_refusal_s;  /* < 0: none */
     double energy_out_s, cash_out_s;  /* when a budget ran out; < 0: never */
     double fps;              /* NestDNN: mean frames per second per running app */
-    double mj_per_frame;
+    double mj_per_frame;     /* concurrency traces: a request is one second of frames (fps inferences) */
     double decide_us_median, decide_us_p99;
     /* accuracy over time per task: buckets of duration/buckets */
     int buckets, tasks;
