@@ -114,8 +114,8 @@ int prn_cli_grow(int argc, char **argv, trn_err *err)
         "grow", NULL, NULL,
         "--roadmap R --data D.data --seed N --out DIR [--set key=value ...] [--threads T]",
         "NestDNN's freeze-&-grow: the roadmap's seed is capacity 1; the model grows back along\n"
-        "the roadmap to its step 0 (the base) in `capacities` steps (the steps nearest to evenly\n"
-        "spaced MACs); at\n"
+        "the roadmap to its step 0 (the base) in `capacities` steps (steps where every pruned\n"
+        "layer grows, when the roadmap has them, then those nearest to evenly spaced MACs); at\n"
         "each step the new filters start from their pre-pruning weights (the roadmap's model of\n"
         "that size) and train `batches` batches while every older parameter is frozen, and the\n"
         "input slices of old filters that read new channels stay zero, so every smaller capacity\n"
@@ -173,22 +173,29 @@ int prn_cli_grow(int argc, char **argv, trn_err *err)
         goto done;
     }
     if (ncap > seed_step + 1) ncap = seed_step + 1;
-    /* Capacities: capacity 1 = the seed, the last = step 0; between them the
-     * steps whose MACs are nearest to evenly spaced levels between the
-     * seed's and the base's (each a later-pruned step than the one before,
-     * leaving a step for every capacity still to choose). */
+    /* Capacities: capacity 1 = the seed, the last = step 0; between them
+     * steps in which every pruned layer grows where the roadmap allows it
+     * (a layer that gains nothing blocks the channels grown below it), then
+     * those nearest to evenly spaced MACs (prn_nest_pick_steps). */
     {
-        double m0 = cJSON_GetNumberValue(cJSON_GetObjectItem(cJSON_GetArrayItem(steps, 0), "macs"));
-        double ms = cJSON_GetNumberValue(cJSON_GetObjectItem(cJSON_GetArrayItem(steps, seed_step), "macs"));
-        caps_step[0] = seed_step;
-        caps_step[ncap - 1] = 0;
-        for (int k = 1; k < ncap - 1; k++) {
-            double want = ms + (m0 - ms) * (double)k / (double)(ncap - 1), best = -1;
-            for (int st = caps_step[k - 1] - 1; st >= (int)ncap - 1 - k; st--) {
-                double m = cJSON_GetNumberValue(cJSON_GetObjectItem(cJSON_GetArrayItem(steps, st), "macs"));
-                if (best < 0 || fabs(m - want) < best) best = fabs(m - want), caps_step[k] = st;
-            }
+        int ns = cJSON_GetArraySize(steps), nl = cJSON_GetArraySize(rlayers);
+        int *kc = calloc((size_t)ns * (size_t)(nl ? nl : 1), sizeof *kc);
+        double *mc = calloc((size_t)ns, sizeof *mc);
+        int bad = !kc || !mc;
+        for (int st = 0; !bad && st < ns; st++) {
+            const cJSON *sj = cJSON_GetArrayItem(steps, st), *kept = cJSON_GetObjectItem(sj, "kept");
+            mc[st] = cJSON_GetNumberValue(cJSON_GetObjectItem(sj, "macs"));
+            bad = cJSON_GetArraySize(kept) != nl;
+            for (int l = 0; !bad && l < nl; l++) kc[(size_t)st * nl + l] = (int)cJSON_GetNumberValue(cJSON_GetArrayItem(kept, l));
         }
+        int blocked = bad ? -1 : prn_nest_pick_steps(ns, nl, kc, mc, seed_step, (int)ncap, caps_step, err);
+        free(kc), free(mc);
+        if (bad) trn_errf(err, "%s: a step's kept[] does not match layers[] (or out of memory)", roadp);
+        if (blocked < 0) goto done;
+        if (blocked > 0)
+            fprintf(stderr, "prune grow: in %d of the %lld growth steps some layer gains no filter (the roadmap "
+                            "has no step where it does): the channels grown below it reach nothing\n",
+                    blocked, ncap - 1);
     }
     dir_of(roadp, rdir, sizeof rdir);
     if (!(ds = trn_dataset_open(data, err))) goto done;
