@@ -83,6 +83,7 @@ BENCHES += tests/bench/rtl_install.sh
 BENCHES += tests/bench/rtl_run.sh
 BENCHES += tests/bench/rtl_pull.sh
 BENCHES += tests/bench/rtl_sched.sh
+BENCHES += tests/bench/rtl_sched_tables.sh
 BENCHES += tests/bench/rtl_stream.sh
 # make bench: five tasks through shared trunks against one task (rtl run --task).
 BENCHES += tests/bench/rtl_tasks.sh

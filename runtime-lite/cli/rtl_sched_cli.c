@@ -150,6 +150,27 @@ rtl_sched *sched_build(rtl_catalog *cat, enum rtl_policy p, int napps, const cha
 
 /* ---- rtl simulate -------------------------------------------------------- */
 
+/* The catalog's tasks that have nested capacities (NestDNN's multi-capacity
+ * models), at most max; their count. */
+static int nested_tasks(rtl_catalog *cat, const struct sched_cli *o, const char **out, int max)
+{
+    rtl_sched_source src = {.target = o->target, .device_mw = o->device_mw, .cloud_gflops = o->cloud_gflops};
+    int n = 0;
+    for (size_t i = 0; i < rtl_catalog_task_count(cat) && n < max; i++) {
+        rtl_sched_config c = {.policy = RTL_POLICY_NEST_TOTAL};
+        rtl_sched *probe = rtl_sched_new(&c, NULL);
+        const char *name = rtl_catalog_task_name(cat, i);
+        if (probe && rtl_sched_add_catalog(probe, cat, name, "x", &src, NULL) == 0) {
+            const rtl_sched_task *t = rtl_sched_task_at(probe, 0);
+            int caps = 0;
+            for (size_t k = 0; t && k < t->n; k++) caps |= t->options[k].capacity > 0;
+            if (caps) out[n++] = name;
+        }
+        rtl_sched_free(probe);
+    }
+    return n;
+}
+
 static const char *trace_names[RTL_TRACE_COUNT] = {"s1", "s2", "s3", "concurrency"};
 
 static void fmt_time(double s, char *out, size_t n)
@@ -333,6 +354,12 @@ static int simulate_trace(rtl_catalog *cat, enum rtl_trace_kind kind, const stru
     if (kind == RTL_TRACE_CONCURRENCY) { /* NestDNN's evaluation has no energy or money budget */
         oc.energy_wh = o->energy_set ? o->energy_wh : -1;
         oc.cloud_usd = -1;
+        /* NestDNN's apps run multi-capacity models: apps without --app go
+         * to the tasks with nested capacities in turn, when there are any */
+        const char *nt[64];
+        int nn = nested_tasks(cat, o, nt, 64);
+        for (int a = 0, j = 0; nn && a < napps; a++)
+            if (!oc.app_task[a]) oc.app_task[a] = nt[j++ % nn];
         o = &oc;
     }
     rtl_trace tr;

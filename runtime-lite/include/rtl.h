@@ -1116,6 +1116,7 @@ typedef struct rtl_sched_decision {
     int paged_in, paged_out; /* models loaded and evicted by this decision */
     int shared_trunk;        /* 1: the trunk's output was reused */
     char reason[192];
+    double load_ms, load_mj; /* of latency_ms and energy_mj: paging in (0 when nothing was) */
 } rtl_sched_decision;
 
 typedef struct rtl_sched rtl_sched;
@@ -1202,7 +1203,7 @@ typedef struct rtl_sim_result {
     double first_refusal_s;  /* < 0: none */
     double energy_out_s, cash_out_s;  /* when a budget ran out; < 0: never */
     double fps;              /* NestDNN: mean frames per second per running app */
-    double mj_per_frame;
+    double mj_per_frame;     /* concurrency traces: a request is one second of frames (fps inferences) */
     double decide_us_median, decide_us_p99;
     /* accuracy over time per task: buckets of duration/buckets */
     int buckets, tasks;

@@ -85,6 +85,19 @@ for pol in ("nest-total", "nest-max"):
 vs = [x["vs_knee"] for x in t["alpha_sweep"] if "vs_knee" in x]
 assert len(vs) == 2, vs
 ' "$T/out"
+expect_ok "concurrency on a catalog with a nested task and a head task" "$RTL" simulate "$A" --trace concurrency --hours 0.2 --json
+t_check "its apps run the nested task (identity: capacities 0.60, 0.72), not the head's (shape: 0.90)" python3 -c '
+import json, sys
+p = {x["policy"]: x for x in json.load(open(sys.argv[1]))[0]["policies"]}
+assert 0.6 - 1e-9 <= p["knee"]["accuracy"] <= 0.72 + 1e-9, p["knee"]
+assert all(x["accuracy"] <= 0.72 + 1e-9 for x in p.values()), p
+' "$T/out"
+expect_ok "--app still places an app on another task" "$RTL" simulate "$A" --trace concurrency --hours 0.2 --json --app app1=shape --app app2=shape --app app3=shape --app app4=shape --app app5=shape --app app6=shape --app app7=shape --app app8=shape
+t_check "then every app runs shape's head" python3 -c '
+import json, sys
+p = {x["policy"]: x for x in json.load(open(sys.argv[1]))[0]["policies"]}
+assert abs(p["knee"]["accuracy"] - 0.90) < 1e-9, p["knee"]
+' "$T/out"
 expect_ok "the decision-time benchmark runs (make bench times it)" "$RTL" simulate --bench --decisions 2000 --json
 t_check "it times every policy" python3 -c '
 import json, sys
