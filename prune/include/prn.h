@@ -432,7 +432,7 @@ int prn_filters_copy(const trn_net *src, trn_net *dst, const prn_keep *keep, int
  * removes the ceil(step x r->filters) least important filters in r->order,
  * skipping a layer's filter when the layer would keep fewer than
  * max(min_filters, ceil((1 - max_layer_step) x its filters)); with
- * min_layer_step > 0, every layer first loses its own ceil(min_layer_step x
+ * min_layer_step > 0, every layer that r->order lists first loses its own ceil(min_layer_step x
  * its filters) least important filters (by its own order, within the same
  * floor; they count towards the step), so that every layer shrinks at every
  * step (what freeze-&-grow needs: a layer that never shrinks between two

@@ -49,14 +49,18 @@ int prn_roadmap_choose(const prn_ranking *r, double step, int min_filters, doubl
         /* Every layer first loses its own least important min_layer_step
          * share (as far as its floor allows), then the cross-layer order
          * takes the rest. */
+        char *listed = calloc((size_t)L, 1); /* layers in the cross-layer order (connected=0 leaves some out) */
+        if (!listed) goto oom;
+        for (int i = 0; i < r->filters; i++) listed[r->order[i].layer] = 1;
         for (int l = 0; min_layer_step > 0 && l < L; l++) {
-            int n = r->layers[l].filters, share = (int)ceil(min_layer_step * n - 1e-9);
+            int n = r->layers[l].filters, share = listed[l] ? (int)ceil(min_layer_step * n - 1e-9) : 0;
             for (int j = n - 1; share > 0 && left[l] > floor_[l]; j--, share--) {
                 gone[l][r->layers[l].order[j]] = 1;
                 left[l]--;
                 removed++;
             }
         }
+        free(listed);
         for (int i = 0; i < r->filters && removed < want; i++) {
             int l = r->order[i].layer, f = r->order[i].filter;
             if (gone[l][f] || left[l] <= floor_[l]) continue;

@@ -1105,6 +1105,9 @@ typedef struct rtl_sched_config {
     double nest_alpha;       /* NestDNN's alpha (< 0: 0) */
     double camera_fps;       /* NestDNN frame rate cap (0: 30) */
     int context_window;      /* requests in the class-frequency window (0: 100) */
+    int knee_any;            /* knee policy: 1: the knee of every standalone option (MCDNN's fixed-model
+                                strawman); 0: of a nested model's capacities when the task has one
+                                (NestDNN's baseline), else of every standalone option */
 } rtl_sched_config;
 
 typedef struct rtl_sched_decision {

@@ -24,6 +24,10 @@
 # The catalog: SCHED_CATALOG=ARCHIVE|MANIFEST|ID (an ID needs RTL_ROOT),
 # else the newest build/alexnet/catalog-*.tar.zst of this tree
 # (`make catalog MODEL=alexnet`); without one the bench says so and passes.
+# SCHED_NESTED=VARIANT_DIR SCHED_NESTED_NAMES=FILE: item 2 on that nested
+# variant alone instead (e.g. build/alexnet/variants/nested, which winnowing
+# may have dropped from the catalog; FILE: its task's labels), packed here
+# into a catalog of its own with a development key.
 # Writes the tables as Markdown to $O/bench/rtl-sched-tables/tables.md too.
 # Environment (from make): BIN, O, TOP.
 set -u
@@ -38,6 +42,16 @@ if [ -z "$cat" ]; then
         exit 0
     fi
 fi
+nest=$cat
+if [ -n "${SCHED_NESTED:-}" ]; then
+    task=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["task"])' "$SCHED_NESTED/variant.json") ||
+        { echo "bench rtl-sched-tables: $SCHED_NESTED/variant.json: no task"; exit 1; }
+    mkdir -p "$W/nested/variants" && cp -r "$SCHED_NESTED" "$W/nested/variants/" &&
+        "$BIN/catalog" pack "$W/nested/variants" -o "$W/nested/out" --task "$task=${SCHED_NESTED_NAMES:?with SCHED_NESTED}" \
+            --version 1 --dev-key-dir "$W/nested/keys" >"$W/nested/pack.log" 2>&1 ||
+        { cat "$W/nested/pack.log"; echo "bench rtl-sched-tables: cannot pack $SCHED_NESTED"; exit 1; }
+    nest=$W/nested/out/manifest.json
+fi
 budgets=${SCHED_ENERGY_WH:-0.5 0.1 0.05 0.02}
 for tr in s1 s2 s3; do
     "$BIN/rtl" simulate "$cat" --trace $tr --policy device-only --energy-wh -1 --json >"$W/free-$tr.json" ||
@@ -46,11 +60,11 @@ for tr in s1 s2 s3; do
         "$BIN/rtl" simulate "$cat" --trace $tr --energy-wh "$e" --json >"$W/$tr-$e.json" || exit 1
     done
 done
-"$BIN/rtl" simulate "$cat" --trace concurrency --json >"$W/conc-30.json" || exit 1
-"$BIN/rtl" simulate "$cat" --trace concurrency --camera-fps 0 --json >"$W/conc-0.json" || exit 1
-python3 - "$W" "$cat" "$budgets" <<'PY'
+"$BIN/rtl" simulate "$nest" --trace concurrency --json >"$W/conc-30.json" || exit 1
+"$BIN/rtl" simulate "$nest" --trace concurrency --camera-fps 0 --json >"$W/conc-0.json" || exit 1
+python3 - "$W" "$cat" "$budgets" "$nest" <<'PY'
 import json, math, sys
-w, cat, budgets = sys.argv[1], sys.argv[2], sys.argv[3].split()
+w, cat, budgets, nest = sys.argv[1], sys.argv[2], sys.argv[3].split(), sys.argv[4]
 out = []
 def say(s=""):
     print(s)
@@ -97,7 +111,7 @@ def knee_point(pts):
     if hi[0] <= lo[0] or hi[1] <= lo[1]: return hi
     return max(front, key=lambda a: (a[0] - lo[0]) / (hi[0] - lo[0]) - (a[1] - lo[1]) / (hi[1] - lo[1]))
 
-say("Item 2: concurrency, 8 apps (2 to 6 at once), 10 h, seed 1; NestDNN over alpha 0..100 against the knee")
+say("Item 2: concurrency, 8 apps (2 to 6 at once), 10 h, seed 1; NestDNN over alpha 0..100 against the knee; %s" % nest)
 say()
 say("| camera cap | policy | knee: accuracy, fps, mJ/frame | accuracy at knee fps | fps at knee accuracy | NestDNN's knee: accuracy, fps, mJ/frame | energy vs knee | verdict |")
 say("|---|---|---|---|---|---|---|---|")

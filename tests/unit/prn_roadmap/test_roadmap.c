@@ -206,6 +206,14 @@ static void choose_step(void **state)
     assert_int_equal(n[0], 3);
     assert_int_equal(n[1], 2);
     assert_int_equal(b[0], 0), assert_int_equal(b[1], 1);
+    /* A layer the cross-layer order leaves out (connected=0) loses nothing
+     * to min_layer_step either. */
+    prn_rank_entry only0[4] = {{0, 2}, {0, 0}, {0, 1}, {0, 3}};
+    prn_ranking r0 = *r;
+    r0.order = only0, r0.filters = 4;
+    assert_int_equal(prn_roadmap_choose(&r0, 0.25, 1, 1.0, 0.25, NULL, kept, n, &e), 1);
+    assert_int_equal(n[0], 3);
+    assert_int_equal(n[1], 6);
     /* A target: each layer by its own order (layer 0 keeps 3 and 1). */
     const int t[2] = {2, 5};
     assert_int_equal(prn_roadmap_choose(r, 0.1, 1, 0.1, 0, t, kept, n, &e), 3);
