@@ -138,7 +138,7 @@ int sched_budget(rtl_sched *s, const struct sched_cli *o, double horizon_s, doub
 rtl_sched *sched_build(rtl_catalog *cat, enum rtl_policy p, int napps, const char *const *names,
                        const char *const *tasks, const struct sched_cli *o, double horizon_s, rtl_err *err)
 {
-    rtl_sched_config c = {.policy = p, .nest_alpha = o->alpha, .camera_fps = o->camera_fps};
+    rtl_sched_config c = {.policy = p, .nest_alpha = o->alpha, .camera_fps = o->camera_fps, .knee_any = o->knee_any};
     rtl_sched *s = rtl_sched_new(&c, err);
     if (!s) return NULL;
     if (sched_register(s, cat, napps, names, tasks, o, err) != 0 || sched_budget(s, o, horizon_s, 0, err) != 0) {
@@ -351,6 +351,15 @@ static int simulate_trace(rtl_catalog *cat, enum rtl_trace_kind kind, const stru
     }
     double dur = o->hours * 3600;
     struct sched_cli oc = *o;
+    for (int a = 0; a < napps && a < SCHED_CLI_MAX_APPS; a++) {
+        oc.app_task[a] = NULL;
+        for (int k = 0; k < o->nmap; k++)
+            if (strlen(apps[a]) == o->map_len[k] && !strncmp(apps[a], o->map_app[k], o->map_len[k]))
+                oc.app_task[a] = o->map_task[k];
+    }
+    /* MCDNN's traces: the knee strawman is the best fixed model of all the
+     * task's variants; NestDNN's: the knee among the nested capacities */
+    oc.knee_any = kind != RTL_TRACE_CONCURRENCY;
     if (kind == RTL_TRACE_CONCURRENCY) { /* NestDNN's evaluation has no energy or money budget */
         oc.energy_wh = o->energy_set ? o->energy_wh : -1;
         oc.cloud_usd = -1;
@@ -360,8 +369,8 @@ static int simulate_trace(rtl_catalog *cat, enum rtl_trace_kind kind, const stru
         int nn = nested_tasks(cat, o, nt, 64);
         for (int a = 0, j = 0; nn && a < napps; a++)
             if (!oc.app_task[a]) oc.app_task[a] = nt[j++ % nn];
-        o = &oc;
     }
+    o = &oc;
     rtl_trace tr;
     /* the class count of the first app's task drives the context profiler */
     int classes = 10;
@@ -627,9 +636,11 @@ int cmd_simulate(rtl_store *st, int argc, char **argv)
                 if (strlen(names[a]) == n && !strncmp(names[a], appmap.v[k], n)) idx = a;
         }
         if (idx < 0 && n > 3 && !strncmp(appmap.v[k], "app", 3)) idx = atoi(appmap.v[k] + 3) - 1;
-        if (idx < 0 || idx >= SCHED_CLI_MAX_APPS)
+        if (idx < 0 || idx >= SCHED_CLI_MAX_APPS || o.nmap >= SCHED_CLI_MAX_APPS)
             return ck_usage_of("rtl", &v, "--app: unknown app in '%s' (D, G, R, Y, V, S, app1..)", appmap.v[k]), 2;
-        o.app_task[idx] = eq + 1;
+        /* resolved by name in each trace (S in S1 is the sixth app, in S3
+         * the fifth) */
+        o.map_app[o.nmap] = appmap.v[k], o.map_len[o.nmap] = n, o.map_task[o.nmap++] = eq + 1;
     }
     rtl_err err;
     rtl_catalog *cat = sched_open_catalog(st, argv[i], &err);

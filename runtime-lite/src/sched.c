@@ -147,7 +147,7 @@ int rtl_sched_add_task(rtl_sched *s, const rtl_sched_task *t, rtl_err *err)
     for (int l = 0; l < RTL_LOC_COUNT; l++) k->slot[l].option = -1;
     k->current = -1;
     k->first_seen = SCHED_NO_TIME;
-    k->knee = sched_knee(&k->t);
+    k->knee = sched_knee(&k->t, s->c.knee_any);
     k->nest_option = -1;
     k->p_dirty = 1;
     s->nest_dirty = 1;

@@ -368,6 +368,21 @@ static void knee(void **state)
         assert_int_equal(d.option, 1);
     }
     rtl_sched_free(s);
+    /* a nested model beside independent variants: NestDNN's baseline is its
+     * knee capacity; MCDNN's strawman (knee_any) the knee of them all */
+    rtl_sched_option m[5] = {opt("nest", 0.45, 1, 1, -1, 1), opt("nest", 0.50, 3, 3, -1, 1),
+                             opt("nest", 0.51, 10, 10, -1, 1), opt("rw", 0.82, 2, 2, -1, 1),
+                             opt("svd", 0.88, 10, 10, -1, 1)};
+    m[0].capacity = 1, m[1].capacity = 2, m[2].capacity = 3;
+    for (int any = 0; any < 2; any++) {
+        rtl_sched_config c = {.policy = RTL_POLICY_KNEE, .knee_any = any};
+        s = rtl_sched_new(&c, NULL);
+        add_task(s, "t", m, 5);
+        set_budget(s, -1, -1, 100, 0);
+        assert_int_equal(rtl_sched_decide(s, 0, 0, 0, -1, &d, NULL), 0);
+        assert_int_equal(d.option, any ? 3 : 1);
+        rtl_sched_free(s);
+    }
 }
 
 #define SHA "0000000000000000000000000000000000000000000000000000000000000000"
