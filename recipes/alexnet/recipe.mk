@@ -48,15 +48,21 @@ V_svd-8x8x-ft_TRAIN := max_batches=500 learning_rate=0.02 burn_in=0 policy=poly 
 # removed (a smaller dense model), then 2000 batches fine-tune it without
 # the penalty. The penalty sets the size: 1.0 removes about 4x of the MACs,
 # 1.4 about 8x (recipes/README.md, "SMCD").
-RECIPE_VARIANTS += smcd smcd-8x
+RECIPE_VARIANTS += smcd smcd-8x smcd-10x smcd-24x
 SMCD_LASSO := max_batches=200 learning_rate=0.02 policy=constant burn_in=0
 SMCD_TRAIN := max_batches=2000 learning_rate=0.02 burn_in=0 policy=poly power=2
 V_smcd       := lasso
 V_smcd_LASSO := lasso_filter=1.0 $(SMCD_LASSO)
-V_smcd_TRAIN := $(SMCD_TRAIN)
+V_smcd_TRAIN := max_batches=3000 learning_rate=0.02 burn_in=0 policy=poly power=2
 V_smcd-8x       := lasso
 V_smcd-8x_LASSO := lasso_filter=1.4 $(SMCD_LASSO)
 V_smcd-8x_TRAIN := $(SMCD_TRAIN)
+V_smcd-10x       := lasso
+V_smcd-10x_LASSO := lasso_filter=1.45 $(SMCD_LASSO)
+V_smcd-10x_TRAIN := $(SMCD_TRAIN)
+V_smcd-24x       := lasso
+V_smcd-24x_LASSO := lasso_filter=1.6 $(SMCD_LASSO)
+V_smcd-24x_TRAIN := $(SMCD_TRAIN)
 
 # The variants every measured default catalog winnowed (a kept variant
 # dominated each: recipes/README.md), left out of the default for its time;
