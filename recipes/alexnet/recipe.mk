@@ -45,9 +45,10 @@ V_svd-8x8x-ft_TRAIN := max_batches=500 learning_rate=0.02 burn_in=0 policy=poly 
 # MeDNN's SMCD (prune lasso): the base trains on for 200 batches with the
 # group-lasso penalty lasso_filter on every convolutional layer's filter
 # groups (under batch norm: scale and shift), the filters it zeroes are
-# removed (a smaller dense model), then 2000 batches fine-tune it without
-# the penalty. The penalty sets the size: 1.0 removes about 4x of the MACs,
-# 1.4 about 8x (recipes/README.md, "SMCD").
+# removed (a smaller dense model), then 2000 batches (smcd: 3000, to stand
+# clearly above smcd-8x) fine-tune it without the penalty. The penalty sets
+# the size: 1.0 removes about 4x of the MACs, 1.4 about 8x, 1.45 about
+# 10.6x, 1.6 about 24x (recipes/README.md, "SMCD").
 RECIPE_VARIANTS += smcd smcd-8x smcd-10x smcd-24x
 SMCD_LASSO := max_batches=200 learning_rate=0.02 policy=constant burn_in=0
 SMCD_TRAIN := max_batches=2000 learning_rate=0.02 burn_in=0 policy=poly power=2
