@@ -180,6 +180,11 @@ int cmd_run_gtdp(rtl_store *s, int argc, char **argv)
         status = fail(&err);
         goto done;
     }
+    /* the parts' costs on this host, the way the workers compute them */
+    if (rtl_gtdp_calibrate(m, 3, &err) != 0) {
+        status = fail(&err);
+        goto done;
+    }
     double pred = predicted_ms(m, w, nw, equal);
     for (int a = 0; a < nw; a++) {
         rtl_err pe;

@@ -429,6 +429,8 @@ static int plan_workers(rtl_model *m, const rtl_layer_cost *l, int n, const stru
     double local = 0, gtdp = 0, equal = 0, rest = 0;
     uint64_t bytes = 0, ebytes = 0;
     int convs = 0;
+    /* the parts' costs on this host, the way the workers compute them */
+    if (rtl_gtdp_calibrate(m, 3, err) != 0) return -1;
     cJSON *doc = o->json ? cJSON_CreateObject() : NULL, *jl = o->json ? cJSON_CreateArray() : NULL;
     if (!o->json) {
         printf("catalog %s, variant %s: GTDP over %d workers (speed x this host, link):", cat, variant, o->nworkers);

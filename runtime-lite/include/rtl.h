@@ -829,6 +829,12 @@ typedef struct rtl_gtdp_layer {
      * block is layers index..last, its output the pool's; conv_h, conv_w:
      * the convolution's output (== h, w without a pool). */
     int last, conv_h, conv_w, pool_size, pool_stride, pool_pad;
+    /* A part's compute time fitted on this host by rtl_gtdp_calibrate
+     * (fitted 0: the built-in approximation, see rtl_gtdp_part_cost): at
+     * speed 1, ms = fit[0] r c + fit[1] r + fit[2] c + fit[3], r the part's
+     * share of the convolution's rows, c of its output channels. */
+    int fitted;
+    double fit[4];
 } rtl_gtdp_layer;
 
 typedef struct rtl_gtdp_part {
@@ -862,6 +868,12 @@ RTL_API int rtl_gtdp_model_layer(const rtl_model *m, int i, rtl_gtdp_layer *out)
 /* The same, and 0 only when the block can be split: the model can be cut
  * before it and after it (no route or shortcut crosses it). */
 RTL_API int rtl_gtdp_model_split(const rtl_model *m, int i, rtl_gtdp_layer *out);
+/* Times parts of every block of m that GTDP can split, computed here the
+ * way a worker computes them (rtl_gtdp_compute_part with the copies of a
+ * request and its reply; CPU time of this thread, median of reps), and
+ * fits each block's part cost (rtl_gtdp_layer.fit); rtl_gtdp_model_layer
+ * carries the fit from then on. Costs about 3 (reps + 1) forwards. */
+RTL_API int rtl_gtdp_calibrate(rtl_model *m, int reps, rtl_err *err);
 
 /* ---- the peer: running model suffixes on a server (src/peer.c, frame.c) ----
  *

@@ -33,6 +33,26 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+/* Part networks (computing one part, below) and fitted part costs
+ * (calibration), per model. */
+struct part_net {
+    int layer, r0, r1, c0, c1;
+    trn_net *net;
+    float *x; /* its padded input */
+};
+#define GTDP_CACHE_MAX 64
+struct gtdp_fit {
+    int ok;
+    double f[4];
+};
+struct rtl_gtdp_cache {
+    int n;
+    struct part_net e[GTDP_CACHE_MAX];
+    int nfit;            /* the model's layers */
+    struct gtdp_fit *fit; /* per block's first layer: rtl_gtdp_calibrate */
+};
 
 /* Convolution output rows [a, b) that block output rows [r0, r1) read: the
  * same rows without a fused max pool, else the pool's windows (Darknet's:
@@ -84,6 +104,10 @@ void rtl_gtdp_part_cost(const rtl_gtdp_layer *l, const rtl_gtdp_worker *w, rtl_g
     double r = (double)(cb - ca) / ch, c = (double)(p->c1 - p->c0) / l->c;
     double beta = 40.0 / (40.0 + l->c), gamma = 110.0 / (110.0 + (double)ch * cw);
     p->compute_ms = l->ms * (r * c * (1 - beta - gamma) + beta * r + gamma * c) / w->speed;
+    if (l->fitted) { /* measured on this host: rtl_gtdp_calibrate */
+        double t = l->fit[0] * r * c + l->fit[1] * r + l->fit[2] * c + l->fit[3];
+        p->compute_ms = (t > 1e-3 ? t : 1e-3) / w->speed;
+    }
     double bytes_per_ms = w->mbps * 1e3 / 8.0;
     p->transfer_ms = (double)(p->in_bytes + p->out_bytes) / bytes_per_ms;
     p->ms = w->rtt_ms + p->compute_ms + p->transfer_ms;
@@ -233,6 +257,11 @@ int rtl_gtdp_model_layer(const rtl_model *m, int i, rtl_gtdp_layer *out)
         out->pool_size = pi.size, out->pool_stride = pi.stride, out->pool_pad = pi.pad;
         out->ms += pc.host_ms;
     }
+    const struct rtl_gtdp_cache *c = rtl_model_gtdp_cache_get(m);
+    if (c && c->fit && i < c->nfit && c->fit[i].ok) {
+        out->fitted = 1;
+        memcpy(out->fit, c->fit[i].f, sizeof out->fit);
+    }
     return 0;
 }
 
@@ -252,17 +281,6 @@ int rtl_gtdp_model_split(const rtl_model *m, int i, rtl_gtdp_layer *out)
  * arithmetic is the engine's own convolution, so it matches the whole
  * layer within float rounding of a differently shaped product. */
 
-struct part_net {
-    int layer, r0, r1, c0, c1;
-    trn_net *net;
-    float *x; /* its padded input */
-};
-#define GTDP_CACHE_MAX 64
-struct rtl_gtdp_cache {
-    int n;
-    struct part_net e[GTDP_CACHE_MAX];
-};
-
 void rtl_gtdp_cache_free(struct rtl_gtdp_cache *c)
 {
     if (!c) return;
@@ -270,6 +288,7 @@ void rtl_gtdp_cache_free(struct rtl_gtdp_cache *c)
         trn_net_free(c->e[i].net);
         free(c->e[i].x);
     }
+    free(c->fit);
     free(c);
 }
 
@@ -409,6 +428,128 @@ int rtl_gtdp_compute_part(rtl_model *m, int layer, const rtl_gtdp_part *q, const
         memcpy(out, trn_net_output(e->net), (size_t)(q->c1 - q->c0) * (q->r1 - q->r0) * g.w * sizeof *out);
     rtl_forward_unlock();
     return rc == 0 ? 0 : rtl_err_from_trn(err, &te);
+}
+
+/* ---- calibration: a part's cost measured on this host ---------------------- */
+
+static double thread_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return t.tv_sec * 1e3 + t.tv_nsec * 1e-6;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Least squares of t ~ f . (rc, r, c, 1) weighted by 1/t (relative
+ * errors: small parts matter as much as big ones). */
+static int fit4(const double (*x)[4], const double *t, int n, double f[4])
+{
+    double a[4][5] = {{0}};
+    for (int k = 0; k < n; k++) {
+        double wgt = 1.0 / (t[k] * t[k]);
+        for (int i = 0; i < 4; i++) {
+            for (int j = 0; j < 4; j++) a[i][j] += wgt * x[k][i] * x[k][j];
+            a[i][4] += wgt * x[k][i] * t[k];
+        }
+    }
+    for (int i = 0; i < 4; i++) {
+        int p = i;
+        for (int r = i + 1; r < 4; r++)
+            if (fabs(a[r][i]) > fabs(a[p][i])) p = r;
+        if (fabs(a[p][i]) < 1e-12) return -1;
+        for (int j = 0; j < 5; j++) {
+            double tmp = a[i][j];
+            a[i][j] = a[p][j], a[p][j] = tmp;
+        }
+        for (int r = 0; r < 4; r++) {
+            if (r == i) continue;
+            double q = a[r][i] / a[i][i];
+            for (int j = i; j < 5; j++) a[r][j] -= q * a[i][j];
+        }
+    }
+    for (int i = 0; i < 4; i++) f[i] = a[i][4] / a[i][i];
+    return 0;
+}
+
+/* One part of block g, rows [r0, r1) x channels [c0, c1): its median CPU
+ * time over reps (after one untimed run that builds its network), with a
+ * request's and a reply's copies, as a worker computes it. */
+static int time_part(rtl_model *m, const rtl_gtdp_layer *g, int r0, int r1, int c0, int c1, int reps, double *ms,
+                     rtl_err *err)
+{
+    rtl_gtdp_worker one = {.speed = 1, .mbps = 1, .rtt_ms = 0};
+    rtl_gtdp_part q = {.r0 = r0, .r1 = r1, .c0 = c0, .c1 = c1};
+    rtl_gtdp_part_cost(g, &one, &q);
+    size_t nin = (size_t)(q.in_r1 - q.in_r0) * g->w_in * g->c_in, nout = (size_t)(r1 - r0) * (c1 - c0) * g->w;
+    float *in = malloc(nin * sizeof *in), *in2 = malloc(nin * sizeof *in), *out = malloc(nout * sizeof *out),
+          *out2 = malloc(nout * sizeof *out);
+    double t[16];
+    int rc = -1;
+    if (!in || !in2 || !out || !out2) {
+        rtl_errf(err, "out of memory");
+        goto done;
+    }
+    for (size_t k = 0; k < nin; k++) in[k] = (float)(k % 7) * 0.125f;
+    if (reps > 16) reps = 16;
+    for (int k = -1; k < reps; k++) {
+        double t0 = thread_ms();
+        memcpy(in2, in, nin * sizeof *in);
+        if (rtl_gtdp_compute_part(m, g->index, &q, in2, nin, out, err) != 0) goto done;
+        memcpy(out2, out, nout * sizeof *out);
+        if (k >= 0) t[k] = thread_ms() - t0;
+    }
+    qsort(t, (size_t)reps, sizeof *t, cmp_double);
+    *ms = t[reps / 2];
+    rc = 0;
+done:
+    free(in), free(in2), free(out), free(out2);
+    return rc;
+}
+
+int rtl_gtdp_calibrate(rtl_model *m, int reps, rtl_err *err)
+{
+    if (reps < 1) reps = 1;
+    struct rtl_gtdp_cache **cp = rtl_model_gtdp_cache(m);
+    if (!*cp && !(*cp = calloc(1, sizeof **cp))) return rtl_errf(err, "out of memory");
+    struct rtl_gtdp_cache *c = *cp;
+    int L = rtl_model_layers(m);
+    if (!c->fit) {
+        if (!(c->fit = calloc((size_t)L, sizeof *c->fit))) return rtl_errf(err, "out of memory");
+        c->nfit = L;
+    }
+    for (int i = 0; i < L; i++) {
+        rtl_gtdp_layer g;
+        if (rtl_gtdp_model_split(m, i, &g) != 0) continue;
+        /* rows 1, 1/2, 1/4 x channels 1, 1/2, 1/4 (a part of the middle
+         * rows: the halo of both sides), 7 shapes */
+        static const int shape[7][2] = {{1, 1}, {2, 1}, {4, 1}, {1, 2}, {1, 4}, {2, 2}, {4, 4}};
+        double x[7][4], t[7];
+        int n = 0;
+        for (int k = 0; k < 7; k++) {
+            int nr = (g.h + shape[k][0] - 1) / shape[k][0], nc = (g.c + shape[k][1] - 1) / shape[k][1];
+            int r0 = (g.h - nr) / 2, ca, cb;
+            conv_rows(&g, r0, r0 + nr, &ca, &cb);
+            int ch = g.pool_size ? g.conv_h : g.h;
+            double r = (double)(cb - ca) / ch, cc = (double)nc / g.c;
+            if (time_part(m, &g, r0, r0 + nr, 0, nc, reps, &t[n], err) != 0) return -1;
+            if (!(t[n] > 0)) continue;
+            x[n][0] = r * cc, x[n][1] = r, x[n][2] = cc, x[n][3] = 1;
+            n++;
+        }
+        c->fit[i].ok = n >= 4 && fit4((const double(*)[4])x, t, n, c->fit[i].f) == 0;
+    }
+    /* the calibration's part networks are not the plan's */
+    for (int k = 0; k < c->n; k++) {
+        trn_net_free(c->e[k].net);
+        free(c->e[k].x);
+    }
+    c->n = 0;
+    return 0;
 }
 
 /* ---- the coordinator: a whole forward over rtl serve workers ---------------- */

@@ -59,6 +59,7 @@ trn_net *rtl_model_net(const rtl_model *m);
 /* GTDP's per-model cache of part networks (gtdp.c), freed with the model. */
 struct rtl_gtdp_cache;
 struct rtl_gtdp_cache **rtl_model_gtdp_cache(rtl_model *m);
+const struct rtl_gtdp_cache *rtl_model_gtdp_cache_get(const rtl_model *m);
 void rtl_gtdp_cache_free(struct rtl_gtdp_cache *c);
 /* The process-wide lock of forward passes (model.c). */
 void rtl_forward_lock(void);

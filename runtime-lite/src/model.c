@@ -535,6 +535,7 @@ void rtl_model_close(rtl_model *m)
 }
 
 struct rtl_gtdp_cache **rtl_model_gtdp_cache(rtl_model *m) { return &m->gtdp; }
+const struct rtl_gtdp_cache *rtl_model_gtdp_cache_get(const rtl_model *m) { return m->gtdp; }
 void rtl_forward_lock(void) { pthread_mutex_lock(&forward_lock); }
 void rtl_forward_unlock(void) { pthread_mutex_unlock(&forward_lock); }
 

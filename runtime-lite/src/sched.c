@@ -341,6 +341,7 @@ static int cache_insert(rtl_sched *s, struct sched_task *k, enum rtl_loc l, int 
                         rtl_sched_decision *d)
 {
     struct sched_slot *sl = &k->slot[l];
+    int was_in = sl->option >= 0;
     if (l != RTL_LOC_CLOUD && s->b.memory_bytes) {
         int old = sl->option;
         sl->option = o; /* count the new model in place of the task's old one here */
@@ -365,6 +366,10 @@ static int cache_insert(rtl_sched *s, struct sched_task *k, enum rtl_loc l, int 
     if (sl->option != o || sl->loaded_at == 0) {
         sl->loaded_at = now;
         sl->since = 0;
+    }
+    if (!was_in) { /* n enters this cache (a variant swap keeps n in it) */
+        sl->entered = now;
+        sl->asked = 0;
     }
     sl->option = o;
     sl->last_used = now;
@@ -417,33 +422,98 @@ static double load_mj(const rtl_sched *s, uint64_t bytes) { return (double)bytes
 static double freq(const struct sched_task *k, enum rtl_loc l, double now)
 {
     const struct sched_slot *sl = &k->slot[l];
-    if (sl->option >= 0 && sl->since > 0) return (double)sl->since / fmax(1.0, now - sl->loaded_at);
+    /* Fix: f_n counts the requests for model n (the task, wherever they
+     * ran) since n entered this cache, and a variant swap (CACHEUPDATE
+     * backing a variant in or out) keeps n in it. Counted per variant from
+     * its page-in and only where it ran, the rate restarts at every swap
+     * and is measured over a few requests of one burst (a face encounter),
+     * and a task served from the cloud for a while sees its device rate
+     * fall; the per-request budgets then swing with the bursts, while
+     * RESPERREQ's sum_i e_i f_i T = e needs the rate of the horizon. The
+     * reload damping still times dt_n from the latest page-in. */
+    if (sl->option >= 0 && sl->asked > 0) return (double)sl->asked / fmax(1.0, now - sl->entered);
     if (k->first_seen == SCHED_NO_TIME) return 1;
     return (double)k->requests / fmax(1.0, now - k->first_seen);
 }
 
+/* What task t spends per request at l (energy at the device, money at the
+ * cloud) with the most accurate option whose cost is within `allot`; -1
+ * when none is. The static cost of each option (its trunk unshared; the
+ * specialised options, which serve only in their context, left out): an
+ * estimate, for the water-filling below. */
+static double spend_within(const rtl_sched *s, const struct sched_task *t, enum rtl_loc l, double allot)
+{
+    double best_a = -1, best_c = -1;
+    for (size_t o = 0; o < t->t.n; o++) {
+        const rtl_sched_option *op = &t->t.options[o];
+        if (op->context_n > 0) continue;
+        double c;
+        if (l == RTL_LOC_DEVICE) {
+            c = op->device_mj + (op->trunk >= 0 ? s->trunks[op->trunk].device_mj : 0);
+        } else {
+            if (op->cloud_ms < 0) continue;
+            c = (op->cloud_ms + (op->trunk >= 0 ? s->trunks[op->trunk].cloud_ms : 0)) * s->b.link_factor / 1000 *
+                s->c.usd_per_cloud_s;
+        }
+        if (c > allot) continue;
+        if (op->top1 > best_a || (op->top1 == best_a && c < best_c)) best_a = op->top1, best_c = c;
+    }
+    return best_c;
+}
+
 /* RESPERREQ(r, l) = (r - dr_n T / dt_n) f_n / (T sum_{i in Cache_l} f_i^2)
- * (line 24). r < 0: no budget (infinite). */
+ * (line 24), for l = device (energy) or cloud (money). r < 0: no budget
+ * (infinite). */
 static double resperreq(const rtl_sched *s, const struct sched_task *k, double r, enum rtl_loc l, double now,
                         double dr_n)
 {
     if (r < 0) return INFINITY;
     double T = fmax(1.0, s->horizon_end - now);
-    double fn = freq(k, l, now), sum = 0;
-    for (size_t i = 0; i < s->ntasks; i++) {
-        const struct sched_task *t = &s->tasks[i];
-        /* Fix: the sum over Cache_l is 0 when n is the first model there
-         * (division by zero); n itself always counts, cached or not. */
-        if (t == k || t->slot[l].option >= 0) {
-            double f = freq(t, l, now);
-            sum += f * f;
-        }
-    }
+    double fn = freq(k, l, now);
     /* dt_n: time since n was loaded at l, infinite (the term is 0) when n
      * is not cached there */
     const struct sched_slot *sl = &k->slot[l];
     double reload = sl->option >= 0 && now > sl->loaded_at ? dr_n * T / (now - sl->loaded_at) : 0;
-    double e = (r - reload) * fn / (T * sum);
+    double left = r - reload;
+    /* Cache_l: the models whose requests l serves now.
+     * Fix: the sum over Cache_l is 0 when n is the first model there
+     * (division by zero); n itself always counts, cached or not.
+     * Fix: a task keeps a copy at the location it left (its "re-located"
+     * model, section 4.2), and counting that copy would split one task's
+     * requests over two locations' budgets as if each served them all;
+     * a model counts where its requests go now (its latest insert). */
+    size_t n = s->ntasks < SCHED_MAX_TASKS ? s->ntasks : SCHED_MAX_TASKS;
+    double f[SCHED_MAX_TASKS];
+    unsigned char in[SCHED_MAX_TASKS];
+    double sum = 0;
+    for (size_t i = 0; i < n; i++) {
+        const struct sched_task *t = &s->tasks[i];
+        in[i] = t == k || (t->slot[l].option >= 0 && t->current == (int)l);
+        f[i] = in[i] ? freq(t, l, now) : 0;
+        sum += f[i] * f[i];
+    }
+    /* Fix: the paper's allotments e_i = e f_i / (T sum f^2) "sum to e in
+     * total" (sum_i e_i f_i T = e) only if every model spends its whole
+     * allotment; a model whose most accurate option within it costs less
+     * leaves the rest unspent, where it piles up until the horizon's end
+     * and is spent there at once on the largest variants (on a catalog
+     * whose accuracy per millijoule is concave, the worst time to spend
+     * it). Water-filling keeps the paper's rule and its total: a model
+     * that spends less than its allotment is counted at what it spends,
+     * and the rest is shared among the others in proportion to f_i, until
+     * no allotment changes. Unchanged when every model spends its share. */
+    for (size_t round = 0; round < n && sum > 0 && left > 0; round++) {
+        double unit = left / (T * sum), cut = 0, cut_f2 = 0;
+        for (size_t i = 0; i < n; i++) {
+            const struct sched_task *t = &s->tasks[i];
+            if (!in[i] || t == k) continue;
+            double allot = unit * f[i], c = spend_within(s, t, l, allot);
+            if (c >= 0 && c < allot) cut += c * f[i] * T, cut_f2 += f[i] * f[i], in[i] = 0;
+        }
+        if (cut_f2 == 0) break;
+        left -= cut, sum -= cut_f2;
+    }
+    double e = sum > 0 ? left * fn / (T * sum) : 0;
     return e > 0 ? e : 0;
 }
 
@@ -710,6 +780,8 @@ int rtl_sched_decide(rtl_sched *s, int task, double now, uint64_t frame, int cls
     observe(s, k, cls);
     if (k->first_seen == SCHED_NO_TIME) k->first_seen = now;
     k->requests++;
+    for (int l = 0; l < RTL_LOC_COUNT; l++)
+        if (k->slot[l].option >= 0) k->slot[l].asked++;
     switch (s->c.policy) {
     case RTL_POLICY_KNEE: {
         int active = 0;

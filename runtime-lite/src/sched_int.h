@@ -14,6 +14,8 @@ struct sched_slot {
     double loaded_at;  /* when it was paged in */
     double last_used;  /* LRU */
     uint64_t since;    /* requests of the task since it was paged in */
+    double entered;    /* when the task's model (any variant) entered this cache */
+    uint64_t asked;    /* the task's requests (at any location) since then */
 };
 
 struct sched_task {

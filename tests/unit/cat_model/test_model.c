@@ -80,6 +80,45 @@ static void winnow_cheaper_not_clearly_worse(void **state)
     assert_int_equal(v[3].dropped, 0);
 }
 
+/* The issue's rule (issue 14 item 3), clause by clause: "B dominates A when
+ * B has no more MACs and no more weight bytes than A and either clearly
+ * better accuracy (intervals apart) or fewer of at least one cost at
+ * accuracy that is not clearly worse". */
+static void winnow_rule_clause_by_clause(void **state)
+{
+    (void)state;
+    /* fewer weight bytes alone (equal MACs) is enough, inside the noise */
+    struct cat_wv a[] = {
+        VN("a", "t", 1000, 4000, 0.850, 1440),
+        VN("b-fewer-bytes", "t", 1000, 3000, 0.840, 1440),
+    };
+    trn_err e;
+    assert_int_equal(cat_winnow(a, 2, &e), 1);
+    assert_int_equal(a[0].dominated_by, 1);
+    assert_true(a[1].hi >= a[0].lo); /* the premise: not clearly worse */
+    /* fewer MACs but more bytes: no dominance either way, however accurate */
+    struct cat_wv b[] = {
+        VN("a", "t", 1000, 1000, 0.700, 1440),
+        VN("b-trade", "t", 500, 2000, 0.950, 1440),
+    };
+    assert_int_equal(cat_winnow(b, 2, &e), 0);
+    /* equal costs: only intervals apart decide, in either direction */
+    struct cat_wv c[] = {
+        VN("base", "t", 12195840, 662080, 0.829, 1440),
+        VN("descendant", "t", 12195840, 662080, 0.880, 1440), /* +5.1 points: apart */
+    };
+    assert_int_equal(cat_winnow(c, 2, &e), 1);
+    assert_int_equal(c[0].dominated_by, 1);
+    assert_true(c[0].hi < c[1].lo);
+    /* fewer of both but clearly worse: no dominance */
+    struct cat_wv d[] = {
+        VN("a", "t", 1000, 1000, 0.850, 1440),
+        VN("b-cheap-worse", "t", 900, 900, 0.800, 1440),
+    };
+    assert_int_equal(cat_winnow(d, 2, &e), 0);
+    assert_true(d[1].hi < d[0].lo);
+}
+
 /* Not transitive: a dominates b, b dominates c, a does not dominate c
  * (a is clearly worse than c). Decided against kept variants only: b is
  * dropped, so nothing kept dominates c and c stays. */
@@ -452,6 +491,7 @@ int main(void)
         cmocka_unit_test(winnow_equal_costs_within_noise_keeps_both),
         cmocka_unit_test(winnow_cheaper_not_clearly_worse),
         cmocka_unit_test(winnow_chains_in_the_noise_stop_at_kept_variants),
+        cmocka_unit_test(winnow_rule_clause_by_clause),
         cmocka_unit_test(roofline),
         cmocka_unit_test(roofline_cpu_beside_gpu),
         cmocka_unit_test(labels_never_overlap),

@@ -95,6 +95,38 @@ static void halo_and_costs(void **state)
     assert_int_equal(top.in_r1, 3);
 }
 
+/* A fitted layer (rtl_gtdp_calibrate): a part's compute is the fit at its
+ * row and channel shares over the speed; a fit that goes below zero for a
+ * tiny part is held above it; the planner follows the fit (a fit whose row
+ * bands cost nothing more than their share and whose channel slices pay
+ * the whole im2col splits by rows). */
+static void fitted_costs(void **state)
+{
+    (void)state;
+    rtl_gtdp_layer l = conv(4, 10, 6, 3, 1, 1, 12.0);
+    l.fitted = 1;
+    l.fit[0] = 6, l.fit[1] = 2, l.fit[2] = 3, l.fit[3] = 0.5;
+    rtl_gtdp_worker w = {2.0, 8.0, 1.5};
+    rtl_gtdp_part p = {.r0 = 3, .r1 = 6, .c0 = 0, .c1 = 3};
+    rtl_gtdp_part_cost(&l, &w, &p);
+    assert_true(fabs(p.compute_ms - (6 * 0.3 * 0.5 + 2 * 0.3 + 3 * 0.5 + 0.5) / 2.0) < 1e-12);
+    l.fit[3] = -100;
+    rtl_gtdp_part_cost(&l, &w, &p);
+    assert_true(p.compute_ms > 0 && p.compute_ms < 1e-2);
+    rtl_gtdp_layer big = conv(16, 40, 64, 3, 1, 1, 10.0);
+    big.fitted = 1;
+    big.fit[0] = 0, big.fit[1] = 10, big.fit[2] = 0, big.fit[3] = 0; /* rows only */
+    rtl_gtdp_worker two[2] = {{1, 1e6, 0}, {1, 1e6, 0}};
+    rtl_gtdp_layer_plan q;
+    rtl_err err;
+    assert_int_equal(rtl_gtdp_plan_layer(&big, two, 2, &q, &err), 0);
+    check_tiles(&big, &q, 2);
+    assert_int_equal(q.parts[0].c1 - q.parts[0].c0, 64);
+    big.fit[1] = 0, big.fit[2] = 10; /* channels only */
+    assert_int_equal(rtl_gtdp_plan_layer(&big, two, 2, &q, &err), 0);
+    assert_int_equal(q.parts[0].r1 - q.parts[0].r0, big.h);
+}
+
 /* Four workers of speeds 1, 1, 0.5, 0.25 on a fast link: the plan gives the
  * fast ones more and beats four equal bands; two equal workers get halves. */
 static void speeds_shape_the_split(void **state)
@@ -193,7 +225,7 @@ static void bad_inputs(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(parts_tile_the_output), cmocka_unit_test(halo_and_costs),
+        cmocka_unit_test(parts_tile_the_output), cmocka_unit_test(halo_and_costs), cmocka_unit_test(fitted_costs),
         cmocka_unit_test(speeds_shape_the_split), cmocka_unit_test(one_row_splits_channels),
         cmocka_unit_test(fused_pool), cmocka_unit_test(bad_inputs),
     };
