@@ -23,6 +23,10 @@
 #   V_<id>_MIMIC := key=value settings of the fragment's regression training
 #   V_<id>_EXITS := key=value settings of prune early-exit (V_<id> := early-exit;
 #                   the exits go to exits.cfg/exits.weights beside the trunk)
+#   V_<id>_FROM  := another variant of the plan (early-exit only): the exits
+#                   are built on its trained network instead of the base's
+#                   (it is the variant's parent and "the base" of prune
+#                   early-exit's measurements)
 #   V_<id>_LASSO := [net] settings of the group-lasso training of a lasso
 #                   variant (lasso_filter=..., max_batches=...): the base
 #                   trains on from its weights with them, then `prune lasso`
@@ -64,16 +68,21 @@ variants-build: $(VARIANT_JSONS)
 # What identifies a variant's recipe entry (its plan file's content).
 plan_line = $(strip $(V_$1)) | $(strip $(V_$1_TRAIN)) | $(strip $(V_$1_MIMIC))$(if $(strip $(V_$1_LASSO)), | lasso $(strip $(V_$1_LASSO)))$(if $(strip $(V_$1_EXITS)), | exits $(strip $(V_$1_EXITS))) | seed $(SEED)$(if $(filter portable,$(DETERMINISM)), | determinism portable)$(if \
   $(filter base,$1),$(if $(BASE_WEIGHTS), | weights $(abspath $(BASE_WEIGHTS))))$(if $(strip $(V_$1_KD)), | kd $(strip $(V_$1_KD)))$(if \
-  $(strip $(V_$1_ROADMAP)), | roadmap $(strip $(V_$1_ROADMAP)))$(if $(strip $(V_$1_GROW)), | grow $(strip $(V_$1_GROW)))
+  $(strip $(V_$1_ROADMAP)), | roadmap $(strip $(V_$1_ROADMAP)))$(if $(strip $(V_$1_GROW)), | grow $(strip $(V_$1_GROW)))$(if \
+  $(strip $(V_$1_FROM)), | from $(strip $(V_$1_FROM)))
 
 # The [net] settings a variant trains with: its _TRAIN entry, plus the
 # distillation keys when it names _KD (the teacher is the trained base).
 train_settings = $(V_$1_TRAIN)$(if $(strip $(V_$1_KD)), $(addprefix distill_,$(V_$1_KD)) \
   distill_cfg=$(BASE_V)/variant.cfg distill_weights=$(BASE_V)/variant.weights)
 
+# The folder of the network a variant derives from: the base's, or V_<id>_FROM's.
+from_v = $(if $(strip $(V_$1_FROM)),$(VARIANTS_O)/$(strip $(V_$1_FROM)),$(BASE_V))
+
 # $(call derive_cmd,ID,DIR)
-derive_cmd = $(BIN)/prune $(word 1,$(V_$1)) --cfg $(BASE_V)/variant.cfg \
-  --weights $(BASE_V)/variant.weights --seed $(SEED) --out $2 $(derive_args_$(word 1,$(V_$1)))
+derive_cmd = $(BIN)/prune $(word 1,$(V_$1)) --cfg $(call from_v,$1)/variant.cfg \
+  --weights $(call from_v,$1)/variant.weights --seed $(SEED) --out $2 $(derive_args_$(word 1,$(V_$1)))$(if \
+  $(strip $(V_$1_FROM)), --parent $(strip $(V_$1_FROM)))
 derive_args_rewrite = --spec $(word 2,$(V_$1))
 derive_args_svd     = --spec $(word 2,$(V_$1))
 derive_args_lasso   =
@@ -92,6 +101,8 @@ $(if $(and $(strip $(V_$1_KD)),$(if $(strip $(V_$1_TRAIN)),,x)),$(error $(RECIPE
 $(foreach s,$(V_$1_KD),$(if $(filter alpha=% temperature=%,$s),,$(error $(RECIPES)/$(MODEL)/recipe.mk: V_$1_KD: '$s' is not alpha=A or temperature=T)))
 $(if $(filter base rewrite svd mimic lasso early-exit nested,$(word 1,$(V_$1))),,$(error $(RECIPES)/$(MODEL)/recipe.mk: \
   variant '$1' has technique '$(word 1,$(V_$1))': use base, rewrite, svd, mimic, lasso, early-exit or nested))
+$(if $(strip $(V_$1_FROM)),$(if $(filter early-exit,$(word 1,$(V_$1))),,$(error $(RECIPES)/$(MODEL)/recipe.mk: V_$1_FROM: only an early-exit variant may derive from another variant))$(if \
+  $(filter-out $1,$(filter $(strip $(V_$1_FROM)),$(RECIPE_VARIANTS))),,$(error $(RECIPES)/$(MODEL)/recipe.mk: V_$1_FROM: '$(V_$1_FROM)' is not another variant of the plan)))
 $(if $(and $(filter nested,$(word 1,$(V_$1))),$(if $(filter trr l1,$(word 2,$(V_$1))),,x)),$(error $(RECIPES)/$(MODEL)/recipe.mk: variant '$1' (nested) needs its ranking: nested trr or nested l1))
 $(if $(and $(filter lasso,$(word 1,$(V_$1))),$(if $(strip $(V_$1_LASSO)),,x)),$(error $(RECIPES)/$(MODEL)/recipe.mk: variant '$1' (lasso) needs V_$1_LASSO (the penalty and the batches of its group-lasso training)))
 $(if $(shell echo '$1' | grep -Ex '[a-z0-9][a-z0-9_.-]{0,63}'),,$(error $(RECIPES)/$(MODEL)/recipe.mk: \
@@ -122,7 +133,7 @@ $(VARIANTS_O)/$1/meta.json: $(VARIANTS_O)/$1/roadmap/roadmap.json $(DATA) | $(BI
 	$$(call msg,GROW,$1: $(V_$1_GROW))$$(call timed,derive,$1,$$(call launch,$1-grow) $(BIN)/prune grow \
 	  --roadmap $$< --data $(abspath $(DATA)) --seed $(SEED) --threads $$(job_threads) --out $$(@D) $(foreach s,$(V_$1_GROW),--set $s))
 else
-$(VARIANTS_O)/$1/meta.json: $(PLAN_O)/$1.plan $(BASE_V)/variant.weights \
+$(VARIANTS_O)/$1/meta.json: $(PLAN_O)/$1.plan $(call from_v,$1)/variant.weights \
     $(if $(filter mimic lasso early-exit,$(word 1,$(V_$1))),$(DATA)) | $(VARIANTS_O)/$1/.dirstamp $(BIN)/prune $(BIN)/trainer
 	$$(call msg,DERIVE,$1: $(subst $(comma), ,$(V_$1))$(if $(V_$1_LASSO), ($(V_$1_LASSO))))$$(call timed,derive,$1,$(if $(filter lasso,$(word 1,$(V_$1))),$$(call derive_lasso,$1,$$(@D)),$$(call launch,$1-derive) $$(call derive_cmd,$1,$$(@D))))
 endif

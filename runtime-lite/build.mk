@@ -83,6 +83,7 @@ BENCHES += tests/bench/rtl_install.sh
 BENCHES += tests/bench/rtl_run.sh
 BENCHES += tests/bench/rtl_pull.sh
 BENCHES += tests/bench/rtl_sched.sh
+BENCHES += tests/bench/rtl_sched_tables.sh
 BENCHES += tests/bench/rtl_stream.sh
 # make bench: five tasks through shared trunks against one task (rtl run --task).
 BENCHES += tests/bench/rtl_tasks.sh
@@ -164,3 +165,11 @@ $(call objs,tests/tools/rtl_nestbench.c): CFLAGS += $(RTL_CFLAGS)
 $(eval $(call program,$(RTL_NEST_TOOL),$(call objs,tests/tools/rtl_nestbench.c) $(RTL_LIB),$(RTL_LDLIBS)))
 BENCH_DEPS += $(RTL_NEST_TOOL)
 BENCHES += tests/bench/nested_switch.sh
+
+# FlexDNN's early exits (tests/bench/rtl_exits.sh): a small program against
+# librtl that times each image's run per alpha and says which exit answered.
+RTL_EXIT_TOOL := $(TESTD)/tools/rtl-exitbench
+$(call objs,tests/tools/rtl_exitbench.c): CFLAGS += $(RTL_CFLAGS)
+$(eval $(call program,$(RTL_EXIT_TOOL),$(call objs,tests/tools/rtl_exitbench.c) $(RTL_LIB),$(RTL_LDLIBS)))
+BENCH_DEPS += $(RTL_EXIT_TOOL)
+BENCHES += tests/bench/rtl_exits.sh

@@ -8,6 +8,7 @@
  */
 #include "prune_cli.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -102,12 +103,12 @@ static int write_predictions(const char *dir, const trn_dataset *ds, const prn_e
 
 int prn_cli_early_exit(int argc, char **argv, trn_err *err)
 {
-    static const char *const known[] = {"cfg", "weights", "data", "set", "seed", "out", "threads", NULL};
+    static const char *const known[] = {"cfg", "weights", "data", "set", "seed", "out", "threads", "parent", NULL};
     static const char *const need[] = {"cfg", "weights", "data", "seed", "out", NULL};
     prn_cli_opts o;
     if (prn_cli_parse(argc, argv, "early-exit",
                       "--cfg C --weights W --data D.data --seed N --out DIR [--set key=value ...]\n"
-                      "                   [--threads T]",
+                      "                   [--threads T] [--parent ID]",
                       "FlexDNN's early exits. With trunk_prune=1 the trunk is first pruned by\n"
                       "collective importance (thesis 4.3.1: sequential backward selection per\n"
                       "convolutional layer, scored by a linear exit on the layer's remaining filters;\n"
@@ -136,11 +137,22 @@ int prn_cli_early_exit(int argc, char **argv, trn_err *err)
                       "exit and probabilities at alpha 1).\n"
                       "Writes DIR/variant.cfg and DIR/init.weights (the trunk: the base, or the\n"
                       "pruned trunk, loadable by Darknet), DIR/exits.cfg, DIR/exits.weights\n"
-                      "(trainer/README.md, Early exits) and DIR/meta.json.\n",
+                      "(trainer/README.md, Early exits) and DIR/meta.json (its parent: --parent,\n"
+                      "the catalog id of --cfg, default base; the \"base\" everything is measured\n"
+                      "against is always --cfg).\n",
                       known, &o))
         return -3;
     if (o.help) return 0;
     if (prn_cli_require(&o, "early-exit", need, err)) return -2;
+    if (o.parent) {
+        int bad = !*o.parent || strlen(o.parent) > 64;
+        for (const char *q = o.parent; *q; q++)
+            bad |= !(islower((unsigned char)*q) || isdigit((unsigned char)*q) || (q > o.parent && strchr("_.-", *q)));
+        if (bad)
+            return trn_errf(err, "--parent '%s' is not a variant id (lower-case letters, digits, '_', '.', '-')",
+                            o.parent),
+                   -2;
+    }
     prn_exits_opts eo;
     prn_exits_opts_defaults(&eo);
     int predictions = 0;
@@ -185,6 +197,18 @@ int prn_cli_early_exit(int argc, char **argv, trn_err *err)
     eo.test_y = ty;
     eo.n_test = nt;
     if (prn_early_exit(cfg, o.cfg, o.weights, &eo, &v, &em, err) != 0) goto out;
+    v.parent = o.parent; /* NULL: "base" */
+    if (o.parent) { /* "the base" in the description is --cfg: name it */
+        size_t n = strlen(v.description) + strlen(o.parent) + 32;
+        char *d = malloc(n);
+        if (d) snprintf(d, n, "%s; its base is variant %s", v.description, o.parent);
+        if (!d) {
+            trn_errf(err, "out of memory");
+            goto out;
+        }
+        free(v.description);
+        v.description = d;
+    }
     cJSON_AddStringToObject(v.fields, "data", o.data);
     /* the side files first: meta.json (written last by prn_cli_finish) is
      * what make waits for */

@@ -23,7 +23,7 @@
 #define RM_EVAL_BATCH 64
 
 typedef struct rm_settings {
-    double step, min_accuracy, learning_rate, max_layer_step, target_macs;
+    double step, min_accuracy, learning_rate, max_layer_step, min_layer_step, target_macs;
     long long retrain_batches, triplets, min_filters, max_steps, bn_batches, connected;
 } rm_settings;
 
@@ -44,6 +44,7 @@ static int rm_set(rm_settings *s, const char *kv, trn_err *err)
     else if (KEY("min_accuracy")) { RANGE(0, 1); s->min_accuracy = v; }
     else if (KEY("learning_rate")) { RANGE(0, 10); s->learning_rate = v; }
     else if (KEY("max_layer_step")) { RANGE(0.001, 1); s->max_layer_step = v; }
+    else if (KEY("min_layer_step")) { RANGE(0, 0.9); s->min_layer_step = v; }
     else if (KEY("target_macs")) { RANGE(0, 1); s->target_macs = v; }
     else if (KEY("retrain_batches")) { RANGE(0, 1e7); WHOLE; s->retrain_batches = (long long)v; }
     else if (KEY("triplets")) { RANGE(1, 1e8); WHOLE; s->triplets = (long long)v; }
@@ -53,7 +54,8 @@ static int rm_set(rm_settings *s, const char *kv, trn_err *err)
     else if (KEY("connected")) { RANGE(0, 1); WHOLE; s->connected = (long long)v; }
     else
         return trn_errf(err, "--set '%s': unknown key '%.*s' (known: step, min_accuracy, retrain_batches, "
-                             "learning_rate, triplets, min_filters, max_layer_step, max_steps, target_macs, bn_batches, connected)", kv, (int)kl, kv);
+                             "learning_rate, triplets, min_filters, max_layer_step, min_layer_step, max_steps, target_macs, bn_batches, "
+                             "connected)", kv, (int)kl, kv);
 #undef KEY
 #undef RANGE
 #undef WHOLE
@@ -285,7 +287,10 @@ int prn_cli_roadmap(int argc, char **argv, trn_err *err)
         "per layer, MACs, accuracy with its 95% Wilson interval on the valid and test splits.\n"
         "--set keys: step (0.2), min_accuracy (0.5), retrain_batches (100), learning_rate\n"
         "(0.01), triplets (256), min_filters (2), max_layer_step (0.5: at most this fraction of\n"
-        "a layer's filters per step), max_steps (12), target_macs (0: none; a passing step at\n"
+        "a layer's filters per step), min_layer_step (0: each layer first loses at least this\n"
+        "fraction of its filters, its least important by its own ranking, the cross-layer order\n"
+        "the rest of `step`; so that every layer grows at every capacity of prune grow),\n"
+        "max_steps (12), target_macs (0: none; a passing step at\n"
         "or below this fraction of the base's MACs ends the roadmap), bn_batches (20: training\n"
         "batches that re-estimate the batch-norm statistics after each step's retraining; 0: none),\n"
         "connected (1; 0: only convolutional layers lose filters, the connected ones keep all).\n",
@@ -299,7 +304,8 @@ int prn_cli_roadmap(int argc, char **argv, trn_err *err)
     if (seed < 0) return trn_errf(err, "--seed is required"), -2;
     int m = prn_rank_method_parse(method);
     if (m < 0) return trn_errf(err, "--method '%s' is not a ranking: use trr or l1", method), -2;
-    rm_settings st = {0.2, 0.5, 0.01, 0.5, 0, 100, 256, 2, 12, 20, 1};
+    rm_settings st = {.step = 0.2, .min_accuracy = 0.5, .learning_rate = 0.01, .max_layer_step = 0.5, .retrain_batches = 100,
+                      .triplets = 256, .min_filters = 2, .max_steps = 12, .bn_batches = 20, .connected = 1};
     for (int i = 0; i < set.n; i++)
         if (rm_set(&st, set.v[i], err)) return -2;
     if (prn_cli_compute((int)threads, err)) return -1;
@@ -400,7 +406,7 @@ int prn_cli_roadmap(int argc, char **argv, trn_err *err)
                 goto done;
             }
         }
-        int removed = prn_roadmap_choose(r, st.step, (int)st.min_filters, st.max_layer_step, road ? target : NULL,
+        int removed = prn_roadmap_choose(r, st.step, (int)st.min_filters, st.max_layer_step, st.min_layer_step, road ? target : NULL,
                                          keep_buf, target, err);
         if (removed < 0) goto done;
         if (removed == 0) {
@@ -482,6 +488,7 @@ int prn_cli_roadmap(int argc, char **argv, trn_err *err)
     else cJSON_AddNullToObject(jset, "triplets");
     cJSON_AddNumberToObject(jset, "min_filters", (double)st.min_filters);
     cJSON_AddNumberToObject(jset, "max_layer_step", st.max_layer_step);
+    cJSON_AddNumberToObject(jset, "min_layer_step", st.min_layer_step);
     cJSON_AddNumberToObject(jset, "max_steps", (double)st.max_steps);
     cJSON_AddNumberToObject(jset, "target_macs", st.target_macs);
     cJSON_AddNumberToObject(jset, "bn_batches", (double)st.bn_batches);

@@ -431,7 +431,12 @@ int prn_filters_copy(const trn_net *src, trn_net *dst, const prn_keep *keep, int
  * current model (r->layers[l].filters filters each). Without `target`,
  * removes the ceil(step x r->filters) least important filters in r->order,
  * skipping a layer's filter when the layer would keep fewer than
- * max(min_filters, ceil((1 - max_layer_step) x its filters)); with target
+ * max(min_filters, ceil((1 - max_layer_step) x its filters)); with
+ * min_layer_step > 0, every layer that r->order lists first loses its own ceil(min_layer_step x
+ * its filters) least important filters (by its own order, within the same
+ * floor; they count towards the step), so that every layer shrinks at every
+ * step (what freeze-&-grow needs: a layer that never shrinks between two
+ * steps passes none of the channels grown below it); with target
  * (one count per ranked layer), removes from each layer its least important
  * filters by its own order down to target[l]. kept[l] (caller-allocated,
  * r->layers[l].filters ints each) receives the staying filters in
@@ -439,7 +444,7 @@ int prn_filters_copy(const trn_net *src, trn_net *dst, const prn_keep *keep, int
  * filters removed (0: none could be), or -1 with err (a target above the
  * current count or below 1). */
 int prn_roadmap_choose(const prn_ranking *r, double step, int min_filters, double max_layer_step,
-                       const int *target, int **kept, int *nkept, trn_err *err);
+                       double min_layer_step, const int *target, int **kept, int *nkept, trn_err *err);
 
 /* The common filter order of a roadmap. perm[k][l] (k < nsteps, l <
  * nlayers) lists the base filter indexes that step k's model holds in
@@ -451,6 +456,21 @@ int prn_roadmap_choose(const prn_ranking *r, double step, int min_filters, doubl
  * step's filters are a prefix. -1 with err when the sets are not nested. */
 int prn_roadmap_order(int nsteps, int nlayers, const int *base, int *const *const *perm,
                       int *const *nkept, int **order, trn_err *err);
+
+/* Which roadmap steps become the capacities of freeze-&-grow. Step s
+ * (0..nsteps-1; 0 the base, larger more pruned) keeps kept[s * nlayers + l]
+ * filters of ranked layer l and costs macs[s]. out[0] = seed_step,
+ * out[ncap - 1] = 0 and out[1..ncap-2] strictly decreasing between them,
+ * chosen first to minimise the number of growth steps in which some layer
+ * does not grow (with zeroed old-to-new slices, a layer that gains no
+ * filter passes none of the channels grown below it to the output; a layer
+ * that keeps the same count at the seed and the base is not counted), then
+ * the summed squared distance of the capacities' MACs from levels evenly
+ * spaced between the seed's and the base's. ncap must be 2..seed_step + 1.
+ * Returns the number of growth steps in which some layer does not grow, or
+ * -1 with err. */
+int prn_nest_pick_steps(int nsteps, int nlayers, const int *kept, const double *macs, int seed_step, int ncap,
+                        int *out, trn_err *err);
 
 /* ---- batch-norm statistics (bnstats.c) ------------------------------------- */
 

@@ -86,27 +86,30 @@ RETARGET_HEAD := convolutional,filters=24,size=1,stride=1,activation=relu;maxpoo
 SPECIALISE := 1
 
 # NestDNN (thesis chapter 3; prune/README.md): the base's filter pruning
-# roadmap by TRR over the convolutional layers (connected=0: each step drops
-# the least important 12% of the convolutional filters, retrains briefly and
-# re-estimates the batch-norm statistics; it ends at the first step under
-# the minimum accuracy or at 1/8 of the base's MACs), then freeze-&-grow
-# along it into one multi-capacity model of 5 capacities (prune grow; the
-# connected layers stay whole and read the grown channels). Budgets are kept
+# roadmap by TRR over the convolutional layers (connected=0: the connected
+# layers stay whole and read the grown channels). Each step removes 15% of
+# the convolutional filters, every layer its own least important 15% by its
+# TRR ranking (min_layer_step: with the old-to-new input slices zero, a
+# layer that does not shrink between two steps would pass none of the
+# channels grown below it), retrains 40 batches at 0.05 and re-estimates the
+# batch-norm statistics; it ends at 1/8 of the base's MACs (or the first
+# step under the minimum accuracy). Then freeze-&-grow along it into one
+# multi-capacity model of 5 capacities, 100 batches each. Budgets are kept
 # small for the default catalog's time (prune/README.md has the measured
 # capacity curve, the stage times and the TRR/L1 comparison).
 RECIPE_VARIANTS += nested
 V_nested         := nested trr
-V_nested_ROADMAP := step=0.12 min_accuracy=0.3 retrain_batches=40 target_macs=0.125 max_steps=10 connected=0
-V_nested_GROW    := batches=60 learning_rate=0.1 capacities=5
+V_nested_ROADMAP := step=0.15 min_layer_step=0.15 min_accuracy=0.3 retrain_batches=40 learning_rate=0.05 target_macs=0.125 max_steps=12 connected=0
+V_nested_GROW    := batches=100 learning_rate=0.1 capacities=5
 
-# FlexDNN (thesis chapter 4; prune/README.md, Early exits): the base pruned
-# by collective importance (sequential backward selection per convolutional
-# layer) to 0.6x its MACs and retrained 300 batches distilled from the
-# base, then exit branches searched on the frozen pruned trunk (all exits
-# at most 5% of the base's MACs), thresholds lossless on the valid split
-# with a margin; the catalog judges it by its top-1 and expected MACs per
-# input at alpha 1. Budgets kept small for the default catalog's time: 168 s
-# of CPU on one thread (prune/README.md; its measured table used longer).
+# FlexDNN (thesis chapter 4; prune/README.md, Early exits): exit branches
+# searched on the frozen network of rw-s1h1 (the cheapest variant within
+# the base's accuracy: a pruned trunk, as FlexDNN starts from one; its
+# exits at most 5% of rw-s1h1's MACs), thresholds lossless on the valid
+# split with a margin; the catalog judges it by its top-1 and expected MACs
+# per input at alpha 1 (below rw-s1h1's). About 30 s of CPU on one thread,
+# after rw-s1h1 (prune/README.md has the measured alpha sweep).
 RECIPE_VARIANTS += flexdnn
 V_flexdnn       := early-exit
-V_flexdnn_EXITS := trunk_prune=1 trunk_macs=0.6 trunk_retrain=300 sbs_images=1024 sbs_drop=2 stage1=300 finetune=100
+V_flexdnn_FROM  := rw-s1h1
+V_flexdnn_EXITS := stage1=300 finetune=100

@@ -138,7 +138,7 @@ int sched_budget(rtl_sched *s, const struct sched_cli *o, double horizon_s, doub
 rtl_sched *sched_build(rtl_catalog *cat, enum rtl_policy p, int napps, const char *const *names,
                        const char *const *tasks, const struct sched_cli *o, double horizon_s, rtl_err *err)
 {
-    rtl_sched_config c = {.policy = p, .nest_alpha = o->alpha, .camera_fps = o->camera_fps};
+    rtl_sched_config c = {.policy = p, .nest_alpha = o->alpha, .camera_fps = o->camera_fps, .knee_any = o->knee_any};
     rtl_sched *s = rtl_sched_new(&c, err);
     if (!s) return NULL;
     if (sched_register(s, cat, napps, names, tasks, o, err) != 0 || sched_budget(s, o, horizon_s, 0, err) != 0) {
@@ -149,6 +149,27 @@ rtl_sched *sched_build(rtl_catalog *cat, enum rtl_policy p, int napps, const cha
 }
 
 /* ---- rtl simulate -------------------------------------------------------- */
+
+/* The catalog's tasks that have nested capacities (NestDNN's multi-capacity
+ * models), at most max; their count. */
+static int nested_tasks(rtl_catalog *cat, const struct sched_cli *o, const char **out, int max)
+{
+    rtl_sched_source src = {.target = o->target, .device_mw = o->device_mw, .cloud_gflops = o->cloud_gflops};
+    int n = 0;
+    for (size_t i = 0; i < rtl_catalog_task_count(cat) && n < max; i++) {
+        rtl_sched_config c = {.policy = RTL_POLICY_NEST_TOTAL};
+        rtl_sched *probe = rtl_sched_new(&c, NULL);
+        const char *name = rtl_catalog_task_name(cat, i);
+        if (probe && rtl_sched_add_catalog(probe, cat, name, "x", &src, NULL) == 0) {
+            const rtl_sched_task *t = rtl_sched_task_at(probe, 0);
+            int caps = 0;
+            for (size_t k = 0; t && k < t->n; k++) caps |= t->options[k].capacity > 0;
+            if (caps) out[n++] = name;
+        }
+        rtl_sched_free(probe);
+    }
+    return n;
+}
 
 static const char *trace_names[RTL_TRACE_COUNT] = {"s1", "s2", "s3", "concurrency"};
 
@@ -330,11 +351,26 @@ static int simulate_trace(rtl_catalog *cat, enum rtl_trace_kind kind, const stru
     }
     double dur = o->hours * 3600;
     struct sched_cli oc = *o;
+    for (int a = 0; a < napps && a < SCHED_CLI_MAX_APPS; a++) {
+        oc.app_task[a] = NULL;
+        for (int k = 0; k < o->nmap; k++)
+            if (strlen(apps[a]) == o->map_len[k] && !strncmp(apps[a], o->map_app[k], o->map_len[k]))
+                oc.app_task[a] = o->map_task[k];
+    }
+    /* MCDNN's traces: the knee strawman is the best fixed model of all the
+     * task's variants; NestDNN's: the knee among the nested capacities */
+    oc.knee_any = kind != RTL_TRACE_CONCURRENCY;
     if (kind == RTL_TRACE_CONCURRENCY) { /* NestDNN's evaluation has no energy or money budget */
         oc.energy_wh = o->energy_set ? o->energy_wh : -1;
         oc.cloud_usd = -1;
-        o = &oc;
+        /* NestDNN's apps run multi-capacity models: apps without --app go
+         * to the tasks with nested capacities in turn, when there are any */
+        const char *nt[64];
+        int nn = nested_tasks(cat, o, nt, 64);
+        for (int a = 0, j = 0; nn && a < napps; a++)
+            if (!oc.app_task[a]) oc.app_task[a] = nt[j++ % nn];
     }
+    o = &oc;
     rtl_trace tr;
     /* the class count of the first app's task drives the context profiler */
     int classes = 10;
@@ -600,9 +636,11 @@ int cmd_simulate(rtl_store *st, int argc, char **argv)
                 if (strlen(names[a]) == n && !strncmp(names[a], appmap.v[k], n)) idx = a;
         }
         if (idx < 0 && n > 3 && !strncmp(appmap.v[k], "app", 3)) idx = atoi(appmap.v[k] + 3) - 1;
-        if (idx < 0 || idx >= SCHED_CLI_MAX_APPS)
+        if (idx < 0 || idx >= SCHED_CLI_MAX_APPS || o.nmap >= SCHED_CLI_MAX_APPS)
             return ck_usage_of("rtl", &v, "--app: unknown app in '%s' (D, G, R, Y, V, S, app1..)", appmap.v[k]), 2;
-        o.app_task[idx] = eq + 1;
+        /* resolved by name in each trace (S in S1 is the sixth app, in S3
+         * the fifth) */
+        o.map_app[o.nmap] = appmap.v[k], o.map_len[o.nmap] = n, o.map_task[o.nmap++] = eq + 1;
     }
     rtl_err err;
     rtl_catalog *cat = sched_open_catalog(st, argv[i], &err);

@@ -14,9 +14,15 @@ struct sched_cli {
     double hours, fps, energy_wh, cloud_usd, memory_mb, latency_ms;
     double alpha, a_min, l_max_ms, camera_fps, device_mw, cloud_gflops;
     int offline, energy_set, alpha_set;
+    int knee_any;            /* rtl_sched_config.knee_any */
     const char *target;
     int policies[RTL_POLICY_COUNT], npolicies;
     const char *app_task[SCHED_CLI_MAX_APPS];
+    /* --app APP=TASK as given (names resolved per trace: an app's place
+     * differs between S1, S2 and S3) */
+    const char *map_app[SCHED_CLI_MAX_APPS], *map_task[SCHED_CLI_MAX_APPS];
+    size_t map_len[SCHED_CLI_MAX_APPS];
+    int nmap;
 };
 #define SCHED_CLI_DEFAULTS                                                                                  \
     {.seed = 1, .apps = 8, .buckets = 60, .hours = 10, .fps = 1, .energy_wh = 0.5, .cloud_usd = 0.0667,   \

@@ -972,6 +972,7 @@ typedef struct rtl_gtdp_stats {
     int parts;               /* parts sent */
     int recomputed;          /* parts whose worker failed, computed here instead */
     uint64_t bytes;          /* floats moved both ways, as bytes */
+    int held;                /* parts sent without the input rows their worker held */
     char last_failure[256];  /* why the last failed part failed */
 } rtl_gtdp_stats;
 
@@ -981,12 +982,16 @@ typedef struct rtl_gtdp_stats {
  * The device runs the other layers and assembles the parts. A worker that
  * fails (gone, timeout after deadline_ms, an error) has its part computed
  * here and gets no more parts: its connection is closed and peers[i] set to
- * NULL; with no worker left everything runs here. equal = 1 replaces
- * GTDP's plan by equal row bands (the reference it is measured against;
- * GTDP's where a layer has fewer rows than workers).
- * The answer is rtl_model_output's. */
+ * NULL; with no worker left everything runs here. flags: RTL_GTDP_EQUAL
+ * replaces GTDP's plan by equal row bands (the reference it is measured
+ * against; GTDP's where a layer has fewer rows than workers);
+ * RTL_GTDP_RESEND sends every part its whole input, even the rows its
+ * worker holds as its answer of the block before (by default those are not
+ * sent again: frame.c, held request). The answer is rtl_model_output's. */
+#define RTL_GTDP_EQUAL 1
+#define RTL_GTDP_RESEND 2
 RTL_API int rtl_gtdp_run(rtl_model *m, rtl_peer **peers, const rtl_gtdp_worker *w, int n, const float *x,
-                         int deadline_ms, int equal, rtl_gtdp_stats *st, rtl_err *err) RTL_MUST_CHECK;
+                         int deadline_ms, int flags, rtl_gtdp_stats *st, rtl_err *err) RTL_MUST_CHECK;
 
 /* Runs model m on x by plan: device pieces here, cloud pieces through peer
  * (NULL: none, everything runs here). When the peer fails, the rest runs
@@ -1100,6 +1105,9 @@ typedef struct rtl_sched_config {
     double nest_alpha;       /* NestDNN's alpha (< 0: 0) */
     double camera_fps;       /* NestDNN frame rate cap (0: 30) */
     int context_window;      /* requests in the class-frequency window (0: 100) */
+    int knee_any;            /* knee policy: 1: the knee of every standalone option (MCDNN's fixed-model
+                                strawman); 0: of a nested model's capacities when the task has one
+                                (NestDNN's baseline), else of every standalone option */
 } rtl_sched_config;
 
 typedef struct rtl_sched_decision {
@@ -1111,6 +1119,7 @@ typedef struct rtl_sched_decision {
     int paged_in, paged_out; /* models loaded and evicted by this decision */
     int shared_trunk;        /* 1: the trunk's output was reused */
     char reason[192];
+    double load_ms, load_mj; /* of latency_ms and energy_mj: paging in (0 when nothing was) */
 } rtl_sched_decision;
 
 typedef struct rtl_sched rtl_sched;
@@ -1197,7 +1206,7 @@ typedef struct rtl_sim_result {
     double first_refusal_s;  /* < 0: none */
     double energy_out_s, cash_out_s;  /* when a budget ran out; < 0: never */
     double fps;              /* NestDNN: mean frames per second per running app */
-    double mj_per_frame;
+    double mj_per_frame;     /* concurrency traces: a request is one second of frames (fps inferences) */
     double decide_us_median, decide_us_p99;
     /* accuracy over time per task: buckets of duration/buckets */
     int buckets, tasks;

@@ -147,7 +147,7 @@ int rtl_sched_add_task(rtl_sched *s, const rtl_sched_task *t, rtl_err *err)
     for (int l = 0; l < RTL_LOC_COUNT; l++) k->slot[l].option = -1;
     k->current = -1;
     k->first_seen = SCHED_NO_TIME;
-    k->knee = sched_knee(&k->t);
+    k->knee = sched_knee(&k->t, s->c.knee_any);
     k->nest_option = -1;
     k->p_dirty = 1;
     s->nest_dirty = 1;
@@ -638,17 +638,26 @@ static void charge(rtl_sched *s, struct sched_task *k, const struct pick *p, dou
 static double page_in(rtl_sched *s, struct sched_task *k, enum rtl_loc l, int o, const struct sched_cost *c,
                       double now, rtl_sched_decision *d)
 {
-    if (k->slot[l].option == o) {
+    int old = k->slot[l].option;
+    if (old == o) {
         k->current = l;
         return 0;
     }
     if (cache_insert(s, k, l, o, now, d) != 0) return -1;
     if (l == RTL_LOC_CLOUD) return 0; /* the cloud's loads are its own */
     d->paged_in++;
-    double mj = load_mj(s, c->bytes);
+    uint64_t bytes = c->bytes;
+    const rtl_sched_option *n = &k->t.options[o], *p = old >= 0 ? &k->t.options[old] : NULL;
+    if (p && n->capacity > 0 && p->capacity > 0 && !strcmp(n->variant, p->variant))
+        /* one nested model: a larger capacity pages in only the filters it
+         * adds to the one in memory, a smaller one only drops some
+         * (NestDNN section 3.3's model switching; freeze-&-grow nests them) */
+        bytes = n->bytes > p->bytes ? n->bytes - p->bytes : 0;
+    double mj = load_mj(s, bytes), ms = load_ms(s, bytes);
     if (s->energy_left >= 0) s->energy_left = fmax(0, s->energy_left - mj);
     d->energy_mj += mj;
-    return load_ms(s, c->bytes);
+    d->load_mj += mj, d->load_ms += ms;
+    return ms;
 }
 
 static void decide_mcdnn(rtl_sched *s, struct sched_task *k, double now, uint64_t frame, rtl_sched_decision *d)
@@ -707,7 +716,7 @@ static void decide_mcdnn(rtl_sched *s, struct sched_task *k, double now, uint64_
             rtl_sched_decision bg = {0};
             if (page_in(s, k, best.loc, best.option, &best.c, now, &bg) >= 0) {
                 d->paged_in += bg.paged_in, d->paged_out += bg.paged_out;
-                d->energy_mj += bg.energy_mj;
+                d->energy_mj += bg.energy_mj, d->load_mj += bg.load_mj; /* in the background: no load time */
             }
         }
         return;

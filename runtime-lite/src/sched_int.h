@@ -66,6 +66,6 @@ void sched_nest_free(rtl_sched *s);
 /* Drops the cached plans (after a budget or goal change). */
 void sched_nest_forget(rtl_sched *s);
 /* The knee of a task's device options (sched_nest.c). */
-int sched_knee(const rtl_sched_task *t);
+int sched_knee(const rtl_sched_task *t, int any);
 
 #endif

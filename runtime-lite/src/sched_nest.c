@@ -161,17 +161,19 @@ void sched_nest_plan(rtl_sched *s)
  * between its two ends, both axes scaled to 0..1 (the "kneedle" rule;
  * NestDNN's baseline is "the model located at the knee" of Fig 3.6,
  * which the thesis picks by eye). Among the nested capacities when the
- * task has any: the baseline is the same descendant run as a fixed model. */
-int sched_knee(const rtl_sched_task *t)
+ * task has any: the baseline is the same descendant run as a fixed model;
+ * with `any`, among every standalone option (MCDNN's traces: the best
+ * fixed model a device could ship, nested capacities included). */
+int sched_knee(const rtl_sched_task *t, int any)
 {
     int front[512], n = 0;
     for (size_t i = 0; i < t->n && n < 512; i++) {
         const rtl_sched_option *a = &t->options[i];
-        if (a->context_n > 0 || a->trunk >= 0 || !uses(t, i)) continue; /* standalone descendants only */
+        if (a->context_n > 0 || a->trunk >= 0 || (!any && !uses(t, i))) continue; /* standalone only */
         int dominated = 0;
         for (size_t j = 0; j < t->n && !dominated; j++) {
             const rtl_sched_option *b = &t->options[j];
-            if (j == i || b->context_n > 0 || b->trunk >= 0 || !uses(t, j)) continue;
+            if (j == i || b->context_n > 0 || b->trunk >= 0 || (!any && !uses(t, j))) continue;
             dominated = (b->device_ms <= a->device_ms && b->top1 >= a->top1) &&
                         (b->device_ms < a->device_ms || b->top1 > a->top1 || j < i);
         }

@@ -175,8 +175,10 @@ int rtl_sim_run(rtl_sched *s, const rtl_trace *t, int buckets, rtl_sim_result *o
         return rtl_errf(err, "simulate: out of memory");
     }
     size_t nus = 0;
-    double accsum = 0, fpssum = 0, mjsum = 0;
-    uint64_t frames = 0, fpsn = 0;
+    double accsum = 0, fpssum = 0, mjsum = 0, frames = 0;
+    uint64_t fpsn = 0;
+    int per_second = 0; /* NestDNN's concurrency traces (apps start and stop) */
+    for (size_t i = 0; i < t->n && !per_second; i++) per_second = t->ev[i].kind == 3 || t->ev[i].kind == 4;
     double e0 = s->energy_left, c0 = s->usd_left;
     for (size_t i = 0; i < t->n; i++) {
         const rtl_trace_event *e = &t->ev[i];
@@ -215,16 +217,25 @@ int rtl_sim_run(rtl_sched *s, const rtl_trace *t, int buckets, rtl_sim_result *o
         out->served++;
         accsum += d.top1;
         sum[e->task * buckets + b] += d.top1;
-        double fps = d.latency_ms > 0 ? fmin(s->c.camera_fps, 1000 / d.latency_ms) : s->c.camera_fps;
+        double inf_ms = d.latency_ms - d.load_ms, inf_mj = d.energy_mj - d.load_mj;
+        double fps = inf_ms > 0 ? fmin(s->c.camera_fps, fmax(0, 1000 - d.load_ms) / inf_ms) : s->c.camera_fps;
         fpssum += fps, fpsn++;
-        mjsum += d.energy_mj;
-        frames++;
-        out->energy_mj += d.energy_mj;
+        if (per_second) {
+            /* a concurrency request is one second of the app's frames: as
+             * many inferences as its frame rate (a page-in takes its time
+             * out of that second), each charged, and the page-in once */
+            double sec_mj = fps * inf_mj + d.load_mj;
+            mjsum += sec_mj, frames += fps;
+            out->energy_mj += sec_mj;
+        } else {
+            mjsum += d.energy_mj, frames++;
+            out->energy_mj += d.energy_mj;
+        }
         out->cloud_usd += d.cloud_usd;
     }
     out->accuracy = out->requests ? accsum / (double)out->requests : 0;
     out->fps = fpsn ? fpssum / (double)fpsn : 0;
-    out->mj_per_frame = frames ? mjsum / (double)frames : 0;
+    out->mj_per_frame = frames > 0 ? mjsum / frames : 0;
     if (e0 >= 0 && out->energy_out_s < 0 && s->energy_left <= 0) out->energy_out_s = t->duration_s;
     if (c0 >= 0 && out->cash_out_s < 0 && s->usd_left <= 0) out->cash_out_s = t->duration_s;
     for (int i = 0; i < nt * buckets; i++) out->acc[i] = cnt[i] > 0 ? sum[i] / cnt[i] : -1;

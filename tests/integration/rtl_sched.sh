@@ -85,6 +85,29 @@ for pol in ("nest-total", "nest-max"):
 vs = [x["vs_knee"] for x in t["alpha_sweep"] if "vs_knee" in x]
 assert len(vs) == 2, vs
 ' "$T/out"
+expect_ok "concurrency on a catalog with a nested task and a head task" "$RTL" simulate "$A" --trace concurrency --hours 0.2 --json
+t_check "its apps run the nested task (identity: capacities 0.60, 0.72), not the head's (shape: 0.90)" python3 -c '
+import json, sys
+p = {x["policy"]: x for x in json.load(open(sys.argv[1]))[0]["policies"]}
+assert 0.6 - 1e-9 <= p["knee"]["accuracy"] <= 0.72 + 1e-9, p["knee"]
+assert all(x["accuracy"] <= 0.72 + 1e-9 for x in p.values()), p
+' "$T/out"
+expect_ok "--app still places an app on another task" "$RTL" simulate "$A" --trace concurrency --hours 0.2 --json --app app1=shape --app app2=shape --app app3=shape --app app4=shape --app app5=shape --app app6=shape --app app7=shape --app app8=shape
+t_check "then every app runs shape's head" python3 -c '
+import json, sys
+p = {x["policy"]: x for x in json.load(open(sys.argv[1]))[0]["policies"]}
+assert abs(p["knee"]["accuracy"] - 0.90) < 1e-9, p["knee"]
+' "$T/out"
+I="--app D=identity --app G=identity --app R=identity --app Y=identity"
+"$RTL" simulate "$A" --trace s3 --hours 1 --policy knee --json $I --app S=identity >m1.json 2>/dev/null
+"$RTL" simulate "$A" --trace s3 --hours 1 --policy knee --json $I --app S=shape >m2.json 2>/dev/null
+"$RTL" simulate "$A" --trace s2 --hours 1 --policy knee --json --app D=identity --app V=identity >m3.json 2>/dev/null
+"$RTL" simulate "$A" --trace s2 --hours 1 --policy knee --json --app D=identity --app V=shape >m4.json 2>/dev/null
+t_check "--app names an app of each trace by name (S is S1's sixth app and S3's fifth, V S1's fifth and S2's second)" python3 -c '
+import json, sys
+acc = [json.load(open(f))[0]["policies"][0]["accuracy"] for f in sys.argv[1:]]
+assert acc[0] != acc[1] and acc[2] != acc[3], acc
+' m1.json m2.json m3.json m4.json
 expect_ok "the decision-time benchmark runs (make bench times it)" "$RTL" simulate --bench --decisions 2000 --json
 t_check "it times every policy" python3 -c '
 import json, sys

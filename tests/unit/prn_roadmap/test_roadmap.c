@@ -177,30 +177,52 @@ static void choose_step(void **state)
     int a[4], b[6], *kept[2] = {a, b}, n[2];
     trn_err e;
     /* 30% of 10 = 3, all from layer 1 (its 5, 4, 3). */
-    assert_int_equal(prn_roadmap_choose(r, 0.3, 1, 1.0, NULL, kept, n, &e), 3);
+    assert_int_equal(prn_roadmap_choose(r, 0.3, 1, 1.0, 0, NULL, kept, n, &e), 3);
     assert_int_equal(n[0], 4);
     assert_int_equal(n[1], 3);
     assert_int_equal(b[0], 0), assert_int_equal(b[1], 1), assert_int_equal(b[2], 2);
     /* max_layer_step 0.5: layer 1 keeps at least 3, so the next in the
      * order (layer 0's filter 2) goes: 5, 4, 3, then (0,2), (1,2) is
      * skipped, (0,0). */
-    assert_int_equal(prn_roadmap_choose(r, 0.5, 1, 0.5, NULL, kept, n, &e), 5);
+    assert_int_equal(prn_roadmap_choose(r, 0.5, 1, 0.5, 0, NULL, kept, n, &e), 5);
     assert_int_equal(n[0], 2);
     assert_int_equal(n[1], 3);
     assert_int_equal(a[0], 1), assert_int_equal(a[1], 3);
     /* min_filters 6 and 4: nothing can go. */
-    assert_int_equal(prn_roadmap_choose(r, 0.5, 6, 1.0, NULL, kept, n, &e), 0);
+    assert_int_equal(prn_roadmap_choose(r, 0.5, 6, 1.0, 0, NULL, kept, n, &e), 0);
     assert_int_equal(n[0], 4);
+    assert_int_equal(n[1], 6);
+    /* min_layer_step 0.25: layer 0 first loses its least important (2),
+     * layer 1 its two (5, 4): the 3 of step 0.3 without the cross-layer
+     * order, which alone takes nothing of layer 0. */
+    assert_int_equal(prn_roadmap_choose(r, 0.3, 1, 1.0, 0.25, NULL, kept, n, &e), 3);
+    assert_int_equal(n[0], 3);
+    assert_int_equal(a[0], 0), assert_int_equal(a[1], 1), assert_int_equal(a[2], 3);
+    assert_int_equal(n[1], 4);
+    assert_int_equal(b[3], 3);
+    /* Step 0.5: the cross-layer order then takes (1,3) and (1,2), skipping
+     * the filters already gone. */
+    assert_int_equal(prn_roadmap_choose(r, 0.5, 1, 1.0, 0.25, NULL, kept, n, &e), 5);
+    assert_int_equal(n[0], 3);
+    assert_int_equal(n[1], 2);
+    assert_int_equal(b[0], 0), assert_int_equal(b[1], 1);
+    /* A layer the cross-layer order leaves out (connected=0) loses nothing
+     * to min_layer_step either. */
+    prn_rank_entry only0[4] = {{0, 2}, {0, 0}, {0, 1}, {0, 3}};
+    prn_ranking r0 = *r;
+    r0.order = only0, r0.filters = 4;
+    assert_int_equal(prn_roadmap_choose(&r0, 0.25, 1, 1.0, 0.25, NULL, kept, n, &e), 1);
+    assert_int_equal(n[0], 3);
     assert_int_equal(n[1], 6);
     /* A target: each layer by its own order (layer 0 keeps 3 and 1). */
     const int t[2] = {2, 5};
-    assert_int_equal(prn_roadmap_choose(r, 0.1, 1, 0.1, t, kept, n, &e), 3);
+    assert_int_equal(prn_roadmap_choose(r, 0.1, 1, 0.1, 0, t, kept, n, &e), 3);
     assert_int_equal(n[0], 2);
     assert_int_equal(a[0], 1), assert_int_equal(a[1], 3);
     assert_int_equal(n[1], 5);
     assert_int_equal(b[4], 4);
     const int bad[2] = {5, 1};
-    assert_int_equal(prn_roadmap_choose(r, 0.1, 1, 0.1, bad, kept, n, &e), -1);
+    assert_int_equal(prn_roadmap_choose(r, 0.1, 1, 0.1, 0, bad, kept, n, &e), -1);
     assert_non_null(strstr(e.msg, "outside 1..4"));
 }
 
@@ -225,6 +247,39 @@ static void common_order(void **state)
     assert_non_null(strstr(e.msg, "not nested"));
 }
 
+/* The capacities' steps, on the kept counts and MACs of a real roadmap
+ * (TRR, step 0.12, connected=0, on the default recipe's base; the two
+ * connected layers never change): evenly spaced MACs alone would take
+ * steps 8, 3, 2, 1, 0, but conv5 (column 4) keeps 31 filters at steps 2 and
+ * 1, so that growth step would pass nothing grown below conv5 to the
+ * output; 8, 4, 3, 1, 0 lets every layer grow at every step. */
+static void pick_steps(void **state)
+{
+    (void)state;
+    static const int kept[9 * 7] = {
+        32, 32, 48, 48, 32, 128, 128, 24, 23, 44, 46, 31, 128, 128, 19, 17, 43, 37, 31, 128, 128,
+        18, 10, 38, 35, 28, 128, 128, 15, 6,  36, 31, 25, 128, 128, 13, 5,  30, 26, 25, 128, 128,
+        10, 5,  30, 21, 21, 128, 128, 9,  5,  24, 20, 18, 128, 128, 9,  4,  20, 17, 16, 128, 128};
+    static const double macs[9] = {12195840, 8032128, 5610560, 4163712, 3015360, 2398208, 1856832, 1591552, 1375488};
+    int out[5];
+    trn_err e;
+    assert_int_equal(prn_nest_pick_steps(9, 7, kept, macs, 8, 5, out, &e), 0);
+    assert_int_equal(out[0], 8), assert_int_equal(out[1], 4), assert_int_equal(out[2], 3);
+    assert_int_equal(out[3], 1), assert_int_equal(out[4], 0);
+    /* Every step taken (9 capacities): 8 -> 7 (conv1 9, 9), 7 -> 6 and
+     * 6 -> 5 (conv2 5, 5, 5), 5 -> 4 and 2 -> 1 (conv5 25, 25 and 31, 31)
+     * block: 5 of the 8 growths. */
+    int all[9];
+    assert_int_equal(prn_nest_pick_steps(9, 7, kept, macs, 8, 9, all, &e), 5);
+    for (int k = 0; k < 9; k++) assert_int_equal(all[k], 8 - k);
+    /* Two capacities: the seed and the base. */
+    assert_int_equal(prn_nest_pick_steps(9, 7, kept, macs, 8, 2, out, &e), 0);
+    assert_int_equal(out[0], 8), assert_int_equal(out[1], 0);
+    /* More capacities than steps. */
+    assert_int_equal(prn_nest_pick_steps(9, 7, kept, macs, 3, 5, out, &e), -1);
+    assert_non_null(strstr(e.msg, "5 capacities"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -233,6 +288,7 @@ int main(void)
         cmocka_unit_test(refusals),
         cmocka_unit_test(choose_step),
         cmocka_unit_test(common_order),
+        cmocka_unit_test(pick_steps),
     };
     int rc = cmocka_run_group_tests_name("prn_roadmap", tests, NULL, NULL);
     test_tmpdir_cleanup();

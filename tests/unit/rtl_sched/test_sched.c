@@ -368,6 +368,21 @@ static void knee(void **state)
         assert_int_equal(d.option, 1);
     }
     rtl_sched_free(s);
+    /* a nested model beside independent variants: NestDNN's baseline is its
+     * knee capacity; MCDNN's strawman (knee_any) the knee of them all */
+    rtl_sched_option m[5] = {opt("nest", 0.45, 1, 1, -1, 1), opt("nest", 0.50, 3, 3, -1, 1),
+                             opt("nest", 0.51, 10, 10, -1, 1), opt("rw", 0.82, 2, 2, -1, 1),
+                             opt("svd", 0.88, 10, 10, -1, 1)};
+    m[0].capacity = 1, m[1].capacity = 2, m[2].capacity = 3;
+    for (int any = 0; any < 2; any++) {
+        rtl_sched_config c = {.policy = RTL_POLICY_KNEE, .knee_any = any};
+        s = rtl_sched_new(&c, NULL);
+        add_task(s, "t", m, 5);
+        set_budget(s, -1, -1, 100, 0);
+        assert_int_equal(rtl_sched_decide(s, 0, 0, 0, -1, &d, NULL), 0);
+        assert_int_equal(d.option, any ? 3 : 1);
+        rtl_sched_free(s);
+    }
 }
 
 #define SHA "0000000000000000000000000000000000000000000000000000000000000000"
@@ -558,6 +573,60 @@ static void mcdnn_beats_knee_s3(void **state)
     assert_true(acc[0] > acc[1] + 0.01); /* MCDNN: above it */
 }
 
+/* Energy accounting of nested capacities: switching within one nested
+ * model pages in only the filters a larger capacity adds (2 mJ per MB),
+ * a smaller one nothing; the concurrency simulator charges a request (one
+ * second of an app's frames) one inference per frame and the page-in once,
+ * so a smaller capacity costs less per frame. */
+static void nested_energy(void **state)
+{
+    (void)state;
+    rtl_sched *s = new_sched(RTL_POLICY_MCDNN);
+    rtl_sched_option o[2] = {opt("nest", 0.6, 1, 1, -1, 1000000), opt("nest", 0.8, 3, 3, -1, 3000000)};
+    o[0].capacity = 1, o[1].capacity = 2;
+    add_task(s, "t", o, 2);
+    rtl_sched_budget b = {.latency_ms = 2, .energy_mj = -1, .cloud_usd = -1, .horizon_s = 100};
+    assert_int_equal(rtl_sched_set_budget(s, &b, 0, NULL), 0);
+    rtl_sched_decision d;
+    assert_int_equal(rtl_sched_decide(s, 0, 0, 0, -1, &d, NULL), 0);
+    assert_int_equal(d.option, 0); /* capacity 1 from nothing: 1 MB */
+    assert_true(fabs(d.load_mj - 2) < 1e-9 && fabs(d.energy_mj - 3) < 1e-9 && fabs(d.load_ms - 5) < 1e-9);
+    b.latency_ms = 0;
+    assert_int_equal(rtl_sched_set_budget(s, &b, 1, NULL), 0);
+    assert_int_equal(rtl_sched_decide(s, 0, 1, 1, -1, &d, NULL), 0);
+    assert_int_equal(d.option, 0); /* the hit runs; capacity 2 comes in behind it: 2 MB more */
+    assert_int_equal(rtl_sched_cached(s, 0, RTL_LOC_DEVICE), 1);
+    assert_true(fabs(d.load_mj - 4) < 1e-9 && d.load_ms == 0);
+    b.latency_ms = 2;
+    assert_int_equal(rtl_sched_set_budget(s, &b, 2, NULL), 0);
+    assert_int_equal(rtl_sched_decide(s, 0, 2, 2, -1, &d, NULL), 0);
+    assert_int_equal(d.option, 0); /* back down: nothing to page in */
+    assert_true(d.load_mj == 0 && fabs(d.energy_mj - 1) < 1e-9);
+    rtl_sched_free(s);
+
+    double per_frame[2];
+    rtl_trace t;
+    assert_int_equal(rtl_trace_generate(RTL_TRACE_CONCURRENCY, 2, 10, 600, 1, 5, &t, NULL), 0);
+    for (int c = 0; c < 2; c++) {
+        rtl_sched_config cf = {.policy = RTL_POLICY_KNEE};
+        s = rtl_sched_new(&cf, NULL);
+        assert_non_null(s);
+        for (int k = 0; k < 2; k++) add_task(s, "app", &o[c], 1);
+        set_budget(s, -1, -1, 600, 0);
+        rtl_sim_result r;
+        assert_int_equal(rtl_sim_run(s, &t, 1, &r, NULL), 0);
+        assert_true(fabs(r.fps - 30) < 1e-9);
+        /* 30 inferences per request, and each app's one page-in */
+        double want = (double)r.served * 30 * o[c].device_mj + 2 * 2 * (double)o[c].bytes / 1e6;
+        assert_true(fabs(r.energy_mj - want) < 1e-6);
+        per_frame[c] = r.mj_per_frame;
+        rtl_sim_result_free(&r);
+        rtl_sched_free(s);
+    }
+    rtl_trace_free(&t);
+    assert_true(per_frame[0] < per_frame[1] / 2.9);
+}
+
 static void simulator(void **state)
 {
     (void)state;
@@ -595,7 +664,7 @@ int main(void)
         cmocka_unit_test(nest_greedy),        cmocka_unit_test(knee),
         cmocka_unit_test(catalog_options),    cmocka_unit_test(traces),
         cmocka_unit_test(simulator),          cmocka_unit_test(waterfill_by_hand),
-        cmocka_unit_test(mcdnn_beats_knee_s3),
+        cmocka_unit_test(mcdnn_beats_knee_s3),  cmocka_unit_test(nested_energy),
     };
     int rc = cmocka_run_group_tests_name("rtl_sched", tests, NULL, NULL);
     test_tmpdir_cleanup();
