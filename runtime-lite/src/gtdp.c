@@ -562,8 +562,10 @@ typedef struct job {
     const float *x; /* the layer's whole input */
     float *y;       /* the layer's whole output: the job writes its part */
     float *in, *out;
-    size_t nin, nout;
+    size_t nin, nout, nsent;
     int deadline_ms, ok;
+    int held;         /* the worker holds hg, its answer of the block before: not sent again */
+    int32_t hg[5];
     rtl_err err;
 } job;
 
@@ -592,16 +594,39 @@ static void *job_main(void *arg)
         snprintf(j->err.msg, sizeof j->err.msg, "out of memory");
         return NULL;
     }
-    rows_of(j->x, j->g->c_in, j->g->h_in, j->g->w_in, j->q.in_r0, j->q.in_r1, j->in);
-    j->ok = rtl_peer_run_part(j->peer, j->catalog, j->variant, j->g->index, j->g->last, &j->q, j->in, j->nin, j->out,
-                              j->nout, &got, j->deadline_ms, &j->err) == 0 && got == j->nout;
+    if (j->held) {
+        /* input rows in_r0..in_r1 of every channel less the held answer's */
+        const rtl_gtdp_layer *g = j->g;
+        int a = j->q.in_r0, b = j->q.in_r1, lo = j->hg[1] > a ? j->hg[1] : a, hi = j->hg[2] < b ? j->hg[2] : b;
+        size_t w = (size_t)g->w_in, n = 0;
+        for (int c = 0; c < g->c_in; c++) {
+            const float *src = j->x + (size_t)c * g->h_in * w;
+            if (c >= j->hg[3] && c < j->hg[4]) {
+                memcpy(j->in + n, src + (size_t)a * w, (size_t)(lo - a) * w * sizeof *src), n += (size_t)(lo - a) * w;
+                memcpy(j->in + n, src + (size_t)hi * w, (size_t)(b - hi) * w * sizeof *src), n += (size_t)(b - hi) * w;
+            } else {
+                memcpy(j->in + n, src + (size_t)a * w, (size_t)(b - a) * w * sizeof *src), n += (size_t)(b - a) * w;
+            }
+        }
+        j->nsent = n;
+        j->ok = rtl_peer_run_held_part(j->peer, j->catalog, j->variant, j->g->index, j->g->last, &j->q, j->hg, j->in,
+                                       n, j->out, j->nout, &got, j->deadline_ms, &j->err) == 0 &&
+                got == j->nout;
+    } else {
+        rows_of(j->x, j->g->c_in, j->g->h_in, j->g->w_in, j->q.in_r0, j->q.in_r1, j->in);
+        j->nsent = j->nin;
+        j->ok = rtl_peer_run_part(j->peer, j->catalog, j->variant, j->g->index, j->g->last, &j->q, j->in, j->nin,
+                                  j->out, j->nout, &got, j->deadline_ms, &j->err) == 0 &&
+                got == j->nout;
+    }
     if (j->ok) place(j->g, &j->q, j->out, j->y);
     else if (!j->err.msg[0]) snprintf(j->err.msg, sizeof j->err.msg, "the worker answered %zu floats", got);
     return NULL;
 }
 
 static int run_conv(rtl_model *m, const rtl_gtdp_layer *g, rtl_peer **peers, const rtl_gtdp_worker *w, int *alive,
-                    int n, const float *x, float *y, int deadline_ms, int equal, rtl_gtdp_stats *st, rtl_err *err)
+                    int n, const float *x, float *y, int deadline_ms, int equal, int no_held, rtl_gtdp_stats *st,
+                    rtl_err *err)
 {
     rtl_gtdp_worker aw[RTL_GTDP_MAX_WORKERS];
     int map[RTL_GTDP_MAX_WORKERS], na = 0;
@@ -628,6 +653,11 @@ static int run_conv(rtl_model *m, const rtl_gtdp_layer *g, rtl_peer **peers, con
         j->nin = (size_t)(j->q.in_r1 - j->q.in_r0) * g->w_in * g->c_in;
         j->nout = (size_t)(j->q.r1 - j->q.r0) * (j->q.c1 - j->q.c0) * g->w;
         j->deadline_ms = deadline_ms;
+        /* the worker still holds its answer of the block just before, a
+         * part of this input: the rows it needs of it are not sent again */
+        int32_t *h = j->hg;
+        j->held = !no_held && rtl_peer_held(j->peer, h) && h[0] == g->index - 1 && h[2] <= g->h_in &&
+                  h[4] <= g->c_in && h[1] < j->q.in_r1 && h[2] > j->q.in_r0;
     }
     /* The last part runs on this thread: one thread fewer to start. */
     for (int k = 0; k + 1 < p.nparts; k++) started[k] = pthread_create(&th[k], NULL, job_main, &jobs[k]) == 0;
@@ -638,7 +668,7 @@ static int run_conv(rtl_model *m, const rtl_gtdp_layer *g, rtl_peer **peers, con
     }
     for (int k = 0; k < p.nparts; k++) {
         job *j = &jobs[k];
-        if (st) st->parts++, st->bytes += 4 * (uint64_t)(j->nin + j->nout);
+        if (st) st->parts++, st->bytes += 4 * (uint64_t)(j->nsent + j->nout), st->held += j->held;
         if (j->ok) continue;
         /* The worker is gone (or failed): its part is computed here, and
          * it gets no more parts. */
@@ -670,8 +700,9 @@ done:
 }
 
 int rtl_gtdp_run(rtl_model *m, rtl_peer **peers, const rtl_gtdp_worker *w, int n, const float *x, int deadline_ms,
-                 int equal, rtl_gtdp_stats *st, rtl_err *err)
+                 int flags, rtl_gtdp_stats *st, rtl_err *err)
 {
+    int equal = flags & RTL_GTDP_EQUAL, no_held = (flags & RTL_GTDP_RESEND) != 0;
     if (n < 1 || n > RTL_GTDP_MAX_WORKERS)
         return rtl_errf(err, "GTDP: %d workers (1..%d are supported)", n, RTL_GTDP_MAX_WORKERS);
     if (st) memset(st, 0, sizeof *st);
@@ -692,7 +723,7 @@ int rtl_gtdp_run(rtl_model *m, rtl_peer **peers, const rtl_gtdp_worker *w, int n
         for (int k = 0; k < n; k++) any |= alive[k];
         rtl_gtdp_layer g;
         if (any && rtl_gtdp_model_split(m, i, &g) == 0) {
-            if (run_conv(m, &g, peers, w, alive, n, a, b, deadline_ms, equal, st, err) != 0) goto out;
+            if (run_conv(m, &g, peers, w, alive, n, a, b, deadline_ms, equal, no_held, st, err) != 0) goto out;
             if (st) st->split_layers++;
             na = rtl_model_cut_floats(m, g.last + 1);
             float *t = a;
