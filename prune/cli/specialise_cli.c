@@ -485,7 +485,7 @@ int prn_cli_specialise(int argc, char **argv, trn_err *err)
         v[c].parent = parent;
         trn_cfg_free(hc);
         trn_net_free(hn);
-        uint64_t in_n = 0, in_ok = 0, casc = 0, gen_ok = 0, sent = 0, own = 0;
+        uint64_t in_n = 0, in_ok = 0, casc = 0, gen_ok = 0, sent = 0, own = 0, gen_in_ok = 0;
         /* the gate's sweep (reported, not applied): overall top-1 and the share sent on */
         static const double sweep[] = {0, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99};
         enum { NSWEEP = sizeof sweep / sizeof *sweep };
@@ -523,6 +523,7 @@ int prn_cli_specialise(int argc, char **argv, trn_err *err)
             in_ok += inside && spred[i] < k && map[spred[i]] == id;
             casc += answer == id;
             gen_ok += gpred[b] == id;
+            gen_in_ok += inside && gpred[b] == id;
         }
         uint64_t smacs = net_macs(v[c].net);
         double share = (double)sent / (double)mte, emacs = (double)smacs + share * (double)fall_macs;
@@ -569,6 +570,7 @@ int prn_cli_specialise(int argc, char **argv, trn_err *err)
         add_score(f, "in_context", in_ok, in_n);
         add_score(f, "overall", casc, mte);
         add_score(f, "generic_on_stream", gen_ok, mte);
+        add_score(f, "generic_in_context", gen_in_ok, in_n);
         add_score(f, "specialised_on_stream", own, mte);
         cJSON *r = cJSON_CreateObject();
         cJSON_AddItemToArray(rows, r);
@@ -581,6 +583,7 @@ int prn_cli_specialise(int argc, char **argv, trn_err *err)
         add_score(r, "in_context", in_ok, in_n);
         add_score(r, "overall", casc, mte);
         add_score(r, "generic_on_stream", gen_ok, mte);
+        add_score(r, "generic_in_context", gen_in_ok, in_n);
         cJSON_AddNumberToObject(r, "gate", cgate);
         cJSON *gs = cJSON_AddArrayToObject(r, "gate_sweep");
         for (int q = 0; q < NSWEEP; q++) {

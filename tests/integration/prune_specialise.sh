@@ -66,6 +66,8 @@ for r in json.load(open(sys.argv[1]))["contexts"]:
     g = r["gate_sweep"]
     assert g[0]["gate"] == 0 and g[0]["overall"]["top1"] == r["overall"]["top1"] and g[0]["sent_share"] == r["sent_share"], r
     assert all(a["sent_share"] <= b["sent_share"] for a, b in zip(g, g[1:])), g
+    gi, ic, st = r["generic_in_context"], r["in_context"], r["generic_on_stream"]
+    assert gi["images"] == ic["images"] and 0 <= gi["correct"] <= min(gi["images"], st["correct"]), r
 PY
 expect_ok "--set gate=0.9 and --parent" "$P" "${A[@]}" --set gate=0.9 --parent rw-x --out "$T/o5"
 t_check "  ... the cascade's gate, partner and parent in meta.json; the cascade scored with the gate" python3 - "$T/o5" "$T/o/specialise.json" <<'PY'
