@@ -61,6 +61,19 @@ for c in ("n7-p0.6", "n7-p0.9"):
     assert len(m["tasks"]["ctx-" + c]["labels"]) == 8 and m["tasks"]["ctx-" + c]["labels"][-1] == "other"
 EOF
 
+rep=$(ls "$T"/tiny/catalog-tiny-*.report.md | head -n 1)
+t_check "the report: MCDNN's Table 4, a row per context with its partner and scores" python3 - "$rep" <<'EOF'
+import sys
+t = open(sys.argv[1]).read()
+assert "## Specialised contexts (MCDNN Table 4)" in t, t[-2000:]
+rows = [l for l in t.split("## Specialised contexts")[1].split("\n## ")[0].splitlines() if l.startswith("| spec-")]
+assert len(rows) == 2, rows
+for r in rows:
+    c = [x.strip() for x in r.strip("|").split("|")]
+    assert c[1] == "base" and c[2] == "7" and c[3] in ("0.6", "0.9"), c
+    assert "n=" in c[4] and "n=" in c[6] and "n=" in c[7] and c[8][0] in "+-" and c[9].endswith("%"), c
+EOF
+
 stamp() { stat -c %Y.%y "$T/tiny/retarget/$1.done"; }
 h1=$(stamp heads) s1=$(stamp spec)
 sleep 1
