@@ -20,7 +20,11 @@
 #
 # Recipe settings (recipes/README.md):
 #   RETARGET_CUT    the trunk's last layer (a selector); empty: no heads
+#                   (unless RETARGET_CUTS)
 #   RETARGET_HEAD   the head's sections before its classifier (--head)
+#   RETARGET_CUTS   instead of RETARGET_CUT: a sweep of cuts, words SEL or
+#                   SEL:HEAD (prune retarget --cuts); each task keeps its
+#                   head most accurate on the valid split within the budget
 #   RETARGET_SET    prune retarget --set key=value settings
 #   SPECIALISE      1: the representative contexts as variants; empty: none
 #   SPECIALISE_SET  prune specialise --set key=value settings
@@ -28,22 +32,29 @@
 # specialised variants.
 
 RETARGET_CUT   ?=
+RETARGET_CUTS  ?=
 RETARGET_HEAD  ?=
 RETARGET_SET   ?=
 SPECIALISE     ?=
 SPECIALISE_SET ?=
 RETARGET_O     := $(MODEL_O)/retarget
 
+ifneq ($(and $(strip $(RETARGET_CUT)),$(strip $(RETARGET_CUTS))),)
+$(error $(RECIPES)/$(MODEL)/recipe.mk: set RETARGET_CUT (one cut) or RETARGET_CUTS (a sweep), not both)
+endif
+# the trunk option of prune retarget
+rt_trunk = $(if $(strip $(RETARGET_CUTS)),--cuts '$(strip $(RETARGET_CUTS))',--cut '$(RETARGET_CUT)')
+
 ifneq ($(filter-out 1,$(SPECIALISE)),)
 $(error $(RECIPES)/$(MODEL)/recipe.mk: SPECIALISE='$(SPECIALISE)' is not valid: use 1 or leave it empty)
 endif
 
-RT_STAGES := $(if $(and $(strip $(RETARGET_CUT)),$(DATASET_TASKS)),heads) \
+RT_STAGES := $(if $(and $(strip $(RETARGET_CUT)$(RETARGET_CUTS)),$(DATASET_TASKS)),heads) \
              $(if $(and $(filter 1,$(SPECIALISE)),$(DATASET_CONTEXTS)),spec)
 RT_STAMPS := $(foreach s,$(RT_STAGES),$(RETARGET_O)/$s.done)
 
 # What identifies each stage's inputs besides the files (like plan/<id>.plan).
-rt_line_heads = cut $(RETARGET_CUT) | head $(RETARGET_HEAD) | set $(RETARGET_SET) | seed $(SEED)$(if \
+rt_line_heads = cut $(RETARGET_CUT) | cuts $(strip $(RETARGET_CUTS)) | head $(RETARGET_HEAD) | set $(RETARGET_SET) | seed $(SEED)$(if \
   $(filter portable,$(DETERMINISM)), | determinism portable) | profile $(PROFILE_RUNS)
 rt_line_spec  = set $(SPECIALISE_SET) | seed $(SEED)$(if $(filter portable,$(DETERMINISM)), | determinism portable) \
   | profile $(PROFILE_RUNS)
@@ -68,10 +79,10 @@ rt_variant = v=$(VARIANTS_O)/$2; rm -rf $$v.tmp && mkdir -p $$v.tmp && cp $1/var
 # Heads: every task of the .tasks file but the first (the base's own).
 $(RETARGET_O)/heads.done: $(RETARGET_O)/heads.plan $(BASE_V)/variant.weights $(DATA) $(DATASET_TASKS) \
     | $(BIN)/prune $(BIN)/trainer $(BIN)/catalog
-	$(call msg,HEADS,$(MODEL): trunk L0..$(RETARGET_CUT), head '$(RETARGET_HEAD)')o=$(RETARGET_O)/heads; \
+	$(call msg,HEADS,$(MODEL): $(if $(strip $(RETARGET_CUTS)),a sweep of $(words $(RETARGET_CUTS)) cuts,trunk L0..$(RETARGET_CUT)), head '$(RETARGET_HEAD)')o=$(RETARGET_O)/heads; \
 	rm -rf $$o && $(call timed,derive,heads,($(call launch,heads-derive) $(BIN)/prune retarget \
 	  --cfg $(BASE_V)/variant.cfg --weights $(BASE_V)/variant.weights --tasks $(abspath $(DATASET_TASKS)) \
-	  --cut '$(RETARGET_CUT)' $(if $(strip $(RETARGET_HEAD)),--head '$(RETARGET_HEAD)') --seed $(SEED) \
+	  $(rt_trunk) $(if $(strip $(RETARGET_HEAD)),--head '$(RETARGET_HEAD)') --seed $(SEED) \
 	  --threads $(job_threads) --out $$o $(foreach s,$(RETARGET_SET),--set $s) 2>&1) >$(RETARGET_O)/heads.log.tmp && \
 	  mv $(RETARGET_O)/heads.log.tmp $(RETARGET_O)/heads.log) || { tail -n 5 $(RETARGET_O)/heads.log.tmp >&2; exit 1; }; \
 	rm -f $@.tmp; d=$(dir $(abspath $(DATASET_TASKS))); \
@@ -102,7 +113,7 @@ $(RETARGET_O)/spec.done: $(RETARGET_O)/spec.plan $(BASE_V)/variant.weights $(DAT
 
 .PHONY: retarget
 retarget: $(RT_STAMPS) ## the heads and specialised contexts of MODEL's recipe (part of make catalog)
-	@echo 'retarget: $(if $(RT_STAMPS),$(patsubst %.done,%,$(notdir $(RT_STAMPS))) built,nothing: the recipe sets neither RETARGET_CUT nor SPECIALISE)'
+	@echo 'retarget: $(if $(RT_STAMPS),$(patsubst %.done,%,$(notdir $(RT_STAMPS))) built,nothing: the recipe sets neither RETARGET_CUT(S) nor SPECIALISE)'
 
 # They are variants of the catalog: make variants builds them, and the
 # archive packs them with their tasks.

@@ -784,6 +784,62 @@ static void doc_alphas(struct doc *d, const cJSON *m, const char *task)
     }
 }
 
+/* MCDNN's Table 4 (issue 17): every specialised variant (a model retargeted
+ * to an (n,p) context: n classes + "other", which falls through to its
+ * cascade partner), from its technique_fields as `prune specialise` wrote
+ * them: top-1 on the context's in-context test images, overall through the
+ * cascade on the context's test stream, the generic partner alone on the
+ * same images, the share sent on and the cascade's expected MACs. */
+static void fmt_score(const cJSON *f, const char *key, int ci, char *out, size_t size)
+{
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(f, key);
+    if (!cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(a, "top1"))) {
+        snprintf(out, size, "-");
+        return;
+    }
+    if (ci)
+        snprintf(out, size, "%.4f [%.4f, %.4f] n=%.0f", num(a, "top1"), num(a, "top1_lo"), num(a, "top1_hi"),
+                 num(a, "images"));
+    else
+        snprintf(out, size, "%.4f", num(a, "top1"));
+}
+
+static void doc_contexts(struct doc *d, const cJSON *m)
+{
+    const cJSON *v;
+    int rows = 0;
+    cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(m, "variants")) {
+        if (strcmp(sget(v, "technique"), "specialised")) continue;
+        const cJSON *f = cJSON_GetObjectItemCaseSensitive(v, "technique_fields");
+        const cJSON *cx = cJSON_GetObjectItemCaseSensitive(f, "context"), *cc = cJSON_GetObjectItemCaseSensitive(f, "cascade");
+        if (!rows++) {
+            doc_h(d, 2, "Specialised contexts (MCDNN Table 4)");
+            doc_p(d, "Each model specialised to an (n,p) context: its n classes and \"other\", which falls through to "
+                     "its partner (the cascade). In context: the specialised model on the stream's in-context test "
+                     "images (\"other\" is wrong); overall: the cascade on the whole test stream; the generic partner "
+                     "alone on the same images; expected MACs per input of the cascade (95%% Wilson intervals).");
+            doc_row(d, 1, "llrrrrrrrrr", "variant\tpartner (generic)\tn\tp\tin context [95%% CI] n\t"
+                                         "generic in context\toverall (cascade) [95%% CI] n\tgeneric on the stream "
+                                         "[95%% CI] n\tgain (points)\tsent on\texpected MACs");
+        }
+        char in[80], gin[32], ov[80], gen[80], gain[16] = "-", sent[16] = "-", em[16] = "-";
+        fmt_score(f, "in_context", 1, in, sizeof in);
+        fmt_score(f, "generic_in_context", 0, gin, sizeof gin);
+        fmt_score(f, "overall", 1, ov, sizeof ov);
+        fmt_score(f, "generic_on_stream", 1, gen, sizeof gen);
+        const cJSON *o = cJSON_GetObjectItemCaseSensitive(f, "overall"), *g = cJSON_GetObjectItemCaseSensitive(f, "generic_on_stream");
+        if (cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(o, "top1")) &&
+            cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(g, "top1")))
+            snprintf(gain, sizeof gain, "%+.1f", 100 * (num(o, "top1") - num(g, "top1")));
+        if (cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(cc, "sent_share")))
+            snprintf(sent, sizeof sent, "%.0f%%", 100 * num(cc, "sent_share"));
+        if (cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(cc, "expected_macs"))) human(num(cc, "expected_macs"), em, sizeof em);
+        doc_row(d, 0, "llrrrrrrrrr", "%s\t%s\t%.0f\t%g\t%s\t%s\t%s\t%s\t%s\t%s\t%s", sget(v, "id"), sget(cc, "partner"),
+                num(cx, "n"), num(cx, "p"), in, gin, ov, gen, gain, sent, em);
+    }
+    if (rows) doc_table_end(d);
+}
+
 static int write_text(const char *path, const char *text, trn_err *err)
 {
     return trn_write_file_atomic(path, text, strlen(text), err);
@@ -863,6 +919,7 @@ int cat_report_ex(const cJSON *m, const char *base, const char *metrics_dir, trn
             free(svg);
         }
     }
+    doc_contexts(&d, m);
     const cJSON *w = cJSON_GetObjectItemCaseSensitive(m, "winnowed");
     doc_h(&d, 2, "Winnowed");
     doc_p(&d, "Dropped because another variant of the same task dominates it: no more MACs and no more weight bytes, "

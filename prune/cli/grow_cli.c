@@ -71,7 +71,7 @@ static trn_net *load_step(const cJSON *steps, int k, const char *dir, trn_cfg **
 }
 
 static int gr_set(const char *kv, long long *batches, double *lr, long long *ncap, long long *bn, double *revive,
-                  trn_err *err)
+                  long long *slices, trn_err *err)
 {
     const char *eq = strchr(kv, '=');
     if (!eq) return trn_errf(err, "--set '%s': use key=value", kv);
@@ -89,16 +89,19 @@ static int gr_set(const char *kv, long long *batches, double *lr, long long *nca
         *bn = (long long)v;
     else if (kl == 6 && !strncmp(kv, "revive", 6) && v >= 0 && v <= 1)
         *revive = v;
+    else if (kl == 6 && !strncmp(kv, "slices", 6) && (v == 0 || v == 1))
+        *slices = (long long)v;
     else
         return trn_errf(err, "--set '%s': unknown key or value out of range (batches: 0..1e7, learning_rate: "
-                             "0..10, capacities: 2..%d, bn_batches: 0..1e6, revive: 0..1)", kv, GR_MAX_CAP);
+                             "0..10, capacities: 2..%d, bn_batches: 0..1e6, revive: 0..1, slices: 0 or 1)", kv,
+                        GR_MAX_CAP);
     return 0;
 }
 
 int prn_cli_grow(int argc, char **argv, trn_err *err)
 {
     const char *roadp = NULL, *data = NULL, *out = NULL;
-    long long seed = -1, threads = 1, batches = 100, ncap = 5, bn_batches = 20;
+    long long seed = -1, threads = 1, batches = 100, ncap = 5, bn_batches = 20, slices = 0;
     double lr = 0.01, revive = 0.01;
     ck_list set = {.n = 0};
     const ck_opt opts[] = {
@@ -127,7 +130,11 @@ int prn_cli_grow(int argc, char **argv, trn_err *err)
         "--set keys: batches (100), learning_rate (0.01), capacities (5), bn_batches (20: training\n"
         "batches that re-estimate the new channels' batch-norm statistics after each growth step),\n"
         "revive (0.01: a new filter whose outputs are non-zero at less than this fraction of\n"
-        "positions restarts from the engine's initialisation; 0: never).\n",
+        "positions restarts from the engine's initialisation; 0: never), slices (0; 1: a\n"
+        "measurement, not a variant: the old filters' input slices that read new channels\n"
+        "train too and the old channels' batch-norm statistics follow each new capacity, which\n"
+        "the nested format cannot hold yet (it would need statistics per capacity); prints\n"
+        "each capacity's test top-1 right after its growth step and writes nothing).\n",
         opts, NULL};
     const char *extra;
     int rc0;
@@ -137,7 +144,7 @@ int prn_cli_grow(int argc, char **argv, trn_err *err)
         if (!need[i][1]) return trn_errf(err, "--%s is required", need[i][0]), -2;
     if (seed < 0) return trn_errf(err, "--seed is required"), -2;
     for (int i = 0; i < set.n; i++)
-        if (gr_set(set.v[i], &batches, &lr, &ncap, &bn_batches, &revive, err)) return -2;
+        if (gr_set(set.v[i], &batches, &lr, &ncap, &bn_batches, &revive, &slices, err)) return -2;
     trn_set_threads((int)threads);
 
     int rc = -1;
@@ -213,6 +220,7 @@ int prn_cli_grow(int argc, char **argv, trn_err *err)
         trn_errf(err, "out of memory");
         goto done;
     }
+    nest.train_slices = (int)slices;
     for (int i = 0; i < L; i++) nest.fixed[i] = trn_net_full_filters(base, i) > 0;
     for (int k = 0; k < ncap; k++) {
         for (int i = 0; i < L; i++) nest.filters[(size_t)k * L + i] = trn_net_full_filters(base, i);
@@ -296,6 +304,28 @@ int prn_cli_grow(int argc, char **argv, trn_err *err)
         if (prn_bn_recalibrate(net, feed_batch, &f, (uint64_t)batches, (int)bn_batches, err) != 0) goto done;
         fprintf(stderr, "prune grow: capacity %d (roadmap step %d) grown (%d dead new filters restarted)\n", k + 1,
                 caps_step[k], revived);
+        if (slices) {
+            /* The capacity just grown, with its statistics of this moment
+             * (what statistics per capacity would keep). */
+            rm_acc a;
+            trn_net_totals t;
+            if (!(ev = prn_cli_net_like(cfg, net, GR_EVAL_BATCH, 1, 0, err)) ||
+                trn_net_set_capacity(ev, nest.filters + (size_t)k * L, err) ||
+                prn_cli_evaluate(ev, ds, TRN_SPLIT_TEST, (int)threads, &a, err))
+                goto done;
+            trn_net_get_totals(ev, &t);
+            trn_net_free(ev);
+            ev = NULL;
+            fprintf(stderr, "prune grow: slices=1: capacity %d right after its growth step: %llu MACs, test top-1 "
+                            "%.4f [%.4f, %.4f] on %llu images\n",
+                    k + 1, (unsigned long long)t.macs, a.top1, a.lo, a.hi, (unsigned long long)a.images);
+        }
+    }
+    if (slices) {
+        /* A measurement: no variant (the smaller capacities' statistics
+         * were not kept). */
+        rc = 0;
+        goto done;
     }
     prn_nest_finish(net);
     /* Measure every capacity. */
@@ -460,6 +490,7 @@ done:
         unlink(path);
         rmdir(tmpdir);
     }
+    if (rc == 0 && slices && made_dir) rmdir(out);
     if (rc != 0 && out) {
         const char *names[] = {"meta.json", "capacities.json", "init.weights", "variant.cfg"};
         for (size_t i = 0; i < 4; i++) {

@@ -68,6 +68,8 @@ static const struct {
     {"tasks", "X.tasks", "the tasks file (\"task data-file\" lines, the base's task first)"},
     {"cut", "SEL", "the trunk's last layer (layers above it are retrained)"},
     {"head", "TEXT", "hidden sections of the head before its classifier (default: none)"},
+    {"cuts", "LIST", "a sweep of trunk cuts: space-separated SEL or SEL:TEXT (TEXT: that cut's\n"
+                     "head, else --head); each task keeps its best cut on the valid split"},
     {"contexts", "LIST", "the contexts list (\"id n p data-file\" lines, dataset contexts)"},
     {"generic-cfg", "G", "the cascade's generic model (default: the base --cfg)"},
     {"generic-weights", "GW", "its weights (default: --weights)"},
@@ -108,6 +110,7 @@ int prn_cli_parse(int argc, char **argv, const char *verb, const char *synopsis,
                    : !strcmp(nm, "tasks")   ? (void *)&o->tasks
                    : !strcmp(nm, "cut")     ? (void *)&o->cut
                    : !strcmp(nm, "head")    ? (void *)&o->head
+                   : !strcmp(nm, "cuts")    ? (void *)&o->cuts
                    : !strcmp(nm, "contexts") ? (void *)&o->contexts
                    : !strcmp(nm, "generic-cfg") ? (void *)&o->generic_cfg
                    : !strcmp(nm, "generic-weights") ? (void *)&o->generic_weights

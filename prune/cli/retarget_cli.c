@@ -97,71 +97,163 @@ static trn_loader *open_split(const trn_dataset *ds, trn_split s, const trn_load
     return trn_loader_open(ds, s, &o, err);
 }
 
+#define MAX_POINTS 16
+
+/* One point of the sweep: a trunk cut and the head trained on it. */
+typedef struct point {
+    char sel[64];
+    const char *head; /* hidden sections (NULL: none) */
+    int cut;
+} point;
+
+/* Splits --cuts ("SEL" or "SEL:TEXT" words separated by spaces) into pts;
+ * buf holds the words. */
+static int parse_cuts(const char *cuts, const char *dflt, char *buf, size_t bsize, point *pts, int *np,
+                      trn_err *err)
+{
+    if (strlen(cuts) >= bsize) return trn_errf(err, "--cuts: longer than %zu characters", bsize - 1);
+    memcpy(buf, cuts, strlen(cuts) + 1);
+    *np = 0;
+    for (char *w = strtok(buf, " \t\n"); w; w = strtok(NULL, " \t\n")) {
+        if (*np == MAX_POINTS) return trn_errf(err, "--cuts: more than %d cuts", MAX_POINTS);
+        char *colon = strchr(w, ':');
+        if (colon) *colon = 0;
+        if (!*w || strlen(w) >= sizeof pts->sel)
+            return trn_errf(err, "--cuts: '%s' is not a layer selector (write SEL or SEL:HEAD, e.g. "
+                            "'L1:avgpool conv@4')", w);
+        snprintf(pts[*np].sel, sizeof pts[*np].sel, "%s", w);
+        pts[*np].head = colon ? (colon[1] ? colon + 1 : NULL) : dflt;
+        (*np)++;
+    }
+    if (*np == 0) return trn_errf(err, "--cuts: no cut given (write SEL or SEL:HEAD words, e.g. 'L1 conv@4')");
+    return 0;
+}
+
+static uint64_t count_correct(const int *pred, const int *want, size_t n)
+{
+    uint64_t c = 0;
+    for (size_t i = 0; i < n; i++) c += pred[i] == want[i];
+    return c;
+}
+
+/* {"images", "correct", "top1", "top1_lo", "top1_hi"} added to obj. */
+static void add_acc(cJSON *obj, const char *prefix, uint64_t correct, size_t n)
+{
+    double lo, hi, top1 = n ? (double)correct / (double)n : 0;
+    trn_wilson(correct, n, &lo, &hi);
+    char k[64];
+    snprintf(k, sizeof k, "%simages", prefix);
+    cJSON_AddNumberToObject(obj, k, (double)n);
+    snprintf(k, sizeof k, "%scorrect", prefix);
+    cJSON_AddNumberToObject(obj, k, (double)correct);
+    snprintf(k, sizeof k, "%stop1", prefix);
+    cJSON_AddNumberToObject(obj, k, top1);
+    snprintf(k, sizeof k, "%stop1_lo", prefix);
+    cJSON_AddNumberToObject(obj, k, lo);
+    snprintf(k, sizeof k, "%stop1_hi", prefix);
+    cJSON_AddNumberToObject(obj, k, hi);
+}
+
 int prn_cli_retarget(int argc, char **argv, trn_err *err)
 {
-    static const char *const known[] = {"cfg", "weights", "tasks", "cut", "head", "set",
+    static const char *const known[] = {"cfg", "weights", "tasks", "cut", "cuts", "head", "set",
                                         "seed", "out", "threads", NULL};
-    static const char *const need[] = {"cfg", "weights", "tasks", "cut", "seed", "out", NULL};
+    static const char *const need[] = {"cfg", "weights", "tasks", "seed", "out", NULL};
     prn_cli_opts o;
     if (prn_cli_parse(argc, argv, "retarget",
-                      "--cfg C --weights W --tasks X.tasks --cut SEL [--head TEXT]\n"
+                      "--cfg C --weights W --tasks X.tasks (--cut SEL | --cuts LIST) [--head TEXT]\n"
                       "                   [--set key=value ...] --seed N --out DIR [--threads T]",
                       "Shares layers 0..SEL of the trained base (the trunk, frozen) between every\n"
                       "task of X.tasks (\"task data-file\" lines, the base's task first) and trains\n"
                       "one head per other task on the trunk's outputs, computed once and cached.\n"
                       "A head is the sections of TEXT (mimic's --with syntax, e.g.\n"
                       "  --head 'avgpool' or --head 'connected,output=16,activation=relu')\n"
-                      "then a connected classifier and softmax. --set keys: batch (64),\n"
-                      "batches (1500), learning_rate (0.05), momentum (0.9), decay (0.0005),\n"
-                      "aug_passes (2: augmented passes over the training images).\n"
+                      "then a connected classifier and softmax. --cuts sweeps several cuts, each\n"
+                      "with its own head ('L1:maxpool,size=2,stride=2 conv@4'): every task gets a\n"
+                      "head at every cut, and keeps the one most accurate on the valid split among\n"
+                      "those costing at most `budget` of the base's MACs and of its parameters\n"
+                      "(all of them when none does); the test split scores every one.\n"
+                      "--set keys: batch (64), batches (1500), learning_rate (0.05), momentum\n"
+                      "(0.9), decay (0.0005), aug_passes (2: augmented passes over the training\n"
+                      "images), budget (0.01, --cuts only).\n"
                       "Writes DIR/<task>/{variant.cfg,init.weights,meta.json} (trunk + head, a\n"
-                      "whole Darknet network) and DIR/retarget.json (costs and test top-1).\n",
+                      "whole Darknet network) and DIR/retarget.json (costs and top-1, the sweep).\n",
                       known, &o))
         return -3;
     if (o.help) return 0;
     if (prn_cli_require(&o, "retarget", need, err)) return -2;
+    if (!o.cut == !o.cuts) return trn_errf(err, "give --cut SEL or --cuts LIST (one of them)"), -2;
+    /* budget=F (0 < F <= 1): the sweep's cost bound; the other keys are the head's. */
+    double budget = 0.01;
+    prn_cli_opts ko = o;
+    ko.nset = 0;
+    for (int i = 0; i < o.nset; i++) {
+        if (strncmp(o.set[i], "budget=", 7) != 0) {
+            ko.set[ko.nset++] = o.set[i];
+            continue;
+        }
+        char *end;
+        budget = strtod(o.set[i] + 7, &end);
+        if (*end || end == o.set[i] + 7 || !(budget > 0 && budget <= 1))
+            return trn_errf(err, "--set %s: the budget is a fraction of the base in (0, 1]", o.set[i]), -2;
+    }
     prn_head_opts ho;
-    if (prn_cli_head_opts(&o, &ho, err)) return -1;
+    if (prn_cli_head_opts(&ko, &ho, err)) return -1;
     if (prn_cli_compute(o.threads, err)) return -1;
+    char cutsbuf[4096];
+    point pts[MAX_POINTS];
+    int np = 1;
+    if (o.cuts) {
+        if (parse_cuts(o.cuts, o.head, cutsbuf, sizeof cutsbuf, pts, &np, err)) return -2;
+    } else {
+        snprintf(pts[0].sel, sizeof pts[0].sel, "%s", o.cut);
+        pts[0].head = o.head;
+        if (strlen(o.cut) >= sizeof pts[0].sel) return trn_errf(err, "--cut %.100s: too long", o.cut), -2;
+    }
+    const int sweep = o.cuts != NULL;
+    const char *cutopt = sweep ? "--cuts" : "--cut";
     task t[MAX_TASKS];
     memset(t, 0, sizeof t);
     int nt = 0, rc = -1;
     trn_cfg *cfg = NULL;
     trn_net *base = NULL;
     prn_plan *plan = NULL;
-    prn_features ftr = {0}, fte = {0};
+    prn_features ftr = {0}, fte = {0}, fva = {0};
     feed fd = {0};
     prn_variant v[MAX_TASKS];
-    trn_cfg *hc[MAX_TASKS] = {0};
-    trn_net *hn[MAX_TASKS] = {0};
-    int *pred = NULL;
+    int best[MAX_TASKS];     /* the point each task keeps */
+    double bestv[MAX_TASKS]; /* its valid top-1 (-1 over budget, -2 none yet) */
+    int *pred = NULL, *vlabels = NULL;
     cJSON *table = NULL;
     memset(v, 0, sizeof v);
     if (read_tasks(o.tasks, t, &nt, err) != 0) goto out;
     if (!(cfg = trn_cfg_read(o.cfg, err))) goto out;
     if (!(plan = prn_plan_create(cfg, err))) goto out;
-    int cut = prn_select(plan, o.cut, err);
-    if (cut < 0) {
-        trn_err_prefix(err, "--cut");
-        goto out;
-    }
     int nl = prn_plan_layers(plan);
-    if (cut >= nl - 1) {
-        trn_errf(err, "--cut %s is L%d, the last layer: a head needs the trunk to end below the "
-                 "output (run `prune plan --cfg %s`)", o.cut, cut, o.cfg);
-        goto out;
+    for (int q = 0; q < np; q++) {
+        pts[q].cut = prn_select(plan, pts[q].sel, err);
+        if (pts[q].cut < 0) {
+            trn_err_prefix(err, "%s", cutopt);
+            goto out;
+        }
+        if (pts[q].cut >= nl - 1) {
+            trn_errf(err, "%s %s is L%d, the last layer: a head needs the trunk to end below the "
+                     "output (run `prune plan --cfg %s`)", cutopt, pts[q].sel, pts[q].cut, o.cfg);
+            goto out;
+        }
     }
     if (!(base = prn_cli_load_base(cfg, o.weights, 64, err))) goto out;
-    for (int i = cut + 1; i < nl; i++) {
-        trn_layer_info li;
-        trn_net_layer_info(base, i, &li);
-        for (int k = 0; k < li.n_from; k++)
-            if (li.from[k] < cut) {
-                trn_errf(err, "--cut %s: L%d above the cut reads L%d below it; cut after L%d",
-                         o.cut, i, li.from[k], i);
-                goto out;
-            }
-    }
+    for (int q = 0; q < np; q++)
+        for (int i = pts[q].cut + 1; i < nl; i++) {
+            trn_layer_info li;
+            trn_net_layer_info(base, i, &li);
+            for (int k = 0; k < li.n_from; k++)
+                if (li.from[k] < pts[q].cut) {
+                    trn_errf(err, "%s %s: L%d above the cut reads L%d below it; cut after L%d", cutopt,
+                             pts[q].sel, i, li.from[k], i);
+                    goto out;
+                }
+        }
     for (int k = 0; k < nt; k++) {
         if (!(t[k].ds = trn_dataset_open(t[k].path, err))) {
             trn_err_prefix(err, "%s: task '%s'", o.tasks, t[k].name);
@@ -169,9 +261,15 @@ int prn_cli_retarget(int argc, char **argv, trn_err *err)
         }
     }
     trn_split held = trn_dataset_has(t[0].ds, TRN_SPLIT_TEST) ? TRN_SPLIT_TEST : TRN_SPLIT_VALID;
+    if (sweep && (held != TRN_SPLIT_TEST || !trn_dataset_has(t[0].ds, TRN_SPLIT_VALID) ||
+                  trn_dataset_count(t[0].ds, TRN_SPLIT_VALID) < 1)) {
+        trn_errf(err, "%s: --cuts chooses each task's cut on the valid split and scores it on the test "
+                 "split: the set needs both (or give one --cut)", t[0].path);
+        goto out;
+    }
     for (int k = 1; k < nt; k++) {
-        trn_split sp[2] = {TRN_SPLIT_TRAIN, held};
-        for (int q = 0; q < 2; q++) {
+        trn_split sp[3] = {TRN_SPLIT_TRAIN, held, TRN_SPLIT_VALID};
+        for (int q = 0; q < 2 + sweep; q++) {
             size_t n = trn_dataset_count(t[0].ds, sp[q]);
             if (trn_dataset_count(t[k].ds, sp[q]) != n) {
                 trn_errf(err, "%s: task '%s' lists %zu %s images, task '%s' %zu: every task must "
@@ -191,106 +289,202 @@ int prn_cli_retarget(int argc, char **argv, trn_err *err)
         }
     }
     size_t n_tr = trn_dataset_count(t[0].ds, TRN_SPLIT_TRAIN), n_te = trn_dataset_count(t[0].ds, held);
+    size_t n_va = sweep ? trn_dataset_count(t[0].ds, TRN_SPLIT_VALID) : 0;
     if (n_tr < 1 || n_te < 1) {
         trn_errf(err, "%s: needs training and %s images", t[0].path, trn_split_name(held));
         goto out;
     }
-    /* The cached trunk outputs: clean training pass, augmented passes,
-     * clean held-out pass. */
     trn_loader_opts lo;
     if (prn_cli_loader_opts(base, o.cfg, 64, o.seed, o.threads, 0, &lo, err)) goto out;
-    if (!(fd.y = malloc((size_t)64 * (size_t)trn_dataset_classes(t[0].ds) * sizeof *fd.y))) {
+    size_t n_cached = n_tr * (size_t)(1 + ho.aug_passes);
+    if (!(fd.y = malloc((size_t)64 * (size_t)trn_dataset_classes(t[0].ds) * sizeof *fd.y)) ||
+        !(pred = malloc((n_te > n_va ? n_te : n_va) * sizeof *pred)) ||
+        !(vlabels = malloc((n_va ? n_va : 1) * sizeof *vlabels)) || !(table = cJSON_CreateObject())) {
         trn_errf(err, "out of memory");
         goto out;
     }
-    for (int pass = 0; pass < 1 + (ho.aug_passes > 0); pass++) {
-        if (!(fd.l = open_split(t[0].ds, TRN_SPLIT_TRAIN, &lo, pass > 0, err))) goto out;
-        size_t n = pass ? n_tr * (size_t)ho.aug_passes : n_tr;
-        if (prn_features_add(base, cut, next_images, &fd, 0, n, &ftr, err) != 0) goto out;
-        trn_loader_close(fd.l);
-        fd.l = NULL;
-    }
-    if (!(fd.l = open_split(t[0].ds, held, &lo, 0, err))) goto out;
-    if (prn_features_add(base, cut, next_images, &fd, 0, n_te, &fte, err) != 0) goto out;
-    trn_loader_close(fd.l);
-    fd.l = NULL;
-    if (!(pred = malloc(n_te * sizeof *pred)) || !(table = cJSON_CreateObject())) {
-        trn_errf(err, "out of memory");
-        goto out;
+    for (int k = 1; k < nt; k++) {
+        if (!(t[k].train = malloc(n_cached * sizeof(int))) || !(t[k].test = malloc(n_te * sizeof(int)))) {
+            trn_errf(err, "out of memory");
+            goto out;
+        }
+        for (size_t i = 0; i < n_cached; i++) t[k].train[i] = trn_dataset_class(t[k].ds, TRN_SPLIT_TRAIN, i % n_tr);
+        for (size_t i = 0; i < n_te; i++) t[k].test[i] = trn_dataset_class(t[k].ds, held, i);
+        best[k] = -1;
+        bestv[k] = -2;
     }
     /* The trunk is the parent's layers 0..cut: the catalog names the
      * parent variant ("base") as the trunk and lists it in depends_on. */
     const char *trunk_id = "base";
-    cJSON_AddStringToObject(table, "cut", o.cut);
-    cJSON_AddNumberToObject(table, "cut_layer", cut);
+    cJSON_AddStringToObject(table, "cut", pts[0].sel);
+    cJSON_AddNumberToObject(table, "cut_layer", pts[0].cut);
     cJSON_AddStringToObject(table, "trunk", trunk_id);
-    cJSON_AddStringToObject(table, "head", o.head ? o.head : "");
-    cJSON_AddNumberToObject(table, "train_vectors", (double)ftr.n);
+    cJSON_AddStringToObject(table, "head", pts[0].head ? pts[0].head : "");
+    cJSON_AddNumberToObject(table, "train_vectors", (double)n_cached);
     cJSON_AddStringToObject(table, "split", trn_split_name(held));
     cJSON *rows = cJSON_AddArrayToObject(table, "tasks");
-    printf("%-10s %7s %10s %7s %8s %7s %8s %18s\n", "task", "classes", "head MACs", "% base",
-           "params", "% base", "top-1", "95% interval");
+    cJSON *srows = NULL;
+    if (sweep) {
+        cJSON_AddNumberToObject(table, "budget", budget);
+        cJSON_AddStringToObject(table, "chosen_on", trn_split_name(TRN_SPLIT_VALID));
+        srows = cJSON_AddArrayToObject(table, "sweep");
+    }
+    printf("%-10s %-8s %7s %10s %7s %8s %7s %8s %18s%s\n", "task", "cut", "classes", "head MACs", "% base",
+           "params", "% base", "top-1", "95% interval", sweep ? "   valid" : "");
+    for (int q = 0; q < np; q++) {
+        const int cut = pts[q].cut;
+        /* The cached trunk outputs at this cut (shared with the previous
+         * point at the same cut): clean training pass, augmented passes,
+         * clean held-out pass, clean valid pass for a sweep. */
+        if (q == 0 || pts[q - 1].cut != cut) {
+            prn_features_free(&ftr);
+            prn_features_free(&fte);
+            prn_features_free(&fva);
+            for (int pass = 0; pass < 1 + (ho.aug_passes > 0); pass++) {
+                if (!(fd.l = open_split(t[0].ds, TRN_SPLIT_TRAIN, &lo, pass > 0, err))) goto out;
+                size_t n = pass ? n_tr * (size_t)ho.aug_passes : n_tr;
+                if (prn_features_add(base, cut, next_images, &fd, 0, n, &ftr, err) != 0) goto out;
+                trn_loader_close(fd.l);
+                fd.l = NULL;
+            }
+            if (!(fd.l = open_split(t[0].ds, held, &lo, 0, err))) goto out;
+            if (prn_features_add(base, cut, next_images, &fd, 0, n_te, &fte, err) != 0) goto out;
+            trn_loader_close(fd.l);
+            fd.l = NULL;
+            if (sweep) {
+                if (!(fd.l = open_split(t[0].ds, TRN_SPLIT_VALID, &lo, 0, err))) goto out;
+                if (prn_features_add(base, cut, next_images, &fd, 0, n_va, &fva, err) != 0) goto out;
+                trn_loader_close(fd.l);
+                fd.l = NULL;
+            }
+        }
+        prn_head_opts hq = ho;
+        hq.with = pts[q].head;
+        for (int k = 1; k < nt; k++) {
+            int classes = trn_dataset_classes(t[k].ds);
+            float l0 = 0, l1 = 0;
+            trn_cfg *hc = NULL;
+            trn_net *hn = NULL;
+            prn_variant pv;
+            memset(&pv, 0, sizeof pv);
+            uint64_t correct = 0, vcorrect = 0;
+            if (prn_head_train(&ftr, t[k].train, classes, &hq, &hc, &hn, &l0, &l1, err) != 0 ||
+                prn_head_predict(hn, &fte, pred, NULL, err) != 0) {
+                trn_err_prefix(err, "task '%s' at %s", t[k].name, pts[q].sel);
+                trn_cfg_free(hc);
+                trn_net_free(hn);
+                goto out;
+            }
+            correct = count_correct(pred, t[k].test, n_te);
+            if (sweep) {
+                if (prn_head_predict(hn, &fva, pred, NULL, err) != 0) {
+                    trn_cfg_free(hc);
+                    trn_net_free(hn);
+                    goto out;
+                }
+                for (size_t i = 0; i < n_va; i++) vlabels[i] = trn_dataset_class(t[k].ds, TRN_SPLIT_VALID, i);
+                vcorrect = count_correct(pred, vlabels, n_va);
+            }
+            int vr = prn_retarget_variant(cfg, base, cut, hc, hn, trunk_id, &pv, err);
+            trn_cfg_free(hc);
+            trn_net_free(hn);
+            if (vr != 0) {
+                trn_err_prefix(err, "task '%s' at %s", t[k].name, pts[q].sel);
+                goto out;
+            }
+            double lo95, hi95, top1 = (double)correct / (double)n_te;
+            trn_wilson(correct, n_te, &lo95, &hi95);
+            cJSON *f = pv.fields, *h = cJSON_GetObjectItem(f, "head");
+            double hm = cJSON_GetNumberValue(cJSON_GetObjectItem(h, "macs"));
+            double hp = cJSON_GetNumberValue(cJSON_GetObjectItem(h, "params"));
+            double fm = cJSON_GetNumberValue(cJSON_GetObjectItem(h, "macs_fraction"));
+            double fp = cJSON_GetNumberValue(cJSON_GetObjectItem(h, "params_fraction"));
+            cJSON_AddStringToObject(f, "task", t[k].name);
+            cJSON_AddStringToObject(f, "data", t[k].path);
+            cJSON_AddNumberToObject(f, "classes", classes);
+            cJSON_AddStringToObject(f, "cut", pts[q].sel);
+            cJSON_AddStringToObject(f, "head_with", pts[q].head ? pts[q].head : "");
+            cJSON_AddNumberToObject(f, "batches", ho.batches);
+            cJSON_AddNumberToObject(f, "batch", ho.batch);
+            cJSON_AddNumberToObject(f, "aug_passes", ho.aug_passes);
+            cJSON_AddNumberToObject(f, "seed", (double)o.seed);
+            cJSON_AddNumberToObject(f, "loss_first", l0);
+            cJSON_AddNumberToObject(f, "loss_last", l1);
+            cJSON *a = cJSON_AddObjectToObject(f, "heldout");
+            cJSON_AddStringToObject(a, "split", trn_split_name(held));
+            add_acc(a, "", correct, n_te);
+            if (sweep) {
+                cJSON *sv = cJSON_AddObjectToObject(f, "chosen_on");
+                cJSON_AddStringToObject(sv, "split", trn_split_name(TRN_SPLIT_VALID));
+                add_acc(sv, "", vcorrect, n_va);
+                cJSON_AddNumberToObject(f, "budget", budget);
+            }
+            cJSON *r = cJSON_CreateObject();
+            cJSON_AddStringToObject(r, "task", t[k].name);
+            cJSON_AddStringToObject(r, "cut", pts[q].sel);
+            cJSON_AddNumberToObject(r, "cut_layer", cut);
+            cJSON_AddStringToObject(r, "head", pts[q].head ? pts[q].head : "");
+            cJSON_AddNumberToObject(r, "classes", classes);
+            cJSON_AddNumberToObject(r, "head_macs", hm);
+            cJSON_AddNumberToObject(r, "head_params", hp);
+            cJSON_AddNumberToObject(r, "macs_fraction", fm);
+            cJSON_AddNumberToObject(r, "params_fraction", fp);
+            add_acc(r, "", correct, n_te);
+            double vtop1 = sweep ? (double)vcorrect / (double)n_va : 0;
+            int within = fm <= budget + 1e-12 && fp <= budget + 1e-12;
+            if (sweep) {
+                add_acc(r, "valid_", vcorrect, n_va);
+                cJSON_AddBoolToObject(r, "within_budget", within);
+            }
+            printf("%-10s %-8s %7d %10.0f %6.2f%% %8.0f %6.2f%% %7.2f%% %8.2f%%..%.2f%%", t[k].name, pts[q].sel,
+                   classes, hm, 100 * fm, hp, 100 * fp, 100 * top1, 100 * lo95, 100 * hi95);
+            if (sweep) printf(" %7.2f%%%s", 100 * vtop1, within ? "" : " (over budget)");
+            printf("\n");
+            /* Keep the most accurate on valid within the budget (over
+             * budget only while none within it was seen); ties: the
+             * earlier point. */
+            double score = within ? vtop1 : -1 + vtop1 / 2;
+            if (score > bestv[k]) {
+                prn_variant_free(&v[k]);
+                v[k] = pv;
+                best[k] = q;
+                bestv[k] = score;
+            } else
+                prn_variant_free(&pv);
+            if (srows) {
+                cJSON_AddNumberToObject(r, "point", q);
+                cJSON_AddItemToArray(srows, r);
+            } else
+                cJSON_Delete(r);
+        }
+    }
+    /* The sweep's rows say which head each task keeps. */
+    if (srows) {
+        cJSON *r;
+        cJSON_ArrayForEach(r, srows) {
+            int q = (int)cJSON_GetNumberValue(cJSON_GetObjectItem(r, "point")), kept = 0;
+            const char *tn = cJSON_GetStringValue(cJSON_GetObjectItem(r, "task"));
+            for (int k = 1; k < nt; k++) kept |= tn && !strcmp(tn, t[k].name) && best[k] == q;
+            cJSON_AddBoolToObject(r, "kept", kept);
+        }
+    }
+    /* The kept head of every task: the "tasks" rows (one per task). */
     for (int k = 1; k < nt; k++) {
-        int classes = trn_dataset_classes(t[k].ds);
-        if (!(t[k].train = malloc(ftr.n * sizeof(int))) || !(t[k].test = malloc(n_te * sizeof(int)))) {
-            trn_errf(err, "out of memory");
-            goto out;
-        }
-        for (size_t i = 0; i < ftr.n; i++)
-            t[k].train[i] = trn_dataset_class(t[k].ds, TRN_SPLIT_TRAIN, i % n_tr);
-        for (size_t i = 0; i < n_te; i++) t[k].test[i] = trn_dataset_class(t[k].ds, held, i);
-        float l0 = 0, l1 = 0;
-        if (prn_head_train(&ftr, t[k].train, classes, &ho, &hc[k], &hn[k], &l0, &l1, err) != 0 ||
-            prn_head_predict(hn[k], &fte, pred, NULL, err) != 0) {
-            trn_err_prefix(err, "task '%s'", t[k].name);
-            goto out;
-        }
-        uint64_t correct = 0;
-        for (size_t i = 0; i < n_te; i++) correct += pred[i] == t[k].test[i];
-        double lo95, hi95, top1 = (double)correct / (double)n_te;
-        trn_wilson(correct, n_te, &lo95, &hi95);
-        if (prn_retarget_variant(cfg, base, cut, hc[k], hn[k], trunk_id, &v[k], err) != 0) {
-            trn_err_prefix(err, "task '%s'", t[k].name);
-            goto out;
-        }
-        cJSON *f = v[k].fields, *h = cJSON_GetObjectItem(f, "head");
-        double hm = cJSON_GetNumberValue(cJSON_GetObjectItem(h, "macs"));
-        double hp = cJSON_GetNumberValue(cJSON_GetObjectItem(h, "params"));
-        double fm = cJSON_GetNumberValue(cJSON_GetObjectItem(h, "macs_fraction"));
-        double fp = cJSON_GetNumberValue(cJSON_GetObjectItem(h, "params_fraction"));
-        cJSON_AddStringToObject(f, "task", t[k].name);
-        cJSON_AddStringToObject(f, "data", t[k].path);
-        cJSON_AddNumberToObject(f, "classes", classes);
-        cJSON_AddStringToObject(f, "cut", o.cut);
-        cJSON_AddStringToObject(f, "head_with", o.head ? o.head : "");
-        cJSON_AddNumberToObject(f, "batches", ho.batches);
-        cJSON_AddNumberToObject(f, "batch", ho.batch);
-        cJSON_AddNumberToObject(f, "aug_passes", ho.aug_passes);
-        cJSON_AddNumberToObject(f, "seed", (double)o.seed);
-        cJSON_AddNumberToObject(f, "loss_first", l0);
-        cJSON_AddNumberToObject(f, "loss_last", l1);
-        cJSON *a = cJSON_AddObjectToObject(f, "heldout");
-        cJSON_AddStringToObject(a, "split", trn_split_name(held));
-        cJSON_AddNumberToObject(a, "images", (double)n_te);
-        cJSON_AddNumberToObject(a, "correct", (double)correct);
-        cJSON_AddNumberToObject(a, "top1", top1);
-        cJSON_AddNumberToObject(a, "top1_lo", lo95);
-        cJSON_AddNumberToObject(a, "top1_hi", hi95);
+        cJSON *f = v[k].fields, *h = cJSON_GetObjectItem(f, "head"), *a = cJSON_GetObjectItem(f, "heldout");
         cJSON *r = cJSON_CreateObject();
         cJSON_AddItemToArray(rows, r);
         cJSON_AddStringToObject(r, "task", t[k].name);
-        cJSON_AddNumberToObject(r, "classes", classes);
-        cJSON_AddNumberToObject(r, "head_macs", hm);
-        cJSON_AddNumberToObject(r, "head_params", hp);
-        cJSON_AddNumberToObject(r, "macs_fraction", fm);
-        cJSON_AddNumberToObject(r, "params_fraction", fp);
-        cJSON_AddNumberToObject(r, "images", (double)n_te);
-        cJSON_AddNumberToObject(r, "correct", (double)correct);
-        cJSON_AddNumberToObject(r, "top1", top1);
-        cJSON_AddNumberToObject(r, "top1_lo", lo95);
-        cJSON_AddNumberToObject(r, "top1_hi", hi95);
-        printf("%-10s %7d %10.0f %6.2f%% %8.0f %6.2f%% %7.2f%% %8.2f%%..%.2f%%\n", t[k].name,
-               classes, hm, 100 * fm, hp, 100 * fp, 100 * top1, 100 * lo95, 100 * hi95);
+        cJSON_AddStringToObject(r, "cut", pts[best[k]].sel);
+        cJSON_AddNumberToObject(r, "cut_layer", pts[best[k]].cut);
+        cJSON_AddNumberToObject(r, "classes", trn_dataset_classes(t[k].ds));
+        cJSON_AddNumberToObject(r, "head_macs", cJSON_GetNumberValue(cJSON_GetObjectItem(h, "macs")));
+        cJSON_AddNumberToObject(r, "head_params", cJSON_GetNumberValue(cJSON_GetObjectItem(h, "params")));
+        cJSON_AddNumberToObject(r, "macs_fraction", cJSON_GetNumberValue(cJSON_GetObjectItem(h, "macs_fraction")));
+        cJSON_AddNumberToObject(r, "params_fraction", cJSON_GetNumberValue(cJSON_GetObjectItem(h, "params_fraction")));
+        add_acc(r, "", (uint64_t)cJSON_GetNumberValue(cJSON_GetObjectItem(a, "correct")), n_te);
+        if (sweep)
+            printf("%s: keeps %s (valid top-1 %.2f%%%s)\n", t[k].name, pts[best[k]].sel,
+                   100 * (bestv[k] < 0 ? 2 * (bestv[k] + 1) : bestv[k]), bestv[k] < 0 ? ", over budget" : "");
     }
     /* Everything trained: write the variant folders, then the table. */
     for (int k = 1; k < nt; k++) {
@@ -301,8 +495,12 @@ int prn_cli_retarget(int argc, char **argv, trn_err *err)
     char path[4200];
     snprintf(path, sizeof path, "%s/retarget.json", o.out);
     if (prn_cli_write_json(path, table, err) != 0) goto out;
-    printf("%s: %d heads on trunk L0..L%d (%s), %zu cached training vectors\n", o.out, nt - 1, cut,
-           o.cut, ftr.n);
+    if (sweep)
+        printf("%s: %d heads, each at its best of %d cuts, %zu cached training vectors a cut\n", o.out, nt - 1,
+               np, ftr.n);
+    else
+        printf("%s: %d heads on trunk L0..L%d (%s), %zu cached training vectors\n", o.out, nt - 1, pts[0].cut,
+               pts[0].sel, ftr.n);
     rc = 0;
 out:
     for (int k = 0; k < nt; k++) {
@@ -310,15 +508,15 @@ out:
         free(t[k].train);
         free(t[k].test);
         prn_variant_free(&v[k]);
-        trn_cfg_free(hc[k]);
-        trn_net_free(hn[k]);
     }
     trn_loader_close(fd.l);
     free(fd.y);
     free(pred);
+    free(vlabels);
     cJSON_Delete(table);
     prn_features_free(&ftr);
     prn_features_free(&fte);
+    prn_features_free(&fva);
     prn_plan_free(plan);
     trn_net_free(base);
     trn_cfg_free(cfg);

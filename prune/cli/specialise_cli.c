@@ -213,7 +213,7 @@ int prn_cli_specialise(int argc, char **argv, trn_err *err)
                       "on the context's test stream: in-context top-1, and the cascade's overall\n"
                       "top-1 (\"other\" falls through to the generic model G, default C, whose cost\n"
                       "is counted for those inputs) against G alone on the same stream.\n"
-                      "--head and --set as for `prune retarget`, plus --set gate=G: the\n"
+                      "--head and --set as for `prune retarget`, plus --set gate=G|valid: the\n"
                       "specialised model answers only at a probability >= G, lower ones fall\n"
                       "through too (default 0: on \"other\" alone, MCDNN's cascade).\n"
                       "Writes DIR/<context>/{variant.cfg,init.weights,meta.json} and\n"
@@ -238,6 +238,7 @@ int prn_cli_specialise(int argc, char **argv, trn_err *err)
      * probability falls through to the generic model (0: MCDNN's cascade,
      * which falls through on "other" alone). The other keys are the head's. */
     double gate = 0;
+    int gate_valid = 0; /* gate=valid: each context's gate, the sweep's best on its valid stream */
     prn_cli_opts ko = o;
     ko.nset = 0;
     for (int i = 0; i < o.nset; i++) {
@@ -245,10 +246,14 @@ int prn_cli_specialise(int argc, char **argv, trn_err *err)
             ko.set[ko.nset++] = o.set[i];
             continue;
         }
+        if (!strcmp(o.set[i] + 5, "valid")) {
+            gate_valid = 1;
+            continue;
+        }
         char *end;
         gate = strtod(o.set[i] + 5, &end);
         if (*end || end == o.set[i] + 5 || !(gate >= 0 && gate < 1))
-            return trn_errf(err, "--set %s: the gate is a probability in [0, 1)", o.set[i]), -2;
+            return trn_errf(err, "--set %s: the gate is a probability in [0, 1), or valid", o.set[i]), -2;
     }
     if (prn_cli_head_opts(&ko, &ho, err)) return -1;
     if (prn_cli_compute(o.threads, err)) return -1;
@@ -259,11 +264,11 @@ int prn_cli_specialise(int argc, char **argv, trn_err *err)
     trn_net *base = NULL, *gen = NULL;
     trn_dataset *ds = NULL, *cds = NULL;
     prn_plan *plan = NULL;
-    ref *rtr = NULL, *rte = NULL;
-    size_t ntr = 0, nte = 0;
-    prn_features ftr = {0}, fte = {0}, ctr = {0}, cte = {0};
-    int *gpred = NULL, *labels = NULL, *truth = NULL, *spred = NULL;
-    float *sconf = NULL;
+    ref *rtr = NULL, *rte = NULL, *rva = NULL;
+    size_t ntr = 0, nte = 0, nva = 0;
+    prn_features ftr = {0}, fte = {0}, ctr = {0}, cte = {0}, fva = {0}, cva = {0};
+    int *gpred = NULL, *labels = NULL, *truth = NULL, *spred = NULL, *gpva = NULL, *vpred = NULL, *vidx = NULL;
+    float *sconf = NULL, *vconf = NULL;
     feed fd = {0};
     cJSON *table = NULL;
     if (!cx || !v) {
@@ -313,6 +318,12 @@ int prn_cli_specialise(int argc, char **argv, trn_err *err)
     if (!(rtr = index_split(ds, TRN_SPLIT_TRAIN, &ntr, err)) ||
         !(rte = index_split(ds, TRN_SPLIT_TEST, &nte, err)))
         goto out;
+    if (gate_valid && (!trn_dataset_has(ds, TRN_SPLIT_VALID) || !(rva = index_split(ds, TRN_SPLIT_VALID, &nva, err)))) {
+        if (!trn_dataset_has(ds, TRN_SPLIT_VALID))
+            trn_errf(err, "%s names no valid split: gate=valid chooses each gate on the contexts' valid "
+                     "streams (give a gate, or a set with a valid split)", o.data);
+        goto out;
+    }
     /* The model's outputs at the cut, once for every image of the set. */
     trn_loader_opts lo;
     if (prn_cli_loader_opts(base, o.cfg, 64, o.seed, o.threads, 0, &lo, err)) goto out;
@@ -343,6 +354,19 @@ int prn_cli_specialise(int argc, char **argv, trn_err *err)
         goto out;
     }
     if (predict_split(g, ds, TRN_SPLIT_TEST, &lo, gpred, err) != 0) goto out;
+    if (gate_valid) {
+        trn_loader_opts po = lo;
+        po.augment = 0;
+        if (!(fd.l = trn_loader_open(ds, TRN_SPLIT_VALID, &po, err))) goto out;
+        if (prn_features_add(base, cut, next_images, &fd, 0, nva, &fva, err) != 0) goto out;
+        trn_loader_close(fd.l);
+        fd.l = NULL;
+        if (!(gpva = malloc(nva * sizeof *gpva))) {
+            trn_errf(err, "out of memory");
+            goto out;
+        }
+        if (predict_split(g, ds, TRN_SPLIT_VALID, &lo, gpva, err) != 0) goto out;
+    }
     uint64_t gcorrect = 0;
     for (size_t i = 0; i < nte; i++) gcorrect += gpred[i] == trn_dataset_class(ds, TRN_SPLIT_TEST, i);
     uint64_t trunk_macs = 0;
@@ -424,11 +448,35 @@ int prn_cli_specialise(int argc, char **argv, trn_err *err)
             memcpy(cte.x + i * dim, fte.x + (size_t)b * dim, dim * sizeof(float));
             tidx[i] = (int)b;
         }
+        size_t mva = 0;
+        if (gate_valid) {
+            mva = trn_dataset_count(cds, TRN_SPLIT_VALID);
+            if (mva < 1) {
+                trn_errf(err, "%s: no valid stream: gate=valid chooses the gate on it", x->path);
+                goto ctx_fail;
+            }
+            cva.shape = fva.shape;
+            cva.n = mva;
+            if (!(cva.x = malloc(mva * dim * sizeof(float))) || !(vpred = malloc(mva * sizeof *vpred)) ||
+                !(vconf = malloc(mva * sizeof *vconf)) || !(vidx = malloc(mva * sizeof *vidx))) {
+                trn_errf(err, "out of memory");
+                goto ctx_fail;
+            }
+            for (size_t i = 0; i < mva; i++) {
+                char what[4200];
+                snprintf(what, sizeof what, "%s (valid)", x->path);
+                long b = lookup(rva, nva, trn_dataset_path(cds, TRN_SPLIT_VALID, i), what, err);
+                if (b < 0) goto ctx_fail;
+                memcpy(cva.x + i * dim, fva.x + (size_t)b * dim, dim * sizeof(float));
+                vidx[i] = (int)b;
+            }
+        }
         trn_cfg *hc = NULL;
         trn_net *hn = NULL;
         float l0 = 0, l1 = 0;
         if (prn_head_train(&ctr, labels, k + 1, &ho, &hc, &hn, &l0, &l1, err) != 0 ||
             prn_head_predict(hn, &cte, spred, sconf, err) != 0 ||
+            (gate_valid && prn_head_predict(hn, &cva, vpred, vconf, err) != 0) ||
             prn_retarget_variant(cfg, base, cut, hc, hn, parent, &v[c], err) != 0) {
             trn_cfg_free(hc);
             trn_net_free(hn);
@@ -437,15 +485,32 @@ int prn_cli_specialise(int argc, char **argv, trn_err *err)
         v[c].parent = parent;
         trn_cfg_free(hc);
         trn_net_free(hn);
-        uint64_t in_n = 0, in_ok = 0, casc = 0, gen_ok = 0, sent = 0, own = 0;
+        uint64_t in_n = 0, in_ok = 0, casc = 0, gen_ok = 0, sent = 0, own = 0, gen_in_ok = 0;
         /* the gate's sweep (reported, not applied): overall top-1 and the share sent on */
         static const double sweep[] = {0, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99};
         enum { NSWEEP = sizeof sweep / sizeof *sweep };
+        /* gate=valid: the sweep's gate with the best cascade on the
+         * context's valid stream (ties: the lower gate, fewer sent on) */
+        double cgate = gate;
+        uint64_t va_ok[NSWEEP] = {0};
+        if (gate_valid) {
+            for (size_t i = 0; i < mva; i++) {
+                int id = trn_dataset_class(ds, TRN_SPLIT_VALID, (size_t)vidx[i]);
+                for (int q = 0; q < NSWEEP; q++) {
+                    int f = vpred[i] == k || vconf[i] < sweep[q];
+                    va_ok[q] += (f ? gpva[vidx[i]] : map[vpred[i]]) == id;
+                }
+            }
+            int bq = 0;
+            for (int q = 1; q < NSWEEP; q++)
+                if (va_ok[q] > va_ok[bq]) bq = q;
+            cgate = sweep[bq];
+        }
         uint64_t sw_ok[NSWEEP] = {0}, sw_sent[NSWEEP] = {0};
         for (size_t i = 0; i < mte; i++) {
             int b = tidx[i], id = trn_dataset_class(ds, TRN_SPLIT_TEST, (size_t)b);
             int inside = trn_dataset_class(cds, TRN_SPLIT_TEST, i) < k;
-            int falls = spred[i] == k || sconf[i] < gate;
+            int falls = spred[i] == k || sconf[i] < cgate;
             int answer = !falls ? map[spred[i]] : gpred[b];
             for (int q = 0; q < NSWEEP; q++) {
                 int f = spred[i] == k || sconf[i] < sweep[q];
@@ -458,6 +523,7 @@ int prn_cli_specialise(int argc, char **argv, trn_err *err)
             in_ok += inside && spred[i] < k && map[spred[i]] == id;
             casc += answer == id;
             gen_ok += gpred[b] == id;
+            gen_in_ok += inside && gpred[b] == id;
         }
         uint64_t smacs = net_macs(v[c].net);
         double share = (double)sent / (double)mte, emacs = (double)smacs + share * (double)fall_macs;
@@ -484,7 +550,14 @@ int prn_cli_specialise(int argc, char **argv, trn_err *err)
         cJSON *cc = cJSON_AddObjectToObject(f, "cascade");
         cJSON_AddStringToObject(cc, "partner", o.generic_cfg ? "base" : parent);
         cJSON_AddStringToObject(cc, "on", "other");
-        cJSON_AddNumberToObject(cc, "gate", gate);
+        cJSON_AddNumberToObject(cc, "gate", cgate);
+        if (gate_valid) {
+            int bq = 0;
+            while (sweep[bq] != cgate) bq++;
+            cJSON *gv = cJSON_AddObjectToObject(cc, "gate_chosen_on");
+            cJSON_AddStringToObject(gv, "split", "valid");
+            add_score(gv, "overall", va_ok[bq], mva);
+        }
         cJSON_AddNumberToObject(cc, "sent_share", share);
         cJSON_AddNumberToObject(cc, "expected_macs", emacs);
         cJSON_AddNumberToObject(cc, "fallthrough_macs", (double)fall_macs);
@@ -497,6 +570,7 @@ int prn_cli_specialise(int argc, char **argv, trn_err *err)
         add_score(f, "in_context", in_ok, in_n);
         add_score(f, "overall", casc, mte);
         add_score(f, "generic_on_stream", gen_ok, mte);
+        add_score(f, "generic_in_context", gen_in_ok, in_n);
         add_score(f, "specialised_on_stream", own, mte);
         cJSON *r = cJSON_CreateObject();
         cJSON_AddItemToArray(rows, r);
@@ -509,12 +583,15 @@ int prn_cli_specialise(int argc, char **argv, trn_err *err)
         add_score(r, "in_context", in_ok, in_n);
         add_score(r, "overall", casc, mte);
         add_score(r, "generic_on_stream", gen_ok, mte);
+        add_score(r, "generic_in_context", gen_in_ok, in_n);
+        cJSON_AddNumberToObject(r, "gate", cgate);
         cJSON *gs = cJSON_AddArrayToObject(r, "gate_sweep");
         for (int q = 0; q < NSWEEP; q++) {
             cJSON *e = cJSON_CreateObject();
             cJSON_AddNumberToObject(e, "gate", sweep[q]);
             cJSON_AddNumberToObject(e, "sent_share", (double)sw_sent[q] / (double)mte);
             add_score(e, "overall", sw_ok[q], mte);
+            if (gate_valid) add_score(e, "valid_overall", va_ok[q], mva);
             cJSON_AddItemToArray(gs, e);
         }
         double clo, chi, glo, ghi, ilo, ihi;
@@ -522,10 +599,12 @@ int prn_cli_specialise(int argc, char **argv, trn_err *err)
         trn_wilson(gen_ok, mte, &glo, &ghi);
         trn_wilson(in_ok, in_n, &ilo, &ihi);
         printf("%-12s %3d %5.2f %6.2f%% [%4.1f,%4.1f] %6.2f%% [%4.1f,%4.1f] %6.2f%% [%4.1f,%4.1f] "
-               "%+6.2f %12.0f\n",
+               "%+6.2f %12.0f",
                x->id, x->n, x->p, 100.0 * in_ok / (double)(in_n ? in_n : 1), 100 * ilo, 100 * ihi,
                100.0 * casc / (double)mte, 100 * clo, 100 * chi, 100.0 * gen_ok / (double)mte,
                100 * glo, 100 * ghi, 100.0 * ((double)casc - (double)gen_ok) / (double)mte, emacs);
+        if (gate_valid) printf("  gate %.2f", cgate);
+        printf("\n");
         trn_dataset_close(cds);
         cds = NULL;
         prn_features_free(&ctr);
@@ -536,6 +615,12 @@ int prn_cli_specialise(int argc, char **argv, trn_err *err)
         free(sconf);
         labels = truth = spred = NULL;
         sconf = NULL;
+        prn_features_free(&cva);
+        free(vpred);
+        free(vconf);
+        free(vidx);
+        vpred = vidx = NULL;
+        vconf = NULL;
         continue;
     ctx_fail:
         trn_err_prefix(err, "context %s", x->id);
@@ -567,8 +652,15 @@ out:
     prn_features_free(&fte);
     prn_features_free(&ctr);
     prn_features_free(&cte);
+    prn_features_free(&fva);
+    prn_features_free(&cva);
+    free(gpva);
+    free(vpred);
+    free(vconf);
+    free(vidx);
     free_index(rtr, ntr);
     free_index(rte, nte);
+    free_index(rva, nva);
     trn_dataset_close(cds);
     trn_dataset_close(ds);
     prn_plan_free(plan);

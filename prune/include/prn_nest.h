@@ -36,6 +36,13 @@ typedef struct prn_nest {
                     * capacity (full count for a fixed layer, 0 for kinds
                     * without filters); counts never shrink with k */
     unsigned char *fixed; /* [nlayers]: 1 for a layer whose filters do not grow */
+    int train_slices; /* measurement only (prune grow slices=1): the old filters'
+                       * input slices that read new channels start from the
+                       * step model's weights and train, and the old channels'
+                       * batch-norm statistics follow the new capacity. Every
+                       * smaller capacity's weights stay bit for bit, but its
+                       * statistics do not (they would have to be kept per
+                       * capacity): only the capacity just grown is valid */
 } prn_nest;
 
 /* Checks n against net: sizes, nesting, every capacity accepted by the

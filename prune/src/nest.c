@@ -106,7 +106,10 @@ static int grow_layers(trn_net *net, const prn_nest *n, const int *r0, const int
             for (int r = 0; r < r1[i]; r++) {
                 float *w = x->data + (size_t)r * C;
                 if (!fixed && r < r0[i]) {
-                    for (size_t c = c0; c < c1; c++) w[c] = 0; /* old filter, new channel */
+                    for (size_t c = c0; c < c1; c++) { /* old filter, new channel */
+                        w[c] = n->train_slices && y ? y->data[(size_t)r * c1 + c] : 0;
+                        mask[(size_t)r * C + c] = n->train_slices ? 1 : 0;
+                    }
                     continue;
                 }
                 size_t from = fixed ? c0 : 0;
@@ -121,6 +124,8 @@ static int grow_layers(trn_net *net, const prn_nest *n, const int *r0, const int
                 mask[r] = 1;
                 if (y) x->data[r] = y->data[r];
             }
+            int stat = x->role == TRN_PARAM_ROLLING_MEAN || x->role == TRN_PARAM_ROLLING_VARIANCE;
+            for (int r = 0; n->train_slices && stat && r < r0[i]; r++) mask[r] = 1;
         }
         rc = trn_net_set_mask(net, k, mask, err);
     }

@@ -15,7 +15,7 @@ static const char *gtdp_help =
     "Usage: rtl run ID VARIANT IMAGE... --workers HOST:PORT[@SPEED[@MBPS]],...\n"
     "               --peer-key PATH --device-key PATH [--repeat N] [--warmup N]\n"
     "               [--runs N] [--deadline-ms MS] [--threads N] [--top K] [--equal-split]\n"
-    "               [--json]\n"
+    "               [--resend] [--json]\n"
     "Runs VARIANT with every convolutional layer (and a max pool right after it)\n"
     "spread over rtl serve workers by\n"
     "MeDNN's GTDP (rows and output channels, sized by each worker's SPEED relative\n"
@@ -24,7 +24,8 @@ static const char *gtdp_help =
     "and runs the other layers. A worker that fails (gone, killed, slower than the\n"
     "deadline) has its part computed here and gets no more parts: the answer is\n"
     "always complete. Prints the answer, the median time beside this host alone\n"
-    "(measured in the same run) and GTDP's predicted time.\n"
+    "(measured in the same run) and GTDP's predicted time: its parts' costs are\n"
+    "measured here first, each link's round trip by its handshake.\n"
     "  --workers LIST    the workers, in order (at most 8)\n"
     "  --peer-key PATH   the workers' public key (PATH as written by rtl peer-keygen)\n"
     "  --device-key PATH this device's key pair\n"
@@ -36,6 +37,9 @@ static const char *gtdp_help =
     "  --threads N       compute threads here (default: all cores)\n"
     "  --top K           classes shown (default 5)\n"
     "  --equal-split     equal row bands instead of GTDP's plan (the reference)\n"
+    "  --resend          send every part its whole input, also the rows its worker\n"
+    "                    still holds as its answer of the block before (default:\n"
+    "                    those are not sent again)\n"
     "  --json            one JSON document\n";
 
 static int usage(const char *fmt, const char *arg)
@@ -126,10 +130,11 @@ int cmd_run_gtdp(rtl_store *s, int argc, char **argv)
         {"threads", required_argument, 0, 't'},  {"top", required_argument, 0, 'k'},
         {"json", no_argument, 0, 'j'},           {"help", no_argument, 0, 'h'},
         {"equal-split", no_argument, 0, 'e'},    {"warmup", required_argument, 0, 'u'},
+        {"resend", no_argument, 0, 'R'},
         {0, 0, 0, 0}};
     struct wspec ws[RTL_GTDP_MAX_WORKERS];
     rtl_gtdp_worker w[RTL_GTDP_MAX_WORKERS];
-    int nw = 0, json = 0, equal = 0, c;
+    int nw = 0, json = 0, equal = 0, resend = 0, c;
     long repeat = 1, warmup = 1, runs = 5, deadline = 10000, threads = 0, top = 5;
     const char *pk = NULL, *dk = NULL;
     optind = 0;
@@ -151,6 +156,7 @@ int cmd_run_gtdp(rtl_store *s, int argc, char **argv)
         case 'k': if (num(optarg, 1, 100000, &top)) return usage("--top needs an integer >= 1, not '%s'", optarg); break;
         case 'j': json = 1; break;
         case 'e': equal = 1; break;
+        case 'R': resend = 1; break;
         default: return usage("unknown option or missing value: '%s'", argv[optind > 1 ? optind - 1 : 0]);
         }
     }
@@ -185,13 +191,21 @@ int cmd_run_gtdp(rtl_store *s, int argc, char **argv)
         status = fail(&err);
         goto done;
     }
-    double pred = predicted_ms(m, w, nw, equal);
+    int flags = (equal ? RTL_GTDP_EQUAL : 0) | (resend ? RTL_GTDP_RESEND : 0);
+    cJSON *jrtt = cJSON_AddArrayToObject(doc, "rtt_ms");
     for (int a = 0; a < nw; a++) {
         rtl_err pe;
+        /* the link's round trip, measured: the handshake is two round
+         * trips (TCP's, the hellos') through both ends' poll loops, as a
+         * part's request and reply go; charged once per part */
+        double t0 = now_ms();
         peers[a] = rtl_peer_connect(ws[a].host, ws[a].port, &me, srv.pk, (int)deadline, &pe);
+        if (peers[a]) w[a].rtt_ms = (now_ms() - t0) / 2;
+        cJSON_AddItemToArray(jrtt, cJSON_CreateNumber(w[a].rtt_ms));
         if (!peers[a]) fprintf(stderr, "rtl: warning: worker %d (%s:%d): %s; its parts run here\n", a + 1, ws[a].host,
                                ws[a].port, pe.msg);
     }
+    double pred = predicted_ms(m, w, nw, equal);
     cJSON_AddStringToObject(doc, "catalog", argv[i]);
     cJSON_AddStringToObject(doc, "variant", argv[i + 1]);
     cJSON_AddNumberToObject(doc, "workers", nw);
@@ -205,7 +219,7 @@ int cmd_run_gtdp(rtl_store *s, int argc, char **argv)
         rtl_gtdp_stats st = {0}, total = {0};
         int ok = 1;
         for (long r = 0; r < warmup && ok; r++)
-            if (rtl_gtdp_run(m, peers, w, nw, x, (int)deadline, equal, &st, &err) != 0) ok = 0;
+            if (rtl_gtdp_run(m, peers, w, nw, x, (int)deadline, flags, &st, &err) != 0) ok = 0;
         if (st.last_failure[0]) snprintf(total.last_failure, sizeof total.last_failure, "%s", st.last_failure);
         total.recomputed = st.recomputed;
         for (long r = 0; r < repeat && ok; r++) {
@@ -213,10 +227,11 @@ int cmd_run_gtdp(rtl_store *s, int argc, char **argv)
             if (rtl_model_run(m, x, &err) != 0) ok = 0;
             tl[r] = now_ms() - t0;
             t0 = now_ms();
-            if (ok && rtl_gtdp_run(m, peers, w, nw, x, (int)deadline, equal, &st, &err) != 0) ok = 0;
+            if (ok && rtl_gtdp_run(m, peers, w, nw, x, (int)deadline, flags, &st, &err) != 0) ok = 0;
             tg[r] = now_ms() - t0;
             total.split_layers = st.split_layers;
             total.parts += st.parts, total.recomputed += st.recomputed, total.bytes += st.bytes;
+            total.held += st.held;
             if (st.last_failure[0]) snprintf(total.last_failure, sizeof total.last_failure, "%s", st.last_failure);
         }
         if (!ok) {
@@ -238,6 +253,7 @@ int cmd_run_gtdp(rtl_store *s, int argc, char **argv)
         cJSON_AddNumberToObject(r, "parts", total.parts);
         cJSON_AddNumberToObject(r, "recomputed", total.recomputed);
         cJSON_AddNumberToObject(r, "bytes", (double)total.bytes);
+        cJSON_AddNumberToObject(r, "held_parts", total.held);
         if (total.last_failure[0]) cJSON_AddStringToObject(r, "failure", total.last_failure);
         cJSON_AddItemToObject(r, "top", top_json(cls, nt));
         cJSON_AddItemToArray(results, r);

@@ -872,7 +872,7 @@ RTL_API int rtl_gtdp_model_split(const rtl_model *m, int i, rtl_gtdp_layer *out)
  * way a worker computes them (rtl_gtdp_compute_part with the copies of a
  * request and its reply; CPU time of this thread, median of reps), and
  * fits each block's part cost (rtl_gtdp_layer.fit); rtl_gtdp_model_layer
- * carries the fit from then on. Costs about 3 (reps + 1) forwards. */
+ * carries the fit from then on. Costs about 3.5 (reps + 1) forwards. */
 RTL_API int rtl_gtdp_calibrate(rtl_model *m, int reps, rtl_err *err);
 
 /* ---- the peer: running model suffixes on a server (src/peer.c, frame.c) ----
@@ -972,6 +972,7 @@ typedef struct rtl_gtdp_stats {
     int parts;               /* parts sent */
     int recomputed;          /* parts whose worker failed, computed here instead */
     uint64_t bytes;          /* floats moved both ways, as bytes */
+    int held;                /* parts sent without the input rows their worker held */
     char last_failure[256];  /* why the last failed part failed */
 } rtl_gtdp_stats;
 
@@ -981,12 +982,16 @@ typedef struct rtl_gtdp_stats {
  * The device runs the other layers and assembles the parts. A worker that
  * fails (gone, timeout after deadline_ms, an error) has its part computed
  * here and gets no more parts: its connection is closed and peers[i] set to
- * NULL; with no worker left everything runs here. equal = 1 replaces
- * GTDP's plan by equal row bands (the reference it is measured against;
- * GTDP's where a layer has fewer rows than workers).
- * The answer is rtl_model_output's. */
+ * NULL; with no worker left everything runs here. flags: RTL_GTDP_EQUAL
+ * replaces GTDP's plan by equal row bands (the reference it is measured
+ * against; GTDP's where a layer has fewer rows than workers);
+ * RTL_GTDP_RESEND sends every part its whole input, even the rows its
+ * worker holds as its answer of the block before (by default those are not
+ * sent again: frame.c, held request). The answer is rtl_model_output's. */
+#define RTL_GTDP_EQUAL 1
+#define RTL_GTDP_RESEND 2
 RTL_API int rtl_gtdp_run(rtl_model *m, rtl_peer **peers, const rtl_gtdp_worker *w, int n, const float *x,
-                         int deadline_ms, int equal, rtl_gtdp_stats *st, rtl_err *err) RTL_MUST_CHECK;
+                         int deadline_ms, int flags, rtl_gtdp_stats *st, rtl_err *err) RTL_MUST_CHECK;
 
 /* Runs model m on x by plan: device pieces here, cloud pieces through peer
  * (NULL: none, everything runs here). When the peer fails, the rest runs

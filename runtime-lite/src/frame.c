@@ -39,6 +39,15 @@
  *            float32 (input rows in_r0..in_r1 of the layer, all channels):
  *            a GTDP part (gtdp.c); the reply carries the block's output
  *            rows r0..r1 x channels c0..c1
+ *   held     u8 1 | u8 2 | u16 0 | ... as a part | then i32 hl, hr0, hr1,
+ *            hc0, hc1 | count float32: a part whose input the worker
+ *            partly holds: its answer to the previous request on this
+ *            connection, a part of block hl (= first - 1) of rows
+ *            hr0..hr1 x channels hc0..hc1, which is the layer's input
+ *            there. The floats are the input rows in_r0..in_r1 of every
+ *            channel (channel by channel, row by row) less those rows of
+ *            channels hc0..hc1 within hr0..hr1. A worker holds its last
+ *            part answer per connection, until the next request on it.
  *   reply    u8 2 | u8 status | u16 0 | u32 id | status 0: u32 count |
  *            count float32 (layer last's output); else u16 n | message (n)
  * A connection carries one request at a time: the next is sent after the
@@ -211,8 +220,9 @@ int rtlp_parse_request(const uint8_t *b, size_t n, rtlp_request *out, char *why,
     size_t p = 8;
     if (n < 9) return WHY("request of %zu bytes is too short", n);
     if (b[0] != RTLP_MSG_REQUEST) return WHY("message type %u where a request was expected", b[0]);
-    if (b[1] > 1 || b[2] || b[3]) return WHY("request with nonzero reserved bytes");
-    out->part = b[1];
+    if (b[1] > 2 || b[2] || b[3]) return WHY("request with nonzero reserved bytes");
+    out->part = b[1] != 0;
+    out->held = b[1] == 2;
     out->id = get32(b + 4);
     size_t cn = b[p++];
     if (n - p < cn + 1) return WHY("request ends inside the catalog id");
@@ -234,6 +244,15 @@ int rtlp_parse_request(const uint8_t *b, size_t n, rtlp_request *out, char *why,
         if (n - p < 24) return WHY("part request ends inside its geometry");
         for (int k = 0; k < 6; k++) out->geom[k] = (int32_t)get32(b + p + 4 * (size_t)k);
         p += 24;
+        if (out->held) {
+            if (n - p < 20) return WHY("held part request ends inside its held geometry");
+            for (int k = 0; k < 5; k++) out->hgeom[k] = (int32_t)get32(b + p + 4 * (size_t)k);
+            p += 20;
+            if (out->hgeom[0] != out->first - 1 || out->hgeom[1] < 0 || out->hgeom[1] >= out->hgeom[2] ||
+                out->hgeom[3] < 0 || out->hgeom[3] >= out->hgeom[4])
+                return WHY("held part request with a bad held block %d, rows %d..%d x channels %d..%d",
+                           out->hgeom[0], out->hgeom[1], out->hgeom[2], out->hgeom[3], out->hgeom[4]);
+        }
     }
     if (out->count > RTLP_MAX_FLOATS) return WHY("request with %u floats (at most %u)", out->count, RTLP_MAX_FLOATS);
     if ((n - p) / 4 != out->count || (n - p) % 4)
@@ -270,20 +289,22 @@ int rtlp_parse_reply(const uint8_t *b, size_t n, rtlp_reply *out, char *why, siz
 }
 
 static uint8_t *build_request(uint32_t id, const char *catalog, const char *variant, int32_t first, int32_t last,
-                              const int32_t *geom, const float *x, uint32_t count, size_t *n)
+                              const int32_t *geom, const int32_t *hgeom, const float *x, uint32_t count, size_t *n)
 {
     size_t cn = strlen(catalog), vn = strlen(variant);
     if (cn > RTL_ID_MAX || vn > RTL_ID_MAX) return NULL;
-    size_t len = 8 + 1 + cn + 1 + vn + 12 + (geom ? 24 : 0) + (size_t)count * 4;
+    if (!geom) hgeom = NULL;
+    size_t len = 8 + 1 + cn + 1 + vn + 12 + (geom ? 24 : 0) + (hgeom ? 20 : 0) + (size_t)count * 4;
     uint8_t *b = malloc(len);
     if (!b) return NULL;
     size_t p = 0;
-    b[p++] = RTLP_MSG_REQUEST, b[p++] = geom ? 1 : 0, b[p++] = 0, b[p++] = 0;
+    b[p++] = RTLP_MSG_REQUEST, b[p++] = hgeom ? 2 : geom ? 1 : 0, b[p++] = 0, b[p++] = 0;
     put32(b + p, id), p += 4;
     b[p++] = (uint8_t)cn, memcpy(b + p, catalog, cn), p += cn;
     b[p++] = (uint8_t)vn, memcpy(b + p, variant, vn), p += vn;
     put32(b + p, (uint32_t)first), put32(b + p + 4, (uint32_t)last), put32(b + p + 8, count), p += 12;
     for (int k = 0; geom && k < 6; k++) put32(b + p, (uint32_t)geom[k]), p += 4;
+    for (int k = 0; hgeom && k < 5; k++) put32(b + p, (uint32_t)hgeom[k]), p += 4;
     floats_put(b + p, x, count);
     *n = len;
     return b;
@@ -292,13 +313,20 @@ static uint8_t *build_request(uint32_t id, const char *catalog, const char *vari
 uint8_t *rtlp_build_request(uint32_t id, const char *catalog, const char *variant, int32_t first, int32_t last,
                             const float *x, uint32_t count, size_t *n)
 {
-    return build_request(id, catalog, variant, first, last, NULL, x, count, n);
+    return build_request(id, catalog, variant, first, last, NULL, NULL, x, count, n);
 }
 
 uint8_t *rtlp_build_part_request(uint32_t id, const char *catalog, const char *variant, int32_t first,
                                  int32_t last, const int32_t geom[6], const float *x, uint32_t count, size_t *n)
 {
-    return build_request(id, catalog, variant, first, last, geom, x, count, n);
+    return build_request(id, catalog, variant, first, last, geom, NULL, x, count, n);
+}
+
+uint8_t *rtlp_build_held_request(uint32_t id, const char *catalog, const char *variant, int32_t first,
+                                 int32_t last, const int32_t geom[6], const int32_t hgeom[5], const float *x,
+                                 uint32_t count, size_t *n)
+{
+    return build_request(id, catalog, variant, first, last, geom, hgeom, x, count, n);
 }
 
 uint8_t *rtlp_build_reply(uint32_t id, uint8_t status, const float *x, uint32_t count, const char *message,

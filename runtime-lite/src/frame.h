@@ -64,6 +64,9 @@ typedef struct rtlp_request {
     const uint8_t *floats; /* count little-endian float32, unaligned */
     int part;              /* 1: a GTDP part of layer `first` (== last) */
     int32_t geom[6];       /* part: output rows r0, r1, channels c0, c1, input rows in_r0, in_r1 */
+    int held;              /* part with held input (flag byte 2) */
+    int32_t hgeom[5];      /* held: the block (its last layer) whose answer the worker holds, and that
+                            * answer's rows r0, r1 and channels c0, c1 */
 } rtlp_request;
 
 typedef struct rtlp_reply {
@@ -85,6 +88,11 @@ uint8_t *rtlp_build_request(uint32_t id, const char *catalog, const char *varian
  * geom: 6 int32 after the count). */
 uint8_t *rtlp_build_part_request(uint32_t id, const char *catalog, const char *variant, int32_t first,
                                  int32_t last, const int32_t geom[6], const float *x, uint32_t count, size_t *n);
+/* The same with held input (flag byte 2, hgeom: 5 int32 after geom; NULL:
+ * a plain part request). */
+uint8_t *rtlp_build_held_request(uint32_t id, const char *catalog, const char *variant, int32_t first,
+                                 int32_t last, const int32_t geom[6], const int32_t hgeom[5], const float *x,
+                                 uint32_t count, size_t *n);
 uint8_t *rtlp_build_reply(uint32_t id, uint8_t status, const float *x, uint32_t count, const char *message,
                           size_t *n);
 /* Little-endian float32 at b[i] as a float. */

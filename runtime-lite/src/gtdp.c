@@ -478,9 +478,12 @@ static int fit4(const double (*x)[4], const double *t, int n, double f[4])
 
 /* One part of block g, rows [r0, r1) x channels [c0, c1): its median CPU
  * time over reps (after one untimed run that builds its network), with a
- * request's and a reply's copies, as a worker computes it. */
+ * request's and a reply's copies, as a worker computes it: each run after
+ * reading evict (a few MB, more than a core's private caches), since a
+ * worker comes to a part from other work (the block before, the request's
+ * decryption), not from the same part again. */
 static int time_part(rtl_model *m, const rtl_gtdp_layer *g, int r0, int r1, int c0, int c1, int reps, double *ms,
-                     rtl_err *err)
+                     const float *evict, size_t nevict, rtl_err *err)
 {
     rtl_gtdp_worker one = {.speed = 1, .mbps = 1, .rtt_ms = 0};
     rtl_gtdp_part q = {.r0 = r0, .r1 = r1, .c0 = c0, .c1 = c1};
@@ -497,6 +500,11 @@ static int time_part(rtl_model *m, const rtl_gtdp_layer *g, int r0, int r1, int 
     for (size_t k = 0; k < nin; k++) in[k] = (float)(k % 7) * 0.125f;
     if (reps > 16) reps = 16;
     for (int k = -1; k < reps; k++) {
+        volatile float sink = 0;
+        float acc = 0;
+        for (size_t e = 0; e < nevict; e += 16) acc += evict[e];
+        sink = acc;
+        (void)sink;
         double t0 = thread_ms();
         memcpy(in2, in, nin * sizeof *in);
         if (rtl_gtdp_compute_part(m, g->index, &q, in2, nin, out, err) != 0) goto done;
@@ -518,31 +526,42 @@ int rtl_gtdp_calibrate(rtl_model *m, int reps, rtl_err *err)
     if (!*cp && !(*cp = calloc(1, sizeof **cp))) return rtl_errf(err, "out of memory");
     struct rtl_gtdp_cache *c = *cp;
     int L = rtl_model_layers(m);
+    size_t nevict = (size_t)4 << 20; /* floats: 16 MB */
+    float *evict = calloc(nevict, sizeof *evict);
+    if (!evict) return rtl_errf(err, "out of memory");
     if (!c->fit) {
-        if (!(c->fit = calloc((size_t)L, sizeof *c->fit))) return rtl_errf(err, "out of memory");
+        if (!(c->fit = calloc((size_t)L, sizeof *c->fit))) {
+            free(evict);
+            return rtl_errf(err, "out of memory");
+        }
         c->nfit = L;
     }
     for (int i = 0; i < L; i++) {
         rtl_gtdp_layer g;
         if (rtl_gtdp_model_split(m, i, &g) != 0) continue;
-        /* rows 1, 1/2, 1/4 x channels 1, 1/2, 1/4 (a part of the middle
-         * rows: the halo of both sides), 7 shapes */
-        static const int shape[7][2] = {{1, 1}, {2, 1}, {4, 1}, {1, 2}, {1, 4}, {2, 2}, {4, 4}};
-        double x[7][4], t[7];
+        /* rows 1, 1/2, 1/4, 1/8 x channels 1, 1/2, 1/4, 1/8 (a part of
+         * the middle rows: the halo of both sides), 16 shapes: the small
+         * parts slow workers get are inside what is fitted */
+        double x[16][4], t[16];
         int n = 0;
-        for (int k = 0; k < 7; k++) {
-            int nr = (g.h + shape[k][0] - 1) / shape[k][0], nc = (g.c + shape[k][1] - 1) / shape[k][1];
+        for (int k = 0; k < 16; k++) {
+            const int shape[2] = {1 << (k / 4), 1 << (k % 4)};
+            int nr = (g.h + shape[0] - 1) / shape[0], nc = (g.c + shape[1] - 1) / shape[1];
             int r0 = (g.h - nr) / 2, ca, cb;
             conv_rows(&g, r0, r0 + nr, &ca, &cb);
             int ch = g.pool_size ? g.conv_h : g.h;
             double r = (double)(cb - ca) / ch, cc = (double)nc / g.c;
-            if (time_part(m, &g, r0, r0 + nr, 0, nc, reps, &t[n], err) != 0) return -1;
+            if (time_part(m, &g, r0, r0 + nr, 0, nc, reps, &t[n], evict, nevict, err) != 0) {
+                free(evict);
+                return -1;
+            }
             if (!(t[n] > 0)) continue;
             x[n][0] = r * cc, x[n][1] = r, x[n][2] = cc, x[n][3] = 1;
             n++;
         }
         c->fit[i].ok = n >= 4 && fit4((const double(*)[4])x, t, n, c->fit[i].f) == 0;
     }
+    free(evict);
     /* the calibration's part networks are not the plan's */
     for (int k = 0; k < c->n; k++) {
         trn_net_free(c->e[k].net);
@@ -562,8 +581,10 @@ typedef struct job {
     const float *x; /* the layer's whole input */
     float *y;       /* the layer's whole output: the job writes its part */
     float *in, *out;
-    size_t nin, nout;
+    size_t nin, nout, nsent;
     int deadline_ms, ok;
+    int held;         /* the worker holds hg, its answer of the block before: not sent again */
+    int32_t hg[5];
     rtl_err err;
 } job;
 
@@ -592,16 +613,39 @@ static void *job_main(void *arg)
         snprintf(j->err.msg, sizeof j->err.msg, "out of memory");
         return NULL;
     }
-    rows_of(j->x, j->g->c_in, j->g->h_in, j->g->w_in, j->q.in_r0, j->q.in_r1, j->in);
-    j->ok = rtl_peer_run_part(j->peer, j->catalog, j->variant, j->g->index, j->g->last, &j->q, j->in, j->nin, j->out,
-                              j->nout, &got, j->deadline_ms, &j->err) == 0 && got == j->nout;
+    if (j->held) {
+        /* input rows in_r0..in_r1 of every channel less the held answer's */
+        const rtl_gtdp_layer *g = j->g;
+        int a = j->q.in_r0, b = j->q.in_r1, lo = j->hg[1] > a ? j->hg[1] : a, hi = j->hg[2] < b ? j->hg[2] : b;
+        size_t w = (size_t)g->w_in, n = 0;
+        for (int c = 0; c < g->c_in; c++) {
+            const float *src = j->x + (size_t)c * g->h_in * w;
+            if (c >= j->hg[3] && c < j->hg[4]) {
+                memcpy(j->in + n, src + (size_t)a * w, (size_t)(lo - a) * w * sizeof *src), n += (size_t)(lo - a) * w;
+                memcpy(j->in + n, src + (size_t)hi * w, (size_t)(b - hi) * w * sizeof *src), n += (size_t)(b - hi) * w;
+            } else {
+                memcpy(j->in + n, src + (size_t)a * w, (size_t)(b - a) * w * sizeof *src), n += (size_t)(b - a) * w;
+            }
+        }
+        j->nsent = n;
+        j->ok = rtl_peer_run_held_part(j->peer, j->catalog, j->variant, j->g->index, j->g->last, &j->q, j->hg, j->in,
+                                       n, j->out, j->nout, &got, j->deadline_ms, &j->err) == 0 &&
+                got == j->nout;
+    } else {
+        rows_of(j->x, j->g->c_in, j->g->h_in, j->g->w_in, j->q.in_r0, j->q.in_r1, j->in);
+        j->nsent = j->nin;
+        j->ok = rtl_peer_run_part(j->peer, j->catalog, j->variant, j->g->index, j->g->last, &j->q, j->in, j->nin,
+                                  j->out, j->nout, &got, j->deadline_ms, &j->err) == 0 &&
+                got == j->nout;
+    }
     if (j->ok) place(j->g, &j->q, j->out, j->y);
     else if (!j->err.msg[0]) snprintf(j->err.msg, sizeof j->err.msg, "the worker answered %zu floats", got);
     return NULL;
 }
 
 static int run_conv(rtl_model *m, const rtl_gtdp_layer *g, rtl_peer **peers, const rtl_gtdp_worker *w, int *alive,
-                    int n, const float *x, float *y, int deadline_ms, int equal, rtl_gtdp_stats *st, rtl_err *err)
+                    int n, const float *x, float *y, int deadline_ms, int equal, int no_held, rtl_gtdp_stats *st,
+                    rtl_err *err)
 {
     rtl_gtdp_worker aw[RTL_GTDP_MAX_WORKERS];
     int map[RTL_GTDP_MAX_WORKERS], na = 0;
@@ -628,6 +672,11 @@ static int run_conv(rtl_model *m, const rtl_gtdp_layer *g, rtl_peer **peers, con
         j->nin = (size_t)(j->q.in_r1 - j->q.in_r0) * g->w_in * g->c_in;
         j->nout = (size_t)(j->q.r1 - j->q.r0) * (j->q.c1 - j->q.c0) * g->w;
         j->deadline_ms = deadline_ms;
+        /* the worker still holds its answer of the block just before, a
+         * part of this input: the rows it needs of it are not sent again */
+        int32_t *h = j->hg;
+        j->held = !no_held && rtl_peer_held(j->peer, h) && h[0] == g->index - 1 && h[2] <= g->h_in &&
+                  h[4] <= g->c_in && h[1] < j->q.in_r1 && h[2] > j->q.in_r0;
     }
     /* The last part runs on this thread: one thread fewer to start. */
     for (int k = 0; k + 1 < p.nparts; k++) started[k] = pthread_create(&th[k], NULL, job_main, &jobs[k]) == 0;
@@ -638,7 +687,7 @@ static int run_conv(rtl_model *m, const rtl_gtdp_layer *g, rtl_peer **peers, con
     }
     for (int k = 0; k < p.nparts; k++) {
         job *j = &jobs[k];
-        if (st) st->parts++, st->bytes += 4 * (uint64_t)(j->nin + j->nout);
+        if (st) st->parts++, st->bytes += 4 * (uint64_t)(j->nsent + j->nout), st->held += j->held;
         if (j->ok) continue;
         /* The worker is gone (or failed): its part is computed here, and
          * it gets no more parts. */
@@ -670,8 +719,9 @@ done:
 }
 
 int rtl_gtdp_run(rtl_model *m, rtl_peer **peers, const rtl_gtdp_worker *w, int n, const float *x, int deadline_ms,
-                 int equal, rtl_gtdp_stats *st, rtl_err *err)
+                 int flags, rtl_gtdp_stats *st, rtl_err *err)
 {
+    int equal = flags & RTL_GTDP_EQUAL, no_held = (flags & RTL_GTDP_RESEND) != 0;
     if (n < 1 || n > RTL_GTDP_MAX_WORKERS)
         return rtl_errf(err, "GTDP: %d workers (1..%d are supported)", n, RTL_GTDP_MAX_WORKERS);
     if (st) memset(st, 0, sizeof *st);
@@ -692,7 +742,7 @@ int rtl_gtdp_run(rtl_model *m, rtl_peer **peers, const rtl_gtdp_worker *w, int n
         for (int k = 0; k < n; k++) any |= alive[k];
         rtl_gtdp_layer g;
         if (any && rtl_gtdp_model_split(m, i, &g) == 0) {
-            if (run_conv(m, &g, peers, w, alive, n, a, b, deadline_ms, equal, st, err) != 0) goto out;
+            if (run_conv(m, &g, peers, w, alive, n, a, b, deadline_ms, equal, no_held, st, err) != 0) goto out;
             if (st) st->split_layers++;
             na = rtl_model_cut_floats(m, g.last + 1);
             float *t = a;

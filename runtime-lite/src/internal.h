@@ -60,6 +60,16 @@ trn_net *rtl_model_net(const rtl_model *m);
 struct rtl_gtdp_cache;
 struct rtl_gtdp_cache **rtl_model_gtdp_cache(rtl_model *m);
 const struct rtl_gtdp_cache *rtl_model_gtdp_cache_get(const rtl_model *m);
+/* The peer's server holds its answer to the last request on this
+ * connection when that was a part that succeeded: 1 with its block (last
+ * layer), rows r0, r1 and channels c0, c1 in hgeom, else 0 (peer.c). */
+int rtl_peer_held(const rtl_peer *p, int32_t hgeom[5]);
+/* rtl_peer_run_part whose input leaves out what the server holds (hgeom,
+ * from rtl_peer_held): x carries input rows q->in_r0..in_r1 of every
+ * channel less the held answer's (frame.c, held request). */
+int rtl_peer_run_held_part(rtl_peer *p, const char *catalog, const char *variant, int first, int last,
+                           const rtl_gtdp_part *q, const int32_t hgeom[5], const float *x, size_t n, float *out,
+                           size_t cap, size_t *nout, int deadline_ms, rtl_err *err);
 void rtl_gtdp_cache_free(struct rtl_gtdp_cache *c);
 /* The process-wide lock of forward passes (model.c). */
 void rtl_forward_lock(void);

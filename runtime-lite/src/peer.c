@@ -148,12 +148,29 @@ struct conn {
     int busy;               /* a request is with the worker or waiting for its arrival time */
     uint8_t *job_plain;     /* request waiting for its emulated arrival */
     size_t job_len;
+    struct held *held;      /* its last part answer, for a held request (frame.c) */
     double job_at;
     uint8_t *out;           /* sealed reply being written */
     size_t out_len, out_off;
     double send_at;
     double t_open, t_frame, t_active;
 };
+
+/* A worker's last part answer on a connection: the next request on it may
+ * name it as part of its input (a held request), and consumes it. */
+struct held {
+    char catalog[RTL_ID_MAX + 1], variant[RTL_ID_MAX + 1];
+    int32_t geom[5]; /* block (its last layer), rows r0, r1, channels c0, c1 */
+    float *y;        /* channels x rows x the block's width */
+    size_t n;        /* floats */
+};
+
+static void held_free(struct held *h)
+{
+    if (!h) return;
+    free(h->y);
+    free(h);
+}
 
 struct job {
     size_t slot;
@@ -162,6 +179,7 @@ struct job {
     size_t len;
     uint8_t *reply;  /* reply plaintext (owned), set by the worker */
     size_t reply_len;
+    struct held *held, *answer; /* the connection's held answer (taken), this job's (to keep) */
     struct job *next;
 };
 
@@ -298,6 +316,8 @@ static void free_jobs(struct job *j)
         struct job *n = j->next;
         free(j->plain);
         free(j->reply);
+        held_free(j->held);
+        held_free(j->answer);
         free(j);
         j = n;
     }
@@ -312,6 +332,7 @@ void rtl_server_close(rtl_server *s)
         free(c->in);
         free(c->out);
         free(c->job_plain);
+        held_free(c->held);
         sodium_memzero(&c->s, sizeof c->s);
     }
     free(s->conns);
@@ -359,6 +380,53 @@ static rtl_model *cached_model(rtl_server *s, const char *catalog, const char *v
 static double cpu_ms(void);
 static void slow_down(double f, double cpu, double wall);
 
+/* A held request's input: input rows in_r0..in_r1 of every channel, those
+ * in the held answer h taken from it, the others from the message in
+ * order. 0 with *x (malloc'ed) and *n, or -1 with err. */
+static int held_input(rtl_model *m, const rtlp_request *rq, const struct held *h, float **x, size_t *n, rtl_err *err)
+{
+    rtl_gtdp_layer g;
+    const int32_t *hg = rq->hgeom;
+    int a = rq->geom[4], b = rq->geom[5];
+    if (!h || strcmp(h->catalog, rq->catalog) || strcmp(h->variant, rq->variant) || memcmp(h->geom, hg, sizeof h->geom))
+        return rtl_errf(err, "the request names an answer of block %d (rows %d..%d x channels %d..%d) this connection "
+                        "does not hold", hg[0], hg[1], hg[2], hg[3], hg[4]);
+    /* the held answer is of block hg[0] = first - 1 (frame.c checks), of
+     * this model: its map is this block's input */
+    if (rtl_gtdp_model_layer(m, rq->first, &g) != 0 || hg[2] > g.h_in || hg[4] > g.c_in ||
+        h->n != (size_t)(hg[2] - hg[1]) * (size_t)(hg[4] - hg[3]) * (size_t)g.w_in || a < 0 || b > g.h_in || a >= b)
+        return rtl_errf(err, "layer %d: the held answer is not a part of this block's input", rq->first);
+    size_t w = (size_t)g.w_in, want = 0;
+    int lo = hg[1] > a ? hg[1] : a, hi = hg[2] < b ? hg[2] : b;
+    int held_rows = hi > lo ? hi - lo : 0;
+    for (int c = 0; c < g.c_in; c++) want += (size_t)((b - a) - (c >= hg[3] && c < hg[4] ? held_rows : 0)) * w;
+    if (rq->count != want)
+        return rtl_errf(err, "layer %d: the held request carries %u floats, its rows and held answer need %zu",
+                        rq->first, rq->count, want);
+    float *o = malloc((size_t)g.c_in * (size_t)(b - a) * w * sizeof *o);
+    if (!o) return rtl_errf(err, "out of memory");
+    const uint8_t *src = rq->floats;
+    for (int c = 0; c < g.c_in; c++) {
+        float *d = o + (size_t)c * (size_t)(b - a) * w;
+        int in_h = c >= hg[3] && c < hg[4];
+        for (int y = a; y < b;) {
+            if (in_h && y >= lo && y < hi) { /* rows lo..hi of channel c from the held answer */
+                memcpy(d + (size_t)(y - a) * w, h->y + ((size_t)(c - hg[3]) * (size_t)(hg[2] - hg[1]) + (size_t)(y - hg[1])) * w,
+                       (size_t)(hi - y) * w * sizeof *d);
+                y = hi;
+                continue;
+            }
+            int e = in_h && y < lo ? lo : b; /* the message's rows y..e */
+            rtlp_floats_get(src, (uint32_t)((size_t)(e - y) * w), d + (size_t)(y - a) * w);
+            src += (size_t)(e - y) * w * 4;
+            y = e;
+        }
+    }
+    *x = o;
+    *n = (size_t)g.c_in * (size_t)(b - a) * w;
+    return 0;
+}
+
 /* Runs one request (already parsed once by the poll thread). */
 static void run_job(rtl_server *s, struct job *j)
 {
@@ -375,9 +443,12 @@ static void run_job(rtl_server *s, struct job *j)
         snprintf(err.msg, sizeof err.msg, "%s", why);
     } else {
         rtl_model *m = cached_model(s, rq.catalog, rq.variant, &err);
-        if (m && !(x = malloc((rq.count ? rq.count : 1) * sizeof *x))) snprintf(err.msg, sizeof err.msg, "out of memory");
-        else if (m) {
-            rtlp_floats_get(rq.floats, rq.count, x);
+        size_t nx = rq.count;
+        if (m && rq.held && held_input(m, &rq, j->held, &x, &nx, &err) != 0) {
+        } else if (m && !rq.held && !(x = malloc((rq.count ? rq.count : 1) * sizeof *x))) {
+            snprintf(err.msg, sizeof err.msg, "out of memory");
+        } else if (m) {
+            if (!rq.held) rtlp_floats_get(rq.floats, rq.count, x);
             if (rq.part) {
                 rtl_gtdp_part q = {.r0 = rq.geom[0], .r1 = rq.geom[1], .c0 = rq.geom[2], .c1 = rq.geom[3],
                                    .in_r0 = rq.geom[4], .in_r1 = rq.geom[5]};
@@ -392,10 +463,20 @@ static void run_job(rtl_server *s, struct job *j)
                              q.c0, q.c1);
                 } else if (!(part_out = malloc((size_t)(q.r1 - q.r0) * (q.c1 - q.c0) * g.w * sizeof *part_out))) {
                     snprintf(err.msg, sizeof err.msg, "out of memory");
-                } else if (rtl_gtdp_compute_part(m, rq.first, &q, x, rq.count, part_out, &err) == 0) {
+                } else if (rtl_gtdp_compute_part(m, rq.first, &q, x, nx, part_out, &err) == 0) {
                     ok = 1;
                     y = part_out;
                     ny = (size_t)(q.r1 - q.r0) * (q.c1 - q.c0) * g.w;
+                    /* kept for the next request on this connection */
+                    if ((j->answer = calloc(1, sizeof *j->answer))) {
+                        snprintf(j->answer->catalog, sizeof j->answer->catalog, "%s", rq.catalog);
+                        snprintf(j->answer->variant, sizeof j->answer->variant, "%s", rq.variant);
+                        int32_t hg[5] = {g.last, q.r0, q.r1, q.c0, q.c1};
+                        memcpy(j->answer->geom, hg, sizeof hg);
+                        j->answer->y = part_out;
+                        j->answer->n = ny;
+                        part_out = NULL;
+                    }
                 }
             } else {
                 ok = rtl_model_run_range(m, rq.first, rq.last, x, rq.count, &y, &ny, &err) == 0;
@@ -410,6 +491,12 @@ static void run_job(rtl_server *s, struct job *j)
     if (!ok) slog(s, RTL_LOG_WARN, "request failed: %s", err.msg);
     free(x);
     free(part_out);
+    held_free(j->held);
+    j->held = NULL;
+    if (!ok) {
+        held_free(j->answer);
+        j->answer = NULL;
+    }
     slow_down(s->o.slowdown, cpu_ms() - c0, now_ms() - w0);
 }
 
@@ -443,6 +530,7 @@ static void conn_close(rtl_server *s, struct conn *c, const char *reason)
     free(c->in);
     free(c->out);
     free(c->job_plain);
+    held_free(c->held);
     sodium_memzero(&c->s, sizeof c->s);
     memset(c, 0, sizeof *c);
     c->fd = -1;
@@ -526,6 +614,8 @@ static int submit(rtl_server *s, struct conn *c)
     j->gen = c->gen;
     j->plain = c->job_plain;
     j->len = c->job_len;
+    j->held = c->held; /* every request consumes it */
+    c->held = NULL;
     c->job_plain = NULL;
     pthread_mutex_lock(&s->mu);
     if (s->todo_tail) s->todo_tail->next = j;
@@ -678,8 +768,15 @@ static void collect(rtl_server *s)
         } else if (c->fd >= 0 && c->gen == j->gen) {
             conn_close(s, c, "out of memory building a reply");
         }
+        if (c->fd >= 0 && c->gen == j->gen && j->reply && c->out) {
+            held_free(c->held);
+            c->held = j->answer;
+            j->answer = NULL;
+        }
         free(j->plain);
         free(j->reply);
+        held_free(j->held);
+        held_free(j->answer);
         free(j);
         j = n;
     }
@@ -803,6 +900,8 @@ struct rtl_peer {
     int fd;
     rtlp_session s;
     uint32_t next_id;
+    int held;          /* the server holds the answer to the last request: */
+    int32_t hgeom[5];  /* its block (last layer), rows, channels */
 };
 
 /* Waits until fd is ready for events or deadline (absolute ms); -1 with err. */
@@ -922,15 +1021,16 @@ void rtl_peer_close(rtl_peer *p)
 }
 
 static int peer_call(rtl_peer *p, const char *catalog, const char *variant, int first, int last,
-                     const int32_t *geom, const float *x, size_t n, float *out, size_t cap, size_t *nout,
-                     int deadline_ms, rtl_err *err)
+                     const int32_t *geom, const int32_t *hgeom, const float *x, size_t n, float *out, size_t cap,
+                     size_t *nout, int deadline_ms, rtl_err *err)
 {
     double deadline = now_ms() + (deadline_ms > 0 ? deadline_ms : 30000);
+    p->held = 0; /* every request consumes the server's held answer */
     if (p->fd < 0) return rtl_errf(err, "the peer connection is closed");
     if (n > RTLP_MAX_FLOATS) return rtl_errf(err, "%zu floats exceed the protocol's %u", n, RTLP_MAX_FLOATS);
     size_t plen;
     uint32_t id = ++p->next_id;
-    uint8_t *plain = geom ? rtlp_build_part_request(id, catalog, variant, first, last, geom, x, (uint32_t)n, &plen)
+    uint8_t *plain = geom ? rtlp_build_held_request(id, catalog, variant, first, last, geom, hgeom, x, (uint32_t)n, &plen)
                           : rtlp_build_request(id, catalog, variant, first, last, x, (uint32_t)n, &plen);
     uint8_t *frame = plain ? malloc(plen + RTLP_LEN_BYTES + RTLP_ABYTES) : NULL;
     int rc = -1;
@@ -978,6 +1078,11 @@ static int peer_call(rtl_peer *p, const char *catalog, const char *variant, int 
     rtlp_floats_get(r.floats, r.count, out);
     *nout = r.count;
     rc = 0;
+    if (geom) { /* a part's answer: the server keeps it for the next request */
+        int32_t hg[5] = {last, geom[0], geom[1], geom[2], geom[3]};
+        memcpy(p->hgeom, hg, sizeof hg);
+        p->held = 1;
+    }
 done:
     if (rc != 0 && p->fd >= 0) {
         close(p->fd);
@@ -993,7 +1098,7 @@ done:
 int rtl_peer_run(rtl_peer *p, const char *catalog, const char *variant, int first, int last, const float *x,
                  size_t n, float *out, size_t cap, size_t *nout, int deadline_ms, rtl_err *err)
 {
-    return peer_call(p, catalog, variant, first, last, NULL, x, n, out, cap, nout, deadline_ms, err);
+    return peer_call(p, catalog, variant, first, last, NULL, NULL, x, n, out, cap, nout, deadline_ms, err);
 }
 
 int rtl_peer_run_part(rtl_peer *p, const char *catalog, const char *variant, int first, int last,
@@ -1001,7 +1106,22 @@ int rtl_peer_run_part(rtl_peer *p, const char *catalog, const char *variant, int
                       int deadline_ms, rtl_err *err)
 {
     int32_t geom[6] = {q->r0, q->r1, q->c0, q->c1, q->in_r0, q->in_r1};
-    return peer_call(p, catalog, variant, first, last, geom, x, n, out, cap, nout, deadline_ms, err);
+    return peer_call(p, catalog, variant, first, last, geom, NULL, x, n, out, cap, nout, deadline_ms, err);
+}
+
+int rtl_peer_held(const rtl_peer *p, int32_t hgeom[5])
+{
+    if (!p || p->fd < 0 || !p->held) return 0;
+    memcpy(hgeom, p->hgeom, sizeof p->hgeom);
+    return 1;
+}
+
+int rtl_peer_run_held_part(rtl_peer *p, const char *catalog, const char *variant, int first, int last,
+                           const rtl_gtdp_part *q, const int32_t hgeom[5], const float *x, size_t n, float *out,
+                           size_t cap, size_t *nout, int deadline_ms, rtl_err *err)
+{
+    int32_t geom[6] = {q->r0, q->r1, q->c0, q->c1, q->in_r0, q->in_r1};
+    return peer_call(p, catalog, variant, first, last, geom, hgeom, x, n, out, cap, nout, deadline_ms, err);
 }
 
 /* ---- the split runner ---------------------------------------------------------- */

@@ -43,6 +43,7 @@ struct member {
     char parent[128];
     int from;         /* first head layer */
     int done;
+    int member;       /* in the group being answered */
 };
 
 int rtl_model_run_tasks(rtl_model *const *models, size_t n, const float *x, size_t *trunk_runs, rtl_err *err)
@@ -52,6 +53,8 @@ int rtl_model_run_tasks(rtl_model *const *models, size_t n, const float *x, size
     struct member *mb = calloc(n, sizeof *mb);
     if (!mb) return rtl_errf(err, "out of memory");
     size_t in = rtl_model_input_size(models[0]);
+    float *buf = NULL;
+    size_t bufn = 0;
     int rc = -1;
     for (size_t i = 0; i < n; i++) {
         const rtl_variant *v = rtl_model_variant(models[i]);
@@ -66,34 +69,87 @@ int rtl_model_run_tasks(rtl_model *const *models, size_t n, const float *x, size
     }
     for (size_t i = 0; i < n; i++) {
         if (mb[i].done || !mb[i].head) continue;
-        /* The group of i: heads with the same parent and first layer, and
-         * the parent itself when it is asked and not yet answered. */
-        int from = mb[i].from;
+        /* The group of i: the heads with i's parent, whatever their first
+         * layer, and the parent itself when it is asked and not yet
+         * answered. The runner computes the trunk: the parent, else the
+         * head that starts highest (its layers below are the parent's). */
         rtl_model *runner = models[i];
+        int top = mb[i].from;
         size_t parent = n;
         for (size_t k = 0; k < n; k++) {
             if (mb[k].done || k == i) continue;
-            rtl_model *m = models[k];
-            if (!strcmp(rtl_variant_id(rtl_model_variant(m)), mb[i].parent) && from < rtl_model_layers(m) &&
-                rtl_model_cut_ok(m, from) && rtl_model_cut_floats(m, from) == rtl_model_cut_floats(models[i], from)) {
-                parent = k;
-                runner = m;
-                break;
+            if (!strcmp(rtl_variant_id(rtl_model_variant(models[k])), mb[i].parent)) {
+                if (parent == n) parent = k;
+            } else if (mb[k].head && !strcmp(mb[k].parent, mb[i].parent) && mb[k].from > top) {
+                top = mb[k].from;
+                runner = models[k];
             }
         }
-        const float *t;
-        size_t tn;
-        if (rtl_model_run_range(runner, 0, from - 1, x, in, &t, &tn, err) != 0) goto out;
-        if (trunk_runs) (*trunk_runs)++;
+        if (parent < n) runner = models[parent];
+        /* Members: every head of the group whose cut the runner can feed;
+         * the others run alone below. */
         for (size_t k = 0; k < n; k++) {
-            int member = k == parent || (mb[k].head && !mb[k].done && mb[k].from == from &&
-                                         !strcmp(mb[k].parent, mb[i].parent));
-            if (!member) continue;
-            rtl_model *m = models[k];
+            mb[k].member = 0;
+            if (mb[k].done || !mb[k].head || strcmp(mb[k].parent, mb[i].parent)) continue;
+            int f = mb[k].from;
+            if (f < rtl_model_layers(runner) && rtl_model_cut_ok(runner, f) &&
+                rtl_model_cut_floats(runner, f) == rtl_model_cut_floats(models[k], f))
+                mb[k].member = 1;
+        }
+        if (!mb[i].member) {
+            /* the runner cannot feed i: i computes its own trunk */
+            runner = models[i];
+            parent = n;
+            for (size_t k = 0; k < n; k++) {
+                mb[k].member = !mb[k].done && mb[k].head && !strcmp(mb[k].parent, mb[i].parent) &&
+                               mb[k].from <= mb[i].from && rtl_model_cut_ok(runner, mb[k].from) &&
+                               rtl_model_cut_floats(runner, mb[k].from) == rtl_model_cut_floats(models[k], mb[k].from);
+            }
+        }
+        /* The trunk once, from its lowest cut up: at each members' cut,
+         * its output (copied: the runner goes on from it) feeds them. */
+        const float *cur = x;
+        size_t curn = in;
+        int prev = 0;
+        for (;;) {
+            int f = -1;
+            for (size_t k = 0; k < n; k++)
+                if (mb[k].member && !mb[k].done && (f < 0 || mb[k].from < f)) f = mb[k].from;
+            if (f < 0) break;
+            const float *t;
+            size_t tn;
+            if (f > prev) {
+                if (rtl_model_run_range(runner, prev, f - 1, cur, curn, &t, &tn, err) != 0) goto out;
+                if (tn > bufn) {
+                    float *g = realloc(buf, tn * sizeof *buf);
+                    if (!g) {
+                        rtl_errf(err, "out of memory");
+                        goto out;
+                    }
+                    buf = g;
+                    bufn = tn;
+                }
+                memcpy(buf, t, tn * sizeof *buf);
+                cur = buf;
+                curn = tn;
+                prev = f;
+            }
+            for (size_t k = 0; k < n; k++) {
+                if (!mb[k].member || mb[k].done || mb[k].from != f) continue;
+                rtl_model *m = models[k];
+                const float *o;
+                size_t on;
+                if (rtl_model_run_range(m, f, rtl_model_layers(m) - 1, cur, curn, &o, &on, err) != 0) goto out;
+                mb[k].done = 1;
+            }
+        }
+        if (trunk_runs) (*trunk_runs)++;
+        if (parent < n && !mb[parent].done) {
+            rtl_model *m = models[parent];
             const float *o;
             size_t on;
-            if (rtl_model_run_range(m, from, rtl_model_layers(m) - 1, t, tn, &o, &on, err) != 0) goto out;
-            mb[k].done = 1;
+            if (rtl_model_run_range(m, prev, rtl_model_layers(m) - 1, cur, curn, &o, &on, err) != 0) goto out;
+            mb[parent].done = 1;
         }
     }
     for (size_t i = 0; i < n; i++)
@@ -101,6 +157,7 @@ int rtl_model_run_tasks(rtl_model *const *models, size_t n, const float *x, size
     rc = 0;
 out:
     free(mb);
+    free(buf);
     return rc;
 }
 

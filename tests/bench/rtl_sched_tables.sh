@@ -4,7 +4,9 @@
 # numbers: this device's profile, else the target's estimates).
 #  - Item 1: MCDNN's traces S1-S3 (10 hours, seed 1, $0.0667) at each energy
 #    budget of SCHED_ENERGY_WH (default "0.5 0.1 0.05 0.02": MCDNN's 0.5 Wh
-#    and budgets below it). A budget "binds" when device-only, unconstrained,
+#    and budgets below it), the apps on the catalog's tasks in turn, and
+#    again every app on task SCHED_ONE_TASK (default identity; empty: not)
+#    when the catalog has it. A budget "binds" when device-only, unconstrained,
 #    would use more. Per row: every policy's average accuracy (a refused
 #    request counts 0) and when a budget ran out; the verdict: MCDNN highest
 #    (naming the policies tied with it: within 0.0005, the table's 4 digits)
@@ -53,18 +55,25 @@ if [ -n "${SCHED_NESTED:-}" ]; then
     nest=$W/nested/out/manifest.json
 fi
 budgets=${SCHED_ENERGY_WH:-0.5 0.1 0.05 0.02}
-for tr in s1 s2 s3; do
-    "$BIN/rtl" simulate "$cat" --trace $tr --policy device-only --energy-wh -1 --json >"$W/free-$tr.json" ||
-        { echo "bench rtl-sched-tables: rtl simulate $cat failed"; exit 1; }
-    for e in $budgets; do
-        "$BIN/rtl" simulate "$cat" --trace $tr --energy-wh "$e" --json >"$W/$tr-$e.json" || exit 1
+one=${SCHED_ONE_TASK-identity}
+maps="turn"
+if [ -n "$one" ] && "$BIN/rtl" simulate "$cat" --trace s2 --hours 0.01 --app "D=$one" >/dev/null 2>&1; then maps="turn one"; fi
+for m in $maps; do
+    a=""
+    [ $m = one ] && for app in D G R Y V S; do a="$a --app $app=$one"; done
+    for tr in s1 s2 s3; do
+        "$BIN/rtl" simulate "$cat" --trace $tr --policy device-only --energy-wh -1 --json $a >"$W/$m-free-$tr.json" ||
+            { echo "bench rtl-sched-tables: rtl simulate $cat failed"; exit 1; }
+        for e in $budgets; do
+            "$BIN/rtl" simulate "$cat" --trace $tr --energy-wh "$e" --json $a >"$W/$m-$tr-$e.json" || exit 1
+        done
     done
 done
 "$BIN/rtl" simulate "$nest" --trace concurrency --json >"$W/conc-30.json" || exit 1
 "$BIN/rtl" simulate "$nest" --trace concurrency --camera-fps 0 --json >"$W/conc-0.json" || exit 1
-python3 - "$W" "$cat" "$budgets" "$nest" <<'PY'
+python3 - "$W" "$cat" "$budgets" "$nest" "$maps" "$one" <<'PY'
 import json, math, sys
-w, cat, budgets, nest = sys.argv[1], sys.argv[2], sys.argv[3].split(), sys.argv[4]
+w, cat, budgets, nest, maps, one = sys.argv[1], sys.argv[2], sys.argv[3].split(), sys.argv[4], sys.argv[5].split(), sys.argv[6]
 out = []
 def say(s=""):
     print(s)
@@ -74,34 +83,35 @@ def h(s):
 ok = True
 say("bench rtl-sched-tables: %s" % cat)
 say()
-say("Item 1: S1-S3, 10 h, seed 1, $0.0667; accuracy (a refused request counts 0), when a budget ran out")
-say()
-say("| trace | energy budget | binds? | mcdnn | device-only | cloud-only | no-sharing | no-special | knee | MCDNN |")
-say("|---|---|---|---|---|---|---|---|---|---|")
-for tr in ("s1", "s2", "s3"):
-    free = json.load(open("%s/free-%s.json" % (w, tr)))[0]["policies"][0]["energy_wh"]
-    for e in budgets:
-        t = json.load(open("%s/%s-%s.json" % (w, tr, e)))[0]
-        p = {x["policy"]: x for x in t["policies"]}
-        m = p["mcdnn"]["accuracy"]
-        others = [x["accuracy"] for k, x in p.items() if k != "mcdnn"]
-        best = max(others)
-        within = all(x["energy_wh"] <= float(e) + 1e-9 and x["cloud_usd"] <= 0.0667 + 1e-9 for x in p.values())
-        ties = [k for k, x in p.items() if k != "mcdnn" and abs(x["accuracy"] - m) <= 0.0005]
-        if m < best - 0.0005: v = "MISSED"
-        elif ties: v = "highest, tied with " + ", ".join(ties)
-        else: v = "highest"
-        ok &= v != "MISSED" and within
-        def cell(k):
-            x = p[k]
-            outs = [s for s in (("energy " + h(x["energy_out_s"])) if x["energy_out_s"] >= 0 else "",
-                                ("money " + h(x["cash_out_s"])) if x["cash_out_s"] >= 0 else "") if s]
-            return "%.4f%s" % (x["accuracy"], (" (" + ", ".join(outs) + ")") if outs else "")
-        say("| %s | %s Wh | %s (device-only uses %.4f) | %s | %s |" % (
-            tr.upper(), e, "yes" if free > float(e) else "no", free,
-            " | ".join(cell(k) for k in ("mcdnn", "device-only", "cloud-only", "no-sharing", "no-special", "knee")),
-            v if within else "OVER BUDGET"))
-say()
+for mp in maps:
+    say("Item 1: S1-S3, 10 h, seed 1, $0.0667; %s; accuracy (a refused request counts 0), when a budget ran out" % ("the apps on the catalog's tasks in turn" if mp == "turn" else "every app on task " + one))
+    say()
+    say("| trace | energy budget | binds? | mcdnn | device-only | cloud-only | no-sharing | no-special | knee | MCDNN |")
+    say("|---|---|---|---|---|---|---|---|---|---|")
+    for tr in ("s1", "s2", "s3"):
+        free = json.load(open("%s/%s-free-%s.json" % (w, mp, tr)))[0]["policies"][0]["energy_wh"]
+        for e in budgets:
+            t = json.load(open("%s/%s-%s-%s.json" % (w, mp, tr, e)))[0]
+            p = {x["policy"]: x for x in t["policies"]}
+            m = p["mcdnn"]["accuracy"]
+            others = [x["accuracy"] for k, x in p.items() if k != "mcdnn"]
+            best = max(others)
+            within = all(x["energy_wh"] <= float(e) + 1e-9 and x["cloud_usd"] <= 0.0667 + 1e-9 for x in p.values())
+            ties = [k for k, x in p.items() if k != "mcdnn" and abs(x["accuracy"] - m) <= 0.0005]
+            if m < best - 0.0005: v = "MISSED"
+            elif ties: v = "highest, tied with " + ", ".join(ties)
+            else: v = "highest"
+            ok &= v != "MISSED" and within
+            def cell(k):
+                x = p[k]
+                outs = [s for s in (("energy " + h(x["energy_out_s"])) if x["energy_out_s"] >= 0 else "",
+                                    ("money " + h(x["cash_out_s"])) if x["cash_out_s"] >= 0 else "") if s]
+                return "%.4f%s" % (x["accuracy"], (" (" + ", ".join(outs) + ")") if outs else "")
+            say("| %s | %s Wh | %s (device-only uses %.4f) | %s | %s |" % (
+                tr.upper(), e, "yes" if free > float(e) else "no", free,
+                " | ".join(cell(k) for k in ("mcdnn", "device-only", "cloud-only", "no-sharing", "no-special", "knee")),
+                v if within else "OVER BUDGET"))
+    say()
 
 def knee_point(pts):
     """NestDNN's knee of its accuracy-frame rate curve: on the front, the

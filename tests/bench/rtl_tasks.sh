@@ -17,7 +17,19 @@ trap 'rm -rf "$W"' EXIT
 export SOURCE_DATE_EPOCH=1700000000
 runs=${RUNS:-300}
 cut=$(sed -n 's/^RETARGET_CUT *:= *//p' "$TOP/recipes/alexnet/recipe.mk")
+cuts=$(awk '/^RETARGET_CUTS[ \t]*:=/ { f = 1; sub(/^RETARGET_CUTS[ \t]*:=[ \t]*/, "") }
+            f { c = $0; sub(/\\$/, "", c); printf "%s ", c; if ($0 !~ /\\$/) f = 0 }' \
+        "$TOP/recipes/alexnet/recipe.mk" | tr -s ' \t' '  ' | sed 's/^ //; s/ $//')
 head=$(sed -n 's/^RETARGET_HEAD *:= *//p' "$TOP/recipes/alexnet/recipe.mk")
+# A sweep (RETARGET_CUTS): its heads at their own cuts, the lowest cut for
+# texture and the first for the others (what the default catalog keeps,
+# prune/README.md), so the trunk is fed at two cuts.
+if [ -n "$cuts" ]; then
+    first=${cuts%% *}; lowest=${cuts##* }
+    trunk=(--cuts "$first") trunk_tex=(--cuts "$lowest")
+else
+    trunk=(--cut "$cut") trunk_tex=(--cut "$cut")
+fi
 "$BIN/dataset" generate --out . --name s --seed 1 --size 32 --train 2 --valid 1 --test 1 --no-contexts \
     --threads 1 >/dev/null 2>&1 || { echo "bench rtl-tasks: cannot make the data set"; exit 1; }
 V=c/variants
@@ -26,9 +38,15 @@ cp "$TOP/recipes/alexnet/base.cfg" $V/base/variant.cfg
 "$BIN/trainer" train --cfg $V/base/variant.cfg --data s/s.data --set max_batches=2 --backup bk --seed 1 \
     --threads 1 --loader-threads 1 --quiet >train.log 2>&1 && cp bk/variant.weights $V/base/variant.weights ||
     { echo "bench rtl-tasks: cannot train"; tail -n 5 train.log; exit 1; }
-"$BIN/prune" retarget --cfg $V/base/variant.cfg --weights $V/base/variant.weights --tasks s/s.tasks \
-    --cut "$cut" ${head:+--head "$head"} --set batches=5 --set aug_passes=0 --seed 1 --out heads >rt.log 2>&1 ||
-    { echo "bench rtl-tasks: prune retarget failed"; tail -n 5 rt.log; exit 1; }
+rt() { # DIR TRUNK-OPTIONS...
+    local d=$1; shift
+    "$BIN/prune" retarget --cfg $V/base/variant.cfg --weights $V/base/variant.weights --tasks s/s.tasks \
+        "$@" ${head:+--head "$head"} --set batches=5 --set aug_passes=0 --seed 1 --out "$d" >rt.log 2>&1 ||
+        { echo "bench rtl-tasks: prune retarget failed"; tail -n 5 rt.log; exit 1; }
+}
+rt heads "${trunk[@]}"
+rt heads-tex "${trunk_tex[@]}"
+rm -rf heads/texture && cp -r heads-tex/texture heads/texture
 . "$TOP/tests/integration/rtl/tasks.sh"
 vjson alexnet base identity - "$("$BIN/trainer" info --json $V/base/variant.cfg)" >$V/base/variant.json
 for k in shape colour size texture; do
@@ -44,11 +62,11 @@ mkdir -p root/keys && cp k.pub root/keys/
 img=s/$(head -n 1 s/test.list)
 out=$("$BIN/rtl" --root root run alexnet --task identity,shape,colour,size,texture "$img" --repeat "$runs" \
     --threads 1 --json) || { echo "bench rtl-tasks: rtl run failed"; exit 1; }
-python3 - "$out" "$cut" "$head" <<'EOF'
+python3 - "$out" "${cuts:-$cut}" "$head" <<'EOF'
 import json, sys
 d = json.loads(sys.argv[1])
 t = d["timing"]
-print("bench rtl-tasks: default AlexNet (32x32), trunk L0..%s, head '%s', 1 thread, median of %d interleaved runs"
+print("bench rtl-tasks: default AlexNet (32x32), trunk cut(s) %s, head '%s', 1 thread, median of %d interleaved runs"
       % (sys.argv[2], sys.argv[3], t["runs"]))
 print("bench rtl-tasks: 5 tasks (identity, shape, colour, size, texture) %.3f ms, identity alone %.3f ms; "
       "ratio = %.3f (issue 17 target <= 1.15: %s); trunk runs per image: %d"

@@ -15,15 +15,15 @@
 R=$T/recipes/tiny
 mkdir -p "$R"
 tiny_base_cfg "$R/base.cfg" 30
-write_recipe() { # RETARGET_BATCHES
+write_recipe() { # RETARGET_BATCHES [TRUNK-LINES]
     cat >"$R/recipe.mk" <<MK
 RECIPE_CFG := \$(RECIPES)/tiny/base.cfg
 RECIPE_VARIANTS := rw-a
 V_rw-a := rewrite stride2:conv\\#1
 V_rw-a_TRAIN := max_batches=10
-RETARGET_CUT := conv@2
+${2:-RETARGET_CUT := conv@2}
 RETARGET_HEAD := maxpool,size=2,stride=2
-RETARGET_SET := batches=$1 aug_passes=0
+RETARGET_SET := batches=$1 aug_passes=0 budget=1
 SPECIALISE := 1
 SPECIALISE_SET := batches=40 aug_passes=0
 MK
@@ -61,14 +61,38 @@ for c in ("n7-p0.6", "n7-p0.9"):
     assert len(m["tasks"]["ctx-" + c]["labels"]) == 8 and m["tasks"]["ctx-" + c]["labels"][-1] == "other"
 EOF
 
+rep=$(ls "$T"/tiny/catalog-tiny-*.report.md | head -n 1)
+t_check "the report: MCDNN's Table 4, a row per context with its partner and scores" python3 - "$rep" <<'EOF'
+import sys
+t = open(sys.argv[1]).read()
+assert "## Specialised contexts (MCDNN Table 4)" in t, t[-2000:]
+rows = [l for l in t.split("## Specialised contexts")[1].split("\n## ")[0].splitlines() if l.startswith("| spec-")]
+assert len(rows) == 2, rows
+for r in rows:
+    c = [x.strip() for x in r.strip("|").split("|")]
+    assert c[1] == "base" and c[2] == "7" and c[3] in ("0.6", "0.9"), c
+    assert "n=" in c[4] and "n=" in c[6] and "n=" in c[7] and c[8][0] in "+-" and c[9].endswith("%"), c
+EOF
+
 stamp() { stat -c %Y.%y "$T/tiny/retarget/$1.done"; }
 h1=$(stamp heads) s1=$(stamp spec)
 sleep 1
 expect_ok "make catalog again" pmake catalog
 t_check "  ... redoes neither stage" test "$(stamp heads)" = "$h1" -a "$(stamp spec)" = "$s1"
-write_recipe 50
-expect_ok "make catalog after RETARGET_SET changed" pmake catalog
+write_recipe 50 "RETARGET_CUTS := conv@1:maxpool,size=4,stride=4 conv@2"
+expect_ok "make catalog after RETARGET_SET changed, a sweep of cuts (RETARGET_CUTS)" pmake catalog
 t_check "  ... redoes the heads only" test "$(stamp heads)" != "$h1" -a "$(stamp spec)" = "$s1"
+t_check "  ... every head kept by the sweep, scored on valid, at a cut of the sweep" python3 - "$T/tiny/manifest.json" <<'EOF'
+import json, sys
+v = {x["id"]: x for x in json.load(open(sys.argv[1]))["variants"]}
+for t in ("shape", "colour", "size", "texture"):
+    f = v["head-" + t]["technique_fields"]
+    assert f["cut"] in ("conv@1", "conv@2") and f["chosen_on"]["split"] == "valid" and f["budget"] == 1, f
+EOF
+write_recipe 50 "RETARGET_CUTS := conv@1
+RETARGET_CUT := conv@2"
+expect_fail "a recipe with RETARGET_CUT and RETARGET_CUTS" "set RETARGET_CUT .one cut. or RETARGET_CUTS" pmake catalog
+write_recipe 50 "RETARGET_CUTS := conv@1:maxpool,size=4,stride=4 conv@2"
 
 arch=$(ls "$T"/tiny/catalog-tiny-*.tar.zst | head -n 1)
 mkdir -p "$T/root/keys" && cp "$T/k.pub" "$T/root/keys/"

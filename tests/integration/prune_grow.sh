@@ -68,6 +68,15 @@ t_check "the unpruned connected layer is fixed, the convolutional ones grow" \
 t_check "capacity 1 is still the seed" test "$(jq '.capacities[0].test.correct' "$T/gc/capacities.json")" = \
     "$(jq ".steps[$(jq .seed_step "$T/rc/roadmap.json")].test.correct" "$T/rc/roadmap.json")"
 
+# slices=1: a measurement, not a variant (statistics per capacity are not
+# in the format): each grown capacity's top-1 right after its growth step,
+# no folder left.
+rm -rf "$T/gs"
+expect_ok "grow slices=1" "$P" "${G[@]}" --set slices=1 --out "$T/gs"
+t_check "slices=1 reports capacities 2-5 right after their growth" \
+    test "$(grep -c 'slices=1: capacity [2-5] right after its growth step: .* test top-1' "$T/out")" = 4
+t_check "slices=1 writes no folder" test ! -e "$T/gs"
+
 bad() { # NAME PATTERN ARGS...: fails with PATTERN and leaves no folder
     local name=$1 pat=$2; shift 2
     rm -rf "$T/bad"
@@ -76,6 +85,7 @@ bad() { # NAME PATTERN ARGS...: fails with PATTERN and leaves no folder
 }
 bad "missing --roadmap" "--roadmap is required" grow --data "$D" --seed 1
 bad "unknown setting" "unknown key" "${G[@]}" --set stride=2
+bad "slices out of range" "slices: 0 or 1" "${G[@]}" --set slices=2
 echo '{"format":"other"}' >"$T/x.json"
 bad "not a roadmap" "is not a roadmap.json" grow --roadmap "$T/x.json" --data "$D" --seed 1
 jq '.seed_step = 0' "$R" >"$T/rm/zero.json"

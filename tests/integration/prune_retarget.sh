@@ -58,6 +58,57 @@ t_check "another seed, other head weights" sh -c "! cmp -s '$T/r/texture/init.we
 expect_ok "linear head on fc@1" "$P" "${A[@]}" --cut fc@1 --out "$T/r4"
 t_check "linear head: 16*4+4 parameters for texture" grep -q '"head_params":[[:space:]]*68' "$T/r4/retarget.json"
 
+# A sweep of cuts (--cuts): every task gets a head at every cut and keeps
+# the one most accurate on the valid split among those within the budget
+# (all of them when none is); the table lists every head.
+CUTS="conv@1:maxpool,size=4,stride=4 conv@2:maxpool,size=2,stride=2 conv@2"
+expect_ok "sweep of three heads at two cuts" "$P" "${A[@]}" --cuts "$CUTS" --set budget=0.5 --out "$T/s1"
+cp "$T/out" "$T/s1.out"
+t_check "the sweep says what each task keeps" grep -q "^texture: keeps conv@" "$T/s1.out"
+sweep_ok() { # DIR BUDGET: the table's rows and kept heads are consistent
+    python3 - "$1" "$2" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1] + "/retarget.json")); budget = float(sys.argv[2])
+rows = d["sweep"]
+assert d["budget"] == budget and d["chosen_on"] == "valid", d
+assert len(rows) == 12, len(rows)
+for task in ("shape", "colour", "size", "texture"):
+    r = [x for x in rows if x["task"] == task]
+    assert [x["point"] for x in r] == [0, 1, 2], r
+    for x in r:
+        assert x["within_budget"] == (x["macs_fraction"] <= budget and x["params_fraction"] <= budget), x
+        assert 0 <= x["valid_top1_lo"] <= x["valid_top1"] <= x["valid_top1_hi"] <= 1, x
+    pool = [x for x in r if x["within_budget"]] or r
+    best = max(pool, key=lambda x: (x["valid_top1"], -x["point"]))
+    kept = [x for x in r if x["kept"]]
+    assert kept == [best], (task, kept, best)
+    meta = json.load(open("%s/%s/meta.json" % (sys.argv[1], task)))
+    f = meta["technique_fields"]
+    assert f["head"]["from_layer"] == best["cut_layer"] + 1, (f, best)
+    assert f["heldout"]["top1"] == best["top1"], (f, best)
+    assert f["chosen_on"]["top1"] == best["valid_top1"], (f, best)
+    assert f["head_with"] == best["head"], (f, best)
+    t = [x for x in d["tasks"] if x["task"] == task]
+    assert len(t) == 1 and t[0]["cut"] == best["cut"] and t[0]["top1"] == best["top1"], t
+PY
+}
+t_check "sweep: rows, valid scores, each task's kept head (budget 0.5)" sweep_ok "$T/s1" 0.5
+expect_ok "the same sweep, budget 0.001 (every head over it)" "$P" "${A[@]}" --cuts "$CUTS" \
+    --set budget=0.001 --out "$T/s2" --threads 2
+t_check "over budget: the most accurate of all is kept" sweep_ok "$T/s2" 0.001
+t_check "over budget: said so" grep -q "over budget" "$T/out"
+expect_ok "the sweep at 2 threads" "$P" "${A[@]}" --cuts "$CUTS" --set budget=0.5 --out "$T/s3" --threads 2
+t_check "sweep: same bytes for any thread count" cmp -s "$T/s1/retarget.json" "$T/s3/retarget.json"
+for k in shape texture; do
+    t_check "sweep: $k's weights the same for any thread count" cmp -s "$T/s1/$k/init.weights" "$T/s3/$k/init.weights"
+done
+"$BIN/trainer" valid --cfg "$T/s1/size/variant.cfg" --weights "$T/s1/size/init.weights" \
+    --data "$T/s/s-size.data" --split test --json --threads 1 >"$T/sv.json" 2>"$T/sv.err"
+want=$(python3 -c "import json; print(json.load(open('$T/s1/size/meta.json'))['technique_fields']['heldout']['top1'])")
+got=$(json_num "$T/sv.json" top1)
+t_check "sweep: size's kept head is a whole network (trainer valid $got = $want)" \
+    awk -v a="$got" -v b="$want" 'BEGIN { exit !(a != "" && b != "" && a - b < 1e-6 && b - a < 1e-6) }'
+
 # errors: what, where, what to do; exit non-zero; nothing written
 nothing_written() { [ ! -e "$T/bad" ]; }
 bad() { # NAME PATTERN ARGS...
@@ -67,7 +118,13 @@ bad() { # NAME PATTERN ARGS...
 }
 bad "cut at the output" "the last layer" "${A[@]}" --cut L6
 bad "unknown selector" "--cut: conv#9" "${A[@]}" --cut conv#9
-bad "missing --cut" "--cut is required" retarget --cfg "$T/base.cfg" --weights "$T/base.weights" --tasks "$S" --seed 1
+bad "missing --cut" "give --cut SEL or --cuts LIST" retarget --cfg "$T/base.cfg" --weights "$T/base.weights" --tasks "$S" --seed 1
+bad "--cut and --cuts" "give --cut SEL or --cuts LIST" "${A[@]}" --cut conv@2 --cuts conv@1
+bad "unknown selector in --cuts" "--cuts: conv#9" "${A[@]}" --cuts "conv@1 conv#9"
+bad "empty --cuts" "--cuts: no cut given" "${A[@]}" --cuts " "
+bad "sweep head that does not build" "task 'shape' at conv@2" "${A[@]}" \
+    --cuts "conv@1 conv@2:convolutional,filters=4,size=99,stride=1"
+bad "bad budget" "the budget is a fraction of the base" "${A[@]}" --cuts conv@1 --set budget=2
 bad "bad --set key" "unknown key; use one of batch" "${A[@]}" --cut conv@2 --set speed=2
 bad "softmax in the head" "classifier and softmax are added" "${A[@]}" --cut conv@2 --head softmax
 bad "head that does not build" "cannot be built on the trunk's 8x8x8 output" "${A[@]}" --cut conv@2 \

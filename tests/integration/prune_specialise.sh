@@ -66,6 +66,8 @@ for r in json.load(open(sys.argv[1]))["contexts"]:
     g = r["gate_sweep"]
     assert g[0]["gate"] == 0 and g[0]["overall"]["top1"] == r["overall"]["top1"] and g[0]["sent_share"] == r["sent_share"], r
     assert all(a["sent_share"] <= b["sent_share"] for a, b in zip(g, g[1:])), g
+    gi, ic, st = r["generic_in_context"], r["in_context"], r["generic_on_stream"]
+    assert gi["images"] == ic["images"] and 0 <= gi["correct"] <= min(gi["images"], st["correct"]), r
 PY
 expect_ok "--set gate=0.9 and --parent" "$P" "${A[@]}" --set gate=0.9 --parent rw-x --out "$T/o5"
 t_check "  ... the cascade's gate, partner and parent in meta.json; the cascade scored with the gate" python3 - "$T/o5" "$T/o/specialise.json" <<'PY'
@@ -78,6 +80,22 @@ for r in json.load(open(sys.argv[1] + "/specialise.json"))["contexts"]:
     want = [e for e in plain[r["id"]]["gate_sweep"] if e["gate"] == 0.9][0]
     assert r["overall"]["top1"] == want["overall"]["top1"] and r["sent_share"] == want["sent_share"], (r, want)
 PY
+expect_ok "--set gate=valid" "$P" "${A[@]}" --set gate=valid --out "$T/o6"
+t_check "  ... each context's gate: the sweep's best on its valid stream (ties: the lower), scored on test" \
+    python3 - "$T/o6" "$T/o/specialise.json" <<'PY'
+import json, sys
+plain = {r["id"]: r for r in json.load(open(sys.argv[2]))["contexts"]}
+for r in json.load(open(sys.argv[1] + "/specialise.json"))["contexts"]:
+    g = r["gate_sweep"]
+    best = max(g, key=lambda e: (e["valid_overall"]["correct"], -e["gate"]))
+    assert r["gate"] == best["gate"], (r["gate"], best)
+    want = [e for e in plain[r["id"]]["gate_sweep"] if e["gate"] == r["gate"]][0]
+    assert r["overall"]["top1"] == want["overall"]["top1"] and r["sent_share"] == want["sent_share"], (r, want)
+    c = json.load(open("%s/%s/meta.json" % (sys.argv[1], r["id"])))["technique_fields"]["cascade"]
+    assert c["gate"] == r["gate"] and c["gate_chosen_on"]["split"] == "valid", c
+    assert c["gate_chosen_on"]["overall"]["correct"] == best["valid_overall"]["correct"], c
+PY
+t_check "  ... the gate printed" grep -q "  gate 0" "$T/out"
 expect_ok "--cut lower retrains more layers" "$P" "${A[@]}" --cut L3 --out "$T/o4"
 t_check "from_layer 4" grep -q '"from_layer":[[:space:]]*4' "$T/o4/n7-p0.6/meta.json"
 
@@ -89,7 +107,7 @@ bad() { # NAME PATTERN ARGS...
 }
 bad "missing --contexts" "--contexts is required" specialise --cfg "$T/base.cfg" --weights "$T/base.weights" --data "$T/s/s.data" --seed 1
 bad "generic cfg without weights" "go together" "${A[@]}" --generic-cfg "$T/base.cfg"
-bad "a gate out of range" "the gate is a probability in \\[0, 1\\)" "${A[@]}" --set gate=1
+bad "a gate out of range" "the gate is a probability in \\[0, 1\\), or valid" "${A[@]}" --set gate=1
 bad "a bad --parent" "--parent 'Bad id' is not a variant id" "${A[@]}" --parent 'Bad id'
 "$BIN/dataset" generate --out "$T/b" --name s --seed 9 --size 16 --train 3 --valid 1 --test 2 \
     --context-n 7 --context-p 0.6 --threads 1 >/dev/null 2>&1

@@ -124,6 +124,18 @@ if fx_rtl_data d >pools.log 2>&1 && fx_rtl_variant d pools base - pools.cfg 2 >>
     t_check "conv + max pool blocks over three unequal workers answer what the local run answers" \
         same_answer local-pools.json g-pools.json
     t_check "three blocks split, none recomputed" test "$(field g-pools.json split_layers):$(field g-pools.json recomputed)" = 3:0
+    # held input: after the first block a worker is not sent again the rows
+    # it holds (its answer of the block before); --resend sends them all
+    rtl run rtlnet pools $img --top 10 --json --threads 1 --workers "$WP" "${keys[@]}" --resend >r-pools.json 2>r-pools.err
+    t_check "each link's round trip is measured (rtt_ms > 0 for the three workers)" python3 -c '
+import json, sys
+r = json.load(open(sys.argv[1]))["rtt_ms"]
+assert len(r) == 3 and all(x > 0 for x in r), r' g-pools.json
+    t_check "parts leave out the input their worker holds (held_parts > 0)" test "$(field g-pools.json held_parts)" -gt 0
+    t_check "--resend sends every part its whole input (held_parts 0), the same answer" \
+        test "$(field r-pools.json held_parts)" = 0 -a "$(same_answer g-pools.json r-pools.json && echo same)" = same
+    t_check "held input moves fewer bytes than --resend" \
+        test "$(field g-pools.json bytes | cut -d. -f1)" -lt "$(field r-pools.json bytes | cut -d. -f1)"
     rtl plan rtlnet pools --runs 2 --workers 1@1000,0.5@1000,0.25@1000 >plan-pools.txt 2>&1
     t_check "rtl plan --workers shows the fused blocks" test "$(grep -c 'conv+maxpool' plan-pools.txt)" = 3
     R=root

@@ -59,12 +59,20 @@ V=c/variants
 "$BIN/prune" retarget --cfg base.cfg --weights $V/base/variant.weights --tasks s/s.tasks --cut L3 \
     --set batches=30 --set aug_passes=0 --seed 1 --out heads >retarget.log 2>&1 ||
     { t_fail "prune retarget" "$(tail -n 5 retarget.log)"; t_done; exit 0; }
+# texture's head reads a lower cut (L1, as a sweep of cuts may choose): the
+# trunk still runs once, the lower heads fed on its way up.
+"$BIN/prune" retarget --cfg base.cfg --weights $V/base/variant.weights --tasks s/s.tasks --cut L1 \
+    --head maxpool,size=2,stride=2 --set batches=30 --set aug_passes=0 --seed 1 --out heads1 >retarget1.log 2>&1 ||
+    { t_fail "prune retarget at L1" "$(tail -n 5 retarget1.log)"; t_done; exit 0; }
+rm -rf heads/texture && cp -r heads1/texture heads/texture
 for k in shape colour size texture; do
     mkdir -p $V/head-$k
     cp heads/$k/variant.cfg $V/head-$k/variant.cfg
     cp heads/$k/init.weights $V/head-$k/variant.weights
     vjson tiny head-$k $k heads/$k/meta.json "$("$BIN/trainer" info --json heads/$k/variant.cfg)" >$V/head-$k/variant.json
 done
+t_check "heads at two cuts (texture from L2, size from L4)" sh -c \
+    "grep -q '\"from_layer\":[[:space:]]*2' heads/texture/meta.json && grep -q '\"from_layer\":[[:space:]]*4' heads/size/meta.json"
 "$BIN/catalog" keygen -p k.pub -s k.key -W >/dev/null
 expect_ok "pack base + 4 heads with 5 tasks" "$BIN/catalog" pack $V -o pkg --task identity=s/s.names \
     --task shape=s/s-shape.names --task colour=s/s-colour.names --task size=s/s-size.names \
@@ -93,7 +101,7 @@ expect_ok "--json" rtl run tiny --task identity,size,texture "$img" --json
 t_check "the trunk runs once for three tasks" python3 -c "
 import json,sys; d=json.load(open('$T/out')); sys.exit(not (d['trunk_runs']==1 and len(d['results'][0]['answers'])==3))"
 expect_ok "heads alone still share one trunk" rtl run tiny --task size,texture "$img" --json
-t_check "two heads, one trunk run" python3 -c "
+t_check "two heads at two cuts, one trunk run" python3 -c "
 import json,sys; d=json.load(open('$T/out')); sys.exit(d['trunk_runs']!=1)"
 expect_ok "--repeat" rtl run tiny --task identity,shape,colour,size,texture "$img" --repeat 5
 t_check "--repeat prints the ratio" grep -Eq '^timing: 5 tasks [0-9.]+ ms, task identity alone \(base\) [0-9.]+ ms, ratio [0-9.]+' "$T/out"

@@ -321,12 +321,60 @@ static void refusals(void **state)
     trn_net_free(net);
 }
 
+/* train_slices (prune grow slices=1, a measurement): the old filters'
+ * slices that read the new channels start from init and train; every
+ * smaller capacity's weights, biases and scales stay bit for bit (only the
+ * statistics follow the new capacity). */
+static void trained_slices_keep_smaller_weights(void **state)
+{
+    (void)state;
+    trn_err e;
+    trn_net *net = tl_net(cfg_text(8, 8, 6), NULL);
+    assert_non_null(net);
+    randomise(net, 99);
+    prn_nest n = table();
+    n.train_slices = 1;
+    trn_net *init0 = tl_net(cfg_text(caps[0][0], caps[0][2], caps[0][4]), NULL);
+    trn_net *init1 = tl_net(cfg_text(caps[1][0], caps[1][2], caps[1][4]), NULL);
+    randomise(init0, 10), randomise(init1, 11);
+    assert_int_equal(prn_nest_start(net, &n, init0, &e), 0);
+    trn_net *before = tl_net(cfg_text(caps[0][0], caps[0][2], caps[0][4]), NULL);
+    assert_int_equal(trn_net_copy_capacity(before, net, &e), 0);
+    assert_int_equal(prn_nest_grow(net, &n, 1, init1, &e), 0);
+    int np;
+    const trn_param *p = trn_net_params(net, &np), *q = trn_net_params(init1, NULL);
+    const trn_param *w2 = NULL, *q2 = NULL;
+    for (int i = 0; i < np; i++)
+        if (p[i].layer == 2 && p[i].role == TRN_PARAM_WEIGHTS) w2 = &p[i], q2 = &q[i];
+    assert_non_null(w2);
+    int c0 = caps[0][0] * 9, c1 = caps[1][0] * 9;
+    /* Old filter 0's slice of the new channels: init's, not zero. */
+    assert_memory_equal(w2->data + c0, q2->data + c0, (size_t)(c1 - c0) * sizeof(float));
+    float slice[72];
+    memcpy(slice, w2->data + c0, (size_t)(c1 - c0) * sizeof(float));
+    train(net, 1);
+    assert_true(memcmp(slice, w2->data + c0, (size_t)(c1 - c0) * sizeof(float)) != 0);
+    trn_net *now = tl_net(cfg_text(caps[0][0], caps[0][2], caps[0][4]), NULL);
+    assert_int_equal(trn_net_set_capacity(net, caps[0], &e), 0);
+    assert_int_equal(trn_net_copy_capacity(now, net, &e), 0);
+    const trn_param *a = trn_net_params(now, &np), *b = trn_net_params(before, NULL);
+    for (int i = 0; i < np; i++) {
+        if (a[i].role == TRN_PARAM_ROLLING_MEAN || a[i].role == TRN_PARAM_ROLLING_VARIANCE) continue;
+        if (memcmp(a[i].data, b[i].data, a[i].count * sizeof(float)) != 0)
+            fail_msg("capacity 1's %s of layer %d changed", trn_param_role_name(a[i].role), a[i].layer);
+    }
+    trn_net_free(now), trn_net_free(before), trn_net_free(init0), trn_net_free(init1);
+    prn_nest_free(&n);
+    trn_net_free(net);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(smaller_capacities_stay_bit_identical),
         cmocka_unit_test(bn_recalibrate_replaces_the_statistics),
         cmocka_unit_test(refusals),
+        cmocka_unit_test(trained_slices_keep_smaller_weights),
     };
     int rc = cmocka_run_group_tests_name("prn_nest", tests, NULL, NULL);
     test_tmpdir_cleanup();
