@@ -24,7 +24,8 @@
 #  1. one worker alone against two workers of the same speed (1, 1);
 #  2. four workers of emulated speeds 1/2, 1/3, 1/4, 1/6 (rtl serve
 #     --slowdown 2, 3, 4, 6: each reply waits until that multiple of the
-#     CPU time of its computation has passed, so a worker computes at most
+#     CPU time of its computation has passed since the request arrived, so
+#     a worker computes at most
 #     1/F of the time and the four together need at most 1.25 cores),
 #     told to the planner: GTDP's plan against equal row bands, and GTDP's
 #     measured time against its prediction (layer times: the device's own
