@@ -28,6 +28,10 @@
 #   RETARGET_SET    prune retarget --set key=value settings
 #   SPECIALISE      1: the representative contexts as variants; empty: none
 #   SPECIALISE_SET  prune specialise --set key=value settings
+#   SPECIALISE_VARIANTS  variants of RECIPE_VARIANTS also specialised to
+#                   every context, each the generic model of its own
+#                   cascade (MCDNN Table 4's rows): variants
+#                   spec-<variant>-<context>, depending on the variant
 # A data set without a .tasks file gets no heads, one without contexts no
 # specialised variants.
 
@@ -37,6 +41,7 @@ RETARGET_HEAD  ?=
 RETARGET_SET   ?=
 SPECIALISE     ?=
 SPECIALISE_SET ?=
+SPECIALISE_VARIANTS ?=
 RETARGET_O     := $(MODEL_O)/retarget
 
 ifneq ($(and $(strip $(RETARGET_CUT)),$(strip $(RETARGET_CUTS))),)
@@ -45,17 +50,23 @@ endif
 # the trunk option of prune retarget
 rt_trunk = $(if $(strip $(RETARGET_CUTS)),--cuts '$(strip $(RETARGET_CUTS))',--cut '$(RETARGET_CUT)')
 
+ifneq ($(filter-out $(RECIPE_VARIANTS),$(SPECIALISE_VARIANTS)),)
+$(error $(RECIPES)/$(MODEL)/recipe.mk: SPECIALISE_VARIANTS names $(filter-out $(RECIPE_VARIANTS),$(SPECIALISE_VARIANTS)), not in RECIPE_VARIANTS ($(RECIPE_VARIANTS)))
+endif
+
 ifneq ($(filter-out 1,$(SPECIALISE)),)
 $(error $(RECIPES)/$(MODEL)/recipe.mk: SPECIALISE='$(SPECIALISE)' is not valid: use 1 or leave it empty)
 endif
 
 RT_STAGES := $(if $(and $(strip $(RETARGET_CUT)$(RETARGET_CUTS)),$(DATASET_TASKS)),heads) \
-             $(if $(and $(filter 1,$(SPECIALISE)),$(DATASET_CONTEXTS)),spec)
+             $(if $(and $(filter 1,$(SPECIALISE)),$(DATASET_CONTEXTS)),spec) \
+             $(if $(DATASET_CONTEXTS),$(foreach v,$(SPECIALISE_VARIANTS),spec-$v))
 RT_STAMPS := $(foreach s,$(RT_STAGES),$(RETARGET_O)/$s.done)
 
 # What identifies each stage's inputs besides the files (like plan/<id>.plan).
 rt_line_heads = cut $(RETARGET_CUT) | cuts $(strip $(RETARGET_CUTS)) | head $(RETARGET_HEAD) | set $(RETARGET_SET) | seed $(SEED)$(if \
   $(filter portable,$(DETERMINISM)), | determinism portable) | profile $(PROFILE_RUNS)
+$(foreach v,$(SPECIALISE_VARIANTS),$(eval rt_line_spec-$v = $$(rt_line_spec)))
 rt_line_spec  = set $(SPECIALISE_SET) | seed $(SEED)$(if $(filter portable,$(DETERMINISM)), | determinism portable) \
   | profile $(PROFILE_RUNS)
 
@@ -110,6 +121,27 @@ $(RETARGET_O)/spec.done: $(RETARGET_O)/spec.plan $(BASE_V)/variant.weights $(DAT
 	  $(call timed,spec,spec-$$id,$(call rt_variant,$$o/$$id,spec-$$id,ctx-$$id,$$d$$data)) || exit 1; \
 	  echo "--task ctx-$$id=$$d$$(dirname $$data)/$$id.names" >> $@.tmp; \
 	done < $(DATASET_CONTEXTS) && touch $@.tmp && mv $@.tmp $@
+
+# A recipe variant specialised to every context (SPECIALISE_VARIANTS): its
+# own cascade's generic model, so each (variant, context) is a row of MCDNN's
+# Table 4. The contexts' tasks are the base's spec stage's when it runs.
+define rt_spec_variant
+$(RETARGET_O)/spec-$1.done: $(RETARGET_O)/spec-$1.plan $(VARIANTS_O)/$1/variant.weights $(DATA) $(DATASET_CONTEXTS) \
+    | $(BIN)/prune $(BIN)/trainer $(BIN)/catalog
+	$$(call msg,SPECIAL,$(MODEL): $1 for every context of $(DATASET_CONTEXTS))o=$(RETARGET_O)/spec-$1; \
+	rm -rf $$$$o && $$(call timed,derive,spec-$1,($$(call launch,spec-$1-derive) $(BIN)/prune specialise \
+	  --cfg $(VARIANTS_O)/$1/variant.cfg --weights $(VARIANTS_O)/$1/variant.weights --parent $1 \
+	  --data $(abspath $(DATA)) --contexts $(abspath $(DATASET_CONTEXTS)) --seed $(SEED) --threads $$(job_threads) \
+	  --out $$$$o $(foreach s,$(SPECIALISE_SET),--set $s) 2>&1) >$(RETARGET_O)/spec-$1.log.tmp && \
+	  mv $(RETARGET_O)/spec-$1.log.tmp $(RETARGET_O)/spec-$1.log) || { tail -n 5 $(RETARGET_O)/spec-$1.log.tmp >&2; exit 1; }; \
+	rm -f $$@.tmp; d=$(dir $(abspath $(DATASET_CONTEXTS))); \
+	while read -r id n p data; do \
+	  case "$$$$id" in ''|'#'*) continue ;; esac; \
+	  $$(call timed,spec,spec-$1-$$$$id,$$(call rt_variant,$$$$o/$$$$id,spec-$1-$$$$id,ctx-$$$$id,$$$$d$$$$data)) || exit 1; \
+	  $(if $(filter 1,$(SPECIALISE)),:,echo "--task ctx-$$$$id=$$$$d$$$$(dirname $$$$data)/$$$$id.names" >> $$@.tmp); \
+	done < $(DATASET_CONTEXTS) && touch $$@.tmp && mv $$@.tmp $$@
+endef
+$(foreach v,$(SPECIALISE_VARIANTS),$(eval $(call rt_spec_variant,$v)))
 
 .PHONY: retarget
 retarget: $(RT_STAMPS) ## the heads and specialised contexts of MODEL's recipe (part of make catalog)

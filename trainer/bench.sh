@@ -59,18 +59,19 @@ for r in $(seq "$repeat"); do
         og=$(num train_gflops < "$tmp/ours") cv=$(num conv_train_gflops < "$tmp/ours")
         sg=$(num sgemm_gflops < "$tmp/ours") vb=$(num forward_vs_bound < "$tmp/ours")
         bw=$(num copy_gbps < "$tmp/ours") fb=$(num forward_bound_s < "$tmp/ours")
-        for v in "$of" "$ot" "$og" "$cv" "$sg" "$vb" "$bw" "$fb"; do [ -n "$v" ] || fail "trainer bench on alexnet.cfg"; done
+        sq=$(num forward_seq_bound_s < "$tmp/ours")
+        for v in "$of" "$ot" "$og" "$cv" "$sg" "$vb" "$bw" "$fb" "$sq"; do [ -n "$v" ] || fail "trainer bench on alexnet.cfg"; done
     else
-        df=0 dt=0 of=0 ot=0 og=0 cv=0 sg=0 vb=0 bw=0 fb=0
+        df=0 dt=0 of=0 ot=0 og=0 cv=0 sg=0 vb=0 bw=0 fb=0 sq=0
     fi
-    echo "$r $bt $bs $bi $df $dt $of $ot $og $cv $sg $vb $bw $fb $(cut -d' ' -f1 /proc/loadavg)" >> "$tmp/runs"
+    echo "$r $bt $bs $bi $df $dt $of $ot $og $cv $sg $vb $bw $fb $(cut -d' ' -f1 /proc/loadavg) $sq" >> "$tmp/runs"
 done
 awk -v th="$threads" -v rep="$repeat" -v dn="$have_dn" '
 function rat(a, b) { return b > 0 ? a / b : 0 }
 {
     # 1 round, 2 base GFLOPS, 3 its sgemm, 4 base images/s, 5 Darknet forward, 6 Darknet train,
     # 7 our forward, 8 our train images/s, 9 our train GFLOPS, 10 conv GFLOPS, 11 sgemm,
-    # 12 forward / bound, 13 copy GB/s, 14 bound s, 15 load
+    # 12 forward / bound, 13 copy GB/s, 14 bound s, 15 load, 16 the phases in turn s
     b = $2 / $3
     printf "  round %d (load %s): base.cfg step %.0f images/s, %.1f GFLOPS = %.0f%% of sgemm %.1f", $1, $15, $4, $2, 100 * b, $3
     if (b > bb) { bb = b; b1 = $2; b2 = $3; b3 = $4 }
@@ -79,7 +80,7 @@ function rat(a, b) { return b > 0 ? a / b : 0 }
         printf "; alexnet.cfg step %.2f images/s = %.0f%% of sgemm %.1f (Darknet %.3f: %.1fx), forward %.2f images/s = %.2fx its bound %.2f ms (copy %.1f GB/s; Darknet %.3f: %.1fx), convolutions %.0f%% of sgemm",
             $8, 100 * t, $11, $6, rat($8, $6), $7, f, 1e3 * $14, $13, $5, rat($7, $5), 100 * c
         if (t > bt) { bt = t; t1 = $8; t2 = $9; t3 = $11; t4 = $6 }
-        if (!bf || f < bf) { bf = f; f1 = $7; f2 = $14; f3 = $5 }
+        if (!bf || f < bf) { bf = f; f1 = $7; f2 = $14; f3 = $5; f4 = $16 }
         if (c > bc) bc = c
     }
     printf "\n"
@@ -95,6 +96,12 @@ END {
         t1, t2, 100 * bt, t3, okt ? "ok" : "MISSED", t4, rat(t1, t4)
     printf "  alexnet.cfg forward, batch 1:     %8.2f images/s = %.2fx its bound of %.2f ms (target <= 1.5x) %s; Darknet %.3f images/s: %.1fx\n",
         f1, bf, 1e3 * f2, okf ? "ok" : "MISSED", f3, rat(f1, f3)
+    # Not a bar: the convolutions at the sgemm rate, then the connected
+    # layers streaming their weights at the copy rate, one after the other
+    # (trainer/README.md: when this exceeds 1.5x, no engine that runs the
+    # two phases in turn meets the bar).
+    printf "    the two phases one after the other (convolutions at sgemm, then the connected weights at the copy rate): %.2f ms = %.2fx the bound; this forward %.2fx of that\n",
+        1e3 * f4, rat(f4, f2), rat(1 / f1, f4)
     printf "  convolutions in the alexnet.cfg step: %.0f%% of sgemm (not judged)\n", 100 * bc
     exit (okb && okt && okf) ? 0 : 1
 }' "$tmp/runs"

@@ -24,7 +24,8 @@ static const char *gtdp_help =
     "and runs the other layers. A worker that fails (gone, killed, slower than the\n"
     "deadline) has its part computed here and gets no more parts: the answer is\n"
     "always complete. Prints the answer, the median time beside this host alone\n"
-    "(measured in the same run) and GTDP's predicted time.\n"
+    "(measured in the same run) and GTDP's predicted time: its parts' costs are\n"
+    "measured here first, each link's round trip by its handshake.\n"
     "  --workers LIST    the workers, in order (at most 8)\n"
     "  --peer-key PATH   the workers' public key (PATH as written by rtl peer-keygen)\n"
     "  --device-key PATH this device's key pair\n"
@@ -190,14 +191,21 @@ int cmd_run_gtdp(rtl_store *s, int argc, char **argv)
         status = fail(&err);
         goto done;
     }
-    double pred = predicted_ms(m, w, nw, equal);
     int flags = (equal ? RTL_GTDP_EQUAL : 0) | (resend ? RTL_GTDP_RESEND : 0);
+    cJSON *jrtt = cJSON_AddArrayToObject(doc, "rtt_ms");
     for (int a = 0; a < nw; a++) {
         rtl_err pe;
+        /* the link's round trip, measured: the handshake is two round
+         * trips (TCP's, the hellos') through both ends' poll loops, as a
+         * part's request and reply go; charged once per part */
+        double t0 = now_ms();
         peers[a] = rtl_peer_connect(ws[a].host, ws[a].port, &me, srv.pk, (int)deadline, &pe);
+        if (peers[a]) w[a].rtt_ms = (now_ms() - t0) / 2;
+        cJSON_AddItemToArray(jrtt, cJSON_CreateNumber(w[a].rtt_ms));
         if (!peers[a]) fprintf(stderr, "rtl: warning: worker %d (%s:%d): %s; its parts run here\n", a + 1, ws[a].host,
                                ws[a].port, pe.msg);
     }
+    double pred = predicted_ms(m, w, nw, equal);
     cJSON_AddStringToObject(doc, "catalog", argv[i]);
     cJSON_AddStringToObject(doc, "variant", argv[i + 1]);
     cJSON_AddNumberToObject(doc, "workers", nw);

@@ -69,7 +69,8 @@ static const char *serve_help =
     "  --emulate U:D:R     link emulation inside the peer: U and D Mbps (0: not\n"
     "                      emulated, e.g. when tc shapes the link), R ms RTT\n"
     "  --slowdown F        speed emulation: each reply waits until F x the CPU time\n"
-    "                      of its computation has passed (a worker F times slower)\n";
+    "                      of its computation has passed since the request arrived\n"
+    "                      (a worker F times slower)\n";
 
 static const char *keygen_help =
     "Makes a peer key pair: PATH.key (secret, mode 0600) and PATH.pub (public).\n"

@@ -872,7 +872,7 @@ RTL_API int rtl_gtdp_model_split(const rtl_model *m, int i, rtl_gtdp_layer *out)
  * way a worker computes them (rtl_gtdp_compute_part with the copies of a
  * request and its reply; CPU time of this thread, median of reps), and
  * fits each block's part cost (rtl_gtdp_layer.fit); rtl_gtdp_model_layer
- * carries the fit from then on. Costs about 3 (reps + 1) forwards. */
+ * carries the fit from then on. Costs about 3.5 (reps + 1) forwards. */
 RTL_API int rtl_gtdp_calibrate(rtl_model *m, int reps, rtl_err *err);
 
 /* ---- the peer: running model suffixes on a server (src/peer.c, frame.c) ----

@@ -478,9 +478,12 @@ static int fit4(const double (*x)[4], const double *t, int n, double f[4])
 
 /* One part of block g, rows [r0, r1) x channels [c0, c1): its median CPU
  * time over reps (after one untimed run that builds its network), with a
- * request's and a reply's copies, as a worker computes it. */
+ * request's and a reply's copies, as a worker computes it: each run after
+ * reading evict (a few MB, more than a core's private caches), since a
+ * worker comes to a part from other work (the block before, the request's
+ * decryption), not from the same part again. */
 static int time_part(rtl_model *m, const rtl_gtdp_layer *g, int r0, int r1, int c0, int c1, int reps, double *ms,
-                     rtl_err *err)
+                     const float *evict, size_t nevict, rtl_err *err)
 {
     rtl_gtdp_worker one = {.speed = 1, .mbps = 1, .rtt_ms = 0};
     rtl_gtdp_part q = {.r0 = r0, .r1 = r1, .c0 = c0, .c1 = c1};
@@ -497,6 +500,11 @@ static int time_part(rtl_model *m, const rtl_gtdp_layer *g, int r0, int r1, int 
     for (size_t k = 0; k < nin; k++) in[k] = (float)(k % 7) * 0.125f;
     if (reps > 16) reps = 16;
     for (int k = -1; k < reps; k++) {
+        volatile float sink = 0;
+        float acc = 0;
+        for (size_t e = 0; e < nevict; e += 16) acc += evict[e];
+        sink = acc;
+        (void)sink;
         double t0 = thread_ms();
         memcpy(in2, in, nin * sizeof *in);
         if (rtl_gtdp_compute_part(m, g->index, &q, in2, nin, out, err) != 0) goto done;
@@ -518,31 +526,42 @@ int rtl_gtdp_calibrate(rtl_model *m, int reps, rtl_err *err)
     if (!*cp && !(*cp = calloc(1, sizeof **cp))) return rtl_errf(err, "out of memory");
     struct rtl_gtdp_cache *c = *cp;
     int L = rtl_model_layers(m);
+    size_t nevict = (size_t)4 << 20; /* floats: 16 MB */
+    float *evict = calloc(nevict, sizeof *evict);
+    if (!evict) return rtl_errf(err, "out of memory");
     if (!c->fit) {
-        if (!(c->fit = calloc((size_t)L, sizeof *c->fit))) return rtl_errf(err, "out of memory");
+        if (!(c->fit = calloc((size_t)L, sizeof *c->fit))) {
+            free(evict);
+            return rtl_errf(err, "out of memory");
+        }
         c->nfit = L;
     }
     for (int i = 0; i < L; i++) {
         rtl_gtdp_layer g;
         if (rtl_gtdp_model_split(m, i, &g) != 0) continue;
-        /* rows 1, 1/2, 1/4 x channels 1, 1/2, 1/4 (a part of the middle
-         * rows: the halo of both sides), 7 shapes */
-        static const int shape[7][2] = {{1, 1}, {2, 1}, {4, 1}, {1, 2}, {1, 4}, {2, 2}, {4, 4}};
-        double x[7][4], t[7];
+        /* rows 1, 1/2, 1/4, 1/8 x channels 1, 1/2, 1/4, 1/8 (a part of
+         * the middle rows: the halo of both sides), 16 shapes: the small
+         * parts slow workers get are inside what is fitted */
+        double x[16][4], t[16];
         int n = 0;
-        for (int k = 0; k < 7; k++) {
-            int nr = (g.h + shape[k][0] - 1) / shape[k][0], nc = (g.c + shape[k][1] - 1) / shape[k][1];
+        for (int k = 0; k < 16; k++) {
+            const int shape[2] = {1 << (k / 4), 1 << (k % 4)};
+            int nr = (g.h + shape[0] - 1) / shape[0], nc = (g.c + shape[1] - 1) / shape[1];
             int r0 = (g.h - nr) / 2, ca, cb;
             conv_rows(&g, r0, r0 + nr, &ca, &cb);
             int ch = g.pool_size ? g.conv_h : g.h;
             double r = (double)(cb - ca) / ch, cc = (double)nc / g.c;
-            if (time_part(m, &g, r0, r0 + nr, 0, nc, reps, &t[n], err) != 0) return -1;
+            if (time_part(m, &g, r0, r0 + nr, 0, nc, reps, &t[n], evict, nevict, err) != 0) {
+                free(evict);
+                return -1;
+            }
             if (!(t[n] > 0)) continue;
             x[n][0] = r * cc, x[n][1] = r, x[n][2] = cc, x[n][3] = 1;
             n++;
         }
         c->fit[i].ok = n >= 4 && fit4((const double(*)[4])x, t, n, c->fit[i].f) == 0;
     }
+    free(evict);
     /* the calibration's part networks are not the plan's */
     for (int k = 0; k < c->n; k++) {
         trn_net_free(c->e[k].net);

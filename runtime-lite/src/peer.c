@@ -180,6 +180,7 @@ struct job {
     uint8_t *reply;  /* reply plaintext (owned), set by the worker */
     size_t reply_len;
     struct held *held, *answer; /* the connection's held answer (taken), this job's (to keep) */
+    double at;       /* when it arrived (read and opened; at the emulated link's pace) */
     struct job *next;
 };
 
@@ -497,7 +498,11 @@ static void run_job(rtl_server *s, struct job *j)
         held_free(j->answer);
         j->answer = NULL;
     }
-    slow_down(s->o.slowdown, cpu_ms() - c0, now_ms() - w0);
+    /* throttled: the reply waits until F x the computation's CPU time has
+     * passed since the request arrived, not since the computation began: a
+     * device of its own would not wait for a core that the other emulated
+     * devices on this machine hold */
+    slow_down(s->o.slowdown, cpu_ms() - c0, now_ms() - (j->at > 0 && j->at <= w0 ? j->at : w0));
 }
 
 static void *worker_main(void *arg)
@@ -614,6 +619,7 @@ static int submit(rtl_server *s, struct conn *c)
     j->gen = c->gen;
     j->plain = c->job_plain;
     j->len = c->job_len;
+    j->at = c->job_at;
     j->held = c->held; /* every request consumes it */
     c->held = NULL;
     c->job_plain = NULL;

@@ -60,7 +60,9 @@ if [ -n "${EXITS_CATALOG:-}" ]; then
     vid=${EXITS_VARIANT:?give EXITS_VARIANT with EXITS_CATALOG}
     find "${EXITS_IMAGES:?give EXITS_IMAGES with EXITS_CATALOG}" -type f \( -name '*.png' -o -name '*.bmp' -o -name '*.jpg' \) |
         LC_ALL=C sort >images.txt
-    vj=$(ls -d root/catalogs/"$cid"/v*)/variants/$vid/variant.json
+    jq --arg v "$vid" '.variants[] | select(.id == $v)' "$(ls -d root/catalogs/"$cid"/v* | head -n1)/manifest.json" \
+        >variant.json 2>/dev/null && [ -s variant.json ] || fail "no variant $vid in catalog $cid"
+    vj=variant.json
     what="catalog $cid variant $vid"
 else
     "$BIN/dataset" generate --out . --name s --seed 5 --size 32 --train 20 --valid 5 --test 5 --no-contexts \

@@ -12,14 +12,20 @@
 # Every process computes with one thread (rtl run --threads 1, rtl serve
 # --threads 1); the two full-speed workers are pinned to cores 0 and 1
 # (taskset) so that the scheduler cannot put both on one core while the
-# other idles; the device and the throttled workers are not pinned. Configurations, each a fresh `rtl run --workers` process
+# other idles; the throttled workers are pinned in pairs, s2 with s6 on
+# core 0, s3 with s4 on core 1: every part of a block starts at once, and a
+# throttled worker computes at full speed then waits, so on two cores the
+# four bursts would otherwise crowd each other past their emulated time
+# (paired so, a core's two bursts end within the shorter's emulated time
+# when GTDP or an equal split sizes them); the device is not pinned. Configurations, each a fresh `rtl run --workers` process
 # (one untimed warm-up forward: the workers load the model and build their
 # parts' networks; then REPEAT timed forwards, median), interleaved over
 # ROUNDS rounds (median of the rounds' medians):
 #  1. one worker alone against two workers of the same speed (1, 1);
 #  2. four workers of emulated speeds 1/2, 1/3, 1/4, 1/6 (rtl serve
 #     --slowdown 2, 3, 4, 6: each reply waits until that multiple of the
-#     CPU time of its computation has passed, so a worker computes at most
+#     CPU time of its computation has passed since the request arrived, so
+#     a worker computes at most
 #     1/F of the time and the four together need at most 1.25 cores),
 #     told to the planner: GTDP's plan against equal row bands, and GTDP's
 #     measured time against its prediction (layer times: the device's own
@@ -79,9 +85,10 @@ start_worker() { # NAME SLOWDOWN [CPU]
 }
 # a, b: full speed, each on a core of its own (as two devices would be: the
 # scheduler never stacks both on one core; the coordinator uses whichever
-# core is free); s2..s6: slowed down 2, 3, 4, 6 times, not pinned
+# core is free); s2..s6: slowed down 2, 3, 4, 6 times, in pairs on a core
+# (s2 and s6 on core 0, s3 and s4 on core 1: see above)
 start_worker a 1 0; start_worker b 1 1
-for f in 2 3 4 6; do start_worker s$f $f; done
+start_worker s2 2 0; start_worker s6 6 0; start_worker s3 3 1; start_worker s4 4 1
 P() { echo "127.0.0.1:$(cat "$1.port")@$2@$link"; }
 ONE="$(P a 1)" TWO="$(P a 1),$(P b 1)"
 FOUR="$(P s2 0.5),$(P s3 0.333333),$(P s4 0.25),$(P s6 0.166667)"

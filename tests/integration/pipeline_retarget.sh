@@ -112,4 +112,25 @@ expect_ok "rtl stream --dry-run" sh -c "$BIN/rtl --root $T/root stream tiny @$T/
 t_check "  ... the five tasks, not the contexts' tasks" python3 -c "
 import json,sys; e=json.loads(open('$T/stream.jsonl').readline())
 sys.exit(not (e['event']=='start' and e['tasks']==5))"
+# SPECIALISE_VARIANTS: a recipe variant specialised to every context too,
+# its own cascade's generic model; the other stages are not redone.
+h2=$(stamp heads) s2=$(stamp spec)
+write_recipe 50 "RETARGET_CUTS := conv@1:maxpool,size=4,stride=4 conv@2
+SPECIALISE_VARIANTS := rw-a"
+expect_ok "make catalog with SPECIALISE_VARIANTS := rw-a" pmake catalog
+t_check "  ... redoes neither the heads nor the base's contexts" test "$(stamp heads)" = "$h2" -a "$(stamp spec)" = "$s2"
+t_check "  ... rw-a specialised to both contexts, partner rw-a, kept or winnowed in its context's task" \
+    python3 - "$T/tiny/manifest.json" <<'EOF'
+import json, sys
+m = json.load(open(sys.argv[1]))
+v = {x["id"]: x for x in m["variants"]}
+w = {x["id"]: x for x in m["winnowed"]}
+for c in ("n7-p0.6", "n7-p0.9"):
+    i = "spec-rw-a-" + c
+    assert (i in v) != (i in w), i
+    if i in v:
+        s = v[i]
+        assert s["technique"] == "specialised" and s["task"] == "ctx-" + c and s["depends_on"] == ["rw-a"], s
+        assert s["technique_fields"]["cascade"]["partner"] == "rw-a" and "rw-a" in v, s
+EOF
 t_done

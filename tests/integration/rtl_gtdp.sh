@@ -127,6 +127,10 @@ if fx_rtl_data d >pools.log 2>&1 && fx_rtl_variant d pools base - pools.cfg 2 >>
     # held input: after the first block a worker is not sent again the rows
     # it holds (its answer of the block before); --resend sends them all
     rtl run rtlnet pools $img --top 10 --json --threads 1 --workers "$WP" "${keys[@]}" --resend >r-pools.json 2>r-pools.err
+    t_check "each link's round trip is measured (rtt_ms > 0 for the three workers)" python3 -c '
+import json, sys
+r = json.load(open(sys.argv[1]))["rtt_ms"]
+assert len(r) == 3 and all(x > 0 for x in r), r' g-pools.json
     t_check "parts leave out the input their worker holds (held_parts > 0)" test "$(field g-pools.json held_parts)" -gt 0
     t_check "--resend sends every part its whole input (held_parts 0), the same answer" \
         test "$(field r-pools.json held_parts)" = 0 -a "$(same_answer g-pools.json r-pools.json && echo same)" = same

@@ -13,6 +13,15 @@ void trn_cpu_conv(TRN_BE, const trn_conv_shape *s, const float *in, const float 
 void trn_cpu_conv_dw(TRN_BE, const trn_conv_shape *s, const float *in, const float *delta, float *dw, int lddw);
 void trn_cpu_conv_dx(TRN_BE, const trn_conv_shape *s, const float *delta, const float *w, int ldw, float *in_delta);
 
+/* Set (non-zero) by a convolution around the gemm of one of its tiles when
+ * the tiles themselves run side by side on the pool (a function of the
+ * shape only, never of the thread count): cpu_gemm then makes one OpenBLAS
+ * call of the whole tile instead of cutting it again into sub-tiles that
+ * the pool would run one after the other anyway (each sub-tile packed its
+ * operand again: up to 15% of alexnet.cfg's products). Thread-local, so
+ * a wrapping table's gemm (timing, counting) passes it through. */
+extern _Thread_local int trn_cpu_gemm_whole;
+
 /* x[i] = act(x[i] + b) for i < n (without the bias when has_bias is 0):
  * add_bias's and activate's operations on one row. */
 void trn_cpu_bias_act(float *x, int n, float b, int has_bias, trn_activation act);

@@ -163,11 +163,24 @@ static void im2col_staged_channel(void *v, int ch)
         for (int i = 0; i < pad; i++) d[i] = d[pad + w + i] = 0;
         memcpy(d + pad, im + (size_t)iy * w, (size_t)w * sizeof *d);
     }
+    /* Rows of up to 16 (32) floats as one fixed 16 (32) float copy where
+     * the excess stays inside this call's segment of the col row (later
+     * rows overwrite it) and the read inside the channel's padded rows:
+     * one vector move instead of a call to memcpy. */
+    const float *pend = pd + (size_t)x->hr * wp;
+    size_t seg = (size_t)(x->r1 - x->r0) * ow;
+    int wide = ow <= 16 ? 16 : ow <= 32 ? 32 : 0;
     for (int ky = 0; ky < ks; ky++)
         for (int kx = 0; kx < ks; kx++) {
             float *row = x->dst + (((size_t)ch * ks + ky) * ks + kx) * x->ldcol;
-            for (int oy = x->r0; oy < x->r1; oy++)
-                copy_row(row + (size_t)(oy - x->r0) * ow, pd + (size_t)(oy - x->r0 + ky) * wp + kx, ow);
+            for (int oy = x->r0; oy < x->r1; oy++) {
+                size_t at = (size_t)(oy - x->r0) * ow;
+                const float *src = pd + (size_t)(oy - x->r0 + ky) * wp + kx;
+                if (wide && at + (size_t)wide <= seg && src + wide <= pend)
+                    copy_row(row + at, src, wide);
+                else
+                    copy_row(row + at, src, ow);
+            }
         }
 }
 
@@ -333,6 +346,16 @@ static void plain_dx(const plan *p, const float *d, int ldd, const float *w, int
 }
 #endif
 
+/* One tile's product: whole (one OpenBLAS call, cpu.h) when the caller's
+ * tiles run side by side on the pool, which depends on the shape only. */
+static void tile_gemm(int whole, const trn_backend *be, int ta, int tb, int m, int n, int k, const float *a, int lda,
+                      const float *b, int ldb, float beta, float *c, int ldc)
+{
+    trn_cpu_gemm_whole = whole;
+    be->gemm(be, ta, tb, m, n, k, 1, a, lda, b, ldb, beta, c, ldc);
+    trn_cpu_gemm_whole = 0;
+}
+
 /* ---- forward ------------------------------------------------------------- */
 
 typedef struct fwdctx {
@@ -342,6 +365,7 @@ typedef struct fwdctx {
     int ldw;
     trn_activation act;
     float *out;
+    int whole; /* the tiles (or blocks of filters) run side by side */
 } fwdctx;
 
 static void fwd_tile(void *v, int t)
@@ -354,12 +378,12 @@ static void fwd_tile(void *v, int t)
     const float *im = x->in + (size_t)b * p->img_in;
     float *out = x->out + (size_t)b * s->m * p->np + (size_t)r0 * p->ow;
     if (p->direct) {
-        x->be->gemm(x->be, 0, 0, s->m, cols, p->k, 1, x->w, x->ldw, im + (size_t)r0 * p->ow, p->np, 0, out, p->np);
+        tile_gemm(x->whole, x->be, 0, 0, s->m, cols, p->k, x->w, x->ldw, im + (size_t)r0 * p->ow, p->np, 0, out, p->np);
     } else {
         float *col = scratch(1, (size_t)p->k * cols);
         if (col) {
             im2col_rows(p, im, r0, r1, col, cols);
-            x->be->gemm(x->be, 0, 0, s->m, cols, p->k, 1, x->w, x->ldw, col, cols, 0, out, p->np);
+            tile_gemm(x->whole, x->be, 0, 0, s->m, cols, p->k, x->w, x->ldw, col, cols, 0, out, p->np);
         } else {
             plain_fwd(p, im, x->w, x->ldw, r0 * p->ow, r1 * p->ow, out, p->np);
         }
@@ -389,7 +413,7 @@ static void fwd_mblock(void *v, int j)
     const plan *p = &x->p;
     int f0 = j * c->mb, f1 = f0 + c->mb < p->s->m ? f0 + c->mb : p->s->m;
     float *out = c->out + (size_t)f0 * p->np;
-    x->be->gemm(x->be, 0, 0, f1 - f0, p->np, p->k, 1, x->w + (size_t)f0 * x->ldw, x->ldw, c->col, c->ldcol, 0, out,
+    tile_gemm(x->whole, x->be, 0, 0, f1 - f0, p->np, p->k, x->w + (size_t)f0 * x->ldw, x->ldw, c->col, c->ldcol, 0, out,
                 p->np);
     for (int f = f0; f < f1 && (x->bias || x->act != TRN_ACT_LINEAR); f++)
         trn_cpu_bias_act(c->out + (size_t)f * p->np, p->np, x->bias ? x->bias[f] : 0, x->bias != NULL, x->act);
@@ -406,6 +430,7 @@ static int fwd_by_filters(fwdctx *x)
     for (int b = 0; b < s->batch; b++) {
         const float *im = x->in + (size_t)b * p->img_in;
         mblockctx c = {x, p->direct ? im : col, p->np, mb, x->out + (size_t)b * s->m * p->np};
+        x->whole = (s->m + mb - 1) / mb > 1;
         if (!p->direct) im2col_rows(p, im, 0, p->oh, col, p->np);
         trn_parallel_for((s->m + mb - 1) / mb, fwd_mblock, &c);
     }
@@ -416,11 +441,12 @@ void trn_cpu_conv(TRN_BE, const trn_conv_shape *s, const float *in, const float 
                   trn_activation act, float *out)
 {
     if (s->batch <= 0 || s->m <= 0) return;
-    fwdctx x = {be, {0}, in, w, bias, ldw, act, out};
+    fwdctx x = {be, {0}, in, w, bias, ldw, act, out, 0};
     make_plan(s, &x.p, 0);
     if (s->batch * x.p.tiles_img < MIN_TILES && s->m > x.p.np && s->m >= 2 * 16 && fwd_by_filters(&x) == 0) return;
     make_plan(s, &x.p, 1);
     int tiles = s->batch * x.p.tiles_img;
+    x.whole = tiles > 1;
     if (tiles == 1)
         fwd_tile(&x, 0);
     else
@@ -435,7 +461,7 @@ typedef struct dwctx {
     plan p;
     const float *in, *delta;
     float *dw, *partial; /* lane g > 0 sums into partial + (g-1)*m*k */
-    int lddw, ipt, tiles, lanes;
+    int lddw, ipt, tiles, lanes, whole;
 } dwctx;
 
 static void dw_lane(void *v, int g)
@@ -455,7 +481,7 @@ static void dw_lane(void *v, int g)
             const float *im = x->in + (size_t)b * p->img_in;
             const float *d = x->delta + (size_t)b * s->m * p->np + (size_t)r0 * p->ow;
             if (p->direct) {
-                x->be->gemm(x->be, 0, 1, s->m, p->k, cols, 1, d, p->np, im + (size_t)r0 * p->ow, p->np, beta, dst,
+                tile_gemm(x->whole, x->be, 0, 1, s->m, p->k, cols, d, p->np, im + (size_t)r0 * p->ow, p->np, beta, dst,
                             ldd_dst);
                 continue;
             }
@@ -467,7 +493,7 @@ static void dw_lane(void *v, int g)
                 continue;
             }
             im2col_rows(p, im, r0, r1, col, cols);
-            x->be->gemm(x->be, 0, 1, s->m, p->k, cols, 1, d, p->np, col, cols, beta, dst, ldd_dst);
+            tile_gemm(x->whole, x->be, 0, 1, s->m, p->k, cols, d, p->np, col, cols, beta, dst, ldd_dst);
         } else {
             /* whole images b0 .. b0+nb-1 side by side */
             int b0 = t * x->ipt, nb = s->batch - b0 < x->ipt ? s->batch - b0 : x->ipt, cols = nb * p->np;
@@ -487,7 +513,7 @@ static void dw_lane(void *v, int g)
                     memcpy(d + (size_t)f * cols + (size_t)j * p->np, x->delta + ((size_t)(b0 + j) * s->m + f) * p->np,
                            (size_t)p->np * sizeof *d);
             }
-            x->be->gemm(x->be, 0, 1, s->m, p->k, cols, 1, d, cols, col, cols, beta, dst, ldd_dst);
+            tile_gemm(x->whole, x->be, 0, 1, s->m, p->k, cols, d, cols, col, cols, beta, dst, ldd_dst);
         }
     }
 }
@@ -495,7 +521,7 @@ static void dw_lane(void *v, int g)
 void trn_cpu_conv_dw(TRN_BE, const trn_conv_shape *s, const float *in, const float *delta, float *dw, int lddw)
 {
     if (s->batch <= 0 || s->m <= 0) return;
-    dwctx x = {be, {0}, in, delta, dw, NULL, lddw, 1, 0, 1};
+    dwctx x = {be, {0}, in, delta, dw, NULL, lddw, 1, 0, 1, 0};
     make_plan(s, &x.p, 1);
     const plan *p = &x.p;
     /* Small images (one tile each): several side by side per product. */
@@ -514,6 +540,7 @@ void trn_cpu_conv_dw(TRN_BE, const trn_conv_shape *s, const float *in, const flo
     if (lanes < 1) lanes = 1;
     x.lanes = (int)lanes;
     if (x.lanes > 1 && !(x.partial = scratch(0, (size_t)(x.lanes - 1) * mk))) x.lanes = 1;
+    x.whole = x.lanes > 1;
     if (x.lanes == 1)
         dw_lane(&x, 0);
     else
@@ -537,6 +564,7 @@ typedef struct dxctx {
     const float *delta, *w;
     int ldw;
     float *in_delta;
+    int whole;
 } dxctx;
 
 static void dx_image(void *v, int b)
@@ -549,7 +577,7 @@ static void dx_image(void *v, int b)
         int r0 = t * p->rows, r1 = r0 + p->rows < p->oh ? r0 + p->rows : p->oh, cols = (r1 - r0) * p->ow;
         const float *d = x->delta + (size_t)b * s->m * p->np + (size_t)r0 * p->ow;
         if (p->direct) {
-            x->be->gemm(x->be, 1, 0, p->k, cols, s->m, 1, x->w, x->ldw, d, p->np, 1, im + (size_t)r0 * p->ow, p->np);
+            tile_gemm(x->whole, x->be, 1, 0, p->k, cols, s->m, x->w, x->ldw, d, p->np, 1, im + (size_t)r0 * p->ow, p->np);
             continue;
         }
         float *col = scratch(1, (size_t)p->k * cols);
@@ -557,7 +585,7 @@ static void dx_image(void *v, int b)
             plain_dx(p, d, p->np, x->w, x->ldw, r0 * p->ow, r1 * p->ow, im);
             continue;
         }
-        x->be->gemm(x->be, 1, 0, p->k, cols, s->m, 1, x->w, x->ldw, d, p->np, 0, col, cols);
+        tile_gemm(x->whole, x->be, 1, 0, p->k, cols, s->m, x->w, x->ldw, d, p->np, 0, col, cols);
         col2im_rows(p, col, cols, r0, r1, im);
     }
 }
@@ -565,7 +593,11 @@ static void dx_image(void *v, int b)
 void trn_cpu_conv_dx(TRN_BE, const trn_conv_shape *s, const float *delta, const float *w, int ldw, float *in_delta)
 {
     if (s->batch <= 0 || s->m <= 0) return;
-    dxctx x = {be, {0}, delta, w, ldw, in_delta};
+    /* Whole products per image only with 64 filters or more (the gemm's
+     * depth): base.cfg's conv2 input gradient (800x169x32) ran 1.2x slower
+     * in one call than in rows of 256, alexnet.cfg's (k 256..384) 1.1x
+     * faster (one thread, CPU time). */
+    dxctx x = {be, {0}, delta, w, ldw, in_delta, s->batch > 1 && s->m >= 64};
     make_plan(s, &x.p, 1);
     if (s->batch == 1)
         dx_image(&x, 0);

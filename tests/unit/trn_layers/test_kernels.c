@@ -41,6 +41,9 @@ static void gemm_matches_reference(void **state)
         {0, 0, 1, 33, 17, 2, 1, 0},  {0, 1, 1, 33, 17, 3, 1, 1},  {1, 0, 1, 33, 17, 4, 0.5f, 1},
         {1, 1, 1, 33, 17, 1, 1, 0},  {0, 0, 29, 1, 17, 2, 1, 0.5f}, {0, 1, 29, 1, 17, 3, 1, 0},
         {1, 0, 29, 1, 17, 5, 1, 1},  {1, 1, 29, 1, 17, 2, 2, 0},
+        /* a few rows times a wide B^T (the connected layers' forward at small
+         * batches: C^T = B . A^T in tiles of 256 rows of B), a last partial tile */
+        {0, 1, 16, 700, 90, 3, 1, 0}, {0, 1, 3, 513, 40, 0, 0.5f, 1}, {0, 1, 32, 257, 17, 1, 1, 0.25f},
     };
     for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
         int ta = cases[c].ta, tb = cases[c].tb, m = cases[c].m, n = cases[c].n, k = cases[c].k;
@@ -233,20 +236,37 @@ static void fused_bn_kernels_match_reference_for_any_threads(void **state)
 static void pooling_and_losses_match_reference(void **state)
 {
     (void)state;
-    int batch = 2, c = 3, h = 9, w = 7, size = 3, stride = 2, pad = 2;
-    int oh = (h + pad - size) / stride + 1, ow = (w + pad - size) / stride + 1;
-    size_t nin = (size_t)batch * c * h * w, nout = (size_t)batch * c * oh * ow;
-    float *in = rnd(nin, 70), *o1 = rnd(nout, 71), *o2 = rnd(nout, 72);
-    int *i1 = malloc(nout * sizeof *i1), *i2 = malloc(nout * sizeof *i2);
-    cpu->maxpool(cpu, in, batch, c, h, w, size, stride, pad, oh, ow, o1, i1);
-    ref->maxpool(ref, in, batch, c, h, w, size, stride, pad, oh, ow, o2, i2);
-    assert_memory_equal(o1, o2, nout * sizeof *o1);
-    assert_memory_equal(i1, i2, nout * sizeof *i1);
+    /* Every geometry the CPU's paths take (flat rows with and without the
+     * pick of every s-th, the per-row passes, plain loops), on inputs full
+     * of ties (as after a ReLU: zeros and a few repeated values) where the
+     * first maximum in row-major order must win, and on plain random ones. */
+    struct { int h, w, size, stride, pad; } g[] = {
+        {9, 7, 3, 2, 2}, {30, 30, 3, 2, 2}, {13, 13, 3, 2, 2}, {7, 7, 3, 2, 2}, {8, 8, 2, 2, 1},
+        {8, 8, 2, 2, 0}, {6, 9, 3, 1, 2}, {10, 12, 3, 3, 4}, {5, 6, 4, 2, 5}, {55, 55, 3, 2, 0},
+        {100, 100, 3, 2, 2}, {4, 4, 1, 1, 0},
+    };
+    for (size_t q = 0; q < 2 * sizeof g / sizeof *g; q++) {
+        int batch = 2, c = 3, h = g[q / 2].h, w = g[q / 2].w, size = g[q / 2].size, stride = g[q / 2].stride,
+            pad = g[q / 2].pad, ties = (int)(q % 2);
+        int oh = (h + pad - size) / stride + 1, ow = (w + pad - size) / stride + 1;
+        size_t nin = (size_t)batch * c * h * w, nout = (size_t)batch * c * oh * ow;
+        float *in = rnd(nin, 60 + q), *o1 = rnd(nout, 71), *o2 = rnd(nout, 72);
+        for (size_t i = 0; ties && i < nin; i++) in[i] = in[i] < 0 ? 0 : (float)(int)(in[i] * 1.5f);
+        int *i1 = malloc(nout * sizeof *i1), *i2 = malloc(nout * sizeof *i2);
+        cpu->maxpool(cpu, in, batch, c, h, w, size, stride, pad, oh, ow, o1, i1);
+        ref->maxpool(ref, in, batch, c, h, w, size, stride, pad, oh, ow, o2, i2);
+        assert_memory_equal(o1, o2, nout * sizeof *o1);
+        assert_memory_equal(i1, i2, nout * sizeof *i1);
+        free(in), free(o1), free(o2), free(i1), free(i2);
+    }
+    int batch = 2, c = 3, h = 9, w = 7;
+    size_t nin = (size_t)batch * c * h * w;
+    float *in = rnd(nin, 70);
     float *s1 = rnd(nin, 73), *s2 = fdup(s1, nin);
     cpu->softmax(cpu, in, batch, c * h * w, 3, 0.5f, s1);
     ref->softmax(ref, in, batch, c * h * w, 3, 0.5f, s2);
     assert_true(tl_relerr(s1, s2, nin) <= 1e-6);
-    free(in), free(o1), free(o2), free(i1), free(i2), free(s1), free(s2);
+    free(in), free(s1), free(s2);
 }
 
 /* Appends the kernel tests to t; returns how many. */
