@@ -29,7 +29,7 @@ RECIPE_BASE_TRAIN :=
 # for the same compute.
 RECIPE_VARIANTS += rw-s1h1 rw-s1s1 rw-s1s1h1
 V_rw-s1h1    := rewrite stride2:conv\#1+half:conv~1
-V_rw-s1h1_TRAIN := max_batches=2500 burn_in=0
+V_rw-s1h1_TRAIN := max_batches=4000 burn_in=0
 V_rw-s1s1    := rewrite stride2:conv\#1+stride2:conv~1
 V_rw-s1s1_TRAIN := max_batches=2000 burn_in=0
 V_rw-s1s1h1  := rewrite stride2:conv\#1+stride2:conv~1+half:conv~1
