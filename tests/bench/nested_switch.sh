@@ -61,4 +61,18 @@ mkdir -p root/keys && cp k.pub root/keys/
 echo "bench nested-switch: capacity $k of $(jq '.capacities | length' g/capacities.json)" \
      "($(jq ".capacities[$((k - 1))].macs" g/capacities.json) MACs, $(jq ".capacities[$((k - 1))].weight_bytes" g/capacities.json) weight bytes;" \
      "the model $(jq '.weights_bytes' g/capacities.json) bytes), $runs runs, page cache warm, 1 thread:"
-"$NB" root bench nest indep $k "$runs" | sed 's/^/  /' || fail "rtl-nestbench failed"
+out=$("$NB" root bench nest indep $k "$runs") || { printf '%s\n' "$out"; fail "rtl-nestbench failed"; }
+printf '%s\n' "$out" | sed 's/^/  /'
+# Issue 15 item 4's targets, judged here: each switch call at least 10x
+# faster than opening the capacity as its own variant, and the bytes paged
+# equal to the manifest's figures.
+miss=0
+for dir in upgrade downgrade; do
+    r=$(printf '%s\n' "$out" | sed -n "s/^$dir [0-9]* -> [0-9]*: [0-9.]* ms (\([0-9.]*\)x faster than open).*/\1/p")
+    [ -n "$r" ] || fail "no $dir ratio in the tool's output"
+    if awk -v r="$r" 'BEGIN { exit !(r >= 10) }'; then v=met; else v=MISSED; miss=1; fi
+    printf '  %-9s switch vs open: %5sx  target >= 10x  %s\n' "$dir" "$r" "$v"
+done
+n=$(printf '%s\n' "$out" | grep -c ': EQUAL$')
+if [ "$n" -eq 2 ]; then echo "  bytes paged vs the manifest: both EQUAL  met"; else echo "  bytes paged vs the manifest: MISSED"; miss=1; fi
+[ $miss -eq 0 ] || { echo "bench nested-switch: a target missed"; exit 1; }
