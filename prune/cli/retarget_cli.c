@@ -28,7 +28,7 @@ typedef struct task {
     char name[64];
     char path[4096];
     trn_dataset *ds;
-    int *train, *test; /* labels per cached vector */
+    int *train, *test, *valid; /* labels per cached vector (valid: a sweep only) */
 } task;
 
 typedef struct feed {
@@ -221,9 +221,10 @@ int prn_cli_retarget(int argc, char **argv, trn_err *err)
     prn_features ftr = {0}, fte = {0}, fva = {0};
     feed fd = {0};
     prn_variant v[MAX_TASKS];
-    int best[MAX_TASKS];     /* the point each task keeps */
-    double bestv[MAX_TASKS]; /* its valid top-1 (-1 over budget, -2 none yet) */
-    int *pred = NULL, *vlabels = NULL;
+    int best[MAX_TASKS];       /* the point each task keeps (-1: none yet) */
+    int best_within[MAX_TASKS]; /* whether it is within the budget */
+    double bestv[MAX_TASKS];   /* its valid top-1 */
+    int *pred = NULL;
     cJSON *table = NULL;
     memset(v, 0, sizeof v);
     if (read_tasks(o.tasks, t, &nt, err) != 0) goto out;
@@ -299,7 +300,7 @@ int prn_cli_retarget(int argc, char **argv, trn_err *err)
     size_t n_cached = n_tr * (size_t)(1 + ho.aug_passes);
     if (!(fd.y = malloc((size_t)64 * (size_t)trn_dataset_classes(t[0].ds) * sizeof *fd.y)) ||
         !(pred = malloc((n_te > n_va ? n_te : n_va) * sizeof *pred)) ||
-        !(vlabels = malloc((n_va ? n_va : 1) * sizeof *vlabels)) || !(table = cJSON_CreateObject())) {
+        !(table = cJSON_CreateObject())) {
         trn_errf(err, "out of memory");
         goto out;
     }
@@ -310,8 +311,16 @@ int prn_cli_retarget(int argc, char **argv, trn_err *err)
         }
         for (size_t i = 0; i < n_cached; i++) t[k].train[i] = trn_dataset_class(t[k].ds, TRN_SPLIT_TRAIN, i % n_tr);
         for (size_t i = 0; i < n_te; i++) t[k].test[i] = trn_dataset_class(t[k].ds, held, i);
+        if (n_va) {
+            if (!(t[k].valid = malloc(n_va * sizeof(int)))) {
+                trn_errf(err, "out of memory");
+                goto out;
+            }
+            for (size_t i = 0; i < n_va; i++) t[k].valid[i] = trn_dataset_class(t[k].ds, TRN_SPLIT_VALID, i);
+        }
         best[k] = -1;
-        bestv[k] = -2;
+        best_within[k] = 0;
+        bestv[k] = 0;
     }
     /* The trunk is the parent's layers 0..cut: the catalog names the
      * parent variant ("base") as the trunk and lists it in depends_on. */
@@ -382,8 +391,7 @@ int prn_cli_retarget(int argc, char **argv, trn_err *err)
                     trn_net_free(hn);
                     goto out;
                 }
-                for (size_t i = 0; i < n_va; i++) vlabels[i] = trn_dataset_class(t[k].ds, TRN_SPLIT_VALID, i);
-                vcorrect = count_correct(pred, vlabels, n_va);
+                vcorrect = count_correct(pred, t[k].valid, n_va);
             }
             int vr = prn_retarget_variant(cfg, base, cut, hc, hn, trunk_id, &pv, err);
             trn_cfg_free(hc);
@@ -443,12 +451,12 @@ int prn_cli_retarget(int argc, char **argv, trn_err *err)
             /* Keep the most accurate on valid within the budget (over
              * budget only while none within it was seen); ties: the
              * earlier point. */
-            double score = within ? vtop1 : -1 + vtop1 / 2;
-            if (score > bestv[k]) {
+            if (best[k] < 0 || within > best_within[k] || (within == best_within[k] && vtop1 > bestv[k])) {
                 prn_variant_free(&v[k]);
                 v[k] = pv;
                 best[k] = q;
-                bestv[k] = score;
+                best_within[k] = within;
+                bestv[k] = vtop1;
             } else
                 prn_variant_free(&pv);
             if (srows) {
@@ -484,7 +492,7 @@ int prn_cli_retarget(int argc, char **argv, trn_err *err)
         add_acc(r, "", (uint64_t)cJSON_GetNumberValue(cJSON_GetObjectItem(a, "correct")), n_te);
         if (sweep)
             printf("%s: keeps %s (valid top-1 %.2f%%%s)\n", t[k].name, pts[best[k]].sel,
-                   100 * (bestv[k] < 0 ? 2 * (bestv[k] + 1) : bestv[k]), bestv[k] < 0 ? ", over budget" : "");
+                   100 * bestv[k], best_within[k] ? "" : ", over budget");
     }
     /* Everything trained: write the variant folders, then the table. */
     for (int k = 1; k < nt; k++) {
@@ -507,12 +515,12 @@ out:
         trn_dataset_close(t[k].ds);
         free(t[k].train);
         free(t[k].test);
+        free(t[k].valid);
         prn_variant_free(&v[k]);
     }
     trn_loader_close(fd.l);
     free(fd.y);
     free(pred);
-    free(vlabels);
     cJSON_Delete(table);
     prn_features_free(&ftr);
     prn_features_free(&fte);
