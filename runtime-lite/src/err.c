@@ -1,8 +1,9 @@
-/* err.c: the rtl_err message buffer, hex helpers, ids, crash points. */
+/* err.c: the rtl_err message buffer, hex helpers, ids, crash points, the clock. */
 #include "internal.h"
 
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 /* Formatting and prefixing are the trainer's (trainer/nn/err.c, compiled
  * into librtl with the inference sources): one implementation for both
@@ -96,3 +97,16 @@ void rtl_crash_point(const char *name)
     }
 }
 #endif
+
+double rtl_now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1e3 + t.tv_nsec * 1e-6;
+}
+
+int rtl_cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}

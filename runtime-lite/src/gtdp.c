@@ -439,12 +439,6 @@ static double thread_ms(void)
     return t.tv_sec * 1e3 + t.tv_nsec * 1e-6;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* Least squares of t ~ f . (rc, r, c, 1) weighted by 1/t (relative
  * errors: small parts matter as much as big ones). */
 static int fit4(const double (*x)[4], const double *t, int n, double f[4])
@@ -511,7 +505,7 @@ static int time_part(rtl_model *m, const rtl_gtdp_layer *g, int r0, int r1, int 
         memcpy(out2, out, nout * sizeof *out);
         if (k >= 0) t[k] = thread_ms() - t0;
     }
-    qsort(t, (size_t)reps, sizeof *t, cmp_double);
+    qsort(t, (size_t)reps, sizeof *t, rtl_cmp_double);
     *ms = t[reps / 2];
     rc = 0;
 done:

@@ -24,6 +24,11 @@ int rtl_err_prefix(rtl_err *err, const char *fmt, ...) RTL_PRINTF(2, 3);
  * Returns -1. */
 int rtl_err_from_trn(rtl_err *err, const trn_err *e);
 
+/* Milliseconds on CLOCK_MONOTONIC (timings, deadlines). */
+double rtl_now_ms(void);
+/* qsort's order of doubles, ascending (medians of timings). */
+int rtl_cmp_double(const void *a, const void *b);
+
 /* Lower-case hex of n bytes into out (2n+1 bytes); parse back (0 or -1). */
 void rtl_hex(const uint8_t *bytes, size_t n, char *out);
 int rtl_unhex(const char *hex, uint8_t *out, size_t n);

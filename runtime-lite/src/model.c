@@ -639,19 +639,6 @@ int rtl_model_top(const rtl_model *m, size_t k, rtl_class *out, size_t *n, rtl_e
     return 0;
 }
 
-static double now_ms(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec * 1e3 + t.tv_nsec * 1e-6;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 int rtl_model_measure(rtl_model *m, const float *x, uint32_t warmup, uint32_t runs, rtl_latency *out,
                       rtl_err *err)
 {
@@ -676,12 +663,12 @@ int rtl_model_measure_paced(rtl_model *m, const float *x, uint32_t warmup, uint3
             while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
             }
         }
-        double t0 = now_ms();
+        double t0 = rtl_now_ms();
         if (rtl_model_run(m, m->input, err) != 0) goto fail;
-        ms[i] = now_ms() - t0;
+        ms[i] = rtl_now_ms() - t0;
         sum += ms[i];
     }
-    qsort(ms, runs, sizeof *ms, cmp_double);
+    qsort(ms, runs, sizeof *ms, rtl_cmp_double);
     memset(out, 0, sizeof *out);
     snprintf(out->variant, sizeof out->variant, "%s", m->variant->id);
     snprintf(out->where, sizeof out->where, "device");
@@ -827,15 +814,15 @@ int rtl_model_profile_layers(rtl_model *m, const float *x, uint32_t runs, rtl_er
         trn_net_profile(net, 0);
     }
     if (rc == 0) {
-        qsort(cpu, runs, sizeof *cpu, cmp_double);
-        qsort(wall, runs, sizeof *wall, cmp_double);
+        qsort(cpu, runs, sizeof *cpu, rtl_cmp_double);
+        qsort(wall, runs, sizeof *wall, rtl_cmp_double);
         double c = runs % 2 ? cpu[runs / 2] : (cpu[runs / 2 - 1] + cpu[runs / 2]) / 2;
         double w = runs % 2 ? wall[runs / 2] : (wall[runs / 2 - 1] + wall[runs / 2]) / 2;
         m->cpu_ratio = w > 0 ? c / w : 1;
     }
     free(cpu);
     for (int i = 0; rc == 0 && i < n; i++) {
-        qsort(all + (size_t)i * runs, runs, sizeof *all, cmp_double);
+        qsort(all + (size_t)i * runs, runs, sizeof *all, rtl_cmp_double);
         double *v = all + (size_t)i * runs;
         ms[i] = runs % 2 ? v[runs / 2] : (v[runs / 2 - 1] + v[runs / 2]) / 2;
     }

@@ -46,13 +46,6 @@
 #include <time.h>
 #include <unistd.h>
 
-static double now_ms(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec * 1e3 + t.tv_nsec * 1e-6;
-}
-
 /* ---- keys ----------------------------------------------------------------- */
 
 int rtl_peer_keygen(rtl_peer_key *out, rtl_err *err)
@@ -431,7 +424,7 @@ static int held_input(rtl_model *m, const rtlp_request *rq, const struct held *h
 /* Runs one request (already parsed once by the poll thread). */
 static void run_job(rtl_server *s, struct job *j)
 {
-    double c0 = cpu_ms(), w0 = now_ms();
+    double c0 = cpu_ms(), w0 = rtl_now_ms();
     rtlp_request rq;
     char why[256];
     rtl_err err = {{0}};
@@ -502,7 +495,7 @@ static void run_job(rtl_server *s, struct job *j)
      * passed since the request arrived, not since the computation began: a
      * device of its own would not wait for a core that the other emulated
      * devices on this machine hold */
-    slow_down(s->o.slowdown, cpu_ms() - c0, now_ms() - (j->at > 0 && j->at <= w0 ? j->at : w0));
+    slow_down(s->o.slowdown, cpu_ms() - c0, rtl_now_ms() - (j->at > 0 && j->at <= w0 ? j->at : w0));
 }
 
 static void *worker_main(void *arg)
@@ -592,7 +585,7 @@ static void do_accept(rtl_server *s)
         c->gen = ++s->gen;
         snprintf(c->who, sizeof c->who, "%s", who);
         c->r = R_HELLO;
-        c->t_open = c->t_active = now_ms();
+        c->t_open = c->t_active = rtl_now_ms();
         if (expect(c, RTLP_CLIENT_HELLO) != 0) {
             conn_close(s, c, "out of memory");
             continue;
@@ -691,7 +684,7 @@ static void on_unit(rtl_server *s, struct conn *c)
         c->busy = 1;
         /* arrived: when its last byte is here (or would be, at the
          * emulated rate), plus half the RTT */
-        double done = now_ms(), at = c->t_frame;
+        double done = rtl_now_ms(), at = c->t_frame;
         if (s->o.emu_up_mbps > 0) at += (double)(c->flen + RTLP_LEN_BYTES) * 8 / (s->o.emu_up_mbps * 1e3);
         c->job_at = (at > done ? at : done) + s->o.emu_rtt_ms / 2;
         c->r = R_LEN;
@@ -715,7 +708,7 @@ static void do_read(rtl_server *s, struct conn *c)
             snprintf(why, sizeof why, "read: %s", strerror(errno));
             return conn_close(s, c, why);
         }
-        double t = now_ms();
+        double t = rtl_now_ms();
         if (c->have == 0 && c->r == R_LEN) c->t_frame = t;
         c->t_active = t;
         c->have += (size_t)r;
@@ -734,7 +727,7 @@ static void do_write(rtl_server *s, struct conn *c)
             return conn_close(s, c, why);
         }
         c->out_off += (size_t)w;
-        c->t_active = now_ms();
+        c->t_active = rtl_now_ms();
     }
     if (c->out) {
         free(c->out);
@@ -768,8 +761,8 @@ static void collect(rtl_server *s)
                 c->out_off = 0;
                 double emu = s->o.emu_rtt_ms / 2;
                 if (s->o.emu_down_mbps > 0) emu += (double)c->out_len * 8 / (s->o.emu_down_mbps * 1e3);
-                c->send_at = now_ms() + emu;
-                c->t_active = now_ms();
+                c->send_at = rtl_now_ms() + emu;
+                c->t_active = rtl_now_ms();
             }
         } else if (c->fd >= 0 && c->gen == j->gen) {
             conn_close(s, c, "out of memory building a reply");
@@ -807,7 +800,7 @@ int rtl_server_run(rtl_server *s, int stop_fd, rtl_err *err)
     int stopping = 0;
     double stop_by = 0;
     for (;;) {
-        double t = now_ms(), next = t + 1000;
+        double t = rtl_now_ms(), next = t + 1000;
         int np = 0;
         pf[np] = (struct pollfd){.fd = s->wake[0], .events = POLLIN}, map[np++] = -1;
         if (!stopping) {
@@ -871,7 +864,7 @@ int rtl_server_run(rtl_server *s, int stop_fd, rtl_err *err)
             if (map[k] == -1) collect(s);
             else if (map[k] == -2) {
                 stopping = 1;
-                stop_by = now_ms() + s->o.frame_ms;
+                stop_by = rtl_now_ms() + s->o.frame_ms;
                 close(s->lfd);
                 s->lfd = -1;
                 slog(s, RTL_LOG_INFO, "stopping: answering the requests already read, then closing");
@@ -914,7 +907,7 @@ struct rtl_peer {
 static int wait_fd(int fd, short events, double deadline, const char *what, rtl_err *err)
 {
     for (;;) {
-        double left = deadline - now_ms();
+        double left = deadline - rtl_now_ms();
         if (left <= 0) return rtl_errf(err, "the peer timed out (%s)", what);
         struct pollfd p = {.fd = fd, .events = events};
         int r = poll(&p, 1, (int)left + 1);
@@ -962,7 +955,7 @@ rtl_peer *rtl_peer_connect(const char *host, int port, const rtl_peer_key *me,
         rtl_errf(err, "libsodium cannot start");
         return NULL;
     }
-    double deadline = now_ms() + (timeout_ms > 0 ? timeout_ms : 5000);
+    double deadline = rtl_now_ms() + (timeout_ms > 0 ? timeout_ms : 5000);
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV};
     struct addrinfo *ai;
     char ps[16];
@@ -1030,7 +1023,7 @@ static int peer_call(rtl_peer *p, const char *catalog, const char *variant, int 
                      const int32_t *geom, const int32_t *hgeom, const float *x, size_t n, float *out, size_t cap,
                      size_t *nout, int deadline_ms, rtl_err *err)
 {
-    double deadline = now_ms() + (deadline_ms > 0 ? deadline_ms : 30000);
+    double deadline = rtl_now_ms() + (deadline_ms > 0 ? deadline_ms : 30000);
     p->held = 0; /* every request consumes the server's held answer */
     if (p->fd < 0) return rtl_errf(err, "the peer connection is closed");
     if (n > RTLP_MAX_FLOATS) return rtl_errf(err, "%zu floats exceed the protocol's %u", n, RTLP_MAX_FLOATS);
@@ -1172,7 +1165,7 @@ int rtl_offload_run(rtl_model *m, const rtl_plan *plan, rtl_peer *peer, const fl
     if (!buf) return rtl_errf(err, "out of memory");
     memcpy(buf, x, rtl_model_cut_floats(m, 0) * sizeof *buf);
     size_t have = rtl_model_cut_floats(m, 0);
-    double t0 = now_ms(), dead = t0 + (deadline_ms > 0 ? deadline_ms : 30000);
+    double t0 = rtl_now_ms(), dead = t0 + (deadline_ms > 0 ? deadline_ms : 30000);
     int rc = 0, cloud_layers = 0, device_layers = 0;
     for (int i = 0; i < n && rc == 0;) {
         int j = i, cloud = plan->on_cloud[i] && !res->fell_back && peer;
@@ -1181,7 +1174,7 @@ int rtl_offload_run(rtl_model *m, const rtl_plan *plan, rtl_peer *peer, const fl
             size_t got = 0;
             rtl_err pe;
             snprintf(pe.msg, sizeof pe.msg, "the peer answered with the wrong number of floats");
-            int left = (int)(dead - now_ms());
+            int left = (int)(dead - rtl_now_ms());
             if (left > 0 && rtl_peer_run(peer, rtl_model_catalog_id(m), rtl_variant_id(rtl_model_variant(m)), i, j,
                                          buf, have, buf, maxf, &got, left, &pe) == 0 &&
                 got == rtl_model_cut_floats(m, j + 1)) {
@@ -1199,21 +1192,21 @@ int rtl_offload_run(rtl_model *m, const rtl_plan *plan, rtl_peer *peer, const fl
             if (res->fell_back) j = n - 1; /* everything left runs here */
             const float *y;
             size_t ny;
-            double d0 = now_ms(), c0 = cpu_ms(), prof = 0;
+            double d0 = rtl_now_ms(), c0 = cpu_ms(), prof = 0;
             rc = rtl_model_run_range(m, i, j, buf, have, &y, &ny, err);
             if (rc != 0) break;
             for (int k = i; k <= j; k++) {
                 rtl_layer_cost lc;
                 if (rtl_model_layer_cost(m, k, &lc) == 0) prof += lc.host_cpu_ms;
             }
-            slow_down(device_factor, prof > 0 ? prof : cpu_ms() - c0, now_ms() - d0);
+            slow_down(device_factor, prof > 0 ? prof : cpu_ms() - c0, rtl_now_ms() - d0);
             memcpy(buf, y, ny * sizeof *buf);
             have = ny;
             device_layers += j - i + 1;
             i = j + 1;
         }
     }
-    res->ms = now_ms() - t0;
+    res->ms = rtl_now_ms() - t0;
     res->ran_on_cloud = cloud_layers;
     snprintf(res->where, sizeof res->where, "%s",
              res->fell_back ? "device (fallback)" : !cloud_layers ? "device" : !device_layers ? "cloud" : "split");

@@ -151,12 +151,6 @@ void rtl_trace_free(rtl_trace *t)
     memset(t, 0, sizeof *t);
 }
 
-static int cmpd(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 int rtl_sim_run(rtl_sched *s, const rtl_trace *t, int buckets, rtl_sim_result *out, rtl_err *err)
 {
     if (!s || !t || !out || buckets < 1 || buckets > 100000)
@@ -240,7 +234,7 @@ int rtl_sim_run(rtl_sched *s, const rtl_trace *t, int buckets, rtl_sim_result *o
     if (c0 >= 0 && out->cash_out_s < 0 && s->usd_left <= 0) out->cash_out_s = t->duration_s;
     for (int i = 0; i < nt * buckets; i++) out->acc[i] = cnt[i] > 0 ? sum[i] / cnt[i] : -1;
     if (nus) {
-        qsort(us, nus, sizeof *us, cmpd);
+        qsort(us, nus, sizeof *us, rtl_cmp_double);
         out->decide_us_median = us[nus / 2];
         out->decide_us_p99 = us[(size_t)((double)(nus - 1) * 0.99)];
     }
