@@ -102,11 +102,12 @@ void rtl_gtdp_part_cost(const rtl_gtdp_layer *l, const rtl_gtdp_worker *w, rtl_g
      * each half 54% of the layer, a row split 72%, not 50%. */
     int ch = l->pool_size ? l->conv_h : l->h, cw = l->pool_size ? l->conv_w : l->w;
     double r = (double)(cb - ca) / ch, c = (double)(p->c1 - p->c0) / l->c;
-    double beta = 40.0 / (40.0 + l->c), gamma = 110.0 / (110.0 + (double)ch * cw);
-    p->compute_ms = l->ms * (r * c * (1 - beta - gamma) + beta * r + gamma * c) / w->speed;
     if (l->fitted) { /* measured on this host: rtl_gtdp_calibrate */
         double t = l->fit[0] * r * c + l->fit[1] * r + l->fit[2] * c + l->fit[3];
         p->compute_ms = (t > 1e-3 ? t : 1e-3) / w->speed;
+    } else {
+        double beta = 40.0 / (40.0 + l->c), gamma = 110.0 / (110.0 + (double)ch * cw);
+        p->compute_ms = l->ms * (r * c * (1 - beta - gamma) + beta * r + gamma * c) / w->speed;
     }
     double bytes_per_ms = w->mbps * 1e3 / 8.0;
     p->transfer_ms = (double)(p->in_bytes + p->out_bytes) / bytes_per_ms;
