@@ -994,6 +994,15 @@ RTL_API int rtl_peer_run_part(rtl_peer *p, const char *catalog, const char *vari
 RTL_API int rtl_gtdp_compute_part(rtl_model *m, int layer, const rtl_gtdp_part *q, const float *x, size_t n,
                                   float *out, rtl_err *err) RTL_MUST_CHECK;
 
+/* One part of a run as the device saw it (rtl_gtdp_stats.rec): the
+ * plan's predicted compute and transfer, and the wall time from the
+ * block's start here until its worker's answer was here. */
+typedef struct rtl_gtdp_part_rec {
+    int layer, worker;
+    double compute_ms, transfer_ms, wall_ms;
+} rtl_gtdp_part_rec;
+#define RTL_GTDP_MAX_REC 256
+
 typedef struct rtl_gtdp_stats {
     int split_layers;        /* blocks (a convolution, with its max pool) spread over the workers */
     int parts;               /* parts sent */
@@ -1001,7 +1010,18 @@ typedef struct rtl_gtdp_stats {
     uint64_t bytes;          /* floats moved both ways, as bytes */
     int held;                /* parts sent without the input rows their worker held */
     char last_failure[256];  /* why the last failed part failed */
+    int nrec;                /* the answered parts of this run (the first RTL_GTDP_MAX_REC) */
+    rtl_gtdp_part_rec rec[RTL_GTDP_MAX_REC];
 } rtl_gtdp_stats;
+
+/* What a part really costs beyond its predicted compute and transfer, per
+ * worker, from the records of a run (rtl_gtdp_stats.rec, e.g. an untimed
+ * calibration forward): out[i] = the median over worker i's parts of
+ * wall_ms - compute_ms - transfer_ms, or -1 where worker i answered no
+ * part. Named approximation: one fixed cost per part and worker (the
+ * request's and the reply's encryption, copies, thread wake-ups, the
+ * wait for a core), whatever the part's size. */
+RTL_API void rtl_gtdp_part_overhead(const rtl_gtdp_stats *st, int n, double *out);
 
 /* One forward of m on x (rtl_model_input_size floats) with every
  * convolutional layer between possible cuts spread by GTDP over the
