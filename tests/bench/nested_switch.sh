@@ -17,7 +17,8 @@
 #   returns; neither touches a weight page, the first forward faults them.
 #   Also, not judged: the same switch with async_paging (the madvise calls
 #   on a pager thread): the call, and when the pager finished.
-#   Bytes paged in/out by each switch against the manifest's figures.
+#   Bytes paged in/out by each switch against the manifest's figures;
+#   the TLB shootdown interrupts (system-wide) taken during the timed calls.
 # Environment (from make): BIN, O, TOP; RUNS.
 set -u
 : "${BIN:?run through make bench}" "${O:?run through make bench}" "${TOP:?run through make bench}"

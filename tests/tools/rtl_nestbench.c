@@ -58,10 +58,38 @@ static int die(const rtl_err *e)
 struct dir {
     int from;
     double *call, *run, *busy, *acall, *arun, *adone, *abusy;
+    long long tlb; /* TLB shootdowns (system-wide) during the timed calls alone; -1: not counted */
     rtl_switch_bytes sb, asb;
     rtl_paging_stats moved, amoved; /* of the last timed switch */
     int ok;                         /* every switch's bytes the same */
 };
+
+/* The TLB shootdown interrupts the system has taken (x86's "TLB" line of
+ * /proc/interrupts, summed over the CPUs), or -1 where there is none
+ * (arm64 broadcasts its TLB invalidations). */
+static long long tlb_shootdowns(void)
+{
+    FILE *f = fopen("/proc/interrupts", "r");
+    if (!f) return -1;
+    char line[4096];
+    long long sum = -1;
+    while (fgets(line, sizeof line, f)) {
+        char *p = line;
+        while (*p == ' ') p++;
+        if (strncmp(p, "TLB:", 4) != 0) continue;
+        sum = 0;
+        for (p += 4;;) {
+            char *end;
+            long long v = strtoll(p, &end, 10);
+            if (end == p) break;
+            sum += v;
+            p = end;
+        }
+        break;
+    }
+    fclose(f);
+    return sum;
+}
 
 static rtl_paging_stats delta(rtl_paging_stats a, rtl_paging_stats b)
 {
@@ -76,14 +104,17 @@ static rtl_paging_stats delta(rtl_paging_stats a, rtl_paging_stats b)
  * then (pager) its madvise calls awaited; 1: the call and the first
  * forward. Fills *call, *run or *done, *busy. */
 static int timed(rtl_model *m, int k, int from, const float *x, int with_run, double *call, double *run, double *done,
-                 double *busy, rtl_switch_bytes *sb, rtl_paging_stats *moved, rtl_err *e)
+                 double *busy, rtl_switch_bytes *sb, rtl_paging_stats *moved, long long *tlb, rtl_err *e)
 {
     rtl_paging_stats a, b;
     if (rtl_model_set_capacity(m, from, e) != 0 || rtl_model_run(m, x, e) != 0) return -1;
     rtl_model_paging_wait(m, &a);
+    long long s0 = tlb ? tlb_shootdowns() : -1;
     double t0 = now_ms();
     if (rtl_model_set_capacity(m, k, e) != 0) return -1;
     double t1 = now_ms();
+    long long s1 = tlb ? tlb_shootdowns() : -1;
+    if (tlb) *tlb = s0 < 0 || s1 < 0 || *tlb < 0 ? -1 : *tlb + (s1 - s0);
     if (with_run && rtl_model_run(m, x, e) != 0) return -1;
     double t2 = now_ms();
     rtl_model_paging_wait(m, &b);
@@ -155,10 +186,10 @@ int main(int argc, char **argv)
             double ignore;
             rtl_switch_bytes sb[4];
             rtl_paging_stats mv[4];
-            if (timed(nest, k, q->from, x, 0, &q->call[r], NULL, NULL, &q->busy[r], &sb[0], &mv[0], &e) ||
-                timed(nest, k, q->from, x, 1, &ignore, &q->run[r], NULL, NULL, &sb[1], &mv[1], &e) ||
-                timed(anest, k, q->from, x, 0, &q->acall[r], NULL, &q->adone[r], &q->abusy[r], &sb[2], &mv[2], &e) ||
-                timed(anest, k, q->from, x, 1, &ignore, &q->arun[r], NULL, NULL, &sb[3], &mv[3], &e))
+            if (timed(nest, k, q->from, x, 0, &q->call[r], NULL, NULL, &q->busy[r], &sb[0], &mv[0], &q->tlb, &e) ||
+                timed(nest, k, q->from, x, 1, &ignore, &q->run[r], NULL, NULL, &sb[1], &mv[1], NULL, &e) ||
+                timed(anest, k, q->from, x, 0, &q->acall[r], NULL, &q->adone[r], &q->abusy[r], &sb[2], &mv[2], NULL, &e) ||
+                timed(anest, k, q->from, x, 1, &ignore, &q->arun[r], NULL, NULL, &sb[3], &mv[3], NULL, &e))
                 return die(&e);
             for (int i = 1; i < 4; i++)
                 if (memcmp(&sb[i], &sb[0], sizeof sb[0]) != 0 || mv[i].page_in != mv[0].page_in ||
@@ -181,6 +212,9 @@ int main(int argc, char **argv)
                "call(s) %.4f ms; with the first forward %.4f ms (%.1fx)\n",
                name, q->from, k, c, o / c, (unsigned long long)q->moved.ranges,
                (unsigned long long)q->moved.syscalls, busy, run, orun / run);
+        if (q->tlb >= 0)
+            printf("%s %d -> %d: TLB shootdown interrupts during the %d timed calls (system-wide): %lld\n", name,
+                   q->from, k, runs, q->tlb);
         printf("%s %d -> %d with async_paging (a pager thread): the call %.4f ms (%.1fx), the pager done %.4f ms "
                "after it began (%.1fx), %.4f ms in its system call(s); with the first forward %.4f ms (%.1fx)\n",
                name, q->from, k, ac, o / ac, adone, o / adone, abusy, arun, orun / arun);
