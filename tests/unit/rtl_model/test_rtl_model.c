@@ -477,11 +477,10 @@ static trn_net *capacity_reference(const trn_net *full, int k)
 /* Capacity switches in place: each capacity's outputs equal the separately
  * built network's (within 1e-5; in fact bit for bit), and the bytes paged
  * in or out are the added or dropped parameters' bytes. */
-static void nested_capacities_switch_in_place(void **state)
+static void switch_in_place(int async_paging)
 {
-    (void)state;
     rtl_err e;
-    rtl_model_options opt = {.threads = 1};
+    rtl_model_options opt = {.threads = 1, .async_paging = async_paging};
     rtl_model *m = rtl_model_open(cat, "nested", &opt, &e);
     if (!m) printf("# %s\n", e.msg);
     assert_non_null(m);
@@ -500,6 +499,9 @@ static void nested_capacities_switch_in_place(void **state)
     for (size_t i = 0; i < sizeof x / sizeof *x; i++) x[i] = (float)((i * 37) % 101) / 101.0f;
     static const int order[] = {1, 2, 3, 1, 3, 2, 1};
     int prev = 3;
+    rtl_paging_stats paged;
+    assert_int_equal(rtl_model_paging_wait(m, &paged), async_paging);
+    assert_int_equal(paged.transitions, 0);
     for (size_t s = 0; s < sizeof order / sizeof *order; s++) {
         int k = order[s];
         assert_int_equal(rtl_model_set_capacity(m, k, &e), 0);
@@ -508,11 +510,23 @@ static void nested_capacities_switch_in_place(void **state)
         rtl_model_switch_bytes(m, &sb);
         if (k > prev) {
             assert_true(sb.page_in == bytes[k - 1] - bytes[prev - 1] && sb.page_out == 0);
-            assert_true(sb.advised_in >= sb.page_in);
+            /* whole pages of the mapping (only those the smaller capacity
+             * did not use: fewer than the added bytes may span) */
+            assert_true(sb.advised_in <= rtl_model_mapped_bytes(m));
         } else {
             assert_true(sb.page_out == bytes[prev - 1] - bytes[k - 1] && sb.page_in == 0);
             assert_true(sb.advised_out <= sb.page_out);
         }
+        /* the call (or the pager) moved exactly this switch's pages */
+        rtl_paging_stats st;
+        assert_int_equal(rtl_model_paging_wait(m, &st), async_paging);
+        assert_int_equal(st.transitions, paged.transitions + 1);
+        assert_true(st.page_in - paged.page_in == sb.page_in && st.page_out - paged.page_out == sb.page_out);
+        assert_true(st.advised_in - paged.advised_in == sb.advised_in &&
+                    st.advised_out - paged.advised_out == sb.advised_out);
+        assert_true(st.ranges >= paged.ranges && st.done_ms >= paged.done_ms);
+        assert_true(st.syscalls - paged.syscalls <= st.ranges - paged.ranges + 1);
+        paged = st;
         prev = k;
         assert_int_equal(rtl_model_run(m, x, &e), 0);
         trn_err te;
@@ -541,12 +555,26 @@ static void nested_capacities_switch_in_place(void **state)
     rtl_model_close(m);
 }
 
+static void nested_capacities_switch_in_place(void **state)
+{
+    (void)state;
+    switch_in_place(0);
+}
+
+/* The same with the madvise calls on the model's pager thread. */
+static void nested_capacities_switch_async_paging(void **state)
+{
+    (void)state;
+    switch_in_place(1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(runs_like_the_trainer),
         cmocka_unit_test(early_exits),
         cmocka_unit_test(nested_capacities_switch_in_place),
+        cmocka_unit_test(nested_capacities_switch_async_paging),
         cmocka_unit_test(runs_image_files),
         cmocka_unit_test(loading_errors_are_messages),
         cmocka_unit_test(measures_and_reads_latencies),
