@@ -44,7 +44,7 @@ $(error $(RECIPES)/$(MODEL)/recipe.mk sets no RECIPE_CFG)
 endif
 RECIPE_TASK ?= identity
 
-# $(call train_cmd,DIR,SETTINGS,INIT[,THREADS]): train DIR/variant.cfg on the data set
+# $(call train_cmd,DIR,SETTINGS,INIT[,THREADS[,ARGS]]): train DIR/variant.cfg on the data set
 # (from INIT weights when given, its schedule restarted), checkpointing into
 # DIR/train so that an interrupted job resumes where it stopped, then
 # publish DIR/variant.weights (the trainer writes DIR/train/variant.weights
@@ -53,14 +53,15 @@ RECIPE_TASK ?= identity
 # A checkpoint older than any of the job's inputs ($^: a re-derived
 # variant.cfg, a new data set) belongs to an earlier job and is removed
 # first; one newer than them all is this job's, interrupted, and resumed.
-train_cmd = $(call train_cmd_into,$1/train,$1/variant.cfg,$2,$3,$4) && \
+train_cmd = $(call train_cmd_into,$1/train,$1/variant.cfg,$2,$3,$4,$5) && \
   mv $1/train/variant.weights $1/variant.weights
-# $(call train_cmd_into,BACKUP,CFG,SETTINGS,INIT[,THREADS]): the same training
-# of CFG, checkpointed in BACKUP, leaving BACKUP/variant.weights.
+# $(call train_cmd_into,BACKUP,CFG,SETTINGS,INIT[,THREADS[,ARGS]]): the same
+# training of CFG, checkpointed in BACKUP, leaving BACKUP/variant.weights
+# (ARGS: more trainer options, e.g. the base's --tasks).
 train_cmd_into = for p in $^; do if [ -e $1/variant.ckpt ] && [ $$p -nt $1/variant.ckpt ]; then \
   rm -rf $1; fi; done; $(call launch,$(notdir $(patsubst %/,%,$(dir $1)))-train,$5) $(BIN)/trainer train --cfg $2 \
   --data $(abspath $(DATA)) $(if $4,--weights $4 --clear) --seed $(SEED) --backup $1 \
-  --resume --quiet --threads $(or $5,$(job_threads)) --determinism $(DETERMINISM) $(foreach s,$3,--set $s)
+  --resume --quiet --threads $(or $5,$(job_threads)) --determinism $(DETERMINISM) $(foreach s,$3,--set $s) $6
 
 # $(call eval_cmd,DIR): top-1/top-5 on the held-out test split.
 eval_cmd = $(call launch,$(notdir $1)-eval) $(BIN)/trainer valid --cfg $1/variant.cfg \

@@ -41,6 +41,17 @@
 RECIPE_VARIANTS := base $(filter-out base,$(RECIPE_VARIANTS))
 V_base       := base
 V_base_TRAIN := $(RECIPE_BASE_TRAIN)
+# Multi-task base (RECIPE_BASE_TASKS=1, recipes/README.md): the base trains
+# on every task of the data set's .tasks file at once (trainer train
+# --tasks; loss weights RECIPE_BASE_TASK_WEIGHTS); its variant.weights is
+# the first task's slice, a plain Darknet model of the recipe cfg. A data
+# set without a .tasks file trains the plain base.
+ifeq ($(filter-out 0 1,$(RECIPE_BASE_TASKS)),)
+else
+$(error $(RECIPES)/$(MODEL)/recipe.mk: RECIPE_BASE_TASKS='$(RECIPE_BASE_TASKS)' is not valid: use 1, 0 or leave it empty)
+endif
+BASE_TASKS_ARGS := $(if $(and $(filter 1,$(RECIPE_BASE_TASKS)),$(DATASET_TASKS)),--tasks $(abspath \
+  $(DATASET_TASKS))$(if $(strip $(RECIPE_BASE_TASK_WEIGHTS)), --task-weights $(strip $(RECIPE_BASE_TASK_WEIGHTS))))
 PLAN_O := $(MODEL_O)/plan
 BASE_WEIGHTS ?=
 OPTIONS += BASE_WEIGHTS
@@ -69,7 +80,8 @@ variants-build: $(VARIANT_JSONS)
 plan_line = $(strip $(V_$1)) | $(strip $(V_$1_TRAIN)) | $(strip $(V_$1_MIMIC))$(if $(strip $(V_$1_LASSO)), | lasso $(strip $(V_$1_LASSO)))$(if $(strip $(V_$1_EXITS)), | exits $(strip $(V_$1_EXITS))) | seed $(SEED)$(if $(filter portable,$(DETERMINISM)), | determinism portable)$(if \
   $(filter base,$1),$(if $(BASE_WEIGHTS), | weights $(abspath $(BASE_WEIGHTS))))$(if $(strip $(V_$1_KD)), | kd $(strip $(V_$1_KD)))$(if \
   $(strip $(V_$1_ROADMAP)), | roadmap $(strip $(V_$1_ROADMAP)))$(if $(strip $(V_$1_GROW)), | grow $(strip $(V_$1_GROW)))$(if \
-  $(strip $(V_$1_FROM)), | from $(strip $(V_$1_FROM)))
+  $(strip $(V_$1_FROM)), | from $(strip $(V_$1_FROM)))$(if $(and $(filter base,$1),$(BASE_TASKS_ARGS)), | tasks \
+  $(notdir $(DATASET_TASKS)) $(strip $(RECIPE_BASE_TASK_WEIGHTS)))
 
 # The [net] settings a variant trains with: its _TRAIN entry, plus the
 # distillation keys when it names _KD (the teacher is the trained base).
@@ -141,8 +153,8 @@ endif
 ifeq ($1$(BASE_WEIGHTS),base)
 # The base always trains (with the cfg's own settings when the recipe gives
 # none), with all THREADS: every other job waits for it.
-$(VARIANTS_O)/$1/variant.weights: $(VARIANTS_O)/$1/meta.json $(DATA) | $(BIN)/trainer
-	$$(call msg,TRAIN,$1: $(or $(V_$1_TRAIN),settings of the cfg))$$(call timed,train,$1,$$(call train_cmd,$$(@D),$(V_$1_TRAIN),,$(THREADS)))
+$(VARIANTS_O)/$1/variant.weights: $(VARIANTS_O)/$1/meta.json $(DATA) $(if $(BASE_TASKS_ARGS),$(DATASET_TASKS)) | $(BIN)/trainer
+	$$(call msg,TRAIN,$1: $(or $(V_$1_TRAIN),settings of the cfg)$(if $(BASE_TASKS_ARGS), (multi-task: $(notdir $(DATASET_TASKS)))))$$(call timed,train,$1,$$(call train_cmd,$$(@D),$(V_$1_TRAIN),,$(THREADS),$(BASE_TASKS_ARGS)))
 else ifeq ($1,base)
 # Trained Darknet weights given by the user: checked against the cfg, then used as they are.
 $(VARIANTS_O)/$1/variant.weights: $(VARIANTS_O)/$1/meta.json $(BASE_WEIGHTS) | $(BIN)/trainer

@@ -468,6 +468,9 @@ typedef struct rtl_model rtl_model;
 typedef struct rtl_model_options {
     int threads;   /* > 0: set the process-wide compute threads; 0: keep the
                     * current setting (all online cores unless changed) */
+    int async_paging; /* nested models: 0 (default) = rtl_model_set_capacity
+                       * makes the madvise calls itself; 1 = a pager thread
+                       * of the model makes them after the call returns */
 } rtl_model_options;
 
 /* Whether this runtime can load variant v (its technique): 0, or -1 with
@@ -504,16 +507,40 @@ RTL_API int rtl_model_capacity(const rtl_model *m);
 /* Switches in place: an upgrade advises the kernel to page in only the
  * added parameter ranges (madvise WILLNEED), a downgrade releases only the
  * dropped ones (MADV_DONTNEED, keeping pages shared with parameters still
- * in use); nothing is reloaded or copied. Runs after it compute capacity k
- * exactly as the separately built smaller network would. */
+ * in use); nothing is reloaded or copied, nothing allocated (each pair of
+ * capacities' page ranges is computed at open). Runs after it compute
+ * capacity k exactly as the separately built smaller network would. The
+ * madvise calls are made inside the call, or with
+ * rtl_model_options.async_paging by the model's pager thread after the
+ * call returns (rtl_model_paging_wait waits for them); the mapping is
+ * read-only, so a run never depends on when they are made. */
 RTL_API int rtl_model_set_capacity(rtl_model *m, int k, rtl_err *err) RTL_MUST_CHECK;
 /* The last switch: page_in/page_out = bytes of parameters added/dropped
  * (what the manifest's page_in_bytes/page_out_bytes state), advised_in/out
- * = the whole pages advised (page_out rounds inward, page_in outward). */
+ * = the bytes of the whole pages advised: paging out, the pages holding
+ * only dropped parameters; paging in, the pages holding added parameters
+ * and none the smaller capacity uses (those are resident already), with
+ * gaps of up to 4 such resident pages merged into one call. */
 typedef struct rtl_switch_bytes {
     uint64_t page_in, page_out, advised_in, advised_out;
 } rtl_switch_bytes;
 RTL_API void rtl_model_switch_bytes(const rtl_model *m, rtl_switch_bytes *out);
+/* What the paging of a nested model has done since open: transitions
+ * applied (switches made before the pager woke count as one, from the
+ * first to the last), page ranges advised and the system calls that
+ * advised them (one process_madvise per transition where the kernel takes
+ * it, else one madvise per range), parameter bytes and whole-page bytes
+ * paged in and out, the time spent in those calls (busy_ms) and when the
+ * last transition finished (done_ms, CLOCK_MONOTONIC milliseconds). */
+typedef struct rtl_paging_stats {
+    uint64_t transitions, ranges, syscalls;
+    uint64_t page_in, page_out, advised_in, advised_out;
+    double busy_ms, done_ms;
+} rtl_paging_stats;
+/* Blocks until the pager has advised the pages of the current capacity;
+ * *out (may be NULL) its totals. Returns 1 when a pager thread pages, 0
+ * when the caller's thread does (no async_paging, or not a nested model). */
+RTL_API int rtl_model_paging_wait(rtl_model *m, rtl_paging_stats *out);
 
 /* Runs the model on one input x, (c, h, w) as rtl_model_input_shape says. */
 RTL_API int rtl_model_run(rtl_model *m, const float *x, rtl_err *err) RTL_MUST_CHECK;
@@ -967,6 +994,15 @@ RTL_API int rtl_peer_run_part(rtl_peer *p, const char *catalog, const char *vari
 RTL_API int rtl_gtdp_compute_part(rtl_model *m, int layer, const rtl_gtdp_part *q, const float *x, size_t n,
                                   float *out, rtl_err *err) RTL_MUST_CHECK;
 
+/* One part of a run as the device saw it (rtl_gtdp_stats.rec): the
+ * plan's predicted compute and transfer, and the wall time from the
+ * block's start here until its worker's answer was here. */
+typedef struct rtl_gtdp_part_rec {
+    int layer, worker;
+    double compute_ms, transfer_ms, wall_ms;
+} rtl_gtdp_part_rec;
+#define RTL_GTDP_MAX_REC 256
+
 typedef struct rtl_gtdp_stats {
     int split_layers;        /* blocks (a convolution, with its max pool) spread over the workers */
     int parts;               /* parts sent */
@@ -974,7 +1010,18 @@ typedef struct rtl_gtdp_stats {
     uint64_t bytes;          /* floats moved both ways, as bytes */
     int held;                /* parts sent without the input rows their worker held */
     char last_failure[256];  /* why the last failed part failed */
+    int nrec;                /* the answered parts of this run (the first RTL_GTDP_MAX_REC) */
+    rtl_gtdp_part_rec rec[RTL_GTDP_MAX_REC];
 } rtl_gtdp_stats;
+
+/* What a part really costs beyond its predicted compute and transfer, per
+ * worker, from the records of a run (rtl_gtdp_stats.rec, e.g. an untimed
+ * calibration forward): out[i] = the median over worker i's parts of
+ * wall_ms - compute_ms - transfer_ms, or -1 where worker i answered no
+ * part. Named approximation: one fixed cost per part and worker (the
+ * request's and the reply's encryption, copies, thread wake-ups, the
+ * wait for a core), whatever the part's size. */
+RTL_API void rtl_gtdp_part_overhead(const rtl_gtdp_stats *st, int n, double *out);
 
 /* One forward of m on x (rtl_model_input_size floats) with every
  * convolutional layer between possible cuts spread by GTDP over the

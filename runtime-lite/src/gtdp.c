@@ -580,6 +580,7 @@ typedef struct job {
     int deadline_ms, ok;
     int held;         /* the worker holds hg, its answer of the block before: not sent again */
     int32_t hg[5];
+    double t_got; /* when the answer was here */
     rtl_err err;
 } job;
 
@@ -633,6 +634,7 @@ static void *job_main(void *arg)
                                   j->out, j->nout, &got, j->deadline_ms, &j->err) == 0 &&
                 got == j->nout;
     }
+    j->t_got = rtl_now_ms();
     if (j->ok) place(j->g, &j->q, j->out, j->y);
     else if (!j->err.msg[0]) snprintf(j->err.msg, sizeof j->err.msg, "the worker answered %zu floats", got);
     return NULL;
@@ -674,6 +676,7 @@ static int run_conv(rtl_model *m, const rtl_gtdp_layer *g, rtl_peer **peers, con
                   h[4] <= g->c_in && h[1] < j->q.in_r1 && h[2] > j->q.in_r0;
     }
     /* The last part runs on this thread: one thread fewer to start. */
+    double t0 = rtl_now_ms();
     for (int k = 0; k + 1 < p.nparts; k++) started[k] = pthread_create(&th[k], NULL, job_main, &jobs[k]) == 0;
     job_main(&jobs[p.nparts - 1]);
     for (int k = 0; k + 1 < p.nparts; k++) {
@@ -683,6 +686,9 @@ static int run_conv(rtl_model *m, const rtl_gtdp_layer *g, rtl_peer **peers, con
     for (int k = 0; k < p.nparts; k++) {
         job *j = &jobs[k];
         if (st) st->parts++, st->bytes += 4 * (uint64_t)(j->nsent + j->nout), st->held += j->held;
+        if (j->ok && st && st->nrec < RTL_GTDP_MAX_REC)
+            st->rec[st->nrec++] = (rtl_gtdp_part_rec){g->index, j->q.worker, p.parts[k].compute_ms,
+                                                      p.parts[k].transfer_ms, j->t_got - t0};
         if (j->ok) continue;
         /* The worker is gone (or failed): its part is computed here, and
          * it gets no more parts. */
@@ -762,4 +768,21 @@ out:
     free(a);
     free(b);
     return rc;
+}
+
+void rtl_gtdp_part_overhead(const rtl_gtdp_stats *st, int n, double *out)
+{
+    double v[RTL_GTDP_MAX_REC];
+    for (int i = 0; i < n; i++) {
+        int k = 0;
+        for (int r = 0; r < st->nrec; r++)
+            if (st->rec[r].worker == i)
+                v[k++] = st->rec[r].wall_ms - st->rec[r].compute_ms - st->rec[r].transfer_ms;
+        if (!k) {
+            out[i] = -1;
+            continue;
+        }
+        qsort(v, (size_t)k, sizeof *v, rtl_cmp_double);
+        out[i] = k % 2 ? v[k / 2] : (v[k / 2 - 1] + v[k / 2]) / 2;
+    }
 }

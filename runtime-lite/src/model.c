@@ -20,10 +20,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -82,12 +85,24 @@ struct rtl_model {
     int exit_taken;            /* of the last run; -1 before */
     /* Nested (multi-capacity) models: capacity k (1..ncap) of parts[0]. */
     int ncap, capacity;        /* 0 for other kinds */
+    int async_paging;          /* rtl_model_options.async_paging */
     int nlayers;
     int *cap_filters;          /* [ncap][nlayers]: trn_net_set_capacity's arrays */
     int *cap_rows, *cap_inc;   /* [ncap + 1][nlayers]: active filters and input channels
                                 * (row ncap: the whole network) */
     uint64_t switch_in, switch_out;           /* the last switch: parameter bytes */
     uint64_t switch_in_pages, switch_out_pages; /* and the page bytes advised */
+    struct page_plan *plan;    /* [ncap][ncap]: capacity a -> b's ranges */
+    struct page_range *ranges;
+    struct iovec *iov;         /* the ranges as process_madvise takes them */
+    int pidfd;                 /* this process, for process_madvise; -1: madvise per range */
+    /* the pager (a thread of the model; 0: the caller's thread pages) */
+    int pager, pager_stop;
+    pthread_t pager_thread;
+    pthread_mutex_t pager_mu;  /* guards capacity's writes, paged_cap, paged, pager_stop */
+    pthread_cond_t pager_wake, pager_idle;
+    int paged_cap;             /* the capacity whose pages were advised last */
+    rtl_paging_stats paged;    /* what the pager (or the caller) moved so far */
     struct rtl_gtdp_cache *gtdp; /* GTDP part networks (gtdp.c), NULL before */
 };
 
@@ -324,21 +339,73 @@ static int nested_table(rtl_model *m, rtl_err *err)
     return rc;
 }
 
-/* Open like a plain variant; the largest capacity is active. */
-static int open_nested(rtl_model *m, rtl_err *err)
-{
-    if (open_plain(m, err) != 0) return -1;
-    return nested_table(m, err);
-}
 
-/* Byte range [s, e) of the file to page in (up) or out, merged with the
- * pending one; flush when not contiguous (e == 0: flush only). */
+/* ---- the paging plan and the pager ----------------------------------- *
+ *
+ * At open, for every ordered pair of capacities (a, b), the parameter bytes
+ * active at the larger and not at the smaller are turned into page-aligned
+ * ranges of the mapping, coalesced (contiguous runs merged; paging in, runs
+ * that share or touch a page merged too): capacity a -> b is then a few
+ * madvise calls over a precomputed list, and the switch walks no layer and
+ * allocates nothing. Paging in rounds outward (every page holding an added
+ * byte), paging out inward (only pages holding no parameter still in use).
+ *
+ * The madvise calls run inside rtl_model_set_capacity, on the caller's
+ * thread, unless rtl_model_options.async_paging asks for a pager thread of
+ * the model (started at open; when it cannot start, the caller pages):
+ * then rtl_model_set_capacity returns once the network computes capacity
+ * k, and the pager brings the mapping from the capacity whose pages it
+ * last advised to the newest one asked (several switches made before it
+ * wakes are one transition, from the first to the last). Measured on the
+ * 2-core build machine, waking it costs the call more than the madvise
+ * calls it takes over (tests/bench/nested_switch.sh prints both), hence
+ * not the default. Correctness never waits on it: the mapping is
+ * read-only and clean, so a page released late or advised late is only
+ * faulted in again from the
+ * page cache (or the file). rtl_model_paging_wait says when it finished and
+ * what it moved. */
+
+struct page_range {
+    size_t off, len;
+};
+
+struct page_plan {         /* capacity a -> b (0-based), up when b > a */
+    size_t first, count;   /* in m->ranges */
+    uint64_t bytes, pages; /* parameter bytes added/dropped; whole pages advised */
+};
+
+/* Collects ranges while the plan is built at open (growing there only). */
 typedef struct page_run {
-    struct part *p;
+    struct page_range *v;
+    size_t n, cap;
+    size_t map_len;
     int up;
     size_t s, e, page;
     uint64_t pages;
+    int oom;
 } page_run;
+
+/* Appends [a, b) to r's ranges (merged with the last when they touch). */
+static void range_push(page_run *r, size_t a, size_t b)
+{
+    if (b <= a) return;
+    r->pages += b - a;
+    if (r->n && r->v[r->n - 1].off + r->v[r->n - 1].len == a) {
+        r->v[r->n - 1].len += b - a;
+        return;
+    }
+    if (r->n == r->cap) {
+        size_t c = r->cap ? 2 * r->cap : 64;
+        struct page_range *v = realloc(r->v, c * sizeof *v);
+        if (!v) {
+            r->oom = 1;
+            return;
+        }
+        r->v = v;
+        r->cap = c;
+    }
+    r->v[r->n++] = (struct page_range){a, b - a};
+}
 
 static void page_flush(page_run *r)
 {
@@ -347,23 +414,20 @@ static void page_flush(page_run *r)
     if (r->up) {
         a = r->s / r->page * r->page;
         b = (r->e + r->page - 1) / r->page * r->page;
-        if (b > r->p->map_len) b = r->p->map_len;
+        if (b > r->map_len) b = r->map_len;
     } else {
         a = (r->s + r->page - 1) / r->page * r->page;
         b = r->e / r->page * r->page;
     }
-    if (b > a) {
-        (void)madvise((char *)r->p->map + a, b - a, r->up ? MADV_WILLNEED : MADV_DONTNEED);
-        r->pages += b - a;
-    }
     r->s = r->e = 0;
+    range_push(r, a, b);
 }
 
 static void page_add(page_run *r, size_t s, size_t e)
 {
     if (e <= s) return;
     /* Contiguous, or (paging in) within the pages the pending range
-     * already advises: one call for both. */
+     * already advises: one range for both. */
     if (r->e > r->s && (r->e == s || (r->up && s / r->page <= (r->e - 1) / r->page + 1))) {
         r->e = e;
         return;
@@ -374,17 +438,18 @@ static void page_add(page_run *r, size_t s, size_t e)
 }
 
 /* The parameter bytes active at `big` and not at `small` (rows and column
- * prefixes of every parameter), advised in (up) or out. */
-static uint64_t page_diff(rtl_model *m, int small, int big, int up, uint64_t *pages)
+ * prefixes of every parameter, capacities 0-based, ncap = the whole
+ * network) as ranges to page in (up) or out, appended to r. */
+static uint64_t page_diff(const rtl_model *m, int small, int big, page_run *r)
 {
-    struct part *p = &m->parts[0];
+    const struct part *p = &m->parts[0];
     int np, L = m->nlayers;
     const trn_param *t = trn_net_params(p->net, &np);
     const int *rs = m->cap_rows + (size_t)small * L, *is = m->cap_inc + (size_t)small * L;
     const int *rb = m->cap_rows + (size_t)big * L, *ib = m->cap_inc + (size_t)big * L;
     const int *fi = m->cap_inc + (size_t)m->ncap * L;
-    page_run run = {p, up, 0, 0, (size_t)sysconf(_SC_PAGESIZE), 0};
     uint64_t bytes = 0;
+    r->pages = 0;
     for (int q = 0; q < np; q++) {
         const trn_param *x = &t[q];
         if (x->offset < 0) continue;
@@ -392,19 +457,245 @@ static uint64_t page_diff(rtl_model *m, int small, int big, int up, uint64_t *pa
         size_t off = (size_t)x->offset, C = (size_t)x->cols;
         if (x->role != TRN_PARAM_WEIGHTS) { /* a vector: one entry per filter */
             bytes += (uint64_t)(rb[i] - rs[i]) * 4;
-            page_add(&run, off + (size_t)rs[i] * 4, off + (size_t)rb[i] * 4);
+            page_add(r, off + (size_t)rs[i] * 4, off + (size_t)rb[i] * 4);
             continue;
         }
         size_t cs = C * (size_t)is[i] / (size_t)fi[i], cb = C * (size_t)ib[i] / (size_t)fi[i];
-        for (int r = 0; r < rb[i]; r++) {
-            size_t from = r < rs[i] ? cs : 0;
+        for (int row = 0; row < rb[i]; row++) {
+            size_t from = row < rs[i] ? cs : 0;
             bytes += (uint64_t)(cb - from) * 4;
-            page_add(&run, off + ((size_t)r * C + from) * 4, off + ((size_t)r * C + cb) * 4);
+            page_add(r, off + ((size_t)row * C + from) * 4, off + ((size_t)row * C + cb) * 4);
         }
     }
-    page_flush(&run);
-    *pages = run.pages;
+    page_flush(r);
     return bytes;
+}
+
+/* used[p] = 1 for every page of the mapping that holds a parameter byte
+ * active at capacity cap (0-based). */
+static void pages_used(const rtl_model *m, int cap, unsigned char *used, size_t page)
+{
+    int np, L = m->nlayers;
+    const trn_param *t = trn_net_params(m->parts[0].net, &np);
+    const int *rows = m->cap_rows + (size_t)cap * L, *inc = m->cap_inc + (size_t)cap * L;
+    const int *fi = m->cap_inc + (size_t)m->ncap * L;
+    memset(used, 0, (m->parts[0].map_len + page - 1) / page);
+    for (int q = 0; q < np; q++) {
+        const trn_param *x = &t[q];
+        if (x->offset < 0) continue;
+        int i = x->layer;
+        size_t off = (size_t)x->offset, C = (size_t)x->cols;
+        size_t c = x->role == TRN_PARAM_WEIGHTS ? C * (size_t)inc[i] / (size_t)fi[i] : (size_t)rows[i];
+        size_t nr = x->role == TRN_PARAM_WEIGHTS ? (size_t)rows[i] : 1, ld = x->role == TRN_PARAM_WEIGHTS ? C : 0;
+        if (c == ld) c *= nr, nr = 1; /* whole rows: one run */
+        for (size_t row = 0; row < nr && c; row++) {
+            size_t s = off + row * ld * 4, e = s + c * 4;
+            for (size_t pg = s / page; pg <= (e - 1) / page; pg++) used[pg] = 1;
+        }
+    }
+}
+
+/* Appends the pages of [off, off + len) not in used to r, runs separated
+ * by at most PAGE_GAP used pages merged (a used page is resident: advising
+ * it again costs less than another call). */
+#define PAGE_GAP 4
+static void pages_unused(page_run *r, size_t off, size_t len, const unsigned char *used)
+{
+    size_t page = r->page, p0 = off / page, p1 = (off + len + page - 1) / page;
+    for (size_t pg = p0; pg < p1;) {
+        if (used[pg]) {
+            pg++;
+            continue;
+        }
+        size_t q = pg + 1;
+        for (;;) {
+            while (q < p1 && !used[q]) q++;
+            size_t g = q;
+            while (g < p1 && used[g] && g - q < PAGE_GAP) g++;
+            if (g < p1 && !used[g] && g > q) q = g; /* a short gap: merged */
+            else break;
+        }
+        range_push(r, pg * page, q * page < off + len ? q * page : off + len);
+        pg = q;
+    }
+}
+
+static int plan_iov(rtl_model *m, size_t nranges, rtl_err *err);
+
+/* Every transition's ranges (after nested_table). A downgrade a -> b
+ * releases the whole pages holding only parameters of a that b drops; an
+ * upgrade a -> b advises the pages holding parameters b adds and none that
+ * a uses: a page a uses is resident already (a's runs touch it, and no
+ * downgrade to a released it), so advising it again would only cost a
+ * page-cache lookup per page. */
+static int nested_plan(rtl_model *m, rtl_err *err)
+{
+    int n = m->ncap;
+    size_t page = (size_t)sysconf(_SC_PAGESIZE), npages = (m->parts[0].map_len + page - 1) / page;
+    m->plan = calloc((size_t)n * (size_t)n, sizeof *m->plan);
+    unsigned char *used = malloc(npages);
+    page_run r = {.map_len = m->parts[0].map_len, .page = page}, out = r;
+    if (!m->plan || !used) {
+        free(used);
+        return rtl_errf(err, "out of memory");
+    }
+    for (int a = 0; a < n; a++) {
+        pages_used(m, a, used, page);
+        for (int b = 0; b < n; b++) {
+            if (a == b) continue;
+            struct page_plan *pl = &m->plan[(size_t)a * n + b];
+            out.up = b > a;
+            pl->first = out.n;
+            if (!out.up) {
+                pl->bytes = page_diff(m, b, a, &out);
+                pl->pages = out.pages;
+            } else {
+                r.n = 0;
+                r.up = 1;
+                pl->bytes = page_diff(m, a, b, &r);
+                out.pages = 0;
+                for (size_t i = 0; i < r.n && !r.oom; i++) pages_unused(&out, r.v[i].off, r.v[i].len, used);
+                pl->pages = out.pages;
+            }
+            pl->count = out.n - pl->first;
+        }
+    }
+    free(used);
+    free(r.v);
+    m->ranges = out.v;
+    if (r.oom || out.oom) return rtl_errf(err, "out of memory");
+    return plan_iov(m, out.n, err);
+}
+
+/* Advises the ranges of capacity a -> b (0-based): one process_madvise
+ * call for all of them (Linux 5.10 for WILLNEED, 6.13 for DONTNEED on the
+ * calling process), else, from the first refusal on, one madvise per
+ * range. The advice is idempotent: a partial batch is simply redone. */
+static int plan_apply(rtl_model *m, int a, int b)
+{
+    const struct page_plan *pl = &m->plan[(size_t)a * m->ncap + b];
+    int advice = b > a ? MADV_WILLNEED : MADV_DONTNEED;
+#ifdef SYS_process_madvise
+    if (m->pidfd >= 0 && pl->count) {
+        size_t i = pl->first, end = pl->first + pl->count;
+        while (i < end) {
+            size_t n = end - i < 1024 ? end - i : 1024, want = 0;
+            for (size_t j = i; j < i + n; j++) want += m->iov[j].iov_len;
+            long got = syscall(SYS_process_madvise, m->pidfd, m->iov + i, n, advice, 0u);
+            if (got < 0 || (size_t)got != want) break;
+            i += n;
+        }
+        if (i == end) return (int)((pl->count + 1023) / 1024);
+        close(m->pidfd);
+        m->pidfd = -1;
+    }
+#endif
+    char *base = m->parts[0].map;
+    for (size_t i = pl->first; i < pl->first + pl->count; i++)
+        (void)madvise(base + m->ranges[i].off, m->ranges[i].len, advice);
+    return (int)pl->count;
+}
+
+/* The process_madvise batches of the plan (a process without pidfd_open
+ * or process_madvise advises per range). */
+static int plan_iov(rtl_model *m, size_t nranges, rtl_err *err)
+{
+    m->pidfd = -1;
+    if (!(m->iov = calloc(nranges ? nranges : 1, sizeof *m->iov))) return rtl_errf(err, "out of memory");
+    for (size_t i = 0; i < nranges; i++)
+        m->iov[i] = (struct iovec){(char *)m->parts[0].map + m->ranges[i].off, m->ranges[i].len};
+#if defined(SYS_process_madvise) && defined(SYS_pidfd_open)
+    m->pidfd = (int)syscall(SYS_pidfd_open, getpid(), 0u);
+    if (m->pidfd >= 0) (void)fcntl(m->pidfd, F_SETFD, FD_CLOEXEC);
+#endif
+    return 0;
+}
+
+/* Adds what a -> b moved to the pager's totals (pager mutex held, or no
+ * pager). */
+static void paging_count(rtl_model *m, int a, int b, int syscalls)
+{
+    const struct page_plan *pl = &m->plan[(size_t)a * m->ncap + b];
+    rtl_paging_stats *st = &m->paged;
+    st->transitions++;
+    st->ranges += pl->count;
+    st->syscalls += (uint64_t)syscalls;
+    if (b > a) st->page_in += pl->bytes, st->advised_in += pl->pages;
+    else st->page_out += pl->bytes, st->advised_out += pl->pages;
+    st->done_ms = rtl_now_ms();
+}
+
+static void *pager_main(void *arg)
+{
+    rtl_model *m = arg;
+    pthread_mutex_lock(&m->pager_mu);
+    for (;;) {
+        while (!m->pager_stop && m->paged_cap == m->capacity) {
+            pthread_cond_broadcast(&m->pager_idle);
+            pthread_cond_wait(&m->pager_wake, &m->pager_mu);
+        }
+        if (m->pager_stop) break;
+        int a = m->paged_cap - 1, b = m->capacity - 1;
+        pthread_mutex_unlock(&m->pager_mu);
+        double t0 = rtl_now_ms();
+        int calls = plan_apply(m, a, b);
+        pthread_mutex_lock(&m->pager_mu);
+        paging_count(m, a, b, calls);
+        m->paged.busy_ms += m->paged.done_ms - t0;
+        m->paged_cap = b + 1;
+    }
+    pthread_cond_broadcast(&m->pager_idle);
+    pthread_mutex_unlock(&m->pager_mu);
+    return NULL;
+}
+
+/* Starts the pager (no pager: the caller's thread pages). Signals stay
+ * with the process's other threads. */
+static void pager_start(rtl_model *m)
+{
+    if (pthread_mutex_init(&m->pager_mu, NULL) != 0) return;
+    if (pthread_cond_init(&m->pager_wake, NULL) != 0) {
+        pthread_mutex_destroy(&m->pager_mu);
+        return;
+    }
+    if (pthread_cond_init(&m->pager_idle, NULL) != 0) {
+        pthread_cond_destroy(&m->pager_wake);
+        pthread_mutex_destroy(&m->pager_mu);
+        return;
+    }
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    m->pager = pthread_create(&m->pager_thread, NULL, pager_main, m) == 0;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (!m->pager) {
+        pthread_cond_destroy(&m->pager_idle);
+        pthread_cond_destroy(&m->pager_wake);
+        pthread_mutex_destroy(&m->pager_mu);
+    }
+}
+
+static void pager_stop(rtl_model *m)
+{
+    if (!m->pager) return;
+    pthread_mutex_lock(&m->pager_mu);
+    m->pager_stop = 1;
+    pthread_cond_signal(&m->pager_wake);
+    pthread_mutex_unlock(&m->pager_mu);
+    pthread_join(m->pager_thread, NULL);
+    pthread_cond_destroy(&m->pager_idle);
+    pthread_cond_destroy(&m->pager_wake);
+    pthread_mutex_destroy(&m->pager_mu);
+    m->pager = 0;
+}
+
+/* Open like a plain variant; the largest capacity is active. */
+static int open_nested(rtl_model *m, rtl_err *err)
+{
+    if (open_plain(m, err) != 0 || nested_table(m, err) != 0 || nested_plan(m, err) != 0) return -1;
+    m->paged_cap = m->capacity;
+    if (m->async_paging) pager_start(m);
+    return 0;
 }
 
 int rtl_model_capacities(const rtl_model *m) { return m->ncap; }
@@ -423,13 +714,35 @@ int rtl_model_set_capacity(rtl_model *m, int k, rtl_err *err)
     int rc = trn_net_set_capacity(m->parts[0].net, m->cap_filters + (size_t)(k - 1) * m->nlayers, &e);
     pthread_mutex_unlock(&forward_lock);
     if (rc != 0) return rtl_err_from_trn(err, &e);
-    if (k > m->capacity)
-        m->switch_in = page_diff(m, m->capacity - 1, k - 1, 1, &m->switch_in_pages);
-    else
-        m->switch_out = page_diff(m, k - 1, m->capacity - 1, 0, &m->switch_out_pages);
-    m->capacity = k;
+    const struct page_plan *pl = &m->plan[(size_t)(m->capacity - 1) * m->ncap + (k - 1)];
+    if (k > m->capacity) m->switch_in = pl->bytes, m->switch_in_pages = pl->pages;
+    else m->switch_out = pl->bytes, m->switch_out_pages = pl->pages;
     m->output = NULL;
+    if (m->pager) {
+        pthread_mutex_lock(&m->pager_mu);
+        m->capacity = k;
+        pthread_mutex_unlock(&m->pager_mu);
+        pthread_cond_signal(&m->pager_wake); /* after unlocking: the pager does not wake into a held lock */
+    } else {
+        double t0 = rtl_now_ms();
+        int calls = plan_apply(m, m->capacity - 1, k - 1);
+        paging_count(m, m->capacity - 1, k - 1, calls);
+        m->paged.busy_ms += m->paged.done_ms - t0;
+        m->capacity = m->paged_cap = k;
+    }
     return 0;
+}
+
+int rtl_model_paging_wait(rtl_model *m, rtl_paging_stats *out)
+{
+    if (m->pager) {
+        pthread_mutex_lock(&m->pager_mu);
+        while (m->paged_cap != m->capacity) pthread_cond_wait(&m->pager_idle, &m->pager_mu);
+        if (out) *out = m->paged;
+        pthread_mutex_unlock(&m->pager_mu);
+    } else if (out)
+        *out = m->paged;
+    return m->pager;
 }
 
 void rtl_model_switch_bytes(const rtl_model *m, rtl_switch_bytes *out)
@@ -506,6 +819,7 @@ rtl_model *rtl_model_open(rtl_catalog *cat, const char *id, const rtl_model_opti
         goto fail;
     }
     if (options && options->threads > 0) trn_set_threads(options->threads);
+    m->async_paging = options && options->async_paging;
     if (kinds[kind].open(m, err) != 0) goto fail;
     if (!(m->input = calloc(rtl_model_input_size(m), sizeof *m->input))) {
         rtl_errf(err, "out of memory");
@@ -521,6 +835,7 @@ fail:
 void rtl_model_close(rtl_model *m)
 {
     if (!m) return;
+    pager_stop(m);
     trn_exits_free(m->exits);
     if (m->exits_map) munmap(m->exits_map, m->exits_map_len);
     for (size_t i = 0; i < m->nparts; i++) part_free(&m->parts[i]);
@@ -530,6 +845,10 @@ void rtl_model_close(rtl_model *m)
     free(m->cap_filters);
     free(m->cap_rows);
     free(m->cap_inc);
+    free(m->plan);
+    free(m->ranges);
+    if (m->iov && m->pidfd >= 0) close(m->pidfd);
+    free(m->iov);
     rtl_gtdp_cache_free(m->gtdp);
     free(m);
 }

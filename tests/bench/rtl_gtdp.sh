@@ -114,7 +114,9 @@ def cfg(name):
         if x.get("recomputed"):
             sys.exit("bench rtl-gtdp: %s: a worker failed (%s): not a measurement" % (name, x.get("failure")))
     return {"ms": st.median(x["ms_median"] for x in res), "local": st.median(x["local_ms_median"] for x in res),
-            "pred": st.median(d["predicted_ms"] for d in docs), "rounds": [round(x["ms_median"], 1) for x in res]}
+            "pred": st.median(d["predicted_ms"] for d in docs), "rounds": [round(x["ms_median"], 1) for x in res],
+            "pred_rtt": st.median(d["predicted_rtt_ms"] for d in docs),
+            "ov": [round(st.median(d["part_overhead_ms"][k] for d in docs), 2) for k in range(len(docs[0]["part_overhead_ms"]))]}
 one, two, four, eq = cfg("one"), cfg("two"), cfg("four"), cfg("eq")
 local = st.median([one["local"], two["local"], four["local"], eq["local"]])
 print("GTDP over rtl serve workers on loopback (1 thread each), PROFILE=full AlexNet conv trunk%s, "
@@ -128,6 +130,10 @@ rows = [("this host alone (no workers)", local, None, []),
 for name, ms, pred, rr in rows:
     print("%-36s %9.1f %10s %8s %11.2fx  %s" % (name, ms, "%.1f" % pred if pred else "-",
           "%+.0f%%" % (100 * (ms / pred - 1)) if pred else "-", one["ms"] / ms, " ".join(map(str, rr))))
+print("each part's fixed cost charged, per worker (ms; from the calibration forward, medians of the rounds):")
+for name, c in (("1 worker", one), ("2 workers", two), ("4 workers GTDP", four), ("4 workers equal", eq)):
+    print("  %-18s %-30s predicted with the handshake's round trip instead: %.1f ms (error %+.0f%%)" % (
+        name, " ".join("%.2f" % v for v in c["ov"]), c["pred_rtt"], 100 * (c["ms"] / c["pred_rtt"] - 1)))
 s2 = one["ms"] / two["ms"]
 gain = eq["ms"] / four["ms"]
 err = four["ms"] / four["pred"] - 1

@@ -9,6 +9,10 @@
  *       writes a tiny classifier data set into DIR: N 24-bit BMP images of
  *       SIDE x SIDE per class (classes "dark" and "light"), the lists
  *       train.list and test.list, labels and names files and tiny.data
+ *   prune-testtool forward CFG WEIGHTS INPUT OUT
+ *       inference forward (batch 1) of INPUT (raw float32, the network's
+ *       inputs); writes the network's output to OUT (raw float32), the
+ *       format of tests/darknet/dn_ref's out_NNN.bin
  */
 #include "testlib_prn.h"
 
@@ -109,11 +113,43 @@ static int images(const char *dir, int n, int side, uint64_t seed)
     return 0;
 }
 
+static int forward(const char *cfg, const char *weights, const char *in, const char *out)
+{
+    trn_err e;
+    trn_net_opts o;
+    trn_net_opts_defaults(&o);
+    o.batch = 1;
+    o.infer_only = 1;
+    trn_net *net = trn_net_load(cfg, weights, &o, &e);
+    if (!net) {
+        fprintf(stderr, "prune-testtool: %s\n", e.msg);
+        return 1;
+    }
+    size_t n = trn_net_inputs(net), m = trn_net_outputs(net);
+    float *x = malloc(n * sizeof *x);
+    FILE *f = fopen(in, "rb");
+    int rc = !x || !f || fread(x, sizeof *x, n, f) != n;
+    if (f) fclose(f);
+    if (!rc && trn_net_forward(net, x, &e) != 0) {
+        fprintf(stderr, "prune-testtool: %s\n", e.msg);
+        rc = 1;
+    }
+    if (!rc) {
+        FILE *g = fopen(out, "wb");
+        rc = !g || fwrite(trn_net_output(net), sizeof(float), m, g) != m;
+        if (g && fclose(g) != 0) rc = 1;
+    }
+    free(x);
+    trn_net_free(net);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 6 && !strcmp(argv[1], "forward")) return forward(argv[2], argv[3], argv[4], argv[5]);
     if (argc == 5 && !strcmp(argv[1], "weights")) return weights(argv[2], strtoull(argv[3], NULL, 10), argv[4]);
     if (argc == 6 && !strcmp(argv[1], "images"))
         return images(argv[2], atoi(argv[3]), atoi(argv[4]), strtoull(argv[5], NULL, 10));
-    fprintf(stderr, "usage: prune-testtool weights CFG SEED OUT | images DIR N SIDE SEED\n");
+    fprintf(stderr, "usage: prune-testtool weights CFG SEED OUT | images DIR N SIDE SEED | forward CFG WEIGHTS IN OUT\n");
     return 2;
 }

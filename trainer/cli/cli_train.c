@@ -3,6 +3,7 @@
  * with atomic checkpoints, --resume, and a live progress line.
  */
 #include "cli.h"
+#include "cli_tasks.h"
 #include "clikit.h"
 
 #include <signal.h>
@@ -57,6 +58,7 @@ typedef struct vfeed {
     size_t n;
     float *x, *y;
     int batch, classes;
+    size_t pstride; /* outputs per image (multi-task: all groups; the first task's come first) */
 } vfeed;
 
 static int validate_batches(void *ctx, trn_net *net, uint64_t *correct, uint64_t *total, trn_err *err)
@@ -67,7 +69,7 @@ static int validate_batches(void *ctx, trn_net *net, uint64_t *correct, uint64_t
         if (trn_loader_get(v->loader, b, v->x, v->y, err) != 0 || trn_net_forward(net, v->x, err) != 0) return -1;
         const float *p = trn_net_output(net);
         for (int j = 0; j < v->batch && seen < v->n; j++, seen++) {
-            const float *pj = p + (size_t)j * v->classes, *yj = v->y + (size_t)j * v->classes;
+            const float *pj = p + (size_t)j * v->pstride, *yj = v->y + (size_t)j * v->classes;
             int truth = 0, best = 0;
             for (int c = 1; c < v->classes; c++) {
                 if (yj[c] > yj[truth]) truth = c;
@@ -160,13 +162,28 @@ static void remove_made(const char *path, const char *top)
     }
 }
 
+/* Multi-task run: BASE.weights (the widened network, as trn_train wrote
+ * it) becomes BASE.tasks.weights beside BASE.tasks.cfg, and BASE.weights
+ * is written anew as the first task's slice (the plain network). */
+static int publish_tasks(const trn_net *net, const trn_cfg *mcfg, trn_net *plain, const char *dir,
+                         const char *base, trn_err *err)
+{
+    char w[4200], tw[4200], tc[4200];
+    snprintf(w, sizeof w, "%s/%s.weights", dir, base);
+    snprintf(tw, sizeof tw, "%s/%s.tasks.weights", dir, base);
+    snprintf(tc, sizeof tc, "%s/%s.tasks.cfg", dir, base);
+    if (cli_tasks_slice(net, plain, err) != 0 || trn_cfg_write(mcfg, tc, err) != 0) return -1;
+    if (rename(w, tw) != 0) return trn_errf(err, "cannot rename %s to %s", w, tw);
+    return trn_weights_save(plain, w, err);
+}
+
 int cli_train(int argc, char **argv)
 {
     const char *cfgp = NULL, *data = NULL, *weights = NULL, *backup = NULL, *threads = NULL;
     ck_list set = {.n = 0};
     long long seed = 1, every = 100, lthreads = 2, cache = 256, val_every = 100, val_images = 0, plateau = 0;
     int resume = 0, clear = 0, quiet = 0, rc0;
-    const char *det = NULL;
+    const char *det = NULL, *tasksp = NULL, *taskw = NULL;
     const ck_opt opts[] = {
         {"--cfg", "FILE", CK_STR, &cfgp, 0, 0, "the network (Darknet cfg)"},
         {"--data", "FILE", CK_STR, &data, 0, 0, "the data set (Darknet .data: classes, train, labels/names, backup)"},
@@ -196,6 +213,11 @@ int cli_train(int argc, char **argv)
          "validate on the first N images of the split (default: all)"},
         {"--plateau", "N", CK_INT, &plateau, 0, 1099511627776.0,
          "stop early, writing the weights, after N validations in a\nrow without a better top-1 (default 0: never)"},
+        {"--tasks", "FILE", CK_STR, &tasksp, 0, 0,
+         "multi-task training: \"task data-file\" lines (the task of\n--data first, e.g. synth.tasks); one trunk learns every\n"
+         "task, BASE.weights is the plain --cfg model of the first"},
+        {"--task-weights", "LIST", CK_STR, &taskw, 0, 0,
+         "loss weight of each task of --tasks, in its order,\ne.g. 1,0.5,0.5,1,1 (default 1 each)"},
         {0},
     };
     const ck_verb verb = {
@@ -218,7 +240,16 @@ int cli_train(int argc, char **argv)
         "\n"
         "On a terminal one progress line is updated in place (update, loss, running loss,\n"
         "learning rate, images/s, ETA); otherwise one plain line per second at most.\n"
-        "SIGINT or SIGTERM writes a checkpoint and stops (exit status 130).\n",
+        "SIGINT or SIGTERM writes a checkpoint and stops (exit status 130).\n"
+        "\n"
+        "--tasks: the cfg must end in [connected] output=<classes of --data>, then\n"
+        "[softmax]. The run trains that layer widened to T groups of G outputs (T tasks,\n"
+        "G the largest class count; a smaller task's group is padded) under a [softmax]\n"
+        "groups=T: one cross-entropy per task, each image labelled in every task by the\n"
+        "tasks' .data files (which must list the same images), each weighted by\n"
+        "--task-weights. It writes BACKUP/BASE.tasks.cfg and BASE.tasks.weights (the\n"
+        "widened network) and BACKUP/BASE.weights: the first task's slice, the plain\n"
+        "Darknet model of --cfg. Validation scores the first task.\n",
     };
     const char *extra;
     if (ck_parse("trainer", &verb, argc, argv, &extra, 0, &rc0) < 0) return rc0;
@@ -230,12 +261,15 @@ int cli_train(int argc, char **argv)
     if (cli_determinism("train", det)) return 2;
     if (cli_threads("train", threads)) return 2;
     if (plateau && !val_every) return cli_usage("train", "--plateau needs validations: --val-every N with N > 0");
+    if (taskw && !tasksp) return cli_usage("train", "--task-weights needs --tasks");
+    if (tasksp && weights) return cli_usage("train", "--tasks trains from random weights: drop --weights");
 
     trn_err e;
     vfeed vf = {0};
     int rc = 1;
-    trn_cfg *cfg = NULL;
-    trn_net *net = NULL;
+    trn_cfg *cfg = NULL, *mcfg = NULL;
+    trn_net *net = NULL, *plain = NULL;
+    cli_tasks tk = {0};
     feed f = {0};
     if (!(f.ds = trn_dataset_open(data, &e))) {
         cli_fail("train", "%s", e.msg);
@@ -249,11 +283,27 @@ int cli_train(int argc, char **argv)
     trn_net_opts no;
     trn_net_opts_defaults(&no);
     no.seed = (uint64_t)seed;
-    if (!(net = trn_net_create(cfg, &no, &e))) {
+    if (tasksp) {
+        if (cli_tasks_open(tasksp, data, taskw, &tk, &e) != 0 ||
+            !(mcfg = cli_tasks_cfg(cfg, &tk, trn_dataset_classes(f.ds), &e)) ||
+            !(plain = trn_net_create(cfg, &no, &e))) {
+            cli_fail("train", "%s", e.msg);
+            goto out;
+        }
+        if ((int)trn_net_outputs(plain) != trn_dataset_classes(f.ds)) {
+            cli_fail("train", "%s has %zu outputs but %s has %d classes: make the last layer's "
+                     "output %d", cfgp, trn_net_outputs(plain), data, trn_dataset_classes(f.ds),
+                     trn_dataset_classes(f.ds));
+            goto out;
+        }
+    }
+    if (!(net = trn_net_create(mcfg ? mcfg : cfg, &no, &e))) {
         cli_fail("train", "%s", e.msg);
         goto out;
     }
-    if ((int)trn_net_outputs(net) != trn_dataset_classes(f.ds)) {
+    if (tasksp) {
+        trn_net_set_group_weights(net, tk.w);
+    } else if ((int)trn_net_outputs(net) != trn_dataset_classes(f.ds)) {
         cli_fail("train", "%s has %zu outputs but %s has %d classes: make the last layer's "
                  "output (or filters) %d", cfgp, trn_net_outputs(net), data,
                  trn_dataset_classes(f.ds), trn_dataset_classes(f.ds));
@@ -277,6 +327,11 @@ int cli_train(int argc, char **argv)
     f.lo.shuffle = 1;
     f.lo.cache_bytes = (size_t)cache << 20;
     f.net = net;
+    if (tasksp) {
+        f.lo.tasks = (const trn_dataset *const *)tk.ds;
+        f.lo.ntasks = tk.n;
+        f.lo.group = tk.group;
+    }
     if (trn_augment_check(&f.lo.aug, cfgp, &e) != 0) {
         cli_fail("train", "%s", e.msg);
         goto out;
@@ -290,6 +345,9 @@ int cli_train(int argc, char **argv)
         vo.augment = 0;
         vo.shuffle = 0;
         vo.cache_bytes = 0;
+        vo.tasks = NULL;
+        vo.ntasks = vo.group = 0;
+        vf.pstride = trn_net_outputs(net);
         vf.batch = trn_net_batch(net);
         vf.classes = trn_dataset_classes(f.ds);
         vf.n = trn_dataset_count(f.ds, TRN_SPLIT_VALID);
@@ -339,7 +397,12 @@ int cli_train(int argc, char **argv)
         fprintf(stderr, "trainer train: stopped at update %llu; checkpoint %s/%s.ckpt written: "
                 "continue with --resume\n", (unsigned long long)trn_net_current_batch(net), backup, base);
         rc = 130;
+    } else if (tasksp && publish_tasks(net, mcfg, plain, backup, base, &e) != 0) {
+        cli_fail("train", "%s", e.msg);
     } else {
+        if (!quiet && tasksp)
+            fprintf(stderr, "trainer train: wrote %s/%s.tasks.cfg and %s.tasks.weights (%d tasks)\n", backup,
+                    base, base, tk.n);
         if (!quiet) fprintf(stderr, "trainer train: wrote %s/%s.weights\n", backup, base);
         rc = 0;
     }
@@ -361,7 +424,10 @@ out:
     free(vf.y);
     trn_loader_close(f.loader);
     trn_net_free(net);
+    trn_net_free(plain);
     trn_cfg_free(cfg);
+    trn_cfg_free(mcfg);
+    cli_tasks_free(&tk);
     trn_dataset_close(f.ds);
     return rc;
 }

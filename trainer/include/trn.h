@@ -47,6 +47,11 @@ void trn_lasso_prox(trn_net *net, float rate);
  * its delta is the loss's negative gradient in the logits,
  * (1 - a) * (truth - p) + a * T * (q - p_T). The caller keeps q alive. */
 void trn_net_set_soft_targets(trn_net *net, const float *q);
+/* Loss weights of the output softmax's groups (multi-task training: one
+ * group per task): w has the softmax's `groups` values; group g's loss and
+ * delta are scaled by w[g]. NULL: every group weighs 1. The caller keeps w
+ * alive. */
+void trn_net_set_group_weights(trn_net *net, const float *w);
 
 /* Darknet's train_network_datum: seen += batch; forward_train; backward;
  * update every `subdivisions` calls. *loss (may be NULL) = the cost per
@@ -237,6 +242,13 @@ typedef struct trn_loader_opts {
     int threads;        /* decoding workers, >= 1 */
     int shuffle;        /* 1: a seeded permutation per epoch; 0: list order */
     size_t cache_bytes; /* decoded images kept in memory (0: decode every time) */
+    /* Multi-task truth (0/NULL: the data set's one-hot). With ntasks > 0, a
+     * truth row is ntasks groups of `group` values: group t one-hot at the
+     * class of the image in tasks[t] (every task lists the same images in
+     * the same order, checked at open; each has at most `group` classes).
+     * tasks[0] is normally the loader's own data set. */
+    const trn_dataset *const *tasks;
+    int ntasks, group;
 } trn_loader_opts;
 
 /* Defaults: augment 1 with trn_augment_defaults, seed 0, threads 1,
@@ -252,7 +264,8 @@ trn_loader *trn_loader_open(const trn_dataset *ds, trn_split s, const trn_loader
 /* Batch number `index` of the endless sequence of epochs: position
  * p = index * batch + j (j < batch) is image perm_e[p % n] of epoch
  * e = p / n, where perm_e is the seeded shuffle of epoch e (or the list
- * order). x is (batch, c, h, w), y is (batch, classes) one-hot. The result is
+ * order). x is (batch, c, h, w), y is (batch, classes) one-hot (with tasks:
+ * (batch, ntasks * group), one one-hot group per task). The result is
  * a pure function of (data set, options, index): the thread count, timing
  * and earlier calls do not change a byte. After returning, batch index + 1
  * is prepared in the background. -1 with an error naming the image file

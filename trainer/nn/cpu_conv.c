@@ -41,8 +41,14 @@
 /* A tile's im2col holds about this many floats (within L2), and at least
  * 4*m columns (each gemm call packs W again) and 64. */
 #define COL_FLOATS ((size_t)128 << 10)
-/* At least this many tiles per forward when the shape allows (batch 1). */
+/* At least this many tiles per forward when the shape allows. */
 #define MIN_TILES 8
+/* A forward with fewer tiles than that (batch 1 of alexnet.cfg) is cut
+ * into few wide items instead: a power of two of them, at least 2 and at
+ * most WIDE_MAX, each of at least WIDE_MACS multiply-adds where the shape
+ * allows (a function of the shape only, like every plan here). */
+#define WIDE_MACS ((double)(1 << 27))
+#define WIDE_MAX 16
 /* The weights gradient: at most DW_LANES lanes, their partial sums within
  * DW_FLOATS floats. */
 #define DW_LANES 16
@@ -104,6 +110,24 @@ static void make_plan(const trn_conv_shape *s, plan *p, int split_rows)
     /* as many tiles, of even heights */
     p->tiles_img = (int)(((size_t)p->oh + rows - 1) / rows);
     p->rows = (p->oh + p->tiles_img - 1) / p->tiles_img;
+    p->tiles_img = (p->oh + p->rows - 1) / p->rows;
+}
+
+/* The wide items of a small forward (WIDE_MACS). */
+static int wide_items(const plan *p)
+{
+    double macs = (double)p->s->m * (double)p->np * (double)p->k;
+    int n = 2;
+    while (n < WIDE_MAX && macs / (2.0 * n) >= WIDE_MACS) n *= 2;
+    return n;
+}
+
+/* Tiles of one image: `items` ranges of output rows, of even heights. */
+static void plan_rows(plan *p, int items)
+{
+    if (items > p->oh) items = p->oh;
+    if (items < 1) items = 1;
+    p->rows = (p->oh + items - 1) / items;
     p->tiles_img = (p->oh + p->rows - 1) / p->rows;
 }
 
@@ -393,11 +417,11 @@ static void fwd_tile(void *v, int t)
         trn_cpu_bias_act(out + (size_t)f * p->np, cols, x->bias ? x->bias[f] : 0, x->bias != NULL, x->act);
 }
 
-/* A small batch of large layers (more filters than output positions, so
- * W is the larger operand): per image, its whole im2col once, then blocks
- * of filters side by side (each gemm call packs its block of W and the
- * im2col); cutting the positions instead would pack all of W per tile. */
-#define M_BLOCKS 4
+/* A small batch of large layers (as many filters as output positions or
+ * more, so W is the larger operand): per image, its whole im2col once,
+ * then `items` blocks of filters side by side (each gemm call packs its
+ * block of W and the im2col); cutting the positions instead would pack all
+ * of W per tile. */
 
 typedef struct mblockctx {
     const fwdctx *x;
@@ -419,11 +443,11 @@ static void fwd_mblock(void *v, int j)
         trn_cpu_bias_act(c->out + (size_t)f * p->np, p->np, x->bias ? x->bias[f] : 0, x->bias != NULL, x->act);
 }
 
-static int fwd_by_filters(fwdctx *x)
+static int fwd_by_filters(fwdctx *x, int items)
 {
     const plan *p = &x->p;
     const trn_conv_shape *s = p->s;
-    int mb = (s->m + M_BLOCKS - 1) / M_BLOCKS;
+    int mb = (s->m + items - 1) / items;
     mb = (mb + 15) / 16 * 16;
     float *col = p->direct ? NULL : scratch(1, (size_t)p->k * p->np);
     if (!p->direct && !col) return -1;
@@ -443,8 +467,18 @@ void trn_cpu_conv(TRN_BE, const trn_conv_shape *s, const float *in, const float 
     if (s->batch <= 0 || s->m <= 0) return;
     fwdctx x = {be, {0}, in, w, bias, ldw, act, out, 0};
     make_plan(s, &x.p, 0);
-    if (s->batch * x.p.tiles_img < MIN_TILES && s->m > x.p.np && s->m >= 2 * 16 && fwd_by_filters(&x) == 0) return;
-    make_plan(s, &x.p, 1);
+    if (s->batch * x.p.tiles_img < MIN_TILES) {
+        /* Few tiles (batch 1): a few wide items per image, by filters or
+         * by output rows. Two items of alexnet.cfg's batch-1 shapes, one
+         * per thread, ran at 176..190 GFLOPS where the 7..10 tiles in
+         * L2 of before ran 93..148 (2 threads, OpenBLAS 0.3.21 on the
+         * 2-core EPYC; the sgemm yardstick 191). */
+        int items = wide_items(&x.p);
+        if (s->m >= x.p.np && s->m >= 2 * 16 && fwd_by_filters(&x, items) == 0) return;
+        plan_rows(&x.p, items);
+    } else {
+        make_plan(s, &x.p, 1);
+    }
     int tiles = s->batch * x.p.tiles_img;
     x.whole = tiles > 1;
     if (tiles == 1)

@@ -131,6 +131,7 @@ struct trn_net {
     float *truth;         /* (batch, outputs) or NULL */
     const float *truth_in; /* the caller's truth during a training forward */
     const float *soft;    /* (batch, outputs) distillation targets, or NULL */
+    const float *group_w; /* per softmax group loss weights (trn_net_set_group_weights), or NULL */
     float *workspace;
     size_t workspace_floats;
     uint64_t seen;

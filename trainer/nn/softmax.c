@@ -8,7 +8,9 @@
  * cross-entropy: loss = -log p where the truth is non-zero, delta =
  * truth - p (the temperature does not enter the gradient, as in Darknet).
  * With distillation targets (trn_net_set_soft_targets) the loss mixes in
- * the KL divergence to a teacher's softened outputs (trn.h says how).
+ * the KL divergence to a teacher's softened outputs (trn.h says how); with
+ * group weights (trn_net_set_group_weights, multi-task training) each
+ * group's loss and delta are scaled by its weight.
  */
 #include "net.h"
 #include "portable.h"
@@ -84,6 +86,16 @@ static void softmax_forward(trn_layer *l, trn_net *net, int train)
             float kl = q[i] > 0 ? q[i] * (trn_logf(q[i]) - trn_logf(s->pt[i] > 1e-30f ? s->pt[i] : 1e-30f)) : 0;
             l->delta[i] = (1 - a) * l->delta[i] + a * t * (q[i] - s->pt[i]);
             s->loss[i] = (1 - a) * s->loss[i] + a * t * t * kl;
+        }
+    }
+    if (net->group_w) {
+        /* Multi-task loss weights (trn_net_set_group_weights): group g's
+         * loss and delta times w[g]. Host memory, as distillation. */
+        size_t gs = l->inputs / (size_t)s->groups;
+        for (size_t i = 0; i < n; i++) {
+            float w = net->group_w[(i % l->inputs) / gs];
+            l->delta[i] *= w;
+            s->loss[i] *= w;
         }
     }
     double sum = 0;

@@ -200,7 +200,10 @@ static int run_sample(trn_loader *l, size_t img, uint64_t epoch, float *x, float
     }
     trn_image_free(&im);
     memset(y, 0, (size_t)l->classes * sizeof *y);
-    y[trn_dataset_class(l->ds, l->split, img)] = 1;
+    if (o->ntasks > 0)
+        for (int t = 0; t < o->ntasks; t++) y[(size_t)t * o->group + trn_dataset_class(o->tasks[t], l->split, img)] = 1;
+    else
+        y[trn_dataset_class(l->ds, l->split, img)] = 1;
     return 0;
 }
 
@@ -270,6 +273,31 @@ static int check_opts(const trn_loader_opts *o, trn_err *err)
         return trn_errf(err, "loader: augment=%d and shuffle=%d must be 0 or 1", o->augment,
                         o->shuffle);
     if (o->augment && trn_augment_check(&o->aug, "loader", err) != 0) return -1;
+    if (o->ntasks < 0 || (o->ntasks > 0 && (!o->tasks || o->group < 1)))
+        return trn_errf(err, "loader: ntasks=%d needs the task data sets and group >= 1 (group=%d)",
+                        o->ntasks, o->group);
+    return 0;
+}
+
+/* Every task lists split s's images in the data set's order, with at most
+ * `group` classes. */
+static int check_tasks(const trn_dataset *ds, trn_split s, const trn_loader_opts *o, trn_err *err)
+{
+    size_t n = trn_dataset_count(ds, s);
+    for (int t = 0; t < o->ntasks; t++) {
+        const trn_dataset *d = o->tasks[t];
+        if (trn_dataset_classes(d) > o->group)
+            return trn_errf(err, "loader: task %d has %d classes, more than the group of %d", t,
+                            trn_dataset_classes(d), o->group);
+        if (trn_dataset_count(d, s) != n)
+            return trn_errf(err, "loader: task %d lists %zu %s images, the data set %zu; every task "
+                            "must list the same images", t, trn_dataset_count(d, s), trn_split_name(s), n);
+        for (size_t i = 0; i < n; i++)
+            if (strcmp(trn_dataset_path(d, s, i), trn_dataset_path(ds, s, i)) != 0)
+                return trn_errf(err, "loader: task %d's %s image %zu is %s, the data set's %s; every "
+                                "task must list the same images in the same order", t, trn_split_name(s),
+                                i + 1, trn_dataset_path(d, s, i), trn_dataset_path(ds, s, i));
+    }
     return 0;
 }
 
@@ -283,6 +311,7 @@ trn_loader *trn_loader_open(const trn_dataset *ds, trn_split split, const trn_lo
                  trn_split_name(split) ? trn_split_name(split) : "split");
         return NULL;
     }
+    if (check_tasks(ds, split, o, err) != 0) return NULL;
     trn_loader *l = calloc(1, sizeof *l);
     if (!l) {
         trn_errf(err, "loader: out of memory");
@@ -292,7 +321,7 @@ trn_loader *trn_loader_open(const trn_dataset *ds, trn_split split, const trn_lo
     l->split = split;
     l->o = *o;
     l->n = trn_dataset_count(ds, split);
-    l->classes = trn_dataset_classes(ds);
+    l->classes = o->ntasks > 0 ? o->ntasks * o->group : trn_dataset_classes(ds);
     l->sample_floats = (size_t)o->c * o->h * o->w;
     trn_rng root;
     trn_rng_seed(&root, o->seed);

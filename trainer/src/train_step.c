@@ -117,6 +117,8 @@ int trn_net_train_step(trn_net *net, const float *x, const float *truth, float *
 
 void trn_net_set_soft_targets(trn_net *net, const float *q) { net->soft = q; }
 
+void trn_net_set_group_weights(trn_net *net, const float *w) { net->group_w = w; }
+
 float trn_net_cost(const trn_net *net) { return net->cost; }
 
 const float *trn_net_layer_delta(const trn_net *net, int i)

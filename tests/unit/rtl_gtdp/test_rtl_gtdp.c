@@ -222,12 +222,31 @@ static void bad_inputs(void **state)
     assert_non_null(strstr(e.msg, "worker 2"));
 }
 
+/* The fixed cost per part and worker: the median of what each part cost
+ * beyond its predicted compute and transfer; -1 for a worker with none. */
+static void part_overhead(void **state)
+{
+    (void)state;
+    static rtl_gtdp_stats st;
+    memset(&st, 0, sizeof st);
+    const double rec[][4] = {/* worker, compute, transfer, wall */
+                             {0, 2.0, 0.5, 3.0}, {0, 5.0, 0.1, 5.4}, {0, 1.0, 0.2, 9.2},
+                             {2, 3.0, 0.0, 3.5}, {2, 1.0, 0.0, 2.5}};
+    for (size_t k = 0; k < sizeof rec / sizeof rec[0]; k++)
+        st.rec[st.nrec++] = (rtl_gtdp_part_rec){(int)k, (int)rec[k][0], rec[k][1], rec[k][2], rec[k][3]};
+    double ov[3];
+    rtl_gtdp_part_overhead(&st, 3, ov);
+    assert_true(fabs(ov[0] - 0.5) < 1e-9); /* 0.5, 0.3, 8.0: the median, not the mean */
+    assert_true(ov[1] == -1);
+    assert_true(fabs(ov[2] - 1.0) < 1e-9); /* 0.5 and 1.5 */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(parts_tile_the_output), cmocka_unit_test(halo_and_costs), cmocka_unit_test(fitted_costs),
         cmocka_unit_test(speeds_shape_the_split), cmocka_unit_test(one_row_splits_channels),
-        cmocka_unit_test(fused_pool), cmocka_unit_test(bad_inputs),
+        cmocka_unit_test(fused_pool), cmocka_unit_test(bad_inputs), cmocka_unit_test(part_overhead),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

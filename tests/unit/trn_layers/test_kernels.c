@@ -162,7 +162,9 @@ static void conv_kernels_match_reference_for_any_threads(void **state)
         {1, 3, 67, 67, 16, 11, 4, 0, 0}, {2, 64, 12, 12, 20, 5, 1, 2, 1}, {2, 4, 5, 5, 6, 3, 2, 2, 0},
         {17, 6, 7, 7, 5, 3, 1, 1, 3},
         /* more filters than positions at a small batch: blocks of filters */
-        {1, 8, 5, 5, 64, 3, 1, 1, 2}, {2, 4, 4, 4, 50, 1, 1, 0, 0},
+        {1, 8, 5, 5, 64, 3, 1, 1, 2}, {2, 4, 4, 4, 50, 1, 1, 0, 0}, {1, 6, 4, 4, 16, 3, 1, 1, 0},
+        /* batch 1, fewer filters than positions: two wide row ranges of unequal heights */
+        {1, 16, 27, 27, 32, 5, 1, 2, 3},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         trn_conv_shape s = {cases[i].batch, cases[i].c, cases[i].h, cases[i].w, cases[i].m, cases[i].ks,

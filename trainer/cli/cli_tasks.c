@@ -1,0 +1,162 @@
+/*
+ * cli_tasks.c: multi-task training for `trainer train --tasks FILE`.
+ *
+ * The network of --cfg is a plain classifier of the first task (its last
+ * [connected] layer has one output per class, then [softmax]). For
+ * training, that layer is widened to T groups of G outputs (T tasks, G the
+ * largest class count; a task with fewer classes leaves the rest of its
+ * group padded: their truth is always 0) and the softmax gets groups=T:
+ * Darknet's grouped softmax, one cross-entropy per task (Caruana's shared
+ * hidden layers; MCDNN's face trunk that encodes identity, age, gender and
+ * race). Every image has one class per task, read from each task's .data
+ * (every task lists the same images). After training, the first task's
+ * slice of the widened layer (its first G rows) gives back the plain
+ * network of --cfg: that is what the run publishes as BASE.weights.
+ */
+#include "cli.h"
+#include "cli_tasks.h"
+
+#include <ctype.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+void cli_tasks_free(cli_tasks *t)
+{
+    for (int k = 0; k < t->n; k++) trn_dataset_close(t->ds[k]);
+    memset(t, 0, sizeof *t);
+}
+
+/* "task data-file" lines (paths relative to the tasks file), '#' comments. */
+static int read_file(const char *path, cli_tasks *t, trn_err *err)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    if (trn_read_file(path, (size_t)1 << 20, &buf, &len, err) != 0) return -1;
+    const char *slash = strrchr(path, '/');
+    int dirlen = slash ? (int)(slash - path) : 0;
+    int line = 0, rc = 0;
+    for (char *p = buf, *e; p && *p; p = e ? e + 1 : NULL) {
+        e = strchr(p, '\n');
+        if (e) *e = 0;
+        line++;
+        char name[64], file[2048];
+        while (isspace((unsigned char)*p)) p++;
+        if (!*p || *p == '#') continue;
+        if (sscanf(p, "%63s %2047s", name, file) != 2) {
+            rc = trn_errf(err, "%s:%d: expected \"task data-file\"", path, line);
+            break;
+        }
+        if (t->n == CLI_MAX_TASKS) {
+            rc = trn_errf(err, "%s:%d: more than %d tasks", path, line, CLI_MAX_TASKS);
+            break;
+        }
+        snprintf(t->name[t->n], sizeof t->name[t->n], "%s", name);
+        if (file[0] == '/' || !slash)
+            snprintf(t->path[t->n], sizeof t->path[t->n], "%s", file);
+        else
+            snprintf(t->path[t->n], sizeof t->path[t->n], "%.*s/%s", dirlen, path, file);
+        t->n++;
+    }
+    free(buf);
+    if (!rc && t->n < 2)
+        rc = trn_errf(err, "%s: multi-task training needs at least two \"task data-file\" lines "
+                      "(the first the task of --data)", path);
+    return rc;
+}
+
+int cli_tasks_open(const char *path, const char *data, const char *weights, cli_tasks *t, trn_err *err)
+{
+    memset(t, 0, sizeof *t);
+    if (read_file(path, t, err) != 0) return -1;
+    char a[PATH_MAX], b[PATH_MAX];
+    if (!realpath(t->path[0], a) || !realpath(data, b) || strcmp(a, b) != 0) {
+        trn_errf(err, "%s: its first task's data file %s is not --data %s: list the task of --data "
+                 "first", path, t->path[0], data);
+        t->n = 0;
+        return -1;
+    }
+    int n = t->n;
+    t->n = 0;
+    for (int k = 0; k < n; k++, t->n++) {
+        if (!(t->ds[k] = trn_dataset_open(t->path[k], err))) {
+            trn_err_prefix(err, "%s: task '%s'", path, t->name[k]);
+            cli_tasks_free(t);
+            return -1;
+        }
+        if (trn_dataset_classes(t->ds[k]) > t->group) t->group = trn_dataset_classes(t->ds[k]);
+        t->w[k] = 1;
+    }
+    if (weights) {
+        const char *p = weights;
+        for (int k = 0; k < t->n; k++) {
+            char *e;
+            double v = strtod(p, &e);
+            if (e == p || !(v >= 0 && v <= 1000) || (k < t->n - 1 ? *e != ',' : *e != '\0')) {
+                trn_errf(err, "--task-weights '%s': expected %d numbers in [0, 1000] separated by ','"
+                         " (one per task of %s, in its order)", weights, t->n, path);
+                cli_tasks_free(t);
+                return -1;
+            }
+            t->w[k] = (float)v;
+            p = e + 1;
+        }
+    }
+    return 0;
+}
+
+static int is_type(const trn_cfg *cfg, int s, const char *a, const char *b)
+{
+    const char *ty = trn_cfg_section_type(cfg, s);
+    return ty && (!strcmp(ty, a) || !strcmp(ty, b));
+}
+
+trn_cfg *cli_tasks_cfg(const trn_cfg *cfg, const cli_tasks *t, int classes, trn_err *err)
+{
+    int n = trn_cfg_sections(cfg);
+    if (n < 3 || !is_type(cfg, n - 1, "softmax", "soft") || !is_type(cfg, n - 2, "connected", "conn")) {
+        trn_errf(err, "%s: multi-task training needs a network ending in [connected] then "
+                 "[softmax] (the last connected layer is widened to one group per task)", trn_cfg_name(cfg));
+        return NULL;
+    }
+    const char *g = trn_cfg_get(cfg, n - 1, "groups");
+    const char *o = trn_cfg_get(cfg, n - 2, "output");
+    if ((g && strcmp(g, "1") != 0) || !o || atoi(o) != classes) {
+        trn_errf(err, "%s: the last [connected] must have output=%d (the classes of the first task) "
+                 "and the [softmax] no groups (it has output=%s, groups=%s)", trn_cfg_name(cfg),
+                 classes, o ? o : "(none)", g ? g : "1");
+        return NULL;
+    }
+    trn_cfg *m = trn_cfg_clone(cfg, err);
+    if (!m) return NULL;
+    if (trn_cfg_setf(m, n - 2, "output", err, "%d", t->n * t->group) != 0 ||
+        trn_cfg_setf(m, n - 1, "groups", err, "%d", t->n) != 0) {
+        trn_cfg_free(m);
+        return NULL;
+    }
+    return m;
+}
+
+int cli_tasks_slice(const trn_net *multi, trn_net *plain, trn_err *err)
+{
+    int nm, np;
+    const trn_param *pm = trn_net_params(multi, &nm), *pp = trn_net_params(plain, &np);
+    if (nm != np) return trn_errf(err, "multi-task slice: %d parameter arrays against %d", nm, np);
+    int last = trn_net_layers(plain) - 2; /* the [connected] before the [softmax] */
+    for (int i = 0; i < np; i++) {
+        const trn_param *a = &pm[i], *b = &pp[i];
+        int ok = a->layer == b->layer && a->role == b->role &&
+                 (a->count == b->count ||
+                  (b->layer == last && a->count > b->count &&
+                   ((a->cols == b->cols && b->rows <= a->rows) || (a->rows == 1 && b->rows == 1))));
+        if (!ok)
+            return trn_errf(err, "multi-task slice: parameter array %d (layer %d, %s) does not match "
+                            "(%zu floats against %zu)", i, b->layer, trn_param_role_name(b->role),
+                            a->count, b->count);
+        /* Connected weights are (outputs, inputs) row-major and biases one
+         * per output: the first task's group is the first b->count floats. */
+        memcpy(b->data, a->data, b->count * sizeof *b->data);
+    }
+    trn_net_set_seen(plain, trn_net_seen(multi));
+    return 0;
+}
