@@ -904,13 +904,15 @@ RTL_API int rtl_gtdp_calibrate(rtl_model *m, int reps, rtl_err *err);
 
 /* ---- the peer: running model suffixes on a server (src/peer.c, frame.c) ----
  *
- * Protocol (version 1; byte layouts at the top of src/frame.c): a TCP
- * connection starts with a handshake that authenticates both sides by
+ * Protocol (versions 1 and 2; byte layouts at the top of src/frame.c): a
+ * TCP connection starts with a handshake that authenticates both sides by
  * their static X25519 keys (the device pins the server's, the server
  * allow-lists devices') and mixes in fresh ephemeral keys (crypto_kx), so
  * every session has new keys; then every message is one length-prefixed
- * crypto_secretstream_xchacha20poly1305 frame, whose state advances per
- * frame (a replayed, reordered, tampered or truncated frame fails). */
+ * frame: crypto_secretstream_xchacha20poly1305 (version 1) or AES-256-GCM
+ * numbered per direction (version 2, negotiated in the handshake where
+ * both CPUs have AES-NI); a replayed, reordered, tampered or truncated
+ * frame fails. */
 
 #define RTL_PEER_PK_BYTES 32
 #define RTL_PEER_SK_BYTES 32

@@ -7,7 +7,8 @@
 
 #include <sodium.h>
 
-#define RTLP_VERSION 1
+#define RTLP_VERSION 2     /* the newest this build speaks (2: AES-256-GCM where the CPU has AES-NI) */
+#define RTLP_VERSION_MIN 1 /* the oldest it still accepts (1: XChaCha20-Poly1305) */
 #define RTLP_CLIENT_HELLO 72
 #define RTLP_SERVER_HELLO 64
 #define RTLP_HEADER crypto_secretstream_xchacha20poly1305_HEADERBYTES /* 24 */
@@ -17,15 +18,30 @@
 #define RTLP_MSG_REPLY 2
 #define RTLP_MAX_FLOATS (64u << 20) /* no message carries more floats */
 
-/* One direction's key pair of secretstream states. */
+/* A session: each direction's key and cipher state. version 1 (and 0, a
+ * session set up by hand): the secretstream states; 2: AES-256-GCM with
+ * the frame's number in its direction as the nonce. */
 typedef struct rtlp_session {
     crypto_secretstream_xchacha20poly1305_state tx, rx;
     unsigned char txk[32], rxk[32];
+    int version;
+    uint64_t tx_n, rx_n; /* version 2: frames sealed, frames opened */
+    crypto_aead_aes256gcm_state tx_gcm, rx_gcm;
 } rtlp_session;
 
-/* Client: fills hello (RTLP_CLIENT_HELLO bytes) and a fresh ephemeral pair. */
+/* The newest protocol version this host can speak: 2 where libsodium has
+ * AES-256-GCM on this CPU (AES-NI and PCLMUL), else 1. */
+int rtlp_best_version(void);
+/* Starts version 2's ciphers of s from its keys (s->version = 2). 0, or -1
+ * when this CPU has no AES-256-GCM. */
+int rtlp_session_gcm(rtlp_session *s);
+
+/* Client: fills hello (RTLP_CLIENT_HELLO bytes) and a fresh ephemeral pair;
+ * offers protocol version (0: rtlp_best_version()). */
 int rtlp_client_hello(const rtl_peer_key *me, unsigned char eph_pk[32], unsigned char eph_sk[32],
                       uint8_t hello[RTLP_CLIENT_HELLO]);
+int rtlp_client_hello_v(const rtl_peer_key *me, unsigned char eph_pk[32], unsigned char eph_sk[32],
+                        uint8_t hello[RTLP_CLIENT_HELLO], int version);
 /* Server: parses a client hello: magic, version, both public keys. -1 with
  * why (a reason for the log). */
 int rtlp_parse_client_hello(const uint8_t hello[RTLP_CLIENT_HELLO], uint8_t static_pk[32], uint8_t eph_pk[32],

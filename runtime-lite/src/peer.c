@@ -654,7 +654,8 @@ static void on_unit(rtl_server *s, struct conn *c)
     }
     case R_HDR:
         if (rtlp_server_rx_start(&c->s, c->in) != 0) return conn_bad(s, c, "bad stream header");
-        slog(s, RTL_LOG_INFO, "connection %s: device authenticated by key, session open", c->who);
+        slog(s, RTL_LOG_INFO, "connection %s: device authenticated by key, session open (protocol %d, %s)", c->who,
+             c->s.version, c->s.version == 2 ? "AES-256-GCM" : "XChaCha20-Poly1305");
         c->r = R_LEN;
         if (expect(c, RTLP_LEN_BYTES) != 0) return conn_close(s, c, "out of memory");
         return;
@@ -795,8 +796,8 @@ int rtl_server_run(rtl_server *s, int stop_fd, rtl_err *err)
         return rtl_errf(err, "cannot start the worker thread");
     }
     s->worker_started = 1;
-    slog(s, RTL_LOG_INFO, "serving on port %d (protocol %d, %zu device keys allowed)", s->port, RTLP_VERSION,
-         s->n_allowed);
+    slog(s, RTL_LOG_INFO, "serving on port %d (protocol %d..%d, %zu device keys allowed)", s->port, RTLP_VERSION_MIN,
+         rtlp_best_version(), s->n_allowed);
     int stopping = 0;
     double stop_by = 0;
     for (;;) {
@@ -995,7 +996,10 @@ rtl_peer *rtl_peer_connect(const char *host, int port, const rtl_peer_key *me,
     rtlp_client_hello(me, epk, esk, hello);
     if (send_all(p->fd, hello, sizeof hello, deadline, err) != 0 ||
         recv_all(p->fd, reply, sizeof reply, deadline, err) != 0) {
-        rtl_err_prefix(err, "handshake with %s:%d (is this device's key in the server's allow-list?)", host, port);
+        rtl_err_prefix(err,
+                       "handshake with %s:%d (is this device's key in the server's allow-list? does the server speak "
+                       "protocol version %d, offered here? its log says why it closed)",
+                       host, port, hello[4]);
         goto fail;
     }
     rc = rtlp_client_finish(me, epk, esk, server_pk, hello, reply, &p->s, hdr, why, sizeof why);

@@ -7,7 +7,7 @@
 # standalone model (the roadmap's step model of that size) and installed.
 # In one process, page cache warm (every file was just written, and the
 # nested model's whole file has been read by a forward), the median of
-# RUNS (default 30):
+# RUNS (default 101):
 #   rtl_model_set_capacity to K (from K-1 and from K+1) against
 #   rtl_model_open of the standalone variant (the reference), each alone
 #   and with the first forward after it; ratios open / switch. Both are
@@ -25,7 +25,7 @@ set -u
 W=$O/bench/nested-switch
 rm -rf "$W" && mkdir -p "$W" && cd "$W" || exit 1
 trap 'rm -rf "$W"' EXIT
-runs=${RUNS:-30}
+runs=${RUNS:-101}
 TOOL=$O/tests/tools/prune-testtool
 NB=$O/tests/tools/rtl-nestbench
 export SOURCE_DATE_EPOCH=1700000000

@@ -7,7 +7,8 @@
  *   1  a reply message (rtlp_parse_reply)
  *   2  a stream of frames, as the server reads them: 4-byte length checked
  *      by rtlp_frame_len, then the body opened by a session whose peer
- *      sealed a valid frame first (so the open path runs both ways)
+ *      sealed a valid frame first (so the open path runs both ways); the
+ *      next byte's low bit picks protocol version 1 or 2 (AES-256-GCM)
  *   3  a client hello (rtlp_parse_client_hello) and the server's accept
  */
 #include "frame.h"
@@ -27,15 +28,17 @@ static void setup(void)
     ready = 1;
 }
 
-/* Two sessions keyed alike: a sends, b receives. */
-static void pair(rtlp_session *a, rtlp_session *b)
+/* Two sessions keyed alike: a sends, b receives; protocol version 2
+ * (AES-256-GCM) when gcm and this CPU has it, else version 1. */
+static void pair(rtlp_session *a, rtlp_session *b, int gcm)
 {
     memset(a, 0, sizeof *a);
     memset(b, 0, sizeof *b);
-    for (int i = 0; i < 32; i++) a->txk[i] = b->rxk[i] = (unsigned char)i;
+    for (int i = 0; i < 32; i++) a->txk[i] = b->rxk[i] = a->rxk[i] = b->txk[i] = (unsigned char)i;
     uint8_t hdr[RTLP_HEADER];
     crypto_secretstream_xchacha20poly1305_init_push(&a->tx, hdr, a->txk);
     if (crypto_secretstream_xchacha20poly1305_init_pull(&b->rx, hdr, b->rxk) != 0) abort();
+    if (gcm && rtlp_best_version() >= 2 && (rtlp_session_gcm(a) != 0 || rtlp_session_gcm(b) != 0)) abort();
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -76,7 +79,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
     } else if (mode == 2) {
         rtlp_session a, s;
-        pair(&a, &s);
+        pair(&a, &s, n > 0 && (b[0] & 1)); /* the first byte's low bit: which version */
         /* a valid first frame, then the fuzzer's bytes as further frames */
         uint8_t plain[8] = {1, 0, 0, 0, 1, 2, 3, 4}, frame[8 + RTLP_LEN_BYTES + RTLP_ABYTES], out[8];
         rtlp_seal(&a, plain, sizeof plain, frame);

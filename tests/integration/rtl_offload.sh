@@ -123,6 +123,10 @@ expect_fail "a bad link is a usage error" "needs 3g, 4g, wifi" rtl plan rtlnet b
 # 3. security
 bad_frames_before=$(grep -c "closed:" serve.log)
 expect_ok "a good request through the test tool" "$TOOL" $R rtlnet base $PORT srv.pub dev good
+expect_ok "a device offering protocol version 1 is answered in version 1" "$TOOL" $R rtlnet base $PORT srv.pub dev good-v1
+expect_ok "the server's choice of version is authenticated" "$TOOL" $R rtlnet base $PORT srv.pub dev version-tamper
+expect_ok "a hello of an unknown protocol version is closed" "$TOOL" $R rtlnet base $PORT srv.pub dev version-unknown
+t_check "... logged with the versions the server speaks" grep -q "protocol version 9, this server speaks 1\.\." serve.log
 expect_ok "an unknown device key is refused before any work" "$TOOL" $R rtlnet base $PORT srv.pub dev unknown-key stranger
 t_check "... logged as an unknown device key" grep -q "closed: unknown device key" serve.log
 for mode in tamper truncate replay replay-session oversize garbage; do

@@ -12,6 +12,12 @@
  *   tamper | truncate | replay | replay-session | oversize | garbage
  *                       a bad connection beside a good one: the bad one is
  *                       closed by the server, the good one is still served
+ *   good-v1             the same offering protocol version 1 (an older
+ *                       device): the server answers in version 1
+ *   version-tamper      (where this CPU speaks version 2) the server's
+ *                       hello changed to say version 1: the session's keys
+ *                       differ, its first frame fails and the server closes
+ *   version-unknown     a hello offering version 9 is closed by the server
  *   concurrent N K      N connections at once, K requests each (random
  *                       inputs and cuts): every answer arrives and equals its
  *                       own local result
@@ -87,6 +93,9 @@ struct conn {
     uint8_t sent[RTLP_CLIENT_HELLO + RTLP_HEADER];
 };
 
+static int offer_version;  /* 0: the best this CPU speaks */
+static int tamper_version; /* the server hello's version byte changed to this (0: not) */
+
 static int handshake(struct conn *c, const rtl_peer_key *key)
 {
     uint8_t hello[RTLP_CLIENT_HELLO], reply[RTLP_SERVER_HELLO], hdr[RTLP_HEADER];
@@ -94,8 +103,9 @@ static int handshake(struct conn *c, const rtl_peer_key *key)
     char why[256];
     c->fd = tcp_connect();
     if (c->fd < 0) return -1;
-    rtlp_client_hello(key, epk, esk, hello);
+    rtlp_client_hello_v(key, epk, esk, hello, offer_version);
     if (xsend(c->fd, hello, sizeof hello) != 0 || xrecv(c->fd, reply, sizeof reply) != 0) return -1;
+    if (tamper_version) reply[4] = (uint8_t)tamper_version;
     if (rtlp_client_finish(key, epk, esk, server_pk, hello, reply, &c->s, hdr, why, sizeof why) != 0) return -1;
     memcpy(c->sent, hello, sizeof hello);
     memcpy(c->sent + sizeof hello, hdr, sizeof hdr);
@@ -251,10 +261,46 @@ int main(int argc, char **argv)
     layers = rtl_model_layers(model);
     signal(SIGPIPE, SIG_IGN);
 
-    if (!strcmp(mode, "good")) {
+    if (!strcmp(mode, "good") || !strcmp(mode, "good-v1")) {
         struct conn c;
+        offer_version = !strcmp(mode, "good-v1") ? 1 : 0;
+        int want = offer_version ? 1 : rtlp_best_version();
         if (handshake(&c, &me) != 0 || good_request(&c, 1, 42) != 0) return die("%s", "no good answer");
-        printf("ok: a good request is answered with the local result\n");
+        if (c.s.version != want) {
+            printf("FAIL: the session speaks protocol %d, not %d\n", c.s.version, want);
+            return 1;
+        }
+        printf("ok: a good request in protocol %d (%s) is answered with the local result\n", c.s.version,
+               c.s.version == 2 ? "AES-256-GCM" : "XChaCha20-Poly1305");
+        return 0;
+    }
+    if (!strcmp(mode, "version-tamper")) {
+        if (rtlp_best_version() < 2) {
+            printf("ok: skipped (this CPU speaks protocol 1 only: nothing to downgrade)\n");
+            return 0;
+        }
+        struct conn c;
+        tamper_version = 1;
+        size_t nact = rtl_model_cut_floats(model, 0), n;
+        float *act = calloc(nact, sizeof *act);
+        if (handshake(&c, &me) != 0) return die("%s", "the handshake itself failed");
+        uint8_t *f = request_frame(&c, 3, 0, act, nact, &n);
+        xsend(c.fd, f, n);
+        free(f);
+        free(act);
+        if (!closed_by_server(c.fd)) return die("%s", "the server answered a session whose version byte was changed");
+        printf("ok: a changed version byte in the server's hello: other keys, the first frame fails, closed\n");
+        return 0;
+    }
+    if (!strcmp(mode, "version-unknown")) {
+        int fd = tcp_connect();
+        uint8_t hello[RTLP_CLIENT_HELLO];
+        unsigned char epk[32], esk[32];
+        rtlp_client_hello(&me, epk, esk, hello);
+        hello[4] = 9;
+        if (fd < 0 || xsend(fd, hello, sizeof hello) != 0) return die("%s", "cannot connect");
+        if (!closed_by_server(fd)) return die("%s", "the server answered a hello of protocol version 9");
+        printf("ok: a hello of protocol version 9 is closed\n");
         return 0;
     }
     if (!strcmp(mode, "unknown-key")) {

@@ -9,8 +9,12 @@
 #include "testlib_trn.h"
 #include "rtl.h"
 
+#include <fcntl.h>
+#include <stdint.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #define CLASSES 5
 
@@ -46,6 +50,23 @@ static const char nest_fields[] =
     "\"macs\":1,\"weight_bytes\":4},"
     "{\"capacity\":3,\"channel_index\":[],\"macs\":1,\"weight_bytes\":4}]}";
 
+/* A multi-capacity model whose weights span pages (about 120 kB): the
+ * pages a switch releases can be seen in /proc/self/pagemap. Capacity 1
+ * keeps 16 and 12 filters, capacity 2 32 and 24, capacity 3 all. */
+static const char cfg_nestbig[] =
+    "[net]\nbatch=1\nheight=12\nwidth=12\nchannels=3\n"
+    "[convolutional]\nbatch_normalize=1\nfilters=64\nsize=3\nstride=2\npad=1\nactivation=leaky\n"
+    "[convolutional]\nfilters=48\nsize=3\npad=1\nactivation=relu\n"
+    "[maxpool]\nsize=2\nstride=2\n"
+    "[connected]\noutput=5\nactivation=linear\n[softmax]\n";
+static const char nestbig_fields[] =
+    ",\"technique_fields\":{\"capacities\":["
+    "{\"capacity\":1,\"channel_index\":[{\"layer\":0,\"channels\":16},{\"layer\":1,\"channels\":12}],"
+    "\"macs\":1,\"weight_bytes\":4},"
+    "{\"capacity\":2,\"channel_index\":[{\"layer\":0,\"channels\":32},{\"layer\":1,\"channels\":24}],"
+    "\"macs\":1,\"weight_bytes\":4},"
+    "{\"capacity\":3,\"channel_index\":[],\"macs\":1,\"weight_bytes\":4}]}";
+
 enum damage { NONE, TRUNCATE, EXTRA, LIE_SIZE, TINY };
 
 /* A variant of the test catalog: its cfg, the cfg its weights are made for
@@ -68,6 +89,7 @@ static const struct spec specs[] = {
     {"six", "svd", cfg_six, cfg_six, NONE},
     {"nested", "nested", cfg_nest, cfg_nest, NONE},
     {"nestbare", "nested", cfg_small, cfg_small, NONE},
+    {"nestbig", "nested", cfg_nestbig, cfg_nestbig, NONE},
     {"exits", "early-exit", cfg_small, cfg_small, NONE},
 };
 
@@ -141,7 +163,8 @@ static int setup(void **state)
                  "\"batch\":1,\"runs\":9,\"ms_median\":1.25,\"ms_mean\":1.5}},"
                  "\"estimates\":{\"board-a\":{\"source\":\"estimate\",\"method\":\"roofline-1\",\"bound\":\"compute\","
                  "\"ms\":2.5,\"mj\":7}}%s,\"files\":[",
-                 i ? "," : "", id, specs[i].technique, strcmp(id, "nested") ? "" : nest_fields);
+                 i ? "," : "", id, specs[i].technique,
+                 !strcmp(id, "nested") ? nest_fields : !strcmp(id, "nestbig") ? nestbig_fields : "");
         file_json(m, sizeof m, id, "cfg", "variant.cfg", 0);
         file_json(m, sizeof m, id, "weights", "variant.weights", specs[i].damage == LIE_SIZE ? 4 : 0);
         if (strcmp(specs[i].technique, "early-exit") == 0) {
@@ -568,6 +591,127 @@ static void nested_capacities_switch_async_paging(void **state)
     switch_in_place(1);
 }
 
+/* Pages of the mapping of `path` (the first one in /proc/self/maps) that
+ * are in this process's page tables (/proc/self/pagemap bit 63); -1 when
+ * that cannot be read. */
+static long present_pages(const char *path)
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    if (!f) return -1;
+    char line[4096];
+    unsigned long lo = 0, hi = 0;
+    while (fgets(line, sizeof line, f)) {
+        char *nl = strchr(line, '\n'), *p = strchr(line, '/');
+        if (nl) *nl = '\0';
+        if (p && strcmp(p, path) == 0 && sscanf(line, "%lx-%lx", &lo, &hi) == 2) break;
+        lo = hi = 0;
+    }
+    fclose(f);
+    int fd = open("/proc/self/pagemap", O_RDONLY);
+    if (fd < 0 || hi <= lo) {
+        if (fd >= 0) close(fd);
+        return -1;
+    }
+    long page = sysconf(_SC_PAGESIZE), n = 0;
+    for (unsigned long a = lo; a < hi; a += (unsigned long)page) {
+        uint64_t e;
+        if (pread(fd, &e, sizeof e, (off_t)(a / (unsigned long)page * sizeof e)) != (ssize_t)sizeof e) {
+            n = -1;
+            break;
+        }
+        n += (long)(e >> 63);
+    }
+    close(fd);
+    return n;
+}
+
+/* Whether MADV_DONTNEED on a private file mapping shows in pagemap here
+ * (not under qemu-user, whose madvise is a no-op). */
+static int pagemap_sees_madvise(const char *path)
+{
+    int fd = open(path, O_RDONLY);
+    if (fd < 0) return 0;
+    long page = sysconf(_SC_PAGESIZE);
+    volatile char *m = mmap(NULL, (size_t)page, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (m == MAP_FAILED) return 0;
+    (void)m[0];
+    int ok = 0;
+    int pm = open("/proc/self/pagemap", O_RDONLY);
+    uint64_t a = 0, b = 1;
+    if (pm >= 0) {
+        off_t at = (off_t)((uintptr_t)m / (uintptr_t)page * sizeof a);
+        ok = pread(pm, &a, sizeof a, at) == (ssize_t)sizeof a && madvise((void *)m, (size_t)page, MADV_DONTNEED) == 0 &&
+             pread(pm, &b, sizeof b, at) == (ssize_t)sizeof b && (a >> 63) && !(b >> 63);
+        close(pm);
+    }
+    munmap((void *)m, (size_t)page);
+    return ok;
+}
+
+/* On a model whose weights span pages: a downgrade takes out of the page
+ * tables exactly the pages it says it released (advised_out), and none
+ * that the smaller capacity uses (its run faults nothing back); an upgrade
+ * and a run at the whole network bring every page back. Sync and pager. */
+static void switch_pages(int async_paging)
+{
+    rtl_err e;
+    rtl_model_options opt = {.threads = 1, .async_paging = async_paging};
+    rtl_model *m = rtl_model_open(cat, "nestbig", &opt, &e);
+    if (!m) printf("# %s\n", e.msg);
+    assert_non_null(m);
+    char path[4096];
+    assert_non_null(realpath(rtl_variant_file(rtl_model_variant(m), "weights"), path));
+    float x[3 * 12 * 12];
+    for (size_t i = 0; i < sizeof x / sizeof *x; i++) x[i] = (float)((i * 29) % 97) / 97.0f;
+    long page = sysconf(_SC_PAGESIZE);
+    assert_int_equal(rtl_model_run(m, x, &e), 0);
+    long full = present_pages(path);
+    int seen = full > 0 && pagemap_sees_madvise(path);
+    if (!seen) printf("# pagemap does not show madvise here: page counts not checked\n");
+    static const int order[] = {2, 1, 3, 1, 2, 3};
+    int prev = 3;
+    for (size_t s = 0; s < sizeof order / sizeof *order; s++) {
+        int k = order[s];
+        assert_int_equal(rtl_model_set_capacity(m, k, &e), 0);
+        rtl_paging_stats st;
+        assert_int_equal(rtl_model_paging_wait(m, &st), async_paging);
+        rtl_switch_bytes sb;
+        rtl_model_switch_bytes(m, &sb);
+        long before = seen ? present_pages(path) : 0;
+        assert_int_equal(rtl_model_run(m, x, &e), 0);
+        long after = seen ? present_pages(path) : 0;
+        printf("# %d -> %d: in %llu (%llu) out %llu (%llu), present %ld before the run, %ld after, %ld full\n", prev, k,
+               (unsigned long long)sb.page_in, (unsigned long long)sb.advised_in, (unsigned long long)sb.page_out,
+               (unsigned long long)sb.advised_out, before, after, full);
+        if (k < prev) {
+            assert_true(sb.page_out > 0 && sb.advised_out % (uint64_t)page == 0);
+            if (prev == 3) assert_true(sb.advised_out > 0); /* conv2's last 24 filters: whole pages */
+            if (seen && prev == 3) assert_int_equal(full - before, (long)(sb.advised_out / (uint64_t)page));
+            assert_int_equal(after, before); /* the smaller capacity lost no page it uses */
+        } else {
+            uint64_t tail = rtl_model_mapped_bytes(m) % (uint64_t)page; /* the file's last page is partial */
+            assert_true(sb.page_in > 0 && sb.advised_in > 0 && sb.advised_in <= rtl_model_mapped_bytes(m));
+            assert_true(sb.advised_in % (uint64_t)page == 0 || sb.advised_in % (uint64_t)page == tail);
+            if (k == 3) assert_int_equal(after, full);
+        }
+        prev = k;
+    }
+    rtl_model_close(m);
+}
+
+static void nested_switch_pages(void **state)
+{
+    (void)state;
+    switch_pages(0);
+}
+
+static void nested_switch_pages_async_paging(void **state)
+{
+    (void)state;
+    switch_pages(1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -575,6 +719,8 @@ int main(void)
         cmocka_unit_test(early_exits),
         cmocka_unit_test(nested_capacities_switch_in_place),
         cmocka_unit_test(nested_capacities_switch_async_paging),
+        cmocka_unit_test(nested_switch_pages),
+        cmocka_unit_test(nested_switch_pages_async_paging),
         cmocka_unit_test(runs_image_files),
         cmocka_unit_test(loading_errors_are_messages),
         cmocka_unit_test(measures_and_reads_latencies),
