@@ -88,10 +88,12 @@ int prn_cli_roadmap(int argc, char **argv, trn_err *err);
  * of ds with seed (prn_triplets_sample). -1 with err. */
 int prn_cli_sample_triplets(const trn_dataset *ds, trn_split split, uint64_t seed, uint64_t count,
                             size_t **out, trn_err *err);
-/* Ranks net (batch 3k for TRR) by m; TRR's triplets come from split of ds
- * (evaluation preprocessing). NULL with err. */
-prn_ranking *prn_cli_rank(trn_net *net, prn_rank_method m, const trn_dataset *ds, trn_split split,
-                          uint64_t seed, uint64_t triplets, trn_err *err);
+/* Ranks net (batch 3k for TRR; cfg its cfg) by m; TRR's triplets come from
+ * split of ds (evaluation preprocessing), F_i read at `at`, distances by
+ * `dist`. NULL with err. */
+prn_ranking *prn_cli_rank(trn_net *net, const trn_cfg *cfg, prn_rank_method m, const trn_dataset *ds,
+                          trn_split split, uint64_t seed, uint64_t triplets, prn_trr_at at,
+                          prn_trr_distance dist, trn_err *err);
 
 /* The grow verb (grow_cli.c): NestDNN's freeze-&-grow. */
 int prn_cli_grow(int argc, char **argv, trn_err *err);

@@ -59,10 +59,11 @@ int prn_cli_sample_triplets(const trn_dataset *ds, trn_split split, uint64_t see
     return rc;
 }
 
-prn_ranking *prn_cli_rank(trn_net *net, prn_rank_method m, const trn_dataset *ds, trn_split split,
-                          uint64_t seed, uint64_t triplets, trn_err *err)
+prn_ranking *prn_cli_rank(trn_net *net, const trn_cfg *cfg, prn_rank_method m, const trn_dataset *ds,
+                          trn_split split, uint64_t seed, uint64_t triplets, prn_trr_at at,
+                          prn_trr_distance dist, trn_err *err)
 {
-    prn_rank_opts ro = {.method = m};
+    prn_rank_opts ro = {.method = m, .at = at, .distance = dist, .cfg = cfg};
     triplet_src src = {0};
     if (m == PRN_RANK_TRR) {
         trn_shape s = trn_net_input_shape(net);
@@ -80,6 +81,7 @@ prn_ranking *prn_cli_rank(trn_net *net, prn_rank_method m, const trn_dataset *ds
 static int rank_verb(int argc, char **argv, prn_rank_method m, trn_err *err)
 {
     const char *cfgp = NULL, *weights = NULL, *data = NULL, *out = NULL, *split = "train";
+    const char *at = prn_trr_at_name(PRN_TRR_AT_DEFAULT), *dist = prn_trr_distance_name(PRN_TRR_DISTANCE_DEFAULT);
     long long seed = -1, triplets = 256, threads = 1;
     int trr = m == PRN_RANK_TRR;
     const ck_opt opts_trr[] = {
@@ -89,6 +91,8 @@ static int rank_verb(int argc, char **argv, prn_rank_method m, trn_err *err)
         {"--seed", "N", CK_INT, &seed, 0, 4611686018427387904.0, "seed of the triplet sampling"},
         {"--triplets", "N", CK_INT, &triplets, 1, 100000000, "how many triplets (default 256)"},
         {"--split", "S", CK_STR, &split, 0, 0, "the split they come from: train (default), valid, test"},
+        {"--at", "P", CK_STR, &at, 0, 0, "where F is read: output (after the activation), bn (before it), conv (before batch norm)"},
+        {"--distance", "D", CK_STR, &dist, 0, 0, "squared (the L2 norm squared, equation 3.1) or plain (the L2 norm)"},
         {"--out", "FILE", CK_STR, &out, 0, 0, "the ranking file to write (JSON)"},
         {"--threads", "T", CK_INT, &threads, 1, 1024, "compute threads (default 1)"},
         {0},
@@ -102,7 +106,8 @@ static int rank_verb(int argc, char **argv, prn_rank_method m, trn_err *err)
     };
     const ck_verb v = trr
         ? (ck_verb){"trr", NULL, NULL,
-                    "--cfg C --weights W --data D.data --seed N --out FILE [--triplets N] [--split S] [--threads T]",
+                    "--cfg C --weights W --data D.data --seed N --out FILE [--triplets N] [--split S]\n"
+                    "                 [--at output|bn|conv] [--distance squared|plain] [--threads T]",
                     "Ranks every filter of every convolutional layer and every connected layer but the\n"
                     "classifier by NestDNN's Triplet Response Residual: over N triplets (anchor and\n"
                     "positive of one class, negative of another) drawn from the split with the seed,\n"
@@ -125,6 +130,9 @@ static int rank_verb(int argc, char **argv, prn_rank_method m, trn_err *err)
     if (trr && !data) return trn_errf(err, "--data is required"), -2;
     if (trr && seed < 0) return trn_errf(err, "--seed is required"), -2;
     if (trr && sp < 0) return trn_errf(err, "--split '%s' is not a split: use train, valid or test", split), -2;
+    int ati = prn_trr_at_parse(at), di = prn_trr_distance_parse(dist);
+    if (ati < 0) return trn_errf(err, "--at '%s' is not a point: use output, bn or conv", at), -2;
+    if (di < 0) return trn_errf(err, "--distance '%s' is not a distance: use squared or plain", dist), -2;
     trn_set_threads((int)threads);
     trn_cfg *cfg = trn_cfg_read(cfgp, err);
     if (!cfg) return -1;
@@ -146,7 +154,8 @@ static int rank_verb(int argc, char **argv, prn_rank_method m, trn_err *err)
                       "was trained on", cfgp, trn_net_outputs(net), data, trn_dataset_classes(ds));
         goto done;
     }
-    if (!(r = prn_cli_rank(net, m, ds, (trn_split)(sp < 0 ? 0 : sp), (uint64_t)seed, (uint64_t)triplets, err)))
+    if (!(r = prn_cli_rank(net, cfg, m, ds, (trn_split)(sp < 0 ? 0 : sp), (uint64_t)seed, (uint64_t)triplets,
+                           (prn_trr_at)ati, (prn_trr_distance)di, err)))
         goto done;
     if (!(j = prn_ranking_json(r, net))) {
         trn_errf(err, "out of memory");
@@ -161,7 +170,7 @@ static int rank_verb(int argc, char **argv, prn_rank_method m, trn_err *err)
     }
     if (prn_cli_write_json(out, j, err) != 0) goto done;
     printf("%s: %s ranking of %d filters in %d layers", out, prn_rank_method_name(m), r->filters, r->nlayers);
-    if (trr) printf(" (%lld triplets from the %s split, seed %lld)", triplets, split, seed);
+    if (trr) printf(" (%lld triplets from the %s split, seed %lld; F at %s, %s distance)", triplets, split, seed, at, dist);
     printf("\n");
     rc = 0;
 done:

@@ -387,8 +387,9 @@ int prn_cli_roadmap(int argc, char **argv, trn_err *err)
         r = NULL;
         trn_net *rn = m == PRN_RANK_TRR ? prn_cli_net_like(p->cfg, p->net, 48, 1, 0, err) : NULL;
         if (m == PRN_RANK_TRR && !rn) goto done;
-        r = prn_cli_rank(rn ? rn : p->net, (prn_rank_method)m, ds, TRN_SPLIT_TRAIN, (uint64_t)seed + (uint64_t)k,
-                         (uint64_t)st.triplets, err);
+        r = prn_cli_rank(rn ? rn : p->net, p->cfg, (prn_rank_method)m, ds, TRN_SPLIT_TRAIN,
+                         (uint64_t)seed + (uint64_t)k, (uint64_t)st.triplets, PRN_TRR_AT_DEFAULT,
+                         PRN_TRR_DISTANCE_DEFAULT, err);
         trn_net_free(rn);
         if (!r) goto done;
         if (!st.connected) {

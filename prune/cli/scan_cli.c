@@ -32,10 +32,77 @@ static int parse_fractions(const char *s, double *f, int *n, trn_err *err)
     return 0;
 }
 
+/* --drop mean (a diagnostic, not part of TRR nor of the paper's pruning):
+ * every ranked layer's mean output per filter (over its map positions and
+ * SCAN_MEAN_IMAGES training images spread over the split, evaluation
+ * preprocessing), written into mean[l][f]. */
+#define SCAN_MEAN_IMAGES 512
+
+static int filter_means(trn_net *net, const prn_ranking *r, const trn_dataset *ds, double **mean, trn_err *err)
+{
+    int batch = trn_net_batch(net);
+    trn_shape s = trn_net_input_shape(net);
+    size_t in = trn_net_inputs(net), n = trn_dataset_count(ds, TRN_SPLIT_TRAIN);
+    size_t m = n < SCAN_MEAN_IMAGES ? n : SCAN_MEAN_IMAGES;
+    float *x = calloc((size_t)batch * in, sizeof *x);
+    if (!x) return trn_errf(err, "out of memory");
+    int last = 0, rc = 0;
+    for (int l = 0; l < r->nlayers; l++) {
+        if (r->layers[l].layer > last) last = r->layers[l].layer;
+        for (int f = 0; f < r->layers[l].filters; f++) mean[l][f] = 0;
+    }
+    for (size_t i0 = 0; i0 < m && rc == 0; i0 += (size_t)batch) {
+        int k = (int)(m - i0 < (size_t)batch ? m - i0 : (size_t)batch);
+        memset(x, 0, (size_t)batch * in * sizeof *x);
+        for (int j = 0; j < k && rc == 0; j++)
+            rc = trn_image_load_input(trn_dataset_path(ds, TRN_SPLIT_TRAIN, (i0 + (size_t)j) * n / m), s.w, s.h,
+                                      s.c, x + (size_t)j * in, err);
+        if (rc || (rc = trn_net_forward_upto(net, x, last, err)) != 0) break;
+        for (int l = 0; l < r->nlayers; l++) {
+            const prn_rank_layer *L = &r->layers[l];
+            const float *y = trn_net_layer_output(net, L->layer);
+            size_t mp = (size_t)L->map;
+            for (int j = 0; j < k; j++)
+                for (int f = 0; f < L->filters; f++) {
+                    const float *q = y + ((size_t)j * (size_t)L->filters + (size_t)f) * mp;
+                    double sum = 0;
+                    for (size_t p = 0; p < mp; p++) sum += q[p];
+                    mean[l][f] += sum / (double)mp / (double)m;
+                }
+        }
+    }
+    free(x);
+    return rc;
+}
+
+/* The parameter of layer i with role, or NULL. */
+static trn_param *scan_param(trn_net *net, int i, trn_param_role role)
+{
+    int np;
+    const trn_param *p = trn_net_params(net, &np);
+    for (int k = 0; k < np; k++)
+        if (p[k].layer == i && p[k].role == role) return (trn_param *)&p[k];
+    return NULL;
+}
+
+/* Replaces filter f of layer i by the constant c (its mean output): zero
+ * weights, and the batch norm's mean and scale zero, its shift (the bias)
+ * c, so the activation (relu or linear) passes c at every position. */
+static void set_constant(trn_net *net, int i, int f, double c)
+{
+    trn_param *w = scan_param(net, i, TRN_PARAM_WEIGHTS), *b = scan_param(net, i, TRN_PARAM_BIASES);
+    trn_param *g = scan_param(net, i, TRN_PARAM_SCALES), *mu = scan_param(net, i, TRN_PARAM_ROLLING_MEAN);
+    memset(w->data + (size_t)f * (size_t)w->cols, 0, (size_t)w->cols * sizeof(float));
+    if (g) g->data[f] = 0;
+    if (mu) mu->data[f] = 0;
+    b->data[f] = (float)c;
+}
+
 int prn_cli_scan(int argc, char **argv, trn_err *err)
 {
     const char *cfgp = NULL, *weights = NULL, *data = NULL, *out = NULL, *method = NULL;
-    const char *fr = "0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9", *split = "test";
+    const char *fr = "0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9", *split = "test", *dropmode = "remove";
+    const char *at = prn_trr_at_name(PRN_TRR_AT_DEFAULT), *dist = prn_trr_distance_name(PRN_TRR_DISTANCE_DEFAULT);
     long long seed = -1, triplets = 256, threads = 1;
     const ck_opt opts[] = {
         {"--cfg", "C", CK_STR, &cfgp, 0, 0, "the trained network (Darknet cfg)"},
@@ -44,6 +111,9 @@ int prn_cli_scan(int argc, char **argv, trn_err *err)
         {"--method", "M", CK_STR, &method, 0, 0, "the ranking: trr or l1"},
         {"--seed", "N", CK_INT, &seed, 0, 4611686018427387904.0, "seed of the triplet sampling"},
         {"--triplets", "N", CK_INT, &triplets, 1, 100000000, "TRR's triplets (default 256)"},
+        {"--at", "P", CK_STR, &at, 0, 0, "TRR: where F is read: output, bn (before the activation), conv (before batch norm)"},
+        {"--distance", "D", CK_STR, &dist, 0, 0, "TRR: squared (equation 3.1) or plain L2 distance"},
+        {"--drop", "HOW", CK_STR, &dropmode, 0, 0, "remove (default: the filters go) or mean (a diagnostic: each is replaced by its mean output)"},
         {"--fractions", "LIST", CK_STR, &fr, 0, 0, "the pruned fractions (default 0.1,0.2,...,0.9)"},
         {"--split", "S", CK_STR, &split, 0, 0, "the split the accuracy is measured on (default test)"},
         {"--out", "FILE", CK_STR, &out, 0, 0, "the scan to write (JSON)"},
@@ -53,11 +123,14 @@ int prn_cli_scan(int argc, char **argv, trn_err *err)
     const ck_verb v = {
         "scan", NULL, NULL,
         "--cfg C --weights W --data D.data --method trr|l1 --seed N --out FILE\n"
-        "                  [--triplets N] [--fractions LIST] [--split S] [--threads T]",
+        "                  [--triplets N] [--at P] [--distance D] [--drop HOW] [--fractions LIST] [--split S] [--threads T]",
         "The sensitivity scan (NestDNN Figure 3.3): for every ranked layer and every fraction\n"
         "p, that layer alone loses its round(p x filters) least important filters by the\n"
         "ranking, without retraining, and the network's top-1 on the split is measured\n"
-        "(with its 95% Wilson interval). Prints the table; writes FILE (JSON).\n",
+        "(with its 95% Wilson interval). Prints the table; writes FILE (JSON).\n"
+        "--drop mean keeps the layer's shape and replaces each dropped filter by its mean\n"
+        "output over 512 training images (a constant map): a diagnostic of how much of a\n"
+        "filter's importance is its mean contribution to the next layer, not a pruning.\n",
         opts, NULL};
     const char *extra;
     int rc0;
@@ -69,6 +142,12 @@ int prn_cli_scan(int argc, char **argv, trn_err *err)
     int m = prn_rank_method_parse(method), sp = trn_split_parse(split);
     if (m < 0) return trn_errf(err, "--method '%s' is not a ranking: use trr or l1", method), -2;
     if (sp < 0) return trn_errf(err, "--split '%s' is not a split: use train, valid or test", split), -2;
+    int ati = prn_trr_at_parse(at), di = prn_trr_distance_parse(dist);
+    if (ati < 0) return trn_errf(err, "--at '%s' is not a point: use output, bn or conv", at), -2;
+    if (di < 0) return trn_errf(err, "--distance '%s' is not a distance: use squared or plain", dist), -2;
+    int by_mean = !strcmp(dropmode, "mean");
+    if (!by_mean && strcmp(dropmode, "remove"))
+        return trn_errf(err, "--drop '%s': use remove (the filters go) or mean (each replaced by its mean output)", dropmode), -2;
     double fracs[SCAN_MAX_FRACTIONS];
     int nf;
     if (parse_fractions(fr, fracs, &nf, err)) return -2;
@@ -81,6 +160,7 @@ int prn_cli_scan(int argc, char **argv, trn_err *err)
     prn_ranking *r = NULL;
     cJSON *j = NULL;
     int *keep = NULL;
+    double **means = NULL;
     if (!cfg) return -1;
     if (!(ds = trn_dataset_open(data, err))) goto done;
     if (!trn_dataset_count(ds, (trn_split)sp)) {
@@ -94,16 +174,33 @@ int prn_cli_scan(int argc, char **argv, trn_err *err)
         goto done;
     }
     if (m == PRN_RANK_TRR && !(rn = prn_cli_load_base(cfg, weights, 48, err))) goto done;
-    if (!(r = prn_cli_rank(rn ? rn : base, (prn_rank_method)m, ds, TRN_SPLIT_TRAIN, (uint64_t)seed,
-                           (uint64_t)triplets, err)))
+    if (!(r = prn_cli_rank(rn ? rn : base, cfg, (prn_rank_method)m, ds, TRN_SPLIT_TRAIN, (uint64_t)seed,
+                           (uint64_t)triplets, (prn_trr_at)ati, (prn_trr_distance)di, err)))
         goto done;
+    if (by_mean) {
+        if (!(means = calloc((size_t)r->nlayers, sizeof *means))) {
+            trn_errf(err, "out of memory");
+            goto done;
+        }
+        for (int l = 0; l < r->nlayers; l++)
+            if (!(means[l] = calloc((size_t)r->layers[l].filters, sizeof **means))) {
+                trn_errf(err, "out of memory");
+                goto done;
+            }
+        if (filter_means(base, r, ds, means, err)) goto done;
+    }
     rm_acc a0;
     if (prn_cli_evaluate(base, ds, (trn_split)sp, (int)threads, &a0, err)) goto done;
     j = cJSON_CreateObject();
     cJSON *jl = cJSON_AddArrayToObject(j, "layers");
     cJSON_AddStringToObject(j, "format", "prune-scan");
     cJSON_AddStringToObject(j, "method", prn_rank_method_name((prn_rank_method)m));
-    if (m == PRN_RANK_TRR) cJSON_AddNumberToObject(j, "triplets", (double)triplets);
+    if (m == PRN_RANK_TRR) {
+        cJSON_AddNumberToObject(j, "triplets", (double)triplets);
+        cJSON_AddStringToObject(j, "at", at);
+        cJSON_AddStringToObject(j, "distance", dist);
+    }
+    cJSON_AddStringToObject(j, "drop", dropmode);
     cJSON_AddNumberToObject(j, "seed", (double)seed);
     cJSON_AddStringToObject(j, "cfg", cfgp);
     cJSON_AddStringToObject(j, "weights", weights);
@@ -141,15 +238,23 @@ int prn_cli_scan(int argc, char **argv, trn_err *err)
                 if (stays) keep[n++] = q;
             }
             prn_keep k = {L->layer, n, keep};
-            trn_cfg *pc = prn_filters_cfg(cfg, base, &k, 1, err);
-            trn_net_opts no;
-            trn_net_opts_defaults(&no);
-            no.batch = 64;
-            no.infer_only = 1;
             rm_acc a;
-            int bad = !pc || !(ev = trn_net_create(pc, &no, err)) || prn_filters_copy(base, ev, &k, 1, err) ||
+            int bad;
+            if (by_mean) {
+                bad = !(ev = prn_cli_net_like(cfg, base, 64, 1, 0, err));
+                for (int z = L->filters - drop; !bad && z < L->filters; z++)
+                    set_constant(ev, L->layer, L->order[z], means[l][L->order[z]]);
+                bad = bad || prn_cli_evaluate(ev, ds, (trn_split)sp, (int)threads, &a, err);
+            } else {
+                trn_cfg *pc = prn_filters_cfg(cfg, base, &k, 1, err);
+                trn_net_opts no;
+                trn_net_opts_defaults(&no);
+                no.batch = 64;
+                no.infer_only = 1;
+                bad = !pc || !(ev = trn_net_create(pc, &no, err)) || prn_filters_copy(base, ev, &k, 1, err) ||
                       prn_cli_evaluate(ev, ds, (trn_split)sp, (int)threads, &a, err);
-            trn_cfg_free(pc);
+                trn_cfg_free(pc);
+            }
             trn_net_free(ev);
             ev = NULL;
             if (bad) goto done;
@@ -166,6 +271,8 @@ int prn_cli_scan(int argc, char **argv, trn_err *err)
     if (prn_cli_write_json(out, j, err) != 0) goto done;
     rc = 0;
 done:
+    for (int l = 0; means && r && l < r->nlayers; l++) free(means[l]);
+    free(means);
     free(keep);
     cJSON_Delete(j);
     prn_ranking_free(r);

@@ -268,11 +268,49 @@ int prn_rank_method_parse(const char *s);
 typedef int (*prn_triplet_fn)(void *ctx, uint64_t t, float *anc, float *pos, float *neg,
                               trn_err *err);
 
+/* Where TRR reads a filter's feature map F_i (the paper says only "the
+ * generated feature map"; TARGETS.md 1.10): the layer's output (after batch
+ * norm and the activation), after batch norm but before the activation, or
+ * before batch norm (the convolution's raw output). A layer without batch
+ * norm has the same map at BN and CONV; one with a linear activation the
+ * same at OUTPUT and BN. */
+typedef enum prn_trr_at {
+    PRN_TRR_AT_OUTPUT,
+    PRN_TRR_AT_BN,
+    PRN_TRR_AT_CONV,
+    PRN_TRR_AT_COUNT
+} prn_trr_at;
+/* "output", "bn", "conv"; "?" when invalid. */
+const char *prn_trr_at_name(prn_trr_at a);
+/* The point named s, or -1. */
+int prn_trr_at_parse(const char *s);
+
+/* TRR's distance between two maps: the squared L2 norm of equation 3.1,
+ * or the plain L2 norm. */
+typedef enum prn_trr_distance {
+    PRN_TRR_SQUARED,
+    PRN_TRR_PLAIN,
+    PRN_TRR_DISTANCE_COUNT
+} prn_trr_distance;
+/* The defaults of `prune trr`, `prune scan` and `prune roadmap`
+ * (prune/README.md, "Filter rankings": the measured choice). */
+#define PRN_TRR_AT_DEFAULT PRN_TRR_AT_OUTPUT
+#define PRN_TRR_DISTANCE_DEFAULT PRN_TRR_SQUARED
+/* "squared", "plain"; "?" when invalid. */
+const char *prn_trr_distance_name(prn_trr_distance d);
+/* The distance named s, or -1. */
+int prn_trr_distance_parse(const char *s);
+
 typedef struct prn_rank_opts {
     prn_rank_method method;
     uint64_t triplets;        /* TRR: how many triplets (> 0) */
     prn_triplet_fn triplet;   /* TRR: the triplet source */
     void *triplet_ctx;
+    prn_trr_at at;            /* TRR: where F_i is read (0: the layer's output) */
+    prn_trr_distance distance; /* TRR: the distance (0: squared, equation 3.1) */
+    const trn_cfg *cfg;       /* TRR with at != OUTPUT: the net's cfg (a copy
+                               * with the layer's activation linear is built
+                               * per ranked layer) */
 } prn_rank_opts;
 
 typedef struct prn_rank_layer {
@@ -294,6 +332,8 @@ typedef struct prn_rank_entry {
 typedef struct prn_ranking {
     prn_rank_method method;
     uint64_t triplets;       /* TRR's triplet count (0 for L1) */
+    prn_trr_at at;           /* TRR: where F_i was read */
+    prn_trr_distance distance; /* TRR: the distance */
     int nlayers;
     prn_rank_layer *layers;  /* the ranked layers in cfg order */
     int filters;             /* all of their filters */

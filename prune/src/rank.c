@@ -212,6 +212,124 @@ static int rank_l1(prn_ranking *r, const trn_net *net, trn_err *err)
     return 0;
 }
 
+const char *prn_trr_at_name(prn_trr_at a)
+{
+    switch (a) {
+    case PRN_TRR_AT_OUTPUT: return "output";
+    case PRN_TRR_AT_BN: return "bn";
+    case PRN_TRR_AT_CONV: return "conv";
+    default: return "?";
+    }
+}
+
+int prn_trr_at_parse(const char *s)
+{
+    for (int a = 0; s && a < PRN_TRR_AT_COUNT; a++)
+        if (!strcmp(s, prn_trr_at_name((prn_trr_at)a))) return a;
+    return -1;
+}
+
+const char *prn_trr_distance_name(prn_trr_distance d)
+{
+    switch (d) {
+    case PRN_TRR_SQUARED: return "squared";
+    case PRN_TRR_PLAIN: return "plain";
+    default: return "?";
+    }
+}
+
+int prn_trr_distance_parse(const char *s)
+{
+    for (int d = 0; s && d < PRN_TRR_DISTANCE_COUNT; d++)
+        if (!strcmp(s, prn_trr_distance_name((prn_trr_distance)d))) return d;
+    return -1;
+}
+
+/* The parameter of layer i with role, or NULL. */
+static const trn_param *param_of(const trn_net *net, int i, trn_param_role role)
+{
+    int np;
+    const trn_param *p = trn_net_params(net, &np);
+    for (int k = 0; k < np; k++)
+        if (p[k].layer == i && p[k].role == role) return &p[k];
+    return NULL;
+}
+
+/* Where a ranked layer's F_i comes from: src's output at the layer (src is
+ * the ranked net, or a copy whose layer has a linear activation: the values
+ * after batch norm, before the activation), each filter's differences
+ * multiplied by k[f] (CONV: undoes batch norm's scaling, (sqrt(var) + 1e-6)
+ * / scale, the engine's inference arithmetic; NULL: 1). */
+typedef struct trr_source {
+    trn_net *own; /* a copy this function built, or NULL when src is the net */
+    double *k;
+} trr_source;
+
+static void trr_sources_free(trr_source *s, int n)
+{
+    for (int l = 0; s && l < n; l++) {
+        trn_net_free(s[l].own);
+        free(s[l].k);
+    }
+    free(s);
+}
+
+/* The sources of every ranked layer for o->at. NULL with err. */
+static trr_source *trr_sources(const prn_ranking *r, trn_net *net, const prn_rank_opts *o, trn_err *err)
+{
+    trr_source *s = calloc((size_t)r->nlayers, sizeof *s);
+    if (!s) {
+        trn_errf(err, "out of memory");
+        return NULL;
+    }
+    if (o->at == PRN_TRR_AT_OUTPUT) return s;
+    if (!o->cfg) {
+        trn_errf(err, "TRR before the activation needs the network's cfg (prn_rank_opts.cfg)");
+        free(s);
+        return NULL;
+    }
+    for (int l = 0; l < r->nlayers; l++) {
+        const prn_rank_layer *L = &r->layers[l];
+        trn_layer_info info;
+        if (trn_net_layer_info(net, L->layer, &info) != 0) {
+            trn_errf(err, "layer %d: no layer information", L->layer);
+            goto fail;
+        }
+        if (info.activation != TRN_ACT_LINEAR) {
+            trn_cfg *c = trn_cfg_clone(o->cfg, err);
+            if (!c || trn_cfg_set(c, info.section, "activation", "linear", err) != 0 ||
+                !(s[l].own = prn_net_like(c, net, trn_net_batch(net), 1, trn_net_seed(net), 0, err))) {
+                trn_cfg_free(c);
+                trn_err_prefix(err, "layer %d with a linear activation", L->layer);
+                goto fail;
+            }
+            trn_cfg_free(c);
+        }
+        const trn_param *sc = param_of(net, L->layer, TRN_PARAM_SCALES),
+                        *var = param_of(net, L->layer, TRN_PARAM_ROLLING_VARIANCE);
+        if (o->at == PRN_TRR_AT_CONV && sc && var) {
+            if (!(s[l].k = malloc((size_t)L->filters * sizeof *s[l].k))) {
+                trn_errf(err, "out of memory");
+                goto fail;
+            }
+            for (int f = 0; f < L->filters; f++) {
+                double g = sc->data[f];
+                if (!(fabs(g) > 0) || !isfinite(g)) {
+                    trn_errf(err, "layer %d filter %d: batch-norm scale %g: its map before batch norm "
+                                  "cannot be recovered (rank with --at bn or output)",
+                             L->layer, f, g);
+                    goto fail;
+                }
+                s[l].k[f] = (sqrt((double)var->data[f]) + 1e-6) / g;
+            }
+        }
+    }
+    return s;
+fail:
+    trr_sources_free(s, r->nlayers);
+    return NULL;
+}
+
 /* TRR: batch/3 triplets per forward; image 3j of the batch is triplet j's
  * anchor, 3j+1 its positive, 3j+2 its negative. */
 static int rank_trr(prn_ranking *r, trn_net *net, const prn_rank_opts *o, trn_err *err)
@@ -222,12 +340,19 @@ static int rank_trr(prn_ranking *r, trn_net *net, const prn_rank_opts *o, trn_er
                              "(one triplet per 3 images); this one has batch %d", batch);
     if (!o->triplet) return trn_errf(err, "TRR needs a triplet source (prn_rank_opts.triplet)");
     if (o->triplets == 0) return trn_errf(err, "TRR needs at least one triplet (the count is 0)");
+    if ((unsigned)o->at >= PRN_TRR_AT_COUNT || (unsigned)o->distance >= PRN_TRR_DISTANCE_COUNT)
+        return trn_errf(err, "unknown TRR variant (at %d, distance %d)", (int)o->at, (int)o->distance);
+    trr_source *src = trr_sources(r, net, o, err);
+    if (!src) return -1;
     size_t in = trn_net_inputs(net);
     float *x = calloc((size_t)batch * in, sizeof *x);
-    if (!x) return trn_errf(err, "out of memory");
-    int last = 0;
+    if (!x) {
+        trr_sources_free(src, r->nlayers);
+        return trn_errf(err, "out of memory");
+    }
+    int last = -1;
     for (int l = 0; l < r->nlayers; l++)
-        if (r->layers[l].layer > last) last = r->layers[l].layer;
+        if (!src[l].own && r->layers[l].layer > last) last = r->layers[l].layer;
     int rc = 0;
     for (uint64_t t0 = 0; t0 < o->triplets && rc == 0; t0 += (uint64_t)per) {
         int k = (int)((o->triplets - t0) < (uint64_t)per ? o->triplets - t0 : (uint64_t)per);
@@ -236,26 +361,31 @@ static int rank_trr(prn_ranking *r, trn_net *net, const prn_rank_opts *o, trn_er
             rc = o->triplet(o->triplet_ctx, t0 + (uint64_t)j, a, a + in, a + 2 * in, err);
             if (rc) trn_err_prefix(err, "triplet %llu", (unsigned long long)(t0 + (uint64_t)j));
         }
-        if (rc || (rc = trn_net_forward_upto(net, x, last, err)) != 0) break;
-        for (int l = 0; l < r->nlayers; l++) {
+        if (rc || (last >= 0 && (rc = trn_net_forward_upto(net, x, last, err)) != 0)) break;
+        for (int l = 0; l < r->nlayers && rc == 0; l++) {
             prn_rank_layer *L = &r->layers[l];
-            const float *y = trn_net_layer_output(net, L->layer);
+            trn_net *from = src[l].own ? src[l].own : net;
+            if (src[l].own && (rc = trn_net_forward_upto(from, x, L->layer, err)) != 0) break;
+            const float *y = trn_net_layer_output(from, L->layer);
             size_t m = (size_t)L->map, size = (size_t)L->filters * m;
             for (int j = 0; j < k; j++) {
                 const float *A = y + (size_t)(3 * j) * size, *P = A + size, *N = P + size;
                 for (int f = 0; f < L->filters; f++) {
-                    double dn = 0, dp = 0;
+                    double dn = 0, dp = 0, g = src[l].k ? src[l].k[f] : 1;
                     for (size_t q = (size_t)f * m; q < (size_t)(f + 1) * m; q++) {
                         double an = (double)A[q] - (double)N[q], ap = (double)A[q] - (double)P[q];
                         dn += an * an;
                         dp += ap * ap;
                     }
-                    L->score[f] += dn - dp;
+                    dn *= g * g;
+                    dp *= g * g;
+                    L->score[f] += o->distance == PRN_TRR_PLAIN ? sqrt(dn) - sqrt(dp) : dn - dp;
                 }
             }
         }
     }
     free(x);
+    trr_sources_free(src, r->nlayers);
     return rc;
 }
 
@@ -268,6 +398,8 @@ prn_ranking *prn_rank(trn_net *net, const prn_rank_opts *o, trn_err *err)
     prn_ranking *r = ranking_new(net, o->method, err);
     if (!r) return NULL;
     r->triplets = o->method == PRN_RANK_TRR ? o->triplets : 0;
+    r->at = o->at;
+    r->distance = o->distance;
     int rc = o->method == PRN_RANK_TRR ? rank_trr(r, net, o, err) : rank_l1(r, net, err);
     if (rc == 0) rc = ranking_finish(r, err);
     if (rc != 0) {
@@ -351,7 +483,11 @@ cJSON *prn_ranking_json(const prn_ranking *r, const trn_net *net)
     cJSON_AddStringToObject(j, "format", "prune-ranking");
     cJSON_AddNumberToObject(j, "version", 1);
     cJSON_AddStringToObject(j, "method", prn_rank_method_name(r->method));
-    if (r->method == PRN_RANK_TRR) cJSON_AddNumberToObject(j, "triplets", (double)r->triplets);
+    if (r->method == PRN_RANK_TRR) {
+        cJSON_AddNumberToObject(j, "triplets", (double)r->triplets);
+        cJSON_AddStringToObject(j, "at", prn_trr_at_name(r->at));
+        cJSON_AddStringToObject(j, "distance", prn_trr_distance_name(r->distance));
+    }
     cJSON_AddStringToObject(j, "normalisation",
                             r->method == PRN_RANK_TRR ? "score / (map height * width * triplets)"
                                                       : "score / weights per filter");

@@ -344,26 +344,28 @@ static int nested_table(rtl_model *m, rtl_err *err)
  *
  * At open, for every ordered pair of capacities (a, b), the parameter bytes
  * active at the larger and not at the smaller are turned into page-aligned
- * ranges of the mapping, coalesced (contiguous runs merged; paging in, runs
- * that share or touch a page merged too): capacity a -> b is then a few
- * madvise calls over a precomputed list, and the switch walks no layer and
- * allocates nothing. Paging in rounds outward (every page holding an added
- * byte), paging out inward (only pages holding no parameter still in use).
+ * ranges of the mapping (nested_plan): a downgrade releases the pages
+ * holding only dropped parameters (rounding inward); an upgrade advises
+ * the pages holding added parameters and none that the smaller capacity
+ * uses (rounding outward, then leaving out the pages that capacity keeps
+ * resident; gaps of up to PAGE_GAP such pages merged). Capacity a -> b is
+ * then one process_madvise call over a precomputed list of ranges (one
+ * madvise per range where the kernel refuses it): the switch walks no
+ * layer and allocates nothing.
  *
- * The madvise calls run inside rtl_model_set_capacity, on the caller's
- * thread, unless rtl_model_options.async_paging asks for a pager thread of
- * the model (started at open; when it cannot start, the caller pages):
- * then rtl_model_set_capacity returns once the network computes capacity
- * k, and the pager brings the mapping from the capacity whose pages it
- * last advised to the newest one asked (several switches made before it
- * wakes are one transition, from the first to the last). Measured on the
- * 2-core build machine, waking it costs the call more than the madvise
- * calls it takes over (tests/bench/nested_switch.sh prints both), hence
- * not the default. Correctness never waits on it: the mapping is
- * read-only and clean, so a page released late or advised late is only
- * faulted in again from the
- * page cache (or the file). rtl_model_paging_wait says when it finished and
- * what it moved. */
+ * The calls run inside rtl_model_set_capacity, on the caller's thread,
+ * unless rtl_model_options.async_paging asks for a pager thread of the
+ * model (started at open; when it cannot start, the caller pages): then
+ * rtl_model_set_capacity returns once the network computes capacity k, and
+ * the pager brings the mapping from the capacity whose pages it last
+ * advised to the newest one asked (several switches made before it wakes
+ * are one transition, from the first to the last). Measured on the 2-core
+ * build machine, waking it costs the call more than the calls it takes
+ * over (tests/bench/nested_switch.sh prints both), hence not the default.
+ * Correctness never waits on it: the mapping is read-only and clean, so a
+ * page released late or advised late is only faulted in again from the
+ * page cache (or the file). rtl_model_paging_wait says when it finished
+ * and what it moved. */
 
 struct page_range {
     size_t off, len;

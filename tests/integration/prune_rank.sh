@@ -38,6 +38,16 @@ expect_ok "trr with another seed" "$P" trr --cfg "$T/base.cfg" --weights "$T/bas
     --seed 4 --triplets 20 --out "$T/r3.json"
 t_check "another seed draws other triplets" test "$(jq -c '.layers[0].score' "$T/r1.json")" != "$(jq -c '.layers[0].score' "$T/r3.json")"
 
+t_check "trr: F at the output, squared distance by default" jqc '.at == "output" and .distance == "squared"' "$T/r1.json"
+expect_ok "trr --at bn --distance plain" "$P" "${TRR[@]}" --at bn --distance plain --out "$T/rbn.json"
+t_check "trr --at bn: recorded" jqc '.at == "bn" and .distance == "plain"' "$T/rbn.json"
+t_check "trr --at bn: other scores" test "$(jq -c '.layers[0].score' "$T/r1.json")" != "$(jq -c '.layers[0].score' "$T/rbn.json")"
+expect_ok "trr --at conv" "$P" "${TRR[@]}" --at conv --out "$T/rconv.json"
+t_check "trr --at conv: recorded" jqc '.at == "conv" and .distance == "squared"' "$T/rconv.json"
+expect_ok "trr --at bn, squared" "$P" "${TRR[@]}" --at bn --out "$T/rbn2.json"
+t_check "trr --at conv and bn: the connected layer (no batch norm) has the same scores" \
+    test "$(jq -c '.layers[2].score' "$T/rconv.json")" = "$(jq -c '.layers[2].score' "$T/rbn2.json")"
+
 expect_ok "l1" "$P" l1 --cfg "$T/base.cfg" --weights "$T/base.weights" --out "$T/l1.json"
 t_check "l1: same layers, no triplets" jqc '.method == "l1" and (has("triplets") | not) and [.layers[].layer] == [0, 2, 3]' "$T/l1.json"
 t_check "l1: normalised by weights per filter" \
@@ -56,6 +66,10 @@ t_check "scan: accuracy on the test split with an interval" \
 expect_ok "l1 scan" "$P" scan --cfg "$T/base.cfg" --weights "$T/base.weights" --data "$D" --method l1 \
     --seed 3 --fractions 0.5 --out "$T/scan-l1.json"
 t_check "l1 scan" jqc '.method == "l1" and (.layers[0].points | length) == 1' "$T/scan-l1.json"
+expect_ok "scan --drop mean" "$P" scan --cfg "$T/base.cfg" --weights "$T/base.weights" --data "$D" --method l1 \
+    --seed 3 --fractions 0.5 --drop mean --out "$T/scan-mean.json"
+t_check "scan --drop mean: recorded, same points" \
+    jqc '.drop == "mean" and [.layers[0].points[].pruned] == [4]' "$T/scan-mean.json"
 
 bad() { # NAME PATTERN ARGS...: fails with PATTERN and writes no file
     local name=$1 pat=$2; shift 2
@@ -76,6 +90,9 @@ printf 'classes=2\ntrain=one.list\nlabels=labels.txt\n' >"$T/data/one.data"
 echo img/0000_dark.bmp >"$T/data/one.list"
 bad "trr: no triplet in the split" "no triplet can be drawn" trr --cfg "$T/base.cfg" --weights "$T/base.weights" --data "$T/data/one.data" --seed 1
 bad "scan: bad fractions" "--fractions '0.5,1.5'" scan --cfg "$T/base.cfg" --weights "$T/base.weights" --data "$D" --method trr --seed 1 --fractions 0.5,1.5
+bad "trr: bad --at" "--at 'relu' is not a point" "${TRR[@]}" --at relu
+bad "trr: bad --distance" "--distance 'l1' is not a distance" "${TRR[@]}" --distance l1
+bad "scan: bad --drop" "--drop 'zero'" scan --cfg "$T/base.cfg" --weights "$T/base.weights" --data "$D" --method l1 --seed 1 --drop zero
 bad "scan: missing --method" "--method is required" scan --cfg "$T/base.cfg" --weights "$T/base.weights" --data "$D" --seed 1
 bad "l1: missing --weights" "--weights is required" l1 --cfg "$T/base.cfg"
 t_done

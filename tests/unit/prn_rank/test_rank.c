@@ -114,6 +114,91 @@ static void trr_by_hand(void **state)
     }
 }
 
+/* Where F_i is read and the distance (TARGETS.md 1.10). Input 1x1x2 ->
+ * conv 2 filters 1x1 with batch norm and relu (L0, ranked) -> connected 2
+ * (the classifier). Weights (1, -1); batch norm scale (2, 0.5), rolling
+ * mean (0.5, 0), variance (4, 1), shift (0, 1): before the activation
+ * filter 0 is x - 0.5 and filter 1 is 1 - x/2 (up to the engine's 1e-6 in
+ * sqrt(var) + 1e-6). With the triplets of trr_by_hand:
+ *   filter 0  bn: t0 a-n (-3, 2), a-p (0, -1): 13 - 1; t1 2 - 0: 14
+ *             output (relu: anc (0.5, 1.5), pos (0.5, 2.5), neg (3.5, 0);
+ *             t1 anc (0, 0), neg (0.5, 0.5)): 11.25 - 1 + 0.5 = 10.75
+ *             conv: the raw products x and -x: 14 for both filters
+ *             output, plain: sqrt(11.25) - 1 + sqrt(0.5)
+ *   filter 1  bn: t0 a-n (1.5, -1), a-p (0, 0.5): 3.25 - 0.25; t1 0.5: 3.5
+ *             output (anc (0.5, 0), pos (0.5, 0), neg (0, 1); t1 anc
+ *             (1, 1), neg (0.5, 0.5)): 1.25 + 0.5 = 1.75
+ *             output, plain: sqrt(1.25) + sqrt(0.5) */
+static const char bn_cfg[] = "[net]\nbatch=3\nwidth=2\nheight=1\nchannels=1\n"
+                             "[convolutional]\nbatch_normalize=1\nfilters=2\nsize=1\nstride=1\npad=0\n"
+                             "activation=relu\n"
+                             "[connected]\noutput=2\nactivation=linear\n"
+                             "[softmax]\n";
+
+static void trr_at_and_distance(void **state)
+{
+    (void)state;
+    trn_cfg *c = pt_cfg(bn_cfg);
+    assert_non_null(c);
+    trn_net *net = pt_base(c, 3, 1);
+    assert_non_null(net);
+    const float w[2] = {1, -1}, g[2] = {2, 0.5f}, mu[2] = {0.5f, 0}, var[2] = {4, 1}, b[2] = {0, 1};
+    memcpy(param_of(net, 0, TRN_PARAM_WEIGHTS)->data, w, sizeof w);
+    memcpy(param_of(net, 0, TRN_PARAM_SCALES)->data, g, sizeof g);
+    memcpy(param_of(net, 0, TRN_PARAM_ROLLING_MEAN)->data, mu, sizeof mu);
+    memcpy(param_of(net, 0, TRN_PARAM_ROLLING_VARIANCE)->data, var, sizeof var);
+    memcpy(param_of(net, 0, TRN_PARAM_BIASES)->data, b, sizeof b);
+    const struct {
+        prn_trr_at at;
+        prn_trr_distance d;
+        double f0, f1;
+    } want[] = {
+        {PRN_TRR_AT_OUTPUT, PRN_TRR_SQUARED, 10.75, 1.75},
+        {PRN_TRR_AT_BN, PRN_TRR_SQUARED, 14, 3.5},
+        {PRN_TRR_AT_CONV, PRN_TRR_SQUARED, 14, 14},
+        {PRN_TRR_AT_OUTPUT, PRN_TRR_PLAIN, 3.3541019662496847 - 1 + 0.70710678118654757,
+         1.1180339887498949 + 0.70710678118654757},
+        {PRN_TRR_AT_BN, PRN_TRR_PLAIN, 3.6055512754639891 - 1 + 1.4142135623730951,
+         1.8027756377319946 - 0.5 + 0.70710678118654757},
+    };
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
+        prn_rank_opts o = {.method = PRN_RANK_TRR, .triplets = 2, .triplet = fixed_triplet,
+                           .at = want[i].at, .distance = want[i].d, .cfg = c};
+        trn_err e;
+        prn_ranking *r = prn_rank(net, &o, &e);
+        if (!r) fail_msg("%s", e.msg);
+        assert_int_equal(r->nlayers, 1);
+        if (fabs(r->layers[0].score[0] - want[i].f0) > 1e-4 || fabs(r->layers[0].score[1] - want[i].f1) > 1e-4)
+            fail_msg("at %s, %s: scores %.6f %.6f, want %.6f %.6f", prn_trr_at_name(want[i].at),
+                     prn_trr_distance_name(want[i].d), r->layers[0].score[0], r->layers[0].score[1], want[i].f0,
+                     want[i].f1);
+        cJSON *j = prn_ranking_json(r, net);
+        assert_string_equal(cJSON_GetObjectItem(j, "at")->valuestring, prn_trr_at_name(want[i].at));
+        assert_string_equal(cJSON_GetObjectItem(j, "distance")->valuestring, prn_trr_distance_name(want[i].d));
+        cJSON_Delete(j);
+        prn_ranking_free(r);
+    }
+    /* Before the activation needs the cfg; before batch norm a non-zero scale. */
+    trn_err e;
+    prn_rank_opts o = {.method = PRN_RANK_TRR, .triplets = 2, .triplet = fixed_triplet, .at = PRN_TRR_AT_BN};
+    assert_null(prn_rank(net, &o, &e));
+    assert_non_null(strstr(e.msg, "cfg"));
+    param_of(net, 0, TRN_PARAM_SCALES)->data[1] = 0;
+    o.at = PRN_TRR_AT_CONV;
+    o.cfg = c;
+    assert_null(prn_rank(net, &o, &e));
+    assert_non_null(strstr(e.msg, "cannot be recovered"));
+    o.distance = (prn_trr_distance)7;
+    assert_null(prn_rank(net, &o, &e));
+    assert_non_null(strstr(e.msg, "unknown TRR variant"));
+    assert_int_equal(prn_trr_at_parse("bn"), PRN_TRR_AT_BN);
+    assert_int_equal(prn_trr_at_parse("relu"), -1);
+    assert_int_equal(prn_trr_distance_parse("plain"), PRN_TRR_PLAIN);
+    assert_int_equal(prn_trr_distance_parse("l1"), -1);
+    trn_net_free(net);
+    trn_cfg_free(c);
+}
+
 /* L1: conv rows |1|, |2| (1 weight each); connected rows 1 and 4 over 4
  * weights: 0.25, 1.0. The tie at 1.0 (L1f1 and L0f0) goes to the later
  * layer first. */
@@ -253,6 +338,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(trr_by_hand),
+        cmocka_unit_test(trr_at_and_distance),
         cmocka_unit_test(l1_by_hand),
         cmocka_unit_test(deterministic_across_threads),
         cmocka_unit_test(refusals),
