@@ -598,45 +598,60 @@ static void place(const rtl_gtdp_layer *g, const rtl_gtdp_part *q, const float *
         memcpy(y + ((size_t)c * g->h + q->r0) * g->w, part + (size_t)(c - q->c0) * band, band * sizeof *y);
 }
 
-/* One part, in its own thread: cut its input rows, ask the worker, place
- * the answer. Each part writes only its own rows x channels of y, so the
- * parts' copies run side by side rather than on the device's thread. */
+/* The request's floats straight from the layer's map into the frame: input
+ * rows in_r0..in_r1 of every channel, less the rows of the held answer
+ * (channels hg[3]..hg[4], rows hg[1]..hg[2]) when the worker holds it. */
+static void job_fill(void *arg, uint8_t *dst)
+{
+    const job *j = arg;
+    const rtl_gtdp_layer *g = j->g;
+    int a = j->q.in_r0, b = j->q.in_r1, lo = a, hi = a;
+    if (j->held) lo = j->hg[1] > a ? j->hg[1] : a, hi = j->hg[2] < b ? j->hg[2] : b;
+    size_t w = (size_t)g->w_in;
+    for (int c = 0; c < g->c_in; c++) {
+        const float *src = j->x + (size_t)c * g->h_in * w;
+        if (j->held && c >= j->hg[3] && c < j->hg[4] && hi > lo) {
+            rtl_wire_floats_put(dst, src + (size_t)a * w, (uint32_t)((size_t)(lo - a) * w)), dst += (size_t)(lo - a) * w * 4;
+            rtl_wire_floats_put(dst, src + (size_t)hi * w, (uint32_t)((size_t)(b - hi) * w)), dst += (size_t)(b - hi) * w * 4;
+        } else {
+            rtl_wire_floats_put(dst, src + (size_t)a * w, (uint32_t)((size_t)(b - a) * w)), dst += (size_t)(b - a) * w * 4;
+        }
+    }
+}
+
+/* The answer (channels x rows x w, wire bytes) straight into the layer's
+ * map y. */
+static void job_take(void *arg, const uint8_t *src, uint32_t count)
+{
+    job *j = arg;
+    const rtl_gtdp_part *q = &j->q;
+    size_t band = (size_t)(q->r1 - q->r0) * j->g->w;
+    if (count != j->nout) return; /* refused below */
+    for (int c = q->c0; c < q->c1; c++)
+        rtl_wire_floats_get(src + (size_t)(c - q->c0) * band * 4, (uint32_t)band,
+                            j->y + ((size_t)c * j->g->h + q->r0) * j->g->w);
+}
+
+/* One part, in its own thread: its input rows written straight into the
+ * request, the worker asked, its answer placed straight from the reply.
+ * Each part writes only its own rows x channels of y, so the parts' copies
+ * run side by side rather than on the device's thread. */
 static void *job_main(void *arg)
 {
     job *j = arg;
     size_t got = 0;
-    if (!(j->in = malloc(j->nin * sizeof(float))) || !(j->out = malloc(j->nout * sizeof(float)))) {
-        snprintf(j->err.msg, sizeof j->err.msg, "out of memory");
-        return NULL;
-    }
-    if (j->held) {
-        /* input rows in_r0..in_r1 of every channel less the held answer's */
-        const rtl_gtdp_layer *g = j->g;
+    const rtl_gtdp_layer *g = j->g;
+    j->nsent = j->nin;
+    if (j->held) { /* the held answer's rows of its channels are not sent */
         int a = j->q.in_r0, b = j->q.in_r1, lo = j->hg[1] > a ? j->hg[1] : a, hi = j->hg[2] < b ? j->hg[2] : b;
-        size_t w = (size_t)g->w_in, n = 0;
-        for (int c = 0; c < g->c_in; c++) {
-            const float *src = j->x + (size_t)c * g->h_in * w;
-            if (c >= j->hg[3] && c < j->hg[4]) {
-                memcpy(j->in + n, src + (size_t)a * w, (size_t)(lo - a) * w * sizeof *src), n += (size_t)(lo - a) * w;
-                memcpy(j->in + n, src + (size_t)hi * w, (size_t)(b - hi) * w * sizeof *src), n += (size_t)(b - hi) * w;
-            } else {
-                memcpy(j->in + n, src + (size_t)a * w, (size_t)(b - a) * w * sizeof *src), n += (size_t)(b - a) * w;
-            }
-        }
-        j->nsent = n;
-        j->ok = rtl_peer_run_held_part(j->peer, j->catalog, j->variant, j->g->index, j->g->last, &j->q, j->hg, j->in,
-                                       n, j->out, j->nout, &got, j->deadline_ms, &j->err) == 0 &&
-                got == j->nout;
-    } else {
-        rows_of(j->x, j->g->c_in, j->g->h_in, j->g->w_in, j->q.in_r0, j->q.in_r1, j->in);
-        j->nsent = j->nin;
-        j->ok = rtl_peer_run_part(j->peer, j->catalog, j->variant, j->g->index, j->g->last, &j->q, j->in, j->nin,
-                                  j->out, j->nout, &got, j->deadline_ms, &j->err) == 0 &&
-                got == j->nout;
+        if (hi > lo) j->nsent -= (size_t)(j->hg[4] - j->hg[3]) * (size_t)(hi - lo) * g->w_in;
     }
+    rtl_part_io io = {job_fill, job_take, j};
+    j->ok = rtl_peer_run_part_io(j->peer, j->catalog, j->variant, g->index, g->last, &j->q, j->held ? j->hg : NULL,
+                                 j->nsent, &io, j->nout, &got, j->deadline_ms, &j->err) == 0 &&
+            got == j->nout;
     j->t_got = rtl_now_ms();
-    if (j->ok) place(j->g, &j->q, j->out, j->y);
-    else if (!j->err.msg[0]) snprintf(j->err.msg, sizeof j->err.msg, "the worker answered %zu floats", got);
+    if (!j->ok && !j->err.msg[0]) snprintf(j->err.msg, sizeof j->err.msg, "the worker answered %zu floats", got);
     return NULL;
 }
 
@@ -700,7 +715,7 @@ static int run_conv(rtl_model *m, const rtl_gtdp_layer *g, rtl_peer **peers, con
             snprintf(st->last_failure, sizeof st->last_failure, "worker %d, layer %d: %s", j->q.worker + 1,
                      g->index, j->err.msg);
         }
-        if (!j->in || !j->out) {
+        if (!(j->in = malloc(j->nin * sizeof(float))) || !(j->out = malloc(j->nout * sizeof(float)))) {
             rc = rtl_errf(err, "out of memory");
             goto done;
         }
