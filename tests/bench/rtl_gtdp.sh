@@ -110,7 +110,8 @@ for r in $(seq "$rounds"); do
     go eq-$r.json --workers "$FOUR" --equal-split
 done
 load1=$(cut -d' ' -f1 /proc/loadavg)
-echo "bench rtl-gtdp: the device's process ${fifo[*]:+under SCHED_FIFO (${fifo[*]})}${fifo[*]:-on the plain scheduler (chrt -f refused, or DEVICE_FIFO=0)}"
+if [ ${#fifo[@]} -gt 0 ]; then echo "bench rtl-gtdp: the device's process under SCHED_FIFO (${fifo[*]})"
+else echo "bench rtl-gtdp: the device's process on the plain scheduler (chrt -f refused, or DEVICE_FIFO=0)"; fi
 python3 - "$rounds" "$size" "$load0" "$load1" "$(nproc)" "$link" <<'PY'
 import json, os, statistics as st, sys
 rounds, size, load0, load1, cores, link = int(sys.argv[1]), sys.argv[2], float(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5]), sys.argv[6]
