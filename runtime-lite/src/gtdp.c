@@ -29,7 +29,9 @@
 
 #include <float.h>
 #include <math.h>
+#include <errno.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,11 +49,24 @@ struct gtdp_fit {
     int ok;
     double f[4];
 };
+/* A thread that runs the coordinator's parts (all but the last, which the
+ * calling thread runs), kept with the model from its first split block
+ * until the model is closed: handing a part over is a semaphore post, not
+ * a thread started per part and block (which took 50 to 100 us before the
+ * block's requests left, a cost one worker alone does not pay). */
+struct job;
+struct helper {
+    pthread_t th;
+    sem_t go, done;
+    struct job *job; /* NULL when go is posted: stop */
+    int started;
+};
 struct rtl_gtdp_cache {
     int n;
     struct part_net e[GTDP_CACHE_MAX];
     int nfit;            /* the model's layers */
     struct gtdp_fit *fit; /* per block's first layer: rtl_gtdp_calibrate */
+    struct helper help[RTL_GTDP_MAX_WORKERS];
 };
 
 /* Convolution output rows [a, b) that block output rows [r0, r1) read: the
@@ -285,6 +300,15 @@ int rtl_gtdp_model_split(const rtl_model *m, int i, rtl_gtdp_layer *out)
 void rtl_gtdp_cache_free(struct rtl_gtdp_cache *c)
 {
     if (!c) return;
+    for (int k = 0; k < RTL_GTDP_MAX_WORKERS; k++) {
+        struct helper *h = &c->help[k];
+        if (!h->started) continue;
+        h->job = NULL;
+        sem_post(&h->go);
+        pthread_join(h->th, NULL);
+        sem_destroy(&h->go);
+        sem_destroy(&h->done);
+    }
     for (int i = 0; i < c->n; i++) {
         trn_net_free(c->e[i].net);
         free(c->e[i].x);
@@ -568,7 +592,8 @@ int rtl_gtdp_calibrate(rtl_model *m, int reps, rtl_err *err)
 
 /* ---- the coordinator: a whole forward over rtl serve workers ---------------- */
 
-typedef struct job {
+typedef struct job job;
+struct job {
     rtl_peer *peer;
     const char *catalog, *variant;
     const rtl_gtdp_layer *g;
@@ -582,7 +607,7 @@ typedef struct job {
     int32_t hg[5];
     double t_got; /* when the answer was here */
     rtl_err err;
-} job;
+};
 
 /* Copies input rows [a, b) of every channel (c x h x w map x) into slab. */
 static void rows_of(const float *x, int c, int h, int w, int a, int b, float *slab)
@@ -655,6 +680,44 @@ static void *job_main(void *arg)
     return NULL;
 }
 
+static void sem_wait_all(sem_t *s)
+{
+    while (sem_wait(s) != 0 && errno == EINTR) {
+    }
+}
+
+static void *helper_main(void *arg)
+{
+    struct helper *h = arg;
+    for (;;) {
+        sem_wait_all(&h->go);
+        if (!h->job) return NULL;
+        job_main(h->job);
+        sem_post(&h->done);
+    }
+}
+
+/* Helper k of m's cache, started on first use; NULL when it cannot be. */
+static struct helper *helper(rtl_model *m, int k)
+{
+    struct rtl_gtdp_cache **cp = rtl_model_gtdp_cache(m);
+    if (!*cp && !(*cp = calloc(1, sizeof **cp))) return NULL;
+    struct helper *h = &(*cp)->help[k];
+    if (h->started) return h;
+    if (sem_init(&h->go, 0, 0) != 0) return NULL;
+    if (sem_init(&h->done, 0, 0) != 0) {
+        sem_destroy(&h->go);
+        return NULL;
+    }
+    if (pthread_create(&h->th, NULL, helper_main, h) != 0) {
+        sem_destroy(&h->go);
+        sem_destroy(&h->done);
+        return NULL;
+    }
+    h->started = 1;
+    return h;
+}
+
 static int run_conv(rtl_model *m, const rtl_gtdp_layer *g, rtl_peer **peers, const rtl_gtdp_worker *w, int *alive,
                     int n, const float *x, float *y, int deadline_ms, int equal, int no_held, rtl_gtdp_stats *st,
                     rtl_err *err)
@@ -669,8 +732,8 @@ static int run_conv(rtl_model *m, const rtl_gtdp_layer *g, rtl_peer **peers, con
     if (!(equal && rtl_gtdp_plan_equal(&gl, aw, na, &p, NULL) == 0) && rtl_gtdp_plan_layer(&gl, aw, na, &p, err) != 0)
         return -1;
     job jobs[RTL_GTDP_MAX_WORKERS];
-    pthread_t th[RTL_GTDP_MAX_WORKERS];
-    int started[RTL_GTDP_MAX_WORKERS] = {0}, rc = 0;
+    struct helper *hp[RTL_GTDP_MAX_WORKERS] = {0};
+    int rc = 0;
     memset(jobs, 0, sizeof jobs);
     for (int k = 0; k < p.nparts; k++) {
         job *j = &jobs[k];
@@ -690,12 +753,17 @@ static int run_conv(rtl_model *m, const rtl_gtdp_layer *g, rtl_peer **peers, con
         j->held = !no_held && rtl_peer_held(j->peer, h) && h[0] == g->index - 1 && h[2] <= g->h_in &&
                   h[4] <= g->c_in && h[1] < j->q.in_r1 && h[2] > j->q.in_r0;
     }
-    /* The last part runs on this thread: one thread fewer to start. */
+    /* The last part runs on this thread, the others on the model's helper
+     * threads. */
     double t0 = rtl_now_ms();
-    for (int k = 0; k + 1 < p.nparts; k++) started[k] = pthread_create(&th[k], NULL, job_main, &jobs[k]) == 0;
+    for (int k = 0; k + 1 < p.nparts; k++)
+        if ((hp[k] = helper(m, k))) {
+            hp[k]->job = &jobs[k];
+            sem_post(&hp[k]->go);
+        }
     job_main(&jobs[p.nparts - 1]);
     for (int k = 0; k + 1 < p.nparts; k++) {
-        if (started[k]) pthread_join(th[k], NULL);
+        if (hp[k]) sem_wait_all(&hp[k]->done);
         else snprintf(jobs[k].err.msg, sizeof jobs[k].err.msg, "could not start a thread");
     }
     for (int k = 0; k < p.nparts; k++) {
