@@ -133,4 +133,18 @@ for c in ("n7-p0.6", "n7-p0.9"):
         assert s["technique"] == "specialised" and s["task"] == "ctx-" + c and s["depends_on"] == ["rw-a"], s
         assert s["technique_fields"]["cascade"]["partner"] == "rw-a" and "rw-a" in v, s
 EOF
+# RECIPE_BASE_TASKS := 1: the base trains on the five tasks at once (one
+# softmax group each); the published base is the plain identity model and
+# the heads are redone on its trunk.
+h3=$(stamp heads)
+write_recipe 50 "RETARGET_CUTS := conv@1:maxpool,size=4,stride=4 conv@2
+SPECIALISE_VARIANTS := rw-a
+RECIPE_BASE_TASKS := 1"
+expect_ok "make catalog with a multi-task base (RECIPE_BASE_TASKS := 1)" pmake catalog
+t_check "  ... the base trained on 5 groups" grep -qx 'groups=5' "$T/tiny/variants/base/train/variant.tasks.cfg"
+expect_ok "  ... the published base is a plain model of its cfg" "$BIN/trainer" info \
+    --cfg "$T/tiny/variants/base/variant.cfg" --weights "$T/tiny/variants/base/variant.weights"
+t_check "  ... the heads are redone on the new trunk" test "$(stamp heads)" != "$h3"
+write_recipe 50 "RECIPE_BASE_TASKS := yes"
+expect_fail "a bad RECIPE_BASE_TASKS" "RECIPE_BASE_TASKS='yes' is not valid" pmake catalog
 t_done

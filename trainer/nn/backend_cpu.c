@@ -611,6 +611,40 @@ static void cpu_maxpool(TRN_BE, const float *in, int batch, int c, int h, int w,
         trn_parallel_for(planes, fn, &x);
 }
 
+#ifndef TRN_INFER_ONLY
+/* The reference's scatter, planes side by side (each plane's outputs add
+ * into its own input plane, in the reference's order): one pool item per
+ * run of planes of about CHUNK outputs. */
+typedef struct poolbackctx {
+    const float *delta;
+    const int *idx;
+    int planes, per_plane, per_item;
+    float *in_delta;
+} poolbackctx;
+
+static void maxpool_back_item(void *p, int it)
+{
+    const poolbackctx *x = p;
+    int p0 = it * x->per_item, p1 = p0 + x->per_item < x->planes ? p0 + x->per_item : x->planes;
+    size_t lo = (size_t)p0 * x->per_plane;
+    trn_ref_maxpool_backward(NULL, x->delta + lo, x->idx + lo, p1 - p0, x->per_plane, x->in_delta);
+}
+
+static void cpu_maxpool_backward(TRN_BE, const float *delta, const int *idx, int planes, int per_plane,
+                                 float *in_delta)
+{
+    size_t n = (size_t)planes * (size_t)per_plane;
+    if (n < PAR_MIN || planes < 2 || per_plane <= 0) {
+        trn_ref_maxpool_backward(be, delta, idx, planes, per_plane, in_delta);
+        return;
+    }
+    poolbackctx x = {delta, idx, planes, per_plane, 0, in_delta};
+    x.per_item = (int)(16384 / (size_t)per_plane);
+    if (x.per_item < 1) x.per_item = 1;
+    trn_parallel_for((planes + x.per_item - 1) / x.per_item, maxpool_back_item, &x);
+}
+#endif
+
 /* ---- element-wise ----------------------------------------------------- */
 
 #define CHUNK 16384
@@ -1045,7 +1079,7 @@ const trn_backend trn_backend_cpu = {
     .bn_backward_act = TRN_TRAIN_FN(cpu_bn_backward_act),
     .bias_gradient = TRN_TRAIN_FN(cpu_bias_gradient),
     .maxpool = cpu_maxpool,
-    .maxpool_backward = TRN_TRAIN_FN(trn_ref_maxpool_backward),
+    .maxpool_backward = TRN_TRAIN_FN(cpu_maxpool_backward),
     .avgpool = trn_ref_avgpool,
     .avgpool_backward = TRN_TRAIN_FN(trn_ref_avgpool_backward),
     .softmax = trn_ref_softmax,
