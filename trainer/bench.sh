@@ -9,7 +9,8 @@
 #     its GFLOPS                                         target >= 80% of sgemm
 #   alexnet.cfg's forward at batch 1: its time            target <= 1.5x its
 #     bound, max(FLOPs / the sgemm rate, weight bytes / the memory bandwidth
-#     of a 256 MiB copy, read plus written bytes per second)
+#     of a 256 MiB copy, read plus written bytes per second: streaming
+#     stores on x86-64, so every byte counted moves; best of 10 rounds)
 # with libdarknet (Debian's darknet package) measured in the same round and
 # its ratio printed beside each alexnet.cfg figure, and the convolutions'
 # share of sgemm inside the step (not judged).

@@ -26,7 +26,7 @@ static const char *gtdp_help =
     "always complete. Prints the answer, the median time beside this host alone\n"
     "(measured in the same run) and GTDP's predicted time: its parts' compute is\n"
     "measured here first (calibration), each link's round trip by its handshake,\n"
-    "then one untimed calibration forward after the warm-up measures what a part\n"
+    "then three untimed calibration forwards after the warm-up measure what a part\n"
     "costs each worker beyond its compute and transfer (encryption, copies,\n"
     "wake-ups): that fixed cost per part replaces the round trip in the plan and\n"
     "the prediction, before the timed runs.\n"
@@ -227,7 +227,7 @@ int cmd_run_gtdp(rtl_store *s, int argc, char **argv)
         int ok = 1;
         for (long r = 0; r < warmup && ok; r++)
             if (rtl_gtdp_run(m, peers, w, nw, x, (int)deadline, flags, &st, &err) != 0) ok = 0;
-        /* The calibration forward (first image only, untimed, after the
+        /* The calibration forwards (first image only, untimed, after the
          * warm-up: the workers' part networks are built): what each part
          * really cost beyond its predicted compute and transfer, per worker,
          * becomes that worker's fixed cost per part in the plan and the
@@ -235,11 +235,18 @@ int cmd_run_gtdp(rtl_store *s, int argc, char **argv)
          * any timed forward. */
         if (ok && !calibrated) {
             static rtl_gtdp_stats cs; /* its failures count with the warm-up's */
-            if (rtl_gtdp_run(m, peers, w, nw, x, (int)deadline, flags, &cs, &err) != 0) ok = 0;
-            st.recomputed += cs.recomputed;
-            if (cs.last_failure[0]) snprintf(st.last_failure, sizeof st.last_failure, "%s", cs.last_failure);
-            double ov[RTL_GTDP_MAX_WORKERS];
-            rtl_gtdp_part_overhead(&cs, nw, ov);
+            /* three forwards: per worker the median of their medians */
+            double ov[RTL_GTDP_MAX_WORKERS], ovk[3][RTL_GTDP_MAX_WORKERS];
+            for (int r = 0; r < 3 && ok; r++) {
+                if (rtl_gtdp_run(m, peers, w, nw, x, (int)deadline, flags, &cs, &err) != 0) ok = 0;
+                st.recomputed += cs.recomputed;
+                if (cs.last_failure[0]) snprintf(st.last_failure, sizeof st.last_failure, "%s", cs.last_failure);
+                rtl_gtdp_part_overhead(&cs, nw, ovk[r]);
+            }
+            for (int q = 0; q < nw; q++) {
+                double o1 = ovk[0][q], o2 = ovk[1][q], o3 = ovk[2][q];
+                ov[q] = !ok ? -1 : o1 > o2 ? (o2 > o3 ? o2 : o1 > o3 ? o3 : o1) : (o1 > o3 ? o1 : o2 > o3 ? o3 : o2);
+            }
             cJSON *jov = cJSON_AddArrayToObject(doc, "part_overhead_ms");
             for (int q = 0; q < nw; q++) {
                 cJSON_AddItemToArray(jov, cJSON_CreateNumber(ov[q]));

@@ -354,15 +354,14 @@ int rtlp_parse_reply(const uint8_t *b, size_t n, rtlp_reply *out, char *why, siz
     return 0;
 }
 
-static uint8_t *build_request(uint32_t id, const char *catalog, const char *variant, int32_t first, int32_t last,
-                              const int32_t *geom, const int32_t *hgeom, const float *x, uint32_t count, size_t *n)
+size_t rtlp_request_header(uint8_t *b, uint32_t id, const char *catalog, const char *variant, int32_t first,
+                           int32_t last, const int32_t *geom, const int32_t *hgeom, uint32_t count)
 {
     size_t cn = strlen(catalog), vn = strlen(variant);
-    if (cn > RTL_ID_MAX || vn > RTL_ID_MAX) return NULL;
+    if (cn > RTL_ID_MAX || vn > RTL_ID_MAX) return 0;
     if (!geom) hgeom = NULL;
-    size_t len = 8 + 1 + cn + 1 + vn + 12 + (geom ? 24 : 0) + (hgeom ? 20 : 0) + (size_t)count * 4;
-    uint8_t *b = malloc(len);
-    if (!b) return NULL;
+    size_t len = 8 + 1 + cn + 1 + vn + 12 + (geom ? 24 : 0) + (hgeom ? 20 : 0);
+    if (!b) return len;
     size_t p = 0;
     b[p++] = RTLP_MSG_REQUEST, b[p++] = hgeom ? 2 : geom ? 1 : 0, b[p++] = 0, b[p++] = 0;
     put32(b + p, id), p += 4;
@@ -371,7 +370,19 @@ static uint8_t *build_request(uint32_t id, const char *catalog, const char *vari
     put32(b + p, (uint32_t)first), put32(b + p + 4, (uint32_t)last), put32(b + p + 8, count), p += 12;
     for (int k = 0; geom && k < 6; k++) put32(b + p, (uint32_t)geom[k]), p += 4;
     for (int k = 0; hgeom && k < 5; k++) put32(b + p, (uint32_t)hgeom[k]), p += 4;
-    floats_put(b + p, x, count);
+    return len;
+}
+
+static uint8_t *build_request(uint32_t id, const char *catalog, const char *variant, int32_t first, int32_t last,
+                              const int32_t *geom, const int32_t *hgeom, const float *x, uint32_t count, size_t *n)
+{
+    size_t h = rtlp_request_header(NULL, id, catalog, variant, first, last, geom, hgeom, count);
+    if (!h) return NULL;
+    size_t len = h + (size_t)count * 4;
+    uint8_t *b = malloc(len);
+    if (!b) return NULL;
+    rtlp_request_header(b, id, catalog, variant, first, last, geom, hgeom, count);
+    floats_put(b + h, x, count);
     *n = len;
     return b;
 }
@@ -427,3 +438,6 @@ void rtlp_floats_get(const uint8_t *b, uint32_t count, float *out)
     }
 #endif
 }
+
+void rtl_wire_floats_put(uint8_t *b, const float *x, uint32_t count) { floats_put(b, x, count); }
+void rtl_wire_floats_get(const uint8_t *b, uint32_t count, float *out) { rtlp_floats_get(b, count, out); }

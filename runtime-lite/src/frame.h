@@ -64,10 +64,11 @@ int rtlp_server_rx_start(rtlp_session *s, const uint8_t hdr[RTLP_HEADER]);
  * RTLP_ABYTES + 1 and at most max_plain + RTLP_ABYTES. */
 int rtlp_frame_len(const uint8_t hdr[RTLP_LEN_BYTES], uint32_t max_plain, uint32_t *len, char *why, size_t whylen);
 /* Seals plain (n bytes) into out: 4-byte length + ciphertext; out must
- * hold n + RTLP_LEN_BYTES + RTLP_ABYTES. */
+ * hold n + RTLP_LEN_BYTES + RTLP_ABYTES. In place when plain is out +
+ * RTLP_PLAIN_AT. */
 void rtlp_seal(rtlp_session *s, const uint8_t *plain, size_t n, uint8_t *out);
 /* Opens ciphertext c (len bytes, without the length) into plain (len -
- * RTLP_ABYTES bytes). -1 when it fails authentication (tampered, replayed,
+ * RTLP_ABYTES bytes; in place when plain is c + 1). -1 when it fails authentication (tampered, replayed,
  * reordered, or from another session). */
 int rtlp_open(rtlp_session *s, const uint8_t *c, size_t len, uint8_t *plain);
 
@@ -113,5 +114,12 @@ uint8_t *rtlp_build_reply(uint32_t id, uint8_t status, const float *x, uint32_t 
                           size_t *n);
 /* Little-endian float32 at b[i] as a float. */
 void rtlp_floats_get(const uint8_t *b, uint32_t count, float *out);
+/* A request's bytes before its floats (a part: geom; held: hgeom too),
+ * written at b when b is not NULL; its length, or 0 when an id is too long.
+ * The floats (count little-endian float32) follow. */
+size_t rtlp_request_header(uint8_t *b, uint32_t id, const char *catalog, const char *variant, int32_t first,
+                           int32_t last, const int32_t *geom, const int32_t *hgeom, uint32_t count);
+/* Where rtlp_seal reads its plaintext to seal in place: frame + this. */
+#define RTLP_PLAIN_AT (RTLP_LEN_BYTES + 1)
 
 #endif

@@ -29,7 +29,9 @@
 
 #include <float.h>
 #include <math.h>
+#include <errno.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,11 +49,24 @@ struct gtdp_fit {
     int ok;
     double f[4];
 };
+/* A thread that runs the coordinator's parts (all but the last, which the
+ * calling thread runs), kept with the model from its first split block
+ * until the model is closed: handing a part over is a semaphore post, not
+ * a thread started per part and block (which took 50 to 100 us before the
+ * block's requests left, a cost one worker alone does not pay). */
+struct job;
+struct helper {
+    pthread_t th;
+    sem_t go, done;
+    struct job *job; /* NULL when go is posted: stop */
+    int started;
+};
 struct rtl_gtdp_cache {
     int n;
     struct part_net e[GTDP_CACHE_MAX];
     int nfit;            /* the model's layers */
     struct gtdp_fit *fit; /* per block's first layer: rtl_gtdp_calibrate */
+    struct helper help[RTL_GTDP_MAX_WORKERS];
 };
 
 /* Convolution output rows [a, b) that block output rows [r0, r1) read: the
@@ -285,6 +300,15 @@ int rtl_gtdp_model_split(const rtl_model *m, int i, rtl_gtdp_layer *out)
 void rtl_gtdp_cache_free(struct rtl_gtdp_cache *c)
 {
     if (!c) return;
+    for (int k = 0; k < RTL_GTDP_MAX_WORKERS; k++) {
+        struct helper *h = &c->help[k];
+        if (!h->started) continue;
+        h->job = NULL;
+        sem_post(&h->go);
+        pthread_join(h->th, NULL);
+        sem_destroy(&h->go);
+        sem_destroy(&h->done);
+    }
     for (int i = 0; i < c->n; i++) {
         trn_net_free(c->e[i].net);
         free(c->e[i].x);
@@ -568,7 +592,8 @@ int rtl_gtdp_calibrate(rtl_model *m, int reps, rtl_err *err)
 
 /* ---- the coordinator: a whole forward over rtl serve workers ---------------- */
 
-typedef struct job {
+typedef struct job job;
+struct job {
     rtl_peer *peer;
     const char *catalog, *variant;
     const rtl_gtdp_layer *g;
@@ -582,7 +607,7 @@ typedef struct job {
     int32_t hg[5];
     double t_got; /* when the answer was here */
     rtl_err err;
-} job;
+};
 
 /* Copies input rows [a, b) of every channel (c x h x w map x) into slab. */
 static void rows_of(const float *x, int c, int h, int w, int a, int b, float *slab)
@@ -598,46 +623,99 @@ static void place(const rtl_gtdp_layer *g, const rtl_gtdp_part *q, const float *
         memcpy(y + ((size_t)c * g->h + q->r0) * g->w, part + (size_t)(c - q->c0) * band, band * sizeof *y);
 }
 
-/* One part, in its own thread: cut its input rows, ask the worker, place
- * the answer. Each part writes only its own rows x channels of y, so the
- * parts' copies run side by side rather than on the device's thread. */
+/* The request's floats straight from the layer's map into the frame: input
+ * rows in_r0..in_r1 of every channel, less the rows of the held answer
+ * (channels hg[3]..hg[4], rows hg[1]..hg[2]) when the worker holds it. */
+static void job_fill(void *arg, uint8_t *dst)
+{
+    const job *j = arg;
+    const rtl_gtdp_layer *g = j->g;
+    int a = j->q.in_r0, b = j->q.in_r1, lo = a, hi = a;
+    if (j->held) lo = j->hg[1] > a ? j->hg[1] : a, hi = j->hg[2] < b ? j->hg[2] : b;
+    size_t w = (size_t)g->w_in;
+    for (int c = 0; c < g->c_in; c++) {
+        const float *src = j->x + (size_t)c * g->h_in * w;
+        if (j->held && c >= j->hg[3] && c < j->hg[4] && hi > lo) {
+            rtl_wire_floats_put(dst, src + (size_t)a * w, (uint32_t)((size_t)(lo - a) * w)), dst += (size_t)(lo - a) * w * 4;
+            rtl_wire_floats_put(dst, src + (size_t)hi * w, (uint32_t)((size_t)(b - hi) * w)), dst += (size_t)(b - hi) * w * 4;
+        } else {
+            rtl_wire_floats_put(dst, src + (size_t)a * w, (uint32_t)((size_t)(b - a) * w)), dst += (size_t)(b - a) * w * 4;
+        }
+    }
+}
+
+/* The answer (channels x rows x w, wire bytes) straight into the layer's
+ * map y. */
+static void job_take(void *arg, const uint8_t *src, uint32_t count)
+{
+    job *j = arg;
+    const rtl_gtdp_part *q = &j->q;
+    size_t band = (size_t)(q->r1 - q->r0) * j->g->w;
+    if (count != j->nout) return; /* refused below */
+    for (int c = q->c0; c < q->c1; c++)
+        rtl_wire_floats_get(src + (size_t)(c - q->c0) * band * 4, (uint32_t)band,
+                            j->y + ((size_t)c * j->g->h + q->r0) * j->g->w);
+}
+
+/* One part, in its own thread: its input rows written straight into the
+ * request, the worker asked, its answer placed straight from the reply.
+ * Each part writes only its own rows x channels of y, so the parts' copies
+ * run side by side rather than on the device's thread. */
 static void *job_main(void *arg)
 {
     job *j = arg;
     size_t got = 0;
-    if (!(j->in = malloc(j->nin * sizeof(float))) || !(j->out = malloc(j->nout * sizeof(float)))) {
-        snprintf(j->err.msg, sizeof j->err.msg, "out of memory");
+    const rtl_gtdp_layer *g = j->g;
+    j->nsent = j->nin;
+    if (j->held) { /* the held answer's rows of its channels are not sent */
+        int a = j->q.in_r0, b = j->q.in_r1, lo = j->hg[1] > a ? j->hg[1] : a, hi = j->hg[2] < b ? j->hg[2] : b;
+        if (hi > lo) j->nsent -= (size_t)(j->hg[4] - j->hg[3]) * (size_t)(hi - lo) * g->w_in;
+    }
+    rtl_part_io io = {job_fill, job_take, j};
+    j->ok = rtl_peer_run_part_io(j->peer, j->catalog, j->variant, g->index, g->last, &j->q, j->held ? j->hg : NULL,
+                                 j->nsent, &io, j->nout, &got, j->deadline_ms, &j->err) == 0 &&
+            got == j->nout;
+    j->t_got = rtl_now_ms();
+    if (!j->ok && !j->err.msg[0]) snprintf(j->err.msg, sizeof j->err.msg, "the worker answered %zu floats", got);
+    return NULL;
+}
+
+static void sem_wait_all(sem_t *s)
+{
+    while (sem_wait(s) != 0 && errno == EINTR) {
+    }
+}
+
+static void *helper_main(void *arg)
+{
+    struct helper *h = arg;
+    for (;;) {
+        sem_wait_all(&h->go);
+        if (!h->job) return NULL;
+        job_main(h->job);
+        sem_post(&h->done);
+    }
+}
+
+/* Helper k of m's cache, started on first use; NULL when it cannot be. */
+static struct helper *helper(rtl_model *m, int k)
+{
+    struct rtl_gtdp_cache **cp = rtl_model_gtdp_cache(m);
+    if (!*cp && !(*cp = calloc(1, sizeof **cp))) return NULL;
+    struct helper *h = &(*cp)->help[k];
+    if (h->started) return h;
+    if (sem_init(&h->go, 0, 0) != 0) return NULL;
+    if (sem_init(&h->done, 0, 0) != 0) {
+        sem_destroy(&h->go);
         return NULL;
     }
-    if (j->held) {
-        /* input rows in_r0..in_r1 of every channel less the held answer's */
-        const rtl_gtdp_layer *g = j->g;
-        int a = j->q.in_r0, b = j->q.in_r1, lo = j->hg[1] > a ? j->hg[1] : a, hi = j->hg[2] < b ? j->hg[2] : b;
-        size_t w = (size_t)g->w_in, n = 0;
-        for (int c = 0; c < g->c_in; c++) {
-            const float *src = j->x + (size_t)c * g->h_in * w;
-            if (c >= j->hg[3] && c < j->hg[4]) {
-                memcpy(j->in + n, src + (size_t)a * w, (size_t)(lo - a) * w * sizeof *src), n += (size_t)(lo - a) * w;
-                memcpy(j->in + n, src + (size_t)hi * w, (size_t)(b - hi) * w * sizeof *src), n += (size_t)(b - hi) * w;
-            } else {
-                memcpy(j->in + n, src + (size_t)a * w, (size_t)(b - a) * w * sizeof *src), n += (size_t)(b - a) * w;
-            }
-        }
-        j->nsent = n;
-        j->ok = rtl_peer_run_held_part(j->peer, j->catalog, j->variant, j->g->index, j->g->last, &j->q, j->hg, j->in,
-                                       n, j->out, j->nout, &got, j->deadline_ms, &j->err) == 0 &&
-                got == j->nout;
-    } else {
-        rows_of(j->x, j->g->c_in, j->g->h_in, j->g->w_in, j->q.in_r0, j->q.in_r1, j->in);
-        j->nsent = j->nin;
-        j->ok = rtl_peer_run_part(j->peer, j->catalog, j->variant, j->g->index, j->g->last, &j->q, j->in, j->nin,
-                                  j->out, j->nout, &got, j->deadline_ms, &j->err) == 0 &&
-                got == j->nout;
+    if (pthread_create(&h->th, NULL, helper_main, h) != 0) {
+        sem_destroy(&h->go);
+        sem_destroy(&h->done);
+        return NULL;
     }
-    j->t_got = rtl_now_ms();
-    if (j->ok) place(j->g, &j->q, j->out, j->y);
-    else if (!j->err.msg[0]) snprintf(j->err.msg, sizeof j->err.msg, "the worker answered %zu floats", got);
-    return NULL;
+    h->started = 1;
+    return h;
 }
 
 static int run_conv(rtl_model *m, const rtl_gtdp_layer *g, rtl_peer **peers, const rtl_gtdp_worker *w, int *alive,
@@ -654,8 +732,8 @@ static int run_conv(rtl_model *m, const rtl_gtdp_layer *g, rtl_peer **peers, con
     if (!(equal && rtl_gtdp_plan_equal(&gl, aw, na, &p, NULL) == 0) && rtl_gtdp_plan_layer(&gl, aw, na, &p, err) != 0)
         return -1;
     job jobs[RTL_GTDP_MAX_WORKERS];
-    pthread_t th[RTL_GTDP_MAX_WORKERS];
-    int started[RTL_GTDP_MAX_WORKERS] = {0}, rc = 0;
+    struct helper *hp[RTL_GTDP_MAX_WORKERS] = {0};
+    int rc = 0;
     memset(jobs, 0, sizeof jobs);
     for (int k = 0; k < p.nparts; k++) {
         job *j = &jobs[k];
@@ -675,12 +753,17 @@ static int run_conv(rtl_model *m, const rtl_gtdp_layer *g, rtl_peer **peers, con
         j->held = !no_held && rtl_peer_held(j->peer, h) && h[0] == g->index - 1 && h[2] <= g->h_in &&
                   h[4] <= g->c_in && h[1] < j->q.in_r1 && h[2] > j->q.in_r0;
     }
-    /* The last part runs on this thread: one thread fewer to start. */
+    /* The last part runs on this thread, the others on the model's helper
+     * threads. */
     double t0 = rtl_now_ms();
-    for (int k = 0; k + 1 < p.nparts; k++) started[k] = pthread_create(&th[k], NULL, job_main, &jobs[k]) == 0;
+    for (int k = 0; k + 1 < p.nparts; k++)
+        if ((hp[k] = helper(m, k))) {
+            hp[k]->job = &jobs[k];
+            sem_post(&hp[k]->go);
+        }
     job_main(&jobs[p.nparts - 1]);
     for (int k = 0; k + 1 < p.nparts; k++) {
-        if (started[k]) pthread_join(th[k], NULL);
+        if (hp[k]) sem_wait_all(&hp[k]->done);
         else snprintf(jobs[k].err.msg, sizeof jobs[k].err.msg, "could not start a thread");
     }
     for (int k = 0; k < p.nparts; k++) {
@@ -700,7 +783,7 @@ static int run_conv(rtl_model *m, const rtl_gtdp_layer *g, rtl_peer **peers, con
             snprintf(st->last_failure, sizeof st->last_failure, "worker %d, layer %d: %s", j->q.worker + 1,
                      g->index, j->err.msg);
         }
-        if (!j->in || !j->out) {
+        if (!(j->in = malloc(j->nin * sizeof(float))) || !(j->out = malloc(j->nout * sizeof(float)))) {
             rc = rtl_errf(err, "out of memory");
             goto done;
         }

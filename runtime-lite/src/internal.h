@@ -75,6 +75,24 @@ int rtl_peer_held(const rtl_peer *p, int32_t hgeom[5]);
 int rtl_peer_run_held_part(rtl_peer *p, const char *catalog, const char *variant, int first, int last,
                            const rtl_gtdp_part *q, const int32_t hgeom[5], const float *x, size_t n, float *out,
                            size_t cap, size_t *nout, int deadline_ms, rtl_err *err);
+/* A part whose request is written and whose answer is read in place
+ * (GTDP's coordinator): fill writes the request's n floats as wire bytes
+ * (little-endian float32, rtl_wire_floats_put) at dst, straight into the
+ * frame that is then sealed in place; take reads the answer's count floats
+ * (wire bytes at src, in the reply opened in place). hgeom: a held request
+ * (rtl_peer_held), or NULL. No copy of the input or the answer between. */
+typedef struct rtl_part_io {
+    void (*fill)(void *ctx, uint8_t *dst);
+    void (*take)(void *ctx, const uint8_t *src, uint32_t count);
+    void *ctx;
+} rtl_part_io;
+int rtl_peer_run_part_io(rtl_peer *p, const char *catalog, const char *variant, int first, int last,
+                         const rtl_gtdp_part *q, const int32_t *hgeom, size_t n, const rtl_part_io *io, size_t cap,
+                         size_t *nout, int deadline_ms, rtl_err *err);
+/* count floats to and from the wire's little-endian float32 bytes (one
+ * memcpy on a little-endian host): frame.c. */
+void rtl_wire_floats_put(uint8_t *b, const float *x, uint32_t count);
+void rtl_wire_floats_get(const uint8_t *b, uint32_t count, float *out);
 void rtl_gtdp_cache_free(struct rtl_gtdp_cache *c);
 /* The process-wide lock of forward passes (model.c). */
 void rtl_forward_lock(void);

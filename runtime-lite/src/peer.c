@@ -1023,25 +1023,48 @@ void rtl_peer_close(rtl_peer *p)
     free(p);
 }
 
+/* The plain API's input and answer: copied from x, into out. */
+struct plain_io {
+    const float *x;
+    size_t n;
+    float *out;
+};
+static void plain_fill(void *ctx, uint8_t *dst)
+{
+    const struct plain_io *c = ctx;
+    rtl_wire_floats_put(dst, c->x, (uint32_t)c->n);
+}
+static void plain_take(void *ctx, const uint8_t *src, uint32_t count)
+{
+    const struct plain_io *c = ctx;
+    rtlp_floats_get(src, count, c->out);
+}
+
+/* One request and its reply: the request's header and floats (io->fill)
+ * written straight into the frame and sealed in place, the reply opened in
+ * place and its floats handed to io->take. */
 static int peer_call(rtl_peer *p, const char *catalog, const char *variant, int first, int last,
-                     const int32_t *geom, const int32_t *hgeom, const float *x, size_t n, float *out, size_t cap,
+                     const int32_t *geom, const int32_t *hgeom, size_t n, const rtl_part_io *io, size_t cap,
                      size_t *nout, int deadline_ms, rtl_err *err)
 {
     double deadline = rtl_now_ms() + (deadline_ms > 0 ? deadline_ms : 30000);
     p->held = 0; /* every request consumes the server's held answer */
     if (p->fd < 0) return rtl_errf(err, "the peer connection is closed");
     if (n > RTLP_MAX_FLOATS) return rtl_errf(err, "%zu floats exceed the protocol's %u", n, RTLP_MAX_FLOATS);
-    size_t plen;
     uint32_t id = ++p->next_id;
-    uint8_t *plain = geom ? rtlp_build_held_request(id, catalog, variant, first, last, geom, hgeom, x, (uint32_t)n, &plen)
-                          : rtlp_build_request(id, catalog, variant, first, last, x, (uint32_t)n, &plen);
-    uint8_t *frame = plain ? malloc(plen + RTLP_LEN_BYTES + RTLP_ABYTES) : NULL;
+    size_t hl = rtlp_request_header(NULL, id, catalog, variant, first, last, geom, hgeom, (uint32_t)n);
+    if (!hl) return rtl_errf(err, "catalog or variant id too long");
+    size_t plen = hl + n * 4;
+    uint8_t *frame = malloc(plen + RTLP_LEN_BYTES + RTLP_ABYTES);
     int rc = -1;
-    uint8_t *body = NULL, *rp = NULL;
+    uint8_t *body = NULL;
     if (!frame) {
         rtl_errf(err, "out of memory");
         goto done;
     }
+    uint8_t *plain = frame + RTLP_PLAIN_AT;
+    rtlp_request_header(plain, id, catalog, variant, first, last, geom, hgeom, (uint32_t)n);
+    io->fill(io->ctx, plain + hl);
     rtlp_seal(&p->s, plain, plen, frame);
     if (send_all(p->fd, frame, plen + RTLP_LEN_BYTES + RTLP_ABYTES, deadline, err) != 0) goto done;
     uint8_t hdr[RTLP_LEN_BYTES];
@@ -1052,11 +1075,12 @@ static int peer_call(rtl_peer *p, const char *catalog, const char *variant, int 
         rtl_errf(err, "bad reply from the peer: %s", why);
         goto done;
     }
-    if (!(body = malloc(flen)) || !(rp = malloc(flen - RTLP_ABYTES))) {
+    if (!(body = malloc(flen))) {
         rtl_errf(err, "out of memory");
         goto done;
     }
     if (recv_all(p->fd, body, flen, deadline, err) != 0) goto done;
+    uint8_t *rp = body + 1; /* opened in place */
     if (rtlp_open(&p->s, body, flen, rp) != 0) {
         rtl_errf(err, "the peer's reply failed authentication");
         goto done;
@@ -1078,7 +1102,7 @@ static int peer_call(rtl_peer *p, const char *catalog, const char *variant, int 
         rtl_errf(err, "the peer answered %u floats, at most %zu were expected", r.count, cap);
         goto done;
     }
-    rtlp_floats_get(r.floats, r.count, out);
+    io->take(io->ctx, r.floats, r.count);
     *nout = r.count;
     rc = 0;
     if (geom) { /* a part's answer: the server keeps it for the next request */
@@ -1091,17 +1115,17 @@ done:
         close(p->fd);
         p->fd = -1;
     }
-    free(plain);
     free(frame);
     free(body);
-    free(rp);
     return rc;
 }
 
 int rtl_peer_run(rtl_peer *p, const char *catalog, const char *variant, int first, int last, const float *x,
                  size_t n, float *out, size_t cap, size_t *nout, int deadline_ms, rtl_err *err)
 {
-    return peer_call(p, catalog, variant, first, last, NULL, NULL, x, n, out, cap, nout, deadline_ms, err);
+    struct plain_io c = {x, n, out};
+    rtl_part_io io = {plain_fill, plain_take, &c};
+    return peer_call(p, catalog, variant, first, last, NULL, NULL, n, &io, cap, nout, deadline_ms, err);
 }
 
 int rtl_peer_run_part(rtl_peer *p, const char *catalog, const char *variant, int first, int last,
@@ -1109,7 +1133,17 @@ int rtl_peer_run_part(rtl_peer *p, const char *catalog, const char *variant, int
                       int deadline_ms, rtl_err *err)
 {
     int32_t geom[6] = {q->r0, q->r1, q->c0, q->c1, q->in_r0, q->in_r1};
-    return peer_call(p, catalog, variant, first, last, geom, NULL, x, n, out, cap, nout, deadline_ms, err);
+    struct plain_io c = {x, n, out};
+    rtl_part_io io = {plain_fill, plain_take, &c};
+    return peer_call(p, catalog, variant, first, last, geom, NULL, n, &io, cap, nout, deadline_ms, err);
+}
+
+int rtl_peer_run_part_io(rtl_peer *p, const char *catalog, const char *variant, int first, int last,
+                         const rtl_gtdp_part *q, const int32_t *hgeom, size_t n, const rtl_part_io *io, size_t cap,
+                         size_t *nout, int deadline_ms, rtl_err *err)
+{
+    int32_t geom[6] = {q->r0, q->r1, q->c0, q->c1, q->in_r0, q->in_r1};
+    return peer_call(p, catalog, variant, first, last, geom, hgeom, n, io, cap, nout, deadline_ms, err);
 }
 
 int rtl_peer_held(const rtl_peer *p, int32_t hgeom[5])
@@ -1124,7 +1158,9 @@ int rtl_peer_run_held_part(rtl_peer *p, const char *catalog, const char *variant
                            size_t cap, size_t *nout, int deadline_ms, rtl_err *err)
 {
     int32_t geom[6] = {q->r0, q->r1, q->c0, q->c1, q->in_r0, q->in_r1};
-    return peer_call(p, catalog, variant, first, last, geom, hgeom, x, n, out, cap, nout, deadline_ms, err);
+    struct plain_io c = {x, n, out};
+    rtl_part_io io = {plain_fill, plain_take, &c};
+    return peer_call(p, catalog, variant, first, last, geom, hgeom, n, &io, cap, nout, deadline_ms, err);
 }
 
 /* ---- the split runner ---------------------------------------------------------- */

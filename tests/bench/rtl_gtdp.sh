@@ -130,7 +130,7 @@ rows = [("this host alone (no workers)", local, None, []),
 for name, ms, pred, rr in rows:
     print("%-36s %9.1f %10s %8s %11.2fx  %s" % (name, ms, "%.1f" % pred if pred else "-",
           "%+.0f%%" % (100 * (ms / pred - 1)) if pred else "-", one["ms"] / ms, " ".join(map(str, rr))))
-print("each part's fixed cost charged, per worker (ms; from the calibration forward, medians of the rounds):")
+print("each part's fixed cost charged, per worker (ms; from the calibration forwards, medians of the rounds):")
 for name, c in (("1 worker", one), ("2 workers", two), ("4 workers GTDP", four), ("4 workers equal", eq)):
     print("  %-18s %-30s predicted with the handshake's round trip instead: %.1f ms (error %+.0f%%)" % (
         name, " ".join("%.2f" % v for v in c["ov"]), c["pred_rtt"], 100 * (c["ms"] / c["pred_rtt"] - 1)))

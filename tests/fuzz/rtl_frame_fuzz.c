@@ -87,6 +87,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (rtlp_frame_len(frame, 4096, &len, why, sizeof why) != 0 || rtlp_open(&s, frame + 4, len, out) != 0 ||
             memcmp(out, plain, sizeof plain))
             abort();
+        /* sealed and opened in place (the coordinator's way) */
+        uint8_t f2[sizeof frame];
+        memcpy(f2 + RTLP_PLAIN_AT, plain, sizeof plain);
+        rtlp_seal(&a, f2 + RTLP_PLAIN_AT, sizeof plain, f2);
+        if (rtlp_frame_len(f2, 4096, &len, why, sizeof why) != 0 || rtlp_open(&s, f2 + 4, len, f2 + 5) != 0 ||
+            memcmp(f2 + 5, plain, sizeof plain))
+            abort();
         size_t p = 0;
         while (n - p >= RTLP_LEN_BYTES) {
             if (rtlp_frame_len(b + p, 4096, &len, why, sizeof why) != 0) break;

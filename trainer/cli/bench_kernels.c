@@ -167,7 +167,8 @@ SLOT(maxpool, K_POOL,
      P(const float *in, int batch, int c, int h, int w, int size, int s, int pad, int oh, int ow, float *out,
        int *idx),
      A(in, batch, c, h, w, size, s, pad, oh, ow, out, idx))
-SLOT(maxpool_backward, K_POOL, P(const float *d, const int *idx, size_t n, float *in_d), A(d, idx, n, in_d))
+SLOT(maxpool_backward, K_POOL, P(const float *d, const int *idx, int planes, int pp, float *in_d),
+     A(d, idx, planes, pp, in_d))
 SLOT(avgpool, K_POOL, P(const float *in, int batch, int c, int sp, float *out), A(in, batch, c, sp, out))
 SLOT(avgpool_backward, K_POOL, P(const float *d, int batch, int c, int sp, float *in_d), A(d, batch, c, sp, in_d))
 SLOT(softmax, K_OTHER, P(const float *in, int batch, int n, int g, float t, float *out), A(in, batch, n, g, t, out))

@@ -130,6 +130,49 @@ static double copy_gbps(int mb, int reps)
     return best;
 }
 
+/* ---- the forward's layers against the yardsticks ------------------------ */
+
+typedef struct fwd_layer {
+    trn_layer_kind kind;
+    double t;            /* seconds per forward */
+    double flops, bytes; /* per forward; bytes: the weights */
+} fwd_layer;
+
+/* Every layer's forward time; a convolution's against its FLOPs at the
+ * sgemm rate, a connected layer's against its weight bytes (each read once
+ * per forward) at the copy rate; then the sums by kind and the time
+ * outside the layers. */
+static void print_fwd_layers(const fwd_layer *fl, int n, long long fb, double fwd_s, double sgf, double cbw)
+{
+    double conv = 0, conv_at = 0, fc = 0, fc_at = 0, rest = 0;
+    printf("forward  batch %3lld, layer by layer (ms per forward; at the yardstick: the time at the sgemm rate\n"
+           "         of its FLOPs, or at the copy rate of its weight bytes for a connected layer):\n", fb);
+    for (int i = 0; i < n; i++) {
+        const fwd_layer *l = &fl[i];
+        printf("  layer %2d %-14s forward %8.2f ms", i, trn_layer_kind_name(l->kind), 1e3 * l->t);
+        if (l->kind == TRN_LAYER_CONNECTED) {
+            double at = cbw > 0 ? l->bytes / (cbw * 1e9) : 0;
+            printf("  %7.1f MB of weights: %6.2f GB/s read (at the copy rate %.2f ms: %.2fx)", 1e-6 * l->bytes,
+                   l->t > 0 ? l->bytes / l->t / 1e9 : 0, 1e3 * at, at > 0 ? l->t / at : 0);
+            fc += l->t, fc_at += at;
+        } else if (l->flops > 0) {
+            double at = sgf > 0 ? l->flops / (sgf * 1e9) : 0;
+            printf("  %7.2f GFLOPS (at the sgemm rate %.2f ms: %.2fx)", l->t > 0 ? l->flops / l->t / 1e9 : 0, 1e3 * at,
+                   at > 0 ? l->t / at : 0);
+            if (l->kind == TRN_LAYER_CONVOLUTIONAL)
+                conv += l->t, conv_at += at;
+            else
+                rest += l->t;
+        } else {
+            rest += l->t;
+        }
+        printf("\n");
+    }
+    printf("  convolutions %.2f ms (%.2f at the sgemm rate), connected %.2f ms (%.2f at the copy rate), "
+           "the other layers %.2f ms, outside the layers %.2f ms, of %.2f ms\n",
+           1e3 * conv, 1e3 * conv_at, 1e3 * fc, 1e3 * fc_at, 1e3 * rest, 1e3 * (fwd_s - conv - fc - rest), 1e3 * fwd_s);
+}
+
 /* ---- the training step's products, shape by shape ---------------------- */
 
 typedef struct gshape {
@@ -251,8 +294,10 @@ int cli_bench(int argc, char **argv)
         {"--no-train", NULL, CK_FLAG, &no_train, 0, 0, "skip the training step (and the gemm shapes)"},
         {"--no-gemm", NULL, CK_FLAG, &no_gemm, 0, 0, "skip the gemm shapes"},
         {"--layers", NULL, CK_FLAG, &layers, 0, 0,
-         "print every layer's forward and backward time in the step, and\n"
-         "where it goes: every kernel's time per layer and pass"},
+         "print every layer's forward time against the yardsticks (a\n"
+         "convolution's FLOPs at the sgemm rate, a connected layer's weight\n"
+         "bytes at the copy rate), every layer's forward and backward time\n"
+         "in the step, and where it goes: every kernel's time per layer and pass"},
         {"--threads", "N", CK_STR, &threads, 0, 0, "threads (default: THREADS, else all cores)"},
         {"--determinism", "MODE", CK_STR, &det, 0, 0,
          "default (OpenBLAS: the same bytes for any thread count on one CPU kind)\n"
@@ -328,13 +373,18 @@ int cli_bench(int argc, char **argv)
         else
             other_flops += 2.0 * (double)in.macs * (double)fb;
     }
-    for (int i = 0; layers && !json && i < trn_net_layers(net); i++) {
+    /* The forward's layers, printed against the yardsticks once they are
+     * measured (below). */
+    int nfl = layers && !json ? trn_net_layers(net) : 0;
+    fwd_layer *fl = nfl ? calloc((size_t)nfl, sizeof *fl) : NULL;
+    for (int i = 0; fl && i < nfl; i++) {
         trn_layer_info in;
         trn_net_layer_info(net, i, &in);
-        double tf;
-        trn_net_layer_time(net, i, &tf, NULL);
-        printf("  layer %2d %-14s forward %8.2f ms  %7.2f GFLOPS\n", i, trn_layer_kind_name(in.kind),
-               1e3 * tf / iters, tf > 0 ? 2.0 * in.macs * fb * iters / tf / 1e9 : 0);
+        trn_net_layer_time(net, i, &fl[i].t, NULL);
+        fl[i].t /= (double)iters;
+        fl[i].kind = in.kind;
+        fl[i].flops = 2.0 * (double)in.macs * (double)fb;
+        fl[i].bytes = 4.0 * (double)in.params;
     }
     free(x);
     trn_net_free(net);
@@ -436,6 +486,8 @@ int cli_bench(int argc, char **argv)
     double seq_bound = sgf > 0 && cbw > 0 ? other_flops / (sgf * 1e9) + fc_bytes / (cbw * 1e9) : 0;
     if (!json && copy_mb)
         printf("copy     %lld MiB: %7.2f GB/s read + written (%d threads)\n", copy_mb, cbw, trn_threads());
+    if (fl) print_fwd_layers(fl, nfl, fb, fb / (f_ips > 0 ? f_ips : 1), sgf, cbw);
+    free(fl);
     if (!json && bound > 0)
         printf("forward  batch %3lld: %.3f ms against its bound %.3f ms (%.1f MFLOP at the sgemm rate, "
                "%.1f MB of weights at the copy rate): %.2fx\n",

@@ -132,7 +132,12 @@ struct trn_backend {
      * when the window holds no valid input). */
     void (*maxpool)(const trn_backend *be, const float *in, int batch, int c, int h, int w, int size, int stride,
                     int pad, int oh, int ow, float *out, int *idx);
-    void (*maxpool_backward)(const trn_backend *be, const float *delta, const int *idx, size_t n, float *in_delta);
+    /* in_delta[idx[i]] += delta[i] for the planes * per_plane outputs, in
+     * order of i; the per_plane outputs of plane p (batch * c planes) point
+     * into plane p of the input only (as maxpool's idx do), so planes may
+     * be summed side by side. */
+    void (*maxpool_backward)(const trn_backend *be, const float *delta, const int *idx, int planes, int per_plane,
+                             float *in_delta);
     /* Global average: out (batch, c). */
     void (*avgpool)(const trn_backend *be, const float *in, int batch, int c, int spatial, float *out);
     void (*avgpool_backward)(const trn_backend *be, const float *delta, int batch, int c, int spatial, float *in_delta);

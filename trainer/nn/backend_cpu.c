@@ -523,15 +523,49 @@ VEC_CLONES static void maxpool_flat_cols(const poolctx *x, const float *v, const
     }
 }
 
-/* Every s-th of the n floats (and indexes) of the row pass, flat: when s
- * divides the width, the rows of the result are w/s apart. */
-VEC_CLONES static void maxpool_flat_pick(int n, int s, const float *restrict v, const int *restrict vc,
-                                         float *restrict hv, int *restrict hc)
+/* The row pass and the pick at once, when the stride s > 1 divides the
+ * width: only the positions i = s*q the column pass reads, with
+ * maxpool_flat_rows's comparisons in its order at each (the flat run,
+ * then the positions whose window crosses a row's edge again with the
+ * row's bounds): the same values and indexes as maxpool_flat_rows followed
+ * by maxpool_flat_pick, without the s-1 of every s positions nobody reads
+ * (max pooling's row pass was 4..5% of base.cfg's step at one thread). */
+VEC_CLONES static void maxpool_flat_rows_picked(const poolctx *x, const float *restrict in, float *restrict hv,
+                                                int *restrict hc)
 {
-    if (s == 2)
-        for (int q = 0; q < n / 2; q++) hv[q] = v[2 * q], hc[q] = vc[2 * q];
-    else
-        for (int q = 0; q < n / s; q++) hv[q] = v[q * s], hc[q] = vc[q * s];
+    int w = x->w, s = x->stride, n = x->h * w, off = x->off, size = x->size, nq = n / s;
+    int lo = off < 0 ? -off : 0, hi = n - (off + size - 1 > 0 ? off + size - 1 : 0);
+    int q0 = (lo + s - 1) / s, q1 = hi > 0 ? (hi + s - 1) / s : 0;
+    if (q1 > nq) q1 = nq;
+    for (int q = 0; q < nq; q++) hv[q] = -FLT_MAX, hc[q] = -1;
+    for (int m = 0; m < size; m++) {
+        int c0 = off + m;
+        for (int q = q0; q < q1; q++) {
+            float a = in[s * q + c0], bv = hv[q];
+            int take = a > bv, bcv = hc[q];
+            hv[q] = take ? a : bv;
+            hc[q] = bcv + take * (s * q + c0 - bcv);
+        }
+    }
+    int e0 = lo < w ? lo : w, e1 = w - (off + size - 1 > 0 ? off + size - 1 : 0);
+    if (e1 < e0) e1 = e0;
+    /* the picked columns jq (j = s*jq) outside [e0, e1): jq < a and jq >= b */
+    int ws = w / s, a = e1 > e0 ? (e0 + s - 1) / s : ws, b = e1 > e0 ? (e1 + s - 1) / s : ws;
+    for (int iy = 0; iy < x->h; iy++) {
+        const float *row = in + (size_t)iy * w;
+        for (int jq = 0; jq < ws; jq++) {
+            if (jq == a) jq = b;
+            if (jq >= ws) break;
+            int j = jq * s;
+            float bv = -FLT_MAX;
+            int bc = -1;
+            for (int m = 0; m < size; m++) {
+                int c = off + m + j;
+                if (c >= 0 && c < w && row[c] > bv) bv = row[c], bc = iy * w + c;
+            }
+            hv[iy * ws + jq] = bv, hc[iy * ws + jq] = bc;
+        }
+    }
 }
 
 /* The column pass over rows wr apart (picked: stride 1 inside a row). */
@@ -571,13 +605,15 @@ static void maxpool_plane_flat(void *p, int plane)
     int base = plane * x->h * x->w;
     float *out = x->out + (size_t)plane * x->oh * x->ow;
     int *idx = x->idx ? x->idx + (size_t)plane * x->oh * x->ow : NULL;
-    maxpool_flat_rows(x, x->in + (size_t)base, v, vc);
     if (x->w % x->stride == 0 && x->stride > 1) {
         float hv[FLAT_MAX / 2];
         int hc[FLAT_MAX / 2];
-        maxpool_flat_pick(x->h * x->w, x->stride, v, vc, hv, hc);
+        maxpool_flat_rows_picked(x, x->in + (size_t)base, hv, hc);
         maxpool_flat_cols1(x, hv, hc, x->w / x->stride, base, out, idx);
-    } else if (x->stride == 1) {
+        return;
+    }
+    maxpool_flat_rows(x, x->in + (size_t)base, v, vc);
+    if (x->stride == 1) {
         maxpool_flat_cols1(x, v, vc, x->w, base, out, idx);
     } else {
         maxpool_flat_cols(x, v, vc, base, out, idx);
@@ -610,6 +646,40 @@ static void cpu_maxpool(TRN_BE, const float *in, int batch, int c, int h, int w,
     else
         trn_parallel_for(planes, fn, &x);
 }
+
+#ifndef TRN_INFER_ONLY
+/* The reference's scatter, planes side by side (each plane's outputs add
+ * into its own input plane, in the reference's order): one pool item per
+ * run of planes of about CHUNK outputs. */
+typedef struct poolbackctx {
+    const float *delta;
+    const int *idx;
+    int planes, per_plane, per_item;
+    float *in_delta;
+} poolbackctx;
+
+static void maxpool_back_item(void *p, int it)
+{
+    const poolbackctx *x = p;
+    int p0 = it * x->per_item, p1 = p0 + x->per_item < x->planes ? p0 + x->per_item : x->planes;
+    size_t lo = (size_t)p0 * x->per_plane;
+    trn_ref_maxpool_backward(NULL, x->delta + lo, x->idx + lo, p1 - p0, x->per_plane, x->in_delta);
+}
+
+static void cpu_maxpool_backward(TRN_BE, const float *delta, const int *idx, int planes, int per_plane,
+                                 float *in_delta)
+{
+    size_t n = (size_t)planes * (size_t)per_plane;
+    if (n < PAR_MIN || planes < 2 || per_plane <= 0) {
+        trn_ref_maxpool_backward(be, delta, idx, planes, per_plane, in_delta);
+        return;
+    }
+    poolbackctx x = {delta, idx, planes, per_plane, 0, in_delta};
+    x.per_item = (int)(16384 / (size_t)per_plane);
+    if (x.per_item < 1) x.per_item = 1;
+    trn_parallel_for((planes + x.per_item - 1) / x.per_item, maxpool_back_item, &x);
+}
+#endif
 
 /* ---- element-wise ----------------------------------------------------- */
 
@@ -1045,7 +1115,7 @@ const trn_backend trn_backend_cpu = {
     .bn_backward_act = TRN_TRAIN_FN(cpu_bn_backward_act),
     .bias_gradient = TRN_TRAIN_FN(cpu_bias_gradient),
     .maxpool = cpu_maxpool,
-    .maxpool_backward = TRN_TRAIN_FN(trn_ref_maxpool_backward),
+    .maxpool_backward = TRN_TRAIN_FN(cpu_maxpool_backward),
     .avgpool = trn_ref_avgpool,
     .avgpool_backward = TRN_TRAIN_FN(trn_ref_avgpool_backward),
     .softmax = trn_ref_softmax,

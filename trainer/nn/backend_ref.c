@@ -352,8 +352,9 @@ void trn_ref_maxpool(TRN_BE, const float *in, int batch, int c, int h, int w, in
 }
 
 #ifndef TRN_INFER_ONLY
-void trn_ref_maxpool_backward(TRN_BE, const float *delta, const int *idx, size_t n, float *in_delta)
+void trn_ref_maxpool_backward(TRN_BE, const float *delta, const int *idx, int planes, int per_plane, float *in_delta)
 {
+    size_t n = (size_t)planes * (size_t)per_plane;
     for (size_t i = 0; i < n; i++)
         if (idx[i] >= 0) in_delta[idx[i]] += delta[i];
 }

@@ -43,7 +43,7 @@ void trn_ref_bias_gradient(TRN_BE, const float *y, trn_activation act, int batch
                            float *delta);
 void trn_ref_maxpool(TRN_BE, const float *in, int batch, int c, int h, int w, int size, int stride,
                      int pad, int oh, int ow, float *out, int *idx);
-void trn_ref_maxpool_backward(TRN_BE, const float *delta, const int *idx, size_t n, float *in_delta);
+void trn_ref_maxpool_backward(TRN_BE, const float *delta, const int *idx, int planes, int per_plane, float *in_delta);
 void trn_ref_avgpool(TRN_BE, const float *in, int batch, int c, int spatial, float *out);
 void trn_ref_avgpool_backward(TRN_BE, const float *delta, int batch, int c, int spatial, float *in_delta);
 void trn_ref_softmax(TRN_BE, const float *in, int batch, int n, int groups, float t, float *out);

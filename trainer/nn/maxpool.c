@@ -70,7 +70,8 @@ static void maxpool_backward(trn_layer *l, trn_net *net)
 {
     maxpool_state *s = l->priv;
     if (l->in_delta)
-        net->be->maxpool_backward(net->be, l->delta, s->idx, (size_t)net->batch * l->outputs, l->in_delta);
+        net->be->maxpool_backward(net->be, l->delta, s->idx, net->batch * l->out.c, l->out.h * l->out.w,
+                                  l->in_delta);
 }
 #endif
 

@@ -261,6 +261,29 @@ static void pooling_and_losses_match_reference(void **state)
         assert_memory_equal(i1, i2, nout * sizeof *i1);
         free(in), free(o1), free(o2), free(i1), free(i2);
     }
+    /* The backward's scatter (planes side by side on the pool) against the
+     * reference's, on ties (several outputs adding into one input, in
+     * order): the same bytes at 1 and 3 threads. */
+    {
+        int pb = 8, pc = 20, ph = 30, pw = 30, oh = 15, ow = 15;
+        size_t nin = (size_t)pb * pc * ph * pw, nout = (size_t)pb * pc * oh * ow;
+        float *in = rnd(nin, 74), *o = malloc(nout * sizeof *o), *d = rnd(nout, 75);
+        for (size_t i = 0; i < nin; i++) in[i] = in[i] < 0 ? 0 : (float)(int)(in[i] * 1.5f);
+        int *ix = malloc(nout * sizeof *ix);
+        ref->maxpool(ref, in, pb, pc, ph, pw, 3, 2, 2, oh, ow, o, ix);
+        float *gd[3];
+        for (int v = 0; v < 3; v++) {
+            const trn_backend *be = v ? cpu : ref;
+            trn_set_threads(v == 2 ? 3 : 1);
+            gd[v] = fdup(in, nin);
+            be->maxpool_backward(be, d, ix, pb * pc, oh * ow, gd[v]);
+        }
+        trn_set_threads(0);
+        assert_memory_equal(gd[0], gd[1], nin * sizeof *gd[0]);
+        assert_memory_equal(gd[0], gd[2], nin * sizeof *gd[0]);
+        for (int v = 0; v < 3; v++) free(gd[v]);
+        free(in), free(o), free(d), free(ix);
+    }
     int batch = 2, c = 3, h = 9, w = 7;
     size_t nin = (size_t)batch * c * h * w;
     float *in = rnd(nin, 70);

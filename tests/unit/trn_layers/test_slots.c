@@ -265,7 +265,7 @@ static void t_maxpool_backward(const trn_backend *be, float *out)
     int idx[PN];
     ref->maxpool(ref, in, B, C, H, W, PS, PST, PP, POH, POW, o, idx);
     memset(out, 0, N * sizeof *out);
-    be->maxpool_backward(be, d, idx, PN, out);
+    be->maxpool_backward(be, d, idx, B * C, POH * POW, out);
     free(in), free(d);
 }
 static void t_avgpool(const trn_backend *be, float *out)
