@@ -82,14 +82,14 @@ static int rank_verb(int argc, char **argv, prn_rank_method m, trn_err *err)
 {
     const char *cfgp = NULL, *weights = NULL, *data = NULL, *out = NULL, *split = "train";
     const char *at = prn_trr_at_name(PRN_TRR_AT_DEFAULT), *dist = prn_trr_distance_name(PRN_TRR_DISTANCE_DEFAULT);
-    long long seed = -1, triplets = 256, threads = 1;
+    long long seed = -1, triplets = PRN_TRR_TRIPLETS_DEFAULT, threads = 1;
     int trr = m == PRN_RANK_TRR;
     const ck_opt opts_trr[] = {
         {"--cfg", "C", CK_STR, &cfgp, 0, 0, "the trained network (Darknet cfg)"},
         {"--weights", "W", CK_STR, &weights, 0, 0, "its weights (Darknet .weights)"},
         {"--data", "D.data", CK_STR, &data, 0, 0, "the data set the triplets come from"},
         {"--seed", "N", CK_INT, &seed, 0, 4611686018427387904.0, "seed of the triplet sampling"},
-        {"--triplets", "N", CK_INT, &triplets, 1, 100000000, "how many triplets (default 256)"},
+        {"--triplets", "N", CK_INT, &triplets, 1, 100000000, "how many triplets (default 8192)"},
         {"--split", "S", CK_STR, &split, 0, 0, "the split they come from: train (default), valid, test"},
         {"--at", "P", CK_STR, &at, 0, 0, "where F is read: output (after the activation), bn (before it), conv (before batch norm)"},
         {"--distance", "D", CK_STR, &dist, 0, 0, "squared (the L2 norm squared, equation 3.1) or plain (the L2 norm)"},

@@ -286,7 +286,7 @@ int prn_cli_roadmap(int argc, char **argv, trn_err *err)
         "DIR/step-K.weights; DIR/roadmap.json (written last) records the steps: filters kept\n"
         "per layer, MACs, accuracy with its 95% Wilson interval on the valid and test splits.\n"
         "--set keys: step (0.2), min_accuracy (0.5), retrain_batches (100), learning_rate\n"
-        "(0.01), triplets (256), min_filters (2), max_layer_step (0.5: at most this fraction of\n"
+        "(0.01), triplets (8192), min_filters (2), max_layer_step (0.5: at most this fraction of\n"
         "a layer's filters per step), min_layer_step (0: each layer first loses at least this\n"
         "fraction of its filters, its least important by its own ranking, the cross-layer order\n"
         "the rest of `step`; so that every layer grows at every capacity of prune grow),\n"
@@ -305,7 +305,7 @@ int prn_cli_roadmap(int argc, char **argv, trn_err *err)
     int m = prn_rank_method_parse(method);
     if (m < 0) return trn_errf(err, "--method '%s' is not a ranking: use trr or l1", method), -2;
     rm_settings st = {.step = 0.2, .min_accuracy = 0.5, .learning_rate = 0.01, .max_layer_step = 0.5, .retrain_batches = 100,
-                      .triplets = 256, .min_filters = 2, .max_steps = 12, .bn_batches = 20, .connected = 1};
+                      .triplets = PRN_TRR_TRIPLETS_DEFAULT, .min_filters = 2, .max_steps = 12, .bn_batches = 20, .connected = 1};
     for (int i = 0; i < set.n; i++)
         if (rm_set(&st, set.v[i], err)) return -2;
     if (prn_cli_compute((int)threads, err)) return -1;

@@ -103,14 +103,14 @@ int prn_cli_scan(int argc, char **argv, trn_err *err)
     const char *cfgp = NULL, *weights = NULL, *data = NULL, *out = NULL, *method = NULL;
     const char *fr = "0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9", *split = "test", *dropmode = "remove";
     const char *at = prn_trr_at_name(PRN_TRR_AT_DEFAULT), *dist = prn_trr_distance_name(PRN_TRR_DISTANCE_DEFAULT);
-    long long seed = -1, triplets = 256, threads = 1;
+    long long seed = -1, triplets = PRN_TRR_TRIPLETS_DEFAULT, threads = 1;
     const ck_opt opts[] = {
         {"--cfg", "C", CK_STR, &cfgp, 0, 0, "the trained network (Darknet cfg)"},
         {"--weights", "W", CK_STR, &weights, 0, 0, "its weights (Darknet .weights)"},
         {"--data", "D.data", CK_STR, &data, 0, 0, "the data set (triplets from train; accuracy on --split)"},
         {"--method", "M", CK_STR, &method, 0, 0, "the ranking: trr or l1"},
         {"--seed", "N", CK_INT, &seed, 0, 4611686018427387904.0, "seed of the triplet sampling"},
-        {"--triplets", "N", CK_INT, &triplets, 1, 100000000, "TRR's triplets (default 256)"},
+        {"--triplets", "N", CK_INT, &triplets, 1, 100000000, "TRR's triplets (default 8192)"},
         {"--at", "P", CK_STR, &at, 0, 0, "TRR: where F is read: output, bn (before the activation), conv (before batch norm)"},
         {"--distance", "D", CK_STR, &dist, 0, 0, "TRR: squared (equation 3.1) or plain L2 distance"},
         {"--drop", "HOW", CK_STR, &dropmode, 0, 0, "remove (default: the filters go) or mean (a diagnostic: each is replaced by its mean output)"},

@@ -296,6 +296,7 @@ typedef enum prn_trr_distance {
  * (prune/README.md, "Filter rankings": the measured choice). */
 #define PRN_TRR_AT_DEFAULT PRN_TRR_AT_OUTPUT
 #define PRN_TRR_DISTANCE_DEFAULT PRN_TRR_SQUARED
+#define PRN_TRR_TRIPLETS_DEFAULT 8192
 /* "squared", "plain"; "?" when invalid. */
 const char *prn_trr_distance_name(prn_trr_distance d);
 /* The distance named s, or -1. */

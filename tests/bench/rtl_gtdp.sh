@@ -92,9 +92,15 @@ start_worker s2 2 0; start_worker s6 6 0; start_worker s3 3 1; start_worker s4 4
 P() { echo "127.0.0.1:$(cat "$1.port")@$2@$link"; }
 ONE="$(P a 1)" TWO="$(P a 1),$(P b 1)"
 FOUR="$(P s2 0.5),$(P s3 0.333333),$(P s4 0.25),$(P s6 0.166667)"
+# The device (rtl run) under SCHED_FIFO where this user may (DEVICE_FIFO=0:
+# never): a device of its own would not wait for a core that the emulated
+# workers' computing holds, as the plain scheduler makes it wait (up to a
+# time slice, at every reply); the workers stay on the plain scheduler.
+fifo=()
+[ "${DEVICE_FIFO:-1}" = 1 ] && command -v chrt >/dev/null && chrt -f 10 true 2>/dev/null && fifo=(chrt -f 10)
 go() { # OUT [run options...]
     local out=$1; shift
-    rtl run rtlnet trunk $img --threads 1 --runs 10 --warmup 1 --repeat "$repeat" --json --peer-key srv.pub \
+    "${fifo[@]}" "$RTL" --root root run rtlnet trunk $img --threads 1 --runs 10 --warmup 1 --repeat "$repeat" --json --peer-key srv.pub \
         --device-key dev "$@" >"$out" 2>"$out.err" || { echo "bench rtl-gtdp: rtl run failed:"; cat "$out.err"; exit 1; }
 }
 for r in $(seq "$rounds"); do
@@ -104,6 +110,8 @@ for r in $(seq "$rounds"); do
     go eq-$r.json --workers "$FOUR" --equal-split
 done
 load1=$(cut -d' ' -f1 /proc/loadavg)
+if [ ${#fifo[@]} -gt 0 ]; then echo "bench rtl-gtdp: the device's process under SCHED_FIFO (${fifo[*]})"
+else echo "bench rtl-gtdp: the device's process on the plain scheduler (chrt -f refused, or DEVICE_FIFO=0)"; fi
 python3 - "$rounds" "$size" "$load0" "$load1" "$(nproc)" "$link" <<'PY'
 import json, os, statistics as st, sys
 rounds, size, load0, load1, cores, link = int(sys.argv[1]), sys.argv[2], float(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5]), sys.argv[6]

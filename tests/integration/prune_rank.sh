@@ -38,6 +38,8 @@ expect_ok "trr with another seed" "$P" trr --cfg "$T/base.cfg" --weights "$T/bas
     --seed 4 --triplets 20 --out "$T/r3.json"
 t_check "another seed draws other triplets" test "$(jq -c '.layers[0].score' "$T/r1.json")" != "$(jq -c '.layers[0].score' "$T/r3.json")"
 
+expect_ok "trr with the default count" "$P" trr --cfg "$T/base.cfg" --weights "$T/base.weights" --data "$D" --seed 3 --out "$T/rdef.json"
+t_check "trr: 8192 triplets by default (prune/README.md: measured)" jqc '.triplets == 8192' "$T/rdef.json"
 t_check "trr: F at the output, squared distance by default" jqc '.at == "output" and .distance == "squared"' "$T/r1.json"
 expect_ok "trr --at bn --distance plain" "$P" "${TRR[@]}" --at bn --distance plain --out "$T/rbn.json"
 t_check "trr --at bn: recorded" jqc '.at == "bn" and .distance == "plain"' "$T/rbn.json"
