@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# prune/heads_table.sh: issue 17 item 1 judged on a built catalog: every
+# attribute head (variants head-<task>) against an independent model of the
+# base's architecture trained for that task alone, and the base's identity
+# top-1 against a reference. Prints one row per task: the head's cut, its
+# MACs and parameters as a share of the base's, its test top-1 and the
+# independent model's with 95% Wilson intervals (n = the test split), the
+# gap, and the verdict (head <= 1% of MACs and parameters, top-1 within 2
+# points of the independent model).
+#
+#   prune/heads_table.sh [--train] MODEL_DIR INDEP_DIR [DATA_DIR]
+#
+# MODEL_DIR: the catalog build folder (build/alexnet: variants/base,
+# variants/head-*); INDEP_DIR: <task>/<task>.weights and <task>.eval.json of
+# the independent models; --train trains the missing ones first, one after
+# another: recipes/alexnet/base.cfg with the task's class count, the task's
+# .data, seed 1, the cfg's schedule (lr 0.05, 3500 batches), THREADS
+# threads (default 1), under nice. DATA_DIR: the data set (build/data/synth).
+# Run from the repository root after `make catalog MODEL=alexnet`.
+set -eu
+train=0
+[ "${1:-}" = --train ] && { train=1; shift; }
+[ $# -ge 2 ] || { echo "usage: prune/heads_table.sh [--train] MODEL_DIR INDEP_DIR [DATA_DIR]" >&2; exit 2; }
+M=$1 I=$2 D=${3:-build/data/synth}
+[ -d "$M/variants/base" ] || { echo "heads_table: $M/variants/base: no such folder (run make catalog MODEL=alexnet first)" >&2; exit 1; }
+BIN=${BIN:-build/bin}
+mkdir -p "$I"
+for t in shape colour size texture; do
+    [ -s "$I/$t.eval.json" ] && continue
+    if [ $train = 0 ]; then
+        echo "heads_table: no independent $t model in $I (run with --train to train it)" >&2
+        continue
+    fi
+    n=$(grep -c . "$D/synth-$t.names")
+    sed "s/^output=48$/output=$n/" recipes/alexnet/base.cfg >"$I/$t.cfg"
+    echo "heads_table: training the independent $t model ($n classes)" >&2
+    nice -n 10 "$BIN/trainer" train --cfg "$I/$t.cfg" --data "$D/synth-$t.data" --seed 1 --backup "$I/$t" \
+        --threads "${THREADS:-1}" --quiet
+    nice -n 10 "$BIN/trainer" valid --cfg "$I/$t.cfg" --weights "$I/$t/$t.weights" --data "$D/synth-$t.data" \
+        --split test --json --threads "${THREADS:-1}" >"$I/$t.eval.json.tmp"
+    mv "$I/$t.eval.json.tmp" "$I/$t.eval.json"
+done
+python3 - "$M" "$I" <<'EOF'
+import json, math, os, sys
+m, ind = sys.argv[1], sys.argv[2]
+def wilson(k, n, z=1.959963984540054):
+    p = k / n; d = 1 + z * z / n; c = p + z * z / (2 * n); h = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    return (c - h) / d, (c + h) / d
+def load(p):
+    return json.load(open(p)) if os.path.exists(p) else None
+def pct(e):
+    n = e["images"]; k = round(e["top1"] * n); lo, hi = wilson(k, n)
+    return e["top1"] * 100, lo * 100, hi * 100, n
+b = load(m + "/variants/base/eval.json")
+meta = load(m + "/variants/base/meta.json") or {}
+if b:
+    t, lo, hi, n = pct(b)
+    print("base identity top-1: %.1f%% [%.1f, %.1f] (n=%d)" % (t, lo, hi, n))
+print("| task | cut | +MACs | +params | head top-1 [95% CI] | independent [95% CI] | gap | within 1% | within 2 points |")
+print("|---|---|---|---|---|---|---|---|---|")
+met = True
+for task in ("shape", "colour", "size", "texture"):
+    v = m + "/variants/head-" + task
+    e, mj, ie = load(v + "/eval.json"), load(v + "/meta.json"), load(ind + "/" + task + ".eval.json")
+    if not e or not mj:
+        print("| %s | (no head in %s) |" % (task, m)); met = False; continue
+    f = mj["technique_fields"]; h = f["head"]
+    ht, hlo, hhi, n = pct(e)
+    cost = h["macs_fraction"] <= 0.01 and h["params_fraction"] <= 0.01
+    if ie:
+        it, ilo, ihi, _ = pct(ie); gap = it - ht; close = gap <= 2
+        ind_s = "%.1f [%.1f, %.1f]" % (it, ilo, ihi); gap_s = "%+.1f" % -gap
+    else:
+        ind_s, gap_s, close = "(not trained)", "", False
+    met = met and cost and close
+    print("| %s | %s | %.2f%% | %.2f%% | %.1f [%.1f, %.1f] | %s | %s | %s | %s |" % (
+        task, f.get("cut", "?"), 100 * h["macs_fraction"], 100 * h["params_fraction"], ht, hlo, hhi, ind_s,
+        gap_s, "yes" if cost else "NO", "yes" if close else "NO"))
+print("issue 17 item 1 (every head <= 1%% and within 2 points): %s" % ("met" if met else "NOT met"))
+EOF

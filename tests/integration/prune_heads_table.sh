@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# prune/heads_table.sh (issue 17 item 1's judgement on a built catalog): on
+# a fabricated catalog folder, the table's figures and intervals, the cost
+# and the 2-point verdicts, a missing independent model, and the error for
+# a folder without a base.
+. "$TOP/tests/lib.sh"
+cd "$TOP" || exit 1
+M=$T/m I=$T/ind
+mkdir -p "$M/variants/base" "$I"
+ev() { printf '{"split":"test","images":1000,"classes":4,"top1":%s}\n' "$1"; }
+ev 0.93 >"$M/variants/base/eval.json"
+head() { # TASK TOP1 MACS_FRACTION PARAMS_FRACTION
+    mkdir -p "$M/variants/head-$1"
+    ev "$2" >"$M/variants/head-$1/eval.json"
+    printf '{"technique_fields":{"cut":"fc@2","head":{"macs_fraction":%s,"params_fraction":%s}}}\n' "$3" "$4" \
+        >"$M/variants/head-$1/meta.json"
+}
+head shape 0.95 0.00004 0.003
+head colour 0.99 0.00004 0.002
+head size 0.90 0.00004 0.002
+head texture 0.40 0.00004 0.012
+ev 0.96 >"$I/shape.eval.json"; ev 0.99 >"$I/colour.eval.json"; ev 0.95 >"$I/size.eval.json"
+expect_ok "the table on a catalog folder" prune/heads_table.sh "$M" "$I"
+cp "$T/out" "$T/table"
+t_check "the base's top-1 with its interval" grep -q '^base identity top-1: 93.0% \[91.2, 94.4\] (n=1000)$' "$T/table"
+t_check "shape: 1 point under, within both bounds" \
+    grep -q '^| shape | fc@2 | 0.00% | 0.30% | 95.0 \[93.5, 96.2\] | 96.0 \[94.6, 97.0\] | -1.0 | yes | yes |$' "$T/table"
+t_check "size: 5 points under, not within 2" grep -q '^| size .* -5.0 | yes | NO |$' "$T/table"
+t_check "texture: over 1% of the parameters, no independent model" \
+    grep -q '^| texture | fc@2 | 0.00% | 1.20% | 40.0 .* (not trained) |  | NO | NO |$' "$T/table"
+t_check "the verdict" grep -q 'item 1 .*: NOT met$' "$T/table"
+t_check "a missing independent model is named" grep -q 'no independent texture model' "$T/table"
+ev 0.89 >"$I/size.eval.json"; ev 0.40 >"$I/texture.eval.json"; head texture 0.40 0.00004 0.003
+expect_ok "every head within both bounds" prune/heads_table.sh "$M" "$I"
+t_check "  ... met" grep -q 'item 1 .*: met$' "$T/out"
+expect_fail "a folder without a base" "no such folder .run make catalog" prune/heads_table.sh "$T/none" "$I"
+t_done
