@@ -26,10 +26,13 @@ static const char *gtdp_help =
     "always complete. Prints the answer, the median time beside this host alone\n"
     "(measured in the same run) and GTDP's predicted time: its parts' compute is\n"
     "measured here first (calibration), each link's round trip by its handshake,\n"
-    "then three untimed calibration forwards after the warm-up measure what a part\n"
-    "costs each worker beyond its compute and transfer (encryption, copies,\n"
-    "wake-ups): that fixed cost per part replaces the round trip in the plan and\n"
-    "the prediction, before the timed runs.\n"
+    "then, after the warm-up and over several workers, untimed forwards with every\n"
+    "block cut by rows only, then by channels only (and as the planner likes best,\n"
+    "over more than two workers) keep per block the cut of the least measured\n"
+    "time, and three more untimed forwards measure what a part costs each worker\n"
+    "beyond its compute and transfer (encryption, copies, wake-ups): that fixed\n"
+    "cost per part replaces the round trip in the plan and the prediction, before\n"
+    "the timed runs.\n"
     "  --workers LIST    the workers, in order (at most 8)\n"
     "  --peer-key PATH   the workers' public key (PATH as written by rtl peer-keygen)\n"
     "  --device-key PATH this device's key pair\n"
@@ -122,6 +125,61 @@ static double predicted_ms(rtl_model *m, const rtl_gtdp_worker *w, int n, int eq
             t += ms;
     }
     return t;
+}
+
+/* Each block's cut chosen from forwards over the workers, all computing at
+ * once as they will in the timed runs (the calibration of the parts'
+ * compute is one process alone, and two workers computing at once are
+ * slower than it says, by how much depending on the cut): 3 untimed
+ * forwards with every block cut by rows only, 3 by channels only (and,
+ * with more than two workers, 3 as the planner likes best); per block the
+ * cut of the smallest median wall time (rtl_gtdp_block_ms) is kept for the
+ * plan, the prediction and the timed runs. Named approximation: a block is
+ * measured after blocks cut the same way, whose held answers (rtl_gtdp_run)
+ * it reuses; the kept mix may hold other rows. */
+static int choose_dims(rtl_model *m, rtl_peer **peers, const rtl_gtdp_worker *w, int nw, const float *x,
+                       int deadline, int flags, rtl_gtdp_stats *st, cJSON *doc, rtl_err *err)
+{
+    static const int cand[3] = {RTL_GTDP_ROWS, RTL_GTDP_CHANNELS, 0};
+    static const char *name[3] = {"rows", "channels", "both"};
+    static rtl_gtdp_stats cs;
+    int L = rtl_model_layers(m), nc = nw > 2 ? 3 : 2, rc = -1;
+    double *t = malloc((size_t)L * 3 * 3 * sizeof *t);
+    if (!t) return snprintf(err->msg, sizeof err->msg, "out of memory"), -1;
+    for (int k = 0; k < L * 9; k++) t[k] = -1;
+    for (int c = 0; c < nc; c++) {
+        if (rtl_gtdp_set_dims(m, -1, cand[c], err) != 0) goto out;
+        for (int r = 0; r < 3; r++) {
+            if (rtl_gtdp_run(m, peers, w, nw, x, deadline, flags, &cs, err) != 0) goto out;
+            st->recomputed += cs.recomputed;
+            if (cs.last_failure[0]) snprintf(st->last_failure, sizeof st->last_failure, "%s", cs.last_failure);
+            for (int i = 0; i < L; i++) t[(i * 3 + c) * 3 + r] = rtl_gtdp_block_ms(&cs, i);
+        }
+    }
+    if (rtl_gtdp_set_dims(m, -1, 0, err) != 0) goto out;
+    cJSON *arr = cJSON_AddArrayToObject(doc, "cuts");
+    for (int i = 0; i < L; i++) {
+        rtl_gtdp_layer g;
+        if (rtl_gtdp_model_split(m, i, &g) != 0) continue;
+        double med[3];
+        int best = -1;
+        for (int c = 0; c < nc; c++) {
+            double *v = &t[(i * 3 + c) * 3];
+            med[c] = v[0] < 0 || v[1] < 0 || v[2] < 0 ? -1 : median(v, 3);
+            if (med[c] >= 0 && (best < 0 || med[c] < med[best])) best = c;
+        }
+        if (best < 0) continue; /* a worker failed there: the planner's choice */
+        if (rtl_gtdp_set_dims(m, i, cand[best], err) != 0) goto out;
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddNumberToObject(o, "layer", i);
+        cJSON_AddStringToObject(o, "cut", name[best]);
+        for (int c = 0; c < nc; c++) cJSON_AddNumberToObject(o, name[c], med[c]);
+        cJSON_AddItemToArray(arr, o);
+    }
+    rc = 0;
+out:
+    free(t);
+    return rc;
 }
 
 int cmd_run_gtdp(rtl_store *s, int argc, char **argv)
@@ -233,6 +291,7 @@ int cmd_run_gtdp(rtl_store *s, int argc, char **argv)
          * becomes that worker's fixed cost per part in the plan and the
          * prediction (never less than the handshake's round trip), before
          * any timed forward. */
+        if (ok && !calibrated && !equal && nw > 1) ok = choose_dims(m, peers, w, nw, x, (int)deadline, flags, &st, doc, &err) == 0;
         if (ok && !calibrated) {
             static rtl_gtdp_stats cs; /* its failures count with the warm-up's */
             /* three forwards: per worker the median of their medians */

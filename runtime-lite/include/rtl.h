@@ -862,7 +862,13 @@ typedef struct rtl_gtdp_layer {
      * share of the convolution's rows, c of its output channels. */
     int fitted;
     double fit[4];
+    /* The cuts the planner may make in this block: RTL_GTDP_ROWS,
+     * RTL_GTDP_CHANNELS, or 0 for both; rtl_gtdp_model_layer fills it
+     * with what rtl_gtdp_set_dims chose for the block (0 if nothing). */
+    int dims;
 } rtl_gtdp_layer;
+#define RTL_GTDP_ROWS 1
+#define RTL_GTDP_CHANNELS 2
 
 typedef struct rtl_gtdp_part {
     int worker;
@@ -1024,6 +1030,17 @@ typedef struct rtl_gtdp_stats {
  * request's and the reply's encryption, copies, thread wake-ups, the
  * wait for a core), whatever the part's size. */
 RTL_API void rtl_gtdp_part_overhead(const rtl_gtdp_stats *st, int n, double *out);
+/* The slowest answer of block layer (its first layer) in a run's records:
+ * the block's wall time from its start here until its last part's answer
+ * was here; -1 when the records hold no part of it. */
+RTL_API double rtl_gtdp_block_ms(const rtl_gtdp_stats *st, int layer);
+/* Restricts the cuts GTDP's planner may make in the block starting at
+ * layer (dims: RTL_GTDP_ROWS, RTL_GTDP_CHANNELS, 0: both, the default),
+ * for every later plan of m (rtl_gtdp_run, rtl_gtdp_model_layer); layer
+ * -1: every block. rtl run --workers chooses it per block from forwards
+ * measured over the workers (rtl_gtdp_cli.c). -1 with err on a bad layer
+ * or dims. */
+RTL_API int rtl_gtdp_set_dims(rtl_model *m, int layer, int dims, rtl_err *err);
 
 /* One forward of m on x (rtl_model_input_size floats) with every
  * convolutional layer between possible cuts spread by GTDP over the

@@ -48,6 +48,7 @@ struct part_net {
 struct gtdp_fit {
     int ok;
     double f[4];
+    int dims; /* rtl_gtdp_set_dims: the cuts allowed in the block (0: both) */
 };
 /* A thread that runs the coordinator's parts (all but the last, which the
  * calling thread runs), kept with the model from its first split block
@@ -161,6 +162,7 @@ static double solve(const ctx *c, unsigned mask, int r0, int r1, int c0, int c1,
         double sa = 0;
         for (unsigned m = a; m; m &= m - 1) sa += c->w[__builtin_ctz(m)].speed;
         for (int dim = 0; dim < 2; dim++) {
+            if (c->l->dims && !(c->l->dims & (dim ? RTL_GTDP_CHANNELS : RTL_GTDP_ROWS))) continue;
             int lo = dim ? c0 : r0, hi = dim ? c1 : r1, len = hi - lo;
             if (len < n) continue; /* every worker needs at least one row/channel */
             int k = (int)lround(len * sa / tot);
@@ -223,6 +225,12 @@ int rtl_gtdp_plan_layer(const rtl_gtdp_layer *l, const rtl_gtdp_worker *w, int n
     }
     ctx c = {l, w};
     solve(&c, mask, 0, l->h, 0, l->c, out->parts, &out->nparts);
+    if (out->nparts == 0 && l->dims) { /* too few rows (channels) for the cuts allowed: both */
+        rtl_gtdp_layer any = *l;
+        any.dims = 0;
+        c.l = &any;
+        solve(&c, mask, 0, l->h, 0, l->c, out->parts, &out->nparts);
+    }
     if (out->nparts == 0) return rtl_errf(err, "GTDP: layer %d cannot be split %d ways", l->index, n);
     finish(out);
     return 0;
@@ -278,7 +286,43 @@ int rtl_gtdp_model_layer(const rtl_model *m, int i, rtl_gtdp_layer *out)
         out->fitted = 1;
         memcpy(out->fit, c->fit[i].f, sizeof out->fit);
     }
+    if (c && c->fit && i < c->nfit) out->dims = c->fit[i].dims;
     return 0;
+}
+
+/* The per-layer table of fits and chosen cuts, allocated on first use. */
+static struct gtdp_fit *fit_table(rtl_model *m, rtl_err *err)
+{
+    struct rtl_gtdp_cache **cp = rtl_model_gtdp_cache(m);
+    if (!*cp && !(*cp = calloc(1, sizeof **cp))) return rtl_errf(err, "out of memory"), NULL;
+    struct rtl_gtdp_cache *c = *cp;
+    if (!c->fit) {
+        int L = rtl_model_layers(m);
+        if (!(c->fit = calloc((size_t)(L > 0 ? L : 1), sizeof *c->fit))) return rtl_errf(err, "out of memory"), NULL;
+        c->nfit = L;
+    }
+    return c->fit;
+}
+
+int rtl_gtdp_set_dims(rtl_model *m, int layer, int dims, rtl_err *err)
+{
+    if (dims != 0 && dims != RTL_GTDP_ROWS && dims != RTL_GTDP_CHANNELS && dims != (RTL_GTDP_ROWS | RTL_GTDP_CHANNELS))
+        return rtl_errf(err, "GTDP: cuts %d: rows (%d), channels (%d) or both (0)", dims, RTL_GTDP_ROWS,
+                        RTL_GTDP_CHANNELS);
+    int L = rtl_model_layers(m);
+    if (layer < -1 || layer >= L) return rtl_errf(err, "GTDP: layer %d: the model has layers 0..%d", layer, L - 1);
+    struct gtdp_fit *f = fit_table(m, err);
+    if (!f) return -1;
+    for (int i = layer < 0 ? 0 : layer; i < (layer < 0 ? L : layer + 1); i++) f[i].dims = dims;
+    return 0;
+}
+
+double rtl_gtdp_block_ms(const rtl_gtdp_stats *st, int layer)
+{
+    double t = -1;
+    for (int r = 0; r < st->nrec; r++)
+        if (st->rec[r].layer == layer && st->rec[r].wall_ms > t) t = st->rec[r].wall_ms;
+    return t;
 }
 
 int rtl_gtdp_model_split(const rtl_model *m, int i, rtl_gtdp_layer *out)
@@ -541,20 +585,12 @@ done:
 int rtl_gtdp_calibrate(rtl_model *m, int reps, rtl_err *err)
 {
     if (reps < 1) reps = 1;
-    struct rtl_gtdp_cache **cp = rtl_model_gtdp_cache(m);
-    if (!*cp && !(*cp = calloc(1, sizeof **cp))) return rtl_errf(err, "out of memory");
-    struct rtl_gtdp_cache *c = *cp;
+    if (!fit_table(m, err)) return -1;
+    struct rtl_gtdp_cache *c = *rtl_model_gtdp_cache(m);
     int L = rtl_model_layers(m);
     size_t nevict = (size_t)4 << 20; /* floats: 16 MB */
     float *evict = calloc(nevict, sizeof *evict);
     if (!evict) return rtl_errf(err, "out of memory");
-    if (!c->fit) {
-        if (!(c->fit = calloc((size_t)L, sizeof *c->fit))) {
-            free(evict);
-            return rtl_errf(err, "out of memory");
-        }
-        c->nfit = L;
-    }
     for (int i = 0; i < L; i++) {
         rtl_gtdp_layer g;
         if (rtl_gtdp_model_split(m, i, &g) != 0) continue;

@@ -142,6 +142,11 @@ print("each part's fixed cost charged, per worker (ms; from the calibration forw
 for name, c in (("1 worker", one), ("2 workers", two), ("4 workers GTDP", four), ("4 workers equal", eq)):
     print("  %-18s %-30s predicted with the handshake's round trip instead: %.1f ms (error %+.0f%%)" % (
         name, " ".join("%.2f" % v for v in c["ov"]), c["pred_rtt"], 100 * (c["ms"] / c["pred_rtt"] - 1)))
+print("each block's cut, chosen from forwards over the workers (r rows, c channels, b the planner's; per round):")
+for name in ("two", "four"):
+    cuts = [" ".join("L%d:%s" % (x["layer"], x["cut"][0]) for x in json.load(open("%s-%d.json" % (name, r))).get("cuts", []))
+            for r in range(1, rounds + 1)]
+    print("  %-18s %s" % ({"two": "2 workers", "four": "4 workers GTDP"}[name], " | ".join(cuts)))
 s2 = one["ms"] / two["ms"]
 gain = eq["ms"] / four["ms"]
 err = four["ms"] / four["pred"] - 1

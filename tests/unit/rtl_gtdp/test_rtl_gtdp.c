@@ -241,12 +241,49 @@ static void part_overhead(void **state)
     assert_true(fabs(ov[2] - 1.0) < 1e-9); /* 0.5 and 1.5 */
 }
 
+/* The cuts a block allows (rtl_gtdp_layer.dims, chosen by rtl run
+ * --workers from measured forwards): rows only gives row bands of every
+ * channel, channels only channel slices of every row, for 2 and 4 workers,
+ * both still tiling the output; a block with too few rows for a rows-only
+ * cut is cut as the planner likes (both); a block's time in a run's records
+ * is its slowest answer's. */
+static void allowed_cuts(void **state)
+{
+    (void)state;
+    rtl_gtdp_layer l = conv(8, 20, 32, 3, 1, 1, 10.0);
+    rtl_gtdp_worker w[4] = {{1, 1000, 0.1}, {1, 1000, 0.1}, {0.5, 1000, 0.1}, {0.25, 1000, 0.1}};
+    rtl_gtdp_layer_plan p;
+    rtl_err err;
+    for (int n = 2; n <= 4; n += 2) {
+        l.dims = RTL_GTDP_ROWS;
+        assert_int_equal(rtl_gtdp_plan_layer(&l, w, n, &p, &err), 0);
+        check_tiles(&l, &p, n);
+        for (int k = 0; k < p.nparts; k++) assert_true(p.parts[k].c0 == 0 && p.parts[k].c1 == l.c);
+        l.dims = RTL_GTDP_CHANNELS;
+        assert_int_equal(rtl_gtdp_plan_layer(&l, w, n, &p, &err), 0);
+        check_tiles(&l, &p, n);
+        for (int k = 0; k < p.nparts; k++) assert_true(p.parts[k].r0 == 0 && p.parts[k].r1 == l.h);
+    }
+    rtl_gtdp_layer one = conv(8, 1, 32, 1, 1, 0, 10.0); /* one row */
+    one.dims = RTL_GTDP_ROWS;
+    assert_int_equal(rtl_gtdp_plan_layer(&one, w, 2, &p, &err), 0);
+    check_tiles(&one, &p, 2);
+    static rtl_gtdp_stats st;
+    st.nrec = 0;
+    st.rec[st.nrec++] = (rtl_gtdp_part_rec){4, 0, 1, 0.1, 2.5};
+    st.rec[st.nrec++] = (rtl_gtdp_part_rec){4, 1, 1, 0.1, 3.5};
+    st.rec[st.nrec++] = (rtl_gtdp_part_rec){6, 0, 1, 0.1, 9.0};
+    assert_true(rtl_gtdp_block_ms(&st, 4) == 3.5);
+    assert_true(rtl_gtdp_block_ms(&st, 5) == -1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(parts_tile_the_output), cmocka_unit_test(halo_and_costs), cmocka_unit_test(fitted_costs),
         cmocka_unit_test(speeds_shape_the_split), cmocka_unit_test(one_row_splits_channels),
         cmocka_unit_test(fused_pool), cmocka_unit_test(bad_inputs), cmocka_unit_test(part_overhead),
+        cmocka_unit_test(allowed_cuts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
