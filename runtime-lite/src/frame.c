@@ -409,11 +409,17 @@ uint8_t *rtlp_build_held_request(uint32_t id, const char *catalog, const char *v
 uint8_t *rtlp_build_reply(uint32_t id, uint8_t status, const float *x, uint32_t count, const char *message,
                           size_t *n)
 {
+    return rtlp_build_reply_at(0, 0, id, status, x, count, message, n);
+}
+
+uint8_t *rtlp_build_reply_at(size_t pre, size_t post, uint32_t id, uint8_t status, const float *x, uint32_t count,
+                             const char *message, size_t *n)
+{
     size_t m = message ? strlen(message) : 0;
     if (m > 500) m = 500;
     size_t len = status == 0 ? 12 + (size_t)count * 4 : 10 + m;
-    uint8_t *b = malloc(len);
-    if (!b) return NULL;
+    uint8_t *buf = malloc(pre + len + post), *b = buf + pre;
+    if (!buf) return NULL;
     b[0] = RTLP_MSG_REPLY, b[1] = status, b[2] = b[3] = 0;
     put32(b + 4, id);
     if (status == 0) {
@@ -424,7 +430,7 @@ uint8_t *rtlp_build_reply(uint32_t id, uint8_t status, const float *x, uint32_t 
         memcpy(b + 10, message, m);
     }
     *n = len;
-    return b;
+    return buf;
 }
 
 void rtlp_floats_get(const uint8_t *b, uint32_t count, float *out)

@@ -112,6 +112,11 @@ uint8_t *rtlp_build_held_request(uint32_t id, const char *catalog, const char *v
                                  uint32_t count, size_t *n);
 uint8_t *rtlp_build_reply(uint32_t id, uint8_t status, const float *x, uint32_t count, const char *message,
                           size_t *n);
+/* The same message at offset pre of a new buffer of pre + *n + post
+ * bytes (the buffer returned; a reply sealed in place: pre =
+ * RTLP_PLAIN_AT, post = RTLP_ABYTES - 1). */
+uint8_t *rtlp_build_reply_at(size_t pre, size_t post, uint32_t id, uint8_t status, const float *x, uint32_t count,
+                             const char *message, size_t *n);
 /* Little-endian float32 at b[i] as a float. */
 void rtlp_floats_get(const uint8_t *b, uint32_t count, float *out);
 /* A request's bytes before its floats (a part: geom; held: hgeom too),

@@ -457,8 +457,30 @@ static void pool_rows(const rtl_gtdp_layer *g, int nc, int ca, int cb, int r0, i
         }
 }
 
+struct flat_rows {
+    const float *in;
+    int a, rows, w;
+};
+
+static void flat_row(void *arg, int c, int iy, float *dst)
+{
+    const struct flat_rows *f = arg;
+    memcpy(dst, f->in + ((size_t)c * f->rows + (size_t)(iy - f->a)) * f->w, (size_t)f->w * sizeof *dst);
+}
+
 int rtl_gtdp_compute_part(rtl_model *m, int layer, const rtl_gtdp_part *q, const float *in, size_t n,
                           float *out, rtl_err *err)
+{
+    rtl_gtdp_layer g;
+    if (rtl_gtdp_model_layer(m, layer, &g) != 0)
+        return rtl_errf(err, "layer %d is not an ungrouped convolutional layer GTDP can split", layer);
+    struct flat_rows f = {in, q->in_r0, q->in_r1 - q->in_r0, g.w_in};
+    return rtl_gtdp_compute_part_rows(m, layer, q, n, flat_row, &f, out, err);
+}
+
+int rtl_gtdp_compute_part_rows(rtl_model *m, int layer, const rtl_gtdp_part *q, size_t n,
+                               void (*row)(void *arg, int c, int iy, float *dst), void *arg, float *out,
+                               rtl_err *err)
 {
     rtl_gtdp_layer g;
     if (rtl_gtdp_model_layer(m, layer, &g) != 0)
@@ -485,7 +507,7 @@ int rtl_gtdp_compute_part(rtl_model *m, int layer, const rtl_gtdp_part *q, const
                 continue;
             }
             memset(d, 0, (size_t)g.pad * sizeof *d);
-            memcpy(d + g.pad, in + ((size_t)c * (b - a) + (iy - a)) * g.w_in, (size_t)g.w_in * sizeof *d);
+            row(arg, c, iy, d + g.pad);
             memset(d + g.pad + g.w_in, 0, (size_t)g.pad * sizeof *d);
         }
     trn_err te;

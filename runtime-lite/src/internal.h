@@ -94,6 +94,14 @@ int rtl_peer_run_part_io(rtl_peer *p, const char *catalog, const char *variant, 
 void rtl_wire_floats_put(uint8_t *b, const float *x, uint32_t count);
 void rtl_wire_floats_get(const uint8_t *b, uint32_t count, float *out);
 void rtl_gtdp_cache_free(struct rtl_gtdp_cache *c);
+/* rtl_gtdp_compute_part with its input rows (q->in_r0..in_r1, n floats in
+ * all, checked as there) read where they lie: row(ctx, c, iy, dst) writes
+ * input channel c's row iy (w_in floats) at dst, straight into the part
+ * network's padded input (a worker reads them from the request's opened
+ * bytes and its held answer: no copy in between). */
+int rtl_gtdp_compute_part_rows(rtl_model *m, int layer, const rtl_gtdp_part *q, size_t n,
+                               void (*row)(void *arg, int c, int iy, float *dst), void *arg, float *out,
+                               rtl_err *err);
 /* The process-wide lock of forward passes (model.c). */
 void rtl_forward_lock(void);
 void rtl_forward_unlock(void);

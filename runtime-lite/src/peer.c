@@ -170,8 +170,8 @@ struct job {
     uint64_t gen;
     uint8_t *plain;  /* request plaintext (owned) */
     size_t len;
-    uint8_t *reply;  /* reply plaintext (owned), set by the worker */
-    size_t reply_len;
+    uint8_t *frame;  /* the reply's sealed frame (owned), set by the worker */
+    size_t frame_len, sent; /* its bytes, those the worker sent */
     struct held *held, *answer; /* the connection's held answer (taken), this job's (to keep) */
     double at;       /* when it arrived (read and opened; at the emulated link's pace) */
     struct job *next;
@@ -309,7 +309,7 @@ static void free_jobs(struct job *j)
     while (j) {
         struct job *n = j->next;
         free(j->plain);
-        free(j->reply);
+        free(j->frame);
         held_free(j->held);
         held_free(j->answer);
         free(j);
@@ -374,10 +374,37 @@ static rtl_model *cached_model(rtl_server *s, const char *catalog, const char *v
 static double cpu_ms(void);
 static void slow_down(double f, double cpu, double wall);
 
-/* A held request's input: input rows in_r0..in_r1 of every channel, those
- * in the held answer h taken from it, the others from the message in
- * order. 0 with *x (malloc'ed) and *n, or -1 with err. */
-static int held_input(rtl_model *m, const rtlp_request *rq, const struct held *h, float **x, size_t *n, rtl_err *err)
+/* A part request's input rows in_r0..in_r1 of every channel, read where
+ * they lie (rtl_gtdp_compute_part_rows): a held request's rows in its held
+ * answer from there, the others from the message in order. */
+struct req_rows {
+    const uint8_t *msg;    /* the message's floats (little-endian, unaligned) */
+    const struct held *h;  /* NULL: a plain part request, every row in the message */
+    int a, b_a, w, lo, hi; /* input rows a..a+b_a, their width; rows lo..hi of the held channels are held */
+    int hc0, hc1, hr0, hn; /* the held answer's channels, first row and row count */
+};
+
+static void req_row(void *arg, int c, int iy, float *dst)
+{
+    const struct req_rows *r = arg;
+    size_t w = (size_t)r->w;
+    int in_h = r->h && c >= r->hc0 && c < r->hc1;
+    if (in_h && iy >= r->lo && iy < r->hi) {
+        memcpy(dst, r->h->y + ((size_t)(c - r->hc0) * (size_t)r->hn + (size_t)(iy - r->hr0)) * w, w * sizeof *dst);
+        return;
+    }
+    int held_rows = r->hi > r->lo ? r->hi - r->lo : 0, rows = r->b_a;
+    int before = !r->h ? 0 : (c < r->hc0 ? 0 : (c < r->hc1 ? c : r->hc1) - r->hc0); /* held channels before c */
+    size_t off = (size_t)c * (size_t)rows - (size_t)before * (size_t)held_rows;
+    off += (size_t)(iy - r->a) - (in_h && iy >= r->hi ? (size_t)held_rows : 0);
+    rtlp_floats_get(r->msg + off * w * 4, (uint32_t)w, dst);
+}
+
+/* A held request's input: checks that h is the answer it names and that
+ * the message carries the other rows; 0 with r and *n (the input's
+ * floats), or -1 with err. */
+static int held_input(rtl_model *m, const rtlp_request *rq, const struct held *h, struct req_rows *r, size_t *n,
+                      rtl_err *err)
 {
     rtl_gtdp_layer g;
     const int32_t *hg = rq->hgeom;
@@ -397,31 +424,19 @@ static int held_input(rtl_model *m, const rtlp_request *rq, const struct held *h
     if (rq->count != want)
         return rtl_errf(err, "layer %d: the held request carries %u floats, its rows and held answer need %zu",
                         rq->first, rq->count, want);
-    float *o = malloc((size_t)g.c_in * (size_t)(b - a) * w * sizeof *o);
-    if (!o) return rtl_errf(err, "out of memory");
-    const uint8_t *src = rq->floats;
-    for (int c = 0; c < g.c_in; c++) {
-        float *d = o + (size_t)c * (size_t)(b - a) * w;
-        int in_h = c >= hg[3] && c < hg[4];
-        for (int y = a; y < b;) {
-            if (in_h && y >= lo && y < hi) { /* rows lo..hi of channel c from the held answer */
-                memcpy(d + (size_t)(y - a) * w, h->y + ((size_t)(c - hg[3]) * (size_t)(hg[2] - hg[1]) + (size_t)(y - hg[1])) * w,
-                       (size_t)(hi - y) * w * sizeof *d);
-                y = hi;
-                continue;
-            }
-            int e = in_h && y < lo ? lo : b; /* the message's rows y..e */
-            rtlp_floats_get(src, (uint32_t)((size_t)(e - y) * w), d + (size_t)(y - a) * w);
-            src += (size_t)(e - y) * w * 4;
-            y = e;
-        }
-    }
-    *x = o;
+    *r = (struct req_rows){.msg = rq->floats, .h = h, .a = a, .b_a = b - a, .w = g.w_in, .lo = lo, .hi = hi,
+                           .hc0 = hg[3], .hc1 = hg[4], .hr0 = hg[1], .hn = hg[2] - hg[1]};
     *n = (size_t)g.c_in * (size_t)(b - a) * w;
     return 0;
 }
 
-/* Runs one request (already parsed once by the poll thread). */
+/* Runs one request (already parsed once by the poll thread). A part is
+ * computed from the request's opened bytes (and its held answer) with no
+ * copy in between; the reply is built in its frame and sealed there on
+ * this thread, and sent from here when the socket takes it (no emulated
+ * link), so that the device has it without waiting for the poll thread:
+ * the poll thread leaves a busy connection alone (it neither reads,
+ * writes, seals nor closes it until it collects the job). */
 static void run_job(rtl_server *s, struct job *j)
 {
     double c0 = cpu_ms(), w0 = rtl_now_ms();
@@ -438,50 +453,53 @@ static void run_job(rtl_server *s, struct job *j)
     } else {
         rtl_model *m = cached_model(s, rq.catalog, rq.variant, &err);
         size_t nx = rq.count;
-        if (m && rq.held && held_input(m, &rq, j->held, &x, &nx, &err) != 0) {
-        } else if (m && !rq.held && !(x = malloc((rq.count ? rq.count : 1) * sizeof *x))) {
-            snprintf(err.msg, sizeof err.msg, "out of memory");
-        } else if (m) {
-            if (!rq.held) rtlp_floats_get(rq.floats, rq.count, x);
-            if (rq.part) {
-                rtl_gtdp_part q = {.r0 = rq.geom[0], .r1 = rq.geom[1], .c0 = rq.geom[2], .c1 = rq.geom[3],
-                                   .in_r0 = rq.geom[4], .in_r1 = rq.geom[5]};
-                rtl_gtdp_layer g;
-                if (rtl_gtdp_model_layer(m, rq.first, &g) != 0) {
-                    snprintf(err.msg, sizeof err.msg, "layer %d is not a convolutional layer GTDP splits", rq.first);
-                } else if (rq.last != g.last) {
-                    snprintf(err.msg, sizeof err.msg, "layers %d..%d: GTDP's block at layer %d here is %d..%d",
-                             rq.first, rq.last, rq.first, g.index, g.last);
-                } else if (q.r0 < 0 || q.r1 > g.h || q.r0 >= q.r1 || q.c0 < 0 || q.c1 > g.c || q.c0 >= q.c1) {
-                    snprintf(err.msg, sizeof err.msg, "layer %d: bad part %d..%d x %d..%d", rq.first, q.r0, q.r1,
-                             q.c0, q.c1);
-                } else if (!(part_out = malloc((size_t)(q.r1 - q.r0) * (q.c1 - q.c0) * g.w * sizeof *part_out))) {
-                    snprintf(err.msg, sizeof err.msg, "out of memory");
-                } else if (rtl_gtdp_compute_part(m, rq.first, &q, x, nx, part_out, &err) == 0) {
-                    ok = 1;
-                    y = part_out;
-                    ny = (size_t)(q.r1 - q.r0) * (q.c1 - q.c0) * g.w;
-                    /* kept for the next request on this connection */
-                    if ((j->answer = calloc(1, sizeof *j->answer))) {
-                        snprintf(j->answer->catalog, sizeof j->answer->catalog, "%s", rq.catalog);
-                        snprintf(j->answer->variant, sizeof j->answer->variant, "%s", rq.variant);
-                        int32_t hg[5] = {g.last, q.r0, q.r1, q.c0, q.c1};
-                        memcpy(j->answer->geom, hg, sizeof hg);
-                        j->answer->y = part_out;
-                        j->answer->n = ny;
-                        part_out = NULL;
-                    }
+        struct req_rows rr = {.msg = rq.floats, .a = rq.geom[4], .b_a = rq.geom[5] - rq.geom[4]};
+        if (!m) {
+        } else if (rq.part && rq.held && held_input(m, &rq, j->held, &rr, &nx, &err) != 0) {
+        } else if (rq.part) {
+            rtl_gtdp_part q = {.r0 = rq.geom[0], .r1 = rq.geom[1], .c0 = rq.geom[2], .c1 = rq.geom[3],
+                               .in_r0 = rq.geom[4], .in_r1 = rq.geom[5]};
+            rtl_gtdp_layer g;
+            if (rtl_gtdp_model_layer(m, rq.first, &g) != 0) {
+                snprintf(err.msg, sizeof err.msg, "layer %d is not a convolutional layer GTDP splits", rq.first);
+            } else if (rq.last != g.last) {
+                snprintf(err.msg, sizeof err.msg, "layers %d..%d: GTDP's block at layer %d here is %d..%d", rq.first,
+                         rq.last, rq.first, g.index, g.last);
+            } else if (q.r0 < 0 || q.r1 > g.h || q.r0 >= q.r1 || q.c0 < 0 || q.c1 > g.c || q.c0 >= q.c1) {
+                snprintf(err.msg, sizeof err.msg, "layer %d: bad part %d..%d x %d..%d", rq.first, q.r0, q.r1, q.c0,
+                         q.c1);
+            } else if (!(part_out = malloc((size_t)(q.r1 - q.r0) * (q.c1 - q.c0) * g.w * sizeof *part_out))) {
+                snprintf(err.msg, sizeof err.msg, "out of memory");
+            } else if ((rr.w = g.w_in),
+                       rtl_gtdp_compute_part_rows(m, rq.first, &q, nx, req_row, &rr, part_out, &err) == 0) {
+                ok = 1;
+                y = part_out;
+                ny = (size_t)(q.r1 - q.r0) * (q.c1 - q.c0) * g.w;
+                /* kept for the next request on this connection */
+                if ((j->answer = calloc(1, sizeof *j->answer))) {
+                    snprintf(j->answer->catalog, sizeof j->answer->catalog, "%s", rq.catalog);
+                    snprintf(j->answer->variant, sizeof j->answer->variant, "%s", rq.variant);
+                    int32_t hg[5] = {g.last, q.r0, q.r1, q.c0, q.c1};
+                    memcpy(j->answer->geom, hg, sizeof hg);
+                    j->answer->y = part_out;
+                    j->answer->n = ny;
+                    part_out = NULL;
                 }
-            } else {
-                ok = rtl_model_run_range(m, rq.first, rq.last, x, rq.count, &y, &ny, &err) == 0;
             }
+        } else if (!(x = malloc((rq.count ? rq.count : 1) * sizeof *x))) {
+            snprintf(err.msg, sizeof err.msg, "out of memory");
+        } else {
+            rtlp_floats_get(rq.floats, rq.count, x);
+            ok = rtl_model_run_range(m, rq.first, rq.last, x, rq.count, &y, &ny, &err) == 0;
         }
     }
-    j->reply = ok ? rtlp_build_reply(rq.id, 0, y, (uint32_t)ny, NULL, &j->reply_len)
-                  : rtlp_build_reply(j->len >= 8 ? (uint32_t)j->plain[4] | (uint32_t)j->plain[5] << 8 |
-                                                       (uint32_t)j->plain[6] << 16 | (uint32_t)j->plain[7] << 24
-                                                 : 0,
-                                     1, NULL, 0, err.msg, &j->reply_len);
+    size_t n = 0;
+    uint32_t id = j->len >= 8 ? (uint32_t)j->plain[4] | (uint32_t)j->plain[5] << 8 | (uint32_t)j->plain[6] << 16 |
+                                    (uint32_t)j->plain[7] << 24
+                              : 0;
+    j->frame = ok ? rtlp_build_reply_at(RTLP_PLAIN_AT, RTLP_ABYTES - 1, rq.id, 0, y, (uint32_t)ny, NULL, &n)
+                  : rtlp_build_reply_at(RTLP_PLAIN_AT, RTLP_ABYTES - 1, id, 1, NULL, 0, err.msg, &n);
+    j->frame_len = n + RTLP_LEN_BYTES + RTLP_ABYTES;
     if (!ok) slog(s, RTL_LOG_WARN, "request failed: %s", err.msg);
     free(x);
     free(part_out);
@@ -496,6 +514,15 @@ static void run_job(rtl_server *s, struct job *j)
      * device of its own would not wait for a core that the other emulated
      * devices on this machine hold */
     slow_down(s->o.slowdown, cpu_ms() - c0, rtl_now_ms() - (j->at > 0 && j->at <= w0 ? j->at : w0));
+    struct conn *c = &s->conns[j->slot];
+    if (!j->frame || c->fd < 0 || c->gen != j->gen) return;
+    rtlp_seal(&c->s, j->frame + RTLP_PLAIN_AT, n, j->frame);
+    if (s->o.emu_rtt_ms > 0 || s->o.emu_down_mbps > 0) return; /* the poll thread sends it at the emulated time */
+    while (j->sent < j->frame_len) {
+        ssize_t w = send(c->fd, j->frame + j->sent, j->frame_len - j->sent, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (w <= 0) break; /* the rest, or the error, is the poll thread's */
+        j->sent += (size_t)w;
+    }
 }
 
 static void *worker_main(void *arg)
@@ -753,28 +780,24 @@ static void collect(rtl_server *s)
     while (j) {
         struct job *n = j->next;
         struct conn *c = &s->conns[j->slot];
-        if (c->fd >= 0 && c->gen == j->gen && j->reply) {
-            c->out = malloc(j->reply_len + RTLP_LEN_BYTES + RTLP_ABYTES);
-            if (!c->out) conn_close(s, c, "out of memory");
-            else {
-                rtlp_seal(&c->s, j->reply, j->reply_len, c->out);
-                c->out_len = j->reply_len + RTLP_LEN_BYTES + RTLP_ABYTES;
-                c->out_off = 0;
-                double emu = s->o.emu_rtt_ms / 2;
-                if (s->o.emu_down_mbps > 0) emu += (double)c->out_len * 8 / (s->o.emu_down_mbps * 1e3);
-                c->send_at = rtl_now_ms() + emu;
-                c->t_active = rtl_now_ms();
-            }
-        } else if (c->fd >= 0 && c->gen == j->gen) {
-            conn_close(s, c, "out of memory building a reply");
-        }
-        if (c->fd >= 0 && c->gen == j->gen && j->reply && c->out) {
+        if (c->fd >= 0 && c->gen == j->gen && j->frame) {
             held_free(c->held);
             c->held = j->answer;
             j->answer = NULL;
+            c->out = j->frame;
+            j->frame = NULL;
+            c->out_len = j->frame_len;
+            c->out_off = j->sent;
+            double emu = s->o.emu_rtt_ms / 2;
+            if (s->o.emu_down_mbps > 0) emu += (double)c->out_len * 8 / (s->o.emu_down_mbps * 1e3);
+            c->send_at = rtl_now_ms() + emu;
+            c->t_active = rtl_now_ms();
+            if (c->out_off == c->out_len) do_write(s, c); /* sent by the worker: done */
+        } else if (c->fd >= 0 && c->gen == j->gen) {
+            conn_close(s, c, "out of memory building a reply");
         }
         free(j->plain);
-        free(j->reply);
+        free(j->frame);
         held_free(j->held);
         held_free(j->answer);
         free(j);
