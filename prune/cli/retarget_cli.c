@@ -42,49 +42,21 @@ static int next_images(void *ctx, uint64_t step, float *x, trn_err *err)
     return trn_loader_get(f->l, step, x, f->y, err);
 }
 
-/* Reads the tasks file: "task data-file" per line, '#' comments. */
+/* Reads the tasks file (trn_tasks_read: "task data-file" lines). */
 static int read_tasks(const char *path, task *t, int *n, trn_err *err)
 {
-    char *buf = NULL;
-    size_t len = 0;
-    if (trn_read_file(path, (size_t)1 << 20, &buf, &len, err) != 0) return -1;
-    const char *slash = strrchr(path, '/');
-    int dirlen = slash ? (int)(slash - path) : 0;
-    *n = 0;
-    int line = 0, rc = 0;
-    for (char *p = buf, *e; p && *p; p = e ? e + 1 : NULL) {
-        e = strchr(p, '\n');
-        if (e) *e = 0;
-        line++;
-        char name[64], file[2048];
-        while (isspace((unsigned char)*p)) p++;
-        if (!*p || *p == '#') continue;
-        if (sscanf(p, "%63s %2047s", name, file) != 2) {
-            rc = trn_errf(err, "%s:%d: expected \"task data-file\"", path, line);
-            break;
-        }
-        if (*n == MAX_TASKS) {
-            rc = trn_errf(err, "%s:%d: more than %d tasks", path, line, MAX_TASKS);
-            break;
-        }
-        snprintf(t[*n].name, sizeof t[*n].name, "%s", name);
-        if (file[0] == '/' || !slash)
-            snprintf(t[*n].path, sizeof t[*n].path, "%s", file);
-        else
-            snprintf(t[*n].path, sizeof t[*n].path, "%.*s/%s", dirlen, path, file);
-        for (int k = 0; k < *n; k++)
-            if (!strcmp(t[k].name, name)) {
-                rc = trn_errf(err, "%s:%d: task '%s' is listed twice", path, line, name);
-                break;
-            }
-        if (rc) break;
-        (*n)++;
+    trn_task_line lines[MAX_TASKS];
+    _Static_assert(sizeof t->name >= sizeof lines[0].name && sizeof t->path >= sizeof lines[0].path,
+                   "task holds a task line");
+    if (trn_tasks_read(path, lines, MAX_TASKS, n, err) != 0) return -1;
+    for (int k = 0; k < *n; k++) {
+        memcpy(t[k].name, lines[k].name, sizeof lines[k].name);
+        memcpy(t[k].path, lines[k].path, sizeof lines[k].path);
     }
-    free(buf);
-    if (!rc && *n < 2)
-        rc = trn_errf(err, "%s: needs the base's task and at least one more task (\"task "
-                      "data-file\" lines)", path);
-    return rc;
+    if (*n < 2)
+        return trn_errf(err, "%s: needs the base's task and at least one more task (\"task "
+                        "data-file\" lines)", path);
+    return 0;
 }
 
 /* Opens split s of ds with the caller's options. */

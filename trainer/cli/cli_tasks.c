@@ -27,42 +27,21 @@ void cli_tasks_free(cli_tasks *t)
     memset(t, 0, sizeof *t);
 }
 
-/* "task data-file" lines (paths relative to the tasks file), '#' comments. */
+/* The tasks file (trn_tasks_read: "task data-file" lines). */
 static int read_file(const char *path, cli_tasks *t, trn_err *err)
 {
-    char *buf = NULL;
-    size_t len = 0;
-    if (trn_read_file(path, (size_t)1 << 20, &buf, &len, err) != 0) return -1;
-    const char *slash = strrchr(path, '/');
-    int dirlen = slash ? (int)(slash - path) : 0;
-    int line = 0, rc = 0;
-    for (char *p = buf, *e; p && *p; p = e ? e + 1 : NULL) {
-        e = strchr(p, '\n');
-        if (e) *e = 0;
-        line++;
-        char name[64], file[2048];
-        while (isspace((unsigned char)*p)) p++;
-        if (!*p || *p == '#') continue;
-        if (sscanf(p, "%63s %2047s", name, file) != 2) {
-            rc = trn_errf(err, "%s:%d: expected \"task data-file\"", path, line);
-            break;
-        }
-        if (t->n == CLI_MAX_TASKS) {
-            rc = trn_errf(err, "%s:%d: more than %d tasks", path, line, CLI_MAX_TASKS);
-            break;
-        }
-        snprintf(t->name[t->n], sizeof t->name[t->n], "%s", name);
-        if (file[0] == '/' || !slash)
-            snprintf(t->path[t->n], sizeof t->path[t->n], "%s", file);
-        else
-            snprintf(t->path[t->n], sizeof t->path[t->n], "%.*s/%s", dirlen, path, file);
-        t->n++;
+    trn_task_line lines[CLI_MAX_TASKS];
+    _Static_assert(sizeof t->name[0] >= sizeof lines[0].name && sizeof t->path[0] >= sizeof lines[0].path,
+                   "cli_tasks holds a task line");
+    if (trn_tasks_read(path, lines, CLI_MAX_TASKS, &t->n, err) != 0) return -1;
+    for (int k = 0; k < t->n; k++) {
+        memcpy(t->name[k], lines[k].name, sizeof lines[k].name);
+        memcpy(t->path[k], lines[k].path, sizeof lines[k].path);
     }
-    free(buf);
-    if (!rc && t->n < 2)
-        rc = trn_errf(err, "%s: multi-task training needs at least two \"task data-file\" lines "
-                      "(the first the task of --data)", path);
-    return rc;
+    if (t->n < 2)
+        return trn_errf(err, "%s: multi-task training needs at least two \"task data-file\" lines "
+                        "(the first the task of --data)", path);
+    return 0;
 }
 
 int cli_tasks_open(const char *path, const char *data, const char *weights, cli_tasks *t, trn_err *err)

@@ -199,6 +199,16 @@ const char *trn_split_name(trn_split s);
 /* The split named `name`; -1 if it is none of them. */
 int trn_split_parse(const char *name);
 
+/* A tasks file (datasets/README.md): one "task data-file" line per task,
+ * the data file's path relative to the tasks file unless absolute, blank
+ * lines and '#' comments ignored. Reads at most max lines into t (no name
+ * twice) and sets *n. Errors name file:line. */
+typedef struct trn_task_line {
+    char name[64];
+    char path[4096];
+} trn_task_line;
+int trn_tasks_read(const char *path, trn_task_line *t, int max, int *n, trn_err *err) TRN_MUST_CHECK;
+
 /* A Darknet classifier data set: the .data file, its label set, and the
  * list of every split that the .data names, each image with its class. */
 typedef struct trn_dataset trn_dataset;

@@ -635,3 +635,41 @@ int trn_dataset_class(const trn_dataset *ds, trn_split s, size_t i)
 {
     return (unsigned)s < TRN_SPLIT_COUNT && i < ds->split[s].n ? ds->split[s].cls[i] : -1;
 }
+
+int trn_tasks_read(const char *path, trn_task_line *t, int max, int *n, trn_err *err)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    *n = 0;
+    if (trn_read_file(path, (size_t)1 << 20, &buf, &len, err) != 0) return -1;
+    const char *slash = strrchr(path, '/');
+    int dirlen = slash ? (int)(slash - path) : 0;
+    int line = 0, rc = 0;
+    for (char *p = buf, *e; p && *p; p = e ? e + 1 : NULL) {
+        e = strchr(p, '\n');
+        if (e) *e = 0;
+        line++;
+        char name[64], file[2048];
+        while (isspace((unsigned char)*p)) p++;
+        if (!*p || *p == '#') continue;
+        if (sscanf(p, "%63s %2047s", name, file) != 2) {
+            rc = trn_errf(err, "%s:%d: expected \"task data-file\"", path, line);
+            break;
+        }
+        if (*n == max) {
+            rc = trn_errf(err, "%s:%d: more than %d tasks", path, line, max);
+            break;
+        }
+        for (int k = 0; k < *n && !rc; k++)
+            if (!strcmp(t[k].name, name)) rc = trn_errf(err, "%s:%d: task '%s' is listed twice", path, line, name);
+        if (rc) break;
+        snprintf(t[*n].name, sizeof t[*n].name, "%s", name);
+        if (file[0] == '/' || !slash)
+            snprintf(t[*n].path, sizeof t[*n].path, "%s", file);
+        else
+            snprintf(t[*n].path, sizeof t[*n].path, "%.*s/%s", dirlen, path, file);
+        (*n)++;
+    }
+    free(buf);
+    return rc;
+}
