@@ -390,8 +390,8 @@ static void maxpool_plane(void *p, int plane)
 }
 
 /* The same choices in two passes: per input row, the first strict maximum
- * of each output's window columns (value and column); then per output, the
- * first strict maximum of those over the window rows. The first (row,
+ * of each output's window columns (value and index in the plane); then per
+ * output, the first strict maximum of those over the window rows. The first (row,
  * column) holding the window's maximum wins either way (values start at
  * -FLT_MAX and only a strictly larger one replaces the best). */
 #define SEP_MAX 4096 /* h x ow of a plane the two passes hold on the stack */
@@ -419,14 +419,17 @@ VEC_CLONES static void maxpool_rows(const poolctx *x, const float *in, float *hb
         }
         float *restrict b = hb + (size_t)iy * ow;
         int *restrict bc = hc + (size_t)iy * ow;
-        for (int ox = 0; ox < ow; ox++) b[ox] = v[ox * s], bc[ox] = vc[ox * s];
+        for (int ox = 0; ox < ow; ox++) b[ox] = v[ox * s], bc[ox] = iy * w + vc[ox * s];
     }
 }
 
-VEC_CLONES static void maxpool_cols(const poolctx *x, const float *hb, const int *hc, int base, float *out,
-                                    int *idx)
+/* The column pass: per output, the first strict maximum over its window's
+ * rows of the row pass's maxima v (rows wr floats apart, output ox at
+ * v[ox * step] of a row) and their indexes vc in the plane. */
+static inline __attribute__((always_inline)) void pick_cols(const poolctx *x, const float *v, const int *vc, int wr,
+                                                            int step, int base, float *out, int *idx)
 {
-    int s = x->stride, ow = x->ow, off = x->off, w = x->w;
+    int s = x->stride, ow = x->ow, off = x->off;
     for (int oy = 0; oy < x->oh; oy++) {
         float *restrict best = out + (size_t)oy * ow;
         int *restrict bi = idx ? idx + (size_t)oy * ow : NULL;
@@ -436,20 +439,33 @@ VEC_CLONES static void maxpool_cols(const poolctx *x, const float *hb, const int
         for (int n = 0; n < x->size; n++) {
             int iy = off + oy * s + n;
             if (iy < 0 || iy >= x->h) continue;
-            const float *restrict b = hb + (size_t)iy * ow;
-            const int *restrict bc = hc + (size_t)iy * ow;
-            int at = base + iy * w;
+            const float *restrict b = v + (size_t)iy * wr;
+            const int *restrict bc = vc + (size_t)iy * wr;
             if (bi)
                 for (int ox = 0; ox < ow; ox++) {
-                    float v = b[ox], bv = best[ox];
-                    int take = v > bv, ob = bi[ox];
-                    best[ox] = take ? v : bv;
-                    bi[ox] = ob + take * (at + bc[ox] - ob);
+                    float a = b[ox * step], bv = best[ox];
+                    int c = bc[ox * step], take = a > bv, ob = bi[ox];
+                    best[ox] = take ? a : bv;
+                    bi[ox] = ob + take * (base + c - ob);
                 }
             else
-                for (int ox = 0; ox < ow; ox++) best[ox] = b[ox] > best[ox] ? b[ox] : best[ox];
+                for (int ox = 0; ox < ow; ox++) best[ox] = b[ox * step] > best[ox] ? b[ox * step] : best[ox];
         }
     }
+}
+
+/* Its two instances: rows of one maximum per output (step 1: contiguous
+ * loads), and the flat row pass's rows of w, every stride-th read. */
+VEC_CLONES static void maxpool_cols(const poolctx *x, const float *v, const int *vc, int wr, int base, float *out,
+                                    int *idx)
+{
+    pick_cols(x, v, vc, wr, 1, base, out, idx);
+}
+
+VEC_CLONES static void maxpool_cols_strided(const poolctx *x, const float *v, const int *vc, int base, float *out,
+                                            int *idx)
+{
+    pick_cols(x, v, vc, x->w, x->stride, base, out, idx);
 }
 
 /* The row pass over the whole plane as one flat run (h*w floats within
@@ -491,34 +507,6 @@ VEC_CLONES static void maxpool_flat_rows(const poolctx *x, const float *restrict
                 if (c >= 0 && c < w && row[c] > bv) bv = row[c], bc = iy * w + c;
             }
             v[iy * w + j] = bv, vc[iy * w + j] = bc;
-        }
-    }
-}
-
-VEC_CLONES static void maxpool_flat_cols(const poolctx *x, const float *v, const int *vc, int base, float *out,
-                                         int *idx)
-{
-    int s = x->stride, ow = x->ow, off = x->off, w = x->w;
-    for (int oy = 0; oy < x->oh; oy++) {
-        float *restrict best = out + (size_t)oy * ow;
-        int *restrict bi = idx ? idx + (size_t)oy * ow : NULL;
-        for (int ox = 0; ox < ow; ox++) best[ox] = -FLT_MAX;
-        if (bi)
-            for (int ox = 0; ox < ow; ox++) bi[ox] = -1;
-        for (int n = 0; n < x->size; n++) {
-            int iy = off + oy * s + n;
-            if (iy < 0 || iy >= x->h) continue;
-            const float *restrict b = v + (size_t)iy * w;
-            const int *restrict bc = vc + (size_t)iy * w;
-            if (bi)
-                for (int ox = 0; ox < ow; ox++) {
-                    float a = b[ox * s], bv = best[ox];
-                    int c = bc[ox * s], take = a > bv, ob = bi[ox];
-                    best[ox] = take ? a : bv;
-                    bi[ox] = ob + take * (base + c - ob);
-                }
-            else
-                for (int ox = 0; ox < ow; ox++) best[ox] = b[ox * s] > best[ox] ? b[ox * s] : best[ox];
         }
     }
 }
@@ -568,35 +556,6 @@ VEC_CLONES static void maxpool_flat_rows_picked(const poolctx *x, const float *r
     }
 }
 
-/* The column pass over rows wr apart (picked: stride 1 inside a row). */
-VEC_CLONES static void maxpool_flat_cols1(const poolctx *x, const float *v, const int *vc, int wr, int base,
-                                          float *out, int *idx)
-{
-    int s = x->stride, ow = x->ow, off = x->off;
-    for (int oy = 0; oy < x->oh; oy++) {
-        float *restrict best = out + (size_t)oy * ow;
-        int *restrict bi = idx ? idx + (size_t)oy * ow : NULL;
-        for (int ox = 0; ox < ow; ox++) best[ox] = -FLT_MAX;
-        if (bi)
-            for (int ox = 0; ox < ow; ox++) bi[ox] = -1;
-        for (int n = 0; n < x->size; n++) {
-            int iy = off + oy * s + n;
-            if (iy < 0 || iy >= x->h) continue;
-            const float *restrict b = v + (size_t)iy * wr;
-            const int *restrict bc = vc + (size_t)iy * wr;
-            if (bi)
-                for (int ox = 0; ox < ow; ox++) {
-                    float a = b[ox], bv = best[ox];
-                    int c = bc[ox], take = a > bv, ob = bi[ox];
-                    best[ox] = take ? a : bv;
-                    bi[ox] = ob + take * (base + c - ob);
-                }
-            else
-                for (int ox = 0; ox < ow; ox++) best[ox] = b[ox] > best[ox] ? b[ox] : best[ox];
-        }
-    }
-}
-
 static void maxpool_plane_flat(void *p, int plane)
 {
     const poolctx *x = p;
@@ -609,15 +568,11 @@ static void maxpool_plane_flat(void *p, int plane)
         float hv[FLAT_MAX / 2];
         int hc[FLAT_MAX / 2];
         maxpool_flat_rows_picked(x, x->in + (size_t)base, hv, hc);
-        maxpool_flat_cols1(x, hv, hc, x->w / x->stride, base, out, idx);
+        maxpool_cols(x, hv, hc, x->w / x->stride, base, out, idx);
         return;
     }
     maxpool_flat_rows(x, x->in + (size_t)base, v, vc);
-    if (x->stride == 1) {
-        maxpool_flat_cols1(x, v, vc, x->w, base, out, idx);
-    } else {
-        maxpool_flat_cols(x, v, vc, base, out, idx);
-    }
+    maxpool_cols_strided(x, v, vc, base, out, idx);
 }
 
 static void maxpool_plane_sep(void *p, int plane)
@@ -627,7 +582,7 @@ static void maxpool_plane_sep(void *p, int plane)
     int hc[SEP_MAX];
     const float *in = x->in + (size_t)plane * x->h * x->w;
     maxpool_rows(x, in, hb, hc);
-    maxpool_cols(x, hb, hc, plane * x->h * x->w, x->out + (size_t)plane * x->oh * x->ow,
+    maxpool_cols(x, hb, hc, x->ow, plane * x->h * x->w, x->out + (size_t)plane * x->oh * x->ow,
                  x->idx ? x->idx + (size_t)plane * x->oh * x->ow : NULL);
 }
 
