@@ -610,9 +610,9 @@ static int plan_iov(rtl_model *m, const struct page_range *ranges, size_t nrange
     return 0;
 }
 
-/* Adds what a -> b moved to the pager's totals (pager mutex held, or no
- * pager). */
-static void paging_count(rtl_model *m, int a, int b, int syscalls)
+/* Adds what a -> b moved, from t0 on, to the pager's totals (pager mutex
+ * held, or no pager). */
+static void paging_count(rtl_model *m, int a, int b, int syscalls, double t0)
 {
     const struct page_plan *pl = &m->plan[(size_t)a * m->ncap + b];
     rtl_paging_stats *st = &m->paged;
@@ -622,6 +622,7 @@ static void paging_count(rtl_model *m, int a, int b, int syscalls)
     if (b > a) st->page_in += pl->bytes, st->advised_in += pl->pages;
     else st->page_out += pl->bytes, st->advised_out += pl->pages;
     st->done_ms = rtl_now_ms();
+    st->busy_ms += st->done_ms - t0;
 }
 
 static void *pager_main(void *arg)
@@ -639,8 +640,7 @@ static void *pager_main(void *arg)
         double t0 = rtl_now_ms();
         int calls = plan_apply(m, a, b);
         pthread_mutex_lock(&m->pager_mu);
-        paging_count(m, a, b, calls);
-        m->paged.busy_ms += m->paged.done_ms - t0;
+        paging_count(m, a, b, calls, t0);
         m->paged_cap = b + 1;
     }
     pthread_cond_broadcast(&m->pager_idle);
@@ -725,8 +725,7 @@ int rtl_model_set_capacity(rtl_model *m, int k, rtl_err *err)
     } else {
         double t0 = rtl_now_ms();
         int calls = plan_apply(m, m->capacity - 1, k - 1);
-        paging_count(m, m->capacity - 1, k - 1, calls);
-        m->paged.busy_ms += m->paged.done_ms - t0;
+        paging_count(m, m->capacity - 1, k - 1, calls, t0);
         m->capacity = m->paged_cap = k;
     }
     return 0;
