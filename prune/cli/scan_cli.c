@@ -75,14 +75,10 @@ static int filter_means(trn_net *net, const prn_ranking *r, const trn_dataset *d
     return rc;
 }
 
-/* The parameter of layer i with role, or NULL. */
+/* The parameter of layer i with role, or NULL (data written through it). */
 static trn_param *scan_param(trn_net *net, int i, trn_param_role role)
 {
-    int np;
-    const trn_param *p = trn_net_params(net, &np);
-    for (int k = 0; k < np; k++)
-        if (p[k].layer == i && p[k].role == role) return (trn_param *)&p[k];
-    return NULL;
+    return (trn_param *)trn_net_param(net, i, role);
 }
 
 /* Replaces filter f of layer i by the constant c (its mean output): zero

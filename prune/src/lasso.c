@@ -38,15 +38,6 @@ typedef struct lay {
     int in_from;  /* consumer: the producer whose channels it reads, or -1 */
 } lay;
 
-static const trn_param *find_param(const trn_net *net, int i, trn_param_role role)
-{
-    int np;
-    const trn_param *t = trn_net_params(net, &np);
-    for (int k = 0; k < np; k++)
-        if (t[k].layer == i && t[k].role == role) return &t[k];
-    return NULL;
-}
-
 static int all_zero(const float *a, int n, size_t stride, int len)
 {
     for (int i = 0; i < n; i++)
@@ -64,8 +55,8 @@ static int zero_maps_to_zero(trn_activation a)
 static int filter_dead(const trn_net *net, const lay *L, int i, int k)
 {
     if (!zero_maps_to_zero(L[i].in.activation)) return 0;
-    const trn_param *b = find_param(net, i, TRN_PARAM_BIASES), *s = find_param(net, i, TRN_PARAM_SCALES);
-    const trn_param *w = find_param(net, i, TRN_PARAM_WEIGHTS);
+    const trn_param *b = trn_net_param(net, i, TRN_PARAM_BIASES), *s = trn_net_param(net, i, TRN_PARAM_SCALES);
+    const trn_param *w = trn_net_param(net, i, TRN_PARAM_WEIGHTS);
     if (!b || !w || b->data[k] != 0.0f) return 0;
     if (s) return s->data[k] == 0.0f;
     return all_zero(w->data + (size_t)k * w->cols, 1, 0, w->cols);
@@ -74,7 +65,7 @@ static int filter_dead(const trn_net *net, const lay *L, int i, int k)
 /* Channel k of consumer c (reading `per` values per channel) is unused. */
 static int channel_unused(const trn_net *net, int c, int k, int per)
 {
-    const trn_param *w = find_param(net, c, TRN_PARAM_WEIGHTS);
+    const trn_param *w = trn_net_param(net, c, TRN_PARAM_WEIGHTS);
     if (!w) return 0;
     return all_zero(w->data + (size_t)k * per, w->rows, (size_t)w->cols, per);
 }
@@ -106,7 +97,7 @@ static void copy_sliced(const trn_param *s, const trn_param *d, const unsigned c
 /* Zero columns of conv layer i's weights (all filters zero there). */
 static int zero_columns(const trn_net *net, int i)
 {
-    const trn_param *w = find_param(net, i, TRN_PARAM_WEIGHTS);
+    const trn_param *w = trn_net_param(net, i, TRN_PARAM_WEIGHTS);
     int z = 0;
     for (int j = 0; w && j < w->cols; j++) z += all_zero(w->data + j, w->rows, (size_t)w->cols, 1);
     return z;
@@ -184,7 +175,7 @@ int prn_lasso(const trn_cfg *cfg, const trn_net *base, prn_variant *out, trn_err
         int per = L[i].in.kind == TRN_LAYER_CONVOLUTIONAL ? L[i].in.size * L[i].in.size
                                                          : L[i].in.in.h * L[i].in.in.w;
         for (int r = 0; r < TRN_PARAM_ROLE_COUNT; r++) {
-            const trn_param *s = find_param(base, i, (trn_param_role)r), *d = find_param(out->net, i, (trn_param_role)r);
+            const trn_param *s = trn_net_param(base, i, (trn_param_role)r), *d = trn_net_param(out->net, i, (trn_param_role)r);
             if (!s || !d) continue;
             if (r == TRN_PARAM_WEIGHTS && L[i].in.kind == TRN_LAYER_CONNECTED) rk = NULL;
             if (r == TRN_PARAM_WEIGHTS) copy_sliced(s, d, rk, ck, per > 0 ? per : 1);
@@ -205,7 +196,7 @@ int prn_lasso(const trn_cfg *cfg, const trn_net *base, prn_variant *out, trn_err
         if (L[i].in.kind != TRN_LAYER_CONVOLUTIONAL) continue;
         trn_layer_info ai;
         trn_net_layer_info(out->net, i, &ai);
-        const trn_param *w = find_param(out->net, i, TRN_PARAM_WEIGHTS);
+        const trn_param *w = trn_net_param(out->net, i, TRN_PARAM_WEIGHTS);
         int zc = zero_columns(out->net, i), cols = w ? w->cols : 0;
         if (cols) col_macs += (double)ai.macs * zc / cols;
         cJSON *x = cJSON_CreateObject();

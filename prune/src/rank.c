@@ -83,16 +83,6 @@ int prn_rank_layers(const trn_net *net, int *layers, int max)
     return count;
 }
 
-/* The weights parameter of layer i, or NULL. */
-static const trn_param *weights_of(const trn_net *net, int i)
-{
-    int np;
-    const trn_param *p = trn_net_params(net, &np);
-    for (int k = 0; k < np; k++)
-        if (p[k].layer == i && p[k].role == TRN_PARAM_WEIGHTS) return &p[k];
-    return NULL;
-}
-
 /* Allocates the ranking's layer table for net. NULL with err. */
 static prn_ranking *ranking_new(const trn_net *net, prn_rank_method m, trn_err *err)
 {
@@ -122,7 +112,7 @@ static prn_ranking *ranking_new(const trn_net *net, prn_rank_method m, trn_err *
         L->kind = info.kind;
         L->filters = info.out.c;
         L->map = (uint64_t)info.out.h * (uint64_t)info.out.w;
-        const trn_param *w = weights_of(net, idx[l]);
+        const trn_param *w = trn_net_param(net, idx[l], TRN_PARAM_WEIGHTS);
         L->filter_weights = w ? (uint64_t)w->cols : 0;
         L->score = calloc((size_t)L->filters, sizeof *L->score);
         L->norm = calloc((size_t)L->filters, sizeof *L->norm);
@@ -202,7 +192,7 @@ static int rank_l1(prn_ranking *r, const trn_net *net, trn_err *err)
 {
     for (int l = 0; l < r->nlayers; l++) {
         prn_rank_layer *L = &r->layers[l];
-        const trn_param *w = weights_of(net, L->layer);
+        const trn_param *w = trn_net_param(net, L->layer, TRN_PARAM_WEIGHTS);
         if (!w || w->rows != L->filters)
             return trn_errf(err, "layer %d: no weight matrix of %d rows", L->layer, L->filters);
         for (int f = 0; f < L->filters; f++) {
@@ -246,16 +236,6 @@ int prn_trr_distance_parse(const char *s)
     for (int d = 0; s && d < PRN_TRR_DISTANCE_COUNT; d++)
         if (!strcmp(s, prn_trr_distance_name((prn_trr_distance)d))) return d;
     return -1;
-}
-
-/* The parameter of layer i with role, or NULL. */
-static const trn_param *param_of(const trn_net *net, int i, trn_param_role role)
-{
-    int np;
-    const trn_param *p = trn_net_params(net, &np);
-    for (int k = 0; k < np; k++)
-        if (p[k].layer == i && p[k].role == role) return &p[k];
-    return NULL;
 }
 
 /* Where a ranked layer's F_i comes from: src's output at the layer (src is
@@ -308,8 +288,8 @@ static trr_source *trr_sources(const prn_ranking *r, trn_net *net, const prn_ran
             }
             trn_cfg_free(c);
         }
-        const trn_param *sc = param_of(net, L->layer, TRN_PARAM_SCALES),
-                        *var = param_of(net, L->layer, TRN_PARAM_ROLLING_VARIANCE);
+        const trn_param *sc = trn_net_param(net, L->layer, TRN_PARAM_SCALES),
+                        *var = trn_net_param(net, L->layer, TRN_PARAM_ROLLING_VARIANCE);
         if (o->at == PRN_TRR_AT_CONV && sc && var) {
             if (!(s[l].k = malloc((size_t)L->filters * sizeof *s[l].k))) {
                 trn_errf(err, "out of memory");

@@ -124,16 +124,6 @@ out:
     return rc;
 }
 
-/* The parameter of layer i with role `role`, or NULL. */
-static const trn_param *find_param(const trn_net *net, int i, trn_param_role role)
-{
-    int np;
-    const trn_param *t = trn_net_params(net, &np);
-    for (int k = 0; k < np; k++)
-        if (t[k].layer == i && t[k].role == role) return &t[k];
-    return NULL;
-}
-
 #define MAX_ITEMS 16
 
 int prn_svd(const trn_cfg *cfg, const trn_net *base, const char *spec, prn_variant *out,
@@ -181,7 +171,7 @@ int prn_svd(const trn_cfg *cfg, const trn_net *base, const char *spec, prn_varia
                 goto out;
             }
         uint64_t m = (uint64_t)l->in.c * l->in.h * l->in.w, mp = (uint64_t)l->out.c;
-        int bn = find_param(base, it->layer, TRN_PARAM_SCALES) != NULL;
+        int bn = trn_net_param(base, it->layer, TRN_PARAM_SCALES) != NULL;
         int rmax = (int)(m < mp ? m : mp);
         if (it->rank) {
             if (it->rank > rmax) {
@@ -254,11 +244,11 @@ int prn_svd(const trn_cfg *cfg, const trn_net *base, const char *spec, prn_varia
         int m = l->in.c * l->in.h * l->in.w, mp = l->out.c, k = it->rank;
         int r = m < mp ? m : mp;
         int second = map[it->layer], first = second - 1;
-        const trn_param *w = find_param(base, it->layer, TRN_PARAM_WEIGHTS);
-        const trn_param *w1 = find_param(out->net, first, TRN_PARAM_WEIGHTS);
-        const trn_param *b1 = find_param(out->net, first, TRN_PARAM_BIASES);
-        const trn_param *w2 = find_param(out->net, second, TRN_PARAM_WEIGHTS);
-        int bn = find_param(base, it->layer, TRN_PARAM_SCALES) != NULL;
+        const trn_param *w = trn_net_param(base, it->layer, TRN_PARAM_WEIGHTS);
+        const trn_param *w1 = trn_net_param(out->net, first, TRN_PARAM_WEIGHTS);
+        const trn_param *b1 = trn_net_param(out->net, first, TRN_PARAM_BIASES);
+        const trn_param *w2 = trn_net_param(out->net, second, TRN_PARAM_WEIGHTS);
+        int bn = trn_net_param(base, it->layer, TRN_PARAM_SCALES) != NULL;
         float *sv = malloc((size_t)r * sizeof *sv);
         if (!sv) {
             trn_errf(err, "out of memory");
@@ -275,8 +265,8 @@ int prn_svd(const trn_cfg *cfg, const trn_net *base, const char *spec, prn_varia
         /* Biases and BN statistics of the second layer come from the base. */
         for (int role = 0; role < TRN_PARAM_ROLE_COUNT; role++) {
             if (role == TRN_PARAM_WEIGHTS) continue;
-            const trn_param *src = find_param(base, it->layer, (trn_param_role)role);
-            const trn_param *dst = find_param(out->net, second, (trn_param_role)role);
+            const trn_param *src = trn_net_param(base, it->layer, (trn_param_role)role);
+            const trn_param *dst = trn_net_param(out->net, second, (trn_param_role)role);
             if (src && dst) memcpy(dst->data, src->data, src->count * sizeof(float));
         }
         /* The discarded energy: ||W - W_k||_F^2 = sum of the dropped s_i^2. */

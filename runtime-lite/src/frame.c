@@ -258,7 +258,7 @@ static void put32(uint8_t *b, uint32_t v) { b[0] = (uint8_t)v, b[1] = (uint8_t)(
 
 /* count floats as little-endian float32 at b (the wire order): one copy on
  * a little-endian host, byte by byte elsewhere. */
-static void floats_put(uint8_t *b, const float *x, uint32_t count)
+void rtlp_floats_put(uint8_t *b, const float *x, uint32_t count)
 {
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
     if (count) memcpy(b, x, (size_t)count * 4);
@@ -382,7 +382,7 @@ static uint8_t *build_request(uint32_t id, const char *catalog, const char *vari
     uint8_t *b = malloc(len);
     if (!b) return NULL;
     rtlp_request_header(b, id, catalog, variant, first, last, geom, hgeom, count);
-    floats_put(b + h, x, count);
+    rtlp_floats_put(b + h, x, count);
     *n = len;
     return b;
 }
@@ -424,7 +424,7 @@ uint8_t *rtlp_build_reply_at(size_t pre, size_t post, uint32_t id, uint8_t statu
     put32(b + 4, id);
     if (status == 0) {
         put32(b + 8, count);
-        floats_put(b + 12, x, count);
+        rtlp_floats_put(b + 12, x, count);
     } else {
         b[8] = (uint8_t)m, b[9] = (uint8_t)(m >> 8);
         memcpy(b + 10, message, m);
@@ -444,6 +444,3 @@ void rtlp_floats_get(const uint8_t *b, uint32_t count, float *out)
     }
 #endif
 }
-
-void rtl_wire_floats_put(uint8_t *b, const float *x, uint32_t count) { floats_put(b, x, count); }
-void rtl_wire_floats_get(const uint8_t *b, uint32_t count, float *out) { rtlp_floats_get(b, count, out); }

@@ -117,8 +117,6 @@ uint8_t *rtlp_build_reply(uint32_t id, uint8_t status, const float *x, uint32_t 
  * RTLP_PLAIN_AT, post = RTLP_ABYTES - 1). */
 uint8_t *rtlp_build_reply_at(size_t pre, size_t post, uint32_t id, uint8_t status, const float *x, uint32_t count,
                              const char *message, size_t *n);
-/* Little-endian float32 at b[i] as a float. */
-void rtlp_floats_get(const uint8_t *b, uint32_t count, float *out);
 /* A request's bytes before its floats (a part: geom; held: hgeom too),
  * written at b when b is not NULL; its length, or 0 when an id is too long.
  * The floats (count little-endian float32) follow. */

@@ -694,10 +694,10 @@ static void job_fill(void *arg, uint8_t *dst)
     for (int c = 0; c < g->c_in; c++) {
         const float *src = j->x + (size_t)c * g->h_in * w;
         if (j->held && c >= j->hg[3] && c < j->hg[4] && hi > lo) {
-            rtl_wire_floats_put(dst, src + (size_t)a * w, (uint32_t)((size_t)(lo - a) * w)), dst += (size_t)(lo - a) * w * 4;
-            rtl_wire_floats_put(dst, src + (size_t)hi * w, (uint32_t)((size_t)(b - hi) * w)), dst += (size_t)(b - hi) * w * 4;
+            rtlp_floats_put(dst, src + (size_t)a * w, (uint32_t)((size_t)(lo - a) * w)), dst += (size_t)(lo - a) * w * 4;
+            rtlp_floats_put(dst, src + (size_t)hi * w, (uint32_t)((size_t)(b - hi) * w)), dst += (size_t)(b - hi) * w * 4;
         } else {
-            rtl_wire_floats_put(dst, src + (size_t)a * w, (uint32_t)((size_t)(b - a) * w)), dst += (size_t)(b - a) * w * 4;
+            rtlp_floats_put(dst, src + (size_t)a * w, (uint32_t)((size_t)(b - a) * w)), dst += (size_t)(b - a) * w * 4;
         }
     }
 }
@@ -711,7 +711,7 @@ static void job_take(void *arg, const uint8_t *src, uint32_t count)
     size_t band = (size_t)(q->r1 - q->r0) * j->g->w;
     if (count != j->nout) return; /* refused below */
     for (int c = q->c0; c < q->c1; c++)
-        rtl_wire_floats_get(src + (size_t)(c - q->c0) * band * 4, (uint32_t)band,
+        rtlp_floats_get(src + (size_t)(c - q->c0) * band * 4, (uint32_t)band,
                             j->y + ((size_t)c * j->g->h + q->r0) * j->g->w);
 }
 

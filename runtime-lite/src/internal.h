@@ -77,7 +77,7 @@ int rtl_peer_run_held_part(rtl_peer *p, const char *catalog, const char *variant
                            size_t cap, size_t *nout, int deadline_ms, rtl_err *err);
 /* A part whose request is written and whose answer is read in place
  * (GTDP's coordinator): fill writes the request's n floats as wire bytes
- * (little-endian float32, rtl_wire_floats_put) at dst, straight into the
+ * (little-endian float32, rtlp_floats_put) at dst, straight into the
  * frame that is then sealed in place; take reads the answer's count floats
  * (wire bytes at src, in the reply opened in place). hgeom: a held request
  * (rtl_peer_held), or NULL. No copy of the input or the answer between. */
@@ -91,8 +91,8 @@ int rtl_peer_run_part_io(rtl_peer *p, const char *catalog, const char *variant, 
                          size_t *nout, int deadline_ms, rtl_err *err);
 /* count floats to and from the wire's little-endian float32 bytes (one
  * memcpy on a little-endian host): frame.c. */
-void rtl_wire_floats_put(uint8_t *b, const float *x, uint32_t count);
-void rtl_wire_floats_get(const uint8_t *b, uint32_t count, float *out);
+void rtlp_floats_put(uint8_t *b, const float *x, uint32_t count);
+void rtlp_floats_get(const uint8_t *b, uint32_t count, float *out);
 void rtl_gtdp_cache_free(struct rtl_gtdp_cache *c);
 /* rtl_gtdp_compute_part with its input rows (q->in_r0..in_r1, n floats in
  * all, checked as there) read where they lie: row(ctx, c, iy, dst) writes

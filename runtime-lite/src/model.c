@@ -93,8 +93,7 @@ struct rtl_model {
     uint64_t switch_in, switch_out;           /* the last switch: parameter bytes */
     uint64_t switch_in_pages, switch_out_pages; /* and the page bytes advised */
     struct page_plan *plan;    /* [ncap][ncap]: capacity a -> b's ranges */
-    struct page_range *ranges;
-    struct iovec *iov;         /* the ranges as process_madvise takes them */
+    struct iovec *iov;         /* the plans' ranges of the mapping, as process_madvise takes them */
     int pidfd;                 /* this process, for process_madvise; -1: madvise per range */
     /* the pager (a thread of the model; 0: the caller's thread pages) */
     int pager, pager_stop;
@@ -372,7 +371,7 @@ struct page_range {
 };
 
 struct page_plan {         /* capacity a -> b (0-based), up when b > a */
-    size_t first, count;   /* in m->ranges */
+    size_t first, count;   /* in m->iov */
     uint64_t bytes, pages; /* parameter bytes added/dropped; whole pages advised */
 };
 
@@ -522,7 +521,7 @@ static void pages_unused(page_run *r, size_t off, size_t len, const unsigned cha
     }
 }
 
-static int plan_iov(rtl_model *m, size_t nranges, rtl_err *err);
+static int plan_iov(rtl_model *m, const struct page_range *ranges, size_t nranges, rtl_err *err);
 
 /* Every transition's ranges (after nested_table). A downgrade a -> b
  * releases the whole pages holding only parameters of a that b drops; an
@@ -564,9 +563,9 @@ static int nested_plan(rtl_model *m, rtl_err *err)
     }
     free(used);
     free(r.v);
-    m->ranges = out.v;
-    if (r.oom || out.oom) return rtl_errf(err, "out of memory");
-    return plan_iov(m, out.n, err);
+    int rc = r.oom || out.oom ? rtl_errf(err, "out of memory") : plan_iov(m, out.v, out.n, err);
+    free(out.v);
+    return rc;
 }
 
 /* Advises the ranges of capacity a -> b (0-based): one process_madvise
@@ -592,20 +591,18 @@ static int plan_apply(rtl_model *m, int a, int b)
         m->pidfd = -1;
     }
 #endif
-    char *base = m->parts[0].map;
-    for (size_t i = pl->first; i < pl->first + pl->count; i++)
-        (void)madvise(base + m->ranges[i].off, m->ranges[i].len, advice);
+    for (size_t i = pl->first; i < pl->first + pl->count; i++) (void)madvise(m->iov[i].iov_base, m->iov[i].iov_len, advice);
     return (int)pl->count;
 }
 
 /* The process_madvise batches of the plan (a process without pidfd_open
  * or process_madvise advises per range). */
-static int plan_iov(rtl_model *m, size_t nranges, rtl_err *err)
+static int plan_iov(rtl_model *m, const struct page_range *ranges, size_t nranges, rtl_err *err)
 {
     m->pidfd = -1;
     if (!(m->iov = calloc(nranges ? nranges : 1, sizeof *m->iov))) return rtl_errf(err, "out of memory");
     for (size_t i = 0; i < nranges; i++)
-        m->iov[i] = (struct iovec){(char *)m->parts[0].map + m->ranges[i].off, m->ranges[i].len};
+        m->iov[i] = (struct iovec){(char *)m->parts[0].map + ranges[i].off, ranges[i].len};
 #if defined(SYS_process_madvise) && defined(SYS_pidfd_open)
     m->pidfd = (int)syscall(SYS_pidfd_open, getpid(), 0u);
     if (m->pidfd >= 0) (void)fcntl(m->pidfd, F_SETFD, FD_CLOEXEC);
@@ -613,9 +610,9 @@ static int plan_iov(rtl_model *m, size_t nranges, rtl_err *err)
     return 0;
 }
 
-/* Adds what a -> b moved to the pager's totals (pager mutex held, or no
- * pager). */
-static void paging_count(rtl_model *m, int a, int b, int syscalls)
+/* Adds what a -> b moved, from t0 on, to the pager's totals (pager mutex
+ * held, or no pager). */
+static void paging_count(rtl_model *m, int a, int b, int syscalls, double t0)
 {
     const struct page_plan *pl = &m->plan[(size_t)a * m->ncap + b];
     rtl_paging_stats *st = &m->paged;
@@ -625,6 +622,7 @@ static void paging_count(rtl_model *m, int a, int b, int syscalls)
     if (b > a) st->page_in += pl->bytes, st->advised_in += pl->pages;
     else st->page_out += pl->bytes, st->advised_out += pl->pages;
     st->done_ms = rtl_now_ms();
+    st->busy_ms += st->done_ms - t0;
 }
 
 static void *pager_main(void *arg)
@@ -642,8 +640,7 @@ static void *pager_main(void *arg)
         double t0 = rtl_now_ms();
         int calls = plan_apply(m, a, b);
         pthread_mutex_lock(&m->pager_mu);
-        paging_count(m, a, b, calls);
-        m->paged.busy_ms += m->paged.done_ms - t0;
+        paging_count(m, a, b, calls, t0);
         m->paged_cap = b + 1;
     }
     pthread_cond_broadcast(&m->pager_idle);
@@ -728,8 +725,7 @@ int rtl_model_set_capacity(rtl_model *m, int k, rtl_err *err)
     } else {
         double t0 = rtl_now_ms();
         int calls = plan_apply(m, m->capacity - 1, k - 1);
-        paging_count(m, m->capacity - 1, k - 1, calls);
-        m->paged.busy_ms += m->paged.done_ms - t0;
+        paging_count(m, m->capacity - 1, k - 1, calls, t0);
         m->capacity = m->paged_cap = k;
     }
     return 0;
@@ -848,7 +844,6 @@ void rtl_model_close(rtl_model *m)
     free(m->cap_rows);
     free(m->cap_inc);
     free(m->plan);
-    free(m->ranges);
     if (m->iov && m->pidfd >= 0) close(m->pidfd);
     free(m->iov);
     rtl_gtdp_cache_free(m->gtdp);

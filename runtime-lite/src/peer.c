@@ -1055,7 +1055,7 @@ struct plain_io {
 static void plain_fill(void *ctx, uint8_t *dst)
 {
     const struct plain_io *c = ctx;
-    rtl_wire_floats_put(dst, c->x, (uint32_t)c->n);
+    rtlp_floats_put(dst, c->x, (uint32_t)c->n);
 }
 static void plain_take(void *ctx, const uint8_t *src, uint32_t count)
 {

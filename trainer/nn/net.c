@@ -725,6 +725,13 @@ const trn_param *trn_net_params(const trn_net *net, int *n)
     return net->params;
 }
 
+const trn_param *trn_net_param(const trn_net *net, int layer, trn_param_role role)
+{
+    for (int k = 0; k < net->np; k++)
+        if (net->params[k].layer == layer && net->params[k].role == role) return &net->params[k];
+    return NULL;
+}
+
 int trn_net_set_mask(trn_net *net, int p, const float *mask, trn_err *err)
 {
     if (p < 0 || p >= net->np)

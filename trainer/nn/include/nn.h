@@ -516,6 +516,8 @@ typedef struct trn_param {
 /* The table: *n entries, valid for the network's lifetime. Data may be
  * written through the pointers (not when borrowed). */
 const trn_param *trn_net_params(const trn_net *net, int *n);
+/* The entry of layer's parameter with role, or NULL when it has none. */
+const trn_param *trn_net_param(const trn_net *net, int layer, trn_param_role role);
 /* Freezes elements of parameter p where mask[i] == 0 (mask: count values;
  * NULL unfreezes). Frozen elements get no update, decay included, and a
  * frozen rolling statistic is not updated by training forwards. */
