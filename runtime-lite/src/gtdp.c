@@ -361,15 +361,6 @@ void rtl_gtdp_cache_free(struct rtl_gtdp_cache *c)
     free(c);
 }
 
-static const trn_param *layer_param(const trn_net *net, int layer, trn_param_role r)
-{
-    int np;
-    const trn_param *p = trn_net_params(net, &np);
-    for (int k = 0; k < np; k++)
-        if (p[k].layer == layer && p[k].role == r) return &p[k];
-    return NULL;
-}
-
 static struct part_net *part_net(rtl_model *m, const rtl_gtdp_layer *g, const rtl_gtdp_part *q, rtl_err *err)
 {
     struct rtl_gtdp_cache **cp = rtl_model_gtdp_cache(m);
@@ -413,7 +404,7 @@ static struct part_net *part_net(rtl_model *m, const rtl_gtdp_layer *g, const rt
         return NULL;
     }
     for (int r = 0; r < TRN_PARAM_ROLE_COUNT; r++) {
-        const trn_param *s = layer_param(src, g->index, (trn_param_role)r), *d = layer_param(net, 0, (trn_param_role)r);
+        const trn_param *s = trn_net_param(src, g->index, (trn_param_role)r), *d = trn_net_param(net, 0, (trn_param_role)r);
         if (!s || !d) continue;
         size_t row = r == TRN_PARAM_WEIGHTS ? (size_t)s->cols : 1;
         memcpy(d->data, s->data + (size_t)q->c0 * row, (size_t)(q->c1 - q->c0) * row * sizeof(float));
