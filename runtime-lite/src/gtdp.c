@@ -361,15 +361,6 @@ void rtl_gtdp_cache_free(struct rtl_gtdp_cache *c)
     free(c);
 }
 
-static const trn_param *layer_param(const trn_net *net, int layer, trn_param_role r)
-{
-    int np;
-    const trn_param *p = trn_net_params(net, &np);
-    for (int k = 0; k < np; k++)
-        if (p[k].layer == layer && p[k].role == r) return &p[k];
-    return NULL;
-}
-
 static struct part_net *part_net(rtl_model *m, const rtl_gtdp_layer *g, const rtl_gtdp_part *q, rtl_err *err)
 {
     struct rtl_gtdp_cache **cp = rtl_model_gtdp_cache(m);
@@ -413,7 +404,7 @@ static struct part_net *part_net(rtl_model *m, const rtl_gtdp_layer *g, const rt
         return NULL;
     }
     for (int r = 0; r < TRN_PARAM_ROLE_COUNT; r++) {
-        const trn_param *s = layer_param(src, g->index, (trn_param_role)r), *d = layer_param(net, 0, (trn_param_role)r);
+        const trn_param *s = trn_net_param(src, g->index, (trn_param_role)r), *d = trn_net_param(net, 0, (trn_param_role)r);
         if (!s || !d) continue;
         size_t row = r == TRN_PARAM_WEIGHTS ? (size_t)s->cols : 1;
         memcpy(d->data, s->data + (size_t)q->c0 * row, (size_t)(q->c1 - q->c0) * row * sizeof(float));
@@ -663,6 +654,7 @@ struct job {
     int deadline_ms, ok;
     int held;         /* the worker holds hg, its answer of the block before: not sent again */
     int32_t hg[5];
+    int lo, hi;       /* held: the rows of hg within in_r0..in_r1 (of its channels), not sent */
     double t_got; /* when the answer was here */
     rtl_err err;
 };
@@ -688,8 +680,7 @@ static void job_fill(void *arg, uint8_t *dst)
 {
     const job *j = arg;
     const rtl_gtdp_layer *g = j->g;
-    int a = j->q.in_r0, b = j->q.in_r1, lo = a, hi = a;
-    if (j->held) lo = j->hg[1] > a ? j->hg[1] : a, hi = j->hg[2] < b ? j->hg[2] : b;
+    int a = j->q.in_r0, b = j->q.in_r1, lo = j->lo, hi = j->hi;
     size_t w = (size_t)g->w_in;
     for (int c = 0; c < g->c_in; c++) {
         const float *src = j->x + (size_t)c * g->h_in * w;
@@ -724,11 +715,6 @@ static void *job_main(void *arg)
     job *j = arg;
     size_t got = 0;
     const rtl_gtdp_layer *g = j->g;
-    j->nsent = j->nin;
-    if (j->held) { /* the held answer's rows of its channels are not sent */
-        int a = j->q.in_r0, b = j->q.in_r1, lo = j->hg[1] > a ? j->hg[1] : a, hi = j->hg[2] < b ? j->hg[2] : b;
-        if (hi > lo) j->nsent -= (size_t)(j->hg[4] - j->hg[3]) * (size_t)(hi - lo) * g->w_in;
-    }
     rtl_part_io io = {job_fill, job_take, j};
     j->ok = rtl_peer_run_part_io(j->peer, j->catalog, j->variant, g->index, g->last, &j->q, j->held ? j->hg : NULL,
                                  j->nsent, &io, j->nout, &got, j->deadline_ms, &j->err) == 0 &&
@@ -810,6 +796,11 @@ static int run_conv(rtl_model *m, const rtl_gtdp_layer *g, rtl_peer **peers, con
         int32_t *h = j->hg;
         j->held = !no_held && rtl_peer_held(j->peer, h) && h[0] == g->index - 1 && h[2] <= g->h_in &&
                   h[4] <= g->c_in && h[1] < j->q.in_r1 && h[2] > j->q.in_r0;
+        j->nsent = j->nin;
+        if (j->held) { /* the held answer's rows of its channels are not sent */
+            j->lo = h[1] > j->q.in_r0 ? h[1] : j->q.in_r0, j->hi = h[2] < j->q.in_r1 ? h[2] : j->q.in_r1;
+            j->nsent -= (size_t)(h[4] - h[3]) * (size_t)(j->hi - j->lo) * g->w_in;
+        }
     }
     /* The last part runs on this thread, the others on the model's helper
      * threads. */
