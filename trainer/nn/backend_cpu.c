@@ -33,6 +33,9 @@
 
 /* Work below this many floats is not worth waking threads for. */
 #define PAR_MIN 32768
+/* Floats per pool item of the chunked loops (element-wise, max pooling's
+ * backward). */
+#define CHUNK 16384
 
 static void *cpu_alloc(TRN_BE, size_t bytes)
 {
@@ -630,15 +633,13 @@ static void cpu_maxpool_backward(TRN_BE, const float *delta, const int *idx, int
         return;
     }
     poolbackctx x = {delta, idx, planes, per_plane, 0, in_delta};
-    x.per_item = (int)(16384 / (size_t)per_plane);
+    x.per_item = (int)(CHUNK / (size_t)per_plane);
     if (x.per_item < 1) x.per_item = 1;
     trn_parallel_for((planes + x.per_item - 1) / x.per_item, maxpool_back_item, &x);
 }
 #endif
 
 /* ---- element-wise ----------------------------------------------------- */
-
-#define CHUNK 16384
 
 typedef struct ewctx {
     float *x;
