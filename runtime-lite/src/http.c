@@ -55,7 +55,7 @@ struct xfer {
     int64_t range_start;    /* from Content-Range, -1 when absent */
     const struct rtl_http_sink *sink;
     /* the bandwidth limit of this try */
-    struct timespec t0;
+    double t0_ms;           /* when the try began (rtl_now_ms) */
     uint64_t got;           /* body bytes of this try */
 };
 
@@ -116,9 +116,7 @@ static void throttle(struct xfer *x, size_t len)
     uint64_t rate = x->h->o ? x->h->o->max_bytes_per_s : 0;
     x->got += len;
     if (!rate) return;
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    double elapsed = (double)(now.tv_sec - x->t0.tv_sec) + (double)(now.tv_nsec - x->t0.tv_nsec) / 1e9;
+    double elapsed = (rtl_now_ms() - x->t0_ms) / 1e3;
     double ahead = (double)x->got / (double)rate - elapsed;
     if (ahead <= 0) return;
     struct timespec t = {(time_t)ahead, (long)((ahead - (double)(time_t)ahead) * 1e9)};
@@ -248,7 +246,7 @@ static void setup(struct rtl_http *h, const char *url, struct xfer *x)
     curl_easy_setopt(c, CURLOPT_HEADERDATA, x);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, x);
     x->file = strncmp(url, "file:", 5) == 0;
-    clock_gettime(CLOCK_MONOTONIC, &x->t0);
+    x->t0_ms = rtl_now_ms();
 }
 
 /* Whether a failed try is worth another: the network or the server may
