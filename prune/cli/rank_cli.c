@@ -63,7 +63,7 @@ prn_ranking *prn_cli_rank(trn_net *net, const trn_cfg *cfg, prn_rank_method m, c
                           trn_split split, uint64_t seed, uint64_t triplets, prn_trr_at at,
                           prn_trr_distance dist, trn_err *err)
 {
-    prn_rank_opts ro = {.method = m, .at = at, .distance = dist, .cfg = cfg};
+    prn_rank_opts ro = {.method = m, .at = at, .distance = dist, .cfg = cfg, .seed = seed};
     triplet_src src = {0};
     if (m == PRN_RANK_TRR) {
         trn_shape s = trn_net_input_shape(net);

@@ -24,7 +24,7 @@
 
 typedef struct rm_settings {
     double step, min_accuracy, learning_rate, max_layer_step, min_layer_step, target_macs;
-    long long retrain_batches, triplets, min_filters, max_steps, bn_batches, connected;
+    long long retrain_batches, triplets, min_filters, max_steps, bn_batches, connected, eval_every;
 } rm_settings;
 
 static int rm_set(rm_settings *s, const char *kv, trn_err *err)
@@ -52,10 +52,11 @@ static int rm_set(rm_settings *s, const char *kv, trn_err *err)
     else if (KEY("max_steps")) { RANGE(1, RM_MAX_STEPS - 1); WHOLE; s->max_steps = (long long)v; }
     else if (KEY("bn_batches")) { RANGE(0, 1e6); WHOLE; s->bn_batches = (long long)v; }
     else if (KEY("connected")) { RANGE(0, 1); WHOLE; s->connected = (long long)v; }
+    else if (KEY("eval_every")) { RANGE(0, 1e7); WHOLE; s->eval_every = (long long)v; }
     else
         return trn_errf(err, "--set '%s': unknown key '%.*s' (known: step, min_accuracy, retrain_batches, "
                              "learning_rate, triplets, min_filters, max_layer_step, min_layer_step, max_steps, target_macs, bn_batches, "
-                             "connected)", kv, (int)kl, kv);
+                             "connected, eval_every)", kv, (int)kl, kv);
 #undef KEY
 #undef RANGE
 #undef WHOLE
@@ -123,6 +124,7 @@ typedef struct rm_step {
     rm_acc acc, test;
     int passed;
     trn_net_totals tot;
+    cJSON *curve;   /* eval_every > 0: [{batch, accuracy, test}] during the retraining */
 } rm_step;
 
 static void step_free(rm_step *s, int L)
@@ -132,6 +134,7 @@ static void step_free(rm_step *s, int L)
     for (int l = 0; s->perm && l < L; l++) free(s->perm[l]);
     free(s->perm);
     free(s->kept);
+    cJSON_Delete(s->curve);
     memset(s, 0, sizeof *s);
 }
 
@@ -144,15 +147,61 @@ static int feed_batch(void *ctx, uint64_t index, float *x, float *y, trn_err *er
     return trn_loader_get(((rm_feed *)ctx)->ld, index, x, y, err);
 }
 
+/* eval_every (a diagnostic): the retraining curve of a step. */
+typedef struct rm_curve {
+    rm_step *s;
+    const trn_dataset *ds;
+    trn_split eval;
+    int threads;
+    trn_cfg *tc;        /* the retraining cfg */
+    rm_feed *feed;      /* the retraining batches */
+    uint64_t bn_first;  /* the batches that re-estimate the statistics, as after the retraining */
+    int bn_batches;
+} rm_curve;
+
+/* Appends {batch, accuracy (eval split), test} of net to s->curve: a copy
+ * of net (its weights at this batch) whose batch-norm statistics are
+ * re-estimated as the step's are after its retraining (the same batches),
+ * so the last point is the step's result; net is untouched. *correct and
+ * *total are the eval split's. */
+static int curve_point(void *ctx, trn_net *net, uint64_t *correct, uint64_t *total, trn_err *err)
+{
+    rm_curve *c = ctx;
+    rm_acc a, t;
+    trn_net *bn = prn_cli_net_like(c->tc, net, trn_net_batch(net), 0, 0, err);
+    trn_net *n = bn && prn_bn_recalibrate(bn, feed_batch, c->feed, c->bn_first, c->bn_batches, err) == 0
+                 ? prn_cli_net_like(c->s->cfg, bn, RM_EVAL_BATCH, 1, 0, err) : NULL;
+    int rc = !n || prn_cli_evaluate(n, c->ds, c->eval, c->threads, &a, err) ||
+             prn_cli_evaluate(n, c->ds, TRN_SPLIT_TEST, c->threads, &t, err) ? -1 : 0;
+    trn_net_free(n);
+    trn_net_free(bn);
+    if (rc) return -1;
+    cJSON *o = cJSON_CreateObject();
+    if (!o || (!c->s->curve && !(c->s->curve = cJSON_CreateArray()))) {
+        cJSON_Delete(o);
+        return trn_errf(err, "out of memory");
+    }
+    cJSON_AddItemToArray(c->s->curve, o);
+    uint64_t b = trn_net_current_batch(net);
+    cJSON_AddNumberToObject(o, "batch", (double)b);
+    cJSON_AddItemToObject(o, "accuracy", prn_cli_acc_json(&a));
+    cJSON_AddItemToObject(o, "test", prn_cli_acc_json(&t));
+    fprintf(stderr, "prune roadmap:   retraining batch %llu: %s top-1 %.4f, test %.4f\n", (unsigned long long)b,
+            trn_split_name(c->eval), a.top1, t.top1);
+    *correct = a.correct;
+    *total = a.images;
+    return 0;
+}
+
 /* Retrains s (in place) for o->retrain_batches on the training split:
  * the step's cfg with learning_rate, poly power 2, no burn-in and
  * max_batches set; checkpoints go to tmpdir and are removed. Then the
  * batch-norm statistics are re-estimated from bn_batches further training
  * batches (prn_bn_recalibrate). */
-static int retrain(rm_step *s, const rm_settings *set, const trn_dataset *ds, uint64_t seed, int threads,
-                   const char *tmpdir, const char *cfg_path, trn_err *err)
+static int retrain(rm_step *s, const rm_settings *set, const trn_dataset *ds, trn_split eval, uint64_t seed,
+                   int threads, const char *tmpdir, const char *cfg_path, trn_err *err)
 {
-    if (set->retrain_batches == 0 && set->bn_batches == 0) return 0;
+    if (set->retrain_batches == 0 && set->bn_batches == 0 && set->eval_every == 0) return 0;
     trn_cfg *tc = trn_cfg_clone(s->cfg, err);
     if (!tc) return -1;
     int rc = trn_cfg_setf(tc, 0, "learning_rate", err, "%.9g", set->learning_rate) ||
@@ -170,8 +219,13 @@ static int retrain(rm_step *s, const rm_settings *set, const trn_dataset *ds, ui
             !(f.ld = trn_loader_open(ds, TRN_SPLIT_TRAIN, &lo, err)))
             rc = -1;
     }
+    rm_curve cv = {s, ds, eval, threads, tc, &f, (uint64_t)set->retrain_batches, (int)set->bn_batches};
+    uint64_t c0, n0;
+    if (rc == 0 && set->eval_every > 0 && curve_point(&cv, net, &c0, &n0, err)) rc = -1; /* batch 0: just pruned */
     if (rc == 0 && set->retrain_batches > 0) {
-        trn_train_opts to = {.next_batch = feed_batch, .batch_ctx = &f, .backup_dir = tmpdir, .base = "step"};
+        trn_train_opts to = {.next_batch = feed_batch, .batch_ctx = &f, .backup_dir = tmpdir, .base = "step",
+                             .validate = set->eval_every > 0 ? curve_point : NULL, .validate_ctx = &cv,
+                             .validate_every = (uint64_t)set->eval_every};
         rc = trn_train(net, &to, err) == 0 ? 0 : -1;
         char p[4200];
         snprintf(p, sizeof p, "%s/step.ckpt", tmpdir);
@@ -264,7 +318,7 @@ int prn_cli_roadmap(int argc, char **argv, trn_err *err)
         {"--weights", "W", CK_STR, &weights, 0, 0, "its weights (Darknet .weights)"},
         {"--data", "D.data", CK_STR, &data, 0, 0, "the data set (train: triplets and retraining; valid: the\n"
                                                   "stopping rule; test: the reported accuracy)"},
-        {"--method", "M", CK_STR, &method, 0, 0, "the ranking: trr or l1"},
+        {"--method", "M", CK_STR, &method, 0, 0, "the ranking: trr, l1 or random (a diagnostic baseline)"},
         {"--seed", "N", CK_INT, &seed, 0, 4611686018427387904.0, "seed of the triplets and the retraining"},
         {"--out", "DIR", CK_STR, &out, 0, 0, "the roadmap folder to write"},
         {"--set", "key=value", CK_LIST, &set, 0, 0, "a setting (repeatable; see above)"},
@@ -275,7 +329,7 @@ int prn_cli_roadmap(int argc, char **argv, trn_err *err)
     };
     const ck_verb v = {
         "roadmap", NULL, NULL,
-        "--cfg C --weights W --data D.data --method trr|l1 --seed N --out DIR\n"
+        "--cfg C --weights W --data D.data --method trr|l1|random --seed N --out DIR\n"
         "                     [--set key=value ...] [--follow ROADMAP] [--threads T]",
         "NestDNN's filter pruning roadmap: from the base, each step ranks the current model\n"
         "(--method), removes the least important `step` fraction of the ranked filters across\n"
@@ -293,7 +347,10 @@ int prn_cli_roadmap(int argc, char **argv, trn_err *err)
         "max_steps (12), target_macs (0: none; a passing step at\n"
         "or below this fraction of the base's MACs ends the roadmap), bn_batches (20: training\n"
         "batches that re-estimate the batch-norm statistics after each step's retraining; 0: none),\n"
-        "connected (1; 0: only convolutional layers lose filters, the connected ones keep all).\n",
+        "connected (1; 0: only convolutional layers lose filters, the connected ones keep all),\n"
+        "eval_every (0; N, a diagnostic: each step's `curve` records the valid and test top-1\n"
+        "right after the pruning (batch 0) and every N retraining batches, each of a copy\n"
+        "whose batch-norm statistics are re-estimated like the step's after its retraining).\n",
         opts, NULL};
     const char *extra;
     int rc0;
@@ -303,7 +360,7 @@ int prn_cli_roadmap(int argc, char **argv, trn_err *err)
         if (!need[i][1]) return trn_errf(err, "--%s is required", need[i][0]), -2;
     if (seed < 0) return trn_errf(err, "--seed is required"), -2;
     int m = prn_rank_method_parse(method);
-    if (m < 0) return trn_errf(err, "--method '%s' is not a ranking: use trr or l1", method), -2;
+    if (m < 0) return trn_errf(err, "--method '%s' is not a ranking: use trr, l1 or random", method), -2;
     rm_settings st = {.step = 0.2, .min_accuracy = 0.5, .learning_rate = 0.01, .max_layer_step = 0.5, .retrain_batches = 100,
                       .triplets = PRN_TRR_TRIPLETS_DEFAULT, .min_filters = 2, .max_steps = 12, .bn_batches = 20, .connected = 1};
     for (int i = 0; i < set.n; i++)
@@ -435,7 +492,7 @@ int prn_cli_roadmap(int argc, char **argv, trn_err *err)
         prn_net_opts(&no, 0);
         if (!(s->net = trn_net_create(s->cfg, &no, err)) || prn_filters_copy(p->net, s->net, kp, L, err)) goto done;
         snprintf(tmpdir, sizeof tmpdir, "%s/.train-%d", out, k);
-        if (retrain(s, &st, ds, (uint64_t)seed + 1000 + (uint64_t)k, (int)threads, tmpdir, cfgp, err) ||
+        if (retrain(s, &st, ds, eval, (uint64_t)seed + 1000 + (uint64_t)k, (int)threads, tmpdir, cfgp, err) ||
             measure(s, ds, eval, (int)threads, err))
             goto done;
         s->passed = s->acc.top1 >= st.min_accuracy;
@@ -494,6 +551,7 @@ int prn_cli_roadmap(int argc, char **argv, trn_err *err)
     cJSON_AddNumberToObject(jset, "target_macs", st.target_macs);
     cJSON_AddNumberToObject(jset, "bn_batches", (double)st.bn_batches);
     cJSON_AddBoolToObject(jset, "connected", st.connected != 0);
+    cJSON_AddNumberToObject(jset, "eval_every", (double)st.eval_every);
     cJSON_AddStringToObject(jset, "eval_split", trn_split_name(eval));
     if (follow) cJSON_AddStringToObject(jset, "follow", follow);
     else cJSON_AddNullToObject(jset, "follow");
@@ -552,6 +610,10 @@ int prn_cli_roadmap(int argc, char **argv, trn_err *err)
         cJSON_AddItemToObject(o, "accuracy", prn_cli_acc_json(&s->acc));
         cJSON_AddItemToObject(o, "test", prn_cli_acc_json(&s->test));
         cJSON_AddBoolToObject(o, "passed", s->passed);
+        if (s->curve) {
+            cJSON_AddItemToObject(o, "curve", s->curve);
+            s->curve = NULL;
+        }
     }
     cJSON_AddItemToObject(j, "steps", js);
     cJSON_AddNumberToObject(j, "seed_step", seed_step);

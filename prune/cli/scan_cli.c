@@ -75,6 +75,129 @@ static int filter_means(trn_net *net, const prn_ranking *r, const trn_dataset *d
     return rc;
 }
 
+/* --corr N (a diagnostic, not part of TRR nor of the paper): the Pearson
+ * correlation between every two filters' outputs of each ranked layer,
+ * over N training images spread over the split (evaluation preprocessing)
+ * and every map position; a filter whose output is constant there (a dead
+ * one) correlates 0 with every other. corr[l] is filters x filters. */
+static int filter_corr(trn_net *net, const prn_ranking *r, const trn_dataset *ds, size_t want, double **corr,
+                       trn_err *err)
+{
+    int batch = trn_net_batch(net), last = 0, rc = 0;
+    trn_shape s = trn_net_input_shape(net);
+    size_t in = trn_net_inputs(net), n = trn_dataset_count(ds, TRN_SPLIT_TRAIN);
+    size_t m = n < want ? n : want;
+    double **sum = calloc((size_t)r->nlayers, sizeof *sum);
+    float *x = calloc((size_t)batch * in, sizeof *x);
+    if (!x || !sum) {
+        free(x), free(sum);
+        return trn_errf(err, "out of memory");
+    }
+    for (int l = 0; l < r->nlayers; l++) {
+        int F = r->layers[l].filters;
+        if (r->layers[l].layer > last) last = r->layers[l].layer;
+        memset(corr[l], 0, (size_t)F * (size_t)F * sizeof **corr);
+        if (!(sum[l] = calloc((size_t)F, sizeof **sum))) rc = trn_errf(err, "out of memory");
+    }
+    double *col = NULL;
+    for (size_t i0 = 0; i0 < m && rc == 0; i0 += (size_t)batch) {
+        int k = (int)(m - i0 < (size_t)batch ? m - i0 : (size_t)batch);
+        memset(x, 0, (size_t)batch * in * sizeof *x);
+        for (int j = 0; j < k && rc == 0; j++)
+            rc = trn_image_load_input(trn_dataset_path(ds, TRN_SPLIT_TRAIN, (i0 + (size_t)j) * n / m), s.w, s.h,
+                                      s.c, x + (size_t)j * in, err);
+        if (rc || (rc = trn_net_forward_upto(net, x, last, err)) != 0) break;
+        for (int l = 0; l < r->nlayers && rc == 0; l++) {
+            const prn_rank_layer *L = &r->layers[l];
+            const float *y = trn_net_layer_output(net, L->layer);
+            size_t mp = (size_t)L->map, F = (size_t)L->filters;
+            free(col);
+            if (!(col = malloc(F * sizeof *col))) {
+                rc = trn_errf(err, "out of memory");
+                break;
+            }
+            for (int j = 0; j < k; j++)
+                for (size_t p = 0; p < mp; p++) {
+                    for (size_t f = 0; f < F; f++) col[f] = y[((size_t)j * F + f) * mp + p];
+                    for (size_t f = 0; f < F; f++) {
+                        sum[l][f] += col[f];
+                        for (size_t g = f; g < F; g++) corr[l][f * F + g] += col[f] * col[g];
+                    }
+                }
+        }
+    }
+    for (int l = 0; l < r->nlayers && rc == 0; l++) {
+        size_t F = (size_t)r->layers[l].filters;
+        double cnt = (double)m * (double)r->layers[l].map, *c = corr[l];
+        for (size_t f = 0; f < F; f++)
+            for (size_t g = f; g < F; g++) c[f * F + g] = c[f * F + g] / cnt - sum[l][f] / cnt * (sum[l][g] / cnt);
+        for (size_t f = 0; f < F; f++)
+            for (size_t g = f + 1; g < F; g++) {
+                double d = sqrt(c[f * F + f] * c[g * F + g]);
+                c[f * F + g] = c[g * F + f] = d > 1e-12 ? c[f * F + g] / d : 0;
+            }
+        for (size_t f = 0; f < F; f++) c[f * F + f] = 1;
+    }
+    for (int l = 0; l < r->nlayers; l++) free(sum[l]);
+    free(sum);
+    free(col);
+    free(x);
+    return rc;
+}
+
+/* The mean |correlation| over the pairs of the n filters in set (0 when
+ * n < 2); c is F x F. */
+static double set_corr(const double *c, int F, const int *set, int n)
+{
+    double s = 0;
+    for (int a = 0; a < n; a++)
+        for (int b = a + 1; b < n; b++) s += fabs(c[(size_t)set[a] * (size_t)F + (size_t)set[b]]);
+    return n > 1 ? s / ((double)n * (n - 1) / 2) : 0;
+}
+
+#define SCAN_CORR_SETS 1000
+
+static int dcmp(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The same statistic for SCAN_CORR_SETS random sets of n of the F filters
+ * (set d, its seed's stream d): their mean, 5th and 95th percentiles, and
+ * the fraction of them below v. */
+static void random_corr(const double *c, int F, int n, uint64_t seed, uint64_t stream, double v, double out[4])
+{
+    double *vals = malloc(SCAN_CORR_SETS * sizeof *vals);
+    int *pool = malloc((size_t)F * sizeof *pool);
+    if (!vals || !pool) {
+        free(vals), free(pool);
+        out[0] = out[1] = out[2] = out[3] = NAN;
+        return;
+    }
+    trn_rng root, g;
+    trn_rng_seed(&root, seed);
+    double mean = 0, below = 0;
+    for (int d = 0; d < SCAN_CORR_SETS; d++) {
+        g = trn_rng_fork(&root, stream * SCAN_CORR_SETS + (uint64_t)d);
+        for (int f = 0; f < F; f++) pool[f] = f;
+        for (int a = 0; a < n; a++) {
+            int b = a + (int)trn_rng_below(&g, (uint64_t)(F - a)), t = pool[a];
+            pool[a] = pool[b], pool[b] = t;
+        }
+        vals[d] = set_corr(c, F, pool, n);
+        mean += vals[d] / SCAN_CORR_SETS;
+        below += vals[d] < v;
+    }
+    qsort(vals, SCAN_CORR_SETS, sizeof *vals, dcmp);
+    out[0] = mean;
+    out[1] = vals[SCAN_CORR_SETS / 20];
+    out[2] = vals[SCAN_CORR_SETS - 1 - SCAN_CORR_SETS / 20];
+    out[3] = below / SCAN_CORR_SETS;
+    free(vals);
+    free(pool);
+}
+
 /* The parameter of layer i with role, or NULL (data written through it). */
 static trn_param *scan_param(trn_net *net, int i, trn_param_role role)
 {
@@ -99,17 +222,19 @@ int prn_cli_scan(int argc, char **argv, trn_err *err)
     const char *cfgp = NULL, *weights = NULL, *data = NULL, *out = NULL, *method = NULL;
     const char *fr = "0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9", *split = "test", *dropmode = "remove";
     const char *at = prn_trr_at_name(PRN_TRR_AT_DEFAULT), *dist = prn_trr_distance_name(PRN_TRR_DISTANCE_DEFAULT);
-    long long seed = -1, triplets = PRN_TRR_TRIPLETS_DEFAULT, threads = 1;
+    long long seed = -1, triplets = PRN_TRR_TRIPLETS_DEFAULT, threads = 1, ncorr = 0;
     const ck_opt opts[] = {
         {"--cfg", "C", CK_STR, &cfgp, 0, 0, "the trained network (Darknet cfg)"},
         {"--weights", "W", CK_STR, &weights, 0, 0, "its weights (Darknet .weights)"},
         {"--data", "D.data", CK_STR, &data, 0, 0, "the data set (triplets from train; accuracy on --split)"},
-        {"--method", "M", CK_STR, &method, 0, 0, "the ranking: trr or l1"},
+        {"--method", "M", CK_STR, &method, 0, 0, "the ranking: trr, l1 or random (a diagnostic baseline)"},
         {"--seed", "N", CK_INT, &seed, 0, 4611686018427387904.0, "seed of the triplet sampling"},
         {"--triplets", "N", CK_INT, &triplets, 1, 100000000, "TRR's triplets (default 8192)"},
         {"--at", "P", CK_STR, &at, 0, 0, "TRR: where F is read: output, bn (before the activation), conv (before batch norm)"},
         {"--distance", "D", CK_STR, &dist, 0, 0, "TRR: squared (equation 3.1) or plain L2 distance"},
         {"--drop", "HOW", CK_STR, &dropmode, 0, 0, "remove (default: the filters go) or mean (a diagnostic: each is replaced by its mean output)"},
+        {"--corr", "N", CK_INT, &ncorr, 0, 100000, "a diagnostic: the kept filters' mean |correlation| of outputs\n"
+                                                  "over N training images, against random sets (default 0: none)"},
         {"--fractions", "LIST", CK_STR, &fr, 0, 0, "the pruned fractions (default 0.1,0.2,...,0.9)"},
         {"--split", "S", CK_STR, &split, 0, 0, "the split the accuracy is measured on (default test)"},
         {"--out", "FILE", CK_STR, &out, 0, 0, "the scan to write (JSON)"},
@@ -118,15 +243,20 @@ int prn_cli_scan(int argc, char **argv, trn_err *err)
     };
     const ck_verb v = {
         "scan", NULL, NULL,
-        "--cfg C --weights W --data D.data --method trr|l1 --seed N --out FILE\n"
-        "                  [--triplets N] [--at P] [--distance D] [--drop HOW] [--fractions LIST] [--split S] [--threads T]",
+        "--cfg C --weights W --data D.data --method trr|l1|random --seed N --out FILE\n"
+        "                  [--triplets N] [--at P] [--distance D] [--drop HOW] [--corr N] [--fractions LIST]\n"
+        "                  [--split S] [--threads T]",
         "The sensitivity scan (NestDNN Figure 3.3): for every ranked layer and every fraction\n"
         "p, that layer alone loses its round(p x filters) least important filters by the\n"
         "ranking, without retraining, and the network's top-1 on the split is measured\n"
         "(with its 95% Wilson interval). Prints the table; writes FILE (JSON).\n"
         "--drop mean keeps the layer's shape and replaces each dropped filter by its mean\n"
         "output over 512 training images (a constant map): a diagnostic of how much of a\n"
-        "filter's importance is its mean contribution to the next layer, not a pruning.\n",
+        "filter's importance is its mean contribution to the next layer, not a pruning.\n"
+        "--corr N (a diagnostic of redundancy among the kept filters): the Pearson correlation\n"
+        "of every two filters' outputs over N training images and every map position; per\n"
+        "point, the kept filters' mean |r| over their pairs, and the same for 1000 random sets\n"
+        "of as many filters (mean, 5th and 95th percentiles, the fraction below the kept set's).\n",
         opts, NULL};
     const char *extra;
     int rc0;
@@ -136,7 +266,7 @@ int prn_cli_scan(int argc, char **argv, trn_err *err)
         if (!need[i][1]) return trn_errf(err, "--%s is required", need[i][0]), -2;
     if (seed < 0) return trn_errf(err, "--seed is required"), -2;
     int m = prn_rank_method_parse(method), sp = trn_split_parse(split);
-    if (m < 0) return trn_errf(err, "--method '%s' is not a ranking: use trr or l1", method), -2;
+    if (m < 0) return trn_errf(err, "--method '%s' is not a ranking: use trr, l1 or random", method), -2;
     if (sp < 0) return trn_errf(err, "--split '%s' is not a split: use train, valid or test", split), -2;
     int ati = prn_trr_at_parse(at), di = prn_trr_distance_parse(dist);
     if (ati < 0) return trn_errf(err, "--at '%s' is not a point: use output, bn or conv", at), -2;
@@ -156,7 +286,7 @@ int prn_cli_scan(int argc, char **argv, trn_err *err)
     prn_ranking *r = NULL;
     cJSON *j = NULL;
     int *keep = NULL;
-    double **means = NULL;
+    double **means = NULL, **corr = NULL;
     if (!cfg) return -1;
     if (!(ds = trn_dataset_open(data, err))) goto done;
     if (!trn_dataset_count(ds, (trn_split)sp)) {
@@ -185,6 +315,18 @@ int prn_cli_scan(int argc, char **argv, trn_err *err)
             }
         if (filter_means(base, r, ds, means, err)) goto done;
     }
+    if (ncorr > 0) {
+        if (!(corr = calloc((size_t)r->nlayers, sizeof *corr))) {
+            trn_errf(err, "out of memory");
+            goto done;
+        }
+        for (int l = 0; l < r->nlayers; l++)
+            if (!(corr[l] = malloc((size_t)r->layers[l].filters * (size_t)r->layers[l].filters * sizeof **corr))) {
+                trn_errf(err, "out of memory");
+                goto done;
+            }
+        if (filter_corr(base, r, ds, (size_t)ncorr, corr, err)) goto done;
+    }
     rm_acc a0;
     if (prn_cli_evaluate(base, ds, (trn_split)sp, (int)threads, &a0, err)) goto done;
     j = cJSON_CreateObject();
@@ -197,6 +339,7 @@ int prn_cli_scan(int argc, char **argv, trn_err *err)
         cJSON_AddStringToObject(j, "distance", dist);
     }
     cJSON_AddStringToObject(j, "drop", dropmode);
+    if (ncorr > 0) cJSON_AddNumberToObject(j, "corr_images", (double)ncorr);
     cJSON_AddNumberToObject(j, "seed", (double)seed);
     cJSON_AddStringToObject(j, "cfg", cfgp);
     cJSON_AddStringToObject(j, "weights", weights);
@@ -261,14 +404,34 @@ int prn_cli_scan(int argc, char **argv, trn_err *err)
             cJSON_AddItemToObject(pt, "accuracy", prn_cli_acc_json(&a));
             printf(" %6.2f%%", 100 * a.top1);
             fflush(stdout);
+            if (corr) {
+                double kc = set_corr(corr[l], L->filters, keep, n), rnd[4];
+                random_corr(corr[l], L->filters, n, (uint64_t)seed, (uint64_t)l * SCAN_MAX_FRACTIONS + (uint64_t)f, kc, rnd);
+                cJSON *c = cJSON_AddObjectToObject(pt, "kept_corr");
+                cJSON_AddNumberToObject(c, "mean_abs", kc);
+                cJSON_AddNumberToObject(c, "random_mean", rnd[0]);
+                cJSON_AddNumberToObject(c, "random_p5", rnd[1]);
+                cJSON_AddNumberToObject(c, "random_p95", rnd[2]);
+                cJSON_AddNumberToObject(c, "random_below", rnd[3]);
+            }
         }
         printf("\n");
+        for (int f = 0; corr && f < nf; f++) {
+            const cJSON *c = cJSON_GetObjectItem(cJSON_GetArrayItem(pts, f), "kept_corr");
+            printf("  %3.0f%%: kept mean |r| %.3f, random sets %.3f [%.3f, %.3f], %.0f%% of them below\n",
+                   100 * fracs[f], cJSON_GetObjectItem(c, "mean_abs")->valuedouble,
+                   cJSON_GetObjectItem(c, "random_mean")->valuedouble, cJSON_GetObjectItem(c, "random_p5")->valuedouble,
+                   cJSON_GetObjectItem(c, "random_p95")->valuedouble,
+                   100 * cJSON_GetObjectItem(c, "random_below")->valuedouble);
+        }
     }
     if (prn_cli_write_json(out, j, err) != 0) goto done;
     rc = 0;
 done:
     for (int l = 0; means && r && l < r->nlayers; l++) free(means[l]);
     free(means);
+    for (int l = 0; corr && r && l < r->nlayers; l++) free(corr[l]);
+    free(corr);
     free(keep);
     cJSON_Delete(j);
     prn_ranking_free(r);

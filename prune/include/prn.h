@@ -256,9 +256,11 @@ int prn_lasso(const trn_cfg *cfg, const trn_net *base, prn_variant *out, trn_err
 typedef enum prn_rank_method {
     PRN_RANK_TRR,
     PRN_RANK_L1,
+    PRN_RANK_RANDOM, /* a diagnostic baseline, neither NestDNN's nor Li et al.'s: a
+                      * uniformly random score per filter from prn_rank_opts.seed */
     PRN_RANK_METHOD_COUNT
 } prn_rank_method;
-/* "trr", "l1"; "?" when invalid. */
+/* "trr", "l1", "random"; "?" when invalid. */
 const char *prn_rank_method_name(prn_rank_method m);
 /* The method named s, or -1. */
 int prn_rank_method_parse(const char *s);
@@ -312,6 +314,7 @@ typedef struct prn_rank_opts {
     const trn_cfg *cfg;       /* TRR with at != OUTPUT: the net's cfg (a copy
                                * with the layer's activation linear is built
                                * per ranked layer) */
+    uint64_t seed;            /* RANDOM: the scores' seed */
 } prn_rank_opts;
 
 typedef struct prn_rank_layer {

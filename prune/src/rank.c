@@ -41,6 +41,7 @@ const char *prn_rank_method_name(prn_rank_method m)
     switch (m) {
     case PRN_RANK_TRR: return "trr";
     case PRN_RANK_L1: return "l1";
+    case PRN_RANK_RANDOM: return "random";
     default: return "?";
     }
 }
@@ -50,6 +51,7 @@ int prn_rank_method_parse(const char *s)
     if (!s) return -1;
     if (!strcmp(s, "trr")) return PRN_RANK_TRR;
     if (!strcmp(s, "l1")) return PRN_RANK_L1;
+    if (!strcmp(s, "random")) return PRN_RANK_RANDOM;
     return -1;
 }
 
@@ -163,7 +165,8 @@ static int ranking_finish(prn_ranking *r, trn_err *err)
     for (int l = 0; l < r->nlayers; l++) {
         prn_rank_layer *L = &r->layers[l];
         double d = r->method == PRN_RANK_TRR ? (double)L->map * (double)(r->triplets ? r->triplets : 1)
-                                             : (double)(L->filter_weights ? L->filter_weights : 1);
+                   : r->method == PRN_RANK_L1 ? (double)(L->filter_weights ? L->filter_weights : 1)
+                                              : 1;
         int first = n;
         for (int f = 0; f < L->filters; f++) {
             if (!isfinite(L->score[f])) {
@@ -203,6 +206,22 @@ static int rank_l1(prn_ranking *r, const trn_net *net, trn_err *err)
         }
     }
     return 0;
+}
+
+/* RANDOM (a diagnostic baseline): filter f of ranked layer l scores a
+ * uniform number in [0, 1) from stream (layer index << 32 | f) of seed, so
+ * the score of a filter does not depend on the other layers. */
+static void rank_random(prn_ranking *r, uint64_t seed)
+{
+    trn_rng root;
+    trn_rng_seed(&root, seed);
+    for (int l = 0; l < r->nlayers; l++) {
+        prn_rank_layer *L = &r->layers[l];
+        for (int f = 0; f < L->filters; f++) {
+            trn_rng g = trn_rng_fork(&root, (uint64_t)L->layer << 32 | (uint64_t)f);
+            L->score[f] = (double)trn_rng_below(&g, (uint64_t)1 << 53) / (double)((uint64_t)1 << 53);
+        }
+    }
 }
 
 const char *prn_trr_at_name(prn_trr_at a)
@@ -374,8 +393,8 @@ static int rank_trr(prn_ranking *r, trn_net *net, const prn_rank_opts *o, trn_er
 
 prn_ranking *prn_rank(trn_net *net, const prn_rank_opts *o, trn_err *err)
 {
-    if (o->method != PRN_RANK_TRR && o->method != PRN_RANK_L1) {
-        trn_errf(err, "unknown ranking method %d: use trr or l1", (int)o->method);
+    if (o->method != PRN_RANK_TRR && o->method != PRN_RANK_L1 && o->method != PRN_RANK_RANDOM) {
+        trn_errf(err, "unknown ranking method %d: use trr, l1 or random", (int)o->method);
         return NULL;
     }
     prn_ranking *r = ranking_new(net, o->method, err);
@@ -383,7 +402,10 @@ prn_ranking *prn_rank(trn_net *net, const prn_rank_opts *o, trn_err *err)
     r->triplets = o->method == PRN_RANK_TRR ? o->triplets : 0;
     r->at = o->at;
     r->distance = o->distance;
-    int rc = o->method == PRN_RANK_TRR ? rank_trr(r, net, o, err) : rank_l1(r, net, err);
+    int rc = 0;
+    if (o->method == PRN_RANK_TRR) rc = rank_trr(r, net, o, err);
+    else if (o->method == PRN_RANK_L1) rc = rank_l1(r, net, err);
+    else rank_random(r, o->seed);
     if (rc == 0) rc = ranking_finish(r, err);
     if (rc != 0) {
         prn_ranking_free(r);
@@ -472,8 +494,9 @@ cJSON *prn_ranking_json(const prn_ranking *r, const trn_net *net)
         cJSON_AddStringToObject(j, "distance", prn_trr_distance_name(r->distance));
     }
     cJSON_AddStringToObject(j, "normalisation",
-                            r->method == PRN_RANK_TRR ? "score / (map height * width * triplets)"
-                                                      : "score / weights per filter");
+                            r->method == PRN_RANK_TRR  ? "score / (map height * width * triplets)"
+                            : r->method == PRN_RANK_L1 ? "score / weights per filter"
+                                                       : "none");
     for (int l = 0; l < r->nlayers; l++) {
         const prn_rank_layer *L = &r->layers[l];
         trn_layer_info info;

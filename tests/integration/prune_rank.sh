@@ -72,6 +72,23 @@ expect_ok "scan --drop mean" "$P" scan --cfg "$T/base.cfg" --weights "$T/base.we
     --seed 3 --fractions 0.5 --drop mean --out "$T/scan-mean.json"
 t_check "scan --drop mean: recorded, same points" \
     jqc '.drop == "mean" and [.layers[0].points[].pruned] == [4]' "$T/scan-mean.json"
+# scan --corr: the kept filters' output correlation against random sets (a diagnostic)
+expect_ok "scan --corr" "$P" scan --cfg "$T/base.cfg" --weights "$T/base.weights" --data "$D" --method l1 \
+    --seed 3 --fractions 0.25,0.75 --corr 8 --out "$T/scan-corr.json"
+t_check "scan --corr: recorded, every point" jqc '.corr_images == 8 and all(.layers[].points[]; has("kept_corr"))' "$T/scan-corr.json"
+t_check "scan --corr: mean |r| in [0, 1], random percentiles ordered" jqc '
+    all(.layers[].points[].kept_corr; .mean_abs >= 0 and .mean_abs <= 1 and .random_p5 <= .random_mean and
+        .random_mean <= .random_p95 and .random_below >= 0 and .random_below <= 1)' "$T/scan-corr.json"
+t_check "scan --corr: one filter left has no pair (0)" jqc '.layers[1].points[1].pruned == 5 and .layers[1].points[1].kept_corr.mean_abs == 0' "$T/scan-corr.json"
+t_check "scan --corr: printed" grep -q "kept mean |r| " "$T/out"
+t_check "scan --corr: the accuracies are the plain scan's" test \
+    "$(jq -c '[.layers[].points[] | select(.fraction == 0.25) | .accuracy]' "$T/scan-corr.json")" = \
+    "$("$P" scan --cfg "$T/base.cfg" --weights "$T/base.weights" --data "$D" --method l1 --seed 3 --fractions 0.25 \
+        --out "$T/scan-nocorr.json" >/dev/null 2>&1; jq -c '[.layers[].points[].accuracy]' "$T/scan-nocorr.json")"
+# --method random: the diagnostic baseline (roadmap and scan)
+expect_ok "scan --method random" "$P" scan --cfg "$T/base.cfg" --weights "$T/base.weights" --data "$D" --method random \
+    --seed 3 --fractions 0.5 --out "$T/scan-rnd.json"
+t_check "scan --method random: recorded" jqc '.method == "random" and (.layers | length) == 3' "$T/scan-rnd.json"
 
 bad() { # NAME PATTERN ARGS...: fails with PATTERN and writes no file
     local name=$1 pat=$2; shift 2
@@ -95,6 +112,7 @@ bad "scan: bad fractions" "--fractions '0.5,1.5'" scan --cfg "$T/base.cfg" --wei
 bad "trr: bad --at" "--at 'relu' is not a point" "${TRR[@]}" --at relu
 bad "trr: bad --distance" "--distance 'l1' is not a distance" "${TRR[@]}" --distance l1
 bad "scan: bad --drop" "--drop 'zero'" scan --cfg "$T/base.cfg" --weights "$T/base.weights" --data "$D" --method l1 --seed 1 --drop zero
+bad "scan: unknown --method" "is not a ranking: use trr, l1 or random" scan --cfg "$T/base.cfg" --weights "$T/base.weights" --data "$D" --seed 1 --method l2
 bad "scan: missing --method" "--method is required" scan --cfg "$T/base.cfg" --weights "$T/base.weights" --data "$D" --seed 1
 bad "l1: missing --weights" "--weights is required" l1 --cfg "$T/base.cfg"
 t_done

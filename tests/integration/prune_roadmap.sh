@@ -57,6 +57,16 @@ expect_ok "l1 roadmap following the trr one" "$P" "${RM[@]}" --method l1 --follo
 t_check "equal filter counts at every step" test "$(jq -c '[.steps[].kept]' "$R")" = "$(jq -c '[.steps[].kept]' "$T/l1/roadmap.json")"
 t_check "the l1 roadmap says what it followed" jqc '.method == "l1" and .settings.follow != null and .settings.triplets == null' "$T/l1/roadmap.json"
 
+expect_ok "eval_every: the retraining curve" "$P" "${RM[@]}" --method trr --set max_steps=2 --set eval_every=2 --out "$T/cv"
+C=$T/cv/roadmap.json
+t_check "eval_every: recorded; no curve at step 0" jqc '.settings.eval_every == 2 and (.steps[0] | has("curve") | not)' "$C"
+t_check "eval_every: batches 0 (just pruned), 2, 4 and 5 (the last)" jqc 'all(.steps[1:][]; [.curve[].batch] == [0, 2, 4, 5])' "$C"
+t_check "eval_every: the last point is the step's result" jqc 'all(.steps[1:][]; .curve[-1].accuracy == .accuracy and .curve[-1].test == .test)' "$C"
+t_check "eval_every: the same steps as without it" test "$(jq -c '[.steps[:3][] | [.kept, .accuracy, .test]]' "$C")" = "$(jq -c '[.steps[:3][] | [.kept, .accuracy, .test]]' "$R")"
+expect_ok "random roadmap following the trr one" "$P" "${RM[@]}" --method random --follow "$R" --out "$T/rnd"
+t_check "random: equal filter counts" test "$(jq -c '[.steps[].kept]' "$R")" = "$(jq -c '[.steps[].kept]' "$T/rnd/roadmap.json")"
+t_check "random: recorded" jqc '.method == "random"' "$T/rnd/roadmap.json"
+
 expect_ok "a MAC target ends the roadmap" "$P" "${RM[@]}" --method trr --set target_macs=0.95 --out "$T/tg"
 t_check "target_macs: stopped at the first step under it" jqc '(.steps | length) == 2 and .seed_step == 1 and (.stopped | test("reaches target_macs")) and .steps[1].macs <= 0.95 * .steps[0].macs' "$T/tg/roadmap.json"
 

@@ -223,6 +223,36 @@ static void l1_by_hand(void **state)
     trn_net_free(net);
 }
 
+/* RANDOM (a diagnostic baseline): scores in [0, 1), not normalised, a pure
+ * function of (seed, layer, filter); another seed gives other scores. */
+static void random_by_seed(void **state)
+{
+    (void)state;
+    trn_net *net = tiny_net(1);
+    prn_rank_opts o = {.method = PRN_RANK_RANDOM, .seed = 5};
+    trn_err e;
+    prn_ranking *r = prn_rank(net, &o, &e), *r2 = prn_rank(net, &o, &e);
+    o.seed = 6;
+    prn_ranking *r3 = prn_rank(net, &o, &e);
+    if (!r || !r2 || !r3) fail_msg("%s", e.msg);
+    int differ = 0;
+    for (int l = 0; l < r->nlayers; l++)
+        for (int f = 0; f < r->layers[l].filters; f++) {
+            double v = r->layers[l].score[f];
+            assert_true(v >= 0 && v < 1);
+            assert_true(r->layers[l].norm[f] == v);
+            assert_true(r2->layers[l].score[f] == v);
+            differ |= r3->layers[l].score[f] != v;
+        }
+    assert_true(differ);
+    assert_string_equal(prn_rank_method_name(PRN_RANK_RANDOM), "random");
+    assert_int_equal(prn_rank_method_parse("random"), PRN_RANK_RANDOM);
+    prn_ranking_free(r);
+    prn_ranking_free(r2);
+    prn_ranking_free(r3);
+    trn_net_free(net);
+}
+
 /* Random triplets for the larger network: a pure function of t. */
 static int random_triplet(void *ctx, uint64_t t, float *a, float *p, float *n, trn_err *err)
 {
@@ -340,6 +370,7 @@ int main(void)
         cmocka_unit_test(trr_by_hand),
         cmocka_unit_test(trr_at_and_distance),
         cmocka_unit_test(l1_by_hand),
+        cmocka_unit_test(random_by_seed),
         cmocka_unit_test(deterministic_across_threads),
         cmocka_unit_test(refusals),
         cmocka_unit_test(triplet_sampling),
