@@ -9,6 +9,7 @@
 # points of the independent model).
 #
 #   prune/heads_table.sh [--train] MODEL_DIR INDEP_DIR [DATA_DIR]
+#   prune/heads_table.sh [--train] --heads RETARGET_DIR INDEP_DIR [DATA_DIR]
 #
 # MODEL_DIR: the catalog build folder (build/alexnet: variants/base,
 # variants/head-*); INDEP_DIR: <task>/<task>.weights and <task>.eval.json of
@@ -17,12 +18,21 @@
 # .data, seed 1, the cfg's schedule (lr 0.05, 3500 batches), THREADS
 # threads (default 1), under nice. DATA_DIR: the data set (build/data/synth).
 # Run from the repository root after `make catalog MODEL=alexnet`.
+# --heads: judges the heads of one `prune retarget --out RETARGET_DIR` run
+# instead (any trunk, e.g. a multi-task fine-tune of the base): its
+# retarget.json gives each head's cut, costs (shares of that run's --cfg)
+# and test top-1; no base line.
 set -eu
-train=0
+train=0 heads=0
 [ "${1:-}" = --train ] && { train=1; shift; }
-[ $# -ge 2 ] || { echo "usage: prune/heads_table.sh [--train] MODEL_DIR INDEP_DIR [DATA_DIR]" >&2; exit 2; }
+[ "${1:-}" = --heads ] && { heads=1; shift; }
+[ $# -ge 2 ] || { echo "usage: prune/heads_table.sh [--train] [--heads] MODEL_DIR|RETARGET_DIR INDEP_DIR [DATA_DIR]" >&2; exit 2; }
 M=$1 I=$2 D=${3:-build/data/synth}
-[ -d "$M/variants/base" ] || { echo "heads_table: $M/variants/base: no such folder (run make catalog MODEL=alexnet first)" >&2; exit 1; }
+if [ $heads = 1 ]; then
+    [ -s "$M/retarget.json" ] || { echo "heads_table: $M/retarget.json: no such file (the --out folder of prune retarget)" >&2; exit 1; }
+else
+    [ -d "$M/variants/base" ] || { echo "heads_table: $M/variants/base: no such folder (run make catalog MODEL=alexnet first)" >&2; exit 1; }
+fi
 BIN=${BIN:-build/bin}
 mkdir -p "$I"
 for t in shape colour size texture; do
@@ -40,9 +50,9 @@ for t in shape colour size texture; do
         --split test --json --threads "${THREADS:-1}" >"$I/$t.eval.json.tmp"
     mv "$I/$t.eval.json.tmp" "$I/$t.eval.json"
 done
-python3 - "$M" "$I" <<'EOF'
+python3 - "$M" "$I" "$heads" <<'EOF'
 import json, math, os, sys
-m, ind = sys.argv[1], sys.argv[2]
+m, ind, heads = sys.argv[1], sys.argv[2], sys.argv[3] == "1"
 def wilson(k, n, z=1.959963984540054):
     p = k / n; d = 1 + z * z / n; c = p + z * z / (2 * n); h = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
     return (c - h) / d, (c + h) / d
@@ -51,22 +61,36 @@ def load(p):
 def pct(e):
     n = e["images"]; k = round(e["top1"] * n); lo, hi = wilson(k, n)
     return e["top1"] * 100, lo * 100, hi * 100, n
-b = load(m + "/variants/base/eval.json")
-meta = load(m + "/variants/base/meta.json") or {}
+def head_rows():
+    """(task, cut, macs share, params share, eval-like dict) per head, or (task, None...) when missing."""
+    if heads:
+        r = load(m + "/retarget.json")
+        got = {t["task"]: t for t in r.get("tasks", []) if t.get("kept", True)}
+        for task in ("shape", "colour", "size", "texture"):
+            t = got.get(task)
+            yield (task, t["cut"], t["macs_fraction"], t["params_fraction"],
+                   {"images": t["images"], "top1": t["top1"]}) if t else (task, None, 0, 0, None)
+        return
+    for task in ("shape", "colour", "size", "texture"):
+        v = m + "/variants/head-" + task
+        e, mj = load(v + "/eval.json"), load(v + "/meta.json")
+        if not e or not mj:
+            yield (task, None, 0, 0, None); continue
+        f = mj["technique_fields"]; h = f["head"]
+        yield (task, f.get("cut", "?"), h["macs_fraction"], h["params_fraction"], e)
+b = None if heads else load(m + "/variants/base/eval.json")
 if b:
     t, lo, hi, n = pct(b)
     print("base identity top-1: %.1f%% [%.1f, %.1f] (n=%d)" % (t, lo, hi, n))
 print("| task | cut | +MACs | +params | head top-1 [95% CI] | independent [95% CI] | gap | within 1% | within 2 points |")
 print("|---|---|---|---|---|---|---|---|---|")
 met = True
-for task in ("shape", "colour", "size", "texture"):
-    v = m + "/variants/head-" + task
-    e, mj, ie = load(v + "/eval.json"), load(v + "/meta.json"), load(ind + "/" + task + ".eval.json")
-    if not e or not mj:
+for task, cut, mf, pf, e in head_rows():
+    ie = load(ind + "/" + task + ".eval.json")
+    if not e:
         print("| %s | (no head in %s) |" % (task, m)); met = False; continue
-    f = mj["technique_fields"]; h = f["head"]
     ht, hlo, hhi, n = pct(e)
-    cost = h["macs_fraction"] <= 0.01 and h["params_fraction"] <= 0.01
+    cost = mf <= 0.01 and pf <= 0.01
     if ie:
         it, ilo, ihi, _ = pct(ie); gap = it - ht; close = gap <= 2
         ind_s = "%.1f [%.1f, %.1f]" % (it, ilo, ihi); gap_s = "%+.1f" % -gap
@@ -74,7 +98,7 @@ for task in ("shape", "colour", "size", "texture"):
         ind_s, gap_s, close = "(not trained)", "", False
     met = met and cost and close
     print("| %s | %s | %.2f%% | %.2f%% | %.1f [%.1f, %.1f] | %s | %s | %s | %s |" % (
-        task, f.get("cut", "?"), 100 * h["macs_fraction"], 100 * h["params_fraction"], ht, hlo, hhi, ind_s,
+        task, cut, 100 * mf, 100 * pf, ht, hlo, hhi, ind_s,
         gap_s, "yes" if cost else "NO", "yes" if close else "NO"))
 print("issue 17 item 1 (every head <= 1%% and within 2 points): %s" % ("met" if met else "NOT met"))
 EOF

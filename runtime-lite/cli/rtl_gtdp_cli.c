@@ -5,6 +5,7 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <getopt.h>
+#include <sched.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,7 +16,7 @@ static const char *gtdp_help =
     "Usage: rtl run ID VARIANT IMAGE... --workers HOST:PORT[@SPEED[@MBPS]],...\n"
     "               --peer-key PATH --device-key PATH [--repeat N] [--warmup N]\n"
     "               [--runs N] [--deadline-ms MS] [--threads N] [--top K] [--equal-split]\n"
-    "               [--resend] [--json]\n"
+    "               [--resend] [--part-cpus C,...] [--trace] [--json]\n"
     "Runs VARIANT with every convolutional layer (and a max pool right after it)\n"
     "spread over rtl serve workers by\n"
     "MeDNN's GTDP (rows and output channels, sized by each worker's SPEED relative\n"
@@ -29,10 +30,12 @@ static const char *gtdp_help =
     "then, after the warm-up and over several workers, untimed forwards with every\n"
     "block cut by rows only, then by channels only (and as the planner likes best,\n"
     "over more than two workers) keep per block the cut of the least measured\n"
-    "time, and three more untimed forwards measure what a part costs each worker\n"
-    "beyond its compute and transfer (encryption, copies, wake-ups): that fixed\n"
-    "cost per part replaces the round trip in the plan and the prediction, before\n"
-    "the timed runs.\n"
+    "time, and two stages of three more untimed forwards fit what a part costs\n"
+    "(a fixed cost per part and worker: encryption, copies, wake-ups; one factor\n"
+    "on every part's compute: the workers computing at once) and what a block\n"
+    "costs beyond its slowest part: they replace the round trip in the plan and\n"
+    "the prediction (its components in the --json document), before the timed\n"
+    "runs.\n"
     "  --workers LIST    the workers, in order (at most 8)\n"
     "  --peer-key PATH   the workers' public key (PATH as written by rtl peer-keygen)\n"
     "  --device-key PATH this device's key pair\n"
@@ -47,6 +50,18 @@ static const char *gtdp_help =
     "  --resend          send every part its whole input, also the rows its worker\n"
     "                    still holds as its answer of the block before (default:\n"
     "                    those are not sent again)\n"
+    "  --part-cpus LIST  emulating several devices on one machine: this device's\n"
+    "                    thread that runs worker i's part (its request sealed and\n"
+    "                    sent, its reply opened and placed) moves to CPU i of\n"
+    "                    LIST (one per worker, in order; -1: where it runs), the\n"
+    "                    CPU that worker is pinned to: the device then works on a\n"
+    "                    core while its worker waits, never on the core of a\n"
+    "                    worker still computing (as a device of its own would not)\n"
+    "  --trace           with --json: when each timed forward's pieces ran on this\n"
+    "                    device (\"trace\": per block its start and end, per part\n"
+    "                    when its request was filled, sealed and sent and its\n"
+    "                    reply's first bytes came, all of it, opened and placed;\n"
+    "                    ms, medians over the timed forwards)\n"
     "  --json            one JSON document\n";
 
 static int usage(const char *fmt, const char *arg)
@@ -107,24 +122,69 @@ static int parse_list(const char *s, struct wspec *ws, rtl_gtdp_worker *w, int *
     return *n > 0 ? 0 : -1;
 }
 
-/* GTDP's predicted time of one forward (the layers it does not split run
- * here at their measured time). */
-static double predicted_ms(rtl_model *m, const rtl_gtdp_worker *w, int n, int equal)
+/* C,C,... (-1: none), each a CPU this process may run on; 0 or -1. */
+static int parse_cpus(const char *s, int *cpu, int *n)
 {
-    double t = 0;
-    for (int i = 0; i < rtl_model_layers(m); i++) {
-        rtl_layer_cost lc;
+    cpu_set_t allowed;
+    if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) CPU_ZERO(&allowed);
+    *n = 0;
+    for (const char *p = s;;) {
+        char *end;
+        errno = 0;
+        long v = strtol(p, &end, 10);
+        if (end == p || errno || v < -1 || v >= CPU_SETSIZE || (v >= 0 && !CPU_ISSET((int)v, &allowed)) ||
+            *n == RTL_GTDP_MAX_WORKERS)
+            return -1;
+        cpu[(*n)++] = (int)v;
+        if (*end == 0) return 0;
+        if (*end != ',') return -1;
+        p = end + 1;
+    }
+}
+
+/* GTDP's predicted time of one forward, walking the layers as rtl_gtdp_run
+ * does: a block GTDP splits costs its slowest part (the part's fixed cost,
+ * its transfer, its compute), the layers between run here at their
+ * measured time. comp (or NULL) gets the components: per block its
+ * slowest part's and the device's layers. */
+static double predicted_ms(rtl_model *m, const rtl_gtdp_worker *w, int n, int equal, double extra, cJSON *comp)
+{
+    double t = 0, here = 0;
+    int L = rtl_model_layers(m);
+    cJSON *blocks = comp ? cJSON_AddArrayToObject(comp, "blocks") : NULL;
+    for (int i = 0; i < L;) {
         rtl_gtdp_layer g;
         rtl_gtdp_layer_plan p;
-        rtl_model_layer_cost(m, i, &lc);
-        double ms = lc.host_ms;
-        if (rtl_model_cut_ok(m, i) && rtl_model_cut_ok(m, i + 1) && rtl_gtdp_model_layer(m, i, &g) == 0 &&
-            ((equal && rtl_gtdp_plan_equal(&g, w, n, &p, NULL) == 0) || rtl_gtdp_plan_layer(&g, w, n, &p, NULL) == 0))
-            t += p.ms;
-        else
-            t += ms;
+        if (rtl_gtdp_model_split(m, i, &g) == 0 &&
+            ((equal && rtl_gtdp_plan_equal(&g, w, n, &p, NULL) == 0) || rtl_gtdp_plan_layer(&g, w, n, &p, NULL) == 0)) {
+            t += p.ms + extra;
+            if (blocks) {
+                const rtl_gtdp_part *s = &p.parts[0];
+                for (int k = 1; k < p.nparts; k++)
+                    if (p.parts[k].ms > s->ms) s = &p.parts[k];
+                cJSON *o = cJSON_CreateObject();
+                cJSON_AddNumberToObject(o, "layer", i);
+                cJSON_AddNumberToObject(o, "ms", p.ms + extra);
+                cJSON_AddNumberToObject(o, "slowest_worker", s->worker + 1);
+                cJSON_AddNumberToObject(o, "fixed_ms", w[s->worker].rtt_ms);
+                cJSON_AddNumberToObject(o, "transfer_ms", s->transfer_ms);
+                cJSON_AddNumberToObject(o, "compute_ms", s->compute_ms);
+                cJSON_AddNumberToObject(o, "block_extra_ms", extra);
+                cJSON_AddItemToArray(blocks, o);
+            }
+            i = g.last + 1;
+            continue;
+        }
+        int j = i; /* here: layers i..j up to the next possible cut */
+        while (j + 1 < L && !rtl_model_cut_ok(m, j + 1)) j++;
+        for (; i <= j; i++) {
+            rtl_layer_cost lc;
+            rtl_model_layer_cost(m, i, &lc);
+            here += lc.host_ms;
+        }
     }
-    return t;
+    if (comp) cJSON_AddNumberToObject(comp, "device_layers_ms", here), cJSON_AddNumberToObject(comp, "block_extra_ms", extra);
+    return t + here;
 }
 
 /* Each block's cut chosen from forwards over the workers, all computing at
@@ -182,6 +242,57 @@ out:
     return rc;
 }
 
+/* --trace: the timed forwards' pieces on this device, medians over the
+ * forwards whose records have the first one's shape (a forward where a
+ * worker failed has other parts). */
+enum { TR_TOTAL, TR_BLK_START, TR_BLK_END, TR_PART };
+/* The median over the forwards shaped as the first of one trace value:
+ * the forward's total, block i's start or end, part i's step s. */
+static double trace_med(const rtl_gtdp_stats *tr, long n, double *v, int what, int i, int s)
+{
+    long k = 0;
+    for (long f = 0; f < n; f++) {
+        if (tr[f].nrec != tr[0].nrec || tr[f].nblk != tr[0].nblk) continue;
+        v[k++] = what == TR_TOTAL       ? tr[f].total_ms
+                 : what == TR_BLK_START ? tr[f].blk[i].start_ms
+                 : what == TR_BLK_END   ? tr[f].blk[i].end_ms
+                                        : tr[f].rec[i].t[s];
+    }
+    return median(v, k);
+}
+
+static cJSON *trace_json(const rtl_gtdp_stats *tr, long n)
+{
+    static const char *step[RTL_IO_T_N] = {"start", "filled", "sealed", "sent", "reply", "received", "opened", "placed"};
+    cJSON *o = cJSON_CreateObject(), *blocks = cJSON_AddArrayToObject(o, "blocks"), *parts = cJSON_AddArrayToObject(o, "parts");
+    double *v = malloc((size_t)n * sizeof *v);
+    if (!v) return o;
+    cJSON_AddNumberToObject(o, "total_ms", trace_med(tr, n, v, TR_TOTAL, 0, 0));
+    for (int b = 0; b < tr[0].nblk; b++) {
+        const rtl_gtdp_block_rec *B = &tr[0].blk[b];
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddNumberToObject(e, "layer", B->layer);
+        cJSON_AddNumberToObject(e, "last", B->last);
+        cJSON_AddBoolToObject(e, "device", B->device);
+        cJSON_AddNumberToObject(e, "start_ms", trace_med(tr, n, v, TR_BLK_START, b, 0));
+        cJSON_AddNumberToObject(e, "end_ms", trace_med(tr, n, v, TR_BLK_END, b, 0));
+        cJSON_AddItemToArray(blocks, e);
+    }
+    for (int p = 0; p < tr[0].nrec; p++) {
+        const rtl_gtdp_part_rec *R = &tr[0].rec[p];
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddNumberToObject(e, "layer", R->layer);
+        cJSON_AddNumberToObject(e, "worker", R->worker + 1);
+        cJSON_AddNumberToObject(e, "sent_floats", (double)R->sent);
+        cJSON_AddNumberToObject(e, "answered_floats", (double)R->answered);
+        cJSON_AddNumberToObject(e, "compute_ms", R->compute_ms);
+        for (int s = 0; s < RTL_IO_T_N; s++) cJSON_AddNumberToObject(e, step[s], trace_med(tr, n, v, TR_PART, p, s));
+        cJSON_AddItemToArray(parts, e);
+    }
+    free(v);
+    return o;
+}
+
 int cmd_run_gtdp(rtl_store *s, int argc, char **argv)
 {
     keep_freed_memory();
@@ -192,11 +303,13 @@ int cmd_run_gtdp(rtl_store *s, int argc, char **argv)
         {"threads", required_argument, 0, 't'},  {"top", required_argument, 0, 'k'},
         {"json", no_argument, 0, 'j'},           {"help", no_argument, 0, 'h'},
         {"equal-split", no_argument, 0, 'e'},    {"warmup", required_argument, 0, 'u'},
-        {"resend", no_argument, 0, 'R'},
+        {"resend", no_argument, 0, 'R'},        {"trace", no_argument, 0, 'T'},
+        {"part-cpus", required_argument, 0, 'P'},
         {0, 0, 0, 0}};
     struct wspec ws[RTL_GTDP_MAX_WORKERS];
     rtl_gtdp_worker w[RTL_GTDP_MAX_WORKERS];
-    int nw = 0, json = 0, equal = 0, resend = 0, c;
+    int nw = 0, json = 0, equal = 0, resend = 0, trace = 0, ncpu = 0, c;
+    int cpus[RTL_GTDP_MAX_WORKERS];
     long repeat = 1, warmup = 1, runs = 5, deadline = 10000, threads = 0, top = 5;
     const char *pk = NULL, *dk = NULL;
     optind = 0;
@@ -219,11 +332,18 @@ int cmd_run_gtdp(rtl_store *s, int argc, char **argv)
         case 'j': json = 1; break;
         case 'e': equal = 1; break;
         case 'R': resend = 1; break;
+        case 'T': trace = 1; break;
+        case 'P':
+            if (parse_cpus(optarg, cpus, &ncpu) != 0)
+                return usage("--part-cpus needs CPU numbers this process may use (or -1) joined by ',' (at most 8), "
+                             "not '%s'", optarg);
+            break;
         default: return usage("unknown option or missing value: '%s'", argv[optind > 1 ? optind - 1 : 0]);
         }
     }
     if (argc - optind < 3) return usage("needs ID VARIANT IMAGE...%s", "");
     if (!pk || !dk) return usage("--workers needs --peer-key and --device-key%s", "");
+    if (ncpu && ncpu != nw) return usage("--part-cpus needs one CPU per worker (%s)", ncpu < nw ? "too few" : "too many");
     rtl_err err;
     rtl_peer_key me, srv;
     if (rtl_peer_key_load(dk, 1, &me, &err) != 0 || rtl_peer_key_load(pk, 0, &srv, &err) != 0) return fail(&err);
@@ -237,14 +357,19 @@ int cmd_run_gtdp(rtl_store *s, int argc, char **argv)
     float *x = malloc(in * sizeof *x);
     rtl_class *cls = calloc(k, sizeof *cls);
     double *tg = calloc((size_t)repeat, sizeof *tg), *tl = calloc((size_t)repeat, sizeof *tl);
+    rtl_gtdp_stats *tr = trace ? calloc((size_t)repeat, sizeof *tr) : NULL;
     cJSON *doc = cJSON_CreateObject(), *results = cJSON_AddArrayToObject(doc, "results");
-    if (!x || !cls || !tg || !tl || !results) {
+    if (!x || !cls || !tg || !tl || !results || (trace && !tr)) {
         fprintf(stderr, "rtl: error: out of memory\n");
         status = 1;
         goto done;
     }
     for (size_t q = 0; q < in; q++) x[q] = (float)((uint32_t)(q * 2654435761u) >> 24) / 256.0f;
     if (rtl_model_profile_layers(m, x, (uint32_t)runs, &err) != 0) {
+        status = fail(&err);
+        goto done;
+    }
+    if (ncpu && rtl_gtdp_set_part_cpus(m, cpus, ncpu, &err) != 0) {
         status = fail(&err);
         goto done;
     }
@@ -269,7 +394,7 @@ int cmd_run_gtdp(rtl_store *s, int argc, char **argv)
     }
     /* predicted with the handshake's round trip as each part's fixed cost;
      * then (below) with what a part costs in a calibration forward */
-    double pred_rtt = predicted_ms(m, w, nw, equal), pred = pred_rtt;
+    double pred_rtt = predicted_ms(m, w, nw, equal, 0, NULL), pred = pred_rtt;
     int calibrated = 0;
     cJSON_AddStringToObject(doc, "catalog", argv[i]);
     cJSON_AddStringToObject(doc, "variant", argv[i + 1]);
@@ -293,25 +418,43 @@ int cmd_run_gtdp(rtl_store *s, int argc, char **argv)
          * any timed forward. */
         if (ok && !calibrated && !equal && nw > 1) ok = choose_dims(m, peers, w, nw, x, (int)deadline, flags, &st, doc, &err) == 0;
         if (ok && !calibrated) {
-            static rtl_gtdp_stats cs; /* its failures count with the warm-up's */
-            /* three forwards: per worker the median of their medians */
-            double ov[RTL_GTDP_MAX_WORKERS], ovk[3][RTL_GTDP_MAX_WORKERS];
-            for (int r = 0; r < 3 && ok; r++) {
-                if (rtl_gtdp_run(m, peers, w, nw, x, (int)deadline, flags, &cs, &err) != 0) ok = 0;
-                st.recomputed += cs.recomputed;
-                if (cs.last_failure[0]) snprintf(st.last_failure, sizeof st.last_failure, "%s", cs.last_failure);
-                rtl_gtdp_part_overhead(&cs, nw, ovk[r]);
-            }
-            for (int q = 0; q < nw; q++) {
-                double o1 = ovk[0][q], o2 = ovk[1][q], o3 = ovk[2][q];
-                ov[q] = !ok ? -1 : o1 > o2 ? (o2 > o3 ? o2 : o1 > o3 ? o3 : o1) : (o1 > o3 ? o1 : o2 > o3 ? o3 : o2);
+            static rtl_gtdp_stats cs[3]; /* their failures count with the warm-up's */
+            /* Two stages of three forwards, each fitting the parts' cost
+             * (rtl_gtdp_fit_parts: a fixed cost per part and worker, the
+             * compute's factor) and the block's cost beyond its slowest
+             * part (rtl_gtdp_block_extra: the median of the three
+             * forwards'). The first stage's plan charges the handshake's
+             * round trip, one exchange that a busy worker can stretch to
+             * many ms; the second's the first's fit, so that its parts are
+             * those of the timed runs' plan. */
+            double ov[RTL_GTDP_MAX_WORKERS], ex[3] = {0, 0, 0}, extra = 0, slope = 0, factor = 1,
+                   speed0[RTL_GTDP_MAX_WORKERS];
+            const rtl_gtdp_stats *csp[3] = {&cs[0], &cs[1], &cs[2]};
+            for (int q = 0; q < nw; q++) speed0[q] = w[q].speed, ov[q] = -1;
+            for (int stage = 0; stage < 2 && ok; stage++) {
+                for (int r = 0; r < 3 && ok; r++) {
+                    if (rtl_gtdp_run(m, peers, w, nw, x, (int)deadline, flags, &cs[r], &err) != 0) ok = 0;
+                    st.recomputed += cs[r].recomputed;
+                    if (cs[r].last_failure[0]) snprintf(st.last_failure, sizeof st.last_failure, "%s", cs[r].last_failure);
+                }
+                if (!ok) break;
+                rtl_gtdp_fit_parts(csp, 3, nw, ov, &slope);
+                for (int r = 0; r < 3; r++) ex[r] = rtl_gtdp_block_extra(&cs[r], ov, slope, nw);
+                extra = median(ex, 3);
+                /* the fitted fixed cost replaces the round trip (a worker
+                 * that answered no part keeps it); the compute's factor
+                 * slows every worker alike */
+                factor *= 1 + slope;
+                for (int q = 0; q < nw; q++) {
+                    if (ov[q] >= 0) w[q].rtt_ms = ov[q];
+                    w[q].speed = speed0[q] / factor;
+                }
             }
             cJSON *jov = cJSON_AddArrayToObject(doc, "part_overhead_ms");
-            for (int q = 0; q < nw; q++) {
-                cJSON_AddItemToArray(jov, cJSON_CreateNumber(ov[q]));
-                if (ov[q] > w[q].rtt_ms) w[q].rtt_ms = ov[q];
-            }
-            pred = predicted_ms(m, w, nw, equal);
+            for (int q = 0; q < nw; q++) cJSON_AddItemToArray(jov, cJSON_CreateNumber(ov[q]));
+            cJSON_AddNumberToObject(doc, "compute_factor", factor);
+            cJSON_AddNumberToObject(doc, "block_extra_ms", extra);
+            pred = predicted_ms(m, w, nw, equal, extra, cJSON_AddObjectToObject(doc, "predicted"));
             cJSON_AddNumberToObject(doc, "predicted_ms", pred);
             calibrated = 1;
         }
@@ -324,6 +467,7 @@ int cmd_run_gtdp(rtl_store *s, int argc, char **argv)
             t0 = now_ms();
             if (ok && rtl_gtdp_run(m, peers, w, nw, x, (int)deadline, flags, &st, &err) != 0) ok = 0;
             tg[r] = now_ms() - t0;
+            if (tr) tr[r] = st;
             total.split_layers = st.split_layers;
             total.parts += st.parts, total.recomputed += st.recomputed, total.bytes += st.bytes;
             total.held += st.held;
@@ -351,6 +495,7 @@ int cmd_run_gtdp(rtl_store *s, int argc, char **argv)
         cJSON_AddNumberToObject(r, "held_parts", total.held);
         if (total.last_failure[0]) cJSON_AddStringToObject(r, "failure", total.last_failure);
         cJSON_AddItemToObject(r, "top", top_json(cls, nt));
+        if (tr) cJSON_AddItemToObject(r, "trace", trace_json(tr, repeat));
         cJSON_AddItemToArray(results, r);
         if (!json) {
             printf("%s: GTDP over %d workers %.3f ms (median of %ld), this host alone %.3f ms: %.2fx; predicted "
@@ -368,7 +513,7 @@ int cmd_run_gtdp(rtl_store *s, int argc, char **argv)
 done:
     cJSON_Delete(doc);
     for (int a = 0; a < nw; a++) rtl_peer_close(peers[a]);
-    free(x), free(cls), free(tg), free(tl);
+    free(x), free(cls), free(tg), free(tl), free(tr);
     rtl_model_close(m);
     rtl_catalog_close(cat);
     return status;

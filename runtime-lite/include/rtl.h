@@ -1002,14 +1002,42 @@ RTL_API int rtl_peer_run_part(rtl_peer *p, const char *catalog, const char *vari
 RTL_API int rtl_gtdp_compute_part(rtl_model *m, int layer, const rtl_gtdp_part *q, const float *x, size_t n,
                                   float *out, rtl_err *err) RTL_MUST_CHECK;
 
+/* The steps of a part's call on the device (rtl_gtdp_part_rec.t): its
+ * thread given the part; its request's floats written into the frame, the
+ * frame sealed, sent; the reply's first bytes here, all of it here,
+ * opened, its answer placed in the map. */
+enum {
+    RTL_IO_T_START,
+    RTL_IO_T_FILLED,
+    RTL_IO_T_SEALED,
+    RTL_IO_T_SENT,
+    RTL_IO_T_REPLY,
+    RTL_IO_T_RECEIVED,
+    RTL_IO_T_OPENED,
+    RTL_IO_T_PLACED,
+    RTL_IO_T_N
+};
+
 /* One part of a run as the device saw it (rtl_gtdp_stats.rec): the
- * plan's predicted compute and transfer, and the wall time from the
- * block's start here until its worker's answer was here. */
+ * plan's predicted compute and transfer, the wall time from the block's
+ * start here until its worker's answer was here, and when each step of its
+ * call ended (ms from the block's start; 0 for a step not reached). */
 typedef struct rtl_gtdp_part_rec {
     int layer, worker;
     double compute_ms, transfer_ms, wall_ms;
+    double t[RTL_IO_T_N];
+    size_t sent, answered; /* floats */
 } rtl_gtdp_part_rec;
 #define RTL_GTDP_MAX_REC 256
+
+/* A piece of a run's forward on the device (rtl_gtdp_stats.blk): a split
+ * block (layers layer..last over the workers) or layers the device runs
+ * itself (device = 1); ms from the forward's start. */
+typedef struct rtl_gtdp_block_rec {
+    int layer, last, device;
+    double start_ms, end_ms;
+} rtl_gtdp_block_rec;
+#define RTL_GTDP_MAX_BLK 64
 
 typedef struct rtl_gtdp_stats {
     int split_layers;        /* blocks (a convolution, with its max pool) spread over the workers */
@@ -1020,6 +1048,9 @@ typedef struct rtl_gtdp_stats {
     char last_failure[256];  /* why the last failed part failed */
     int nrec;                /* the answered parts of this run (the first RTL_GTDP_MAX_REC) */
     rtl_gtdp_part_rec rec[RTL_GTDP_MAX_REC];
+    int nblk;                /* the pieces of this run (the first RTL_GTDP_MAX_BLK) */
+    rtl_gtdp_block_rec blk[RTL_GTDP_MAX_BLK];
+    double total_ms;         /* the whole forward, output set */
 } rtl_gtdp_stats;
 
 /* What a part really costs beyond its predicted compute and transfer, per
@@ -1034,6 +1065,29 @@ RTL_API void rtl_gtdp_part_overhead(const rtl_gtdp_stats *st, int n, double *out
  * the block's wall time from its start here until its last part's answer
  * was here; -1 when the records hold no part of it. */
 RTL_API double rtl_gtdp_block_ms(const rtl_gtdp_stats *st, int layer);
+/* The model's part cost fitted to the records of nst forwards of one plan
+ * (rtl_gtdp_stats.rec; a forward whose parts differ from the first's is
+ * left out): a part of worker w takes fixed[w] + transfer + (1 + *slope) x
+ * compute. Per part (layer, worker) the median over the forwards of its
+ * wall time less its transfer; then least squares within each worker:
+ * *slope shared by the workers (parts computing slower than the
+ * calibration of one process alone says when all compute at once, the
+ * throttle multiplying what the calibration misses; clamped to -0.5..2;
+ * 0 when no worker has two parts of different compute), fixed[w] the
+ * worker's mean residual (below 0 taken as 0; -1 for a worker with no
+ * part). Named approximation: one fixed cost per part and worker and one
+ * slope, whatever the part's shape. */
+RTL_API void rtl_gtdp_fit_parts(const rtl_gtdp_stats *const *st, int nst, int n, double *fixed, double *slope);
+/* What a split block costs beyond its slowest part as the model counts a
+ * part (fixed[worker] + transfer + (1 + slope) x compute, as from
+ * rtl_gtdp_fit_parts), from a run's records: the median over the run's
+ * blocks of the block's wall time (its start to its last answer) less that
+ * slowest part; 0 when the records hold no block. Named approximation: one
+ * cost per block, whatever its size (the device's serial work: its threads
+ * sealing the requests one after another when they outnumber the cores,
+ * the join; and the slowest of several parts whose times vary ending later
+ * than the slowest predicted). */
+RTL_API double rtl_gtdp_block_extra(const rtl_gtdp_stats *st, const double *fixed, double slope, int n);
 /* Restricts the cuts GTDP's planner may make in the block starting at
  * layer (dims: RTL_GTDP_ROWS, RTL_GTDP_CHANNELS, 0: both, the default),
  * for every later plan of m (rtl_gtdp_run, rtl_gtdp_model_layer); layer
@@ -1041,6 +1095,17 @@ RTL_API double rtl_gtdp_block_ms(const rtl_gtdp_stats *st, int layer);
  * measured over the workers (rtl_gtdp_cli.c). -1 with err on a bad layer
  * or dims. */
 RTL_API int rtl_gtdp_set_dims(rtl_model *m, int layer, int dims, rtl_err *err);
+/* Moves the device's thread that runs worker i's part (its request sealed
+ * and sent, its reply opened and placed) to CPU cpu[i] (-1: left where it
+ * runs), for every later rtl_gtdp_run of m; n = 0: none. For emulating
+ * several devices on one machine (rtl run --part-cpus): with each worker
+ * pinned to a CPU and the device's work for its part on the same CPU, the
+ * device works on a core while its worker waits (before its part and
+ * after), never on the core of a worker still computing, as a device of
+ * its own would not. Best effort (a CPU the process may not use is
+ * ignored). -1 with err on a CPU outside 0..CPU_SETSIZE-1 or n outside
+ * 0..RTL_GTDP_MAX_WORKERS. */
+RTL_API int rtl_gtdp_set_part_cpus(rtl_model *m, const int *cpu, int n, rtl_err *err);
 
 /* One forward of m on x (rtl_model_input_size floats) with every
  * convolutional layer between possible cuts spread by GTDP over the

@@ -31,6 +31,7 @@
 #include <math.h>
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <semaphore.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,6 +69,8 @@ struct rtl_gtdp_cache {
     int nfit;            /* the model's layers */
     struct gtdp_fit *fit; /* per block's first layer: rtl_gtdp_calibrate */
     struct helper help[RTL_GTDP_MAX_WORKERS];
+    int ncpu;                       /* rtl_gtdp_set_part_cpus: 0, none */
+    int cpu[RTL_GTDP_MAX_WORKERS]; /* per worker, -1: none */
 };
 
 /* Convolution output rows [a, b) that block output rows [r0, r1) read: the
@@ -304,6 +307,19 @@ static struct gtdp_fit *fit_table(rtl_model *m, rtl_err *err)
     return c->fit;
 }
 
+int rtl_gtdp_set_part_cpus(rtl_model *m, const int *cpu, int n, rtl_err *err)
+{
+    if (n < 0 || n > RTL_GTDP_MAX_WORKERS) return rtl_errf(err, "GTDP: %d CPUs (0..%d workers)", n, RTL_GTDP_MAX_WORKERS);
+    for (int i = 0; i < n; i++)
+        if (cpu[i] < -1 || cpu[i] >= CPU_SETSIZE)
+            return rtl_errf(err, "GTDP: worker %d's CPU %d (0..%d, or -1 for none)", i + 1, cpu[i], CPU_SETSIZE - 1);
+    struct rtl_gtdp_cache **cp = rtl_model_gtdp_cache(m);
+    if (!*cp && !(*cp = calloc(1, sizeof **cp))) return rtl_errf(err, "out of memory");
+    (*cp)->ncpu = n;
+    for (int i = 0; i < n; i++) (*cp)->cpu[i] = cpu[i];
+    return 0;
+}
+
 int rtl_gtdp_set_dims(rtl_model *m, int layer, int dims, rtl_err *err)
 {
     if (dims != 0 && dims != RTL_GTDP_ROWS && dims != RTL_GTDP_CHANNELS && dims != (RTL_GTDP_ROWS | RTL_GTDP_CHANNELS))
@@ -323,6 +339,73 @@ double rtl_gtdp_block_ms(const rtl_gtdp_stats *st, int layer)
     for (int r = 0; r < st->nrec; r++)
         if (st->rec[r].layer == layer && st->rec[r].wall_ms > t) t = st->rec[r].wall_ms;
     return t;
+}
+
+static double median_of(double *v, int k)
+{
+    qsort(v, (size_t)k, sizeof *v, rtl_cmp_double);
+    return k % 2 ? v[k / 2] : (v[k / 2 - 1] + v[k / 2]) / 2;
+}
+
+void rtl_gtdp_fit_parts(const rtl_gtdp_stats *const *st, int nst, int n, double *fixed, double *slope)
+{
+    *slope = 0;
+    for (int w = 0; w < n; w++) fixed[w] = -1;
+    if (nst < 1 || n < 1) return;
+    const rtl_gtdp_stats *s0 = st[0];
+    double c[RTL_GTDP_MAX_REC], r[RTL_GTDP_MAX_REC], v[64];
+    /* per part of the first forward: its compute, and the median over the
+     * forwards with the same parts of its wall time less its transfer */
+    for (int p = 0; p < s0->nrec; p++) {
+        int k = 0;
+        for (int f = 0; f < nst && k < 64; f++)
+            if (st[f]->nrec == s0->nrec && st[f]->rec[p].layer == s0->rec[p].layer &&
+                st[f]->rec[p].worker == s0->rec[p].worker)
+                v[k++] = st[f]->rec[p].wall_ms - st[f]->rec[p].transfer_ms;
+        c[p] = s0->rec[p].compute_ms;
+        r[p] = median_of(v, k); /* k >= 1: the first forward itself */
+    }
+    /* least squares of r = fixed[w] + (1 + slope) c: the slope from the
+     * deviations within each worker, then each worker's mean */
+    double sxy = 0, sxx = 0, mc[RTL_GTDP_MAX_WORKERS] = {0}, mr[RTL_GTDP_MAX_WORKERS] = {0};
+    int cnt[RTL_GTDP_MAX_WORKERS] = {0};
+    for (int p = 0; p < s0->nrec; p++) {
+        int w = s0->rec[p].worker;
+        if (w < 0 || w >= n || w >= RTL_GTDP_MAX_WORKERS) continue;
+        mc[w] += c[p], mr[w] += r[p], cnt[w]++;
+    }
+    for (int w = 0; w < n && w < RTL_GTDP_MAX_WORKERS; w++)
+        if (cnt[w]) mc[w] /= cnt[w], mr[w] /= cnt[w];
+    for (int p = 0; p < s0->nrec; p++) {
+        int w = s0->rec[p].worker;
+        if (w < 0 || w >= n || w >= RTL_GTDP_MAX_WORKERS) continue;
+        sxy += (c[p] - mc[w]) * (r[p] - mr[w]), sxx += (c[p] - mc[w]) * (c[p] - mc[w]);
+    }
+    double b = sxx > 1e-12 ? sxy / sxx : 1; /* b = 1 + slope */
+    if (b < 0.5) b = 0.5;
+    if (b > 3) b = 3;
+    *slope = b - 1;
+    for (int w = 0; w < n && w < RTL_GTDP_MAX_WORKERS; w++)
+        if (cnt[w]) fixed[w] = mr[w] - b * mc[w] > 0 ? mr[w] - b * mc[w] : 0;
+}
+
+double rtl_gtdp_block_extra(const rtl_gtdp_stats *st, const double *fixed, double slope, int n)
+{
+    double v[RTL_GTDP_MAX_REC];
+    int k = 0;
+    for (int r = 0; r < st->nrec;) { /* a block's parts are consecutive */
+        int layer = st->rec[r].layer;
+        double wall = -1, model = -1;
+        for (; r < st->nrec && st->rec[r].layer == layer; r++) {
+            const rtl_gtdp_part_rec *p = &st->rec[r];
+            double f = p->worker >= 0 && p->worker < n && fixed[p->worker] > 0 ? fixed[p->worker] : 0;
+            double t = f + p->transfer_ms + (1 + slope) * p->compute_ms;
+            if (p->wall_ms > wall) wall = p->wall_ms;
+            if (t > model) model = t;
+        }
+        v[k++] = wall - model;
+    }
+    return k ? median_of(v, k) : 0;
 }
 
 int rtl_gtdp_model_split(const rtl_model *m, int i, rtl_gtdp_layer *out)
@@ -656,6 +739,8 @@ struct job {
     int32_t hg[5];
     int lo, hi;       /* held: the rows of hg within in_r0..in_r1 (of its channels), not sent */
     double t_got; /* when the answer was here */
+    double t[RTL_IO_T_N]; /* rtl_now_ms() at each step (rtl_part_io.t) */
+    int cpu;              /* the CPU the part's thread moves to, -1: none */
     rtl_err err;
 };
 
@@ -715,7 +800,14 @@ static void *job_main(void *arg)
     job *j = arg;
     size_t got = 0;
     const rtl_gtdp_layer *g = j->g;
-    rtl_part_io io = {job_fill, job_take, j};
+    rtl_part_io io = {job_fill, job_take, j, j->t};
+    if (j->cpu >= 0) { /* best effort: a CPU that is not there leaves the thread where it runs */
+        cpu_set_t cs;
+        CPU_ZERO(&cs);
+        CPU_SET(j->cpu, &cs);
+        (void)pthread_setaffinity_np(pthread_self(), sizeof cs, &cs);
+    }
+    j->t[RTL_IO_T_START] = rtl_now_ms();
     j->ok = rtl_peer_run_part_io(j->peer, j->catalog, j->variant, g->index, g->last, &j->q, j->held ? j->hg : NULL,
                                  j->nsent, &io, j->nout, &got, j->deadline_ms, &j->err) == 0 &&
             got == j->nout;
@@ -791,6 +883,8 @@ static int run_conv(rtl_model *m, const rtl_gtdp_layer *g, rtl_peer **peers, con
         j->nin = (size_t)(j->q.in_r1 - j->q.in_r0) * g->w_in * g->c_in;
         j->nout = (size_t)(j->q.r1 - j->q.r0) * (j->q.c1 - j->q.c0) * g->w;
         j->deadline_ms = deadline_ms;
+        struct rtl_gtdp_cache *cc = *rtl_model_gtdp_cache(m);
+        j->cpu = cc && j->q.worker < cc->ncpu ? cc->cpu[j->q.worker] : -1;
         /* the worker still holds its answer of the block just before, a
          * part of this input: the rows it needs of it are not sent again */
         int32_t *h = j->hg;
@@ -818,9 +912,12 @@ static int run_conv(rtl_model *m, const rtl_gtdp_layer *g, rtl_peer **peers, con
     for (int k = 0; k < p.nparts; k++) {
         job *j = &jobs[k];
         if (st) st->parts++, st->bytes += 4 * (uint64_t)(j->nsent + j->nout), st->held += j->held;
-        if (j->ok && st && st->nrec < RTL_GTDP_MAX_REC)
-            st->rec[st->nrec++] = (rtl_gtdp_part_rec){g->index, j->q.worker, p.parts[k].compute_ms,
-                                                      p.parts[k].transfer_ms, j->t_got - t0};
+        if (j->ok && st && st->nrec < RTL_GTDP_MAX_REC) {
+            rtl_gtdp_part_rec *r = &st->rec[st->nrec++];
+            *r = (rtl_gtdp_part_rec){g->index, j->q.worker, p.parts[k].compute_ms, p.parts[k].transfer_ms,
+                                     j->t_got - t0, {0}, j->nsent, j->nout};
+            for (int s = 0; s < RTL_IO_T_N; s++) r->t[s] = j->t[s] > 0 ? j->t[s] - t0 : 0;
+        }
         if (j->ok) continue;
         /* The worker is gone (or failed): its part is computed here, and
          * it gets no more parts. */
@@ -858,6 +955,12 @@ int rtl_gtdp_run(rtl_model *m, rtl_peer **peers, const rtl_gtdp_worker *w, int n
     if (n < 1 || n > RTL_GTDP_MAX_WORKERS)
         return rtl_errf(err, "GTDP: %d workers (1..%d are supported)", n, RTL_GTDP_MAX_WORKERS);
     if (st) memset(st, 0, sizeof *st);
+    /* the parts' threads move to their workers' CPUs
+     * (rtl_gtdp_set_part_cpus); this thread, which runs the last part of
+     * each block, goes back where it was allowed to run */
+    struct rtl_gtdp_cache *cc = *rtl_model_gtdp_cache(m);
+    cpu_set_t aff;
+    int restore = cc && cc->ncpu > 0 && pthread_getaffinity_np(pthread_self(), sizeof aff, &aff) == 0;
     int alive[RTL_GTDP_MAX_WORKERS], L = rtl_model_layers(m), rc = -1;
     for (int i = 0; i < n; i++) alive[i] = peers[i] != NULL;
     size_t cap = rtl_model_input_size(m);
@@ -869,14 +972,18 @@ int rtl_gtdp_run(rtl_model *m, rtl_peer **peers, const rtl_gtdp_worker *w, int n
         goto out;
     }
     size_t na = rtl_model_input_size(m);
+    double f0 = rtl_now_ms();
     memcpy(a, x, na * sizeof *a);
     for (int i = 0; i < L;) {
         int any = 0;
         for (int k = 0; k < n; k++) any |= alive[k];
         rtl_gtdp_layer g;
+        double b0 = rtl_now_ms() - f0;
         if (any && rtl_gtdp_model_split(m, i, &g) == 0) {
             if (run_conv(m, &g, peers, w, alive, n, a, b, deadline_ms, equal, no_held, st, err) != 0) goto out;
             if (st) st->split_layers++;
+            if (st && st->nblk < RTL_GTDP_MAX_BLK)
+                st->blk[st->nblk++] = (rtl_gtdp_block_rec){i, g.last, 0, b0, rtl_now_ms() - f0};
             na = rtl_model_cut_floats(m, g.last + 1);
             float *t = a;
             a = b, b = t;
@@ -890,13 +997,16 @@ int rtl_gtdp_run(rtl_model *m, rtl_peer **peers, const rtl_gtdp_worker *w, int n
         size_t ny;
         if (rtl_model_run_range(m, i, j, a, na, &y, &ny, err) != 0) goto out;
         memcpy(b, y, ny * sizeof *b);
+        if (st && st->nblk < RTL_GTDP_MAX_BLK) st->blk[st->nblk++] = (rtl_gtdp_block_rec){i, j, 1, b0, rtl_now_ms() - f0};
         na = ny;
         float *t = a;
         a = b, b = t;
         i = j + 1;
     }
     rc = rtl_model_set_output(m, a, na, err);
+    if (st) st->total_ms = rtl_now_ms() - f0;
 out:
+    if (restore) (void)pthread_setaffinity_np(pthread_self(), sizeof aff, &aff);
     free(a);
     free(b);
     return rc;

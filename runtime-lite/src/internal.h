@@ -85,6 +85,8 @@ typedef struct rtl_part_io {
     void (*fill)(void *ctx, uint8_t *dst);
     void (*take)(void *ctx, const uint8_t *src, uint32_t count);
     void *ctx;
+    /* when set: rtl_now_ms() at each step of the call (RTL_IO_T_*) */
+    double *t;
 } rtl_part_io;
 int rtl_peer_run_part_io(rtl_peer *p, const char *catalog, const char *variant, int first, int last,
                          const rtl_gtdp_part *q, const int32_t *hgeom, size_t n, const rtl_part_io *io, size_t cap,

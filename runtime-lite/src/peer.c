@@ -1087,13 +1087,18 @@ static int peer_call(rtl_peer *p, const char *catalog, const char *variant, int 
     }
     uint8_t *plain = frame + RTLP_PLAIN_AT;
     rtlp_request_header(plain, id, catalog, variant, first, last, geom, hgeom, (uint32_t)n);
+#define STAMP(k) (io->t ? (void)(io->t[k] = rtl_now_ms()) : (void)0)
     io->fill(io->ctx, plain + hl);
+    STAMP(RTL_IO_T_FILLED);
     rtlp_seal(&p->s, plain, plen, frame);
+    STAMP(RTL_IO_T_SEALED);
     if (send_all(p->fd, frame, plen + RTLP_LEN_BYTES + RTLP_ABYTES, deadline, err) != 0) goto done;
+    STAMP(RTL_IO_T_SENT);
     uint8_t hdr[RTLP_LEN_BYTES];
     uint32_t flen;
     char why[256];
     if (recv_all(p->fd, hdr, sizeof hdr, deadline, err) != 0) goto done;
+    STAMP(RTL_IO_T_REPLY);
     if (rtlp_frame_len(hdr, (uint32_t)(cap * 4 + 4096), &flen, why, sizeof why) != 0) {
         rtl_errf(err, "bad reply from the peer: %s", why);
         goto done;
@@ -1103,11 +1108,13 @@ static int peer_call(rtl_peer *p, const char *catalog, const char *variant, int 
         goto done;
     }
     if (recv_all(p->fd, body, flen, deadline, err) != 0) goto done;
+    STAMP(RTL_IO_T_RECEIVED);
     uint8_t *rp = body + 1; /* opened in place */
     if (rtlp_open(&p->s, body, flen, rp) != 0) {
         rtl_errf(err, "the peer's reply failed authentication");
         goto done;
     }
+    STAMP(RTL_IO_T_OPENED);
     rtlp_reply r;
     if (rtlp_parse_reply(rp, flen - RTLP_ABYTES, &r, why, sizeof why) != 0) {
         rtl_errf(err, "bad reply from the peer: %s", why);
@@ -1126,6 +1133,8 @@ static int peer_call(rtl_peer *p, const char *catalog, const char *variant, int 
         goto done;
     }
     io->take(io->ctx, r.floats, r.count);
+    STAMP(RTL_IO_T_PLACED);
+#undef STAMP
     *nout = r.count;
     rc = 0;
     if (geom) { /* a part's answer: the server keeps it for the next request */
@@ -1147,7 +1156,7 @@ int rtl_peer_run(rtl_peer *p, const char *catalog, const char *variant, int firs
                  size_t n, float *out, size_t cap, size_t *nout, int deadline_ms, rtl_err *err)
 {
     struct plain_io c = {x, n, out};
-    rtl_part_io io = {plain_fill, plain_take, &c};
+    rtl_part_io io = {plain_fill, plain_take, &c, NULL};
     return peer_call(p, catalog, variant, first, last, NULL, NULL, n, &io, cap, nout, deadline_ms, err);
 }
 
@@ -1157,7 +1166,7 @@ int rtl_peer_run_part(rtl_peer *p, const char *catalog, const char *variant, int
 {
     int32_t geom[6] = {q->r0, q->r1, q->c0, q->c1, q->in_r0, q->in_r1};
     struct plain_io c = {x, n, out};
-    rtl_part_io io = {plain_fill, plain_take, &c};
+    rtl_part_io io = {plain_fill, plain_take, &c, NULL};
     return peer_call(p, catalog, variant, first, last, geom, NULL, n, &io, cap, nout, deadline_ms, err);
 }
 
@@ -1182,7 +1191,7 @@ int rtl_peer_run_held_part(rtl_peer *p, const char *catalog, const char *variant
 {
     int32_t geom[6] = {q->r0, q->r1, q->c0, q->c1, q->in_r0, q->in_r1};
     struct plain_io c = {x, n, out};
-    rtl_part_io io = {plain_fill, plain_take, &c};
+    rtl_part_io io = {plain_fill, plain_take, &c, NULL};
     return peer_call(p, catalog, variant, first, last, geom, hgeom, n, &io, cap, nout, deadline_ms, err);
 }
 

@@ -31,7 +31,12 @@
 #     measured time against its prediction (layer times: the device's own
 #     wall-time medians over --runs forwards; links given as LINK Mbps,
 #     default 4000: loopback with the protocol's encryption and copies,
-#     about what a part's bytes cost on this machine).
+#     about what a part's bytes cost on this machine; each part's fixed
+#     cost, one factor on the compute and each block's extra fitted to
+#     untimed forwards before the timed ones: rtl_gtdp_fit_parts).
+# Every run with --trace: the script prints each block's measured time (its
+# start to its last answer placed, on the device) beside its prediction,
+# and the prediction's parts for the four GTDP workers.
 # Targets: two workers >= 1.8x one worker; GTDP faster than the equal
 # split; GTDP within 25% of its prediction. Exit 1 when one is missed.
 # Environment (from make): BIN, O, TOP; REPEAT (10), ROUNDS (3), SIZE
@@ -92,6 +97,15 @@ start_worker s2 2 0; start_worker s6 6 0; start_worker s3 3 1; start_worker s4 4
 P() { echo "127.0.0.1:$(cat "$1.port")@$2@$link"; }
 ONE="$(P a 1)" TWO="$(P a 1),$(P b 1)"
 FOUR="$(P s2 0.5),$(P s3 0.333333),$(P s4 0.25),$(P s6 0.166667)"
+# The device's thread that runs a worker's part on that worker's core
+# (rtl run --part-cpus; PART_CPUS=0: not): the device's sealing and opening
+# for a part then happen while its worker waits, never on the core of a
+# worker still computing, as on a device of its own; where the workers are
+# pinned (taskset, 2 cores or more).
+c1=() c2=() c4=()
+if [ "${PART_CPUS:-1}" = 1 ] && [ "$(nproc)" -ge 2 ] && command -v taskset >/dev/null; then
+    c1=(--part-cpus 0) c2=(--part-cpus 0,1) c4=(--part-cpus 0,1,1,0)
+fi
 # The device (rtl run) under SCHED_FIFO where this user may (DEVICE_FIFO=0:
 # never): a device of its own would not wait for a core that the emulated
 # workers' computing holds, as the plain scheduler makes it wait (up to a
@@ -100,16 +114,17 @@ fifo=()
 [ "${DEVICE_FIFO:-1}" = 1 ] && command -v chrt >/dev/null && chrt -f 10 true 2>/dev/null && fifo=(chrt -f 10)
 go() { # OUT [run options...]
     local out=$1; shift
-    "${fifo[@]}" "$RTL" --root root run rtlnet trunk $img --threads 1 --runs 10 --warmup 1 --repeat "$repeat" --json --peer-key srv.pub \
+    "${fifo[@]}" "$RTL" --root root run rtlnet trunk $img --threads 1 --runs 10 --warmup 1 --repeat "$repeat" --json --trace --peer-key srv.pub \
         --device-key dev "$@" >"$out" 2>"$out.err" || { echo "bench rtl-gtdp: rtl run failed:"; cat "$out.err"; exit 1; }
 }
 for r in $(seq "$rounds"); do
-    go one-$r.json --workers "$ONE"
-    go two-$r.json --workers "$TWO"
-    go four-$r.json --workers "$FOUR"
-    go eq-$r.json --workers "$FOUR" --equal-split
+    go one-$r.json --workers "$ONE" "${c1[@]}"
+    go two-$r.json --workers "$TWO" "${c2[@]}"
+    go four-$r.json --workers "$FOUR" "${c4[@]}"
+    go eq-$r.json --workers "$FOUR" --equal-split "${c4[@]}"
 done
 load1=$(cut -d' ' -f1 /proc/loadavg)
+[ ${#c2[@]} -gt 0 ] && echo "bench rtl-gtdp: the device's part threads on their workers' cores (--part-cpus)"
 if [ ${#fifo[@]} -gt 0 ]; then echo "bench rtl-gtdp: the device's process under SCHED_FIFO (${fifo[*]})"
 else echo "bench rtl-gtdp: the device's process on the plain scheduler (chrt -f refused, or DEVICE_FIFO=0)"; fi
 python3 - "$rounds" "$size" "$load0" "$load1" "$(nproc)" "$link" <<'PY'
@@ -124,7 +139,22 @@ def cfg(name):
     return {"ms": st.median(x["ms_median"] for x in res), "local": st.median(x["local_ms_median"] for x in res),
             "pred": st.median(d["predicted_ms"] for d in docs), "rounds": [round(x["ms_median"], 1) for x in res],
             "pred_rtt": st.median(d["predicted_rtt_ms"] for d in docs),
-            "ov": [round(st.median(d["part_overhead_ms"][k] for d in docs), 2) for k in range(len(docs[0]["part_overhead_ms"]))]}
+            "ov": [round(st.median(d["part_overhead_ms"][k] for d in docs), 2) for k in range(len(docs[0]["part_overhead_ms"]))],
+            "extra": st.median(d["block_extra_ms"] for d in docs), "docs": docs}
+def blocks(c):
+    """per split block (medians of the rounds): measured ms (--trace), and the
+    prediction's slowest part: compute, transfer, fixed cost, the block's extra"""
+    out = []
+    docs = c["docs"]
+    for b, pb in enumerate(docs[0]["predicted"]["blocks"]):
+        meas = []
+        for d in docs:
+            tb = [x for x in d["results"][0]["trace"]["blocks"] if not x["device"]]
+            if b < len(tb): meas.append(tb[b]["end_ms"] - tb[b]["start_ms"])
+        m = lambda k: st.median(d["predicted"]["blocks"][b][k] for d in docs)
+        out.append((pb["layer"], st.median(meas) if meas else float("nan"), m("ms"), m("compute_ms"), m("transfer_ms"),
+                    m("fixed_ms"), m("block_extra_ms")))
+    return out
 one, two, four, eq = cfg("one"), cfg("two"), cfg("four"), cfg("eq")
 local = st.median([one["local"], two["local"], four["local"], eq["local"]])
 print("GTDP over rtl serve workers on loopback (1 thread each), PROFILE=full AlexNet conv trunk%s, "
@@ -138,10 +168,18 @@ rows = [("this host alone (no workers)", local, None, []),
 for name, ms, pred, rr in rows:
     print("%-36s %9.1f %10s %8s %11.2fx  %s" % (name, ms, "%.1f" % pred if pred else "-",
           "%+.0f%%" % (100 * (ms / pred - 1)) if pred else "-", one["ms"] / ms, " ".join(map(str, rr))))
-print("each part's fixed cost charged, per worker (ms; from the calibration forwards, medians of the rounds):")
+print("each part's fixed cost, per worker, and each block's extra (ms; from the calibration forwards, medians of the rounds):")
 for name, c in (("1 worker", one), ("2 workers", two), ("4 workers GTDP", four), ("4 workers equal", eq)):
-    print("  %-18s %-30s predicted with the handshake's round trip instead: %.1f ms (error %+.0f%%)" % (
-        name, " ".join("%.2f" % v for v in c["ov"]), c["pred_rtt"], 100 * (c["ms"] / c["pred_rtt"] - 1)))
+    print("  %-16s %-24s extra %5.2f  without (handshake round trip per part): %.1f ms (error %+.0f%%)" % (
+        name, " ".join("%.2f" % v for v in c["ov"]), c["extra"], c["pred_rtt"], 100 * (c["ms"] / c["pred_rtt"] - 1)))
+print("per block, measured (--trace: its start to its last answer placed) / predicted ms (medians of the rounds):")
+for name, c in (("1 worker", one), ("2 workers", two), ("4 workers GTDP", four), ("4 workers equal", eq)):
+    print("  %-16s %s" % (name, "  ".join("L%d %5.2f/%5.2f" % x[:3] for x in blocks(c))))
+print("  the prediction's parts, 4 workers GTDP: slowest part's compute + transfer + fixed cost, + the block's extra;"
+      " device layers %.2f ms:" % st.median(d["predicted"]["device_layers_ms"] for d in four["docs"]))
+print("  %-16s %s" % ("", "  ".join("L%d %.2f+%.2f+%.2f+%.2f" % ((x[0],) + x[3:]) for x in blocks(four))))
+print("  the compute's factor fitted (workers computing at once against the calibration alone): %s" % "  ".join(
+      "%s %.3f" % (n, st.median(d["compute_factor"] for d in c["docs"])) for n, c in (("1", one), ("2", two), ("4 GTDP", four), ("4 equal", eq))))
 print("each block's cut, chosen from forwards over the workers (r rows, c channels, b the planner's; per round):")
 for name in ("two", "four"):
     cuts = [" ".join("L%d:%s" % (x["layer"], x["cut"][0]) for x in json.load(open("%s-%d.json" % (name, r))).get("cuts", []))

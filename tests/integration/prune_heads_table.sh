@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # prune/heads_table.sh (issue 17 item 1's judgement on a built catalog): on
 # a fabricated catalog folder, the table's figures and intervals, the cost
-# and the 2-point verdicts, a missing independent model, and the error for
-# a folder without a base.
+# and the 2-point verdicts, a missing independent model, the error for a
+# folder without a base, and --heads on one prune retarget run's folder.
 . "$TOP/tests/lib.sh"
 cd "$TOP" || exit 1
 M=$T/m I=$T/ind
@@ -33,5 +33,18 @@ t_check "a missing independent model is named" grep -q 'no independent texture m
 ev 0.89 >"$I/size.eval.json"; ev 0.40 >"$I/texture.eval.json"; head texture 0.40 0.00004 0.003
 expect_ok "every head within both bounds" prune/heads_table.sh "$M" "$I"
 t_check "  ... met" grep -q 'item 1 .*: met$' "$T/out"
+# --heads: one prune retarget run's folder (retarget.json), any trunk.
+mkdir -p "$T/r"
+rt() { printf '{"task":"%s","cut":"fc@2","images":1000,"top1":%s,"macs_fraction":0.00004,"params_fraction":%s}' "$@"; }
+printf '{"cut":"fc@2","tasks":[%s,%s,%s,%s]}\n' "$(rt shape 0.97 0.003)" "$(rt colour 0.99 0.002)" \
+    "$(rt size 0.80 0.002)" "$(rt texture 0.40 0.003)" >"$T/r/retarget.json"
+expect_ok "the table on a prune retarget folder" prune/heads_table.sh --heads "$T/r" "$I"
+t_check "  shape from retarget.json: +1.0, within" \
+    grep -q '^| shape | fc@2 | 0.00% | 0.30% | 97.0 \[95.7, 97.9\] | 96.0 .* | +1.0 | yes | yes |$' "$T/out"
+t_check "  size 9 points under" grep -q '^| size .* -9.0 | yes | NO |$' "$T/out"
+t_check "  no base line" sh -c "! grep -q '^base identity' '$T/out'"
+t_check "  the verdict" grep -q 'item 1 .*: NOT met$' "$T/out"
+expect_fail "--heads on a folder without retarget.json" "retarget.json: no such file" \
+    prune/heads_table.sh --heads "$T/none" "$I"
 expect_fail "a folder without a base" "no such folder .run make catalog" prune/heads_table.sh "$T/none" "$I"
 t_done

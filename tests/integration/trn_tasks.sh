@@ -5,8 +5,9 @@
 # BASE.weights is the plain identity model (the first group's slice: its
 # output equals the widened network's first group, Darknet loads it and
 # re-saves the same bytes, and Darknet's forward equals ours), that the
-# loss weights change the training, determinism over thread counts, and
-# errors that name the problem.
+# loss weights change the training, determinism over thread counts, the
+# per-task validation line, a fine-tune from the plain model (--weights),
+# and errors that name the problem.
 . "$TOP/tests/lib.sh"
 TOOL=$TESTD/tools/prune-testtool
 DN=$TESTD/darknet/dn_ref
@@ -74,6 +75,39 @@ t_check "explicit default weights: same bytes" cmp -s "$T/b1/base.tasks.weights"
 expect_ok "plain run" "$TR" train --cfg "$T/base.cfg" --data "$T/s/s.data" --seed 2 --quiet --backup "$T/b5" --threads 1
 t_check "identity weight only: the identity model is the plain run's, bit for bit" \
     cmp -s "$T/b3/base.weights" "$T/b5/base.weights"
+
+# Validation lines and the summary give every task's top-1.
+expect_ok "per-task validation" "$TR" "${A[@]}" --backup "$T/b6" --threads 1 --val-every 6
+t_check "the summary names every task's top-1" \
+    grep -Eq "per task: identity [0-9.]+, shape [0-9.]+, colour [0-9.]+, size [0-9.]+, texture [0-9.]+\)" "$T/out"
+
+# A multi-task fine-tune of a plain model (--weights of --cfg): the identity
+# rows come from it, the other groups start at 0. At learning rate 0 nothing
+# moves but the batch-norm statistics, so the classifier is the input's
+# (the file's last 48 x 16 weights and 48 biases) and every attribute group
+# of the widened network is still uniform.
+expect_ok "fine-tune from the plain model" "$TR" train --cfg "$T/base.cfg" --data "$T/s/s.data" --tasks "$S" \
+    --seed 2 --quiet --weights "$T/b5/base.weights" --clear --set learning_rate=0 --set max_batches=1 \
+    --backup "$T/f1" --threads 1
+t_check "the identity classifier is the plain model's" \
+    cmp -s <(tail -c 3264 "$T/b5/base.weights") <(tail -c 3264 "$T/f1/base.weights")
+expect_ok "forward of the fine-tune's widened network" "$TOOL" forward "$T/f1/base.tasks.cfg" \
+    "$T/f1/base.tasks.weights" "$T/x.bin" "$T/y6.bin"
+t_check "the attribute groups start at 0: uniform outputs" python3 - "$T/y6.bin" <<'PY'
+import struct, sys
+v = struct.unpack('<240f', open(sys.argv[1], 'rb').read())
+assert all(abs(x - 1 / 48) < 1e-6 for x in v[48:]), v[48:52]
+assert max(v[:48]) > 1 / 48 + 1e-3
+PY
+expect_ok "fine-tune, learning" "$TR" train --cfg "$T/base.cfg" --data "$T/s/s.data" --tasks "$S" \
+    --seed 2 --quiet --weights "$T/b5/base.weights" --clear --backup "$T/f2" --threads 1
+t_check "the fine-tune trains the attribute groups" sh -c "! cmp -s '$T/f1/base.tasks.weights' '$T/f2/base.tasks.weights'"
+expect_ok "the widened weights resume the multi-task network" "$TR" train --cfg "$T/base.cfg" --data "$T/s/s.data" \
+    --tasks "$S" --seed 2 --quiet --weights "$T/f2/base.tasks.weights" --clear --backup "$T/f3" --threads 1
+head -c -4 "$T/b5/base.weights" >"$T/short.weights"
+expect_fail "weights of neither network" "fits neither the multi-task network .* nor the plain --cfg model" \
+    "$TR" "${A[@]}" --weights "$T/short.weights" --backup "$T/e5"
+t_check "no folder left" test ! -e "$T/e5"
 
 expect_fail "--task-weights without --tasks" "needs --tasks" "$TR" train --cfg "$T/base.cfg" \
     --data "$T/s/s.data" --task-weights 1,1 --backup "$T/e1"

@@ -139,3 +139,30 @@ int cli_tasks_slice(const trn_net *multi, trn_net *plain, trn_err *err)
     trn_net_set_seen(plain, trn_net_seen(multi));
     return 0;
 }
+
+int cli_tasks_widen(const trn_net *plain, trn_net *multi, trn_err *err)
+{
+    int nm, np;
+    const trn_param *pm = trn_net_params(multi, &nm), *pp = trn_net_params(plain, &np);
+    if (nm != np) return trn_errf(err, "multi-task widening: %d parameter arrays against %d", nm, np);
+    int last = trn_net_layers(plain) - 2;
+    for (int i = 0; i < np; i++) {
+        const trn_param *a = &pm[i], *b = &pp[i];
+        int ok = a->layer == b->layer && a->role == b->role &&
+                 (a->count == b->count ||
+                  (b->layer == last && a->count > b->count &&
+                   ((a->cols == b->cols && b->rows <= a->rows) || (a->rows == 1 && b->rows == 1))));
+        if (!ok)
+            return trn_errf(err, "multi-task widening: parameter array %d (layer %d, %s) does not match "
+                            "(%zu floats against %zu)", i, b->layer, trn_param_role_name(b->role),
+                            b->count, a->count);
+        /* The first task's group takes the plain layer's rows; the other
+         * groups start at zero (logits 0, a uniform softmax): their first
+         * gradients reach the trained trunk only as the rows grow, instead
+         * of the large random logits a fresh layer gives on its features. */
+        memcpy(a->data, b->data, b->count * sizeof *b->data);
+        if (a->count > b->count) memset(a->data + b->count, 0, (a->count - b->count) * sizeof *a->data);
+    }
+    trn_net_set_seen(multi, trn_net_seen(plain));
+    return 0;
+}

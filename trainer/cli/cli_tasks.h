@@ -27,5 +27,10 @@ trn_cfg *cli_tasks_cfg(const trn_cfg *cfg, const cli_tasks *t, int classes, trn_
 /* Copies the multi-task network's parameters into the plain network of the
  * first task (the first rows of the widened layer) and its `seen`. */
 int cli_tasks_slice(const trn_net *multi, trn_net *plain, trn_err *err);
+/* The inverse, for a multi-task fine-tune of a plain model: copies the
+ * plain network's parameters into the multi-task one (the first task's
+ * rows of the widened layer; the other groups' rows and biases 0)
+ * and its `seen`. */
+int cli_tasks_widen(const trn_net *plain, trn_net *multi, trn_err *err);
 
 #endif

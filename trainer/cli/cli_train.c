@@ -41,15 +41,6 @@ static int next_batch(void *ctx, uint64_t index, float *x, float *y, trn_err *er
     return trn_loader_get(f->loader, index, x, y, err);
 }
 
-typedef struct show {
-    int tty, quiet;
-    double last;
-    uint64_t max;
-    trn_train_progress end;   /* the last update's figures */
-    trn_train_progress val;   /* the last validation's */
-    int any;
-} show;
-
 /* Validation on the valid split: inference forwards of the training
  * network, batch by batch, in the split's order (no shuffling, no
  * augmentation). */
@@ -59,25 +50,66 @@ typedef struct vfeed {
     float *x, *y;
     int batch, classes;
     size_t pstride; /* outputs per image (multi-task: all groups; the first task's come first) */
+    size_t ystride; /* truth values per image (multi-task: ntasks groups of `group`) */
+    /* Multi-task: every task's top-1 within its group's first ncls[t]
+     * outputs, of the last validation (task 0's is the returned one). */
+    int ntasks, group, ncls[CLI_MAX_TASKS];
+    uint64_t task_good[CLI_MAX_TASKS];
+    const cli_tasks *tk;
 } vfeed;
+
+/* The index of the largest of v[0..n-1] (the first on ties). */
+static int argmax(const float *v, int n)
+{
+    int best = 0;
+    for (int c = 1; c < n; c++)
+        if (v[c] > v[best]) best = c;
+    return best;
+}
+
+typedef struct show {
+    int tty, quiet;
+    double last;
+    uint64_t max;
+    trn_train_progress end;   /* the last update's figures */
+    trn_train_progress val;   /* the last validation's */
+    int any;
+    const vfeed *vf;          /* multi-task: every task's validation top-1 */
+} show;
+
+/* Multi-task: " (per task: identity 0.9300, shape 0.9500, ...)" of the
+ * last validation into buf; empty for one task. */
+static void fmt_tasks(const vfeed *v, uint64_t n, char *buf, size_t size)
+{
+    buf[0] = '\0';
+    if (!v || v->ntasks < 2 || !n) return;
+    size_t u = 0;
+    for (int t = 0; t < v->ntasks && u < size; t++) {
+        int w = snprintf(buf + u, size - u, "%s%s %.4f%s", t ? ", " : " (per task: ", v->tk->name[t],
+                         (double)v->task_good[t] / (double)n, t == v->ntasks - 1 ? ")" : "");
+        if (w < 0) break;
+        u += (size_t)w;
+    }
+}
 
 static int validate_batches(void *ctx, trn_net *net, uint64_t *correct, uint64_t *total, trn_err *err)
 {
     vfeed *v = ctx;
     uint64_t good = 0, seen = 0;
+    memset(v->task_good, 0, sizeof v->task_good);
     for (uint64_t b = 0; b * (uint64_t)v->batch < v->n; b++) {
         if (trn_loader_get(v->loader, b, v->x, v->y, err) != 0 || trn_net_forward(net, v->x, err) != 0) return -1;
         const float *p = trn_net_output(net);
         for (int j = 0; j < v->batch && seen < v->n; j++, seen++) {
-            const float *pj = p + (size_t)j * v->pstride, *yj = v->y + (size_t)j * v->classes;
-            int truth = 0, best = 0;
-            for (int c = 1; c < v->classes; c++) {
-                if (yj[c] > yj[truth]) truth = c;
-                if (pj[c] > pj[best]) best = c;
+            const float *pj = p + (size_t)j * v->pstride, *yj = v->y + (size_t)j * v->ystride;
+            good += argmax(pj, v->classes) == argmax(yj, v->classes);
+            for (int t = 1; t < v->ntasks; t++) {
+                size_t o = (size_t)t * (size_t)v->group;
+                v->task_good[t] += argmax(pj + o, v->ncls[t]) == argmax(yj + o, v->ncls[t]);
             }
-            good += best == truth;
         }
     }
+    v->task_good[0] = good;
     *correct = good;
     *total = seen;
     return 0;
@@ -107,9 +139,11 @@ static void progress(const trn_train_progress *p, void *ctx)
     if (p->validated) s->val = *p;
     if (s->quiet) return;
     if (p->validated) {
-        fprintf(stderr, "%svalidation at update %llu: top-1 %.4f [%.4f, %.4f] on %llu images%s\n", s->tty ? "\r" : "",
+        char per[1024];
+        fmt_tasks(s->vf, p->val_images, per, sizeof per);
+        fprintf(stderr, "%svalidation at update %llu: top-1 %.4f [%.4f, %.4f] on %llu images%s%s\n", s->tty ? "\r" : "",
                 (unsigned long long)p->batch, p->val_top1, p->val_lo, p->val_hi,
-                (unsigned long long)p->val_images, p->plateau ? " (plateau: stopping)" : "");
+                (unsigned long long)p->val_images, per, p->plateau ? " (plateau: stopping)" : "");
         s->last = 0;
     }
     double t = now_s();
@@ -188,7 +222,9 @@ int cli_train(int argc, char **argv)
         {"--cfg", "FILE", CK_STR, &cfgp, 0, 0, "the network (Darknet cfg)"},
         {"--data", "FILE", CK_STR, &data, 0, 0, "the data set (Darknet .data: classes, train, labels/names, backup)"},
         {"--weights", "FILE", CK_STR, &weights, 0, 0,
-         "start from these weights (Darknet .weights) instead of\nrandom ones; their `seen` continues the schedule"},
+         "start from these weights (Darknet .weights) instead of\nrandom ones; their `seen` continues the schedule; with\n"
+         "--tasks: the widened network's (BASE.tasks.weights) or the\nplain --cfg model's (a multi-task fine-tune: the other\n"
+         "tasks' groups start at 0)"},
         {"--clear", NULL, CK_FLAG, &clear, 0, 0, "reset `seen` to 0 after --weights (restart the schedule)"},
         {"--set", "key=value", CK_LIST, &set, 0, 0, "override a [net] key (repeatable), e.g. --set max_batches=500"},
         {"--backup", "DIR", CK_STR, &backup, 0, 0,
@@ -249,7 +285,8 @@ int cli_train(int argc, char **argv)
         "tasks' .data files (which must list the same images), each weighted by\n"
         "--task-weights. It writes BACKUP/BASE.tasks.cfg and BASE.tasks.weights (the\n"
         "widened network) and BACKUP/BASE.weights: the first task's slice, the plain\n"
-        "Darknet model of --cfg. Validation scores the first task.\n",
+        "Darknet model of --cfg. Validation scores the first task (the printed lines\n"
+        "add every task's top-1 within its group).\n",
     };
     const char *extra;
     if (ck_parse("trainer", &verb, argc, argv, &extra, 0, &rc0) < 0) return rc0;
@@ -262,7 +299,6 @@ int cli_train(int argc, char **argv)
     if (cli_threads("train", threads)) return 2;
     if (plateau && !val_every) return cli_usage("train", "--plateau needs validations: --val-every N with N > 0");
     if (taskw && !tasksp) return cli_usage("train", "--task-weights needs --tasks");
-    if (tasksp && weights) return cli_usage("train", "--tasks trains from random weights: drop --weights");
 
     trn_err e;
     vfeed vf = {0};
@@ -310,8 +346,16 @@ int cli_train(int argc, char **argv)
         goto out;
     }
     if (weights && trn_weights_load(net, weights, &e) != 0) {
-        cli_fail("train", "%s", e.msg);
-        goto out;
+        /* With --tasks, the plain model's weights widen into the network. */
+        trn_err e2;
+        if (!plain || trn_weights_load(plain, weights, &e2) != 0 || cli_tasks_widen(plain, net, &e2) != 0) {
+            if (plain)
+                cli_fail("train", "%s fits neither the multi-task network (%s) nor the plain --cfg model (%s)",
+                         weights, e.msg, e2.msg);
+            else
+                cli_fail("train", "%s", e.msg);
+            goto out;
+        }
     }
     if (clear) trn_net_set_seen(net, 0);
 
@@ -345,15 +389,18 @@ int cli_train(int argc, char **argv)
         vo.augment = 0;
         vo.shuffle = 0;
         vo.cache_bytes = 0;
-        vo.tasks = NULL;
-        vo.ntasks = vo.group = 0;
         vf.pstride = trn_net_outputs(net);
         vf.batch = trn_net_batch(net);
         vf.classes = trn_dataset_classes(f.ds);
+        vf.ystride = tasksp ? (size_t)tk.n * (size_t)tk.group : (size_t)vf.classes;
+        vf.ntasks = tasksp ? tk.n : 0;
+        vf.group = tk.group;
+        vf.tk = &tk;
+        for (int t = 0; t < vf.ntasks; t++) vf.ncls[t] = trn_dataset_classes(tk.ds[t]);
         vf.n = trn_dataset_count(f.ds, TRN_SPLIT_VALID);
         if (val_images && (size_t)val_images < vf.n) vf.n = (size_t)val_images;
         vf.x = malloc((size_t)vf.batch * trn_net_inputs(net) * sizeof *vf.x);
-        vf.y = malloc((size_t)vf.batch * (size_t)vf.classes * sizeof *vf.y);
+        vf.y = malloc((size_t)vf.batch * vf.ystride * sizeof *vf.y);
         if (!vf.x || !vf.y) {
             cli_fail("train", "out of memory");
             goto out;
@@ -371,7 +418,7 @@ int cli_train(int argc, char **argv)
     sa.sa_handler = on_signal;
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
-    show sh = {.tty = isatty(STDERR_FILENO), .quiet = quiet};
+    show sh = {.tty = isatty(STDERR_FILENO), .quiet = quiet, .vf = vf.loader ? &vf : NULL};
     trn_train_opts to = {
         .next_batch = next_batch, .batch_ctx = &f, .backup_dir = backup, .base = base,
         .checkpoint_every = (uint64_t)every, .resume = resume, .progress = progress,
@@ -407,11 +454,13 @@ int cli_train(int argc, char **argv)
         rc = 0;
     }
     if (r >= 0 && sh.any) {
-        char val[160] = "no validation";
-        if (sh.val.validated)
-            snprintf(val, sizeof val, "validation top-1 %.4f [%.4f, %.4f] on %llu images (best %.4f at update %llu)",
-                     sh.val.val_top1, sh.val.val_lo, sh.val.val_hi, (unsigned long long)sh.val.val_images,
+        char val[1300] = "no validation", per[1024];
+        if (sh.val.validated) {
+            fmt_tasks(sh.vf, sh.val.val_images, per, sizeof per);
+            snprintf(val, sizeof val, "validation top-1 %.4f [%.4f, %.4f] on %llu images%s (best %.4f at update %llu)",
+                     sh.val.val_top1, sh.val.val_lo, sh.val.val_hi, (unsigned long long)sh.val.val_images, per,
                      sh.val.best_top1, (unsigned long long)sh.val.best_batch);
+        }
         fprintf(stderr, "trainer train: summary: %s at update %llu/%llu, loss %.4f (avg %.4f), %.1f images/s, %s; "
                 "metrics in %s/%s.metrics.jsonl\n",
                 r == 1 ? "stopped" : sh.end.plateau ? "plateau, stopped early" : "done",

@@ -233,12 +233,57 @@ static void part_overhead(void **state)
                              {0, 2.0, 0.5, 3.0}, {0, 5.0, 0.1, 5.4}, {0, 1.0, 0.2, 9.2},
                              {2, 3.0, 0.0, 3.5}, {2, 1.0, 0.0, 2.5}};
     for (size_t k = 0; k < sizeof rec / sizeof rec[0]; k++)
-        st.rec[st.nrec++] = (rtl_gtdp_part_rec){(int)k, (int)rec[k][0], rec[k][1], rec[k][2], rec[k][3]};
+        st.rec[st.nrec++] = (rtl_gtdp_part_rec){.layer = (int)k, .worker = (int)rec[k][0], .compute_ms = rec[k][1],
+                                                .transfer_ms = rec[k][2], .wall_ms = rec[k][3]};
     double ov[3];
     rtl_gtdp_part_overhead(&st, 3, ov);
     assert_true(fabs(ov[0] - 0.5) < 1e-9); /* 0.5, 0.3, 8.0: the median, not the mean */
     assert_true(ov[1] == -1);
     assert_true(fabs(ov[2] - 1.0) < 1e-9); /* 0.5 and 1.5 */
+}
+
+/* The parts' cost fitted to forwards' records: a part of worker w takes
+ * fixed[w] + transfer + (1 + slope) compute, recovered exactly from
+ * records made so, whatever an outlier forward does to one part (the
+ * median over forwards); a worker with no part gets -1; the block's extra
+ * is what a block takes beyond its slowest modelled part (median over the
+ * blocks). */
+static void fitted_parts(void **state)
+{
+    (void)state;
+    static rtl_gtdp_stats f[3];
+    const double fixed[3] = {0.5, 1.2, 0}, slope = 0.15;
+    const double comp[4][3] = {{2, 3, 0}, {8, 9, 0}, {3, 2.5, 0}, {5, 4, 0}}; /* per block, workers 0 and 1 */
+    for (int k = 0; k < 3; k++) {
+        memset(&f[k], 0, sizeof f[k]);
+        for (int b = 0; b < 4; b++)
+            for (int w = 0; w < 2; w++) {
+                double c = comp[b][w], t = 0.1 * (w + 1);
+                f[k].rec[f[k].nrec++] = (rtl_gtdp_part_rec){.layer = 2 * b, .worker = w, .compute_ms = c, .transfer_ms = t,
+                                                            .wall_ms = fixed[w] + t + (1 + slope) * c + 0.25 * (w == 1)};
+            }
+    }
+    f[2].rec[3].wall_ms += 50; /* one forward's part an outlier */
+    const rtl_gtdp_stats *fp[3] = {&f[0], &f[1], &f[2]};
+    double fx[3], s;
+    rtl_gtdp_fit_parts(fp, 3, 3, fx, &s);
+    assert_true(fabs(s - slope) < 1e-9);
+    assert_true(fabs(fx[0] - 0.5) < 1e-9);
+    assert_true(fabs(fx[1] - 1.45) < 1e-9); /* its 0.25 more in every part: its own fixed cost */
+    assert_true(fx[2] == -1);
+    /* the model as fitted: nothing beyond the slowest part */
+    assert_true(fabs(rtl_gtdp_block_extra(&f[0], fx, s, 3)) < 1e-9);
+    /* every block's last answer 0.4 ms later than its slowest part says */
+    for (int r = 0; r < f[1].nrec; r++) f[1].rec[r].wall_ms += 0.4;
+    assert_true(fabs(rtl_gtdp_block_extra(&f[1], fx, s, 3) - 0.4) < 1e-9);
+    /* a fixed cost measured below 0 is charged as 0 */
+    rtl_gtdp_stats *g = &f[0];
+    memset(g, 0, sizeof *g);
+    g->rec[g->nrec++] = (rtl_gtdp_part_rec){.layer = 0, .worker = 0, .compute_ms = 4, .wall_ms = 3};
+    g->rec[g->nrec++] = (rtl_gtdp_part_rec){.layer = 2, .worker = 0, .compute_ms = 2, .wall_ms = 1};
+    rtl_gtdp_fit_parts(fp, 1, 1, fx, &s);
+    assert_true(fabs(s) < 1e-9 && fx[0] == 0);
+    assert_true(fabs(rtl_gtdp_block_extra(g, fx, s, 1) + 1) < 1e-9);
 }
 
 /* The cuts a block allows (rtl_gtdp_layer.dims, chosen by rtl run
@@ -270,9 +315,9 @@ static void allowed_cuts(void **state)
     check_tiles(&one, &p, 2);
     static rtl_gtdp_stats st;
     st.nrec = 0;
-    st.rec[st.nrec++] = (rtl_gtdp_part_rec){4, 0, 1, 0.1, 2.5};
-    st.rec[st.nrec++] = (rtl_gtdp_part_rec){4, 1, 1, 0.1, 3.5};
-    st.rec[st.nrec++] = (rtl_gtdp_part_rec){6, 0, 1, 0.1, 9.0};
+    st.rec[st.nrec++] = (rtl_gtdp_part_rec){.layer = 4, .worker = 0, .compute_ms = 1, .transfer_ms = 0.1, .wall_ms = 2.5};
+    st.rec[st.nrec++] = (rtl_gtdp_part_rec){.layer = 4, .worker = 1, .compute_ms = 1, .transfer_ms = 0.1, .wall_ms = 3.5};
+    st.rec[st.nrec++] = (rtl_gtdp_part_rec){.layer = 6, .worker = 0, .compute_ms = 1, .transfer_ms = 0.1, .wall_ms = 9.0};
     assert_true(rtl_gtdp_block_ms(&st, 4) == 3.5);
     assert_true(rtl_gtdp_block_ms(&st, 5) == -1);
 }
@@ -283,7 +328,7 @@ int main(void)
         cmocka_unit_test(parts_tile_the_output), cmocka_unit_test(halo_and_costs), cmocka_unit_test(fitted_costs),
         cmocka_unit_test(speeds_shape_the_split), cmocka_unit_test(one_row_splits_channels),
         cmocka_unit_test(fused_pool), cmocka_unit_test(bad_inputs), cmocka_unit_test(part_overhead),
-        cmocka_unit_test(allowed_cuts),
+        cmocka_unit_test(fitted_parts), cmocka_unit_test(allowed_cuts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
