@@ -5,6 +5,7 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <getopt.h>
+#include <sched.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,7 +16,7 @@ static const char *gtdp_help =
     "Usage: rtl run ID VARIANT IMAGE... --workers HOST:PORT[@SPEED[@MBPS]],...\n"
     "               --peer-key PATH --device-key PATH [--repeat N] [--warmup N]\n"
     "               [--runs N] [--deadline-ms MS] [--threads N] [--top K] [--equal-split]\n"
-    "               [--resend] [--trace] [--json]\n"
+    "               [--resend] [--part-cpus C,...] [--trace] [--json]\n"
     "Runs VARIANT with every convolutional layer (and a max pool right after it)\n"
     "spread over rtl serve workers by\n"
     "MeDNN's GTDP (rows and output channels, sized by each worker's SPEED relative\n"
@@ -49,6 +50,13 @@ static const char *gtdp_help =
     "  --resend          send every part its whole input, also the rows its worker\n"
     "                    still holds as its answer of the block before (default:\n"
     "                    those are not sent again)\n"
+    "  --part-cpus LIST  emulating several devices on one machine: this device's\n"
+    "                    thread that runs worker i's part (its request sealed and\n"
+    "                    sent, its reply opened and placed) moves to CPU i of\n"
+    "                    LIST (one per worker, in order; -1: where it runs), the\n"
+    "                    CPU that worker is pinned to: the device then works on a\n"
+    "                    core while its worker waits, never on the core of a\n"
+    "                    worker still computing (as a device of its own would not)\n"
     "  --trace           with --json: when each timed forward's pieces ran on this\n"
     "                    device (\"trace\": per block its start and end, per part\n"
     "                    when its request was filled, sealed and sent and its\n"
@@ -112,6 +120,26 @@ static int parse_list(const char *s, struct wspec *ws, rtl_gtdp_worker *w, int *
         (*n)++;
     }
     return *n > 0 ? 0 : -1;
+}
+
+/* C,C,... (-1: none), each a CPU this process may run on; 0 or -1. */
+static int parse_cpus(const char *s, int *cpu, int *n)
+{
+    cpu_set_t allowed;
+    if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) CPU_ZERO(&allowed);
+    *n = 0;
+    for (const char *p = s;;) {
+        char *end;
+        errno = 0;
+        long v = strtol(p, &end, 10);
+        if (end == p || errno || v < -1 || v >= CPU_SETSIZE || (v >= 0 && !CPU_ISSET((int)v, &allowed)) ||
+            *n == RTL_GTDP_MAX_WORKERS)
+            return -1;
+        cpu[(*n)++] = (int)v;
+        if (*end == 0) return 0;
+        if (*end != ',') return -1;
+        p = end + 1;
+    }
 }
 
 /* GTDP's predicted time of one forward, walking the layers as rtl_gtdp_run
@@ -276,10 +304,12 @@ int cmd_run_gtdp(rtl_store *s, int argc, char **argv)
         {"json", no_argument, 0, 'j'},           {"help", no_argument, 0, 'h'},
         {"equal-split", no_argument, 0, 'e'},    {"warmup", required_argument, 0, 'u'},
         {"resend", no_argument, 0, 'R'},        {"trace", no_argument, 0, 'T'},
+        {"part-cpus", required_argument, 0, 'P'},
         {0, 0, 0, 0}};
     struct wspec ws[RTL_GTDP_MAX_WORKERS];
     rtl_gtdp_worker w[RTL_GTDP_MAX_WORKERS];
-    int nw = 0, json = 0, equal = 0, resend = 0, trace = 0, c;
+    int nw = 0, json = 0, equal = 0, resend = 0, trace = 0, ncpu = 0, c;
+    int cpus[RTL_GTDP_MAX_WORKERS];
     long repeat = 1, warmup = 1, runs = 5, deadline = 10000, threads = 0, top = 5;
     const char *pk = NULL, *dk = NULL;
     optind = 0;
@@ -303,11 +333,17 @@ int cmd_run_gtdp(rtl_store *s, int argc, char **argv)
         case 'e': equal = 1; break;
         case 'R': resend = 1; break;
         case 'T': trace = 1; break;
+        case 'P':
+            if (parse_cpus(optarg, cpus, &ncpu) != 0)
+                return usage("--part-cpus needs CPU numbers this process may use (or -1) joined by ',' (at most 8), "
+                             "not '%s'", optarg);
+            break;
         default: return usage("unknown option or missing value: '%s'", argv[optind > 1 ? optind - 1 : 0]);
         }
     }
     if (argc - optind < 3) return usage("needs ID VARIANT IMAGE...%s", "");
     if (!pk || !dk) return usage("--workers needs --peer-key and --device-key%s", "");
+    if (ncpu && ncpu != nw) return usage("--part-cpus needs one CPU per worker (%s)", ncpu < nw ? "too few" : "too many");
     rtl_err err;
     rtl_peer_key me, srv;
     if (rtl_peer_key_load(dk, 1, &me, &err) != 0 || rtl_peer_key_load(pk, 0, &srv, &err) != 0) return fail(&err);
@@ -330,6 +366,10 @@ int cmd_run_gtdp(rtl_store *s, int argc, char **argv)
     }
     for (size_t q = 0; q < in; q++) x[q] = (float)((uint32_t)(q * 2654435761u) >> 24) / 256.0f;
     if (rtl_model_profile_layers(m, x, (uint32_t)runs, &err) != 0) {
+        status = fail(&err);
+        goto done;
+    }
+    if (ncpu && rtl_gtdp_set_part_cpus(m, cpus, ncpu, &err) != 0) {
         status = fail(&err);
         goto done;
     }

@@ -1095,6 +1095,17 @@ RTL_API double rtl_gtdp_block_extra(const rtl_gtdp_stats *st, const double *fixe
  * measured over the workers (rtl_gtdp_cli.c). -1 with err on a bad layer
  * or dims. */
 RTL_API int rtl_gtdp_set_dims(rtl_model *m, int layer, int dims, rtl_err *err);
+/* Moves the device's thread that runs worker i's part (its request sealed
+ * and sent, its reply opened and placed) to CPU cpu[i] (-1: left where it
+ * runs), for every later rtl_gtdp_run of m; n = 0: none. For emulating
+ * several devices on one machine (rtl run --part-cpus): with each worker
+ * pinned to a CPU and the device's work for its part on the same CPU, the
+ * device works on a core while its worker waits (before its part and
+ * after), never on the core of a worker still computing, as a device of
+ * its own would not. Best effort (a CPU the process may not use is
+ * ignored). -1 with err on a CPU outside 0..CPU_SETSIZE-1 or n outside
+ * 0..RTL_GTDP_MAX_WORKERS. */
+RTL_API int rtl_gtdp_set_part_cpus(rtl_model *m, const int *cpu, int n, rtl_err *err);
 
 /* One forward of m on x (rtl_model_input_size floats) with every
  * convolutional layer between possible cuts spread by GTDP over the

@@ -31,6 +31,7 @@
 #include <math.h>
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <semaphore.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,6 +69,8 @@ struct rtl_gtdp_cache {
     int nfit;            /* the model's layers */
     struct gtdp_fit *fit; /* per block's first layer: rtl_gtdp_calibrate */
     struct helper help[RTL_GTDP_MAX_WORKERS];
+    int ncpu;                       /* rtl_gtdp_set_part_cpus: 0, none */
+    int cpu[RTL_GTDP_MAX_WORKERS]; /* per worker, -1: none */
 };
 
 /* Convolution output rows [a, b) that block output rows [r0, r1) read: the
@@ -302,6 +305,19 @@ static struct gtdp_fit *fit_table(rtl_model *m, rtl_err *err)
         c->nfit = L;
     }
     return c->fit;
+}
+
+int rtl_gtdp_set_part_cpus(rtl_model *m, const int *cpu, int n, rtl_err *err)
+{
+    if (n < 0 || n > RTL_GTDP_MAX_WORKERS) return rtl_errf(err, "GTDP: %d CPUs (0..%d workers)", n, RTL_GTDP_MAX_WORKERS);
+    for (int i = 0; i < n; i++)
+        if (cpu[i] < -1 || cpu[i] >= CPU_SETSIZE)
+            return rtl_errf(err, "GTDP: worker %d's CPU %d (0..%d, or -1 for none)", i + 1, cpu[i], CPU_SETSIZE - 1);
+    struct rtl_gtdp_cache **cp = rtl_model_gtdp_cache(m);
+    if (!*cp && !(*cp = calloc(1, sizeof **cp))) return rtl_errf(err, "out of memory");
+    (*cp)->ncpu = n;
+    for (int i = 0; i < n; i++) (*cp)->cpu[i] = cpu[i];
+    return 0;
 }
 
 int rtl_gtdp_set_dims(rtl_model *m, int layer, int dims, rtl_err *err)
@@ -724,6 +740,7 @@ struct job {
     int lo, hi;       /* held: the rows of hg within in_r0..in_r1 (of its channels), not sent */
     double t_got; /* when the answer was here */
     double t[RTL_IO_T_N]; /* rtl_now_ms() at each step (rtl_part_io.t) */
+    int cpu;              /* the CPU the part's thread moves to, -1: none */
     rtl_err err;
 };
 
@@ -784,6 +801,12 @@ static void *job_main(void *arg)
     size_t got = 0;
     const rtl_gtdp_layer *g = j->g;
     rtl_part_io io = {job_fill, job_take, j, j->t};
+    if (j->cpu >= 0) { /* best effort: a CPU that is not there leaves the thread where it runs */
+        cpu_set_t cs;
+        CPU_ZERO(&cs);
+        CPU_SET(j->cpu, &cs);
+        (void)pthread_setaffinity_np(pthread_self(), sizeof cs, &cs);
+    }
     j->t[RTL_IO_T_START] = rtl_now_ms();
     j->ok = rtl_peer_run_part_io(j->peer, j->catalog, j->variant, g->index, g->last, &j->q, j->held ? j->hg : NULL,
                                  j->nsent, &io, j->nout, &got, j->deadline_ms, &j->err) == 0 &&
@@ -860,6 +883,8 @@ static int run_conv(rtl_model *m, const rtl_gtdp_layer *g, rtl_peer **peers, con
         j->nin = (size_t)(j->q.in_r1 - j->q.in_r0) * g->w_in * g->c_in;
         j->nout = (size_t)(j->q.r1 - j->q.r0) * (j->q.c1 - j->q.c0) * g->w;
         j->deadline_ms = deadline_ms;
+        struct rtl_gtdp_cache *cc = *rtl_model_gtdp_cache(m);
+        j->cpu = cc && j->q.worker < cc->ncpu ? cc->cpu[j->q.worker] : -1;
         /* the worker still holds its answer of the block just before, a
          * part of this input: the rows it needs of it are not sent again */
         int32_t *h = j->hg;
@@ -930,6 +955,12 @@ int rtl_gtdp_run(rtl_model *m, rtl_peer **peers, const rtl_gtdp_worker *w, int n
     if (n < 1 || n > RTL_GTDP_MAX_WORKERS)
         return rtl_errf(err, "GTDP: %d workers (1..%d are supported)", n, RTL_GTDP_MAX_WORKERS);
     if (st) memset(st, 0, sizeof *st);
+    /* the parts' threads move to their workers' CPUs
+     * (rtl_gtdp_set_part_cpus); this thread, which runs the last part of
+     * each block, goes back where it was allowed to run */
+    struct rtl_gtdp_cache *cc = *rtl_model_gtdp_cache(m);
+    cpu_set_t aff;
+    int restore = cc && cc->ncpu > 0 && pthread_getaffinity_np(pthread_self(), sizeof aff, &aff) == 0;
     int alive[RTL_GTDP_MAX_WORKERS], L = rtl_model_layers(m), rc = -1;
     for (int i = 0; i < n; i++) alive[i] = peers[i] != NULL;
     size_t cap = rtl_model_input_size(m);
@@ -975,6 +1006,7 @@ int rtl_gtdp_run(rtl_model *m, rtl_peer **peers, const rtl_gtdp_worker *w, int n
     rc = rtl_model_set_output(m, a, na, err);
     if (st) st->total_ms = rtl_now_ms() - f0;
 out:
+    if (restore) (void)pthread_setaffinity_np(pthread_self(), sizeof aff, &aff);
     free(a);
     free(b);
     return rc;

@@ -97,6 +97,15 @@ start_worker s2 2 0; start_worker s6 6 0; start_worker s3 3 1; start_worker s4 4
 P() { echo "127.0.0.1:$(cat "$1.port")@$2@$link"; }
 ONE="$(P a 1)" TWO="$(P a 1),$(P b 1)"
 FOUR="$(P s2 0.5),$(P s3 0.333333),$(P s4 0.25),$(P s6 0.166667)"
+# The device's thread that runs a worker's part on that worker's core
+# (rtl run --part-cpus; PART_CPUS=0: not): the device's sealing and opening
+# for a part then happen while its worker waits, never on the core of a
+# worker still computing, as on a device of its own; where the workers are
+# pinned (taskset, 2 cores or more).
+c1=() c2=() c4=()
+if [ "${PART_CPUS:-1}" = 1 ] && [ "$(nproc)" -ge 2 ] && command -v taskset >/dev/null; then
+    c1=(--part-cpus 0) c2=(--part-cpus 0,1) c4=(--part-cpus 0,1,1,0)
+fi
 # The device (rtl run) under SCHED_FIFO where this user may (DEVICE_FIFO=0:
 # never): a device of its own would not wait for a core that the emulated
 # workers' computing holds, as the plain scheduler makes it wait (up to a
@@ -109,12 +118,13 @@ go() { # OUT [run options...]
         --device-key dev "$@" >"$out" 2>"$out.err" || { echo "bench rtl-gtdp: rtl run failed:"; cat "$out.err"; exit 1; }
 }
 for r in $(seq "$rounds"); do
-    go one-$r.json --workers "$ONE"
-    go two-$r.json --workers "$TWO"
-    go four-$r.json --workers "$FOUR"
-    go eq-$r.json --workers "$FOUR" --equal-split
+    go one-$r.json --workers "$ONE" "${c1[@]}"
+    go two-$r.json --workers "$TWO" "${c2[@]}"
+    go four-$r.json --workers "$FOUR" "${c4[@]}"
+    go eq-$r.json --workers "$FOUR" --equal-split "${c4[@]}"
 done
 load1=$(cut -d' ' -f1 /proc/loadavg)
+[ ${#c2[@]} -gt 0 ] && echo "bench rtl-gtdp: the device's part threads on their workers' cores (--part-cpus)"
 if [ ${#fifo[@]} -gt 0 ]; then echo "bench rtl-gtdp: the device's process under SCHED_FIFO (${fifo[*]})"
 else echo "bench rtl-gtdp: the device's process on the plain scheduler (chrt -f refused, or DEVICE_FIFO=0)"; fi
 python3 - "$rounds" "$size" "$load0" "$load1" "$(nproc)" "$link" <<'PY'

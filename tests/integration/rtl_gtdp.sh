@@ -164,6 +164,17 @@ assert abs(tot - d["predicted_ms"]) < 1e-6 * max(1, tot), (tot, d["predicted_ms"
 for b in c["blocks"]:
     assert abs(b["ms"] - (b["fixed_ms"] + b["transfer_ms"] + b["compute_ms"] + b["block_extra_ms"])) < 1e-6, b
 assert d["compute_factor"] > 0 and all(x >= 0 for x in d["part_overhead_ms"]), d' t-pools.json
+    # --part-cpus: the device's thread for each worker's part on a CPU of
+    # its own choosing (here the first this process may use, and -1: left
+    # where it runs); the same answer; one CPU per worker, CPUs it may use
+    cpu0=$(python3 -c 'import os; print(min(os.sched_getaffinity(0)))')
+    rtl run rtlnet pools $img --top 10 --json --threads 1 --workers "$WP" "${keys[@]}" --part-cpus "$cpu0,-1,$cpu0" \
+        >c-pools.json 2>c-pools.err
+    t_check "--part-cpus: the same answer as the local run" same_answer local-pools.json c-pools.json
+    expect_fail "--part-cpus needs one CPU per worker" "one CPU per worker" \
+        rtl run rtlnet pools $img --workers "$WP" "${keys[@]}" --part-cpus "$cpu0"
+    expect_fail "--part-cpus refuses a CPU this process may not use" "part-cpus" \
+        rtl run rtlnet pools $img --workers "$WP" "${keys[@]}" --part-cpus "$cpu0,$cpu0,99999"
     t_check "parts leave out the input their worker holds (held_parts > 0)" test "$(field g-pools.json held_parts)" -gt 0
     t_check "--resend sends every part its whole input (held_parts 0), the same answer" \
         test "$(field r-pools.json held_parts)" = 0 -a "$(same_answer g-pools.json r-pools.json && echo same)" = same

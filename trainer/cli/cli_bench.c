@@ -280,7 +280,7 @@ int cli_bench(int argc, char **argv)
     const char *cfg = NULL, *threads = NULL, *operand = NULL;
     ck_list set = {.n = 0};
     long long fb = 1, batch = 0, iters = 5, sg = 2048, copy_mb = 256;
-    int json = 0, no_train = 0, layers = 0, no_gemm = 0, rc0;
+    int json = 0, no_train = 0, layers = 0, no_gemm = 0, no_winograd = 0, rc0;
     const char *det = NULL;
     const ck_opt opts[] = {
         {"--cfg", "FILE", CK_STR, &cfg, 0, 0, "the network (Darknet cfg); may be given without --cfg"},
@@ -293,6 +293,9 @@ int cli_bench(int argc, char **argv)
          "size of the memory-bandwidth yardstick, a copy of MIB MiB (default 256; 0: skip)"},
         {"--no-train", NULL, CK_FLAG, &no_train, 0, 0, "skip the training step (and the gemm shapes)"},
         {"--no-gemm", NULL, CK_FLAG, &no_gemm, 0, 0, "skip the gemm shapes"},
+        {"--no-winograd", NULL, CK_FLAG, &no_winograd, 0, 0,
+         "inference forwards without Winograd's F(2x2, 3x3) (trn_set_winograd(0)):\n"
+         "every convolution by its im2col product, as in training"},
         {"--layers", NULL, CK_FLAG, &layers, 0, 0,
          "print every layer's forward time against the yardsticks (a\n"
          "convolution's FLOPs at the sgemm rate, a connected layer's weight\n"
@@ -338,6 +341,7 @@ int cli_bench(int argc, char **argv)
     if (!cfg) return cli_usage("bench", "no cfg given");
     if (cli_determinism("bench", det)) return 2;
     if (cli_threads("bench", threads)) return 2;
+    trn_set_winograd(!no_winograd);
     trn_cfg *c = cli_cfg("bench", cfg, &sets);
     if (!c) return 1;
     trn_err e;

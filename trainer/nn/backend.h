@@ -27,6 +27,10 @@ typedef struct trn_backend trn_backend;
  * (batch, m, oh, ow), oh = (h + 2*pad - ks)/stride + 1, likewise ow. */
 typedef struct trn_conv_shape {
     int batch, c, h, w, m, ks, stride, pad;
+    /* The forward of an inference, not of a training step: conv may then
+     * compute it by another algorithm than the product its backward is the
+     * adjoint of, equal up to rounding (the CPU's Winograd path). */
+    int infer;
 } trn_conv_shape;
 
 /* A kernel's first parameter: the table it is called through (unused by

@@ -102,10 +102,10 @@ static trn_param *weights(trn_net *net, const trn_layer *l)
 }
 
 /* The geometry of the whole batch, one group. */
-static trn_conv_shape shape_of(const trn_layer *l, const trn_net *net)
+static trn_conv_shape shape_of(const trn_layer *l, const trn_net *net, int infer)
 {
     const conv_state *s = l->priv;
-    return (trn_conv_shape){net->batch, l->in.c, l->in.h, l->in.w, l->out.c, s->size, s->stride, s->pad};
+    return (trn_conv_shape){net->batch, l->in.c, l->in.h, l->in.w, l->out.c, s->size, s->stride, s->pad, infer};
 }
 
 static void conv_forward(trn_layer *l, trn_net *net, int train)
@@ -119,7 +119,7 @@ static void conv_forward(trn_layer *l, trn_net *net, int train)
     /* batch norm: the product goes to its input buffer, bias and activation come after */
     float *out = s->bn ? trn_bn_input(&s->norm, l->output, train) : l->output;
     if (g == 1) {
-        trn_conv_shape sh = shape_of(l, net);
+        trn_conv_shape sh = shape_of(l, net, !train);
         be->conv(be, &sh, l->input, w, kf, s->bn ? NULL : bias, s->bn ? TRN_ACT_LINEAR : l->act, out);
     } else {
         for (int b = 0; b < net->batch; b++)
@@ -163,7 +163,7 @@ static void conv_backward(trn_layer *l, trn_net *net)
         be->bias_gradient(be, l->output, l->act, net->batch, l->out.c, n, bias->update, l->delta);
     trn_param *w = weights(net, l);
     if (g == 1) {
-        trn_conv_shape sh = shape_of(l, net);
+        trn_conv_shape sh = shape_of(l, net, 0);
         be->conv_dw(be, &sh, l->input, l->delta, w->update, kf);
         if (l->in_delta) be->conv_dx(be, &sh, l->delta, w->data, kf, l->in_delta);
         return;

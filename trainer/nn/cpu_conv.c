@@ -495,6 +495,7 @@ void trn_cpu_conv(TRN_BE, const trn_conv_shape *s, const float *in, const float 
                   trn_activation act, float *out)
 {
     if (s->batch <= 0 || s->m <= 0) return;
+    if (trn_cpu_winograd(be, s, in, w, ldw, bias, act, out) == 0) return;
     fwdctx x = {be, {0}, in, w, bias, ldw, act, out, 0};
     make_plan(s, &x.p, 0);
     if (s->batch * x.p.tiles_img < MIN_TILES) {

@@ -168,7 +168,7 @@ static void conv_kernels_match_reference_for_any_threads(void **state)
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         trn_conv_shape s = {cases[i].batch, cases[i].c, cases[i].h, cases[i].w, cases[i].m, cases[i].ks,
-                            cases[i].stride, cases[i].pad};
+                            cases[i].stride, cases[i].pad, 0};
         int oh = (s.h + 2 * s.pad - s.ks) / s.stride + 1, ow = (s.w + 2 * s.pad - s.ks) / s.stride + 1;
         int k = s.c * s.ks * s.ks, ldw = k + cases[i].extra;
         size_t nin = (size_t)s.batch * s.c * s.h * s.w, nout = (size_t)s.batch * s.m * oh * ow;
@@ -193,6 +193,57 @@ static void conv_kernels_match_reference_for_any_threads(void **state)
         assert_memory_equal(dx[1], dx[2], nin * sizeof *dx[1]);
         for (int v = 0; v < 3; v++) free(o[v]), free(dw[v]), free(dx[v]);
         free(in), free(w), free(bias), free(d), free(dw0), free(dx0);
+    }
+    trn_set_threads(0);
+}
+
+/* The inference forward of 3x3 stride-1 convolutions by Winograd's
+ * F(2x2, 3x3) (cpu_winograd.c) against the reference's plain loops: within
+ * 1e-5 relative norm error (about 5e-7 measured: the transforms add inputs
+ * before the products, another rounding than the direct sum); the same
+ * bytes for 1 and 3 threads; odd output sizes (a last tile half outside),
+ * padding 0..2, several images side by side, W's rows longer than k. With
+ * trn_set_winograd(0), in the portable mode and for a training forward
+ * (infer 0) the direct product's exact bytes. */
+static void winograd_matches_reference_for_any_threads(void **state)
+{
+    (void)state;
+    struct { int batch, c, h, w, m, pad, extra; } cases[] = {
+        {1, 32, 13, 13, 40, 1, 0}, {3, 48, 6, 5, 33, 0, 2}, {2, 32, 9, 9, 64, 2, 0}, {1, 64, 4, 7, 32, 1, 5},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        trn_conv_shape s = {cases[i].batch, cases[i].c, cases[i].h, cases[i].w, cases[i].m, 3, 1, cases[i].pad, 1};
+        trn_conv_shape direct = s;
+        direct.infer = 0;
+        int oh = s.h + 2 * s.pad - 2, ow = s.w + 2 * s.pad - 2, ldw = s.c * 9 + cases[i].extra;
+        size_t nin = (size_t)s.batch * s.c * s.h * s.w, nout = (size_t)s.batch * s.m * oh * ow;
+        size_t nw = (size_t)s.m * ldw;
+        float *in = rnd(nin, 140 + i), *w = rnd(nw, 150 + i), *bias = rnd((size_t)s.m, 160 + i);
+        float *o[6]; /* ref, winograd at 1 and 3 threads, direct, winograd off, portable */
+        for (int v = 0; v < 6; v++) o[v] = malloc(nout * sizeof *o[v]);
+        trn_set_threads(1);
+        ref->conv(ref, &s, in, w, ldw, bias, TRN_ACT_LEAKY, o[0]);
+        cpu->conv(cpu, &s, in, w, ldw, bias, TRN_ACT_LEAKY, o[1]);
+        cpu->conv(cpu, &direct, in, w, ldw, bias, TRN_ACT_LEAKY, o[3]);
+        trn_set_winograd(0);
+        cpu->conv(cpu, &s, in, w, ldw, bias, TRN_ACT_LEAKY, o[4]);
+        trn_set_winograd(1);
+        trn_set_threads(3);
+        cpu->conv(cpu, &s, in, w, ldw, bias, TRN_ACT_LEAKY, o[2]);
+        trn_set_determinism(TRN_DET_PORTABLE);
+        float *p0 = malloc(nout * sizeof *p0);
+        cpu->conv(cpu, &direct, in, w, ldw, bias, TRN_ACT_LEAKY, p0);
+        cpu->conv(cpu, &s, in, w, ldw, bias, TRN_ACT_LEAKY, o[5]);
+        trn_set_determinism(TRN_DET_DEFAULT);
+        double e = tl_relerr(o[1], o[0], nout);
+        printf("# winograd %dx%dx%dx%d m %d pad %d: rel.err %.1e\n", s.batch, s.c, s.h, s.w, s.m, s.pad, e);
+        assert_true(e <= 1e-5);
+        assert_memory_equal(o[1], o[2], nout * sizeof *o[1]);
+        assert_memory_equal(o[3], o[4], nout * sizeof *o[1]);
+        assert_memory_equal(p0, o[5], nout * sizeof *o[1]);
+        assert_true(memcmp(o[1], o[3], nout * sizeof *o[1]) != 0); /* it did run */
+        for (int v = 0; v < 6; v++) free(o[v]);
+        free(p0), free(in), free(w), free(bias);
     }
     trn_set_threads(0);
 }
@@ -307,6 +358,7 @@ int kernel_tests(struct CMUnitTest *t)
         cmocka_unit_test(channel_kernels_match_reference),
         cmocka_unit_test(pooling_and_losses_match_reference),
         cmocka_unit_test(conv_kernels_match_reference_for_any_threads),
+        cmocka_unit_test(winograd_matches_reference_for_any_threads),
         cmocka_unit_test(fused_bn_kernels_match_reference_for_any_threads),
     };
     memcpy(t, tests, sizeof tests);
