@@ -294,7 +294,8 @@ int cli_bench(int argc, char **argv)
         {"--no-train", NULL, CK_FLAG, &no_train, 0, 0, "skip the training step (and the gemm shapes)"},
         {"--no-gemm", NULL, CK_FLAG, &no_gemm, 0, 0, "skip the gemm shapes"},
         {"--no-winograd", NULL, CK_FLAG, &no_winograd, 0, 0,
-         "inference forwards without Winograd's F(2x2, 3x3) (trn_set_winograd(0)):\n"
+         "inference forwards without Winograd's F(2x2, 3x3) and F(2x2, 5x5)\n"
+         "(trn_set_winograd(0)): "
          "every convolution by its im2col product, as in training"},
         {"--layers", NULL, CK_FLAG, &layers, 0, 0,
          "print every layer's forward time against the yardsticks (a\n"

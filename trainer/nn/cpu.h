@@ -13,8 +13,8 @@ void trn_cpu_conv(TRN_BE, const trn_conv_shape *s, const float *in, const float 
 void trn_cpu_conv_dw(TRN_BE, const trn_conv_shape *s, const float *in, const float *delta, float *dw, int lddw);
 void trn_cpu_conv_dx(TRN_BE, const trn_conv_shape *s, const float *delta, const float *w, int ldw, float *in_delta);
 
-/* The forward by Winograd's F(2x2, 3x3) (cpu_winograd.c) where it applies
- * (s->infer, 3x3 stride 1, the shape worth it, trn_winograd() on, not the
+/* The forward by Winograd's F(2x2, 3x3) or F(2x2, 5x5) (cpu_winograd.c)
+ * where it applies (s->infer, 3x3 or 5x5 stride 1, the shape worth it, trn_winograd() on, not the
  * portable mode): 0 when it computed out, -1 when the caller must use the
  * direct product (out may then hold anything). */
 int trn_cpu_winograd(TRN_BE, const trn_conv_shape *s, const float *in, const float *w, int ldw, const float *bias,

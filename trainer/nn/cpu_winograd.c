@@ -1,13 +1,15 @@
 /*
- * cpu_winograd.c: the CPU backend's inference forward of 3x3 stride-1
- * convolutions by Winograd's minimal filtering F(2x2, 3x3) (Lavin and
- * Gray, "Fast Algorithms for Convolutional Neural Networks", 2016).
+ * cpu_winograd.c: the CPU backend's inference forward of 3x3 and 5x5
+ * stride-1 convolutions by Winograd's minimal filtering F(2x2, 3x3) and
+ * F(2x2, 5x5) (Lavin and Gray, "Fast Algorithms for Convolutional Neural
+ * Networks", 2016).
  *
- * Each 2x2 block of outputs of a filter is computed from the 4x4 block of
- * input under it as Y = A^T [ sum over channels of (G g G^T) .* (B^T d B) ] A:
- * 16 multiplies per channel where the direct product takes 36 (2.25x fewer).
- * The sum over channels of the 16 element-wise products is 16 matrix
- * products, one per position xi of the 4x4 transformed block:
+ * Each 2x2 block of outputs of a filter is computed from the 4x4 (6x6)
+ * block of input under it as
+ * Y = A^T [ sum over channels of (G g G^T) .* (B^T d B) ] A: 16 (36)
+ * multiplies per channel where the direct product takes 36 (100): 2.25x
+ * (2.8x) fewer. The sum over channels of the 16 (36) element-wise products
+ * is as many matrix products, one per position xi of the transformed block:
  *   M[xi] (filters, tiles) = U[xi] (filters, c) . V[xi] (c, tiles)
  * with U = G g G^T the transformed filters and V = B^T d B the transformed
  * input tiles (every image of the batch side by side); OpenBLAS computes
@@ -19,15 +21,15 @@
  * filters' weights into a buffer of its thread (G g G^T every forward, from
  * the weights as they are: nothing is cached, so weights written through
  * any pointer are always seen; the transform reads each weight once, like
- * the direct product, and costs 1/20 of the block's products at alexnet's
- * shapes), runs the 16 products, and writes its outputs through the output
+ * the direct product, and costs 1/10 (3x3) to 1/4 (5x5) of the block's
+ * products at alexnet's shapes), runs the 16 (36) products, and writes its outputs through the output
  * transform, then the bias and the activation (add_bias then activate, as
  * the direct path).
  *
  * Rounding: another summation than the direct product's (the transforms
  * add and subtract inputs before the products), so the results differ from
- * it by rounding: ||winograd - direct|| / ||direct|| about 1e-7 on random
- * data (test_kernels.c bounds it by 1e-5). Used only where the caller says
+ * it by rounding: ||winograd - direct|| / ||direct|| about 2e-7 (3x3) and
+ * 1.5e-6 (5x5) on random data (test_kernels.c bounds it by 1e-5). Used only where the caller says
  * the forward is an inference's (trn_conv_shape.infer: training keeps the
  * im2col product its backward is the adjoint of), never in the portable
  * determinism mode, and not at all after trn_set_winograd(0).
@@ -91,26 +93,99 @@ static float *wg_scratch(int slot, size_t n)
 typedef struct wgctx {
     const trn_backend *be;
     const trn_conv_shape *s;
+    int r, nt, nx;           /* the filter's size r (3 or 5), the tile's nt = r + 1, nx = nt*nt matrices */
     int oh, ow, th, tw, t;   /* output size, tiles per column and row, tiles per image */
     int b0, nb, n;           /* the group: images b0 .. b0+nb-1, n = nb*t columns */
     const float *in, *w, *bias;
     int ldw;
     trn_activation act;
-    float *out, *v;          /* v: V[xi] (c, n), 16 of them */
+    float *out, *v;          /* v: V[xi] (c, n), nx of them */
     int runs;
     atomic_int fail;         /* an item could not get its buffers */
 } wgctx;
 
+/* F(2x2, 5x5): Toom-Cook at the points 0, 1, -1, 2, -2 and infinity (6x6
+ * tiles, 36 multiplies per 2x2 outputs and channel where the direct
+ * product takes 100). Derived exactly (rationals) and checked: Y = A^T
+ * [(G g G^T) .* (B^T d B)] A equals the 5x5 correlation. The transforms
+ * below skip the zero coefficients and run over a row of tiles at once
+ * (over channels for G), so that they vectorise. */
+#define N5 6
+static const float BT5[N5][N5] = {
+    {4, 0, -5, 0, 1, 0}, {0, -4, -4, 1, 1, 0}, {0, 4, -4, -1, 1, 0},
+    {0, -2, -1, 2, 1, 0}, {0, 2, -1, -2, 1, 0}, {0, 4, 0, -5, 0, 1},
+};
+static const float G5[N5][5] = {
+    {1.0f / 4, 0, 0, 0, 0},
+    {-1.0f / 6, -1.0f / 6, -1.0f / 6, -1.0f / 6, -1.0f / 6},
+    {-1.0f / 6, 1.0f / 6, -1.0f / 6, 1.0f / 6, -1.0f / 6},
+    {1.0f / 24, 1.0f / 12, 1.0f / 6, 1.0f / 3, 2.0f / 3},
+    {1.0f / 24, -1.0f / 12, 1.0f / 6, -1.0f / 3, 2.0f / 3},
+    {0, 0, 0, 0, 1},
+};
+static const float AT5[2][N5] = {{1, 1, 1, 1, 1, 0}, {0, 1, -1, 2, -2, 1}};
+
 /* ---- the input transform: V = B^T d B ------------------------------------ */
+
+/* 8 lanes (GCC's generic vectors: two SSE or one AVX operation); loaded
+ * and stored through memcpy (no alignment assumed). */
+typedef float v8 __attribute__((vector_size(32)));
+#define LANES 8
+static inline void ld8(v8 *v, const float *p) { memcpy(v, p, sizeof *v); }
+
+/* F(2x2, 5x5): one row of tiles (ty) of the padded plane pl (rows pw
+ * floats apart, readable LANES tiles past tw) into v (tile tx at
+ * v[xi*cn + tx]), LANES tiles at a time. */
+static void input_row5(const float *pl, int pw, int tw, float *v, size_t cn)
+{
+    for (int t0 = 0; t0 < tw; t0 += LANES) {
+        int nt = tw - t0 < LANES ? tw - t0 : LANES;
+        /* column l of tile t0+q in row k: pl[k*pw + 2*(t0+q) + l], as the
+         * even and odd columns from 2*t0 */
+        v8 d[N5][N5];
+        for (int k = 0; k < N5; k++) {
+            float e[LANES + 3], o[LANES + 3];
+            const float *row = pl + (size_t)k * pw + 2 * t0;
+            for (int q = 0; q < LANES + 3; q++) e[q] = row[2 * q], o[q] = row[2 * q + 1];
+#pragma GCC unroll 3
+            for (int l = 0; l < N5; l += 2) ld8(&d[k][l], e + l / 2), ld8(&d[k][l + 1], o + l / 2);
+        }
+        v8 t[N5][N5];
+#pragma GCC unroll 6
+        for (int i = 0; i < N5; i++) /* B^T d: the rows */
+#pragma GCC unroll 6
+            for (int l = 0; l < N5; l++) {
+                v8 a = {0};
+#pragma GCC unroll 6
+                for (int k = 0; k < N5; k++)
+                    if (BT5[i][k] != 0) a += BT5[i][k] * d[k][l];
+                t[i][l] = a;
+            }
+#pragma GCC unroll 6
+        for (int i = 0; i < N5; i++) /* then . B: the columns */
+#pragma GCC unroll 6
+            for (int j = 0; j < N5; j++) {
+                v8 a = {0};
+#pragma GCC unroll 6
+                for (int l = 0; l < N5; l++)
+                    if (BT5[j][l] != 0) a += BT5[j][l] * t[i][l];
+                memcpy(v + (size_t)(i * N5 + j) * cn + t0, &a, (size_t)nt * sizeof(float));
+            }
+    }
+}
+
+/* The padded plane's width: its columns, then zeros for input_row5's
+ * reads of LANES tiles past the row's last. */
+static int plane_w(const wgctx *x) { return 2 * (x->tw + LANES) + x->r - 1; }
 
 static void input_channel(const wgctx *x, int ch, float *pl)
 {
     const trn_conv_shape *s = x->s;
-    int ph = 2 * x->th + 2, pw = 2 * x->tw + 2, pad = s->pad;
+    int ph = 2 * x->th + x->r - 1, pw = plane_w(x), pad = s->pad;
     size_t cn = spaced((size_t)s->c * x->n);
     for (int j = 0; j < x->nb; j++) {
         const float *im = x->in + ((size_t)(x->b0 + j) * s->c + ch) * s->h * s->w;
-        /* the plane with its zero padding, to 2*th+2 x 2*tw+2 */
+        /* the plane with its zero padding, to 2*th+r-1 x 2*tw+r-1 */
         for (int y = 0; y < ph; y++) {
             float *d = pl + (size_t)y * pw;
             int iy = y - pad;
@@ -124,6 +199,11 @@ static void input_channel(const wgctx *x, int ch, float *pl)
             if (x1 < pw) memset(d + x1, 0, (size_t)(pw - x1) * sizeof *d);
         }
         float *v = x->v + (size_t)ch * x->n + (size_t)j * x->t;
+        if (x->r == 5) {
+            for (int ty = 0; ty < x->th; ty++)
+                input_row5(pl + (size_t)(2 * ty) * pw, pw, x->tw, v + (size_t)ty * x->tw, cn);
+            continue;
+        }
         for (int ty = 0; ty < x->th; ty++) {
             const float *r0 = pl + (size_t)(2 * ty) * pw, *r1 = r0 + pw, *r2 = r1 + pw, *r3 = r2 + pw;
             for (int tx = 0; tx < x->tw; tx++) {
@@ -151,7 +231,8 @@ static void input_run(void *p, int r)
 {
     wgctx *x = p;
     int c0 = (int)((long long)x->s->c * r / x->runs), c1 = (int)((long long)x->s->c * (r + 1) / x->runs);
-    float *pl = wg_scratch(2, (size_t)(2 * x->th + 2) * (2 * x->tw + 2));
+    /* the padded plane, then the F(2x2, 5x5) row's temporaries */
+    float *pl = wg_scratch(2, (size_t)(2 * x->th + x->r - 1) * plane_w(x));
     if (!pl) {
         atomic_store(&x->fail, 1);
         return;
@@ -161,18 +242,94 @@ static void input_run(void *p, int r)
 
 /* ---- a block of filters: U = G g G^T, the products, Y = A^T M A ---------- */
 
+/* F(2x2, 5x5): filter wf's c channels (25 floats apart) into u (channel ch
+ * of matrix xi at u[xi*uc + ch]), LANES channels at a time. */
+static void filter5(const float *wf, int c, float *u, size_t uc)
+{
+    for (int c0 = 0; c0 < c; c0 += LANES) {
+        int nc = c - c0 < LANES ? c - c0 : LANES;
+        v8 g[25] = {{0}};
+        for (int q = 0; q < nc; q++)
+            for (int e = 0; e < 25; e++) g[e][q] = wf[(size_t)(c0 + q) * 25 + e];
+        v8 t[N5][5];
+#pragma GCC unroll 6
+        for (int i = 0; i < N5; i++) /* G g: the columns */
+#pragma GCC unroll 5
+            for (int l = 0; l < 5; l++) {
+                v8 a = {0};
+#pragma GCC unroll 5
+                for (int k = 0; k < 5; k++)
+                    if (G5[i][k] != 0) a += G5[i][k] * g[k * 5 + l];
+                t[i][l] = a;
+            }
+#pragma GCC unroll 6
+        for (int i = 0; i < N5; i++) /* then . G^T: the rows */
+#pragma GCC unroll 6
+            for (int j = 0; j < N5; j++) {
+                v8 a = {0};
+#pragma GCC unroll 5
+                for (int l = 0; l < 5; l++)
+                    if (G5[j][l] != 0) a += G5[j][l] * t[i][l];
+                memcpy(u + (size_t)(i * N5 + j) * uc + c0, &a, (size_t)nc * sizeof(float));
+            }
+    }
+}
+
+/* F(2x2, 5x5): one row of tiles of a filter's M (tile tx of matrix xi at
+ * m[xi*mn + tx], readable LANES tiles past tw) into its two output rows o
+ * (ow floats each; only the first when rows is 1), LANES tiles at a time. */
+static void output_row5(const float *m, size_t mn, int tw, float *o, int ow, int rows)
+{
+    for (int t0 = 0; t0 < tw; t0 += LANES) {
+        v8 s[2][N5];
+#pragma GCC unroll 2
+        for (int i = 0; i < 2; i++) /* A^T M: the rows */
+#pragma GCC unroll 6
+            for (int l = 0; l < N5; l++) {
+                v8 a = {0};
+#pragma GCC unroll 6
+                for (int k = 0; k < N5; k++)
+                    if (AT5[i][k] != 0) {
+                        v8 q;
+                        ld8(&q, m + (size_t)(k * N5 + l) * mn + t0);
+                        a += AT5[i][k] * q;
+                    }
+                s[i][l] = a;
+            }
+        for (int i = 0; i < 2 && i < rows; i++) { /* then . A: the columns */
+            v8 y[2];
+#pragma GCC unroll 2
+            for (int j = 0; j < 2; j++) {
+                v8 a = {0};
+#pragma GCC unroll 6
+                for (int l = 0; l < N5; l++)
+                    if (AT5[j][l] != 0) a += AT5[j][l] * s[i][l];
+                y[j] = a;
+            }
+            float *d = o + (size_t)i * ow;
+            for (int q = 0; q < LANES && 2 * (t0 + q) < ow; q++) {
+                d[2 * (t0 + q)] = y[0][q];
+                if (2 * (t0 + q) + 1 < ow) d[2 * (t0 + q) + 1] = y[1][q];
+            }
+        }
+    }
+}
+
 static void filter_block(void *p, int j)
 {
     wgctx *x = p;
     const trn_conv_shape *s = x->s;
     int f0 = j * WG_MB, f1 = f0 + WG_MB < s->m ? f0 + WG_MB : s->m, mb = f1 - f0, c = s->c, n = x->n;
+    int nx = x->nx;
     size_t uc = spaced((size_t)mb * c), vn = spaced((size_t)c * n), mn = spaced((size_t)mb * n);
-    float *u = wg_scratch(1, 16 * uc), *mm = wg_scratch(2, 16 * mn);
+    float *u = wg_scratch(1, nx * uc), *mm = wg_scratch(2, nx * mn);
     if (!u || !mm) {
         atomic_store(&x->fail, 1);
         return;
     }
-    for (int f = 0; f < mb; f++) {
+    for (int f = 0; f < mb && x->r == 5; f++)
+        filter5(x->w + (size_t)(f0 + f) * x->ldw, c, u + (size_t)f * c, uc);
+    for (int f = 0; f < mb && x->r == 3; f++) {
         const float *wf = x->w + (size_t)(f0 + f) * x->ldw;
         for (int ch = 0; ch < c; ch++) {
             const float *g = wf + (size_t)ch * 9;
@@ -193,7 +350,7 @@ static void filter_block(void *p, int j)
         }
     }
     trn_cpu_gemm_whole = 1; /* the blocks run side by side: one OpenBLAS call per product */
-    for (int xi = 0; xi < 16; xi++)
+    for (int xi = 0; xi < nx; xi++)
         x->be->gemm(x->be, 0, 0, mb, n, c, 1, u + xi * uc, c, x->v + xi * vn, n, 0, mm + xi * mn, n);
     trn_cpu_gemm_whole = 0;
     int np = x->oh * x->ow;
@@ -201,7 +358,10 @@ static void filter_block(void *p, int j)
         for (int b = 0; b < x->nb; b++) {
             float *o = x->out + ((size_t)(x->b0 + b) * s->m + f0 + f) * np;
             const float *mf = mm + (size_t)f * n + (size_t)b * x->t;
-            for (int ty = 0; ty < x->th; ty++)
+            for (int ty = 0; ty < x->th && x->r == 5; ty++)
+                output_row5(mf + (size_t)ty * x->tw, mn, x->tw, o + (size_t)(2 * ty) * x->ow, x->ow,
+                            x->oh - 2 * ty);
+            for (int ty = 0; ty < x->th && x->r == 3; ty++)
                 for (int tx = 0; tx < x->tw; tx++) {
                     const float *q = mf + (size_t)ty * x->tw + tx;
                     float m[16], t[2][4];
@@ -226,17 +386,18 @@ int trn_cpu_winograd(TRN_BE, const trn_conv_shape *s, const float *in, const flo
                      trn_activation act, float *out)
 {
     if (!s->infer || !trn_winograd() || trn_determinism() == TRN_DET_PORTABLE) return -1;
-    if (s->ks != 3 || s->stride != 1 || s->c < WG_MIN_C || s->m < WG_MIN_M) return -1;
-    wgctx x = {be, s, 0, 0, 0, 0, 0, 0, 0, 0, in, w, bias, ldw, act, out, NULL, 0, 0};
+    if ((s->ks != 3 && s->ks != 5) || s->stride != 1 || s->c < WG_MIN_C || s->m < WG_MIN_M) return -1;
+    wgctx x = {be, s, s->ks, s->ks + 1, (s->ks + 1) * (s->ks + 1), 0, 0, 0, 0, 0, 0, 0, 0, in, w, bias, ldw, act,
+               out, NULL, 0, 0};
     atomic_init(&x.fail, 0);
-    x.oh = s->h + 2 * s->pad - 2, x.ow = s->w + 2 * s->pad - 2;
+    x.oh = s->h + 2 * s->pad - s->ks + 1, x.ow = s->w + 2 * s->pad - s->ks + 1;
     if (x.oh < 1 || x.ow < 1) return -1;
     x.th = (x.oh + 1) / 2, x.tw = (x.ow + 1) / 2, x.t = x.th * x.tw;
-    size_t per = (size_t)16 * s->c * x.t; /* V's floats per image */
+    size_t per = (size_t)x.nx * s->c * x.t; /* V's floats per image */
     if (per > WG_V_FLOATS) return -1;
     int group = (int)(WG_V_FLOATS / per);
     if (group > s->batch) group = s->batch;
-    size_t vfloats = 16 * spaced((size_t)s->c * group * x.t);
+    size_t vfloats = (size_t)x.nx * spaced((size_t)s->c * group * x.t);
     int runs = 4 * trn_threads();
     x.runs = runs < s->c ? runs : s->c;
     for (x.b0 = 0; x.b0 < s->batch; x.b0 += group) {

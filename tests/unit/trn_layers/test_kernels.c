@@ -197,10 +197,11 @@ static void conv_kernels_match_reference_for_any_threads(void **state)
     trn_set_threads(0);
 }
 
-/* The inference forward of 3x3 stride-1 convolutions by Winograd's
- * F(2x2, 3x3) (cpu_winograd.c) against the reference's plain loops: within
- * 1e-5 relative norm error (about 5e-7 measured: the transforms add inputs
- * before the products, another rounding than the direct sum); the same
+/* The inference forward of 3x3 and 5x5 stride-1 convolutions by Winograd's
+ * F(2x2, 3x3) and F(2x2, 5x5) (cpu_winograd.c) against the reference's
+ * plain loops: within 1e-5 relative norm error (2e-7 and 4e-7 measured:
+ * the transforms add inputs before the products, another rounding than the
+ * direct sum); the same
  * bytes for 1 and 3 threads; odd output sizes (a last tile half outside),
  * padding 0..2, several images side by side, W's rows longer than k. With
  * trn_set_winograd(0), in the portable mode and for a training forward
@@ -208,14 +209,16 @@ static void conv_kernels_match_reference_for_any_threads(void **state)
 static void winograd_matches_reference_for_any_threads(void **state)
 {
     (void)state;
-    struct { int batch, c, h, w, m, pad, extra; } cases[] = {
-        {1, 32, 13, 13, 40, 1, 0}, {3, 48, 6, 5, 33, 0, 2}, {2, 32, 9, 9, 64, 2, 0}, {1, 64, 4, 7, 32, 1, 5},
+    struct { int batch, c, h, w, m, ks, pad, extra; } cases[] = {
+        {1, 32, 13, 13, 40, 3, 1, 0}, {3, 48, 6, 5, 33, 3, 0, 2}, {2, 32, 9, 9, 64, 3, 2, 0}, {1, 64, 4, 7, 32, 3, 1, 5},
+        {1, 32, 11, 11, 48, 5, 2, 0}, {2, 40, 8, 9, 33, 5, 1, 3}, {1, 32, 6, 6, 32, 5, 0, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-        trn_conv_shape s = {cases[i].batch, cases[i].c, cases[i].h, cases[i].w, cases[i].m, 3, 1, cases[i].pad, 1};
+        trn_conv_shape s = {cases[i].batch, cases[i].c, cases[i].h, cases[i].w, cases[i].m, cases[i].ks, 1,
+                            cases[i].pad, 1};
         trn_conv_shape direct = s;
         direct.infer = 0;
-        int oh = s.h + 2 * s.pad - 2, ow = s.w + 2 * s.pad - 2, ldw = s.c * 9 + cases[i].extra;
+        int oh = s.h + 2 * s.pad - s.ks + 1, ow = s.w + 2 * s.pad - s.ks + 1, ldw = s.c * s.ks * s.ks + cases[i].extra;
         size_t nin = (size_t)s.batch * s.c * s.h * s.w, nout = (size_t)s.batch * s.m * oh * ow;
         size_t nw = (size_t)s.m * ldw;
         float *in = rnd(nin, 140 + i), *w = rnd(nw, 150 + i), *bias = rnd((size_t)s.m, 160 + i);
@@ -236,7 +239,7 @@ static void winograd_matches_reference_for_any_threads(void **state)
         cpu->conv(cpu, &s, in, w, ldw, bias, TRN_ACT_LEAKY, o[5]);
         trn_set_determinism(TRN_DET_DEFAULT);
         double e = tl_relerr(o[1], o[0], nout);
-        printf("# winograd %dx%dx%dx%d m %d pad %d: rel.err %.1e\n", s.batch, s.c, s.h, s.w, s.m, s.pad, e);
+        printf("# winograd %dx%dx%dx%d m %d ks %d pad %d: rel.err %.1e\n", s.batch, s.c, s.h, s.w, s.m, s.ks, s.pad, e);
         assert_true(e <= 1e-5);
         assert_memory_equal(o[1], o[2], nout * sizeof *o[1]);
         assert_memory_equal(o[3], o[4], nout * sizeof *o[1]);

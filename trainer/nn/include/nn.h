@@ -149,8 +149,8 @@ int trn_threads(void);
 typedef enum trn_det_mode { TRN_DET_DEFAULT, TRN_DET_PORTABLE, TRN_DET_COUNT } trn_det_mode;
 void trn_set_determinism(trn_det_mode m);
 trn_det_mode trn_determinism(void);
-/* 3x3 stride-1 convolutions of inference forwards by Winograd's F(2x2, 3x3)
- * on the CPU where the shape is worth it (trainer/README.md): on by
+/* 3x3 and 5x5 stride-1 convolutions of inference forwards by Winograd's
+ * F(2x2, 3x3) and F(2x2, 5x5) on the CPU where the shape is worth it (trainer/README.md): on by
  * default; 0 turns it off (the im2col product, as in training), process-
  * wide. The results differ from the direct product's by rounding. */
 void trn_set_winograd(int on);
