@@ -4,7 +4,9 @@
 # multi-task fine-tunes that starts from the independent texture model and
 # adds the other attributes at learning rates that keep texture, then the
 # attribute heads on its fc7 (prune retarget --cut fc@2) and their judgement
-# against the independent models (prune/heads_table.sh --heads).
+# against the independent models (prune/heads_table.sh --heads). Stages with
+# five task weights add the identity (last): the trunk then serves all five
+# tasks, and an identity head on its fc7 is scored too.
 #
 #   prune/texture_first.sh [--train] OUT INDEP_DIR [DATA_DIR]
 #
@@ -12,26 +14,32 @@
 # texture.weights is the first stage; --train trains the missing ones
 # first). DATA_DIR (build/data/synth): the data set, with one .tasks file
 # (identity first, then the attributes, with texture among them). Writes
-# DATA_DIR/texture-first.tasks (texture first, then the other attributes:
-# the tasks file must sit beside the data files), OUT/texture.cfg (CFG with
-# the texture's class count), OUT/s2, s3, s4 (the stages' trainer backups),
-# OUT/heads (prune retarget --out) and prints the table. Settings (env):
-# CFG (recipes/alexnet/base.cfg), THREADS (1), BIN (build/bin), STAGES
-# (the three stages, "batches:learning_rate:task_weights" each; default
-# "1000:0.02:1,1,1,1 2000:0.03:1,2,0.5,1 1000:0.015:1,3,0.5,1.5", the
-# weights in the order texture then the other attributes of the .tasks
-# file), HEAD_SET (extra prune retarget --set words), NICE (19).
+# DATA_DIR/texture-first.tasks (texture first, then the other attributes)
+# and texture-first-identity.tasks (the same, then the identity; tasks files
+# must sit beside the data files), OUT/texture.cfg (CFG with the texture's
+# class count), OUT/s2, s3, ... (the stages' trainer backups), OUT/heads
+# (prune retarget --out: the attribute heads), OUT/heads-identity (with an
+# identity stage: shape, colour, size and identity heads) and prints the
+# table. Settings (env): CFG (recipes/alexnet/base.cfg), THREADS (1), BIN
+# (build/bin), STAGES ("batches:learning_rate:task_weights" each, weights
+# in the order texture, the other attributes of the .tasks file, then the
+# identity when there are five; default "1000:0.02:1,1,1,1
+# 2000:0.03:1,2,0.5,1 1000:0.015:1,3,0.5,1.5 1000:0.01:1,1,1,1,1
+# 1500:0.015:1,1.5,0.5,1.5,2"; the first five-weight stage starts from the
+# stage before's plain model, its new groups at 0), HEAD_SET (extra prune
+# retarget --set words), NICE (19).
 set -eu
 train=
 [ "${1:-}" = --train ] && { train=--train; shift; }
 [ $# -ge 2 ] || { echo "usage: prune/texture_first.sh [--train] OUT INDEP_DIR [DATA_DIR]" >&2; exit 2; }
 O=$1 I=$2 D=${3:-build/data/synth}
 CFG=${CFG:-recipes/alexnet/base.cfg} BIN=${BIN:-build/bin} THREADS=${THREADS:-1} NICE=${NICE:-19}
-STAGES=${STAGES:-1000:0.02:1,1,1,1 2000:0.03:1,2,0.5,1 1000:0.015:1,3,0.5,1.5}
+STAGES=${STAGES:-1000:0.02:1,1,1,1 2000:0.03:1,2,0.5,1 1000:0.015:1,3,0.5,1.5 1000:0.01:1,1,1,1,1 1500:0.015:1,1.5,0.5,1.5,2}
 T=${TASKS:-}
 if [ -z "$T" ]; then
     for f in "$D"/*.tasks; do
-        [ -f "$f" ] && [ "${f##*/}" != texture-first.tasks ] || continue
+        case ${f##*/} in texture-first*.tasks) continue ;; esac
+        [ -f "$f" ] || continue
         [ -z "$T" ] || { echo "texture_first: $D has several .tasks files ($T, $f): name one with TASKS=" >&2; exit 1; }
         T=$f
     done
@@ -56,12 +64,21 @@ fi
 sed "s/^output=48$/output=$n/" "$CFG" >"$O/texture.cfg.tmp" && mv "$O/texture.cfg.tmp" "$O/texture.cfg"
 { echo "texture $tex"; awk '!/^#/ && NF == 2' "$T" | sed 1d | awk '$1 != "texture"'; } \
     >"$D/texture-first.tasks.tmp"
+{ cat "$D/texture-first.tasks.tmp"; awk '!/^#/ && NF == 2' "$T" | head -n 1; } >"$D/texture-first-identity.tasks.tmp"
 mv "$D/texture-first.tasks.tmp" "$D/texture-first.tasks"
-w=$I/texture/texture.weights k=2
+mv "$D/texture-first-identity.tasks.tmp" "$D/texture-first-identity.tasks"
+w=$I/texture/texture.weights k=2 id=0
 for st in $STAGES; do
     b=${st%%:*} r=${st#*:}; lr=${r%%:*} tw=${r#*:}
+    tf=$D/texture-first.tasks
+    if [ "$(echo "$tw" | tr ',' '\n' | wc -l)" = 5 ]; then
+        tf=$D/texture-first-identity.tasks
+        # The first stage with the identity widens the plain model anew.
+        [ $id = 1 ] || w=$O/s$((k - 1))/texture.weights
+        id=1
+    fi
     echo "texture_first: stage $k: $b batches at $lr, task weights $tw" >&2
-    nice -n "$NICE" "$BIN/trainer" train --cfg "$O/texture.cfg" --data "$D/$tex" --tasks "$D/texture-first.tasks" \
+    nice -n "$NICE" "$BIN/trainer" train --cfg "$O/texture.cfg" --data "$D/$tex" --tasks "$tf" \
         --weights "$w" --clear --set max_batches="$b" --set learning_rate="$lr" --task-weights "$tw" --seed 1 \
         --threads "$THREADS" --backup "$O/s$k" --quiet
     w=$O/s$k/texture.tasks.weights k=$((k + 1))
@@ -70,4 +87,16 @@ hs=()
 for x in ${HEAD_SET:-}; do hs+=(--set "$x"); done
 nice -n "$NICE" "$BIN/prune" retarget --cfg "$O/texture.cfg" --weights "$O/s$((k - 1))/texture.weights" --tasks "$T" \
     --cut fc@2 --seed 1 --threads "$THREADS" --out "$O/heads" ${hs[@]+"${hs[@]}"} >&2
+if [ $id = 1 ]; then
+    nice -n "$NICE" "$BIN/prune" retarget --cfg "$O/texture.cfg" --weights "$O/s$((k - 1))/texture.weights" \
+        --tasks "$D/texture-first-identity.tasks" --cut fc@2 --seed 1 --threads "$THREADS" --out "$O/heads-identity" \
+        ${hs[@]+"${hs[@]}"} >&2
+    python3 - "$O/heads-identity/retarget.json" <<'PY'
+import json, sys
+for t in json.load(open(sys.argv[1]))["tasks"]:
+    if t["task"] == "identity":
+        print("identity head on the same trunk: %.1f%% [%.1f, %.1f] (n=%d; %d MACs, %d parameters)" % (
+            100 * t["top1"], 100 * t["top1_lo"], 100 * t["top1_hi"], t["images"], t["head_macs"], t["head_params"]))
+PY
+fi
 BIN=$BIN THREADS=$THREADS NICE=$NICE CFG=$CFG prune/heads_table.sh $train --heads "$O/heads" "$I" "$D"
