@@ -16,7 +16,8 @@
 # the independent models; --train trains the missing ones first, one after
 # another: recipes/alexnet/base.cfg with the task's class count, the task's
 # .data, seed 1, the cfg's schedule (lr 0.05, 3500 batches), THREADS
-# threads (default 1), under nice. DATA_DIR: the data set (build/data/synth).
+# threads (default 1), under nice (NICE, default 10); CFG replaces
+# recipes/alexnet/base.cfg. DATA_DIR: the data set (build/data/synth).
 # Run from the repository root after `make catalog MODEL=alexnet`.
 # --heads: judges the heads of one `prune retarget --out RETARGET_DIR` run
 # instead (any trunk, e.g. a multi-task fine-tune of the base): its
@@ -41,12 +42,16 @@ for t in shape colour size texture; do
         echo "heads_table: no independent $t model in $I (run with --train to train it)" >&2
         continue
     fi
-    n=$(grep -c . "$D/synth-$t.names")
-    sed "s/^output=48$/output=$n/" recipes/alexnet/base.cfg >"$I/$t.cfg"
+    # The task's data file: from the data set's tasks file (synth-<task>.data
+    # when there is none).
+    dat=$(cat "$D"/*.tasks 2>/dev/null | awk -v t=$t '$1 == t {print $2; exit}')
+    dat=${dat:-synth-$t.data}
+    n=$(grep -c . "$D/${dat%.data}.names")
+    sed "s/^output=48$/output=$n/" "${CFG:-recipes/alexnet/base.cfg}" >"$I/$t.cfg"
     echo "heads_table: training the independent $t model ($n classes)" >&2
-    nice -n 10 "$BIN/trainer" train --cfg "$I/$t.cfg" --data "$D/synth-$t.data" --seed 1 --backup "$I/$t" \
+    nice -n "${NICE:-10}" "$BIN/trainer" train --cfg "$I/$t.cfg" --data "$D/$dat" --seed 1 --backup "$I/$t" \
         --threads "${THREADS:-1}" --quiet
-    nice -n 10 "$BIN/trainer" valid --cfg "$I/$t.cfg" --weights "$I/$t/$t.weights" --data "$D/synth-$t.data" \
+    nice -n "${NICE:-10}" "$BIN/trainer" valid --cfg "$I/$t.cfg" --weights "$I/$t/$t.weights" --data "$D/$dat" \
         --split test --json --threads "${THREADS:-1}" >"$I/$t.eval.json.tmp"
     mv "$I/$t.eval.json.tmp" "$I/$t.eval.json"
 done

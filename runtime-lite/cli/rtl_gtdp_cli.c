@@ -190,9 +190,10 @@ static double predicted_ms(rtl_model *m, const rtl_gtdp_worker *w, int n, int eq
 /* Each block's cut chosen from forwards over the workers, all computing at
  * once as they will in the timed runs (the calibration of the parts'
  * compute is one process alone, and two workers computing at once are
- * slower than it says, by how much depending on the cut): 3 untimed
- * forwards with every block cut by rows only, 3 by channels only (and,
- * with more than two workers, 3 as the planner likes best); per block the
+ * slower than it says, by how much depending on the cut): 5 untimed
+ * forwards with every block cut by rows only, 5 by channels only (and,
+ * with more than two workers, 5 as the planner likes best), taking turns;
+ * per block the
  * cut of the smallest median wall time (rtl_gtdp_block_ms) is kept for the
  * plan, the prediction and the timed runs. Named approximation: a block is
  * measured after blocks cut the same way, whose held answers (rtl_gtdp_run)
@@ -204,18 +205,20 @@ static int choose_dims(rtl_model *m, rtl_peer **peers, const rtl_gtdp_worker *w,
     static const char *name[3] = {"rows", "channels", "both"};
     static rtl_gtdp_stats cs;
     int L = rtl_model_layers(m), nc = nw > 2 ? 3 : 2, rc = -1;
-    double *t = malloc((size_t)L * 3 * 3 * sizeof *t);
+    enum { REPS = 5 };
+    double *t = malloc((size_t)L * 3 * REPS * sizeof *t);
     if (!t) return snprintf(err->msg, sizeof err->msg, "out of memory"), -1;
-    for (int k = 0; k < L * 9; k++) t[k] = -1;
-    for (int c = 0; c < nc; c++) {
-        if (rtl_gtdp_set_dims(m, -1, cand[c], err) != 0) goto out;
-        for (int r = 0; r < 3; r++) {
+    for (int k = 0; k < L * 3 * REPS; k++) t[k] = -1;
+    /* the cuts take turns, forward by forward, so that a busy spell of
+     * the machine falls on all of them */
+    for (int r = 0; r < REPS; r++)
+        for (int c = 0; c < nc; c++) {
+            if (rtl_gtdp_set_dims(m, -1, cand[c], err) != 0) goto out;
             if (rtl_gtdp_run(m, peers, w, nw, x, deadline, flags, &cs, err) != 0) goto out;
             st->recomputed += cs.recomputed;
             if (cs.last_failure[0]) snprintf(st->last_failure, sizeof st->last_failure, "%s", cs.last_failure);
-            for (int i = 0; i < L; i++) t[(i * 3 + c) * 3 + r] = rtl_gtdp_block_ms(&cs, i);
+            for (int i = 0; i < L; i++) t[(i * 3 + c) * REPS + r] = rtl_gtdp_block_ms(&cs, i);
         }
-    }
     if (rtl_gtdp_set_dims(m, -1, 0, err) != 0) goto out;
     cJSON *arr = cJSON_AddArrayToObject(doc, "cuts");
     for (int i = 0; i < L; i++) {
@@ -224,8 +227,10 @@ static int choose_dims(rtl_model *m, rtl_peer **peers, const rtl_gtdp_worker *w,
         double med[3];
         int best = -1;
         for (int c = 0; c < nc; c++) {
-            double *v = &t[(i * 3 + c) * 3];
-            med[c] = v[0] < 0 || v[1] < 0 || v[2] < 0 ? -1 : median(v, 3);
+            double *v = &t[(i * 3 + c) * REPS];
+            int missing = 0;
+            for (int r = 0; r < REPS; r++) missing |= v[r] < 0;
+            med[c] = missing ? -1 : median(v, REPS);
             if (med[c] >= 0 && (best < 0 || med[c] < med[best])) best = c;
         }
         if (best < 0) continue; /* a worker failed there: the planner's choice */

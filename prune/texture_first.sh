@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# prune/texture_first.sh: the texture-first trunk of issue 17 item 1
+# (prune/README.md, "a texture-first trunk meets item 1"): a curriculum of
+# multi-task fine-tunes that starts from the independent texture model and
+# adds the other attributes at learning rates that keep texture, then the
+# attribute heads on its fc7 (prune retarget --cut fc@2) and their judgement
+# against the independent models (prune/heads_table.sh --heads). Stages with
+# five task weights add the identity (last): the trunk then serves all five
+# tasks, and an identity head on its fc7 is scored too.
+#
+#   prune/texture_first.sh [--train] OUT INDEP_DIR [DATA_DIR]
+#
+# INDEP_DIR: the independent models of prune/heads_table.sh (texture/
+# texture.weights is the first stage; --train trains the missing ones
+# first). DATA_DIR (build/data/synth): the data set, with one .tasks file
+# (identity first, then the attributes, with texture among them). Writes
+# DATA_DIR/texture-first.tasks (texture first, then the other attributes)
+# and texture-first-identity.tasks (the same, then the identity; tasks files
+# must sit beside the data files), OUT/texture.cfg (CFG with the texture's
+# class count), OUT/s2, s3, ... (the stages' trainer backups), OUT/heads
+# (prune retarget --out: the attribute heads), OUT/heads-identity (with an
+# identity stage: shape, colour, size and identity heads) and prints the
+# table. Settings (env): CFG (recipes/alexnet/base.cfg), THREADS (1), BIN
+# (build/bin), STAGES ("batches:learning_rate:task_weights" each, weights
+# in the order texture, the other attributes of the .tasks file, then the
+# identity when there are five; default "1000:0.02:1,1,1,1
+# 2000:0.03:1,2,0.5,1 1000:0.015:1,3,0.5,1.5 1000:0.01:1,1,1,1,1
+# 1500:0.015:1,1.5,0.5,1.5,2"; the first five-weight stage starts from the
+# stage before's plain model, its new groups at 0), HEAD_SET (extra prune
+# retarget --set words), NICE (19).
+set -eu
+train=
+[ "${1:-}" = --train ] && { train=--train; shift; }
+[ $# -ge 2 ] || { echo "usage: prune/texture_first.sh [--train] OUT INDEP_DIR [DATA_DIR]" >&2; exit 2; }
+O=$1 I=$2 D=${3:-build/data/synth}
+CFG=${CFG:-recipes/alexnet/base.cfg} BIN=${BIN:-build/bin} THREADS=${THREADS:-1} NICE=${NICE:-19}
+STAGES=${STAGES:-1000:0.02:1,1,1,1 2000:0.03:1,2,0.5,1 1000:0.015:1,3,0.5,1.5 1000:0.01:1,1,1,1,1 1500:0.015:1,1.5,0.5,1.5,2}
+T=${TASKS:-}
+if [ -z "$T" ]; then
+    for f in "$D"/*.tasks; do
+        case ${f##*/} in texture-first*.tasks) continue ;; esac
+        [ -f "$f" ] || continue
+        [ -z "$T" ] || { echo "texture_first: $D has several .tasks files ($T, $f): name one with TASKS=" >&2; exit 1; }
+        T=$f
+    done
+    [ -n "$T" ] || { echo "texture_first: $D: no .tasks file (the data set's tasks, identity first)" >&2; exit 1; }
+fi
+tex=$(awk '$1 == "texture" {print $2}' "$T")
+[ -n "$tex" ] || { echo "texture_first: $T lists no texture task" >&2; exit 1; }
+mkdir -p "$O" "$I"
+n=$(grep -c . "$D/${tex%.data}.names")
+# The first stage: the independent texture model (as prune/heads_table.sh
+# --train trains it; that script trains the others for the table).
+if [ ! -s "$I/texture/texture.weights" ]; then
+    [ -n "$train" ] || { echo "texture_first: no $I/texture/texture.weights (run with --train to train it)" >&2; exit 1; }
+    sed "s/^output=48$/output=$n/" "$CFG" >"$I/texture.cfg"
+    echo "texture_first: stage 1: the independent texture model" >&2
+    nice -n "$NICE" "$BIN/trainer" train --cfg "$I/texture.cfg" --data "$D/$tex" --seed 1 --backup "$I/texture" \
+        --threads "$THREADS" --quiet
+    nice -n "$NICE" "$BIN/trainer" valid --cfg "$I/texture.cfg" --weights "$I/texture/texture.weights" \
+        --data "$D/$tex" --split test --json --threads "$THREADS" >"$I/texture.eval.json.tmp"
+    mv "$I/texture.eval.json.tmp" "$I/texture.eval.json"
+fi
+sed "s/^output=48$/output=$n/" "$CFG" >"$O/texture.cfg.tmp" && mv "$O/texture.cfg.tmp" "$O/texture.cfg"
+{ echo "texture $tex"; awk '!/^#/ && NF == 2' "$T" | sed 1d | awk '$1 != "texture"'; } \
+    >"$D/texture-first.tasks.tmp"
+{ cat "$D/texture-first.tasks.tmp"; awk '!/^#/ && NF == 2' "$T" | head -n 1; } >"$D/texture-first-identity.tasks.tmp"
+mv "$D/texture-first.tasks.tmp" "$D/texture-first.tasks"
+mv "$D/texture-first-identity.tasks.tmp" "$D/texture-first-identity.tasks"
+w=$I/texture/texture.weights k=2 id=0
+for st in $STAGES; do
+    b=${st%%:*} r=${st#*:}; lr=${r%%:*} tw=${r#*:}
+    tf=$D/texture-first.tasks
+    if [ "$(echo "$tw" | tr ',' '\n' | wc -l)" = 5 ]; then
+        tf=$D/texture-first-identity.tasks
+        # The first stage with the identity widens the plain model anew.
+        [ $id = 1 ] || w=$O/s$((k - 1))/texture.weights
+        id=1
+    fi
+    echo "texture_first: stage $k: $b batches at $lr, task weights $tw" >&2
+    nice -n "$NICE" "$BIN/trainer" train --cfg "$O/texture.cfg" --data "$D/$tex" --tasks "$tf" \
+        --weights "$w" --clear --set max_batches="$b" --set learning_rate="$lr" --task-weights "$tw" --seed 1 \
+        --threads "$THREADS" --backup "$O/s$k" --quiet
+    w=$O/s$k/texture.tasks.weights k=$((k + 1))
+done
+hs=()
+for x in ${HEAD_SET:-}; do hs+=(--set "$x"); done
+nice -n "$NICE" "$BIN/prune" retarget --cfg "$O/texture.cfg" --weights "$O/s$((k - 1))/texture.weights" --tasks "$T" \
+    --cut fc@2 --seed 1 --threads "$THREADS" --out "$O/heads" ${hs[@]+"${hs[@]}"} >&2
+if [ $id = 1 ]; then
+    nice -n "$NICE" "$BIN/prune" retarget --cfg "$O/texture.cfg" --weights "$O/s$((k - 1))/texture.weights" \
+        --tasks "$D/texture-first-identity.tasks" --cut fc@2 --seed 1 --threads "$THREADS" --out "$O/heads-identity" \
+        ${hs[@]+"${hs[@]}"} >&2
+    python3 - "$O/heads-identity/retarget.json" <<'PY'
+import json, sys
+for t in json.load(open(sys.argv[1]))["tasks"]:
+    if t["task"] == "identity":
+        print("identity head on the same trunk: %.1f%% [%.1f, %.1f] (n=%d; %d MACs, %d parameters)" % (
+            100 * t["top1"], 100 * t["top1_lo"], 100 * t["top1_hi"], t["images"], t["head_macs"], t["head_params"]))
+PY
+fi
+BIN=$BIN THREADS=$THREADS NICE=$NICE CFG=$CFG prune/heads_table.sh $train --heads "$O/heads" "$I" "$D"
