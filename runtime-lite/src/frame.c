@@ -444,3 +444,11 @@ void rtlp_floats_get(const uint8_t *b, uint32_t count, float *out)
     }
 #endif
 }
+
+size_t rtlp_held_floats(int c_in, int w, int a, int b, const int32_t hg[5], int *lo, int *hi)
+{
+    *lo = hg[1] > a ? hg[1] : a;
+    *hi = hg[2] < b ? hg[2] : b;
+    size_t rows = *hi > *lo ? (size_t)(*hi - *lo) : 0;
+    return ((size_t)c_in * (size_t)(b - a) - (size_t)(hg[4] - hg[3]) * rows) * (size_t)w;
+}

@@ -891,10 +891,8 @@ static int run_conv(rtl_model *m, const rtl_gtdp_layer *g, rtl_peer **peers, con
         j->held = !no_held && rtl_peer_held(j->peer, h) && h[0] == g->index - 1 && h[2] <= g->h_in &&
                   h[4] <= g->c_in && h[1] < j->q.in_r1 && h[2] > j->q.in_r0;
         j->nsent = j->nin;
-        if (j->held) { /* the held answer's rows of its channels are not sent */
-            j->lo = h[1] > j->q.in_r0 ? h[1] : j->q.in_r0, j->hi = h[2] < j->q.in_r1 ? h[2] : j->q.in_r1;
-            j->nsent -= (size_t)(h[4] - h[3]) * (size_t)(j->hi - j->lo) * g->w_in;
-        }
+        if (j->held) /* the held answer's rows of its channels are not sent */
+            j->nsent = rtlp_held_floats(g->c_in, g->w_in, j->q.in_r0, j->q.in_r1, h, &j->lo, &j->hi);
     }
     /* The last part runs on this thread, the others on the model's helper
      * threads. */

@@ -95,6 +95,12 @@ int rtl_peer_run_part_io(rtl_peer *p, const char *catalog, const char *variant, 
  * memcpy on a little-endian host): frame.c. */
 void rtlp_floats_put(uint8_t *b, const float *x, uint32_t count);
 void rtlp_floats_get(const uint8_t *b, uint32_t count, float *out);
+/* What a held request carries (frame.c; both ends of the wire use it):
+ * its input rows a..b of every one of c_in channels (w floats each), less
+ * the rows lo..hi that the held answer (hgeom: rows hg[1]..hg[2] of
+ * channels hg[3]..hg[4]) has of its channels; lo and hi set (hi <= lo: no
+ * overlap); returns the floats the message carries. */
+size_t rtlp_held_floats(int c_in, int w, int a, int b, const int32_t hg[5], int *lo, int *hi);
 void rtl_gtdp_cache_free(struct rtl_gtdp_cache *c);
 /* rtl_gtdp_compute_part with its input rows (q->in_r0..in_r1, n floats in
  * all, checked as there) read where they lie: row(ctx, c, iy, dst) writes

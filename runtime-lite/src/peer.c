@@ -417,10 +417,9 @@ static int held_input(rtl_model *m, const rtlp_request *rq, const struct held *h
     if (rtl_gtdp_model_layer(m, rq->first, &g) != 0 || hg[2] > g.h_in || hg[4] > g.c_in ||
         h->n != (size_t)(hg[2] - hg[1]) * (size_t)(hg[4] - hg[3]) * (size_t)g.w_in || a < 0 || b > g.h_in || a >= b)
         return rtl_errf(err, "layer %d: the held answer is not a part of this block's input", rq->first);
-    size_t w = (size_t)g.w_in, want = 0;
-    int lo = hg[1] > a ? hg[1] : a, hi = hg[2] < b ? hg[2] : b;
-    int held_rows = hi > lo ? hi - lo : 0;
-    for (int c = 0; c < g.c_in; c++) want += (size_t)((b - a) - (c >= hg[3] && c < hg[4] ? held_rows : 0)) * w;
+    size_t w = (size_t)g.w_in;
+    int lo, hi;
+    size_t want = rtlp_held_floats(g.c_in, g.w_in, a, b, hg, &lo, &hi);
     if (rq->count != want)
         return rtl_errf(err, "layer %d: the held request carries %u floats, its rows and held answer need %zu",
                         rq->first, rq->count, want);

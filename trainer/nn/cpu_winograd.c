@@ -132,6 +132,14 @@ static const float AT5[2][N5] = {{1, 1, 1, 1, 1, 0}, {0, 1, -1, 2, -2, 1}};
 typedef float v8 __attribute__((vector_size(32)));
 #define LANES 8
 static inline void ld8(v8 *v, const float *p) { memcpy(v, p, sizeof *v); }
+/* The first n lanes of v to p (all 8 as one vector store). */
+static inline void store(float *p, const v8 *v, int n)
+{
+    if (n == LANES)
+        memcpy(p, v, sizeof *v);
+    else
+        memcpy(p, v, (size_t)n * sizeof(float));
+}
 
 /* F(2x2, 5x5): one row of tiles (ty) of the padded plane pl (rows pw
  * floats apart, readable LANES tiles past tw) into v (tile tx at
@@ -169,7 +177,7 @@ static void input_row5(const float *pl, int pw, int tw, float *v, size_t cn)
 #pragma GCC unroll 6
                 for (int l = 0; l < N5; l++)
                     if (BT5[j][l] != 0) a += BT5[j][l] * t[i][l];
-                memcpy(v + (size_t)(i * N5 + j) * cn + t0, &a, (size_t)nt * sizeof(float));
+                store(v + (size_t)(i * N5 + j) * cn + t0, &a, nt);
             }
     }
 }
@@ -248,7 +256,8 @@ static void filter5(const float *wf, int c, float *u, size_t uc)
 {
     for (int c0 = 0; c0 < c; c0 += LANES) {
         int nc = c - c0 < LANES ? c - c0 : LANES;
-        v8 g[25] = {{0}};
+        v8 g[25];
+        if (nc < LANES) memset(g, 0, sizeof g);
         for (int q = 0; q < nc; q++)
             for (int e = 0; e < 25; e++) g[e][q] = wf[(size_t)(c0 + q) * 25 + e];
         v8 t[N5][5];
@@ -270,7 +279,7 @@ static void filter5(const float *wf, int c, float *u, size_t uc)
 #pragma GCC unroll 5
                 for (int l = 0; l < 5; l++)
                     if (G5[j][l] != 0) a += G5[j][l] * t[i][l];
-                memcpy(u + (size_t)(i * N5 + j) * uc + c0, &a, (size_t)nc * sizeof(float));
+                store(u + (size_t)(i * N5 + j) * uc + c0, &a, nc);
             }
     }
 }
