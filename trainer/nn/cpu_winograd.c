@@ -50,6 +50,16 @@
 #pragma GCC optimize("O3")
 #endif
 
+/* The transforms in one version per x86-64 vector width (GCC's generic
+ * vectors then run as one AVX operation instead of two SSE ones), picked
+ * at load time: the same IEEE operations in the same order (nothing fused:
+ * -ffp-contract=off), so the same bytes. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__OPTIMIZE__)
+#define WG_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define WG_CLONES
+#endif
+
 /* Filters per pool item. */
 #define WG_MB 32
 /* The transformed input of a group of images, at most this many floats
@@ -144,7 +154,7 @@ static inline void store(float *p, const v8 *v, int n)
 /* F(2x2, 5x5): one row of tiles (ty) of the padded plane pl (rows pw
  * floats apart, readable LANES tiles past tw) into v (tile tx at
  * v[xi*cn + tx]), LANES tiles at a time. */
-static void input_row5(const float *pl, int pw, int tw, float *v, size_t cn)
+WG_CLONES static void input_row5(const float *pl, int pw, int tw, float *v, size_t cn)
 {
     for (int t0 = 0; t0 < tw; t0 += LANES) {
         int nt = tw - t0 < LANES ? tw - t0 : LANES;
@@ -186,7 +196,7 @@ static void input_row5(const float *pl, int pw, int tw, float *v, size_t cn)
  * reads of LANES tiles past the row's last. */
 static int plane_w(const wgctx *x) { return 2 * (x->tw + LANES) + x->r - 1; }
 
-static void input_channel(const wgctx *x, int ch, float *pl)
+WG_CLONES static void input_channel(const wgctx *x, int ch, float *pl)
 {
     const trn_conv_shape *s = x->s;
     int ph = 2 * x->th + x->r - 1, pw = plane_w(x), pad = s->pad;
@@ -252,7 +262,7 @@ static void input_run(void *p, int r)
 
 /* F(2x2, 5x5): filter wf's c channels (25 floats apart) into u (channel ch
  * of matrix xi at u[xi*uc + ch]), LANES channels at a time. */
-static void filter5(const float *wf, int c, float *u, size_t uc)
+WG_CLONES static void filter5(const float *wf, int c, float *u, size_t uc)
 {
     for (int c0 = 0; c0 < c; c0 += LANES) {
         int nc = c - c0 < LANES ? c - c0 : LANES;
@@ -287,7 +297,7 @@ static void filter5(const float *wf, int c, float *u, size_t uc)
 /* F(2x2, 5x5): one row of tiles of a filter's M (tile tx of matrix xi at
  * m[xi*mn + tx], readable LANES tiles past tw) into its two output rows o
  * (ow floats each; only the first when rows is 1), LANES tiles at a time. */
-static void output_row5(const float *m, size_t mn, int tw, float *o, int ow, int rows)
+WG_CLONES static void output_row5(const float *m, size_t mn, int tw, float *o, int ow, int rows)
 {
     for (int t0 = 0; t0 < tw; t0 += LANES) {
         v8 s[2][N5];
@@ -319,6 +329,30 @@ static void output_row5(const float *m, size_t mn, int tw, float *o, int ow, int
             for (int q = 0; q < LANES && 2 * (t0 + q) < ow; q++) {
                 d[2 * (t0 + q)] = y[0][q];
                 if (2 * (t0 + q) + 1 < ow) d[2 * (t0 + q) + 1] = y[1][q];
+            }
+        }
+    }
+}
+
+/* F(2x2, 3x3): one row of tiles of a filter's M (tile tx of matrix xi at
+ * m[xi*mn + tx], readable LANES tiles past tw) into its two output rows o
+ * (only the first when rows is 1), LANES tiles at a time: the same
+ * operations per output as one tile at a time. */
+WG_CLONES static void output_row3(const float *m, size_t mn, int tw, float *o, int ow, int rows)
+{
+    for (int t0 = 0; t0 < tw; t0 += LANES) {
+        v8 q[16], t[2][4];
+        for (int i = 0; i < 16; i++) ld8(&q[i], m + (size_t)i * mn + t0);
+        for (int i = 0; i < 4; i++) { /* A^T M: the rows */
+            t[0][i] = q[i] + q[4 + i] + q[8 + i];
+            t[1][i] = q[4 + i] - q[8 + i] - q[12 + i];
+        }
+        for (int i = 0; i < 2 && i < rows; i++) { /* then . A: the columns */
+            v8 y0 = t[i][0] + t[i][1] + t[i][2], y1 = t[i][1] - t[i][2] - t[i][3];
+            float *d = o + (size_t)i * ow;
+            for (int k = 0; k < LANES && 2 * (t0 + k) < ow; k++) {
+                d[2 * (t0 + k)] = y0[k];
+                if (2 * (t0 + k) + 1 < ow) d[2 * (t0 + k) + 1] = y1[k];
             }
         }
     }
@@ -446,21 +480,8 @@ static void filter_block(void *p, int j)
                 output_row5(mf + (size_t)ty * x->tw, mn, x->tw, o + (size_t)(2 * ty) * x->ow, x->ow,
                             x->oh - 2 * ty);
             for (int ty = 0; ty < x->th && x->r == 3; ty++)
-                for (int tx = 0; tx < x->tw; tx++) {
-                    const float *q = mf + (size_t)ty * x->tw + tx;
-                    float m[16], t[2][4];
-                    for (int i = 0; i < 16; i++) m[i] = q[(size_t)i * mn];
-                    for (int i = 0; i < 4; i++) { /* A^T M: the rows */
-                        t[0][i] = m[i] + m[4 + i] + m[8 + i];
-                        t[1][i] = m[4 + i] - m[8 + i] - m[12 + i];
-                    }
-                    int oy = 2 * ty, ox = 2 * tx;
-                    for (int i = 0; i < 2 && oy + i < x->oh; i++) { /* then . A: the columns */
-                        float *d = o + (size_t)(oy + i) * x->ow + ox;
-                        d[0] = t[i][0] + t[i][1] + t[i][2];
-                        if (ox + 1 < x->ow) d[1] = t[i][1] - t[i][2] - t[i][3];
-                    }
-                }
+                output_row3(mf + (size_t)ty * x->tw, mn, x->tw, o + (size_t)(2 * ty) * x->ow, x->ow,
+                            x->oh - 2 * ty);
             if (x->bias || x->act != TRN_ACT_LINEAR)
                 trn_cpu_bias_act(o, np, x->bias ? x->bias[f0 + f] : 0, x->bias != NULL, x->act);
         }
