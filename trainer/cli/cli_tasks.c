@@ -116,12 +116,15 @@ trn_cfg *cli_tasks_cfg(const trn_cfg *cfg, const cli_tasks *t, int classes, trn_
     return m;
 }
 
-int cli_tasks_slice(const trn_net *multi, trn_net *plain, trn_err *err)
+/* Whether the widened network's parameter arrays pm (nm of them) match the
+ * plain network's pp (np): every array the same but the last [connected]
+ * layer's (layer `last`), whose plain weights (outputs, inputs row-major)
+ * and biases (one per output) are the first task's group, the first
+ * pp[i].count floats of pm[i]. 0, or -1 with err naming `what`. */
+static int tasks_match(const trn_param *pm, int nm, const trn_param *pp, int np, int last, const char *what,
+                       trn_err *err)
 {
-    int nm, np;
-    const trn_param *pm = trn_net_params(multi, &nm), *pp = trn_net_params(plain, &np);
-    if (nm != np) return trn_errf(err, "multi-task slice: %d parameter arrays against %d", nm, np);
-    int last = trn_net_layers(plain) - 2; /* the [connected] before the [softmax] */
+    if (nm != np) return trn_errf(err, "%s: %d parameter arrays against %d", what, nm, np);
     for (int i = 0; i < np; i++) {
         const trn_param *a = &pm[i], *b = &pp[i];
         int ok = a->layer == b->layer && a->role == b->role &&
@@ -129,13 +132,20 @@ int cli_tasks_slice(const trn_net *multi, trn_net *plain, trn_err *err)
                   (b->layer == last && a->count > b->count &&
                    ((a->cols == b->cols && b->rows <= a->rows) || (a->rows == 1 && b->rows == 1))));
         if (!ok)
-            return trn_errf(err, "multi-task slice: parameter array %d (layer %d, %s) does not match "
-                            "(%zu floats against %zu)", i, b->layer, trn_param_role_name(b->role),
+            return trn_errf(err, "%s: parameter array %d (layer %d, %s) does not match (%zu floats of the "
+                            "widened network against %zu)", what, i, b->layer, trn_param_role_name(b->role),
                             a->count, b->count);
-        /* Connected weights are (outputs, inputs) row-major and biases one
-         * per output: the first task's group is the first b->count floats. */
-        memcpy(b->data, a->data, b->count * sizeof *b->data);
     }
+    return 0;
+}
+
+int cli_tasks_slice(const trn_net *multi, trn_net *plain, trn_err *err)
+{
+    int nm, np;
+    const trn_param *pm = trn_net_params(multi, &nm), *pp = trn_net_params(plain, &np);
+    /* the [connected] before the [softmax] */
+    if (tasks_match(pm, nm, pp, np, trn_net_layers(plain) - 2, "multi-task slice", err) != 0) return -1;
+    for (int i = 0; i < np; i++) memcpy(pp[i].data, pm[i].data, pp[i].count * sizeof *pp[i].data);
     trn_net_set_seen(plain, trn_net_seen(multi));
     return 0;
 }
@@ -144,24 +154,15 @@ int cli_tasks_widen(const trn_net *plain, trn_net *multi, trn_err *err)
 {
     int nm, np;
     const trn_param *pm = trn_net_params(multi, &nm), *pp = trn_net_params(plain, &np);
-    if (nm != np) return trn_errf(err, "multi-task widening: %d parameter arrays against %d", nm, np);
-    int last = trn_net_layers(plain) - 2;
+    if (tasks_match(pm, nm, pp, np, trn_net_layers(plain) - 2, "multi-task widening", err) != 0) return -1;
+    /* The first task's group takes the plain layer's rows; the other groups
+     * start at zero (logits 0, a uniform softmax): their first gradients
+     * reach the trained trunk only as the rows grow, instead of the large
+     * random logits a fresh layer gives on its features. */
     for (int i = 0; i < np; i++) {
-        const trn_param *a = &pm[i], *b = &pp[i];
-        int ok = a->layer == b->layer && a->role == b->role &&
-                 (a->count == b->count ||
-                  (b->layer == last && a->count > b->count &&
-                   ((a->cols == b->cols && b->rows <= a->rows) || (a->rows == 1 && b->rows == 1))));
-        if (!ok)
-            return trn_errf(err, "multi-task widening: parameter array %d (layer %d, %s) does not match "
-                            "(%zu floats against %zu)", i, b->layer, trn_param_role_name(b->role),
-                            b->count, a->count);
-        /* The first task's group takes the plain layer's rows; the other
-         * groups start at zero (logits 0, a uniform softmax): their first
-         * gradients reach the trained trunk only as the rows grow, instead
-         * of the large random logits a fresh layer gives on its features. */
-        memcpy(a->data, b->data, b->count * sizeof *b->data);
-        if (a->count > b->count) memset(a->data + b->count, 0, (a->count - b->count) * sizeof *a->data);
+        memcpy(pm[i].data, pp[i].data, pp[i].count * sizeof *pm[i].data);
+        if (pm[i].count > pp[i].count)
+            memset(pm[i].data + pp[i].count, 0, (pm[i].count - pp[i].count) * sizeof *pm[i].data);
     }
     trn_net_set_seen(multi, trn_net_seen(plain));
     return 0;

@@ -443,15 +443,15 @@ static inline __attribute__((always_inline)) void pick_cols(const poolctx *x, co
             int iy = off + oy * s + n;
             if (iy < 0 || iy >= x->h) continue;
             const float *restrict b = v + (size_t)iy * wr;
-            const int *restrict bc = vc + (size_t)iy * wr;
-            if (bi)
+            if (bi) {
+                const int *restrict bc = vc + (size_t)iy * wr;
                 for (int ox = 0; ox < ow; ox++) {
                     float a = b[ox * step], bv = best[ox];
                     int c = bc[ox * step], take = a > bv, ob = bi[ox];
                     best[ox] = take ? a : bv;
                     bi[ox] = ob + take * (base + c - ob);
                 }
-            else
+            } else
                 for (int ox = 0; ox < ow; ox++) best[ox] = b[ox * step] > best[ox] ? b[ox * step] : best[ox];
         }
     }
@@ -589,13 +589,112 @@ static void maxpool_plane_sep(void *p, int plane)
                  x->idx ? x->idx + (size_t)plane * x->oh * x->ow : NULL);
 }
 
+/* Values only (an inference: no indexes kept), per plane: the row pass
+ * at the picked window starts only (ox * s, strided loads), then the column
+ * pass over rows of ow maxima. The same comparisons in the same order per
+ * output as the passes above (window columns per row, then window rows,
+ * strict >, from -FLT_MAX), so the same bytes (signed zeros, NaNs
+ * included); without the indexes' selects and without the s-1 of every s
+ * row positions nobody reads: pool1-3 of alexnet.cfg 3.5x faster at
+ * one thread (trainer/README.md, Speed). */
+#define VAL_MAX 8192 /* h x ow held on the stack */
+
+/* Z window taps S apart (compile-time constants in the instances below, so
+ * that each output's taps stay in registers): one row (or, with a row
+ * pitch as S's unit, one column) of outputs, the taps in order, strict >. */
+static inline __attribute__((always_inline)) void val_line(const float *restrict in, float *restrict out, int n,
+                                                           int ow, int off, int S, int Z, int step, int pitch)
+{
+    /* outputs whose taps off + ox*S + m, m < Z, all lie in [0, n) */
+    int ia = off < 0 ? (-off + S - 1) / S : 0, ib = n - Z - off >= 0 ? (n - Z - off) / S + 1 : 0;
+    if (ib > ow) ib = ow;
+    if (ia > ib) ia = ib;
+    for (int ox = 0; ox < ow; ox++) {
+        if (ox == ia) ox = ib;
+        if (ox >= ow) break;
+        float t = -FLT_MAX;
+        for (int m = 0; m < Z; m++) {
+            int c = off + ox * S + m;
+            if (c >= 0 && c < n) t = in[(size_t)c * pitch] > t ? in[(size_t)c * pitch] : t;
+        }
+        out[(size_t)ox * step] = t;
+    }
+    for (int ox = ia; ox < ib; ox++) {
+        const float *a = in + (size_t)(off + ox * S) * pitch;
+        float t = -FLT_MAX;
+        for (int m = 0; m < Z; m++) t = a[(size_t)m * pitch] > t ? a[(size_t)m * pitch] : t;
+        out[(size_t)ox * step] = t;
+    }
+}
+
+static inline __attribute__((always_inline)) void val_plane(const poolctx *x, const float *restrict in,
+                                                            float *restrict hv, float *restrict out, int S, int Z)
+{
+    int w = x->w, h = x->h, ow = x->ow, oh = x->oh, off = x->off;
+    /* the row pass: every input row's window maxima at the picked starts */
+    for (int iy = 0; iy < h; iy++) val_line(in + (size_t)iy * w, hv + (size_t)iy * ow, w, ow, off, S, Z, 1, 1);
+    /* the column pass, a row of outputs at a time: window rows in order */
+    int ia = off < 0 ? (-off + S - 1) / S : 0, ib = h - Z - off >= 0 ? (h - Z - off) / S + 1 : 0;
+    if (ib > oh) ib = oh;
+    if (ia > ib) ia = ib;
+    for (int oy = 0; oy < oh; oy++) {
+        float *restrict o = out + (size_t)oy * ow;
+        if (oy >= ia && oy < ib) {
+            const float *r = hv + (size_t)(off + oy * S) * ow;
+            for (int ox = 0; ox < ow; ox++) {
+                float t = -FLT_MAX;
+                for (int n = 0; n < Z; n++) t = r[(size_t)n * ow + ox] > t ? r[(size_t)n * ow + ox] : t;
+                o[ox] = t;
+            }
+            continue;
+        }
+        for (int ox = 0; ox < ow; ox++) o[ox] = -FLT_MAX;
+        for (int n = 0; n < Z; n++) {
+            int iy = off + oy * S + n;
+            if (iy < 0 || iy >= h) continue;
+            const float *r = hv + (size_t)iy * ow;
+            for (int ox = 0; ox < ow; ox++) o[ox] = r[ox] > o[ox] ? r[ox] : o[ox];
+        }
+    }
+}
+
+VEC_CLONES static void val_plane_3_2(const poolctx *x, const float *in, float *hv, float *out)
+{
+    val_plane(x, in, hv, out, 2, 3);
+}
+
+VEC_CLONES static void val_plane_2_2(const poolctx *x, const float *in, float *hv, float *out)
+{
+    val_plane(x, in, hv, out, 2, 2);
+}
+
+VEC_CLONES static void val_plane_any(const poolctx *x, const float *in, float *hv, float *out)
+{
+    val_plane(x, in, hv, out, x->stride, x->size);
+}
+
+static void maxpool_plane_val(void *p, int plane)
+{
+    const poolctx *x = p;
+    float hv[VAL_MAX];
+    const float *in = x->in + (size_t)plane * x->h * x->w;
+    float *out = x->out + (size_t)plane * x->oh * x->ow;
+    if (x->size == 3 && x->stride == 2)
+        val_plane_3_2(x, in, hv, out);
+    else if (x->size == 2 && x->stride == 2)
+        val_plane_2_2(x, in, hv, out);
+    else
+        val_plane_any(x, in, hv, out);
+}
+
 static void cpu_maxpool(TRN_BE, const float *in, int batch, int c, int h, int w, int size, int stride,
                         int pad, int oh, int ow, float *out, int *idx)
 {
     poolctx x = {in, out, idx, h, w, size, stride, -pad / 2, oh, ow};
     int planes = batch * c;
     void (*fn)(void *, int) =
-        (size_t)h * w <= FLAT_MAX && size > 1 && (size_t)(ow - 1) * stride < (size_t)w
+        !idx && (size_t)h * ow <= VAL_MAX && size > 1 ? maxpool_plane_val
+        : (size_t)h * w <= FLAT_MAX && size > 1 && (size_t)(ow - 1) * stride < (size_t)w
             ? maxpool_plane_flat
         : (size_t)h * ow <= SEP_MAX && (size_t)(ow - 1) * stride + 1 <= SEP_MAX && size > 1 ? maxpool_plane_sep
                                                                                             : maxpool_plane;
