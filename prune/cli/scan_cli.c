@@ -32,25 +32,21 @@ static int parse_fractions(const char *s, double *f, int *n, trn_err *err)
     return 0;
 }
 
-/* --drop mean (a diagnostic, not part of TRR nor of the paper's pruning):
- * every ranked layer's mean output per filter (over its map positions and
- * SCAN_MEAN_IMAGES training images spread over the split, evaluation
- * preprocessing), written into mean[l][f]. */
-#define SCAN_MEAN_IMAGES 512
+/* The diagnostics' pass: m training images spread over the split
+ * (evaluation preprocessing), a batch at a time, each batch forwarded up to
+ * the last ranked layer, then visit(ctx, net, k) with its k images. */
+typedef int (*scan_visit)(void *ctx, const trn_net *net, int k, trn_err *err);
 
-static int filter_means(trn_net *net, const prn_ranking *r, const trn_dataset *ds, double **mean, trn_err *err)
+static int scan_images(trn_net *net, const prn_ranking *r, const trn_dataset *ds, size_t m, scan_visit visit,
+                       void *ctx, trn_err *err)
 {
-    int batch = trn_net_batch(net);
+    int batch = trn_net_batch(net), last = 0, rc = 0;
     trn_shape s = trn_net_input_shape(net);
     size_t in = trn_net_inputs(net), n = trn_dataset_count(ds, TRN_SPLIT_TRAIN);
-    size_t m = n < SCAN_MEAN_IMAGES ? n : SCAN_MEAN_IMAGES;
     float *x = calloc((size_t)batch * in, sizeof *x);
     if (!x) return trn_errf(err, "out of memory");
-    int last = 0, rc = 0;
-    for (int l = 0; l < r->nlayers; l++) {
+    for (int l = 0; l < r->nlayers; l++)
         if (r->layers[l].layer > last) last = r->layers[l].layer;
-        for (int f = 0; f < r->layers[l].filters; f++) mean[l][f] = 0;
-    }
     for (size_t i0 = 0; i0 < m && rc == 0; i0 += (size_t)batch) {
         int k = (int)(m - i0 < (size_t)batch ? m - i0 : (size_t)batch);
         memset(x, 0, (size_t)batch * in * sizeof *x);
@@ -58,21 +54,50 @@ static int filter_means(trn_net *net, const prn_ranking *r, const trn_dataset *d
             rc = trn_image_load_input(trn_dataset_path(ds, TRN_SPLIT_TRAIN, (i0 + (size_t)j) * n / m), s.w, s.h,
                                       s.c, x + (size_t)j * in, err);
         if (rc || (rc = trn_net_forward_upto(net, x, last, err)) != 0) break;
-        for (int l = 0; l < r->nlayers; l++) {
-            const prn_rank_layer *L = &r->layers[l];
-            const float *y = trn_net_layer_output(net, L->layer);
-            size_t mp = (size_t)L->map;
-            for (int j = 0; j < k; j++)
-                for (int f = 0; f < L->filters; f++) {
-                    const float *q = y + ((size_t)j * (size_t)L->filters + (size_t)f) * mp;
-                    double sum = 0;
-                    for (size_t p = 0; p < mp; p++) sum += q[p];
-                    mean[l][f] += sum / (double)mp / (double)m;
-                }
-        }
+        rc = visit(ctx, net, k, err);
     }
     free(x);
     return rc;
+}
+
+/* --drop mean (a diagnostic, not part of TRR nor of the paper's pruning):
+ * every ranked layer's mean output per filter (over its map positions and
+ * SCAN_MEAN_IMAGES training images spread over the split, evaluation
+ * preprocessing), written into mean[l][f]. */
+#define SCAN_MEAN_IMAGES 512
+
+struct means {
+    const prn_ranking *r;
+    double **mean;
+    size_t m;
+};
+
+static int add_means(void *ctx, const trn_net *net, int k, trn_err *err)
+{
+    (void)err;
+    const struct means *u = ctx;
+    for (int l = 0; l < u->r->nlayers; l++) {
+        const prn_rank_layer *L = &u->r->layers[l];
+        const float *y = trn_net_layer_output(net, L->layer);
+        size_t mp = (size_t)L->map;
+        for (int j = 0; j < k; j++)
+            for (int f = 0; f < L->filters; f++) {
+                const float *q = y + ((size_t)j * (size_t)L->filters + (size_t)f) * mp;
+                double sum = 0;
+                for (size_t p = 0; p < mp; p++) sum += q[p];
+                u->mean[l][f] += sum / (double)mp / (double)u->m;
+            }
+    }
+    return 0;
+}
+
+static int filter_means(trn_net *net, const prn_ranking *r, const trn_dataset *ds, double **mean, trn_err *err)
+{
+    size_t n = trn_dataset_count(ds, TRN_SPLIT_TRAIN);
+    struct means u = {r, mean, n < SCAN_MEAN_IMAGES ? n : SCAN_MEAN_IMAGES};
+    for (int l = 0; l < r->nlayers; l++)
+        for (int f = 0; f < r->layers[l].filters; f++) mean[l][f] = 0;
+    return scan_images(net, r, ds, u.m, add_means, &u, err);
 }
 
 /* --corr N (a diagnostic, not part of TRR nor of the paper): the Pearson
@@ -80,57 +105,54 @@ static int filter_means(trn_net *net, const prn_ranking *r, const trn_dataset *d
  * over N training images spread over the split (evaluation preprocessing)
  * and every map position; a filter whose output is constant there (a dead
  * one) correlates 0 with every other. corr[l] is filters x filters. */
+struct corrs {
+    const prn_ranking *r;
+    double **corr, **sum, *col; /* col: one position's outputs, as many as the widest layer's filters */
+};
+
+static int add_corrs(void *ctx, const trn_net *net, int k, trn_err *err)
+{
+    (void)err;
+    const struct corrs *u = ctx;
+    for (int l = 0; l < u->r->nlayers; l++) {
+        const prn_rank_layer *L = &u->r->layers[l];
+        const float *y = trn_net_layer_output(net, L->layer);
+        size_t mp = (size_t)L->map, F = (size_t)L->filters;
+        double *col = u->col, *sum = u->sum[l], *corr = u->corr[l];
+        for (int j = 0; j < k; j++)
+            for (size_t p = 0; p < mp; p++) {
+                for (size_t f = 0; f < F; f++) col[f] = y[((size_t)j * F + f) * mp + p];
+                for (size_t f = 0; f < F; f++) {
+                    sum[f] += col[f];
+                    for (size_t g = f; g < F; g++) corr[f * F + g] += col[f] * col[g];
+                }
+            }
+    }
+    return 0;
+}
+
 static int filter_corr(trn_net *net, const prn_ranking *r, const trn_dataset *ds, size_t want, double **corr,
                        trn_err *err)
 {
-    int batch = trn_net_batch(net), last = 0, rc = 0;
-    trn_shape s = trn_net_input_shape(net);
-    size_t in = trn_net_inputs(net), n = trn_dataset_count(ds, TRN_SPLIT_TRAIN);
-    size_t m = n < want ? n : want;
-    double **sum = calloc((size_t)r->nlayers, sizeof *sum);
-    float *x = calloc((size_t)batch * in, sizeof *x);
-    if (!x || !sum) {
-        free(x), free(sum);
-        return trn_errf(err, "out of memory");
-    }
-    for (int l = 0; l < r->nlayers; l++) {
+    size_t n = trn_dataset_count(ds, TRN_SPLIT_TRAIN), m = n < want ? n : want;
+    int rc = 0;
+    size_t widest = 1;
+    for (int l = 0; l < r->nlayers; l++)
+        if ((size_t)r->layers[l].filters > widest) widest = (size_t)r->layers[l].filters;
+    size_t nl = r->nlayers > 0 ? (size_t)r->nlayers : 1;
+    struct corrs u = {r, corr, calloc(nl, sizeof *u.sum), malloc(widest * sizeof *u.col)};
+    if (!u.sum || !u.col) rc = trn_errf(err, "out of memory");
+    for (int l = 0; l < r->nlayers && rc == 0; l++) {
         int F = r->layers[l].filters;
-        if (r->layers[l].layer > last) last = r->layers[l].layer;
         memset(corr[l], 0, (size_t)F * (size_t)F * sizeof **corr);
-        if (!(sum[l] = calloc((size_t)F, sizeof **sum))) rc = trn_errf(err, "out of memory");
+        if (!(u.sum[l] = calloc((size_t)F, sizeof **u.sum))) rc = trn_errf(err, "out of memory");
     }
-    double *col = NULL;
-    for (size_t i0 = 0; i0 < m && rc == 0; i0 += (size_t)batch) {
-        int k = (int)(m - i0 < (size_t)batch ? m - i0 : (size_t)batch);
-        memset(x, 0, (size_t)batch * in * sizeof *x);
-        for (int j = 0; j < k && rc == 0; j++)
-            rc = trn_image_load_input(trn_dataset_path(ds, TRN_SPLIT_TRAIN, (i0 + (size_t)j) * n / m), s.w, s.h,
-                                      s.c, x + (size_t)j * in, err);
-        if (rc || (rc = trn_net_forward_upto(net, x, last, err)) != 0) break;
-        for (int l = 0; l < r->nlayers && rc == 0; l++) {
-            const prn_rank_layer *L = &r->layers[l];
-            const float *y = trn_net_layer_output(net, L->layer);
-            size_t mp = (size_t)L->map, F = (size_t)L->filters;
-            free(col);
-            if (!(col = malloc(F * sizeof *col))) {
-                rc = trn_errf(err, "out of memory");
-                break;
-            }
-            for (int j = 0; j < k; j++)
-                for (size_t p = 0; p < mp; p++) {
-                    for (size_t f = 0; f < F; f++) col[f] = y[((size_t)j * F + f) * mp + p];
-                    for (size_t f = 0; f < F; f++) {
-                        sum[l][f] += col[f];
-                        for (size_t g = f; g < F; g++) corr[l][f * F + g] += col[f] * col[g];
-                    }
-                }
-        }
-    }
+    if (rc == 0) rc = scan_images(net, r, ds, m, add_corrs, &u, err);
     for (int l = 0; l < r->nlayers && rc == 0; l++) {
         size_t F = (size_t)r->layers[l].filters;
-        double cnt = (double)m * (double)r->layers[l].map, *c = corr[l];
+        double cnt = (double)m * (double)r->layers[l].map, *c = corr[l], *sum = u.sum[l];
         for (size_t f = 0; f < F; f++)
-            for (size_t g = f; g < F; g++) c[f * F + g] = c[f * F + g] / cnt - sum[l][f] / cnt * (sum[l][g] / cnt);
+            for (size_t g = f; g < F; g++) c[f * F + g] = c[f * F + g] / cnt - sum[f] / cnt * (sum[g] / cnt);
         for (size_t f = 0; f < F; f++)
             for (size_t g = f + 1; g < F; g++) {
                 double d = sqrt(c[f * F + f] * c[g * F + g]);
@@ -138,10 +160,9 @@ static int filter_corr(trn_net *net, const prn_ranking *r, const trn_dataset *ds
             }
         for (size_t f = 0; f < F; f++) c[f * F + f] = 1;
     }
-    for (int l = 0; l < r->nlayers; l++) free(sum[l]);
-    free(sum);
-    free(col);
-    free(x);
+    for (int l = 0; u.sum && l < r->nlayers; l++) free(u.sum[l]);
+    free(u.sum);
+    free(u.col);
     return rc;
 }
 
