@@ -209,16 +209,22 @@ static void conv_kernels_match_reference_for_any_threads(void **state)
 static void winograd_matches_reference_for_any_threads(void **state)
 {
     (void)state;
-    struct { int batch, c, h, w, m, ks, pad, extra; } cases[] = {
-        {1, 32, 13, 13, 40, 3, 1, 0}, {3, 48, 6, 5, 33, 3, 0, 2}, {2, 32, 9, 9, 64, 3, 2, 0}, {1, 64, 4, 7, 32, 3, 1, 5},
-        {1, 32, 11, 11, 48, 5, 2, 0}, {2, 40, 8, 9, 33, 5, 1, 3}, {1, 32, 6, 6, 32, 5, 0, 0},
+    /* the last three strided: space-to-depth, then a 3x3 Winograd
+     * (alexnet.cfg's conv1 11x11 stride 4 on 3 channels, with padding, and
+     * a 5x5 stride 2) */
+    struct { int batch, c, h, w, m, ks, pad, extra, stride; } cases[] = {
+        {1, 32, 13, 13, 40, 3, 1, 0, 1}, {3, 48, 6, 5, 33, 3, 0, 2, 1}, {2, 32, 9, 9, 64, 3, 2, 0, 1},
+        {1, 64, 4, 7, 32, 3, 1, 5, 1}, {1, 32, 11, 11, 48, 5, 2, 0, 1}, {2, 40, 8, 9, 33, 5, 1, 3, 1},
+        {1, 32, 6, 6, 32, 5, 0, 0, 1}, {1, 3, 35, 35, 40, 11, 0, 0, 4}, {2, 3, 27, 30, 33, 11, 2, 3, 4},
+        {1, 8, 15, 14, 32, 5, 1, 1, 2},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-        trn_conv_shape s = {cases[i].batch, cases[i].c, cases[i].h, cases[i].w, cases[i].m, cases[i].ks, 1,
-                            cases[i].pad, 1};
+        trn_conv_shape s = {cases[i].batch, cases[i].c, cases[i].h, cases[i].w, cases[i].m, cases[i].ks,
+                            cases[i].stride, cases[i].pad, 1};
         trn_conv_shape direct = s;
         direct.infer = 0;
-        int oh = s.h + 2 * s.pad - s.ks + 1, ow = s.w + 2 * s.pad - s.ks + 1, ldw = s.c * s.ks * s.ks + cases[i].extra;
+        int oh = (s.h + 2 * s.pad - s.ks) / s.stride + 1, ow = (s.w + 2 * s.pad - s.ks) / s.stride + 1,
+            ldw = s.c * s.ks * s.ks + cases[i].extra;
         size_t nin = (size_t)s.batch * s.c * s.h * s.w, nout = (size_t)s.batch * s.m * oh * ow;
         size_t nw = (size_t)s.m * ldw;
         float *in = rnd(nin, 140 + i), *w = rnd(nw, 150 + i), *bias = rnd((size_t)s.m, 160 + i);
@@ -239,7 +245,8 @@ static void winograd_matches_reference_for_any_threads(void **state)
         cpu->conv(cpu, &s, in, w, ldw, bias, TRN_ACT_LEAKY, o[5]);
         trn_set_determinism(TRN_DET_DEFAULT);
         double e = tl_relerr(o[1], o[0], nout);
-        printf("# winograd %dx%dx%dx%d m %d ks %d pad %d: rel.err %.1e\n", s.batch, s.c, s.h, s.w, s.m, s.ks, s.pad, e);
+        printf("# winograd %dx%dx%dx%d m %d ks %d stride %d pad %d: rel.err %.1e\n", s.batch, s.c, s.h, s.w, s.m, s.ks,
+               s.stride, s.pad, e);
         assert_true(e <= 1e-5);
         assert_memory_equal(o[1], o[2], nout * sizeof *o[1]);
         assert_memory_equal(o[3], o[4], nout * sizeof *o[1]);
