@@ -110,7 +110,7 @@ typedef struct wgctx {
     int ldw;
     trn_activation act;
     float *out, *v;          /* v: V[xi] (c, n), nx of them */
-    int runs;
+    int runs, mb;            /* input transform runs; filters per block */
     atomic_int fail;         /* an item could not get its buffers */
 } wgctx;
 
@@ -433,7 +433,7 @@ static void filter_block(void *p, int j)
 {
     wgctx *x = p;
     const trn_conv_shape *s = x->s;
-    int f0 = j * WG_MB, f1 = f0 + WG_MB < s->m ? f0 + WG_MB : s->m, mb = f1 - f0, c = s->c, n = x->n;
+    int f0 = j * x->mb, f1 = f0 + x->mb < s->m ? f0 + x->mb : s->m, mb = f1 - f0, c = s->c, n = x->n;
     int nx = x->nx;
     size_t uc = spaced((size_t)mb * c), vn = spaced((size_t)c * n), mn = spaced((size_t)mb * n);
     float *u = wg_scratch(1, nx * uc), *mm = wg_scratch(2, nx * mn);
@@ -493,7 +493,7 @@ int trn_cpu_winograd(TRN_BE, const trn_conv_shape *s, const float *in, const flo
     if (!s->infer || !trn_winograd() || trn_determinism() == TRN_DET_PORTABLE) return -1;
     if ((s->ks != 3 && s->ks != 5) || s->stride != 1 || s->c < WG_MIN_C || s->m < WG_MIN_M) return -1;
     wgctx x = {be, s, s->ks, s->ks + 1, (s->ks + 1) * (s->ks + 1), 0, 0, 0, 0, 0, 0, 0, 0, in, w, bias, ldw, act,
-               out, NULL, 0, 0};
+               out, NULL, 0, 0, 0};
     atomic_init(&x.fail, 0);
     x.oh = s->h + 2 * s->pad - s->ks + 1, x.ow = s->w + 2 * s->pad - s->ks + 1;
     if (x.oh < 1 || x.ow < 1) return -1;
@@ -503,6 +503,12 @@ int trn_cpu_winograd(TRN_BE, const trn_conv_shape *s, const float *in, const flo
     int group = (int)(WG_V_FLOATS / per);
     if (group > s->batch) group = s->batch;
     size_t vfloats = (size_t)x.nx * spaced((size_t)s->c * group * x.t);
+    /* blocks of WG_MB filters; an odd count below 8 (alexnet.cfg's conv1
+     * by space-to-depth: 96 filters, 3 blocks, 2 + 1 on 2 threads) as
+     * twice as many blocks of 16 or more (a function of the shape only) */
+    int nb = (s->m + WG_MB - 1) / WG_MB;
+    x.mb = WG_MB;
+    if (nb % 2 && nb > 1 && nb < 8) x.mb = ((s->m + 2 * nb - 1) / (2 * nb) + 15) / 16 * 16;
     int runs = 4 * trn_threads();
     x.runs = runs < s->c ? runs : s->c;
     for (x.b0 = 0; x.b0 < s->batch; x.b0 += group) {
@@ -510,7 +516,7 @@ int trn_cpu_winograd(TRN_BE, const trn_conv_shape *s, const float *in, const flo
         x.n = x.nb * x.t;
         if (!(x.v = wg_scratch(0, vfloats))) return -1;
         trn_parallel_for(x.runs, input_run, &x);
-        if (!atomic_load(&x.fail)) trn_parallel_for((s->m + WG_MB - 1) / WG_MB, filter_block, &x);
+        if (!atomic_load(&x.fail)) trn_parallel_for((s->m + x.mb - 1) / x.mb, filter_block, &x);
         /* a block without its buffers: the direct path computes it all */
         if (atomic_load(&x.fail)) return -1;
     }

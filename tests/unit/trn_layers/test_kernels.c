@@ -211,11 +211,11 @@ static void winograd_matches_reference_for_any_threads(void **state)
     (void)state;
     /* the last three strided: space-to-depth, then a 3x3 Winograd
      * (alexnet.cfg's conv1 11x11 stride 4 on 3 channels, with padding, and
-     * a 5x5 stride 2) */
+     * a 5x5 stride 2; 96 filters: 6 blocks of 16) */
     struct { int batch, c, h, w, m, ks, pad, extra, stride; } cases[] = {
         {1, 32, 13, 13, 40, 3, 1, 0, 1}, {3, 48, 6, 5, 33, 3, 0, 2, 1}, {2, 32, 9, 9, 64, 3, 2, 0, 1},
         {1, 64, 4, 7, 32, 3, 1, 5, 1}, {1, 32, 11, 11, 48, 5, 2, 0, 1}, {2, 40, 8, 9, 33, 5, 1, 3, 1},
-        {1, 32, 6, 6, 32, 5, 0, 0, 1}, {1, 3, 35, 35, 40, 11, 0, 0, 4}, {2, 3, 27, 30, 33, 11, 2, 3, 4},
+        {1, 32, 6, 6, 32, 5, 0, 0, 1}, {1, 3, 35, 35, 96, 11, 0, 0, 4}, {2, 3, 27, 30, 33, 11, 2, 3, 4},
         {1, 8, 15, 14, 32, 5, 1, 1, 2},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
