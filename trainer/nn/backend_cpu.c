@@ -598,6 +598,7 @@ static void maxpool_plane_sep(void *p, int plane)
  * row positions nobody reads: pool1-3 of alexnet.cfg 3.5x faster at
  * one thread (trainer/README.md, Speed). */
 #define VAL_MAX 8192 /* h x ow held on the stack */
+#define VAL_PAR_MIN ((size_t)1 << 20)
 
 /* Z window taps S apart (compile-time constants in the instances below, so
  * that each output's taps stay in registers): one row (or, with a row
@@ -698,7 +699,11 @@ static void cpu_maxpool(TRN_BE, const float *in, int batch, int c, int h, int w,
             ? maxpool_plane_flat
         : (size_t)h * ow <= SEP_MAX && (size_t)(ow - 1) * stride + 1 <= SEP_MAX && size > 1 ? maxpool_plane_sep
                                                                                             : maxpool_plane;
-    if ((size_t)planes * oh * ow * size * size < PAR_MIN)
+    /* the values-only path does ~10 comparisons a ns: below VAL_PAR_MIN
+     * (alexnet.cfg's batch-1 pools: 0.06 ms for pool1 on one thread) a
+     * pool wake-up costs more than it saves */
+    size_t work = (size_t)planes * oh * ow * size * size;
+    if (work < PAR_MIN || (fn == maxpool_plane_val && work < VAL_PAR_MIN))
         for (int i = 0; i < planes; i++) fn(&x, i);
     else
         trn_parallel_for(planes, fn, &x);
