@@ -134,27 +134,16 @@ _Thread_local int trn_cpu_gemm_whole;
 #define FEW_M 32
 #define FEW_TN 256
 
-static _Thread_local struct {
-    float *p;
-    size_t n;
-} few_tls;
-
 static void few_tile(void *p, int t)
 {
     const gemmctx *g = p;
     int j0 = t * FEW_TN, nn = g->n - j0 < FEW_TN ? g->n - j0 : FEW_TN;
-    size_t need = (size_t)FEW_TN * (size_t)g->m;
-    if (few_tls.n < need) {
-        free(few_tls.p);
-        few_tls.p = malloc(need * sizeof *few_tls.p);
-        few_tls.n = few_tls.p ? need : 0;
-    }
-    if (!few_tls.p) { /* the plain product of the tile */
+    float *t_ = trn_cpu_scratch(TRN_SCRATCH_FEW, (size_t)FEW_TN * (size_t)g->m);
+    if (!t_) { /* the plain product of the tile */
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, g->m, nn, g->k, g->alpha, g->a, g->lda,
                     g->b + (size_t)j0 * g->ldb, g->ldb, g->beta, g->c + j0, g->ldc);
         return;
     }
-    float *t_ = few_tls.p;
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, nn, g->m, g->k, g->alpha, g->b + (size_t)j0 * g->ldb, g->ldb,
                 g->a, g->lda, 0, t_, g->m);
     for (int i = 0; i < g->m; i++) {

@@ -29,6 +29,22 @@ int trn_cpu_winograd(TRN_BE, const trn_conv_shape *s, const float *in, const flo
  * a wrapping table's gemm (timing, counting) passes it through. */
 extern _Thread_local int trn_cpu_gemm_whole;
 
+/* Per-thread scratch buffers of the CPU backend (cpu_conv.c), 64-byte
+ * aligned, kept and grown per thread; each user has slots of its own, so
+ * that one never reuses another's buffer while it is in use. NULL when out
+ * of memory. */
+enum {
+    TRN_SCRATCH_CONV_SUMS,   /* a convolution's caller: partial sums */
+    TRN_SCRATCH_CONV_TILE,   /* a convolution's tile: its im2col */
+    TRN_SCRATCH_CONV_ROWS,   /* a convolution's tile: its padded input rows */
+    TRN_SCRATCH_WG_V,        /* Winograd's caller: the transformed input */
+    TRN_SCRATCH_WG_U,        /* a Winograd item: the transformed filters */
+    TRN_SCRATCH_WG_M,        /* a Winograd item: the products (or a channel's padded plane) */
+    TRN_SCRATCH_FEW,         /* a product with few rows: a tile of the transposed product */
+    TRN_SCRATCH_SLOTS
+};
+float *trn_cpu_scratch(int slot, size_t n);
+
 /* x[i] = act(x[i] + b) for i < n (without the bias when has_bias is 0):
  * add_bias's and activate's operations on one row. */
 void trn_cpu_bias_act(float *x, int n, float b, int has_bias, trn_activation act);

@@ -61,11 +61,9 @@
 static _Thread_local struct {
     float *p;
     size_t n;
-} scratch_tls[3];
+} scratch_tls[TRN_SCRATCH_SLOTS];
 
-/* Slot 0: the caller's (partial sums); slot 1: a tile's; slot 2: a tile's
- * padded input rows. NULL when out of memory. */
-static float *scratch(int slot, size_t n)
+float *trn_cpu_scratch(int slot, size_t n)
 {
     if (scratch_tls[slot].n < n) {
         free(scratch_tls[slot].p);
@@ -75,6 +73,14 @@ static float *scratch(int slot, size_t n)
         scratch_tls[slot].n = p ? n : 0;
     }
     return scratch_tls[slot].p;
+}
+
+/* Slot 0: the caller's (partial sums); slot 1: a tile's; slot 2: a tile's
+ * padded input rows. */
+static float *scratch(int slot, size_t n)
+{
+    static const int slots[] = {TRN_SCRATCH_CONV_SUMS, TRN_SCRATCH_CONV_TILE, TRN_SCRATCH_CONV_ROWS};
+    return trn_cpu_scratch(slots[slot], n);
 }
 
 /* ---- the plan ------------------------------------------------------------ */

@@ -81,23 +81,12 @@ static atomic_int wg_off;
 void trn_set_winograd(int on) { atomic_store(&wg_off, !on); }
 int trn_winograd(void) { return !atomic_load(&wg_off); }
 
-static _Thread_local struct {
-    float *p;
-    size_t n;
-} wg_tls[3];
-
 /* Slot 0: the caller's transformed input; 1: an item's U; 2: an item's M
  * (or a channel's padded plane). NULL when out of memory. */
 static float *wg_scratch(int slot, size_t n)
 {
-    if (wg_tls[slot].n < n) {
-        free(wg_tls[slot].p);
-        void *p = NULL;
-        if (posix_memalign(&p, 64, (n ? n : 1) * sizeof(float)) != 0) p = NULL;
-        wg_tls[slot].p = p;
-        wg_tls[slot].n = p ? n : 0;
-    }
-    return wg_tls[slot].p;
+    static const int slots[] = {TRN_SCRATCH_WG_V, TRN_SCRATCH_WG_U, TRN_SCRATCH_WG_M};
+    return trn_cpu_scratch(slots[slot], n);
 }
 
 typedef struct wgctx {
