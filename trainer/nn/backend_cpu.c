@@ -470,50 +470,18 @@ VEC_CLONES static void maxpool_cols_strided(const poolctx *x, const float *v, co
  * the column pass reads every s-th of v. */
 #define FLAT_MAX 8192
 
-VEC_CLONES static void maxpool_flat_rows(const poolctx *x, const float *restrict in, float *restrict v,
-                                         int *restrict vc)
+/* The row pass at every s-th position i = s*q only (s = 1: all of them;
+ * s > 1 when it divides the width: the positions the column pass reads),
+ * into hv[q] and hc[q]: the flat run, then the positions whose window
+ * crosses a row's edge again with the row's bounds, in that order at each
+ * position. The same values and indexes at every position it computes,
+ * whatever s; s > 1 skips the s-1 of every s positions nobody reads (max
+ * pooling's row pass was 4..5% of base.cfg's step at one thread). Its two
+ * instances below: s = 1 (contiguous loads) and the layer's stride. */
+static inline __attribute__((always_inline)) void flat_rows(const poolctx *x, int s, const float *restrict in,
+                                                            float *restrict hv, int *restrict hc)
 {
-    int w = x->w, n = x->h * w, off = x->off, size = x->size;
-    int lo = off < 0 ? -off : 0, hi = n - (off + size - 1 > 0 ? off + size - 1 : 0);
-    for (int i = 0; i < n; i++) v[i] = -FLT_MAX, vc[i] = -1;
-    for (int m = 0; m < size; m++) {
-        int c0 = off + m;
-        for (int i = lo; i < hi; i++) {
-            float a = in[i + c0], bv = v[i];
-            int take = a > bv, bcv = vc[i];
-            v[i] = take ? a : bv;
-            vc[i] = bcv + take * (i + c0 - bcv);
-        }
-    }
-    int e0 = lo < w ? lo : w, e1 = w - (off + size - 1 > 0 ? off + size - 1 : 0);
-    if (e1 < e0) e1 = e0;
-    for (int iy = 0; iy < x->h; iy++) {
-        const float *row = in + (size_t)iy * w;
-        for (int j = 0; j < w; j++) {
-            if (j == e0 && e1 > e0) j = e1; /* the inside, done above */
-            if (j >= w) break;
-            float bv = -FLT_MAX;
-            int bc = -1;
-            for (int m = 0; m < size; m++) {
-                int c = off + m + j;
-                if (c >= 0 && c < w && row[c] > bv) bv = row[c], bc = iy * w + c;
-            }
-            v[iy * w + j] = bv, vc[iy * w + j] = bc;
-        }
-    }
-}
-
-/* The row pass and the pick at once, when the stride s > 1 divides the
- * width: only the positions i = s*q the column pass reads, with
- * maxpool_flat_rows's comparisons in its order at each (the flat run,
- * then the positions whose window crosses a row's edge again with the
- * row's bounds): the same values and indexes as maxpool_flat_rows followed
- * by maxpool_flat_pick, without the s-1 of every s positions nobody reads
- * (max pooling's row pass was 4..5% of base.cfg's step at one thread). */
-VEC_CLONES static void maxpool_flat_rows_picked(const poolctx *x, const float *restrict in, float *restrict hv,
-                                                int *restrict hc)
-{
-    int w = x->w, s = x->stride, n = x->h * w, off = x->off, size = x->size, nq = n / s;
+    int w = x->w, n = x->h * w, off = x->off, size = x->size, nq = n / s;
     int lo = off < 0 ? -off : 0, hi = n - (off + size - 1 > 0 ? off + size - 1 : 0);
     int q0 = (lo + s - 1) / s, q1 = hi > 0 ? (hi + s - 1) / s : 0;
     if (q1 > nq) q1 = nq;
@@ -546,6 +514,16 @@ VEC_CLONES static void maxpool_flat_rows_picked(const poolctx *x, const float *r
             hv[iy * ws + jq] = bv, hc[iy * ws + jq] = bc;
         }
     }
+}
+
+VEC_CLONES static void maxpool_flat_rows(const poolctx *x, const float *in, float *v, int *vc)
+{
+    flat_rows(x, 1, in, v, vc);
+}
+
+VEC_CLONES static void maxpool_flat_rows_picked(const poolctx *x, const float *in, float *hv, int *hc)
+{
+    flat_rows(x, x->stride, in, hv, hc);
 }
 
 static void maxpool_plane_flat(void *p, int plane)
