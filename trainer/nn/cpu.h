@@ -19,6 +19,14 @@ void trn_cpu_conv_dx(TRN_BE, const trn_conv_shape *s, const float *delta, const 
  * direct product (out may then hold anything). */
 int trn_cpu_winograd(TRN_BE, const trn_conv_shape *s, const float *in, const float *w, int ldw, const float *bias,
                      trn_activation act, float *out);
+/* Whether a convolution may be computed by another algorithm than its
+ * im2col product (Winograd, space-to-depth then Winograd): an inference's
+ * forward (s->infer), trn_winograd() on, not the portable mode. */
+int trn_cpu_winograd_allowed(const trn_conv_shape *s);
+/* fn(ctx, ch) for every channel ch < c, on the pool in a few runs of
+ * adjacent channels (cpu_conv.c): each channel by one call, whichever
+ * thread runs it. */
+void trn_cpu_by_channel_runs(int c, void (*fn)(void *, int), void *ctx);
 
 /* Set (non-zero) by a convolution around the gemm of one of its tiles when
  * the tiles themselves run side by side on the pool (a function of the

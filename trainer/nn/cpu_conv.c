@@ -278,7 +278,7 @@ static void channel_run(void *v, int j)
     for (int ch = c0; ch < c1; ch++) r->fn(r->ctx, ch);
 }
 
-static void by_channel_runs(int c, void (*fn)(void *, int), void *ctx)
+void trn_cpu_by_channel_runs(int c, void (*fn)(void *, int), void *ctx)
 {
     int runs = CHANNEL_RUNS * trn_threads();
     chanruns r = {fn, ctx, c, runs < c ? runs : c};
@@ -294,7 +294,7 @@ static void im2col_rows(const plan *p, const float *im, int r0, int r1, float *c
     if ((size_t)p->k * (size_t)(r1 - r0) * (size_t)p->ow < PAR_MIN)
         for (int ch = 0; ch < p->s->c; ch++) fn(&x, ch);
     else
-        by_channel_runs(p->s->c, fn, &x);
+        trn_cpu_by_channel_runs(p->s->c, fn, &x);
 }
 
 #ifndef TRN_INFER_ONLY
@@ -353,7 +353,7 @@ static void col2im_rows(const plan *p, const float *col, int ldcol, int r0, int 
     if ((size_t)p->k * (size_t)(r1 - r0) * (size_t)p->ow < PAR_MIN)
         for (int ch = 0; ch < p->s->c; ch++) fn(&x, ch);
     else
-        by_channel_runs(p->s->c, fn, &x);
+        trn_cpu_by_channel_runs(p->s->c, fn, &x);
 }
 #endif
 
@@ -537,7 +537,7 @@ static int fwd_s2d(const trn_backend *be, const trn_conv_shape *s, const float *
                    const float *bias, trn_activation act, float *out)
 {
     int st = s->stride, kb = (s->ks + st - 1) / st;
-    if (!s->infer || !trn_winograd() || trn_determinism() == TRN_DET_PORTABLE) return -1;
+    if (!trn_cpu_winograd_allowed(s)) return -1;
     if (st < 2 || kb != 3 || (kb * st) * (kb * st) * 2 > 3 * s->ks * s->ks) return -1;
     int oh = trn_conv_out(s->h, s->pad, s->ks, st), ow = trn_conv_out(s->w, s->pad, s->ks, st);
     if (oh < 1 || ow < 1) return -1;
@@ -557,7 +557,7 @@ static int fwd_s2d(const trn_backend *be, const trn_conv_shape *s, const float *
                         ky < s->ks && kx < s->ks ? w[(size_t)f * ldw + ((size_t)c * s->ks + ky) * s->ks + kx] : 0.0f;
                 }
         }
-    trn_parallel_for(c2, s2d_channel, &x);
+    trn_cpu_by_channel_runs(c2, s2d_channel, &x);
     trn_conv_shape s2 = {s->batch, c2, x.sh, x.sw, s->m, kb, 1, 0, 1};
     return trn_cpu_winograd(be, &s2, x.S, w2, c2 * kk, bias, act, out);
 }
@@ -565,9 +565,9 @@ static int fwd_s2d(const trn_backend *be, const trn_conv_shape *s, const float *
 void trn_cpu_conv(TRN_BE, const trn_conv_shape *s, const float *in, const float *w, int ldw, const float *bias,
                   trn_activation act, float *out)
 {
-    if (s->batch > 0 && s->m > 0 && fwd_s2d(be, s, in, w, ldw, bias, act, out) == 0) return;
     if (s->batch <= 0 || s->m <= 0) return;
-    if (trn_cpu_winograd(be, s, in, w, ldw, bias, act, out) == 0) return;
+    if (fwd_s2d(be, s, in, w, ldw, bias, act, out) == 0 || trn_cpu_winograd(be, s, in, w, ldw, bias, act, out) == 0)
+        return;
     fwdctx x = {be, {0}, in, w, bias, ldw, act, out, 0};
     make_plan(s, &x.p, 0);
     if (s->batch * x.p.tiles_img < MIN_TILES) {

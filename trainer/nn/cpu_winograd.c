@@ -81,6 +81,11 @@ static atomic_int wg_off;
 void trn_set_winograd(int on) { atomic_store(&wg_off, !on); }
 int trn_winograd(void) { return !atomic_load(&wg_off); }
 
+int trn_cpu_winograd_allowed(const trn_conv_shape *s)
+{
+    return s->infer && trn_winograd() && trn_determinism() != TRN_DET_PORTABLE;
+}
+
 /* Slot 0: the caller's transformed input; 1: an item's U; 2: an item's M
  * (or a channel's padded plane). NULL when out of memory. */
 static float *wg_scratch(int slot, size_t n)
@@ -99,7 +104,7 @@ typedef struct wgctx {
     int ldw;
     trn_activation act;
     float *out, *v;          /* v: V[xi] (c, n), nx of them */
-    int runs, mb;            /* input transform runs; filters per block */
+    int mb;                  /* filters per block */
     atomic_int fail;         /* an item could not get its buffers */
 } wgctx;
 
@@ -234,17 +239,17 @@ WG_CLONES static void input_channel(const wgctx *x, int ch, float *pl)
     }
 }
 
-static void input_run(void *p, int r)
+/* Channel ch's input transform, with a padded plane of the thread (the
+ * F(2x2, 5x5) row's temporaries after it). */
+static void input_one(void *p, int ch)
 {
     wgctx *x = p;
-    int c0 = (int)((long long)x->s->c * r / x->runs), c1 = (int)((long long)x->s->c * (r + 1) / x->runs);
-    /* the padded plane, then the F(2x2, 5x5) row's temporaries */
     float *pl = wg_scratch(2, (size_t)(2 * x->th + x->r - 1) * plane_w(x));
     if (!pl) {
         atomic_store(&x->fail, 1);
         return;
     }
-    for (int ch = c0; ch < c1; ch++) input_channel(x, ch, pl);
+    input_channel(x, ch, pl);
 }
 
 /* ---- a block of filters: U = G g G^T, the products, Y = A^T M A ---------- */
@@ -479,10 +484,10 @@ static void filter_block(void *p, int j)
 int trn_cpu_winograd(TRN_BE, const trn_conv_shape *s, const float *in, const float *w, int ldw, const float *bias,
                      trn_activation act, float *out)
 {
-    if (!s->infer || !trn_winograd() || trn_determinism() == TRN_DET_PORTABLE) return -1;
+    if (!trn_cpu_winograd_allowed(s)) return -1;
     if ((s->ks != 3 && s->ks != 5) || s->stride != 1 || s->c < WG_MIN_C || s->m < WG_MIN_M) return -1;
     wgctx x = {be, s, s->ks, s->ks + 1, (s->ks + 1) * (s->ks + 1), 0, 0, 0, 0, 0, 0, 0, 0, in, w, bias, ldw, act,
-               out, NULL, 0, 0, 0};
+               out, NULL, 0, 0};
     atomic_init(&x.fail, 0);
     x.oh = s->h + 2 * s->pad - s->ks + 1, x.ow = s->w + 2 * s->pad - s->ks + 1;
     if (x.oh < 1 || x.ow < 1) return -1;
@@ -498,13 +503,11 @@ int trn_cpu_winograd(TRN_BE, const trn_conv_shape *s, const float *in, const flo
     int nb = (s->m + WG_MB - 1) / WG_MB;
     x.mb = WG_MB;
     if (nb % 2 && nb > 1 && nb < 8) x.mb = ((s->m + 2 * nb - 1) / (2 * nb) + 15) / 16 * 16;
-    int runs = 4 * trn_threads();
-    x.runs = runs < s->c ? runs : s->c;
     for (x.b0 = 0; x.b0 < s->batch; x.b0 += group) {
         x.nb = s->batch - x.b0 < group ? s->batch - x.b0 : group;
         x.n = x.nb * x.t;
         if (!(x.v = wg_scratch(0, vfloats))) return -1;
-        trn_parallel_for(x.runs, input_run, &x);
+        trn_cpu_by_channel_runs(s->c, input_one, &x);
         if (!atomic_load(&x.fail)) trn_parallel_for((s->m + x.mb - 1) / x.mb, filter_block, &x);
         /* a block without its buffers: the direct path computes it all */
         if (atomic_load(&x.fail)) return -1;
