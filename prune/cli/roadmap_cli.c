@@ -84,12 +84,7 @@ int prn_cli_evaluate(trn_net *net, const trn_dataset *ds, trn_split split, int t
         const float *p = trn_net_output(net);
         for (int j = 0; j < batch && seen < n; j++, seen++) {
             const float *pj = p + (size_t)j * (size_t)classes, *yj = y + (size_t)j * (size_t)classes;
-            int truth = 0, best = 0;
-            for (int c = 1; c < classes; c++) {
-                if (yj[c] > yj[truth]) truth = c;
-                if (pj[c] > pj[best]) best = c;
-            }
-            good += best == truth;
+            good += trn_argmax(pj, classes) == trn_argmax(yj, classes);
         }
     }
     trn_loader_close(ld);

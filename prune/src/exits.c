@@ -247,14 +247,6 @@ static int train_branches(trn_net *trunk, branch **bs, int n, int batches, uint6
     return 0;
 }
 
-static int argmax(const float *p, int c)
-{
-    int best = 0;
-    for (int k = 1; k < c; k++)
-        if (p[k] > p[best]) best = k;
-    return best;
-}
-
 /* Evaluates the trunk and branches on n images X (labels Y): per branch
  * conf/pred (and probs when keep), the trunk's pred (and probs). The
  * trunk and branches have batch B; the last partial batch is padded. */
@@ -293,7 +285,7 @@ static int evaluate(trn_net *trunk, branch **bs, int nb, const float *X, const i
         if (trn_net_forward(trunk, x, err) != 0) goto fail;
         const float *p = trn_net_output(trunk);
         for (size_t i = 0; i < m; i++) {
-            se->final_pred[i0 + i] = argmax(p + i * C, C);
+            se->final_pred[i0 + i] = trn_argmax(p + i * C, C);
             memcpy(se->final_probs + (i0 + i) * C, p + i * C, (size_t)C * sizeof *p);
         }
         for (int k = 0; k < nb; k++) {
@@ -302,7 +294,7 @@ static int evaluate(trn_net *trunk, branch **bs, int nb, const float *X, const i
             const float *q = trn_net_output(b);
             for (size_t i = 0; i < m; i++) {
                 bs[k]->conf[i0 + i] = trn_confidence(q + i * C, C);
-                bs[k]->pred[i0 + i] = argmax(q + i * C, C);
+                bs[k]->pred[i0 + i] = trn_argmax(q + i * C, C);
                 if (keep) memcpy(bs[k]->probs + (i0 + i) * C, q + i * C, (size_t)C * sizeof *q);
             }
         }

@@ -153,14 +153,6 @@ static double softmax_nll(float *z, int C, int label)
     return nll;
 }
 
-static int argmax_f(const float *z, int C)
-{
-    int b = 0;
-    for (int k = 1; k < C; k++)
-        if (z[k] > z[b]) b = k;
-    return b;
-}
-
 /* `epochs` passes of minibatch SGD (batch 32, momentum 0.9, L2 1e-4) over
  * the training features with channel mask `on`; the order of each pass is
  * drawn from trn_rng_fork(seed, pass). */
@@ -224,7 +216,7 @@ static void head_eval(const head *h, const feat *f, const unsigned char *on, flo
     double l = 0;
     for (size_t i = 0; i < f->nv; i++) {
         head_logits(h, f, f->xv + i * f->d, on, z);
-        int p = argmax_f(z, h->C);
+        int p = trn_argmax(z, h->C);
         l += softmax_nll(z, h->C, f->yv[i]);
         good += p == f->yv[i];
     }
@@ -273,7 +265,7 @@ static void score_all(const head *h, const feat *f, const unsigned char *on, flo
         for (int c = 0; c < N; c++) {
             if (!on[c]) continue;
             for (int k = 0; k < C; k++) zz[k] = z[k] - contrib[(size_t)c * C + k];
-            int p = argmax_f(zz, C);
+            int p = trn_argmax(zz, C);
             loss[c] += softmax_nll(zz, C, f->yv[i]);
             good[c] += p == f->yv[i];
         }

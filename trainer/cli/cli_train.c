@@ -58,15 +58,6 @@ typedef struct vfeed {
     const cli_tasks *tk;
 } vfeed;
 
-/* The index of the largest of v[0..n-1] (the first on ties). */
-static int argmax(const float *v, int n)
-{
-    int best = 0;
-    for (int c = 1; c < n; c++)
-        if (v[c] > v[best]) best = c;
-    return best;
-}
-
 typedef struct show {
     int tty, quiet;
     double last;
@@ -102,10 +93,10 @@ static int validate_batches(void *ctx, trn_net *net, uint64_t *correct, uint64_t
         const float *p = trn_net_output(net);
         for (int j = 0; j < v->batch && seen < v->n; j++, seen++) {
             const float *pj = p + (size_t)j * v->pstride, *yj = v->y + (size_t)j * v->ystride;
-            good += argmax(pj, v->classes) == argmax(yj, v->classes);
+            good += trn_argmax(pj, v->classes) == trn_argmax(yj, v->classes);
             for (int t = 1; t < v->ntasks; t++) {
                 size_t o = (size_t)t * (size_t)v->group;
-                v->task_good[t] += argmax(pj + o, v->ncls[t]) == argmax(yj + o, v->ncls[t]);
+                v->task_good[t] += trn_argmax(pj + o, v->ncls[t]) == trn_argmax(yj + o, v->ncls[t]);
             }
         }
     }

@@ -119,6 +119,9 @@ typedef int (*trn_validate_fn)(void *ctx, trn_net *net, uint64_t *correct, uint6
 /* The 95% Wilson score interval of k successes in n trials (z = 1.96);
  * [0, 1] when n == 0. */
 void trn_wilson(uint64_t k, uint64_t n, double *lo, double *hi);
+/* The index of the largest of v[0..n-1], the first on ties (a top-1
+ * prediction); 0 when n < 1. */
+int trn_argmax(const float *v, int n);
 
 typedef struct trn_train_opts {
     trn_batch_fn next_batch;

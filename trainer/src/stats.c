@@ -1,4 +1,5 @@
-/* stats.c: the 95% Wilson score interval of a measured proportion. */
+/* stats.c: the 95% Wilson score interval of a measured proportion, and
+ * the top-1 of a score vector. */
 #include "trn.h"
 
 #include <math.h>
@@ -16,4 +17,12 @@ void trn_wilson(uint64_t k, uint64_t n, double *lo, double *hi)
     double half = z * sqrt(p * (1 - p) / (double)n + z2n / (4.0 * (double)n)) / (1 + z2n);
     *lo = fmax(0, centre - half);
     *hi = fmin(1, centre + half);
+}
+
+int trn_argmax(const float *v, int n)
+{
+    int best = 0;
+    for (int c = 1; c < n; c++)
+        if (v[c] > v[best]) best = c;
+    return best;
 }
