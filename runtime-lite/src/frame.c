@@ -406,12 +406,6 @@ uint8_t *rtlp_build_held_request(uint32_t id, const char *catalog, const char *v
     return build_request(id, catalog, variant, first, last, geom, hgeom, x, count, n);
 }
 
-uint8_t *rtlp_build_reply(uint32_t id, uint8_t status, const float *x, uint32_t count, const char *message,
-                          size_t *n)
-{
-    return rtlp_build_reply_at(0, 0, id, status, x, count, message, n);
-}
-
 uint8_t *rtlp_build_reply_at(size_t pre, size_t post, uint32_t id, uint8_t status, const float *x, uint32_t count,
                              const char *message, size_t *n)
 {

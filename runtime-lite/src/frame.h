@@ -110,10 +110,9 @@ uint8_t *rtlp_build_part_request(uint32_t id, const char *catalog, const char *v
 uint8_t *rtlp_build_held_request(uint32_t id, const char *catalog, const char *variant, int32_t first,
                                  int32_t last, const int32_t geom[6], const int32_t hgeom[5], const float *x,
                                  uint32_t count, size_t *n);
-uint8_t *rtlp_build_reply(uint32_t id, uint8_t status, const float *x, uint32_t count, const char *message,
-                          size_t *n);
-/* The same message at offset pre of a new buffer of pre + *n + post
- * bytes (the buffer returned; a reply sealed in place: pre =
+/* A reply (status 0: count floats x; otherwise the error message), *n
+ * bytes, at offset pre of a new buffer of pre + *n + post bytes (the
+ * buffer returned, NULL when out of memory; a reply sealed in place: pre =
  * RTLP_PLAIN_AT, post = RTLP_ABYTES - 1). */
 uint8_t *rtlp_build_reply_at(size_t pre, size_t post, uint32_t id, uint8_t status, const float *x, uint32_t count,
                              const char *message, size_t *n);

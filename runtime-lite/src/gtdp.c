@@ -293,12 +293,19 @@ int rtl_gtdp_model_layer(const rtl_model *m, int i, rtl_gtdp_layer *out)
     return 0;
 }
 
+/* m's GTDP cache, allocated on first use; NULL when out of memory. */
+static struct rtl_gtdp_cache *cache_of(rtl_model *m)
+{
+    struct rtl_gtdp_cache **cp = rtl_model_gtdp_cache(m);
+    if (!*cp) *cp = calloc(1, sizeof **cp);
+    return *cp;
+}
+
 /* The per-layer table of fits and chosen cuts, allocated on first use. */
 static struct gtdp_fit *fit_table(rtl_model *m, rtl_err *err)
 {
-    struct rtl_gtdp_cache **cp = rtl_model_gtdp_cache(m);
-    if (!*cp && !(*cp = calloc(1, sizeof **cp))) return rtl_errf(err, "out of memory"), NULL;
-    struct rtl_gtdp_cache *c = *cp;
+    struct rtl_gtdp_cache *c = cache_of(m);
+    if (!c) return rtl_errf(err, "out of memory"), NULL;
     if (!c->fit) {
         int L = rtl_model_layers(m);
         if (!(c->fit = calloc((size_t)(L > 0 ? L : 1), sizeof *c->fit))) return rtl_errf(err, "out of memory"), NULL;
@@ -313,10 +320,10 @@ int rtl_gtdp_set_part_cpus(rtl_model *m, const int *cpu, int n, rtl_err *err)
     for (int i = 0; i < n; i++)
         if (cpu[i] < -1 || cpu[i] >= CPU_SETSIZE)
             return rtl_errf(err, "GTDP: worker %d's CPU %d (0..%d, or -1 for none)", i + 1, cpu[i], CPU_SETSIZE - 1);
-    struct rtl_gtdp_cache **cp = rtl_model_gtdp_cache(m);
-    if (!*cp && !(*cp = calloc(1, sizeof **cp))) return rtl_errf(err, "out of memory");
-    (*cp)->ncpu = n;
-    for (int i = 0; i < n; i++) (*cp)->cpu[i] = cpu[i];
+    struct rtl_gtdp_cache *c = cache_of(m);
+    if (!c) return rtl_errf(err, "out of memory");
+    c->ncpu = n;
+    for (int i = 0; i < n; i++) c->cpu[i] = cpu[i];
     return 0;
 }
 
@@ -341,12 +348,6 @@ double rtl_gtdp_block_ms(const rtl_gtdp_stats *st, int layer)
     return t;
 }
 
-static double median_of(double *v, int k)
-{
-    qsort(v, (size_t)k, sizeof *v, rtl_cmp_double);
-    return k % 2 ? v[k / 2] : (v[k / 2 - 1] + v[k / 2]) / 2;
-}
-
 void rtl_gtdp_fit_parts(const rtl_gtdp_stats *const *st, int nst, int n, double *fixed, double *slope)
 {
     *slope = 0;
@@ -363,7 +364,7 @@ void rtl_gtdp_fit_parts(const rtl_gtdp_stats *const *st, int nst, int n, double 
                 st[f]->rec[p].worker == s0->rec[p].worker)
                 v[k++] = st[f]->rec[p].wall_ms - st[f]->rec[p].transfer_ms;
         c[p] = s0->rec[p].compute_ms;
-        r[p] = median_of(v, k); /* k >= 1: the first forward itself */
+        r[p] = rtl_median(v, (size_t)k); /* k >= 1: the first forward itself */
     }
     /* least squares of r = fixed[w] + (1 + slope) c: the slope from the
      * deviations within each worker, then each worker's mean */
@@ -405,7 +406,7 @@ double rtl_gtdp_block_extra(const rtl_gtdp_stats *st, const double *fixed, doubl
         }
         v[k++] = wall - model;
     }
-    return k ? median_of(v, k) : 0;
+    return k ? rtl_median(v, (size_t)k) : 0;
 }
 
 int rtl_gtdp_model_split(const rtl_model *m, int i, rtl_gtdp_layer *out)
@@ -446,12 +447,8 @@ void rtl_gtdp_cache_free(struct rtl_gtdp_cache *c)
 
 static struct part_net *part_net(rtl_model *m, const rtl_gtdp_layer *g, const rtl_gtdp_part *q, rtl_err *err)
 {
-    struct rtl_gtdp_cache **cp = rtl_model_gtdp_cache(m);
-    if (!*cp && !(*cp = calloc(1, sizeof **cp))) {
-        rtl_errf(err, "out of memory");
-        return NULL;
-    }
-    struct rtl_gtdp_cache *c = *cp;
+    struct rtl_gtdp_cache *c = cache_of(m);
+    if (!c) return rtl_errf(err, "out of memory"), NULL;
     for (int i = 0; i < c->n; i++) {
         struct part_net *e = &c->e[i];
         if (e->layer == g->index && e->r0 == q->r0 && e->r1 == q->r1 && e->c0 == q->c0 && e->c1 == q->c1) return e;
@@ -836,9 +833,9 @@ static void *helper_main(void *arg)
 /* Helper k of m's cache, started on first use; NULL when it cannot be. */
 static struct helper *helper(rtl_model *m, int k)
 {
-    struct rtl_gtdp_cache **cp = rtl_model_gtdp_cache(m);
-    if (!*cp && !(*cp = calloc(1, sizeof **cp))) return NULL;
-    struct helper *h = &(*cp)->help[k];
+    struct rtl_gtdp_cache *c = cache_of(m);
+    if (!c) return NULL;
+    struct helper *h = &c->help[k];
     if (h->started) return h;
     if (sem_init(&h->go, 0, 0) != 0) return NULL;
     if (sem_init(&h->done, 0, 0) != 0) {
@@ -1022,7 +1019,6 @@ void rtl_gtdp_part_overhead(const rtl_gtdp_stats *st, int n, double *out)
             out[i] = -1;
             continue;
         }
-        qsort(v, (size_t)k, sizeof *v, rtl_cmp_double);
-        out[i] = k % 2 ? v[k / 2] : (v[k / 2 - 1] + v[k / 2]) / 2;
+        out[i] = rtl_median(v, (size_t)k);
     }
 }

@@ -28,6 +28,8 @@ int rtl_err_from_trn(rtl_err *err, const trn_err *e);
 double rtl_now_ms(void);
 /* qsort's order of doubles, ascending (medians of timings). */
 int rtl_cmp_double(const void *a, const void *b);
+/* The median of v[0..n-1] (sorted in place by it); 0 when n is 0. */
+double rtl_median(double *v, size_t n);
 
 /* Lower-case hex of n bytes into out (2n+1 bytes); parse back (0 or -1). */
 void rtl_hex(const uint8_t *bytes, size_t n, char *out);
@@ -69,12 +71,6 @@ const struct rtl_gtdp_cache *rtl_model_gtdp_cache_get(const rtl_model *m);
  * connection when that was a part that succeeded: 1 with its block (last
  * layer), rows r0, r1 and channels c0, c1 in hgeom, else 0 (peer.c). */
 int rtl_peer_held(const rtl_peer *p, int32_t hgeom[5]);
-/* rtl_peer_run_part whose input leaves out what the server holds (hgeom,
- * from rtl_peer_held): x carries input rows q->in_r0..in_r1 of every
- * channel less the held answer's (frame.c, held request). */
-int rtl_peer_run_held_part(rtl_peer *p, const char *catalog, const char *variant, int first, int last,
-                           const rtl_gtdp_part *q, const int32_t hgeom[5], const float *x, size_t n, float *out,
-                           size_t cap, size_t *nout, int deadline_ms, rtl_err *err);
 /* A part whose request is written and whose answer is read in place
  * (GTDP's coordinator): fill writes the request's n floats as wire bytes
  * (little-endian float32, rtlp_floats_put) at dst, straight into the

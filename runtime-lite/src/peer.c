@@ -1184,16 +1184,6 @@ int rtl_peer_held(const rtl_peer *p, int32_t hgeom[5])
     return 1;
 }
 
-int rtl_peer_run_held_part(rtl_peer *p, const char *catalog, const char *variant, int first, int last,
-                           const rtl_gtdp_part *q, const int32_t hgeom[5], const float *x, size_t n, float *out,
-                           size_t cap, size_t *nout, int deadline_ms, rtl_err *err)
-{
-    int32_t geom[6] = {q->r0, q->r1, q->c0, q->c1, q->in_r0, q->in_r1};
-    struct plain_io c = {x, n, out};
-    rtl_part_io io = {plain_fill, plain_take, &c, NULL};
-    return peer_call(p, catalog, variant, first, last, geom, hgeom, n, &io, cap, nout, deadline_ms, err);
-}
-
 /* ---- the split runner ---------------------------------------------------------- */
 
 static double cpu_ms(void)
