@@ -46,14 +46,7 @@ for t in shape colour size texture; do
     # when there is none).
     dat=$(cat "$D"/*.tasks 2>/dev/null | awk -v t=$t '$1 == t {print $2; exit}')
     dat=${dat:-synth-$t.data}
-    n=$(grep -c . "$D/${dat%.data}.names")
-    sed "s/^output=48$/output=$n/" "${CFG:-recipes/alexnet/base.cfg}" >"$I/$t.cfg"
-    echo "heads_table: training the independent $t model ($n classes)" >&2
-    nice -n "${NICE:-10}" "$BIN/trainer" train --cfg "$I/$t.cfg" --data "$D/$dat" --seed 1 --backup "$I/$t" \
-        --threads "${THREADS:-1}" --quiet
-    nice -n "${NICE:-10}" "$BIN/trainer" valid --cfg "$I/$t.cfg" --weights "$I/$t/$t.weights" --data "$D/$dat" \
-        --split test --json --threads "${THREADS:-1}" >"$I/$t.eval.json.tmp"
-    mv "$I/$t.eval.json.tmp" "$I/$t.eval.json"
+    BIN=$BIN "$(dirname "$0")/indep_model.sh" "$t" "$D/$dat" "$I"
 done
 python3 - "$M" "$I" "$heads" <<'EOF'
 import json, math, os, sys

@@ -49,17 +49,12 @@ tex=$(awk '$1 == "texture" {print $2}' "$T")
 [ -n "$tex" ] || { echo "texture_first: $T lists no texture task" >&2; exit 1; }
 mkdir -p "$O" "$I"
 n=$(grep -c . "$D/${tex%.data}.names")
-# The first stage: the independent texture model (as prune/heads_table.sh
-# --train trains it; that script trains the others for the table).
+# The first stage: the independent texture model (prune/indep_model.sh, as
+# prune/heads_table.sh --train trains the others for the table).
 if [ ! -s "$I/texture/texture.weights" ]; then
     [ -n "$train" ] || { echo "texture_first: no $I/texture/texture.weights (run with --train to train it)" >&2; exit 1; }
-    sed "s/^output=48$/output=$n/" "$CFG" >"$I/texture.cfg"
     echo "texture_first: stage 1: the independent texture model" >&2
-    nice -n "$NICE" "$BIN/trainer" train --cfg "$I/texture.cfg" --data "$D/$tex" --seed 1 --backup "$I/texture" \
-        --threads "$THREADS" --quiet
-    nice -n "$NICE" "$BIN/trainer" valid --cfg "$I/texture.cfg" --weights "$I/texture/texture.weights" \
-        --data "$D/$tex" --split test --json --threads "$THREADS" >"$I/texture.eval.json.tmp"
-    mv "$I/texture.eval.json.tmp" "$I/texture.eval.json"
+    CFG=$CFG BIN=$BIN THREADS=$THREADS NICE=$NICE "$(dirname "$0")/indep_model.sh" texture "$D/$tex" "$I"
 fi
 sed "s/^output=48$/output=$n/" "$CFG" >"$O/texture.cfg.tmp" && mv "$O/texture.cfg.tmp" "$O/texture.cfg"
 { echo "texture $tex"; awk '!/^#/ && NF == 2' "$T" | sed 1d | awk '$1 != "texture"'; } \
