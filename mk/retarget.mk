@@ -16,7 +16,8 @@
 # Each variant folder is built under a temporary name and renamed when
 # complete; the stamp lists the `catalog pack --task` arguments of the
 # stage, which the pack rule reads. A head or a specialised model depends on
-# the base (its trunk, its cascade partner), so winnowing keeps the base.
+# the base (its trunk, its cascade partner), so winnowing keeps the base; a
+# head on RETARGET_TRUNK's variant depends on that variant.
 #
 # Recipe settings (recipes/README.md):
 #   RETARGET_CUT    the trunk's last layer (a selector); empty: no heads
@@ -26,6 +27,10 @@
 #                   SEL:HEAD (prune retarget --cuts); each task keeps its
 #                   head most accurate on the valid split within the budget
 #   RETARGET_SET    prune retarget --set key=value settings
+#   RETARGET_TRUNK  the variant of RECIPE_VARIANTS whose layers the heads
+#                   share (their parent and trunk); empty: the base. E.g. a
+#                   curriculum variant (mk/variants.mk) trained for the
+#                   attributes too
 #   SPECIALISE      1: the representative contexts as variants; empty: none
 #   SPECIALISE_SET  prune specialise --set key=value settings
 #   SPECIALISE_VARIANTS  variants of RECIPE_VARIANTS also specialised to
@@ -39,6 +44,7 @@ RETARGET_CUT   ?=
 RETARGET_CUTS  ?=
 RETARGET_HEAD  ?=
 RETARGET_SET   ?=
+RETARGET_TRUNK ?=
 SPECIALISE     ?=
 SPECIALISE_SET ?=
 SPECIALISE_VARIANTS ?=
@@ -49,6 +55,20 @@ $(error $(RECIPES)/$(MODEL)/recipe.mk: set RETARGET_CUT (one cut) or RETARGET_CU
 endif
 # the trunk option of prune retarget
 rt_trunk = $(if $(strip $(RETARGET_CUTS)),--cuts '$(strip $(RETARGET_CUTS))',--cut '$(RETARGET_CUT)')
+
+ifneq ($(strip $(RETARGET_TRUNK)),)
+ifneq ($(words $(RETARGET_TRUNK)) $(filter $(RETARGET_TRUNK),$(RECIPE_VARIANTS)),1 $(strip $(RETARGET_TRUNK)))
+$(error $(RECIPES)/$(MODEL)/recipe.mk: RETARGET_TRUNK '$(RETARGET_TRUNK)' is not one variant of RECIPE_VARIANTS ($(RECIPE_VARIANTS)))
+endif
+endif
+# A curriculum variant answers a task of the data set whose labels the
+# catalog packs with the heads (mk/variants.mk).
+ifneq ($(and $(foreach v,$(RECIPE_VARIANTS),$(filter curriculum,$(word 1,$(V_$v)))),$(if $(strip $(RETARGET_CUT)$(RETARGET_CUTS)),,x)),)
+$(error $(RECIPES)/$(MODEL)/recipe.mk: a curriculum variant needs the heads (RETARGET_CUT or RETARGET_CUTS), which pack its task's labels)
+endif
+# The heads' trunk: its folder and catalog id.
+RT_TRUNK_ID := $(or $(strip $(RETARGET_TRUNK)),base)
+RT_TRUNK_V  := $(VARIANTS_O)/$(RT_TRUNK_ID)
 
 ifneq ($(filter-out $(RECIPE_VARIANTS),$(SPECIALISE_VARIANTS)),)
 $(error $(RECIPES)/$(MODEL)/recipe.mk: SPECIALISE_VARIANTS names $(filter-out $(RECIPE_VARIANTS),$(SPECIALISE_VARIANTS)), not in RECIPE_VARIANTS ($(RECIPE_VARIANTS)))
@@ -65,6 +85,7 @@ RT_STAMPS := $(foreach s,$(RT_STAGES),$(RETARGET_O)/$s.done)
 
 # What identifies each stage's inputs besides the files (like plan/<id>.plan).
 rt_line_heads = cut $(RETARGET_CUT) | cuts $(strip $(RETARGET_CUTS)) | head $(RETARGET_HEAD) | set $(RETARGET_SET) | seed $(SEED)$(if \
+  $(strip $(RETARGET_TRUNK)), | trunk $(RETARGET_TRUNK))$(if \
   $(filter portable,$(DETERMINISM)), | determinism portable) | profile $(PROFILE_RUNS)
 $(foreach v,$(SPECIALISE_VARIANTS),$(eval rt_line_spec-$v = $$(rt_line_spec)))
 rt_line_spec  = set $(SPECIALISE_SET) | seed $(SEED)$(if $(filter portable,$(DETERMINISM)), | determinism portable) \
@@ -87,12 +108,14 @@ rt_variant = v=$(VARIANTS_O)/$2; rm -rf $$v.tmp && mkdir -p $$v.tmp && cp $1/var
     --profile $$v.tmp/profile.json --meta $$v.tmp/meta.json >/dev/null && \
   rm -rf $$v && mv $$v.tmp $$v
 
-# Heads: every task of the .tasks file but the first (the base's own).
-$(RETARGET_O)/heads.done: $(RETARGET_O)/heads.plan $(BASE_V)/variant.weights $(DATA) $(DATASET_TASKS) \
+# Heads: every task of the .tasks file but the first (the base's own), on
+# the trunk of RETARGET_TRUNK's variant (default: the base).
+$(RETARGET_O)/heads.done: $(RETARGET_O)/heads.plan $(RT_TRUNK_V)/variant.weights $(DATA) $(DATASET_TASKS) \
     | $(BIN)/prune $(BIN)/trainer $(BIN)/catalog
-	$(call msg,HEADS,$(MODEL): $(if $(strip $(RETARGET_CUTS)),a sweep of $(words $(RETARGET_CUTS)) cuts,trunk L0..$(RETARGET_CUT)), head '$(RETARGET_HEAD)')o=$(RETARGET_O)/heads; \
+	$(call msg,HEADS,$(MODEL): $(if $(strip $(RETARGET_CUTS)),a sweep of $(words $(RETARGET_CUTS)) cuts,trunk L0..$(RETARGET_CUT)) of $(RT_TRUNK_ID), head '$(RETARGET_HEAD)')o=$(RETARGET_O)/heads; \
 	rm -rf $$o && $(call timed,derive,heads,($(call launch,heads-derive) $(BIN)/prune retarget \
-	  --cfg $(BASE_V)/variant.cfg --weights $(BASE_V)/variant.weights --tasks $(abspath $(DATASET_TASKS)) \
+	  --cfg $(RT_TRUNK_V)/variant.cfg --weights $(RT_TRUNK_V)/variant.weights --parent $(RT_TRUNK_ID) \
+	  --tasks $(abspath $(DATASET_TASKS)) \
 	  $(rt_trunk) $(if $(strip $(RETARGET_HEAD)),--head '$(RETARGET_HEAD)') --seed $(SEED) \
 	  --threads $(job_threads) --out $$o $(foreach s,$(RETARGET_SET),--set $s) 2>&1) >$(RETARGET_O)/heads.log.tmp && \
 	  mv $(RETARGET_O)/heads.log.tmp $(RETARGET_O)/heads.log) || { tail -n 5 $(RETARGET_O)/heads.log.tmp >&2; exit 1; }; \
