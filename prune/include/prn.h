@@ -481,6 +481,14 @@ int prn_filters_copy(const trn_net *src, trn_net *dst, const prn_keep *keep, int
  * (A diagnostic of the retraining in `prune roadmap --set rescale=1`, not a
  * step of NestDNN.) */
 int prn_filters_rescale(trn_net *net, const trn_net *ref, int *changed, trn_err *err);
+/* The share of the squared weights of src's layers that read the pruned
+ * layers' channels (the next layers, through channel-passing layers and
+ * [route]s; every row of theirs in src) that sits on the kept channels: how
+ * much of what the next layers weigh stays connected. 1 when no layer reads
+ * a pruned channel or the readers' weights are all zero. (A diagnostic of
+ * `prune scan`: L1 keeps the channels the next layer weighs most, TRR does
+ * not look at the next layer.) -1 with err (as prn_filters_copy). */
+int prn_filters_next_share(const trn_net *src, const prn_keep *keep, int nkeep, double *share, trn_err *err);
 
 /* ---- the pruning roadmap (roadmap.c) --------------------------------------- */
 

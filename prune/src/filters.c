@@ -262,3 +262,76 @@ int prn_filters_rescale(trn_net *net, const trn_net *ref, int *changed, trn_err 
     if (changed) *changed = n;
     return 0;
 }
+
+int prn_filters_next_share(const trn_net *src, const prn_keep *keep, int nkeep, double *share, trn_err *err)
+{
+    /* Two channel maps: a keeps the kept filters, b the dropped ones (of
+     * the layers that drop any). A reader's input channel that comes from
+     * a pruned layer is in exactly one of them (kept: a, dropped: b); one
+     * that comes from elsewhere is in both. */
+    chan_map a = {0}, b = {0};
+    prn_keep *drop = calloc((size_t)(nkeep > 0 ? nkeep : 1), sizeof *drop);
+    int **dbuf = calloc((size_t)(nkeep > 0 ? nkeep : 1), sizeof *dbuf), nd = 0, np;
+    int rc = drop && dbuf ? chan_map_build(src, keep, nkeep, &a, err) : trn_errf(err, "out of memory");
+    for (int k = 0; rc == 0 && k < nkeep; k++) {
+        trn_layer_info in;
+        trn_net_layer_info(src, keep[k].layer, &in);
+        char *is = calloc((size_t)in.out.c, 1);
+        int *d = malloc((size_t)in.out.c * sizeof *d), n = 0;
+        if (!is || !d) {
+            free(is), free(d);
+            rc = trn_errf(err, "out of memory");
+            break;
+        }
+        for (int j = 0; j < keep[k].n; j++) is[keep[k].filters[j]] = 1; /* in range: a's build checked */
+        for (int f = 0; f < in.out.c; f++)
+            if (!is[f]) d[n++] = f;
+        free(is);
+        if (n == 0) {
+            free(d);
+            continue;
+        }
+        dbuf[nd] = d;
+        drop[nd++] = (prn_keep){keep[k].layer, n, d};
+    }
+    if (rc == 0) rc = chan_map_build(src, drop, nd, &b, err);
+    const trn_param *p = trn_net_params(src, &np);
+    double kept = 0, total = 0;
+    for (int k = 0; rc == 0 && k < np; k++) {
+        if (p[k].role != TRN_PARAM_WEIGHTS || p[k].layer < 1) continue;
+        const int *ia = a.chan[p[k].layer - 1], *ib = b.chan[p[k].layer - 1];
+        if (!ia && !ib) continue; /* it reads no pruned layer */
+        trn_layer_info prev;
+        int c = trn_net_layer_info(src, p[k].layer - 1, &prev) == 0 ? prev.out.c : 0;
+        if (c < 1 || p[k].cols % c) {
+            rc = trn_errf(err, "layer %d: %d weights per row do not split into %d input channels", p[k].layer,
+                          p[k].cols, c);
+            break;
+        }
+        size_t blk = (size_t)(p[k].cols / c);
+        char *in = calloc((size_t)c, 1); /* bit 1: in a, bit 2: in b */
+        if (!in) {
+            rc = trn_errf(err, "out of memory");
+            break;
+        }
+        for (int j = 0; j < (ia ? a.n[p[k].layer - 1] : c); j++) in[ia ? ia[j] : j] |= 1;
+        for (int j = 0; j < (ib ? b.n[p[k].layer - 1] : c); j++) in[ib ? ib[j] : j] |= 2;
+        for (int r = 0; r < p[k].rows; r++)
+            for (int ch = 0; ch < c; ch++) {
+                if (in[ch] == 3 || in[ch] == 0) continue; /* not a pruned layer's channel */
+                const float *w = p[k].data + (size_t)r * (size_t)p[k].cols + (size_t)ch * blk;
+                double s = 0;
+                for (size_t q = 0; q < blk; q++) s += (double)w[q] * w[q];
+                total += s;
+                if (in[ch] == 1) kept += s;
+            }
+        free(in);
+    }
+    chan_map_free(&a);
+    chan_map_free(&b);
+    for (int k = 0; k < nd; k++) free(dbuf[k]);
+    free(dbuf);
+    free(drop);
+    if (rc == 0) *share = total > 0 ? kept / total : 1;
+    return rc;
+}

@@ -349,6 +349,52 @@ static void rescale_filters(void **state)
     trn_cfg_free(c);
 }
 
+/* prn_filters_next_share: L0 (4 filters) is read by L2 (through the
+ * maxpool, 9 weights per channel) and by L4 (through the route, at channels
+ * 6..9, 1 weight each): the share of their squared weights on L0's kept
+ * channels, computed here by hand; all kept is 1; zero weights on the
+ * dropped channel keep everything. */
+static void next_share(void **state)
+{
+    (void)state;
+    trn_err e;
+    trn_cfg *c = pt_cfg(route_cfg);
+    trn_net *base = pt_base(c, 2, 5);
+    const trn_param *w2 = param_of(base, 2, TRN_PARAM_WEIGHTS), *w4 = param_of(base, 4, TRN_PARAM_WEIGHTS);
+    const int f0[3] = {0, 2, 3}, all0[4] = {0, 1, 2, 3};
+    double kept = 0, total = 0;
+    for (int r = 0; r < w2->rows; r++)
+        for (int q = 0; q < 36; q++) {
+            double v = (double)w2->data[(size_t)r * w2->cols + q] * w2->data[(size_t)r * w2->cols + q];
+            total += v;
+            if (q / 9 != 1) kept += v;
+        }
+    for (int r = 0; r < w4->rows; r++)
+        for (int ch = 6; ch < 10; ch++) {
+            double v = (double)w4->data[(size_t)r * w4->cols + ch] * w4->data[(size_t)r * w4->cols + ch];
+            total += v;
+            if (ch != 7) kept += v;
+        }
+    double share = -1;
+    const prn_keep k[1] = {{0, 3, f0}}, ka[1] = {{0, 4, all0}};
+    assert_int_equal(prn_filters_next_share(base, k, 1, &share, &e), 0);
+    if (fabs(share - kept / total) >= 1e-12) fail_msg("share %.17g, by hand %.17g (%g of %g)", share, kept / total, kept, total);
+    assert_true(share > 0.3 && share < 0.95);
+    assert_int_equal(prn_filters_next_share(base, ka, 1, &share, &e), 0);
+    assert_true(share == 1);
+    trn_param *m2 = param_of(base, 2, TRN_PARAM_WEIGHTS), *m4 = param_of(base, 4, TRN_PARAM_WEIGHTS);
+    for (int r = 0; r < m2->rows; r++) memset(m2->data + (size_t)r * m2->cols + 9, 0, 9 * sizeof(float));
+    for (int r = 0; r < m4->rows; r++) m4->data[(size_t)r * m4->cols + 7] = 0;
+    assert_int_equal(prn_filters_next_share(base, k, 1, &share, &e), 0);
+    assert_true(fabs(share - 1) < 1e-12);
+    const int bad[1] = {9};
+    const prn_keep kb[1] = {{0, 1, bad}};
+    assert_int_equal(prn_filters_next_share(base, kb, 1, &share, &e), -1);
+    assert_non_null(strstr(e.msg, "no filter 9"));
+    trn_net_free(base);
+    trn_cfg_free(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -359,6 +405,7 @@ int main(void)
         cmocka_unit_test(common_order),
         cmocka_unit_test(pick_steps),
         cmocka_unit_test(rescale_filters),
+        cmocka_unit_test(next_share),
     };
     int rc = cmocka_run_group_tests_name("prn_roadmap", tests, NULL, NULL);
     test_tmpdir_cleanup();
