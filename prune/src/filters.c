@@ -13,6 +13,7 @@
  */
 #include "prn_impl.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -207,4 +208,57 @@ int prn_filters_copy(const trn_net *src, trn_net *dst, const prn_keep *keep, int
     }
     chan_map_free(&m);
     return rc;
+}
+
+/* The mean L2 norm of a weights parameter's rows. */
+static double mean_row_norm(const trn_param *w)
+{
+    double sum = 0;
+    for (int r = 0; r < w->rows; r++) {
+        double s = 0;
+        for (int c = 0; c < w->cols; c++) {
+            double v = w->data[(size_t)r * (size_t)w->cols + (size_t)c];
+            s += v * v;
+        }
+        sum += sqrt(s);
+    }
+    return w->rows > 0 ? sum / w->rows : 0;
+}
+
+int prn_filters_rescale(trn_net *net, const trn_net *ref, int *changed, trn_err *err)
+{
+    int n = 0;
+    for (int l = 0; l < trn_net_layers(net); l++) {
+        const trn_param *w = trn_net_param(net, l, TRN_PARAM_WEIGHTS);
+        const trn_param *m = trn_net_param(net, l, TRN_PARAM_ROLLING_MEAN);
+        const trn_param *v = trn_net_param(net, l, TRN_PARAM_ROLLING_VARIANCE);
+        if (!w || !m || !v) continue; /* no batch norm: the scale of the weights is the function's */
+        const trn_param *rw = trn_net_param(ref, l, TRN_PARAM_WEIGHTS);
+        if (!rw || !trn_net_param(ref, l, TRN_PARAM_ROLLING_MEAN))
+            return trn_errf(err, "layer %d: the reference network has no batch-normalised weights there", l);
+        if ((size_t)w->rows != m->count || (size_t)w->rows != v->count)
+            return trn_errf(err, "layer %d: %d filters but %zu batch-norm statistics", l, w->rows, m->count);
+        double target = mean_row_norm(rw);
+        for (int r = 0; r < w->rows; r++) {
+            if (w->mask || m->mask || v->mask) {
+                /* A frozen filter keeps its bytes (freeze-&-grow). */
+                int frozen = 0;
+                for (int c = 0; c < w->cols && !frozen; c++)
+                    frozen = w->mask && w->mask[(size_t)r * (size_t)w->cols + (size_t)c] == 0;
+                if (frozen || (m->mask && m->mask[r] == 0) || (v->mask && v->mask[r] == 0)) continue;
+            }
+            float *row = w->data + (size_t)r * (size_t)w->cols;
+            double s = 0;
+            for (int c = 0; c < w->cols; c++) s += (double)row[c] * row[c];
+            s = sqrt(s);
+            if (!(s > 0) || !(target > 0)) continue; /* a zero filter has no direction to keep */
+            double k = target / s;
+            for (int c = 0; c < w->cols; c++) row[c] = (float)(row[c] * k);
+            m->data[r] = (float)(m->data[r] * k);
+            v->data[r] = (float)(v->data[r] * k * k);
+            n++;
+        }
+    }
+    if (changed) *changed = n;
+    return 0;
 }
