@@ -19,6 +19,7 @@ RTL_PC       := $(O)/pkgconfig/rtl.pc
 # protocol's AES-256-GCM frames are then sealed and opened by OpenSSL,
 # 2.3x faster here than libsodium's and byte for byte the same
 # (runtime-lite/src/frame.c, RTL_OPENSSL_GCM); without it, libsodium's.
+DEPS_PKGS    += libssl-dev
 RTL_OPENSSL  := $(shell $(PKG_CONFIG) --exists libcrypto 2>/dev/null && echo libcrypto)
 RTL_PKGS     := libsodium libarchive libcjson openblas libcurl $(RTL_OPENSSL)
 RTL_CFLAGS   := -Iruntime-lite/include -Iruntime-lite/src -Itrainer/nn/include -fvisibility=hidden \
