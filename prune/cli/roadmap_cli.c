@@ -24,7 +24,7 @@
 
 typedef struct rm_settings {
     double step, min_accuracy, learning_rate, max_layer_step, min_layer_step, target_macs;
-    long long retrain_batches, triplets, min_filters, max_steps, bn_batches, connected, eval_every;
+    long long retrain_batches, triplets, min_filters, max_steps, bn_batches, connected, eval_every, rescale, warmup;
 } rm_settings;
 
 static int rm_set(rm_settings *s, const char *kv, trn_err *err)
@@ -53,10 +53,12 @@ static int rm_set(rm_settings *s, const char *kv, trn_err *err)
     else if (KEY("bn_batches")) { RANGE(0, 1e6); WHOLE; s->bn_batches = (long long)v; }
     else if (KEY("connected")) { RANGE(0, 1); WHOLE; s->connected = (long long)v; }
     else if (KEY("eval_every")) { RANGE(0, 1e7); WHOLE; s->eval_every = (long long)v; }
+    else if (KEY("rescale")) { RANGE(0, 1); WHOLE; s->rescale = (long long)v; }
+    else if (KEY("warmup")) { RANGE(0, 1e7); WHOLE; s->warmup = (long long)v; }
     else
         return trn_errf(err, "--set '%s': unknown key '%.*s' (known: step, min_accuracy, retrain_batches, "
                              "learning_rate, triplets, min_filters, max_layer_step, min_layer_step, max_steps, target_macs, bn_batches, "
-                             "connected, eval_every)", kv, (int)kl, kv);
+                             "connected, eval_every, rescale, warmup)", kv, (int)kl, kv);
 #undef KEY
 #undef RANGE
 #undef WHOLE
@@ -201,7 +203,7 @@ static int retrain(rm_step *s, const rm_settings *set, const trn_dataset *ds, tr
     if (!tc) return -1;
     int rc = trn_cfg_setf(tc, 0, "learning_rate", err, "%.9g", set->learning_rate) ||
              trn_cfg_set(tc, 0, "policy", "poly", err) || trn_cfg_set(tc, 0, "power", "2", err) ||
-             trn_cfg_set(tc, 0, "burn_in", "0", err) ||
+             trn_cfg_setf(tc, 0, "burn_in", err, "%lld", set->warmup) ||
              trn_cfg_setf(tc, 0, "max_batches", err, "%lld", set->retrain_batches > 0 ? set->retrain_batches : 1)
              ? -1 : 0;
     trn_net *net = rc ? NULL : prn_cli_net_like(tc, s->net, 0, 0, seed, err);
@@ -345,7 +347,12 @@ int prn_cli_roadmap(int argc, char **argv, trn_err *err)
         "connected (1; 0: only convolutional layers lose filters, the connected ones keep all),\n"
         "eval_every (0; N, a diagnostic: each step's `curve` records the valid and test top-1\n"
         "right after the pruning (batch 0) and every N retraining batches, each of a copy\n"
-        "whose batch-norm statistics are re-estimated like the step's after its retraining).\n",
+        "whose batch-norm statistics are re-estimated like the step's after its retraining),\n"
+        "rescale (0; 1: before each step's retraining every kept filter of a batch-normalised\n"
+        "layer is rescaled to its layer's mean filter norm before the pruning, statistics\n"
+        "with it, so the pruned model's outputs stay and every filter starts with the same\n"
+        "effective learning rate), warmup (0: the retraining's burn-in batches, the learning\n"
+        "rate rising as (batch/warmup)^2, the poly power, as Darknet's burn_in).\n",
         opts, NULL};
     const char *extra;
     int rc0;
@@ -486,6 +493,9 @@ int prn_cli_roadmap(int argc, char **argv, trn_err *err)
         trn_net_opts no;
         prn_net_opts(&no, 0);
         if (!(s->net = trn_net_create(s->cfg, &no, err)) || prn_filters_copy(p->net, s->net, kp, L, err)) goto done;
+        /* rescale=1: every kept batch-normalised filter to its layer's mean
+         * norm before the pruning (the same rule for every method). */
+        if (st.rescale && prn_filters_rescale(s->net, p->net, NULL, err)) goto done;
         snprintf(tmpdir, sizeof tmpdir, "%s/.train-%d", out, k);
         if (retrain(s, &st, ds, eval, (uint64_t)seed + 1000 + (uint64_t)k, (int)threads, tmpdir, cfgp, err) ||
             measure(s, ds, eval, (int)threads, err))
@@ -547,6 +557,8 @@ int prn_cli_roadmap(int argc, char **argv, trn_err *err)
     cJSON_AddNumberToObject(jset, "bn_batches", (double)st.bn_batches);
     cJSON_AddBoolToObject(jset, "connected", st.connected != 0);
     cJSON_AddNumberToObject(jset, "eval_every", (double)st.eval_every);
+    cJSON_AddBoolToObject(jset, "rescale", st.rescale != 0);
+    cJSON_AddNumberToObject(jset, "warmup", (double)st.warmup);
     cJSON_AddStringToObject(jset, "eval_split", trn_split_name(eval));
     if (follow) cJSON_AddStringToObject(jset, "follow", follow);
     else cJSON_AddNullToObject(jset, "follow");

@@ -423,6 +423,9 @@ int prn_cli_scan(int argc, char **argv, trn_err *err)
             cJSON_AddNumberToObject(pt, "fraction", fracs[f]);
             cJSON_AddNumberToObject(pt, "pruned", drop);
             cJSON_AddItemToObject(pt, "accuracy", prn_cli_acc_json(&a));
+            double share;
+            if (prn_filters_next_share(base, &k, 1, &share, err)) goto done;
+            cJSON_AddNumberToObject(pt, "next_share", share);
             printf(" %6.2f%%", 100 * a.top1);
             fflush(stdout);
             if (corr) {

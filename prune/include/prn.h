@@ -468,6 +468,27 @@ trn_cfg *prn_filters_cfg(const trn_cfg *cfg, const trn_net *net, const prn_keep 
  * reach a [shortcut] or the network output, a filter index is out of range
  * or repeated, or dst's shapes do not match. */
 int prn_filters_copy(const trn_net *src, trn_net *dst, const prn_keep *keep, int nkeep, trn_err *err);
+/* Rescales every filter of every batch-normalised layer of net (a layer
+ * with weights and rolling statistics) to the mean L2 norm of the same
+ * layer's filters in ref (the model net was pruned from), and its rolling
+ * mean by the same factor and rolling variance by its square, so the
+ * inference function is unchanged (up to batch norm's epsilon) while every
+ * kept filter starts its retraining with the same norm: under batch norm a
+ * filter's norm does not change its output but sets its effective learning
+ * rate (lr / ||w||^2). Layers without batch norm, zero filters and frozen
+ * ones (mask 0) are left as they are. *changed (may be NULL): the filters
+ * rescaled. -1 with err when ref lacks a batch-normalised layer of net's.
+ * (A diagnostic of the retraining in `prune roadmap --set rescale=1`, not a
+ * step of NestDNN.) */
+int prn_filters_rescale(trn_net *net, const trn_net *ref, int *changed, trn_err *err);
+/* The share of the squared weights of src's layers that read the pruned
+ * layers' channels (the next layers, through channel-passing layers and
+ * [route]s; every row of theirs in src) that sits on the kept channels: how
+ * much of what the next layers weigh stays connected. 1 when no layer reads
+ * a pruned channel or the readers' weights are all zero. (A diagnostic of
+ * `prune scan`: L1 keeps the channels the next layer weighs most, TRR does
+ * not look at the next layer.) -1 with err (as prn_filters_copy). */
+int prn_filters_next_share(const trn_net *src, const prn_keep *keep, int nkeep, double *share, trn_err *err);
 
 /* ---- the pruning roadmap (roadmap.c) --------------------------------------- */
 

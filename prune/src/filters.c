@@ -13,6 +13,7 @@
  */
 #include "prn_impl.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -206,5 +207,131 @@ int prn_filters_copy(const trn_net *src, trn_net *dst, const prn_keep *keep, int
         }
     }
     chan_map_free(&m);
+    return rc;
+}
+
+/* The mean L2 norm of a weights parameter's rows. */
+static double mean_row_norm(const trn_param *w)
+{
+    double sum = 0;
+    for (int r = 0; r < w->rows; r++) {
+        double s = 0;
+        for (int c = 0; c < w->cols; c++) {
+            double v = w->data[(size_t)r * (size_t)w->cols + (size_t)c];
+            s += v * v;
+        }
+        sum += sqrt(s);
+    }
+    return w->rows > 0 ? sum / w->rows : 0;
+}
+
+int prn_filters_rescale(trn_net *net, const trn_net *ref, int *changed, trn_err *err)
+{
+    int n = 0;
+    for (int l = 0; l < trn_net_layers(net); l++) {
+        const trn_param *w = trn_net_param(net, l, TRN_PARAM_WEIGHTS);
+        const trn_param *m = trn_net_param(net, l, TRN_PARAM_ROLLING_MEAN);
+        const trn_param *v = trn_net_param(net, l, TRN_PARAM_ROLLING_VARIANCE);
+        if (!w || !m || !v) continue; /* no batch norm: the scale of the weights is the function's */
+        const trn_param *rw = trn_net_param(ref, l, TRN_PARAM_WEIGHTS);
+        if (!rw || !trn_net_param(ref, l, TRN_PARAM_ROLLING_MEAN))
+            return trn_errf(err, "layer %d: the reference network has no batch-normalised weights there", l);
+        if ((size_t)w->rows != m->count || (size_t)w->rows != v->count)
+            return trn_errf(err, "layer %d: %d filters but %zu batch-norm statistics", l, w->rows, m->count);
+        double target = mean_row_norm(rw);
+        for (int r = 0; r < w->rows; r++) {
+            if (w->mask || m->mask || v->mask) {
+                /* A frozen filter keeps its bytes (freeze-&-grow). */
+                int frozen = 0;
+                for (int c = 0; c < w->cols && !frozen; c++)
+                    frozen = w->mask && w->mask[(size_t)r * (size_t)w->cols + (size_t)c] == 0;
+                if (frozen || (m->mask && m->mask[r] == 0) || (v->mask && v->mask[r] == 0)) continue;
+            }
+            float *row = w->data + (size_t)r * (size_t)w->cols;
+            double s = 0;
+            for (int c = 0; c < w->cols; c++) s += (double)row[c] * row[c];
+            s = sqrt(s);
+            if (!(s > 0) || !(target > 0)) continue; /* a zero filter has no direction to keep */
+            double k = target / s;
+            for (int c = 0; c < w->cols; c++) row[c] = (float)(row[c] * k);
+            m->data[r] = (float)(m->data[r] * k);
+            v->data[r] = (float)(v->data[r] * k * k);
+            n++;
+        }
+    }
+    if (changed) *changed = n;
+    return 0;
+}
+
+int prn_filters_next_share(const trn_net *src, const prn_keep *keep, int nkeep, double *share, trn_err *err)
+{
+    /* Two channel maps: a keeps the kept filters, b the dropped ones (of
+     * the layers that drop any). A reader's input channel that comes from
+     * a pruned layer is in exactly one of them (kept: a, dropped: b); one
+     * that comes from elsewhere is in both. */
+    chan_map a = {0}, b = {0};
+    prn_keep *drop = calloc((size_t)(nkeep > 0 ? nkeep : 1), sizeof *drop);
+    int **dbuf = calloc((size_t)(nkeep > 0 ? nkeep : 1), sizeof *dbuf), nd = 0, np;
+    int rc = drop && dbuf ? chan_map_build(src, keep, nkeep, &a, err) : trn_errf(err, "out of memory");
+    for (int k = 0; rc == 0 && k < nkeep; k++) {
+        trn_layer_info in;
+        trn_net_layer_info(src, keep[k].layer, &in);
+        char *is = calloc((size_t)in.out.c, 1);
+        int *d = malloc((size_t)in.out.c * sizeof *d), n = 0;
+        if (!is || !d) {
+            free(is), free(d);
+            rc = trn_errf(err, "out of memory");
+            break;
+        }
+        for (int j = 0; j < keep[k].n; j++) is[keep[k].filters[j]] = 1; /* in range: a's build checked */
+        for (int f = 0; f < in.out.c; f++)
+            if (!is[f]) d[n++] = f;
+        free(is);
+        if (n == 0) {
+            free(d);
+            continue;
+        }
+        dbuf[nd] = d;
+        drop[nd++] = (prn_keep){keep[k].layer, n, d};
+    }
+    if (rc == 0) rc = chan_map_build(src, drop, nd, &b, err);
+    const trn_param *p = trn_net_params(src, &np);
+    double kept = 0, total = 0;
+    for (int k = 0; rc == 0 && k < np; k++) {
+        if (p[k].role != TRN_PARAM_WEIGHTS || p[k].layer < 1) continue;
+        const int *ia = a.chan[p[k].layer - 1], *ib = b.chan[p[k].layer - 1];
+        if (!ia && !ib) continue; /* it reads no pruned layer */
+        trn_layer_info prev;
+        int c = trn_net_layer_info(src, p[k].layer - 1, &prev) == 0 ? prev.out.c : 0;
+        if (c < 1 || p[k].cols % c) {
+            rc = trn_errf(err, "layer %d: %d weights per row do not split into %d input channels", p[k].layer,
+                          p[k].cols, c);
+            break;
+        }
+        size_t blk = (size_t)(p[k].cols / c);
+        char *in = calloc((size_t)c, 1); /* bit 1: in a, bit 2: in b */
+        if (!in) {
+            rc = trn_errf(err, "out of memory");
+            break;
+        }
+        for (int j = 0; j < (ia ? a.n[p[k].layer - 1] : c); j++) in[ia ? ia[j] : j] |= 1;
+        for (int j = 0; j < (ib ? b.n[p[k].layer - 1] : c); j++) in[ib ? ib[j] : j] |= 2;
+        for (int r = 0; r < p[k].rows; r++)
+            for (int ch = 0; ch < c; ch++) {
+                if (in[ch] == 3 || in[ch] == 0) continue; /* not a pruned layer's channel */
+                const float *w = p[k].data + (size_t)r * (size_t)p[k].cols + (size_t)ch * blk;
+                double s = 0;
+                for (size_t q = 0; q < blk; q++) s += (double)w[q] * w[q];
+                total += s;
+                if (in[ch] == 1) kept += s;
+            }
+        free(in);
+    }
+    chan_map_free(&a);
+    chan_map_free(&b);
+    for (int k = 0; k < nd; k++) free(dbuf[k]);
+    free(dbuf);
+    free(drop);
+    if (rc == 0) *share = total > 0 ? kept / total : 1;
     return rc;
 }

@@ -65,6 +65,8 @@ t_check "scan: every ranked layer, every fraction" \
 t_check "scan: round(p x filters) pruned" jqc '[.layers[0].points[].pruned] == [2, 4, 6] and [.layers[1].points[].pruned] == [2, 3, 5]' "$T/scan.json"
 t_check "scan: accuracy on the test split with an interval" \
     jqc '.base.split == "test" and all(.layers[].points[].accuracy; .images == 6 and .lo <= .top1 and .top1 <= .hi)' "$T/scan.json"
+t_check "scan: next_share in (0, 1], falling as more filters go" \
+    jqc 'all(.layers[]; [.points[].next_share] as $s | all($s[]; . > 0 and . <= 1) and $s == ($s | sort | reverse))' "$T/scan.json"
 expect_ok "l1 scan" "$P" scan --cfg "$T/base.cfg" --weights "$T/base.weights" --data "$D" --method l1 \
     --seed 3 --fractions 0.5 --out "$T/scan-l1.json"
 t_check "l1 scan" jqc '.method == "l1" and (.layers[0].points | length) == 1' "$T/scan-l1.json"

@@ -67,6 +67,16 @@ expect_ok "random roadmap following the trr one" "$P" "${RM[@]}" --method random
 t_check "random: equal filter counts" test "$(jq -c '[.steps[].kept]' "$R")" = "$(jq -c '[.steps[].kept]' "$T/rnd/roadmap.json")"
 t_check "random: recorded" jqc '.method == "random"' "$T/rnd/roadmap.json"
 
+# rescale=1 only rescales (batch norm undoes it): with no retraining the
+# just-pruned step predicts what it predicts without, from other weights.
+NR=(--set retrain_batches=0 --set bn_batches=0 --set max_steps=1)
+expect_ok "rescale=0, no retraining" "$P" "${RM[@]}" --method l1 "${NR[@]}" --out "$T/rs0"
+expect_ok "rescale=1, no retraining" "$P" "${RM[@]}" --method l1 "${NR[@]}" --set rescale=1 --set warmup=3 --out "$T/rs1"
+t_check "rescale, warmup: recorded" jqc '.settings.rescale == true and .settings.warmup == 3' "$T/rs1/roadmap.json"
+t_check "rescale: same counts and predictions" test "$(jq -c '[.steps[] | [.kept, .accuracy.correct, .test.correct]]' "$T/rs0/roadmap.json")" = "$(jq -c '[.steps[] | [.kept, .accuracy.correct, .test.correct]]' "$T/rs1/roadmap.json")"
+t_check "rescale: other weights" bash -c '! cmp -s "$1/rs0/step-1.weights" "$1/rs1/step-1.weights"' _ "$T"
+t_check "rescale: the base untouched" cmp -s "$T/rs0/step-0.weights" "$T/rs1/step-0.weights"
+
 expect_ok "a MAC target ends the roadmap" "$P" "${RM[@]}" --method trr --set target_macs=0.95 --out "$T/tg"
 t_check "target_macs: stopped at the first step under it" jqc '(.steps | length) == 2 and .seed_step == 1 and (.stopped | test("reaches target_macs")) and .steps[1].macs <= 0.95 * .steps[0].macs' "$T/tg/roadmap.json"
 
@@ -80,6 +90,7 @@ bad "missing --method" "--method is required" roadmap --cfg "$T/base.cfg" --weig
 bad "unknown method" "--method 'l2' is not a ranking" "${RM[@]}" --method l2
 bad "unknown setting" "unknown key 'stride'" "${RM[@]}" --method trr --set stride=2
 bad "bad step" "step must be in" "${RM[@]}" --method trr --set step=0.95
+bad "bad rescale" "rescale must be in" "${RM[@]}" --method trr --set rescale=2
 bad "a base below min_accuracy" "below min_accuracy" "${RM[@]}" --method l1 --set min_accuracy=1
 echo '{"format":"other"}' >"$T/x.json"
 bad "follow: not a roadmap" "not a roadmap file" "${RM[@]}" --method l1 --follow "$T/x.json"

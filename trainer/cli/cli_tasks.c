@@ -23,7 +23,7 @@
 
 void cli_tasks_free(cli_tasks *t)
 {
-    for (int k = 0; k < t->n; k++) trn_dataset_close(t->ds[k]);
+    for (int k = 1; k < t->n; k++) trn_dataset_close(t->ds[k]); /* ds[0] is the caller's */
     memset(t, 0, sizeof *t);
 }
 
@@ -44,7 +44,8 @@ static int read_file(const char *path, cli_tasks *t, trn_err *err)
     return 0;
 }
 
-int cli_tasks_open(const char *path, const char *data, const char *weights, cli_tasks *t, trn_err *err)
+int cli_tasks_open(const char *path, const char *data, trn_dataset *first, const char *weights, cli_tasks *t,
+                   trn_err *err)
 {
     memset(t, 0, sizeof *t);
     if (read_file(path, t, err) != 0) return -1;
@@ -58,7 +59,7 @@ int cli_tasks_open(const char *path, const char *data, const char *weights, cli_
     int n = t->n;
     t->n = 0;
     for (int k = 0; k < n; k++, t->n++) {
-        if (!(t->ds[k] = trn_dataset_open(t->path[k], err))) {
+        if (!(t->ds[k] = k == 0 ? first : trn_dataset_open(t->path[k], err))) {
             trn_err_prefix(err, "%s: task '%s'", path, t->name[k]);
             cli_tasks_free(t);
             return -1;

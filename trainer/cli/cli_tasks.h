@@ -16,9 +16,12 @@ typedef struct cli_tasks {
 } cli_tasks;
 
 /* Reads the tasks file ("task data-file" lines, paths relative to it; the
- * first must be `data`), opens every task's data set and parses `weights`
- * ("w1,w2,...", one per task; NULL: all 1). -1 with err on failure. */
-int cli_tasks_open(const char *path, const char *data, const char *weights, cli_tasks *t, trn_err *err);
+ * first must be `data`, whose data set the caller has opened as `first`:
+ * t borrows it, cli_tasks_free leaves it open), opens every other task's
+ * data set and parses `weights` ("w1,w2,...", one per task; NULL: all 1).
+ * -1 with err on failure. */
+int cli_tasks_open(const char *path, const char *data, trn_dataset *first, const char *weights, cli_tasks *t,
+                   trn_err *err);
 void cli_tasks_free(cli_tasks *t);
 /* The training cfg: a clone of cfg (which must end in [connected]
  * output=classes, [softmax] without groups) with that layer widened to

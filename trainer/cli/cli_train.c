@@ -311,7 +311,7 @@ int cli_train(int argc, char **argv)
     trn_net_opts_defaults(&no);
     no.seed = (uint64_t)seed;
     if (tasksp) {
-        if (cli_tasks_open(tasksp, data, taskw, &tk, &e) != 0 ||
+        if (cli_tasks_open(tasksp, data, f.ds, taskw, &tk, &e) != 0 ||
             !(mcfg = cli_tasks_cfg(cfg, &tk, trn_dataset_classes(f.ds), &e)) ||
             !(plain = trn_net_create(cfg, &no, &e))) {
             cli_fail("train", "%s", e.msg);

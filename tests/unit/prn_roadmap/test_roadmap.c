@@ -280,6 +280,121 @@ static void pick_steps(void **state)
     assert_non_null(strstr(e.msg, "5 capacities"));
 }
 
+/* The L2 norm of row r of a weights parameter. */
+static double row_norm(const trn_param *w, int r)
+{
+    double s = 0;
+    for (int c = 0; c < w->cols; c++) s += (double)w->data[(size_t)r * w->cols + c] * w->data[(size_t)r * w->cols + c];
+    return sqrt(s);
+}
+
+/* prn_filters_rescale: every filter of the batch-normalised layer (L0) gets
+ * the mean norm of the reference's L0 filters, the outputs stay (batch norm
+ * undoes the scale), the layers without batch norm keep their bytes, a zero
+ * filter stays zero, a reference without batch norm there is refused. */
+static void rescale_filters(void **state)
+{
+    (void)state;
+    trn_err e;
+    trn_cfg *c = pt_cfg(route_cfg);
+    trn_net *base = pt_base(c, 2, 7);
+    /* Spread L0's filter norms (x0.2 .. x3.2), statistics with them so
+     * that the base's function stays. */
+    trn_param *w0 = param_of(base, 0, TRN_PARAM_WEIGHTS), *m0 = param_of(base, 0, TRN_PARAM_ROLLING_MEAN);
+    trn_param *v0 = param_of(base, 0, TRN_PARAM_ROLLING_VARIANCE);
+    for (int r = 0; r < w0->rows; r++) {
+        float k = 0.2f + (float)r;
+        for (int q = 0; q < w0->cols; q++) w0->data[(size_t)r * w0->cols + q] *= k;
+        m0->data[r] *= k, v0->data[r] *= k * k;
+    }
+    double target = 0;
+    for (int r = 0; r < w0->rows; r++) target += row_norm(w0, r) / w0->rows;
+    const int f0[3] = {3, 0, 1}, f2[6] = {0, 1, 2, 3, 4, 5};
+    const prn_keep k[2] = {{0, 3, f0}, {2, 6, f2}};
+    trn_net *p = pruned(c, base, k, 2), *q = pruned(c, base, k, 2);
+    int n = -1;
+    assert_int_equal(prn_filters_rescale(p, base, &n, &e), 0);
+    assert_int_equal(n, 3);
+    const trn_param *pw = param_of(p, 0, TRN_PARAM_WEIGHTS);
+    for (int r = 0; r < 3; r++) assert_true(fabs(row_norm(pw, r) / target - 1) < 1e-5);
+    assert_true(row_norm(param_of(q, 0, TRN_PARAM_WEIGHTS), 0) > 1.5 * target); /* it did change */
+    assert_true(logit_diff(p, q) < 1e-4);
+    const int nobn_layers[4] = {2, 4, 5, 6};
+    for (int i = 0; i < 4; i++) assert_true(pt_same_layer(p, nobn_layers[i], q, nobn_layers[i]));
+    /* A zero filter has no direction: it stays zero. */
+    trn_param *qw = param_of(q, 0, TRN_PARAM_WEIGHTS);
+    memset(qw->data + qw->cols, 0, (size_t)qw->cols * sizeof(float));
+    assert_int_equal(prn_filters_rescale(q, base, &n, &e), 0);
+    assert_int_equal(n, 2);
+    assert_true(row_norm(qw, 1) == 0);
+    /* The reference must have batch norm where net has. */
+    trn_cfg *c2 = pt_cfg(
+        "[net]\nbatch=2\nwidth=8\nheight=8\nchannels=3\n"
+        "[convolutional]\nfilters=3\nsize=3\npad=1\nactivation=relu\n"
+        "[maxpool]\nsize=2\nstride=2\n"
+        "[convolutional]\nfilters=6\nsize=3\npad=1\nactivation=leaky\n"
+        "[route]\nlayers=-1,-2\n"
+        "[convolutional]\nfilters=5\nsize=1\nactivation=leaky\n"
+        "[connected]\noutput=7\nactivation=relu\n"
+        "[connected]\noutput=3\nactivation=linear\n"
+        "[softmax]\n");
+    trn_net *nobn = pt_base(c2, 2, 1);
+    assert_int_equal(prn_filters_rescale(p, nobn, NULL, &e), -1);
+    assert_non_null(strstr(e.msg, "layer 0"));
+    trn_net_free(nobn);
+    trn_cfg_free(c2);
+    trn_net_free(p);
+    trn_net_free(q);
+    trn_net_free(base);
+    trn_cfg_free(c);
+}
+
+/* prn_filters_next_share: L0 (4 filters) is read by L2 (through the
+ * maxpool, 9 weights per channel) and by L4 (through the route, at channels
+ * 6..9, 1 weight each): the share of their squared weights on L0's kept
+ * channels, computed here by hand; all kept is 1; zero weights on the
+ * dropped channel keep everything. */
+static void next_share(void **state)
+{
+    (void)state;
+    trn_err e;
+    trn_cfg *c = pt_cfg(route_cfg);
+    trn_net *base = pt_base(c, 2, 5);
+    const trn_param *w2 = param_of(base, 2, TRN_PARAM_WEIGHTS), *w4 = param_of(base, 4, TRN_PARAM_WEIGHTS);
+    const int f0[3] = {0, 2, 3}, all0[4] = {0, 1, 2, 3};
+    double kept = 0, total = 0;
+    for (int r = 0; r < w2->rows; r++)
+        for (int q = 0; q < 36; q++) {
+            double v = (double)w2->data[(size_t)r * w2->cols + q] * w2->data[(size_t)r * w2->cols + q];
+            total += v;
+            if (q / 9 != 1) kept += v;
+        }
+    for (int r = 0; r < w4->rows; r++)
+        for (int ch = 6; ch < 10; ch++) {
+            double v = (double)w4->data[(size_t)r * w4->cols + ch] * w4->data[(size_t)r * w4->cols + ch];
+            total += v;
+            if (ch != 7) kept += v;
+        }
+    double share = -1;
+    const prn_keep k[1] = {{0, 3, f0}}, ka[1] = {{0, 4, all0}};
+    assert_int_equal(prn_filters_next_share(base, k, 1, &share, &e), 0);
+    if (fabs(share - kept / total) >= 1e-12) fail_msg("share %.17g, by hand %.17g (%g of %g)", share, kept / total, kept, total);
+    assert_true(share > 0.3 && share < 0.95);
+    assert_int_equal(prn_filters_next_share(base, ka, 1, &share, &e), 0);
+    assert_true(share == 1);
+    trn_param *m2 = param_of(base, 2, TRN_PARAM_WEIGHTS), *m4 = param_of(base, 4, TRN_PARAM_WEIGHTS);
+    for (int r = 0; r < m2->rows; r++) memset(m2->data + (size_t)r * m2->cols + 9, 0, 9 * sizeof(float));
+    for (int r = 0; r < m4->rows; r++) m4->data[(size_t)r * m4->cols + 7] = 0;
+    assert_int_equal(prn_filters_next_share(base, k, 1, &share, &e), 0);
+    assert_true(fabs(share - 1) < 1e-12);
+    const int bad[1] = {9};
+    const prn_keep kb[1] = {{0, 1, bad}};
+    assert_int_equal(prn_filters_next_share(base, kb, 1, &share, &e), -1);
+    assert_non_null(strstr(e.msg, "no filter 9"));
+    trn_net_free(base);
+    trn_cfg_free(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -289,6 +404,8 @@ int main(void)
         cmocka_unit_test(choose_step),
         cmocka_unit_test(common_order),
         cmocka_unit_test(pick_steps),
+        cmocka_unit_test(rescale_filters),
+        cmocka_unit_test(next_share),
     };
     int rc = cmocka_run_group_tests_name("prn_roadmap", tests, NULL, NULL);
     test_tmpdir_cleanup();
