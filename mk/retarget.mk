@@ -29,8 +29,8 @@
 #   RETARGET_SET    prune retarget --set key=value settings
 #   RETARGET_TRUNK  the variant of RECIPE_VARIANTS whose layers the heads
 #                   share (their parent and trunk); empty: the base. E.g. a
-#                   curriculum variant (mk/variants.mk) trained for the
-#                   attributes too
+#                   curriculum (V_<id> := base TASK, mk/variants.mk) trained
+#                   for the attributes too
 #   SPECIALISE      1: the representative contexts as variants; empty: none
 #   SPECIALISE_SET  prune specialise --set key=value settings
 #   SPECIALISE_VARIANTS  variants of RECIPE_VARIANTS also specialised to
@@ -63,12 +63,16 @@ endif
 endif
 # A curriculum variant answers a task of the data set whose labels the
 # catalog packs with the heads (mk/variants.mk).
-ifneq ($(and $(foreach v,$(RECIPE_VARIANTS),$(filter curriculum,$(word 1,$(V_$v)))),$(if $(strip $(RETARGET_CUT)$(RETARGET_CUTS)),,x)),)
+ifneq ($(and $(strip $(foreach v,$(RECIPE_VARIANTS),$(call is_curriculum,$v))),$(if $(strip $(RETARGET_CUT)$(RETARGET_CUTS)),,x)),)
 $(error $(RECIPES)/$(MODEL)/recipe.mk: a curriculum variant needs the heads (RETARGET_CUT or RETARGET_CUTS), which pack its task's labels)
 endif
 # The heads' trunk: its folder and catalog id.
 RT_TRUNK_ID := $(or $(strip $(RETARGET_TRUNK)),base)
 RT_TRUNK_V  := $(VARIANTS_O)/$(RT_TRUNK_ID)
+# A curriculum trunk answers its own task; the data set's first task (the
+# identity) then gets a head on it too, so that `rtl run --task` answers
+# every task with that one trunk (issue 17 item 2).
+RT_TRUNK_TASK := $(if $(call is_curriculum,$(RT_TRUNK_ID)),$(word 2,$(V_$(RT_TRUNK_ID))))
 
 ifneq ($(filter-out $(RECIPE_VARIANTS),$(SPECIALISE_VARIANTS)),)
 $(error $(RECIPES)/$(MODEL)/recipe.mk: SPECIALISE_VARIANTS names $(filter-out $(RECIPE_VARIANTS),$(SPECIALISE_VARIANTS)), not in RECIPE_VARIANTS ($(RECIPE_VARIANTS)))
@@ -119,14 +123,23 @@ $(RETARGET_O)/heads.done: $(RETARGET_O)/heads.plan $(RT_TRUNK_V)/variant.weights
 	  $(rt_trunk) $(if $(strip $(RETARGET_HEAD)),--head '$(RETARGET_HEAD)') --seed $(SEED) \
 	  --threads $(job_threads) --out $$o $(foreach s,$(RETARGET_SET),--set $s) 2>&1) >$(RETARGET_O)/heads.log.tmp && \
 	  mv $(RETARGET_O)/heads.log.tmp $(RETARGET_O)/heads.log) || { tail -n 5 $(RETARGET_O)/heads.log.tmp >&2; exit 1; }; \
-	rm -f $@.tmp; d=$(dir $(abspath $(DATASET_TASKS))); \
+	d=$(dir $(abspath $(DATASET_TASKS))); first=$$(awk '!/^[ \t]*(#|$$)/ { print $$1; exit }' $(DATASET_TASKS)); \
+	$(if $(RT_TRUNK_TASK),if [ "$$first" != '$(RT_TRUNK_TASK)' ]; then \
+	  for t in '$(RT_TRUNK_TASK)' "$$first"; do awk -v t="$$t" -v d="$$d" '$$1 == t { print $$1 " " (($$2 ~ /^\//) ? $$2 : d $$2) }' \
+	    $(DATASET_TASKS); done > $(RETARGET_O)/trunk.tasks && rm -rf $$o.first && \
+	  ($(call launch,heads-first) $(BIN)/prune retarget --cfg $(RT_TRUNK_V)/variant.cfg --weights $(RT_TRUNK_V)/variant.weights \
+	    --parent $(RT_TRUNK_ID) --tasks $(RETARGET_O)/trunk.tasks $(rt_trunk) $(if $(strip $(RETARGET_HEAD)),--head '$(RETARGET_HEAD)') \
+	    --seed $(SEED) --threads $(job_threads) --out $$o.first $(foreach s,$(RETARGET_SET),--set $s) 2>&1) \
+	    >>$(RETARGET_O)/heads.log && mv $$o.first/$$first $$o/$$first && mv $$o.first/retarget.json $$o/retarget-$$first.json && \
+	  rm -rf $$o.first || { tail -n 5 $(RETARGET_O)/heads.log >&2; exit 1; }; fi;) \
+	rm -f $@.tmp; \
 	while read -r task data; do \
 	  case "$$task" in ''|'#'*) continue ;; esac; \
 	  [ -d $$o/$$task ] || continue; \
 	  names=$$(sed -n 's/^[[:space:]]*names[[:space:]]*=[[:space:]]*//p' $$d$$data | head -n1); \
 	  case "$$names" in /*) ;; *) names=$$d$$names ;; esac; \
 	  $(call timed,heads,head-$$task,$(call rt_variant,$$o/$$task,head-$$task,$$task,$$d$$data)) || exit 1; \
-	  echo "--task $$task=$$names" >> $@.tmp; \
+	  [ "$$task" = "$$first" ] || echo "--task $$task=$$names" >> $@.tmp; \
 	done < $(DATASET_TASKS) && touch $@.tmp && mv $@.tmp $@
 
 # Specialised models: every context of the data set's contexts.list.

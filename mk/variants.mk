@@ -19,11 +19,12 @@
 #   V_<id>       := base | rewrite SPEC | svd SPEC | mimic FROM TO WITH | lasso | early-exit
 #                   | nested trr|l1 (NestDNN: the pruning roadmap of the
 #                   base by that ranking, then freeze-&-grow along it)
-#                   | curriculum TASK (trained from scratch in the stages of
-#                   V_<id>_STAGES by prune/curriculum.sh: TASK alone, then
-#                   with the data set's other tasks; it answers TASK, and is
-#                   a trunk for the heads: RETARGET_TRUNK, mk/retarget.mk)
-#   V_<id>_STAGES := the stages of a curriculum variant (batches:rate:weights)
+#                   | base TASK (a variant other than the base: trained from
+#                   scratch for TASK in the stages of V_<id>_STAGES by
+#                   prune/curriculum.sh, TASK alone, then with the data set's
+#                   other tasks; it answers TASK, and is a trunk for the
+#                   heads: RETARGET_TRUNK, mk/retarget.mk)
+#   V_<id>_STAGES := the stages of such a curriculum (batches:rate:weights)
 #   V_<id>_CFG   := its architecture (default: RECIPE_CFG)
 #   V_<id>_TRAIN := [net] key=value settings; empty: no training
 #   V_<id>_MIMIC := key=value settings of the fragment's regression training
@@ -98,8 +99,10 @@ train_settings = $(V_$1_TRAIN)$(if $(strip $(V_$1_KD)), $(addprefix distill_,$(V
 # The folder of the network a variant derives from: the base's, or V_<id>_FROM's.
 from_v = $(if $(strip $(V_$1_FROM)),$(VARIANTS_O)/$(strip $(V_$1_FROM)),$(BASE_V))
 
-# A curriculum variant's task, cfg, and (in a recipe's shell) its task's .data.
-variant_task = $(if $(filter curriculum,$(word 1,$(V_$1))),$(word 2,$(V_$1)),$(RECIPE_TASK))
+# A curriculum (a variant other than the base with technique base): its
+# task, cfg, and (in a recipe's shell) its task's .data.
+is_curriculum = $(and $(filter-out base,$1),$(filter base,$(firstword $(V_$1))))
+variant_task = $(if $(call is_curriculum,$1),$(word 2,$(V_$1)),$(RECIPE_TASK))
 curriculum_cfg = $(or $(strip $(V_$1_CFG)),$(RECIPE_CFG))
 task_data = $$$$(awk -v t='$2' '$$$$1 == t { print $$$$2; exit }' $(abspath $(DATASET_TASKS)) | \
   sed 's|^\([^/]\)|$(dir $(abspath $(DATASET_TASKS)))\1|')
@@ -124,11 +127,11 @@ define variant_rules
 $(if $(and $(strip $(V_$1_KD)),$(filter base,$1)),$(error $(RECIPES)/$(MODEL)/recipe.mk: V_base_KD: the base is the teacher; it cannot learn from itself))
 $(if $(and $(strip $(V_$1_KD)),$(if $(strip $(V_$1_TRAIN)),,x)),$(error $(RECIPES)/$(MODEL)/recipe.mk: V_$1_KD needs V_$1_TRAIN (distillation happens while the variant trains)))
 $(foreach s,$(V_$1_KD),$(if $(filter alpha=% temperature=%,$s),,$(error $(RECIPES)/$(MODEL)/recipe.mk: V_$1_KD: '$s' is not alpha=A or temperature=T)))
-$(if $(filter base rewrite svd mimic lasso early-exit nested curriculum,$(word 1,$(V_$1))),,$(error $(RECIPES)/$(MODEL)/recipe.mk: \
-  variant '$1' has technique '$(word 1,$(V_$1))': use base, rewrite, svd, mimic, lasso, early-exit, nested or curriculum))
-$(if $(filter curriculum,$(word 1,$(V_$1))),$(if $(and $(word 2,$(V_$1)),$(strip $(V_$1_STAGES))),,$(error $(RECIPES)/$(MODEL)/recipe.mk: \
-  variant '$1' (curriculum) needs its task (curriculum TASK) and V_$1_STAGES (batches:learning_rate:weights ...)))$(if \
-  $(DATASET_TASKS),,$(error $(RECIPES)/$(MODEL)/recipe.mk: variant '$1' (curriculum) needs the data set's .tasks file ($(DATA) has none))))
+$(if $(filter base rewrite svd mimic lasso early-exit nested,$(word 1,$(V_$1))),,$(error $(RECIPES)/$(MODEL)/recipe.mk: \
+  variant '$1' has technique '$(word 1,$(V_$1))': use base, rewrite, svd, mimic, lasso, early-exit or nested))
+$(if $(call is_curriculum,$1),$(if $(and $(word 2,$(V_$1)),$(strip $(V_$1_STAGES))),,$(error $(RECIPES)/$(MODEL)/recipe.mk: \
+  variant '$1' (base, a curriculum) needs its task (base TASK) and V_$1_STAGES (batches:learning_rate:weights ...)))$(if \
+  $(DATASET_TASKS),,$(error $(RECIPES)/$(MODEL)/recipe.mk: variant '$1' (base, a curriculum) needs the data set's .tasks file ($(DATA) has none))))
 $(if $(strip $(V_$1_FROM)),$(if $(filter early-exit,$(word 1,$(V_$1))),,$(error $(RECIPES)/$(MODEL)/recipe.mk: V_$1_FROM: only an early-exit variant may derive from another variant))$(if \
   $(filter-out $1,$(filter $(strip $(V_$1_FROM)),$(RECIPE_VARIANTS))),,$(error $(RECIPES)/$(MODEL)/recipe.mk: V_$1_FROM: '$(V_$1_FROM)' is not another variant of the plan)))
 $(if $(and $(filter nested,$(word 1,$(V_$1))),$(if $(filter trr l1,$(word 2,$(V_$1))),,x)),$(error $(RECIPES)/$(MODEL)/recipe.mk: variant '$1' (nested) needs its ranking: nested trr or nested l1))
@@ -160,7 +163,7 @@ $(VARIANTS_O)/$1/roadmap/roadmap.json: $(PLAN_O)/$1.plan $(BASE_V)/variant.weigh
 $(VARIANTS_O)/$1/meta.json: $(VARIANTS_O)/$1/roadmap/roadmap.json $(DATA) | $(BIN)/prune
 	$$(call msg,GROW,$1: $(V_$1_GROW))$$(call timed,derive,$1,$$(call launch,$1-grow) $(BIN)/prune grow \
 	  --roadmap $$< --data $(abspath $(DATA)) --seed $(SEED) --threads $$(job_threads) --out $$(@D) $(foreach s,$(V_$1_GROW),--set $s))
-else ifeq ($(word 1,$(V_$1)),curriculum)
+else ifneq ($(call is_curriculum,$1),)
 # A curriculum (prune/curriculum.sh): trained from scratch in stages, its
 # folder the script's OUT (variant.cfg, sK/ per stage, variant.weights).
 $(VARIANTS_O)/$1/meta.json: $(PLAN_O)/$1.plan | $(VARIANTS_O)/$1/.dirstamp
@@ -185,7 +188,7 @@ else ifeq ($1,base)
 $(VARIANTS_O)/$1/variant.weights: $(VARIANTS_O)/$1/meta.json $(BASE_WEIGHTS) | $(BIN)/trainer
 	$$(call msg,WEIGHTS,$(BASE_WEIGHTS))$(BIN)/trainer info --cfg $$(@D)/variant.cfg --weights $(BASE_WEIGHTS) >/dev/null && \
 	  cp $(BASE_WEIGHTS) $$@.tmp && mv $$@.tmp $$@
-else ifeq ($(word 1,$(V_$1)),curriculum)
+else ifneq ($(call is_curriculum,$1),)
 $(VARIANTS_O)/$1/variant.weights: $(VARIANTS_O)/$1/meta.json $(call curriculum_cfg,$1) $(DATA) $(DATASET_TASKS) \
     prune/curriculum.sh | $(BIN)/trainer
 	$$(call msg,TRAIN,$1: $$(V_$1_STAGES))$$(call timed,train,$1,$$(call launch,$1-train) env BIN=$(BIN) \
@@ -198,7 +201,7 @@ $(VARIANTS_O)/$1/variant.weights: $(VARIANTS_O)/$1/meta.json $(if $(strip $(V_$1
 endif
 
 $(VARIANTS_O)/$1/eval.json: $(VARIANTS_O)/$1/variant.weights $(DATA) | $(BIN)/trainer
-	$$(call msg,EVAL,$1)$$(call timed,eval,$1,$$(call eval_cmd,$$(@D)$(if $(filter curriculum,$(word 1,$(V_$1))),$(comma)$(call task_data,$1,$(word 2,$(V_$1))))))
+	$$(call msg,EVAL,$1)$$(call timed,eval,$1,$$(call eval_cmd,$$(@D)$(if $(call is_curriculum,$1),$(comma)$(call task_data,$1,$(word 2,$(V_$1))))))
 
 $(VARIANTS_O)/$1/profile.json: $(VARIANTS_O)/$1/variant.weights | $(BIN)/catalog
 	$$(call msg,PROFILE,$1)$$(call timed,profile,$1,$$(call profile_cmd,$$(@D)))

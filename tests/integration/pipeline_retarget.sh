@@ -155,7 +155,7 @@ tf_recipe() { # STAGES [MORE-LINES]
     write_recipe 50 "RETARGET_CUT := fc@1
 RETARGET_HEAD :=
 RECIPE_VARIANTS += tf
-V_tf := curriculum texture
+V_tf := base texture
 V_tf_STAGES := $1
 RETARGET_TRUNK := tf
 ${2:-}"
@@ -175,9 +175,30 @@ tf = v["tf"]
 assert tf["task"] == "texture" and tf["technique"] == "base" and tf["parent"] is None, tf
 assert tf["technique_fields"]["curriculum"]["task"] == "texture" and "texture" in tf["accuracy"], tf
 assert tf["accuracy"]["texture"]["images"] > 0, tf
+w = {x["id"]: x for x in m["winnowed"]}
 for t in ("shape", "colour", "size", "texture"):
     h = v["head-" + t]
-    assert h["depends_on"] == ["tf"] and h["parent"] == "tf" and h["technique_fields"]["head"]["trunk"] == "tf", h
+    assert h["task"] == t and h["depends_on"] == ["tf"] and h["parent"] == "tf", h
+    assert h["technique_fields"]["head"]["trunk"] == "tf", h
+# the identity head on tf's trunk: kept, or winnowed in the identity task
+# like any identity variant (here rw-a dominates it)
+assert ("head-identity" in v) != ("head-identity" in w), "head-identity"
+EOF2
+t_check "  ... an identity head on tf's trunk was built" python3 - "$T/tiny/variants/head-identity/variant.json" <<'EOF2'
+import json, sys
+h = json.load(open(sys.argv[1]))
+assert h["task"] == "identity" and h["depends_on"] == ["tf"] and h["technique_fields"]["head"]["trunk"] == "tf", h
+EOF2
+mkdir -p "$T/root2/keys" && cp "$T/k.pub" "$T/root2/keys/"
+expect_ok "  ... installs" "$BIN/rtl" --root "$T/root2" install "$(ls "$T"/tiny/catalog-tiny-*.tar.zst | head -n 1)"
+expect_ok "  ... rtl run --task: every task" sh -c "$BIN/rtl --root $T/root2 run tiny --task identity,shape,colour,size,texture $img --json >$T/tasks2.json"
+t_check "  ... tf's heads answer the attributes; one trunk run when its identity head is kept" python3 - "$T/tasks2.json" "$T/tiny/manifest.json" <<'EOF2'
+import json, sys
+d = json.load(open(sys.argv[1]))
+kept = "head-identity" in {x["id"] for x in json.load(open(sys.argv[2]))["variants"]}
+a = {t["task"]: t["variant"] for t in d["tasks"]}
+assert all(a[k] == "head-" + k for k in ("shape", "colour", "size", "texture")), a
+assert (a["identity"] == "head-identity") == kept and d["trunk_runs"] == 1, (a, d["trunk_runs"])
 EOF2
 expect_ok "  ... trainer valid: tf's texture answer on the texture labels" "$BIN/trainer" valid \
     --cfg "$T/tiny/variants/tf/variant.cfg" --weights "$T/tiny/variants/tf/variant.weights" \
@@ -187,11 +208,11 @@ expect_fail "a stage with more weights than tasks" "stage 2 '4:0.02:1,2,1,1,1,1'
 tf_recipe "6:0.05:1" "RETARGET_TRUNK := nope"
 expect_fail "RETARGET_TRUNK not a variant" "RETARGET_TRUNK 'nope' is not one variant of RECIPE_VARIANTS" pmake catalog
 write_recipe 50 "RECIPE_VARIANTS += tf
-V_tf := curriculum texture"
-expect_fail "a curriculum without stages" "variant 'tf' .curriculum. needs its task .curriculum TASK. and V_tf_STAGES" pmake catalog
+V_tf := base texture"
+expect_fail "a curriculum without stages" "variant 'tf' .base, a curriculum. needs its task .base TASK. and V_tf_STAGES" pmake catalog
 write_recipe 50 "RETARGET_CUT :=
 RECIPE_VARIANTS += tf
-V_tf := curriculum texture
+V_tf := base texture
 V_tf_STAGES := 6:0.05:1"
 expect_fail "a curriculum without heads" "a curriculum variant needs the heads" pmake catalog
 # recipes/alexnet's TEXTURE_FIRST=1 (a dry run): the texture-first variant
@@ -199,7 +220,7 @@ expect_fail "a curriculum without heads" "a curriculum variant needs the heads" 
 amake() { make -n -C "$TOP" --no-print-directory O="$T/ao" MODEL=alexnet MODEL_O="$T/ao/alexnet" DATASET_ROOT="$T/ad" "$@"; }
 expect_ok "make -n retarget MODEL=alexnet TEXTURE_FIRST=1" amake retarget TEXTURE_FIRST=1
 t_check "  ... trains the curriculum and puts the heads at its fc@2" sh -c "
-  grep -q 'prune/curriculum.sh texture .*/synth.tasks recipes/alexnet/base.cfg .*/variants/texture-first 3500:0.05:1 1000:0.02:1,1,1,1 2000:0.03:1,2,0.5,1 1000:0.015:1,3,0.5,1.5' '$T/out' &&
+  grep -q 'prune/curriculum.sh texture .*/synth.tasks recipes/alexnet/base.cfg .*/variants/texture-first 3500:0.05:1 1000:0.02:1,1,1,1 2000:0.03:1,2,0.5,1 1000:0.015:1,3,0.5,1.5 1000:0.01:1,1,1,1,1 1500:0.015:1,1.5,0.5,1.5,2' '$T/out' &&
   grep -q 'prune retarget --cfg .*/variants/texture-first/variant.cfg .* --parent texture-first .* --cut .fc@2.  --seed' '$T/out'"
 expect_ok "make -n retarget MODEL=alexnet (the default)" amake retarget
 t_check "  ... heads on the base at conv@4, no curriculum" sh -c "
