@@ -27,13 +27,7 @@ typedef struct rtlp_session {
     int version;
     uint64_t tx_n, rx_n; /* version 2: frames sealed, frames opened */
     crypto_aead_aes256gcm_state tx_gcm, rx_gcm;
-    void *tx_evp, *rx_evp; /* version 2 built with OpenSSL (RTL_OPENSSL_GCM): its keyed AES-256-GCM
-                            * contexts, which seal and open instead of libsodium's (NULL: libsodium's) */
 } rtlp_session;
-
-/* Frees what a session holds beyond its bytes (version 2's OpenSSL
- * contexts) and wipes it; the session is zero afterwards. */
-void rtlp_session_free(rtlp_session *s);
 
 /* The newest protocol version this host can speak: 2 where libsodium has
  * AES-256-GCM on this CPU (AES-NI and PCLMUL), else 1. */

@@ -327,7 +327,7 @@ void rtl_server_close(rtl_server *s)
         free(c->out);
         free(c->job_plain);
         held_free(c->held);
-        rtlp_session_free(&c->s);
+        sodium_memzero(&c->s, sizeof c->s);
     }
     free(s->conns);
     for (size_t i = 0; i < s->ncache; i++) {
@@ -555,7 +555,7 @@ static void conn_close(rtl_server *s, struct conn *c, const char *reason)
     free(c->out);
     free(c->job_plain);
     held_free(c->held);
-    rtlp_session_free(&c->s);
+    sodium_memzero(&c->s, sizeof c->s);
     memset(c, 0, sizeof *c);
     c->fd = -1;
 }
@@ -1041,7 +1041,7 @@ void rtl_peer_close(rtl_peer *p)
 {
     if (!p) return;
     if (p->fd >= 0) close(p->fd);
-    rtlp_session_free(&p->s);
+    sodium_memzero(&p->s, sizeof p->s);
     free(p);
 }
 
