@@ -61,7 +61,15 @@
  *            there. The floats are the input rows in_r0..in_r1 of every
  *            channel (channel by channel, row by row) less those rows of
  *            channels hc0..hc1 within hr0..hr1. A worker holds its last
- *            part answer per connection, until the next request on it.
+ *            part answer per connection, until the next request on it
+ *            (of a part cut at convolution rows: its whole rows only).
+ *   conv     flag byte 1 or 2 with bit 4 (5, 6): a part or held part of a
+ *            block with a max pool (last = first + 1) cut at convolution
+ *            rows: after the geometry (and the held geometry) i32 cr0, cr1
+ *            (0 <= cr0 < cr1), the convolution rows it computes; r0..r1
+ *            are the pooled rows whose windows meet them, a window met
+ *            only in part pooled over its rows there (the device merges
+ *            the parts' by max) | count float32 as above.
  *   reply    u8 2 | u8 status | u16 0 | u32 id | status 0: u32 count |
  *            count float32 (layer last's output); else u16 n | message (n)
  * A connection carries one request at a time: the next is sent after the
@@ -286,9 +294,11 @@ int rtlp_parse_request(const uint8_t *b, size_t n, rtlp_request *out, char *why,
     size_t p = 8;
     if (n < 9) return WHY("request of %zu bytes is too short", n);
     if (b[0] != RTLP_MSG_REQUEST) return WHY("message type %u where a request was expected", b[0]);
-    if (b[1] > 2 || b[2] || b[3]) return WHY("request with nonzero reserved bytes");
-    out->part = b[1] != 0;
-    out->held = b[1] == 2;
+    if ((b[1] & ~4) > 2 || b[1] == 4 || b[2] || b[3]) return WHY("request with nonzero reserved bytes");
+    out->part = (b[1] & 3) != 0;
+    out->held = (b[1] & 3) == 2;
+    int conv = (b[1] & 4) != 0;
+    out->geom[6] = out->geom[7] = 0;
     out->id = get32(b + 4);
     size_t cn = b[p++];
     if (n - p < cn + 1) return WHY("request ends inside the catalog id");
@@ -318,6 +328,14 @@ int rtlp_parse_request(const uint8_t *b, size_t n, rtlp_request *out, char *why,
                 out->hgeom[3] < 0 || out->hgeom[3] >= out->hgeom[4])
                 return WHY("held part request with a bad held block %d, rows %d..%d x channels %d..%d",
                            out->hgeom[0], out->hgeom[1], out->hgeom[2], out->hgeom[3], out->hgeom[4]);
+        }
+        if (conv) {
+            if (out->last != out->first + 1) return WHY("convolution rows in a part without a pool");
+            if (n - p < 8) return WHY("part request ends inside its convolution rows");
+            out->geom[6] = (int32_t)get32(b + p), out->geom[7] = (int32_t)get32(b + p + 4);
+            p += 8;
+            if (out->geom[6] < 0 || out->geom[6] >= out->geom[7])
+                return WHY("part request with convolution rows %d..%d", out->geom[6], out->geom[7]);
         }
     }
     if (out->count > RTLP_MAX_FLOATS) return WHY("request with %u floats (at most %u)", out->count, RTLP_MAX_FLOATS);
@@ -360,16 +378,18 @@ size_t rtlp_request_header(uint8_t *b, uint32_t id, const char *catalog, const c
     size_t cn = strlen(catalog), vn = strlen(variant);
     if (cn > RTL_ID_MAX || vn > RTL_ID_MAX) return 0;
     if (!geom) hgeom = NULL;
-    size_t len = 8 + 1 + cn + 1 + vn + 12 + (geom ? 24 : 0) + (hgeom ? 20 : 0);
+    int conv = geom && geom[7] > geom[6];
+    size_t len = 8 + 1 + cn + 1 + vn + 12 + (geom ? 24 : 0) + (hgeom ? 20 : 0) + (conv ? 8 : 0);
     if (!b) return len;
     size_t p = 0;
-    b[p++] = RTLP_MSG_REQUEST, b[p++] = hgeom ? 2 : geom ? 1 : 0, b[p++] = 0, b[p++] = 0;
+    b[p++] = RTLP_MSG_REQUEST, b[p++] = (uint8_t)((hgeom ? 2 : geom ? 1 : 0) | (conv ? 4 : 0)), b[p++] = 0, b[p++] = 0;
     put32(b + p, id), p += 4;
     b[p++] = (uint8_t)cn, memcpy(b + p, catalog, cn), p += cn;
     b[p++] = (uint8_t)vn, memcpy(b + p, variant, vn), p += vn;
     put32(b + p, (uint32_t)first), put32(b + p + 4, (uint32_t)last), put32(b + p + 8, count), p += 12;
     for (int k = 0; geom && k < 6; k++) put32(b + p, (uint32_t)geom[k]), p += 4;
     for (int k = 0; hgeom && k < 5; k++) put32(b + p, (uint32_t)hgeom[k]), p += 4;
+    for (int k = 6; conv && k < 8; k++) put32(b + p, (uint32_t)geom[k]), p += 4;
     return len;
 }
 
@@ -394,13 +414,13 @@ uint8_t *rtlp_build_request(uint32_t id, const char *catalog, const char *varian
 }
 
 uint8_t *rtlp_build_part_request(uint32_t id, const char *catalog, const char *variant, int32_t first,
-                                 int32_t last, const int32_t geom[6], const float *x, uint32_t count, size_t *n)
+                                 int32_t last, const int32_t geom[8], const float *x, uint32_t count, size_t *n)
 {
     return build_request(id, catalog, variant, first, last, geom, NULL, x, count, n);
 }
 
 uint8_t *rtlp_build_held_request(uint32_t id, const char *catalog, const char *variant, int32_t first,
-                                 int32_t last, const int32_t geom[6], const int32_t hgeom[5], const float *x,
+                                 int32_t last, const int32_t geom[8], const int32_t hgeom[5], const float *x,
                                  uint32_t count, size_t *n)
 {
     return build_request(id, catalog, variant, first, last, geom, hgeom, x, count, n);
