@@ -126,7 +126,8 @@ $(RETARGET_O)/heads.done: $(RETARGET_O)/heads.plan $(RT_TRUNK_V)/variant.weights
 	d=$(dir $(abspath $(DATASET_TASKS))); first=$$(awk '!/^[ \t]*(#|$$)/ { print $$1; exit }' $(DATASET_TASKS)); \
 	$(if $(RT_TRUNK_TASK),if [ "$$first" != '$(RT_TRUNK_TASK)' ]; then \
 	  for t in '$(RT_TRUNK_TASK)' "$$first"; do awk -v t="$$t" -v d="$$d" '$$1 == t { print $$1 " " (($$2 ~ /^\//) ? $$2 : d $$2) }' \
-	    $(DATASET_TASKS); done > $(RETARGET_O)/trunk.tasks && rm -rf $$o.first && \
+	    $(DATASET_TASKS); done > $(RETARGET_O)/trunk.tasks.tmp && mv $(RETARGET_O)/trunk.tasks.tmp $(RETARGET_O)/trunk.tasks && \
+	  rm -rf $$o.first && \
 	  ($(call launch,heads-first) $(BIN)/prune retarget --cfg $(RT_TRUNK_V)/variant.cfg --weights $(RT_TRUNK_V)/variant.weights \
 	    --parent $(RT_TRUNK_ID) --tasks $(RETARGET_O)/trunk.tasks $(rt_trunk) $(if $(strip $(RETARGET_HEAD)),--head '$(RETARGET_HEAD)') \
 	    --seed $(SEED) --threads $(job_threads) --out $$o.first $(foreach s,$(RETARGET_SET),--set $s) 2>&1) \
