@@ -11,7 +11,7 @@ CAT_GEN      := $(OBJ)/gen/catalog/embedded.c
 CAT_EMBED    := catalog/manifest.schema.json catalog/variant.schema.json $(sort $(wildcard catalog/targets/*.json))
 # (runtime-lite/build.mk is read after this file: name its outputs here)
 CAT_RTL_LIB  := $(LIBD)/librtl.a
-CAT_PKGS     := libsodium libarchive libcjson libzstd libcurl $(shell $(PKG_CONFIG) --exists libcrypto 2>/dev/null && echo libcrypto) # librtl's (runtime-lite/build.mk)
+CAT_PKGS     := libsodium libarchive libcjson libzstd libcurl
 CAT_CFLAGS   := -Icatalog/include -Icatalog/src -Iruntime-lite/include -Itrainer/include -Itrainer/nn/include \
                 $(shell $(PKG_CONFIG) --cflags $(CAT_PKGS) 2>/dev/null)
 CAT_LDLIBS   := $(shell $(PKG_CONFIG) --libs $(CAT_PKGS) 2>/dev/null || echo -lsodium -larchive -lcjson -lzstd -lcurl) -lm $(TRN_LDLIBS)

@@ -15,17 +15,11 @@ RTL_CLI_SRCS := $(sort $(wildcard runtime-lite/cli/*.c))
 RTL_LIB      := $(LIBD)/librtl.a
 RTL_SO       := $(LIBD)/librtl.so.0
 RTL_PC       := $(O)/pkgconfig/rtl.pc
-# libcrypto (OpenSSL) where pkg-config finds it for this build: the peer
-# protocol's AES-256-GCM frames are then sealed and opened by OpenSSL,
-# 2.3x faster here than libsodium's and byte for byte the same
-# (runtime-lite/src/frame.c, RTL_OPENSSL_GCM); without it, libsodium's.
-DEPS_PKGS    += libssl-dev
-RTL_OPENSSL  := $(shell $(PKG_CONFIG) --exists libcrypto 2>/dev/null && echo libcrypto)
-RTL_PKGS     := libsodium libarchive libcjson openblas libcurl $(RTL_OPENSSL)
+RTL_PKGS     := libsodium libarchive libcjson openblas libcurl
 RTL_CFLAGS   := -Iruntime-lite/include -Iruntime-lite/src -Itrainer/nn/include -fvisibility=hidden \
-                $(if $(RTL_OPENSSL),-DRTL_OPENSSL_GCM) $(shell $(PKG_CONFIG) --cflags $(RTL_PKGS) 2>/dev/null)
+                $(shell $(PKG_CONFIG) --cflags $(RTL_PKGS) 2>/dev/null)
 RTL_LDLIBS   := $(shell $(PKG_CONFIG) --libs $(RTL_PKGS) 2>/dev/null || \
-                  echo -lsodium -larchive -lcjson -lopenblas -lcurl $(if $(RTL_OPENSSL),-lcrypto)) -lm
+                  echo -lsodium -larchive -lcjson -lopenblas -lcurl) -lm
 RTL_VERSION  := $(shell sed -n 's/^\#define RTL_VERSION "\(.*\)"/\1/p' runtime-lite/include/rtl.h)
 RTL_LD       := $(CROSS)ld
 RTL_OBJCOPY  := $(CROSS)objcopy
@@ -55,7 +49,7 @@ $(LIBD)/librtl.so: $(RTL_SO)
 # text changes (PREFIX is not part of the recorded settings).
 .PHONY: rtl-pc-force
 $(RTL_PC): runtime-lite/rtl.pc.in rtl-pc-force | $$(@D)/.dirstamp
-	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(RTL_VERSION)|' -e 's|@PKGS@|$(strip $(RTL_PKGS))|' $< > $@.tmp && \
+	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(RTL_VERSION)|' $< > $@.tmp && \
 	  if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; echo "  GEN      $@"; fi
 
 $(eval $(call program,$(BIN)/rtl,$(call objs,$(RTL_CLI_SRCS)) $(CK_OBJS) $(RTL_LIB),$(RTL_LDLIBS)))
@@ -147,8 +141,7 @@ RTL_FUZZ_SRCS := tests/fuzz/rtl_frame_fuzz.c runtime-lite/src/frame.c runtime-li
 $(RTL_FUZZ): $(RTL_FUZZ_SRCS) runtime-lite/src/frame.h runtime-lite/src/internal.h | $$(@D)/.dirstamp
 	$(call msg,FUZZ,$@)$(FUZZ_CC) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 	  -Iruntime-lite/include -Iruntime-lite/src -Itrainer/nn/include -o $@ $(RTL_FUZZ_SRCS) \
-	  $(if $(RTL_OPENSSL),-DRTL_OPENSSL_GCM) \
-	  $(shell $(PKG_CONFIG) --cflags --libs libsodium $(RTL_OPENSSL) 2>/dev/null || echo -lsodium)
+	  $(shell $(PKG_CONFIG) --cflags --libs libsodium 2>/dev/null || echo -lsodium)
 .PHONY: fuzz
 fuzz: $(RTL_FUZZ) ## run the frame-parser fuzzer for FUZZ_TIME seconds (libFuzzer, ASan, UBSan)
 	$(Q)mkdir -p $(TESTD)/fuzz/corpus && $(RTL_FUZZ) -max_total_time=$(FUZZ_TIME) -max_len=4096 \

@@ -16,7 +16,7 @@ static const char *gtdp_help =
     "Usage: rtl run ID VARIANT IMAGE... --workers HOST:PORT[@SPEED[@MBPS]],...\n"
     "               --peer-key PATH --device-key PATH [--repeat N] [--warmup N]\n"
     "               [--runs N] [--deadline-ms MS] [--threads N] [--top K] [--equal-split]\n"
-    "               [--resend] [--part-cpus C,...] [--trace] [--json]\n"
+    "               [--resend] [--part-cpus C,...] [--cuts rows|channels] [--trace] [--json]\n"
     "Runs VARIANT with every convolutional layer (and a max pool right after it)\n"
     "spread over rtl serve workers by\n"
     "MeDNN's GTDP (rows and output channels, sized by each worker's SPEED relative\n"
@@ -57,6 +57,10 @@ static const char *gtdp_help =
     "                    CPU that worker is pinned to: the device then works on a\n"
     "                    core while its worker waits, never on the core of a\n"
     "                    worker still computing (as a device of its own would not)\n"
+    "  --cuts C          every block cut by rows only (a block with a max pool at its\n"
+    "                    convolution rows) or by channels only, instead of each\n"
+    "                    block's cut measured over the workers (with --equal-split:\n"
+    "                    ignored)\n"
     "  --trace           with --json: when each timed forward's pieces ran on this\n"
     "                    device (\"trace\": per block its start and end, per part\n"
     "                    when its request was filled, sealed and sent and its\n"
@@ -322,11 +326,11 @@ int cmd_run_gtdp(rtl_store *s, int argc, char **argv)
         {"json", no_argument, 0, 'j'},           {"help", no_argument, 0, 'h'},
         {"equal-split", no_argument, 0, 'e'},    {"warmup", required_argument, 0, 'u'},
         {"resend", no_argument, 0, 'R'},        {"trace", no_argument, 0, 'T'},
-        {"part-cpus", required_argument, 0, 'P'},
+        {"part-cpus", required_argument, 0, 'P'}, {"cuts", required_argument, 0, 'C'},
         {0, 0, 0, 0}};
     struct wspec ws[RTL_GTDP_MAX_WORKERS];
     rtl_gtdp_worker w[RTL_GTDP_MAX_WORKERS];
-    int nw = 0, json = 0, equal = 0, resend = 0, trace = 0, ncpu = 0, c;
+    int nw = 0, json = 0, equal = 0, resend = 0, trace = 0, ncpu = 0, cuts = -1, c;
     int cpus[RTL_GTDP_MAX_WORKERS];
     long repeat = 1, warmup = 1, runs = 5, deadline = 10000, threads = 0, top = 5;
     const char *pk = NULL, *dk = NULL;
@@ -351,6 +355,11 @@ int cmd_run_gtdp(rtl_store *s, int argc, char **argv)
         case 'e': equal = 1; break;
         case 'R': resend = 1; break;
         case 'T': trace = 1; break;
+        case 'C':
+            if (!strcmp(optarg, "rows")) cuts = RTL_GTDP_ROWS;
+            else if (!strcmp(optarg, "channels")) cuts = RTL_GTDP_CHANNELS;
+            else return usage("--cuts is rows or channels, not '%s'", optarg);
+            break;
         case 'P':
             if (parse_cpus(optarg, cpus, &ncpu) != 0)
                 return usage("--part-cpus needs CPU numbers this process may use (or -1) joined by ',' (at most 8), "
@@ -434,7 +443,8 @@ int cmd_run_gtdp(rtl_store *s, int argc, char **argv)
          * becomes that worker's fixed cost per part in the plan and the
          * prediction (never less than the handshake's round trip), before
          * any timed forward. */
-        if (ok && !calibrated && !equal && nw > 1) ok = choose_dims(m, peers, w, nw, x, (int)deadline, flags, &st, doc, &err) == 0;
+        if (ok && !calibrated && !equal && nw > 1 && cuts >= 0) ok = rtl_gtdp_set_dims(m, -1, cuts, &err) == 0;
+        else if (ok && !calibrated && !equal && nw > 1) ok = choose_dims(m, peers, w, nw, x, (int)deadline, flags, &st, doc, &err) == 0;
         if (ok && !calibrated) {
             static rtl_gtdp_stats cs[3]; /* their failures count with the warm-up's */
             /* Two stages of three forwards, each fitting the parts' cost

@@ -415,6 +415,8 @@ static cJSON *gtdp_parts_json(const rtl_gtdp_layer_plan *p)
         cJSON_AddItemToObject(e, "rows", cJSON_CreateIntArray((int[]){q->r0, q->r1}, 2));
         cJSON_AddItemToObject(e, "channels", cJSON_CreateIntArray((int[]){q->c0, q->c1}, 2));
         cJSON_AddItemToObject(e, "input_rows", cJSON_CreateIntArray((int[]){q->in_r0, q->in_r1}, 2));
+        if (q->cr1 > q->cr0) /* a block with a pool cut at its convolution rows */
+            cJSON_AddItemToObject(e, "conv_rows", cJSON_CreateIntArray((int[]){q->cr0, q->cr1}, 2));
         cJSON_AddNumberToObject(e, "in_bytes", (double)q->in_bytes);
         cJSON_AddNumberToObject(e, "out_bytes", (double)q->out_bytes);
         cJSON_AddNumberToObject(e, "ms", q->ms);
@@ -473,9 +475,11 @@ static int plan_workers(rtl_model *m, const rtl_layer_cost *l, int n, const stru
         }
         const char *kind = g.last > i ? "conv+maxpool" : l[i].kind;
         printf("%5d %-14s %10.3f %10.3f %10.3f %12" PRIu64 " ", i, kind, ms, p.ms, have_eq ? e.ms : NAN, p.bytes);
-        for (int k = 0; k < p.nparts; k++)
+        for (int k = 0; k < p.nparts; k++) {
             printf(" %d:%d-%dx%d-%d", p.parts[k].worker + 1, p.parts[k].r0, p.parts[k].r1, p.parts[k].c0,
                    p.parts[k].c1);
+            if (p.parts[k].cr1 > p.parts[k].cr0) printf("(conv rows %d-%d)", p.parts[k].cr0, p.parts[k].cr1);
+        }
         putchar('\n');
         i = g.last;
     }

@@ -874,6 +874,11 @@ typedef struct rtl_gtdp_part {
     int worker;
     int r0, r1, c0, c1;       /* output rows and channels [r0,r1) x [c0,c1) */
     int in_r0, in_r1;         /* the input rows it reads */
+    int cr0, cr1;             /* a block with a fused max pool cut at convolution rows: the
+                               * convolution rows [cr0, cr1) it computes, its rows r0..r1 the
+                               * block rows whose pool windows meet them; a window it holds only
+                               * in part is pooled over its rows and merged by max with the other
+                               * parts' on the device. 0, 0: the windows of r0..r1, whole */
     uint64_t in_bytes, out_bytes;
     double compute_ms, transfer_ms, ms;
 } rtl_gtdp_part;

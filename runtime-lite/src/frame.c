@@ -61,7 +61,15 @@
  *            there. The floats are the input rows in_r0..in_r1 of every
  *            channel (channel by channel, row by row) less those rows of
  *            channels hc0..hc1 within hr0..hr1. A worker holds its last
- *            part answer per connection, until the next request on it.
+ *            part answer per connection, until the next request on it
+ *            (of a part cut at convolution rows: its whole rows only).
+ *   conv     flag byte 1 or 2 with bit 4 (5, 6): a part or held part of a
+ *            block with a max pool (last = first + 1) cut at convolution
+ *            rows: after the geometry (and the held geometry) i32 cr0, cr1
+ *            (0 <= cr0 < cr1), the convolution rows it computes; r0..r1
+ *            are the pooled rows whose windows meet them, a window met
+ *            only in part pooled over its rows there (the device merges
+ *            the parts' by max) | count float32 as above.
  *   reply    u8 2 | u8 status | u16 0 | u32 id | status 0: u32 count |
  *            count float32 (layer last's output); else u16 n | message (n)
  * A connection carries one request at a time: the next is sent after the
@@ -73,9 +81,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#ifdef RTL_OPENSSL_GCM
-#include <openssl/evp.h>
-#endif
 
 static const uint8_t magic[4] = {'R', 'T', 'L', 'P'};
 _Static_assert(RTLP_ABYTES == 1 + crypto_aead_aes256gcm_ABYTES, "version 2's frame overhead is version 1's");
@@ -89,33 +94,9 @@ int rtlp_session_gcm(rtlp_session *s)
     if (!crypto_aead_aes256gcm_is_available() || crypto_aead_aes256gcm_beforenm(&s->tx_gcm, s->txk) != 0 ||
         crypto_aead_aes256gcm_beforenm(&s->rx_gcm, s->rxk) != 0)
         return -1;
-#ifdef RTL_OPENSSL_GCM
-    /* The same AES-256-GCM (key, nonce, associated byte, ciphertext and
-     * tag: the frames are byte for byte libsodium's), computed by OpenSSL,
-     * 2.3x faster on this machine's AES-NI and VPCLMULQDQ (libsodium
-     * 1.0.18: 1.25 GB/s on 128 KB, OpenSSL 3.0: 2.85 GB/s). Where the
-     * contexts do not start, libsodium's. */
-    EVP_CIPHER_CTX *tx = EVP_CIPHER_CTX_new(), *rx = EVP_CIPHER_CTX_new();
-    if (tx && rx && EVP_EncryptInit_ex(tx, EVP_aes_256_gcm(), NULL, s->txk, NULL) == 1 &&
-        EVP_DecryptInit_ex(rx, EVP_aes_256_gcm(), NULL, s->rxk, NULL) == 1) {
-        s->tx_evp = tx, s->rx_evp = rx;
-    } else {
-        EVP_CIPHER_CTX_free(tx);
-        EVP_CIPHER_CTX_free(rx);
-    }
-#endif
     s->version = 2;
     s->tx_n = s->rx_n = 0;
     return 0;
-}
-
-void rtlp_session_free(rtlp_session *s)
-{
-#ifdef RTL_OPENSSL_GCM
-    EVP_CIPHER_CTX_free(s->tx_evp);
-    EVP_CIPHER_CTX_free(s->rx_evp);
-#endif
-    sodium_memzero(s, sizeof *s);
 }
 
 int rtlp_client_hello_v(const rtl_peer_key *me, unsigned char eph_pk[32], unsigned char eph_sk[32],
@@ -248,53 +229,6 @@ static void gcm_nonce(uint64_t n, uint8_t out[crypto_aead_aes256gcm_NPUBBYTES])
     for (int i = 0; i < 8; i++) out[i] = (uint8_t)(n >> (8 * i));
 }
 
-#ifdef RTL_OPENSSL_GCM
-/* OpenSSL's AES-256-GCM of version 2's frame: out[4] the associated
- * byte, out + 5 the ciphertext of plain (n bytes; in place when plain is
- * out + 5), then the 16-byte tag. 0, or -1 when OpenSSL fails before it
- * writes (the caller then seals with libsodium: the same bytes). */
-static int evp_seal(void *ctx, const uint8_t *nonce, const uint8_t *plain, size_t n, uint8_t *out)
-{
-    EVP_CIPHER_CTX *c = ctx;
-    int l;
-    if (EVP_EncryptInit_ex(c, NULL, NULL, NULL, nonce) != 1 || EVP_EncryptUpdate(c, NULL, &l, out + 4, 1) != 1)
-        return -1;
-    int ok = 1;
-    for (size_t at = 0; at < n && ok;) { /* EVP counts in int */
-        int k = n - at > (1u << 30) ? 1 << 30 : (int)(n - at);
-        ok = EVP_EncryptUpdate(c, out + 5 + at, &l, plain + at, k) == 1 && l == k;
-        at += (size_t)k;
-    }
-    ok = ok && EVP_EncryptFinal_ex(c, out + 5 + n, &l) == 1 &&
-         EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_AEAD_GET_TAG, crypto_aead_aes256gcm_ABYTES, out + 5 + n) == 1;
-    /* failing once the plaintext is being overwritten: no plaintext
-     * leaves, the frame (zeros) fails authentication at the peer */
-    if (!ok) memset(out + 5, 0, n + crypto_aead_aes256gcm_ABYTES);
-    return 0;
-}
-
-/* Opens version 2's ciphertext c (len bytes: the associated byte, the
- * ciphertext, the tag) into plain: 0, or -1 when it fails authentication
- * (plain then holds bytes to be dropped, as the caller does on -1). */
-static int evp_open(void *ctx, const uint8_t *nonce, const uint8_t *c, size_t len, uint8_t *plain)
-{
-    EVP_CIPHER_CTX *x = ctx;
-    size_t n = len - 1 - crypto_aead_aes256gcm_ABYTES;
-    uint8_t tag[crypto_aead_aes256gcm_ABYTES];
-    int l;
-    memcpy(tag, c + 1 + n, sizeof tag); /* before an in-place opening writes near it */
-    if (EVP_DecryptInit_ex(x, NULL, NULL, NULL, nonce) != 1 || EVP_DecryptUpdate(x, NULL, &l, c, 1) != 1) return -1;
-    for (size_t at = 0; at < n;) {
-        int k = n - at > (1u << 30) ? 1 << 30 : (int)(n - at);
-        if (EVP_DecryptUpdate(x, plain + at, &l, c + 1 + at, k) != 1 || l != k) return -1;
-        at += (size_t)k;
-    }
-    if (EVP_CIPHER_CTX_ctrl(x, EVP_CTRL_AEAD_SET_TAG, sizeof tag, tag) != 1 || EVP_DecryptFinal_ex(x, plain + n, &l) != 1)
-        return -1;
-    return 0;
-}
-#endif
-
 void rtlp_seal(rtlp_session *s, const uint8_t *plain, size_t n, uint8_t *out)
 {
     uint32_t l = (uint32_t)(n + RTLP_ABYTES);
@@ -303,9 +237,6 @@ void rtlp_seal(rtlp_session *s, const uint8_t *plain, size_t n, uint8_t *out)
         uint8_t nonce[crypto_aead_aes256gcm_NPUBBYTES];
         gcm_nonce(s->tx_n++, nonce);
         out[4] = 0;
-#ifdef RTL_OPENSSL_GCM
-        if (s->tx_evp && evp_seal(s->tx_evp, nonce, plain, n, out) == 0) return;
-#endif
         crypto_aead_aes256gcm_encrypt_afternm(out + 5, NULL, plain, n, out + 4, 1, NULL, nonce, &s->tx_gcm);
         return;
     }
@@ -321,11 +252,6 @@ int rtlp_open(rtlp_session *s, const uint8_t *c, size_t len, uint8_t *plain)
         uint8_t nonce[crypto_aead_aes256gcm_NPUBBYTES];
         if (c[0] != 0) return -1;
         gcm_nonce(s->rx_n, nonce);
-#ifdef RTL_OPENSSL_GCM
-        if (s->rx_evp) {
-            if (evp_open(s->rx_evp, nonce, c, len, plain) != 0) return -1;
-        } else
-#endif
         if (crypto_aead_aes256gcm_decrypt_afternm(plain, NULL, NULL, c + 1, len - 1, c, 1, nonce, &s->rx_gcm) != 0)
             return -1;
         s->rx_n++;
@@ -368,9 +294,11 @@ int rtlp_parse_request(const uint8_t *b, size_t n, rtlp_request *out, char *why,
     size_t p = 8;
     if (n < 9) return WHY("request of %zu bytes is too short", n);
     if (b[0] != RTLP_MSG_REQUEST) return WHY("message type %u where a request was expected", b[0]);
-    if (b[1] > 2 || b[2] || b[3]) return WHY("request with nonzero reserved bytes");
-    out->part = b[1] != 0;
-    out->held = b[1] == 2;
+    if ((b[1] & ~4) > 2 || b[1] == 4 || b[2] || b[3]) return WHY("request with nonzero reserved bytes");
+    out->part = (b[1] & 3) != 0;
+    out->held = (b[1] & 3) == 2;
+    int conv = (b[1] & 4) != 0;
+    out->geom[6] = out->geom[7] = 0;
     out->id = get32(b + 4);
     size_t cn = b[p++];
     if (n - p < cn + 1) return WHY("request ends inside the catalog id");
@@ -400,6 +328,14 @@ int rtlp_parse_request(const uint8_t *b, size_t n, rtlp_request *out, char *why,
                 out->hgeom[3] < 0 || out->hgeom[3] >= out->hgeom[4])
                 return WHY("held part request with a bad held block %d, rows %d..%d x channels %d..%d",
                            out->hgeom[0], out->hgeom[1], out->hgeom[2], out->hgeom[3], out->hgeom[4]);
+        }
+        if (conv) {
+            if (out->last != out->first + 1) return WHY("convolution rows in a part without a pool");
+            if (n - p < 8) return WHY("part request ends inside its convolution rows");
+            out->geom[6] = (int32_t)get32(b + p), out->geom[7] = (int32_t)get32(b + p + 4);
+            p += 8;
+            if (out->geom[6] < 0 || out->geom[6] >= out->geom[7])
+                return WHY("part request with convolution rows %d..%d", out->geom[6], out->geom[7]);
         }
     }
     if (out->count > RTLP_MAX_FLOATS) return WHY("request with %u floats (at most %u)", out->count, RTLP_MAX_FLOATS);
@@ -442,16 +378,18 @@ size_t rtlp_request_header(uint8_t *b, uint32_t id, const char *catalog, const c
     size_t cn = strlen(catalog), vn = strlen(variant);
     if (cn > RTL_ID_MAX || vn > RTL_ID_MAX) return 0;
     if (!geom) hgeom = NULL;
-    size_t len = 8 + 1 + cn + 1 + vn + 12 + (geom ? 24 : 0) + (hgeom ? 20 : 0);
+    int conv = geom && geom[7] > geom[6];
+    size_t len = 8 + 1 + cn + 1 + vn + 12 + (geom ? 24 : 0) + (hgeom ? 20 : 0) + (conv ? 8 : 0);
     if (!b) return len;
     size_t p = 0;
-    b[p++] = RTLP_MSG_REQUEST, b[p++] = hgeom ? 2 : geom ? 1 : 0, b[p++] = 0, b[p++] = 0;
+    b[p++] = RTLP_MSG_REQUEST, b[p++] = (uint8_t)((hgeom ? 2 : geom ? 1 : 0) | (conv ? 4 : 0)), b[p++] = 0, b[p++] = 0;
     put32(b + p, id), p += 4;
     b[p++] = (uint8_t)cn, memcpy(b + p, catalog, cn), p += cn;
     b[p++] = (uint8_t)vn, memcpy(b + p, variant, vn), p += vn;
     put32(b + p, (uint32_t)first), put32(b + p + 4, (uint32_t)last), put32(b + p + 8, count), p += 12;
     for (int k = 0; geom && k < 6; k++) put32(b + p, (uint32_t)geom[k]), p += 4;
     for (int k = 0; hgeom && k < 5; k++) put32(b + p, (uint32_t)hgeom[k]), p += 4;
+    for (int k = 6; conv && k < 8; k++) put32(b + p, (uint32_t)geom[k]), p += 4;
     return len;
 }
 
@@ -476,13 +414,13 @@ uint8_t *rtlp_build_request(uint32_t id, const char *catalog, const char *varian
 }
 
 uint8_t *rtlp_build_part_request(uint32_t id, const char *catalog, const char *variant, int32_t first,
-                                 int32_t last, const int32_t geom[6], const float *x, uint32_t count, size_t *n)
+                                 int32_t last, const int32_t geom[8], const float *x, uint32_t count, size_t *n)
 {
     return build_request(id, catalog, variant, first, last, geom, NULL, x, count, n);
 }
 
 uint8_t *rtlp_build_held_request(uint32_t id, const char *catalog, const char *variant, int32_t first,
-                                 int32_t last, const int32_t geom[6], const int32_t hgeom[5], const float *x,
+                                 int32_t last, const int32_t geom[8], const int32_t hgeom[5], const float *x,
                                  uint32_t count, size_t *n)
 {
     return build_request(id, catalog, variant, first, last, geom, hgeom, x, count, n);

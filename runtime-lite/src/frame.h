@@ -27,13 +27,7 @@ typedef struct rtlp_session {
     int version;
     uint64_t tx_n, rx_n; /* version 2: frames sealed, frames opened */
     crypto_aead_aes256gcm_state tx_gcm, rx_gcm;
-    void *tx_evp, *rx_evp; /* version 2 built with OpenSSL (RTL_OPENSSL_GCM): its keyed AES-256-GCM
-                            * contexts, which seal and open instead of libsodium's (NULL: libsodium's) */
 } rtlp_session;
-
-/* Frees what a session holds beyond its bytes (version 2's OpenSSL
- * contexts) and wipes it; the session is zero afterwards. */
-void rtlp_session_free(rtlp_session *s);
 
 /* The newest protocol version this host can speak: 2 where libsodium has
  * AES-256-GCM on this CPU (AES-NI and PCLMUL), else 1. */
@@ -86,7 +80,8 @@ typedef struct rtlp_request {
     uint32_t count;
     const uint8_t *floats; /* count little-endian float32, unaligned */
     int part;              /* 1: a GTDP part of layer `first` (== last) */
-    int32_t geom[6];       /* part: output rows r0, r1, channels c0, c1, input rows in_r0, in_r1 */
+    int32_t geom[8];       /* part: output rows r0, r1, channels c0, c1, input rows in_r0, in_r1, and
+                            * (flag bit 4) convolution rows cr0, cr1 (else 0, 0) */
     int held;              /* part with held input (flag byte 2) */
     int32_t hgeom[5];      /* held: the block (its last layer) whose answer the worker holds, and that
                             * answer's rows r0, r1 and channels c0, c1 */
@@ -108,13 +103,14 @@ int rtlp_parse_reply(const uint8_t *b, size_t n, rtlp_reply *out, char *why, siz
 uint8_t *rtlp_build_request(uint32_t id, const char *catalog, const char *variant, int32_t first, int32_t last,
                             const float *x, uint32_t count, size_t *n);
 /* A GTDP part request (flag byte 1 = 1; layers first..last: the block;
- * geom: 6 int32 after the count). */
+ * geom: 6 int32 after the count, and when geom[7] > geom[6] flag bit 4 and
+ * the convolution rows geom[6], geom[7] after them). */
 uint8_t *rtlp_build_part_request(uint32_t id, const char *catalog, const char *variant, int32_t first,
-                                 int32_t last, const int32_t geom[6], const float *x, uint32_t count, size_t *n);
+                                 int32_t last, const int32_t geom[8], const float *x, uint32_t count, size_t *n);
 /* The same with held input (flag byte 2, hgeom: 5 int32 after geom; NULL:
  * a plain part request). */
 uint8_t *rtlp_build_held_request(uint32_t id, const char *catalog, const char *variant, int32_t first,
-                                 int32_t last, const int32_t geom[6], const int32_t hgeom[5], const float *x,
+                                 int32_t last, const int32_t geom[8], const int32_t hgeom[5], const float *x,
                                  uint32_t count, size_t *n);
 /* A reply (status 0: count floats x; otherwise the error message), *n
  * bytes, at offset pre of a new buffer of pre + *n + post bytes (the

@@ -41,7 +41,7 @@
 /* Part networks (computing one part, below) and fitted part costs
  * (calibration), per model. */
 struct part_net {
-    int layer, r0, r1, c0, c1;
+    int layer, r0, r1, c0, c1, cr0, cr1;
     trn_net *net;
     float *x; /* its padded input */
 };
@@ -88,22 +88,57 @@ static void conv_rows(const rtl_gtdp_layer *l, int r0, int r1, int *a, int *b)
     if (*b < *a) *b = *a;
 }
 
-/* Input rows [a, b) that block output rows [r0, r1) read. */
-static void in_rows(const rtl_gtdp_layer *l, int r0, int r1, int *a, int *b)
+/* Input rows [a, b) that convolution rows [ca, cb) read. */
+static void in_rows_conv(const rtl_gtdp_layer *l, int ca, int cb, int *a, int *b)
 {
-    int ca, cb;
-    conv_rows(l, r0, r1, &ca, &cb);
     int lo = ca * l->stride - l->pad, hi = (cb - 1) * l->stride - l->pad + l->size;
     *a = lo < 0 ? 0 : lo;
     *b = hi > l->h_in ? l->h_in : hi;
     if (*b < *a) *b = *a;
 }
 
+/* The convolution rows part q computes: its own [cr0, cr1) when its block
+ * (with a pool) is cut at convolution rows, else the windows of its rows. */
+static void part_conv_rows(const rtl_gtdp_layer *l, const rtl_gtdp_part *q, int *a, int *b)
+{
+    if (l->pool_size && q->cr1 > q->cr0) {
+        *a = q->cr0, *b = q->cr1;
+        return;
+    }
+    conv_rows(l, q->r0, q->r1, a, b);
+}
+
+/* Block rows [*r0, *r1) whose pool windows meet convolution rows [ca, cb)
+ * (empty when none does). */
+static void pooled_rows(const rtl_gtdp_layer *l, int ca, int cb, int *r0, int *r1)
+{
+    *r0 = *r1 = 0;
+    for (int k = 0, first = 1; k < l->h; k++) {
+        int lo, hi;
+        conv_rows(l, k, k + 1, &lo, &hi);
+        if (lo < cb && hi > ca) {
+            if (first) *r0 = k, first = 0;
+            *r1 = k + 1;
+        }
+    }
+}
+
+void rtl_gtdp_whole_rows(const rtl_gtdp_layer *l, const rtl_gtdp_part *q, int *f0, int *f1)
+{
+    *f0 = q->r0, *f1 = q->r1;
+    if (!l->pool_size || q->cr1 <= q->cr0) return;
+    int lo, hi;
+    for (; *f0 < *f1 && (conv_rows(l, *f0, *f0 + 1, &lo, &hi), lo < q->cr0); ++*f0) {
+    }
+    for (; *f1 > *f0 && (conv_rows(l, *f1 - 1, *f1, &lo, &hi), hi > q->cr1); --*f1) {
+    }
+}
+
 void rtl_gtdp_part_cost(const rtl_gtdp_layer *l, const rtl_gtdp_worker *w, rtl_gtdp_part *p)
 {
     int a, b, ca, cb;
-    in_rows(l, p->r0, p->r1, &a, &b);
-    conv_rows(l, p->r0, p->r1, &ca, &cb);
+    part_conv_rows(l, p, &ca, &cb);
+    in_rows_conv(l, ca, cb, &a, &b);
     p->in_r0 = a;
     p->in_r1 = b;
     p->in_bytes = 4ull * (uint64_t)(b - a) * l->w_in * l->c_in;
@@ -148,6 +183,14 @@ static double solve(const ctx *c, unsigned mask, int r0, int r1, int c0, int c1,
         memset(p, 0, sizeof *p);
         p->worker = __builtin_ctz(mask);
         p->r0 = r0, p->r1 = r1, p->c0 = c0, p->c1 = c1;
+        if (c->l->pool_size) { /* r0..r1: convolution rows, the block's cut there */
+            pooled_rows(c->l, r0, r1, &p->r0, &p->r1);
+            if (p->r1 <= p->r0) return INFINITY; /* rows no pool window reads */
+            int a, b;
+            conv_rows(c->l, p->r0, p->r1, &a, &b);
+            if (a == r0 && b == r1) p->cr0 = p->cr1 = 0; /* whole windows: a plain part */
+            else p->cr0 = r0, p->cr1 = r1;
+        }
         rtl_gtdp_part_cost(c->l, &c->w[p->worker], p);
         *np = 1;
         return p->ms;
@@ -227,12 +270,16 @@ int rtl_gtdp_plan_layer(const rtl_gtdp_layer *l, const rtl_gtdp_worker *w, int n
         mask &= ~(1u << slow);
     }
     ctx c = {l, w};
-    solve(&c, mask, 0, l->h, 0, l->c, out->parts, &out->nparts);
+    /* a block with a pool is cut at its convolution rows (the pooled rows
+     * two parts share are merged on the device by max): no convolution row
+     * is computed twice */
+    int rows = l->pool_size ? l->conv_h : l->h;
+    solve(&c, mask, 0, rows, 0, l->c, out->parts, &out->nparts);
     if (out->nparts == 0 && l->dims) { /* too few rows (channels) for the cuts allowed: both */
         rtl_gtdp_layer any = *l;
         any.dims = 0;
         c.l = &any;
-        solve(&c, mask, 0, l->h, 0, l->c, out->parts, &out->nparts);
+        solve(&c, mask, 0, rows, 0, l->c, out->parts, &out->nparts);
     }
     if (out->nparts == 0) return rtl_errf(err, "GTDP: layer %d cannot be split %d ways", l->index, n);
     finish(out);
@@ -451,7 +498,9 @@ static struct part_net *part_net(rtl_model *m, const rtl_gtdp_layer *g, const rt
     if (!c) return rtl_errf(err, "out of memory"), NULL;
     for (int i = 0; i < c->n; i++) {
         struct part_net *e = &c->e[i];
-        if (e->layer == g->index && e->r0 == q->r0 && e->r1 == q->r1 && e->c0 == q->c0 && e->c1 == q->c1) return e;
+        if (e->layer == g->index && e->r0 == q->r0 && e->r1 == q->r1 && e->c0 == q->c0 && e->c1 == q->c1 &&
+            e->cr0 == q->cr0 && e->cr1 == q->cr1)
+            return e;
     }
     if (c->n == GTDP_CACHE_MAX) { /* drop the oldest */
         trn_net_free(c->e[0].net);
@@ -463,7 +512,7 @@ static struct part_net *part_net(rtl_model *m, const rtl_gtdp_layer *g, const rt
     trn_layer_info li;
     trn_net_layer_info(src, g->index, &li);
     int ca, cb;
-    conv_rows(g, q->r0, q->r1, &ca, &cb);
+    part_conv_rows(g, q, &ca, &cb);
     int hp = (cb - ca - 1) * g->stride + g->size, wp = g->w_in + 2 * g->pad;
     char text[512];
     snprintf(text, sizeof text,
@@ -490,7 +539,8 @@ static struct part_net *part_net(rtl_model *m, const rtl_gtdp_layer *g, const rt
         memcpy(d->data, s->data + (size_t)q->c0 * row, (size_t)(q->c1 - q->c0) * row * sizeof(float));
     }
     struct part_net *e = &c->e[c->n];
-    *e = (struct part_net){g->index, q->r0, q->r1, q->c0, q->c1, net, calloc((size_t)g->c_in * hp * wp, sizeof(float))};
+    *e = (struct part_net){g->index, q->r0,  q->r1, q->c0, q->c1, q->cr0, q->cr1,
+                           net,      calloc((size_t)g->c_in * hp * wp, sizeof(float))};
     if (!e->x) {
         trn_net_free(net);
         rtl_errf(err, "out of memory");
@@ -559,9 +609,19 @@ int rtl_gtdp_compute_part_rows(rtl_model *m, int layer, const rtl_gtdp_part *q, 
     if (q->r0 < 0 || q->r1 > g.h || q->r0 >= q->r1 || q->c0 < 0 || q->c1 > g.c || q->c0 >= q->c1)
         return rtl_errf(err, "layer %d: part rows %d..%d x channels %d..%d is outside its %dx%d output", layer,
                         q->r0, q->r1, q->c0, q->c1, g.h, g.c);
+    if (q->cr1 > q->cr0 || q->cr0 || q->cr1) { /* cut at convolution rows: they name its rows */
+        int p0, p1;
+        if (!g.pool_size || q->cr0 < 0 || q->cr1 > g.conv_h || q->cr0 >= q->cr1)
+            return rtl_errf(err, "layer %d: convolution rows %d..%d of a block with %s", layer, q->cr0, q->cr1,
+                            g.pool_size ? "fewer rows" : "no pool");
+        pooled_rows(&g, q->cr0, q->cr1, &p0, &p1);
+        if (p0 != q->r0 || p1 != q->r1)
+            return rtl_errf(err, "layer %d: convolution rows %d..%d make rows %d..%d, not %d..%d", layer, q->cr0,
+                            q->cr1, p0, p1, q->r0, q->r1);
+    }
     int a, b, ca, cb;
-    in_rows(&g, q->r0, q->r1, &a, &b);
-    conv_rows(&g, q->r0, q->r1, &ca, &cb);
+    part_conv_rows(&g, q, &ca, &cb);
+    in_rows_conv(&g, ca, cb, &a, &b);
     if (q->in_r0 != a || q->in_r1 != b || n != (size_t)(b - a) * g.w_in * g.c_in)
         return rtl_errf(err, "layer %d: the part needs input rows %d..%d (%zu floats), not %d..%d (%zu floats)",
                         layer, a, b, (size_t)(b - a) * g.w_in * g.c_in, q->in_r0, q->in_r1, n);
@@ -738,6 +798,9 @@ struct job {
     double t_got; /* when the answer was here */
     double t[RTL_IO_T_N]; /* rtl_now_ms() at each step (rtl_part_io.t) */
     int cpu;              /* the CPU the part's thread moves to, -1: none */
+    int f0, f1;           /* its whole rows (rtl_gtdp_whole_rows); the others, shared with a
+                           * neighbour's pool windows, go to stash and are merged by max */
+    float *stash;         /* channels x (f0 - r0 + r1 - f1) rows x w */
     rtl_err err;
 };
 
@@ -747,12 +810,38 @@ static void rows_of(const float *x, int c, int h, int w, int a, int b, float *sl
     for (int k = 0; k < c; k++) memcpy(slab + (size_t)k * (b - a) * w, x + ((size_t)k * h + a) * w, (size_t)(b - a) * w * sizeof *x);
 }
 
-/* Writes part q's output (channels x rows x w) into the layer's map y. */
-static void place(const rtl_gtdp_layer *g, const rtl_gtdp_part *q, const float *part, float *y)
+/* Part j's output (channels x rows x w; wire bytes when wire) into the
+ * layer's map y: its whole rows there, the others into its stash. */
+static void put_rows(const rtl_gtdp_layer *g, const job *j, const void *part, int wire, float *y)
 {
-    size_t band = (size_t)(q->r1 - q->r0) * g->w;
+    const rtl_gtdp_part *q = &j->q;
+    size_t w = (size_t)g->w, rows = (size_t)(q->r1 - q->r0), ns = rows - (size_t)(j->f1 - j->f0);
+    for (int c = q->c0; c < q->c1; c++) {
+        size_t k = (size_t)(c - q->c0);
+        for (int r = q->r0; r < q->r1;) { /* runs of whole rows, then each shared one */
+            int whole = r >= j->f0 && r < j->f1, e = whole ? j->f1 : r + 1;
+            size_t at = (k * rows + (size_t)(r - q->r0)) * w, n = (size_t)(e - r) * w;
+            float *dst = whole ? y + ((size_t)c * g->h + r) * w
+                               : j->stash + (k * ns + (size_t)(r < j->f0 ? r - q->r0 : j->f0 - q->r0 + r - j->f1)) * w;
+            if (wire) rtlp_floats_get((const uint8_t *)part + at * 4, (uint32_t)n, dst);
+            else memcpy(dst, (const float *)part + at, n * sizeof *dst);
+            r = e;
+        }
+    }
+}
+
+/* Part j's shared rows (its stash) merged into y by max. */
+static void merge_rows(const rtl_gtdp_layer *g, const job *j, float *y)
+{
+    const rtl_gtdp_part *q = &j->q;
+    size_t w = (size_t)g->w, ns = (size_t)(q->r1 - q->r0 - (j->f1 - j->f0));
     for (int c = q->c0; c < q->c1; c++)
-        memcpy(y + ((size_t)c * g->h + q->r0) * g->w, part + (size_t)(c - q->c0) * band, band * sizeof *y);
+        for (int r = q->r0, s = 0; r < q->r1; r++) {
+            if (r >= j->f0 && r < j->f1) continue;
+            const float *src = j->stash + ((size_t)(c - q->c0) * ns + (size_t)s++) * w;
+            float *dst = y + ((size_t)c * g->h + r) * w;
+            for (size_t x = 0; x < w; x++) dst[x] = src[x] > dst[x] ? src[x] : dst[x];
+        }
 }
 
 /* The request's floats straight from the layer's map into the frame: input
@@ -780,12 +869,8 @@ static void job_fill(void *arg, uint8_t *dst)
 static void job_take(void *arg, const uint8_t *src, uint32_t count)
 {
     job *j = arg;
-    const rtl_gtdp_part *q = &j->q;
-    size_t band = (size_t)(q->r1 - q->r0) * j->g->w;
     if (count != j->nout) return; /* refused below */
-    for (int c = q->c0; c < q->c1; c++)
-        rtlp_floats_get(src + (size_t)(c - q->c0) * band * 4, (uint32_t)band,
-                            j->y + ((size_t)c * j->g->h + q->r0) * j->g->w);
+    put_rows(j->g, j, src, 1, j->y);
 }
 
 /* One part, in its own thread: its input rows written straight into the
@@ -809,6 +894,10 @@ static void *job_main(void *arg)
                                  j->nsent, &io, j->nout, &got, j->deadline_ms, &j->err) == 0 &&
             got == j->nout;
     j->t_got = rtl_now_ms();
+    if (j->ok && (j->f0 != j->q.r0 || j->f1 != j->q.r1)) { /* its worker keeps its whole rows only */
+        int32_t hg[5] = {j->g->last, j->f0, j->f1, j->q.c0, j->q.c1};
+        rtl_peer_set_held(j->peer, j->f1 > j->f0 ? hg : NULL);
+    }
     if (!j->ok && !j->err.msg[0]) snprintf(j->err.msg, sizeof j->err.msg, "the worker answered %zu floats", got);
     return NULL;
 }
@@ -890,6 +979,19 @@ static int run_conv(rtl_model *m, const rtl_gtdp_layer *g, rtl_peer **peers, con
         j->nsent = j->nin;
         if (j->held) /* the held answer's rows of its channels are not sent */
             j->nsent = rtlp_held_floats(g->c_in, g->w_in, j->q.in_r0, j->q.in_r1, h, &j->lo, &j->hi);
+        /* rows whose pool windows it computes in part: merged by max after
+         * every part is in, from -FLT_MAX (no part writes them meanwhile:
+         * a part holding such a window whole would share its rows) */
+        rtl_gtdp_whole_rows(g, &j->q, &j->f0, &j->f1);
+        size_t ns = (size_t)(j->q.r1 - j->q.r0 - (j->f1 - j->f0));
+        if (ns && !(j->stash = malloc(ns * (size_t)(j->q.c1 - j->q.c0) * g->w * sizeof(float)))) {
+            rc = rtl_errf(err, "out of memory");
+            goto done;
+        }
+        for (int c = j->q.c0; ns && c < j->q.c1; c++)
+            for (int r = j->q.r0; r < j->q.r1; r++)
+                if (r < j->f0 || r >= j->f1)
+                    for (int xi = 0; xi < g->w; xi++) y[((size_t)c * g->h + r) * g->w + xi] = -FLT_MAX;
     }
     /* The last part runs on this thread, the others on the model's helper
      * threads. */
@@ -933,12 +1035,15 @@ static int run_conv(rtl_model *m, const rtl_gtdp_layer *g, rtl_peer **peers, con
             rc = -1;
             goto done;
         }
-        place(g, &j->q, j->out, y);
+        put_rows(g, j, j->out, 0, y);
     }
+    for (int k = 0; k < p.nparts; k++)
+        if (jobs[k].stash) merge_rows(g, &jobs[k], y);
 done:
     for (int k = 0; k < p.nparts; k++) {
         free(jobs[k].in);
         free(jobs[k].out);
+        free(jobs[k].stash);
     }
     return rc;
 }

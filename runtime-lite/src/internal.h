@@ -98,6 +98,13 @@ void rtlp_floats_get(const uint8_t *b, uint32_t count, float *out);
  * overlap); returns the floats the message carries. */
 size_t rtlp_held_floats(int c_in, int w, int a, int b, const int32_t hg[5], int *lo, int *hi);
 void rtl_gtdp_cache_free(struct rtl_gtdp_cache *c);
+/* The rows of part q of block l whose pool windows it computes whole
+ * ([*f0, *f1), within r0..r1; all of them unless q is cut at convolution
+ * rows): what its worker keeps as its held answer. */
+void rtl_gtdp_whole_rows(const rtl_gtdp_layer *l, const rtl_gtdp_part *q, int *f0, int *f1);
+/* After a part call: the answer the server now holds is hgeom (a part cut
+ * at convolution rows: its whole rows); NULL: none. */
+void rtl_peer_set_held(rtl_peer *p, const int32_t hgeom[5]);
 /* rtl_gtdp_compute_part with its input rows (q->in_r0..in_r1, n floats in
  * all, checked as there) read where they lie: row(ctx, c, iy, dst) writes
  * input channel c's row iy (w_in floats) at dst, straight into the part

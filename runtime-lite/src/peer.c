@@ -327,7 +327,7 @@ void rtl_server_close(rtl_server *s)
         free(c->out);
         free(c->job_plain);
         held_free(c->held);
-        rtlp_session_free(&c->s);
+        sodium_memzero(&c->s, sizeof c->s);
     }
     free(s->conns);
     for (size_t i = 0; i < s->ncache; i++) {
@@ -457,7 +457,7 @@ static void run_job(rtl_server *s, struct job *j)
         } else if (rq.part && rq.held && held_input(m, &rq, j->held, &rr, &nx, &err) != 0) {
         } else if (rq.part) {
             rtl_gtdp_part q = {.r0 = rq.geom[0], .r1 = rq.geom[1], .c0 = rq.geom[2], .c1 = rq.geom[3],
-                               .in_r0 = rq.geom[4], .in_r1 = rq.geom[5]};
+                               .in_r0 = rq.geom[4], .in_r1 = rq.geom[5], .cr0 = rq.geom[6], .cr1 = rq.geom[7]};
             rtl_gtdp_layer g;
             if (rtl_gtdp_model_layer(m, rq.first, &g) != 0) {
                 snprintf(err.msg, sizeof err.msg, "layer %d is not a convolutional layer GTDP splits", rq.first);
@@ -474,15 +474,30 @@ static void run_job(rtl_server *s, struct job *j)
                 ok = 1;
                 y = part_out;
                 ny = (size_t)(q.r1 - q.r0) * (q.c1 - q.c0) * g.w;
-                /* kept for the next request on this connection */
-                if ((j->answer = calloc(1, sizeof *j->answer))) {
+                /* kept for the next request on this connection: its whole
+                 * rows (a part cut at convolution rows holds the pool
+                 * windows at its ends only in part: those rows are the
+                 * device's, merged) */
+                int f0, f1;
+                rtl_gtdp_whole_rows(&g, &q, &f0, &f1);
+                if (f1 > f0 && (j->answer = calloc(1, sizeof *j->answer))) {
                     snprintf(j->answer->catalog, sizeof j->answer->catalog, "%s", rq.catalog);
                     snprintf(j->answer->variant, sizeof j->answer->variant, "%s", rq.variant);
-                    int32_t hg[5] = {g.last, q.r0, q.r1, q.c0, q.c1};
+                    int32_t hg[5] = {g.last, f0, f1, q.c0, q.c1};
                     memcpy(j->answer->geom, hg, sizeof hg);
-                    j->answer->y = part_out;
-                    j->answer->n = ny;
-                    part_out = NULL;
+                    j->answer->n = (size_t)(f1 - f0) * (q.c1 - q.c0) * g.w;
+                    if (f0 == q.r0 && f1 == q.r1) {
+                        j->answer->y = part_out;
+                        part_out = NULL;
+                    } else if ((j->answer->y = malloc(j->answer->n * sizeof(float)))) {
+                        size_t band = (size_t)(f1 - f0) * g.w, rows = (size_t)(q.r1 - q.r0) * g.w;
+                        for (int k = 0; k < q.c1 - q.c0; k++)
+                            memcpy(j->answer->y + k * band, part_out + k * rows + (size_t)(f0 - q.r0) * g.w,
+                                   band * sizeof(float));
+                    } else {
+                        free(j->answer);
+                        j->answer = NULL;
+                    }
                 }
             }
         } else if (!(x = malloc((rq.count ? rq.count : 1) * sizeof *x))) {
@@ -555,7 +570,7 @@ static void conn_close(rtl_server *s, struct conn *c, const char *reason)
     free(c->out);
     free(c->job_plain);
     held_free(c->held);
-    rtlp_session_free(&c->s);
+    sodium_memzero(&c->s, sizeof c->s);
     memset(c, 0, sizeof *c);
     c->fd = -1;
 }
@@ -1041,7 +1056,7 @@ void rtl_peer_close(rtl_peer *p)
 {
     if (!p) return;
     if (p->fd >= 0) close(p->fd);
-    rtlp_session_free(&p->s);
+    sodium_memzero(&p->s, sizeof p->s);
     free(p);
 }
 
@@ -1163,7 +1178,7 @@ int rtl_peer_run_part(rtl_peer *p, const char *catalog, const char *variant, int
                       const rtl_gtdp_part *q, const float *x, size_t n, float *out, size_t cap, size_t *nout,
                       int deadline_ms, rtl_err *err)
 {
-    int32_t geom[6] = {q->r0, q->r1, q->c0, q->c1, q->in_r0, q->in_r1};
+    int32_t geom[8] = {q->r0, q->r1, q->c0, q->c1, q->in_r0, q->in_r1, q->cr0, q->cr1};
     struct plain_io c = {x, n, out};
     rtl_part_io io = {plain_fill, plain_take, &c, NULL};
     return peer_call(p, catalog, variant, first, last, geom, NULL, n, &io, cap, nout, deadline_ms, err);
@@ -1173,8 +1188,15 @@ int rtl_peer_run_part_io(rtl_peer *p, const char *catalog, const char *variant, 
                          const rtl_gtdp_part *q, const int32_t *hgeom, size_t n, const rtl_part_io *io, size_t cap,
                          size_t *nout, int deadline_ms, rtl_err *err)
 {
-    int32_t geom[6] = {q->r0, q->r1, q->c0, q->c1, q->in_r0, q->in_r1};
+    int32_t geom[8] = {q->r0, q->r1, q->c0, q->c1, q->in_r0, q->in_r1, q->cr0, q->cr1};
     return peer_call(p, catalog, variant, first, last, geom, hgeom, n, io, cap, nout, deadline_ms, err);
+}
+
+void rtl_peer_set_held(rtl_peer *p, const int32_t hgeom[5])
+{
+    if (!p) return;
+    p->held = hgeom != NULL && p->held;
+    if (p->held) memcpy(p->hgeom, hgeom, sizeof p->hgeom);
 }
 
 int rtl_peer_held(const rtl_peer *p, int32_t hgeom[5])

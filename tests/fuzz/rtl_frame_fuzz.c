@@ -94,28 +94,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (rtlp_frame_len(f2, 4096, &len, why, sizeof why) != 0 || rtlp_open(&s, f2 + 4, len, f2 + 5) != 0 ||
             memcmp(f2 + 5, plain, sizeof plain))
             abort();
-#ifdef RTL_OPENSSL_GCM
-        /* version 2 sealed by OpenSSL is byte for byte libsodium's: the
-         * fuzzer's bytes as a frame's plaintext, sealed by both at the same
-         * frame number, and each opens with the other */
-        if (a.tx_evp && n > 0 && n <= 4096) {
-            rtlp_session la = a, ls = s; /* the same keys and counters, libsodium's ciphers */
-            la.tx_evp = la.rx_evp = ls.tx_evp = ls.rx_evp = NULL;
-            uint8_t *fo = malloc(n + RTLP_LEN_BYTES + RTLP_ABYTES), *fl = malloc(n + RTLP_LEN_BYTES + RTLP_ABYTES),
-                    *po = malloc(n), *pl = malloc(n);
-            rtlp_seal(&a, b, n, fo);
-            rtlp_seal(&la, b, n, fl);
-            if (memcmp(fo, fl, n + RTLP_LEN_BYTES + RTLP_ABYTES) || rtlp_open(&ls, fo + 4, n + RTLP_ABYTES, pl) != 0 ||
-                rtlp_open(&s, fl + 4, n + RTLP_ABYTES, po) != 0 || memcmp(po, b, n) || memcmp(pl, b, n))
-                abort();
-            fo[4 + n / 2] ^= 1; /* tampered: both refuse it */
-            ls.rx_n--, s.rx_n--;
-            if (rtlp_open(&s, fo + 4, n + RTLP_ABYTES, po) == 0 || rtlp_open(&ls, fo + 4, n + RTLP_ABYTES, pl) == 0)
-                abort();
-            s.rx_n++;
-            free(fo), free(fl), free(po), free(pl);
-        }
-#endif
         size_t p = 0;
         while (n - p >= RTLP_LEN_BYTES) {
             if (rtlp_frame_len(b + p, 4096, &len, why, sizeof why) != 0) break;
@@ -126,15 +104,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             free(pl);
             p += len;
         }
-        rtlp_session_free(&a);
-        rtlp_session_free(&s);
     } else {
         if (n < RTLP_CLIENT_HELLO) return 0;
         uint8_t st[32], eph[32], reply[RTLP_SERVER_HELLO];
         rtlp_session s;
-        if (rtlp_parse_client_hello(b, st, eph, why, sizeof why) == 0 &&
-            rtlp_server_accept(&server, b, &s, reply, why, sizeof why) == 0)
-            rtlp_session_free(&s);
+        if (rtlp_parse_client_hello(b, st, eph, why, sizeof why) == 0)
+            (void)rtlp_server_accept(&server, b, &s, reply, why, sizeof why);
     }
     return 0;
 }

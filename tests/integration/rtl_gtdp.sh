@@ -184,6 +184,33 @@ assert d["compute_factor"] > 0 and all(x >= 0 for x in d["part_overhead_ms"]), d
     rtl run rtlnet pools $img --top 10 --json --threads 1 --workers "$WP" "${keys[@]}" --equal-split --resend >re-pools.json 2>re-pools.err
     t_check "held input moves fewer bytes than --resend (the same cuts)" \
         test "$(field ge-pools.json bytes | cut -d. -f1)" -lt "$(field re-pools.json bytes | cut -d. -f1)"
+    # every block cut by rows only (--cuts rows): a block with a pool at its
+    # convolution rows, the pooled rows two bands share (their windows meet
+    # both) answered by both and merged by max on the device
+    rtl run rtlnet pools $img --top 10 --json --threads 1 --workers "$WP" "${keys[@]}" --cuts rows --trace \
+        >cr-pools.json 2>cr-pools.err
+    t_check "cut at convolution rows: the local run's answer, none recomputed" \
+        test "$(same_answer local-pools.json cr-pools.json 2>&1 && field cr-pools.json recomputed)" = 0
+    t_check "pooled rows shared by two parts (each block's answers hold more rows than its map)" python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1])); tr = d["results"][0]["trace"]
+ans = {}
+for p in tr["parts"]: ans[p["layer"]] = ans.get(p["layer"], 0) + p["answered_floats"]
+sizes = {0: 8 * 11 * 11, 2: 12 * 6 * 6, 4: 10 * 6 * 6} # the pools variant: channels x pooled rows x columns
+assert sorted(ans) == [0, 2, 4] and all(ans[k] > sizes[k] for k in ans), (ans, sizes)' cr-pools.json
+    # a worker killed while it holds a part cut at convolution rows: the
+    # request completes, its part (shared rows too) computed on the device
+    start_worker p4 --slowdown 1000000 || t_fail "a slow worker starts" "$(cat p4.log)"
+    rtl run rtlnet pools $img --top 10 --json --threads 1 --workers "127.0.0.1:$(cat p1.port),127.0.0.1:$(cat p4.port)" \
+        "${keys[@]}" --cuts rows >kr-pools.json 2>kr-pools.err &
+    run_pid=$!
+    for _ in $(seq 200); do grep -q 'session open' p4.log 2>/dev/null && break; sleep 0.05; done
+    sleep 1.5
+    kill -9 "$(cat p4.pid)"
+    { wait "$(cat p4.pid)"; } 2>/dev/null
+    wait $run_pid
+    t_check "killed while it holds a part cut at convolution rows: the local run's answer, recomputed" \
+        test "$(same_answer local-pools.json kr-pools.json 2>&1 && [ "$(field kr-pools.json recomputed)" -ge 1 ] && echo ok)" = ok
     rtl plan rtlnet pools --runs 2 --workers 1@1000,0.5@1000,0.25@1000 >plan-pools.txt 2>&1
     t_check "rtl plan --workers shows the fused blocks" test "$(grep -c 'conv+maxpool' plan-pools.txt)" = 3
     R=root

@@ -6,6 +6,7 @@
  * errors. */
 #include "testutil_impl.h"
 #include "rtl.h"
+#include "internal.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -28,10 +29,26 @@ static rtl_gtdp_layer conv(int c_in, int h_in, int c, int size, int stride, int 
     return l;
 }
 
-/* Every output element in exactly one part; every worker at most once. */
+/* The convolution rows under block rows [r0, r1) of a block with a pool
+ * (Darknet's windows from -pad/2, clipped to the map). */
+static void windows(const rtl_gtdp_layer *l, int r0, int r1, int *a, int *b)
+{
+    int off = -(l->pool_pad / 2), lo = r0 * l->pool_stride + off, hi = (r1 - 1) * l->pool_stride + off + l->pool_size;
+    *a = lo < 0 ? 0 : lo;
+    *b = hi > l->conv_h ? l->conv_h : hi;
+}
+
+/* Every output element in exactly one part; every worker at most once. A
+ * block with a pool cut at convolution rows: every convolution row x
+ * channel in exactly one part, each part's rows those whose windows meet
+ * its convolution rows, and a block row in two parts only where both hold
+ * its window in part (merged by max). */
 static void check_tiles(const rtl_gtdp_layer *l, const rtl_gtdp_layer_plan *p, int n)
 {
-    int *cover = calloc((size_t)l->h * l->c, sizeof *cover);
+    int conv_cut = 0;
+    for (int k = 0; k < p->nparts; k++) conv_cut |= p->parts[k].cr1 > p->parts[k].cr0;
+    int H = conv_cut ? l->conv_h : l->h;
+    int *cover = calloc((size_t)H * l->c, sizeof *cover), *out = calloc((size_t)l->h * l->c, sizeof *out);
     int seen[RTL_GTDP_MAX_WORKERS] = {0};
     assert_true(p->nparts >= 1 && p->nparts <= n);
     for (int k = 0; k < p->nparts; k++) {
@@ -39,11 +56,29 @@ static void check_tiles(const rtl_gtdp_layer *l, const rtl_gtdp_layer_plan *p, i
         assert_true(q->worker >= 0 && q->worker < n);
         assert_int_equal(seen[q->worker]++, 0);
         assert_true(q->r0 < q->r1 && q->c0 < q->c1 && q->r1 <= l->h && q->c1 <= l->c);
-        for (int r = q->r0; r < q->r1; r++)
+        int a = q->r0, b = q->r1;
+        if (conv_cut) {
+            if (q->cr1 > q->cr0) a = q->cr0, b = q->cr1;
+            else windows(l, q->r0, q->r1, &a, &b);
+            for (int r = 0; r < l->h; r++) { /* its rows: the windows meeting a..b */
+                int lo, hi;
+                windows(l, r, r + 1, &lo, &hi);
+                assert_int_equal(lo < b && hi > a, r >= q->r0 && r < q->r1);
+                int whole = lo >= a && hi <= b;
+                int f0, f1;
+                rtl_gtdp_whole_rows(l, q, &f0, &f1);
+                if (r >= q->r0 && r < q->r1) assert_int_equal(whole, r >= f0 && r < f1);
+            }
+        }
+        for (int r = a; r < b; r++)
             for (int c = q->c0; c < q->c1; c++) cover[r * l->c + c]++;
+        for (int r = q->r0; r < q->r1; r++)
+            for (int c = q->c0; c < q->c1; c++) out[r * l->c + c]++;
     }
-    for (int i = 0; i < l->h * l->c; i++) assert_int_equal(cover[i], 1);
+    for (int i = 0; i < H * l->c; i++) assert_int_equal(cover[i], 1);
+    for (int i = 0; i < l->h * l->c; i++) assert_true(out[i] >= 1 && out[i] <= (conv_cut ? 2 : 1));
     free(cover);
+    free(out);
 }
 
 static void parts_tile_the_output(void **state)
@@ -191,6 +226,45 @@ static void fused_pool(void **state)
     check_tiles(&l, &plan, 3);
 }
 
+/* AlexNet's conv2 + pool2 (27 convolution rows, 3x3 stride-2 windows: 13
+ * rows) over two equal workers, cut by rows: at convolution row 14 (14 and
+ * 13 rows, none computed twice), block row 6 (window 12..15) in both
+ * parts, whole in neither: merged by max on the device; the first part's
+ * whole rows 0..6, the second's 7..13, the input rows each reads. */
+static void conv_row_cut(void **state)
+{
+    (void)state;
+    rtl_gtdp_layer l = conv(96, 27, 256, 5, 1, 2, 8.0);
+    l.conv_h = l.conv_w = l.h; /* 27 */
+    l.pool_size = 3, l.pool_stride = 2, l.pool_pad = 0, l.last = l.index + 1;
+    l.h = l.w = 13;
+    l.dims = RTL_GTDP_ROWS;
+    rtl_gtdp_worker w[2] = {{1, 1000, 0}, {1, 1000, 0}};
+    rtl_gtdp_layer_plan p;
+    rtl_err e;
+    assert_int_equal(rtl_gtdp_plan_layer(&l, w, 2, &p, &e), 0);
+    check_tiles(&l, &p, 2);
+    assert_int_equal(p.nparts, 2);
+    const rtl_gtdp_part *a = p.parts[0].r0 == 0 ? &p.parts[0] : &p.parts[1], *b = a == &p.parts[0] ? &p.parts[1] : &p.parts[0];
+    assert_int_equal(a->cr0, 0), assert_int_equal(a->cr1, 14);
+    assert_int_equal(b->cr0, 14), assert_int_equal(b->cr1, 27);
+    assert_int_equal(a->r1, 7), assert_int_equal(b->r0, 6), assert_int_equal(b->r1, 13);
+    int f0, f1;
+    rtl_gtdp_whole_rows(&l, a, &f0, &f1);
+    assert_int_equal(f0, 0), assert_int_equal(f1, 6);
+    rtl_gtdp_whole_rows(&l, b, &f0, &f1);
+    assert_int_equal(f0, 7), assert_int_equal(f1, 13);
+    assert_int_equal(a->in_r0, 0), assert_int_equal(a->in_r1, 13 + 3);  /* rows -2..15 */
+    assert_int_equal(b->in_r0, 12), assert_int_equal(b->in_r1, 27); /* rows 12..28 clipped */
+    /* its output: 7 block rows; its compute: 14 of 27 convolution rows */
+    assert_true(a->out_bytes == 4ull * 7 * 13 * 256);
+    /* a channel cut keeps whole windows: plain parts */
+    l.dims = RTL_GTDP_CHANNELS;
+    assert_int_equal(rtl_gtdp_plan_layer(&l, w, 2, &p, &e), 0);
+    check_tiles(&l, &p, 2);
+    for (int k = 0; k < 2; k++) assert_true(p.parts[k].cr0 == 0 && p.parts[k].cr1 == 0 && p.parts[k].r1 == 13);
+}
+
 /* A 1-row map cannot be split by rows: channels it is. */
 static void one_row_splits_channels(void **state)
 {
@@ -327,7 +401,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(parts_tile_the_output), cmocka_unit_test(halo_and_costs), cmocka_unit_test(fitted_costs),
         cmocka_unit_test(speeds_shape_the_split), cmocka_unit_test(one_row_splits_channels),
-        cmocka_unit_test(fused_pool), cmocka_unit_test(bad_inputs), cmocka_unit_test(part_overhead),
+        cmocka_unit_test(fused_pool), cmocka_unit_test(conv_row_cut), cmocka_unit_test(bad_inputs), cmocka_unit_test(part_overhead),
         cmocka_unit_test(fitted_parts), cmocka_unit_test(allowed_cuts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
