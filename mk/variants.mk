@@ -167,7 +167,7 @@ else ifneq ($(call is_curriculum,$1),)
 # A curriculum (prune/curriculum.sh): trained from scratch in stages, its
 # folder the script's OUT (variant.cfg, sK/ per stage, variant.weights).
 $(VARIANTS_O)/$1/meta.json: $(PLAN_O)/$1.plan | $(VARIANTS_O)/$1/.dirstamp
-	$$(call msg,CURRIC,$1: $(word 2,$(V_$1)) first, $(words $(V_$1_STAGES)) stages)printf '%s\n' '{"technique":"base",\
+	$$(call msg,CURRIC,$1: $(word 2,$(V_$1)) first then the other tasks in $(words $(V_$1_STAGES)) stages)printf '%s\n' '{"technique":"base",\
 	  "parent":null,"description":"$(MODEL) ($(notdir $(call curriculum_cfg,$1))) trained from scratch for $(word 2,$(V_$1)) \
 	  in $(words $(V_$1_STAGES)) stages, the data set'"'"'s other tasks added (a multi-task curriculum: a trunk for the \
 	  heads)","technique_fields":{"curriculum":{"task":"$(word 2,$(V_$1))","stages":"$(strip $(V_$1_STAGES))"}}}' \
