@@ -16,7 +16,8 @@
 # Each variant folder is built under a temporary name and renamed when
 # complete; the stamp lists the `catalog pack --task` arguments of the
 # stage, which the pack rule reads. A head or a specialised model depends on
-# the base (its trunk, its cascade partner), so winnowing keeps the base.
+# the base (its trunk, its cascade partner), so winnowing keeps the base; a
+# head on RETARGET_TRUNK's variant depends on that variant.
 #
 # Recipe settings (recipes/README.md):
 #   RETARGET_CUT    the trunk's last layer (a selector); empty: no heads
@@ -26,6 +27,10 @@
 #                   SEL:HEAD (prune retarget --cuts); each task keeps its
 #                   head most accurate on the valid split within the budget
 #   RETARGET_SET    prune retarget --set key=value settings
+#   RETARGET_TRUNK  the variant of RECIPE_VARIANTS whose layers the heads
+#                   share (their parent and trunk); empty: the base. E.g. a
+#                   curriculum (V_<id> := base TASK, mk/variants.mk) trained
+#                   for the attributes too
 #   SPECIALISE      1: the representative contexts as variants; empty: none
 #   SPECIALISE_SET  prune specialise --set key=value settings
 #   SPECIALISE_VARIANTS  variants of RECIPE_VARIANTS also specialised to
@@ -39,6 +44,7 @@ RETARGET_CUT   ?=
 RETARGET_CUTS  ?=
 RETARGET_HEAD  ?=
 RETARGET_SET   ?=
+RETARGET_TRUNK ?=
 SPECIALISE     ?=
 SPECIALISE_SET ?=
 SPECIALISE_VARIANTS ?=
@@ -49,6 +55,24 @@ $(error $(RECIPES)/$(MODEL)/recipe.mk: set RETARGET_CUT (one cut) or RETARGET_CU
 endif
 # the trunk option of prune retarget
 rt_trunk = $(if $(strip $(RETARGET_CUTS)),--cuts '$(strip $(RETARGET_CUTS))',--cut '$(RETARGET_CUT)')
+
+ifneq ($(strip $(RETARGET_TRUNK)),)
+ifneq ($(words $(RETARGET_TRUNK)) $(filter $(RETARGET_TRUNK),$(RECIPE_VARIANTS)),1 $(strip $(RETARGET_TRUNK)))
+$(error $(RECIPES)/$(MODEL)/recipe.mk: RETARGET_TRUNK '$(RETARGET_TRUNK)' is not one variant of RECIPE_VARIANTS ($(RECIPE_VARIANTS)))
+endif
+endif
+# A curriculum variant answers a task of the data set whose labels the
+# catalog packs with the heads (mk/variants.mk).
+ifneq ($(and $(strip $(foreach v,$(RECIPE_VARIANTS),$(call is_curriculum,$v))),$(if $(strip $(RETARGET_CUT)$(RETARGET_CUTS)),,x)),)
+$(error $(RECIPES)/$(MODEL)/recipe.mk: a curriculum variant needs the heads (RETARGET_CUT or RETARGET_CUTS), which pack its task's labels)
+endif
+# The heads' trunk: its folder and catalog id.
+RT_TRUNK_ID := $(or $(strip $(RETARGET_TRUNK)),base)
+RT_TRUNK_V  := $(VARIANTS_O)/$(RT_TRUNK_ID)
+# A curriculum trunk answers its own task; the data set's first task (the
+# identity) then gets a head on it too, so that `rtl run --task` answers
+# every task with that one trunk (issue 17 item 2).
+RT_TRUNK_TASK := $(if $(call is_curriculum,$(RT_TRUNK_ID)),$(word 2,$(V_$(RT_TRUNK_ID))))
 
 ifneq ($(filter-out $(RECIPE_VARIANTS),$(SPECIALISE_VARIANTS)),)
 $(error $(RECIPES)/$(MODEL)/recipe.mk: SPECIALISE_VARIANTS names $(filter-out $(RECIPE_VARIANTS),$(SPECIALISE_VARIANTS)), not in RECIPE_VARIANTS ($(RECIPE_VARIANTS)))
@@ -65,6 +89,7 @@ RT_STAMPS := $(foreach s,$(RT_STAGES),$(RETARGET_O)/$s.done)
 
 # What identifies each stage's inputs besides the files (like plan/<id>.plan).
 rt_line_heads = cut $(RETARGET_CUT) | cuts $(strip $(RETARGET_CUTS)) | head $(RETARGET_HEAD) | set $(RETARGET_SET) | seed $(SEED)$(if \
+  $(strip $(RETARGET_TRUNK)), | trunk $(RETARGET_TRUNK))$(if \
   $(filter portable,$(DETERMINISM)), | determinism portable) | profile $(PROFILE_RUNS)
 $(foreach v,$(SPECIALISE_VARIANTS),$(eval rt_line_spec-$v = $$(rt_line_spec)))
 rt_line_spec  = set $(SPECIALISE_SET) | seed $(SEED)$(if $(filter portable,$(DETERMINISM)), | determinism portable) \
@@ -87,23 +112,35 @@ rt_variant = v=$(VARIANTS_O)/$2; rm -rf $$v.tmp && mkdir -p $$v.tmp && cp $1/var
     --profile $$v.tmp/profile.json --meta $$v.tmp/meta.json >/dev/null && \
   rm -rf $$v && mv $$v.tmp $$v
 
-# Heads: every task of the .tasks file but the first (the base's own).
-$(RETARGET_O)/heads.done: $(RETARGET_O)/heads.plan $(BASE_V)/variant.weights $(DATA) $(DATASET_TASKS) \
+# Heads: every task of the .tasks file but the first (the base's own), on
+# the trunk of RETARGET_TRUNK's variant (default: the base).
+$(RETARGET_O)/heads.done: $(RETARGET_O)/heads.plan $(RT_TRUNK_V)/variant.weights $(DATA) $(DATASET_TASKS) \
     | $(BIN)/prune $(BIN)/trainer $(BIN)/catalog
-	$(call msg,HEADS,$(MODEL): $(if $(strip $(RETARGET_CUTS)),a sweep of $(words $(RETARGET_CUTS)) cuts,trunk L0..$(RETARGET_CUT)), head '$(RETARGET_HEAD)')o=$(RETARGET_O)/heads; \
+	$(call msg,HEADS,$(MODEL): $(if $(strip $(RETARGET_CUTS)),a sweep of $(words $(RETARGET_CUTS)) cuts,trunk L0..$(RETARGET_CUT)) of $(RT_TRUNK_ID), head '$(RETARGET_HEAD)')o=$(RETARGET_O)/heads; \
 	rm -rf $$o && $(call timed,derive,heads,($(call launch,heads-derive) $(BIN)/prune retarget \
-	  --cfg $(BASE_V)/variant.cfg --weights $(BASE_V)/variant.weights --tasks $(abspath $(DATASET_TASKS)) \
+	  --cfg $(RT_TRUNK_V)/variant.cfg --weights $(RT_TRUNK_V)/variant.weights --parent $(RT_TRUNK_ID) \
+	  --tasks $(abspath $(DATASET_TASKS)) \
 	  $(rt_trunk) $(if $(strip $(RETARGET_HEAD)),--head '$(RETARGET_HEAD)') --seed $(SEED) \
 	  --threads $(job_threads) --out $$o $(foreach s,$(RETARGET_SET),--set $s) 2>&1) >$(RETARGET_O)/heads.log.tmp && \
 	  mv $(RETARGET_O)/heads.log.tmp $(RETARGET_O)/heads.log) || { tail -n 5 $(RETARGET_O)/heads.log.tmp >&2; exit 1; }; \
-	rm -f $@.tmp; d=$(dir $(abspath $(DATASET_TASKS))); \
+	d=$(dir $(abspath $(DATASET_TASKS))); first=$$(awk '!/^[ \t]*(#|$$)/ { print $$1; exit }' $(DATASET_TASKS)); \
+	$(if $(RT_TRUNK_TASK),if [ "$$first" != '$(RT_TRUNK_TASK)' ]; then \
+	  for t in '$(RT_TRUNK_TASK)' "$$first"; do awk -v t="$$t" -v d="$$d" '$$1 == t { print $$1 " " (($$2 ~ /^\//) ? $$2 : d $$2) }' \
+	    $(DATASET_TASKS); done > $(RETARGET_O)/trunk.tasks.tmp && mv $(RETARGET_O)/trunk.tasks.tmp $(RETARGET_O)/trunk.tasks && \
+	  rm -rf $$o.first && \
+	  ($(call launch,heads-first) $(BIN)/prune retarget --cfg $(RT_TRUNK_V)/variant.cfg --weights $(RT_TRUNK_V)/variant.weights \
+	    --parent $(RT_TRUNK_ID) --tasks $(RETARGET_O)/trunk.tasks $(rt_trunk) $(if $(strip $(RETARGET_HEAD)),--head '$(RETARGET_HEAD)') \
+	    --seed $(SEED) --threads $(job_threads) --out $$o.first $(foreach s,$(RETARGET_SET),--set $s) 2>&1) \
+	    >>$(RETARGET_O)/heads.log && mv $$o.first/$$first $$o/$$first && mv $$o.first/retarget.json $$o/retarget-$$first.json && \
+	  rm -rf $$o.first || { tail -n 5 $(RETARGET_O)/heads.log >&2; exit 1; }; fi;) \
+	rm -f $@.tmp; \
 	while read -r task data; do \
 	  case "$$task" in ''|'#'*) continue ;; esac; \
 	  [ -d $$o/$$task ] || continue; \
 	  names=$$(sed -n 's/^[[:space:]]*names[[:space:]]*=[[:space:]]*//p' $$d$$data | head -n1); \
 	  case "$$names" in /*) ;; *) names=$$d$$names ;; esac; \
 	  $(call timed,heads,head-$$task,$(call rt_variant,$$o/$$task,head-$$task,$$task,$$d$$data)) || exit 1; \
-	  echo "--task $$task=$$names" >> $@.tmp; \
+	  [ "$$task" = "$$first" ] || echo "--task $$task=$$names" >> $@.tmp; \
 	done < $(DATASET_TASKS) && touch $@.tmp && mv $@.tmp $@
 
 # Specialised models: every context of the data set's contexts.list.

@@ -63,9 +63,10 @@ train_cmd_into = for p in $^; do if [ -e $1/variant.ckpt ] && [ $$p -nt $1/varia
   --data $(abspath $(DATA)) $(if $4,--weights $4 --clear) --seed $(SEED) --backup $1 \
   --resume --quiet --threads $(or $5,$(job_threads)) --determinism $(DETERMINISM) $(foreach s,$3,--set $s) $6
 
-# $(call eval_cmd,DIR): top-1/top-5 on the held-out test split.
+# $(call eval_cmd,DIR[,DATA]): top-1/top-5 on the held-out test split (of
+# DATA, default the data set's: a variant of another task).
 eval_cmd = $(call launch,$(notdir $1)-eval) $(BIN)/trainer valid --cfg $1/variant.cfg \
-  --weights $1/variant.weights --data $(abspath $(DATA)) --split test --threads $(job_threads) \
+  --weights $1/variant.weights --data $(or $2,$(abspath $(DATA))) --split test --threads $(job_threads) \
   --determinism $(DETERMINISM) --json > $1/eval.json.tmp && mv $1/eval.json.tmp $1/eval.json
 
 # $(call profile_cmd,DIR): costs counted while a forward runs, and batch-1

@@ -19,6 +19,13 @@
 #   V_<id>       := base | rewrite SPEC | svd SPEC | mimic FROM TO WITH | lasso | early-exit
 #                   | nested trr|l1 (NestDNN: the pruning roadmap of the
 #                   base by that ranking, then freeze-&-grow along it)
+#                   | base TASK (a variant other than the base: trained from
+#                   scratch for TASK in the stages of V_<id>_STAGES by
+#                   prune/curriculum.sh, TASK alone, then with the data set's
+#                   other tasks; it answers TASK, and is a trunk for the
+#                   heads: RETARGET_TRUNK, mk/retarget.mk)
+#   V_<id>_STAGES := the stages of such a curriculum (batches:rate:weights)
+#   V_<id>_CFG   := its architecture (default: RECIPE_CFG)
 #   V_<id>_TRAIN := [net] key=value settings; empty: no training
 #   V_<id>_MIMIC := key=value settings of the fragment's regression training
 #   V_<id>_EXITS := key=value settings of prune early-exit (V_<id> := early-exit;
@@ -80,7 +87,8 @@ variants-build: $(VARIANT_JSONS)
 plan_line = $(strip $(V_$1)) | $(strip $(V_$1_TRAIN)) | $(strip $(V_$1_MIMIC))$(if $(strip $(V_$1_LASSO)), | lasso $(strip $(V_$1_LASSO)))$(if $(strip $(V_$1_EXITS)), | exits $(strip $(V_$1_EXITS))) | seed $(SEED)$(if $(filter portable,$(DETERMINISM)), | determinism portable)$(if \
   $(filter base,$1),$(if $(BASE_WEIGHTS), | weights $(abspath $(BASE_WEIGHTS))))$(if $(strip $(V_$1_KD)), | kd $(strip $(V_$1_KD)))$(if \
   $(strip $(V_$1_ROADMAP)), | roadmap $(strip $(V_$1_ROADMAP)))$(if $(strip $(V_$1_GROW)), | grow $(strip $(V_$1_GROW)))$(if \
-  $(strip $(V_$1_FROM)), | from $(strip $(V_$1_FROM)))$(if $(and $(filter base,$1),$(BASE_TASKS_ARGS)), | tasks \
+  $(strip $(V_$1_FROM)), | from $(strip $(V_$1_FROM)))$(if $(strip $(V_$1_STAGES)), | stages $(strip \
+  $(V_$1_STAGES)))$(if $(strip $(V_$1_CFG)), | cfg $(strip $(V_$1_CFG)))$(if $(and $(filter base,$1),$(BASE_TASKS_ARGS)), | tasks \
   $(notdir $(DATASET_TASKS)) $(strip $(RECIPE_BASE_TASK_WEIGHTS)))
 
 # The [net] settings a variant trains with: its _TRAIN entry, plus the
@@ -90,6 +98,14 @@ train_settings = $(V_$1_TRAIN)$(if $(strip $(V_$1_KD)), $(addprefix distill_,$(V
 
 # The folder of the network a variant derives from: the base's, or V_<id>_FROM's.
 from_v = $(if $(strip $(V_$1_FROM)),$(VARIANTS_O)/$(strip $(V_$1_FROM)),$(BASE_V))
+
+# A curriculum (a variant other than the base with technique base): its
+# task, cfg, and (in a recipe's shell) its task's .data.
+is_curriculum = $(and $(filter-out base,$1),$(filter base,$(firstword $(V_$1))))
+variant_task = $(if $(call is_curriculum,$1),$(word 2,$(V_$1)),$(RECIPE_TASK))
+curriculum_cfg = $(or $(strip $(V_$1_CFG)),$(RECIPE_CFG))
+task_data = $$$$(awk -v t='$2' '$$$$1 == t { print $$$$2; exit }' $(abspath $(DATASET_TASKS)) | \
+  sed 's|^\([^/]\)|$(dir $(abspath $(DATASET_TASKS)))\1|')
 
 # $(call derive_cmd,ID,DIR)
 derive_cmd = $(BIN)/prune $(word 1,$(V_$1)) --cfg $(call from_v,$1)/variant.cfg \
@@ -113,6 +129,9 @@ $(if $(and $(strip $(V_$1_KD)),$(if $(strip $(V_$1_TRAIN)),,x)),$(error $(RECIPE
 $(foreach s,$(V_$1_KD),$(if $(filter alpha=% temperature=%,$s),,$(error $(RECIPES)/$(MODEL)/recipe.mk: V_$1_KD: '$s' is not alpha=A or temperature=T)))
 $(if $(filter base rewrite svd mimic lasso early-exit nested,$(word 1,$(V_$1))),,$(error $(RECIPES)/$(MODEL)/recipe.mk: \
   variant '$1' has technique '$(word 1,$(V_$1))': use base, rewrite, svd, mimic, lasso, early-exit or nested))
+$(if $(call is_curriculum,$1),$(if $(and $(word 2,$(V_$1)),$(strip $(V_$1_STAGES))),,$(error $(RECIPES)/$(MODEL)/recipe.mk: \
+  variant '$1' (base, a curriculum) needs its task (base TASK) and V_$1_STAGES (batches:learning_rate:weights ...)))$(if \
+  $(DATASET_TASKS),,$(error $(RECIPES)/$(MODEL)/recipe.mk: variant '$1' (base, a curriculum) needs the data set's .tasks file ($(DATA) has none))))
 $(if $(strip $(V_$1_FROM)),$(if $(filter early-exit,$(word 1,$(V_$1))),,$(error $(RECIPES)/$(MODEL)/recipe.mk: V_$1_FROM: only an early-exit variant may derive from another variant))$(if \
   $(filter-out $1,$(filter $(strip $(V_$1_FROM)),$(RECIPE_VARIANTS))),,$(error $(RECIPES)/$(MODEL)/recipe.mk: V_$1_FROM: '$(V_$1_FROM)' is not another variant of the plan)))
 $(if $(and $(filter nested,$(word 1,$(V_$1))),$(if $(filter trr l1,$(word 2,$(V_$1))),,x)),$(error $(RECIPES)/$(MODEL)/recipe.mk: variant '$1' (nested) needs its ranking: nested trr or nested l1))
@@ -144,6 +163,15 @@ $(VARIANTS_O)/$1/roadmap/roadmap.json: $(PLAN_O)/$1.plan $(BASE_V)/variant.weigh
 $(VARIANTS_O)/$1/meta.json: $(VARIANTS_O)/$1/roadmap/roadmap.json $(DATA) | $(BIN)/prune
 	$$(call msg,GROW,$1: $(V_$1_GROW))$$(call timed,derive,$1,$$(call launch,$1-grow) $(BIN)/prune grow \
 	  --roadmap $$< --data $(abspath $(DATA)) --seed $(SEED) --threads $$(job_threads) --out $$(@D) $(foreach s,$(V_$1_GROW),--set $s))
+else ifneq ($(call is_curriculum,$1),)
+# A curriculum (prune/curriculum.sh): trained from scratch in stages, its
+# folder the script's OUT (variant.cfg, sK/ per stage, variant.weights).
+$(VARIANTS_O)/$1/meta.json: $(PLAN_O)/$1.plan | $(VARIANTS_O)/$1/.dirstamp
+	$$(call msg,CURRIC,$1: $(word 2,$(V_$1)) first then the other tasks in $(words $(V_$1_STAGES)) stages)printf '%s\n' '{"technique":"base",\
+	  "parent":null,"description":"$(MODEL) ($(notdir $(call curriculum_cfg,$1))) trained from scratch for $(word 2,$(V_$1)) \
+	  in $(words $(V_$1_STAGES)) stages, the data set'"'"'s other tasks added (a multi-task curriculum: a trunk for the \
+	  heads)","technique_fields":{"curriculum":{"task":"$(word 2,$(V_$1))","stages":"$(strip $(V_$1_STAGES))"}}}' \
+	  > $$@.tmp && mv $$@.tmp $$@
 else
 $(VARIANTS_O)/$1/meta.json: $(PLAN_O)/$1.plan $(call from_v,$1)/variant.weights \
     $(if $(filter mimic lasso early-exit,$(word 1,$(V_$1))),$(DATA)) | $(VARIANTS_O)/$1/.dirstamp $(BIN)/prune $(BIN)/trainer
@@ -160,19 +188,26 @@ else ifeq ($1,base)
 $(VARIANTS_O)/$1/variant.weights: $(VARIANTS_O)/$1/meta.json $(BASE_WEIGHTS) | $(BIN)/trainer
 	$$(call msg,WEIGHTS,$(BASE_WEIGHTS))$(BIN)/trainer info --cfg $$(@D)/variant.cfg --weights $(BASE_WEIGHTS) >/dev/null && \
 	  cp $(BASE_WEIGHTS) $$@.tmp && mv $$@.tmp $$@
+else ifneq ($(call is_curriculum,$1),)
+$(VARIANTS_O)/$1/variant.weights: $(VARIANTS_O)/$1/meta.json $(call curriculum_cfg,$1) $(DATA) $(DATASET_TASKS) \
+    prune/curriculum.sh | $(BIN)/trainer
+	$$(call msg,TRAIN,$1: $$(V_$1_STAGES))$$(call timed,train,$1,$$(call launch,$1-train) env BIN=$(BIN) \
+	  THREADS=$$(job_threads) SEED=$(SEED) DETERMINISM=$(DETERMINISM) prune/curriculum.sh $(word 2,$(V_$1)) \
+	  $(abspath $(DATASET_TASKS)) $(call curriculum_cfg,$1) $$(@D) $$(V_$1_STAGES) 2>$$(@D)/curriculum.log || \
+	  { tail -n 5 $$(@D)/curriculum.log >&2; exit 1; })
 else
 $(VARIANTS_O)/$1/variant.weights: $(VARIANTS_O)/$1/meta.json $(if $(strip $(V_$1_TRAIN)),$(DATA)) | $(BIN)/trainer
 	$(if $(strip $(V_$1_TRAIN)),$$(call msg,TRAIN,$1: $(V_$1_TRAIN)$(if $(strip $(V_$1_KD)), (teacher: base; $(V_$1_KD))))$$(call timed,train,$1,$$(call train_cmd,$$(@D),$(call train_settings,$1),$$(@D)/init.weights)),$$(call msg,COPY,$1 (no training))cp $$(@D)/init.weights $$@.tmp && mv $$@.tmp $$@)
 endif
 
 $(VARIANTS_O)/$1/eval.json: $(VARIANTS_O)/$1/variant.weights $(DATA) | $(BIN)/trainer
-	$$(call msg,EVAL,$1)$$(call timed,eval,$1,$$(call eval_cmd,$$(@D)))
+	$$(call msg,EVAL,$1)$$(call timed,eval,$1,$$(call eval_cmd,$$(@D)$(if $(call is_curriculum,$1),$(comma)$(call task_data,$1,$(word 2,$(V_$1))))))
 
 $(VARIANTS_O)/$1/profile.json: $(VARIANTS_O)/$1/variant.weights | $(BIN)/catalog
 	$$(call msg,PROFILE,$1)$$(call timed,profile,$1,$$(call profile_cmd,$$(@D)))
 
 $(VARIANTS_O)/$1/variant.json: $(VARIANTS_O)/$1/eval.json $(VARIANTS_O)/$1/profile.json | $(BIN)/catalog
 	$$(call msg,DESCRIBE,$1)$$(call timed,describe,$1,$(BIN)/catalog describe $$(@D) --id $1 --model $(MODEL) \
-	  --task $(RECIPE_TASK) --eval $$(@D)/eval.json --profile $$(@D)/profile.json --meta $$(@D)/meta.json)
+	  --task $(call variant_task,$1) --eval $$(@D)/eval.json --profile $$(@D)/profile.json --meta $$(@D)/meta.json)
 endef
 $(foreach v,$(RECIPE_VARIANTS),$(eval $(call variant_rules,$(v))))

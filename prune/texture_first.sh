@@ -14,20 +14,21 @@
 # texture.weights is the first stage; --train trains the missing ones
 # first). DATA_DIR (build/data/synth): the data set, with one .tasks file
 # (identity first, then the attributes, with texture among them). Writes
-# DATA_DIR/texture-first.tasks (texture first, then the other attributes)
-# and texture-first-identity.tasks (the same, then the identity; tasks files
-# must sit beside the data files), OUT/texture.cfg (CFG with the texture's
-# class count), OUT/s2, s3, ... (the stages' trainer backups), OUT/heads
-# (prune retarget --out: the attribute heads), OUT/heads-identity (with an
-# identity stage: shape, colour, size and identity heads) and prints the
-# table. Settings (env): CFG (recipes/alexnet/base.cfg), THREADS (1), BIN
-# (build/bin), STAGES ("batches:learning_rate:task_weights" each, weights
-# in the order texture, the other attributes of the .tasks file, then the
-# identity when there are five; default "1000:0.02:1,1,1,1
-# 2000:0.03:1,2,0.5,1 1000:0.015:1,3,0.5,1.5 1000:0.01:1,1,1,1,1
-# 1500:0.015:1,1.5,0.5,1.5,2"; the first five-weight stage starts from the
-# stage before's plain model, its new groups at 0), HEAD_SET (extra prune
-# retarget --set words), NICE (19).
+# OUT/variant.cfg (CFG with the texture's class count), OUT/tasks-N.tasks
+# (the stages' tasks: texture, the other attributes, then the identity), OUT/s1,
+# s2, ... (the trainer backups of the stages after the first: the README's stages
+# 2, 3, ...), OUT/variant.weights (the trunk: the
+# last stage's plain texture model), OUT/heads (prune retarget --out: the
+# attribute heads), OUT/heads-identity (with an identity stage: shape, colour,
+# size and identity heads) and prints the table. The stages are
+# prune/curriculum.sh's, started from the independent texture model. Settings
+# (env): CFG (recipes/alexnet/base.cfg), THREADS (1), BIN (build/bin), STAGES
+# ("batches:learning_rate:task_weights" each, weights in the order texture,
+# the other attributes of the .tasks file, then the identity when there are
+# five; default "1000:0.02:1,1,1,1 2000:0.03:1,2,0.5,1 1000:0.015:1,3,0.5,1.5
+# 1000:0.01:1,1,1,1,1 1500:0.015:1,1.5,0.5,1.5,2"; the first five-weight
+# stage starts from the stage before's plain model, its new groups at 0),
+# HEAD_SET (extra prune retarget --set words), NICE (19).
 set -eu
 train=
 [ "${1:-}" = --train ] && { train=--train; shift; }
@@ -48,7 +49,6 @@ fi
 tex=$(awk '$1 == "texture" {print $2}' "$T")
 [ -n "$tex" ] || { echo "texture_first: $T lists no texture task" >&2; exit 1; }
 mkdir -p "$O" "$I"
-n=$(grep -c . "$D/${tex%.data}.names")
 # The first stage: the independent texture model (prune/indep_model.sh, as
 # prune/heads_table.sh --train trains the others for the table).
 if [ ! -s "$I/texture/texture.weights" ]; then
@@ -56,35 +56,19 @@ if [ ! -s "$I/texture/texture.weights" ]; then
     echo "texture_first: stage 1: the independent texture model" >&2
     CFG=$CFG BIN=$BIN THREADS=$THREADS NICE=$NICE "$(dirname "$0")/indep_model.sh" texture "$D/$tex" "$I"
 fi
-sed "s/^output=48$/output=$n/" "$CFG" >"$O/texture.cfg.tmp" && mv "$O/texture.cfg.tmp" "$O/texture.cfg"
-{ echo "texture $tex"; awk '!/^#/ && NF == 2' "$T" | sed 1d | awk '$1 != "texture"'; } \
-    >"$D/texture-first.tasks.tmp"
-{ cat "$D/texture-first.tasks.tmp"; awk '!/^#/ && NF == 2' "$T" | head -n 1; } >"$D/texture-first-identity.tasks.tmp"
-mv "$D/texture-first.tasks.tmp" "$D/texture-first.tasks"
-mv "$D/texture-first-identity.tasks.tmp" "$D/texture-first-identity.tasks"
-w=$I/texture/texture.weights k=2 id=0
-for st in $STAGES; do
-    b=${st%%:*} r=${st#*:}; lr=${r%%:*} tw=${r#*:}
-    tf=$D/texture-first.tasks
-    if [ "$(echo "$tw" | tr ',' '\n' | wc -l)" = 5 ]; then
-        tf=$D/texture-first-identity.tasks
-        # The first stage with the identity widens the plain model anew.
-        [ $id = 1 ] || w=$O/s$((k - 1))/texture.weights
-        id=1
-    fi
-    echo "texture_first: stage $k: $b batches at $lr, task weights $tw" >&2
-    nice -n "$NICE" "$BIN/trainer" train --cfg "$O/texture.cfg" --data "$D/$tex" --tasks "$tf" \
-        --weights "$w" --clear --set max_batches="$b" --set learning_rate="$lr" --task-weights "$tw" --seed 1 \
-        --threads "$THREADS" --backup "$O/s$k" --quiet
-    w=$O/s$k/texture.tasks.weights k=$((k + 1))
-done
+# The stages after the first: OUT/s1, s2, ... (the curriculum's, from the
+# independent texture model).
+BIN=$BIN THREADS=$THREADS SEED=1 INIT=$I/texture/texture.weights nice -n "$NICE" \
+    "$(dirname "$0")/curriculum.sh" texture "$T" "$CFG" "$O" $STAGES
+id=0
+for st in $STAGES; do [ "$(echo "${st##*:}" | tr ',' '\n' | wc -l)" = 5 ] && id=1; done
 hs=()
 for x in ${HEAD_SET:-}; do hs+=(--set "$x"); done
-nice -n "$NICE" "$BIN/prune" retarget --cfg "$O/texture.cfg" --weights "$O/s$((k - 1))/texture.weights" --tasks "$T" \
+nice -n "$NICE" "$BIN/prune" retarget --cfg "$O/variant.cfg" --weights "$O/variant.weights" --tasks "$T" \
     --cut fc@2 --seed 1 --threads "$THREADS" --out "$O/heads" ${hs[@]+"${hs[@]}"} >&2
 if [ $id = 1 ]; then
-    nice -n "$NICE" "$BIN/prune" retarget --cfg "$O/texture.cfg" --weights "$O/s$((k - 1))/texture.weights" \
-        --tasks "$D/texture-first-identity.tasks" --cut fc@2 --seed 1 --threads "$THREADS" --out "$O/heads-identity" \
+    nice -n "$NICE" "$BIN/prune" retarget --cfg "$O/variant.cfg" --weights "$O/variant.weights" \
+        --tasks "$O/tasks-5.tasks" --cut fc@2 --seed 1 --threads "$THREADS" --out "$O/heads-identity" \
         ${hs[@]+"${hs[@]}"} >&2
     python3 - "$O/heads-identity/retarget.json" <<'PY'
 import json, sys

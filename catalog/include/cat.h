@@ -206,6 +206,9 @@ struct cat_wv {
     long dominated_by;      /* index of the dominating variant, or -1 */
     long needed_by;         /* dominated but kept because this one depends on it, or -1 */
     double lo, hi;          /* top1's 95% Wilson interval (the point itself when images is 0) */
+    /* A head (technique head): its trunk's variant id, else NULL. Only a
+     * head on the same trunk can drop it (see cat_winnow). */
+    const char *trunk;
 };
 
 /* Marks the variants to drop. Accuracy is a measurement: each top-1 has its
@@ -222,6 +225,10 @@ struct cat_wv {
  * kept dominates it. The dominator recorded is the best kept one (highest
  * top-1, then fewest MACs, fewest bytes, smallest id). Dominated variants that
  * a kept variant depends on (transitively) are kept.
+ * A head (trunk set: MCDNN's task head on a shared trunk, whose cost beside
+ * that trunk's other tasks is the head alone) is dropped only by a head on
+ * the same trunk, never by a whole network of another trunk: that one
+ * would answer its task alone, but not in the trunk's fan-out.
  * A multi-capacity variant (ncaps > 0: NestDNN's nested model, one weights
  * file switched in place) is one unit: it is dropped only when every one of
  * its capacities is dominated by a kept plain variant (the rule above, per

@@ -361,6 +361,9 @@ static int winnow(struct input *ins, size_t n, unsigned char *keep, struct cat_b
                 deps[i][wv[i].ndeps++] = d->valuestring;
         }
         wv[i].deps = deps[i];
+        const cJSON *par = cJSON_GetObjectItemCaseSensitive(v, "parent");
+        if (!strcmp(cJSON_GetObjectItemCaseSensitive(v, "technique")->valuestring, "head") && cJSON_IsString(par))
+            wv[i].trunk = par->valuestring;
         /* A nested variant's capacities: winnowed as one unit (cat.h). */
         const cJSON *cl = cJSON_GetObjectItemCaseSensitive(
             cJSON_GetObjectItemCaseSensitive(v, "technique_fields"), "capacities"), *c;

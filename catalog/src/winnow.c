@@ -97,6 +97,8 @@ int cat_winnow(struct cat_wv *v, size_t n, trn_err *err)
         for (size_t q = 0; q < r; q++) {
             long j = order[q];
             if (v[j].dropped || !dominates(&v[j], &v[i])) continue;
+            /* a head falls only to a head on its own trunk (cat.h) */
+            if (v[i].trunk && (!v[j].trunk || strcmp(v[j].trunk, v[i].trunk))) continue;
             if (v[i].dominated_by < 0 || better(&v[j], &v[v[i].dominated_by])) v[i].dominated_by = j;
         }
         v[i].dropped = v[i].dominated_by >= 0 && !v[i].ncaps;

@@ -144,15 +144,8 @@ int prn_cli_early_exit(int argc, char **argv, trn_err *err)
         return -3;
     if (o.help) return 0;
     if (prn_cli_require(&o, "early-exit", need, err)) return -2;
-    if (o.parent) {
-        int bad = !*o.parent || strlen(o.parent) > 64;
-        for (const char *q = o.parent; *q; q++)
-            bad |= !(islower((unsigned char)*q) || isdigit((unsigned char)*q) || (q > o.parent && strchr("_.-", *q)));
-        if (bad)
-            return trn_errf(err, "--parent '%s' is not a variant id (lower-case letters, digits, '_', '.', '-')",
-                            o.parent),
-                   -2;
-    }
+    const char *parent;
+    if (prn_cli_parent(&o, &parent, err)) return -2;
     prn_exits_opts eo;
     prn_exits_opts_defaults(&eo);
     int predictions = 0;
@@ -197,7 +190,7 @@ int prn_cli_early_exit(int argc, char **argv, trn_err *err)
     eo.test_y = ty;
     eo.n_test = nt;
     if (prn_early_exit(cfg, o.cfg, o.weights, &eo, &v, &em, err) != 0) goto out;
-    v.parent = o.parent; /* NULL: "base" */
+    v.parent = parent;
     if (o.parent) { /* "the base" in the description is --cfg: name it */
         size_t n = strlen(v.description) + strlen(o.parent) + 32;
         char *d = malloc(n);

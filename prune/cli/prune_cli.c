@@ -16,6 +16,7 @@
 #include "prn_impl.h"
 #include "clikit.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -73,8 +74,9 @@ static const struct {
     {"contexts", "LIST", "the contexts list (\"id n p data-file\" lines, dataset contexts)"},
     {"generic-cfg", "G", "the cascade's generic model (default: the base --cfg)"},
     {"generic-weights", "GW", "its weights (default: --weights)"},
-    {"parent", "ID", "the catalog id of --cfg (default base): the variants' parent, and their\n"
-                     "cascade partner unless --generic-cfg names another model (then base)"},
+    {"parent", "ID", "the catalog id of --cfg (default base): the parent of the variants written\n"
+                     "(specialise: also their cascade partner unless --generic-cfg names another\n"
+                     "model, then base)"},
     {"set", "key=value", "a setting of the fragment's regression training (repeatable)"},
     {"seed", "N", "seed of the new weights (and of the training)"},
     {"out", "DIR", "the variant folder to write"},
@@ -135,6 +137,17 @@ int prn_cli_parse(int argc, char **argv, const char *verb, const char *synopsis,
     o->have_seed = seed >= 0;
     o->seed = o->have_seed ? (uint64_t)seed : 0;
     o->threads = (int)threads;
+    return 0;
+}
+
+int prn_cli_parent(const prn_cli_opts *o, const char **parent, trn_err *err)
+{
+    const char *p = o->parent ? o->parent : "base";
+    int bad = !*p || strlen(p) > 64;
+    for (const char *q = p; *q; q++)
+        bad |= !(islower((unsigned char)*q) || isdigit((unsigned char)*q) || (q > p && strchr("_.-", *q)));
+    if (bad) return trn_errf(err, "--parent '%s' is not a variant id (lower-case letters, digits, '_', '.', '-')", p);
+    *parent = p;
     return 0;
 }
 

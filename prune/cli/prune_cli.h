@@ -29,6 +29,9 @@ int prn_cli_parse(int argc, char **argv, const char *verb, const char *synopsis,
                   const char *const *known, prn_cli_opts *o);
 /* -1 naming the first option of `names` that was not given. */
 int prn_cli_require(const prn_cli_opts *o, const char *verb, const char *const *names, trn_err *err);
+/* The catalog id of --cfg (--parent, default "base"): the parent the
+ * verb's variants name. -1 with err when --parent is not a variant id. */
+int prn_cli_parent(const prn_cli_opts *o, const char **parent, trn_err *err);
 /* The base network of cfg (inference only, `batch` images per forward)
  * with its weights loaded. NULL on error. */
 trn_net *prn_cli_load_base(const trn_cfg *cfg, const char *weights, int batch, trn_err *err);

@@ -129,12 +129,12 @@ static void add_acc(cJSON *obj, const char *prefix, uint64_t correct, size_t n)
 int prn_cli_retarget(int argc, char **argv, trn_err *err)
 {
     static const char *const known[] = {"cfg", "weights", "tasks", "cut", "cuts", "head", "set",
-                                        "seed", "out", "threads", NULL};
+                                        "seed", "out", "threads", "parent", NULL};
     static const char *const need[] = {"cfg", "weights", "tasks", "seed", "out", NULL};
     prn_cli_opts o;
     if (prn_cli_parse(argc, argv, "retarget",
                       "--cfg C --weights W --tasks X.tasks (--cut SEL | --cuts LIST) [--head TEXT]\n"
-                      "                   [--set key=value ...] --seed N --out DIR [--threads T]",
+                      "                   [--set key=value ...] [--parent ID] --seed N --out DIR [--threads T]",
                       "Shares layers 0..SEL of the trained base (the trunk, frozen) between every\n"
                       "task of X.tasks (\"task data-file\" lines, the base's task first) and trains\n"
                       "one head per other task on the trunk's outputs, computed once and cached.\n"
@@ -149,12 +149,16 @@ int prn_cli_retarget(int argc, char **argv, trn_err *err)
                       "(0.9), decay (0.0005), aug_passes (2: augmented passes over the training\n"
                       "images), budget (0.01, --cuts only).\n"
                       "Writes DIR/<task>/{variant.cfg,init.weights,meta.json} (trunk + head, a\n"
-                      "whole Darknet network) and DIR/retarget.json (costs and top-1, the sweep).\n",
+                      "whole Darknet network) and DIR/retarget.json (costs and top-1, the sweep).\n"
+                      "Each head names --parent (the trunk's variant id, default base) as its\n"
+                      "parent and trunk.\n",
                       known, &o))
         return -3;
     if (o.help) return 0;
     if (prn_cli_require(&o, "retarget", need, err)) return -2;
     if (!o.cut == !o.cuts) return trn_errf(err, "give --cut SEL or --cuts LIST (one of them)"), -2;
+    const char *trunk_id;
+    if (prn_cli_parent(&o, &trunk_id, err)) return -2;
     /* budget=F (0 < F <= 1): the sweep's cost bound; the other keys are the head's. */
     double budget = 0.01;
     prn_cli_opts ko = o;
@@ -295,8 +299,8 @@ int prn_cli_retarget(int argc, char **argv, trn_err *err)
         bestv[k] = 0;
     }
     /* The trunk is the parent's layers 0..cut: the catalog names the
-     * parent variant ("base") as the trunk and lists it in depends_on. */
-    const char *trunk_id = "base";
+     * parent variant (--parent, default "base") as the trunk and lists it
+     * in depends_on. */
     cJSON_AddStringToObject(table, "cut", pts[0].sel);
     cJSON_AddNumberToObject(table, "cut_layer", pts[0].cut);
     cJSON_AddStringToObject(table, "trunk", trunk_id);
@@ -366,6 +370,7 @@ int prn_cli_retarget(int argc, char **argv, trn_err *err)
                 vcorrect = count_correct(pred, t[k].valid, n_va);
             }
             int vr = prn_retarget_variant(cfg, base, cut, hc, hn, trunk_id, &pv, err);
+            pv.parent = trunk_id;
             trn_cfg_free(hc);
             trn_net_free(hn);
             if (vr != 0) {

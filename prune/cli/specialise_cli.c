@@ -225,13 +225,8 @@ int prn_cli_specialise(int argc, char **argv, trn_err *err)
     if (!o.generic_cfg != !o.generic_weights)
         return trn_errf(err, "--generic-cfg and --generic-weights go together"), -2;
     /* the catalog id of --cfg: the parent, and the partner of its own cascade */
-    const char *parent = o.parent ? o.parent : "base";
-    int bad_id = !*parent || strlen(parent) > 64 || !(islower((unsigned char)*parent) || isdigit((unsigned char)*parent));
-    for (const char *q = parent; *q; q++)
-        bad_id |= !(islower((unsigned char)*q) || isdigit((unsigned char)*q) || strchr("_.-", *q));
-    if (bad_id)
-        return trn_errf(err, "--parent '%s' is not a variant id (lower-case letters, digits, '_', '.', '-')", parent),
-               -2;
+    const char *parent;
+    if (prn_cli_parent(&o, &parent, err)) return -2;
     prn_head_opts ho;
     /* gate=G (0 <= G < 1): the specialised model answers only when it
      * says an in-context class with probability >= G; "other" or a lower

@@ -126,6 +126,32 @@ endif
 RETARGET_CUT  := conv@4
 RETARGET_HEAD := convolutional,filters=24,size=1,stride=1,activation=relu;maxpool,size=4,stride=4
 
+# Issue 17 item 1's texture-first trunk (prune/README.md, "a texture-first
+# trunk meets item 1"), off by default for its time (10,000 batches of the
+# base's cfg beyond the base: recipes/README.md, "The texture-first trunk"):
+# TEXTURE_FIRST=1 adds the variant texture-first (a curriculum trained from
+# scratch: the texture model alone, then texture, shape, colour and size,
+# then the identity added, at the rates and task weights of
+# prune/texture_first.sh's six stages) and puts the heads on its fc7
+# (linear classifiers, 0.31% of the base's parameters at most), an identity
+# head too, so that one trunk answers all five tasks. The lines are
+# indented: tests/bench/rtl_tasks.sh reads the default's RETARGET_CUT and
+# RETARGET_HEAD above (TEXTURE_FIRST=1 in its environment gives this one).
+TEXTURE_FIRST ?=
+OPTIONS += TEXTURE_FIRST
+OPT_DOC_TEXTURE_FIRST := MODEL=alexnet: 1 trains the texture-first trunk (variant texture-first) and puts the attribute heads on its fc7 (issue 17 item 1)
+ifeq ($(TEXTURE_FIRST),1)
+  RECIPE_VARIANTS += texture-first
+  V_texture-first := base texture
+  V_texture-first_STAGES := 3500:0.05:1 1000:0.02:1,1,1,1 2000:0.03:1,2,0.5,1 1000:0.015:1,3,0.5,1.5 \
+    1000:0.01:1,1,1,1,1 1500:0.015:1,1.5,0.5,1.5,2
+  RETARGET_TRUNK := texture-first
+  RETARGET_CUT := fc@2
+  RETARGET_HEAD :=
+else ifneq ($(TEXTURE_FIRST),)
+  $(error TEXTURE_FIRST='$(TEXTURE_FIRST)' is not valid: use 1 or leave it empty)
+endif
+
 # Specialisation (MCDNN 4.1.2, prune specialise): the base's classifier
 # retrained for each of the data set's 15 representative (n,p) contexts,
 # n classes + "other" on the frozen lower layers; variants spec-<context>

@@ -8,7 +8,10 @@
 # installed, then `rtl run --task identity,shape,colour,size,texture
 # --repeat N --threads 1`: the median of N interleaved runs of all tasks
 # (the trunk once, then the base's upper layers and the four heads) and of
-# the base alone. Environment (from make): BIN, O, TOP; RUNS (default 300).
+# the base alone. Environment (from make): BIN, O, TOP; RUNS (default 300);
+# TEXTURE_FIRST=1: recipes/alexnet's TEXTURE_FIRST=1 instead, the heads
+# (and an identity head) on the fc7 of a texture-first variant (the same
+# cfg with texture's outputs), the identity alone still the base's.
 set -u
 : "${BIN:?run through make bench}" "${O:?run through make bench}" "${TOP:?run through make bench}"
 W=$O/bench/rtl-tasks
@@ -21,6 +24,8 @@ cuts=$(awk '/^RETARGET_CUTS[ \t]*:=/ { f = 1; sub(/^RETARGET_CUTS[ \t]*:=[ \t]*/
             f { c = $0; sub(/\\$/, "", c); printf "%s ", c; if ($0 !~ /\\$/) f = 0 }' \
         "$TOP/recipes/alexnet/recipe.mk" | tr -s ' \t' '  ' | sed 's/^ //; s/ $//')
 head=$(sed -n 's/^RETARGET_HEAD *:= *//p' "$TOP/recipes/alexnet/recipe.mk")
+tf=${TEXTURE_FIRST:-}
+[ "$tf" = 1 ] && cut=fc@2 cuts= head=
 # A sweep (RETARGET_CUTS): its heads at their own cuts, the lowest cut for
 # texture and the first for the others (what the default catalog keeps,
 # prune/README.md), so the trunk is fed at two cuts.
@@ -38,18 +43,31 @@ cp "$TOP/recipes/alexnet/base.cfg" $V/base/variant.cfg
 "$BIN/trainer" train --cfg $V/base/variant.cfg --data s/s.data --set max_batches=2 --backup bk --seed 1 \
     --threads 1 --loader-threads 1 --quiet >train.log 2>&1 && cp bk/variant.weights $V/base/variant.weights ||
     { echo "bench rtl-tasks: cannot train"; tail -n 5 train.log; exit 1; }
-rt() { # DIR TRUNK-OPTIONS...
-    local d=$1; shift
-    "$BIN/prune" retarget --cfg $V/base/variant.cfg --weights $V/base/variant.weights --tasks s/s.tasks \
+tr=base tasks=s/s.tasks heads="shape colour size texture"
+. "$TOP/tests/integration/rtl/tasks.sh"
+if [ "$tf" = 1 ]; then
+    tr=texture-first heads="$heads identity"
+    mkdir -p $V/$tr
+    awk -v n=4 -f "$TOP/mk/classes.awk" "$TOP/recipes/alexnet/base.cfg" >$V/$tr/variant.cfg 2>/dev/null &&
+    "$BIN/trainer" train --cfg $V/$tr/variant.cfg --data s/s-texture.data --set max_batches=2 --backup bk-tf --seed 1 \
+        --threads 1 --loader-threads 1 --quiet >train.log 2>&1 && cp bk-tf/variant.weights $V/$tr/variant.weights ||
+        { echo "bench rtl-tasks: cannot train the texture-first variant"; tail -n 5 train.log; exit 1; }
+    printf '{"technique": "base", "description": "texture-first", "technique_fields": {}}\n' >tf-meta.json
+    vjson alexnet $tr texture tf-meta.json "$("$BIN/trainer" info --json $V/$tr/variant.cfg)" >$V/$tr/variant.json
+    printf 'texture s-texture.data\nidentity s.data\n' >s/tf-identity.tasks
+fi
+rt() { # DIR TASKS TRUNK-OPTIONS...
+    local d=$1 t=$2; shift 2
+    "$BIN/prune" retarget --cfg $V/$tr/variant.cfg --weights $V/$tr/variant.weights --parent $tr --tasks "$t" \
         "$@" ${head:+--head "$head"} --set batches=5 --set aug_passes=0 --seed 1 --out "$d" >rt.log 2>&1 ||
         { echo "bench rtl-tasks: prune retarget failed"; tail -n 5 rt.log; exit 1; }
 }
-rt heads "${trunk[@]}"
-rt heads-tex "${trunk_tex[@]}"
+rt heads "$tasks" "${trunk[@]}"
+rt heads-tex "$tasks" "${trunk_tex[@]}"
 rm -rf heads/texture && cp -r heads-tex/texture heads/texture
-. "$TOP/tests/integration/rtl/tasks.sh"
+if [ "$tf" = 1 ]; then rt heads-id s/tf-identity.tasks "${trunk[@]}" && cp -r heads-id/identity heads/identity; fi
 vjson alexnet base identity - "$("$BIN/trainer" info --json $V/base/variant.cfg)" >$V/base/variant.json
-for k in shape colour size texture; do
+for k in $heads; do
     mkdir -p $V/head-$k && cp heads/$k/variant.cfg $V/head-$k/ && cp heads/$k/init.weights $V/head-$k/variant.weights
     vjson alexnet head-$k $k heads/$k/meta.json "$("$BIN/trainer" info --json heads/$k/variant.cfg)" >$V/head-$k/variant.json
 done
@@ -66,8 +84,8 @@ python3 - "$out" "${cuts:-$cut}" "$head" <<'EOF'
 import json, sys
 d = json.loads(sys.argv[1])
 t = d["timing"]
-print("bench rtl-tasks: default AlexNet (32x32), trunk cut(s) %s, head '%s', 1 thread, median of %d interleaved runs"
-      % (sys.argv[2], sys.argv[3], t["runs"]))
+print("bench rtl-tasks: default AlexNet (32x32), trunk cut(s) %s, head '%s', 1 thread, median of %d interleaved runs; "
+      "variants %s" % (sys.argv[2], sys.argv[3], t["runs"], ", ".join("%s: %s" % (x["task"], x["variant"]) for x in d["tasks"])))
 print("bench rtl-tasks: 5 tasks (identity, shape, colour, size, texture) %.3f ms, identity alone %.3f ms; "
       "ratio = %.3f (issue 17 target <= 1.15: %s); trunk runs per image: %d"
       % (t["all_tasks_ms"], t["first_task_ms"], t["ratio"], "met" if t["ratio"] <= 1.15 else "NOT met",

@@ -21,11 +21,11 @@ RECIPE_CFG := \$(RECIPES)/tiny/base.cfg
 RECIPE_VARIANTS := rw-a
 V_rw-a := rewrite stride2:conv\\#1
 V_rw-a_TRAIN := max_batches=10
-${2:-RETARGET_CUT := conv@2}
 RETARGET_HEAD := maxpool,size=2,stride=2
 RETARGET_SET := batches=$1 aug_passes=0 budget=1
 SPECIALISE := 1
 SPECIALISE_SET := batches=40 aug_passes=0
+${2:-RETARGET_CUT := conv@2}
 MK
 }
 write_recipe 40
@@ -147,4 +147,83 @@ expect_ok "  ... the published base is a plain model of its cfg" "$BIN/trainer" 
 t_check "  ... the heads are redone on the new trunk" test "$(stamp heads)" != "$h3"
 write_recipe 50 "RECIPE_BASE_TASKS := yes"
 expect_fail "a bad RECIPE_BASE_TASKS" "RECIPE_BASE_TASKS='yes' is not valid" pmake catalog
+# RETARGET_TRUNK: the heads on a curriculum variant (prune/curriculum.sh:
+# texture alone, then texture, shape, colour and size, then the five tasks),
+# which the catalog keeps because the heads depend on it.
+h4=$(stamp heads)
+tf_recipe() { # STAGES [MORE-LINES]
+    write_recipe 50 "RETARGET_CUT := fc@1
+RETARGET_HEAD :=
+RECIPE_VARIANTS += tf
+V_tf := base texture
+V_tf_STAGES := $1
+RETARGET_TRUNK := tf
+${2:-}"
+}
+tf_recipe "6:0.05:1 4:0.02:1,2,1,1 3:0.01:1,1,1,1,1"
+expect_ok "make catalog with the heads on a curriculum variant (RETARGET_TRUNK := tf)" pmake catalog
+t_check "  ... its stages: texture alone, 4 groups, then 5 from the plain model" sh -c "
+  test -s '$T/tiny/variants/tf/s1/variant.weights' && ! test -e '$T/tiny/variants/tf/s1/variant.tasks.cfg' &&
+  grep -qx 'groups=4' '$T/tiny/variants/tf/s2/variant.tasks.cfg' && grep -qx 'groups=5' '$T/tiny/variants/tf/s3/variant.tasks.cfg' &&
+  test \$(wc -l <'$T/tiny/variants/tf/s2/variant.metrics.jsonl') = 4"
+t_check "  ... the heads are redone on its trunk" test "$(stamp heads)" != "$h4"
+t_check "  ... the manifest: tf answers texture, every head depends on it" python3 - "$T/tiny/manifest.json" <<'EOF2'
+import json, sys
+m = json.load(open(sys.argv[1]))
+v = {x["id"]: x for x in m["variants"]}
+tf = v["tf"]
+assert tf["task"] == "texture" and tf["technique"] == "base" and tf["parent"] is None, tf
+assert tf["technique_fields"]["curriculum"]["task"] == "texture" and "texture" in tf["accuracy"], tf
+assert tf["accuracy"]["texture"]["images"] > 0, tf
+w = {x["id"]: x for x in m["winnowed"]}
+for t in ("shape", "colour", "size", "texture"):
+    h = v["head-" + t]
+    assert h["task"] == t and h["depends_on"] == ["tf"] and h["parent"] == "tf", h
+    assert h["technique_fields"]["head"]["trunk"] == "tf", h
+# the identity head on tf's trunk: kept beside rw-a, which would drop any
+# other identity variant here (the base), as only a head on tf's trunk can
+# drop it (catalog/README.md)
+assert "head-identity" in v and "base" in w and w["base"]["dominated_by"] == "rw-a", (sorted(v), w)
+EOF2
+t_check "  ... an identity head on tf's trunk was built" python3 - "$T/tiny/variants/head-identity/variant.json" <<'EOF2'
+import json, sys
+h = json.load(open(sys.argv[1]))
+assert h["task"] == "identity" and h["depends_on"] == ["tf"] and h["technique_fields"]["head"]["trunk"] == "tf", h
+EOF2
+mkdir -p "$T/root2/keys" && cp "$T/k.pub" "$T/root2/keys/"
+expect_ok "  ... installs" "$BIN/rtl" --root "$T/root2" install "$(ls "$T"/tiny/catalog-tiny-*.tar.zst | head -n 1)"
+expect_ok "  ... rtl run --task: every task" sh -c "$BIN/rtl --root $T/root2 run tiny --task identity,shape,colour,size,texture $img --json >$T/tasks2.json"
+t_check "  ... one trunk run, tf's: its heads answer all five tasks" python3 - "$T/tasks2.json" <<'EOF2'
+import json, sys
+d = json.load(open(sys.argv[1]))
+a = {t["task"]: t["variant"] for t in d["tasks"]}
+assert all(a[k] == "head-" + k for k in ("identity", "shape", "colour", "size", "texture")), a
+assert d["trunk_runs"] == 1, d["trunk_runs"]
+EOF2
+expect_ok "  ... trainer valid: tf's texture answer on the texture labels" "$BIN/trainer" valid \
+    --cfg "$T/tiny/variants/tf/variant.cfg" --weights "$T/tiny/variants/tf/variant.weights" \
+    --data "$T/data/synth/synth-texture.data" --split test
+tf_recipe "6:0.05:1 4:0.02:1,2,1,1,1,1"
+expect_fail "a stage with more weights than tasks" "stage 2 '4:0.02:1,2,1,1,1,1' has 6 task weights, but .* has 5 tasks" pmake catalog
+tf_recipe "6:0.05:1" "RETARGET_TRUNK := nope"
+expect_fail "RETARGET_TRUNK not a variant" "RETARGET_TRUNK 'nope' is not one variant of RECIPE_VARIANTS" pmake catalog
+write_recipe 50 "RECIPE_VARIANTS += tf
+V_tf := base texture"
+expect_fail "a curriculum without stages" "variant 'tf' .base, a curriculum. needs its task .base TASK. and V_tf_STAGES" pmake catalog
+write_recipe 50 "RETARGET_CUT :=
+RECIPE_VARIANTS += tf
+V_tf := base texture
+V_tf_STAGES := 6:0.05:1"
+expect_fail "a curriculum without heads" "a curriculum variant needs the heads" pmake catalog
+# recipes/alexnet's TEXTURE_FIRST=1 (a dry run): the texture-first variant
+# with prune/texture_first.sh's stages 1-4, the heads at its fc@2.
+amake() { make -n -C "$TOP" --no-print-directory O="$T/ao" MODEL=alexnet MODEL_O="$T/ao/alexnet" DATASET_ROOT="$T/ad" "$@"; }
+expect_ok "make -n retarget MODEL=alexnet TEXTURE_FIRST=1" amake retarget TEXTURE_FIRST=1
+t_check "  ... trains the curriculum and puts the heads at its fc@2" sh -c "
+  grep -q 'prune/curriculum.sh texture .*/synth.tasks recipes/alexnet/base.cfg .*/variants/texture-first 3500:0.05:1 1000:0.02:1,1,1,1 2000:0.03:1,2,0.5,1 1000:0.015:1,3,0.5,1.5 1000:0.01:1,1,1,1,1 1500:0.015:1,1.5,0.5,1.5,2' '$T/out' &&
+  grep -q 'prune retarget --cfg .*/variants/texture-first/variant.cfg .* --parent texture-first .* --cut .fc@2.  --seed' '$T/out'"
+expect_ok "make -n retarget MODEL=alexnet (the default)" amake retarget
+t_check "  ... heads on the base at conv@4, no curriculum" sh -c "
+  ! grep -q curriculum '$T/out' && grep -q 'prune retarget .*--parent base .*--cut .conv@4.' '$T/out'"
+expect_fail "TEXTURE_FIRST=yes" "TEXTURE_FIRST='yes' is not valid: use 1 or leave it empty" amake retarget TEXTURE_FIRST=yes
 t_done

@@ -57,6 +57,15 @@ expect_ok "another seed" "$P" "${A[@]}" --seed 5 --cut conv@2 --head maxpool,siz
 t_check "another seed, other head weights" sh -c "! cmp -s '$T/r/texture/init.weights' '$T/r3/texture/init.weights'"
 expect_ok "linear head on fc@1" "$P" "${A[@]}" --cut fc@1 --out "$T/r4"
 t_check "linear head: 16*4+4 parameters for texture" grep -q '"head_params":[[:space:]]*68' "$T/r4/retarget.json"
+expect_ok "--parent: the trunk is another variant's" "$P" "${A[@]}" --cut fc@1 --parent tf-1 --out "$T/r5"
+t_check "  ... its id is every head's parent and trunk, the same head bytes" python3 - "$T/r5" "$T/r4" <<'PY'
+import json, sys
+for t in ("shape", "colour", "size", "texture"):
+    m = json.load(open("%s/%s/meta.json" % (sys.argv[1], t)))
+    assert m["parent"] == "tf-1" and m["technique_fields"]["head"]["trunk"] == "tf-1", m
+    assert open("%s/%s/init.weights" % (sys.argv[1], t), "rb").read() == open("%s/%s/init.weights" % (sys.argv[2], t), "rb").read()
+assert json.load(open(sys.argv[1] + "/retarget.json"))["trunk"] == "tf-1"
+PY
 
 # A sweep of cuts (--cuts): every task gets a head at every cut and keeps
 # the one most accurate on the valid split among those within the budget
@@ -117,6 +126,7 @@ bad() { # NAME PATTERN ARGS...
     t_check "$name: no output" nothing_written
 }
 bad "cut at the output" "the last layer" "${A[@]}" --cut L6
+bad "a bad --parent" "--parent 'Bad id' is not a variant id" "${A[@]}" --cut fc@1 --parent 'Bad id'
 bad "unknown selector" "--cut: conv#9" "${A[@]}" --cut conv#9
 bad "missing --cut" "give --cut SEL or --cuts LIST" retarget --cfg "$T/base.cfg" --weights "$T/base.weights" --tasks "$S" --seed 1
 bad "--cut and --cuts" "give --cut SEL or --cuts LIST" "${A[@]}" --cut conv@2 --cuts conv@1

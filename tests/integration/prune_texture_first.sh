@@ -20,18 +20,20 @@ expect_ok "the curriculum, with the independent models trained" prune/texture_fi
 cp "$T/out" "$T/table"
 t_check "stage 1: the independent texture model" test -s "$T/ind/texture/texture.weights"
 t_check "the tasks: texture first, then the other attributes" \
-    test "$(awk '{print $1}' "$T/s/texture-first.tasks" | tr '\n' ' ')" = "texture shape colour size "
-for k in 2 3 4 5; do
-    t_check "stage $k written" test -s "$T/o/s$k/texture.tasks.weights"
+    test "$(awk '{print $1}' "$T/o/tasks-4.tasks" | tr '\n' ' ')" = "texture shape colour size "
+for k in 1 2 3 4; do
+    t_check "stage $((k + 1)) written (OUT/s$k)" test -s "$T/o/s$k/variant.tasks.weights"
 done
 t_check "stages 2-3: 4 groups of 4 (texture's class count first)" \
-    sh -c "grep '^output=' '$T/o/s3/texture.tasks.cfg' | tail -n 1 | grep -qx 'output=16' && grep -qx 'groups=4' '$T/o/s3/texture.tasks.cfg'"
-t_check "stage 3 ran 3 batches" sh -c "test \$(wc -l <'$T/o/s3/texture.metrics.jsonl') = 3"
+    sh -c "grep '^output=' '$T/o/s2/variant.tasks.cfg' | tail -n 1 | grep -qx 'output=16' && grep -qx 'groups=4' '$T/o/s2/variant.tasks.cfg'"
+t_check "stage 3 ran 3 batches" sh -c "test \$(wc -l <'$T/o/s2/variant.metrics.jsonl') = 3"
 t_check "the identity tasks: the same, then the identity" \
-    test "$(awk '{print $1}' "$T/s/texture-first-identity.tasks" | tr '\n' ' ')" = "texture shape colour size identity "
+    test "$(awk '{print $1}' "$T/o/tasks-5.tasks" | tr '\n' ' ')" = "texture shape colour size identity "
 t_check "stages 4-5: 5 groups of 48" \
-    sh -c "grep '^output=' '$T/o/s5/texture.tasks.cfg' | tail -n 1 | grep -qx 'output=240' && grep -qx 'groups=5' '$T/o/s5/texture.tasks.cfg'"
-t_check "stage 5 trained on from stage 4" sh -c "! cmp -s '$T/o/s4/texture.tasks.weights' '$T/o/s5/texture.tasks.weights'"
+    sh -c "grep '^output=' '$T/o/s4/variant.tasks.cfg' | tail -n 1 | grep -qx 'output=240' && grep -qx 'groups=5' '$T/o/s4/variant.tasks.cfg'"
+t_check "stage 5 trained on from stage 4" sh -c "! cmp -s '$T/o/s3/variant.tasks.weights' '$T/o/s4/variant.tasks.weights'"
+t_check "the trunk is stage 5's plain texture model" cmp -s "$T/o/s4/variant.weights" "$T/o/variant.weights"
+t_check "the data set's folder is left alone" sh -c "! ls '$T/s/' | grep -q texture-first"
 t_check "the identity head is scored" grep -q '^identity head on the same trunk: [0-9.]*% \[' "$T/table"
 t_check "heads at fc@2 for every attribute" python3 - "$T/o/heads/retarget.json" <<'PY'
 import json, sys

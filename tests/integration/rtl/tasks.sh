@@ -51,8 +51,9 @@ import json, sys
 model, vid, task, meta, cost = sys.argv[1:6]
 m = json.load(open(meta)) if meta != "-" else {"technique": "base", "description": "base", "technique_fields": {}}
 child = m["technique"] != "base"
+parent = m.get("parent") or "base"
 print(json.dumps({"schema": 1, "id": vid, "model": model, "technique": m["technique"],
-    "parent": "base" if child else None, "depends_on": ["base"] if child else [], "description": m["description"],
+    "parent": parent if child else None, "depends_on": [parent] if child else [], "description": m["description"],
     "task": task, "files": [{"role": "cfg", "path": "variant.cfg"}, {"role": "weights", "path": "variant.weights"}],
     "accuracy": {}, "technique_fields": m["technique_fields"], "cost": json.loads(cost)}))
 PY

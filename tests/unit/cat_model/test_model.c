@@ -10,8 +10,8 @@
 
 /* A variant measured on 1,000,000 images: intervals about +-0.001, so these
  * tests decide by the costs and clear accuracy differences; VN gives n. */
-#define V(id, task, macs, bytes, top1) {id, task, macs, bytes, top1, 1000000, NULL, 0, NULL, 0, 0, 0, 0, 0, 0}
-#define VN(id, task, macs, bytes, top1, n) {id, task, macs, bytes, top1, n, NULL, 0, NULL, 0, 0, 0, 0, 0, 0}
+#define V(id, task, macs, bytes, top1) {id, task, macs, bytes, top1, 1000000, NULL, 0, NULL, 0, 0, 0, 0, 0, 0, NULL}
+#define VN(id, task, macs, bytes, top1, n) {id, task, macs, bytes, top1, n, NULL, 0, NULL, 0, 0, 0, 0, 0, 0, NULL}
 
 static void wilson_known_values(void **state)
 {
@@ -44,6 +44,32 @@ static void winnow_equal_costs_clearly_worse_is_dropped(void **state)
     assert_int_equal(v[0].dominated_by, 1);
     assert_int_equal(v[1].dropped, 0);
     assert_true(v[0].hi < v[1].lo);
+}
+
+/* A head (MCDNN's task head: trunk + a small classifier) falls only to a
+ * head on its own trunk: an identity head on a texture-first trunk stays
+ * beside a cheaper identity network that would drop any other variant. */
+static void winnow_heads_fall_only_to_heads_on_their_trunk(void **state)
+{
+    (void)state;
+    struct cat_wv v[] = {
+        VN("rw-s1h1", "identity", 2800000, 200000, 0.932, 1440),
+        VN("head-identity", "identity", 12195840, 662100, 0.926, 1440),
+        VN("head-identity-b", "identity", 12195840, 662100, 0.700, 1440),
+        VN("head-identity-c", "identity", 12195840, 662100, 0.700, 1440),
+        VN("base", "identity", 12195840, 662100, 0.937, 1440),
+    };
+    v[1].trunk = "tf";
+    v[2].trunk = "tf";
+    v[3].trunk = "other";
+    trn_err e;
+    assert_int_equal(cat_winnow(v, 5, &e), 2);
+    assert_int_equal(v[1].dropped, 0); /* rw-s1h1 would drop a plain variant here */
+    assert_int_equal(v[2].dropped, 1); /* the better head on the same trunk drops it */
+    assert_string_equal(v[v[2].dominated_by].id, "head-identity");
+    assert_int_equal(v[3].dropped, 0); /* a lone head on its trunk stays */
+    assert_int_equal(v[4].dropped, 1); /* the base: dropped by rw-s1h1, as before */
+    assert_string_equal(v[v[4].dominated_by].id, "rw-s1h1");
 }
 
 /* Equal costs, accuracies inside each other's noise: neither dominates. */
@@ -489,6 +515,7 @@ int main(void)
         cmocka_unit_test(wilson_known_values),
         cmocka_unit_test(winnow_equal_costs_clearly_worse_is_dropped),
         cmocka_unit_test(winnow_equal_costs_within_noise_keeps_both),
+        cmocka_unit_test(winnow_heads_fall_only_to_heads_on_their_trunk),
         cmocka_unit_test(winnow_cheaper_not_clearly_worse),
         cmocka_unit_test(winnow_chains_in_the_noise_stop_at_kept_variants),
         cmocka_unit_test(winnow_rule_clause_by_clause),
