@@ -325,6 +325,9 @@ typedef struct prn_rank_layer {
     uint64_t filter_weights; /* weights per filter */
     double *score;           /* [filters] raw: TRR sum, or L1 norm */
     double *norm;            /* [filters] normalised score */
+    double *neg, *pos;       /* [filters] TRR's two sums (0 for the other methods): of the
+                              * anchor-negative and of the anchor-positive distances
+                              * (squared or plain, as the score); score = neg - pos */
     int *order;              /* [filters] the layer's filters, most important first */
 } prn_rank_layer;
 
@@ -369,6 +372,12 @@ void prn_ranking_free(prn_ranking *r);
  * (seed, t). -1 with err when no triplet exists. */
 int prn_triplets_sample(const int *classes, size_t n, uint64_t seed, uint64_t count, size_t *out,
                         trn_err *err);
+
+/* Spearman's rank correlation of x[0..n) and y[0..n): the Pearson
+ * correlation of their ranks, tied values sharing their mean rank (a
+ * diagnostic of `prune scan --drop single`). NAN when n < 2 or either
+ * side is constant. */
+double prn_spearman(const double *x, const double *y, int n);
 
 /* The ranking file's JSON (prune/README.md, "Ranking file"): format,
  * version, method, triplets, normalisation, layers (layer, type, filters,

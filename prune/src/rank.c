@@ -61,6 +61,8 @@ void prn_ranking_free(prn_ranking *r)
     for (int l = 0; l < r->nlayers; l++) {
         free(r->layers[l].score);
         free(r->layers[l].norm);
+        free(r->layers[l].neg);
+        free(r->layers[l].pos);
         free(r->layers[l].order);
     }
     free(r->layers);
@@ -119,7 +121,9 @@ static prn_ranking *ranking_new(const trn_net *net, prn_rank_method m, trn_err *
         L->score = calloc((size_t)L->filters, sizeof *L->score);
         L->norm = calloc((size_t)L->filters, sizeof *L->norm);
         L->order = calloc((size_t)L->filters, sizeof *L->order);
-        if (!L->score || !L->norm || !L->order) {
+        L->neg = calloc((size_t)L->filters, sizeof *L->neg);
+        L->pos = calloc((size_t)L->filters, sizeof *L->pos);
+        if (!L->score || !L->norm || !L->order || !L->neg || !L->pos) {
             free(idx);
             goto oom;
         }
@@ -381,7 +385,10 @@ static int rank_trr(prn_ranking *r, trn_net *net, const prn_rank_opts *o, trn_er
                     }
                     dn *= g * g;
                     dp *= g * g;
-                    L->score[f] += o->distance == PRN_TRR_PLAIN ? sqrt(dn) - sqrt(dp) : dn - dp;
+                    if (o->distance == PRN_TRR_PLAIN) dn = sqrt(dn), dp = sqrt(dp);
+                    L->score[f] += dn - dp;
+                    L->neg[f] += dn;
+                    L->pos[f] += dp;
                 }
             }
         }
@@ -464,6 +471,47 @@ int prn_triplets_sample(const int *classes, size_t n, uint64_t seed, uint64_t co
     }
     free(start), free(members), free(fill), free(anchors);
     return rc;
+}
+
+/* The mean ranks (1-based, ties averaged) of v[0..n) into r. 0 when out of
+ * memory. */
+static int mean_ranks(const double *v, int n, double *r)
+{
+    int *ix = malloc((size_t)n * sizeof *ix);
+    if (!ix) return 0;
+    for (int i = 0; i < n; i++) ix[i] = i;
+    /* Insertion sort by value: n is a layer's filter count. */
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && v[ix[j - 1]] > v[ix[j]]; j--) {
+            int t = ix[j];
+            ix[j] = ix[j - 1], ix[j - 1] = t;
+        }
+    for (int i = 0; i < n;) {
+        int e = i;
+        while (e + 1 < n && v[ix[e + 1]] == v[ix[i]]) e++;
+        for (int k = i; k <= e; k++) r[ix[k]] = (i + e) / 2.0 + 1;
+        i = e + 1;
+    }
+    free(ix);
+    return 1;
+}
+
+double prn_spearman(const double *x, const double *y, int n)
+{
+    if (n < 2) return NAN;
+    double *rx = malloc((size_t)n * sizeof *rx), *ry = malloc((size_t)n * sizeof *ry), out = NAN;
+    if (rx && ry && mean_ranks(x, n, rx) && mean_ranks(y, n, ry)) {
+        double m = (n + 1) / 2.0, sxy = 0, sxx = 0, syy = 0;
+        for (int i = 0; i < n; i++) {
+            sxy += (rx[i] - m) * (ry[i] - m);
+            sxx += (rx[i] - m) * (rx[i] - m);
+            syy += (ry[i] - m) * (ry[i] - m);
+        }
+        if (sxx > 0 && syy > 0) out = sxy / sqrt(sxx * syy);
+    }
+    free(rx);
+    free(ry);
+    return out;
 }
 
 /* A JSON array of doubles. */
