@@ -466,7 +466,8 @@ int prn_cli_scan(int argc, char **argv, trn_err *err)
         {"--method", "M", CK_STR, &method, 0, 0, "the ranking: trr, l1 or random (a diagnostic baseline)"},
         {"--seed", "N", CK_INT, &seed, 0, 4611686018427387904.0, "seed of the triplet sampling"},
         {"--triplets", "N", CK_INT, &triplets, 1, 100000000, "TRR's triplets (default 8192)"},
-        {"--at", "P", CK_STR, &at, 0, 0, "TRR: where F is read: output, bn (before the activation), conv (before batch norm)"},
+        {"--at", "P", CK_STR, &at, 0, 0, "TRR: where F is read: output, bn (before the activation), conv (before batch norm),\n"
+                                          "pooled (after the pooling that follows the layer)"},
         {"--distance", "D", CK_STR, &dist, 0, 0, "TRR: squared (equation 3.1) or plain L2 distance"},
         {"--drop", "HOW", CK_STR, &dropmode, 0, 0, "remove (default: the filters go), mean (a diagnostic: each is replaced by its mean output)\n"
                                                   "or single (a diagnostic: each filter alone zeroed; --fractions unused)"},
@@ -512,7 +513,7 @@ int prn_cli_scan(int argc, char **argv, trn_err *err)
     if (m < 0) return trn_errf(err, "--method '%s' is not a ranking: use trr, l1 or random", method), -2;
     if (sp < 0) return trn_errf(err, "--split '%s' is not a split: use train, valid or test", split), -2;
     int ati = prn_trr_at_parse(at), di = prn_trr_distance_parse(dist);
-    if (ati < 0) return trn_errf(err, "--at '%s' is not a point: use output, bn or conv", at), -2;
+    if (ati < 0) return trn_errf(err, "--at '%s' is not a point: use output, bn, conv or pooled", at), -2;
     if (di < 0) return trn_errf(err, "--distance '%s' is not a distance: use squared or plain", dist), -2;
     int by_mean = !strcmp(dropmode, "mean"), single = !strcmp(dropmode, "single");
     if (!by_mean && !single && strcmp(dropmode, "remove"))

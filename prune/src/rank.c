@@ -116,6 +116,8 @@ static prn_ranking *ranking_new(const trn_net *net, prn_rank_method m, trn_err *
         L->kind = info.kind;
         L->filters = info.out.c;
         L->map = (uint64_t)info.out.h * (uint64_t)info.out.w;
+        L->f_layer = L->layer;
+        L->f_map = L->map;
         const trn_param *w = trn_net_param(net, idx[l], TRN_PARAM_WEIGHTS);
         L->filter_weights = w ? (uint64_t)w->cols : 0;
         L->score = calloc((size_t)L->filters, sizeof *L->score);
@@ -168,7 +170,7 @@ static int ranking_finish(prn_ranking *r, trn_err *err)
     int n = 0;
     for (int l = 0; l < r->nlayers; l++) {
         prn_rank_layer *L = &r->layers[l];
-        double d = r->method == PRN_RANK_TRR ? (double)L->map * (double)(r->triplets ? r->triplets : 1)
+        double d = r->method == PRN_RANK_TRR ? (double)L->f_map * (double)(r->triplets ? r->triplets : 1)
                    : r->method == PRN_RANK_L1 ? (double)(L->filter_weights ? L->filter_weights : 1)
                                               : 1;
         int first = n;
@@ -234,6 +236,7 @@ const char *prn_trr_at_name(prn_trr_at a)
     case PRN_TRR_AT_OUTPUT: return "output";
     case PRN_TRR_AT_BN: return "bn";
     case PRN_TRR_AT_CONV: return "conv";
+    case PRN_TRR_AT_POOLED: return "pooled";
     default: return "?";
     }
 }
@@ -288,7 +291,7 @@ static trr_source *trr_sources(const prn_ranking *r, trn_net *net, const prn_ran
         trn_errf(err, "out of memory");
         return NULL;
     }
-    if (o->at == PRN_TRR_AT_OUTPUT) return s;
+    if (o->at == PRN_TRR_AT_OUTPUT || o->at == PRN_TRR_AT_POOLED) return s;
     if (!o->cfg) {
         trn_errf(err, "TRR before the activation needs the network's cfg (prn_rank_opts.cfg)");
         free(s);
@@ -356,9 +359,22 @@ static int rank_trr(prn_ranking *r, trn_net *net, const prn_rank_opts *o, trn_er
         trr_sources_free(src, r->nlayers);
         return trn_errf(err, "out of memory");
     }
+    /* --at pooled: F is the output of the pooling and dropout layers that
+     * follow the layer and keep its channels (Darknet's maxpool, avgpool and
+     * dropout read the layer before them). */
+    for (int l = 0; l < r->nlayers && o->at == PRN_TRR_AT_POOLED; l++) {
+        prn_rank_layer *L = &r->layers[l];
+        trn_layer_info ni;
+        while (L->f_layer + 1 < trn_net_layers(net) && trn_net_layer_info(net, L->f_layer + 1, &ni) == 0 &&
+               (ni.kind == TRN_LAYER_MAXPOOL || ni.kind == TRN_LAYER_AVGPOOL || ni.kind == TRN_LAYER_DROPOUT) &&
+               ni.out.c == L->filters) {
+            L->f_layer++;
+            L->f_map = (uint64_t)ni.out.h * (uint64_t)ni.out.w;
+        }
+    }
     int last = -1;
     for (int l = 0; l < r->nlayers; l++)
-        if (!src[l].own && r->layers[l].layer > last) last = r->layers[l].layer;
+        if (!src[l].own && r->layers[l].f_layer > last) last = r->layers[l].f_layer;
     int rc = 0;
     for (uint64_t t0 = 0; t0 < o->triplets && rc == 0; t0 += (uint64_t)per) {
         int k = (int)((o->triplets - t0) < (uint64_t)per ? o->triplets - t0 : (uint64_t)per);
@@ -372,8 +388,8 @@ static int rank_trr(prn_ranking *r, trn_net *net, const prn_rank_opts *o, trn_er
             prn_rank_layer *L = &r->layers[l];
             trn_net *from = src[l].own ? src[l].own : net;
             if (src[l].own && (rc = trn_net_forward_upto(from, x, L->layer, err)) != 0) break;
-            const float *y = trn_net_layer_output(from, L->layer);
-            size_t m = (size_t)L->map, size = (size_t)L->filters * m;
+            const float *y = trn_net_layer_output(from, L->f_layer);
+            size_t m = (size_t)L->f_map, size = (size_t)L->filters * m;
             for (int j = 0; j < k; j++) {
                 const float *A = y + (size_t)(3 * j) * size, *P = A + size, *N = P + size;
                 for (int f = 0; f < L->filters; f++) {
@@ -542,7 +558,8 @@ cJSON *prn_ranking_json(const prn_ranking *r, const trn_net *net)
         cJSON_AddStringToObject(j, "distance", prn_trr_distance_name(r->distance));
     }
     cJSON_AddStringToObject(j, "normalisation",
-                            r->method == PRN_RANK_TRR  ? "score / (map height * width * triplets)"
+                            r->method == PRN_RANK_TRR  ? (r->at == PRN_TRR_AT_POOLED ? "score / (f_map height * width * triplets)"
+                                                                                     : "score / (map height * width * triplets)")
                             : r->method == PRN_RANK_L1 ? "score / weights per filter"
                                                        : "none");
     for (int l = 0; l < r->nlayers; l++) {
@@ -556,6 +573,10 @@ cJSON *prn_ranking_json(const prn_ranking *r, const trn_net *net)
         cJSON_AddStringToObject(o, "type", trn_layer_kind_name(L->kind));
         cJSON_AddNumberToObject(o, "filters", L->filters);
         cJSON_AddNumberToObject(o, "map", (double)L->map);
+        if (r->method == PRN_RANK_TRR && r->at == PRN_TRR_AT_POOLED) {
+            cJSON_AddNumberToObject(o, "f_layer", L->f_layer);
+            cJSON_AddNumberToObject(o, "f_map", (double)L->f_map);
+        }
         cJSON_AddNumberToObject(o, "filter_weights", (double)L->filter_weights);
         cJSON_AddItemToObject(o, "score", json_doubles(L->score, L->filters));
         cJSON_AddItemToObject(o, "normalised", json_doubles(L->norm, L->filters));

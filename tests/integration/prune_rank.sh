@@ -49,6 +49,15 @@ t_check "trr --at conv: recorded" jqc '.at == "conv" and .distance == "squared"'
 expect_ok "trr --at bn, squared" "$P" "${TRR[@]}" --at bn --out "$T/rbn2.json"
 t_check "trr --at conv and bn: the connected layer (no batch norm) has the same scores" \
     test "$(jq -c '.layers[2].score' "$T/rconv.json")" = "$(jq -c '.layers[2].score' "$T/rbn2.json")"
+expect_ok "trr --at pooled" "$P" "${TRR[@]}" --at pooled --out "$T/rpool.json"
+t_check "trr --at pooled: F after the max pool that follows layer 0 (8x8), the others' own output" \
+    jqc '.at == "pooled" and [.layers[] | [.layer, .f_layer, .f_map]] == [[0, 1, 64], [2, 2, 64], [3, 3, 1]]' "$T/rpool.json"
+t_check "trr --at pooled: layers with nothing pooled after them score as at the output" \
+    test "$(jq -c '[.layers[1:][].score]' "$T/rpool.json")" = "$(jq -c '[.layers[1:][].score]' "$T/r1.json")"
+t_check "trr --at pooled: layer 0 scores the pooled map (other scores)" \
+    test "$(jq -c '.layers[0].score' "$T/rpool.json")" != "$(jq -c '.layers[0].score' "$T/r1.json")"
+t_check "trr --at pooled: normalised by the pooled map" \
+    jqc 'all(.layers[]; . as $l | all(range(.filters); ($l.score[.] / $l.f_map / 20 - $l.normalised[.]) | fabs < 1e-9 * (fabs + 1)))' "$T/rpool.json"
 
 expect_ok "l1" "$P" l1 --cfg "$T/base.cfg" --weights "$T/base.weights" --out "$T/l1.json"
 t_check "l1: same layers, no triplets" jqc '.method == "l1" and (has("triplets") | not) and [.layers[].layer] == [0, 2, 3]' "$T/l1.json"
