@@ -91,7 +91,8 @@ static int rank_verb(int argc, char **argv, prn_rank_method m, trn_err *err)
         {"--seed", "N", CK_INT, &seed, 0, 4611686018427387904.0, "seed of the triplet sampling"},
         {"--triplets", "N", CK_INT, &triplets, 1, 100000000, "how many triplets (default 8192)"},
         {"--split", "S", CK_STR, &split, 0, 0, "the split they come from: train (default), valid, test"},
-        {"--at", "P", CK_STR, &at, 0, 0, "where F is read: output (after the activation), bn (before it), conv (before batch norm)"},
+        {"--at", "P", CK_STR, &at, 0, 0, "where F is read: output (after the activation), bn (before it), conv (before batch norm),\n"
+                                              "pooled (after the pooling that follows the layer)"},
         {"--distance", "D", CK_STR, &dist, 0, 0, "squared (the L2 norm squared, equation 3.1) or plain (the L2 norm)"},
         {"--out", "FILE", CK_STR, &out, 0, 0, "the ranking file to write (JSON)"},
         {"--threads", "T", CK_INT, &threads, 1, 1024, "compute threads (default 1)"},
@@ -107,7 +108,7 @@ static int rank_verb(int argc, char **argv, prn_rank_method m, trn_err *err)
     const ck_verb v = trr
         ? (ck_verb){"trr", NULL, NULL,
                     "--cfg C --weights W --data D.data --seed N --out FILE [--triplets N] [--split S]\n"
-                    "                 [--at output|bn|conv] [--distance squared|plain] [--threads T]",
+                    "                 [--at output|bn|conv|pooled] [--distance squared|plain] [--threads T]",
                     "Ranks every filter of every convolutional layer and every connected layer but the\n"
                     "classifier by NestDNN's Triplet Response Residual: over N triplets (anchor and\n"
                     "positive of one class, negative of another) drawn from the split with the seed,\n"
@@ -131,7 +132,7 @@ static int rank_verb(int argc, char **argv, prn_rank_method m, trn_err *err)
     if (trr && seed < 0) return trn_errf(err, "--seed is required"), -2;
     if (trr && sp < 0) return trn_errf(err, "--split '%s' is not a split: use train, valid or test", split), -2;
     int ati = prn_trr_at_parse(at), di = prn_trr_distance_parse(dist);
-    if (ati < 0) return trn_errf(err, "--at '%s' is not a point: use output, bn or conv", at), -2;
+    if (ati < 0) return trn_errf(err, "--at '%s' is not a point: use output, bn, conv or pooled", at), -2;
     if (di < 0) return trn_errf(err, "--distance '%s' is not a distance: use squared or plain", dist), -2;
     trn_set_threads((int)threads);
     trn_cfg *cfg = trn_cfg_read(cfgp, err);

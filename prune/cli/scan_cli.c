@@ -100,6 +100,54 @@ static int filter_means(trn_net *net, const prn_ranking *r, const trn_dataset *d
     return scan_images(net, r, ds, u.m, add_means, &u, err);
 }
 
+/* --drop single's per-filter description: over SCAN_MEAN_IMAGES training
+ * images and every map position, the output's mean, standard deviation and
+ * fraction of zeros (a relu's off positions). stat[l] holds 3 x filters. */
+struct stats {
+    const prn_ranking *r;
+    double **stat;
+};
+
+static int add_stats(void *ctx, const trn_net *net, int k, trn_err *err)
+{
+    (void)err;
+    const struct stats *u = ctx;
+    for (int l = 0; l < u->r->nlayers; l++) {
+        const prn_rank_layer *L = &u->r->layers[l];
+        const float *y = trn_net_layer_output(net, L->layer);
+        size_t mp = (size_t)L->map, F = (size_t)L->filters;
+        double *st = u->stat[l];
+        for (int j = 0; j < k; j++)
+            for (size_t f = 0; f < F; f++) {
+                const float *q = y + ((size_t)j * F + f) * mp;
+                for (size_t p = 0; p < mp; p++) {
+                    st[f] += q[p];
+                    st[F + f] += (double)q[p] * q[p];
+                    st[2 * F + f] += q[p] == 0;
+                }
+            }
+    }
+    return 0;
+}
+
+static int filter_stats(trn_net *net, const prn_ranking *r, const trn_dataset *ds, double **stat, trn_err *err)
+{
+    size_t n = trn_dataset_count(ds, TRN_SPLIT_TRAIN), m = n < SCAN_MEAN_IMAGES ? n : SCAN_MEAN_IMAGES;
+    struct stats u = {r, stat};
+    int rc = scan_images(net, r, ds, m, add_stats, &u, err);
+    for (int l = 0; l < r->nlayers && rc == 0; l++) {
+        size_t F = (size_t)r->layers[l].filters;
+        double cnt = (double)m * (double)r->layers[l].map, *st = stat[l];
+        for (size_t f = 0; f < F; f++) {
+            double mu = st[f] / cnt, v = st[F + f] / cnt - mu * mu;
+            st[f] = mu;
+            st[F + f] = sqrt(v > 0 ? v : 0);
+            st[2 * F + f] /= cnt;
+        }
+    }
+    return rc;
+}
+
 /* --corr N (a diagnostic, not part of TRR nor of the paper): the Pearson
  * correlation between every two filters' outputs of each ranked layer,
  * over N training images spread over the split (evaluation preprocessing)
@@ -238,12 +286,179 @@ static void set_constant(trn_net *net, int i, int f, double c)
     b->data[f] = (float)c;
 }
 
+/* --drop single: top-1 (with its interval) and the mean cross-entropy,
+ * -log of the output at the true class (the network ends with softmax;
+ * outputs clamped to 1e-12), on the split. */
+static int scan_eval_loss(trn_net *net, const trn_dataset *ds, trn_split split, int threads, rm_acc *a,
+                          double *loss, trn_err *err)
+{
+    memset(a, 0, sizeof *a);
+    a->split = split;
+    size_t n = trn_dataset_count(ds, split);
+    int batch = trn_net_batch(net), classes = trn_dataset_classes(ds);
+    trn_shape s = trn_net_input_shape(net);
+    trn_loader_opts lo;
+    trn_loader_opts_defaults(&lo);
+    lo.w = s.w, lo.h = s.h, lo.c = s.c, lo.batch = batch;
+    lo.augment = 0, lo.shuffle = 0, lo.threads = threads;
+    float *x = malloc((size_t)batch * trn_net_inputs(net) * sizeof *x);
+    float *y = malloc((size_t)batch * (size_t)classes * sizeof *y);
+    trn_loader *ld = x && y ? trn_loader_open(ds, split, &lo, err) : NULL;
+    int rc = ld ? 0 : (x && y ? -1 : trn_errf(err, "out of memory"));
+    uint64_t seen = 0, good = 0;
+    double sum = 0;
+    for (uint64_t b = 0; rc == 0 && seen < n; b++) {
+        if ((rc = trn_loader_get(ld, b, x, y, err)) != 0 || (rc = trn_net_forward(net, x, err)) != 0) break;
+        const float *p = trn_net_output(net);
+        for (int j = 0; j < batch && seen < n; j++, seen++) {
+            const float *pj = p + (size_t)j * (size_t)classes, *yj = y + (size_t)j * (size_t)classes;
+            int t = trn_argmax(yj, classes);
+            good += trn_argmax(pj, classes) == t;
+            sum += -log(pj[t] > 1e-12f ? (double)pj[t] : 1e-12);
+        }
+    }
+    trn_loader_close(ld);
+    free(x);
+    free(y);
+    if (rc) return -1;
+    a->images = seen;
+    a->correct = good;
+    a->top1 = seen ? (double)good / (double)seen : 0;
+    trn_wilson(good, seen, &a->lo, &a->hi);
+    *loss = seen ? sum / (double)seen : 0;
+    return 0;
+}
+
+/* --bn B with --drop single: the batch-norm statistics re-estimated from B
+ * training batches (prn_bn_recalibrate; the base's augmentation, the
+ * loader's seed) after the filter is zeroed, the same batches for every
+ * filter and for the unpruned reference. */
+typedef struct scan_feed {
+    trn_loader *ld;
+    int batches;
+} scan_feed;
+
+static int scan_feed_batch(void *ctx, uint64_t index, float *x, float *y, trn_err *err)
+{
+    return trn_loader_get(((scan_feed *)ctx)->ld, index, x, y, err);
+}
+
+/* An evaluation copy of base with filter f of layer `layer` zeroed (f < 0:
+ * none), its statistics re-estimated when feed->batches > 0. NULL with err. */
+static trn_net *single_net(const trn_cfg *cfg, const trn_net *base, int layer, int f, scan_feed *feed,
+                           trn_err *err)
+{
+    if (!feed->batches) {
+        trn_net *ev = prn_cli_net_like(cfg, base, 64, 1, 0, err);
+        if (ev && f >= 0) set_constant(ev, layer, f, 0);
+        return ev;
+    }
+    trn_net *tr = prn_cli_net_like(cfg, base, 64, 0, 0, err), *ev = NULL;
+    if (tr && f >= 0) set_constant(tr, layer, f, 0);
+    if (tr && prn_bn_recalibrate(tr, scan_feed_batch, feed, 0, feed->batches, err) == 0)
+        ev = prn_cli_net_like(cfg, tr, 64, 1, 0, err);
+    trn_net_free(tr);
+    return ev;
+}
+
+/* --drop single (a diagnostic, neither TRR nor the paper's pruning): every
+ * filter of ranked layer l (r->layers[l]) alone has its output channel
+ * zeroed (zero weights, batch-norm scale, mean and shift: the next layer
+ * reads 0, as if the filter were removed; the batch-norm statistics stay),
+ * and the split's top-1 and mean loss are measured. Adds "single" (per
+ * filter: filter, score, l1, accuracy, loss) and "spearman" (the rank
+ * correlation of the loss increase and of the top-1 drop with the ranking's
+ * score and with L1's) to o, and prints them. */
+static int scan_single(const trn_cfg *cfg, const trn_net *base, const trn_dataset *ds, trn_split sp, int threads,
+                       const prn_ranking *r, const prn_ranking *l1, int l, double loss0, const rm_acc *a0,
+                       const double *stat, const double *corr, scan_feed *feed, cJSON *o, trn_err *err)
+{
+    const prn_rank_layer *L = &r->layers[l];
+    int F = L->filters, rc = 0;
+    const trn_param *g = trn_net_param(base, L->layer, TRN_PARAM_SCALES),
+                    *b = trn_net_param(base, L->layer, TRN_PARAM_BIASES);
+    int *keep = malloc((size_t)F * sizeof *keep);
+    double *dl = calloc((size_t)F, sizeof *dl), *da = calloc((size_t)F, sizeof *da);
+    double *sm = calloc((size_t)F, sizeof *sm), *s1 = calloc((size_t)F, sizeof *s1);
+    cJSON *js = cJSON_AddArrayToObject(o, "single");
+    if (!dl || !da || !sm || !s1 || !js || !keep) rc = trn_errf(err, "out of memory");
+    printf("\n  filter  %-10s %-8s top-1   loss    pos/neg  mean    std     zeros  bn-scale shift   next  max|r|\n",
+           prn_rank_method_name(r->method), "l1");
+    for (int f = 0; f < F && rc == 0; f++) {
+        trn_net *ev = single_net(cfg, base, L->layer, f, feed, err);
+        rm_acc a;
+        double loss = 0;
+        if (!ev) {
+            rc = -1;
+            break;
+        }
+        rc = scan_eval_loss(ev, ds, sp, threads, &a, &loss, err);
+        trn_net_free(ev);
+        if (rc) break;
+        dl[f] = loss - loss0;
+        da[f] = a0->top1 - a.top1;
+        sm[f] = L->score[f];
+        s1[f] = l1->layers[l].score[f];
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddItemToArray(js, e);
+        cJSON_AddNumberToObject(e, "filter", f);
+        cJSON_AddNumberToObject(e, "score", sm[f]);
+        cJSON_AddNumberToObject(e, "l1", s1[f]);
+        cJSON_AddItemToObject(e, "accuracy", prn_cli_acc_json(&a));
+        cJSON_AddNumberToObject(e, "loss", loss);
+        /* What describes the filter: TRR's two sums, its output over
+         * training images, its batch norm, the share of the next layer's
+         * squared input weights on its channel, its largest |correlation|
+         * with another filter of the layer. */
+        int n = 0;
+        for (int q = 0; q < F; q++)
+            if (q != f) keep[n++] = q;
+        prn_keep kk = {L->layer, n, keep};
+        double share = 0, mr = 0;
+        if ((rc = prn_filters_next_share(base, &kk, 1, &share, err)) != 0) break;
+        for (int q = 0; q < F; q++)
+            if (q != f && fabs(corr[(size_t)f * (size_t)F + (size_t)q]) > mr) mr = fabs(corr[(size_t)f * (size_t)F + (size_t)q]);
+        double ratio = L->neg[f] > 0 ? L->pos[f] / L->neg[f] : 0;
+        if (r->method == PRN_RANK_TRR) {
+            cJSON_AddNumberToObject(e, "neg", L->neg[f]);
+            cJSON_AddNumberToObject(e, "pos", L->pos[f]);
+        }
+        cJSON_AddNumberToObject(e, "mean", stat[f]);
+        cJSON_AddNumberToObject(e, "std", stat[F + f]);
+        cJSON_AddNumberToObject(e, "zeros", stat[2 * F + f]);
+        if (g) cJSON_AddNumberToObject(e, "bn_scale", g->data[f]);
+        if (b) cJSON_AddNumberToObject(e, "shift", b->data[f]);
+        cJSON_AddNumberToObject(e, "next_weight_share", 1 - share);
+        cJSON_AddNumberToObject(e, "max_abs_corr", mr);
+        printf("  %6d  %-10.4g %-8.4g %6.2f%% %.4f  %.3f    %-7.3f %-7.3f %.3f  %-8.3f %-7.3f %.3f %.3f\n", f,
+               L->norm[f], s1[f], 100 * a.top1, loss, ratio, stat[f], stat[F + f], stat[2 * F + f],
+               g ? g->data[f] : 1.0f, b ? b->data[f] : 0.0f, 1 - share, mr);
+        fflush(stdout);
+    }
+    if (rc == 0) {
+        double v[4] = {prn_spearman(dl, sm, F), prn_spearman(dl, s1, F), prn_spearman(da, sm, F),
+                       prn_spearman(da, s1, F)};
+        cJSON *c = cJSON_AddObjectToObject(o, "spearman");
+        const char *k[4] = {"loss_score", "loss_l1", "top1_score", "top1_l1"};
+        for (int q = 0; q < 4; q++) {
+            if (isnan(v[q])) cJSON_AddNullToObject(c, k[q]);
+            else cJSON_AddNumberToObject(c, k[q], v[q]);
+        }
+        printf("  Spearman with the loss increase: %s %.3f, l1 %.3f; with the top-1 drop: %s %.3f, l1 %.3f\n",
+               prn_rank_method_name(r->method), v[0], v[1], prn_rank_method_name(r->method), v[2], v[3]);
+    }
+    free(dl), free(da), free(sm), free(s1), free(keep);
+    return rc;
+}
+
+#define SCAN_MAX_LAYERS 64
+
 int prn_cli_scan(int argc, char **argv, trn_err *err)
 {
     const char *cfgp = NULL, *weights = NULL, *data = NULL, *out = NULL, *method = NULL;
-    const char *fr = "0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9", *split = "test", *dropmode = "remove";
+    const char *fr = "0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9", *split = "test", *dropmode = "remove", *layers = NULL;
     const char *at = prn_trr_at_name(PRN_TRR_AT_DEFAULT), *dist = prn_trr_distance_name(PRN_TRR_DISTANCE_DEFAULT);
-    long long seed = -1, triplets = PRN_TRR_TRIPLETS_DEFAULT, threads = 1, ncorr = 0;
+    long long seed = -1, triplets = PRN_TRR_TRIPLETS_DEFAULT, threads = 1, ncorr = 0, bn = 0;
     const ck_opt opts[] = {
         {"--cfg", "C", CK_STR, &cfgp, 0, 0, "the trained network (Darknet cfg)"},
         {"--weights", "W", CK_STR, &weights, 0, 0, "its weights (Darknet .weights)"},
@@ -251,9 +466,14 @@ int prn_cli_scan(int argc, char **argv, trn_err *err)
         {"--method", "M", CK_STR, &method, 0, 0, "the ranking: trr, l1 or random (a diagnostic baseline)"},
         {"--seed", "N", CK_INT, &seed, 0, 4611686018427387904.0, "seed of the triplet sampling"},
         {"--triplets", "N", CK_INT, &triplets, 1, 100000000, "TRR's triplets (default 8192)"},
-        {"--at", "P", CK_STR, &at, 0, 0, "TRR: where F is read: output, bn (before the activation), conv (before batch norm)"},
+        {"--at", "P", CK_STR, &at, 0, 0, "TRR: where F is read: output, bn (before the activation), conv (before batch norm),\n"
+                                          "pooled (after the pooling that follows the layer)"},
         {"--distance", "D", CK_STR, &dist, 0, 0, "TRR: squared (equation 3.1) or plain L2 distance"},
-        {"--drop", "HOW", CK_STR, &dropmode, 0, 0, "remove (default: the filters go) or mean (a diagnostic: each is replaced by its mean output)"},
+        {"--drop", "HOW", CK_STR, &dropmode, 0, 0, "remove (default: the filters go), mean (a diagnostic: each is replaced by its mean output)\n"
+                                                  "or single (a diagnostic: each filter alone zeroed; --fractions unused)"},
+        {"--bn", "B", CK_INT, &bn, 0, 100000, "with --drop single: re-estimate the batch-norm statistics from B training\n"
+                                              "batches after each filter is zeroed (default 0: kept)"},
+        {"--layers", "LIST", CK_STR, &layers, 0, 0, "only these ranked layers (selectors, e.g. conv@2,conv@5; default: all)"},
         {"--corr", "N", CK_INT, &ncorr, 0, 100000, "a diagnostic: the kept filters' mean |correlation| of outputs\n"
                                                   "over N training images, against random sets (default 0: none)"},
         {"--fractions", "LIST", CK_STR, &fr, 0, 0, "the pruned fractions (default 0.1,0.2,...,0.9)"},
@@ -266,7 +486,7 @@ int prn_cli_scan(int argc, char **argv, trn_err *err)
         "scan", NULL, NULL,
         "--cfg C --weights W --data D.data --method trr|l1|random --seed N --out FILE\n"
         "                  [--triplets N] [--at P] [--distance D] [--drop HOW] [--corr N] [--fractions LIST]\n"
-        "                  [--split S] [--threads T]",
+        "                  [--layers LIST] [--bn B] [--split S] [--threads T]",
         "The sensitivity scan (NestDNN Figure 3.3): for every ranked layer and every fraction\n"
         "p, that layer alone loses its round(p x filters) least important filters by the\n"
         "ranking, without retraining, and the network's top-1 on the split is measured\n"
@@ -277,7 +497,10 @@ int prn_cli_scan(int argc, char **argv, trn_err *err)
         "--corr N (a diagnostic of redundancy among the kept filters): the Pearson correlation\n"
         "of every two filters' outputs over N training images and every map position; per\n"
         "point, the kept filters' mean |r| over their pairs, and the same for 1000 random sets\n"
-        "of as many filters (mean, 5th and 95th percentiles, the fraction below the kept set's).\n",
+        "of as many filters (mean, 5th and 95th percentiles, the fraction below the kept set's).\n"
+        "--drop single (a diagnostic): each filter alone has its output channel zeroed (batch-norm\n"
+        "statistics kept); per filter the split's top-1 and mean loss, and per layer the Spearman\n"
+        "correlation of the loss increase and of the top-1 drop with the ranking's scores and L1's.\n",
         opts, NULL};
     const char *extra;
     int rc0;
@@ -290,25 +513,53 @@ int prn_cli_scan(int argc, char **argv, trn_err *err)
     if (m < 0) return trn_errf(err, "--method '%s' is not a ranking: use trr, l1 or random", method), -2;
     if (sp < 0) return trn_errf(err, "--split '%s' is not a split: use train, valid or test", split), -2;
     int ati = prn_trr_at_parse(at), di = prn_trr_distance_parse(dist);
-    if (ati < 0) return trn_errf(err, "--at '%s' is not a point: use output, bn or conv", at), -2;
+    if (ati < 0) return trn_errf(err, "--at '%s' is not a point: use output, bn, conv or pooled", at), -2;
     if (di < 0) return trn_errf(err, "--distance '%s' is not a distance: use squared or plain", dist), -2;
-    int by_mean = !strcmp(dropmode, "mean");
-    if (!by_mean && strcmp(dropmode, "remove"))
-        return trn_errf(err, "--drop '%s': use remove (the filters go) or mean (each replaced by its mean output)", dropmode), -2;
+    int by_mean = !strcmp(dropmode, "mean"), single = !strcmp(dropmode, "single");
+    if (!by_mean && !single && strcmp(dropmode, "remove"))
+        return trn_errf(err, "--drop '%s': use remove (the filters go), mean (each replaced by its mean output) "
+                             "or single (each filter alone zeroed)", dropmode), -2;
     double fracs[SCAN_MAX_FRACTIONS];
     int nf;
     if (parse_fractions(fr, fracs, &nf, err)) return -2;
+    if (bn > 0 && !single) return trn_errf(err, "--bn %lld: only with --drop single", bn), -2;
     trn_set_threads((int)threads);
 
     int rc = -1;
     trn_cfg *cfg = trn_cfg_read(cfgp, err);
     trn_dataset *ds = NULL;
     trn_net *base = NULL, *rn = NULL, *ev = NULL;
-    prn_ranking *r = NULL;
+    prn_ranking *r = NULL, *l1 = NULL;
     cJSON *j = NULL;
+    int sel[SCAN_MAX_LAYERS], nsel = 0;
+    scan_feed feed = {NULL, (int)bn};
     int *keep = NULL;
-    double **means = NULL, **corr = NULL;
+    double **means = NULL, **corr = NULL, **stats = NULL;
     if (!cfg) return -1;
+    if (layers) {
+        prn_plan *plan = prn_plan_create(cfg, err);
+        char buf[512];
+        if (!plan) goto done;
+        if (strlen(layers) >= sizeof buf) {
+            prn_plan_free(plan);
+            trn_errf(err, "--layers '%s' is too long", layers);
+            goto done;
+        }
+        strcpy(buf, layers);
+        for (char *t = strtok(buf, ","); t; t = strtok(NULL, ",")) {
+            if (nsel == SCAN_MAX_LAYERS || (sel[nsel++] = prn_select(plan, t, err)) < 0) {
+                if (nsel == SCAN_MAX_LAYERS) trn_errf(err, "--layers: at most %d", SCAN_MAX_LAYERS);
+                else trn_err_prefix(err, "--layers");
+                prn_plan_free(plan);
+                goto done;
+            }
+        }
+        prn_plan_free(plan);
+        if (nsel == 0) {
+            trn_errf(err, "--layers is empty: name layers, e.g. conv@2,conv@5");
+            goto done;
+        }
+    }
     if (!(ds = trn_dataset_open(data, err))) goto done;
     if (!trn_dataset_count(ds, (trn_split)sp)) {
         trn_errf(err, "%s: no %s split (or an empty one): choose another with --split", data, split);
@@ -324,6 +575,18 @@ int prn_cli_scan(int argc, char **argv, trn_err *err)
     if (!(r = prn_cli_rank(rn ? rn : base, cfg, (prn_rank_method)m, ds, TRN_SPLIT_TRAIN, (uint64_t)seed,
                            (uint64_t)triplets, (prn_trr_at)ati, (prn_trr_distance)di, err)))
         goto done;
+    for (int q = 0; q < nsel; q++) {
+        int found = 0;
+        for (int l = 0; l < r->nlayers; l++) found |= r->layers[l].layer == sel[q];
+        if (!found) {
+            trn_errf(err, "--layers: layer %d is not ranked (the ranked layers are the convolutional and "
+                          "connected ones, the classifier excluded)", sel[q]);
+            goto done;
+        }
+    }
+    if (single && !(l1 = prn_cli_rank(base, cfg, PRN_RANK_L1, ds, TRN_SPLIT_TRAIN, 0, 0, (prn_trr_at)ati,
+                                      (prn_trr_distance)di, err)))
+        goto done;
     if (by_mean) {
         if (!(means = calloc((size_t)r->nlayers, sizeof *means))) {
             trn_errf(err, "out of memory");
@@ -335,6 +598,19 @@ int prn_cli_scan(int argc, char **argv, trn_err *err)
                 goto done;
             }
         if (filter_means(base, r, ds, means, err)) goto done;
+    }
+    if (single) {
+        if (!(stats = calloc((size_t)r->nlayers, sizeof *stats))) {
+            trn_errf(err, "out of memory");
+            goto done;
+        }
+        for (int l = 0; l < r->nlayers; l++)
+            if (!(stats[l] = calloc(3 * (size_t)r->layers[l].filters, sizeof **stats))) {
+                trn_errf(err, "out of memory");
+                goto done;
+            }
+        if (filter_stats(base, r, ds, stats, err)) goto done;
+        if (ncorr == 0) ncorr = SCAN_MEAN_IMAGES;
     }
     if (ncorr > 0) {
         if (!(corr = calloc((size_t)r->nlayers, sizeof *corr))) {
@@ -349,7 +625,22 @@ int prn_cli_scan(int argc, char **argv, trn_err *err)
         if (filter_corr(base, r, ds, (size_t)ncorr, corr, err)) goto done;
     }
     rm_acc a0;
-    if (prn_cli_evaluate(base, ds, (trn_split)sp, (int)threads, &a0, err)) goto done;
+    double loss0 = 0;
+    if (single && bn > 0) {
+        trn_loader_opts lo;
+        if (prn_cli_loader_opts(base, cfgp, 64, (uint64_t)seed, (int)threads, (size_t)64 << 20, &lo, err) ||
+            !(feed.ld = trn_loader_open(ds, TRN_SPLIT_TRAIN, &lo, err)))
+            goto done;
+    }
+    if (single) {
+        /* The reference: the unpruned network, its statistics re-estimated
+         * the same way. */
+        trn_net *ref = single_net(cfg, base, 0, -1, &feed, err);
+        int bad = !ref || scan_eval_loss(ref, ds, (trn_split)sp, (int)threads, &a0, &loss0, err);
+        trn_net_free(ref);
+        if (bad) goto done;
+    } else if (prn_cli_evaluate(base, ds, (trn_split)sp, (int)threads, &a0, err))
+        goto done;
     j = cJSON_CreateObject();
     cJSON *jl = cJSON_AddArrayToObject(j, "layers");
     cJSON_AddStringToObject(j, "format", "prune-scan");
@@ -366,6 +657,8 @@ int prn_cli_scan(int argc, char **argv, trn_err *err)
     cJSON_AddStringToObject(j, "weights", weights);
     cJSON_AddStringToObject(j, "data", data);
     cJSON_AddItemToObject(j, "base", prn_cli_acc_json(&a0));
+    if (single) cJSON_AddNumberToObject(j, "base_loss", loss0);
+    if (single) cJSON_AddNumberToObject(j, "bn_batches", (double)bn);
     printf("%s scan of %s on the %s split (%llu images; base top-1 %.2f%% [%.2f, %.2f])\n",
            prn_rank_method_name((prn_rank_method)m), cfgp, split, (unsigned long long)a0.images, 100 * a0.top1,
            100 * a0.lo, 100 * a0.hi);
@@ -374,6 +667,9 @@ int prn_cli_scan(int argc, char **argv, trn_err *err)
     printf("\n");
     for (int l = 0; l < r->nlayers; l++) {
         const prn_rank_layer *L = &r->layers[l];
+        int chosen = nsel == 0;
+        for (int q = 0; q < nsel; q++) chosen |= sel[q] == L->layer;
+        if (!chosen) continue;
         cJSON *o = cJSON_CreateObject(), *pts = NULL;
         cJSON_AddItemToArray(jl, o);
         cJSON_AddNumberToObject(o, "layer", L->layer);
@@ -382,6 +678,11 @@ int prn_cli_scan(int argc, char **argv, trn_err *err)
         pts = cJSON_AddArrayToObject(o, "points");
         printf("L%-5d %-8d", L->layer, L->filters);
         fflush(stdout);
+        if (single) {
+            if (scan_single(cfg, base, ds, (trn_split)sp, (int)threads, r, l1, l, loss0, &a0, stats[l], corr[l], &feed, o, err))
+                goto done;
+            continue;
+        }
         for (int f = 0; f < nf; f++) {
             int drop = (int)lround(fracs[f] * L->filters);
             if (drop > L->filters - 1) drop = L->filters - 1;
@@ -456,9 +757,13 @@ done:
     free(means);
     for (int l = 0; corr && r && l < r->nlayers; l++) free(corr[l]);
     free(corr);
+    for (int l = 0; stats && r && l < r->nlayers; l++) free(stats[l]);
+    free(stats);
+    trn_loader_close(feed.ld);
     free(keep);
     cJSON_Delete(j);
     prn_ranking_free(r);
+    prn_ranking_free(l1);
     trn_net_free(rn);
     trn_net_free(base);
     trn_dataset_close(ds);

@@ -272,17 +272,21 @@ typedef int (*prn_triplet_fn)(void *ctx, uint64_t t, float *anc, float *pos, flo
 
 /* Where TRR reads a filter's feature map F_i (the paper says only "the
  * generated feature map"; TARGETS.md 1.10): the layer's output (after batch
- * norm and the activation), after batch norm but before the activation, or
- * before batch norm (the convolution's raw output). A layer without batch
- * norm has the same map at BN and CONV; one with a linear activation the
- * same at OUTPUT and BN. */
+ * norm and the activation), after batch norm but before the activation,
+ * before batch norm (the convolution's raw output), or POOLED: the output
+ * of the pooling (and dropout) layers that directly follow the layer, each
+ * acting on every channel alone, i.e. the map the next convolutional or
+ * connected layer reads (the layer's output when none follows). A layer
+ * without batch norm has the same map at BN and CONV; one with a linear
+ * activation the same at OUTPUT and BN. */
 typedef enum prn_trr_at {
     PRN_TRR_AT_OUTPUT,
     PRN_TRR_AT_BN,
     PRN_TRR_AT_CONV,
+    PRN_TRR_AT_POOLED,
     PRN_TRR_AT_COUNT
 } prn_trr_at;
-/* "output", "bn", "conv"; "?" when invalid. */
+/* "output", "bn", "conv", "pooled"; "?" when invalid. */
 const char *prn_trr_at_name(prn_trr_at a);
 /* The point named s, or -1. */
 int prn_trr_at_parse(const char *s);
@@ -322,9 +326,15 @@ typedef struct prn_rank_layer {
     trn_layer_kind kind;     /* convolutional or connected */
     int filters;             /* filters (outputs) */
     uint64_t map;            /* output height x width (1 for connected) */
+    int f_layer;             /* TRR: the layer whose output F is read from (layer, or
+                              * the pooling after it with --at pooled) */
+    uint64_t f_map;          /* that output's height x width (TRR's normalisation) */
     uint64_t filter_weights; /* weights per filter */
     double *score;           /* [filters] raw: TRR sum, or L1 norm */
     double *norm;            /* [filters] normalised score */
+    double *neg, *pos;       /* [filters] TRR's two sums (0 for the other methods): of the
+                              * anchor-negative and of the anchor-positive distances
+                              * (squared or plain, as the score); score = neg - pos */
     int *order;              /* [filters] the layer's filters, most important first */
 } prn_rank_layer;
 
@@ -369,6 +379,12 @@ void prn_ranking_free(prn_ranking *r);
  * (seed, t). -1 with err when no triplet exists. */
 int prn_triplets_sample(const int *classes, size_t n, uint64_t seed, uint64_t count, size_t *out,
                         trn_err *err);
+
+/* Spearman's rank correlation of x[0..n) and y[0..n): the Pearson
+ * correlation of their ranks, tied values sharing their mean rank (a
+ * diagnostic of `prune scan --drop single`). NAN when n < 2 or either
+ * side is constant. */
+double prn_spearman(const double *x, const double *y, int n);
 
 /* The ranking file's JSON (prune/README.md, "Ranking file"): format,
  * version, method, triplets, normalisation, layers (layer, type, filters,

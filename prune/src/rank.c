@@ -61,6 +61,8 @@ void prn_ranking_free(prn_ranking *r)
     for (int l = 0; l < r->nlayers; l++) {
         free(r->layers[l].score);
         free(r->layers[l].norm);
+        free(r->layers[l].neg);
+        free(r->layers[l].pos);
         free(r->layers[l].order);
     }
     free(r->layers);
@@ -114,12 +116,16 @@ static prn_ranking *ranking_new(const trn_net *net, prn_rank_method m, trn_err *
         L->kind = info.kind;
         L->filters = info.out.c;
         L->map = (uint64_t)info.out.h * (uint64_t)info.out.w;
+        L->f_layer = L->layer;
+        L->f_map = L->map;
         const trn_param *w = trn_net_param(net, idx[l], TRN_PARAM_WEIGHTS);
         L->filter_weights = w ? (uint64_t)w->cols : 0;
         L->score = calloc((size_t)L->filters, sizeof *L->score);
         L->norm = calloc((size_t)L->filters, sizeof *L->norm);
         L->order = calloc((size_t)L->filters, sizeof *L->order);
-        if (!L->score || !L->norm || !L->order) {
+        L->neg = calloc((size_t)L->filters, sizeof *L->neg);
+        L->pos = calloc((size_t)L->filters, sizeof *L->pos);
+        if (!L->score || !L->norm || !L->order || !L->neg || !L->pos) {
             free(idx);
             goto oom;
         }
@@ -164,7 +170,7 @@ static int ranking_finish(prn_ranking *r, trn_err *err)
     int n = 0;
     for (int l = 0; l < r->nlayers; l++) {
         prn_rank_layer *L = &r->layers[l];
-        double d = r->method == PRN_RANK_TRR ? (double)L->map * (double)(r->triplets ? r->triplets : 1)
+        double d = r->method == PRN_RANK_TRR ? (double)L->f_map * (double)(r->triplets ? r->triplets : 1)
                    : r->method == PRN_RANK_L1 ? (double)(L->filter_weights ? L->filter_weights : 1)
                                               : 1;
         int first = n;
@@ -230,6 +236,7 @@ const char *prn_trr_at_name(prn_trr_at a)
     case PRN_TRR_AT_OUTPUT: return "output";
     case PRN_TRR_AT_BN: return "bn";
     case PRN_TRR_AT_CONV: return "conv";
+    case PRN_TRR_AT_POOLED: return "pooled";
     default: return "?";
     }
 }
@@ -284,7 +291,7 @@ static trr_source *trr_sources(const prn_ranking *r, trn_net *net, const prn_ran
         trn_errf(err, "out of memory");
         return NULL;
     }
-    if (o->at == PRN_TRR_AT_OUTPUT) return s;
+    if (o->at == PRN_TRR_AT_OUTPUT || o->at == PRN_TRR_AT_POOLED) return s;
     if (!o->cfg) {
         trn_errf(err, "TRR before the activation needs the network's cfg (prn_rank_opts.cfg)");
         free(s);
@@ -352,9 +359,22 @@ static int rank_trr(prn_ranking *r, trn_net *net, const prn_rank_opts *o, trn_er
         trr_sources_free(src, r->nlayers);
         return trn_errf(err, "out of memory");
     }
+    /* --at pooled: F is the output of the pooling and dropout layers that
+     * follow the layer and keep its channels (Darknet's maxpool, avgpool and
+     * dropout read the layer before them). */
+    for (int l = 0; l < r->nlayers && o->at == PRN_TRR_AT_POOLED; l++) {
+        prn_rank_layer *L = &r->layers[l];
+        trn_layer_info ni;
+        while (L->f_layer + 1 < trn_net_layers(net) && trn_net_layer_info(net, L->f_layer + 1, &ni) == 0 &&
+               (ni.kind == TRN_LAYER_MAXPOOL || ni.kind == TRN_LAYER_AVGPOOL || ni.kind == TRN_LAYER_DROPOUT) &&
+               ni.out.c == L->filters) {
+            L->f_layer++;
+            L->f_map = (uint64_t)ni.out.h * (uint64_t)ni.out.w;
+        }
+    }
     int last = -1;
     for (int l = 0; l < r->nlayers; l++)
-        if (!src[l].own && r->layers[l].layer > last) last = r->layers[l].layer;
+        if (!src[l].own && r->layers[l].f_layer > last) last = r->layers[l].f_layer;
     int rc = 0;
     for (uint64_t t0 = 0; t0 < o->triplets && rc == 0; t0 += (uint64_t)per) {
         int k = (int)((o->triplets - t0) < (uint64_t)per ? o->triplets - t0 : (uint64_t)per);
@@ -368,8 +388,8 @@ static int rank_trr(prn_ranking *r, trn_net *net, const prn_rank_opts *o, trn_er
             prn_rank_layer *L = &r->layers[l];
             trn_net *from = src[l].own ? src[l].own : net;
             if (src[l].own && (rc = trn_net_forward_upto(from, x, L->layer, err)) != 0) break;
-            const float *y = trn_net_layer_output(from, L->layer);
-            size_t m = (size_t)L->map, size = (size_t)L->filters * m;
+            const float *y = trn_net_layer_output(from, L->f_layer);
+            size_t m = (size_t)L->f_map, size = (size_t)L->filters * m;
             for (int j = 0; j < k; j++) {
                 const float *A = y + (size_t)(3 * j) * size, *P = A + size, *N = P + size;
                 for (int f = 0; f < L->filters; f++) {
@@ -381,7 +401,10 @@ static int rank_trr(prn_ranking *r, trn_net *net, const prn_rank_opts *o, trn_er
                     }
                     dn *= g * g;
                     dp *= g * g;
-                    L->score[f] += o->distance == PRN_TRR_PLAIN ? sqrt(dn) - sqrt(dp) : dn - dp;
+                    if (o->distance == PRN_TRR_PLAIN) dn = sqrt(dn), dp = sqrt(dp);
+                    L->score[f] += dn - dp;
+                    L->neg[f] += dn;
+                    L->pos[f] += dp;
                 }
             }
         }
@@ -466,6 +489,47 @@ int prn_triplets_sample(const int *classes, size_t n, uint64_t seed, uint64_t co
     return rc;
 }
 
+/* The mean ranks (1-based, ties averaged) of v[0..n) into r. 0 when out of
+ * memory. */
+static int mean_ranks(const double *v, int n, double *r)
+{
+    int *ix = malloc((size_t)n * sizeof *ix);
+    if (!ix) return 0;
+    for (int i = 0; i < n; i++) ix[i] = i;
+    /* Insertion sort by value: n is a layer's filter count. */
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && v[ix[j - 1]] > v[ix[j]]; j--) {
+            int t = ix[j];
+            ix[j] = ix[j - 1], ix[j - 1] = t;
+        }
+    for (int i = 0; i < n;) {
+        int e = i;
+        while (e + 1 < n && v[ix[e + 1]] == v[ix[i]]) e++;
+        for (int k = i; k <= e; k++) r[ix[k]] = (i + e) / 2.0 + 1;
+        i = e + 1;
+    }
+    free(ix);
+    return 1;
+}
+
+double prn_spearman(const double *x, const double *y, int n)
+{
+    if (n < 2) return NAN;
+    double *rx = malloc((size_t)n * sizeof *rx), *ry = malloc((size_t)n * sizeof *ry), out = NAN;
+    if (rx && ry && mean_ranks(x, n, rx) && mean_ranks(y, n, ry)) {
+        double m = (n + 1) / 2.0, sxy = 0, sxx = 0, syy = 0;
+        for (int i = 0; i < n; i++) {
+            sxy += (rx[i] - m) * (ry[i] - m);
+            sxx += (rx[i] - m) * (rx[i] - m);
+            syy += (ry[i] - m) * (ry[i] - m);
+        }
+        if (sxx > 0 && syy > 0) out = sxy / sqrt(sxx * syy);
+    }
+    free(rx);
+    free(ry);
+    return out;
+}
+
 /* A JSON array of doubles. */
 static cJSON *json_doubles(const double *v, int n)
 {
@@ -494,7 +558,8 @@ cJSON *prn_ranking_json(const prn_ranking *r, const trn_net *net)
         cJSON_AddStringToObject(j, "distance", prn_trr_distance_name(r->distance));
     }
     cJSON_AddStringToObject(j, "normalisation",
-                            r->method == PRN_RANK_TRR  ? "score / (map height * width * triplets)"
+                            r->method == PRN_RANK_TRR  ? (r->at == PRN_TRR_AT_POOLED ? "score / (f_map height * width * triplets)"
+                                                                                     : "score / (map height * width * triplets)")
                             : r->method == PRN_RANK_L1 ? "score / weights per filter"
                                                        : "none");
     for (int l = 0; l < r->nlayers; l++) {
@@ -508,6 +573,10 @@ cJSON *prn_ranking_json(const prn_ranking *r, const trn_net *net)
         cJSON_AddStringToObject(o, "type", trn_layer_kind_name(L->kind));
         cJSON_AddNumberToObject(o, "filters", L->filters);
         cJSON_AddNumberToObject(o, "map", (double)L->map);
+        if (r->method == PRN_RANK_TRR && r->at == PRN_TRR_AT_POOLED) {
+            cJSON_AddNumberToObject(o, "f_layer", L->f_layer);
+            cJSON_AddNumberToObject(o, "f_map", (double)L->f_map);
+        }
         cJSON_AddNumberToObject(o, "filter_weights", (double)L->filter_weights);
         cJSON_AddItemToObject(o, "score", json_doubles(L->score, L->filters));
         cJSON_AddItemToObject(o, "normalised", json_doubles(L->norm, L->filters));

@@ -49,6 +49,15 @@ t_check "trr --at conv: recorded" jqc '.at == "conv" and .distance == "squared"'
 expect_ok "trr --at bn, squared" "$P" "${TRR[@]}" --at bn --out "$T/rbn2.json"
 t_check "trr --at conv and bn: the connected layer (no batch norm) has the same scores" \
     test "$(jq -c '.layers[2].score' "$T/rconv.json")" = "$(jq -c '.layers[2].score' "$T/rbn2.json")"
+expect_ok "trr --at pooled" "$P" "${TRR[@]}" --at pooled --out "$T/rpool.json"
+t_check "trr --at pooled: F after the max pool that follows layer 0 (8x8), the others' own output" \
+    jqc '.at == "pooled" and [.layers[] | [.layer, .f_layer, .f_map]] == [[0, 1, 64], [2, 2, 64], [3, 3, 1]]' "$T/rpool.json"
+t_check "trr --at pooled: layers with nothing pooled after them score as at the output" \
+    test "$(jq -c '[.layers[1:][].score]' "$T/rpool.json")" = "$(jq -c '[.layers[1:][].score]' "$T/r1.json")"
+t_check "trr --at pooled: layer 0 scores the pooled map (other scores)" \
+    test "$(jq -c '.layers[0].score' "$T/rpool.json")" != "$(jq -c '.layers[0].score' "$T/r1.json")"
+t_check "trr --at pooled: normalised by the pooled map" \
+    jqc 'all(.layers[]; . as $l | all(range(.filters); ($l.score[.] / $l.f_map / 20 - $l.normalised[.]) | fabs < 1e-9 * (fabs + 1)))' "$T/rpool.json"
 
 expect_ok "l1" "$P" l1 --cfg "$T/base.cfg" --weights "$T/base.weights" --out "$T/l1.json"
 t_check "l1: same layers, no triplets" jqc '.method == "l1" and (has("triplets") | not) and [.layers[].layer] == [0, 2, 3]' "$T/l1.json"
@@ -91,6 +100,32 @@ t_check "scan --corr: the accuracies are the plain scan's" test \
 expect_ok "scan --method random" "$P" scan --cfg "$T/base.cfg" --weights "$T/base.weights" --data "$D" --method random \
     --seed 3 --fractions 0.5 --out "$T/scan-rnd.json"
 t_check "scan --method random: recorded" jqc '.method == "random" and (.layers | length) == 3' "$T/scan-rnd.json"
+# scan --drop single: each filter alone zeroed (a diagnostic), on chosen layers
+expect_ok "scan --drop single" "$P" scan --cfg "$T/base.cfg" --weights "$T/base.weights" --data "$D" --method trr \
+    --seed 3 --triplets 20 --drop single --layers conv@1,L3 --out "$T/scan-single.json"
+t_check "scan --drop single: the chosen layers only, every filter once" \
+    jqc '.drop == "single" and [.layers[].layer] == [0, 3] and all(.layers[]; [.single[].filter] == [range(.filters)])' "$T/scan-single.json"
+t_check "scan --drop single: accuracy with its interval and a loss per filter" \
+    jqc '.base_loss > 0 and all(.layers[].single[]; .accuracy.images == 6 and .accuracy.lo <= .accuracy.top1 and .loss >= 0)' "$T/scan-single.json"
+t_check "scan --drop single: the scores are the rankings' (trr with its two sums, l1)" test \
+    "$(jq -c '[.layers[] | [.single[].score], [.single[].l1], [.single[] | (.neg - .pos - .score | fabs) < 1e-6 * (.neg + 1)]]' "$T/scan-single.json")" = \
+    "$(jq -c --slurpfile l "$T/l1.json" '[.layers[] | select(.layer == 0 or .layer == 3) | .layer as $i | .score,
+        ($l[0].layers[] | select(.layer == $i) | .score), [.score[] | true]]' "$T/r1.json")"
+t_check "scan --drop single: Spearman with the ranking and with L1 (numbers or null)" \
+    jqc 'all(.layers[]; .spearman | keys == ["loss_l1", "loss_score", "top1_l1", "top1_score"] and
+        all(.[]; . == null or (. >= -1 and . <= 1)))' "$T/scan-single.json"
+t_check "scan --drop single: the filter's description" \
+    jqc 'all(.layers[0].single[]; .zeros >= 0 and .zeros <= 1 and .std >= 0 and .next_weight_share >= 0 and
+        .next_weight_share <= 1 and .max_abs_corr <= 1 and has("bn_scale"))' "$T/scan-single.json"
+t_check "scan --drop single: printed" grep -q "Spearman with the loss increase: trr " "$T/out"
+expect_ok "scan --drop single --bn" "$P" scan --cfg "$T/base.cfg" --weights "$T/base.weights" --data "$D" --method l1 \
+    --seed 3 --drop single --bn 2 --layers conv@2 --out "$T/scan-single-bn.json"
+t_check "scan --drop single --bn: recorded, statistics re-estimated (other losses)" \
+    jqc '.bn_batches == 2 and [.layers[].layer] == [2] and (.layers[0].single | length) == .layers[0].filters' "$T/scan-single-bn.json"
+expect_ok "scan --drop single without --bn on conv@2" "$P" scan --cfg "$T/base.cfg" --weights "$T/base.weights" --data "$D" \
+    --method l1 --seed 3 --drop single --layers conv@2 --out "$T/scan-single-nobn.json"
+t_check "scan --drop single --bn: the losses differ from the kept statistics'" test \
+    "$(jq -c '[.base_loss, .layers[0].single[].loss]' "$T/scan-single-bn.json")" != "$(jq -c '[.base_loss, .layers[0].single[].loss]' "$T/scan-single-nobn.json")"
 
 bad() { # NAME PATTERN ARGS...: fails with PATTERN and writes no file
     local name=$1 pat=$2; shift 2
@@ -117,4 +152,7 @@ bad "scan: bad --drop" "--drop 'zero'" scan --cfg "$T/base.cfg" --weights "$T/ba
 bad "scan: unknown --method" "is not a ranking: use trr, l1 or random" scan --cfg "$T/base.cfg" --weights "$T/base.weights" --data "$D" --seed 1 --method l2
 bad "scan: missing --method" "--method is required" scan --cfg "$T/base.cfg" --weights "$T/base.weights" --data "$D" --seed 1
 bad "l1: missing --weights" "--weights is required" l1 --cfg "$T/base.cfg"
+bad "scan: --bn without --drop single" "--bn 2: only with --drop single" scan --cfg "$T/base.cfg" --weights "$T/base.weights" --data "$D" --method l1 --seed 1 --bn 2
+bad "scan: --layers, no such layer" "--layers: conv@9" scan --cfg "$T/base.cfg" --weights "$T/base.weights" --data "$D" --method l1 --seed 1 --layers conv@9
+bad "scan: --layers, a layer not ranked" "layer 1 is not ranked" scan --cfg "$T/base.cfg" --weights "$T/base.weights" --data "$D" --method l1 --seed 1 --layers L1
 t_done

@@ -89,6 +89,10 @@ static void trr_by_hand(void **state)
         assert_true(r->layers[0].score[1] == 56.0);
         assert_true(r->layers[1].score[0] == 10.0);
         assert_true(r->layers[1].score[1] == 496.0);
+        /* The two sums apart: anchor-negative and anchor-positive. */
+        assert_true(r->layers[0].neg[0] == 15.0 && r->layers[0].pos[0] == 1.0);
+        assert_true(r->layers[0].neg[1] == 60.0 && r->layers[0].pos[1] == 4.0);
+        assert_true(r->layers[1].neg[1] == 500.0 && r->layers[1].pos[1] == 4.0);
         assert_true(r->layers[0].norm[0] == 3.5);
         assert_true(r->layers[0].norm[1] == 14.0);
         assert_true(r->layers[1].norm[0] == 5.0);
@@ -364,6 +368,25 @@ static void triplet_sampling(void **state)
     free(b);
 }
 
+/* Spearman's rho (the `prune scan --drop single` diagnostic): +1 and -1
+ * for monotone pairs whatever the scale, ties sharing their mean rank, by
+ * hand: x (1, 2, 2, 4) has ranks (1, 2.5, 2.5, 4); y (10, 30, 20, 40)
+ * ranks (1, 3, 2, 4); centred (-1.5, 0, 0, 1.5) and (-1.5, 0.5, -0.5,
+ * 1.5): 4.5 / sqrt(4.5 * 5) = sqrt(0.9). NAN when n < 2 or a side is
+ * constant. */
+static void spearman(void **state)
+{
+    (void)state;
+    const double x[4] = {1, 2, 2, 4}, y[4] = {10, 30, 20, 40}, sq[4] = {1, 4, 4, 16000};
+    const double up[5] = {0.1, 5, 7, 100, 1e6}, down[5] = {9, 8, -1, -2, -300}, flat[4] = {3, 3, 3, 3};
+    assert_true(fabs(prn_spearman(x, y, 4) - sqrt(0.9)) < 1e-12);
+    assert_true(fabs(prn_spearman(x, sq, 4) - 1) < 1e-12);
+    assert_true(fabs(prn_spearman(up, down, 5) + 1) < 1e-12);
+    assert_true(fabs(prn_spearman(y, x, 4) - prn_spearman(x, y, 4)) < 1e-15);
+    assert_true(isnan(prn_spearman(x, flat, 4)));
+    assert_true(isnan(prn_spearman(x, y, 1)));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -374,6 +397,7 @@ int main(void)
         cmocka_unit_test(deterministic_across_threads),
         cmocka_unit_test(refusals),
         cmocka_unit_test(triplet_sampling),
+        cmocka_unit_test(spearman),
     };
     int rc = cmocka_run_group_tests_name("prn_rank", tests, NULL, NULL);
     test_tmpdir_cleanup();
