@@ -81,6 +81,10 @@ typedef struct rm_acc {
 /* Top-1 of net (any batch) over every image of split, evaluation
  * preprocessing, in list order. -1 with err. */
 int prn_cli_evaluate(trn_net *net, const trn_dataset *ds, trn_split split, int threads, rm_acc *a, trn_err *err);
+/* The same, and the mean cross-entropy of the true class in *loss (NULL: not
+ * computed). */
+int prn_cli_evaluate_loss(trn_net *net, const trn_dataset *ds, trn_split split, int threads, rm_acc *a,
+                          double *loss, trn_err *err);
 /* {"split", "images", "correct", "top1", "lo", "hi"}; NULL when out of memory. */
 cJSON *prn_cli_acc_json(const rm_acc *a);
 /* The scan verb: the sensitivity scan (scan_cli.c). */

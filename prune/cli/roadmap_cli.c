@@ -65,7 +65,8 @@ static int rm_set(rm_settings *s, const char *kv, trn_err *err)
     return 0;
 }
 
-int prn_cli_evaluate(trn_net *net, const trn_dataset *ds, trn_split split, int threads, rm_acc *a, trn_err *err)
+int prn_cli_evaluate_loss(trn_net *net, const trn_dataset *ds, trn_split split, int threads, rm_acc *a,
+                          double *loss, trn_err *err)
 {
     memset(a, 0, sizeof *a);
     a->split = split;
@@ -81,12 +82,16 @@ int prn_cli_evaluate(trn_net *net, const trn_dataset *ds, trn_split split, int t
     trn_loader *ld = x && y ? trn_loader_open(ds, split, &lo, err) : NULL;
     int rc = ld ? 0 : (x && y ? -1 : trn_errf(err, "out of memory"));
     uint64_t seen = 0, good = 0;
+    double sum = 0;
     for (uint64_t b = 0; rc == 0 && seen < n; b++) {
         if ((rc = trn_loader_get(ld, b, x, y, err)) != 0 || (rc = trn_net_forward(net, x, err)) != 0) break;
         const float *p = trn_net_output(net);
         for (int j = 0; j < batch && seen < n; j++, seen++) {
             const float *pj = p + (size_t)j * (size_t)classes, *yj = y + (size_t)j * (size_t)classes;
-            good += trn_argmax(pj, classes) == trn_argmax(yj, classes);
+            int t = trn_argmax(yj, classes);
+            good += trn_argmax(pj, classes) == t;
+            /* the cross-entropy: the network ends with softmax; outputs clamped to 1e-12 */
+            if (loss) sum += -log(pj[t] > 1e-12f ? (double)pj[t] : 1e-12);
         }
     }
     trn_loader_close(ld);
@@ -97,7 +102,13 @@ int prn_cli_evaluate(trn_net *net, const trn_dataset *ds, trn_split split, int t
     a->correct = good;
     a->top1 = seen ? (double)good / (double)seen : 0;
     trn_wilson(good, seen, &a->lo, &a->hi);
+    if (loss) *loss = seen ? sum / (double)seen : 0;
     return 0;
+}
+
+int prn_cli_evaluate(trn_net *net, const trn_dataset *ds, trn_split split, int threads, rm_acc *a, trn_err *err)
+{
+    return prn_cli_evaluate_loss(net, ds, split, threads, a, NULL, err);
 }
 
 cJSON *prn_cli_acc_json(const rm_acc *a)

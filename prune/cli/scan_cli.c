@@ -286,49 +286,6 @@ static void set_constant(trn_net *net, int i, int f, double c)
     b->data[f] = (float)c;
 }
 
-/* --drop single: top-1 (with its interval) and the mean cross-entropy,
- * -log of the output at the true class (the network ends with softmax;
- * outputs clamped to 1e-12), on the split. */
-static int scan_eval_loss(trn_net *net, const trn_dataset *ds, trn_split split, int threads, rm_acc *a,
-                          double *loss, trn_err *err)
-{
-    memset(a, 0, sizeof *a);
-    a->split = split;
-    size_t n = trn_dataset_count(ds, split);
-    int batch = trn_net_batch(net), classes = trn_dataset_classes(ds);
-    trn_shape s = trn_net_input_shape(net);
-    trn_loader_opts lo;
-    trn_loader_opts_defaults(&lo);
-    lo.w = s.w, lo.h = s.h, lo.c = s.c, lo.batch = batch;
-    lo.augment = 0, lo.shuffle = 0, lo.threads = threads;
-    float *x = malloc((size_t)batch * trn_net_inputs(net) * sizeof *x);
-    float *y = malloc((size_t)batch * (size_t)classes * sizeof *y);
-    trn_loader *ld = x && y ? trn_loader_open(ds, split, &lo, err) : NULL;
-    int rc = ld ? 0 : (x && y ? -1 : trn_errf(err, "out of memory"));
-    uint64_t seen = 0, good = 0;
-    double sum = 0;
-    for (uint64_t b = 0; rc == 0 && seen < n; b++) {
-        if ((rc = trn_loader_get(ld, b, x, y, err)) != 0 || (rc = trn_net_forward(net, x, err)) != 0) break;
-        const float *p = trn_net_output(net);
-        for (int j = 0; j < batch && seen < n; j++, seen++) {
-            const float *pj = p + (size_t)j * (size_t)classes, *yj = y + (size_t)j * (size_t)classes;
-            int t = trn_argmax(yj, classes);
-            good += trn_argmax(pj, classes) == t;
-            sum += -log(pj[t] > 1e-12f ? (double)pj[t] : 1e-12);
-        }
-    }
-    trn_loader_close(ld);
-    free(x);
-    free(y);
-    if (rc) return -1;
-    a->images = seen;
-    a->correct = good;
-    a->top1 = seen ? (double)good / (double)seen : 0;
-    trn_wilson(good, seen, &a->lo, &a->hi);
-    *loss = seen ? sum / (double)seen : 0;
-    return 0;
-}
-
 /* --bn B with --drop single: the batch-norm statistics re-estimated from B
  * training batches (prn_bn_recalibrate; the base's augmentation, the
  * loader's seed) after the filter is zeroed, the same batches for every
@@ -392,7 +349,7 @@ static int scan_single(const trn_cfg *cfg, const trn_net *base, const trn_datase
             rc = -1;
             break;
         }
-        rc = scan_eval_loss(ev, ds, sp, threads, &a, &loss, err);
+        rc = prn_cli_evaluate_loss(ev, ds, sp, threads, &a, &loss, err);
         trn_net_free(ev);
         if (rc) break;
         dl[f] = loss - loss0;
@@ -636,7 +593,7 @@ int prn_cli_scan(int argc, char **argv, trn_err *err)
         /* The reference: the unpruned network, its statistics re-estimated
          * the same way. */
         trn_net *ref = single_net(cfg, base, 0, -1, &feed, err);
-        int bad = !ref || scan_eval_loss(ref, ds, (trn_split)sp, (int)threads, &a0, &loss0, err);
+        int bad = !ref || prn_cli_evaluate_loss(ref, ds, (trn_split)sp, (int)threads, &a0, &loss0, err);
         trn_net_free(ref);
         if (bad) goto done;
     } else if (prn_cli_evaluate(base, ds, (trn_split)sp, (int)threads, &a0, err))
