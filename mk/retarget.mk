@@ -143,42 +143,32 @@ $(RETARGET_O)/heads.done: $(RETARGET_O)/heads.plan $(RT_TRUNK_V)/variant.weights
 	  [ "$$task" = "$$first" ] || echo "--task $$task=$$names" >> $@.tmp; \
 	done < $(DATASET_TASKS) && touch $@.tmp && mv $@.tmp $@
 
-# Specialised models: every context of the data set's contexts.list.
-$(RETARGET_O)/spec.done: $(RETARGET_O)/spec.plan $(BASE_V)/variant.weights $(DATA) $(DATASET_CONTEXTS) \
+# Specialised models: a variant's classifier retrained for every context
+# of the data set's contexts.list. $(call rt_spec,STAGE,VARIANT,WHO,TASKS):
+# the stage STAGE (its stamp, plan, log and folder) specialises VARIANT
+# (WHO in the message), whose ids are STAGE-<context>; TASKS non-empty: the
+# stamp lists the contexts' tasks for the pack. The base's stage is `spec`;
+# a recipe variant of SPECIALISE_VARIANTS gets `spec-<id>`, with itself as
+# its own cascade's generic model, so each (variant, context) is a row of
+# MCDNN's Table 4 (the contexts' tasks are the base's stage's when it runs).
+define rt_spec
+$(RETARGET_O)/$1.done: $(RETARGET_O)/$1.plan $(VARIANTS_O)/$2/variant.weights $(DATA) $(DATASET_CONTEXTS) \
     | $(BIN)/prune $(BIN)/trainer $(BIN)/catalog
-	$(call msg,SPECIAL,$(MODEL): the base for every context of $(DATASET_CONTEXTS))o=$(RETARGET_O)/spec; \
-	rm -rf $$o && $(call timed,derive,spec,($(call launch,spec-derive) $(BIN)/prune specialise \
-	  --cfg $(BASE_V)/variant.cfg --weights $(BASE_V)/variant.weights --data $(abspath $(DATA)) \
-	  --contexts $(abspath $(DATASET_CONTEXTS)) --seed $(SEED) --threads $(job_threads) --out $$o \
-	  $(foreach s,$(SPECIALISE_SET),--set $s) 2>&1) >$(RETARGET_O)/spec.log.tmp && \
-	  mv $(RETARGET_O)/spec.log.tmp $(RETARGET_O)/spec.log) || { tail -n 5 $(RETARGET_O)/spec.log.tmp >&2; exit 1; }; \
-	rm -f $@.tmp; d=$(dir $(abspath $(DATASET_CONTEXTS))); \
-	while read -r id n p data; do \
-	  case "$$id" in ''|'#'*) continue ;; esac; \
-	  $(call timed,spec,spec-$$id,$(call rt_variant,$$o/$$id,spec-$$id,ctx-$$id,$$d$$data)) || exit 1; \
-	  echo "--task ctx-$$id=$$d$$(dirname $$data)/$$id.names" >> $@.tmp; \
-	done < $(DATASET_CONTEXTS) && touch $@.tmp && mv $@.tmp $@
-
-# A recipe variant specialised to every context (SPECIALISE_VARIANTS): its
-# own cascade's generic model, so each (variant, context) is a row of MCDNN's
-# Table 4. The contexts' tasks are the base's spec stage's when it runs.
-define rt_spec_variant
-$(RETARGET_O)/spec-$1.done: $(RETARGET_O)/spec-$1.plan $(VARIANTS_O)/$1/variant.weights $(DATA) $(DATASET_CONTEXTS) \
-    | $(BIN)/prune $(BIN)/trainer $(BIN)/catalog
-	$$(call msg,SPECIAL,$(MODEL): $1 for every context of $(DATASET_CONTEXTS))o=$(RETARGET_O)/spec-$1; \
-	rm -rf $$$$o && $$(call timed,derive,spec-$1,($$(call launch,spec-$1-derive) $(BIN)/prune specialise \
-	  --cfg $(VARIANTS_O)/$1/variant.cfg --weights $(VARIANTS_O)/$1/variant.weights --parent $1 \
+	$$(call msg,SPECIAL,$(MODEL): $3 for every context of $(DATASET_CONTEXTS))o=$(RETARGET_O)/$1; \
+	rm -rf $$$$o && $$(call timed,derive,$1,($$(call launch,$1-derive) $(BIN)/prune specialise \
+	  --cfg $(VARIANTS_O)/$2/variant.cfg --weights $(VARIANTS_O)/$2/variant.weights$(if $(filter-out base,$2), --parent $2) \
 	  --data $(abspath $(DATA)) --contexts $(abspath $(DATASET_CONTEXTS)) --seed $(SEED) --threads $$(job_threads) \
-	  --out $$$$o $(foreach s,$(SPECIALISE_SET),--set $s) 2>&1) >$(RETARGET_O)/spec-$1.log.tmp && \
-	  mv $(RETARGET_O)/spec-$1.log.tmp $(RETARGET_O)/spec-$1.log) || { tail -n 5 $(RETARGET_O)/spec-$1.log.tmp >&2; exit 1; }; \
+	  --out $$$$o $(foreach s,$(SPECIALISE_SET),--set $s) 2>&1) >$(RETARGET_O)/$1.log.tmp && \
+	  mv $(RETARGET_O)/$1.log.tmp $(RETARGET_O)/$1.log) || { tail -n 5 $(RETARGET_O)/$1.log.tmp >&2; exit 1; }; \
 	rm -f $$@.tmp; d=$(dir $(abspath $(DATASET_CONTEXTS))); \
 	while read -r id n p data; do \
 	  case "$$$$id" in ''|'#'*) continue ;; esac; \
-	  $$(call timed,spec,spec-$1-$$$$id,$$(call rt_variant,$$$$o/$$$$id,spec-$1-$$$$id,ctx-$$$$id,$$$$d$$$$data)) || exit 1; \
-	  $(if $(filter 1,$(SPECIALISE)),:,echo "--task ctx-$$$$id=$$$$d$$$$(dirname $$$$data)/$$$$id.names" >> $$@.tmp); \
+	  $$(call timed,spec,$1-$$$$id,$$(call rt_variant,$$$$o/$$$$id,$1-$$$$id,ctx-$$$$id,$$$$d$$$$data)) || exit 1; \
+	  $(if $4,echo "--task ctx-$$$$id=$$$$d$$$$(dirname $$$$data)/$$$$id.names" >> $$@.tmp,:); \
 	done < $(DATASET_CONTEXTS) && touch $$@.tmp && mv $$@.tmp $$@
 endef
-$(foreach v,$(SPECIALISE_VARIANTS),$(eval $(call rt_spec_variant,$v)))
+$(eval $(call rt_spec,spec,base,the base,1))
+$(foreach v,$(SPECIALISE_VARIANTS),$(eval $(call rt_spec,spec-$v,$v,$v,$(if $(filter 1,$(SPECIALISE)),,1))))
 
 .PHONY: retarget
 retarget: $(RT_STAMPS) ## the heads and specialised contexts of MODEL's recipe (part of make catalog)
