@@ -408,6 +408,29 @@ static int scan_single(const trn_cfg *cfg, const trn_net *base, const trn_datase
     return rc;
 }
 
+/* One zeroed array per ranked layer of r: k x filters doubles, or
+ * filters x filters when square. NULL with err when out of memory. */
+static double **layer_arrays(const prn_ranking *r, size_t k, int square, trn_err *err)
+{
+    double **a = calloc((size_t)r->nlayers, sizeof *a);
+    for (int l = 0; a && l < r->nlayers; l++) {
+        size_t F = (size_t)r->layers[l].filters;
+        if (!(a[l] = calloc(k * F * (square ? F : 1), sizeof **a))) {
+            while (l--) free(a[l]);
+            free(a);
+            a = NULL;
+        }
+    }
+    if (!a) trn_errf(err, "out of memory");
+    return a;
+}
+
+static void layer_arrays_free(double **a, const prn_ranking *r)
+{
+    for (int l = 0; a && l < r->nlayers; l++) free(a[l]);
+    free(a);
+}
+
 #define SCAN_MAX_LAYERS 64
 
 int prn_cli_scan(int argc, char **argv, trn_err *err)
@@ -545,40 +568,16 @@ int prn_cli_scan(int argc, char **argv, trn_err *err)
                                       (prn_trr_distance)di, err)))
         goto done;
     if (by_mean) {
-        if (!(means = calloc((size_t)r->nlayers, sizeof *means))) {
-            trn_errf(err, "out of memory");
-            goto done;
-        }
-        for (int l = 0; l < r->nlayers; l++)
-            if (!(means[l] = calloc((size_t)r->layers[l].filters, sizeof **means))) {
-                trn_errf(err, "out of memory");
-                goto done;
-            }
+        if (!(means = layer_arrays(r, 1, 0, err))) goto done;
         if (filter_means(base, r, ds, means, err)) goto done;
     }
     if (single) {
-        if (!(stats = calloc((size_t)r->nlayers, sizeof *stats))) {
-            trn_errf(err, "out of memory");
-            goto done;
-        }
-        for (int l = 0; l < r->nlayers; l++)
-            if (!(stats[l] = calloc(3 * (size_t)r->layers[l].filters, sizeof **stats))) {
-                trn_errf(err, "out of memory");
-                goto done;
-            }
+        if (!(stats = layer_arrays(r, 3, 0, err))) goto done;
         if (filter_stats(base, r, ds, stats, err)) goto done;
         if (ncorr == 0) ncorr = SCAN_MEAN_IMAGES;
     }
     if (ncorr > 0) {
-        if (!(corr = calloc((size_t)r->nlayers, sizeof *corr))) {
-            trn_errf(err, "out of memory");
-            goto done;
-        }
-        for (int l = 0; l < r->nlayers; l++)
-            if (!(corr[l] = malloc((size_t)r->layers[l].filters * (size_t)r->layers[l].filters * sizeof **corr))) {
-                trn_errf(err, "out of memory");
-                goto done;
-            }
+        if (!(corr = layer_arrays(r, 1, 1, err))) goto done;
         if (filter_corr(base, r, ds, (size_t)ncorr, corr, err)) goto done;
     }
     rm_acc a0;
@@ -710,12 +709,9 @@ int prn_cli_scan(int argc, char **argv, trn_err *err)
     if (prn_cli_write_json(out, j, err) != 0) goto done;
     rc = 0;
 done:
-    for (int l = 0; means && r && l < r->nlayers; l++) free(means[l]);
-    free(means);
-    for (int l = 0; corr && r && l < r->nlayers; l++) free(corr[l]);
-    free(corr);
-    for (int l = 0; stats && r && l < r->nlayers; l++) free(stats[l]);
-    free(stats);
+    layer_arrays_free(means, r);
+    layer_arrays_free(corr, r);
+    layer_arrays_free(stats, r);
     trn_loader_close(feed.ld);
     free(keep);
     cJSON_Delete(j);

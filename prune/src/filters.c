@@ -210,18 +210,19 @@ int prn_filters_copy(const trn_net *src, trn_net *dst, const prn_keep *keep, int
     return rc;
 }
 
+/* The L2 norm of a row of n weights. */
+static double row_norm(const float *row, int n)
+{
+    double s = 0;
+    for (int c = 0; c < n; c++) s += (double)row[c] * row[c];
+    return sqrt(s);
+}
+
 /* The mean L2 norm of a weights parameter's rows. */
 static double mean_row_norm(const trn_param *w)
 {
     double sum = 0;
-    for (int r = 0; r < w->rows; r++) {
-        double s = 0;
-        for (int c = 0; c < w->cols; c++) {
-            double v = w->data[(size_t)r * (size_t)w->cols + (size_t)c];
-            s += v * v;
-        }
-        sum += sqrt(s);
-    }
+    for (int r = 0; r < w->rows; r++) sum += row_norm(w->data + (size_t)r * (size_t)w->cols, w->cols);
     return w->rows > 0 ? sum / w->rows : 0;
 }
 
@@ -248,9 +249,7 @@ int prn_filters_rescale(trn_net *net, const trn_net *ref, int *changed, trn_err 
                 if (frozen || (m->mask && m->mask[r] == 0) || (v->mask && v->mask[r] == 0)) continue;
             }
             float *row = w->data + (size_t)r * (size_t)w->cols;
-            double s = 0;
-            for (int c = 0; c < w->cols; c++) s += (double)row[c] * row[c];
-            s = sqrt(s);
+            double s = row_norm(row, w->cols);
             if (!(s > 0) || !(target > 0)) continue; /* a zero filter has no direction to keep */
             double k = target / s;
             for (int c = 0; c < w->cols; c++) row[c] = (float)(row[c] * k);
