@@ -804,8 +804,7 @@ struct job {
     rtl_err err;
 };
 
-/* Copies input rows [a, b) of every channel (c x h x w map x) into slab. */
-static void rows_of(const float *x, int c, int h, int w, int a, int b, float *slab)
+void rtl_gtdp_rows_of(const float *x, int c, int h, int w, int a, int b, float *slab)
 {
     for (int k = 0; k < c; k++) memcpy(slab + (size_t)k * (b - a) * w, x + ((size_t)k * h + a) * w, (size_t)(b - a) * w * sizeof *x);
 }
@@ -1030,7 +1029,7 @@ static int run_conv(rtl_model *m, const rtl_gtdp_layer *g, rtl_peer **peers, con
             rc = rtl_errf(err, "out of memory");
             goto done;
         }
-        rows_of(x, g->c_in, g->h_in, g->w_in, j->q.in_r0, j->q.in_r1, j->in);
+        rtl_gtdp_rows_of(x, g->c_in, g->h_in, g->w_in, j->q.in_r0, j->q.in_r1, j->in);
         if (rtl_gtdp_compute_part(m, g->index, &j->q, j->in, j->nin, j->out, err) != 0) {
             rc = -1;
             goto done;

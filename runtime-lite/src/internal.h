@@ -102,6 +102,9 @@ void rtl_gtdp_cache_free(struct rtl_gtdp_cache *c);
  * ([*f0, *f1), within r0..r1; all of them unless q is cut at convolution
  * rows): what its worker keeps as its held answer. */
 void rtl_gtdp_whole_rows(const rtl_gtdp_layer *l, const rtl_gtdp_part *q, int *f0, int *f1);
+/* Copies rows [a, b) of every channel of the c x h x w map x into slab
+ * (c x (b - a) x w; gtdp.c). */
+void rtl_gtdp_rows_of(const float *x, int c, int h, int w, int a, int b, float *slab);
 /* After a part call: the answer the server now holds is hgeom (a part cut
  * at convolution rows: its whole rows); NULL: none. */
 void rtl_peer_set_held(rtl_peer *p, const int32_t hgeom[5]);

@@ -490,10 +490,8 @@ static void run_job(rtl_server *s, struct job *j)
                         j->answer->y = part_out;
                         part_out = NULL;
                     } else if ((j->answer->y = malloc(j->answer->n * sizeof(float)))) {
-                        size_t band = (size_t)(f1 - f0) * g.w, rows = (size_t)(q.r1 - q.r0) * g.w;
-                        for (int k = 0; k < q.c1 - q.c0; k++)
-                            memcpy(j->answer->y + k * band, part_out + k * rows + (size_t)(f0 - q.r0) * g.w,
-                                   band * sizeof(float));
+                        rtl_gtdp_rows_of(part_out, q.c1 - q.c0, q.r1 - q.r0, g.w, f0 - q.r0, f1 - q.r0,
+                                         j->answer->y);
                     } else {
                         free(j->answer);
                         j->answer = NULL;
