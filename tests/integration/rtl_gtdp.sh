@@ -53,6 +53,20 @@ assert d <= 1e-5, d
 PY
 }
 field() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["results"][0].get(sys.argv[2], ""))' "$1" "$2"; }
+# kill_during W OUT CMD...: runs CMD (stdout OUT, stderr OUT less .json
+# plus .err) and kills worker W (kill -9) once its session is open and
+# 1.5 s later, while it computes a part; returns CMD's status.
+kill_during() {
+    local w=$1 out=$2 run_pid
+    shift 2
+    "$@" >"$out" 2>"${out%.json}.err" &
+    run_pid=$!
+    for _ in $(seq 200); do grep -q 'session open' "$w.log" 2>/dev/null && break; sleep 0.05; done
+    sleep 1.5
+    kill -9 "$(cat "$w.pid")"
+    { wait "$(cat "$w.pid")"; } 2>/dev/null
+    wait $run_pid
+}
 keys=(--peer-key srv.pub --device-key dev)
 
 start_worker w1 && start_worker w2 || t_fail "two workers start" "$(cat w1.log w2.log)"
@@ -77,13 +91,7 @@ t_check "convolutional layers were split ($split over the variants)" test "$spli
 # takes seconds, so the kill lands while it holds one.
 start_worker w3 --slowdown 1000000 || t_fail "a slow worker starts" "$(cat w3.log)"
 W3="127.0.0.1:$(cat w1.port),127.0.0.1:$(cat w3.port)"
-rtl run rtlnet rewrite-s2 $img --top 10 --json --threads 1 --workers "$W3" "${keys[@]}" >kill.json 2>kill.err &
-run_pid=$!
-for _ in $(seq 200); do grep -q 'session open' w3.log 2>/dev/null && break; sleep 0.05; done
-sleep 1.5
-kill -9 "$(cat w3.pid)"
-{ wait "$(cat w3.pid)"; } 2>/dev/null
-wait $run_pid
+kill_during w3 kill.json rtl run rtlnet rewrite-s2 $img --top 10 --json --threads 1 --workers "$W3" "${keys[@]}"
 rc=$?
 t_check "the run with a killed worker exits 0" test $rc = 0
 same_answer local-rewrite-s2.json kill.json 2>kill.diff
@@ -201,14 +209,8 @@ assert sorted(ans) == [0, 2, 4] and all(ans[k] > sizes[k] for k in ans), (ans, s
     # a worker killed while it holds a part cut at convolution rows: the
     # request completes, its part (shared rows too) computed on the device
     start_worker p4 --slowdown 1000000 || t_fail "a slow worker starts" "$(cat p4.log)"
-    rtl run rtlnet pools $img --top 10 --json --threads 1 --workers "127.0.0.1:$(cat p1.port),127.0.0.1:$(cat p4.port)" \
-        "${keys[@]}" --cuts rows >kr-pools.json 2>kr-pools.err &
-    run_pid=$!
-    for _ in $(seq 200); do grep -q 'session open' p4.log 2>/dev/null && break; sleep 0.05; done
-    sleep 1.5
-    kill -9 "$(cat p4.pid)"
-    { wait "$(cat p4.pid)"; } 2>/dev/null
-    wait $run_pid
+    kill_during p4 kr-pools.json rtl run rtlnet pools $img --top 10 --json --threads 1 \
+        --workers "127.0.0.1:$(cat p1.port),127.0.0.1:$(cat p4.port)" "${keys[@]}" --cuts rows
     t_check "killed while it holds a part cut at convolution rows: the local run's answer, recomputed" \
         test "$(same_answer local-pools.json kr-pools.json 2>&1 && [ "$(field kr-pools.json recomputed)" -ge 1 ] && echo ok)" = ok
     rtl plan rtlnet pools --runs 2 --workers 1@1000,0.5@1000,0.25@1000 >plan-pools.txt 2>&1
