@@ -7,6 +7,12 @@
 # independent model's with 95% Wilson intervals (n = the test split), the
 # gap, and the verdict (head <= 1% of MACs and parameters, top-1 within 2
 # points of the independent model).
+# A task the heads' trunk answers itself (a curriculum trunk, e.g.
+# TEXTURE_FIRST=1's texture-first for texture: prune retarget --trunk-task,
+# no head-<task>) takes its row from the trunk's own output: the trunk
+# variant's eval.json, cut "trunk <id>", +0 MACs and parameters (its
+# classifier is part of the trunk, not something on top of it); the table
+# says so under it.
 #
 #   prune/heads_table.sh [--train] MODEL_DIR INDEP_DIR [DATA_DIR]
 #   prune/heads_table.sh [--train] --heads RETARGET_DIR INDEP_DIR [DATA_DIR]
@@ -22,7 +28,8 @@
 # --heads: judges the heads of one `prune retarget --out RETARGET_DIR` run
 # instead (any trunk, e.g. a multi-task fine-tune of the base): its
 # retarget.json gives each head's cut, costs (shares of that run's --cfg)
-# and test top-1; no base line.
+# and test top-1; no base line. Its trunk_task (a task without a head) has
+# no row to judge there: judge it on the catalog folder.
 set -eu
 train=0 heads=0
 [ "${1:-}" = --train ] && { train=1; shift; }
@@ -66,6 +73,9 @@ def head_rows():
         got = {t["task"]: t for t in r.get("tasks", []) if t.get("kept", True)}
         for task in ("shape", "colour", "size", "texture"):
             t = got.get(task)
+            if not t and r.get("trunk_task") == task:
+                notes.append("%s: the trunk's own task in this run (no head): judge it on the catalog folder, "
+                             "where the trunk's own output gives its row" % task)
             yield (task, t["cut"], t["macs_fraction"], t["params_fraction"],
                    {"images": t["images"], "top1": t["top1"]}) if t else (task, None, 0, 0, None)
         return
@@ -73,9 +83,30 @@ def head_rows():
         v = m + "/variants/head-" + task
         e, mj = load(v + "/eval.json"), load(v + "/meta.json")
         if not e or not mj:
+            tr = trunk_of(task)
+            if tr:
+                # the trunk answers the task itself: its own classifier,
+                # nothing on top of the trunk (cost 0: it is the trunk)
+                notes.append("%s: answered by the heads' trunk %s itself (its own classifier, no head): its "
+                             "top-1 is the trunk's own (%s/variants/%s/eval.json), its cost on top of the "
+                             "trunk 0 (it is the trunk)" % (task, tr, m, tr))
+                yield (task, "trunk " + tr, 0.0, 0.0, load(m + "/variants/" + tr + "/eval.json")); continue
             yield (task, None, 0, 0, None); continue
         f = mj["technique_fields"]; h = f["head"]
         yield (task, f.get("cut", "?"), h["macs_fraction"], h["params_fraction"], e)
+def trunk_of(task):
+    """The heads' trunk variant when it answers `task` itself (its variant.json task), else None."""
+    trunks = set()
+    for d in sorted(os.listdir(m + "/variants")):
+        mj = load(m + "/variants/" + d + "/meta.json") if d.startswith("head-") else None
+        tr = ((mj or {}).get("technique_fields") or {}).get("head", {}).get("trunk")
+        if tr: trunks.add(tr)
+    for tr in sorted(trunks):
+        vj, e = load(m + "/variants/" + tr + "/variant.json"), load(m + "/variants/" + tr + "/eval.json")
+        if vj and e and vj.get("task") == task:
+            return tr
+    return None
+notes = []
 b = None if heads else load(m + "/variants/base/eval.json")
 if b:
     t, lo, hi, n = pct(b)
@@ -98,5 +129,12 @@ for task, cut, mf, pf, e in head_rows():
     print("| %s | %s | %.2f%% | %.2f%% | %.1f [%.1f, %.1f] | %s | %s | %s | %s |" % (
         task, cut, 100 * mf, 100 * pf, ht, hlo, hhi, ind_s,
         gap_s, "yes" if cost else "NO", "yes" if close else "NO"))
+for n in notes:
+    print("note: " + n)
+if not heads:
+    hi = load(m + "/variants/head-identity/eval.json")
+    if hi:
+        t, lo, hi_, n = pct(hi)
+        print("identity head (head-identity): %.1f%% [%.1f, %.1f] (n=%d)" % (t, lo, hi_, n))
 print("issue 17 item 1 (every head <= 1%% and within 2 points): %s" % ("met" if met else "NOT met"))
 EOF

@@ -71,6 +71,8 @@ static const struct {
     {"head", "TEXT", "hidden sections of the head before its classifier (default: none)"},
     {"cuts", "LIST", "a sweep of trunk cuts: space-separated SEL or SEL:TEXT (TEXT: that cut's\n"
                      "head, else --head); each task keeps its best cut on the valid split"},
+    {"trunk-task", "T", "the task of X.tasks that the trunk's own classifier answers: every other\n"
+                        "task gets a head, T none (default: the first task, the base's)"},
     {"contexts", "LIST", "the contexts list (\"id n p data-file\" lines, dataset contexts)"},
     {"generic-cfg", "G", "the cascade's generic model (default: the base --cfg)"},
     {"generic-weights", "GW", "its weights (default: --weights)"},
@@ -117,6 +119,7 @@ int prn_cli_parse(int argc, char **argv, const char *verb, const char *synopsis,
                    : !strcmp(nm, "generic-cfg") ? (void *)&o->generic_cfg
                    : !strcmp(nm, "generic-weights") ? (void *)&o->generic_weights
                    : !strcmp(nm, "parent") ? (void *)&o->parent
+                   : !strcmp(nm, "trunk-task") ? (void *)&o->trunk_task
                                             : (void *)&o->with;
         opts[n++] = r;
     }

@@ -11,7 +11,7 @@
 
 typedef struct prn_cli_opts {
     const char *cfg, *weights, *spec, *out, *data, *from, *to, *with, *tasks, *cut, *head, *contexts,
-        *generic_cfg, *generic_weights, *parent, *cuts;
+        *generic_cfg, *generic_weights, *parent, *cuts, *trunk_task;
     const char *set[PRN_CLI_MAX_SET];
     int nset;
     uint64_t seed;

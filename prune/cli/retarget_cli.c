@@ -2,7 +2,9 @@
  * retarget_cli.c: `prune retarget`: one head per attribute task on a
  * frozen shared trunk (MCDNN section 4.1.3). The tasks file lists "task
  * data-file" lines (paths relative to the tasks file), the base's own task
- * first; every task's .data must list the same images in the same order
+ * first, or the trunk's own task named by --trunk-task (a trunk trained for
+ * another task of the file, e.g. a curriculum); every task's .data must list
+ * the same images in the same order
  * (the default data set's tasks share their list files), so the trunk runs
  * once per image and every head trains on the same cached outputs: one
  * clean pass over the training split plus `aug_passes` passes with the
@@ -10,7 +12,7 @@
  * (the valid split when there is no test split) for the accuracies.
  *
  * Writes DIR/<task>/{variant.cfg, init.weights, meta.json} for every task
- * but the first (the whole network of the task: trunk + head, runnable by
+ * but the trunk's (the whole network of the task: trunk + head, runnable by
  * any Darknet reader) and DIR/retarget.json (the table), all after every
  * head has trained; nothing when anything fails.
  */
@@ -57,6 +59,23 @@ static int read_tasks(const char *path, task *t, int *n, trn_err *err)
         return trn_errf(err, "%s: needs the base's task and at least one more task (\"task "
                         "data-file\" lines)", path);
     return 0;
+}
+
+/* The index of the trunk's own task: --trunk-task's in t (NULL: the
+ * first task); -1 with err naming the tasks of the file when absent. */
+static int trunk_task_of(const char *name, const char *path, const task *t, int n, trn_err *err)
+{
+    if (!name) return 0;
+    for (int k = 0; k < n; k++)
+        if (!strcmp(t[k].name, name)) return k;
+    char list[MAX_TASKS * 66] = "";
+    for (int k = 0; k < n; k++) {
+        size_t l = strlen(list);
+        snprintf(list + l, sizeof list - l, "%s%.63s", k ? ", " : "", t[k].name);
+    }
+    trn_errf(err, "--trunk-task '%.64s': %s has no such task; its tasks: %s (name the task the trunk's own "
+             "classifier answers)", name, path, list);
+    return -1;
 }
 
 /* Opens split s of ds with the caller's options. */
@@ -129,15 +148,19 @@ static void add_acc(cJSON *obj, const char *prefix, uint64_t correct, size_t n)
 int prn_cli_retarget(int argc, char **argv, trn_err *err)
 {
     static const char *const known[] = {"cfg", "weights", "tasks", "cut", "cuts", "head", "set",
-                                        "seed", "out", "threads", "parent", NULL};
+                                        "seed", "out", "threads", "parent", "trunk-task", NULL};
     static const char *const need[] = {"cfg", "weights", "tasks", "seed", "out", NULL};
     prn_cli_opts o;
     if (prn_cli_parse(argc, argv, "retarget",
                       "--cfg C --weights W --tasks X.tasks (--cut SEL | --cuts LIST) [--head TEXT]\n"
-                      "                   [--set key=value ...] [--parent ID] --seed N --out DIR [--threads T]",
+                      "                   [--set key=value ...] [--parent ID] [--trunk-task T] --seed N --out DIR\n"
+                      "                   [--threads T]",
                       "Shares layers 0..SEL of the trained base (the trunk, frozen) between every\n"
                       "task of X.tasks (\"task data-file\" lines, the base's task first) and trains\n"
                       "one head per other task on the trunk's outputs, computed once and cached.\n"
+                      "The trunk's own task, which its classifier answers and which gets no head,\n"
+                      "is the file's first; --trunk-task T names another (a trunk trained for T,\n"
+                      "e.g. a curriculum): then the first task gets a head too.\n"
                       "A head is the sections of TEXT (mimic's --with syntax, e.g.\n"
                       "  --head 'avgpool' or --head 'connected,output=16,activation=relu')\n"
                       "then a connected classifier and softmax. --cuts sweeps several cuts, each\n"
@@ -149,7 +172,8 @@ int prn_cli_retarget(int argc, char **argv, trn_err *err)
                       "(0.9), decay (0.0005), aug_passes (2: augmented passes over the training\n"
                       "images), budget (0.01, --cuts only).\n"
                       "Writes DIR/<task>/{variant.cfg,init.weights,meta.json} (trunk + head, a\n"
-                      "whole Darknet network) and DIR/retarget.json (costs and top-1, the sweep).\n"
+                      "whole Darknet network) for every task but the trunk's, and DIR/retarget.json\n"
+                      "(costs and top-1, the sweep; trunk_task: the task without a head).\n"
                       "Each head names --parent (the trunk's variant id, default base) as its\n"
                       "parent and trunk.\n",
                       known, &o))
@@ -204,6 +228,10 @@ int prn_cli_retarget(int argc, char **argv, trn_err *err)
     cJSON *table = NULL;
     memset(v, 0, sizeof v);
     if (read_tasks(o.tasks, t, &nt, err) != 0) goto out;
+    /* tt: the trunk's own task (no head); every other task gets one. The
+     * images (the same for every task) are read through the first task. */
+    const int tt = trunk_task_of(o.trunk_task, o.tasks, t, nt, err);
+    if (tt < 0) goto out;
     if (!(cfg = trn_cfg_read(o.cfg, err))) goto out;
     if (!(plan = prn_plan_create(cfg, err))) goto out;
     int nl = prn_plan_layers(plan);
@@ -280,7 +308,8 @@ int prn_cli_retarget(int argc, char **argv, trn_err *err)
         trn_errf(err, "out of memory");
         goto out;
     }
-    for (int k = 1; k < nt; k++) {
+    for (int k = 0; k < nt; k++) {
+        if (k == tt) continue;
         if (!(t[k].train = malloc(n_cached * sizeof(int))) || !(t[k].test = malloc(n_te * sizeof(int)))) {
             trn_errf(err, "out of memory");
             goto out;
@@ -304,6 +333,7 @@ int prn_cli_retarget(int argc, char **argv, trn_err *err)
     cJSON_AddStringToObject(table, "cut", pts[0].sel);
     cJSON_AddNumberToObject(table, "cut_layer", pts[0].cut);
     cJSON_AddStringToObject(table, "trunk", trunk_id);
+    cJSON_AddStringToObject(table, "trunk_task", t[tt].name);
     cJSON_AddStringToObject(table, "head", pts[0].head ? pts[0].head : "");
     cJSON_AddNumberToObject(table, "train_vectors", (double)n_cached);
     cJSON_AddStringToObject(table, "split", trn_split_name(held));
@@ -345,7 +375,8 @@ int prn_cli_retarget(int argc, char **argv, trn_err *err)
         }
         prn_head_opts hq = ho;
         hq.with = pts[q].head;
-        for (int k = 1; k < nt; k++) {
+        for (int k = 0; k < nt; k++) {
+            if (k == tt) continue;
             int classes = trn_dataset_classes(t[k].ds);
             float l0 = 0, l1 = 0;
             trn_cfg *hc = NULL;
@@ -449,12 +480,13 @@ int prn_cli_retarget(int argc, char **argv, trn_err *err)
         cJSON_ArrayForEach(r, srows) {
             int q = (int)cJSON_GetNumberValue(cJSON_GetObjectItem(r, "point")), kept = 0;
             const char *tn = cJSON_GetStringValue(cJSON_GetObjectItem(r, "task"));
-            for (int k = 1; k < nt; k++) kept |= tn && !strcmp(tn, t[k].name) && best[k] == q;
+            for (int k = 0; k < nt; k++) kept |= k != tt && tn && !strcmp(tn, t[k].name) && best[k] == q;
             cJSON_AddBoolToObject(r, "kept", kept);
         }
     }
     /* The kept head of every task: the "tasks" rows (one per task). */
-    for (int k = 1; k < nt; k++) {
+    for (int k = 0; k < nt; k++) {
+        if (k == tt) continue;
         cJSON *f = v[k].fields, *h = cJSON_GetObjectItem(f, "head"), *a = cJSON_GetObjectItem(f, "heldout");
         cJSON *r = cJSON_CreateObject();
         cJSON_AddItemToArray(rows, r);
@@ -472,9 +504,10 @@ int prn_cli_retarget(int argc, char **argv, trn_err *err)
                    100 * bestv[k], best_within[k] ? "" : ", over budget");
     }
     /* Everything trained: write the variant folders, then the table. */
-    for (int k = 1; k < nt; k++) {
+    for (int k = 0; k < nt; k++) {
+        if (k == tt) continue;
         char dir[4200];
-        snprintf(dir, sizeof dir, "%s/%s", o.out, t[k].name);
+        snprintf(dir, sizeof dir, "%s/%.63s", o.out, t[k].name); /* a name is < 64 */
         if (prn_variant_write(&v[k], dir, err) != 0) goto out;
     }
     char path[4200];

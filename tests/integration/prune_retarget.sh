@@ -66,6 +66,37 @@ for t in ("shape", "colour", "size", "texture"):
     assert open("%s/%s/init.weights" % (sys.argv[1], t), "rb").read() == open("%s/%s/init.weights" % (sys.argv[2], t), "rb").read()
 assert json.load(open(sys.argv[1] + "/retarget.json"))["trunk"] == "tf-1"
 PY
+# --trunk-task T: the trunk's own classifier answers T (a curriculum
+# trained for it), so T gets no head and every other task one, the first
+# (the identity) included, in one call on one feature cache.
+t_check "help names --trunk-task" sh -c "'$P' retarget --help | grep -q -- '--trunk-task T'"
+expect_ok "--trunk-task texture" "$P" "${A[@]}" --cut fc@1 --parent tf-1 --trunk-task texture --out "$T/r6"
+t_check "  ... no texture head" test ! -e "$T/r6/texture"
+t_check "  ... an identity head: 48 classes" \
+    sh -c "grep '^output=' '$T/r6/identity/variant.cfg' | tail -n 1 | grep -qx 'output=48'"
+t_check "  ... the other heads: the same bytes as without it, retarget.json says so" python3 - "$T/r6" "$T/r5" <<'PY'
+import json, sys
+for t in ("shape", "colour", "size"):
+    a, b = ("%s/%s/init.weights" % (d, t) for d in sys.argv[1:3])
+    assert open(a, "rb").read() == open(b, "rb").read(), t
+d = json.load(open(sys.argv[1] + "/retarget.json"))
+assert d["trunk_task"] == "texture" and d["trunk"] == "tf-1", d
+assert [r["task"] for r in d["tasks"]] == ["identity", "shape", "colour", "size"], d["tasks"]
+m = json.load(open(sys.argv[1] + "/identity/meta.json"))
+assert m["parent"] == "tf-1" and m["technique_fields"]["task"] == "identity", m
+assert json.load(open(sys.argv[2] + "/retarget.json"))["trunk_task"] == "identity"
+PY
+expect_ok "--trunk-task identity: the default" "$P" "${A[@]}" --cut fc@1 --parent tf-1 --trunk-task identity --out "$T/r7"
+t_check "  ... the same bytes as without it" diff -r "$T/r5" "$T/r7"
+expect_ok "--trunk-task texture, a sweep" "$P" "${A[@]}" --cuts "conv@2:maxpool,size=2,stride=2 fc@1" \
+    --set budget=0.5 --trunk-task texture --out "$T/r8"
+t_check "  ... every task but texture keeps a head" python3 - "$T/r8" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1] + "/retarget.json"))
+assert sorted(r["task"] for r in d["tasks"]) == ["colour", "identity", "shape", "size"], d["tasks"]
+assert sorted(r["task"] for r in d["sweep"] if r["kept"]) == ["colour", "identity", "shape", "size"], d["sweep"]
+assert len(d["sweep"]) == 8 and all(r["task"] != "texture" for r in d["sweep"]), d["sweep"]
+PY
 
 # A sweep of cuts (--cuts): every task gets a head at every cut and keeps
 # the one most accurate on the valid split among those within the budget
@@ -126,6 +157,9 @@ bad() { # NAME PATTERN ARGS...
     t_check "$name: no output" nothing_written
 }
 bad "cut at the output" "the last layer" "${A[@]}" --cut L6
+bad "--trunk-task not in the tasks file" \
+    "--trunk-task 'pattern': .*s.tasks has no such task; its tasks: identity, shape, colour, size, texture" \
+    "${A[@]}" --cut fc@1 --trunk-task pattern
 bad "a bad --parent" "--parent 'Bad id' is not a variant id" "${A[@]}" --cut fc@1 --parent 'Bad id'
 bad "unknown selector" "--cut: conv#9" "${A[@]}" --cut conv#9
 bad "missing --cut" "give --cut SEL or --cuts LIST" retarget --cfg "$T/base.cfg" --weights "$T/base.weights" --tasks "$S" --seed 1
