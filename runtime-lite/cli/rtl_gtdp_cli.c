@@ -27,10 +27,12 @@ static const char *gtdp_help =
     "always complete. Prints the answer, the median time beside this host alone\n"
     "(measured in the same run) and GTDP's predicted time: its parts' compute is\n"
     "measured here first (calibration), each link's round trip by its handshake,\n"
-    "then, after the warm-up and over several workers, untimed forwards with every\n"
-    "block cut by rows only, then by channels only (and as the planner likes best,\n"
-    "over more than two workers) keep per block the cut of the least measured\n"
-    "time, and two stages of three more untimed forwards fit what a part costs\n"
+    "then, after the warm-up and over several workers, untimed forwards with the\n"
+    "blocks cut alternately a, b, a, ... for every pair of rows, channels (and, over\n"
+    "more than two workers, as the planner likes best) measure each block after each\n"
+    "cut of the block before it; the cuts of the least summed time are kept (a block's\n"
+    "workers hold their answers of the block before: its cut decides what is sent),\n"
+    "and two stages of three more untimed forwards fit what a part costs\n"
     "(a fixed cost per part and worker: encryption, copies, wake-ups; one factor\n"
     "on every part's compute: the workers computing at once) and what a block\n"
     "costs beyond its slowest part: they replace the round trip in the plan and\n"
@@ -207,60 +209,110 @@ static int measuring_run(rtl_model *m, rtl_peer **peers, const rtl_gtdp_worker *
 /* Each block's cut chosen from forwards over the workers, all computing at
  * once as they will in the timed runs (the calibration of the parts'
  * compute is one process alone, and two workers computing at once are
- * slower than it says, by how much depending on the cut): 5 untimed
- * forwards with every block cut by rows only, 5 by channels only (and,
- * with more than two workers, 5 as the planner likes best), taking turns;
- * per block the
- * cut of the smallest median wall time (rtl_gtdp_block_ms) is kept for the
- * plan, the prediction and the timed runs. Named approximation: a block is
- * measured after blocks cut the same way, whose held answers (rtl_gtdp_run)
- * it reuses; the kept mix may hold other rows. */
+ * slower than it says, by how much depending on the cut). A block's time
+ * depends on its own cut and on the cut of the split block before it,
+ * whose answers its workers hold (rtl_gtdp_run: a row cut after a channel
+ * cut, or the other way round, sends each worker most of its input, after
+ * the same cut only the halo rows): a chain. So the untimed forwards cut
+ * the split blocks alternately, a, b, a, b, ..., once for every ordered
+ * pair (a, b) of the candidates (rows only, channels only, and, over more
+ * than two workers, as the planner likes best): every block is then
+ * measured after every cut of the block before it. 5 forwards per pair
+ * (3 over more than two workers), taking turns; a block's time after a
+ * cut is their median (the first block's: of all the forwards with its
+ * cut). The kept
+ * cuts are the chain of the least summed time (dynamic programming over
+ * the blocks), for the plan, the prediction and the timed runs. Named
+ * approximation: a block's time is taken to depend on the block before it
+ * only (the caches hold what earlier blocks left, whatever their cuts). */
 static int choose_dims(rtl_model *m, rtl_peer **peers, const rtl_gtdp_worker *w, int nw, const float *x,
                        int deadline, int flags, rtl_gtdp_stats *st, cJSON *doc, rtl_err *err)
 {
     static const int cand[3] = {RTL_GTDP_ROWS, RTL_GTDP_CHANNELS, 0};
     static const char *name[3] = {"rows", "channels", "both"};
     static rtl_gtdp_stats cs;
-    int L = rtl_model_layers(m), nc = nw > 2 ? 3 : 2, rc = -1;
+    int L = rtl_model_layers(m), nc = nw > 2 ? 3 : 2, rc = -1, nb = 0;
     enum { REPS = 5 };
-    double *t = malloc((size_t)L * 3 * REPS * sizeof *t);
-    if (!t) return snprintf(err->msg, sizeof err->msg, "out of memory"), -1;
-    for (int k = 0; k < L * 3 * REPS; k++) t[k] = -1;
-    /* the cuts take turns, forward by forward, so that a busy spell of
-     * the machine falls on all of them */
-    for (int r = 0; r < REPS; r++)
-        for (int c = 0; c < nc; c++) {
-            if (rtl_gtdp_set_dims(m, -1, cand[c], err) != 0) goto out;
-            if (measuring_run(m, peers, w, nw, x, deadline, flags, &cs, err) != 0) goto out;
-            st->recomputed += cs.recomputed;
-            if (cs.last_failure[0]) snprintf(st->last_failure, sizeof st->last_failure, "%s", cs.last_failure);
-            for (int i = 0; i < L; i++) t[(i * 3 + c) * REPS + r] = rtl_gtdp_block_ms(&cs, i);
-        }
-    if (rtl_gtdp_set_dims(m, -1, 0, err) != 0) goto out;
-    cJSON *arr = cJSON_AddArrayToObject(doc, "cuts");
+    int reps = nc == 2 ? REPS : 3; /* 20 forwards over two workers, 27 over more */
+    int *blk = malloc((size_t)L * sizeof *blk), *pick = malloc((size_t)L * 3 * sizeof *pick);
+    /* t[((k * 3 + prev) * 3 + cur) * 3 * REPS + s]: block k after prev, with cur (sample s) */
+    double *t = malloc((size_t)L * 27 * REPS * sizeof *t), *best = malloc((size_t)L * 3 * sizeof *best);
+    int *nt = calloc((size_t)L * 9, sizeof *nt);
+    if (!blk || !pick || !t || !best || !nt) {
+        snprintf(err->msg, sizeof err->msg, "out of memory");
+        goto out;
+    }
     for (int i = 0; i < L; i++) {
         rtl_gtdp_layer g;
-        if (rtl_gtdp_model_split(m, i, &g) != 0) continue;
-        double med[3];
-        int best = -1;
-        for (int c = 0; c < nc; c++) {
-            double *v = &t[(i * 3 + c) * REPS];
-            int missing = 0;
-            for (int r = 0; r < REPS; r++) missing |= v[r] < 0;
-            med[c] = missing ? -1 : median(v, REPS);
-            if (med[c] >= 0 && (best < 0 || med[c] < med[best])) best = c;
+        if (rtl_gtdp_model_split(m, i, &g) == 0) blk[nb++] = i;
+    }
+    /* the pairs take turns, forward by forward, so that a busy spell of
+     * the machine falls on all of them */
+    for (int r = 0; r < reps; r++)
+        for (int a = 0; a < nc; a++)
+            for (int b = 0; b < nc; b++) {
+                for (int k = 0; k < nb; k++)
+                    if (rtl_gtdp_set_dims(m, blk[k], cand[k % 2 ? b : a], err) != 0) goto out;
+                if (measuring_run(m, peers, w, nw, x, deadline, flags, &cs, err) != 0) goto out;
+                st->recomputed += cs.recomputed;
+                if (cs.last_failure[0]) snprintf(st->last_failure, sizeof st->last_failure, "%s", cs.last_failure);
+                for (int k = 0; k < nb; k++) {
+                    int cur = k % 2 ? b : a, prev = k == 0 ? 0 : (k % 2 ? a : b);
+                    int *n = &nt[(k * 3 + prev) * 3 + cur];
+                    if (*n < 3 * REPS) t[((k * 3 + prev) * 3 + cur) * 3 * REPS + (*n)++] = rtl_gtdp_block_ms(&cs, blk[k]);
+                }
+            }
+    if (rtl_gtdp_set_dims(m, -1, 0, err) != 0) goto out;
+    /* cost[k][prev][cur]: the median, -1 where a worker failed in one of
+     * its forwards (then that cut is not kept there) */
+    for (int k = 0; k < nb; k++)
+        for (int pc = 0; pc < 9; pc++) {
+            int n = nt[k * 9 + pc], missing = 0;
+            double *v = &t[(k * 9 + pc) * 3 * REPS];
+            for (int s = 0; s < n; s++) missing |= v[s] < 0;
+            v[0] = n && !missing ? median(v, n) : -1;
         }
-        if (best < 0) continue; /* a worker failed there: the planner's choice */
-        if (rtl_gtdp_set_dims(m, i, cand[best], err) != 0) goto out;
+#define COST(k, p, c) t[(((k) * 3 + ((k) ? (p) : 0)) * 3 + (c)) * 3 * REPS]
+    /* best[k][c]: the least summed time of blocks 0..k with block k cut c */
+    for (int k = 0; k < nb; k++)
+        for (int c = 0; c < nc; c++) {
+            best[k * 3 + c] = -1, pick[k * 3 + c] = -1;
+            for (int p = 0; p < (k ? nc : 1); p++) {
+                double v = COST(k, p, c), before = k ? best[(k - 1) * 3 + p] : 0;
+                if (v < 0 || before < 0) continue;
+                if (best[k * 3 + c] < 0 || before + v < best[k * 3 + c]) best[k * 3 + c] = before + v, pick[k * 3 + c] = p;
+            }
+        }
+    int *chosen = nt; /* reused: the kept cut per block */
+    int c = -1;
+    for (int cc = 0; nb && cc < nc; cc++)
+        if (best[(nb - 1) * 3 + cc] >= 0 && (c < 0 || best[(nb - 1) * 3 + cc] < best[(nb - 1) * 3 + c])) c = cc;
+    if (c < 0) { /* a worker failed: the planner's choice everywhere */
+        rc = 0;
+        goto out;
+    }
+    for (int k = nb - 1; k >= 0; k--) chosen[k] = c, c = k ? pick[k * 3 + c] : -1;
+    cJSON *arr = cJSON_AddArrayToObject(doc, "cuts");
+    for (int k = 0; k < nb; k++) {
+        if (rtl_gtdp_set_dims(m, blk[k], cand[chosen[k]], err) != 0) goto out;
+        int p = k ? chosen[k - 1] : 0;
         cJSON *o = cJSON_CreateObject();
-        cJSON_AddNumberToObject(o, "layer", i);
-        cJSON_AddStringToObject(o, "cut", name[best]);
-        for (int c = 0; c < nc; c++) cJSON_AddNumberToObject(o, name[c], med[c]);
+        cJSON_AddNumberToObject(o, "layer", blk[k]);
+        cJSON_AddStringToObject(o, "cut", name[chosen[k]]);
+        /* its time after the kept cut of the block before, per cut; and
+         * per cut of the block before ("after") */
+        for (int cc = 0; cc < nc; cc++) cJSON_AddNumberToObject(o, name[cc], COST(k, p, cc));
+        cJSON *after = cJSON_AddObjectToObject(o, "after");
+        for (int pp = 0; pp < (k ? nc : 1); pp++) {
+            cJSON *e = cJSON_AddObjectToObject(after, k ? name[pp] : "none");
+            for (int cc = 0; cc < nc; cc++) cJSON_AddNumberToObject(e, name[cc], COST(k, pp, cc));
+        }
         cJSON_AddItemToArray(arr, o);
     }
+#undef COST
     rc = 0;
 out:
-    free(t);
+    free(blk), free(pick), free(t), free(best), free(nt);
     return rc;
 }
 

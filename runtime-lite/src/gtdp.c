@@ -63,6 +63,9 @@ struct helper {
     struct job *job; /* NULL when go is posted: stop */
     int started;
 };
+/* How long a part's thread polls for its next hand-over before it sleeps
+ * (sem_wait_spin), where it has a CPU to itself (job.spin). */
+#define GTDP_SPIN_MS 1.0
 struct rtl_gtdp_cache {
     int n;
     struct part_net e[GTDP_CACHE_MAX];
@@ -798,6 +801,7 @@ struct job {
     double t_got; /* when the answer was here */
     double t[RTL_IO_T_N]; /* rtl_now_ms() at each step (rtl_part_io.t) */
     int cpu;              /* the CPU the part's thread moves to, -1: none */
+    int spin;             /* cpu is no other part's: its thread may poll on it (sem_wait_spin) */
     int f0, f1;           /* its whole rows (rtl_gtdp_whole_rows); the others, shared with a
                            * neighbour's pool windows, go to stash and are merged by max */
     float *stash;         /* channels x (f0 - r0 + r1 - f1) rows x w */
@@ -907,13 +911,40 @@ static void sem_wait_all(sem_t *s)
     }
 }
 
+/* sem_wait, polled for up to ms first (0: not). A thread waking from
+ * sem_wait on a CPU that has gone idle meanwhile starts 20 to 50 us after
+ * the post on this machine (the idle CPU is woken first; more under a
+ * hypervisor), once per hand-over and per join of every block, a cost one
+ * worker alone does not pay (its part runs on the calling thread). Only
+ * where the caller's thread has a CPU that no other part's thread, nor
+ * other part's worker, runs on (job.spin): polling elsewhere would take
+ * the CPU from the very thread it waits for, the device being under
+ * SCHED_FIFO in the bench. */
+static void sem_wait_spin(sem_t *s, double ms)
+{
+    if (ms > 0) {
+        double end = rtl_now_ms() + ms;
+        do {
+            for (int i = 0; i < 64; i++) {
+                if (sem_trywait(s) == 0) return;
+#if defined(__x86_64__) || defined(__i386__)
+                __builtin_ia32_pause();
+#endif
+            }
+        } while (rtl_now_ms() < end);
+    }
+    sem_wait_all(s);
+}
+
 static void *helper_main(void *arg)
 {
     struct helper *h = arg;
+    int spin = 0;
     for (;;) {
-        sem_wait_all(&h->go);
+        sem_wait_spin(&h->go, spin ? GTDP_SPIN_MS : 0);
         if (!h->job) return NULL;
         job_main(h->job);
+        spin = h->job->spin; /* read before the post: the job is the caller's after it */
         sem_post(&h->done);
     }
 }
@@ -970,6 +1001,9 @@ static int run_conv(rtl_model *m, const rtl_gtdp_layer *g, rtl_peer **peers, con
         j->deadline_ms = deadline_ms;
         struct rtl_gtdp_cache *cc = *rtl_model_gtdp_cache(m);
         j->cpu = cc && j->q.worker < cc->ncpu ? cc->cpu[j->q.worker] : -1;
+        j->spin = j->cpu >= 0;
+        for (int k2 = 0; k2 < k; k2++)
+            if (jobs[k2].cpu == j->cpu) j->spin = jobs[k2].spin = 0;
         /* the worker still holds its answer of the block just before, a
          * part of this input: the rows it needs of it are not sent again */
         int32_t *h = j->hg;
@@ -1002,7 +1036,7 @@ static int run_conv(rtl_model *m, const rtl_gtdp_layer *g, rtl_peer **peers, con
         }
     job_main(&jobs[p.nparts - 1]);
     for (int k = 0; k + 1 < p.nparts; k++) {
-        if (hp[k]) sem_wait_all(&hp[k]->done);
+        if (hp[k]) sem_wait_spin(&hp[k]->done, jobs[p.nparts - 1].spin ? GTDP_SPIN_MS : 0);
         else snprintf(jobs[k].err.msg, sizeof jobs[k].err.msg, "could not start a thread");
     }
     for (int k = 0; k < p.nparts; k++) {

@@ -132,15 +132,25 @@ if fx_rtl_data d >pools.log 2>&1 && fx_rtl_variant d pools base - pools.cfg 2 >>
     t_check "conv + max pool blocks over three unequal workers answer what the local run answers" \
         same_answer local-pools.json g-pools.json
     t_check "three blocks split, none recomputed" test "$(field g-pools.json split_layers):$(field g-pools.json recomputed)" = 3:0
-    # each block's cut chosen from forwards over the workers: the least
-    # measured of rows only, channels only and the planner's choice
-    t_check "each block's cut is the least measured of rows, channels and both" python3 -c '
-import json, sys
+    # each block's cut chosen from forwards over the workers: per block its
+    # time after each cut of the block before it, measured; the kept cuts
+    # the chain of the least summed time
+    t_check "the kept cuts are the chain of the least measured summed time over rows, channels and both" python3 -c '
+import itertools, json, sys
 c = json.load(open(sys.argv[1]))["cuts"]
 assert [x["layer"] for x in c] == [0, 2, 4], c
-for x in c:
-    t = {k: x[k] for k in ("rows", "channels", "both")}
-    assert all(v > 0 for v in t.values()) and t[x["cut"]] == min(t.values()), x' g-pools.json
+names = ("rows", "channels", "both")
+def total(chain):
+    s = 0
+    for k, cur in enumerate(chain):
+        v = c[k]["after"]["none" if k == 0 else chain[k - 1]][cur]
+        assert v > 0, (k, chain)
+        s += v
+    return s
+kept = tuple(x["cut"] for x in c)
+assert all(total(kept) <= total(ch) for ch in itertools.product(names, repeat=3)), c
+for k, x in enumerate(c):
+    assert all(x[n] == x["after"]["none" if k == 0 else kept[k - 1]][n] for n in names), x' g-pools.json
     # held input: after the first block a worker is not sent again the rows
     # it holds (its answer of the block before); --resend sends them all
     rtl run rtlnet pools $img --top 10 --json --threads 1 --workers "$WP" "${keys[@]}" --resend >r-pools.json 2>r-pools.err
