@@ -8,6 +8,7 @@
 #   $(RETARGET_O)/heads.done  prune retarget on $(DATASET_TASKS), then per
 #                             task T the variant folder head-T (evaluated
 #                             on T's .data, profiled, described with task T)
+#                             for every task but the trunk's own
 #   $(RETARGET_O)/spec.done   prune specialise on $(DATASET_CONTEXTS), then
 #                             per context C the variant spec-C (task ctx-C:
 #                             its n classes + "other"; evaluated on C's test
@@ -69,9 +70,10 @@ endif
 # The heads' trunk: its folder and catalog id.
 RT_TRUNK_ID := $(or $(strip $(RETARGET_TRUNK)),base)
 RT_TRUNK_V  := $(VARIANTS_O)/$(RT_TRUNK_ID)
-# A curriculum trunk answers its own task; the data set's first task (the
-# identity) then gets a head on it too, so that `rtl run --task` answers
-# every task with that one trunk (issue 17 item 2).
+# A curriculum trunk answers its own task (prune retarget --trunk-task):
+# the data set's first task (the identity) then gets a head on it too, so
+# that `rtl run --task` answers every task with that one trunk (issue 17
+# item 2), its own task by the trunk's classifier.
 RT_TRUNK_TASK := $(if $(call is_curriculum,$(RT_TRUNK_ID)),$(word 2,$(V_$(RT_TRUNK_ID))))
 
 ifneq ($(filter-out $(RECIPE_VARIANTS),$(SPECIALISE_VARIANTS)),)
@@ -89,7 +91,7 @@ RT_STAMPS := $(foreach s,$(RT_STAGES),$(RETARGET_O)/$s.done)
 
 # What identifies each stage's inputs besides the files (like plan/<id>.plan).
 rt_line_heads = cut $(RETARGET_CUT) | cuts $(strip $(RETARGET_CUTS)) | head $(RETARGET_HEAD) | set $(RETARGET_SET) | seed $(SEED)$(if \
-  $(strip $(RETARGET_TRUNK)), | trunk $(RETARGET_TRUNK))$(if \
+  $(strip $(RETARGET_TRUNK)), | trunk $(RETARGET_TRUNK))$(if $(RT_TRUNK_TASK), | trunk-task $(RT_TRUNK_TASK))$(if \
   $(filter portable,$(DETERMINISM)), | determinism portable) | profile $(PROFILE_RUNS)
 $(foreach v,$(SPECIALISE_VARIANTS),$(eval rt_line_spec-$v = $$(rt_line_spec)))
 rt_line_spec  = set $(SPECIALISE_SET) | seed $(SEED)$(if $(filter portable,$(DETERMINISM)), | determinism portable) \
@@ -112,34 +114,29 @@ rt_variant = v=$(VARIANTS_O)/$2; rm -rf $$v.tmp && mkdir -p $$v.tmp && cp $1/var
     --profile $$v.tmp/profile.json --meta $$v.tmp/meta.json >/dev/null && \
   rm -rf $$v && mv $$v.tmp $$v
 
-# Heads: every task of the .tasks file but the first (the base's own), on
-# the trunk of RETARGET_TRUNK's variant (default: the base).
+# Heads: every task of the .tasks file but the trunk's own (the first, the
+# base's; a curriculum trunk's task, RT_TRUNK_TASK, then the first gets a
+# head too: prune retarget --trunk-task), on the trunk of RETARGET_TRUNK's
+# variant (default: the base). The trunk's task has no head folder (a stale
+# one from another trunk is removed); its labels are packed with the heads'.
 $(RETARGET_O)/heads.done: $(RETARGET_O)/heads.plan $(RT_TRUNK_V)/variant.weights $(DATA) $(DATASET_TASKS) \
     | $(BIN)/prune $(BIN)/trainer $(BIN)/catalog
 	$(call msg,HEADS,$(MODEL): $(if $(strip $(RETARGET_CUTS)),a sweep of $(words $(RETARGET_CUTS)) cuts,trunk L0..$(RETARGET_CUT)) of $(RT_TRUNK_ID), head '$(RETARGET_HEAD)')o=$(RETARGET_O)/heads; \
 	rm -rf $$o && $(call timed,derive,heads,($(call launch,heads-derive) $(BIN)/prune retarget \
 	  --cfg $(RT_TRUNK_V)/variant.cfg --weights $(RT_TRUNK_V)/variant.weights --parent $(RT_TRUNK_ID) \
 	  --tasks $(abspath $(DATASET_TASKS)) \
-	  $(rt_trunk) $(if $(strip $(RETARGET_HEAD)),--head '$(RETARGET_HEAD)') --seed $(SEED) \
+	  $(rt_trunk) $(if $(strip $(RETARGET_HEAD)),--head '$(RETARGET_HEAD)') --seed $(SEED)$(if $(RT_TRUNK_TASK), --trunk-task $(RT_TRUNK_TASK)) \
 	  --threads $(job_threads) --out $$o $(foreach s,$(RETARGET_SET),--set $s) 2>&1) >$(RETARGET_O)/heads.log.tmp && \
 	  mv $(RETARGET_O)/heads.log.tmp $(RETARGET_O)/heads.log) || { tail -n 5 $(RETARGET_O)/heads.log.tmp >&2; exit 1; }; \
 	d=$(dir $(abspath $(DATASET_TASKS))); first=$$(awk '!/^[ \t]*(#|$$)/ { print $$1; exit }' $(DATASET_TASKS)); \
-	$(if $(RT_TRUNK_TASK),if [ "$$first" != '$(RT_TRUNK_TASK)' ]; then \
-	  for t in '$(RT_TRUNK_TASK)' "$$first"; do awk -v t="$$t" -v d="$$d" '$$1 == t { print $$1 " " (($$2 ~ /^\//) ? $$2 : d $$2) }' \
-	    $(DATASET_TASKS); done > $(RETARGET_O)/trunk.tasks.tmp && mv $(RETARGET_O)/trunk.tasks.tmp $(RETARGET_O)/trunk.tasks && \
-	  rm -rf $$o.first && \
-	  ($(call launch,heads-first) $(BIN)/prune retarget --cfg $(RT_TRUNK_V)/variant.cfg --weights $(RT_TRUNK_V)/variant.weights \
-	    --parent $(RT_TRUNK_ID) --tasks $(RETARGET_O)/trunk.tasks $(rt_trunk) $(if $(strip $(RETARGET_HEAD)),--head '$(RETARGET_HEAD)') \
-	    --seed $(SEED) --threads $(job_threads) --out $$o.first $(foreach s,$(RETARGET_SET),--set $s) 2>&1) \
-	    >>$(RETARGET_O)/heads.log && mv $$o.first/$$first $$o/$$first && mv $$o.first/retarget.json $$o/retarget-$$first.json && \
-	  rm -rf $$o.first || { tail -n 5 $(RETARGET_O)/heads.log >&2; exit 1; }; fi;) \
+	$(if $(RT_TRUNK_TASK),rm -rf $(VARIANTS_O)/head-$(RT_TRUNK_TASK);) \
 	rm -f $@.tmp; \
 	while read -r task data; do \
 	  case "$$task" in ''|'#'*) continue ;; esac; \
-	  [ -d $$o/$$task ] || continue; \
+	  [ -d $$o/$$task ] || $(if $(RT_TRUNK_TASK),[ "$$task" = '$(RT_TRUNK_TASK)' ] || )continue; \
 	  names=$$(sed -n 's/^[[:space:]]*names[[:space:]]*=[[:space:]]*//p' $$d$$data | head -n1); \
 	  case "$$names" in /*) ;; *) names=$$d$$names ;; esac; \
-	  $(call timed,heads,head-$$task,$(call rt_variant,$$o/$$task,head-$$task,$$task,$$d$$data)) || exit 1; \
+	  $(if $(RT_TRUNK_TASK),[ "$$task" != '$(RT_TRUNK_TASK)' ] || { [ "$$task" = "$$first" ] || echo "--task $$task=$$names" >> $@.tmp; continue; }; )$(call timed,heads,head-$$task,$(call rt_variant,$$o/$$task,head-$$task,$$task,$$d$$data)) || exit 1; \
 	  [ "$$task" = "$$first" ] || echo "--task $$task=$$names" >> $@.tmp; \
 	done < $(DATASET_TASKS) && touch $@.tmp && mv $@.tmp $@
 

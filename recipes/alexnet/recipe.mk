@@ -133,8 +133,10 @@ RETARGET_HEAD := convolutional,filters=24,size=1,stride=1,activation=relu;maxpoo
 # scratch: the texture model alone, then texture, shape, colour and size,
 # then the identity added, at the rates and task weights of
 # prune/texture_first.sh's six stages) and puts the heads on its fc7
-# (linear classifiers, 0.31% of the base's parameters at most), an identity
-# head too, so that one trunk answers all five tasks. The lines are
+# (linear classifiers, 0.31% of the base's parameters at most) for every
+# other task, the identity included (prune retarget --trunk-task texture:
+# the variant answers texture itself), so that one trunk answers all five
+# tasks. The lines are
 # indented: tests/bench/rtl_tasks.sh reads the default's RETARGET_CUT and
 # RETARGET_HEAD above (TEXTURE_FIRST=1 in its environment gives this one).
 TEXTURE_FIRST ?=

@@ -9,9 +9,10 @@
 # --repeat N --threads 1`: the median of N interleaved runs of all tasks
 # (the trunk once, then the base's upper layers and the four heads) and of
 # the base alone. Environment (from make): BIN, O, TOP; RUNS (default 300);
-# TEXTURE_FIRST=1: recipes/alexnet's TEXTURE_FIRST=1 instead, the heads
-# (and an identity head) on the fc7 of a texture-first variant (the same
-# cfg with texture's outputs), the identity alone still the base's.
+# TEXTURE_FIRST=1: recipes/alexnet's TEXTURE_FIRST=1 instead: a texture-first
+# variant (the same cfg with texture's outputs) answers texture itself, and
+# one `prune retarget --trunk-task texture` puts the shape, colour, size and
+# identity heads on its fc7; the identity alone is still the base's.
 set -u
 : "${BIN:?run through make bench}" "${O:?run through make bench}" "${TOP:?run through make bench}"
 W=$O/bench/rtl-tasks
@@ -46,7 +47,7 @@ cp "$TOP/recipes/alexnet/base.cfg" $V/base/variant.cfg
 tr=base tasks=s/s.tasks heads="shape colour size texture"
 . "$TOP/tests/integration/rtl/tasks.sh"
 if [ "$tf" = 1 ]; then
-    tr=texture-first heads="$heads identity"
+    tr=texture-first heads="shape colour size identity"
     mkdir -p $V/$tr
     awk -v n=4 -f "$TOP/mk/classes.awk" "$TOP/recipes/alexnet/base.cfg" >$V/$tr/variant.cfg 2>/dev/null &&
     "$BIN/trainer" train --cfg $V/$tr/variant.cfg --data s/s-texture.data --set max_batches=2 --backup bk-tf --seed 1 \
@@ -54,7 +55,6 @@ if [ "$tf" = 1 ]; then
         { echo "bench rtl-tasks: cannot train the texture-first variant"; tail -n 5 train.log; exit 1; }
     printf '{"technique": "base", "description": "texture-first", "technique_fields": {}}\n' >tf-meta.json
     vjson alexnet $tr texture tf-meta.json "$("$BIN/trainer" info --json $V/$tr/variant.cfg)" >$V/$tr/variant.json
-    printf 'texture s-texture.data\nidentity s.data\n' >s/tf-identity.tasks
 fi
 rt() { # DIR TASKS TRUNK-OPTIONS...
     local d=$1 t=$2; shift 2
@@ -62,10 +62,13 @@ rt() { # DIR TASKS TRUNK-OPTIONS...
         "$@" ${head:+--head "$head"} --set batches=5 --set aug_passes=0 --seed 1 --out "$d" >rt.log 2>&1 ||
         { echo "bench rtl-tasks: prune retarget failed"; tail -n 5 rt.log; exit 1; }
 }
-rt heads "$tasks" "${trunk[@]}"
-rt heads-tex "$tasks" "${trunk_tex[@]}"
-rm -rf heads/texture && cp -r heads-tex/texture heads/texture
-if [ "$tf" = 1 ]; then rt heads-id s/tf-identity.tasks "${trunk[@]}" && cp -r heads-id/identity heads/identity; fi
+if [ "$tf" = 1 ]; then
+    rt heads "$tasks" "${trunk[@]}" --trunk-task texture
+else
+    rt heads "$tasks" "${trunk[@]}"
+    rt heads-tex "$tasks" "${trunk_tex[@]}"
+    rm -rf heads/texture && cp -r heads-tex/texture heads/texture
+fi
 vjson alexnet base identity - "$("$BIN/trainer" info --json $V/base/variant.cfg)" >$V/base/variant.json
 for k in $heads; do
     mkdir -p $V/head-$k && cp heads/$k/variant.cfg $V/head-$k/ && cp heads/$k/init.weights $V/head-$k/variant.weights

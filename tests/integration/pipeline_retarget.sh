@@ -167,6 +167,9 @@ t_check "  ... its stages: texture alone, 4 groups, then 5 from the plain model"
   grep -qx 'groups=4' '$T/tiny/variants/tf/s2/variant.tasks.cfg' && grep -qx 'groups=5' '$T/tiny/variants/tf/s3/variant.tasks.cfg' &&
   test \$(wc -l <'$T/tiny/variants/tf/s2/variant.metrics.jsonl') = 4"
 t_check "  ... the heads are redone on its trunk" test "$(stamp heads)" != "$h4"
+t_check "  ... in one prune retarget call: --trunk-task texture" sh -c "
+  grep -q 'task texture' '$T/tiny/retarget/heads.plan' && ! test -e '$T/tiny/variants/head-texture' &&
+  test \$(grep -c '^task ' '$T/tiny/retarget/heads.log') = 1 && grep -q '^identity ' '$T/tiny/retarget/heads.log'"
 t_check "  ... the manifest: tf answers texture, every head depends on it" python3 - "$T/tiny/manifest.json" <<'EOF2'
 import json, sys
 m = json.load(open(sys.argv[1]))
@@ -176,7 +179,11 @@ assert tf["task"] == "texture" and tf["technique"] == "base" and tf["parent"] is
 assert tf["technique_fields"]["curriculum"]["task"] == "texture" and "texture" in tf["accuracy"], tf
 assert tf["accuracy"]["texture"]["images"] > 0, tf
 w = {x["id"]: x for x in m["winnowed"]}
-for t in ("shape", "colour", "size", "texture"):
+# tf answers texture itself (prune retarget --trunk-task texture): no
+# texture head, not even the one the base's trunk had before
+assert "head-texture" not in v and "head-texture" not in w, (sorted(v), w)
+assert "texture" in m["tasks"], sorted(m["tasks"])
+for t in ("shape", "colour", "size"):
     h = v["head-" + t]
     assert h["task"] == t and h["depends_on"] == ["tf"] and h["parent"] == "tf", h
     assert h["technique_fields"]["head"]["trunk"] == "tf", h
@@ -193,11 +200,11 @@ EOF2
 mkdir -p "$T/root2/keys" && cp "$T/k.pub" "$T/root2/keys/"
 expect_ok "  ... installs" "$BIN/rtl" --root "$T/root2" install "$(ls "$T"/tiny/catalog-tiny-*.tar.zst | head -n 1)"
 expect_ok "  ... rtl run --task: every task" sh -c "$BIN/rtl --root $T/root2 run tiny --task identity,shape,colour,size,texture $img --json >$T/tasks2.json"
-t_check "  ... one trunk run, tf's: its heads answer all five tasks" python3 - "$T/tasks2.json" <<'EOF2'
+t_check "  ... one trunk run, tf's: tf answers texture, its heads the four others" python3 - "$T/tasks2.json" <<'EOF2'
 import json, sys
 d = json.load(open(sys.argv[1]))
 a = {t["task"]: t["variant"] for t in d["tasks"]}
-assert all(a[k] == "head-" + k for k in ("identity", "shape", "colour", "size", "texture")), a
+assert all(a[k] == "head-" + k for k in ("identity", "shape", "colour", "size")) and a["texture"] == "tf", a
 assert d["trunk_runs"] == 1, d["trunk_runs"]
 EOF2
 expect_ok "  ... trainer valid: tf's texture answer on the texture labels" "$BIN/trainer" valid \
@@ -221,9 +228,11 @@ amake() { make -n -C "$TOP" --no-print-directory O="$T/ao" MODEL=alexnet MODEL_O
 expect_ok "make -n retarget MODEL=alexnet TEXTURE_FIRST=1" amake retarget TEXTURE_FIRST=1
 t_check "  ... trains the curriculum and puts the heads at its fc@2" sh -c "
   grep -q 'prune/curriculum.sh texture .*/synth.tasks recipes/alexnet/base.cfg .*/variants/texture-first 3500:0.05:1 1000:0.02:1,1,1,1 2000:0.03:1,2,0.5,1 1000:0.015:1,3,0.5,1.5 1000:0.01:1,1,1,1,1 1500:0.015:1,1.5,0.5,1.5,2' '$T/out' &&
-  grep -q 'prune retarget --cfg .*/variants/texture-first/variant.cfg .* --parent texture-first .* --cut .fc@2.  --seed' '$T/out'"
+  grep -q 'prune retarget --cfg .*/variants/texture-first/variant.cfg .* --parent texture-first .* --cut .fc@2.  --seed 1 --trunk-task texture ' '$T/out' &&
+  test \$(grep -o 'prune retarget' '$T/out' | wc -l) = 1"
 expect_ok "make -n retarget MODEL=alexnet (the default)" amake retarget
 t_check "  ... heads on the base at conv@4, no curriculum" sh -c "
-  ! grep -q curriculum '$T/out' && grep -q 'prune retarget .*--parent base .*--cut .conv@4.' '$T/out'"
+  ! grep -q curriculum '$T/out' && grep -q 'prune retarget .*--parent base .*--cut .conv@4.' '$T/out' &&
+  ! grep -q -- --trunk-task '$T/out'"
 expect_fail "TEXTURE_FIRST=yes" "TEXTURE_FIRST='yes' is not valid: use 1 or leave it empty" amake retarget TEXTURE_FIRST=yes
 t_done
