@@ -60,49 +60,14 @@ static int scan_images(trn_net *net, const prn_ranking *r, const trn_dataset *ds
     return rc;
 }
 
-/* --drop mean (a diagnostic, not part of TRR nor of the paper's pruning):
- * every ranked layer's mean output per filter (over its map positions and
- * SCAN_MEAN_IMAGES training images spread over the split, evaluation
- * preprocessing), written into mean[l][f]. */
+/* Every ranked layer's filters described over SCAN_MEAN_IMAGES training
+ * images spread over the split (evaluation preprocessing) and every map
+ * position: the output's mean (--drop mean replaces a dropped filter by it;
+ * a diagnostic, not part of TRR nor of the paper's pruning), standard
+ * deviation and fraction of zeros (a relu's off positions; --drop single's
+ * description). stat[l] holds 3 x filters. */
 #define SCAN_MEAN_IMAGES 512
 
-struct means {
-    const prn_ranking *r;
-    double **mean;
-    size_t m;
-};
-
-static int add_means(void *ctx, const trn_net *net, int k, trn_err *err)
-{
-    (void)err;
-    const struct means *u = ctx;
-    for (int l = 0; l < u->r->nlayers; l++) {
-        const prn_rank_layer *L = &u->r->layers[l];
-        const float *y = trn_net_layer_output(net, L->layer);
-        size_t mp = (size_t)L->map;
-        for (int j = 0; j < k; j++)
-            for (int f = 0; f < L->filters; f++) {
-                const float *q = y + ((size_t)j * (size_t)L->filters + (size_t)f) * mp;
-                double sum = 0;
-                for (size_t p = 0; p < mp; p++) sum += q[p];
-                u->mean[l][f] += sum / (double)mp / (double)u->m;
-            }
-    }
-    return 0;
-}
-
-static int filter_means(trn_net *net, const prn_ranking *r, const trn_dataset *ds, double **mean, trn_err *err)
-{
-    size_t n = trn_dataset_count(ds, TRN_SPLIT_TRAIN);
-    struct means u = {r, mean, n < SCAN_MEAN_IMAGES ? n : SCAN_MEAN_IMAGES};
-    for (int l = 0; l < r->nlayers; l++)
-        for (int f = 0; f < r->layers[l].filters; f++) mean[l][f] = 0;
-    return scan_images(net, r, ds, u.m, add_means, &u, err);
-}
-
-/* --drop single's per-filter description: over SCAN_MEAN_IMAGES training
- * images and every map position, the output's mean, standard deviation and
- * fraction of zeros (a relu's off positions). stat[l] holds 3 x filters. */
 struct stats {
     const prn_ranking *r;
     double **stat;
@@ -514,7 +479,7 @@ int prn_cli_scan(int argc, char **argv, trn_err *err)
     int sel[SCAN_MAX_LAYERS], nsel = 0;
     scan_feed feed = {NULL, (int)bn};
     int *keep = NULL;
-    double **means = NULL, **corr = NULL, **stats = NULL;
+    double **corr = NULL, **stats = NULL;
     if (!cfg) return -1;
     if (layers) {
         prn_plan *plan = prn_plan_create(cfg, err);
@@ -567,15 +532,11 @@ int prn_cli_scan(int argc, char **argv, trn_err *err)
     if (single && !(l1 = prn_cli_rank(base, cfg, PRN_RANK_L1, ds, TRN_SPLIT_TRAIN, 0, 0, (prn_trr_at)ati,
                                       (prn_trr_distance)di, err)))
         goto done;
-    if (by_mean) {
-        if (!(means = layer_arrays(r, 1, 0, err))) goto done;
-        if (filter_means(base, r, ds, means, err)) goto done;
-    }
-    if (single) {
+    if (by_mean || single) {
         if (!(stats = layer_arrays(r, 3, 0, err))) goto done;
         if (filter_stats(base, r, ds, stats, err)) goto done;
-        if (ncorr == 0) ncorr = SCAN_MEAN_IMAGES;
     }
+    if (single && ncorr == 0) ncorr = SCAN_MEAN_IMAGES;
     if (ncorr > 0) {
         if (!(corr = layer_arrays(r, 1, 1, err))) goto done;
         if (filter_corr(base, r, ds, (size_t)ncorr, corr, err)) goto done;
@@ -660,7 +621,7 @@ int prn_cli_scan(int argc, char **argv, trn_err *err)
             if (by_mean) {
                 bad = !(ev = prn_cli_net_like(cfg, base, 64, 1, 0, err));
                 for (int z = L->filters - drop; !bad && z < L->filters; z++)
-                    set_constant(ev, L->layer, L->order[z], means[l][L->order[z]]);
+                    set_constant(ev, L->layer, L->order[z], stats[l][L->order[z]]); /* its mean */
                 bad = bad || prn_cli_evaluate(ev, ds, (trn_split)sp, (int)threads, &a, err);
             } else {
                 trn_cfg *pc = prn_filters_cfg(cfg, base, &k, 1, err);
@@ -709,7 +670,6 @@ int prn_cli_scan(int argc, char **argv, trn_err *err)
     if (prn_cli_write_json(out, j, err) != 0) goto done;
     rc = 0;
 done:
-    layer_arrays_free(means, r);
     layer_arrays_free(corr, r);
     layer_arrays_free(stats, r);
     trn_loader_close(feed.ld);
