@@ -133,10 +133,10 @@ $(RETARGET_O)/heads.done: $(RETARGET_O)/heads.plan $(RT_TRUNK_V)/variant.weights
 	rm -f $@.tmp; \
 	while read -r task data; do \
 	  case "$$task" in ''|'#'*) continue ;; esac; \
-	  [ -d $$o/$$task ] || $(if $(RT_TRUNK_TASK),[ "$$task" = '$(RT_TRUNK_TASK)' ] || )continue; \
+	  if [ -d $$o/$$task ]; then $(call timed,heads,head-$$task,$(call rt_variant,$$o/$$task,head-$$task,$$task,$$d$$data)) || exit 1; \
+	  elif [ "$$task" != '$(RT_TRUNK_TASK)' ]; then continue; fi; \
 	  names=$$(sed -n 's/^[[:space:]]*names[[:space:]]*=[[:space:]]*//p' $$d$$data | head -n1); \
 	  case "$$names" in /*) ;; *) names=$$d$$names ;; esac; \
-	  $(if $(RT_TRUNK_TASK),[ "$$task" != '$(RT_TRUNK_TASK)' ] || { [ "$$task" = "$$first" ] || echo "--task $$task=$$names" >> $@.tmp; continue; }; )$(call timed,heads,head-$$task,$(call rt_variant,$$o/$$task,head-$$task,$$task,$$d$$data)) || exit 1; \
 	  [ "$$task" = "$$first" ] || echo "--task $$task=$$names" >> $@.tmp; \
 	done < $(DATASET_TASKS) && touch $@.tmp && mv $@.tmp $@
 
