@@ -495,8 +495,9 @@ int cmd_run_gtdp(rtl_store *s, int argc, char **argv)
          * becomes that worker's fixed cost per part in the plan and the
          * prediction (never less than the handshake's round trip), before
          * any timed forward. */
-        if (ok && !calibrated && !equal && nw > 1 && cuts >= 0) ok = rtl_gtdp_set_dims(m, -1, cuts, &err) == 0;
-        else if (ok && !calibrated && !equal && nw > 1) ok = choose_dims(m, peers, w, nw, x, (int)deadline, flags, &st, doc, &err) == 0;
+        if (ok && !calibrated && !equal && nw > 1) /* --cuts, else each block's measured */
+            ok = (cuts >= 0 ? rtl_gtdp_set_dims(m, -1, cuts, &err)
+                            : choose_dims(m, peers, w, nw, x, (int)deadline, flags, &st, doc, &err)) == 0;
         if (ok && !calibrated) {
             static rtl_gtdp_stats cs[3]; /* their failures count with the warm-up's */
             /* Two stages of three forwards, each fitting the parts' cost

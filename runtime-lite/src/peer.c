@@ -1176,10 +1176,9 @@ int rtl_peer_run_part(rtl_peer *p, const char *catalog, const char *variant, int
                       const rtl_gtdp_part *q, const float *x, size_t n, float *out, size_t cap, size_t *nout,
                       int deadline_ms, rtl_err *err)
 {
-    int32_t geom[8] = {q->r0, q->r1, q->c0, q->c1, q->in_r0, q->in_r1, q->cr0, q->cr1};
     struct plain_io c = {x, n, out};
     rtl_part_io io = {plain_fill, plain_take, &c, NULL};
-    return peer_call(p, catalog, variant, first, last, geom, NULL, n, &io, cap, nout, deadline_ms, err);
+    return rtl_peer_run_part_io(p, catalog, variant, first, last, q, NULL, n, &io, cap, nout, deadline_ms, err);
 }
 
 int rtl_peer_run_part_io(rtl_peer *p, const char *catalog, const char *variant, int first, int last,
