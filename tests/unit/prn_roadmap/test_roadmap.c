@@ -327,17 +327,14 @@ static void rescale_filters(void **state)
     assert_int_equal(prn_filters_rescale(q, base, &n, &e), 0);
     assert_int_equal(n, 2);
     assert_true(row_norm(qw, 1) == 0);
-    /* The reference must have batch norm where net has. */
-    trn_cfg *c2 = pt_cfg(
-        "[net]\nbatch=2\nwidth=8\nheight=8\nchannels=3\n"
-        "[convolutional]\nfilters=3\nsize=3\npad=1\nactivation=relu\n"
-        "[maxpool]\nsize=2\nstride=2\n"
-        "[convolutional]\nfilters=6\nsize=3\npad=1\nactivation=leaky\n"
-        "[route]\nlayers=-1,-2\n"
-        "[convolutional]\nfilters=5\nsize=1\nactivation=leaky\n"
-        "[connected]\noutput=7\nactivation=relu\n"
-        "[connected]\noutput=3\nactivation=linear\n"
-        "[softmax]\n");
+    /* The reference must have batch norm where net has: p's shape
+     * (route_cfg with L0's 3 kept filters) without L0's batch norm. */
+    char text[sizeof route_cfg];
+    const char *bn = strstr(route_cfg, "filters=4\nsize=3\npad=1\nbatch_normalize=1\n");
+    assert_non_null(bn);
+    snprintf(text, sizeof text, "%.*sfilters=3\nsize=3\npad=1\n%s", (int)(bn - route_cfg), route_cfg,
+             bn + strlen("filters=4\nsize=3\npad=1\nbatch_normalize=1\n"));
+    trn_cfg *c2 = pt_cfg(text);
     trn_net *nobn = pt_base(c2, 2, 1);
     assert_int_equal(prn_filters_rescale(p, nobn, NULL, &e), -1);
     assert_non_null(strstr(e.msg, "layer 0"));
