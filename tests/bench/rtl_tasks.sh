@@ -39,20 +39,22 @@ fi
 "$BIN/dataset" generate --out . --name s --seed 1 --size 32 --train 2 --valid 1 --test 1 --no-contexts \
     --threads 1 >/dev/null 2>&1 || { echo "bench rtl-tasks: cannot make the data set"; exit 1; }
 V=c/variants
+train_v() { # ID DATA: two batches of $V/ID/variant.cfg into $V/ID/variant.weights
+    "$BIN/trainer" train --cfg $V/$1/variant.cfg --data "$2" --set max_batches=2 --backup bk-$1 --seed 1 \
+        --threads 1 --loader-threads 1 --quiet >train.log 2>&1 && cp bk-$1/variant.weights $V/$1/variant.weights ||
+        { echo "bench rtl-tasks: cannot train the $1 variant"; tail -n 5 train.log; exit 1; }
+}
 mkdir -p $V/base
 cp "$TOP/recipes/alexnet/base.cfg" $V/base/variant.cfg
-"$BIN/trainer" train --cfg $V/base/variant.cfg --data s/s.data --set max_batches=2 --backup bk --seed 1 \
-    --threads 1 --loader-threads 1 --quiet >train.log 2>&1 && cp bk/variant.weights $V/base/variant.weights ||
-    { echo "bench rtl-tasks: cannot train"; tail -n 5 train.log; exit 1; }
+train_v base s/s.data
 tr=base tasks=s/s.tasks heads="shape colour size texture"
 . "$TOP/tests/integration/rtl/tasks.sh"
 if [ "$tf" = 1 ]; then
     tr=texture-first heads="shape colour size identity"
     mkdir -p $V/$tr
-    awk -v n=4 -f "$TOP/mk/classes.awk" "$TOP/recipes/alexnet/base.cfg" >$V/$tr/variant.cfg 2>/dev/null &&
-    "$BIN/trainer" train --cfg $V/$tr/variant.cfg --data s/s-texture.data --set max_batches=2 --backup bk-tf --seed 1 \
-        --threads 1 --loader-threads 1 --quiet >train.log 2>&1 && cp bk-tf/variant.weights $V/$tr/variant.weights ||
-        { echo "bench rtl-tasks: cannot train the texture-first variant"; tail -n 5 train.log; exit 1; }
+    awk -v n=4 -f "$TOP/mk/classes.awk" "$TOP/recipes/alexnet/base.cfg" >$V/$tr/variant.cfg 2>/dev/null ||
+        { echo "bench rtl-tasks: cannot write the $tr cfg"; exit 1; }
+    train_v $tr s/s-texture.data
     printf '{"technique": "base", "description": "texture-first", "technique_fields": {}}\n' >tf-meta.json
     vjson alexnet $tr texture tf-meta.json "$("$BIN/trainer" info --json $V/$tr/variant.cfg)" >$V/$tr/variant.json
 fi
