@@ -6,46 +6,13 @@
 # same bytes for the same seed and any thread count, and errors that name
 # the problem, exit non-zero and write nothing.
 . "$TOP/tests/lib.sh"
+. "$TOP/tests/integration/prune/layers.sh"
 P=$BIN/prune
 TOOL=$TESTD/tools/prune-testtool
 
 "$BIN/dataset" generate --out "$T" --name s --seed 3 --size 16 --train 2 --valid 1 --test 1 \
     --no-contexts --threads 1 >/dev/null 2>&1 || { t_fail "fixture data set"; t_done; exit 0; }
-cat >"$T/base.cfg" <<'EOF'
-[net]
-batch=8
-width=16
-height=16
-channels=3
-
-[convolutional]
-filters=8
-size=3
-stride=1
-pad=1
-batch_normalize=1
-activation=relu
-
-[maxpool]
-size=2
-stride=2
-
-[convolutional]
-filters=32
-size=3
-pad=1
-activation=relu
-
-[maxpool]
-size=2
-stride=2
-
-[connected]
-output=48
-activation=linear
-
-[softmax]
-EOF
+base48_cfg "$T/base.cfg" 32 0 batch=8 width=16 height=16 channels=3
 "$TOOL" weights "$T/base.cfg" 5 "$T/base.weights" || { t_fail "fixture weights"; t_done; exit 0; }
 A=(early-exit --cfg "$T/base.cfg" --weights "$T/base.weights" --data "$T/s/s.data" --seed 4
    --set batch=8 --set stage1=6 --set finetune=3 --set width=2 --set layers=1

@@ -10,50 +10,8 @@
 cd "$T" || exit 1
 export SOURCE_DATE_EPOCH=1700000000
 . "$TOP/tests/integration/rtl/tasks.sh"
-cat >base.cfg <<'EOF'
-[net]
-batch=8
-subdivisions=1
-width=16
-height=16
-channels=3
-learning_rate=0.05
-momentum=0.9
-decay=0.0005
-max_batches=6
-
-[convolutional]
-filters=8
-size=3
-stride=1
-pad=1
-batch_normalize=1
-activation=relu
-
-[maxpool]
-size=2
-stride=2
-
-[convolutional]
-filters=8
-size=3
-pad=1
-activation=relu
-
-[maxpool]
-size=2
-stride=2
-
-[connected]
-output=16
-activation=relu
-
-[connected]
-output=48
-activation=linear
-
-[softmax]
-EOF
+base48_cfg base.cfg 8 16 batch=8 subdivisions=1 width=16 height=16 channels=3 \
+    learning_rate=0.05 momentum=0.9 decay=0.0005 max_batches=6
 tasks_fixture base.cfg || { t_done; exit 0; }
 V=c/variants
 "$BIN/prune" retarget --cfg base.cfg --weights $V/base/variant.weights --tasks s/s.tasks --cut L3 \

@@ -2,6 +2,7 @@
 # prune_specialise.sh: a tiny generated set with the default set's attribute
 # tasks under $T/s, and a small random-weighted base ($T/base.cfg,
 # $T/base.weights). Sourced after tests/lib.sh, never run.
+. "$TOP/tests/integration/prune/layers.sh"
 
 # attr_fixture TOOL GENERATE_OPTION...: writes the fixture (TOOL is
 # prune-testtool; the options go to `dataset generate`, e.g. --no-contexts);
@@ -11,45 +12,6 @@ attr_fixture() {
     shift
     "$BIN/dataset" generate --out "$T" --name s --seed 3 --size 16 --train 3 --valid 1 --test 2 \
         "$@" --threads 1 >/dev/null 2>&1 || { t_fail "fixture data set"; return 1; }
-    cat >"$T/base.cfg" <<'EOF'
-[net]
-batch=8
-width=16
-height=16
-channels=3
-flip=1
-
-[convolutional]
-filters=8
-size=3
-stride=1
-pad=1
-batch_normalize=1
-activation=relu
-
-[maxpool]
-size=2
-stride=2
-
-[convolutional]
-filters=8
-size=3
-pad=1
-activation=relu
-
-[maxpool]
-size=2
-stride=2
-
-[connected]
-output=16
-activation=relu
-
-[connected]
-output=48
-activation=linear
-
-[softmax]
-EOF
+    base48_cfg "$T/base.cfg" 8 16 batch=8 width=16 height=16 channels=3 flip=1
     "$tool" weights "$T/base.cfg" 5 "$T/base.weights" || { t_fail "fixture weights"; return 1; }
 }

@@ -1,45 +1,14 @@
 # tests/integration/rtl/tasks.sh: what rtl_tasks.sh, rtl_addon.sh and the
 # rtl-tasks bench share to build catalogs of attribute-task variants.
 # Sourced (after tests/lib.sh for tasks_fixture), never run.
+. "$TOP/tests/integration/prune/layers.sh"
 
 # tasks_base_cfg FILE: the small 16x16 network (one convolution, two
 # connected layers, 48 classes, 150 batches) that rtl_addon.sh and
 # rtl_context.sh train as their base.
 tasks_base_cfg() {
-    cat >"$1" <<'EOF'
-[net]
-batch=8
-subdivisions=1
-width=16
-height=16
-channels=3
-learning_rate=0.01
-momentum=0.9
-decay=0.0005
-max_batches=150
-
-[convolutional]
-filters=8
-size=3
-stride=1
-pad=1
-batch_normalize=1
-activation=relu
-
-[maxpool]
-size=2
-stride=2
-
-[connected]
-output=16
-activation=relu
-
-[connected]
-output=48
-activation=linear
-
-[softmax]
-EOF
+    base48_cfg "$1" 0 16 batch=8 subdivisions=1 width=16 height=16 channels=3 \
+        learning_rate=0.01 momentum=0.9 decay=0.0005 max_batches=150
 }
 
 # vjson MODEL ID TASK META COST: a catalog variant.json on stdout: META is
