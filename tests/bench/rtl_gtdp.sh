@@ -40,7 +40,7 @@
 # Targets: two workers >= 1.8x one worker; GTDP faster than the equal
 # split; GTDP within 25% of its prediction. Exit 1 when one is missed.
 # Environment (from make): BIN, O, TOP; REPEAT (10), ROUNDS (3), SIZE
-# (full), LINK (4000).
+# (full), LINK (4000), CPU_REPEAT (100: the workers' own CPU per forward).
 set -u
 : "${BIN:?run through make bench}" "${O:?run through make bench}" "${TOP:?run through make bench}"
 W=$O/bench/rtl-gtdp
@@ -117,19 +117,49 @@ go() { # OUT [run options...]
     "${fifo[@]}" "$RTL" --root root run rtlnet trunk $img --threads 1 --runs 10 --warmup 1 --repeat "$repeat" --json --trace --peer-key srv.pub \
         --device-key dev "$@" >"$out" 2>"$out.err" || { echo "bench rtl-gtdp: rtl run failed:"; cat "$out.err"; exit 1; }
 }
+# CPU ticks (utime + stime): the machine's busy ticks (/proc/stat, every
+# core), a process's (/proc/PID/stat), and this shell's reaped children's
+# (the rtl run processes, awk, python).
+busy_ticks() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9; exit }' /proc/stat; }
+proc_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+kids_ticks() { awk '{ print $16 + $17 }' /proc/$$/stat; }
+ours_ticks() { local t; t=$(kids_ticks); for p in "${PIDS[@]}"; do t=$((t + $(proc_ticks "$p"))); done; echo "$t"; }
+sys0=$(busy_ticks) ours0=$(ours_ticks) wall0=$(date +%s%N)
 for r in $(seq "$rounds"); do
     go one-$r.json --workers "$ONE" "${c1[@]}"
     go two-$r.json --workers "$TWO" "${c2[@]}"
     go four-$r.json --workers "$FOUR" "${c4[@]}"
     go eq-$r.json --workers "$FOUR" --equal-split "${c4[@]}"
 done
+# The workers' own CPU time per forward (workers a and b, whatever their
+# threads do: opening requests, computing, sealing replies): two runs of
+# each configuration, of 5 and 5 + CPU_REPEAT timed forwards (default 100),
+# differenced, so that the calibration and warm-up forwards cancel. Two
+# workers can be at most (one worker's time) / (the busier worker's CPU per
+# forward) faster than one: that bound holds even with no device cost and
+# no waiting.
+cpu_n=${CPU_REPEAT:-100}
+cpu_of() { # OUT N [run options...]: writes "ticks of a, ticks of b" over the run to OUT.cpu
+    local out=$1 n=$2 a0 b0; shift 2
+    a0=$(proc_ticks "${PIDS[0]}") b0=$(proc_ticks "${PIDS[1]}")
+    repeat=$n go "$out" "$@"
+    echo "$(($(proc_ticks "${PIDS[0]}") - a0)) $(($(proc_ticks "${PIDS[1]}") - b0))" >"$out.cpu"
+}
+cpu_of cpu-one-s.json 5 --workers "$ONE" "${c1[@]}"
+cpu_of cpu-one-l.json $((5 + cpu_n)) --workers "$ONE" "${c1[@]}"
+cpu_of cpu-two-s.json 5 --workers "$TWO" "${c2[@]}"
+cpu_of cpu-two-l.json $((5 + cpu_n)) --workers "$TWO" "${c2[@]}"
+# Anything else running: the machine's busy ticks less this bench's own.
+others=$(($(busy_ticks) - sys0 - ($(ours_ticks) - ours0)))
+wall_s=$((($(date +%s%N) - wall0) / 1000000))
 load1=$(cut -d' ' -f1 /proc/loadavg)
 [ ${#c2[@]} -gt 0 ] && echo "bench rtl-gtdp: the device's part threads on their workers' cores (--part-cpus)"
 if [ ${#fifo[@]} -gt 0 ]; then echo "bench rtl-gtdp: the device's process under SCHED_FIFO (${fifo[*]})"
 else echo "bench rtl-gtdp: the device's process on the plain scheduler (chrt -f refused, or DEVICE_FIFO=0)"; fi
-python3 - "$rounds" "$size" "$load0" "$load1" "$(nproc)" "$link" <<'PY'
+python3 - "$rounds" "$size" "$load0" "$load1" "$(nproc)" "$link" "$cpu_n" "$(getconf CLK_TCK)" "$others" "$wall_s" <<'PY'
 import json, os, statistics as st, sys
 rounds, size, load0, load1, cores, link = int(sys.argv[1]), sys.argv[2], float(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5]), sys.argv[6]
+cpu_n, hz, others, wall_s = int(sys.argv[7]), int(sys.argv[8]), int(sys.argv[9]), int(sys.argv[10]) / 1000
 def cfg(name):
     docs = [json.load(open("%s-%d.json" % (name, r))) for r in range(1, rounds + 1)]
     res = [d["results"][0] for d in docs]
@@ -185,6 +215,16 @@ for name in ("two", "four"):
     cuts = [" ".join("L%d:%s" % (x["layer"], x["cut"][0]) for x in json.load(open("%s-%d.json" % (name, r))).get("cuts", []))
             for r in range(1, rounds + 1)]
     print("  %-18s %s" % ({"two": "2 workers", "four": "4 workers GTDP"}[name], " | ".join(cuts)))
+def per_forward(name):
+    """each worker's own CPU ms per timed forward: the long run's ticks less the short run's"""
+    short, long_ = ([int(v) for v in open("cpu-%s-%s.json.cpu" % (name, k)).read().split()] for k in ("s", "l"))
+    return [1000.0 * (l - s) / hz / cpu_n for s, l in zip(short, long_)]
+cpu1, cpu2 = per_forward("one")[0], per_forward("two")
+print("the workers' own CPU per forward (utime + stime, runs of 5 and %d timed forwards differenced): "
+      "1 worker %.2f ms; 2 workers %.2f and %.2f ms (%.2f together, %+.0f%% on one worker's)" % (
+      5 + cpu_n, cpu1, cpu2[0], cpu2[1], sum(cpu2), 100 * (sum(cpu2) / cpu1 - 1)))
+print("  so two workers can be at most %.2fx one worker (%.1f ms over the busier worker's %.2f), "
+      "with no device cost and no waiting" % (one["ms"] / max(cpu2), one["ms"], max(cpu2)))
 s2 = one["ms"] / two["ms"]
 gain = eq["ms"] / four["ms"]
 err = four["ms"] / four["pred"] - 1
@@ -193,10 +233,14 @@ t = [("two workers vs one", "%.2fx" % s2, ">= 1.8x", s2 >= 1.8),
      ("GTDP measured vs predicted, 4 workers", "%+.1f%%" % (100 * err), "within 25%", abs(err) <= 0.25)]
 for name, val, target, ok in t:
     print("  %-40s %9s  target %-11s %s" % (name, val, target, "met" if ok else "MISSED"))
-busy = max(load0, load1)
-if size != "full" or busy > 0.5:
-    print("bench rtl-gtdp: NOT A MEASUREMENT: %s (load average %.2f at the start, %.2f at the end, %d cores)" % (
-        "SIZE=%s checks the script only" % size if size != "full" else "this machine was busy", load0, load1, cores))
+# Busy: other processes took more than 5% of the machine while the bench ran
+# (its own processes' CPU is not counted; the load average at its end is
+# mostly its own), or the load average before it started was past 0.5.
+other_share = others / hz / (wall_s * cores) if wall_s > 0 else 0
+print("other processes took %.1f%% of the %d cores during the bench (%.0f s)" % (100 * other_share, cores, wall_s))
+if size != "full" or other_share > 0.05 or load0 > 0.5:
+    print("bench rtl-gtdp: NOT A MEASUREMENT: %s (load average %.2f before it, %.2f at its end; others %.1f%%)" % (
+        "SIZE=%s checks the script only" % size if size != "full" else "this machine was busy", load0, load1, 100 * other_share))
 ok = all(x[3] for x in t)
 print("bench rtl-gtdp: %s" % ("targets met" if ok else "a target missed"))
 sys.exit(0 if ok else 1)
