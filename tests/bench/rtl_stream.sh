@@ -34,30 +34,7 @@ rm -rf "$W" && mkdir -p "$W" && cd "$W" || exit 1
 
 fx_rtl_data c >/dev/null || { echo "bench rtl-stream: cannot make the data set"; exit 1; }
 # held-out sets: the fixture's generator with other seeds (names hold the label)
-python3 - <<'EOF'
-import os, random, struct
-labels = ["airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"]
-def bmp(path, w, h, px):
-    row = (3 * w + 3) & ~3
-    data = bytearray()
-    for y in range(h - 1, -1, -1):
-        for x in range(w):
-            data += bytes(reversed(px[y][x]))
-        data += bytes(row - 3 * w)
-    hdr = struct.pack("<2sIHHI", b"BM", 54 + len(data), 0, 0, 54)
-    info = struct.pack("<IiiHHIIiiII", 40, w, h, 1, 24, 0, len(data), 2835, 2835, 0, 0)
-    open(path, "wb").write(hdr + info + data)
-def image(rng, k, w, h):
-    px = [[tuple(rng.randrange(0, 80) for _ in range(3)) for _ in range(w)] for _ in range(h)]
-    hue = [(255, 60, 60), (60, 255, 60), (60, 60, 255), (255, 255, 60), (255, 60, 255)][k % 5]
-    vertical = k >= 5
-    pos = rng.randrange(2, (w if vertical else h) - 2)
-    for t in range(max(w, h)):
-        for d in (-1, 0, 1):
-            y, x = (t, pos + d) if vertical else (pos + d, t)
-            if 0 <= y < h and 0 <= x < w:
-                px[y][x] = tuple(min(255, c + rng.randrange(0, 40)) for c in hue)
-    return px
+{ fx_rtl_py; cat <<'EOF'
 for name, seed in (("A", 11), ("B", 12)):
     rng = random.Random(seed)
     os.makedirs(name, exist_ok=True)
@@ -65,6 +42,7 @@ for name, seed in (("A", 11), ("B", 12)):
         k = rng.randrange(10)
         bmp("%s/%04d_%s.bmp" % (name, i, labels[k]), 24, 24, image(rng, k, 24, 24))
 EOF
+} | python3 -
 # two variants big enough to time (milliseconds, not microseconds): a wide
 # base (about 33 M MACs) and a pruned one (about 4 M)
 cfg() { # FILTERS...

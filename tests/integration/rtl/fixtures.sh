@@ -20,11 +20,12 @@ CAT=$BIN/catalog
 RTL=$BIN/rtl
 export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-1700000000}
 
-fx_rtl_data() {
-    local dir=$1
-    python3 - "$dir" <<'EOF'
+# fx_rtl_py: on stdout, the head of the Python programs that draw the
+# fixture's images: labels, bmp(PATH, W, H, PX) and image(RNG, CLASS, W, H);
+# fx_rtl_data's program and the rtl-stream bench's held-out sets follow it.
+fx_rtl_py() {
+    cat <<'EOF'
 import os, random, struct, sys
-root = sys.argv[1]
 labels = ["airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"]
 def bmp(path, w, h, px):
     row = (3 * w + 3) & ~3
@@ -48,6 +49,13 @@ def image(rng, k, w, h):
             if 0 <= y < h and 0 <= x < w:
                 px[y][x] = tuple(min(255, c + rng.randrange(0, 40)) for c in hue)
     return px
+EOF
+}
+
+fx_rtl_data() {
+    local dir=$1
+    { fx_rtl_py; cat <<'EOF'
+root = sys.argv[1]
 rng = random.Random(4321)
 os.makedirs(os.path.join(root, "train"), exist_ok=True)
 os.makedirs(os.path.join(root, "images"), exist_ok=True)
@@ -63,6 +71,7 @@ with open(os.path.join(root, "identity.names"), "w") as f: f.write("\n".join(lab
 with open(os.path.join(root, "rtl.data"), "w") as f:
     f.write("classes=10\ntrain=train.list\nlabels=identity.names\nnames=identity.names\nbackup=backup\n")
 EOF
+    } | python3 - "$dir"
 }
 
 fx_rtl_variant() {
