@@ -16,15 +16,7 @@
 . "$TOP/tests/integration/rtl/fixtures.sh"
 cd "$T" || exit 1
 
-if ! fx_rtl_catalog c >fixture.log 2>&1; then
-    t_fail "build the fixture catalog" "$(tail -n 20 fixture.log)"
-    t_done
-    exit 0
-fi
-R=root
-mkdir -p $R/keys && cp c/k.pub $R/keys/
-rtl() { "$RTL" --root "$R" "$@"; }
-expect_ok "install the fixture catalog" rtl install c/out/catalog-rtlnet-1.tar.zst
+fx_rtl_installed
 img=c/images/img1.bmp
 rtl peer-keygen srv >/dev/null && rtl peer-keygen dev >/dev/null
 cat dev.pub >allow

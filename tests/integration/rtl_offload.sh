@@ -19,15 +19,7 @@
 cd "$T" || exit 1
 TOOL=$TESTD/rtl_peer_testtool
 
-if ! fx_rtl_catalog c >fixture.log 2>&1; then
-    t_fail "build the fixture catalog" "$(tail -n 20 fixture.log)"
-    t_done
-    exit 0
-fi
-R=root
-mkdir -p $R/keys && cp c/k.pub $R/keys/
-rtl() { "$RTL" --root "$R" "$@"; }
-expect_ok "install the fixture catalog" rtl install c/out/catalog-rtlnet-1.tar.zst
+fx_rtl_installed
 img=c/images/img1.bmp
 
 expect_ok "peer-keygen makes the server's key pair" rtl peer-keygen srv

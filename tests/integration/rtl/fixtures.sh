@@ -140,3 +140,19 @@ fx_rtl_catalog() {
         "$CAT" pack "$dir/variants" -o "$dir/out" --task identity="$dir/identity.names" --version 1 \
             --key "$dir/k.key" >"$dir/pack.log" 2>&1 || { cat "$dir/pack.log"; return 1; }
 }
+
+# fx_rtl_installed: for the rtl tests (after tests/lib.sh), in the current
+# folder: the fixture catalog built in c/ and installed under R=root (its key
+# in root/keys), rtl() running rtl with that root. A failed build is a failed
+# check that ends the test; the install is a check.
+fx_rtl_installed() {
+    if ! fx_rtl_catalog c >fixture.log 2>&1; then
+        t_fail "build the fixture catalog" "$(tail -n 20 fixture.log)"
+        t_done
+        exit 0
+    fi
+    R=root
+    mkdir -p $R/keys && cp c/k.pub $R/keys/
+    rtl() { "$RTL" --root "$R" "$@"; }
+    expect_ok "install the fixture catalog" rtl install c/out/catalog-rtlnet-1.tar.zst
+}
