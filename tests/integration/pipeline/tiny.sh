@@ -1,6 +1,7 @@
 # tests/integration/pipeline/tiny.sh: the tiny recipe's base network, shared
 # by the pipeline tests (pipeline_make.sh, pipeline_threads.sh,
 # slurm_cluster.sh). Sourced after tests/lib.sh, never run.
+. "$TOP/tests/integration/prune/layers.sh"
 
 # tiny_base_cfg FILE MAX_BATCHES [NET_LINE...]: a 16x16x3 network of two
 # conv+BN+maxpool blocks and two connected layers (10 outputs, fitted to the
@@ -12,11 +13,7 @@ tiny_base_cfg() {
         printf '[net]\nbatch=16\nwidth=16\nheight=16\nchannels=3\nlearning_rate=0.1\nmomentum=0.9\n'
         printf 'decay=0.0005\npolicy=constant\nmax_batches=%s\nmin_crop=16\nmax_crop=16\n' "$mb"
         [ $# -gt 0 ] && printf '%s\n' "$@"
-        printf '\n'
-        for filters in 8 16; do
-            printf '[convolutional]\nbatch_normalize=1\nfilters=%s\nsize=3\nstride=1\npad=1\nactivation=relu\n\n' "$filters"
-            printf '[maxpool]\nsize=2\nstride=2\n\n'
-        done
-        printf '[connected]\noutput=32\nactivation=relu\n\n[connected]\noutput=10\nactivation=linear\n\n[softmax]\n'
+        bn_blocks 8 16
+        printf '\n[connected]\noutput=32\nactivation=relu\n\n[connected]\noutput=10\nactivation=linear\n\n[softmax]\n'
     } >"$f"
 }

@@ -2,6 +2,7 @@
 # rtl_nested.sh: a small random-weighted base (two conv + max pool blocks, two
 # connected layers), a tiny image set and its L1 roadmap, the input of
 # `prune grow`. Sourced after tests/lib.sh, never run.
+. "$TOP/tests/integration/prune/layers.sh"
 
 # nest_fixture DIR: writes DIR/base.cfg, DIR/base.weights, DIR/data/tiny.data
 # (12 images of 16x16, 4 classes) and DIR/rm/roadmap.json (prune roadmap
@@ -9,50 +10,11 @@
 # step recorded as a failed check, when a step fails.
 nest_fixture() {
     local dir=$1
-    cat >"$dir/base.cfg" <<'EOF'
-[net]
-batch=8
-width=16
-height=16
-channels=3
-learning_rate=0.1
-momentum=0.9
-decay=0.0005
-
-[convolutional]
-batch_normalize=1
-filters=8
-size=3
-stride=1
-pad=1
-activation=relu
-
-[maxpool]
-size=2
-stride=2
-
-[convolutional]
-batch_normalize=1
-filters=8
-size=3
-stride=1
-pad=1
-activation=relu
-
-[maxpool]
-size=2
-stride=2
-
-[connected]
-output=12
-activation=relu
-
-[connected]
-output=2
-activation=linear
-
-[softmax]
-EOF
+    {
+        printf '%s\n' '[net]' batch=8 width=16 height=16 channels=3 learning_rate=0.1 momentum=0.9 decay=0.0005
+        bn_blocks 8 8
+        printf '\n[connected]\noutput=12\nactivation=relu\n\n[connected]\noutput=2\nactivation=linear\n\n[softmax]\n'
+    } >"$dir/base.cfg"
     "$TESTD/tools/prune-testtool" weights "$dir/base.cfg" 5 "$dir/base.weights" &&
         "$TESTD/tools/prune-testtool" images "$dir/data" 12 16 4 || { t_fail "fixture data"; return 1; }
     "$BIN/prune" roadmap --cfg "$dir/base.cfg" --weights "$dir/base.weights" --data "$dir/data/tiny.data" \
