@@ -140,9 +140,7 @@ int prn_cli_grow(int argc, char **argv, trn_err *err)
     int rc0;
     if (ck_parse("prune", &v, argc + 1, argv - 1, &extra, 0, &rc0) < 0) return rc0 == 0 ? 0 : -3;
     const char *need[][2] = {{"roadmap", roadp}, {"data", data}, {"out", out}};
-    for (size_t i = 0; i < sizeof need / sizeof *need; i++)
-        if (!need[i][1]) return trn_errf(err, "--%s is required", need[i][0]), -2;
-    if (seed < 0) return trn_errf(err, "--seed is required"), -2;
+    if (prn_cli_need(need, sizeof need / sizeof *need, seed, err)) return -2;
     for (int i = 0; i < set.n; i++)
         if (gr_set(set.v[i], &batches, &lr, &ncap, &bn_batches, &revive, &slices, err)) return -2;
     trn_set_threads((int)threads);

@@ -179,6 +179,21 @@ int prn_cli_require(const prn_cli_opts *o, const char *verb, const char *const *
     return 0;
 }
 
+int prn_cli_need(const char *need[][2], size_t n, long long seed, trn_err *err)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!need[i][1]) return trn_errf(err, "--%s is required", need[i][0]);
+    if (seed < 0) return trn_errf(err, "--seed is required");
+    return 0;
+}
+
+int prn_cli_method(const char *method, trn_err *err)
+{
+    int m = prn_rank_method_parse(method);
+    if (m < 0) return trn_errf(err, "--method '%s' is not a ranking: use trr, l1 or random", method);
+    return m;
+}
+
 trn_net *prn_cli_load_base(const trn_cfg *cfg, const char *weights, int batch, trn_err *err)
 {
     trn_net_opts o;

@@ -29,6 +29,13 @@ int prn_cli_parse(int argc, char **argv, const char *verb, const char *synopsis,
                   const char *const *known, prn_cli_opts *o);
 /* -1 naming the first option of `names` that was not given. */
 int prn_cli_require(const prn_cli_opts *o, const char *verb, const char *const *names, trn_err *err);
+/* The same for a verb with its own option table (grow, roadmap, scan): -1
+ * with err naming the first of the n {name, value} pairs of need whose value
+ * is NULL, or --seed when seed < 0 (not given). */
+int prn_cli_need(const char *need[][2], size_t n, long long seed, trn_err *err);
+/* The ranking --method names (trr, l1 or random, prn_rank_method_parse);
+ * -1 with err otherwise. */
+int prn_cli_method(const char *method, trn_err *err);
 /* The catalog id of --cfg (--parent, default "base"): the parent the
  * verb's variants name. -1 with err when --parent is not a variant id. */
 int prn_cli_parent(const prn_cli_opts *o, const char **parent, trn_err *err);

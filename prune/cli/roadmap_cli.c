@@ -369,11 +369,9 @@ int prn_cli_roadmap(int argc, char **argv, trn_err *err)
     int rc0;
     if (ck_parse("prune", &v, argc + 1, argv - 1, &extra, 0, &rc0) < 0) return rc0 == 0 ? 0 : -3;
     const char *need[][2] = {{"cfg", cfgp}, {"weights", weights}, {"data", data}, {"method", method}, {"out", out}};
-    for (size_t i = 0; i < sizeof need / sizeof *need; i++)
-        if (!need[i][1]) return trn_errf(err, "--%s is required", need[i][0]), -2;
-    if (seed < 0) return trn_errf(err, "--seed is required"), -2;
-    int m = prn_rank_method_parse(method);
-    if (m < 0) return trn_errf(err, "--method '%s' is not a ranking: use trr, l1 or random", method), -2;
+    if (prn_cli_need(need, sizeof need / sizeof *need, seed, err)) return -2;
+    int m = prn_cli_method(method, err);
+    if (m < 0) return -2;
     rm_settings st = {.step = 0.2, .min_accuracy = 0.5, .learning_rate = 0.01, .max_layer_step = 0.5, .retrain_batches = 100,
                       .triplets = PRN_TRR_TRIPLETS_DEFAULT, .min_filters = 2, .max_steps = 12, .bn_batches = 20, .connected = 1};
     for (int i = 0; i < set.n; i++)

@@ -451,11 +451,9 @@ int prn_cli_scan(int argc, char **argv, trn_err *err)
     int rc0;
     if (ck_parse("prune", &v, argc + 1, argv - 1, &extra, 0, &rc0) < 0) return rc0 == 0 ? 0 : -3;
     const char *need[][2] = {{"cfg", cfgp}, {"weights", weights}, {"data", data}, {"method", method}, {"out", out}};
-    for (size_t i = 0; i < sizeof need / sizeof *need; i++)
-        if (!need[i][1]) return trn_errf(err, "--%s is required", need[i][0]), -2;
-    if (seed < 0) return trn_errf(err, "--seed is required"), -2;
-    int m = prn_rank_method_parse(method), sp = trn_split_parse(split);
-    if (m < 0) return trn_errf(err, "--method '%s' is not a ranking: use trr, l1 or random", method), -2;
+    if (prn_cli_need(need, sizeof need / sizeof *need, seed, err)) return -2;
+    int m = prn_cli_method(method, err), sp = trn_split_parse(split);
+    if (m < 0) return -2;
     if (sp < 0) return trn_errf(err, "--split '%s' is not a split: use train, valid or test", split), -2;
     int ati = prn_trr_at_parse(at), di = prn_trr_distance_parse(dist);
     if (ati < 0) return trn_errf(err, "--at '%s' is not a point: use output, bn, conv or pooled", at), -2;
