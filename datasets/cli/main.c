@@ -49,6 +49,13 @@ static double now(void)
     return (double)t.tv_sec + t.tv_nsec * 1e-9;
 }
 
+/* The notes on the context sizes n a set of too few classes skipped. */
+static void note_skipped(const ds_context_result *c)
+{
+    for (int i = 0; i < c->nskipped; i++)
+        printf("%s: note: no context with n = %d: the set has no more classes than that\n", prog, c->skipped_n[i]);
+}
+
 /* Reports the outcome of a verb that writes a set; returns the exit status. */
 static int finish(const char *verb, int rc, const trn_err *err, const ds_write_result *res, double t0)
 {
@@ -62,9 +69,7 @@ static int finish(const char *verb, int rc, const trn_err *err, const ds_write_r
            res->count[TRN_SPLIT_TRAIN], res->count[TRN_SPLIT_VALID], res->count[TRN_SPLIT_TEST], secs);
     if (res->unchanged) printf("%s: an identical set was already there; it is kept as it was\n", prog);
     if (res->contexts.written) printf("%s: %d (n,p) contexts in contexts/\n", prog, res->contexts.written);
-    for (int i = 0; i < res->contexts.nskipped; i++)
-        printf("%s: note: no context with n = %d: the set has no more classes than that\n", prog,
-               res->contexts.skipped_n[i]);
+    note_skipped(&res->contexts);
     return 0;
 }
 
@@ -242,8 +247,7 @@ static int cmd_contexts(int argc, char **argv)
         return 1;
     }
     printf("%s: %d (n,p) contexts in %s (index: %s/contexts.list)\n", prog, res.written, out, out);
-    for (int i = 0; i < res.nskipped; i++)
-        printf("%s: note: no context with n = %d: the set has no more classes than that\n", prog, res.skipped_n[i]);
+    note_skipped(&res);
     return 0;
 }
 
@@ -259,6 +263,16 @@ static void json_str(const char *s)
     putchar('"');
 }
 
+/* The images of each of the set's classes in split into per (zeroed first);
+ * returns the split's image count. */
+static size_t count_per_class(const trn_dataset *ds, trn_split split, size_t *per)
+{
+    size_t n = trn_dataset_count(ds, split);
+    memset(per, 0, (size_t)trn_dataset_classes(ds) * sizeof *per);
+    for (size_t i = 0; i < n; i++) per[trn_dataset_class(ds, split, i)]++;
+    return n;
+}
+
 /* The counts of `check --json`. */
 static void check_json(const trn_dataset *ds, const char *data, int decode)
 {
@@ -271,9 +285,7 @@ static void check_json(const trn_dataset *ds, const char *data, int decode)
     for (int sp = 0; sp < TRN_SPLIT_COUNT && per; sp++) {
         trn_split split = (trn_split)sp;
         if (!trn_dataset_has(ds, split)) continue;
-        size_t n = trn_dataset_count(ds, split);
-        memset(per, 0, (size_t)classes * sizeof *per);
-        for (size_t i = 0; i < n; i++) per[trn_dataset_class(ds, split, i)]++;
+        size_t n = count_per_class(ds, split, per);
         printf("%s{\"split\":\"%s\",\"images\":%zu,\"per_class\":[", first ? "" : ",", trn_split_name(split), n);
         first = 0;
         for (int k = 0; k < classes; k++) {
@@ -327,9 +339,7 @@ static int cmd_check(int argc, char **argv)
         for (int sp = 0; sp < TRN_SPLIT_COUNT && per; sp++) {
             trn_split split = (trn_split)sp;
             if (!trn_dataset_has(ds, split)) continue;
-            size_t n = trn_dataset_count(ds, split);
-            memset(per, 0, (size_t)classes * sizeof *per);
-            for (size_t i = 0; i < n; i++) per[trn_dataset_class(ds, split, i)]++;
+            size_t n = count_per_class(ds, split, per);
             size_t lo_n = n, hi_n = 0;
             int lo_k = 0, hi_k = 0;
             for (int k = 0; k < classes; k++) {
