@@ -215,6 +215,24 @@ for name in ("two", "four"):
     cuts = [" ".join("L%d:%s" % (x["layer"], x["cut"][0]) for x in json.load(open("%s-%d.json" % (name, r))).get("cuts", []))
             for r in range(1, rounds + 1)]
     print("  %-18s %s" % ({"two": "2 workers", "four": "4 workers GTDP"}[name], " | ".join(cuts)))
+def spans(c):
+    """per round: the sum over the split blocks of the slower part's worker span
+    (--trace medians: its request sent to its reply's first bytes on the device:
+    the worker opening the request, computing, sealing the reply), and the rest
+    of the forward (the device's filling, sealing, opening and placing, the
+    waits); medians of the rounds"""
+    w, rest = [], []
+    for d in c["docs"]:
+        r = d["results"][0]
+        by = {}
+        for q in r["trace"]["parts"]:
+            by[q["layer"]] = max(by.get(q["layer"], 0.0), q["reply"] - q["sent"])
+        w.append(sum(by.values()))
+        rest.append(r["ms_median"] - w[-1])
+    return st.median(w), st.median(rest)
+(w1, d1), (w2, d2) = spans(one), spans(two)
+print("the workers' spans (each split block's slower part, request sent to reply's first bytes; --trace medians): "
+      "1 worker %.2f ms + %.2f ms the rest; 2 workers %.2f + %.2f: the spans alone give %.2fx" % (w1, d1, w2, d2, w1 / w2))
 def per_forward(name):
     """each worker's own CPU ms per timed forward: the long run's ticks less the short run's"""
     short, long_ = ([int(v) for v in open("cpu-%s-%s.json.cpu" % (name, k)).read().split()] for k in ("s", "l"))
