@@ -152,6 +152,30 @@ static inline void tl_randomize(trn_net *net, uint64_t seed)
     }
 }
 
+/* Fills every parameter uniformly in [-0.5, 0.5), rolling variances in
+ * [0.5, 1.5) (positive), from seed. */
+static inline void tl_randomize_flat(trn_net *net, uint64_t seed)
+{
+    trn_rng r;
+    trn_rng_seed(&r, seed);
+    int np;
+    const trn_param *p = trn_net_params(net, &np);
+    for (int i = 0; i < np; i++)
+        for (size_t k = 0; k < p[i].count; k++)
+            p[i].data[k] = p[i].role == TRN_PARAM_ROLLING_VARIANCE ? trn_rng_range(&r, 0.5f, 1.5f)
+                                                                   : trn_rng_range(&r, -0.5f, 0.5f);
+}
+
+/* The parameter of net's layer with role, or NULL. */
+static inline trn_param *tl_param(const trn_net *net, int layer, trn_param_role role)
+{
+    int np;
+    const trn_param *p = trn_net_params(net, &np);
+    for (int k = 0; k < np; k++)
+        if (p[k].layer == layer && p[k].role == role) return (trn_param *)&p[k];
+    return NULL;
+}
+
 static inline void tl_fill_uniform(float *x, size_t n, uint64_t seed, float lo, float hi)
 {
     trn_rng r;

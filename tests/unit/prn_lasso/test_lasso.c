@@ -22,15 +22,6 @@ static const char *chain_cfg =
     "[connected]\noutput=4\nactivation=linear\n"
     "[softmax]\n";
 
-static trn_param *param_of(const trn_net *net, int layer, trn_param_role role)
-{
-    int np;
-    const trn_param *p = trn_net_params(net, &np);
-    for (int k = 0; k < np; k++)
-        if (p[k].layer == layer && p[k].role == role) return (trn_param *)&p[k];
-    return NULL;
-}
-
 static double max_diff(trn_net *a, trn_net *b, int layer_a, int layer_b, size_t n)
 {
     trn_err e;
@@ -47,8 +38,8 @@ static double max_diff(trn_net *a, trn_net *b, int layer_a, int layer_b, size_t 
 /* Zeroes filter k of conv layer i: BN scale and shift, or row and bias. */
 static void kill_filter(trn_net *net, int i, int k)
 {
-    trn_param *b = param_of(net, i, TRN_PARAM_BIASES), *s = param_of(net, i, TRN_PARAM_SCALES),
-              *w = param_of(net, i, TRN_PARAM_WEIGHTS);
+    trn_param *b = tl_param(net, i, TRN_PARAM_BIASES), *s = tl_param(net, i, TRN_PARAM_SCALES),
+              *w = tl_param(net, i, TRN_PARAM_WEIGHTS);
     b->data[k] = 0;
     if (s) s->data[k] = 0;
     else memset(w->data + (size_t)k * w->cols, 0, (size_t)w->cols * sizeof(float));
@@ -57,7 +48,7 @@ static void kill_filter(trn_net *net, int i, int k)
 /* Zeroes input channel c of layer i (per values per channel per row). */
 static void kill_channel(trn_net *net, int i, int c, int per)
 {
-    trn_param *w = param_of(net, i, TRN_PARAM_WEIGHTS);
+    trn_param *w = tl_param(net, i, TRN_PARAM_WEIGHTS);
     for (int r = 0; r < w->rows; r++) memset(w->data + (size_t)r * w->cols + (size_t)c * per, 0, (size_t)per * sizeof(float));
 }
 
@@ -114,7 +105,7 @@ static void reports_zero_columns(void **state)
     (void)state;
     trn_cfg *c = pt_cfg(chain_cfg);
     trn_net *base = pt_base(c, 1, 12);
-    trn_param *w = param_of(base, 3, TRN_PARAM_WEIGHTS);
+    trn_param *w = tl_param(base, 3, TRN_PARAM_WEIGHTS);
     for (int r = 0; r < w->rows; r++) w->data[(size_t)r * w->cols + 7] = w->data[(size_t)r * w->cols + 8] = 0;
     trn_err e;
     prn_variant v;

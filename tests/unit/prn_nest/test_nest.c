@@ -43,18 +43,6 @@ static const int caps[NCAP][NL] = {
     {8, 0, 8, 0, 6, 3, 0},
 };
 
-static void randomise(trn_net *net, uint64_t seed)
-{
-    trn_rng r;
-    trn_rng_seed(&r, seed);
-    int np;
-    const trn_param *p = trn_net_params(net, &np);
-    for (int i = 0; i < np; i++)
-        for (size_t k = 0; k < p[i].count; k++)
-            p[i].data[k] = p[i].role == TRN_PARAM_ROLLING_VARIANCE ? trn_rng_range(&r, 0.5f, 1.5f)
-                                                                   : trn_rng_range(&r, -0.5f, 0.5f);
-}
-
 static void fill(float *x, size_t n, uint64_t seed)
 {
     trn_rng r;
@@ -142,7 +130,7 @@ static void smaller_capacities_stay_bit_identical(void **state)
     trn_err e;
     trn_net *net = tl_net(cfg_text(8, 8, 6), NULL);
     assert_non_null(net);
-    randomise(net, 99); /* what the base held: must not leak into capacities */
+    tl_randomize_flat(net, 99); /* what the base held: must not leak into capacities */
     prn_nest n = table();
     assert_int_equal(prn_nest_check(net, &n, &e), 0);
     float probe[BATCH * 192];
@@ -151,11 +139,11 @@ static void smaller_capacities_stay_bit_identical(void **state)
     trn_net *init[NCAP];
     for (int k = 0; k < NCAP; k++) {
         init[k] = tl_net(cfg_text(caps[k][0], caps[k][2], caps[k][4]), NULL);
-        randomise(init[k], 10 + k);
+        tl_randomize_flat(init[k], 10 + k);
     }
     /* The engine's initialisation, for the dead new filters. */
     trn_net *fresh = tl_net(cfg_text(8, 8, 6), NULL);
-    randomise(fresh, 77);
+    tl_randomize_flat(fresh, 77);
     /* In every init, the first new unit of the connected layer 4 is dead (a
      * ReLU that never fires: zero weights, negative bias), the second alive. */
     for (int k = 1; k < NCAP; k++) {
@@ -251,8 +239,8 @@ static void bn_recalibrate_replaces_the_statistics(void **state)
     (void)state;
     trn_err e;
     trn_net *a = tl_net(cfg_text(8, 8, 6), NULL), *b = tl_net(cfg_text(8, 8, 6), NULL);
-    randomise(a, 3);
-    randomise(b, 4); /* other old statistics and weights ... */
+    tl_randomize_flat(a, 3);
+    tl_randomize_flat(b, 4); /* other old statistics and weights ... */
     int np;
     const trn_param *pa = trn_net_params(a, &np), *pb = trn_net_params(b, NULL);
     for (int i = 0; i < np; i++) /* ... but the same weights, biases and scales */
@@ -331,12 +319,12 @@ static void trained_slices_keep_smaller_weights(void **state)
     trn_err e;
     trn_net *net = tl_net(cfg_text(8, 8, 6), NULL);
     assert_non_null(net);
-    randomise(net, 99);
+    tl_randomize_flat(net, 99);
     prn_nest n = table();
     n.train_slices = 1;
     trn_net *init0 = tl_net(cfg_text(caps[0][0], caps[0][2], caps[0][4]), NULL);
     trn_net *init1 = tl_net(cfg_text(caps[1][0], caps[1][2], caps[1][4]), NULL);
-    randomise(init0, 10), randomise(init1, 11);
+    tl_randomize_flat(init0, 10), tl_randomize_flat(init1, 11);
     assert_int_equal(prn_nest_start(net, &n, init0, &e), 0);
     trn_net *before = tl_net(cfg_text(caps[0][0], caps[0][2], caps[0][4]), NULL);
     assert_int_equal(trn_net_copy_capacity(before, net, &e), 0);

@@ -12,15 +12,6 @@ static const char tiny_cfg[] = "[net]\nbatch=%d\nwidth=2\nheight=1\nchannels=1\n
                                "[connected]\noutput=2\nactivation=linear\n"
                                "[softmax]\n";
 
-static trn_param *param_of(trn_net *net, int layer, trn_param_role role)
-{
-    int np;
-    const trn_param *p = trn_net_params(net, &np);
-    for (int k = 0; k < np; k++)
-        if (p[k].layer == layer && p[k].role == role) return (trn_param *)&p[k];
-    return NULL;
-}
-
 /* The tiny network with hand-set weights: conv filters w0 = 1, w1 = 2;
  * connected L1 row 0 reads (filter 0, pixel 0) with weight 1, row 1 reads
  * (filter 1, pixel 0) with -3 and (filter 1, pixel 1) with 1 (inputs are
@@ -38,7 +29,7 @@ static trn_net *tiny_net(int batch)
     const trn_param *p = trn_net_params(net, &np);
     for (int k = 0; k < np; k++)
         if (p[k].role == TRN_PARAM_BIASES) memset(p[k].data, 0, p[k].count * sizeof(float));
-    trn_param *w0 = param_of(net, 0, TRN_PARAM_WEIGHTS), *w1 = param_of(net, 1, TRN_PARAM_WEIGHTS);
+    trn_param *w0 = tl_param(net, 0, TRN_PARAM_WEIGHTS), *w1 = tl_param(net, 1, TRN_PARAM_WEIGHTS);
     assert_int_equal(w0->count, 2);
     assert_int_equal(w1->rows, 2);
     assert_int_equal(w1->cols, 4);
@@ -147,11 +138,11 @@ static void trr_at_and_distance(void **state)
     trn_net *net = pt_base(c, 3, 1);
     assert_non_null(net);
     const float w[2] = {1, -1}, g[2] = {2, 0.5f}, mu[2] = {0.5f, 0}, var[2] = {4, 1}, b[2] = {0, 1};
-    memcpy(param_of(net, 0, TRN_PARAM_WEIGHTS)->data, w, sizeof w);
-    memcpy(param_of(net, 0, TRN_PARAM_SCALES)->data, g, sizeof g);
-    memcpy(param_of(net, 0, TRN_PARAM_ROLLING_MEAN)->data, mu, sizeof mu);
-    memcpy(param_of(net, 0, TRN_PARAM_ROLLING_VARIANCE)->data, var, sizeof var);
-    memcpy(param_of(net, 0, TRN_PARAM_BIASES)->data, b, sizeof b);
+    memcpy(tl_param(net, 0, TRN_PARAM_WEIGHTS)->data, w, sizeof w);
+    memcpy(tl_param(net, 0, TRN_PARAM_SCALES)->data, g, sizeof g);
+    memcpy(tl_param(net, 0, TRN_PARAM_ROLLING_MEAN)->data, mu, sizeof mu);
+    memcpy(tl_param(net, 0, TRN_PARAM_ROLLING_VARIANCE)->data, var, sizeof var);
+    memcpy(tl_param(net, 0, TRN_PARAM_BIASES)->data, b, sizeof b);
     const struct {
         prn_trr_at at;
         prn_trr_distance d;
@@ -187,7 +178,7 @@ static void trr_at_and_distance(void **state)
     prn_rank_opts o = {.method = PRN_RANK_TRR, .triplets = 2, .triplet = fixed_triplet, .at = PRN_TRR_AT_BN};
     assert_null(prn_rank(net, &o, &e));
     assert_non_null(strstr(e.msg, "cfg"));
-    param_of(net, 0, TRN_PARAM_SCALES)->data[1] = 0;
+    tl_param(net, 0, TRN_PARAM_SCALES)->data[1] = 0;
     o.at = PRN_TRR_AT_CONV;
     o.cfg = c;
     assert_null(prn_rank(net, &o, &e));

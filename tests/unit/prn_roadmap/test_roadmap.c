@@ -17,15 +17,6 @@ static const char route_cfg[] =
     "[connected]\noutput=3\nactivation=linear\n"
     "[softmax]\n";
 
-static trn_param *param_of(trn_net *net, int layer, trn_param_role role)
-{
-    int np;
-    const trn_param *p = trn_net_params(net, &np);
-    for (int k = 0; k < np; k++)
-        if (p[k].layer == layer && p[k].role == role) return (trn_param *)&p[k];
-    return NULL;
-}
-
 /* Prunes base by keep; returns the pruned network (batch 2). */
 static trn_net *pruned(const trn_cfg *c, trn_net *base, const prn_keep *k, int nk)
 {
@@ -66,8 +57,8 @@ static void permutation_keeps_outputs(void **state)
     assert_true(logit_diff(base, p) < 1e-4);
     /* The moved values are the same bytes: L0's biases and BN scales. */
     for (int j = 0; j < 4; j++) {
-        assert_true(param_of(p, 0, TRN_PARAM_BIASES)->data[j] == param_of(base, 0, TRN_PARAM_BIASES)->data[f0[j]]);
-        assert_true(param_of(p, 0, TRN_PARAM_SCALES)->data[j] == param_of(base, 0, TRN_PARAM_SCALES)->data[f0[j]]);
+        assert_true(tl_param(p, 0, TRN_PARAM_BIASES)->data[j] == tl_param(base, 0, TRN_PARAM_BIASES)->data[f0[j]]);
+        assert_true(tl_param(p, 0, TRN_PARAM_SCALES)->data[j] == tl_param(base, 0, TRN_PARAM_SCALES)->data[f0[j]]);
     }
     trn_net_free(p);
     trn_net_free(base);
@@ -83,8 +74,8 @@ static void dead_filters_removed(void **state)
     (void)state;
     trn_cfg *c = pt_cfg(route_cfg);
     trn_net *base = pt_base(c, 2, 4);
-    trn_param *w2 = param_of(base, 2, TRN_PARAM_WEIGHTS), *w4 = param_of(base, 4, TRN_PARAM_WEIGHTS);
-    trn_param *w5 = param_of(base, 5, TRN_PARAM_WEIGHTS), *w6 = param_of(base, 6, TRN_PARAM_WEIGHTS);
+    trn_param *w2 = tl_param(base, 2, TRN_PARAM_WEIGHTS), *w4 = tl_param(base, 4, TRN_PARAM_WEIGHTS);
+    trn_param *w5 = tl_param(base, 5, TRN_PARAM_WEIGHTS), *w6 = tl_param(base, 6, TRN_PARAM_WEIGHTS);
     for (int r = 0; r < w2->rows; r++)
         for (int q = 0; q < 9; q++) w2->data[(size_t)r * w2->cols + 1 * 9 + q] = 0;
     for (int r = 0; r < w4->rows; r++) w4->data[(size_t)r * w4->cols + 6 + 1] = 0;
@@ -300,8 +291,8 @@ static void rescale_filters(void **state)
     trn_net *base = pt_base(c, 2, 7);
     /* Spread L0's filter norms (x0.2 .. x3.2), statistics with them so
      * that the base's function stays. */
-    trn_param *w0 = param_of(base, 0, TRN_PARAM_WEIGHTS), *m0 = param_of(base, 0, TRN_PARAM_ROLLING_MEAN);
-    trn_param *v0 = param_of(base, 0, TRN_PARAM_ROLLING_VARIANCE);
+    trn_param *w0 = tl_param(base, 0, TRN_PARAM_WEIGHTS), *m0 = tl_param(base, 0, TRN_PARAM_ROLLING_MEAN);
+    trn_param *v0 = tl_param(base, 0, TRN_PARAM_ROLLING_VARIANCE);
     for (int r = 0; r < w0->rows; r++) {
         float k = 0.2f + (float)r;
         for (int q = 0; q < w0->cols; q++) w0->data[(size_t)r * w0->cols + q] *= k;
@@ -315,14 +306,14 @@ static void rescale_filters(void **state)
     int n = -1;
     assert_int_equal(prn_filters_rescale(p, base, &n, &e), 0);
     assert_int_equal(n, 3);
-    const trn_param *pw = param_of(p, 0, TRN_PARAM_WEIGHTS);
+    const trn_param *pw = tl_param(p, 0, TRN_PARAM_WEIGHTS);
     for (int r = 0; r < 3; r++) assert_true(fabs(row_norm(pw, r) / target - 1) < 1e-5);
-    assert_true(row_norm(param_of(q, 0, TRN_PARAM_WEIGHTS), 0) > 1.5 * target); /* it did change */
+    assert_true(row_norm(tl_param(q, 0, TRN_PARAM_WEIGHTS), 0) > 1.5 * target); /* it did change */
     assert_true(logit_diff(p, q) < 1e-4);
     const int nobn_layers[4] = {2, 4, 5, 6};
     for (int i = 0; i < 4; i++) assert_true(pt_same_layer(p, nobn_layers[i], q, nobn_layers[i]));
     /* A zero filter has no direction: it stays zero. */
-    trn_param *qw = param_of(q, 0, TRN_PARAM_WEIGHTS);
+    trn_param *qw = tl_param(q, 0, TRN_PARAM_WEIGHTS);
     memset(qw->data + qw->cols, 0, (size_t)qw->cols * sizeof(float));
     assert_int_equal(prn_filters_rescale(q, base, &n, &e), 0);
     assert_int_equal(n, 2);
@@ -357,7 +348,7 @@ static void next_share(void **state)
     trn_err e;
     trn_cfg *c = pt_cfg(route_cfg);
     trn_net *base = pt_base(c, 2, 5);
-    const trn_param *w2 = param_of(base, 2, TRN_PARAM_WEIGHTS), *w4 = param_of(base, 4, TRN_PARAM_WEIGHTS);
+    const trn_param *w2 = tl_param(base, 2, TRN_PARAM_WEIGHTS), *w4 = tl_param(base, 4, TRN_PARAM_WEIGHTS);
     const int f0[3] = {0, 2, 3}, all0[4] = {0, 1, 2, 3};
     double kept = 0, total = 0;
     for (int r = 0; r < w2->rows; r++)
@@ -379,7 +370,7 @@ static void next_share(void **state)
     assert_true(share > 0.3 && share < 0.95);
     assert_int_equal(prn_filters_next_share(base, ka, 1, &share, &e), 0);
     assert_true(share == 1);
-    trn_param *m2 = param_of(base, 2, TRN_PARAM_WEIGHTS), *m4 = param_of(base, 4, TRN_PARAM_WEIGHTS);
+    trn_param *m2 = tl_param(base, 2, TRN_PARAM_WEIGHTS), *m4 = tl_param(base, 4, TRN_PARAM_WEIGHTS);
     for (int r = 0; r < m2->rows; r++) memset(m2->data + (size_t)r * m2->cols + 9, 0, 9 * sizeof(float));
     for (int r = 0; r < m4->rows; r++) m4->data[(size_t)r * m4->cols + 7] = 0;
     assert_int_equal(prn_filters_next_share(base, k, 1, &share, &e), 0);

@@ -18,15 +18,6 @@ static char *fc_cfg(int bn)
     return buf;
 }
 
-static const trn_param *param_of(const trn_net *net, int layer, trn_param_role role)
-{
-    int np;
-    const trn_param *p = trn_net_params(net, &np);
-    for (int k = 0; k < np; k++)
-        if (p[k].layer == layer && p[k].role == role) return &p[k];
-    return NULL;
-}
-
 /* Runs the variant and the base on the same inputs; returns the largest
  * absolute difference of the outputs. */
 static double max_output_diff(trn_net *base, prn_variant *v)
@@ -82,7 +73,7 @@ static void error_falls_with_rank(void **state)
     (void)state;
     trn_cfg *c = pt_cfg(fc_cfg(0));
     trn_net *base = pt_base(c, 1, 5);
-    const trn_param *w = param_of(base, 1, TRN_PARAM_WEIGHTS);
+    const trn_param *w = tl_param(base, 1, TRN_PARAM_WEIGHTS);
     int M = 144, Mp = 24;
     double wn = 0;
     for (size_t i = 0; i < w->count; i++) wn += (double)w->data[i] * w->data[i];
@@ -95,9 +86,9 @@ static void error_falls_with_rank(void **state)
         trn_err e;
         prn_variant v;
         assert_int_equal(prn_svd(c, base, spec, &v, &e), 0);
-        const trn_param *w1 = param_of(v.net, 1, TRN_PARAM_WEIGHTS); /* (k, M) */
-        const trn_param *w2 = param_of(v.net, 2, TRN_PARAM_WEIGHTS); /* (M', k) */
-        const trn_param *b1 = param_of(v.net, 1, TRN_PARAM_BIASES);
+        const trn_param *w1 = tl_param(v.net, 1, TRN_PARAM_WEIGHTS); /* (k, M) */
+        const trn_param *w2 = tl_param(v.net, 2, TRN_PARAM_WEIGHTS); /* (M', k) */
+        const trn_param *b1 = tl_param(v.net, 1, TRN_PARAM_BIASES);
         assert_int_equal(w1->rows, k);
         assert_int_equal(w1->cols, M);
         assert_int_equal(w2->rows, Mp);

@@ -28,19 +28,6 @@ static const char *const big_cfg = NET_CFG("8", "6", "6", "5", "7");
 static const char *const small_cfg = NET_CFG("8", "4", "4", "3", "5");
 static const int cap[10] = {0, 0, 4, 4, 0, 0, 3, 5, 0, 0};
 
-/* Random parameters (positive rolling variances), deterministic. */
-static void randomise(trn_net *net, uint64_t seed)
-{
-    trn_rng r;
-    trn_rng_seed(&r, seed);
-    int np;
-    const trn_param *p = trn_net_params(net, &np);
-    for (int i = 0; i < np; i++)
-        for (size_t k = 0; k < p[i].count; k++)
-            p[i].data[k] = p[i].role == TRN_PARAM_ROLLING_VARIANCE ? trn_rng_range(&r, 0.5f, 1.5f)
-                                                                   : trn_rng_range(&r, -0.5f, 0.5f);
-}
-
 static float *input(size_t n, uint64_t seed)
 {
     trn_rng r;
@@ -91,7 +78,7 @@ static void prefix_equals_sliced_network(void **state)
     trn_net *big = tl_net(big_cfg, NULL), *small = tl_net(small_cfg, NULL);
     assert_non_null(big);
     assert_non_null(small);
-    randomise(big, 7);
+    tl_randomize_flat(big, 7);
     size_t nx = 3 * trn_net_inputs(big);
     float *x = input(nx, 11);
     /* The full network's output, to compare after a round trip. */
@@ -150,7 +137,7 @@ static void prefix_equals_sliced_network(void **state)
 
     /* Back to the whole network: what it computed before the step. */
     trn_net *again = tl_net(big_cfg, NULL);
-    randomise(again, 7);
+    tl_randomize_flat(again, 7);
     assert_int_equal(trn_net_set_capacity(again, cap, &e), 0);
     assert_int_equal(trn_net_set_capacity(again, NULL, &e), 0);
     assert_int_equal(trn_net_forward(again, x, &e), 0);
@@ -171,8 +158,8 @@ static void embed_writes_the_prefix(void **state)
     (void)state;
     trn_err e;
     trn_net *big = tl_net(big_cfg, NULL), *small = tl_net(small_cfg, NULL);
-    randomise(big, 1);
-    randomise(small, 2);
+    tl_randomize_flat(big, 1);
+    tl_randomize_flat(small, 2);
     int np;
     const trn_param *p = trn_net_params(big, &np);
     /* layer 2's weights (6, 8*9): rows 4, 5 stay; layer 6's (5, 14*9):

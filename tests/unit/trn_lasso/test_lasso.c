@@ -33,15 +33,6 @@ static trn_net *train_net(const char *text, uint64_t seed)
     return tl_net(text, &o);
 }
 
-static trn_param *param_of(trn_net *net, int layer, trn_param_role role)
-{
-    int np;
-    const trn_param *p = trn_net_params(net, &np);
-    for (int k = 0; k < np; k++)
-        if (p[k].layer == layer && p[k].role == role) return (trn_param *)&p[k];
-    return NULL;
-}
-
 static double norm_of(const float *a, int n, size_t stride, int len)
 {
     double s = 0;
@@ -59,7 +50,7 @@ static void prox_filter_plain(void **state)
     trn_net *net = train_net(conv_cfg(0, "lasso_filter=1"), 1);
     assert_non_null(net);
     tl_randomize(net, 5);
-    trn_param *w = param_of(net, 0, TRN_PARAM_WEIGHTS), *b = param_of(net, 0, TRN_PARAM_BIASES);
+    trn_param *w = tl_param(net, 0, TRN_PARAM_WEIGHTS), *b = tl_param(net, 0, TRN_PARAM_BIASES);
     assert_int_equal(w->cols, 27);
     for (int j = 0; j < 27; j++) w->data[27 + j] *= 1e-3f; /* filter 1: a tiny group */
     b->data[1] = 1e-3f;
@@ -82,8 +73,8 @@ static void prox_filter_bn(void **state)
     trn_net *net = train_net(conv_cfg(1, "lasso_filter=2"), 1);
     assert_non_null(net);
     tl_randomize(net, 6);
-    trn_param *w = param_of(net, 0, TRN_PARAM_WEIGHTS), *b = param_of(net, 0, TRN_PARAM_BIASES),
-              *s = param_of(net, 0, TRN_PARAM_SCALES);
+    trn_param *w = tl_param(net, 0, TRN_PARAM_WEIGHTS), *b = tl_param(net, 0, TRN_PARAM_BIASES),
+              *s = tl_param(net, 0, TRN_PARAM_SCALES);
     float w0 = w->data[3], s2 = s->data[2], b2 = b->data[2];
     s->data[4] = 0.01f, b->data[4] = -0.02f;
     double n2 = sqrt((double)s2 * s2 + (double)b2 * b2), t = 0.1 * 2;
@@ -104,7 +95,7 @@ static void prox_channel_shape(void **state)
         trn_net *net = train_net(conv_cfg(1, kind ? "lasso_shape=1" : "lasso_channel=1"), 1);
         assert_non_null(net);
         tl_randomize(net, 7);
-        trn_param *w = param_of(net, 2, TRN_PARAM_WEIGHTS); /* 5 x 6*9 */
+        trn_param *w = tl_param(net, 2, TRN_PARAM_WEIGHTS); /* 5 x 6*9 */
         assert_int_equal(w->rows, 5);
         assert_int_equal(w->cols, 54);
         int len = kind ? 1 : 9;
@@ -161,7 +152,7 @@ static trn_net *train_steps(const char *lasso, int steps, int threads)
 
 static int zero_filters(trn_net *net, int layer)
 {
-    trn_param *s = param_of(net, layer, TRN_PARAM_SCALES), *b = param_of(net, layer, TRN_PARAM_BIASES);
+    trn_param *s = tl_param(net, layer, TRN_PARAM_SCALES), *b = tl_param(net, layer, TRN_PARAM_BIASES);
     int z = 0;
     for (size_t k = 0; k < s->count; k++) z += s->data[k] == 0.0f && b->data[k] == 0.0f;
     return z;
