@@ -15,7 +15,6 @@
 #include "prn_impl.h"
 #include "prn_nest.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,14 +72,9 @@ static trn_net *load_step(const cJSON *steps, int k, const char *dir, trn_cfg **
 static int gr_set(const char *kv, long long *batches, double *lr, long long *ncap, long long *bn, double *revive,
                   long long *slices, trn_err *err)
 {
-    const char *eq = strchr(kv, '=');
-    if (!eq) return trn_errf(err, "--set '%s': use key=value", kv);
-    size_t kl = (size_t)(eq - kv);
-    char *end;
-    errno = 0;
-    double v = strtod(eq + 1, &end);
-    if (end == eq + 1 || *end || errno || !isfinite(v))
-        return trn_errf(err, "--set '%s': the value is not a number", kv);
+    size_t kl;
+    double v;
+    if (prn_cli_set_number(kv, &kl, &v, err)) return -1;
     if (kl == 7 && !strncmp(kv, "batches", 7) && v >= 0 && v <= 1e7 && v == floor(v)) *batches = (long long)v;
     else if (kl == 13 && !strncmp(kv, "learning_rate", 13) && v >= 0 && v <= 10) *lr = v;
     else if (kl == 10 && !strncmp(kv, "capacities", 10) && v >= 2 && v <= GR_MAX_CAP && v == floor(v))

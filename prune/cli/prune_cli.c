@@ -19,6 +19,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -192,6 +193,19 @@ int prn_cli_method(const char *method, trn_err *err)
     int m = prn_rank_method_parse(method);
     if (m < 0) return trn_errf(err, "--method '%s' is not a ranking: use trr, l1 or random", method);
     return m;
+}
+
+int prn_cli_set_number(const char *kv, size_t *kl, double *v, trn_err *err)
+{
+    const char *eq = strchr(kv, '=');
+    if (!eq) return trn_errf(err, "--set '%s': use key=value", kv);
+    *kl = (size_t)(eq - kv);
+    char *end;
+    errno = 0;
+    *v = strtod(eq + 1, &end);
+    if (end == eq + 1 || *end || errno || !isfinite(*v))
+        return trn_errf(err, "--set '%s': the value is not a number", kv);
+    return 0;
 }
 
 trn_net *prn_cli_load_base(const trn_cfg *cfg, const char *weights, int batch, trn_err *err)

@@ -36,6 +36,11 @@ int prn_cli_need(const char *need[][2], size_t n, long long seed, trn_err *err);
 /* The ranking --method names (trr, l1 or random, prn_rank_method_parse);
  * -1 with err otherwise. */
 int prn_cli_method(const char *method, trn_err *err);
+/* A numeric --set item of a verb with its own keys (grow, roadmap): the
+ * key's length in *kl (the key is kv's first *kl characters) and the
+ * number in *v. -1 with err when kv has no '=' or its value is not a finite
+ * number. */
+int prn_cli_set_number(const char *kv, size_t *kl, double *v, trn_err *err);
 /* The catalog id of --cfg (--parent, default "base"): the parent the
  * verb's variants name. -1 with err when --parent is not a variant id. */
 int prn_cli_parent(const prn_cli_opts *o, const char **parent, trn_err *err);

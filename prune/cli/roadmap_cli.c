@@ -12,7 +12,6 @@
 #include "prune_cli.h"
 #include "prn_impl.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,14 +28,9 @@ typedef struct rm_settings {
 
 static int rm_set(rm_settings *s, const char *kv, trn_err *err)
 {
-    const char *eq = strchr(kv, '=');
-    if (!eq) return trn_errf(err, "--set '%s': use key=value", kv);
-    size_t kl = (size_t)(eq - kv);
-    char *end;
-    errno = 0;
-    double v = strtod(eq + 1, &end);
-    if (end == eq + 1 || *end || errno || !isfinite(v))
-        return trn_errf(err, "--set '%s': the value is not a number", kv);
+    size_t kl;
+    double v;
+    if (prn_cli_set_number(kv, &kl, &v, err)) return -1;
 #define KEY(name) (kl == strlen(name) && !strncmp(kv, name, kl))
 #define RANGE(lo, hi) if (v < (lo) || v > (hi)) return trn_errf(err, "--set '%s': %.*s must be in [%g, %g]", kv, (int)kl, kv, (double)(lo), (double)(hi))
 #define WHOLE if (v != floor(v)) return trn_errf(err, "--set '%s': %.*s must be a whole number", kv, (int)kl, kv)
