@@ -141,6 +141,9 @@ double median(double *v, long long n);
 /* rtl_json.c: an answer's classes as a JSON array of {"index", "label",
  * "probability"} (NULL when out of memory). */
 struct cJSON *top_json(const rtl_class *top, size_t n);
+/* rtl_json.c: appends {"image", "error"} (an image that got no answer, and
+ * why) to the results array of `rtl run --json` (nothing when NULL). */
+void image_error_json(struct cJSON *results, const char *image, const char *msg);
 /* rtl_json.c: `rtl list --json` and `rtl inspect --json`; 0, or 1 after an
  * error message. */
 int print_installed_json(const rtl_installed *list, size_t n);

@@ -20,6 +20,15 @@ cJSON *top_json(const rtl_class *top, size_t n)
     return arr;
 }
 
+void image_error_json(cJSON *results, const char *image, const char *msg)
+{
+    if (!results) return;
+    cJSON *r = cJSON_CreateObject();
+    cJSON_AddStringToObject(r, "image", image);
+    cJSON_AddStringToObject(r, "error", msg);
+    cJSON_AddItemToArray(results, r);
+}
+
 /* Prints doc and frees it; 0, or 1 after an error message. */
 static int print_doc(cJSON *doc)
 {

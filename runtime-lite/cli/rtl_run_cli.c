@@ -224,12 +224,7 @@ int cmd_run(rtl_store *s, int argc, char **argv)
         }
         if (!ok) {
             status = fail(&err);
-            if (results) {
-                cJSON *r = cJSON_CreateObject();
-                cJSON_AddStringToObject(r, "image", argv[a]);
-                cJSON_AddStringToObject(r, "error", err.msg);
-                cJSON_AddItemToArray(results, r);
-            }
+            image_error_json(results, argv[a], err.msg);
             continue;
         }
         print_result(argv[a], top, n, rtl_model_answered_by(ans), cname[0] ? cname : NULL, ans, results);

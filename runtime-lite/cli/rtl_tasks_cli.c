@@ -191,12 +191,7 @@ int cmd_run_tasks(rtl_store *s, int argc, char **argv)
         if (rtl_model_image_input(models[0], argv[a], x, &err) != 0 ||
             rtl_model_run_tasks(models, nt, x, &tr, &err) != 0) {
             status = fail(&err);
-            if (results) {
-                cJSON *r = cJSON_CreateObject();
-                cJSON_AddStringToObject(r, "image", argv[a]);
-                cJSON_AddStringToObject(r, "error", err.msg);
-                cJSON_AddItemToArray(results, r);
-            }
+            image_error_json(results, argv[a], err.msg);
             continue;
         }
         runs_done = tr;
