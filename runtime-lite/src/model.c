@@ -187,16 +187,24 @@ static int map_weights(struct part *p, rtl_err *err)
     return map_file(p->variant, "weights", &p->map, &p->map_len, err);
 }
 
-/* Builds the network of p->variant with its parameters in the mapping. */
-static int part_load(struct part *p, rtl_err *err)
+/* The options of a network whose parameters live in a file mapping: one
+ * image a forward, inference only, parameters external. */
+static trn_net_opts mapped_opts(void)
 {
-    trn_cfg *cfg = read_cfg(p->variant, err);
-    if (!cfg) return -1;
     trn_net_opts o;
     trn_net_opts_defaults(&o);
     o.batch = 1;
     o.infer_only = 1;
     o.external_params = 1;
+    return o;
+}
+
+/* Builds the network of p->variant with its parameters in the mapping. */
+static int part_load(struct part *p, rtl_err *err)
+{
+    trn_cfg *cfg = read_cfg(p->variant, err);
+    if (!cfg) return -1;
+    trn_net_opts o = mapped_opts();
     trn_err e;
     p->net = trn_net_create(cfg, &o, &e);
     trn_cfg_free(cfg);
@@ -253,11 +261,7 @@ static int open_early_exit(rtl_model *m, rtl_err *err)
     if (open_plain(m, err) != 0) return -1;
     trn_cfg *cfg = read_cfg_role(m->variant, "exits_cfg", err);
     if (!cfg) return -1;
-    trn_net_opts o;
-    trn_net_opts_defaults(&o);
-    o.batch = 1;
-    o.infer_only = 1;
-    o.external_params = 1;
+    trn_net_opts o = mapped_opts();
     trn_err e;
     m->exits = trn_exits_create(m->parts[0].net, cfg, &o, &e);
     trn_cfg_free(cfg);

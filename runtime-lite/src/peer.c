@@ -304,15 +304,20 @@ void rtl_server_get_stats(const rtl_server *s, rtl_server_stats *out)
     pthread_mutex_unlock((pthread_mutex_t *)&s->mu);
 }
 
+static void job_free(struct job *j)
+{
+    free(j->plain);
+    free(j->frame);
+    held_free(j->held);
+    held_free(j->answer);
+    free(j);
+}
+
 static void free_jobs(struct job *j)
 {
     while (j) {
         struct job *n = j->next;
-        free(j->plain);
-        free(j->frame);
-        held_free(j->held);
-        held_free(j->answer);
-        free(j);
+        job_free(j);
         j = n;
     }
 }
@@ -808,11 +813,7 @@ static void collect(rtl_server *s)
         } else if (c->fd >= 0 && c->gen == j->gen) {
             conn_close(s, c, "out of memory building a reply");
         }
-        free(j->plain);
-        free(j->frame);
-        held_free(j->held);
-        held_free(j->answer);
-        free(j);
+        job_free(j);
         j = n;
     }
 }
