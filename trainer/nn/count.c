@@ -24,18 +24,25 @@ typedef struct counter {
     int n;
 } counter;
 
-static void counting_gemm(const trn_backend *be, int ta, int tb, int m, int n, int k, float alpha,
-                          const float *a, int lda, const float *b, int ldb, float beta, float *c,
-                          int ldc)
+/* One GEMM or convolution call of macs multiply-adds, on the layer running
+ * now (outside any layer when none runs). */
+static void count_call(const counter *ct, uint64_t macs)
 {
-    const counter *ct = (const counter *)be;
-    uint64_t macs = (uint64_t)m * (uint64_t)n * (uint64_t)k;
     int l = ct->net->running;
     if (l >= 0 && l < ct->n)
         ct->out->layer_macs[l] += macs;
     else
         ct->out->outside_macs += macs;
     ct->out->gemm_calls++;
+}
+
+static void counting_gemm(const trn_backend *be, int ta, int tb, int m, int n, int k, float alpha,
+                          const float *a, int lda, const float *b, int ldb, float beta, float *c,
+                          int ldc)
+{
+    const counter *ct = (const counter *)be;
+    uint64_t macs = (uint64_t)m * (uint64_t)n * (uint64_t)k;
+    count_call(ct, macs);
     ct->inner->gemm(ct->inner, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
@@ -46,12 +53,7 @@ static void counting_conv(const trn_backend *be, const trn_conv_shape *s, const 
     uint64_t macs = (uint64_t)s->batch * (uint64_t)s->m * (uint64_t)trn_conv_out(s->h, s->pad, s->ks, s->stride) *
                     (uint64_t)trn_conv_out(s->w, s->pad, s->ks, s->stride) * (uint64_t)s->c * (uint64_t)s->ks *
                     (uint64_t)s->ks;
-    int l = ct->net->running;
-    if (l >= 0 && l < ct->n)
-        ct->out->layer_macs[l] += macs;
-    else
-        ct->out->outside_macs += macs;
-    ct->out->gemm_calls++;
+    count_call(ct, macs);
     ct->inner->conv(ct->inner, s, in, w, ldw, bias, act, out);
 }
 
