@@ -52,7 +52,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 void prn_exits_opts_defaults(prn_exits_opts *o)
 {
@@ -463,20 +462,6 @@ void prn_exit_model_free(prn_exit_model *m)
 #define SBS_FIRST_STEP 1000000u   /* training-stream batches of the SBS exits' features */
 #define RETRAIN_FIRST_STEP 2000000u /* and of the pruned trunk's retraining */
 
-static double now_seconds(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-static double cpu_seconds(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
 /* The pruned trunk keeping counts[l] filters of sbs layer l, most important
  * first by SBS (or L1): *pcfg and *pnet (batch 1, inference) with the
  * base's values. */
@@ -602,13 +587,13 @@ static int prune_trunk(const trn_cfg *cfg, trn_net **trunk, trn_cfg **tcfg, cons
 {
     trn_net *base = *trunk;
     int use_l1 = o->trunk_prune == 2, rc = -1;
-    double t0 = now_seconds();
+    double t0 = prn_now_s();
     prn_sbs_opts so = o->sbs;
     so.seed = o->seed + 3000;
     prn_sbs *sb = prn_sbs_rank(base, &so, o->train, o->train_ctx, SBS_FIRST_STEP, o->valid_x, o->valid_y, o->n_valid,
                                err);
     if (!sb) return -1;
-    double t_rank = now_seconds() - t0;
+    double t_rank = prn_now_s() - t0;
     int L = sb->nlayers;
     int *counts = calloc((size_t)L, sizeof *counts), *cl1 = calloc((size_t)L, sizeof *cl1);
     trn_cfg *pcfg = NULL, *lcfg = NULL;
@@ -669,9 +654,9 @@ static int prune_trunk(const trn_cfg *cfg, trn_net **trunk, trn_cfg **tcfg, cons
         goto out;
     trn_net_free(pb);
     pb = NULL;
-    double t2 = now_seconds(), c2 = cpu_seconds();
+    double t2 = prn_now_s(), c2 = prn_cpu_s();
     if (retrain_trunk(pcfg, pnet, base, o, x, y, err) != 0) goto out;
-    double t_retrain = now_seconds() - t2, c_retrain = cpu_seconds() - c2;
+    double t_retrain = prn_now_s() - t2, c_retrain = prn_cpu_s() - c2;
     if (!(pb = net_copy(pcfg, pnet, o->batch, 1, 0, err)) || count_correct(pb, o->valid_x, o->valid_y, o->n_valid, &v1, err) ||
         count_correct(pb, o->test_x, o->test_y, o->n_test, &t1, err))
         goto out;

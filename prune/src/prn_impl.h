@@ -28,6 +28,11 @@ int prn_check_cfg(const trn_cfg *cfg, trn_err *err);
 /* A new JSON array of the ints v[0..n). NULL when out of memory. */
 cJSON *prn_json_ints(const int *v, int n);
 
+/* Seconds of the monotonic clock, and of this process's CPU time: the
+ * timings the verbs record in meta.json. */
+double prn_now_s(void);
+double prn_cpu_s(void);
+
 /* A formatted string (malloc'd) or NULL when out of memory. */
 char *prn_strdupf(const char *fmt, ...) TRN_PRINTF(1, 2);
 

@@ -40,7 +40,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 void prn_sbs_opts_defaults(prn_sbs_opts *o)
 {
@@ -280,20 +279,6 @@ static void score_all(const head *h, const feat *f, const unsigned char *on, flo
 
 /* ---- the ranking ------------------------------------------------------------------ */
 
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-static double cpu_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
 void prn_sbs_free(prn_sbs *s)
 {
     if (!s) return;
@@ -422,7 +407,7 @@ prn_sbs *prn_sbs_rank(trn_net *base, const prn_sbs_opts *o, prn_batch_fn train, 
                       uint64_t first_step, const float *valid_x, const int *valid_y, size_t n_valid,
                       trn_err *err)
 {
-    double t0 = now_s(), c0 = cpu_s();
+    double t0 = prn_now_s(), c0 = prn_cpu_s();
     int B = trn_net_batch(base), C = (int)trn_net_outputs(base);
     size_t in = trn_net_inputs(base);
     int nr = prn_rank_layers(base, NULL, 0);
@@ -525,19 +510,19 @@ prn_sbs *prn_sbs_rank(trn_net *base, const prn_sbs_opts *o, prn_batch_fn train, 
             for (size_t i = 0; i < f->nv; i++) f->xv[i * f->d + j] = (float)((f->xv[i * f->d + j] - mu) / sd);
         }
     }
-    s->feature_seconds = now_s() - t0;
+    s->feature_seconds = prn_now_s() - t0;
     for (int l = 0; l < s->nlayers; l++) {
-        double t1 = now_s();
+        double t1 = prn_now_s();
         if (sbs_layer(&s->layers[l], &fs[l], C, o, o->seed + 31 * (uint64_t)l, err) != 0) {
             trn_err_prefix(err, "collective importance, layer %d", s->layers[l].layer);
             goto fail;
         }
-        s->layers[l].seconds = now_s() - t1;
+        s->layers[l].seconds = prn_now_s() - t1;
         s->fine_tunes += s->layers[l].fine_tunes;
         s->evaluations += s->layers[l].evaluations;
     }
-    s->seconds = now_s() - t0;
-    s->cpu_seconds = cpu_s() - c0;
+    s->seconds = prn_now_s() - t0;
+    s->cpu_seconds = prn_cpu_s() - c0;
     for (int l = 0; l < s->nlayers; l++) feat_free(&fs[l]);
     free(fs);
     free(idx);
