@@ -251,18 +251,6 @@ static int cmd_contexts(int argc, char **argv)
     return 0;
 }
 
-/* s as a JSON string on stdout. */
-static void json_str(const char *s)
-{
-    putchar('"');
-    for (; *s; s++) {
-        if (*s == '"' || *s == '\\') printf("\\%c", *s);
-        else if ((unsigned char)*s < 0x20) printf("\\u%04x", (unsigned char)*s);
-        else putchar(*s);
-    }
-    putchar('"');
-}
-
 /* The images of each of the set's classes in split into per (zeroed first);
  * returns the split's image count. */
 static size_t count_per_class(const trn_dataset *ds, trn_split split, size_t *per)
@@ -278,7 +266,7 @@ static void check_json(const trn_dataset *ds, const char *data, int decode)
 {
     int classes = trn_dataset_classes(ds);
     printf("{\"data\":");
-    json_str(data);
+    ck_json_str(stdout, data);
     printf(",\"classes\":%d,\"decoded\":%s,\"ok\":true,\"splits\":[", classes, decode ? "true" : "false");
     size_t *per = calloc((size_t)classes + 1, sizeof *per);
     int first = 1;
@@ -290,7 +278,7 @@ static void check_json(const trn_dataset *ds, const char *data, int decode)
         first = 0;
         for (int k = 0; k < classes; k++) {
             printf("%s{\"label\":", k ? "," : "");
-            json_str(trn_dataset_label(ds, k));
+            ck_json_str(stdout, trn_dataset_label(ds, k));
             printf(",\"images\":%zu}", per[k]);
         }
         printf("]}");

@@ -227,23 +227,12 @@ struct ctx_run {
     uint64_t inputs;
 };
 
-static void json_str(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p == '"' || *p == '\\') fprintf(f, "\\%c", *p);
-        else if (*p < 0x20) fprintf(f, "\\u%04x", *p);
-        else fputc(*p, f);
-    }
-    fputc('"', f);
-}
-
 void ctx_print_classes(const rtl_context *r, const char *const *labels, FILE *f)
 {
     fputc('[', f);
     for (uint32_t k = 0; k < r->nclasses; k++) {
         if (k) fputc(',', f);
-        json_str(f, labels[r->classes[k]]);
+        ck_json_str(f, labels[r->classes[k]]);
     }
     fputc(']', f);
 }
@@ -497,16 +486,16 @@ int cmd_context(rtl_store *s, int argc, char **argv)
         char name[2 * RTL_ID_MAX + 2];
         if (json) {
             printf("{\"catalog\":");
-            json_str(stdout, rtl_catalog_id(cat));
+            ck_json_str(stdout, rtl_catalog_id(cat));
             printf(",\"task\":");
-            json_str(stdout, task);
+            ck_json_str(stdout, task);
             printf(",\"window\":%u,\"min_samples\":%u,\"samples\":%u,\"seen\":%" PRIu64 ",\"dominated\":%s,\"n\":%u,"
                    "\"p\":%g,\"share\":%.6f,\"classes\":[",
                    used.window, used.min_samples, r.samples,
                    r.seen, r.dominated ? "true" : "false", r.n, r.p, r.share);
             for (uint32_t k = 0; k < r.nclasses; k++) {
                 printf("%s{\"label\":", k ? "," : "");
-                json_str(stdout, labels[r.classes[k]]);
+                ck_json_str(stdout, labels[r.classes[k]]);
                 printf(",\"index\":%u,\"count\":%u}", r.classes[k], r.counts[k]);
             }
             printf("],\"top_share\":[");
@@ -515,18 +504,18 @@ int cmd_context(rtl_store *s, int argc, char **argv)
             printf("],\"specialised\":[");
             for (size_t k = 0; k < A.n; k++) {
                 printf("%s{\"catalog\":", k ? "," : "");
-                json_str(stdout, rtl_catalog_id(A.a[k].cat));
+                ck_json_str(stdout, rtl_catalog_id(A.a[k].cat));
                 printf(",\"variant\":");
-                json_str(stdout, rtl_variant_id(A.a[k].v));
+                ck_json_str(stdout, rtl_variant_id(A.a[k].v));
                 printf(",\"partner\":");
-                json_str(stdout, A.a[k].partner);
+                ck_json_str(stdout, A.a[k].partner);
                 printf(",\"n\":%zu,\"p\":%g,\"share\":%.6f,\"matches\":%s}", A.a[k].n, A.a[k].p,
                        rtl_context_share(cr.prof, A.a[k].classes, A.a[k].n), &A.a[k] == hit ? "true" : "false");
             }
             printf("],\"request\":");
             if (r.dominated) {
                 printf("{\"model\":");
-                json_str(stdout, rtl_catalog_model(cat));
+                ck_json_str(stdout, rtl_catalog_model(cat));
                 printf(",\"classes\":");
                 ctx_print_classes(&r, labels, stdout);
                 printf(",\"context_p\":%g}", r.p);

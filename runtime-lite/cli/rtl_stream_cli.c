@@ -24,18 +24,6 @@
 #include <time.h>
 #include <unistd.h>
 
-/* s as a JSON string on stdout. */
-static void rtl_json_string(const char *s)
-{
-    putchar('"');
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p == '"' || *p == '\\') printf("\\%c", *p);
-        else if (*p < 0x20) printf("\\u%04x", *p);
-        else putchar(*p);
-    }
-    putchar('"');
-}
-
 static int cmpd(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -346,7 +334,7 @@ int cmd_stream(rtl_store *st, int argc, char **argv)
                 double h = horizon;
                 if (read_control(control, &n, &h, &err) != 0) {
                     printf("{\"event\":\"control_error\",\"message\":");
-                    rtl_json_string(err.msg);
+                    ck_json_str(stdout, err.msg);
                     printf(",\"kept\":\"the budgets in force\"}\n");
                 } else {
                     n.offline = 1;
@@ -375,13 +363,13 @@ int cmd_stream(rtl_store *st, int argc, char **argv)
                 }
                 requests++;
                 printf("{\"input\":");
-                rtl_json_string(in.p[k]);
+                ck_json_str(stdout, in.p[k]);
                 printf(",\"task\":");
-                rtl_json_string(task->task);
+                ck_json_str(stdout, task->task);
                 if (d.option < 0) {
                     refused++;
                     printf(",\"refused\":");
-                    rtl_json_string(d.reason);
+                    ck_json_str(stdout, d.reason);
                     printf("}\n");
                     continue;
                 }
@@ -403,7 +391,7 @@ int cmd_stream(rtl_store *st, int argc, char **argv)
                         rtl_model *m = rtl_model_open(cat, op->variant, &mo, &err);
                         if (!m) {
                             printf(",\"error\":");
-                            rtl_json_string(err.msg);
+                            ck_json_str(stdout, err.msg);
                             printf("}\n");
                             rc = fail(&err);
                             break;
@@ -418,7 +406,7 @@ int cmd_stream(rtl_store *st, int argc, char **argv)
                         rtl_model_capacity(om->m) != op->capacity &&
                         rtl_model_set_capacity(om->m, op->capacity, &err) != 0) { /* switched in place */
                         printf(",\"error\":");
-                        rtl_json_string(err.msg);
+                        ck_json_str(stdout, err.msg);
                         printf("}\n");
                         rc = fail(&err);
                         break;
@@ -426,7 +414,7 @@ int cmd_stream(rtl_store *st, int argc, char **argv)
                     if (op->alpha > 0 && rtl_model_exits(om->m) > 0 && rtl_model_alpha(om->m) != (float)op->alpha &&
                         rtl_model_set_alpha(om->m, (float)op->alpha, &err) != 0) { /* the early-exit knob */
                         printf(",\"error\":");
-                        rtl_json_string(err.msg);
+                        ck_json_str(stdout, err.msg);
                         printf("}\n");
                         rc = fail(&err);
                         break;
@@ -454,7 +442,7 @@ int cmd_stream(rtl_store *st, int argc, char **argv)
                             rtl_model_options mo = {.threads = (int)threads};
                             if (!(cw->model = rtl_model_open(cw->cat, rtl_variant_id(cw->v), &mo, &err))) {
                                 printf(",\"error\":");
-                                rtl_json_string(err.msg);
+                                ck_json_str(stdout, err.msg);
                                 printf("}\n");
                                 rc = fail(&err);
                                 break;
@@ -480,7 +468,7 @@ int cmd_stream(rtl_store *st, int argc, char **argv)
                     }
                     if (rtl_model_image_input(first, in.p[k], x, &err) != 0) {
                         printf(",\"error\":");
-                        rtl_json_string(err.msg);
+                        ck_json_str(stdout, err.msg);
                         printf("}\n");
                         fprintf(stderr, "rtl: warning: %s (skipped)\n", err.msg);
                         continue;
@@ -499,7 +487,7 @@ int cmd_stream(rtl_store *st, int argc, char **argv)
                     }
                     if (runrc != 0 || rtl_model_top(answered, 1, &top, &nt, &err) != 0) {
                         printf(",\"error\":");
-                        rtl_json_string(err.msg);
+                        ck_json_str(stdout, err.msg);
                         printf("}\n");
                         rc = fail(&err);
                         break;
@@ -536,10 +524,10 @@ int cmd_stream(rtl_store *st, int argc, char **argv)
                 }
                 if (nlat < latcap) lat[nlat] = ms, pred[nlat] = d.latency_ms, nlat++;
                 printf(",\"answer\":");
-                if (answer) rtl_json_string(answer);
+                if (answer) ck_json_str(stdout, answer);
                 else printf("null");
                 printf(",\"prob\":%.6f,\"correct\":%s,\"variant\":", prob, ok < 0 ? "null" : ok ? "true" : "false");
-                rtl_json_string(op->variant);
+                ck_json_str(stdout, op->variant);
                 if (op->capacity >= 0) printf(",\"capacity\":%d", op->capacity);
                 else printf(",\"capacity\":null");
                 if (op->alpha > 0) printf(",\"alpha\":%g", op->alpha);
@@ -555,12 +543,12 @@ int cmd_stream(rtl_store *st, int argc, char **argv)
                     printf(",\"cascade\":");
                     if (cascaded) {
                         addon_name(t->cur, nm, sizeof nm);
-                        rtl_json_string(nm);
+                        ck_json_str(stdout, nm);
                     } else {
                         printf("null");
                     }
                     printf(",\"answered_by\":");
-                    if (answered) rtl_json_string(rtl_model_answered_by(answered));
+                    if (answered) ck_json_str(stdout, rtl_model_answered_by(answered));
                     else printf("null");
                 }
                 printf("}\n");
@@ -569,7 +557,7 @@ int cmd_stream(rtl_store *st, int argc, char **argv)
                     rtl_context cr;
                     if (rtl_profile_context(t->prof, &cr, &err) == 0 && (cr.changed || pending_switch)) {
                         printf("{\"event\":\"context\",\"task\":");
-                        rtl_json_string(task->task);
+                        ck_json_str(stdout, task->task);
                         printf(",\"after_request\":%llu,\"dominated\":%s", (unsigned long long)requests,
                                cr.dominated ? "true" : "false");
                         if (cr.dominated) {
@@ -578,8 +566,12 @@ int cmd_stream(rtl_store *st, int argc, char **argv)
                         }
                         if (pending_switch) {
                             printf(",\"specialised\":");
-                            if (switch_to[0]) rtl_json_string(switch_to), printf(",\"specialised_share\":%.4f", switch_share);
-                            else printf("null");
+                            if (switch_to[0]) {
+                                ck_json_str(stdout, switch_to);
+                                printf(",\"specialised_share\":%.4f", switch_share);
+                            } else {
+                                printf("null");
+                            }
                         }
                         printf("}\n");
                     }

@@ -47,17 +47,6 @@ static trn_net *eval_net(const char *verb, const char *cfgp, const cli_sets *set
     return net;
 }
 
-static void json_string(const char *s)
-{
-    putchar('"');
-    for (; *s; s++) {
-        if (*s == '"' || *s == '\\') printf("\\%c", *s);
-        else if ((unsigned char)*s < 0x20) printf("\\u%04x", (unsigned char)*s);
-        else putchar(*s);
-    }
-    putchar('"');
-}
-
 int cli_valid(int argc, char **argv)
 {
     const char *cfgp = NULL, *weights = NULL, *data = NULL, *split = NULL, *threads = NULL;
@@ -191,7 +180,7 @@ int cli_valid(int argc, char **argv)
         printf("\"k\":%d,\"topk\":%.6f,\"names\":[", k, tk);
         for (int c = 0; c < classes; c++) {
             if (c) putchar(',');
-            json_string(trn_dataset_name(ds, c));
+            ck_json_str(stdout, trn_dataset_name(ds, c));
         }
         printf("],\"confusion\":[");
         for (int r = 0; r < classes; r++) {
@@ -333,9 +322,9 @@ int cli_predict(int argc, char **argv)
             cli_fail("predict", "%s", e.msg);
             if (json) {
                 printf("%s{\"image\":", i ? "," : "");
-                json_string(imgs[i]);
+                ck_json_str(stdout, imgs[i]);
                 printf(",\"error\":");
-                json_string(e.msg);
+                ck_json_str(stdout, e.msg);
                 putchar('}');
             }
             rc = 1;
@@ -345,11 +334,11 @@ int cli_predict(int argc, char **argv)
         top_k(p, classes, k, best);
         if (json) {
             printf("%s{\"image\":", i ? "," : "");
-            json_string(imgs[i]);
+            ck_json_str(stdout, imgs[i]);
             printf(",\"top\":[");
             for (int q = 0; q < k; q++) {
                 printf("%s{\"class\":%d,\"name\":", q ? "," : "", best[q]);
-                json_string(ds ? trn_dataset_name(ds, best[q]) : names[best[q]]);
+                ck_json_str(stdout, ds ? trn_dataset_name(ds, best[q]) : names[best[q]]);
                 printf(",\"p\":%.6f}", p[best[q]]);
             }
             printf("]}");

@@ -102,6 +102,10 @@ int ck_usage_of(const char *prog, const ck_verb *v, const char *fmt, ...) __attr
 int ck_parse(const char *prog, const ck_verb *v, int argc, char **argv, const char **operands,
              int max_operands, int *rc);
 
+/* Prints s to f as a JSON string: quoted, '"' and '\\' escaped, control
+ * characters as \\u00XX, other bytes as they are (UTF-8 passes through). */
+void ck_json_str(FILE *f, const char *s);
+
 /* Prints the help of a verb with an option table. */
 void ck_help(const char *prog, const ck_verb *v, FILE *out);
 
