@@ -39,6 +39,12 @@ int cli_threads(const char *verb, const char *opt);
  * the DETERMINISM environment variable: "default" or "portable" (trn.h).
  * cli_threads calls it with NULL. Returns -1 (usage printed) on a bad value. */
 int cli_determinism(const char *verb, const char *opt);
+/* The help text of the --determinism MODE option (train, valid, predict,
+ * bench). */
+#define CLI_DETERMINISM_DOC                                                     \
+    "default (OpenBLAS: the same bytes for any thread count on one CPU kind)\n" \
+    "or portable (our own kernels: the same bytes on x86-64 and aarch64,\n"     \
+    "slower); default: DETERMINISM, else default"
 
 /* The file name without folder and extension, e.g. "alexnet" for
  * "recipes/alexnet/base.cfg" -> "base". */

@@ -303,10 +303,7 @@ int cli_bench(int argc, char **argv)
          "bytes at the copy rate), every layer's forward and backward time\n"
          "in the step, and where it goes: every kernel's time per layer and pass"},
         {"--threads", "N", CK_STR, &threads, 0, 0, "threads (default: THREADS, else all cores)"},
-        {"--determinism", "MODE", CK_STR, &det, 0, 0,
-         "default (OpenBLAS: the same bytes for any thread count on one CPU kind)\n"
-         "or portable (our own kernels: the same bytes on x86-64 and aarch64,\n"
-         "slower); default: DETERMINISM, else default"},
+        {"--determinism", "MODE", CK_STR, &det, 0, 0, CLI_DETERMINISM_DOC},
         {"--json", NULL, CK_FLAG, &json, 0, 0,
          "one JSON object: forward_images_per_s, forward_gflops,\n"
          "train_images_per_s, train_gflops, conv_train_gflops, sgemm_gflops,\n"

@@ -226,10 +226,7 @@ int cli_train(int argc, char **argv)
          "weight updates between checkpoints (default 100; 0: at the end only)"},
         {"--resume", NULL, CK_FLAG, &resume, 0, 0, "continue from BACKUP/BASE.ckpt when it exists"},
         {"--threads", "N", CK_STR, &threads, 0, 0, "compute threads (default: THREADS, else all cores)"},
-        {"--determinism", "MODE", CK_STR, &det, 0, 0,
-         "default (OpenBLAS: the same bytes for any thread count on one CPU kind)\n"
-         "or portable (our own kernels: the same bytes on x86-64 and aarch64,\n"
-         "slower); default: DETERMINISM, else default"},
+        {"--determinism", "MODE", CK_STR, &det, 0, 0, CLI_DETERMINISM_DOC},
         {"--loader-threads", "N", CK_INT, &lthreads, 1, 256, "image decoding threads (default 2)"},
         {"--cache-mb", "N", CK_INT, &cache, 0, 1 << 20, "decoded images kept in memory (default 256)"},
         {"--quiet", NULL, CK_FLAG, &quiet, 0, 0, "no progress output (the final summary line stays)"},

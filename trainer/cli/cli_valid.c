@@ -70,10 +70,7 @@ int cli_valid(int argc, char **argv)
          "\"confusion\" (rows: true class, columns: predicted)}"},
         {"--set", "key=value", CK_LIST, &set, 0, 0, "override a [net] key (repeatable)"},
         {"--threads", "N", CK_STR, &threads, 0, 0, "compute threads (default: THREADS, else all cores)"},
-        {"--determinism", "MODE", CK_STR, &det, 0, 0,
-         "default (OpenBLAS: the same bytes for any thread count on one CPU kind)\n"
-         "or portable (our own kernels: the same bytes on x86-64 and aarch64,\n"
-         "slower); default: DETERMINISM, else default"},
+        {"--determinism", "MODE", CK_STR, &det, 0, 0, CLI_DETERMINISM_DOC},
         {"--loader-threads", "N", CK_INT, &lthreads, 1, 256, "image decoding threads (default 2)"},
         {0},
     };
@@ -252,10 +249,7 @@ int cli_predict(int argc, char **argv)
         {"--top", "K", CK_INT, &top, 1, 1000000, "classes per image (default 5, at most the number of classes)"},
         {"--set", "key=value", CK_LIST, &set, 0, 0, "override a [net] key (repeatable)"},
         {"--threads", "N", CK_STR, &threads, 0, 0, "compute threads"},
-        {"--determinism", "MODE", CK_STR, &det, 0, 0,
-         "default (OpenBLAS: the same bytes for any thread count on one CPU kind)\n"
-         "or portable (our own kernels: the same bytes on x86-64 and aarch64,\n"
-         "slower); default: DETERMINISM, else default"},
+        {"--determinism", "MODE", CK_STR, &det, 0, 0, CLI_DETERMINISM_DOC},
         {"--json", NULL, CK_FLAG, &json, 0, 0,
          "one JSON object: {\"results\":[{\"image\",\"top\":[{\"class\" (index),\"name\",\n"
          "\"p\"}]}]}; an image that cannot be read gets {\"image\",\"error\"} (and the\n"
