@@ -120,11 +120,12 @@ go() { # OUT [run options...]
 # CPU ticks (utime + stime): the machine's busy ticks (/proc/stat, every
 # core), a process's (/proc/PID/stat), and this shell's reaped children's
 # (the rtl run processes, awk, python).
-busy_ticks() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9; exit }' /proc/stat; }
+busy_ticks() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8; exit }' /proc/stat; }
+steal_ticks() { awk '/^cpu / { print $9; exit }' /proc/stat; }
 proc_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 kids_ticks() { awk '{ print $16 + $17 }' /proc/$$/stat; }
 ours_ticks() { local t; t=$(kids_ticks); for p in "${PIDS[@]}"; do t=$((t + $(proc_ticks "$p"))); done; echo "$t"; }
-sys0=$(busy_ticks) ours0=$(ours_ticks) wall0=$(date +%s%N)
+sys0=$(busy_ticks) ours0=$(ours_ticks) steal0=$(steal_ticks) wall0=$(date +%s%N)
 for r in $(seq "$rounds"); do
     go one-$r.json --workers "$ONE" "${c1[@]}"
     go two-$r.json --workers "$TWO" "${c2[@]}"
@@ -150,16 +151,16 @@ cpu_of cpu-one-l.json $((5 + cpu_n)) --workers "$ONE" "${c1[@]}"
 cpu_of cpu-two-s.json 5 --workers "$TWO" "${c2[@]}"
 cpu_of cpu-two-l.json $((5 + cpu_n)) --workers "$TWO" "${c2[@]}"
 # Anything else running: the machine's busy ticks less this bench's own.
-others=$(($(busy_ticks) - sys0 - ($(ours_ticks) - ours0)))
+others=$(($(busy_ticks) - sys0 - ($(ours_ticks) - ours0))) steal=$(($(steal_ticks) - steal0))
 wall_s=$((($(date +%s%N) - wall0) / 1000000))
 load1=$(cut -d' ' -f1 /proc/loadavg)
 [ ${#c2[@]} -gt 0 ] && echo "bench rtl-gtdp: the device's part threads on their workers' cores (--part-cpus)"
 if [ ${#fifo[@]} -gt 0 ]; then echo "bench rtl-gtdp: the device's process under SCHED_FIFO (${fifo[*]})"
 else echo "bench rtl-gtdp: the device's process on the plain scheduler (chrt -f refused, or DEVICE_FIFO=0)"; fi
-python3 - "$rounds" "$size" "$load0" "$load1" "$(nproc)" "$link" "$cpu_n" "$(getconf CLK_TCK)" "$others" "$wall_s" <<'PY'
+python3 - "$rounds" "$size" "$load0" "$load1" "$(nproc)" "$link" "$cpu_n" "$(getconf CLK_TCK)" "$others" "$wall_s" "$steal" <<'PY'
 import json, os, statistics as st, sys
 rounds, size, load0, load1, cores, link = int(sys.argv[1]), sys.argv[2], float(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5]), sys.argv[6]
-cpu_n, hz, others, wall_s = int(sys.argv[7]), int(sys.argv[8]), int(sys.argv[9]), int(sys.argv[10]) / 1000
+cpu_n, hz, others, wall_s, steal = int(sys.argv[7]), int(sys.argv[8]), int(sys.argv[9]), int(sys.argv[10]) / 1000, int(sys.argv[11])
 def cfg(name):
     docs = [json.load(open("%s-%d.json" % (name, r))) for r in range(1, rounds + 1)]
     res = [d["results"][0] for d in docs]
@@ -251,12 +252,14 @@ t = [("two workers vs one", "%.2fx" % s2, ">= 1.8x", s2 >= 1.8),
      ("GTDP measured vs predicted, 4 workers", "%+.1f%%" % (100 * err), "within 25%", abs(err) <= 0.25)]
 for name, val, target, ok in t:
     print("  %-40s %9s  target %-11s %s" % (name, val, target, "met" if ok else "MISSED"))
-# Busy: other processes took more than 5% of the machine while the bench ran
+# Busy: other processes (or the hypervisor, as steal) took more than 5% of the machine while the bench ran
 # (its own processes' CPU is not counted; the load average at its end is
 # mostly its own), or the load average before it started was past 0.5.
 other_share = others / hz / (wall_s * cores) if wall_s > 0 else 0
-print("other processes took %.1f%% of the %d cores during the bench (%.0f s)" % (100 * other_share, cores, wall_s))
-if size != "full" or other_share > 0.05 or load0 > 0.5:
+steal_share = steal / hz / (wall_s * cores) if wall_s > 0 else 0
+print("other processes took %.1f%% of the %d cores during the bench (%.0f s); the hypervisor reported %.1f%% stolen" % (
+      100 * other_share, cores, wall_s, 100 * steal_share))
+if size != "full" or other_share + steal_share > 0.05 or load0 > 0.5:
     print("bench rtl-gtdp: NOT A MEASUREMENT: %s (load average %.2f before it, %.2f at its end; others %.1f%%)" % (
         "SIZE=%s checks the script only" % size if size != "full" else "this machine was busy", load0, load1, 100 * other_share))
 ok = all(x[3] for x in t)
