@@ -135,10 +135,10 @@ done
 # The workers' own CPU time per forward (workers a and b, whatever their
 # threads do: opening requests, computing, sealing replies): two runs of
 # each configuration, of 5 and 5 + CPU_REPEAT timed forwards (default 100),
-# differenced, so that the calibration and warm-up forwards cancel. Two
-# workers can be at most (one worker's time) / (the busier worker's CPU per
-# forward) faster than one: that bound holds even with no device cost and
-# no waiting.
+# differenced, so that the calibration and warm-up forwards cancel. The
+# kernel counts CPU time in 100 Hz ticks, so over 100 forwards of 10-20 ms
+# a figure is good to about 10%: an indication, not a bound (the spans
+# above are the precise decomposition).
 cpu_n=${CPU_REPEAT:-100}
 cpu_of() { # OUT N [run options...]: writes "ticks of a, ticks of b" over the run to OUT.cpu
     local out=$1 n=$2 a0 b0; shift 2
@@ -239,11 +239,9 @@ def per_forward(name):
     short, long_ = ([int(v) for v in open("cpu-%s-%s.json.cpu" % (name, k)).read().split()] for k in ("s", "l"))
     return [1000.0 * (l - s) / hz / cpu_n for s, l in zip(short, long_)]
 cpu1, cpu2 = per_forward("one")[0], per_forward("two")
-print("the workers' own CPU per forward (utime + stime, runs of 5 and %d timed forwards differenced): "
-      "1 worker %.2f ms; 2 workers %.2f and %.2f ms (%.2f together, %+.0f%% on one worker's)" % (
-      5 + cpu_n, cpu1, cpu2[0], cpu2[1], sum(cpu2), 100 * (sum(cpu2) / cpu1 - 1)))
-print("  so two workers can be at most %.2fx one worker (%.1f ms over the busier worker's %.2f), "
-      "with no device cost and no waiting" % (one["ms"] / max(cpu2), one["ms"], max(cpu2)))
+print("the workers' own CPU per forward (utime + stime in %d Hz ticks, about +-10%%; runs of 5 and %d timed forwards "
+      "differenced): 1 worker %.2f ms; 2 workers %.2f and %.2f ms (%.2f together, %+.0f%% on one worker's)" % (
+      hz, 5 + cpu_n, cpu1, cpu2[0], cpu2[1], sum(cpu2), 100 * (sum(cpu2) / cpu1 - 1)))
 s2 = one["ms"] / two["ms"]
 gain = eq["ms"] / four["ms"]
 err = four["ms"] / four["pred"] - 1
@@ -252,14 +250,16 @@ t = [("two workers vs one", "%.2fx" % s2, ">= 1.8x", s2 >= 1.8),
      ("GTDP measured vs predicted, 4 workers", "%+.1f%%" % (100 * err), "within 25%", abs(err) <= 0.25)]
 for name, val, target, ok in t:
     print("  %-40s %9s  target %-11s %s" % (name, val, target, "met" if ok else "MISSED"))
-# Busy: other processes (or the hypervisor, as steal) took more than 5% of the machine while the bench ran
-# (its own processes' CPU is not counted; the load average at its end is
-# mostly its own), or the load average before it started was past 0.5.
+# Busy: other processes (or the hypervisor, as steal) took more than 5% of
+# the machine while the bench ran (its own processes' CPU is not counted).
+# The load averages are printed only: the one before it counts processes
+# that may have stopped (an earlier bench), the one at its end mostly its
+# own.
 other_share = others / hz / (wall_s * cores) if wall_s > 0 else 0
 steal_share = steal / hz / (wall_s * cores) if wall_s > 0 else 0
 print("other processes took %.1f%% of the %d cores during the bench (%.0f s); the hypervisor reported %.1f%% stolen" % (
       100 * other_share, cores, wall_s, 100 * steal_share))
-if size != "full" or other_share + steal_share > 0.05 or load0 > 0.5:
+if size != "full" or other_share + steal_share > 0.05:
     print("bench rtl-gtdp: NOT A MEASUREMENT: %s (load average %.2f before it, %.2f at its end; others %.1f%%)" % (
         "SIZE=%s checks the script only" % size if size != "full" else "this machine was busy", load0, load1, 100 * other_share))
 ok = all(x[3] for x in t)
