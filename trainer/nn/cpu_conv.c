@@ -29,6 +29,7 @@
 #include "backend_ref.h"
 #include "cpu.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -62,10 +63,38 @@ static _Thread_local struct {
     float *p;
     size_t n;
 } scratch_tls[TRN_SCRATCH_SLOTS];
+static _Thread_local int scratch_held; /* this thread's exit frees its buffers */
+
+/* A thread's buffers die with it: a key whose destructor frees them runs
+ * when a thread that allocated one exits (the engine's pool, a server's
+ * workers, helper threads kept with a model and stopped with it). Without
+ * it every such thread left its buffers behind (LeakSanitizer: rtl serve's
+ * workers at SIGTERM). If the key cannot be made the buffers stay, as
+ * before. */
+static pthread_key_t scratch_key;
+static int scratch_key_ok;
+static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
+
+static void scratch_release(void *unused)
+{
+    (void)unused;
+    for (int i = 0; i < TRN_SCRATCH_SLOTS; i++) {
+        free(scratch_tls[i].p);
+        scratch_tls[i].p = NULL;
+        scratch_tls[i].n = 0;
+    }
+    scratch_held = 0;
+}
+
+static void scratch_key_make(void) { scratch_key_ok = pthread_key_create(&scratch_key, scratch_release) == 0; }
 
 float *trn_cpu_scratch(int slot, size_t n)
 {
     if (scratch_tls[slot].n < n) {
+        if (!scratch_held) {
+            (void)pthread_once(&scratch_once, scratch_key_make);
+            scratch_held = scratch_key_ok && pthread_setspecific(scratch_key, &scratch_held) == 0;
+        }
         free(scratch_tls[slot].p);
         void *p = NULL;
         if (posix_memalign(&p, 64, (n ? n : 1) * sizeof(float)) != 0) p = NULL;
