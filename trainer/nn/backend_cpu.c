@@ -25,7 +25,9 @@
 /* The hot element-wise loops in one version per x86-64 vector width,
  * picked at load time; each computes the same values (IEEE operations in
  * the same order, nothing fused or reassociated). */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__OPTIMIZE__)
+/* Not under ThreadSanitizer: the clones' resolvers run while the dynamic
+ * linker relocates, before its runtime is up, and crash in its hooks. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__OPTIMIZE__) && !defined(__SANITIZE_THREAD__)
 #define VEC_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define VEC_CLONES

@@ -54,7 +54,9 @@
  * vectors then run as one AVX operation instead of two SSE ones), picked
  * at load time: the same IEEE operations in the same order (nothing fused:
  * -ffp-contract=off), so the same bytes. */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__OPTIMIZE__)
+/* Not under ThreadSanitizer: the clones' resolvers run while the dynamic
+ * linker relocates, before its runtime is up, and crash in its hooks. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__OPTIMIZE__) && !defined(__SANITIZE_THREAD__)
 #define WG_CLONES __attribute__((target_clones("avx2", "default")))
 #else
 #define WG_CLONES
