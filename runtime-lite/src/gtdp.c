@@ -1056,8 +1056,10 @@ static int run_conv(rtl_model *m, const rtl_gtdp_layer *g, rtl_peer **peers, con
         peers[j->q.worker] = NULL;
         if (st) {
             st->recomputed++;
-            snprintf(st->last_failure, sizeof st->last_failure, "worker %d, layer %d: %s", j->q.worker + 1,
-                     g->index, j->err.msg);
+            if (snprintf(st->last_failure, sizeof st->last_failure, "worker %d, layer %d: %s", j->q.worker + 1,
+                         g->index, j->err.msg) >= (int)sizeof st->last_failure) {
+                /* a long message keeps its start (the reason comes first) */
+            }
         }
         if (!(j->in = malloc(j->nin * sizeof(float))) || !(j->out = malloc(j->nout * sizeof(float)))) {
             rc = rtl_errf(err, "out of memory");

@@ -606,7 +606,9 @@ static void refuse(rtl_sched *s, struct sched_task *k, int why, rtl_sched_decisi
 #undef WHY
     if (!n) snprintf(buf, sizeof buf, "no option fits the budgets");
     d->option = -1;
-    snprintf(d->reason, sizeof d->reason, "task %s: refused: %s", k->t.name, buf);
+    if (snprintf(d->reason, sizeof d->reason, "task %s: refused: %s", k->t.name, buf) >= (int)sizeof d->reason) {
+        /* cut short: the reasons are listed in a fixed order, the first kept */
+    }
     (void)s;
 }
 

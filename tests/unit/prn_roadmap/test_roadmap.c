@@ -323,8 +323,8 @@ static void rescale_filters(void **state)
     char text[sizeof route_cfg];
     const char *bn = strstr(route_cfg, "filters=4\nsize=3\npad=1\nbatch_normalize=1\n");
     assert_non_null(bn);
-    snprintf(text, sizeof text, "%.*sfilters=3\nsize=3\npad=1\n%s", (int)(bn - route_cfg), route_cfg,
-             bn + strlen("filters=4\nsize=3\npad=1\nbatch_normalize=1\n"));
+    assert_true(snprintf(text, sizeof text, "%.*sfilters=3\nsize=3\npad=1\n%s", (int)(bn - route_cfg), route_cfg,
+                         bn + strlen("filters=4\nsize=3\npad=1\nbatch_normalize=1\n")) < (int)sizeof text);
     trn_cfg *c2 = pt_cfg(text);
     trn_net *nobn = pt_base(c2, 2, 1);
     assert_int_equal(prn_filters_rescale(p, nobn, NULL, &e), -1);
