@@ -94,13 +94,16 @@ def head_rows():
             yield (task, None, 0, 0, None); continue
         f = mj["technique_fields"]; h = f["head"]
         yield (task, f.get("cut", "?"), h["macs_fraction"], h["params_fraction"], e)
+trunks = None  # the heads' trunks: read once, on the first task without a head
 def trunk_of(task):
     """The heads' trunk variant when it answers `task` itself (its variant.json task), else None."""
-    trunks = set()
-    for d in sorted(os.listdir(m + "/variants")):
-        mj = load(m + "/variants/" + d + "/meta.json") if d.startswith("head-") else None
-        tr = ((mj or {}).get("technique_fields") or {}).get("head", {}).get("trunk")
-        if tr: trunks.add(tr)
+    global trunks
+    if trunks is None:
+        trunks = set()
+        for d in sorted(os.listdir(m + "/variants")):
+            mj = load(m + "/variants/" + d + "/meta.json") if d.startswith("head-") else None
+            tr = ((mj or {}).get("technique_fields") or {}).get("head", {}).get("trunk")
+            if tr: trunks.add(tr)
     for tr in sorted(trunks):
         vj, e = load(m + "/variants/" + tr + "/variant.json"), load(m + "/variants/" + tr + "/eval.json")
         if vj and e and vj.get("task") == task:

@@ -235,10 +235,11 @@ static int choose_dims(rtl_model *m, rtl_peer **peers, const rtl_gtdp_worker *w,
     enum { REPS = 5 };
     int reps = nc == 2 ? REPS : 3; /* 20 forwards over two workers, 27 over more */
     int *blk = malloc((size_t)L * sizeof *blk), *pick = malloc((size_t)L * 3 * sizeof *pick);
+    int *chosen = malloc((size_t)L * sizeof *chosen); /* the kept cut per block */
     /* t[((k * 3 + prev) * 3 + cur) * 3 * REPS + s]: block k after prev, with cur (sample s) */
     double *t = malloc((size_t)L * 27 * REPS * sizeof *t), *best = malloc((size_t)L * 3 * sizeof *best);
     int *nt = calloc((size_t)L * 9, sizeof *nt);
-    if (!blk || !pick || !t || !best || !nt) {
+    if (!blk || !pick || !chosen || !t || !best || !nt) {
         snprintf(err->msg, sizeof err->msg, "out of memory");
         goto out;
     }
@@ -283,7 +284,6 @@ static int choose_dims(rtl_model *m, rtl_peer **peers, const rtl_gtdp_worker *w,
                 if (best[k * 3 + c] < 0 || before + v < best[k * 3 + c]) best[k * 3 + c] = before + v, pick[k * 3 + c] = p;
             }
         }
-    int *chosen = nt; /* reused: the kept cut per block */
     int c = -1;
     for (int cc = 0; nb && cc < nc; cc++)
         if (best[(nb - 1) * 3 + cc] >= 0 && (c < 0 || best[(nb - 1) * 3 + cc] < best[(nb - 1) * 3 + c])) c = cc;
@@ -312,7 +312,7 @@ static int choose_dims(rtl_model *m, rtl_peer **peers, const rtl_gtdp_worker *w,
 #undef COST
     rc = 0;
 out:
-    free(blk), free(pick), free(t), free(best), free(nt);
+    free(blk), free(pick), free(chosen), free(t), free(best), free(nt);
     return rc;
 }
 
