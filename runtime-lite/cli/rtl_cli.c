@@ -329,17 +329,52 @@ static int cmd_rollback(rtl_store *s, int argc, char **argv)
  * the root, every other command needs an existing one). */
 static const char *g_root, *g_keys;
 
+/* The verbs whose catalog operand may be an archive or a manifest file. */
+static int takes_archive(const char *verb) { return !strcmp(verb, "inspect") || !strcmp(verb, "simulate"); }
+
+/* A catalog operand that names a file (by its suffix or a '/') is judged as
+ * that file, before the install root: a missing archive is reported as a
+ * missing archive, not as a missing root or an unknown catalog. Returns 1
+ * (after the message) when the operand names a file that cannot be used. */
+static const char *catalog_operand(int argc, char **argv)
+{
+    for (int k = 1; k < argc; k++) {
+        if (argv[k][0] != '-') return argv[k];
+        if (strcmp(argv[0], "inspect") != 0) break; /* inspect's options are flags: its operand may follow */
+    }
+    return "";
+}
+
+static int bad_file_operand(int argc, char **argv)
+{
+    const char *a = catalog_operand(argc, argv);
+    if (*a == '-' || !*a || !sched_names_file(a) || !strcmp(argv[0], "install") || !strcmp(argv[0], "pull"))
+        return 0;
+    if (!takes_archive(argv[0])) {
+        fprintf(stderr, "rtl %s: error: '%s' names a file, not a catalog id: rtl %s takes an installed catalog's id "
+                        "(rtl install ARCHIVE first; rtl list shows the ids)\n", argv[0], a, argv[0]);
+        return 1;
+    }
+    struct stat st;
+    if (stat(a, &st) == 0 && S_ISREG(st.st_mode)) return 0;
+    fprintf(stderr, "rtl %s: error: the archive %s %s (give an existing catalog archive or manifest.json, or the id "
+                    "of an installed catalog: rtl list)\n", argv[0], a,
+            stat(a, &st) != 0 ? "does not exist" : "is not a regular file");
+    return 1;
+}
+
 static int with_store(int (*fn)(rtl_store *, int, char **), int argc, char **argv)
 {
     for (int a = 1; a < argc; a++) /* help needs no store */
         if (!strcmp(argv[a], "--help") || !strcmp(argv[a], "-h")) return fn(NULL, argc, argv);
+    if (bad_file_operand(argc, argv)) return 1;
     const char *root = g_root && *g_root ? g_root : DEFAULT_ROOT;
     struct stat st;
     errno = 0;
     if (strcmp(argv[0], "install") != 0 && strcmp(argv[0], "pull") != 0 &&
         (stat(root, &st) != 0 || !S_ISDIR(st.st_mode))) {
         /* inspect ARCHIVE reads a file and needs no store */
-        if (!strcmp(argv[0], "inspect") && argc == 2 && stat(argv[1], &st) == 0 && S_ISREG(st.st_mode))
+        if (!strcmp(argv[0], "inspect") && stat(catalog_operand(argc, argv), &st) == 0 && S_ISREG(st.st_mode))
             return fn(NULL, argc, argv);
         fprintf(stderr, "rtl: error: the install root %s %s: nothing is installed there (check --root or "
                         "RTL_ROOT; rtl install creates it)\n",

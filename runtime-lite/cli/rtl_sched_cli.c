@@ -19,6 +19,11 @@ static int ends_with(const char *s, const char *suf)
     return n >= m && !strcmp(s + n - m, suf);
 }
 
+int sched_names_file(const char *a)
+{
+    return ends_with(a, ".json") || ends_with(a, ".tar.zst") || strchr(a, '/') != NULL;
+}
+
 int sched_is_file_arg(const char *a)
 {
     struct stat st;

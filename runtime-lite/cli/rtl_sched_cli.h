@@ -28,6 +28,9 @@ struct sched_cli {
     {.seed = 1, .apps = 8, .buckets = 60, .hours = 10, .fps = 1, .energy_wh = 0.5, .cloud_usd = 0.0667,   \
      .alpha = 0.05, .a_min = -1, .camera_fps = 30}
 
+/* 1 when a names a file (a .json or .tar.zst suffix, or a '/') rather
+ * than a catalog id, whether or not the file exists. */
+int sched_names_file(const char *a);
 /* 1 when a is an existing .json or .tar.zst file. */
 int sched_is_file_arg(const char *a);
 /* An installed catalog (s), or a catalog archive / manifest.json file. */

@@ -139,6 +139,21 @@ for cmd in list verify "inspect rtlnet" "run rtlnet base c/images/img0.bmp" "rol
 done
 t_check "and none of them created it" test ! -e TYPO
 expect_ok "rtl inspect ARCHIVE needs no root" "$RTL" --root TYPO inspect "$A"
+# A missing archive is named as the missing archive, not as a missing root or
+# an unknown catalog (issue 35 item 6).
+for root in TYPO $R; do
+    expect_fail "rtl inspect of a missing archive says so (root $root)" "the archive missing.tar.zst does not exist" \
+        "$RTL" --root $root inspect missing.tar.zst
+    t_check "without blaming the root or the catalog id" bash -c "! grep -Eq 'install root|not installed' '$T/out'"
+done
+expect_fail "rtl inspect --json of a missing archive says so" "the archive nope/x.tar.zst does not exist" \
+    "$RTL" --root TYPO inspect --json nope/x.tar.zst
+expect_fail "rtl inspect of a folder says it is not an archive file" "the archive c/ is not a regular file" \
+    "$RTL" --root TYPO inspect c/
+expect_fail "rtl simulate of a missing archive says so" "the archive missing.tar.zst does not exist" \
+    "$RTL" --root TYPO simulate missing.tar.zst
+expect_fail "rtl run of an archive path says it takes an installed id" "'$A' names a file, not a catalog id" \
+    "$RTL" --root $R run "$A" base c/images/img0.bmp
 "$RTL" --root new --keys "$T/root/keys" install "$A" >inst.out 2>&1
 t_check "rtl install still creates a new root" test -d new/catalogs
 
