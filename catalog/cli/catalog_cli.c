@@ -353,7 +353,8 @@ static int cmd_pareto(int argc, char **argv)
         const char *cost = jstr(f, "cost");
         int ms = !strcmp(cost, "gpu_ms") || !strcmp(cost, "cpu_ms");
         if (ms)
-            printf("\ntask %s, target %s, est. ms on %s:\n", jstr(f, "task"), jstr(f, "target"), jstr(f, "compute_unit"));
+            printf("\ntask %s, target %s, roofline lower bound in ms on %s:\n", jstr(f, "task"), jstr(f, "target"),
+                   jstr(f, "compute_unit"));
         else
             printf("\ntask %s, by %s:\n", jstr(f, "task"), !strcmp(cost, "macs") ? "MACs" : "weight bytes");
         printf("  %-24s %-12s %14s %7s\n", "variant", "technique", ms ? "est. ms" : cost, "top1");
@@ -442,8 +443,9 @@ static int cmd_inspect(int argc, char **argv)
         printf("winnowed: %s (MACs %.0f, weight bytes %.0f, top1 %.4f) dominated by %s\n", jstr(v, "id"), jnum(v, "macs"),
                jnum(v, "weight_bytes"), jnum(v, "top1"), jstr(v, "dominated_by"));
     if (targets && targets->child)
-        printf("(est. = roofline estimate in ms from the target profiles, not a measurement: GPU/CPU, the GPU's\n"
-               "CUDA cores and the CPU cores, the path the runtime takes today; catalog inspect --json names the units)\n");
+        printf("(est. = roofline estimate in ms from the target profiles, a lower bound, not a measurement: a real\n"
+               "run takes longer; GPU/CPU, the GPU's CUDA cores and the CPU cores, the path the runtime takes today;\n"
+               "catalog inspect --json names the units)\n");
     cJSON_Delete(m);
     return 0;
 }

@@ -354,7 +354,10 @@ static cJSON *plan_json(const rtl_plan *p)
 }
 
 /* --target: the device factor and power from the catalog's estimate of
- * the variant on that target profile (an estimate, said in target_note). */
+ * the variant on that target profile (an estimate, said in target_note):
+ * its CPU figures, the path this runtime takes, when the estimate has them
+ * (its GPU figures otherwise, said so). A roofline estimate is a lower
+ * bound: the note says that too. */
 static int apply_target(const rtl_model *m, const rtl_layer_cost *l, int n, struct popts *o, rtl_err *err)
 {
     if (!o->target_name) return 0;
@@ -370,11 +373,14 @@ static int apply_target(const rtl_model *m, const rtl_layer_cost *l, int n, stru
             snprintf(names + u, sizeof names - u, "%s%s", u ? ", " : "", e.target);
             continue;
         }
-        if (!(e.ms > 0) || !(host > 0)) break;
-        o->target.device_factor = e.ms / host;
-        if (e.mj > 0) o->target.device_mw = e.mj / e.ms * 1e3;
+        int cpu = e.cpu_ms > 0;
+        double ms = cpu ? e.cpu_ms : e.ms, mj = cpu ? e.cpu_mj : e.mj;
+        if (!(ms > 0) || !(host > 0)) break;
+        o->target.device_factor = ms / host;
+        if (mj > 0) o->target.device_mw = mj / ms * 1e3;
         snprintf(o->target_note, sizeof o->target_note,
-                 "device = target %s, estimated (%s): %.4g ms for the variant, %.4g mW", e.target, e.method, e.ms,
+                 "device = target %s on its %s, roofline lower bound (%s): >= %.4g ms for the variant, %.4g mW",
+                 e.target, cpu ? "CPU (the path this runtime takes)" : "accelerator (no CPU estimate)", e.method, ms,
                  o->target.device_mw);
         return 0;
     }

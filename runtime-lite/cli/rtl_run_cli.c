@@ -429,8 +429,8 @@ void print_latencies(const rtl_catalog *cat)
         }
         if (!has_host && !ndev && !rtl_variant_estimate_count(v)) continue;
         if (!header) {
-            printf("\nlatency at batch 1 (ms; the build host's and this device's are measured, targets'\n"
-                   "are the catalog's estimates)\n");
+            printf("\nlatency at batch 1 (ms; the build host's and this device's are measured; targets'\n"
+                   "are the catalog's roofline estimates, lower bounds: a real run takes longer)\n");
             printf("%-24s %-18s %10s %10s  %s\n", "variant", "where", "median", "mean", "how");
             header = 1;
         }
@@ -443,13 +443,13 @@ void print_latencies(const rtl_catalog *cat)
         for (size_t e = 0; e < rtl_variant_estimate_count(v); e++) {
             rtl_estimate est;
             if (rtl_variant_estimate_at(v, e, &est) != 0) continue;
-            printf("%-24s %-18s %10.4g %10s  est. (%s%s%s)%s%s\n", id, est.target, est.ms, "-", est.method,
+            printf("%-24s %-18s %10.4g %10s  lower bound (%s%s%s)%s%s\n", id, est.target, est.ms, "-", est.method,
                    est.bound[0] ? ", " : "", est.bound[0] ? est.bound : "", est.compute_unit[0] ? " on " : "",
                    est.compute_unit);
             if (est.cpu_ms >= 0) {
                 char where[RTL_ID_MAX + 8];
                 snprintf(where, sizeof where, "%s cpu", est.target);
-                printf("%-24s %-18s %10.4g %10s  est. (%s) on %s: the path this runtime takes\n", id, where,
+                printf("%-24s %-18s %10.4g %10s  lower bound (%s) on %s: the path this runtime takes\n", id, where,
                        est.cpu_ms, "-", est.method, est.cpu_unit[0] ? est.cpu_unit : "the CPU");
             }
         }

@@ -28,6 +28,9 @@ struct sched_cli {
     {.seed = 1, .apps = 8, .buckets = 60, .hours = 10, .fps = 1, .energy_wh = 0.5, .cloud_usd = 0.0667,   \
      .alpha = 0.05, .a_min = -1, .camera_fps = 30}
 
+/* A prediction's source (rtl_sched_option.source) in words: "measured on
+ * this device", "measured on the build host", "roofline lower bound". */
+const char *sched_source_words(const char *source);
 /* 1 when a names a file (a .json or .tar.zst suffix, or a '/') rather
  * than a catalog id, whether or not the file exists. */
 int sched_names_file(const char *a);

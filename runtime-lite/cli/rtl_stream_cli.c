@@ -173,7 +173,7 @@ int cmd_stream(rtl_store *st, int argc, char **argv)
     o.energy_wh = -1, o.cloud_usd = -1;
     const char *policy = "mcdnn", *control = NULL, *target = NULL;
     ck_list tasks = {0};
-    int dry = 0, execute = 0, context = 0;
+    int dry = 0, execute = 0, context = 0, no_feedback = 0;
     struct ctx_cli cc = CTX_CLI_DEFAULTS;
     long long threads = 0, repeat = 1, max = 0;
     double fps = 0, horizon = 3600;
@@ -195,6 +195,11 @@ int cmd_stream(rtl_store *st, int argc, char **argv)
         {"--threads", "N", CK_INT, &threads, 1, 1024, "compute threads (default: all cores)"},
         {"--dry-run", NULL, CK_FLAG, &dry, 0, 0, "decide only: print the predicted figures, run nothing"},
         {"--execute", NULL, CK_FLAG, &execute, 0, 0, "run the models on this device (the default)"},
+        {"--no-feedback", NULL, CK_FLAG, &no_feedback, 0, 0,
+         "keep the predictions: a run's measured time does not replace its option's\n"
+         "predicted latency for the next decisions (the default feeds it back, so a\n"
+         "roofline lower bound is corrected after one warm run); the run then makes the\n"
+         "decisions --dry-run makes"},
         {"--context", NULL, CK_FLAG, &context, 0, 0,
          "profile each task's answers (MCDNN's class-frequency window); while a specialised\n"
          "model installed for the task (an add-on of ID, or ID's own) matches the window\n"
@@ -207,9 +212,12 @@ int cmd_stream(rtl_store *st, int argc, char **argv)
                        "Runs every task on every input (image files, folders, @LIST files) through the\n"
                        "scheduler, one decision per request, and prints one JSON line per result:\n"
                        "{input, task, answer, prob, correct, variant, capacity, alpha, exit, location,\n"
-                       "latency_ms, predicted_ms, energy_mj, cloud_usd, top1}, or {input, task, refused}\n"
-                       "when no option fits the budgets; {event: budget} when the budgets change; a\n"
-                       "last {summary} line. SIGINT or SIGTERM stops it after the current request.\n",
+                       "latency_ms, predicted_ms, predicted_from, energy_mj, cloud_usd, top1}, or {input,\n"
+                       "task, refused} when no option fits the budgets (a latency budget is met only\n"
+                       "by measured latencies: this device's profile, or an earlier run here; never\n"
+                       "by a roofline estimate, a lower bound); {event: budget} when the budgets\n"
+                       "change; a last {summary} line. SIGINT or SIGTERM stops it after the current\n"
+                       "request.\n",
                        opts,
                        "correct is true when the file name holds the answer's label, false when it holds\n"
                        "another label of the task, null otherwise. Without a peer the cloud is\n"
@@ -381,7 +389,7 @@ int cmd_stream(rtl_store *st, int argc, char **argv)
                 char switch_to[2 * RTL_ID_MAX + 2] = "";
                 double switch_share = 0;
                 rtl_model *answered = NULL;
-                int cascaded = 0;
+                int cascaded = 0, cold = 0;
                 if (!dry) {
                     struct open_model *om = NULL;
                     for (size_t m = 0; m < nmodels; m++)
@@ -400,6 +408,7 @@ int cmd_stream(rtl_store *st, int argc, char **argv)
                         snprintf(om->variant, sizeof om->variant, "%s", op->variant);
                         om->m = m;
                         om->bytes = rtl_model_mapped_bytes(m);
+                        cold = 1; /* its first run pays first-touch page faults */
                     }
                     om->used = requests;
                     if (op->capacity > 0 && rtl_model_capacities(om->m) > 0 &&
@@ -492,8 +501,11 @@ int cmd_stream(rtl_store *st, int argc, char **argv)
                         rc = fail(&err);
                         break;
                     }
-                    /* energy stays the option's estimate (charged at the
-                     * decision): there is no power meter to measure it */
+                    /* the measured time replaces the option's prediction
+                     * for the next decisions (energy scales with it: there
+                     * is no power meter); a cascade's time is not the
+                     * option's, a cold run's is not its steady one */
+                    if (!cascaded && !cold && !no_feedback) rtl_sched_account(s, &d, ms);
                     answer = top.label;
                     prob = top.prob;
                     if (rtl_model_exits(answered) > 0) exit_taken = rtl_model_exit_taken(answered);
@@ -534,9 +546,10 @@ int cmd_stream(rtl_store *st, int argc, char **argv)
                 else printf(",\"alpha\":null");
                 if (exit_taken >= 0) printf(",\"exit\":%d", exit_taken);
                 else printf(",\"exit\":null");
-                printf(",\"location\":\"%s\",\"latency_ms\":%.4f,\"predicted_ms\":%.4f,\"energy_mj\":%.4f,"
-                       "\"cloud_usd\":%.8f,\"top1\":%.4f,\"paged_in\":%d,\"paged_out\":%d",
-                       rtl_loc_name(d.loc), ms, d.latency_ms, mj, d.cloud_usd, d.top1, d.paged_in, d.paged_out);
+                printf(",\"location\":\"%s\",\"latency_ms\":%.4f,\"predicted_ms\":%.4f,\"predicted_from\":\"%s\","
+                       "\"energy_mj\":%.4f,\"cloud_usd\":%.8f,\"top1\":%.4f,\"paged_in\":%d,\"paged_out\":%d",
+                       rtl_loc_name(d.loc), ms, d.latency_ms, sched_source_words(d.source), mj, d.cloud_usd, d.top1,
+                       d.paged_in, d.paged_out);
                 if (tc) {
                     struct task_ctx *t = &tc[a];
                     char nm[2 * RTL_ID_MAX + 2];

@@ -1244,6 +1244,10 @@ typedef struct rtl_sched_config {
     int knee_any;            /* knee policy: 1: the knee of every standalone option (MCDNN's fixed-model
                                 strawman); 0: of a nested model's capacities when the task has one
                                 (NestDNN's baseline), else of every standalone option */
+    int estimates_meet_budgets; /* 1: a roofline estimate (option source "estimate", a lower bound) may
+                                meet the latency budget (a simulation, which has nothing else); 0 (a
+                                runtime): only a measured latency meets it, and an option known only by
+                                its estimate is refused under a latency budget (the reason says so) */
 } rtl_sched_config;
 
 typedef struct rtl_sched_decision {
@@ -1256,6 +1260,9 @@ typedef struct rtl_sched_decision {
     int shared_trunk;        /* 1: the trunk's output was reused */
     char reason[192];
     double load_ms, load_mj; /* of latency_ms and energy_mj: paging in (0 when nothing was) */
+    char source[16];         /* where latency_ms's compute part comes from: the option's source
+                                ("device": measured on this device, "build-host": measured on the
+                                build host, "estimate": a roofline lower bound) */
 } rtl_sched_decision;
 
 typedef struct rtl_sched rtl_sched;
@@ -1284,7 +1291,12 @@ RTL_API int rtl_sched_decide(rtl_sched *s, int task, double now, uint64_t frame,
                              rtl_sched_decision *d, rtl_err *err);
 /* The option of task cached at location loc now; -1: none. */
 RTL_API int rtl_sched_cached(const rtl_sched *s, int task, enum rtl_loc loc);
-/* Replaces the predicted cost of d with a measured one (ms on the device). */
+/* Feeds back the measured cost of an executed decision d: measured_ms is
+ * the device compute time of d's option (paging in excluded). The option's
+ * device latency becomes measured_ms (source "device"), its device energy
+ * scales with it, and the energy charged for d is corrected, so the next
+ * decisions use the measured figure. Accounted: device decisions of options
+ * without a trunk or a cascade partner (another's time is in theirs). */
 RTL_API void rtl_sched_account(rtl_sched *s, const rtl_sched_decision *d, double measured_ms);
 
 /* Options of a catalog's variants for task (NULL: every task the catalog

@@ -380,7 +380,14 @@ static int cache_insert(rtl_sched *s, struct sched_task *k, enum rtl_loc l, int 
 /* ---- feasibility -------------------------------------------------------- */
 
 enum { WHY_LATENCY = 1, WHY_MEMORY = 2, WHY_ENERGY = 4, WHY_CASH = 8, WHY_OFFLINE = 16, WHY_CANNOT = 32,
-       WHY_CONTEXT = 64, WHY_MISS = 128 };
+       WHY_CONTEXT = 64, WHY_MISS = 128, WHY_ESTIMATE = 256 };
+
+/* Whether option o's device latency is only a roofline estimate (a lower
+ * bound) that may not meet the latency budget (rtl_sched_config). */
+static int only_estimated(const rtl_sched *s, const rtl_sched_option *o)
+{
+    return !s->c.estimates_meet_budgets && !strcmp(o->source, "estimate");
+}
 
 /* The hard limits: 0 when option o can run at l now (load_mj: the
  * energy to page it in first), else WHY_ bits. */
@@ -393,6 +400,7 @@ static int hard_ok(const rtl_sched *s, const struct sched_task *k, int o, enum r
     if (l != RTL_LOC_DEVICE && op->cloud_ms < 0) why |= WHY_CANNOT;
     if (l == RTL_LOC_SPLIT && op->split_frac <= 0) why |= WHY_CANNOT;
     if (s->b.latency_ms > 0 && c->ms > s->b.latency_ms) why |= WHY_LATENCY;
+    else if (s->b.latency_ms > 0 && l != RTL_LOC_CLOUD && only_estimated(s, op)) why |= WHY_ESTIMATE;
     if (l != RTL_LOC_CLOUD && s->b.memory_bytes && c->bytes > s->b.memory_bytes) why |= WHY_MEMORY;
     if (s->energy_left >= 0 && c->mj + load_mj > s->energy_left) why |= WHY_ENERGY; /* paging in costs too */
     if (s->usd_left >= 0 && c->usd > s->usd_left) why |= WHY_CASH;
@@ -597,6 +605,8 @@ static void refuse(rtl_sched *s, struct sched_task *k, int why, rtl_sched_decisi
     size_t n = 0;
 #define WHY(bit, text) \
     if ((why & (bit)) && n < sizeof buf) n += (size_t)snprintf(buf + n, sizeof buf - n, "%s%s", n ? "; " : "", text)
+    WHY(WHY_ESTIMATE, "the latency budget is met only by roofline lower bounds, never measured (rtl profile "
+                      "measures them)");
     WHY(WHY_LATENCY, "the latency budget is below every option's latency");
     WHY(WHY_MEMORY, "the memory budget is below every option's size");
     WHY(WHY_ENERGY, "the device energy budget is spent");
@@ -624,6 +634,7 @@ static void charge(rtl_sched *s, struct sched_task *k, const struct pick *p, dou
     d->hit = hit;
     d->shared_trunk = p->c.shared;
     const rtl_sched_option *op = &k->t.options[p->option];
+    snprintf(d->source, sizeof d->source, "%s", p->loc == RTL_LOC_CLOUD ? "estimate" : op->source);
     if (op->trunk >= 0) {
         enum rtl_loc tl = p->loc == RTL_LOC_CLOUD ? RTL_LOC_CLOUD : RTL_LOC_DEVICE;
         s->trunk_frame[tl][op->trunk] = frame + 1;
@@ -812,10 +823,20 @@ int rtl_sched_decide(rtl_sched *s, int task, double now, uint64_t frame, int cls
 
 void rtl_sched_account(rtl_sched *s, const rtl_sched_decision *d, double measured_ms)
 {
-    if (!s || !d || d->option < 0 || d->loc == RTL_LOC_CLOUD || !(measured_ms >= 0) || d->latency_ms <= 0) return;
+    if (!s || !d || d->option < 0 || d->task < 0 || (size_t)d->task >= s->ntasks || d->loc != RTL_LOC_DEVICE ||
+        !(measured_ms > 0) || !isfinite(measured_ms))
+        return;
+    rtl_sched_option *op = &s->tasks[d->task].t.options[d->option];
+    double ms = d->latency_ms - d->load_ms, mj = d->energy_mj - d->load_mj;
+    if (op->trunk >= 0 || op->partner >= 0 || !(ms > 0) || d->share != 1) return;
     /* device energy scales with the measured time (the power model) */
-    double mj = d->energy_mj * measured_ms / d->latency_ms;
-    if (s->energy_left >= 0) s->energy_left = fmax(0, s->energy_left + d->energy_mj - mj);
+    double f = measured_ms / ms;
+    if (s->energy_left >= 0) s->energy_left = fmax(0, s->energy_left + mj - mj * f);
+    op->device_ms = measured_ms;
+    op->device_mj *= f;
+    snprintf(op->source, sizeof op->source, "device");
+    s->nest_dirty = 1;
+    sched_nest_forget(s); /* plans were made with the old figure */
 }
 
 int rtl_sched_cached(const rtl_sched *s, int task, enum rtl_loc loc)

@@ -200,7 +200,7 @@ f = [x for x in p["fronts"] if x["task"] == "identity" and x["cost"] == "macs"][
 assert [e["id"] for e in f["front"]] == ["pruned-tiny", "exit-2", "spec-7"], f
 ' pareto.json c/manifest.json
 expect_ok "pareto prints the fronts" "$CAT" pareto "$A"
-t_check "per task and per target, with the compute unit" bash -c "grep -q '^task identity, by MACs:' '$T/out' && grep -q '^task shape, by weight bytes:' '$T/out' && grep -q '^task identity, target jetson-nano, est. ms on CPU: 4 Arm Cortex-A57' '$T/out' && grep -Eq '^  exit-2 +early-exit +120000000 +0.7900' '$T/out'"
+t_check "per task and per target, with the compute unit" bash -c "grep -q '^task identity, by MACs:' '$T/out' && grep -q '^task shape, by weight bytes:' '$T/out' && grep -q '^task identity, target jetson-nano, roofline lower bound in ms on CPU: 4 Arm Cortex-A57' '$T/out' && grep -Eq '^  exit-2 +early-exit +120000000 +0.7900' '$T/out'"
 "$CAT" pareto "$A" --json --task shape --target jetson-tx2 >p2.json 2>"$T/err"
 t_check "pareto --task --target select one task and one target" python3 -c '
 import json, sys

@@ -111,6 +111,20 @@ expect_fail "a deadline no placement meets is an error" "no placement meets the 
 expect_ok "a cloud budget of 0 keeps everything on the device" rtl plan rtlnet base --cloud-budget 0 --runs 1 --link wifi --device-factor 1000
 t_check "... and the plan says so" grep -q '^plan  *device-only' "$T/out"
 expect_fail "a bad link is a usage error" "needs 3g, 4g, wifi" rtl plan rtlnet base --link 5g
+# --target: the estimate of the path this runtime takes (the target's CPU,
+# not its GPU), called a lower bound (issue 35 item 3)
+expect_ok "rtl plan --target" rtl plan rtlnet base --target jetson-nano --runs 1 --json
+t_check "uses the target's CPU estimate, a lower bound" python3 -c '
+import json, subprocess, sys
+p = json.load(open(sys.argv[1]))
+note = p["device_source"]
+assert "CPU (the path this runtime takes)" in note and "lower bound" in note, note
+inspect = json.loads(subprocess.run([sys.argv[2], "--root", sys.argv[3], "inspect", "rtlnet", "--json"],
+                                    capture_output=True, text=True, check=True).stdout)
+base = [v for v in inspect["variants"] if v["id"] == "base"][0]
+est = [e for e in base["estimates"] if e["target"] == "jetson-nano"][0]
+assert ("%.4g ms" % est["cpu"]["ms"]) in note and est["cpu"]["ms"] != est["ms"], (note, est)
+' "$T/out" "$RTL" "$R"
 
 # 3. security
 bad_frames_before=$(grep -c "closed:" serve.log)

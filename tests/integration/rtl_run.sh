@@ -168,7 +168,7 @@ t_check "two profilers at once keep each other's entries" \
     python3 -c "import json; e=json.load(open('$P'))['entries']; assert len(e)==7, len(e); assert sorted(x['variant'] for x in e if x['threads']==3)==['base','svd-fc']"
 expect_ok "rtl inspect" rtl inspect rtlnet
 t_check "inspect shows this device's figures next to the estimates" \
-    bash -c "grep -Eq '^base +this device +[0-9.e+-]+ +[0-9.e+-]+ +measured: .*cores, 2 threads, 3 runs' '$T/out' && grep -Eq '^base +this device .* 1 thread, 4 runs' '$T/out' && grep -Eq '^base +jetson-nano +[0-9.e+-]+ +- +est\. .* on GPU: 128 Maxwell' '$T/out' && grep -Eq '^base +jetson-nano cpu +[0-9.e+-]+ +- +est\. \(roofline-1\) on CPU: 4 Arm Cortex-A57' '$T/out'"
+    bash -c "grep -Eq '^base +this device +[0-9.e+-]+ +[0-9.e+-]+ +measured: .*cores, 2 threads, 3 runs' '$T/out' && grep -Eq '^base +this device .* 1 thread, 4 runs' '$T/out' && grep -Eq '^base +jetson-nano +[0-9.e+-]+ +- +lower bound .* on GPU: 128 Maxwell' '$T/out' && grep -Eq '^base +jetson-nano cpu +[0-9.e+-]+ +- +lower bound \(roofline-1\) on CPU: 4 Arm Cortex-A57' '$T/out' && grep -q 'roofline estimates, lower bounds' '$T/out'"
 # an update that leaves the variants unchanged keeps their measurements
 "$CAT" pack c/variants -o c/out2 --task identity=c/identity.names --version 2 --key c/k.key >/dev/null 2>&1
 expect_ok "install version 2 (same variants)" rtl install c/out2/catalog-rtlnet-2.tar.zst

@@ -209,6 +209,88 @@ static void refusals(void **state)
     rtl_sched_free(s);
 }
 
+/* A latency budget met only by a roofline estimate (a lower bound) is not
+ * "met": the option is refused, with the reason, unless the configuration
+ * lets estimates meet budgets (a simulation); a measured option meets it. */
+static void estimate_does_not_meet_budget(void **state)
+{
+    (void)state;
+    for (int trust = 0; trust < 2; trust++) {
+        rtl_sched_config c = {.policy = RTL_POLICY_MCDNN, .estimates_meet_budgets = trust};
+        rtl_sched *s = rtl_sched_new(&c, NULL);
+        assert_non_null(s);
+        rtl_sched_option o[2] = {opt("est", 0.8, 0.045, 1, -1, 0), opt("slow", 0.7, 2, 1, -1, 0)};
+        snprintf(o[0].source, sizeof o[0].source, "estimate");
+        snprintf(o[1].source, sizeof o[1].source, "device");
+        add_task(s, "t", o, 2);
+        rtl_sched_budget b = {.energy_mj = -1, .cloud_usd = -1, .horizon_s = 10, .latency_ms = 0.05};
+        assert_int_equal(rtl_sched_set_budget(s, &b, 0, NULL), 0);
+        rtl_sched_decision d;
+        assert_int_equal(rtl_sched_decide(s, 0, 0, 0, -1, &d, NULL), 0);
+        if (trust) {
+            assert_int_equal(d.option, 0);
+            assert_string_equal(d.source, "estimate");
+        } else {
+            assert_int_equal(d.option, -1);
+            assert_non_null(strstr(d.reason, "met only by roofline lower bounds"));
+        }
+        /* without a latency budget the estimate serves, and says what it is */
+        b.latency_ms = 0;
+        assert_int_equal(rtl_sched_set_budget(s, &b, 1, NULL), 0);
+        assert_int_equal(rtl_sched_decide(s, 0, 1, 1, -1, &d, NULL), 0);
+        assert_int_equal(d.option, 0);
+        assert_string_equal(d.source, "estimate");
+        /* a budget the measured option meets: it serves, not the estimate */
+        b.latency_ms = 3;
+        assert_int_equal(rtl_sched_set_budget(s, &b, 2, NULL), 0);
+        assert_int_equal(rtl_sched_decide(s, 0, 2, 2, -1, &d, NULL), 0);
+        assert_int_equal(d.option, trust ? 0 : 1);
+        assert_string_equal(d.source, trust ? "estimate" : "device");
+        rtl_sched_free(s);
+    }
+}
+
+/* rtl_sched_account: an executed request's measured time replaces the
+ * prediction, so the next decision under a latency budget uses it (the
+ * 0.045 ms estimate that ran in 0.45 ms no longer meets 0.1 ms), and the
+ * energy charged scales with it. */
+static void accounting_changes_next_decision(void **state)
+{
+    (void)state;
+    rtl_sched_config c = {.policy = RTL_POLICY_MCDNN, .estimates_meet_budgets = 1};
+    rtl_sched *s = rtl_sched_new(&c, NULL);
+    assert_non_null(s);
+    rtl_sched_option o[2] = {opt("fast", 0.8, 0.045, 1, -1, 0), opt("small", 0.6, 0.08, 2, -1, 0)};
+    snprintf(o[0].source, sizeof o[0].source, "estimate");
+    snprintf(o[1].source, sizeof o[1].source, "device");
+    add_task(s, "t", o, 2);
+    rtl_sched_budget b = {.energy_mj = 1000, .cloud_usd = -1, .horizon_s = 1e6, .latency_ms = 0.1};
+    assert_int_equal(rtl_sched_set_budget(s, &b, 0, NULL), 0);
+    rtl_sched_decision d;
+    assert_int_equal(rtl_sched_decide(s, 0, 0, 0, -1, &d, NULL), 0);
+    assert_int_equal(d.option, 0);
+    rtl_sched_budget before, after;
+    rtl_sched_get_budget(s, &before);
+    rtl_sched_account(s, &d, 0.45);
+    rtl_sched_get_budget(s, &after);
+    assert_true(fabs((before.energy_mj - after.energy_mj) - 9) < 1e-9); /* 1 mJ charged, 10 mJ measured */
+    const rtl_sched_task *t = rtl_sched_task_at(s, 0);
+    assert_true(fabs(t->options[0].device_ms - 0.45) < 1e-12);
+    assert_string_equal(t->options[0].source, "device");
+    assert_int_equal(rtl_sched_decide(s, 0, 1, 1, -1, &d, NULL), 0);
+    assert_int_equal(d.option, 1); /* the measured 0.45 ms is over the budget */
+    assert_string_equal(d.source, "device");
+    /* not accounted: a refusal, a bad time, an unknown task */
+    rtl_sched_decision r = d;
+    r.option = -1;
+    rtl_sched_account(s, &r, 5);
+    rtl_sched_account(s, &d, NAN);
+    r = d, r.task = 9;
+    rtl_sched_account(s, &r, 5);
+    assert_true(fabs(t->options[1].device_ms - 0.08) < 1e-12);
+    rtl_sched_free(s);
+}
+
 /* Device memory holds two models: a third task evicts the least recently
  * used one. */
 static void lru_paging(void **state)
@@ -660,6 +742,7 @@ int main(void)
         cmocka_unit_test(policy_table),       cmocka_unit_test(resperreq_by_hand),
         cmocka_unit_test(totals_never_overrun), cmocka_unit_test(budget_change_next_request),
         cmocka_unit_test(refusals),           cmocka_unit_test(lru_paging),
+        cmocka_unit_test(estimate_does_not_meet_budget), cmocka_unit_test(accounting_changes_next_decision),
         cmocka_unit_test(trunk_sharing),      cmocka_unit_test(specialisation),
         cmocka_unit_test(nest_greedy),        cmocka_unit_test(knee),
         cmocka_unit_test(catalog_options),    cmocka_unit_test(traces),
