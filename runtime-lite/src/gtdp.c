@@ -795,6 +795,7 @@ struct job {
     float *in, *out;
     size_t nin, nout, nsent;
     int deadline_ms, ok;
+    int nonfinite;    /* the answer held a NaN or an infinity (not placed) */
     int held;         /* the worker holds hg, its answer of the block before: not sent again */
     int32_t hg[5];
     int lo, hi;       /* held: the rows of hg within in_r0..in_r1 (of its channels), not sent */
@@ -873,6 +874,14 @@ static void job_take(void *arg, const uint8_t *src, uint32_t count)
 {
     job *j = arg;
     if (count != j->nout) return; /* refused below */
+    for (uint32_t i = 0; i < count; i++) { /* a NaN or an infinity: refused, the part is computed here */
+        float v;
+        rtlp_floats_get(src + 4 * (size_t)i, 1, &v);
+        if (!isfinite(v)) {
+            j->nonfinite = 1;
+            return;
+        }
+    }
     put_rows(j->g, j, src, 1, j->y);
 }
 
@@ -895,13 +904,16 @@ static void *job_main(void *arg)
     j->t[RTL_IO_T_START] = rtl_now_ms();
     j->ok = rtl_peer_run_part_io(j->peer, j->catalog, j->variant, g->index, g->last, &j->q, j->held ? j->hg : NULL,
                                  j->nsent, &io, j->nout, &got, j->deadline_ms, &j->err) == 0 &&
-            got == j->nout;
+            got == j->nout && !j->nonfinite;
     j->t_got = rtl_now_ms();
     if (j->ok && (j->f0 != j->q.r0 || j->f1 != j->q.r1)) { /* its worker keeps its whole rows only */
         int32_t hg[5] = {j->g->last, j->f0, j->f1, j->q.c0, j->q.c1};
         rtl_peer_set_held(j->peer, j->f1 > j->f0 ? hg : NULL);
     }
-    if (!j->ok && !j->err.msg[0]) snprintf(j->err.msg, sizeof j->err.msg, "the worker answered %zu floats", got);
+    if (!j->ok && !j->err.msg[0] && j->nonfinite)
+        snprintf(j->err.msg, sizeof j->err.msg, "the worker's answer holds a NaN or an infinity");
+    else if (!j->ok && !j->err.msg[0])
+        snprintf(j->err.msg, sizeof j->err.msg, "the worker answered %zu floats, not %zu", got, j->nout);
     return NULL;
 }
 

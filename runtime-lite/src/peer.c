@@ -33,6 +33,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -1232,6 +1233,31 @@ static void slow_down(double f, double cpu, double wall)
     }
 }
 
+/* 1 when every one of n floats is finite. */
+static int all_finite(const float *x, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(x[i])) return 0;
+    return 1;
+}
+
+/* Layers i..j on the peer: its answer received into reply (not into the
+ * input, which a fallback needs as it was) and checked before use: exactly
+ * the floats cut j + 1 carries, every one finite. 0, or -1 with why. */
+static int offload_piece(rtl_model *m, rtl_peer *peer, int i, int j, const float *in, size_t have, float *reply,
+                         int left, rtl_err *why)
+{
+    size_t want = rtl_model_cut_floats(m, j + 1), got = 0;
+    if (rtl_peer_run(peer, rtl_model_catalog_id(m), rtl_variant_id(rtl_model_variant(m)), i, j, in, have, reply, want,
+                     &got, left, why) != 0)
+        return -1;
+    if (got != want)
+        return rtl_errf(why, "the peer answered %zu floats where layer %d's output has %zu (not used)", got, j, want);
+    if (!all_finite(reply, got))
+        return rtl_errf(why, "the peer's answer holds a NaN or an infinity (not used)");
+    return 0;
+}
+
 int rtl_offload_run(rtl_model *m, const rtl_plan *plan, rtl_peer *peer, const float *x, double device_factor,
                     int deadline_ms, rtl_offload_result *res, rtl_err *err)
 {
@@ -1242,8 +1268,12 @@ int rtl_offload_run(rtl_model *m, const rtl_plan *plan, rtl_peer *peer, const fl
     size_t maxf = rtl_model_cut_floats(m, 0);
     for (int i = 1; i <= n; i++)
         if (rtl_model_cut_floats(m, i) > maxf) maxf = rtl_model_cut_floats(m, i);
-    float *buf = malloc(maxf * sizeof *buf);
-    if (!buf) return rtl_errf(err, "out of memory");
+    float *buf = malloc(maxf * sizeof *buf), *reply = peer ? malloc(maxf * sizeof *reply) : NULL;
+    if (!buf || (peer && !reply)) {
+        free(buf);
+        free(reply);
+        return rtl_errf(err, "out of memory");
+    }
     memcpy(buf, x, rtl_model_cut_floats(m, 0) * sizeof *buf);
     size_t have = rtl_model_cut_floats(m, 0);
     double t0 = rtl_now_ms(), dead = t0 + (deadline_ms > 0 ? deadline_ms : 30000);
@@ -1252,14 +1282,12 @@ int rtl_offload_run(rtl_model *m, const rtl_plan *plan, rtl_peer *peer, const fl
         int j = i, cloud = plan->on_cloud[i] && !res->fell_back && peer;
         while (j + 1 < n && plan->on_cloud[j + 1] == plan->on_cloud[i]) j++;
         if (cloud) {
-            size_t got = 0;
-            rtl_err pe;
-            snprintf(pe.msg, sizeof pe.msg, "the peer answered with the wrong number of floats");
+            rtl_err pe = {{0}};
             int left = (int)(dead - rtl_now_ms());
-            if (left > 0 && rtl_peer_run(peer, rtl_model_catalog_id(m), rtl_variant_id(rtl_model_variant(m)), i, j,
-                                         buf, have, buf, maxf, &got, left, &pe) == 0 &&
-                got == rtl_model_cut_floats(m, j + 1)) {
-                have = got;
+            if (left > 0 && offload_piece(m, peer, i, j, buf, have, reply, left, &pe) == 0) {
+                float *t = buf; /* the checked answer is the next piece's input */
+                buf = reply, reply = t;
+                have = rtl_model_cut_floats(m, j + 1);
                 cloud_layers += j - i + 1;
                 i = j + 1;
                 continue;
@@ -1293,5 +1321,6 @@ int rtl_offload_run(rtl_model *m, const rtl_plan *plan, rtl_peer *peer, const fl
              res->fell_back ? "device (fallback)" : !cloud_layers ? "device" : !device_layers ? "cloud" : "split");
     if (rc == 0) rc = rtl_model_set_output(m, buf, have, err);
     free(buf);
+    free(reply);
     return rc;
 }

@@ -21,6 +21,13 @@
  *   concurrent N K      N connections at once, K requests each (random
  *                       inputs and cuts): every answer arrives and equals its
  *                       own local result
+ *   fake-server HOW PORTFILE   a lying peer: DEVKEY is the server's key pair
+ *                       (SERVER.pub and PORT unused); listens on a free port
+ *                       (written to PORTFILE), handshakes with one device,
+ *                       answers its first request with the honest answer
+ *                       spoiled (HOW: short, one float fewer; long, one
+ *                       more; nan, one float NaN; inf, one infinite; zero,
+ *                       no float) and exits
  * Prints one line; exit 0 when the claim holds, 1 otherwise.
  */
 #include "frame.h"
@@ -239,6 +246,85 @@ static void *conc(void *arg)
     return NULL;
 }
 
+/* The honest answer to request rq, spoiled as how says; *n floats. */
+static float *spoiled_answer(const rtlp_request *rq, const char *how, uint32_t *n)
+{
+    float *x = malloc((rq->count ? rq->count : 1) * sizeof *x), *y = NULL;
+    const float *a;
+    size_t na;
+    rtl_err err;
+    rtlp_floats_get(rq->floats, rq->count, x);
+    if (rtl_model_run_range(model, rq->first, rq->last, x, rq->count, &a, &na, &err) == 0 &&
+        (y = calloc(na + 1, sizeof *y))) {
+        memcpy(y, a, na * sizeof *y);
+        *n = (uint32_t)na;
+        if (!strcmp(how, "short")) *n -= 1;
+        else if (!strcmp(how, "long")) *n += 1;
+        else if (!strcmp(how, "nan")) y[na / 2] = NAN;
+        else if (!strcmp(how, "inf")) y[0] = INFINITY;
+        else if (!strcmp(how, "zero")) *n = 0;
+    }
+    free(x);
+    return y;
+}
+
+/* Reads one frame of c's session into a new buffer (its plaintext, *n
+ * bytes); NULL when the connection ends or the frame fails. */
+static uint8_t *read_frame(struct conn *c, size_t *n)
+{
+    uint8_t h[4];
+    uint32_t len;
+    char why[256];
+    if (xrecv(c->fd, h, 4) != 0 || rtlp_frame_len(h, 1u << 26, &len, why, sizeof why) != 0) return NULL;
+    uint8_t *body = malloc(len), *plain = malloc(len);
+    if (xrecv(c->fd, body, len) != 0 || rtlp_open(&c->s, body, len, plain) != 0) {
+        free(plain);
+        plain = NULL;
+    }
+    free(body);
+    *n = len - RTLP_ABYTES;
+    return plain;
+}
+
+/* fake-server HOW PORTFILE (see the top). */
+static int fake_server(const char *how, const char *portfile)
+{
+    int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET};
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t sl = sizeof sa;
+    if (lfd < 0 || bind(lfd, (struct sockaddr *)&sa, sizeof sa) != 0 || listen(lfd, 4) != 0 ||
+        getsockname(lfd, (struct sockaddr *)&sa, &sl) != 0)
+        return die("%s", "cannot listen");
+    FILE *f = fopen(portfile, "w");
+    if (!f || fprintf(f, "%d\n", ntohs(sa.sin_port)) < 0 || fclose(f) != 0) return die("cannot write %s", portfile);
+    struct conn c = {.fd = accept(lfd, NULL, NULL)};
+    uint8_t hello[RTLP_CLIENT_HELLO], reply[RTLP_SERVER_HELLO], hdr[RTLP_HEADER];
+    char why[256];
+    if (c.fd < 0 || xrecv(c.fd, hello, sizeof hello) != 0 ||
+        rtlp_server_accept(&me, hello, &c.s, reply, why, sizeof why) != 0 || xsend(c.fd, reply, sizeof reply) != 0 ||
+        xrecv(c.fd, hdr, sizeof hdr) != 0 || rtlp_server_rx_start(&c.s, hdr) != 0)
+        return die("%s", "the device's handshake failed");
+    size_t n;
+    uint8_t *plain = read_frame(&c, &n);
+    rtlp_request rq;
+    if (!plain || rtlp_parse_request(plain, n, &rq, why, sizeof why) != 0) return die("%s", "no request came");
+    uint32_t count = 0;
+    float *y = spoiled_answer(&rq, how, &count);
+    size_t m;
+    uint8_t *out = y ? rtlp_build_reply_at(RTLP_PLAIN_AT, RTLP_ABYTES - 1, rq.id, 0, y, count, NULL, &m) : NULL;
+    if (!out) return die("%s", "cannot compute the answer");
+    rtlp_seal(&c.s, out + RTLP_PLAIN_AT, m, out);
+    int rc = xsend(c.fd, out, m + RTLP_LEN_BYTES + RTLP_ABYTES);
+    printf("%s: answered layers %d..%d with %u floats (%s)\n", rc ? "FAIL" : "ok", rq.first, rq.last, count, how);
+    uint8_t b[64];
+    while (recv(c.fd, b, sizeof b, 0) > 0) { /* until the device closes */
+    }
+    free(out), free(y), free(plain);
+    close(c.fd), close(lfd);
+    return rc ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 8) {
@@ -249,7 +335,9 @@ int main(int argc, char **argv)
     const char *mode = argv[7];
     rtl_err err;
     rtl_peer_key spk;
-    if (rtl_peer_key_load(argv[5], 0, &spk, &err) != 0 || rtl_peer_key_load(argv[6], 1, &me, &err) != 0)
+    memset(&spk, 0, sizeof spk);
+    int fake = !strcmp(mode, "fake-server");
+    if ((!fake && rtl_peer_key_load(argv[5], 0, &spk, &err) != 0) || rtl_peer_key_load(argv[6], 1, &me, &err) != 0)
         return die("%s", err.msg);
     memcpy(server_pk, spk.pk, 32);
     rtl_store_config cfg = {.root = argv[1]};
@@ -260,6 +348,7 @@ int main(int argc, char **argv)
     if (!model) return die("%s", err.msg);
     layers = rtl_model_layers(model);
     signal(SIGPIPE, SIG_IGN);
+    if (fake) return argc < 10 ? die("%s", "fake-server needs HOW PORTFILE") : fake_server(argv[8], argv[9]);
 
     if (!strcmp(mode, "good") || !strcmp(mode, "good-v1")) {
         struct conn c;
