@@ -14,7 +14,7 @@
 
 static const char *gtdp_help =
     "Usage: rtl run ID VARIANT IMAGE... --workers HOST:PORT[@SPEED[@MBPS]],...\n"
-    "               --peer-key PATH --device-key PATH [--repeat N] [--warmup N]\n"
+    "               --peer-key FILE --device-key FILE [--repeat N] [--warmup N]\n"
     "               [--runs N] [--deadline-ms MS] [--threads N] [--top K] [--equal-split]\n"
     "               [--resend] [--part-cpus C,...] [--cuts rows|channels] [--trace] [--json]\n"
     "Runs VARIANT with every convolutional layer (and a max pool right after it)\n"
@@ -39,8 +39,9 @@ static const char *gtdp_help =
     "the prediction (its components in the --json document), before the timed\n"
     "runs.\n"
     "  --workers LIST    the workers, in order (at most 8)\n"
-    "  --peer-key PATH   the workers' public key (PATH as written by rtl peer-keygen)\n"
-    "  --device-key PATH this device's key pair\n"
+    "  --peer-key FILE   the workers' public key file (X.pub of rtl peer-keygen X)\n"
+    "  --device-key FILE this device's secret key file (X.key, X.pub beside it;\n"
+    "                    X alone works too)\n"
     "  --repeat N        runs per image (timings: median; default 1)\n"
     "  --warmup N        untimed runs over the workers first (default 1: they load\n"
     "                    the model and build their parts' networks)\n"
@@ -461,12 +462,13 @@ int cmd_run_gtdp(rtl_store *s, int argc, char **argv)
     cJSON *jrtt = cJSON_AddArrayToObject(doc, "rtt_ms");
     for (int a = 0; a < nw; a++) {
         rtl_err pe;
-        /* the link's round trip, measured: the handshake is two round
-         * trips (TCP's, the hellos') through both ends' poll loops, as a
-         * part's request and reply go; charged once per part */
+        /* the link's round trip, measured: the handshake is three round
+         * trips (TCP's, the hellos', the ready frames') through both ends'
+         * poll loops, as a part's request and reply go; charged once per
+         * part */
         double t0 = now_ms();
         peers[a] = rtl_peer_connect(ws[a].host, ws[a].port, &me, srv.pk, (int)deadline, &pe);
-        if (peers[a]) w[a].rtt_ms = (now_ms() - t0) / 2;
+        if (peers[a]) w[a].rtt_ms = (now_ms() - t0) / 3;
         cJSON_AddItemToArray(jrtt, cJSON_CreateNumber(w[a].rtt_ms));
         if (!peers[a]) fprintf(stderr, "rtl: warning: worker %d (%s:%d): %s; its parts run here\n", a + 1, ws[a].host,
                                ws[a].port, pe.msg);

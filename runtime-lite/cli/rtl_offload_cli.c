@@ -52,20 +52,37 @@ static const char *plan_help =
     "                    and beside this host alone, and the bytes moved\n";
 
 static const char *serve_help =
-    "Usage: rtl serve --key PATH --allow FILE [--listen HOST] [--port N] [--port-file F]\n"
-    "                 [--max-clients N] [--max-frame BYTES] [--threads N]\n"
+    "Usage: rtl serve --key FILE --allow FILE [--listen HOST] [--port N] [--port-file F]\n"
+    "                 [--max-clients N] [--max-per-source N] [--handshake-rate R]\n"
+    "                 [--max-frame BYTES] [--max-memory BYTES] [--threads N]\n"
     "                 [--handshake-timeout MS] [--frame-timeout MS] [--idle-timeout MS]\n"
     "                 [--emulate UP:DOWN:RTT] [--slowdown F]\n"
     "Runs model pieces for devices: pieces of variants of catalogs installed in this\n"
     "store (--root). Every connection is authenticated and encrypted (protocol in\n"
-    "runtime-lite/src/frame.c): the server's key pair is PATH.key/PATH.pub (rtl\n"
-    "peer-keygen), FILE lists the allowed device public keys (64 hex digits per line,\n"
+    "runtime-lite/src/frame.c): --key names the server's secret key file, X.key,\n"
+    "with X.pub beside it (rtl peer-keygen X writes both; X alone works too);\n"
+    "--allow FILE lists the allowed device public keys (64 hex digits per line,\n"
     "# comments). SIGTERM or SIGINT stops it cleanly: requests already read are\n"
     "answered, then connections close.\n"
     "  --listen HOST       address to bind (default 127.0.0.1)\n"
     "  --port N            port (default 0: any free one; --port-file F gets it)\n"
     "  --max-clients N     connections at once (default 128)\n"
-    "  --max-frame BYTES   largest frame accepted (default 67108864)\n"
+    "  --max-per-source N  connections at once from one address (default 64)\n"
+    "  --handshake-rate R  new connections a second from one address, in bursts of\n"
+    "                      up to 2R (default 50); those beyond are closed at once\n"
+    "  --max-frame BYTES   largest frame accepted once a connection's first frame has\n"
+    "                      authenticated it (default: the largest request or reply a\n"
+    "                      variant installed when the server starts can need, with\n"
+    "                      headroom, at least 1 MiB; before that first frame at most\n"
+    "                      4096 bytes)\n"
+    "  --max-memory BYTES  all connections' frames together (default 8 x --max-frame,\n"
+    "                      at least 64 MiB); a frame that would pass it waits\n"
+    "  --handshake-timeout MS  the handshake must end within MS of connecting\n"
+    "                      (default 5000), the first frame within this plus\n"
+    "                      --frame-timeout\n"
+    "  --frame-timeout MS  a frame must end within MS of its first byte (default\n"
+    "                      30000), however slowly its bytes come\n"
+    "  --idle-timeout MS   a connection without a byte for MS closes (default 60000)\n"
     "  --emulate U:D:R     link emulation inside the peer: U and D Mbps (0: not\n"
     "                      emulated, e.g. when tc shapes the link), R ms RTT\n"
     "  --slowdown F        speed emulation: each reply waits until F x the CPU time\n"
@@ -79,7 +96,7 @@ static const char *keygen_help =
 
 static const char *run_split_help =
     "Usage: rtl run ID VARIANT IMAGE... --split auto|S [--peer HOST:PORT --peer-key FILE\n"
-    "               --device-key PATH] [plan options] [--deadline-ms MS] [--repeat N]\n"
+    "               --device-key FILE] [plan options] [--deadline-ms MS] [--repeat N]\n"
     "               [--top K] [--json] [--threads N]\n"
     "Runs VARIANT split between this device and a peer (rtl serve): layers 0..S-1\n"
     "here and the rest there, or the planner's placement (--split auto, options as\n"
@@ -89,8 +106,10 @@ static const char *run_split_help =
     "F times its CPU time here as profiled warm before the runs (a device F times\n"
     "slower than this machine; use one thread).\n"
     "  --peer HOST:PORT   the server (without it everything runs here)\n"
-    "  --peer-key FILE    the server's public key, pinned\n"
-    "  --device-key PATH  this device's key pair (PATH.key, PATH.pub)\n"
+    "  --peer-key FILE    the server's public key file (X.pub of its rtl peer-keygen\n"
+    "                     X), pinned: a server without its secret half is refused\n"
+    "  --device-key FILE  this device's secret key file (X.key of rtl peer-keygen X,\n"
+    "                     X.pub beside it; X alone works too)\n"
     "  --deadline-ms MS   a request's time limit on the peer (default 10000)\n"
     "  --repeat N         run each image N times (timings: median)\n";
 
@@ -681,7 +700,8 @@ int cmd_serve(rtl_store *s, int argc, char **argv)
         {"max-frame", required_argument, 0, 'f'},    {"threads", required_argument, 0, 't'},
         {"handshake-timeout", required_argument, 0, 'H'}, {"frame-timeout", required_argument, 0, 'F'},
         {"idle-timeout", required_argument, 0, 'I'}, {"emulate", required_argument, 0, 'e'},
-        {"slowdown", required_argument, 0, 's'},
+        {"slowdown", required_argument, 0, 's'},    {"max-per-source", required_argument, 0, 'S'},
+        {"handshake-rate", required_argument, 0, 'R'}, {"max-memory", required_argument, 0, 'M'},
         {"help", no_argument, 0, 'h'},               {0, 0, 0, 0}};
     const char *key = NULL, *allow = NULL, *port_file = NULL;
     rtl_serve_options so = {0};
@@ -704,6 +724,9 @@ int cmd_serve(rtl_store *s, int argc, char **argv)
         case 'F': bad = lng("--frame-timeout", optarg, 1, 3600000, &v), so.frame_ms = (int)v; break;
         case 'I': bad = lng("--idle-timeout", optarg, 1, 36000000, &v), so.idle_ms = (int)v; break;
         case 's': bad = dbl("--slowdown", optarg, 1, &so.slowdown); break;
+        case 'S': bad = lng("--max-per-source", optarg, 1, 4096, &v), so.max_per_source = (int)v; break;
+        case 'R': bad = dbl("--handshake-rate", optarg, 0.001, &so.handshake_rate); break;
+        case 'M': bad = lng("--max-memory", optarg, 1L << 16, LONG_MAX, &v), so.max_memory = (uint64_t)v; break;
         case 'e': {
             double t[3];
             if (triple(optarg, t) != 3) bad = bad_value("--emulate", optarg, "UP:DOWN:RTT (Mbps, Mbps, ms; a rate of 0 is not emulated)");
@@ -757,8 +780,9 @@ int cmd_serve(rtl_store *s, int argc, char **argv)
     rtl_server_get_stats(srv, &st);
     fprintf(stderr,
             "rtl: served %" PRIu64 " connections, %" PRIu64 " requests, %" PRIu64 " replies; refused %" PRIu64
-            " unknown keys, closed %" PRIu64 " for bad frames\n",
-            st.accepted, st.requests, st.replies, st.refused_key, st.closed_bad_frame);
+            " unknown keys and %" PRIu64 " connections over the per-source limits, closed %" PRIu64
+            " for bad frames\n",
+            st.accepted, st.requests, st.replies, st.refused_key, st.refused_limit, st.closed_bad_frame);
     rtl_server_close(srv);
     return rc != 0 ? fail(&err) : 0;
 }

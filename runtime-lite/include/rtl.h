@@ -939,16 +939,23 @@ RTL_API int rtl_peer_keygen(rtl_peer_key *out, rtl_err *err);
  * newline, "PATH.key" the secret one (mode 0600). Save refuses to replace
  * existing files. */
 RTL_API int rtl_peer_key_save(const rtl_peer_key *k, const char *path, rtl_err *err) RTL_MUST_CHECK;
-/* Loads PATH.key and PATH.pub (secret = 1) or a public key file PATH. */
+/* Loads a key pair (secret = 1) from its secret key file PATH, "X.key",
+ * and "X.pub" beside it (the older form, PATH = X, still works), or a
+ * public key from its file PATH (secret = 0). Both take the file that
+ * rtl peer-keygen wrote. */
 RTL_API int rtl_peer_key_load(const char *path, int secret, rtl_peer_key *out, rtl_err *err) RTL_MUST_CHECK;
 
 typedef struct rtl_serve_options {
     const char *host;            /* address to bind (NULL: 127.0.0.1) */
     int port;                    /* 0: any free port (see rtl_server_port) */
     int max_clients;             /* 0: 128 */
-    uint32_t max_frame;          /* largest frame accepted, bytes (0: 64 MiB) */
-    int handshake_ms;            /* the handshake must end within (0: 5000) */
-    int frame_ms;                /* a started frame must end within (0: 30000) */
+    uint32_t max_frame;          /* largest frame accepted after a connection's first authenticated
+                                  * frame, bytes (0: derived from the installed models when the server
+                                  * opens: rtl_server_max_frame; before that frame, at most
+                                  * RTL_PEER_PREAUTH_FRAME) */
+    int handshake_ms;            /* the handshake must end within this of the connection's start, and
+                                  * its first authenticated frame within this + frame_ms (0: 5000) */
+    int frame_ms;                /* a frame must end within this of its first byte (0: 30000) */
     int idle_ms;                 /* idle connections close after (0: 60000) */
     int threads;                 /* compute threads (0: keep) */
     /* link emulation inside the peer (0: off): a request counts as arrived
@@ -959,7 +966,22 @@ typedef struct rtl_serve_options {
      * time is slowdown x the CPU time its computation took (a slower
      * worker, e.g. for GTDP's unequal workers) */
     double slowdown;
+    int max_per_source;          /* connections at once from one address (0: 64) */
+    double handshake_rate;       /* new connections a second from one address, bursts of twice as many
+                                  * (0: 50); those beyond are closed at once */
+    uint64_t max_memory;         /* all connections' frame buffers together, bytes (0: 8 x max_frame,
+                                  * at least 64 MiB); a frame that would pass it waits */
 } rtl_serve_options;
+
+/* The largest frame a connection may send before its first authenticated
+ * frame (the device's first frame, rtl_peer_connect's, is far smaller). */
+#define RTL_PEER_PREAUTH_FRAME 4096u
+
+/* The largest request or reply any variant of the catalogs installed in
+ * store can need (its peak activation, with headroom), bytes: what
+ * rtl serve takes for max_frame when none is given; *why names the variant
+ * (a line for the log). 0 when no catalog is installed. */
+RTL_API uint32_t rtl_server_max_frame(rtl_store *store, char *why, size_t whylen);
 
 typedef struct rtl_server rtl_server;
 
@@ -976,6 +998,7 @@ RTL_API void rtl_server_close(rtl_server *s);
 
 typedef struct rtl_server_stats {
     uint64_t accepted, refused_key, closed_bad_frame, requests, replies, errors;
+    uint64_t refused_limit; /* connections refused by max_per_source or handshake_rate */
 } rtl_server_stats;
 RTL_API void rtl_server_get_stats(const rtl_server *s, rtl_server_stats *out);
 
@@ -986,22 +1009,24 @@ typedef struct rtl_peer rtl_peer;
 RTL_API rtl_peer *rtl_peer_connect(const char *host, int port, const rtl_peer_key *me,
                                    const unsigned char server_pk[RTL_PEER_PK_BYTES], int timeout_ms,
                                    rtl_err *err);
-/* Asks the peer to run layers first..last of catalog/variant on x (n
- * floats crossing cut `first`); the answer (layer last's output) goes into
- * out[0..cap), *nout floats. Fails when the deadline (ms from now) passes;
- * after any failure the connection is unusable (close it). */
-RTL_API int rtl_peer_run(rtl_peer *p, const char *catalog, const char *variant, int first, int last,
-                         const float *x, size_t n, float *out, size_t cap, size_t *nout, int deadline_ms,
-                         rtl_err *err) RTL_MUST_CHECK;
+/* Asks the peer to run layers first..last of m's variant on x (n floats
+ * crossing cut `first`); the answer (layer last's output) goes into
+ * out[0..cap), *nout floats. The request names m's catalog exactly (its
+ * version and its manifest's SHA-256): a peer holding another version
+ * refuses it, and err then names both versions. Fails when the deadline
+ * (ms from now) passes; after any failure the connection is unusable
+ * (close it). */
+RTL_API int rtl_peer_run(rtl_peer *p, const rtl_model *m, int first, int last, const float *x, size_t n,
+                         float *out, size_t cap, size_t *nout, int deadline_ms, rtl_err *err) RTL_MUST_CHECK;
 RTL_API void rtl_peer_close(rtl_peer *p);
 
 /* GTDP part q of the block of layers first..last (a convolution, and its
  * fused max pool when last = first + 1: rtl_gtdp_model_layer; x: input
  * rows q->in_r0..in_r1, all channels, n floats) computed by the peer: its
  * rows x channels in out. */
-RTL_API int rtl_peer_run_part(rtl_peer *p, const char *catalog, const char *variant, int first, int last,
-                              const rtl_gtdp_part *q, const float *x, size_t n, float *out, size_t cap,
-                              size_t *nout, int deadline_ms, rtl_err *err) RTL_MUST_CHECK;
+RTL_API int rtl_peer_run_part(rtl_peer *p, const rtl_model *m, int first, int last, const rtl_gtdp_part *q,
+                              const float *x, size_t n, float *out, size_t cap, size_t *nout, int deadline_ms,
+                              rtl_err *err) RTL_MUST_CHECK;
 /* Computes GTDP part q of m's layer here (what a worker runs); x as above,
  * out receives (c1-c0) x (r1-r0) x w floats. */
 RTL_API int rtl_gtdp_compute_part(rtl_model *m, int layer, const rtl_gtdp_part *q, const float *x, size_t n,

@@ -21,6 +21,7 @@
  * another file's path.
  */
 #include "catalog.h"
+#include "sha256.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -253,6 +254,7 @@ rtl_catalog *rtl_catalog_parse(const char *json, size_t len, const char *dir, rt
         return NULL;
     }
     cat->lock_fd = -1;
+    rtl_sha256_buf(json, len, cat->manifest_sha256); /* what a split request pins (peer.c) */
     cat->dir = strdup(dir ? dir : "");
     const char *end = NULL;
     cat->root = cJSON_ParseWithLengthOpts(json, len, &end, 0);

@@ -43,6 +43,7 @@ struct rtl_catalog {
     cJSON *root;           /* owns every string above */
     const char *id, *model;
     uint64_t version;
+    uint8_t manifest_sha256[RTL_SHA256_BYTES]; /* of the manifest.json parsed */
     char *dir;
     struct rtl_task *tasks;
     size_t ntasks;

@@ -21,6 +21,12 @@
  *                     u16 0 | server ephemeral pk (32) | stream header S->C (24)
  *   C -> S  24 bytes  stream header C->S
  *   (version 2 sends the same stream headers and does not use them)
+ *   C -> S  a frame holding a ready message (below): the device's first
+ *           frame, which authenticates it (a key without its secret half
+ *           fails here). Until a connection's first frame has opened, the
+ *           server accepts no frame longer than RTL_PEER_PREAUTH_FRAME and
+ *           allocates nothing larger for it; a device older than this
+ *           sends a request first, refused when larger.
  * Session keys: crypto_kx session keys of the ephemeral pair (k_e) and of
  * the static pair (k_s); h = BLAKE2b-256(client hello | server ephemeral
  * pk), and for version 2 also | u8 version chosen (so the choice is
@@ -47,6 +53,12 @@
  *   request  u8 1 | u8 0 | u16 0 | u32 id | u8 n | catalog id (n) | u8 m |
  *            variant id (m) | i32 first | i32 last | u32 count |
  *            count float32 (what crosses cut `first`)
+ *   pinned   flag bit 8 (of any kind below too): after the variant id,
+ *            u64 version | 32 bytes SHA-256 of manifest.json: the
+ *            catalog the device runs, exactly. A server refuses a request
+ *            without it, and one whose catalog differs from the one it
+ *            holds (reply status 2, the message naming both versions);
+ *            rtl_peer_connect's devices always send it.
  *   part     u8 1 | u8 1 | u16 0 | ... as a request, first..last the
  *            GTDP block (a convolution, last = first + 1 with its fused
  *            max pool) | then i32 r0, r1, c0, c1, in_r0, in_r1 | count
@@ -72,6 +84,8 @@
  *            the parts' by max) | count float32 as above.
  *   reply    u8 2 | u8 status | u16 0 | u32 id | status 0: u32 count |
  *            count float32 (layer last's output); else u16 n | message (n)
+ *            (status 1: the request failed; 2: another catalog version)
+ *   ready    u8 3 | u8 0 | u16 0: the device's first frame; no reply
  * A connection carries one request at a time: the next is sent after the
  * reply (the server reads nothing more from a client until it has replied,
  * which is the backpressure).
@@ -294,10 +308,12 @@ int rtlp_parse_request(const uint8_t *b, size_t n, rtlp_request *out, char *why,
     size_t p = 8;
     if (n < 9) return WHY("request of %zu bytes is too short", n);
     if (b[0] != RTLP_MSG_REQUEST) return WHY("message type %u where a request was expected", b[0]);
-    if ((b[1] & ~4) > 2 || b[1] == 4 || b[2] || b[3]) return WHY("request with nonzero reserved bytes");
-    out->part = (b[1] & 3) != 0;
-    out->held = (b[1] & 3) == 2;
-    int conv = (b[1] & 4) != 0;
+    uint8_t fl = b[1] & ~8;
+    if ((fl & ~4) > 2 || fl == 4 || b[2] || b[3]) return WHY("request with nonzero reserved bytes");
+    out->part = (fl & 3) != 0;
+    out->held = (fl & 3) == 2;
+    out->pinned = (b[1] & 8) != 0;
+    int conv = (fl & 4) != 0;
     out->geom[6] = out->geom[7] = 0;
     out->id = get32(b + 4);
     size_t cn = b[p++];
@@ -308,6 +324,13 @@ int rtlp_parse_request(const uint8_t *b, size_t n, rtlp_request *out, char *why,
     if (n - p < vn) return WHY("request ends inside the variant id");
     if (get_id(b + p, vn, out->variant, "variant", why, whylen) != 0) return -1;
     p += vn;
+    memset(&out->pin, 0, sizeof out->pin);
+    if (out->pinned) {
+        if (n - p < 8 + RTL_SHA256_BYTES) return WHY("request ends inside its catalog version");
+        out->pin.version = get32(b + p) | (uint64_t)get32(b + p + 4) << 32;
+        memcpy(out->pin.manifest, b + p + 8, RTL_SHA256_BYTES);
+        p += 8 + RTL_SHA256_BYTES;
+    }
     if (n - p < 12) return WHY("request ends inside its layer range");
     out->first = (int32_t)get32(b + p);
     out->last = (int32_t)get32(b + p + 4);
@@ -345,6 +368,15 @@ int rtlp_parse_request(const uint8_t *b, size_t n, rtlp_request *out, char *why,
     return 0;
 }
 
+int rtlp_parse_ready(const uint8_t *b, size_t n, char *why, size_t whylen)
+{
+    if (n < 1 || b[0] != RTLP_MSG_READY) return 0;
+    if (n != RTLP_READY_BYTES || b[1] || b[2] || b[3]) return WHY("malformed ready message (%zu bytes)", n);
+    return 1;
+}
+
+void rtlp_build_ready(uint8_t b[RTLP_READY_BYTES]) { b[0] = RTLP_MSG_READY, b[1] = b[2] = b[3] = 0; }
+
 int rtlp_parse_reply(const uint8_t *b, size_t n, rtlp_reply *out, char *why, size_t whylen)
 {
     if (n < 10) return WHY("reply of %zu bytes is too short", n);
@@ -372,20 +404,26 @@ int rtlp_parse_reply(const uint8_t *b, size_t n, rtlp_reply *out, char *why, siz
     return 0;
 }
 
-size_t rtlp_request_header(uint8_t *b, uint32_t id, const char *catalog, const char *variant, int32_t first,
-                           int32_t last, const int32_t *geom, const int32_t *hgeom, uint32_t count)
+size_t rtlp_request_header(uint8_t *b, uint32_t id, const char *catalog, const char *variant, const rtlp_pin *pin,
+                           int32_t first, int32_t last, const int32_t *geom, const int32_t *hgeom, uint32_t count)
 {
     size_t cn = strlen(catalog), vn = strlen(variant);
     if (cn > RTL_ID_MAX || vn > RTL_ID_MAX) return 0;
     if (!geom) hgeom = NULL;
     int conv = geom && geom[7] > geom[6];
-    size_t len = 8 + 1 + cn + 1 + vn + 12 + (geom ? 24 : 0) + (hgeom ? 20 : 0) + (conv ? 8 : 0);
+    size_t len = 8 + 1 + cn + 1 + vn + (pin ? 8 + RTL_SHA256_BYTES : 0) + 12 + (geom ? 24 : 0) + (hgeom ? 20 : 0) +
+                 (conv ? 8 : 0);
     if (!b) return len;
     size_t p = 0;
-    b[p++] = RTLP_MSG_REQUEST, b[p++] = (uint8_t)((hgeom ? 2 : geom ? 1 : 0) | (conv ? 4 : 0)), b[p++] = 0, b[p++] = 0;
+    b[p++] = RTLP_MSG_REQUEST;
+    b[p++] = (uint8_t)((hgeom ? 2 : geom ? 1 : 0) | (conv ? 4 : 0) | (pin ? 8 : 0)), b[p++] = 0, b[p++] = 0;
     put32(b + p, id), p += 4;
     b[p++] = (uint8_t)cn, memcpy(b + p, catalog, cn), p += cn;
     b[p++] = (uint8_t)vn, memcpy(b + p, variant, vn), p += vn;
+    if (pin) {
+        put32(b + p, (uint32_t)pin->version), put32(b + p + 4, (uint32_t)(pin->version >> 32)), p += 8;
+        memcpy(b + p, pin->manifest, RTL_SHA256_BYTES), p += RTL_SHA256_BYTES;
+    }
     put32(b + p, (uint32_t)first), put32(b + p + 4, (uint32_t)last), put32(b + p + 8, count), p += 12;
     for (int k = 0; geom && k < 6; k++) put32(b + p, (uint32_t)geom[k]), p += 4;
     for (int k = 0; hgeom && k < 5; k++) put32(b + p, (uint32_t)hgeom[k]), p += 4;
@@ -393,37 +431,39 @@ size_t rtlp_request_header(uint8_t *b, uint32_t id, const char *catalog, const c
     return len;
 }
 
-static uint8_t *build_request(uint32_t id, const char *catalog, const char *variant, int32_t first, int32_t last,
-                              const int32_t *geom, const int32_t *hgeom, const float *x, uint32_t count, size_t *n)
+static uint8_t *build_request(uint32_t id, const char *catalog, const char *variant, const rtlp_pin *pin,
+                              int32_t first, int32_t last, const int32_t *geom, const int32_t *hgeom, const float *x,
+                              uint32_t count, size_t *n)
 {
-    size_t h = rtlp_request_header(NULL, id, catalog, variant, first, last, geom, hgeom, count);
+    size_t h = rtlp_request_header(NULL, id, catalog, variant, pin, first, last, geom, hgeom, count);
     if (!h) return NULL;
     size_t len = h + (size_t)count * 4;
     uint8_t *b = malloc(len);
     if (!b) return NULL;
-    rtlp_request_header(b, id, catalog, variant, first, last, geom, hgeom, count);
+    rtlp_request_header(b, id, catalog, variant, pin, first, last, geom, hgeom, count);
     rtlp_floats_put(b + h, x, count);
     *n = len;
     return b;
 }
 
-uint8_t *rtlp_build_request(uint32_t id, const char *catalog, const char *variant, int32_t first, int32_t last,
-                            const float *x, uint32_t count, size_t *n)
+uint8_t *rtlp_build_request(uint32_t id, const char *catalog, const char *variant, const rtlp_pin *pin,
+                            int32_t first, int32_t last, const float *x, uint32_t count, size_t *n)
 {
-    return build_request(id, catalog, variant, first, last, NULL, NULL, x, count, n);
+    return build_request(id, catalog, variant, pin, first, last, NULL, NULL, x, count, n);
 }
 
-uint8_t *rtlp_build_part_request(uint32_t id, const char *catalog, const char *variant, int32_t first,
-                                 int32_t last, const int32_t geom[8], const float *x, uint32_t count, size_t *n)
+uint8_t *rtlp_build_part_request(uint32_t id, const char *catalog, const char *variant, const rtlp_pin *pin,
+                                 int32_t first, int32_t last, const int32_t geom[8], const float *x, uint32_t count,
+                                 size_t *n)
 {
-    return build_request(id, catalog, variant, first, last, geom, NULL, x, count, n);
+    return build_request(id, catalog, variant, pin, first, last, geom, NULL, x, count, n);
 }
 
-uint8_t *rtlp_build_held_request(uint32_t id, const char *catalog, const char *variant, int32_t first,
-                                 int32_t last, const int32_t geom[8], const int32_t hgeom[5], const float *x,
-                                 uint32_t count, size_t *n)
+uint8_t *rtlp_build_held_request(uint32_t id, const char *catalog, const char *variant, const rtlp_pin *pin,
+                                 int32_t first, int32_t last, const int32_t geom[8], const int32_t hgeom[5],
+                                 const float *x, uint32_t count, size_t *n)
 {
-    return build_request(id, catalog, variant, first, last, geom, hgeom, x, count, n);
+    return build_request(id, catalog, variant, pin, first, last, geom, hgeom, x, count, n);
 }
 
 uint8_t *rtlp_build_reply_at(size_t pre, size_t post, uint32_t id, uint8_t status, const float *x, uint32_t count,

@@ -16,6 +16,10 @@
 #define RTLP_LEN_BYTES 4
 #define RTLP_MSG_REQUEST 1
 #define RTLP_MSG_REPLY 2
+#define RTLP_STATUS_FAILED 1  /* a reply's status: the request failed */
+#define RTLP_STATUS_CATALOG 2 /* the server holds another version of the catalog */
+#define RTLP_MSG_READY 3   /* the device's first frame: 4 bytes, "u8 3 | u8 0 | u16 0" */
+#define RTLP_READY_BYTES 4
 #define RTLP_MAX_FLOATS (64u << 20) /* no message carries more floats */
 
 /* A session: each direction's key and cipher state. version 1 (and 0, a
@@ -72,10 +76,19 @@ void rtlp_seal(rtlp_session *s, const uint8_t *plain, size_t n, uint8_t *out);
  * reordered, or from another session). */
 int rtlp_open(rtlp_session *s, const uint8_t *c, size_t len, uint8_t *plain);
 
+/* The catalog a request is for, exactly: its version and the SHA-256 of its
+ * manifest.json (a peer holding any other refuses it). */
+typedef struct rtlp_pin {
+    uint64_t version;
+    uint8_t manifest[RTL_SHA256_BYTES];
+} rtlp_pin;
+
 /* A request, parsed: pointers into the message. */
 typedef struct rtlp_request {
     uint32_t id;
     char catalog[RTL_ID_MAX + 1], variant[RTL_ID_MAX + 1];
+    int pinned;            /* flag bit 8: pin follows the variant id */
+    rtlp_pin pin;
     int32_t first, last;
     uint32_t count;
     const uint8_t *floats; /* count little-endian float32, unaligned */
@@ -95,23 +108,30 @@ typedef struct rtlp_reply {
     char message[512];     /* status != 0 */
 } rtlp_reply;
 
+/* 1 when the message of n bytes at b is a ready message (RTLP_MSG_READY),
+ * 0 when it is of another type, -1 with why when it is a malformed one. */
+int rtlp_parse_ready(const uint8_t *b, size_t n, char *why, size_t whylen);
+/* Fills b (RTLP_READY_BYTES) with a ready message. */
+void rtlp_build_ready(uint8_t b[RTLP_READY_BYTES]);
+
 /* Parses a request or a reply message of n bytes. -1 with why. */
 int rtlp_parse_request(const uint8_t *b, size_t n, rtlp_request *out, char *why, size_t whylen);
 int rtlp_parse_reply(const uint8_t *b, size_t n, rtlp_reply *out, char *why, size_t whylen);
 /* Encodes into a new buffer (*n bytes) the caller frees; NULL when out of
  * memory. */
-uint8_t *rtlp_build_request(uint32_t id, const char *catalog, const char *variant, int32_t first, int32_t last,
-                            const float *x, uint32_t count, size_t *n);
+uint8_t *rtlp_build_request(uint32_t id, const char *catalog, const char *variant, const rtlp_pin *pin,
+                            int32_t first, int32_t last, const float *x, uint32_t count, size_t *n);
 /* A GTDP part request (flag byte 1 = 1; layers first..last: the block;
  * geom: 6 int32 after the count, and when geom[7] > geom[6] flag bit 4 and
  * the convolution rows geom[6], geom[7] after them). */
-uint8_t *rtlp_build_part_request(uint32_t id, const char *catalog, const char *variant, int32_t first,
-                                 int32_t last, const int32_t geom[8], const float *x, uint32_t count, size_t *n);
+uint8_t *rtlp_build_part_request(uint32_t id, const char *catalog, const char *variant, const rtlp_pin *pin,
+                                 int32_t first, int32_t last, const int32_t geom[8], const float *x, uint32_t count,
+                                 size_t *n);
 /* The same with held input (flag byte 2, hgeom: 5 int32 after geom; NULL:
  * a plain part request). */
-uint8_t *rtlp_build_held_request(uint32_t id, const char *catalog, const char *variant, int32_t first,
-                                 int32_t last, const int32_t geom[8], const int32_t hgeom[5], const float *x,
-                                 uint32_t count, size_t *n);
+uint8_t *rtlp_build_held_request(uint32_t id, const char *catalog, const char *variant, const rtlp_pin *pin,
+                                 int32_t first, int32_t last, const int32_t geom[8], const int32_t hgeom[5],
+                                 const float *x, uint32_t count, size_t *n);
 /* A reply (status 0: count floats x; otherwise the error message), *n
  * bytes, at offset pre of a new buffer of pre + *n + post bytes (the
  * buffer returned, NULL when out of memory; a reply sealed in place: pre =
@@ -121,8 +141,8 @@ uint8_t *rtlp_build_reply_at(size_t pre, size_t post, uint32_t id, uint8_t statu
 /* A request's bytes before its floats (a part: geom; held: hgeom too),
  * written at b when b is not NULL; its length, or 0 when an id is too long.
  * The floats (count little-endian float32) follow. */
-size_t rtlp_request_header(uint8_t *b, uint32_t id, const char *catalog, const char *variant, int32_t first,
-                           int32_t last, const int32_t *geom, const int32_t *hgeom, uint32_t count);
+size_t rtlp_request_header(uint8_t *b, uint32_t id, const char *catalog, const char *variant, const rtlp_pin *pin,
+                           int32_t first, int32_t last, const int32_t *geom, const int32_t *hgeom, uint32_t count);
 /* Where rtlp_seal reads its plaintext to seal in place: frame + this. */
 #define RTLP_PLAIN_AT (RTLP_LEN_BYTES + 1)
 

@@ -787,7 +787,7 @@ int rtl_gtdp_calibrate(rtl_model *m, int reps, rtl_err *err)
 typedef struct job job;
 struct job {
     rtl_peer *peer;
-    const char *catalog, *variant;
+    const rtl_model *m; /* its catalog (pinned in the request) and variant */
     const rtl_gtdp_layer *g;
     rtl_gtdp_part q;
     const float *x; /* the layer's whole input */
@@ -902,7 +902,7 @@ static void *job_main(void *arg)
         (void)pthread_setaffinity_np(pthread_self(), sizeof cs, &cs);
     }
     j->t[RTL_IO_T_START] = rtl_now_ms();
-    j->ok = rtl_peer_run_part_io(j->peer, j->catalog, j->variant, g->index, g->last, &j->q, j->held ? j->hg : NULL,
+    j->ok = rtl_peer_run_part_io(j->peer, j->m, g->index, g->last, &j->q, j->held ? j->hg : NULL,
                                  j->nsent, &io, j->nout, &got, j->deadline_ms, &j->err) == 0 &&
             got == j->nout && !j->nonfinite;
     j->t_got = rtl_now_ms();
@@ -1004,8 +1004,7 @@ static int run_conv(rtl_model *m, const rtl_gtdp_layer *g, rtl_peer **peers, con
         j->q = p.parts[k];
         j->q.worker = map[j->q.worker];
         j->peer = peers[j->q.worker];
-        j->catalog = rtl_model_catalog_id(m);
-        j->variant = rtl_variant_id(rtl_model_variant(m));
+        j->m = m;
         j->g = g;
         j->x = x, j->y = y;
         j->nin = (size_t)(j->q.in_r1 - j->q.in_r0) * g->w_in * g->c_in;

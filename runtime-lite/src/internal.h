@@ -59,6 +59,8 @@ void rtl_crash_point(const char *name);
 
 /* The id of the catalog model m belongs to (for the peer's requests). */
 const char *rtl_model_catalog_id(const rtl_model *m);
+/* The catalog m was opened from. */
+const rtl_catalog *rtl_model_catalog(const rtl_model *m);
 
 /* The engine network of m's first part (GTDP reads layer geometry and
  * parameters from it). */
@@ -84,7 +86,7 @@ typedef struct rtl_part_io {
     /* when set: rtl_now_ms() at each step of the call (RTL_IO_T_*) */
     double *t;
 } rtl_part_io;
-int rtl_peer_run_part_io(rtl_peer *p, const char *catalog, const char *variant, int first, int last,
+int rtl_peer_run_part_io(rtl_peer *p, const rtl_model *m, int first, int last,
                          const rtl_gtdp_part *q, const int32_t *hgeom, size_t n, const rtl_part_io *io, size_t cap,
                          size_t *nout, int deadline_ms, rtl_err *err);
 /* count floats to and from the wire's little-endian float32 bytes (one

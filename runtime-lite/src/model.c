@@ -1013,6 +1013,7 @@ fail:
 /* ---- split execution ------------------------------------------------------ */
 
 const char *rtl_model_catalog_id(const rtl_model *m) { return m->cat->id; }
+const rtl_catalog *rtl_model_catalog(const rtl_model *m) { return m->cat; }
 
 /* Layers up to the output layer: trailing [cost] layers compute nothing an
  * answer needs (trn_net_output skips them too). */

@@ -6,16 +6,29 @@
  * state; one worker thread runs the model pieces (forward passes of a
  * process run one at a time anyway: model.c). Per connection:
  *  - reading: the handshake (72 then 24 bytes), then frames: 4 bytes of
- *    length, checked against max_frame before any byte of the body is
- *    buffered, then the body; memory per connection is bounded by
- *    max_frame (one frame in, one reply out);
+ *    length, checked before any byte of the body is buffered against
+ *    RTL_PEER_PREAUTH_FRAME until the connection's first frame has opened
+ *    (authenticated: only then may it be larger), then against max_frame;
+ *    then the body; memory per connection is bounded by max_frame (one
+ *    frame in, one reply out), and all connections' frames together by
+ *    max_memory (a frame that would pass it waits for memory, its
+ *    deadline running);
+ *  - sources: at most max_per_source connections at once from one
+ *    address, and at most handshake_rate new ones a second from it (a
+ *    token bucket per address, bursts of twice that): those beyond are
+ *    closed at accept, before any work, so that a storm of connections
+ *    from one address cannot take every slot;
  *  - one request at a time: after a request the server reads nothing more
  *    from that connection until its reply is written (backpressure: TCP
  *    holds the rest), so the worker's queue holds at most one job per
  *    connection, and connections are at most max_clients;
- *  - timeouts: the handshake (handshake_ms), a started frame (frame_ms),
- *    an idle connection (idle_ms), a reply the client does not read
- *    (frame_ms);
+ *  - deadlines, each counted from the start of what it bounds (never from
+ *    the last byte read, which a device sending a byte now and then would
+ *    keep moving): the handshake (handshake_ms from the accept), the
+ *    handshake and the first frame together (handshake_ms + frame_ms from
+ *    the accept), each frame (frame_ms from its first byte), a reply the
+ *    client does not read (frame_ms from when it could be sent); an idle
+ *    authenticated connection closes after idle_ms without a byte;
  *  - a bad frame (tampered, replayed, truncated, oversized, malformed)
  *    closes that connection with a logged reason; the others go on.
  * Stop: when stop_fd becomes readable the listener closes, requests already
@@ -27,12 +40,14 @@
  * rtt/2 + bytes*8/down after it is ready (rates of 0: not emulated, e.g.
  * when tc shapes a veth between namespaces).
  */
+#include "catalog.h"
 #include "frame.h"
 #include "store.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <math.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -113,15 +128,21 @@ int rtl_peer_key_load(const char *path, int secret, rtl_peer_key *out, rtl_err *
     memset(out, 0, sizeof *out);
     if (sodium_init() < 0) return rtl_errf(err, "libsodium cannot start");
     if (!secret) return read_hex32(path, out->pk, err);
-    char p[4096];
-    if (snprintf(p, sizeof p, "%s.key", path) >= (int)sizeof p) return rtl_errf(err, "path too long: %s", path);
+    char p[4096 + 8], stem[4096];
+    size_t n = strlen(path);
+    if (n >= sizeof stem) return rtl_errf(err, "path too long: %s", path);
+    snprintf(stem, sizeof stem, "%s", path);
+    if (n > 4 && !strcmp(path + n - 4, ".key")) stem[n - 4] = '\0'; /* the key file itself */
+    else if (n > 4 && !strcmp(path + n - 4, ".pub"))
+        return rtl_errf(err, "%s is a public key: give the secret key file, %.*s.key", path, (int)(n - 4), path);
+    snprintf(p, sizeof p, "%s.key", stem);
     if (read_hex32(p, out->sk, err) != 0) return -1;
-    snprintf(p, sizeof p, "%s.pub", path);
+    snprintf(p, sizeof p, "%s.pub", stem);
     if (read_hex32(p, out->pk, err) != 0) return -1;
     uint8_t derived[32];
     crypto_scalarmult_base(derived, out->sk);
     if (sodium_memcmp(derived, out->pk, 32) != 0)
-        return rtl_errf(err, "%s.pub is not the public half of %s.key", path, path);
+        return rtl_errf(err, "%s.pub is not the public half of %s.key", stem, stem);
     return 0;
 }
 
@@ -138,6 +159,9 @@ struct conn {
     uint8_t *in;            /* current read target */
     size_t have, need;
     uint32_t flen;          /* ciphertext bytes of the frame being read */
+    int authed;             /* a frame of this session has opened */
+    size_t mem;             /* bytes of max_memory this connection holds */
+    char ip[48];            /* its address, without the port */
     rtlp_session s;
     int busy;               /* a request is with the worker or waiting for its arrival time */
     uint8_t *job_plain;     /* request waiting for its emulated arrival */
@@ -184,6 +208,8 @@ struct cached {
     rtl_model *m;
 };
 #define CACHE_MAX 8
+#define SOURCES 64          /* addresses whose handshake rate is followed */
+#define MAX_FRAME_FLOOR (1u << 20)
 
 struct rtl_server {
     rtl_store *store;
@@ -204,6 +230,13 @@ struct rtl_server {
     struct cached cache[CACHE_MAX];
     size_t ncache;
     rtl_server_stats stats;
+    uint64_t mem;           /* bytes of max_memory held (poll thread only) */
+    struct bucket {         /* handshake_rate: recent sources' token buckets */
+        char ip[48];
+        double tokens, at;
+    } buckets[SOURCES];
+    double refusal_logged;  /* when a refusal at accept was last logged */
+    uint64_t refusals_quiet; /* refusals since, not logged */
 };
 
 static void slog(rtl_server *s, enum rtl_log_level lv, const char *fmt, ...) RTL_PRINTF(3, 4);
@@ -216,6 +249,63 @@ static void slog(rtl_server *s, enum rtl_log_level lv, const char *fmt, ...)
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     s->store->log(s->store->log_user, lv, msg);
+}
+
+uint32_t rtl_server_max_frame(rtl_store *store, char *why, size_t whylen)
+{
+    rtl_installed *in = NULL;
+    size_t n = 0;
+    uint64_t peak = 0;
+    rtl_err err;
+    if (whylen) why[0] = '\0';
+    if (rtl_list(store, &in, &n, &err) != 0) return 0;
+    for (size_t i = 0; i < n; i++) {
+        rtl_catalog *cat = rtl_catalog_open(store, in[i].catalog, &err);
+        for (size_t k = 0; cat && k < rtl_catalog_variant_count(cat); k++) {
+            const rtl_variant *v = rtl_catalog_variant_at(cat, k);
+            uint64_t b = rtl_variant_cost(v, RTL_COST_PEAK_ACTIVATION_BYTES);
+            if (b <= peak) continue;
+            peak = b;
+            snprintf(why, whylen, "variant %s of catalog %s version %" PRIu64 ": peak activation %" PRIu64 " bytes",
+                     rtl_variant_id(v), in[i].catalog, in[i].version, b);
+        }
+        rtl_catalog_close(cat);
+    }
+    free(in);
+    if (!peak) return 0;
+    /* no request or reply carries more floats than the largest activation;
+     * half again and 64 KiB for the headers, the ids and a GTDP part's
+     * rows that overlap */
+    uint64_t f = peak + peak / 2 + (64u << 10);
+    return f > (1u << 30) ? 1u << 30 : f < MAX_FRAME_FLOOR ? MAX_FRAME_FLOOR : (uint32_t)f;
+}
+
+/* s->o's limits, the defaults filled in; -1 with err when one is out of range. */
+static int server_limits(rtl_server *s, rtl_err *err)
+{
+    rtl_serve_options *o = &s->o;
+    if (!o->max_clients) o->max_clients = 128;
+    if (!o->max_per_source) o->max_per_source = 64;
+    if (o->handshake_rate == 0) o->handshake_rate = 50;
+    if (!o->max_frame) {
+        char why[512];
+        o->max_frame = rtl_server_max_frame(s->store, why, sizeof why);
+        if (o->max_frame) slog(s, RTL_LOG_INFO, "frames up to %" PRIu32 " bytes (--max-frame: from %s)", o->max_frame, why);
+        else o->max_frame = MAX_FRAME_FLOOR;
+    }
+    if (!o->max_memory) o->max_memory = (uint64_t)o->max_frame * 8 > (64u << 20) ? (uint64_t)o->max_frame * 8 : 64u << 20;
+    if (!o->handshake_ms) o->handshake_ms = 5000;
+    if (!o->frame_ms) o->frame_ms = 30000;
+    if (!o->idle_ms) o->idle_ms = 60000;
+    if (o->max_clients < 1 || o->max_clients > 4096 || o->max_per_source < 1 || o->handshake_ms < 0 ||
+        o->frame_ms < 0 || o->idle_ms < 0 || o->max_frame > (1u << 30) || !(o->handshake_rate > 0))
+        return rtl_errf(err, "bad server limits: clients 1..4096, per source >= 1, frames up to 1 GiB, a handshake "
+                             "rate > 0, times >= 0");
+    if (o->max_memory < 2 * (uint64_t)o->max_frame + 2 * RTL_PEER_PREAUTH_FRAME)
+        return rtl_errf(err, "a memory cap of %" PRIu64 " bytes does not hold one frame of %" PRIu32
+                             " bytes (twice: received and opened); raise --max-memory or lower --max-frame",
+                        o->max_memory, o->max_frame);
+    return 0;
 }
 
 rtl_server *rtl_server_open(rtl_store *store, const rtl_peer_key *server_key, const rtl_peer_key *allowed,
@@ -236,16 +326,7 @@ rtl_server *rtl_server_open(rtl_store *store, const rtl_peer_key *server_key, co
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
     if (o) s->o = *o;
-    if (!s->o.max_clients) s->o.max_clients = 128;
-    if (!s->o.max_frame) s->o.max_frame = 64u << 20;
-    if (!s->o.handshake_ms) s->o.handshake_ms = 5000;
-    if (!s->o.frame_ms) s->o.frame_ms = 30000;
-    if (!s->o.idle_ms) s->o.idle_ms = 60000;
-    if (s->o.max_clients < 1 || s->o.max_clients > 4096 || s->o.handshake_ms < 0 || s->o.frame_ms < 0 ||
-        s->o.idle_ms < 0 || s->o.max_frame > (1u << 30)) {
-        rtl_errf(err, "bad server limits: clients 1..4096, frames up to 1 GiB, times >= 0");
-        goto fail;
-    }
+    if (server_limits(s, err) != 0) goto fail;
     if ((s->o.emu_up_mbps < 0 || s->o.emu_down_mbps < 0 || s->o.emu_rtt_ms < 0)) {
         rtl_errf(err, "link emulation needs rates and an RTT >= 0");
         goto fail;
@@ -435,6 +516,29 @@ static int held_input(rtl_model *m, const rtlp_request *rq, const struct held *h
     return 0;
 }
 
+/* 1 with err when the request is not for exactly the catalog m was opened
+ * from (its version and manifest hash; a request that names none is from a
+ * device older than this peer), else 0. */
+static int catalog_differs(const rtl_model *m, const rtlp_request *rq, rtl_err *err)
+{
+    const rtl_catalog *cat = rtl_model_catalog(m);
+    char here[17], there[17];
+    if (!rq->pinned)
+        return rtl_errf(err, "the request does not name the version of catalog %s (a device older than this peer, "
+                             "which has version %" PRIu64 "): update the device's rtl", cat->id, cat->version),
+               1;
+    if (cat->version == rq->pin.version && !memcmp(cat->manifest_sha256, rq->pin.manifest, RTL_SHA256_BYTES)) return 0;
+    rtl_hex(cat->manifest_sha256, 8, here);
+    rtl_hex(rq->pin.manifest, 8, there);
+    if (cat->version != rq->pin.version)
+        return rtl_errf(err, "peer has %s version %" PRIu64 ", this device %" PRIu64, cat->id, cat->version,
+                        rq->pin.version),
+               1;
+    return rtl_errf(err, "peer has %s version %" PRIu64 " with another manifest (sha256 %s..., this device's %s...)",
+                    cat->id, cat->version, here, there),
+           1;
+}
+
 /* Runs one request (already parsed once by the poll thread). A part is
  * computed from the request's opened bytes (and its held answer) with no
  * copy in between; the reply is built in its frame and sealed there on
@@ -452,11 +556,12 @@ static void run_job(rtl_server *s, struct job *j)
     const float *y = NULL;
     float *part_out = NULL;
     size_t ny = 0;
-    int ok = 0;
+    int ok = 0, status = RTLP_STATUS_FAILED;
     if (rtlp_parse_request(j->plain, j->len, &rq, why, sizeof why) != 0) {
         snprintf(err.msg, sizeof err.msg, "%s", why);
     } else {
         rtl_model *m = cached_model(s, rq.catalog, rq.variant, &err);
+        if (m && catalog_differs(m, &rq, &err)) m = NULL, status = RTLP_STATUS_CATALOG;
         size_t nx = rq.count;
         struct req_rows rr = {.msg = rq.floats, .a = rq.geom[4], .b_a = rq.geom[5] - rq.geom[4]};
         if (!m) {
@@ -516,7 +621,7 @@ static void run_job(rtl_server *s, struct job *j)
                                     (uint32_t)j->plain[7] << 24
                               : 0;
     j->frame = ok ? rtlp_build_reply_at(RTLP_PLAIN_AT, RTLP_ABYTES - 1, rq.id, 0, y, (uint32_t)ny, NULL, &n)
-                  : rtlp_build_reply_at(RTLP_PLAIN_AT, RTLP_ABYTES - 1, id, 1, NULL, 0, err.msg, &n);
+                  : rtlp_build_reply_at(RTLP_PLAIN_AT, RTLP_ABYTES - 1, id, (uint8_t)status, NULL, 0, err.msg, &n);
     j->frame_len = n + RTLP_LEN_BYTES + RTLP_ABYTES;
     if (!ok) slog(s, RTL_LOG_WARN, "request failed: %s", err.msg);
     free(x);
@@ -566,9 +671,25 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
+/* max_memory: charges n bytes to c; -1 when they would pass the cap. */
+static int mem_charge(rtl_server *s, struct conn *c, size_t n)
+{
+    if (s->mem + n > s->o.max_memory) return -1;
+    s->mem += n;
+    c->mem += n;
+    return 0;
+}
+
+static void mem_release(rtl_server *s, struct conn *c)
+{
+    s->mem -= c->mem;
+    c->mem = 0;
+}
+
 static void conn_close(rtl_server *s, struct conn *c, const char *reason)
 {
     if (reason) slog(s, RTL_LOG_INFO, "connection %s closed: %s", c->who, reason);
+    mem_release(s, c);
     close(c->fd);
     free(c->in);
     free(c->out);
@@ -597,6 +718,59 @@ static int expect(struct conn *c, size_t need)
     return c->in ? 0 : -1;
 }
 
+/* A connection refused at accept: logged at most once a second (a storm
+ * would flood the log otherwise), with how many went unlogged. */
+static void refuse(rtl_server *s, int fd, const char *who, const char *why)
+{
+    close(fd);
+    pthread_mutex_lock(&s->mu);
+    s->stats.refused_limit++;
+    pthread_mutex_unlock(&s->mu);
+    double t = rtl_now_ms();
+    if (t - s->refusal_logged < 1000) {
+        s->refusals_quiet++;
+        return;
+    }
+    slog(s, RTL_LOG_WARN, "connection %s refused: %s (and %" PRIu64 " more refused in the last second)", who, why,
+         s->refusals_quiet);
+    s->refusal_logged = t;
+    s->refusals_quiet = 0;
+}
+
+/* 1 when ip may open a connection now: under max_per_source, and a token
+ * of its handshake_rate bucket left (taken). */
+static int source_ok(rtl_server *s, const char *ip, char *why, size_t whylen)
+{
+    int open = 0;
+    for (int i = 0; i < s->o.max_clients; i++) open += s->conns[i].fd >= 0 && !strcmp(s->conns[i].ip, ip);
+    if (open >= s->o.max_per_source) {
+        snprintf(why, whylen, "%d connections from %s already (--max-per-source)", open, ip);
+        return 0;
+    }
+    double t = rtl_now_ms(), burst = 2 * s->o.handshake_rate;
+    struct bucket *b = NULL, *oldest = &s->buckets[0];
+    for (int i = 0; i < SOURCES && !b; i++) {
+        if (!strcmp(s->buckets[i].ip, ip)) b = &s->buckets[i];
+        else if (s->buckets[i].at < oldest->at) oldest = &s->buckets[i];
+    }
+    if (!b) { /* a new source takes the least recently seen one's place */
+        b = oldest;
+        snprintf(b->ip, sizeof b->ip, "%s", ip);
+        b->tokens = burst;
+        b->at = t;
+    }
+    b->tokens += (t - b->at) / 1000 * s->o.handshake_rate;
+    if (b->tokens > burst) b->tokens = burst;
+    b->at = t;
+    if (b->tokens < 1) {
+        snprintf(why, whylen, "more than %g new connections a second from %s (--handshake-rate)",
+                 s->o.handshake_rate, ip);
+        return 0;
+    }
+    b->tokens -= 1;
+    return 1;
+}
+
 static void do_accept(rtl_server *s)
 {
     for (int k = 0; k < 64; k++) {
@@ -607,15 +781,17 @@ static void do_accept(rtl_server *s)
         int slot = -1;
         for (int i = 0; i < s->o.max_clients && slot < 0; i++)
             if (s->conns[i].fd < 0) slot = i;
-        char who[64] = "?";
+        char who[64] = "?", ip[48] = "?", why[160];
         if (sa.ss_family == AF_INET) {
-            char a[INET_ADDRSTRLEN];
-            inet_ntop(AF_INET, &((struct sockaddr_in *)&sa)->sin_addr, a, sizeof a);
-            snprintf(who, sizeof who, "%s:%u", a, ntohs(((struct sockaddr_in *)&sa)->sin_port));
+            inet_ntop(AF_INET, &((struct sockaddr_in *)&sa)->sin_addr, ip, sizeof ip);
+            snprintf(who, sizeof who, "%s:%u", ip, ntohs(((struct sockaddr_in *)&sa)->sin_port));
         } else if (sa.ss_family == AF_INET6) {
-            char a[INET6_ADDRSTRLEN];
-            inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&sa)->sin6_addr, a, sizeof a);
-            snprintf(who, sizeof who, "[%s]:%u", a, ntohs(((struct sockaddr_in6 *)&sa)->sin6_port));
+            inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&sa)->sin6_addr, ip, sizeof ip);
+            snprintf(who, sizeof who, "[%s]:%u", ip, ntohs(((struct sockaddr_in6 *)&sa)->sin6_port));
+        }
+        if (!source_ok(s, ip, why, sizeof why)) {
+            refuse(s, fd, who, why);
+            continue;
         }
         if (slot < 0) {
             slog(s, RTL_LOG_WARN, "connection %s refused: %d clients already (--max-clients)", who, s->o.max_clients);
@@ -629,6 +805,7 @@ static void do_accept(rtl_server *s)
         c->fd = fd;
         c->gen = ++s->gen;
         snprintf(c->who, sizeof c->who, "%s", who);
+        snprintf(c->ip, sizeof c->ip, "%s", ip);
         c->r = R_HELLO;
         c->t_open = c->t_active = rtl_now_ms();
         if (expect(c, RTLP_CLIENT_HELLO) != 0) {
@@ -671,6 +848,26 @@ static int submit(rtl_server *s, struct conn *c)
     return 0;
 }
 
+/* The frame body's buffer, when max_memory has room for it twice (received
+ * and opened): 1 when allocated, 0 when it waits for room, -1 when out of
+ * memory. */
+static int body_buffer(rtl_server *s, struct conn *c)
+{
+    if (mem_charge(s, c, 2 * (size_t)c->flen) != 0) return 0;
+    return expect(c, c->flen) == 0 ? 1 : -1;
+}
+
+/* Answers a device's ready frame with one of the server's, so that the
+ * device learns at connect time whether it pinned this server's key. The
+ * frame is small: a socket's buffer takes it whole. */
+static int send_ready(struct conn *c)
+{
+    uint8_t m[RTLP_READY_BYTES], f[RTLP_LEN_BYTES + RTLP_READY_BYTES + RTLP_ABYTES];
+    rtlp_build_ready(m);
+    rtlp_seal(&c->s, m, sizeof m, f);
+    return send(c->fd, f, sizeof f, MSG_NOSIGNAL) == (ssize_t)sizeof f ? 0 : -1;
+}
+
 /* A whole unit has been read into c->in: act on it. */
 static void on_unit(rtl_server *s, struct conn *c)
 {
@@ -699,15 +896,21 @@ static void on_unit(rtl_server *s, struct conn *c)
     }
     case R_HDR:
         if (rtlp_server_rx_start(&c->s, c->in) != 0) return conn_bad(s, c, "bad stream header");
-        slog(s, RTL_LOG_INFO, "connection %s: device authenticated by key, session open (protocol %d, %s)", c->who,
-             c->s.version, c->s.version == 2 ? "AES-256-GCM" : "XChaCha20-Poly1305");
+        slog(s, RTL_LOG_INFO, "connection %s: session open (protocol %d, %s); its first frame authenticates the device",
+             c->who, c->s.version, c->s.version == 2 ? "AES-256-GCM" : "XChaCha20-Poly1305");
         c->r = R_LEN;
         if (expect(c, RTLP_LEN_BYTES) != 0) return conn_close(s, c, "out of memory");
         return;
     case R_LEN:
-        if (rtlp_frame_len(c->in, s->o.max_frame, &c->flen, why, sizeof why) != 0) return conn_bad(s, c, why);
+        if (rtlp_frame_len(c->in, c->authed ? s->o.max_frame : RTL_PEER_PREAUTH_FRAME, &c->flen, why, sizeof why) != 0) {
+            char r2[400];
+            snprintf(r2, sizeof r2, "%s%s", c->authed ? "" : "before the device's first authenticated frame: ", why);
+            return conn_bad(s, c, r2);
+        }
         c->r = R_BODY;
-        if (expect(c, c->flen) != 0) return conn_close(s, c, "out of memory");
+        free(c->in);
+        c->in = NULL; /* allocated when max_memory has room (body_buffer) */
+        if (body_buffer(s, c) < 0) return conn_close(s, c, "out of memory");
         return;
     case R_BODY: {
         uint8_t *plain = malloc(c->flen - RTLP_ABYTES);
@@ -715,10 +918,22 @@ static void on_unit(rtl_server *s, struct conn *c)
         if (rtlp_open(&c->s, c->in, c->flen, plain) != 0) {
             free(plain);
             return conn_bad(s, c, "frame failed authentication (tampered, replayed, reordered or not from "
-                                  "this session)");
+                                  "this session; or the device pinned another server key)");
         }
         rtlp_request rq;
         size_t n = c->flen - RTLP_ABYTES;
+        int ready = rtlp_parse_ready(plain, n, why, sizeof why);
+        if (!c->authed) slog(s, RTL_LOG_INFO, "connection %s: device authenticated (its first frame opened)", c->who);
+        c->authed = 1;
+        if (ready != 0) {
+            free(plain);
+            if (ready < 0) return conn_bad(s, c, why);
+            mem_release(s, c);
+            if (send_ready(c) != 0) return conn_close(s, c, "cannot answer the device's ready frame");
+            c->r = R_LEN;
+            if (expect(c, RTLP_LEN_BYTES) != 0) return conn_close(s, c, "out of memory");
+            return;
+        }
         if (rtlp_parse_request(plain, n, &rq, why, sizeof why) != 0) {
             free(plain);
             char r2[300];
@@ -742,7 +957,7 @@ static void on_unit(rtl_server *s, struct conn *c)
 
 static void do_read(rtl_server *s, struct conn *c)
 {
-    for (int k = 0; k < 16 && c->fd >= 0 && !c->busy; k++) {
+    for (int k = 0; k < 16 && c->fd >= 0 && !c->busy && c->in; k++) {
         ssize_t r = read(c->fd, c->in + c->have, c->need - c->have);
         if (r == 0) {
             if (c->have || c->r == R_BODY) return conn_bad(s, c, "connection ended inside a frame (truncated)");
@@ -779,6 +994,7 @@ static void do_write(rtl_server *s, struct conn *c)
         free(c->out);
         c->out = NULL;
         c->busy = 0;
+        mem_release(s, c);
         pthread_mutex_lock(&s->mu);
         s->stats.replies++;
         pthread_mutex_unlock(&s->mu);
@@ -799,6 +1015,9 @@ static void collect(rtl_server *s)
         struct job *n = j->next;
         struct conn *c = &s->conns[j->slot];
         if (c->fd >= 0 && c->gen == j->gen && j->frame) {
+            mem_release(s, c); /* the request's, now freed; the reply's until it is written */
+            c->mem = j->frame_len;
+            s->mem += j->frame_len;
             held_free(c->held);
             c->held = j->answer;
             j->answer = NULL;
@@ -854,15 +1073,23 @@ int rtl_server_run(rtl_server *s, int stop_fd, rtl_err *err)
                 conn_bad(s, c, "handshake timed out");
                 continue;
             }
-            if (!c->busy && (c->have || c->r == R_BODY) && t - c->t_active > s->o.frame_ms) {
-                conn_bad(s, c, "frame timed out (a started frame must end in --frame-timeout)");
+            if (!c->authed && !c->busy && t - c->t_open > (double)s->o.handshake_ms + s->o.frame_ms) {
+                conn_bad(s, c, "no authenticated frame within --handshake-timeout + --frame-timeout of connecting");
+                continue;
+            }
+            if (!c->busy && (c->have || c->r == R_BODY) && t - c->t_frame > s->o.frame_ms) {
+                conn_bad(s, c, "frame timed out (a frame must end within --frame-timeout of its first byte)");
+                continue;
+            }
+            if (c->r == R_BODY && !c->in && body_buffer(s, c) < 0) {
+                conn_close(s, c, "out of memory");
                 continue;
             }
             if (c->out && t >= c->send_at && t - c->send_at > s->o.frame_ms) {
                 conn_close(s, c, "the device does not read its reply");
                 continue;
             }
-            if (!c->busy && !c->have && c->r == R_LEN && t - c->t_active > s->o.idle_ms) {
+            if (c->authed && !c->busy && !c->have && c->r == R_LEN && t - c->t_active > s->o.idle_ms) {
                 conn_close(s, c, "idle");
                 continue;
             }
@@ -880,12 +1107,12 @@ int rtl_server_run(rtl_server *s, int stop_fd, rtl_err *err)
             }
             open++;
             short ev = 0;
-            if (!c->busy) ev = POLLIN;
+            if (!c->busy && c->in) ev = POLLIN; /* a frame waiting for memory is not read meanwhile */
             else if (c->out) {
                 if (t >= c->send_at) ev = POLLOUT;
                 else if (c->send_at < next) next = c->send_at;
             }
-            if (ev || !c->busy) {
+            if (ev || (!c->busy && c->in)) {
                 pf[np] = (struct pollfd){.fd = c->fd, .events = ev}, map[np++] = i;
             }
         }
@@ -986,6 +1213,33 @@ static int recv_all(int fd, uint8_t *b, size_t n, double deadline, rtl_err *err)
     return 0;
 }
 
+/* The device's first frame, a ready message, and the server's answer, one
+ * too: a server that cannot open the device's frame derived other keys
+ * (the pinned key is not its key) and closes; one whose answer does not
+ * open here is not the pinned server either. */
+static int ready_exchange(rtl_peer *p, double deadline, rtl_err *err)
+{
+    uint8_t m[RTLP_READY_BYTES], f[RTLP_LEN_BYTES + RTLP_READY_BYTES + RTLP_ABYTES], plain[RTLP_READY_BYTES + 1];
+    uint32_t flen = 0;
+    char why[256];
+    rtlp_build_ready(m);
+    rtlp_seal(&p->s, m, sizeof m, f);
+    if (send_all(p->fd, f, sizeof f, deadline, err) != 0) return -1;
+    if (recv_all(p->fd, f, RTLP_LEN_BYTES, deadline, err) != 0) {
+        if (strstr(err->msg, "closed"))
+            return rtl_errf(err, "the server closed the connection at this device's first frame: its key is not the "
+                                 "one pinned (--peer-key names another server's public key; the server's log says "
+                                 "'failed authentication')");
+        return -1;
+    }
+    if (rtlp_frame_len(f, RTLP_READY_BYTES, &flen, why, sizeof why) != 0 ||
+        flen != RTLP_READY_BYTES + RTLP_ABYTES || recv_all(p->fd, f + RTLP_LEN_BYTES, flen, deadline, err) != 0 ||
+        rtlp_open(&p->s, f + RTLP_LEN_BYTES, flen, plain) != 0 || rtlp_parse_ready(plain, RTLP_READY_BYTES, why, sizeof why) != 1)
+        return rtl_errf(err, "the server's first frame does not authenticate: it is not the server whose key is "
+                             "pinned (--peer-key), or the link is tampered with");
+    return 0;
+}
+
 rtl_peer *rtl_peer_connect(const char *host, int port, const rtl_peer_key *me,
                            const unsigned char server_pk[RTL_PEER_PK_BYTES], int timeout_ms, rtl_err *err)
 {
@@ -1045,7 +1299,10 @@ rtl_peer *rtl_peer_connect(const char *host, int port, const rtl_peer_key *me,
         rtl_errf(err, "handshake with %s:%d: %s", host, port, why);
         goto fail;
     }
-    if (send_all(p->fd, hdr, sizeof hdr, deadline, err) != 0) goto fail;
+    if (send_all(p->fd, hdr, sizeof hdr, deadline, err) != 0 || ready_exchange(p, deadline, err) != 0) {
+        rtl_err_prefix(err, "handshake with %s:%d", host, port);
+        goto fail;
+    }
     return p;
 fail:
     rtl_peer_close(p);
@@ -1080,16 +1337,20 @@ static void plain_take(void *ctx, const uint8_t *src, uint32_t count)
 /* One request and its reply: the request's header and floats (io->fill)
  * written straight into the frame and sealed in place, the reply opened in
  * place and its floats handed to io->take. */
-static int peer_call(rtl_peer *p, const char *catalog, const char *variant, int first, int last,
-                     const int32_t *geom, const int32_t *hgeom, size_t n, const rtl_part_io *io, size_t cap,
-                     size_t *nout, int deadline_ms, rtl_err *err)
+static int peer_call(rtl_peer *p, const rtl_model *m, int first, int last, const int32_t *geom,
+                     const int32_t *hgeom, size_t n, const rtl_part_io *io, size_t cap, size_t *nout, int deadline_ms,
+                     rtl_err *err)
 {
+    const rtl_catalog *cat = rtl_model_catalog(m);
+    const char *catalog = cat->id, *variant = rtl_variant_id(rtl_model_variant(m));
+    rtlp_pin pin = {.version = cat->version};
+    memcpy(pin.manifest, cat->manifest_sha256, sizeof pin.manifest);
     double deadline = rtl_now_ms() + (deadline_ms > 0 ? deadline_ms : 30000);
     p->held = 0; /* every request consumes the server's held answer */
     if (p->fd < 0) return rtl_errf(err, "the peer connection is closed");
     if (n > RTLP_MAX_FLOATS) return rtl_errf(err, "%zu floats exceed the protocol's %u", n, RTLP_MAX_FLOATS);
     uint32_t id = ++p->next_id;
-    size_t hl = rtlp_request_header(NULL, id, catalog, variant, first, last, geom, hgeom, (uint32_t)n);
+    size_t hl = rtlp_request_header(NULL, id, catalog, variant, &pin, first, last, geom, hgeom, (uint32_t)n);
     if (!hl) return rtl_errf(err, "catalog or variant id too long");
     size_t plen = hl + n * 4;
     uint8_t *frame = malloc(plen + RTLP_LEN_BYTES + RTLP_ABYTES);
@@ -1100,7 +1361,7 @@ static int peer_call(rtl_peer *p, const char *catalog, const char *variant, int 
         goto done;
     }
     uint8_t *plain = frame + RTLP_PLAIN_AT;
-    rtlp_request_header(plain, id, catalog, variant, first, last, geom, hgeom, (uint32_t)n);
+    rtlp_request_header(plain, id, catalog, variant, &pin, first, last, geom, hgeom, (uint32_t)n);
 #define STAMP(k) (io->t ? (void)(io->t[k] = rtl_now_ms()) : (void)0)
     io->fill(io->ctx, plain + hl);
     STAMP(RTL_IO_T_FILLED);
@@ -1138,8 +1399,8 @@ static int peer_call(rtl_peer *p, const char *catalog, const char *variant, int 
         rtl_errf(err, "the peer answered request %u, not %u", r.id, id);
         goto done;
     }
-    if (r.status != 0) {
-        rtl_errf(err, "the peer could not run it: %s", r.message);
+    if (r.status != 0) { /* status 2: another catalog version, the message says which */
+        rtl_errf(err, "%s%s", r.status == RTLP_STATUS_CATALOG ? "" : "the peer could not run it: ", r.message);
         goto done;
     }
     if (r.count > cap) {
@@ -1166,29 +1427,28 @@ done:
     return rc;
 }
 
-int rtl_peer_run(rtl_peer *p, const char *catalog, const char *variant, int first, int last, const float *x,
-                 size_t n, float *out, size_t cap, size_t *nout, int deadline_ms, rtl_err *err)
+int rtl_peer_run(rtl_peer *p, const rtl_model *m, int first, int last, const float *x, size_t n, float *out,
+                 size_t cap, size_t *nout, int deadline_ms, rtl_err *err)
 {
     struct plain_io c = {x, n, out};
     rtl_part_io io = {plain_fill, plain_take, &c, NULL};
-    return peer_call(p, catalog, variant, first, last, NULL, NULL, n, &io, cap, nout, deadline_ms, err);
+    return peer_call(p, m, first, last, NULL, NULL, n, &io, cap, nout, deadline_ms, err);
 }
 
-int rtl_peer_run_part(rtl_peer *p, const char *catalog, const char *variant, int first, int last,
-                      const rtl_gtdp_part *q, const float *x, size_t n, float *out, size_t cap, size_t *nout,
-                      int deadline_ms, rtl_err *err)
+int rtl_peer_run_part(rtl_peer *p, const rtl_model *m, int first, int last, const rtl_gtdp_part *q, const float *x,
+                      size_t n, float *out, size_t cap, size_t *nout, int deadline_ms, rtl_err *err)
 {
     struct plain_io c = {x, n, out};
     rtl_part_io io = {plain_fill, plain_take, &c, NULL};
-    return rtl_peer_run_part_io(p, catalog, variant, first, last, q, NULL, n, &io, cap, nout, deadline_ms, err);
+    return rtl_peer_run_part_io(p, m, first, last, q, NULL, n, &io, cap, nout, deadline_ms, err);
 }
 
-int rtl_peer_run_part_io(rtl_peer *p, const char *catalog, const char *variant, int first, int last,
-                         const rtl_gtdp_part *q, const int32_t *hgeom, size_t n, const rtl_part_io *io, size_t cap,
-                         size_t *nout, int deadline_ms, rtl_err *err)
+int rtl_peer_run_part_io(rtl_peer *p, const rtl_model *m, int first, int last, const rtl_gtdp_part *q,
+                         const int32_t *hgeom, size_t n, const rtl_part_io *io, size_t cap, size_t *nout,
+                         int deadline_ms, rtl_err *err)
 {
     int32_t geom[8] = {q->r0, q->r1, q->c0, q->c1, q->in_r0, q->in_r1, q->cr0, q->cr1};
-    return peer_call(p, catalog, variant, first, last, geom, hgeom, n, io, cap, nout, deadline_ms, err);
+    return peer_call(p, m, first, last, geom, hgeom, n, io, cap, nout, deadline_ms, err);
 }
 
 void rtl_peer_set_held(rtl_peer *p, const int32_t hgeom[5])
@@ -1248,8 +1508,7 @@ static int offload_piece(rtl_model *m, rtl_peer *peer, int i, int j, const float
                          int left, rtl_err *why)
 {
     size_t want = rtl_model_cut_floats(m, j + 1), got = 0;
-    if (rtl_peer_run(peer, rtl_model_catalog_id(m), rtl_variant_id(rtl_model_variant(m)), i, j, in, have, reply, want,
-                     &got, left, why) != 0)
+    if (rtl_peer_run(peer, m, i, j, in, have, reply, want, &got, left, why) != 0)
         return -1;
     if (got != want)
         return rtl_errf(why, "the peer answered %zu floats where layer %d's output has %zu (not used)", got, j, want);

@@ -4,7 +4,8 @@
  * The first input byte picks what the rest is fed to:
  *   0  a request message (rtlp_parse_request): whole, part or held part; a
  *      parsed request is built again and must parse to the same fields
- *   1  a reply message (rtlp_parse_reply)
+ *   1  a reply message (rtlp_parse_reply), and as a ready message
+ *      (rtlp_parse_ready)
  *   2  a stream of frames, as the server reads them: 4-byte length checked
  *      by rtlp_frame_len, then the body opened by a session whose peer
  *      sealed a valid frame first (so the open path runs both ways); the
@@ -55,23 +56,27 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             float *x = malloc((r.count ? r.count : 1) * sizeof *x);
             rtlp_floats_get(r.floats, r.count, x);
             size_t m;
+            const rtlp_pin *pin = r.pinned ? &r.pin : NULL;
             uint8_t *again =
-                r.held   ? rtlp_build_held_request(r.id, r.catalog, r.variant, r.first, r.last, r.geom, r.hgeom, x,
-                                                   r.count, &m)
-                : r.part ? rtlp_build_part_request(r.id, r.catalog, r.variant, r.first, r.last, r.geom, x, r.count, &m)
-                         : rtlp_build_request(r.id, r.catalog, r.variant, r.first, r.last, x, r.count, &m);
+                r.held   ? rtlp_build_held_request(r.id, r.catalog, r.variant, pin, r.first, r.last, r.geom, r.hgeom,
+                                                   x, r.count, &m)
+                : r.part ? rtlp_build_part_request(r.id, r.catalog, r.variant, pin, r.first, r.last, r.geom, x, r.count,
+                                                   &m)
+                         : rtlp_build_request(r.id, r.catalog, r.variant, pin, r.first, r.last, x, r.count, &m);
             rtlp_request r2;
             if (!again || rtlp_parse_request(again, m, &r2, why, sizeof why) != 0 || r2.id != r.id ||
                 strcmp(r2.catalog, r.catalog) || strcmp(r2.variant, r.variant) || r2.first != r.first ||
                 r2.last != r.last || r2.count != r.count || memcmp(r2.floats, r.floats, (size_t)r.count * 4) ||
                 r2.part != r.part || r2.held != r.held || (r.part && memcmp(r2.geom, r.geom, sizeof r.geom)) ||
-                (r.held && memcmp(r2.hgeom, r.hgeom, sizeof r.hgeom)))
+                (r.held && memcmp(r2.hgeom, r.hgeom, sizeof r.hgeom)) || r2.pinned != r.pinned ||
+                memcmp(&r2.pin, &r.pin, sizeof r.pin))
                 abort();
             free(again);
             free(x);
         }
     } else if (mode == 1) {
         rtlp_reply r;
+        if (rtlp_parse_ready(b, n, why, sizeof why) == 1 && n != RTLP_READY_BYTES) abort();
         if (rtlp_parse_reply(b, n, &r, why, sizeof why) == 0 && r.status == 0) {
             float *x = malloc((r.count ? r.count : 1) * sizeof *x);
             rtlp_floats_get(r.floats, r.count, x);

@@ -177,7 +177,7 @@ if [ $rc = 0 ] && [ "$(where_is killed.json 2>/dev/null)" = "device (fallback)" 
 else t_fail "peer killed mid-request" "exit $rc" "$(cat killed.json)"; fi
 
 # 5. bounds: a stalled handshake times out, connections beyond --max-clients are refused
-start_server bounds.log --handshake-timeout 300 --max-clients 2
+start_server bounds.log --handshake-timeout 1000 --max-clients 2
 exec 5<>/dev/tcp/127.0.0.1/$PORT 6<>/dev/tcp/127.0.0.1/$PORT
 printf RTLP >&5
 sleep 0.2

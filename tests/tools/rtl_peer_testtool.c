@@ -21,6 +21,19 @@
  *   concurrent N K      N connections at once, K requests each (random
  *                       inputs and cuts): every answer arrives and equals its
  *                       own local result
+ *   drip N SECONDS LIMIT SRC   N connections from address SRC that handshake
+ *                       with the device's public key only (no secret half:
+ *                       they cannot seal a frame), then start a frame and
+ *                       send one byte of it a second for SECONDS: exit 0
+ *                       when the server closes every one within LIMIT s
+ *   hold N LEN SECONDS SRC PID   N such connections, each declaring a frame
+ *                       of LEN bytes (and sending none of it), held
+ *                       SECONDS; prints how many the server kept and its
+ *                       VmRSS and VmHWM (process PID) in kB while they are
+ *   storm SECONDS SRC   for SECONDS, from address SRC, as many connections
+ *                       as it can make: half of them say nothing, half send
+ *                       a hello with an unknown key; each kept open until
+ *                       the server closes it (at most 512 at once)
  *   fake-server HOW PORTFILE   a lying peer: DEVKEY is the server's key pair
  *                       (SERVER.pub and PORT unused); listens on a free port
  *                       (written to PORTFILE), handshakes with one device,
@@ -30,8 +43,10 @@
  *                       no float) and exits
  * Prints one line; exit 0 when the claim holds, 1 otherwise.
  */
+#include "catalog.h"
 #include "frame.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <math.h>
 #include <netinet/in.h>
@@ -103,6 +118,20 @@ struct conn {
 static int offer_version;  /* 0: the best this CPU speaks */
 static int tamper_version; /* the server hello's version byte changed to this (0: not) */
 
+/* The device's first frame (a ready message) and the server's answer. */
+static int ready(struct conn *c)
+{
+    uint8_t m[RTLP_READY_BYTES], f[RTLP_LEN_BYTES + RTLP_READY_BYTES + RTLP_ABYTES], plain[RTLP_READY_BYTES + 1];
+    char why[256];
+    rtlp_build_ready(m);
+    rtlp_seal(&c->s, m, sizeof m, f);
+    if (xsend(c->fd, f, sizeof f) != 0 || xrecv(c->fd, f, sizeof f) != 0) return -1;
+    return rtlp_open(&c->s, f + RTLP_LEN_BYTES, sizeof f - RTLP_LEN_BYTES, plain) == 0 &&
+                   rtlp_parse_ready(plain, RTLP_READY_BYTES, why, sizeof why) == 1
+               ? 0
+               : -1;
+}
+
 static int handshake(struct conn *c, const rtl_peer_key *key)
 {
     uint8_t hello[RTLP_CLIENT_HELLO], reply[RTLP_SERVER_HELLO], hdr[RTLP_HEADER];
@@ -116,14 +145,16 @@ static int handshake(struct conn *c, const rtl_peer_key *key)
     if (rtlp_client_finish(key, epk, esk, server_pk, hello, reply, &c->s, hdr, why, sizeof why) != 0) return -1;
     memcpy(c->sent, hello, sizeof hello);
     memcpy(c->sent + sizeof hello, hdr, sizeof hdr);
-    return xsend(c->fd, hdr, sizeof hdr);
+    return xsend(c->fd, hdr, sizeof hdr) == 0 ? ready(c) : -1;
 }
 
 /* A sealed request frame (new buffer, *n bytes). */
 static uint8_t *request_frame(struct conn *c, uint32_t id, int first, const float *x, size_t nx, size_t *n)
 {
     size_t pl;
-    uint8_t *plain = rtlp_build_request(id, catalog_id, variant_id, first, layers - 1, x, (uint32_t)nx, &pl);
+    rtlp_pin pin = {.version = cat->version};
+    memcpy(pin.manifest, cat->manifest_sha256, sizeof pin.manifest);
+    uint8_t *plain = rtlp_build_request(id, catalog_id, variant_id, &pin, first, layers - 1, x, (uint32_t)nx, &pl);
     uint8_t *f = malloc(pl + RTLP_LEN_BYTES + RTLP_ABYTES);
     rtlp_seal(&c->s, plain, pl, f);
     free(plain);
@@ -246,6 +277,175 @@ static void *conc(void *arg)
     return NULL;
 }
 
+/* A TCP connection from address src (NULL: any), non-blocking when nb. */
+static int connect_from(const char *src, int nb)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | (nb ? SOCK_NONBLOCK : 0), 0);
+    struct sockaddr_in from = {.sin_family = AF_INET}, sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (fd < 0) return -1;
+    if (src && (inet_pton(AF_INET, src, &from.sin_addr) != 1 || bind(fd, (struct sockaddr *)&from, sizeof from) != 0)) {
+        close(fd);
+        return -1;
+    }
+    if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0 && !(nb && errno == EINPROGRESS)) {
+        close(fd);
+        return -1;
+    }
+    struct timeval tv = {10, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    return fd;
+}
+
+/* A handshake with the device's public key and nothing else: the hello,
+ * the server's, and 24 bytes of stream header (random: without the secret
+ * half no key follows). The fd, or -1 when the server refused. */
+static int keyless_handshake(const char *src)
+{
+    uint8_t hello[RTLP_CLIENT_HELLO], reply[RTLP_SERVER_HELLO], hdr[RTLP_HEADER];
+    unsigned char epk[32], esk[32];
+    int fd = connect_from(src, 0);
+    rtlp_client_hello(&me, epk, esk, hello);
+    randombytes_buf(hdr, sizeof hdr);
+    if (fd < 0 || xsend(fd, hello, sizeof hello) != 0 || xrecv(fd, reply, sizeof reply) != 0 ||
+        xsend(fd, hdr, sizeof hdr) != 0) {
+        if (fd >= 0) close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+static void put_len(uint8_t h[4], uint32_t len)
+{
+    h[0] = (uint8_t)(len >> 24), h[1] = (uint8_t)(len >> 16), h[2] = (uint8_t)(len >> 8), h[3] = (uint8_t)len;
+}
+
+/* 1 when the server has closed fd (EOF, reset), without waiting. */
+static int gone(int fd)
+{
+    uint8_t b[64];
+    ssize_t r = recv(fd, b, sizeof b, MSG_DONTWAIT);
+    return r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
+}
+
+/* drip N SECONDS LIMIT SRC (see the top). */
+static int drip(int n, double seconds, double limit, const char *src)
+{
+    int fd[256], nfd = 0, refused = 0;
+    double closed_at[256], t0 = rtl_now_ms();
+    for (int i = 0; i < n && i < 256; i++) {
+        int f = keyless_handshake(src);
+        if (f < 0) {
+            refused++;
+            continue;
+        }
+        uint8_t h[4];
+        put_len(h, 1000); /* within what an unauthenticated connection may send */
+        xsend(f, h, 4);
+        closed_at[nfd] = -1;
+        fd[nfd++] = f;
+    }
+    for (double t = 0, next = 0; t < seconds * 1000; t = rtl_now_ms() - t0) {
+        int tick = t >= next; /* a byte a second; watched every 50 ms */
+        if (tick) next += 1000;
+        for (int i = 0; i < nfd; i++) {
+            if (closed_at[i] >= 0) continue;
+            uint8_t b = 0x55;
+            if (gone(fd[i]) || (tick && send(fd[i], &b, 1, MSG_NOSIGNAL) != 1)) closed_at[i] = t / 1000;
+        }
+        usleep(50000);
+    }
+    int closed = 0, late = 0;
+    double last = 0;
+    for (int i = 0; i < nfd; i++) {
+        if (closed_at[i] >= 0) closed++;
+        if (closed_at[i] < 0 || closed_at[i] > limit) late++;
+        if (closed_at[i] > last) last = closed_at[i];
+        close(fd[i]);
+    }
+    printf("%s: %d connections dripping a byte a second for %g s (%d refused at connect): %d closed by the server, "
+           "the last after %.1f s (limit %g s)\n",
+           late || !nfd ? "FAIL" : "ok", nfd, seconds, refused, closed, last, limit);
+    return late || !nfd ? 1 : 0;
+}
+
+/* VmRSS and VmHWM of process pid, kB. */
+static void mem_of(int pid, long *rss, long *hwm)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%d/status", pid);
+    FILE *f = fopen(path, "r");
+    *rss = *hwm = -1;
+    while (f && fgets(line, sizeof line, f)) {
+        if (!strncmp(line, "VmRSS:", 6)) *rss = atol(line + 6);
+        if (!strncmp(line, "VmHWM:", 6)) *hwm = atol(line + 6);
+    }
+    if (f) fclose(f);
+}
+
+/* hold N LEN SECONDS SRC PID (see the top). */
+static int hold(int n, uint32_t len, double seconds, const char *src, int pid)
+{
+    int *fd = calloc((size_t)n, sizeof *fd), nfd = 0;
+    long rss0, hwm0, rss, hwm;
+    mem_of(pid, &rss0, &hwm0);
+    for (int i = 0; i < n; i++) {
+        int f = keyless_handshake(src);
+        if (f < 0) continue;
+        uint8_t h[4];
+        put_len(h, len);
+        xsend(f, h, 4);
+        fd[nfd++] = f;
+    }
+    usleep((useconds_t)(seconds * 1e6));
+    int kept = 0;
+    for (int i = 0; i < nfd; i++) kept += !gone(fd[i]);
+    mem_of(pid, &rss, &hwm);
+    for (int i = 0; i < nfd; i++) close(fd[i]);
+    free(fd);
+    printf("hold: %d of %d connections handshaken, each declaring a frame of %u bytes; %d still open after %g s; "
+           "server VmRSS %ld kB (before: %ld kB), VmHWM %ld kB\n", nfd, n, len, kept, seconds, rss, rss0, hwm);
+    return 0;
+}
+
+/* storm SECONDS SRC (see the top). */
+static int storm(double seconds, const char *src)
+{
+    int fd[512] = {0}, nfd = 0;
+    long made = 0, failed = 0;
+    double t0 = rtl_now_ms();
+    while (rtl_now_ms() - t0 < seconds * 1000) {
+        for (int i = 0; i < nfd;) /* those the server closed make room */
+            if (gone(fd[i])) close(fd[i]), fd[i] = fd[--nfd];
+            else i++;
+        if (nfd == 512) {
+            close(fd[0]);
+            fd[0] = fd[--nfd];
+        }
+        int f = connect_from(src, 1);
+        if (f < 0) {
+            failed++;
+            usleep(1000);
+            continue;
+        }
+        if (made++ % 2) { /* a hello with an unknown key */
+            rtl_peer_key k;
+            rtl_err err;
+            uint8_t hello[RTLP_CLIENT_HELLO];
+            unsigned char epk[32], esk[32];
+            struct pollfd p = {.fd = f, .events = POLLOUT};
+            if (rtl_peer_keygen(&k, &err) == 0 && poll(&p, 1, 100) == 1) {
+                rtlp_client_hello(&k, epk, esk, hello);
+                (void)send(f, hello, sizeof hello, MSG_NOSIGNAL);
+            }
+        }
+        fd[nfd++] = f;
+    }
+    for (int i = 0; i < nfd; i++) close(fd[i]);
+    printf("ok: a storm of %ld connections in %g s (%ld failed to connect)\n", made, seconds, failed);
+    return 0;
+}
+
 /* The honest answer to request rq, spoiled as how says; *n floats. */
 static float *spoiled_answer(const rtlp_request *rq, const char *how, uint32_t *n)
 {
@@ -306,16 +506,22 @@ static int fake_server(const char *how, const char *portfile)
         xrecv(c.fd, hdr, sizeof hdr) != 0 || rtlp_server_rx_start(&c.s, hdr) != 0)
         return die("%s", "the device's handshake failed");
     size_t n;
-    uint8_t *plain = read_frame(&c, &n);
+    uint8_t *plain = read_frame(&c, &n), m[RTLP_READY_BYTES], rf[RTLP_LEN_BYTES + RTLP_READY_BYTES + RTLP_ABYTES];
+    if (!plain || rtlp_parse_ready(plain, n, why, sizeof why) != 1) return die("%s", "no ready frame came");
+    free(plain);
+    rtlp_build_ready(m);
+    rtlp_seal(&c.s, m, sizeof m, rf);
+    if (xsend(c.fd, rf, sizeof rf) != 0) return die("%s", "cannot answer the ready frame");
+    plain = read_frame(&c, &n);
     rtlp_request rq;
     if (!plain || rtlp_parse_request(plain, n, &rq, why, sizeof why) != 0) return die("%s", "no request came");
     uint32_t count = 0;
     float *y = spoiled_answer(&rq, how, &count);
-    size_t m;
-    uint8_t *out = y ? rtlp_build_reply_at(RTLP_PLAIN_AT, RTLP_ABYTES - 1, rq.id, 0, y, count, NULL, &m) : NULL;
+    size_t len;
+    uint8_t *out = y ? rtlp_build_reply_at(RTLP_PLAIN_AT, RTLP_ABYTES - 1, rq.id, 0, y, count, NULL, &len) : NULL;
     if (!out) return die("%s", "cannot compute the answer");
-    rtlp_seal(&c.s, out + RTLP_PLAIN_AT, m, out);
-    int rc = xsend(c.fd, out, m + RTLP_LEN_BYTES + RTLP_ABYTES);
+    rtlp_seal(&c.s, out + RTLP_PLAIN_AT, len, out);
+    int rc = xsend(c.fd, out, len + RTLP_LEN_BYTES + RTLP_ABYTES);
     printf("%s: answered layers %d..%d with %u floats (%s)\n", rc ? "FAIL" : "ok", rq.first, rq.last, count, how);
     uint8_t b[64];
     while (recv(c.fd, b, sizeof b, 0) > 0) { /* until the device closes */
@@ -349,6 +555,15 @@ int main(int argc, char **argv)
     layers = rtl_model_layers(model);
     signal(SIGPIPE, SIG_IGN);
     if (fake) return argc < 10 ? die("%s", "fake-server needs HOW PORTFILE") : fake_server(argv[8], argv[9]);
+    if (!strcmp(mode, "drip"))
+        return argc < 12 ? die("%s", "drip needs N SECONDS LIMIT SRC")
+                         : drip(atoi(argv[8]), atof(argv[9]), atof(argv[10]), argv[11]);
+    if (!strcmp(mode, "hold"))
+        return argc < 13 ? die("%s", "hold needs N LEN SECONDS SRC PID")
+                         : hold(atoi(argv[8]), (uint32_t)strtoul(argv[9], NULL, 10), atof(argv[10]), argv[11],
+                                atoi(argv[12]));
+    if (!strcmp(mode, "storm"))
+        return argc < 10 ? die("%s", "storm needs SECONDS SRC") : storm(atof(argv[8]), argv[9]);
 
     if (!strcmp(mode, "good") || !strcmp(mode, "good-v1")) {
         struct conn c;
@@ -370,14 +585,10 @@ int main(int argc, char **argv)
         }
         struct conn c;
         tamper_version = 1;
-        size_t nact = rtl_model_cut_floats(model, 0), n;
-        float *act = calloc(nact, sizeof *act);
-        if (handshake(&c, &me) != 0) return die("%s", "the handshake itself failed");
-        uint8_t *f = request_frame(&c, 3, 0, act, nact, &n);
-        xsend(c.fd, f, n);
-        free(f);
-        free(act);
-        if (!closed_by_server(c.fd)) return die("%s", "the server answered a session whose version byte was changed");
+        /* the handshake's ready frame is the session's first */
+        if (handshake(&c, &me) == 0) return die("%s", "the server answered a session whose version byte was changed");
+        if (c.fd < 0) return die("%s", "cannot connect");
+        if (!closed_by_server(c.fd)) return die("%s", "the server kept a session whose version byte was changed");
         printf("ok: a changed version byte in the server's hello: other keys, the first frame fails, closed\n");
         return 0;
     }
