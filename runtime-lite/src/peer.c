@@ -1077,7 +1077,7 @@ int rtl_server_run(rtl_server *s, int stop_fd, rtl_err *err)
                 conn_bad(s, c, "no authenticated frame within --handshake-timeout + --frame-timeout of connecting");
                 continue;
             }
-            if (!c->busy && (c->have || c->r == R_BODY) && t - c->t_frame > s->o.frame_ms) {
+            if (!c->busy && c->r >= R_LEN && (c->have || c->r == R_BODY) && t - c->t_frame > s->o.frame_ms) {
                 conn_bad(s, c, "frame timed out (a frame must end within --frame-timeout of its first byte)");
                 continue;
             }
