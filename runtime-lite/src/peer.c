@@ -910,7 +910,11 @@ static void on_unit(rtl_server *s, struct conn *c)
         c->r = R_BODY;
         free(c->in);
         c->in = NULL; /* allocated when max_memory has room (body_buffer) */
-        if (body_buffer(s, c) < 0) return conn_close(s, c, "out of memory");
+        int got = body_buffer(s, c);
+        if (got < 0) return conn_close(s, c, "out of memory");
+        if (got == 0)
+            slog(s, RTL_LOG_INFO, "connection %s: its frame of %" PRIu32 " bytes waits for memory (%" PRIu64 " of "
+                 "--max-memory %" PRIu64 " bytes held)", c->who, c->flen, s->mem, s->o.max_memory);
         return;
     case R_BODY: {
         uint8_t *plain = malloc(c->flen - RTLP_ABYTES);

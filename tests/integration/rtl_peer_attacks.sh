@@ -129,6 +129,15 @@ if device_served hold-dev 3000; then t_ok "... and the device is then served (sp
 else t_fail "device served after the hold" "$(cat hold-dev.json hold-dev.err)"; fi
 unserve
 
+# memory for all connections together: frames wait for room, none is lost
+serve mem.log --max-frame 65536 --max-memory 139264
+expect_ok "32 devices at once under --max-memory of two frames: every answer right" \
+    "$TOOL" "$R" rtlnet base $PORT srv.pub dev concurrent 32 3
+t_check "... frames waited for memory (logged)" grep -q "waits for memory (.* of --max-memory 139264 bytes held)" mem.log
+unserve
+expect_fail "a memory cap that cannot hold one frame twice is refused" "does not hold one frame of 65536 bytes" \
+    rtl serve --key srv.key --allow allow --max-frame 65536 --max-memory 100000
+
 # 5. another catalog version on the peer
 "$CAT" pack c/variants -o c/out2 --task identity=c/identity.names --version 2 --key c/k.key >pack2.log 2>&1 &&
     mkdir -p root2/keys && cp c/k.pub root2/keys/ &&
