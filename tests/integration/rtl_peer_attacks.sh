@@ -160,6 +160,20 @@ if grep -q "peer has rtlnet version 2, this device 1" gv1.json && [ "$(first_cla
 else t_fail "a GTDP worker with another catalog version refuses" "$(cat gv1.json gv1.err)"; fi
 t_check "... the peer logged the refusal" grep -q "request failed: peer has rtlnet version 2, this device 1" v2.log
 unserve
+# the same version number with another manifest (here: one variant described otherwise)
+cp -r c/variants c/variants3 && sed -i 's/"rtl fixture base"/"rtl fixture base, described again"/' c/variants3/base/variant.json &&
+    "$CAT" pack c/variants3 -o c/out3 --task identity=c/identity.names --version 1 --key c/k.key >pack3.log 2>&1 &&
+    mkdir -p root3/keys && cp c/k.pub root3/keys/ &&
+    "$RTL" --root root3 install c/out3/catalog-rtlnet-1.tar.zst >install3.log 2>&1 ||
+    t_fail "setup: another version 1 of the catalog on the peer" "$(cat pack3.log install3.log)"
+SROOT=root3 serve v3.log
+rtl run rtlnet base $img --top 10 --json --threads 1 --split 3 --peer 127.0.0.1:$PORT --peer-key srv.pub \
+    --device-key dev.key >m1.json 2>m1.err
+if [ "$(field_of m1.json where)" = "device (fallback)" ] && [ "$(top_of m1.json)" = "$(top_of alone.json)" ] &&
+    field_of m1.json reason | grep -Eq "^peer has rtlnet version 1 with another manifest \(sha256 [0-9a-f]{16}\.\.\., this device's [0-9a-f]{16}\.\.\.\)$"; then
+    t_ok "a peer with the same version number but another manifest refuses too: $(field_of m1.json reason)"
+else t_fail "a peer with another manifest of the same version refuses" "$(cat m1.json m1.err)"; fi
+unserve
 
 # 6. keys
 rtl peer-keygen stranger >/dev/null
