@@ -95,8 +95,8 @@ static int write_key_file(const char *path, const char *comment, const uint8_t *
     trn_atomic a;
     if (trn_atomic_open(&a, path, err) != 0) return -1;
     /* before any byte is written, so the secret is never readable by others */
-    if (secret && fchmod(fileno(a.f), 0600) != 0) {
-        trn_errf(err, "cannot restrict the permissions of %s: %s", a.tmp, strerror(errno));
+    if (secret && a.tmp[0] && fchmod(fileno(a.f), 0600) != 0) {
+        trn_errf(err, "cannot restrict the permissions of %s: %s", trn_atomic_name(&a), strerror(errno));
         trn_atomic_abort(&a);
         return -1;
     }

@@ -766,11 +766,10 @@ int cmd_serve(rtl_store *s, int argc, char **argv)
     sigaction(SIGINT, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
     if (port_file) {
-        char tmp[4096];
-        snprintf(tmp, sizeof tmp, "%s.tmp", port_file);
-        FILE *f = fopen(tmp, "w");
-        if (!f || fprintf(f, "%d\n", rtl_server_port(srv)) < 0 || fclose(f) != 0 || rename(tmp, port_file) != 0) {
-            fprintf(stderr, "rtl: error: cannot write %s\n", port_file);
+        char text[16];
+        snprintf(text, sizeof text, "%d\n", rtl_server_port(srv));
+        if (rtl_write_file(port_file, text, strlen(text), &err) != 0) {
+            fprintf(stderr, "rtl: error: %s\n", err.msg);
             rtl_server_close(srv);
             return 1;
         }

@@ -195,17 +195,16 @@ static void fmt_time(double s, char *out, size_t n)
 }
 
 /* Figure 11 of MCDNN: accuracy over time per application, one panel per
- * policy (small multiples), written to path.tmp then renamed. */
+ * policy (small multiples), written as every output is (rtl_write_file). */
 static int write_svg(const char *path, const char *title, const rtl_sim_result *r, const int *pol, int np,
                      const char *const *apps, int napps, double duration_s, const rtl_trace *tr)
 {
     static const char *col[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"};
-    char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
     if (!f) {
-        fprintf(stderr, "rtl: error: cannot write %s: %s (check the folder exists and is writable)\n", tmp,
-                strerror(errno));
+        fprintf(stderr, "rtl: error: out of memory for the figure %s\n", path);
         return 1;
     }
     int W = 520, H = 170, cols = 2, rows = (np + cols - 1) / cols;
@@ -248,12 +247,13 @@ static int write_svg(const char *path, const char *title, const rtl_sim_result *
         fprintf(f, "</g>\n");
     }
     fprintf(f, "</svg>\n");
-    if (fclose(f) != 0 || rename(tmp, path) != 0) {
-        fprintf(stderr, "rtl: error: cannot write %s: %s\n", path, strerror(errno));
-        unlink(tmp);
-        return 1;
-    }
-    return 0;
+    rtl_err err = {{0}};
+    int rc = fclose(f) != 0;
+    if (rc) snprintf(err.msg, sizeof err.msg, "out of memory for the figure %s", path);
+    else rc = rtl_write_file(path, text, len, &err);
+    free(text);
+    if (rc != 0) fprintf(stderr, "rtl: error: %s\n", err.msg);
+    return rc != 0;
 }
 
 /* y at x on the curve (xs, ys) of n points: linear between the two

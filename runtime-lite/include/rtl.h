@@ -62,6 +62,14 @@ enum rtl_log_level {
 /* Receives progress and warnings (one line, no newline). */
 typedef void (*rtl_log_fn)(void *user, enum rtl_log_level level, const char *msg);
 
+/* Writes len bytes to path as every program writes its outputs
+ * (trn_atomic_open of the engine): a regular file, or one that does not
+ * exist, through a temporary file in the same folder renamed over it; a
+ * symbolic link followed (the file it names replaced, the link kept); a
+ * FIFO, device or socket written in place (/dev/full: "No space left on
+ * device"); a folder refused. */
+RTL_API int rtl_write_file(const char *path, const void *buf, size_t len, rtl_err *err) RTL_MUST_CHECK;
+
 /* ---- minisign signatures --------------------------------------------------
  * Keys and signatures in minisign's formats (see runtime-lite/src/sig.c for
  * the byte layouts). Only prehashed signatures (algorithm "ED": Ed25519 over

@@ -297,3 +297,11 @@ void rtl_machine_describe(char *out, size_t size)
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     snprintf(out, size, "%s: %s, %s, %ld cores", host, model, u.machine, cores < 1 ? 1L : cores);
 }
+
+/* Every output of rtl (rtl simulate --svg, rtl serve --port-file) goes
+ * through the engine's writer, as the profile does (rtl.h). */
+int rtl_write_file(const char *path, const void *buf, size_t len, rtl_err *err)
+{
+    trn_err e;
+    return trn_write_file_atomic(path, buf, len, &e) != 0 ? rtl_err_from_trn(err, &e) : 0;
+}

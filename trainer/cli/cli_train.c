@@ -187,9 +187,10 @@ static void remove_made(const char *path, const char *top)
     }
 }
 
-/* Multi-task run: BASE.weights (the widened network, as trn_train wrote
- * it) becomes BASE.tasks.weights beside BASE.tasks.cfg, and BASE.weights
- * is written anew as the first task's slice (the plain network). */
+/* Multi-task run: the widened network (BASE.weights as trn_train wrote
+ * it) is written as BASE.tasks.weights beside BASE.tasks.cfg, and
+ * BASE.weights anew as the first task's slice (the plain network); both
+ * as every output is written (trn_atomic_open). */
 static int publish_tasks(const trn_net *net, const trn_cfg *mcfg, trn_net *plain, const char *dir,
                          const char *base, trn_err *err)
 {
@@ -198,7 +199,7 @@ static int publish_tasks(const trn_net *net, const trn_cfg *mcfg, trn_net *plain
     snprintf(tw, sizeof tw, "%s/%s.tasks.weights", dir, base);
     snprintf(tc, sizeof tc, "%s/%s.tasks.cfg", dir, base);
     if (cli_tasks_slice(net, plain, err) != 0 || trn_cfg_write(mcfg, tc, err) != 0) return -1;
-    if (rename(w, tw) != 0) return trn_errf(err, "cannot rename %s to %s", w, tw);
+    if (trn_weights_save(net, tw, err) != 0) return -1;
     return trn_weights_save(plain, w, err);
 }
 

@@ -27,6 +27,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <errno.h>
 #include <string.h>
 
 /* ---- the [exit] layer kind ------------------------------------------------ */
@@ -292,7 +293,7 @@ int trn_exits_weights_save(const trn_exits *x, const char *path, trn_err *err)
     if (trn_atomic_open(&a, path, err) != 0) return -1;
     for (int j = 0; j < x->n; j++) {
         if (!x->net[j]->params_ready || trn_weights_write(x->net[j], put_file, a.f) != 0) {
-            trn_errf(err, "cannot write %s: %s", a.tmp, x->net[j]->params_ready ? "disk full or I/O error"
+            trn_errf(err, "cannot write %s: %s", trn_atomic_name(&a), x->net[j]->params_ready ? strerror(errno)
                      : "an exit has no parameters");
             trn_atomic_abort(&a);
             return -1;

@@ -139,13 +139,69 @@ int trn_fsync_dir(const char *dir, trn_err *err)
     return 0;
 }
 
+/* The file a write to path lands in: path itself, or the file its chain of
+ * symbolic links names (which need not exist yet), into out. */
+static int write_target(const char *path, char *out, size_t n, trn_err *err)
+{
+    if (strlen(path) >= n) return trn_errf(err, "path too long: %.100s...", path);
+    strcpy(out, path);
+    for (int hops = 0; hops < 40; hops++) {
+        struct stat st;
+        if (lstat(out, &st) != 0) {
+            if (errno == ENOENT) return 0;
+            return trn_errf(err, "cannot write %s: %s", path, strerror(errno));
+        }
+        if (!S_ISLNK(st.st_mode)) return 0;
+        char link[4096];
+        ssize_t k = readlink(out, link, sizeof link - 1);
+        if (k < 0) return trn_errf(err, "cannot read the link %s: %s", out, strerror(errno));
+        link[k] = '\0';
+        char *slash = strrchr(out, '/');
+        size_t keep = link[0] == '/' || !slash ? 0 : (size_t)(slash - out) + 1;
+        if (keep + (size_t)k >= n) return trn_errf(err, "path too long: %.100s...", path);
+        memmove(out + keep, link, (size_t)k + 1);
+    }
+    return trn_errf(err, "cannot write %s: %s", path, strerror(ELOOP));
+}
+
+/* A FIFO, device or socket: written in place (nothing to rename over it). */
+static int open_direct(trn_atomic *a, trn_err *err)
+{
+    int fd = open(a->path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) return trn_errf(err, "cannot open %s for writing: %s", a->path, strerror(errno));
+    a->f = fdopen(fd, "wb");
+    if (!a->f) {
+        close(fd);
+        return trn_errf(err, "cannot open %s: %s", a->path, strerror(errno));
+    }
+    return 0;
+}
+
+/* Where trn_atomic_open writes: a FIFO, device or socket in place (opened
+ * through path, so /dev/stdout works); a folder is refused; otherwise the
+ * regular file that path or its symbolic links name, which need not exist. */
+static int choose_target(trn_atomic *a, const char *path, trn_err *err)
+{
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        if (errno != ENOENT) return trn_errf(err, "cannot write %s: %s", path, strerror(errno));
+        return write_target(path, a->path, sizeof a->path, err);
+    }
+    if (S_ISDIR(st.st_mode)) return trn_errf(err, "cannot write %s: it is a folder; give a file name", path);
+    if (!S_ISREG(st.st_mode)) {
+        if (strlen(path) >= sizeof a->path) return trn_errf(err, "path too long: %.100s...", path);
+        strcpy(a->path, path);
+        return open_direct(a, err);
+    }
+    return write_target(path, a->path, sizeof a->path, err);
+}
+
 int trn_atomic_open(trn_atomic *a, const char *path, trn_err *err)
 {
     memset(a, 0, sizeof *a);
-    if (strlen(path) >= sizeof a->path)
-        return trn_errf(err, "path too long: %.100s...", path);
-    strcpy(a->path, path);
-    snprintf(a->tmp, sizeof a->tmp, "%s.tmp.%ld", path, (long)getpid());
+    if (choose_target(a, path, err) != 0) return -1;
+    if (a->f) return 0;
+    snprintf(a->tmp, sizeof a->tmp, "%s.tmp.%ld", a->path, (long)getpid());
     int fd = open(a->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) return trn_errf(err, "cannot create %s: %s", a->tmp, strerror(errno));
     a->f = fdopen(fd, "wb");
@@ -165,9 +221,23 @@ void trn_atomic_abort(trn_atomic *a)
     a->tmp[0] = '\0';
 }
 
+/* Commit of a FIFO, device or socket: flush and close, errors reported. */
+static int commit_direct(trn_atomic *a, trn_err *err)
+{
+    int bad = fflush(a->f) != 0 || ferror(a->f);
+    int e = errno;
+    if (fclose(a->f) != 0 && !bad) {
+        bad = 1;
+        e = errno;
+    }
+    a->f = NULL;
+    return bad ? trn_errf(err, "cannot write %s: %s", a->path, strerror(e)) : 0;
+}
+
 int trn_atomic_commit(trn_atomic *a, trn_err *err)
 {
     if (!a->f) return trn_errf(err, "%s: internal error: commit without open", a->path);
+    if (!a->tmp[0]) return commit_direct(a, err);
     if (fflush(a->f) != 0 || ferror(a->f) || fsync(fileno(a->f)) != 0) {
         trn_errf(err, "cannot write %s: %s", a->tmp, strerror(errno));
         trn_atomic_abort(a);
@@ -196,7 +266,7 @@ int trn_write_file_atomic(const char *path, const void *buf, size_t len, trn_err
     trn_atomic a;
     if (trn_atomic_open(&a, path, err) != 0) return -1;
     if (len && fwrite(buf, 1, len, a.f) != len) {
-        trn_errf(err, "cannot write %s: %s", a.tmp, strerror(errno));
+        trn_errf(err, "cannot write %s: %s", trn_atomic_name(&a), strerror(errno));
         trn_atomic_abort(&a);
         return -1;
     }

@@ -21,6 +21,7 @@
 #include "net.h"
 
 #include <stdlib.h>
+#include <errno.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -260,7 +261,7 @@ int trn_weights_save(const trn_net *net, const char *path, trn_err *err)
     trn_atomic a;
     if (trn_atomic_open(&a, path, err) != 0) return -1;
     if (trn_weights_write(net, put_file, a.f) != 0) {
-        trn_errf(err, "cannot write %s: disk full or I/O error", a.tmp);
+        trn_errf(err, "cannot write %s: %s", trn_atomic_name(&a), strerror(errno));
         trn_atomic_abort(&a);
         return -1;
     }

@@ -18,6 +18,7 @@
 #include "trn.h"
 
 #include <stdlib.h>
+#include <errno.h>
 #include <string.h>
 
 #define CKPT_MAGIC "TRNCKPT1"
@@ -72,7 +73,7 @@ int trn_checkpoint_save(const trn_net *net, const char *path, float avg_loss, tr
             bad = put(&w, net->params[i].update, net->params[i].count * sizeof(float));
     uint64_t h = w.hash;
     if (bad || fwrite(&h, 8, 1, a.f) != 1) {
-        trn_errf(err, "cannot write %s: disk full or I/O error", a.tmp);
+        trn_errf(err, "cannot write %s: %s", trn_atomic_name(&a), strerror(errno));
         trn_atomic_abort(&a);
         return -1;
     }

@@ -112,13 +112,20 @@ int trn_mkdir_p(const char *path, trn_err *err);
 /* Atomic file replacement: write to a temporary file beside `path`, then
  * trn_atomic_commit flushes, fsyncs, renames over `path` and fsyncs the
  * directory, so readers see the old file or the whole new one, never a part.
+ * A symbolic link is followed: the file it names is replaced, the link
+ * stays. A FIFO, device or socket is written in place, never replaced (tmp
+ * is then empty; /dev/full fails at commit with ENOSPC); a folder is refused.
  * trn_atomic_abort removes the temporary file. Exactly one of commit/abort
- * must follow a successful open; commit aborts by itself when it fails. */
+ * must follow a successful open; commit aborts by itself when it fails.
+ * Every output file of every program goes through these. */
 typedef struct trn_atomic {
     FILE *f;
     char path[4096];
     char tmp[4096 + 32];
 } trn_atomic;
+
+/* The file being written now (the temporary one, or path when in place). */
+static inline const char *trn_atomic_name(const trn_atomic *a) { return a->tmp[0] ? a->tmp : a->path; }
 
 int trn_atomic_open(trn_atomic *a, const char *path, trn_err *err) TRN_MUST_CHECK;
 int trn_atomic_commit(trn_atomic *a, trn_err *err) TRN_MUST_CHECK;
