@@ -5,8 +5,9 @@ DS_CLI_SRCS := $(sort $(wildcard datasets/cli/*.c))
 DS_LIB      := $(LIBD)/libds.a
 DS_CFLAGS   := -Idatasets/include -Idatasets/src -Itrainer/include -Itrainer/nn/include
 # libds uses libtrn's base (errors, generator, checked and atomic I/O) and
-# stb_image / stb_image_write / stb_image_resize from Debian's libstb.
-DS_LDLIBS   := $(shell $(PKG_CONFIG) --libs stb 2>/dev/null || echo -lstb) -lm
+# stb_image / stb_image_write / stb_image_resize from Debian's libstb, and zlib
+# (the .gz idx files of MNIST and Fashion-MNIST, read in memory).
+DS_LDLIBS   := $(shell $(PKG_CONFIG) --libs stb 2>/dev/null || echo -lstb) -lz -lm
 
 $(call objs,$(DS_SRCS) $(DS_CLI_SRCS)): CFLAGS += $(DS_CFLAGS)
 $(call objs,$(DS_CLI_SRCS)): CFLAGS += $(CK_CFLAGS)

@@ -10,7 +10,10 @@
 # `systemctl disable --now nginx` stops it, the tests do not need it).
 DEPS_PKGS := build-essential pkg-config libopenblas-dev liblapacke-dev libarchive-dev \
              libcjson-dev libsodium-dev libzstd-dev libstb-dev libcmocka-dev minisign \
-             darknet zstd libcurl4-openssl-dev nginx-light curl openssl
+             darknet zstd libcurl4-openssl-dev nginx-light curl openssl zlib1g-dev
+# Zalando's Fashion-MNIST (the .gz idx files in /usr/share/datasets/fashion-mnist),
+# the real data set of `make dataset IMPORT=fashion-mnist` (datasets/README.md).
+DEPS_PKGS += dataset-fashion-mnist
 # A real one-node Slurm cluster for tests/integration/slurm_cluster.sh (the
 # daemons run only inside that test, on loopback, never as services).
 DEPS_PKGS += slurm-wlm munge
@@ -24,8 +27,8 @@ DEPS_PKGS  += gcc-aarch64-linux-gnu libc6-dev:arm64 qemu-user libopenblas-dev:ar
 # What compiling and linking needs, checked with the target's own compiler, and
 # what running the tests needs.
 ifeq ($(CROSS),)
-DEPS_HEADERS := cblas.h lapacke.h archive.h cjson/cJSON.h sodium.h zstd.h stb/stb_image.h cmocka.h curl/curl.h
-DEPS_LIBS    := -lopenblas -llapacke -larchive -lcjson -lsodium -lzstd -lcmocka -lcurl
+DEPS_HEADERS := cblas.h lapacke.h archive.h cjson/cJSON.h sodium.h zstd.h stb/stb_image.h cmocka.h curl/curl.h zlib.h
+DEPS_LIBS    := -lopenblas -llapacke -larchive -lcjson -lsodium -lzstd -lcmocka -lcurl -lz
 DEPS_FILES   := /usr/bin/minisign /usr/lib/darknet/libdarknet.so /usr/bin/zstd /usr/sbin/nginx /usr/bin/curl
 else
 DEPS_HEADERS := cblas.h archive.h cjson/cJSON.h sodium.h stb/stb_image.h cmocka.h curl/curl.h

@@ -26,7 +26,7 @@ static void usage_main(FILE *f)
             "Data sets in the Darknet classifier layout (.data, .names, list files, PNG images)\n"
             "for the catalog toolchain. Verbs:\n"
             "  generate   write the embedded synthetic default set (deterministic from a seed)\n"
-            "  import     import CIFAR-10, CIFAR-100, MNIST or an image folder tree\n"
+            "  import     import CIFAR-10, CIFAR-100, MNIST, Fashion-MNIST or an image folder tree\n"
             "  contexts   write (n,p)-dominated context streams of a set\n"
             "  check      check a .data set: labels, lists, images\n"
             "  help VERB  the options of a verb (also: %s VERB --help)\n"
@@ -180,7 +180,9 @@ static int cmd_import(int argc, char **argv)
         "  cifar100  cifar-100-binary/: train.bin, test.bin, fine_label_names.txt,\n"
         "            coarse_label_names.txt (adds the task 'coarse')\n"
         "  mnist     train-images-idx3-ubyte, train-labels-idx1-ubyte, t10k-images-idx3-ubyte,\n"
-        "            t10k-labels-idx1-ubyte (uncompressed)\n"
+        "            t10k-labels-idx1-ubyte (plain or .gz)\n"
+        "  fashion-mnist  the same files of Fashion-MNIST (Debian: /usr/share/datasets/\n"
+        "            fashion-mnist): its class names, and the tasks 'category' and 'footwear'\n"
         "  folder    SRC/<class>/*.{png,jpg,jpeg} or SRC/{train,valid|val,test}/<class>/...\n"
         "Corrupt or truncated input is rejected with the file and byte offset; nothing is\n"
         "written then.\n",
@@ -348,7 +350,7 @@ int main(int argc, char **argv)
 {
     static const ck_verb verbs[] = {
         CK_VERB("generate", "the embedded synthetic data set (shapes x colours) as a Darknet classifier set", cmd_generate),
-        CK_VERB("import", "CIFAR-10/100, MNIST or a folder per class into a Darknet classifier set", cmd_import),
+        CK_VERB("import", "CIFAR-10/100, (Fashion-)MNIST or a folder per class into a Darknet classifier set", cmd_import),
         CK_VERB("contexts", "the (n,p) context streams of a data set", cmd_contexts),
         CK_VERB("check", "check a .data set: lists, labels, counts per class (--decode: every image)", cmd_check),
     };

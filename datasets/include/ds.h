@@ -258,12 +258,15 @@ int ds_synth_generate(const ds_synth_opts *o, const char *root, const char *name
 typedef enum ds_format {
     DS_FORMAT_CIFAR10,  /* data_batch_1..5.bin, test_batch.bin */
     DS_FORMAT_CIFAR100, /* train.bin, test.bin (fine + coarse labels) */
-    DS_FORMAT_MNIST,    /* {train,t10k}-{images-idx3,labels-idx1}-ubyte */
+    DS_FORMAT_MNIST,    /* {train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz] */
     DS_FORMAT_FOLDER,   /* <class>/ image folders, or {train,valid|val,test}/<class>/ */
+    DS_FORMAT_FASHION_MNIST, /* MNIST's files; Fashion-MNIST's classes, tasks
+                              * identity, category and footwear */
     DS_FORMAT_COUNT
 } ds_format;
 
-/* "cifar10", "cifar100", "mnist", "folder"; NULL when out of range. */
+/* "cifar10", "cifar100", "mnist", "folder", "fashion-mnist"; NULL when out
+ * of range. */
 const char *ds_format_name(int f);
 /* The format named `name`; -1 (with a message listing them) if none. */
 int ds_format_parse(const char *name, trn_err *err);

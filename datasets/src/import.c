@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const format_names[] = {"cifar10", "cifar100", "mnist", "folder"};
+static const char *const format_names[] = {"cifar10", "cifar100", "mnist", "folder", "fashion-mnist"};
 _Static_assert(sizeof format_names / sizeof format_names[0] == DS_FORMAT_COUNT,
                "format_names must name every ds_format");
 
@@ -17,7 +17,7 @@ int ds_format_parse(const char *name, trn_err *err)
 {
     for (int f = 0; f < DS_FORMAT_COUNT; f++)
         if (!strcmp(name, format_names[f])) return f;
-    return trn_errf(err, "unknown format '%s': use cifar10, cifar100, mnist or folder", name);
+    return trn_errf(err, "unknown format '%s': use cifar10, cifar100, mnist, fashion-mnist or folder", name);
 }
 
 void ds_import_defaults(ds_import_opts *o)
@@ -41,7 +41,8 @@ int ds_import(ds_format f, const char *src, const ds_import_opts *o, ds_write_re
     switch (f) {
     case DS_FORMAT_CIFAR10: return ds_imp_cifar(src, 0, o, res, err);
     case DS_FORMAT_CIFAR100: return ds_imp_cifar(src, 1, o, res, err);
-    case DS_FORMAT_MNIST: return ds_imp_mnist(src, o, res, err);
+    case DS_FORMAT_MNIST: return ds_imp_mnist(src, 0, o, res, err);
+    case DS_FORMAT_FASHION_MNIST: return ds_imp_mnist(src, 1, o, res, err);
     case DS_FORMAT_FOLDER: return ds_imp_folder(src, o, res, err);
     default: return trn_errf(err, "unknown import format %d", (int)f);
     }

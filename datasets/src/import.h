@@ -20,7 +20,9 @@ int ds_imp_read_names(const char *path, const char *task, int classes, ds_task *
 int ds_imp_name(const ds_import_opts *o, const char *fallback, char out[DS_LABEL_MAX + 1], trn_err *err);
 
 int ds_imp_cifar(const char *src, int hundred, const ds_import_opts *o, ds_write_result *res, trn_err *err);
-int ds_imp_mnist(const char *src, const ds_import_opts *o, ds_write_result *res, trn_err *err);
+/* fashion_mnist 1: Fashion-MNIST's class names and attribute tasks. */
+int ds_imp_mnist(const char *src, int fashion_mnist, const ds_import_opts *o, ds_write_result *res,
+                 trn_err *err);
 int ds_imp_folder(const char *src, const ds_import_opts *o, ds_write_result *res, trn_err *err);
 
 #endif

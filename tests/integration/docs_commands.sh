@@ -20,6 +20,7 @@ MAP=$(cat <<'EOF_MAP'
 ^SOURCE_DATE_EPOCH=.* build/bin/catalog pack build/alexnet/variants -o build/alexnet --task identity=build/data/synth/synth.names --seed 42 --dev-key-dir build/keys$	test tests/integration/cli_errors.sh --seed 42 --dev-key-dir
 ^build/bin/catalog report build/alexnet/catalog-alexnet-<version>.tar.zst --metrics build/alexnet/variants$	test tests/integration/catalog_report_html.sh "$CAT" report "$A" --metrics m
 ^make dataset$	test tests/integration/datasets_generate.sh expect_ok "make dataset (reduced settings)" mk
+^make dataset IMPORT=fashion-mnist$	test tests/integration/datasets_fashion.sh mk dataset IMPORT=fashion-mnist DATASET_ROOT="$T/deb"
 ^make dataset IMPORT=cifar10 SRC=~/cifar-10-batches-bin$	test tests/integration/docs_commands.sh dataset IMPORT=cifar10 SRC=
 ^make catalog DATA=build/data/cifar10/cifar10.data$	test tests/integration/datasets_generate.sh mk DATA="$T/mine/synth.data"
 ^make catalog MODEL=alexnet DATA=path/to/x.data$	test tests/integration/datasets_generate.sh mk DATA="$T/mine/synth.data"

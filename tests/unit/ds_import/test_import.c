@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <stb/stb_image_write.h>
+#include <zlib.h>
 
 /* The pixel byte of record r, plane ch, pixel k in the CIFAR fixtures. */
 static uint8_t cifar_px(size_t r, int ch, int k)
@@ -258,33 +259,49 @@ static void make_mnist(char src[DS_PATH_MAX], const char *name, int ntrain, int 
     }
 }
 
+/* Imports make_mnist's folder src (30 training, 12 test images) in format
+ * f under the fresh root `out`: 20% of the training images carved for
+ * validation, test = the t10k file. */
+static void import_mnist_like(ds_format f, const char *src, const char *out, char root[DS_PATH_MAX],
+                              ds_write_result *res)
+{
+    trn_err err;
+    t_dir(root, out);
+    ds_import_opts o = opts(root);
+    if (ds_import(f, src, &o, res, &err) != 0) fail_msg("%s", err.msg);
+    assert_int_equal(res->count[TRN_SPLIT_TRAIN], 24);
+    assert_int_equal(res->count[TRN_SPLIT_VALID], 6);
+    assert_int_equal(res->count[TRN_SPLIT_TEST], 12);
+}
+
+/* The PNG at path is make_mnist's test image j: 28 wide, 1 channel. */
+static void check_mnist_png(const char *path, size_t j)
+{
+    char p[DS_PATH_MAX];
+    TPATH(p, "%s", path);
+    ds_pixels px = {0};
+    decode_file(p, &px);
+    assert_int_equal(px.c, 1);
+    assert_int_equal(px.w, 28);
+    assert_int_equal(px.data[100], (uint8_t)(100 + j * 11));
+    ds_pixels_free(&px);
+}
+
 static void mnist(void **state)
 {
     (void)state;
     trn_err err;
     char src[DS_PATH_MAX], root[DS_PATH_MAX];
     make_mnist(src, "mn", 30, 12);
-    t_dir(root, "mnout");
-    ds_import_opts o = opts(root);
     ds_write_result res;
-    if (ds_import(DS_FORMAT_MNIST, src, &o, &res, &err) != 0) fail_msg("%s", err.msg);
-    assert_int_equal(res.count[TRN_SPLIT_TRAIN], 24);
-    assert_int_equal(res.count[TRN_SPLIT_VALID], 6);
-    assert_int_equal(res.count[TRN_SPLIT_TEST], 12);
+    import_mnist_like(DS_FORMAT_MNIST, src, "mnout", root, &res);
     trn_dataset *s;
     if (!(s = trn_dataset_open(res.data_path, &err))) fail_msg("%s", err.msg);
     assert_string_equal(trn_dataset_label(s, 7), "seven");
     for (size_t i = 0; i < trn_dataset_count(s, TRN_SPLIT_TEST); i++) {
         size_t j = (size_t)strtoul(strrchr(trn_dataset_path(s, TRN_SPLIT_TEST, i), '/') + 1, NULL, 10) - 30;
         assert_int_equal(trn_dataset_class(s, TRN_SPLIT_TEST, i), (int)((j * 3 + 1) % 10));
-        char p[DS_PATH_MAX];
-        TPATH(p, "%s", trn_dataset_path(s, TRN_SPLIT_TEST, i));
-        ds_pixels px = {0};
-        decode_file(p, &px);
-        assert_int_equal(px.c, 1);
-        assert_int_equal(px.w, 28);
-        assert_int_equal(px.data[100], (uint8_t)(100 + j * 11));
-        ds_pixels_free(&px);
+        check_mnist_png(trn_dataset_path(s, TRN_SPLIT_TEST, i), j);
     }
     trn_dataset_close(s);
 }
@@ -305,11 +322,13 @@ static void mnist_damage(void **state)
     assert_non_null(strstr(err.msg, want));
     assert_int_equal(entries(root), 0);
 
-    /* Gzip-compressed file (magic 1f 8b). */
+    /* A gzip file (magic 1f 8b) is read through zlib: 4 bytes of it are a
+     * gzip header cut short. */
     t_write(src, "train-images-idx3-ubyte", "\x1f\x8b\x08\x00", 4);
     assert_int_equal(ds_import(DS_FORMAT_MNIST, src, &o, &res, &err), -1);
-    assert_non_null(strstr(err.msg, "byte offset 0"));
-    assert_non_null(strstr(err.msg, "gunzip"));
+    TPATH(want, "%s: file ends at byte offset 4 inside the gzip stream", p);
+    assert_non_null(strstr(err.msg, want));
+    assert_non_null(strstr(err.msg, "truncated"));
 
     /* Counts that disagree, and a label out of range. */
     make_mnist(src, "mnbad", 10, 5);
@@ -329,6 +348,146 @@ static void mnist_damage(void **state)
     idx_file(src, "train-labels-idx1-ubyte", 1, dl, lab11, 11);
     assert_int_equal(ds_import(DS_FORMAT_MNIST, src, &o, &res, &err), -1);
     assert_non_null(strstr(err.msg, "byte offset 18: 1 bytes after the last"));
+    assert_int_equal(entries(root), 0);
+}
+
+/* Compresses dir/name into dir/name.gz (zlib's gzip writer, as the
+ * sources ship the idx files) and removes dir/name. */
+static void gzip_file(const char *dir, const char *name)
+{
+    char p[DS_PATH_MAX], gz[DS_PATH_MAX];
+    TPATH(p, "%s/%s", dir, name);
+    TPATH(gz, "%s/%s.gz", dir, name);
+    uint8_t *buf;
+    size_t len;
+    trn_err err;
+    if (trn_read_file(p, 1u << 30, (char **)&buf, &len, &err) != 0) fail_msg("%s", err.msg);
+    gzFile f = gzopen(gz, "wb9");
+    assert_non_null(f);
+    assert_int_equal(gzwrite(f, buf, (unsigned)len), (int)len);
+    assert_int_equal(gzclose(f), Z_OK);
+    assert_int_equal(unlink(p), 0);
+    free(buf);
+}
+
+/* make_mnist's four files, gzip-compressed as Debian's
+ * dataset-fashion-mnist ships them. */
+static void make_fashion_gz(char src[DS_PATH_MAX], const char *name, int ntrain, int ntest)
+{
+    make_mnist(src, name, ntrain, ntest);
+    gzip_file(src, "train-images-idx3-ubyte");
+    gzip_file(src, "train-labels-idx1-ubyte");
+    gzip_file(src, "t10k-images-idx3-ubyte");
+    gzip_file(src, "t10k-labels.idx1-ubyte");
+}
+
+static void fashion_mnist_gz(void **state)
+{
+    (void)state;
+    /* datasets/README.md's mapping, class by class (t-shirt-top .. ankle-boot). */
+    static const char *const names[] = {"t-shirt-top", "trouser", "pullover", "dress", "coat",
+                                        "sandal", "shirt", "sneaker", "bag", "ankle-boot"};
+    static const char *const category[] = {"top", "bottom", "top", "dress", "outerwear",
+                                           "footwear", "top", "footwear", "bag", "footwear"};
+    static const char *const footwear[] = {"no", "no", "no", "no", "no", "yes", "no", "yes", "no", "yes"};
+    trn_err err;
+    char src[DS_PATH_MAX], root[DS_PATH_MAX], p[DS_PATH_MAX];
+    make_fashion_gz(src, "fm", 30, 12);
+    ds_write_result res;
+    import_mnist_like(DS_FORMAT_FASHION_MNIST, src, "fmout", root, &res);
+    TPATH(p, "%s/fashion-mnist/fashion-mnist.data", root);
+    assert_string_equal(res.data_path, p);
+    TPATH(p, "%s/fashion-mnist/fashion-mnist.tasks", root);
+    char *tasks;
+    size_t len;
+    if (trn_read_file(p, 1u << 20, &tasks, &len, &err) != 0) fail_msg("%s", err.msg);
+    assert_non_null(strstr(tasks, "\nidentity fashion-mnist.data\ncategory fashion-mnist-category.data\n"
+                                  "footwear fashion-mnist-footwear.data\n"));
+    free(tasks);
+    trn_dataset *s;
+    if (!(s = trn_dataset_open(res.data_path, &err))) fail_msg("%s", err.msg);
+    for (int k = 0; k < 10; k++) assert_string_equal(trn_dataset_label(s, k), names[k]);
+    char cat[DS_PATH_MAX], foot[DS_PATH_MAX];
+    TPATH(cat, "%s/fashion-mnist/fashion-mnist-category.data", root);
+    TPATH(foot, "%s/fashion-mnist/fashion-mnist-footwear.data", root);
+    trn_dataset *ct = trn_dataset_open(cat, &err), *ft = ct ? trn_dataset_open(foot, &err) : NULL;
+    if (!ft) fail_msg("%s", err.msg);
+    assert_int_equal(trn_dataset_count(ct, TRN_SPLIT_TEST), 12);
+    for (size_t i = 0; i < trn_dataset_count(s, TRN_SPLIT_TEST); i++) {
+        const char *path = trn_dataset_path(s, TRN_SPLIT_TEST, i);
+        size_t j = (size_t)strtoul(strrchr(path, '/') + 1, NULL, 10) - 30;
+        int k = (int)((j * 3 + 1) % 10); /* make_mnist's label of test image j */
+        assert_int_equal(trn_dataset_class(s, TRN_SPLIT_TEST, i), k);
+        /* One list serves every task: the same image at the same line. */
+        assert_string_equal(trn_dataset_path(ct, TRN_SPLIT_TEST, i), path);
+        assert_string_equal(trn_dataset_label(ct, trn_dataset_class(ct, TRN_SPLIT_TEST, i)), category[k]);
+        assert_string_equal(trn_dataset_label(ft, trn_dataset_class(ft, TRN_SPLIT_TEST, i)), footwear[k]);
+        check_mnist_png(path, j);
+    }
+    trn_dataset_close(ct);
+    trn_dataset_close(ft);
+    trn_dataset_close(s);
+}
+
+/* The byte offset that err names after "<file>: byte offset "; -1 if none. */
+static long named_offset(const char *msg, const char *file)
+{
+    char want[DS_PATH_MAX + 32];
+    TPATH(want, "%s: byte offset ", file);
+    const char *at = strstr(msg, want);
+    return at ? strtol(at + strlen(want), NULL, 10) : -1;
+}
+
+static void fashion_mnist_gz_damage(void **state)
+{
+    (void)state;
+    trn_err err;
+    char src[DS_PATH_MAX], root[DS_PATH_MAX], p[DS_PATH_MAX], want[DS_PATH_MAX + 128];
+    t_dir(root, "fmbadout");
+    ds_import_opts o = opts(root);
+    ds_write_result res;
+    struct stat st;
+
+    /* Cut short: the offset is where the file ends. */
+    make_fashion_gz(src, "fmbad", 10, 5);
+    TPATH(p, "%s/train-images-idx3-ubyte.gz", src);
+    assert_int_equal(stat(p, &st), 0);
+    off_t half = st.st_size / 2;
+    assert_int_equal(truncate(p, half), 0);
+    assert_int_equal(ds_import(DS_FORMAT_FASHION_MNIST, src, &o, &res, &err), -1);
+    TPATH(want, "%s: file ends at byte offset %lld inside the gzip stream", p, (long long)half);
+    assert_non_null(strstr(err.msg, want));
+    assert_non_null(strstr(err.msg, "truncated"));
+    assert_int_equal(entries(root), 0);
+
+    /* Damaged in the middle: refused at an offset at or after the damage. */
+    make_fashion_gz(src, "fmbad", 10, 5);
+    assert_int_equal(stat(p, &st), 0);
+    uint8_t *buf;
+    size_t len;
+    if (trn_read_file(p, 1u << 30, (char **)&buf, &len, &err) != 0) fail_msg("%s", err.msg);
+    size_t at = len / 2;
+    assert_true(at > 20 && at + 8 < len);
+    memset(buf + at, 0xff, 8);
+    t_write(src, "train-images-idx3-ubyte.gz", buf, len);
+    free(buf);
+    assert_int_equal(ds_import(DS_FORMAT_FASHION_MNIST, src, &o, &res, &err), -1);
+    long off = named_offset(err.msg, p);
+    if (off < (long)at || off > (long)len) fail_msg("offset %ld not in [%zu, %zu]: %s", off, at, len, err.msg);
+    assert_non_null(strstr(err.msg, "corrupt"));
+    assert_int_equal(entries(root), 0);
+
+    /* Bytes after the gzip stream. */
+    make_fashion_gz(src, "fmbad", 10, 5);
+    TPATH(p, "%s/t10k-labels.idx1-ubyte.gz", src);
+    assert_int_equal(stat(p, &st), 0);
+    FILE *f = fopen(p, "ab");
+    assert_non_null(f);
+    fputs("junk", f);
+    fclose(f);
+    assert_int_equal(ds_import(DS_FORMAT_FASHION_MNIST, src, &o, &res, &err), -1);
+    TPATH(want, "%s: byte offset %lld: 4 bytes after the end of the gzip stream", p, (long long)st.st_size);
+    assert_non_null(strstr(err.msg, want));
     assert_int_equal(entries(root), 0);
 }
 
@@ -455,6 +614,8 @@ static void folder_splits_and_damage(void **state)
     assert_int_equal(ds_format_parse("imagenet", &err), -1);
     assert_non_null(strstr(err.msg, "folder"));
     assert_int_equal(ds_format_parse("mnist", &err), DS_FORMAT_MNIST);
+    assert_int_equal(ds_format_parse("fashion-mnist", &err), DS_FORMAT_FASHION_MNIST);
+    assert_string_equal(ds_format_name(DS_FORMAT_FASHION_MNIST), "fashion-mnist");
 }
 
 int main(void)
@@ -463,7 +624,8 @@ int main(void)
         cmocka_unit_test(cifar10),        cmocka_unit_test(cifar10_damage),
         cmocka_unit_test(cifar100),       cmocka_unit_test(mnist),
         cmocka_unit_test(mnist_damage),   cmocka_unit_test(folder_classes),
-        cmocka_unit_test(folder_splits_and_damage),
+        cmocka_unit_test(folder_splits_and_damage), cmocka_unit_test(fashion_mnist_gz),
+        cmocka_unit_test(fashion_mnist_gz_damage),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     test_tmpdir_cleanup();
