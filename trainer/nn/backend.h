@@ -197,4 +197,20 @@ void trn_parallel_for(int n, void (*fn)(void *ctx, int i), void *ctx);
 /* Sets OpenBLAS to one thread, once per process (before any BLAS call). */
 void trn_blas_single_thread(void);
 
+/* The GEMM path (gemm_path.c; trn_gemm_info in nn.h). trn_gemm_select
+ * chooses it once (trn_blas_single_thread calls it before any BLAS call);
+ * trn_gemm_reselect chooses again (tests, after trn_blas_force_core).
+ * trn_gemm_own: whether the default mode's product of that shape runs on
+ * our own kernels. trn_blas_force_core switches OpenBLAS's DYNAMIC_ARCH
+ * core type in-process as OPENBLAS_CORETYPE does at load time: 0, or -1
+ * when the build cannot (not DYNAMIC_ARCH) or did not take that name;
+ * call it while no BLAS call runs. Levels: 4 AVX-512, 3 AVX2+FMA, 2 AVX,
+ * 1 SSE, 0 unknown (another architecture). */
+void trn_gemm_select(void);
+void trn_gemm_reselect(void);
+int trn_gemm_own(int m, int n);
+int trn_blas_force_core(const char *core);
+int trn_blas_core_level(const char *core);
+int trn_cpu_isa_level(void);
+
 #endif /* TRN_BACKEND_H */

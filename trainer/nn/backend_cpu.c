@@ -167,7 +167,9 @@ static void cpu_gemm(TRN_BE, int ta, int tb, int m, int n, int k, float alpha, c
             for (int j = 0; j < n; j++) c[(size_t)i * ldc + j] *= beta;
         return;
     }
-    if (trn_determinism() == TRN_DET_PORTABLE) {
+    /* The portable mode, or a shape the default mode's path runs on our
+     * kernels (an OpenBLAS core without FMA: gemm_path.c). */
+    if (trn_determinism() == TRN_DET_PORTABLE || trn_gemm_own(m, n)) {
         trn_pgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
         return;
     }

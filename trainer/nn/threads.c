@@ -48,7 +48,11 @@ static int online_cores(void)
 
 static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
 
-static void blas_single(void) { openblas_set_num_threads(1); }
+static void blas_single(void)
+{
+    trn_gemm_select(); /* the core type first: it re-initialises OpenBLAS */
+    openblas_set_num_threads(1);
+}
 
 void trn_blas_single_thread(void) { pthread_once(&blas_once, blas_single); }
 

@@ -165,6 +165,28 @@ int trn_winograd(void);
 /* Parses "default" or "portable"; -1 for anything else. */
 int trn_det_parse(const char *s);
 
+/* The default mode's GEMM path on this CPU (gemm_path.c), chosen once
+ * before the first product from the CPU's features (never its model name)
+ * and OPENBLAS_CORETYPE: OpenBLAS is told the core type the features call
+ * for when its own load-time pick is below them (a masked CPUID model) and
+ * OPENBLAS_CORETYPE is unset; where the core in use has no FMA kernels,
+ * the products run on our own packed kernels. The strings are static. */
+typedef struct trn_gemm_info {
+    const char *cpu_isa;         /* "avx512", "avx2+fma", "avx", "sse"; "generic" off x86-64 */
+    const char *cpu_core;        /* the OpenBLAS core type the features call for */
+    const char *openblas_loaded; /* the core type OpenBLAS picked at load */
+    const char *openblas_core;   /* the core type in use */
+    int explicit_core;           /* OPENBLAS_CORETYPE was set (and respected) */
+    int switched;                /* openblas_core was set here (masked CPUID) */
+    int below;                   /* openblas_core is below the CPU's ISA */
+    int own_products;            /* products (rows and columns > 1) on our kernels */
+    const char *products;        /* "openblas", or our kernel: "avx512", "avx2" */
+} trn_gemm_info;
+void trn_gemm_info_get(trn_gemm_info *out);
+/* One line for build records: "cpu avx512; OpenBLAS SkylakeX (loaded as
+ * Prescott); products openblas". Returns snprintf's count. */
+int trn_gemm_describe(char *buf, size_t size);
+
 /* ---- cfg object model ------------------------------------------------------ *
  *
  * A Darknet .cfg file held in memory: an ordered list of sections ("[net]",
