@@ -2,7 +2,8 @@
  * cli_bench.c: `trainer bench`: images/s and GFLOPS of the forward (batch
  * 1 by default) and of a training step (forward + backward + update) on
  * random data, the convolution layers' effective GFLOPS inside the
- * training step, and OpenBLAS sgemm on an N x N product as the yardstick.
+ * training step, and the machine's ceiling as the yardstick: the best N x N
+ * product any path reaches (bench_peak.c), beside OpenBLAS as loaded.
  * With the training step also the products of one step, shape by shape:
  * the default (OpenBLAS) gemm against the portable one (portable.c) on the
  * same shapes and threads, in the same run.
@@ -12,6 +13,7 @@
 
 #include "backend.h"
 #include "bench_kernels.h"
+#include "bench_peak.h"
 #include "portable.h"
 
 #include <cblas.h>
@@ -39,26 +41,6 @@ static float *random_floats(size_t n, uint64_t seed, float lo, float hi)
     trn_rng_seed(&r, seed);
     for (size_t i = 0; i < n; i++) x[i] = trn_rng_range(&r, lo, hi);
     return x;
-}
-
-static double sgemm_gflops(int n, int reps)
-{
-    size_t nn = (size_t)n * n;
-    float *a = random_floats(nn, 1, -1, 1), *b = random_floats(nn, 2, -1, 1), *c = calloc(nn, 4);
-    double best = 0;
-    /* The yardstick: OpenBLAS with its own threading (the library keeps it
-     * single-threaded otherwise: trn_blas_single_thread). */
-    openblas_set_num_threads(trn_threads());
-    if (a && b && c)
-        for (int r = 0; r < reps + 1; r++) {
-            double t0 = now_s();
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1, a, n, b, n, 0, c, n);
-            double g = 2.0 * n * n * (double)n / (now_s() - t0) / 1e9;
-            if (r && g > best) best = g; /* the first run warms up */
-        }
-    openblas_set_num_threads(1);
-    free(a), free(b), free(c);
-    return best;
 }
 
 /* The memory bandwidth yardstick: a copy of `mb` MiB into another buffer,
@@ -139,13 +121,13 @@ typedef struct fwd_layer {
 } fwd_layer;
 
 /* Every layer's forward time; a convolution's against its FLOPs at the
- * sgemm rate, a connected layer's against its weight bytes (each read once
+ * ceiling, a connected layer's against its weight bytes (each read once
  * per forward) at the copy rate; then the sums by kind and the time
  * outside the layers. */
 static void print_fwd_layers(const fwd_layer *fl, int n, long long fb, double fwd_s, double sgf, double cbw)
 {
     double conv = 0, conv_at = 0, fc = 0, fc_at = 0, rest = 0;
-    printf("forward  batch %3lld, layer by layer (ms per forward; at the yardstick: the time at the sgemm rate\n"
+    printf("forward  batch %3lld, layer by layer (ms per forward; at the yardstick: the time at the ceiling\n"
            "         of its FLOPs, or at the copy rate of its weight bytes for a connected layer):\n", fb);
     for (int i = 0; i < n; i++) {
         const fwd_layer *l = &fl[i];
@@ -157,7 +139,7 @@ static void print_fwd_layers(const fwd_layer *fl, int n, long long fb, double fw
             fc += l->t, fc_at += at;
         } else if (l->flops > 0) {
             double at = sgf > 0 ? l->flops / (sgf * 1e9) : 0;
-            printf("  %7.2f GFLOPS (at the sgemm rate %.2f ms: %.2fx)", l->t > 0 ? l->flops / l->t / 1e9 : 0, 1e3 * at,
+            printf("  %7.2f GFLOPS (at the ceiling %.2f ms: %.2fx)", l->t > 0 ? l->flops / l->t / 1e9 : 0, 1e3 * at,
                    at > 0 ? l->t / at : 0);
             if (l->kind == TRN_LAYER_CONVOLUTIONAL)
                 conv += l->t, conv_at += at;
@@ -168,7 +150,7 @@ static void print_fwd_layers(const fwd_layer *fl, int n, long long fb, double fw
         }
         printf("\n");
     }
-    printf("  convolutions %.2f ms (%.2f at the sgemm rate), connected %.2f ms (%.2f at the copy rate), "
+    printf("  convolutions %.2f ms (%.2f at the ceiling), connected %.2f ms (%.2f at the copy rate), "
            "the other layers %.2f ms, outside the layers %.2f ms, of %.2f ms\n",
            1e3 * conv, 1e3 * conv_at, 1e3 * fc, 1e3 * fc_at, 1e3 * rest, 1e3 * (fwd_s - conv - fc - rest), 1e3 * fwd_s);
 }
@@ -275,6 +257,31 @@ static int gemm_shapes(int reps, double *openblas, double *portable)
     return calls;
 }
 
+/* The GEMM path this process runs (gemm_path.c), with a warning when
+ * OpenBLAS's core type is below what the CPU's features call for. */
+static void print_gemm_path(const trn_gemm_info *g)
+{
+    printf("blas     OpenBLAS core type %s (picked at load: %s%s); the CPU's features (%s) call for %s; "
+           "products on %s\n",
+           g->openblas_core, g->openblas_loaded, g->explicit_core ? ", by OPENBLAS_CORETYPE" : "", g->cpu_isa,
+           g->cpu_core, g->products);
+    if (g->below)
+        printf("WARNING: OpenBLAS runs its %s kernels, below this CPU's ISA (%s)%s\n", g->openblas_core, g->cpu_isa,
+               g->explicit_core ? ": OPENBLAS_CORETYPE is set; unset it unless this OpenBLAS crashes without it" : "");
+}
+
+/* The ceiling, what it is the best of, and the cores' peak multiply-adds. */
+static void print_ceiling(const bp_ceiling *c, const bp_fma *f, const trn_gemm_info *g, long long n)
+{
+    printf("ceiling  %lldx%lldx%lld: %7.2f GFLOPS (%s, %d threads): the best of OpenBLAS as loaded (%s) %.2f, "
+           "OpenBLAS %s %.2f, our %s kernels %.2f\n",
+           n, n, n, c->ceiling, c->path, trn_threads(), g->openblas_core, c->openblas, g->cpu_core,
+           c->openblas_features, trn_pk_name(trn_pgemm_kernel()), c->own);
+    printf("peak     multiply-adds in registers, %d threads: AVX-512 %.1f, AVX2+FMA %.1f, SSE %.1f, NEON %.1f GFLOPS "
+           "(0: not on this CPU; for information)\n",
+           trn_threads(), f->avx512, f->avx2, f->sse, f->neon);
+}
+
 int cli_bench(int argc, char **argv)
 {
     const char *cfg = NULL, *threads = NULL, *operand = NULL;
@@ -288,7 +295,7 @@ int cli_bench(int argc, char **argv)
         {"--forward-batch", "N", CK_INT, &fb, 1, 4096, "images per forward (default 1)"},
         {"--batch", "N", CK_INT, &batch, 1, 4096, "images per training step"},
         {"--iterations", "N", CK_INT, &iters, 1, 100000, "timed repetitions of each (default 5; one warm-up run first)"},
-        {"--sgemm", "N", CK_INT, &sg, 0, 16384, "size of the sgemm yardstick (default 2048; 0: skip)"},
+        {"--sgemm", "N", CK_INT, &sg, 0, 16384, "size of the ceiling's product (default 2048; 0: skip)"},
         {"--copy", "MIB", CK_INT, &copy_mb, 0, 65536,
          "size of the memory-bandwidth yardstick, a copy of MIB MiB (default 256; 0: skip)"},
         {"--no-train", NULL, CK_FLAG, &no_train, 0, 0, "skip the training step (and the gemm shapes)"},
@@ -299,14 +306,18 @@ int cli_bench(int argc, char **argv)
          "every convolution by its im2col product, as in training"},
         {"--layers", NULL, CK_FLAG, &layers, 0, 0,
          "print every layer's forward time against the yardsticks (a\n"
-         "convolution's FLOPs at the sgemm rate, a connected layer's weight\n"
+         "convolution's FLOPs at the ceiling, a connected layer's weight\n"
          "bytes at the copy rate), every layer's forward and backward time\n"
          "in the step, and where it goes: every kernel's time per layer and pass"},
         {"--threads", "N", CK_STR, &threads, 0, 0, "threads (default: THREADS, else all cores)"},
         {"--determinism", "MODE", CK_STR, &det, 0, 0, CLI_DETERMINISM_DOC},
         {"--json", NULL, CK_FLAG, &json, 0, 0,
          "one JSON object: forward_images_per_s, forward_gflops,\n"
-         "train_images_per_s, train_gflops, conv_train_gflops, sgemm_gflops,\n"
+         "train_images_per_s, train_gflops, conv_train_gflops, sgemm_gflops\n"
+         "(OpenBLAS as loaded), ceiling_gflops, ceiling_path,\n"
+         "openblas_features_gflops, own_gflops, fma_avx512_gflops,\n"
+         "fma_avx2_gflops, fma_sse_gflops, fma_neon_gflops, cpu_isa, cpu_core,\n"
+         "openblas_loaded, openblas_core, openblas_below, openblas_explicit, products,\n"
          "copy_gbps, weight_bytes, forward_bound_s, forward_vs_bound,\n"
          "forward_seq_bound_s (the phases one after the other, below),\n"
          "gemm_calls, gemm_openblas_gflops, gemm_portable_gflops, gemm_kernel"},
@@ -319,11 +330,15 @@ int cli_bench(int argc, char **argv)
         "  train     training steps (forward, backward, update) at --batch images\n"
         "            (default: the cfg's batch / subdivisions), with the convolution\n"
         "            layers' effective GFLOPS (their forward and backward FLOPs over their time)\n"
-        "  sgemm     OpenBLAS single-precision N x N x N product (--sgemm N, default 2048; 0: skip)\n"
+        "  ceiling   the best single-precision N x N x N product on all threads (--sgemm N,\n"
+        "            default 2048; 0: skip) of OpenBLAS as loaded, OpenBLAS with the core\n"
+        "            type the CPU's features call for, and our own kernels; the peak\n"
+        "            multiply-add rate per ISA level (for information); the OpenBLAS core\n"
+        "            type in use, with a warning when it is below the CPU's ISA\n"
         "  copy      memory bandwidth: a copy of --copy MiB (default 256; 0: skip), read plus\n"
         "            written bytes per second; the forward's bound is the larger of its\n"
-        "            FLOPs at the sgemm rate and its weight bytes at the copy rate; printed\n"
-        "            beside it (not a bar): the other layers' FLOPs at the sgemm rate plus\n"
+        "            FLOPs at the ceiling and its weight bytes at the copy rate; printed\n"
+        "            beside it (not a bar): the other layers' FLOPs at the ceiling plus\n"
         "            the connected layers' weight bytes at the copy rate, one after the other\n"
         "  gemm      the matrix products of one training step, shape by shape (their\n"
         "            total GFLOPS): OpenBLAS (default mode) against the portable GEMM\n",
@@ -472,16 +487,23 @@ int cli_bench(int argc, char **argv)
     }
     free(rec.s);
     trn_cfg_free(c);
-    double sgf = sg ? sgemm_gflops((int)sg, 3) : 0;
-    if (!json && sg) printf("sgemm    %lldx%lldx%lld: %7.2f GFLOPS (OpenBLAS, %d threads)\n", sg, sg, sg, sgf, trn_threads());
+    trn_gemm_info gi;
+    trn_gemm_info_get(&gi);
+    if (!json) print_gemm_path(&gi);
+    bp_ceiling ceil = {0};
+    bp_fma fma = {0};
+    if (sg) bp_measure_ceiling((int)sg, 3, &ceil);
+    if (sg) bp_measure_fma(&fma);
+    double sgf = ceil.ceiling;
+    if (!json && sg) print_ceiling(&ceil, &fma, &gi, sg);
     double cbw = copy_mb ? copy_gbps((int)copy_mb, COPY_REPS) : 0;
-    /* The forward's bound: its FLOPs at the sgemm rate or its weights
+    /* The forward's bound: its FLOPs at the ceiling or its weights
      * (read once per forward) at the copy rate, whichever is slower. */
     double fwd_s = f_ips > 0 ? (double)fb / f_ips : 0, bound = 0;
     if (sgf > 0) bound = 2.0 * tot.macs * fb / (sgf * 1e9);
     if (cbw > 0 && tot.weight_bytes / (cbw * 1e9) > bound) bound = tot.weight_bytes / (cbw * 1e9);
     double vs_bound = bound > 0 ? fwd_s / bound : 0;
-    /* The bound of a forward whose convolutions run at the sgemm rate and
+    /* The bound of a forward whose convolutions run at the ceiling and
      * whose connected layers then stream their weights at the copy rate,
      * one after the other (nothing overlaps them in a forward at batch 1):
      * reported beside the bar, not judged. */
@@ -491,11 +513,11 @@ int cli_bench(int argc, char **argv)
     if (fl) print_fwd_layers(fl, nfl, fb, fb / (f_ips > 0 ? f_ips : 1), sgf, cbw);
     free(fl);
     if (!json && bound > 0)
-        printf("forward  batch %3lld: %.3f ms against its bound %.3f ms (%.1f MFLOP at the sgemm rate, "
+        printf("forward  batch %3lld: %.3f ms against its bound %.3f ms (%.1f MFLOP at the ceiling, "
                "%.1f MB of weights at the copy rate): %.2fx\n",
                fb, 1e3 * fwd_s, 1e3 * bound, 2e-6 * tot.macs * fb, 1e-6 * tot.weight_bytes, vs_bound);
     if (!json && seq_bound > 0)
-        printf("forward  batch %3lld: one phase after the other (%.1f MFLOP of other layers at the sgemm rate, then "
+        printf("forward  batch %3lld: one phase after the other (%.1f MFLOP of other layers at the ceiling, then "
                "%.1f MB of connected weights at the copy rate): %.3f ms = %.2fx the bound; this forward: %.2fx that\n",
                fb, 1e-6 * other_flops, 1e-6 * fc_bytes, 1e3 * seq_bound, bound > 0 ? seq_bound / bound : 0,
                fwd_s / seq_bound);
@@ -506,10 +528,17 @@ int cli_bench(int argc, char **argv)
                "\"copy_mib\":%lld,\"copy_gbps\":%.4f,\"weight_bytes\":%llu,\"forward_bound_s\":%.6g,"
                "\"forward_vs_bound\":%.4f,\"forward_seq_bound_s\":%.6g,"
                "\"threads\":%d,\"determinism\":\"%s\",\"gemm_calls\":%d,\"gemm_openblas_gflops\":%.4f,"
-               "\"gemm_portable_gflops\":%.4f,\"gemm_kernel\":\"%s\"}\n",
-               fb, f_ips, f_gf, train_b, t_ips, t_gf, conv_gf, conv_share, sg, sgf, copy_mb, cbw,
+               "\"gemm_portable_gflops\":%.4f,\"gemm_kernel\":\"%s\","
+               "\"ceiling_gflops\":%.4f,\"ceiling_path\":\"%s\",\"openblas_features_gflops\":%.4f,"
+               "\"own_gflops\":%.4f,\"fma_avx512_gflops\":%.4f,\"fma_avx2_gflops\":%.4f,"
+               "\"fma_sse_gflops\":%.4f,\"fma_neon_gflops\":%.4f,\"cpu_isa\":\"%s\",\"cpu_core\":\"%s\","
+               "\"openblas_loaded\":\"%s\",\"openblas_core\":\"%s\",\"openblas_below\":%d,"
+               "\"openblas_explicit\":%d,\"products\":\"%s\"}\n",
+               fb, f_ips, f_gf, train_b, t_ips, t_gf, conv_gf, conv_share, sg, ceil.openblas, copy_mb, cbw,
                (unsigned long long)tot.weight_bytes, bound, vs_bound, seq_bound, trn_threads(),
                trn_determinism() == TRN_DET_PORTABLE ? "portable" : "default", gcalls, g_ob, g_pg,
-               trn_pk_name(trn_pgemm_kernel()));
+               trn_pk_name(trn_pgemm_kernel()), sgf, ceil.path, ceil.openblas_features, ceil.own, fma.avx512,
+               fma.avx2, fma.sse, fma.neon, gi.cpu_isa, gi.cpu_core, gi.openblas_loaded, gi.openblas_core, gi.below,
+               gi.explicit_core, gi.products);
     return 0;
 }
