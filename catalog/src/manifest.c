@@ -485,6 +485,11 @@ int cat_build(const struct cat_build_options *o, struct cat_built *out, cat_repo
 #else
             cJSON_AddStringToObject(build, "compiler", "unknown");
 #endif
+            /* The products' path on this CPU (the machine that trained the
+             * variants in `make catalog`): the bytes depend on it. */
+            char gemm[256];
+            trn_gemm_describe(gemm, sizeof gemm);
+            cJSON_AddStringToObject(build, "gemm", gemm);
             if (o->seed >= 0) cJSON_AddNumberToObject(build, "seed", (double)o->seed);
             else cJSON_AddNullToObject(build, "seed");
             cJSON_AddNumberToObject(build, "source_date_epoch", (double)sde);

@@ -877,8 +877,10 @@ int cat_report_ex(const cJSON *m, const char *base, const char *metrics_dir, trn
     doc_h(&d, 1, "%s", title);
     const cJSON *sj = cJSON_GetObjectItemCaseSensitive(build, "seed");
     if (cJSON_IsNumber(sj)) snprintf(seed, sizeof seed, "%.0f", sj->valuedouble);
-    doc_p(&d, "Built by %s (%s), seed %s, SOURCE_DATE_EPOCH %.0f. %d variants kept, %d winnowed.",
-          sget(build, "toolchain"), sget(build, "compiler"), seed, num(build, "source_date_epoch"),
+    const char *gemm = sget(build, "gemm");
+    doc_p(&d, "Built by %s (%s%s%s), seed %s, SOURCE_DATE_EPOCH %.0f. %d variants kept, %d winnowed.",
+          sget(build, "toolchain"), sget(build, "compiler"), *gemm ? "; products: " : "", gemm, seed,
+          num(build, "source_date_epoch"),
           cJSON_GetArraySize(variants), cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(m, "winnowed")));
     /* the task with the most variants gets the plain plot names */
     int rc = 0, most = 0;

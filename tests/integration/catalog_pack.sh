@@ -50,6 +50,13 @@ t_check "the archive holds exactly the manifest's files" \
 t_check "manifest.json in the archive is the one written beside it" bash -c "tar --zstd -xOf '$A' manifest.json | cmp - c/manifest.json"
 t_check "the manifest records seed, SOURCE_DATE_EPOCH and the toolchain" \
     bash -c "grep -q '\"seed\":.42' c/manifest.json && grep -q '\"source_date_epoch\":.1700000000' c/manifest.json && grep -q '\"toolchain\":.\"catalog ' c/manifest.json"
+# The products' path on this CPU (issue 37): its ISA, the OpenBLAS core
+# type in use and whose kernels run the products; with OPENBLAS_CORETYPE
+# set by hand, the core type kept and said so.
+t_check "the manifest records the GEMM path (CPU ISA, OpenBLAS core type, products)" \
+    grep -Eq '"gemm":.*"cpu [a-z0-9+]+; OpenBLAS [A-Za-z0-9_]+( \((loaded as [A-Za-z0-9_]+|OPENBLAS_CORETYPE)\))?; products (openblas|avx512|avx2)"' c/manifest.json
+OPENBLAS_CORETYPE=Prescott fx_pack c cp --version 3 --seed 42 --key k.key >/dev/null 2>&1
+t_check "with OPENBLAS_CORETYPE=Prescott the manifest says so" grep -q '"gemm":.*"cpu [a-z0-9+]*; OpenBLAS Prescott (OPENBLAS_CORETYPE); ' cp/manifest.json
 
 # ---- winnowing --------------------------------------------------------------------
 t_check "rewrite-bad is dropped, dominated by svd-fc-4x" \
