@@ -157,6 +157,8 @@ print-config: ## print the resolved options and flags
 	@echo 'PREFIX=$(PREFIX) DESTDIR=$(DESTDIR) CC=$(CC) TRIPLET=$(TRIPLET)'
 	@echo 'CFLAGS=$(CFLAGS)'
 	@echo 'LDFLAGS=$(LDFLAGS)'
+	@# the products' path the built trainer takes on this CPU (issue 37)
+	@echo "GEMM=$$($(BIN)/trainer --version 2>/dev/null | sed -n 's/^GEMM: //p' | grep . || echo '(build the trainer first: make)')"
 
 ifeq ($(V),1)
 Q :=

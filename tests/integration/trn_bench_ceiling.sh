@@ -69,4 +69,14 @@ else
         eval 'grep -q "\"openblas_core\":\"Prescott\"" "$T/p" && ge "$(num openblas_features_gflops "$T/p")" 0.001 &&
               grep -q "\"openblas_below\":1" "$T/p"'
 fi
+
+# The path is recorded: trainer --version and make print-config (the build
+# settings) print the same line the catalog's manifest records (build.gemm).
+"$trainer" --version > "$T/v"
+t_check "trainer --version prints the GEMM path" grep -Eq '^GEMM: cpu [a-z0-9+]+; OpenBLAS [A-Za-z0-9_]+.*; products [a-z0-9]+$' "$T/v"
+make -s -C "$TOP" --no-print-directory print-config O="$O" > "$T/cfg" 2>&1
+t_check "make print-config records the same GEMM path" \
+    eval '[ "$(sed -n "s/^GEMM=//p" "$T/cfg")" = "$(sed -n "s/^GEMM: //p" "$T/v")" ]'
+t_check "an OPENBLAS_CORETYPE set by hand is recorded as such" \
+    eval 'OPENBLAS_CORETYPE=Prescott "$trainer" --version | grep -q "^GEMM: .*OpenBLAS Prescott (OPENBLAS_CORETYPE)"'
 t_done

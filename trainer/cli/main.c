@@ -141,6 +141,15 @@ void cli_basename(const char *path, char *out, size_t size)
 
 static void usage(FILE *out) { fputs(usage_text, out); }
 
+/* The products' path on this CPU (gemm_path.c): make print-config and the
+ * catalog's build metadata record it. */
+static void version_extra(FILE *out)
+{
+    char line[256];
+    trn_gemm_describe(line, sizeof line);
+    fprintf(out, "GEMM: %s\n", line);
+}
+
 int main(int argc, char **argv)
 {
     static const ck_verb verbs[] = {
@@ -153,7 +162,7 @@ int main(int argc, char **argv)
     static const ck_prog prog = {
         .name = "trainer", .version = TRN_VERSION,
         .summary = "train, evaluate and inspect Darknet-compatible CNNs",
-        .usage = usage, .verbs = verbs, .nverbs = (int)(sizeof verbs / sizeof *verbs),
+        .usage = usage, .version_extra = version_extra, .verbs = verbs, .nverbs = (int)(sizeof verbs / sizeof *verbs),
     };
     return ck_main(&prog, argc, argv);
 }
