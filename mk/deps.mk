@@ -44,6 +44,7 @@ DEPS_AUTO := $(if $(filter $(DEPS_AUTO_GOALS),$(MAKECMDGOALS)),1,0)
 .PHONY: deps
 deps: ## install the Debian packages the project needs (as root; else prints the command)
 	@DEPS_PKGS='$(sort $(DEPS_PKGS))' DEPS_ARCHS='$(DEPS_ARCHS)' sh mk/deps.sh
+	@$(if $(CROSS),true,sh mk/onnxrt.sh $(O)/onnxrt)
 
 # The stamp every object waits for (order-only). It is rebuilt when the
 # package list or the build settings change.

@@ -35,6 +35,7 @@ static void usage(FILE *f)
             "  profile --cfg C --weights W    measured costs and latency (profile.json)\n"
             "  describe DIR --id ID ...       a variant folder's variant.json\n"
             "  variants VARIANTS_DIR          the table of a model's variants\n"
+            "  export --onnx VARIANTS_DIR     the variants as ONNX models\n"
             "  publish ARCHIVE -o DEST        the folder devices pull from (rtl pull)\n"
             "  version                        print the version\n"
             "\n"
@@ -731,6 +732,7 @@ int main(int argc, char **argv)
         CK_VERB("profile", "measured costs and latency of a cfg and its weights (profile.json)", cat_cli_profile),
         CK_VERB("describe", "a variant folder's variant.json", cat_cli_describe),
         CK_VERB("variants", "the table of a model's variants", cat_cli_variants),
+        CK_VERB("export", "variants as ONNX models (export --onnx)", cat_cli_export),
         CK_VERB("publish", "the folder devices pull catalogs from (per-file delta, signed index)", cat_cli_publish),
     };
     static const ck_prog p = {

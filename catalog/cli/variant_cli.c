@@ -311,3 +311,45 @@ int cat_cli_variants(int argc, char **argv)
     free(rows);
     return rc;
 }
+
+static void export_wrote(void *user, const char *path, const char *what)
+{
+    (void)user;
+    printf("export: %s (%s)\n", path, what);
+}
+
+int cat_cli_export(int argc, char **argv)
+{
+    const char *dir = NULL, *out = NULL, *bn = "fold";
+    ck_list ids = {.n = 0};
+    int onnx = 0, rc0;
+    const ck_opt opts[] = {
+        {"--onnx", NULL, CK_FLAG, &onnx, 0, 0, "write ONNX models (the one format so far; required)"},
+        {"-o|--out", "DIR", CK_STR, &out, 0, 0,
+         "write into DIR (default: into each variant's folder, listed in\nits variant.json with role onnx)"},
+        {"--id", "ID", CK_LIST, &ids, 0, 0, "only variant ID (repeatable; default: every variant)"},
+        {"--bn", "fold|explicit", CK_STR, &bn, 0, 0, "batch norm folded into the weights (default) or as nodes"},
+        {0},
+    };
+    const ck_verb verb = {
+        "export", NULL, cat_cli_export, "--onnx VARIANTS_DIR [-o DIR] [--id ID]... [--bn fold|explicit]",
+        "Writes the variants of VARIANTS_DIR as ONNX models (opset 13, float32, NCHW,\n"
+        "batch 1, input \"input\"), computing what the engine computes: <id>.onnx with\n"
+        "output \"probs\"; a nested variant one <id>.cap<K>.onnx per capacity K (1 = the\n"
+        "smallest, as rtl run --capacity K); an early-exit variant adds per exit J the\n"
+        "outputs exit<J>_probs and exit<J>_conf (the confidence its threshold is compared\n"
+        "with); heads on a shared trunk also give <parent>.tasks.onnx, the trunk once and\n"
+        "one output per task, named by the task. For TensorRT (trtexec --onnx=FILE) and\n"
+        "ONNX Runtime. A layer ONNX cannot express here is refused with its cfg line.\n",
+        opts, NULL,
+    };
+    int nop = ck_parse("catalog", &verb, argc, argv, &dir, 1, &rc0);
+    if (nop < 0) return rc0;
+    if (!onnx) return ck_usage_of("catalog", &verb, "--onnx is required (the only export format)");
+    if (nop != 1) return ck_usage_of("catalog", &verb, "VARIANTS_DIR is missing");
+    if (strcmp(bn, "fold") && strcmp(bn, "explicit"))
+        return ck_usage_of("catalog", &verb, "--bn is fold or explicit, not '%s'", bn);
+    cat_onnx_options o = {dir, ids.v, (size_t)ids.n, out, !strcmp(bn, "explicit"), export_wrote, NULL};
+    trn_err err;
+    return cat_onnx_export(&o, &err) ? fail(&err) : 0;
+}

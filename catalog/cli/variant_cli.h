@@ -11,5 +11,6 @@ int cat_cli_cost(int argc, char **argv);
 int cat_cli_profile(int argc, char **argv);
 int cat_cli_describe(int argc, char **argv);
 int cat_cli_variants(int argc, char **argv);
+int cat_cli_export(int argc, char **argv);
 
 #endif /* VARIANT_CLI_H */

@@ -444,6 +444,24 @@ typedef struct cat_describe_opts {
  * variant schema; -1 with the first violation or the unreadable input. */
 int cat_describe(const cat_describe_opts *o, trn_err *err);
 
+/* ---- ONNX export (onnx_export.c, onnx_net.c, onnx_graph.c) ------------------ */
+
+/* `catalog export --onnx`: the variants of a variants folder as ONNX models
+ * (opset 13, float32, NCHW, batch 1; catalog/README.md, "ONNX export"). */
+typedef struct cat_onnx_options {
+    const char *variants;      /* VARIANTS_DIR: one folder per variant */
+    const char *const *ids;    /* the variants to export; nids 0: all */
+    size_t nids;
+    const char *out;           /* the folder to write into; NULL: each variant's own
+                                * folder, listed in its variant.json (role "onnx") */
+    int bn_explicit;           /* 1: batch norm as nodes; 0: folded into the weights */
+    void (*wrote)(void *user, const char *path, const char *what); /* each file written */
+    void *user;
+} cat_onnx_options;
+/* -1 with a message naming the variant and, for a layer that ONNX cannot
+ * express here, its index, kind and cfg file:line. */
+int cat_onnx_export(const cat_onnx_options *o, trn_err *err);
+
 /* ---- built-in files (generated from the JSON files of catalog/) -------------- */
 
 struct cat_embedded {
