@@ -16,7 +16,10 @@ KEY               ?=
 KEY_PASSPHRASE_FILE ?=
 CATALOG_VERSION   ?= $(SOURCE_DATE_EPOCH)
 
-OPTIONS += KEY KEY_PASSPHRASE_FILE SOURCE_DATE_EPOCH CATALOG_VERSION
+ONNX              ?= 0
+
+OPTIONS += KEY KEY_PASSPHRASE_FILE SOURCE_DATE_EPOCH CATALOG_VERSION ONNX
+OPT_DOC_ONNX                := 1: one .onnx per variant in the catalog too (catalog export --onnx; its hash in the manifest)
 OPT_DOC_KEY                 := minisign secret key that signs the catalog (default: a development key)
 OPT_DOC_KEY_PASSPHRASE_FILE := file holding the passphrase of KEY, if it is encrypted
 OPT_DOC_SOURCE_DATE_EPOCH   := timestamp of every archive entry (default: the time of the last commit)
@@ -50,7 +53,14 @@ catalog-build: $(CATALOG_REPORT)
 	@echo 'catalog: $(CATALOG_SIG)'
 	@echo 'catalog: $(CATALOG_REPORT) (Pareto plots beside it)'
 
-$(CATALOG_ARCHIVE): $(VARIANT_JSONS) $(DATA) | $(BIN)/catalog
+# ONNX=1: every variant also as ONNX (catalog/README.md, ONNX export), written
+# into its folder and listed in its variant.json, so the pack below packs it
+# and the manifest carries its size and SHA-256.
+CATALOG_ONNX := $(if $(filter 1,$(ONNX)),$(VARIANTS_O)/.onnx-exported)
+$(VARIANTS_O)/.onnx-exported: $(VARIANT_JSONS) | $(BIN)/catalog
+	$(call msg,ONNX,$(VARIANTS_O))$(BIN)/catalog export --onnx $(VARIANTS_O) >$@.log && mv $@.log $@
+
+$(CATALOG_ARCHIVE): $(VARIANT_JSONS) $(CATALOG_ONNX) $(DATA) | $(BIN)/catalog
 	$(call msg,PACK,$@)names=$$(sed -n 's/^[[:space:]]*names[[:space:]]*=[[:space:]]*//p' $(DATA) | head -n1); \
 	case "$$names" in /*) ;; *) names=$(dir $(DATA))$$names ;; esac; \
 	$(call timed,pack,$(MODEL),SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) $(BIN)/catalog pack $(VARIANTS_O) \

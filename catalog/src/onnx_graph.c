@@ -128,6 +128,13 @@ ox_node_t *ox_node_list(ox_graph *g, const char *op, const char *out, int nin, c
     return g->oom ? NULL : n;
 }
 
+int ox_has(const ox_graph *g, const char *name)
+{
+    for (size_t i = 0; g && name && i < g->nodes.n; i++)
+        if (strcmp(((Onnx__NodeProto *)g->nodes.v[i])->output[0], name) == 0) return 1;
+    return 0;
+}
+
 ox_node_t *ox_node(ox_graph *g, const char *op, const char *out, int nin, ...)
 {
     const char *in[8];

@@ -32,6 +32,8 @@ const char *ox_fmt(ox_graph *g, const char *fmt, ...) TRN_PRINTF(2, 3);
 ox_node_t *ox_node(ox_graph *g, const char *op, const char *out, int nin, ...);
 /* The same with the inputs in an array. */
 ox_node_t *ox_node_list(ox_graph *g, const char *op, const char *out, int nin, const char *const *inputs);
+/* Whether a node already computes `name`. */
+int ox_has(const ox_graph *g, const char *name);
 void ox_attr_int(ox_graph *g, ox_node_t *n, const char *name, int64_t v);
 void ox_attr_float(ox_graph *g, ox_node_t *n, const char *name, float v);
 void ox_attr_ints(ox_graph *g, ox_node_t *n, const char *name, const int64_t *v, int count);

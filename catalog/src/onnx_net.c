@@ -63,6 +63,7 @@ static const char *as4d(ox_emit *e, const ox_t *t)
     if (t->rank == 4) return t->name;
     int64_t dims[4] = {1, t->shape.c, t->shape.h, t->shape.w};
     const char *out = ox_fmt(e->g, "%s_4d", t->name);
+    if (ox_has(e->g, out)) return out; /* another reader made it (a route, a head on a shared trunk) */
     ox_node(e->g, "Reshape", out, 2, t->name, ox_int64s(e->g, ox_fmt(e->g, "%s_shape4", t->name), dims, 4));
     return out;
 }
@@ -72,6 +73,7 @@ static const char *as2d(ox_emit *e, const ox_t *t)
 {
     if (t->rank == 2) return t->name;
     const char *out = ox_fmt(e->g, "%s_flat", t->name);
+    if (ox_has(e->g, out)) return out;
     ox_attr_int(e->g, ox_node(e->g, "Flatten", out, 1, t->name), "axis", 1);
     return out;
 }
