@@ -202,7 +202,7 @@ int prn_cli_early_exit(int argc, char **argv, trn_err *err)
         free(v.description);
         v.description = d;
     }
-    cJSON_AddStringToObject(v.fields, "data", o.data);
+    cJSON_AddStringToObject(v.fields, "data", trn_data_name(o.data));
     /* the side files first: meta.json (written last by prn_cli_finish) is
      * what make waits for */
     if (trn_mkdir_p(o.out, err) != 0) goto out;

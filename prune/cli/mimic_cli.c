@@ -84,7 +84,7 @@ int prn_cli_mimic(int argc, char **argv, trn_err *err)
     mo.input = next_images;
     mo.input_ctx = &in;
     if (prn_mimic(cfg, base, &mo, &v, err) != 0) goto out;
-    cJSON_AddStringToObject(v.fields, "data", o.data);
+    cJSON_AddStringToObject(v.fields, "data", trn_data_name(o.data));
     cJSON_AddStringToObject(v.fields, "heldout_split", in.check ? trn_split_name(held) : "train");
     rc = prn_cli_finish(&v, o.out, err);
     prn_variant_free(&v);

@@ -29,6 +29,7 @@
 typedef struct task {
     char name[64];
     char path[4096];
+    char file[2048]; /* its name in the variant's fields (trn_data_name) */
     trn_dataset *ds;
     int *train, *test, *valid; /* labels per cached vector (valid: a sweep only) */
 } task;
@@ -48,12 +49,14 @@ static int next_images(void *ctx, uint64_t step, float *x, trn_err *err)
 static int read_tasks(const char *path, task *t, int *n, trn_err *err)
 {
     trn_task_line lines[MAX_TASKS];
-    _Static_assert(sizeof t->name >= sizeof lines[0].name && sizeof t->path >= sizeof lines[0].path,
+    _Static_assert(sizeof t->name >= sizeof lines[0].name && sizeof t->path >= sizeof lines[0].path &&
+                       sizeof t->file >= sizeof lines[0].file,
                    "task holds a task line");
     if (trn_tasks_read(path, lines, MAX_TASKS, n, err) != 0) return -1;
     for (int k = 0; k < *n; k++) {
         memcpy(t[k].name, lines[k].name, sizeof lines[k].name);
         memcpy(t[k].path, lines[k].path, sizeof lines[k].path);
+        memcpy(t[k].file, lines[k].file, sizeof lines[k].file);
     }
     if (*n < 2)
         return trn_errf(err, "%s: needs the base's task and at least one more task (\"task "
@@ -416,7 +419,7 @@ int prn_cli_retarget(int argc, char **argv, trn_err *err)
             double fm = cJSON_GetNumberValue(cJSON_GetObjectItem(h, "macs_fraction"));
             double fp = cJSON_GetNumberValue(cJSON_GetObjectItem(h, "params_fraction"));
             cJSON_AddStringToObject(f, "task", t[k].name);
-            cJSON_AddStringToObject(f, "data", t[k].path);
+            cJSON_AddStringToObject(f, "data", t[k].file);
             cJSON_AddNumberToObject(f, "classes", classes);
             cJSON_AddStringToObject(f, "cut", pts[q].sel);
             cJSON_AddStringToObject(f, "head_with", pts[q].head ? pts[q].head : "");

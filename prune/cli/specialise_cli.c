@@ -541,7 +541,7 @@ int prn_cli_specialise(int argc, char **argv, trn_err *err)
         cJSON *cl = cJSON_AddArrayToObject(cj, "classes");
         for (int q = 0; q < k; q++) cJSON_AddItemToArray(cl, cJSON_CreateNumber(map[q]));
         cJSON_AddNumberToObject(cj, "other_class", k);
-        cJSON_AddStringToObject(cj, "data", x->path);
+        cJSON_AddStringToObject(cj, "data", trn_data_name(x->path));
         cJSON *cc = cJSON_AddObjectToObject(f, "cascade");
         cJSON_AddStringToObject(cc, "partner", o.generic_cfg ? "base" : parent);
         cJSON_AddStringToObject(cc, "on", "other");

@@ -205,12 +205,19 @@ int trn_split_parse(const char *name);
 /* A tasks file (datasets/README.md): one "task data-file" line per task,
  * the data file's path relative to the tasks file unless absolute, blank
  * lines and '#' comments ignored. Reads at most max lines into t (no name
- * twice) and sets *n. Errors name file:line. */
+ * twice) and sets *n. Errors name file:line. path is the file to open, file
+ * its name as a catalog records it (trn_data_name). */
 typedef struct trn_task_line {
     char name[64];
     char path[4096];
+    char file[2048];
 } trn_task_line;
 int trn_tasks_read(const char *path, trn_task_line *t, int max, int *n, trn_err *err) TRN_MUST_CHECK;
+
+/* A data file's name as variants and catalogs record it: its last path
+ * component (the file within its data set). A catalog carries no build
+ * machine's folder, so two builds in two folders give the same bytes. */
+const char *trn_data_name(const char *file);
 
 /* A Darknet classifier data set: the .data file, its label set, and the
  * list of every split that the .data names, each image with its class. */

@@ -636,6 +636,12 @@ int trn_dataset_class(const trn_dataset *ds, trn_split s, size_t i)
     return (unsigned)s < TRN_SPLIT_COUNT && i < ds->split[s].n ? ds->split[s].cls[i] : -1;
 }
 
+const char *trn_data_name(const char *file)
+{
+    const char *slash = strrchr(file, '/');
+    return slash ? slash + 1 : file;
+}
+
 int trn_tasks_read(const char *path, trn_task_line *t, int max, int *n, trn_err *err)
 {
     char *buf = NULL;
@@ -664,6 +670,7 @@ int trn_tasks_read(const char *path, trn_task_line *t, int max, int *n, trn_err 
             if (!strcmp(t[k].name, name)) rc = trn_errf(err, "%s:%d: task '%s' is listed twice", path, line, name);
         if (rc) break;
         snprintf(t[*n].name, sizeof t[*n].name, "%s", name);
+        snprintf(t[*n].file, sizeof t[*n].file, "%s", trn_data_name(file));
         if (file[0] == '/' || !slash)
             snprintf(t[*n].path, sizeof t[*n].path, "%s", file);
         else
