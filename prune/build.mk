@@ -28,3 +28,6 @@ PRN_TOOL := $(TESTD)/tools/prune-testtool
 $(call objs,tests/tools/prune_testtool.c): CFLAGS += $(PRN_CFLAGS) -Itests/unit
 $(eval $(call program,$(PRN_TOOL),$(call objs,tests/tools/prune_testtool.c) $(TRN_LIB),$(TRN_LDLIBS)))
 TEST_DEPS += $(PRN_TOOL)
+# tests/bench/nested_switch.sh makes its fixture with it: `make bench` builds
+# it too (a fresh clone's make bench ran before any make test; issue 37).
+BENCH_DEPS += $(PRN_TOOL)
