@@ -140,6 +140,19 @@ int rtl_context_observe(rtl_context_profiler *p, uint32_t cls, rtl_err *err)
     return 0;
 }
 
+int rtl_context_grow(rtl_context_profiler *p, uint32_t classes, rtl_err *err)
+{
+    if (classes <= p->prm.classes) return 0;
+    if (classes > RTL_CONTEXT_MAX_CLASSES)
+        return rtl_errf(err, "context profiler: classes %u is out of range (1..%u)", classes, RTL_CONTEXT_MAX_CLASSES);
+    uint32_t *c = realloc(p->count, (size_t)classes * sizeof *c);
+    if (!c) return rtl_errf(err, "context profiler: out of memory (classes %u)", classes);
+    memset(c + p->prm.classes, 0, (size_t)(classes - p->prm.classes) * sizeof *c);
+    p->count = c;
+    p->prm.classes = classes;
+    return 0;
+}
+
 double rtl_context_share(const rtl_context_profiler *p, const uint32_t *classes, size_t n)
 {
     if (!p->fill) return 0;

@@ -14,6 +14,11 @@
 #define RTL_PRINTF(f, a)
 #endif
 
+/* Lets context profiler p count classes 0..classes-1 (no change when it
+ * already does), its window kept: for a user that learns the classes as
+ * they come (the scheduler, sched.c). -1 with err past
+ * RTL_CONTEXT_MAX_CLASSES or out of memory (p unchanged). */
+int rtl_context_grow(rtl_context_profiler *p, uint32_t classes, rtl_err *err);
 /* Formats a message into err (err may be NULL). Returns -1, so that error
  * paths read `return rtl_errf(err, "...")`. */
 int rtl_errf(rtl_err *err, const char *fmt, ...) RTL_PRINTF(2, 3);

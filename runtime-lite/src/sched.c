@@ -84,8 +84,7 @@ void rtl_sched_free(rtl_sched *s)
     if (!s) return;
     for (size_t i = 0; i < s->ntasks; i++) {
         free(s->tasks[i].t.options);
-        free(s->tasks[i].win);
-        free(s->tasks[i].hist);
+        rtl_context_profiler_free(s->tasks[i].prof);
     }
     for (int l = 0; l < RTL_LOC_COUNT; l++) free(s->trunk_frame[l]);
     sched_nest_free(s);
@@ -112,6 +111,31 @@ int rtl_sched_add_trunk(rtl_sched *s, const rtl_sched_trunk *t, rtl_err *err)
     return (int)s->ntrunks++;
 }
 
+/* The context profiler of task k (context.c) when one of its options is
+ * specialised: its levels are the options' distinct n. */
+static int task_profiler(const rtl_sched *s, struct sched_task *k, rtl_err *err)
+{
+    for (size_t i = 0; i < k->t.n; i++) {
+        uint32_t n = (uint32_t)k->t.options[i].context_n;
+        int j = 0;
+        while (j < k->nlev && k->lev_n[j] < n) j++;
+        if (!n || (j < k->nlev && k->lev_n[j] == n)) continue;
+        if (k->nlev == RTL_CONTEXT_MAX_LEVELS)
+            return rtl_errf(err, "scheduler: task %s: more than %d different context n among its options", k->t.name,
+                            RTL_CONTEXT_MAX_LEVELS);
+        memmove(&k->lev_n[j + 1], &k->lev_n[j], (size_t)(k->nlev - j) * sizeof *k->lev_n);
+        k->lev_n[j] = n;
+        k->nlev++;
+    }
+    if (!k->nlev) return 0;
+    rtl_context_params prm = {.classes = 16, .window = (uint32_t)s->c.context_window, .min_samples = 1};
+    memcpy(prm.n, k->lev_n, sizeof prm.n);
+    prm.p[0] = 1; /* unused: the scheduler reads the shares, each option holds its own p */
+    k->prof = rtl_context_profiler_new(&prm, err);
+    k->p_dirty = 1;
+    return k->prof ? 0 : rtl_err_prefix(err, "scheduler: task %s", k->t.name);
+}
+
 int rtl_sched_add_task(rtl_sched *s, const rtl_sched_task *t, rtl_err *err)
 {
     if (!s || !t || !t->n || !t->options) return rtl_errf(err, "scheduler: a task needs at least one option");
@@ -125,10 +149,11 @@ int rtl_sched_add_task(rtl_sched *s, const rtl_sched_task *t, rtl_err *err)
         if (o->trunk >= (int)s->ntrunks || o->trunk < -1)
             return rtl_errf(err, "scheduler: task %s, option %s: trunk %d was not added", t->name, o->variant,
                             o->trunk);
-        if (o->context_n < 0 || o->context_n > 21 || (o->context_n && !(o->context_p > 0 && o->context_p <= 1)) ||
+        if (o->context_n < 0 || o->context_n > RTL_CONTEXT_MAX_N ||
+            (o->context_n && !(o->context_p > 0 && o->context_p <= 1)) ||
             o->partner >= (int)t->n || o->partner < -1 || o->partner == (int)i)
-            return rtl_errf(err, "scheduler: task %s, option %s: context (n 1..21, p in (0,1]) or partner out of "
-                                 "range", t->name, o->variant);
+            return rtl_errf(err, "scheduler: task %s, option %s: context (n 1..%d, p in (0,1]) or partner out of "
+                                 "range", t->name, o->variant, RTL_CONTEXT_MAX_N);
     }
     struct sched_task *n = realloc(s->tasks, (s->ntasks + 1) * sizeof *n);
     if (!n) return rtl_errf(err, "scheduler: out of memory");
@@ -136,11 +161,10 @@ int rtl_sched_add_task(rtl_sched *s, const rtl_sched_task *t, rtl_err *err)
     struct sched_task *k = &s->tasks[s->ntasks];
     memset(k, 0, sizeof *k);
     k->t = *t;
+    if (task_profiler(s, k, err) != 0) return -1;
     k->t.options = malloc(t->n * sizeof *t->options);
-    k->win = calloc((size_t)s->c.context_window, sizeof *k->win);
-    if (!k->t.options || !k->win) {
-        free(k->t.options);
-        free(k->win);
+    if (!k->t.options) {
+        rtl_context_profiler_free(k->prof);
         return rtl_errf(err, "scheduler: out of memory");
     }
     memcpy(k->t.options, t->options, t->n * sizeof *t->options);
@@ -204,47 +228,30 @@ int rtl_sched_set_active(rtl_sched *s, int task, int active, rtl_err *err)
 
 /* ---- the context profiler (MCDNN section 4.1.2: (n,p)-dominated) -------- */
 
-static void observe(rtl_sched *s, struct sched_task *k, int cls)
+/* Adds the class of a request to k's window (context.c), its classes grown
+ * to hold cls. */
+static void observe(struct sched_task *k, int cls)
 {
-    if (cls < 0) return;
-    if (cls >= k->hist_n) {
-        int n = cls + 16;
-        int *h = realloc(k->hist, (size_t)n * sizeof *h);
-        if (!h) return; /* the profiler only informs; a failed growth skips it */
-        memset(h + k->hist_n, 0, (size_t)(n - k->hist_n) * sizeof *h);
-        k->hist = h;
-        k->hist_n = n;
-    }
-    int w = s->c.context_window;
-    if (k->win_n == w) k->hist[k->win[k->win_pos]]--;
-    else k->win_n++;
-    k->win[k->win_pos] = cls;
-    k->win_pos = (k->win_pos + 1) % w;
-    k->hist[cls]++;
-    k->p_dirty = 1;
+    if (cls < 0 || !k->prof) return;
+    /* the profiler only informs: a failed growth skips the request */
+    if (rtl_context_grow(k->prof, (uint32_t)cls + 16, NULL) != 0) return;
+    if (rtl_context_observe(k->prof, (uint32_t)cls, NULL) == 0) k->p_dirty = 1;
 }
 
-/* Share of the window held by the n most frequent classes. */
+/* Share of the window held by the n most frequent classes (n: one of the
+ * task's options' context_n). */
 static double top_share(struct sched_task *k, int n)
 {
-    if (!k->win_n || n <= 0) return 0;
+    if (!k->prof) return 0;
     if (k->p_dirty) {
-        int top[22] = {0};
-        for (int c = 0; c < k->hist_n; c++) {
-            int v = k->hist[c];
-            for (int j = 0; j < 21; j++)
-                if (v > top[j]) {
-                    memmove(&top[j + 1], &top[j], (size_t)(20 - j) * sizeof *top);
-                    top[j] = v;
-                    break;
-                }
-        }
-        int sum = 0;
-        k->p_cache[0] = 0;
-        for (int j = 0; j < 21; j++) sum += top[j], k->p_cache[j + 1] = (double)sum / k->win_n;
+        rtl_context r;
+        rtl_profile_context(k->prof, &r, NULL);
+        memcpy(k->lev_share, r.top_share, sizeof k->lev_share);
         k->p_dirty = 0;
     }
-    return k->p_cache[n > 21 ? 21 : n];
+    for (int j = 0; j < k->nlev; j++)
+        if (k->lev_n[j] == (uint32_t)n) return k->lev_share[j];
+    return 0;
 }
 
 /* ---- costs ------------------------------------------------------------- */
@@ -799,7 +806,7 @@ int rtl_sched_decide(rtl_sched *s, int task, double now, uint64_t frame, int cls
     memset(d, 0, sizeof *d);
     d->task = task;
     d->share = 1;
-    observe(s, k, cls);
+    observe(k, cls);
     if (k->first_seen == SCHED_NO_TIME) k->first_seen = now;
     k->requests++;
     for (int l = 0; l < RTL_LOC_COUNT; l++)

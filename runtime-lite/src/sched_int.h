@@ -28,10 +28,13 @@ struct sched_task {
     int knee;              /* the fixed knee option */
     int nest_option;       /* NestDNN's plan for it (-1: none) */
     double nest_share;
-    /* the context profiler: the last window classes and their counts */
-    int *win, win_n, win_pos;
-    int *hist, hist_n;
-    double p_cache[22];    /* top-n share for n < 22, valid while !p_dirty */
+    /* the task's window of classes (context.c's profiler; NULL when no
+     * option is specialised), its levels (the options' distinct context_n,
+     * increasing) and their top-n shares, valid while !p_dirty */
+    rtl_context_profiler *prof;
+    int nlev;
+    uint32_t lev_n[RTL_CONTEXT_MAX_LEVELS];
+    double lev_share[RTL_CONTEXT_MAX_LEVELS];
     int p_dirty;
 };
 

@@ -388,6 +388,35 @@ static void specialisation(void **state)
     }
 }
 
+/* The window is context.c's profiler (no second one with its own limit of
+ * 21 classes): a specialised option of n = 30 is taken, and serves once
+ * 30 classes hold its p of the window (classes up to 99 seen). */
+static void specialisation_wide(void **state)
+{
+    (void)state;
+    rtl_sched *s = new_sched(RTL_POLICY_MCDNN);
+    rtl_sched_option o[3] = {opt("generic", 0.7, 10, 5, -1, 100), opt("spec30", 0.9, 10, 5, -1, 100),
+                             opt("spec7", 0.95, 10, 5, -1, 100)};
+    o[1].context_n = 30, o[1].context_p = 0.9, o[1].partner = 0;
+    o[2].context_n = 7, o[2].context_p = 0.9, o[2].partner = 0;
+    add_task(s, "faces", o, 3);
+    set_budget(s, -1, -1, 1000, 0);
+    rtl_sched_decision d;
+    for (int i = 0; i < 200; i++) /* 100 classes, uniform */
+        assert_int_equal(rtl_sched_decide(s, 0, i, (uint64_t)i, i % 100, &d, NULL), 0);
+    assert_int_equal(d.option, 0);
+    for (int i = 200; i < 400; i++) /* 30 classes, uniform: no 7 of them hold 0.9 */
+        assert_int_equal(rtl_sched_decide(s, 0, i, (uint64_t)i, i % 30, &d, NULL), 0);
+    assert_int_equal(d.option, 1);
+    rtl_sched_option bad = opt("spec65", 0.9, 10, 5, -1, 100);
+    bad.context_n = RTL_CONTEXT_MAX_N + 1, bad.context_p = 0.9;
+    rtl_sched_task t = {.options = &bad, .n = 1};
+    rtl_err e;
+    assert_int_equal(rtl_sched_add_task(s, &t, &e), -1);
+    assert_non_null(strstr(e.msg, "n 1..64"));
+    rtl_sched_free(s);
+}
+
 /* NestDNN's greedy: shares sum to 1, the memory cap holds, alpha = 0
  * takes the most accurate descendant, a large alpha meets L_max. */
 static void nest_greedy(void **state)
@@ -743,7 +772,7 @@ int main(void)
         cmocka_unit_test(totals_never_overrun), cmocka_unit_test(budget_change_next_request),
         cmocka_unit_test(refusals),           cmocka_unit_test(lru_paging),
         cmocka_unit_test(estimate_does_not_meet_budget), cmocka_unit_test(accounting_changes_next_decision),
-        cmocka_unit_test(trunk_sharing),      cmocka_unit_test(specialisation),
+        cmocka_unit_test(trunk_sharing),      cmocka_unit_test(specialisation), cmocka_unit_test(specialisation_wide),
         cmocka_unit_test(nest_greedy),        cmocka_unit_test(knee),
         cmocka_unit_test(catalog_options),    cmocka_unit_test(traces),
         cmocka_unit_test(simulator),          cmocka_unit_test(waterfill_by_hand),
