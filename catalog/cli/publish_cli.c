@@ -15,6 +15,7 @@ static const char help[] =
     "Usage: catalog publish ARCHIVE [SIG] -o DEST (--key SEC [--passphrase-file F | --passphrase-env V]\n"
     "                       | --dev-key-dir DIR) [--channel NAME] [--valid-for SECONDS]\n"
     "                       [--serial N] [--no-objects] [--allow-downgrade]\n"
+    "                       [--max-validity SECONDS] [--max-serial-step N]\n"
     "       catalog publish --refresh -o DEST (--key SEC ... | --dev-key-dir DIR) [--valid-for SECONDS]\n"
     "Publishes a signed catalog archive (SIG defaults to ARCHIVE.minisig) into DEST, a\n"
     "folder any static web server can serve to devices (rtl pull URL): the archive and\n"
@@ -28,7 +29,18 @@ static const char help[] =
     "  --valid-for SECONDS how long devices accept the index (default 604800: 7 days)\n"
     "  --serial N          the index serial (default: the existing one + 1)\n"
     "  --no-objects        archive and index only (devices fetch whole archives)\n"
-    "  --dev-key-dir DIR   sign with the development key catalog pack made there\n";
+    "  --dev-key-dir DIR   sign with the development key catalog pack made there\n"
+    "  --max-validity S    the longest validity (--valid-for) devices accept from this\n"
+    "                      channel, recorded in the signed index (default: the index's,\n"
+    "                      else 7776000: 90 days; devices never accept more than 366 days)\n"
+    "  --max-serial-step N how far above the serial a device accepted last the next one\n"
+    "                      may be, recorded likewise (default: the index's, else 1000000)\n"
+    "Channels: publish each channel into its own folder, and sign each with its own\n"
+    "key (catalog keygen once per channel; sign that channel's archives with it too),\n"
+    "so that a leaked beta key cannot sign a stable index. A device follows one\n"
+    "channel (rtl pull --channel NAME on its first pull, recorded in ROOT/pull/channel)\n"
+    "and refuses any other; to pin a channel's key, copy it to the device as\n"
+    "ROOT/keys/channels/NAME.pub: then only that key may sign NAME's index and catalogs.\n";
 
 static int usage_error(void)
 {
@@ -57,7 +69,8 @@ int cat_cli_publish(int argc, char **argv)
         {"dev-key-dir", required_argument, 0, 'd'}, {"channel", required_argument, 0, 'c'},
         {"valid-for", required_argument, 0, 'v'}, {"serial", required_argument, 0, 'n'},
         {"no-objects", no_argument, 0, 'N'},    {"refresh", no_argument, 0, 'R'},
-        {"allow-downgrade", no_argument, 0, 'D'}, {0, 0, 0, 0}};
+        {"allow-downgrade", no_argument, 0, 'D'}, {"max-validity", required_argument, 0, 'V'},
+        {"max-serial-step", required_argument, 0, 'S'}, {0, 0, 0, 0}};
     struct cat_publish_options o = {.objects = 1, .valid_for = 604800};
     const char *key_path = NULL, *pass_file = NULL, *pass_env = NULL, *dev_dir = NULL;
     int refresh = 0, c;
@@ -79,6 +92,14 @@ int cat_cli_publish(int argc, char **argv)
         case 'v':
             if (num("--valid-for", optarg, 1, 100LL * 365 * 86400, &v) != 0) return usage_error();
             o.valid_for = v;
+            break;
+        case 'V':
+            if (num("--max-validity", optarg, 1, 366LL * 86400, &v) != 0) return usage_error();
+            o.max_validity = v;
+            break;
+        case 'S':
+            if (num("--max-serial-step", optarg, 1, 4294967296LL, &v) != 0) return usage_error();
+            o.max_serial_step = (uint64_t)v;
             break;
         case 'n':
             if (num("--serial", optarg, 1, 9007199254740991LL, &v) != 0) return usage_error();

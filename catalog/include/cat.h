@@ -103,6 +103,10 @@ struct cat_publish_options {
     uint64_t serial;           /* 0: the index's + 1 */
     int objects;               /* 1: write objects/ (the per-file layout) */
     int allow_downgrade;       /* 1: publish an older version or a lower serial */
+    int64_t max_validity;      /* the longest validity devices accept from this channel,
+                                * recorded in the signed index; 0: the index's, else 90 days */
+    uint64_t max_serial_step;  /* how far above the serial a device accepted last the next
+                                * may be, recorded likewise; 0: the index's, else 1000000 */
 };
 
 struct cat_publish_result {

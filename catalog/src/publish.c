@@ -193,7 +193,61 @@ static void sort_catalogs(cJSON *arr)
         }
 }
 
+static int publish(const struct cat_publish_options *o, struct cat_publish_result *res, trn_err *err);
+
+#define DEFAULT_MAX_VALIDITY (90 * 86400)
+#define DEFAULT_MAX_SERIAL_STEP 1000000
+
+/* The index's max_validity and max_serial_step: the options', else the
+ * index's own, else the defaults; the new expiry and serial within them. */
+static int index_limits(cJSON *ix, const struct cat_publish_options *o, uint64_t old, uint64_t serial, trn_err *err)
+{
+    double v = o->max_validity ? (double)o->max_validity : cat_json_num(ix, "max_validity", DEFAULT_MAX_VALIDITY);
+    double step = o->max_serial_step ? (double)o->max_serial_step
+                                     : cat_json_num(ix, "max_serial_step", DEFAULT_MAX_SERIAL_STEP);
+    if (step > (double)RTL_INDEX_STEP_CAP)
+        return trn_errf(err, "--max-serial-step %.0f is more than devices accept (2^32)", step);
+    if (v > RTL_INDEX_VALIDITY_CAP_S)
+        return trn_errf(err, "--max-validity %.0f s is more than devices accept (%llu s: 366 days)", v,
+                        (unsigned long long)RTL_INDEX_VALIDITY_CAP_S);
+    if ((double)o->valid_for > v)
+        return trn_errf(err, "--valid-for %" PRId64 " s is more than the channel's max_validity of %.0f s: devices "
+                        "would refuse the index (raise --max-validity, or publish a shorter validity)",
+                        o->valid_for, v);
+    if (old && serial > old && (double)(serial - old) > step && !o->allow_downgrade)
+        return trn_errf(err, "serial %" PRIu64 " is more than the channel's max_serial_step of %.0f above %" PRIu64
+                        ": devices would refuse the index (raise --max-serial-step)", serial, step, old);
+    set_num(ix, "max_validity", v);
+    set_num(ix, "max_serial_step", step);
+    return 0;
+}
+
+/* Removes what a failed publish made of a DEST that did not exist before
+ * (folders only: emptied ones; a file left means something is worth a look). */
+static void undo_dest(const char *dest, const char *catalog)
+{
+    char p[4200];
+    snprintf(p, sizeof p, "%s/objects", dest);
+    rmdir(p);
+    if (catalog && catalog[0]) {
+        snprintf(p, sizeof p, "%s/%s", dest, catalog);
+        rmdir(p);
+    }
+    rmdir(dest);
+}
+
 int cat_publish(const struct cat_publish_options *o, struct cat_publish_result *res, trn_err *err)
+{
+    struct stat st;
+    int fresh = stat(o->dest, &st) != 0;
+    if (o->archive && stat(o->archive, &st) != 0)
+        return trn_errf(err, "cannot read the archive %s: %s", o->archive, strerror(errno));
+    int rc = publish(o, res, err);
+    if (rc != 0 && fresh) undo_dest(o->dest, res->catalog);
+    return rc;
+}
+
+static int publish(const struct cat_publish_options *o, struct cat_publish_result *res, trn_err *err)
 {
     memset(res, 0, sizeof *res);
     char path[4200], sig[4200], objdir[4200], ixpath[4200], ixsig[4200], tmpix[4200], tmpsig[4200];
@@ -243,6 +297,7 @@ int cat_publish(const struct cat_publish_options *o, struct cat_publish_result *
             rc = trn_errf(err, "%s: its signature carries no catalog fields (sign it with catalog pack or sign)",
                           sigin);
         }
+        if (rc == 0) snprintf(res->catalog, sizeof res->catalog, "%s", info.catalog);
         uint64_t msize = 0;
         if (rc == 0 && o->objects) {
             if (trn_mkdir_p(objdir, err) != 0 ||
@@ -304,6 +359,7 @@ int cat_publish(const struct cat_publish_options *o, struct cat_publish_result *
         rc = trn_errf(err, "serial %" PRIu64 " is not above the index's %" PRIu64 ": devices would refuse it as a "
                       "replay", res->serial, old);
     res->expires = o->now + o->valid_for;
+    if (rc == 0) rc = index_limits(ix, o, old, res->serial, err);
     set_num(ix, "serial", (double)res->serial);
     set_num(ix, "issued", (double)o->now);
     set_num(ix, "expires", (double)res->expires);
@@ -312,12 +368,11 @@ int cat_publish(const struct cat_publish_options *o, struct cat_publish_result *
     cJSON_Delete(ix);
     if (rc != 0) return -1;
     if (!text) return trn_errf(err, "out of memory");
-    char trusted[256], untrusted[256], id[17];
-    rtl_keynum_hex(pk.keynum, id);
+    char trusted[256], untrusted[256];
     snprintf(trusted, sizeof trusted, "index:%s\tserial:%" PRIu64 "\texpires:%" PRId64, res->channel, res->serial,
              res->expires);
-    snprintf(untrusted, sizeof untrusted, "signature of index %s serial %" PRIu64 " by %skey %s", res->channel,
-             res->serial, cat_seckey_is_development(o->key) ? "DEVELOPMENT " : "", id);
+    rtl_index_untrusted_expected(res->channel, res->serial, pk.keynum, cat_seckey_is_development(o->key), untrusted,
+                                 sizeof untrusted, NULL);
     snprintf(tmpix, sizeof tmpix, "%s/.index.json.tmp", o->dest);
     snprintf(tmpsig, sizeof tmpsig, "%s/.index.json.minisig.tmp", o->dest);
     rc = trn_write_file_atomic(tmpix, text, strlen(text), err);

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -78,6 +79,7 @@ static void usage(FILE *f)
 static void log_cb(void *user, enum rtl_log_level level, const char *msg)
 {
     (void)user;
+    if (isatty(STDERR_FILENO)) fprintf(stderr, "\r\033[K"); /* over a progress line (rtl pull) */
     if (level == RTL_LOG_WARN) fprintf(stderr, "rtl: warning: %s\n", msg);
     else if (!quiet) fprintf(stderr, "rtl: %s\n", msg);
 }

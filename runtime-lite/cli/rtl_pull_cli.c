@@ -8,11 +8,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char pull_help[] =
     "Usage: rtl pull URL [--check] [--catalog ID] [--fetch-only] [--whole-archive]\n"
     "                [--limit-rate RATE] [--retries N] [--backoff-ms MS] [--timeout S]\n"
-    "                [--cacert FILE] [--allow-downgrade]\n"
+    "                [--cacert FILE] [--allow-downgrade] [--channel NAME]\n"
+    "                [--min-rate RATE] [--deadline S]\n"
     "Pulls catalogs from the publish folder at URL (http://, https:// or file://;\n"
     "written by catalog publish): verifies its signed index against the pinned keys\n"
     "(refusing an expired one, or one older than an index this device accepted),\n"
@@ -34,6 +36,17 @@ static const char pull_help[] =
     "                     1 KiB/s (a quarter of --limit-rate if lower) (default 30)\n"
     "  --cacert FILE      CA certificates for https:// (default: the system's)\n"
     "  --allow-downgrade  install what the index names even if not newer\n"
+    "  --channel NAME     the channel this device follows, on its first pull; later\n"
+    "                     pulls refuse an index of any other channel (default: the\n"
+    "                     one in ROOT/pull/channel, else the first index's). With\n"
+    "                     ROOT/keys/channels/NAME.pub only that key may sign the\n"
+    "                     channel's index and catalogs\n"
+    "  --min-rate RATE    each file's deadline: --timeout plus its size at RATE\n"
+    "                     bytes/s (suffix K, M or G; default 16K, at most half of\n"
+    "                     --limit-rate)\n"
+    "  --deadline S       the whole pull's deadline in seconds (default 21600: 6 h);\n"
+    "                     what was received is kept for the next pull\n"
+    "On a terminal, progress (bytes, rate, time left) is shown on stderr.\n"
     "Prints one line per catalog and a total; exit status 0 when every catalog\n"
     "is up to date or was updated, 1 when one failed, 2 on bad usage.\n";
 
@@ -63,6 +76,37 @@ static int parse_uint(const char *s, long lo, long hi, long *out)
     return 0;
 }
 
+/* The progress line on a terminal: at most four updates a second. */
+struct progress {
+    double last_s;
+    int shown;
+};
+
+static void human(double b, char *out, size_t size)
+{
+    if (b >= 1048576) snprintf(out, size, "%.1f MiB", b / 1048576);
+    else if (b >= 1024) snprintf(out, size, "%.1f KiB", b / 1024);
+    else snprintf(out, size, "%.0f B", b);
+}
+
+static void show_progress(void *user, const rtl_pull_progress *p)
+{
+    struct progress *pr = user;
+    if (pr->shown && p->elapsed_s - pr->last_s < 0.25 && p->done < p->size) return;
+    pr->last_s = p->elapsed_s;
+    pr->shown = 1;
+    double rate = p->elapsed_s > 0 ? (double)p->received / p->elapsed_s : 0;
+    char done[32], size[32], r[32], eta[32] = "?";
+    human((double)p->done, done, sizeof done);
+    human((double)p->size, size, sizeof size);
+    human(rate, r, sizeof r);
+    if (rate > 0) snprintf(eta, sizeof eta, "%.0f s", (double)(p->size - p->done) / rate);
+    const char *name = strrchr(p->url, '/');
+    name = name ? name + 1 : p->url;
+    fprintf(stderr, "\r\033[K%.20s%s %s of %s, %s/s, %s left", name, strlen(name) > 20 ? "..." : "", done, size, r,
+            eta);
+}
+
 int cmd_pull(rtl_store *s, int argc, char **argv)
 {
     static const struct option opts[] = {{"help", no_argument, 0, 'h'},
@@ -76,6 +120,9 @@ int cmd_pull(rtl_store *s, int argc, char **argv)
                                          {"timeout", required_argument, 0, 't'},
                                          {"cacert", required_argument, 0, 'a'},
                                          {"allow-downgrade", no_argument, 0, 'D'},
+                                         {"channel", required_argument, 0, 'n'},
+                                         {"min-rate", required_argument, 0, 'm'},
+                                         {"deadline", required_argument, 0, 'd'},
                                          {0, 0, 0, 0}};
     rtl_pull_options o = {0};
     optind = 0;
@@ -91,6 +138,17 @@ int cmd_pull(rtl_store *s, int argc, char **argv)
         case 'w': o.whole_archive = 1; break;
         case 'D': o.allow_downgrade = 1; break;
         case 'a': o.cacert = optarg; break;
+        case 'n': o.channel = optarg; break;
+        case 'm':
+            if ((bad = parse_rate(optarg, &o.min_bytes_per_s) != 0))
+                fprintf(stderr, "rtl: --min-rate needs a positive number of bytes/s (suffix K, M or G), not '%s'\n",
+                        optarg);
+            break;
+        case 'd':
+            if ((bad = parse_uint(optarg, 1, 30 * 86400, &v) != 0))
+                fprintf(stderr, "rtl: --deadline needs an integer in 1..2592000 (seconds), not '%s'\n", optarg);
+            o.deadline_s = (unsigned)v;
+            break;
         case 'l':
             if ((bad = parse_rate(optarg, &o.max_bytes_per_s) != 0))
                 fprintf(stderr, "rtl: --limit-rate needs a positive number of bytes/s (suffix K, M or G), not '%s'\n",
@@ -128,7 +186,13 @@ int cmd_pull(rtl_store *s, int argc, char **argv)
     const char *url = argv[optind];
     rtl_pull_result r;
     rtl_err err;
+    struct progress pr = {0};
+    if (isatty(STDERR_FILENO)) {
+        o.progress = show_progress;
+        o.progress_user = &pr;
+    }
     int rc = rtl_pull(s, url, &o, &r, &err);
+    if (pr.shown) fprintf(stderr, "\r\033[K");
     for (size_t i = 0; i < r.n; i++) {
         const rtl_pull_item *it = &r.items[i];
         char from[32] = "none";

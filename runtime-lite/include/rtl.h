@@ -161,6 +161,13 @@ RTL_API int rtl_untrusted_expected(const rtl_sig_info *info, const uint8_t keynu
 /* Accepts sig's untrusted comment when it is the one derived above or
  * minisign's default ("signature from minisign secret key"). */
 RTL_API int rtl_untrusted_check(const rtl_signature *sig, rtl_err *err) RTL_MUST_CHECK;
+/* The same two for the signature of a publish folder's index.json (trusted
+ * comment "index:<channel>\tserial:<N>\texpires:<T>"): catalog publish writes
+ * "signature of index <channel> serial <N> by [DEVELOPMENT ]key <ID>". */
+RTL_API int rtl_index_untrusted_expected(const char *channel, uint64_t serial, const uint8_t keynum[RTL_KEYNUM_BYTES],
+                                         int development_key, char *out, size_t size, rtl_err *err);
+RTL_API int rtl_index_untrusted_check(const rtl_signature *sig, const char *channel, uint64_t serial,
+                                      rtl_err *err) RTL_MUST_CHECK;
 
 /* SHA-256 and size of everything readable from fd (from its offset to EOF),
  * or of the file at path, read in blocks. */
@@ -261,6 +268,23 @@ RTL_API int rtl_verify_installed(rtl_store *store, const char *id, rtl_err *err)
  * downloads live in ROOT/pull/ (never where the store reads) and are
  * resumed by the next pull (format at the top of runtime-lite/src/pull.c). */
 
+/* Where a transfer of rtl_pull stands, for a progress display (the library
+ * prints nothing itself). */
+typedef struct rtl_pull_progress {
+    const char *url;             /* the file being fetched */
+    uint64_t done, size;         /* bytes of it held now (resumed ones included), its size */
+    uint64_t received;           /* body bytes this pull received so far, every transfer */
+    double elapsed_s;            /* since the pull began */
+} rtl_pull_progress;
+
+/* What a device accepts from a signed index whatever it states: a validity
+ * (expires minus issued) of at most 366 days, a serial at most 2^32 above
+ * the last one it accepted. An index's own max_validity and
+ * max_serial_step (catalog publish --max-validity, --max-serial-step)
+ * bound it more tightly. */
+#define RTL_INDEX_VALIDITY_CAP_S (366ull * 86400)
+#define RTL_INDEX_STEP_CAP (1ull << 32)
+
 typedef struct rtl_pull_options {
     const char *catalog;         /* only this catalog id; NULL: every one the index lists */
     int check_only;              /* 1: verify the index and compare versions; fetch nothing more */
@@ -273,6 +297,15 @@ typedef struct rtl_pull_options {
     unsigned timeout_s;          /* connect time-out, and how long a transfer may stay below
                                   * 1 KiB/s (a quarter of max_bytes_per_s if lower); 0: 30 */
     const char *cacert;          /* CA bundle for https://; NULL: the system's */
+    const char *channel;         /* the channel to follow on the first pull (recorded in
+                                  * ROOT/pull/channel; later pulls must name the same one);
+                                  * NULL: the recorded one, else the first index's */
+    uint64_t min_bytes_per_s;    /* each file's deadline is timeout_s plus its size at this
+                                  * rate (counted from its first try); 0: 16 KiB/s (half of
+                                  * max_bytes_per_s when that is lower) */
+    unsigned deadline_s;         /* the whole pull's deadline; 0: 6 hours */
+    void (*progress)(void *user, const rtl_pull_progress *p); /* NULL: none; called often */
+    void *progress_user;
 } rtl_pull_options;
 
 /* What happened to one catalog of the index. */
@@ -286,7 +319,9 @@ typedef struct rtl_pull_item {
     int whole_archive;           /* 1: went through the archive, not objects/ */
     uint64_t bytes_fetched;      /* body bytes received for its manifest and files, or its
                                   * archive (its signature is counted in the total only) */
-    uint64_t bytes_reused;       /* bytes of files taken from the installed copy */
+    uint64_t bytes_reused;       /* bytes of files not received by this pull: taken from the
+                                  * installed copy, or fetched by an earlier (killed or
+                                  * --fetch-only) pull */
     size_t files_fetched, files_reused;
 } rtl_pull_item;
 

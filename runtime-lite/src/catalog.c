@@ -275,6 +275,8 @@ rtl_catalog *rtl_catalog_parse(const char *json, size_t len, const char *dir, rt
     const cJSON *variants = cJSON_GetObjectItemCaseSensitive(root, "variants");
     int ok = 0;
     if (!cJSON_IsObject(root)) rtl_errf(err, "manifest: the top level is not an object");
+    else if (rtl_json_unique_keys(root, "manifest", err) != 0)
+        ;
     else if (!cJSON_IsNumber(schema) || schema->valuedouble != 1)
         rtl_errf(err, "manifest: \"schema\" is not 1: this runtime reads manifest schema 1 only");
     else if (!(cat->id = str_field(root, "catalog", 0, err, "top level")) ||

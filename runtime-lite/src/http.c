@@ -6,8 +6,10 @@
  * index's and the manifest's sizes, or a fixed cap for small files), a
  * connect time-out and a stall time-out (below 1 KiB/s, or a quarter of a
  * lower bandwidth limit, for timeout_s seconds ends a try: a server cannot
- * hold a pull by dripping bytes), and a bounded number of tries with
- * exponential backoff. Only
+ * hold a pull by dripping bytes), a deadline (timeout plus its size at the
+ * minimum rate, from its first try: a server sending just above the stall
+ * limit cannot hold it for hours), the pull's own deadline, and a bounded
+ * number of tries with exponential backoff. Only
  * http, https and file URLs are followed (also across redirects, at most 5).
  * Nothing a server sends is trusted: the caller checks every byte against a
  * signature, the manifest or the index before using it.
@@ -35,10 +37,13 @@
 #define DEFAULT_BACKOFF_MS 500
 #define MAX_BACKOFF_MS 60000
 #define DEFAULT_TIMEOUT_S 30
+#define DEFAULT_MIN_RATE 16384
+#define DEFAULT_DEADLINE_S (6 * 3600)
 
 /* The state of one try. */
 struct xfer {
     struct rtl_http *h;
+    const char *url;
     int file;               /* 1: file:// (no status codes; ranges are honoured) */
     /* memory target */
     char *buf;
@@ -57,6 +62,9 @@ struct xfer {
     /* the bandwidth limit of this try */
     double t0_ms;           /* when the try began (rtl_now_ms) */
     uint64_t got;           /* body bytes of this try */
+    /* deadlines */
+    double deadline_ms;     /* this file's (rtl_now_ms) */
+    int deadline_hit;       /* 1: this file's passed, 2: the pull's */
 };
 
 int rtl_url_join(const char *base, const char *rel, char *out, size_t size)
@@ -78,6 +86,61 @@ int rtl_http_open(struct rtl_http *h, rtl_store *s, const rtl_pull_options *o, r
         global_done = 1;
     }
     if (!(h->curl = curl_easy_init())) return rtl_errf(err, "libcurl failed to initialise a transfer");
+    h->t0_ms = rtl_now_ms();
+    h->deadline_ms = h->t0_ms + 1e3 * (o && o->deadline_s ? o->deadline_s : DEFAULT_DEADLINE_S);
+    return 0;
+}
+
+static unsigned timeout_s(const struct rtl_http *h)
+{
+    return h->o && h->o->timeout_s ? h->o->timeout_s : DEFAULT_TIMEOUT_S;
+}
+
+static uint64_t min_rate(const struct rtl_http *h)
+{
+    uint64_t r = h->o && h->o->min_bytes_per_s ? h->o->min_bytes_per_s : DEFAULT_MIN_RATE;
+    uint64_t limit = h->o ? h->o->max_bytes_per_s : 0;
+    if (limit && r > limit / 2) r = limit / 2 ? limit / 2 : 1;
+    return r;
+}
+
+/* The deadline of a transfer of size bytes starting now. */
+static double file_deadline(const struct rtl_http *h, uint64_t size)
+{
+    return rtl_now_ms() + 1e3 * ((double)timeout_s(h) + (double)size / (double)min_rate(h));
+}
+
+/* Which deadline has passed (1: the file's, 2: the pull's), or 0. */
+static int deadline_passed(const struct rtl_http *h, double file_ms)
+{
+    double now = rtl_now_ms();
+    return now > h->deadline_ms ? 2 : now > file_ms ? 1 : 0;
+}
+
+static int deadline_error(const struct rtl_http *h, int which, const char *url, uint64_t have, uint64_t size,
+                          rtl_err *err)
+{
+    if (which == 2)
+        return rtl_errf(err, "%s: the pull's deadline of %.0f s passed (--deadline): stopping; the %" PRIu64 " bytes "
+                        "of this file held are kept for the next pull", url, (h->deadline_ms - h->t0_ms) / 1e3, have);
+    return rtl_errf(err, "%s: not complete within its deadline of %u s plus %" PRIu64 " bytes at the minimum rate of "
+                    "%" PRIu64 " bytes/s (--timeout, --min-rate): the server or the link is too slow; the %" PRIu64
+                    " bytes held are kept for the next pull", url, timeout_s(h), size, min_rate(h), have);
+}
+
+/* libcurl's progress callback (at least once a second, also while no byte
+ * arrives): ends the try at a deadline, and reports a file's progress. */
+static int on_progress(void *user, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal, curl_off_t ulnow)
+{
+    (void)dltotal, (void)dlnow, (void)ultotal, (void)ulnow;
+    struct xfer *x = user;
+    if ((x->deadline_hit = deadline_passed(x->h, x->deadline_ms))) return 1;
+    const rtl_pull_options *o = x->h->o;
+    if (x->fd >= 0 && o && o->progress) {
+        rtl_pull_progress pr = {.url = x->url, .done = x->off, .size = x->size, .received = x->h->received,
+                                .elapsed_s = (rtl_now_ms() - x->h->t0_ms) / 1e3};
+        o->progress(o->progress_user, &pr);
+    }
     return 0;
 }
 
@@ -217,7 +280,7 @@ static void setup(struct rtl_http *h, const char *url, struct xfer *x)
 {
     CURL *c = h->curl;
     const rtl_pull_options *o = h->o;
-    long timeout = o && o->timeout_s ? (long)o->timeout_s : DEFAULT_TIMEOUT_S;
+    long timeout = (long)timeout_s(h);
     curl_easy_reset(c);
     curl_easy_setopt(c, CURLOPT_URL, url);
     curl_easy_setopt(c, CURLOPT_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS | CURLPROTO_FILE));
@@ -245,6 +308,10 @@ static void setup(struct rtl_http *h, const char *url, struct xfer *x)
     curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
     curl_easy_setopt(c, CURLOPT_HEADERDATA, x);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, x);
+    curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
+    curl_easy_setopt(c, CURLOPT_XFERINFODATA, x);
+    x->url = url;
     x->file = strncmp(url, "file:", 5) == 0;
     x->t0_ms = rtl_now_ms();
 }
@@ -292,6 +359,7 @@ static int max_tries(const struct rtl_http *h)
 /* Describes a failed try into err. */
 static int try_error(struct xfer *x, CURLcode rc, const char *url, const char *what_max, rtl_err *err)
 {
+    if (x->deadline_hit) return deadline_error(x->h, x->deadline_hit, url, x->off, x->size ? x->size : x->max, err);
     if (x->too_big) return rtl_errf(err, "%s: the server sent more than %s", url, what_max);
     if (x->io_errno == EPROTO)
         return rtl_errf(err, "%s: the server answered another range than the one asked for", url);
@@ -307,8 +375,11 @@ int rtl_http_get_mem(struct rtl_http *h, const char *url, size_t max, char **buf
     int tries = max_tries(h);
     char maxs[48];
     snprintf(maxs, sizeof maxs, "%zu bytes", max);
+    double deadline = file_deadline(h, max);
     for (int attempt = 1;; attempt++) {
-        struct xfer x = {.h = h, .max = max, .fd = -1, .range_start = -1};
+        int late = deadline_passed(h, deadline);
+        if (late) return deadline_error(h, late, url, 0, max, err);
+        struct xfer x = {.h = h, .max = max, .fd = -1, .range_start = -1, .deadline_ms = deadline};
         setup(h, url, &x);
         curl_easy_setopt(h->curl, CURLOPT_WRITEFUNCTION, on_mem);
         CURLcode rc = curl_easy_perform(h->curl);
@@ -340,6 +411,7 @@ int rtl_http_get_file(struct rtl_http *h, const char *url, int dirfd, const char
     int tries = max_tries(h), rc = -1;
     char maxs[48];
     snprintf(maxs, sizeof maxs, "the %" PRIu64 " bytes expected", size);
+    double deadline = file_deadline(h, size);
     for (int attempt = 1;; attempt++) {
         struct stat st;
         if (fstat(fd, &st) != 0) {
@@ -358,7 +430,13 @@ int rtl_http_get_file(struct rtl_http *h, const char *url, int dirfd, const char
             rc = 0;
             break;
         }
-        struct xfer x = {.h = h, .fd = fd, .off = have, .start = have, .size = size, .range_start = -1, .sink = sink};
+        int late = deadline_passed(h, deadline);
+        if (late) {
+            rc = deadline_error(h, late, url, have, size, err);
+            break;
+        }
+        struct xfer x = {.h = h, .fd = fd, .off = have, .start = have, .size = size, .range_start = -1, .sink = sink,
+                         .deadline_ms = deadline};
         setup(h, url, &x);
         curl_easy_setopt(h->curl, CURLOPT_WRITEFUNCTION, on_file);
         char range[48];
@@ -389,7 +467,7 @@ int rtl_http_get_file(struct rtl_http *h, const char *url, int dirfd, const char
             break;
         }
         try_error(&x, cc, url, maxs, err);
-        if (!transient(cc, x.status) || x.too_big || x.io_errno || attempt >= tries) {
+        if (!transient(cc, x.status) || x.too_big || x.io_errno || x.deadline_hit || attempt >= tries) {
             rc = -1;
             break;
         }

@@ -12,6 +12,7 @@ struct rtl_http {
     const rtl_pull_options *o;
     uint64_t received;                /* body bytes received, every transfer */
     unsigned retries;                 /* tries that failed and were retried */
+    double t0_ms, deadline_ms;        /* when the pull began, and its deadline (rtl_now_ms) */
 };
 
 /* Sees every block written to the file of rtl_http_get_file, with the file
@@ -31,7 +32,9 @@ void rtl_http_close(struct rtl_http *h);
 /* GETs url into a new buffer (NUL-terminated, the caller frees) of at most
  * max bytes; more is an error. Retries transient failures (connection
  * refused or reset, time-outs, 5xx) with backoff. Returns 0, -1 or
- * RTL_HTTP_NOT_FOUND. */
+ * RTL_HTTP_NOT_FOUND. Every transfer ends, with a message saying which, at
+ * the pull's deadline or at its own: timeout_s plus its size (max here) at
+ * the minimum rate (options), counted from its first try. */
 int rtl_http_get_mem(struct rtl_http *h, const char *url, size_t max, char **buf, size_t *len, rtl_err *err);
 
 /* GETs url into the file `part` below dirfd, which may already hold a

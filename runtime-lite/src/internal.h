@@ -47,6 +47,12 @@ int rtl_unhex(const char *hex, uint8_t *out, size_t n);
  * buffer the caller frees (key and signature files): trn_read_file. */
 int rtl_read_small(const char *path, size_t max, char **buf, size_t *len, rtl_err *err);
 
+/* Refuses a parsed JSON document (a cJSON tree) in which an object has two
+ * members of one name (json.c): every signed document the device reads goes
+ * through it. what names the document in the message. */
+struct cJSON;
+int rtl_json_unique_keys(const struct cJSON *node, const char *what, rtl_err *err);
+
 /* An id of catalogs, models and variants: ^[a-z0-9][a-z0-9_.-]{0,63}$. */
 int rtl_id_ok(const char *s);
 

@@ -6,21 +6,29 @@
  * The publish folder (written by `catalog publish`, catalog/src/publish.c):
  *   index.json          {"schema": 1, "channel": ID, "serial": N,
  *                        "issued": T, "expires": T,
+ *                        "max_validity": S, "max_serial_step": N,
  *                        "catalogs": [{"catalog": ID, "version": N,
  *                          "archive": PATH, "signature": PATH, "size": N,
  *                          "manifest_sha256": HEX64, "manifest_size": N}]}
  *                       (T: Unix time; PATH: below the folder, checked as an
- *                       archive entry name is; catalogs sorted by id)
+ *                       archive entry name is; catalogs sorted by id;
+ *                       max_*, optional: the most expires - issued and
+ *                       serial - the last accepted serial the device takes,
+ *                       at most RTL_INDEX_VALIDITY_CAP_S, RTL_INDEX_STEP_CAP)
  *   index.json.minisig  its minisign signature by a pinned key; the trusted
  *                       comment is "index:<channel>\tserial:<N>\texpires:<T>"
  *   <PATH>              each archive and its .minisig (as catalog pack wrote)
  *   objects/<sha256>    manifest.json and every file of each catalog, named
  *                       by the lower-case hex SHA-256 of its content
  *
- * What the device trusts, in order: the index only once its signature
- * verifies with a pinned key, it has not expired (freeze attack: a server
- * holding an old index back) and its serial is not below the highest one
- * this device accepted for the channel (replay); a catalog's signature only
+ * What the device trusts, in order: the index only once it is of the
+ * channel the device follows, its signature verifies with a key pinned for
+ * that channel (rtl_keys_load_channel) and its untrusted comment is
+ * minisign's or catalog publish's, no object in it names a key twice, it
+ * has not expired (freeze attack: a server holding an old index back), its
+ * serial is not below the highest one this device accepted for the channel
+ * (replay) nor more than its serial step above, and its validity is within
+ * its max_validity; a catalog's signature only
  * once its global signature verifies with a pinned key and its trusted
  * comment names the catalog, version and manifest SHA-256 the index names;
  * the manifest only with that SHA-256; each file only with the manifest's
@@ -29,6 +37,9 @@
  *
  * The device's side, ROOT/pull/ (nothing in the store ever reads it):
  *   .lock                        flock'ed by a pull: one at a time
+ *   channel                      "channel NAME": the channel this device follows
+ *                                (--channel on the first pull, else the first
+ *                                index's); an index of another is refused
  *   seen-<channel>               "serial N": the highest index serial accepted
  *   objects/<sha256>.part        a file being fetched; the next pull resumes it
  *   objects/<sha256>             a fetched file whose SHA-256 matched
@@ -81,6 +92,14 @@ static int ix_u64(const cJSON *o, const char *key, uint64_t *out, rtl_err *err, 
     return 0;
 }
 
+/* An optional non-negative integer: 0 when absent. */
+static int ix_opt_u64(const cJSON *o, const char *key, uint64_t *out, rtl_err *err)
+{
+    *out = 0;
+    if (!cJSON_GetObjectItemCaseSensitive(o, key)) return 0;
+    return ix_u64(o, key, out, err, "top level");
+}
+
 static int ix_str(const cJSON *o, const char *key, char *out, size_t size, rtl_err *err, const char *where)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
@@ -131,6 +150,8 @@ int rtl_index_parse(const char *json, size_t len, struct rtl_index *out, rtl_err
     uint64_t issued = 0, expires = 0;
     int rc = -1;
     if (!cJSON_IsObject(root)) rtl_errf(err, "index.json: the top level is not an object");
+    else if (rtl_json_unique_keys(root, "index.json", err) != 0)
+        ;
     else if (!cJSON_IsNumber(schema) || schema->valuedouble != 1)
         rtl_errf(err, "index.json: \"schema\" is not 1: this runtime reads index schema 1 only");
     else if (ix_str(root, "channel", out->channel, sizeof out->channel, err, "top level") != 0 ||
@@ -142,6 +163,9 @@ int rtl_index_parse(const char *json, size_t len, struct rtl_index *out, rtl_err
     else if (!cJSON_IsArray(cats)) rtl_errf(err, "index.json: \"catalogs\" is missing or not an array");
     else if (cJSON_GetArraySize(cats) > 10000) rtl_errf(err, "index.json: more than 10000 catalogs");
     else rc = 0;
+    if (rc == 0 && (ix_opt_u64(root, "max_validity", &out->max_validity, err) != 0 ||
+                    ix_opt_u64(root, "max_serial_step", &out->max_serial_step, err) != 0))
+        rc = -1;
     out->issued = (int64_t)issued;
     out->expires = (int64_t)expires;
     if (rc == 0) {
@@ -187,6 +211,30 @@ static const char *tc_field(const char *tc, const char *key, char *out, size_t s
     return NULL;
 }
 
+/* The index's validity and serial step against what it states (at most
+ * the device's caps). */
+static int index_limits(const struct rtl_index *ix, uint64_t seen, rtl_err *err)
+{
+    uint64_t validity = ix->max_validity && ix->max_validity < RTL_INDEX_VALIDITY_CAP_S ? ix->max_validity
+                                                                                      : RTL_INDEX_VALIDITY_CAP_S;
+    uint64_t step = ix->max_serial_step && ix->max_serial_step < RTL_INDEX_STEP_CAP ? ix->max_serial_step
+                                                                                     : RTL_INDEX_STEP_CAP;
+    if (ix->expires < ix->issued || (uint64_t)(ix->expires - ix->issued) > validity)
+        return rtl_errf(err, "index.json of channel %s (serial %" PRIu64 ") is valid for %" PRId64 " s from its "
+                        "issue, more than the %" PRIu64 " s allowed (%s): refusing it; the publisher must re-sign "
+                        "it with a shorter validity (catalog publish --refresh --valid-for)", ix->channel, ix->serial,
+                        ix->expires - ix->issued, validity,
+                        validity == ix->max_validity ? "its max_validity" : "this device's cap of 366 days");
+    /* a first index (nothing seen) is held to the device's cap only */
+    uint64_t limit = seen ? step : RTL_INDEX_STEP_CAP;
+    if (ix->serial - seen > limit)
+        return rtl_errf(err, "index.json of channel %s has serial %" PRIu64 ", more than %" PRIu64 " above serial %"
+                        PRIu64 " that this device accepted last (the serial step allowed by %s): refusing it; a "
+                        "serial that far ahead would block every later index", ix->channel, ix->serial, limit, seen,
+                        seen && limit == ix->max_serial_step ? "its max_serial_step" : "this device's cap");
+    return 0;
+}
+
 int rtl_index_check(const struct rtl_index *ix, const char *trusted, int64_t now, uint64_t seen, rtl_err *err)
 {
     char ch[RTL_ID_MAX + 2], serial[32], expires[32], want[32];
@@ -215,7 +263,7 @@ int rtl_index_check(const struct rtl_index *ix, const char *trusted, int64_t now
         return rtl_errf(err, "index.json of channel %s has serial %" PRIu64 ", older than serial %" PRIu64 " that "
                         "this device accepted before: the server is replaying an old index; refusing it",
                         ix->channel, ix->serial, seen);
-    return 0;
+    return index_limits(ix, seen, err);
 }
 
 /* ---- hashing while downloading ---------------------------------------------
@@ -338,8 +386,11 @@ struct pull {
     const rtl_pull_options *o;
     struct rtl_http http;
     int dirfd, objfd, arcfd, lockfd;
-    rtl_pubkey *keys;
+    rtl_pubkey *keys;          /* those of the channel followed (rtl_keys_load_channel) */
     size_t nkeys;
+    char keys_where[4200];     /* where they are, for messages */
+    char channel[RTL_ID_MAX + 1]; /* the channel this device follows ("" until known) */
+    int channel_stored;        /* 1: read from ROOT/pull/channel */
     unsigned char *slots[SH_SLOTS];   /* the hashing thread's buffers */
 };
 
@@ -350,8 +401,8 @@ static const rtl_pubkey *pinned(const struct pull *p, const rtl_signature *sig, 
         if (memcmp(p->keys[k].keynum, sig->keynum, RTL_KEYNUM_BYTES) == 0) return &p->keys[k];
     char id[17];
     rtl_keynum_hex(sig->keynum, id);
-    rtl_errf(err, "%s is signed by key %s, which is not pinned on this device (keys folder %s): refusing it",
-             what, id, p->s->keys_dir);
+    rtl_errf(err, "%s is signed by key %s, which is not pinned on this device for channel %s (%s): refusing it",
+             what, id, p->channel, p->keys_where);
     return NULL;
 }
 
@@ -400,6 +451,56 @@ static uint64_t seen_serial(struct pull *p, const char *channel)
     return v;
 }
 
+/* The channel recorded in ROOT/pull/channel ("channel NAME") into
+ * p->channel; 0 when there is none. */
+static int stored_channel(struct pull *p, rtl_err *err)
+{
+    char buf[RTL_ID_MAX + 32] = "", name[RTL_ID_MAX + 2] = "";
+    int fd = openat(p->dirfd, "channel", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) return errno == ENOENT ? 0 : rtl_errf(err, "cannot open ROOT/pull/channel: %s", strerror(errno));
+    ssize_t r = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    buf[r > 0 ? r : 0] = '\0';
+    if (sscanf(buf, "channel %65s", name) != 1 || !rtl_id_ok(name))
+        return rtl_errf(err, "%s/pull/channel is damaged (it must read \"channel NAME\"): write the channel this "
+                        "device follows into it, or remove it and pull with --channel NAME", p->s->root);
+    snprintf(p->channel, sizeof p->channel, "%s", name);
+    p->channel_stored = 1;
+    return 0;
+}
+
+/* The channel an index's signature claims is the one this device follows
+ * (or, on the first pull, becomes it); then the keys of that channel. */
+static int follow_channel(struct pull *p, const rtl_signature *sig, const char *url, rtl_err *err)
+{
+    char claimed[RTL_ID_MAX + 2];
+    if (!tc_field(sig->trusted, "index", claimed, sizeof claimed) || !rtl_id_ok(claimed))
+        return rtl_errf(err, "%s.minisig: the trusted comment names no valid channel (it is not the signature of "
+                        "an index: sign indexes with catalog publish)", url);
+    const char *want = p->channel[0] ? p->channel : p->o->channel ? p->o->channel : claimed;
+    if (strcmp(claimed, want) != 0)
+        return rtl_errf(err, "%s is the index of channel '%s', but this device follows channel '%s' (%s): refusing "
+                        "it. To move the device to channel '%s', remove %s/pull/channel and pull with --channel %s",
+                        url, claimed, want, p->channel_stored ? "recorded in ROOT/pull/channel" : "--channel",
+                        claimed, p->s->root, claimed);
+    if (want != p->channel) memcpy(p->channel, want, strlen(want) + 1); /* an id: it fits */
+    free(p->keys);
+    p->keys = NULL;
+    return rtl_keys_load_channel(p->s, p->channel, &p->keys, &p->nkeys, p->keys_where, sizeof p->keys_where, err);
+}
+
+/* ROOT/pull/channel: the channel of the first index this device accepted
+ * (or --channel's). */
+static int record_channel(struct pull *p, rtl_err *err)
+{
+    char line[RTL_ID_MAX + 32];
+    int n = snprintf(line, sizeof line, "channel %s\n", p->channel);
+    if (write_atomic(p->dirfd, "channel", line, (size_t)n, err) != 0) return -1;
+    rtl_log(p->s, RTL_LOG_INFO, "this device now follows channel %s (recorded in %s/pull/channel)", p->channel,
+            p->s->root);
+    return 0;
+}
+
 /* Fetches and verifies the index; records its serial. */
 static int fetch_index(struct pull *p, struct rtl_index *ix, rtl_err *err)
 {
@@ -424,7 +525,7 @@ static int fetch_index(struct pull *p, struct rtl_index *ix, rtl_err *err)
         rtl_err_prefix(err, "%s.minisig", url);
         goto out;
     }
-    if (!(key = pinned(p, &sig, url, err))) goto out;
+    if (follow_channel(p, &sig, url, err) != 0 || !(key = pinned(p, &sig, url, err))) goto out;
     if (sodium_init() < 0) {
         rtl_errf(err, "libsodium failed to initialise");
         goto out;
@@ -436,7 +537,10 @@ static int fetch_index(struct pull *p, struct rtl_index *ix, rtl_err *err)
     }
     if (rtl_index_parse(text, len, ix, err) != 0) goto out;
     uint64_t seen = seen_serial(p, ix->channel);
-    if (rtl_index_check(ix, sig.trusted, (int64_t)time(NULL), seen, err) != 0) {
+    if (rtl_index_check(ix, sig.trusted, (int64_t)time(NULL), seen, err) != 0 ||
+        rtl_index_untrusted_check(&sig, ix->channel, ix->serial, err) != 0 ||
+        (!p->channel_stored && record_channel(p, err) != 0)) {
+        rtl_err_prefix(err, "%s", url);
         rtl_index_free(ix);
         goto out;
     }
@@ -484,6 +588,7 @@ struct one {
     rtl_catalog *cur;          /* the installed copy (shared lock), or NULL */
     const struct rtl_file **cur_by_sha;
     size_t ncur;
+    int archive_again;         /* 1: the archive was fetched again from byte 0 */
 };
 
 static int cmp_file_sha(const void *a, const void *b)
@@ -542,9 +647,19 @@ static int check_room(int dirfd, uint64_t need, rtl_err *err)
     return 0;
 }
 
-/* objects/<hex> fetched (resumably) and its SHA-256 checked; 0, -1 or
- * RTL_HTTP_NOT_FOUND. */
-static int fetch_object(struct one *c, const uint8_t sha[RTL_SHA256_BYTES], uint64_t size, rtl_err *err)
+/* A file this pull did not receive (an earlier pull fetched it): reused. */
+static int count_reused(struct one *c, uint64_t size)
+{
+    c->it->files_reused++;
+    c->it->bytes_reused += size;
+    return 0;
+}
+
+/* What fetch_object_once returns beside 0, -1 and RTL_HTTP_NOT_FOUND: a
+ * file resumed from a .part an earlier pull left did not hash right. */
+#define RESUMED_BAD 2
+
+static int fetch_object_once(struct one *c, const uint8_t sha[RTL_SHA256_BYTES], uint64_t size, rtl_err *err)
 {
     char hex[65], rel[80], url[URL_MAX], part[80];
     rtl_hex(sha, RTL_SHA256_BYTES, hex);
@@ -554,12 +669,14 @@ static int fetch_object(struct one *c, const uint8_t sha[RTL_SHA256_BYTES], uint
     if (fd >= 0) { /* fetched by an earlier pull: checked again (it was not fsynced) */
         int ok = rtl_sha256_fd(fd, got, &n, NULL) == 0 && n == size && memcmp(got, sha, RTL_SHA256_BYTES) == 0;
         close(fd);
-        if (ok) return 0;
+        if (ok) return count_reused(c, size);
         unlinkat(c->p->objfd, hex, 0);
     }
     snprintf(rel, sizeof rel, "objects/%s", hex);
     snprintf(part, sizeof part, "%s.part", hex);
     if (rtl_url_join(c->p->url, rel, url, sizeof url) != 0) return rtl_errf(err, "the URL is too long");
+    struct stat st;
+    uint64_t held = fstatat(c->p->objfd, part, &st, AT_SYMLINK_NOFOLLOW) == 0 ? (uint64_t)st.st_size : 0;
     uint64_t before = c->p->http.received;
     struct sh hs;
     sh_start(&hs, 0, c->p->slots[0] ? c->p->slots : NULL);
@@ -580,6 +697,12 @@ static int fetch_object(struct one *c, const uint8_t sha[RTL_SHA256_BYTES], uint
     }
     if (n != size || memcmp(got, sha, RTL_SHA256_BYTES) != 0) {
         unlinkat(c->p->objfd, part, 0);
+        if (held && held <= size && !streamed) {
+            rtl_log(c->p->s, RTL_LOG_INFO, "%s: the %" PRIu64 " bytes an earlier pull left in ROOT/pull/objects/%s "
+                    "did not complete to the file the signed manifest names (damaged or altered on this device, or "
+                    "the server's file changed since); fetching it again from byte 0", url, held, part);
+            return RESUMED_BAD;
+        }
         return rtl_errf(err, "%s: the file received differs from the one the signed manifest names (SHA-256 "
                         "differs): the server sent an altered or damaged file; refusing it, nothing installed", url);
     }
@@ -587,8 +710,18 @@ static int fetch_object(struct one *c, const uint8_t sha[RTL_SHA256_BYTES], uint
     if (renameat(c->p->objfd, part, c->p->objfd, hex) != 0)
         return rtl_errf(err, "cannot keep %s: %s", hex, strerror(errno));
     RTL_CRASH_POINT("pull-object-kept");
+    if (c->p->http.received == before) return count_reused(c, size); /* a complete .part: nothing received */
     c->it->files_fetched++;
     return 0;
+}
+
+/* objects/<hex> fetched (resumably) and its SHA-256 checked; 0, -1 or
+ * RTL_HTTP_NOT_FOUND. A resumed file that does not hash right is fetched
+ * once more, whole, before the server is blamed. */
+static int fetch_object(struct one *c, const uint8_t sha[RTL_SHA256_BYTES], uint64_t size, rtl_err *err)
+{
+    int r = fetch_object_once(c, sha, size, err);
+    return r == RESUMED_BAD ? fetch_object_once(c, sha, size, err) : r;
 }
 
 /* The object source of rtl_install_objects: a fetched file, else the
@@ -680,6 +813,21 @@ out:
     return rc;
 }
 
+static int pull_archive(struct one *c, rtl_err *err);
+
+/* An archive completed from what an earlier pull left did not verify: once
+ * per pull, it is fetched again from byte 0 before the server is blamed. */
+static int archive_again(struct one *c, const char *url, rtl_err *err)
+{
+    if (c->archive_again) return -1;
+    c->archive_again = 1;
+    rtl_log(c->p->s, RTL_LOG_INFO, "%s: the archive completed from what an earlier pull left in ROOT/pull/archives "
+            "does not verify (damaged or altered on this device, or the server's file changed since): fetching it "
+            "again from byte 0", url);
+    c->it->files_fetched = 0;
+    return pull_archive(c, err);
+}
+
 /* The whole archive, then rtl_install. */
 static int pull_archive(struct one *c, rtl_err *err)
 {
@@ -696,8 +844,12 @@ static int pull_archive(struct one *c, rtl_err *err)
     uint8_t hash[RTL_HASH_BYTES];
     int hashed = 0;
     struct stat st;
-    if (!(fstatat(p->arcfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
-          (uint64_t)st.st_size == c->e->size)) {
+    /* bytes an earlier pull left: if they do not verify, the archive is fetched again whole */
+    int left = fstatat(p->arcfd, part, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_size > 0;
+    if (fstatat(p->arcfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+        (uint64_t)st.st_size == c->e->size)
+        left = 1;
+    else {
         if (check_room(p->arcfd, c->e->size, err) != 0) return -1;
         uint64_t before = p->http.received;
         struct sh hs;
@@ -732,6 +884,7 @@ static int pull_archive(struct one *c, rtl_err *err)
             return 0;
         }
         unlinkat(p->arcfd, name, 0);
+        if (left) return archive_again(c, url, err);
         return rtl_err_prefix(err, "%s: refusing it", url);
     }
     rtl_install_options io = {.allow_downgrade = p->o->allow_downgrade};
@@ -741,8 +894,10 @@ static int pull_archive(struct one *c, rtl_err *err)
         const rtl_pubkey *key;
         rtl_err e2;
         if (rtl_hash_file(path, hash, &e2) != 0 || rtl_sig_parse(c->sig, c->sig_len, &sig, &e2) != 0 ||
-            !(key = pinned(p, &sig, url, &e2)) || rtl_sig_verify_hash(&sig, key, hash, &e2) != 0)
+            !(key = pinned(p, &sig, url, &e2)) || rtl_sig_verify_hash(&sig, key, hash, &e2) != 0) {
             unlinkat(p->arcfd, name, 0);
+            if (left) return archive_again(c, url, err);
+        }
         return -1;
     }
     c->it->installed = 1;
@@ -827,6 +982,7 @@ int rtl_pull(rtl_store *s, const char *url, const rtl_pull_options *options, rtl
         return rtl_errf(err, "'%s' is not an http://, https:// or file:// URL of a publish folder", url ? url : "");
     if (strlen(url) > URL_MAX - 400) return rtl_errf(err, "the URL is longer than %d bytes", URL_MAX - 400);
     if (o->catalog && !rtl_id_ok(o->catalog)) return rtl_errf(err, "'%s' is not a valid catalog id", o->catalog);
+    if (o->channel && !rtl_id_ok(o->channel)) return rtl_errf(err, "'%s' is not a valid channel id", o->channel);
     struct pull p = {.s = s, .url = url, .o = o, .dirfd = -1, .objfd = -1, .arcfd = -1, .lockfd = -1};
     struct rtl_index ix = {0};
     int rc = -1;
@@ -841,8 +997,15 @@ int rtl_pull(rtl_store *s, const char *url, const rtl_pull_options *options, rtl
         goto out;
     }
     if ((p.objfd = open_sub(p.dirfd, "objects", err)) < 0 || (p.arcfd = open_sub(p.dirfd, "archives", err)) < 0 ||
-        rtl_keys_load(s, &p.keys, &p.nkeys, err) != 0 || rtl_http_open(&p.http, s, o, err) != 0)
+        stored_channel(&p, err) != 0 || rtl_keys_load(s, &p.keys, &p.nkeys, err) != 0 || /* none: fetch nothing */
+        rtl_http_open(&p.http, s, o, err) != 0)
         goto out;
+    if (p.channel_stored && o->channel && strcmp(o->channel, p.channel) != 0) {
+        rtl_errf(err, "--channel %s, but this device follows channel '%s' (recorded in %s/pull/channel): to move "
+                 "it to channel '%s', remove that file and pull again with --channel %s", o->channel, p.channel,
+                 s->root, o->channel, o->channel);
+        goto out;
+    }
     for (int i = 0; i < SH_SLOTS && (i == 0 || p.slots[i - 1]); i++) p.slots[i] = malloc(SH_SLOT_BYTES);
     if (!p.slots[SH_SLOTS - 1]) /* without them, downloads are read back to be hashed */
         for (int i = 0; i < SH_SLOTS; i++) free(p.slots[i]), p.slots[i] = NULL;
@@ -862,8 +1025,9 @@ int rtl_pull(rtl_store *s, const char *url, const rtl_pull_options *options, rtl
         rtl_err one;
         rtl_pull_item *it = &res->items[res->n++];
         if (pull_one(&p, &ix.entries[i], it, &one) != 0) {
-            rtl_log(s, RTL_LOG_WARN, "%s", one.msg);
+            /* the first failure is err's (the caller prints it); later ones are logged */
             if (rc == 0 && err) *err = one;
+            else rtl_log(s, RTL_LOG_WARN, "%s", one.msg);
             rc = -1;
         }
     }

@@ -8,6 +8,8 @@
 /* Largest index.json the runtime accepts. */
 #define RTL_INDEX_MAX (1u << 20)
 
+
+
 struct rtl_index_entry {
     char catalog[RTL_ID_MAX + 1];
     uint64_t version;
@@ -22,6 +24,8 @@ struct rtl_index {
     char channel[RTL_ID_MAX + 1];
     uint64_t serial;
     int64_t issued, expires;
+    uint64_t max_validity;         /* seconds from issued to expires its publisher allows; 0: not stated */
+    uint64_t max_serial_step;      /* how far above the last accepted serial the next may be; 0: not stated */
     struct rtl_index_entry *entries;   /* sorted by catalog id */
     size_t n;
 };
@@ -33,8 +37,10 @@ void rtl_index_free(struct rtl_index *ix);
 /* Checks what the signature of an index says against the index and the
  * device's memory: the trusted comment names the same channel, serial and
  * expiry as the index; the index has not expired at `now`; its serial is
- * not lower than `seen` (the highest this device accepted). The messages
- * say "expired" or "replayed" and what to do. */
+ * not lower than `seen` (the highest this device accepted) nor more than
+ * its serial step above it; its validity is within its max_validity (and
+ * the caps above). The messages say "expired", "replayed", "valid for" or
+ * "serial step" and what to do. */
 int rtl_index_check(const struct rtl_index *ix, const char *trusted, int64_t now, uint64_t seen,
                     rtl_err *err) RTL_MUST_CHECK;
 

@@ -474,3 +474,27 @@ int rtl_untrusted_check(const rtl_signature *sig, rtl_err *err)
                         "'%.200s'): the signature file was edited", sig->untrusted, want);
     return 0;
 }
+
+int rtl_index_untrusted_expected(const char *channel, uint64_t serial, const uint8_t keynum[RTL_KEYNUM_BYTES],
+                                 int development_key, char *out, size_t size, rtl_err *err)
+{
+    char id[17];
+    rtl_keynum_hex(keynum, id);
+    int n = snprintf(out, size, "signature of index %s serial %" PRIu64 " by %skey %s", channel, serial,
+                     development_key ? "DEVELOPMENT " : "", id);
+    if (n < 0 || (size_t)n >= size) return rtl_errf(err, "untrusted comment: longer than %zu bytes", size);
+    return 0;
+}
+
+int rtl_index_untrusted_check(const rtl_signature *sig, const char *channel, uint64_t serial, rtl_err *err)
+{
+    if (strcmp(sig->untrusted, MINISIGN_DEFAULT_COMMENT) == 0) return 0;
+    char want[2][RTL_COMMENT_MAX];
+    for (int dev = 0; dev < 2; dev++) {
+        if (rtl_index_untrusted_expected(channel, serial, sig->keynum, dev, want[dev], sizeof want[dev], err) != 0)
+            return -1;
+        if (strcmp(sig->untrusted, want[dev]) == 0) return 0;
+    }
+    return rtl_errf(err, "the untrusted comment '%.200s' does not match the signed fields (expected '%.200s'): the "
+                    "signature file was edited", sig->untrusted, want[0]);
+}

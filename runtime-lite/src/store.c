@@ -295,34 +295,75 @@ static void free_names(char **names, size_t n)
     free(names);
 }
 
-int rtl_keys_load(rtl_store *s, rtl_pubkey **keys, size_t *n, rtl_err *err)
+/* Appends every *.pub of the folder dir to *keys (*n of them). A folder
+ * that does not exist adds nothing when optional. */
+static int load_pubs(const char *dir, int optional, rtl_pubkey **keys, size_t *n, rtl_err *err)
 {
-    *keys = NULL;
-    *n = 0;
     char **names;
     size_t nn;
-    if (list_dir(-1, s->keys_dir, &names, &nn, err) != 0) return rtl_err_prefix(err, "pinned keys");
-    rtl_pubkey *k = calloc(nn ? nn : 1, sizeof *k);
-    size_t got = 0;
+    struct stat st;
+    if (optional && stat(dir, &st) != 0 && errno == ENOENT) return 0;
+    if (list_dir(-1, dir, &names, &nn, err) != 0) return rtl_err_prefix(err, "pinned keys");
+    rtl_pubkey *k = realloc(*keys, (*n + nn + 1) * sizeof *k);
     int rc = k ? 0 : rtl_errf(err, "out of memory");
+    if (k) *keys = k;
     for (size_t i = 0; rc == 0 && i < nn; i++) {
         size_t l = strlen(names[i]);
         if (names[i][0] == '.' || l < 5 || strcmp(names[i] + l - 4, ".pub") != 0) continue;
         char path[4096];
-        snprintf(path, sizeof path, "%s/%s", s->keys_dir, names[i]);
-        if (rtl_pubkey_load(path, &k[got], err) != 0) rc = rtl_err_prefix(err, "pinned key");
-        else got++;
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        if (rtl_pubkey_load(path, &k[*n], err) != 0) rc = rtl_err_prefix(err, "pinned key");
+        else (*n)++;
     }
     free_names(names, nn);
-    if (rc == 0 && got == 0)
+    return rc;
+}
+
+static int keys_done(rtl_store *s, int rc, rtl_pubkey **keys, size_t *n, rtl_err *err)
+{
+    if (rc == 0 && *n == 0)
         rc = rtl_errf(err, "no pinned public key in %s: copy the catalog signer's .pub file there "
                       "(never a development key on a production device)", s->keys_dir);
     if (rc != 0) {
-        free(k);
+        free(*keys);
+        *keys = NULL;
+        *n = 0;
         return -1;
     }
-    *keys = k;
-    *n = got;
+    return 0;
+}
+
+int rtl_keys_load(rtl_store *s, rtl_pubkey **keys, size_t *n, rtl_err *err)
+{
+    *keys = NULL;
+    *n = 0;
+    char sub[4096];
+    snprintf(sub, sizeof sub, "%s/channels", s->keys_dir);
+    int rc = load_pubs(s->keys_dir, 0, keys, n, err);
+    if (rc == 0) rc = load_pubs(sub, 1, keys, n, err);
+    return keys_done(s, rc, keys, n, err);
+}
+
+int rtl_keys_load_channel(rtl_store *s, const char *channel, rtl_pubkey **keys, size_t *n, char *where, size_t size,
+                          rtl_err *err)
+{
+    *keys = NULL;
+    *n = 0;
+    char path[4096];
+    struct stat st;
+    snprintf(path, sizeof path, "%s/channels/%s.pub", s->keys_dir, channel);
+    if (stat(path, &st) != 0) {
+        snprintf(where, size, "keys folder %s", s->keys_dir);
+        return keys_done(s, load_pubs(s->keys_dir, 0, keys, n, err), keys, n, err);
+    }
+    snprintf(where, size, "the key of channel %s: %s", channel, path);
+    if (!(*keys = calloc(1, sizeof **keys))) return rtl_errf(err, "out of memory");
+    if (rtl_pubkey_load(path, *keys, err) != 0) {
+        free(*keys);
+        *keys = NULL;
+        return rtl_err_prefix(err, "the pinned key of channel %s", channel);
+    }
+    *n = 1;
     return 0;
 }
 

@@ -41,9 +41,17 @@ int rtl_catdir_open(rtl_store *s, const char *id, int create, int *created, rtl_
 int rtl_state_read(int dirfd, struct rtl_state *st, rtl_err *err);
 int rtl_state_write(int dirfd, const struct rtl_state *st, rtl_err *err);
 
-/* Loads every *.pub in the store's key folder, sorted by file name, into a
- * new array the caller frees. None is an error saying where to put one. */
+/* Loads every *.pub in the store's key folder and in its channels/
+ * subfolder (the keys of single channels), sorted by file name, into a new
+ * array the caller frees. None is an error saying where to put one. */
 int rtl_keys_load(rtl_store *s, rtl_pubkey **keys, size_t *n, rtl_err *err);
+
+/* The keys rtl pull accepts for a channel's index and catalogs: the key
+ * file KEYS/channels/<channel>.pub alone when it exists (a per-channel
+ * pin), else every *.pub of KEYS itself (never another channel's key).
+ * where (size bytes) gets a phrase naming them for messages. */
+int rtl_keys_load_channel(rtl_store *s, const char *channel, rtl_pubkey **keys, size_t *n, char *where, size_t size,
+                          rtl_err *err);
 
 /* Removes name (a file or a whole tree) inside dirfd without following
  * symbolic links. */

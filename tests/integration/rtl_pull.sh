@@ -312,7 +312,7 @@ expect_fail "publish refuses an older version than the index offers" "already of
 # ---- usage ----------------------------------------------------------------------------
 expect_fail "a URL of another scheme is refused" "not an http://, https:// or file:// URL" "$RTL" --root d pull ftp://x/
 expect_fail "a folder that is no publish folder" "not found: is .* a publish folder" "$RTL" --root d pull "$NGX_URL/nothing"
-expect_fail "a catalog the index lacks" "has no catalog 'othernet'" "$RTL" --root d pull --catalog othernet "$NGX_URL"
+expect_fail "a catalog the index lacks" "has no catalog 'othernet'" "$RTL" --root f pull --catalog othernet "$NGX_URL"
 expect_fail "a server that is down, after its retries" "Couldn't connect|Could not connect|Connection refused" \
     "$RTL" --root d pull --retries 1 --backoff-ms 10 "http://127.0.0.1:1/"
 "$RTL" pull --help >h.out 2>&1

@@ -19,7 +19,8 @@
 #                     power cut of the server would)
 # ngx_stop            stops it if it runs (every test traps this on EXIT)
 #                     $NGX_URL/slow/ serves the same folder at 200 bytes/s
-#                     after the first 64 KiB of each file.
+#                     after the first 64 KiB of each file; $NGX_URL/drip/ at
+#                     8 KiB/s from the first byte.
 # ngx_bytes PATTERN   sum of the body bytes nginx logged for request URIs
 #                     matching the extended regex PATTERN (completed
 #                     requests only: a killed server logs nothing)
@@ -69,6 +70,8 @@ $([ -n "$tls" ] && printf '        ssl_certificate %s;\n        ssl_certificate_
         location / { autoindex off; }
         # the same folder, dripping: full speed for 64 KiB, then 200 bytes/s
         location /slow/ { alias $root/; limit_rate_after 64k; limit_rate 200; }
+        # the same folder at a steady 8 KiB/s: above any stall limit, below a deadline's rate
+        location /drip/ { alias $root/; limit_rate 8k; }
     }
 }
 EOF

@@ -171,6 +171,97 @@ static void index_expiry_and_replay(void **state)
     rtl_index_free(&ix);
 }
 
+/* The validity and serial step an index states, and the device's caps. */
+static void index_limits(void **state)
+{
+    (void)state;
+    struct rtl_index ix;
+    rtl_err err;
+    const char *ok = "{\"schema\":1,\"channel\":\"stable\",\"serial\":50,\"issued\":100,\"expires\":1000,"
+                     "\"max_validity\":900,\"max_serial_step\":10,\"catalogs\":[]}";
+    assert_int_equal(rtl_index_parse(ok, strlen(ok), &ix, &err), 0);
+    assert_int_equal(ix.max_validity, 900);
+    assert_int_equal(ix.max_serial_step, 10);
+    const char *tc = "index:stable\tserial:50\texpires:1000";
+    assert_int_equal(rtl_index_check(&ix, tc, 500, 40, &err), 0);  /* a step of 10 */
+    assert_int_equal(rtl_index_check(&ix, tc, 500, 39, &err), -1); /* 11 */
+    assert_non_null(strstr(err.msg, "more than 10 above serial 39"));
+    assert_non_null(strstr(err.msg, "its max_serial_step"));
+    assert_int_equal(rtl_index_check(&ix, tc, 500, 0, &err), 0);   /* a first index: the device's cap only */
+    ix.max_validity = 899;
+    assert_int_equal(rtl_index_check(&ix, tc, 500, 40, &err), -1);
+    assert_non_null(strstr(err.msg, "valid for 900 s from its issue, more than the 899 s allowed (its max_validity)"));
+    /* 100 years and a serial of 2^53, stating nothing: the device's caps */
+    ix.max_validity = ix.max_serial_step = 0;
+    ix.expires = 100 + 100ll * 365 * 86400;
+    char tc2[128];
+    snprintf(tc2, sizeof tc2, "index:stable\tserial:50\texpires:%lld", (long long)ix.expires);
+    assert_int_equal(rtl_index_check(&ix, tc2, 500, 40, &err), -1);
+    assert_non_null(strstr(err.msg, "this device's cap of 366 days"));
+    ix.expires = 1000;
+    ix.serial = 9007199254740992ull;
+    assert_int_equal(rtl_index_check(&ix, "index:stable\tserial:9007199254740992\texpires:1000", 500, 40, &err), -1);
+    assert_non_null(strstr(err.msg, "would block every later index"));
+    assert_int_equal(rtl_index_check(&ix, "index:stable\tserial:9007199254740992\texpires:1000", 500, 0, &err), -1);
+    rtl_index_free(&ix);
+}
+
+/* A key twice in one object, anywhere in the tree, is refused. */
+static void index_duplicate_keys(void **state)
+{
+    (void)state;
+    struct rtl_index ix;
+    rtl_err err;
+    static const char *const dup[] = {
+        "{\"schema\":1,\"channel\":\"stable\",\"serial\":5,\"serial\":9,\"issued\":1,\"expires\":9,\"catalogs\":[]}",
+        "{\"schema\":1,\"channel\":\"stable\",\"serial\":5,\"issued\":1,\"expires\":9,\"catalogs\":[],\"catalogs\":[]}",
+        "{\"schema\":1,\"channel\":\"stable\",\"serial\":5,\"issued\":1,\"expires\":9,\"catalogs\":[{\"catalog\":\"a\","
+        "\"catalog\":\"b\"}]}",
+        "{\"schema\":1,\"channel\":\"stable\",\"serial\":5,\"issued\":1,\"expires\":9,\"catalogs\":[],\"x\":[[{\"k\":1,"
+        "\"j\":2,\"k\":3}]]}"};
+    for (size_t i = 0; i < sizeof dup / sizeof dup[0]; i++) {
+        assert_int_equal(rtl_index_parse(dup[i], strlen(dup[i]), &ix, &err), -1);
+        assert_non_null(strstr(err.msg, "appears twice in one object"));
+    }
+    const char *fine = "{\"schema\":1,\"channel\":\"stable\",\"serial\":5,\"issued\":1,\"expires\":9,\"catalogs\":[],"
+                       "\"x\":[{\"k\":1},{\"k\":2}]}";
+    assert_int_equal(rtl_index_parse(fine, strlen(fine), &ix, &err), 0);
+    rtl_index_free(&ix);
+    /* the manifest's reader refuses them too */
+    const char *m = "{\"schema\":1,\"catalog\":\"a\",\"catalog\":\"b\",\"model\":\"m\",\"version\":1}";
+    assert_null(rtl_catalog_parse(m, strlen(m), NULL, &err));
+    assert_non_null(strstr(err.msg, "manifest: the key \"catalog\" appears twice"));
+}
+
+/* The index signature's untrusted comment: minisign's default or the one
+ * catalog publish writes, nothing else. */
+static void index_untrusted_comment(void **state)
+{
+    (void)state;
+    rtl_signature sig;
+    rtl_err err;
+    memset(&sig, 0, sizeof sig);
+    for (int i = 0; i < RTL_KEYNUM_BYTES; i++) sig.keynum[i] = (uint8_t)(i + 1);
+    char want[RTL_COMMENT_MAX];
+    assert_int_equal(rtl_index_untrusted_expected("stable", 7, sig.keynum, 0, want, sizeof want, &err), 0);
+    snprintf(sig.untrusted, sizeof sig.untrusted, "%s", want);
+    assert_int_equal(rtl_index_untrusted_check(&sig, "stable", 7, &err), 0);
+    assert_int_equal(rtl_index_untrusted_expected("stable", 7, sig.keynum, 1, want, sizeof want, &err), 0);
+    assert_non_null(strstr(want, "by DEVELOPMENT key"));
+    snprintf(sig.untrusted, sizeof sig.untrusted, "%s", want);
+    assert_int_equal(rtl_index_untrusted_check(&sig, "stable", 7, &err), 0);
+    snprintf(sig.untrusted, sizeof sig.untrusted, "signature from minisign secret key");
+    assert_int_equal(rtl_index_untrusted_check(&sig, "stable", 7, &err), 0);
+    static const char *const bad[] = {"signature of index stable serial 8 by key 0807060504030201",
+                                      "signature of index beta serial 7 by key 0807060504030201",
+                                      "trusted release, verified by the vendor"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        snprintf(sig.untrusted, sizeof sig.untrusted, "%s", bad[i]);
+        assert_int_equal(rtl_index_untrusted_check(&sig, "stable", 7, &err), -1);
+        assert_non_null(strstr(err.msg, "the signature file was edited"));
+    }
+}
+
 static void url_join(void **state)
 {
     (void)state;
@@ -336,6 +427,9 @@ int main(void)
         cmocka_unit_test(index_refuses),
         cmocka_unit_test(index_mutations),
         cmocka_unit_test(index_expiry_and_replay),
+        cmocka_unit_test(index_limits),
+        cmocka_unit_test(index_duplicate_keys),
+        cmocka_unit_test(index_untrusted_comment),
         cmocka_unit_test(url_join),
         cmocka_unit_test(resumable_transfers),
         cmocka_unit_test(pull_refuses_bad_input),
