@@ -144,6 +144,7 @@ int prn_cli_early_exit(int argc, char **argv, trn_err *err)
         return -3;
     if (o.help) return 0;
     if (prn_cli_require(&o, "early-exit", need, err)) return -2;
+    if (prn_cli_out_ok(o.out, 1, err)) return -1;
     const char *parent;
     if (prn_cli_parent(&o, &parent, err)) return -2;
     prn_exits_opts eo;

@@ -135,6 +135,7 @@ int prn_cli_grow(int argc, char **argv, trn_err *err)
     if (ck_parse("prune", &v, argc + 1, argv - 1, &extra, 0, &rc0) < 0) return rc0 == 0 ? 0 : -3;
     const char *need[][2] = {{"roadmap", roadp}, {"data", data}, {"out", out}};
     if (prn_cli_need(need, sizeof need / sizeof *need, seed, err)) return -2;
+    if (prn_cli_out_ok(out, 1, err)) return -1;
     for (int i = 0; i < set.n; i++)
         if (gr_set(set.v[i], &batches, &lr, &ncap, &bn_batches, &revive, &slices, err)) return -2;
     trn_set_threads((int)threads);

@@ -48,10 +48,11 @@ int prn_cli_mimic(int argc, char **argv, trn_err *err)
         return -3;
     if (o.help) return 0;
     if (prn_cli_require(&o, "mimic", need, err)) return -2;
+    if (prn_cli_out_ok(o.out, 1, err)) return -1;
     prn_mimic_opts mo;
     prn_mimic_opts_defaults(&mo);
     for (int i = 0; i < o.nset; i++)
-        if (prn_mimic_opts_set(&mo, o.set[i], err)) return -1;
+        if (prn_mimic_opts_set(&mo, o.set[i], err)) return -2; /* a bad --set: a usage error */
     mo.from = o.from;
     mo.to = o.to;
     mo.with = o.with;

@@ -23,33 +23,54 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static const char *const usage_main =
     "Usage: prune VERB [OPTIONS]\n"
     "\n"
     "Derives cheaper variants of a trained Darknet network (MCDNN section 4.1.1).\n"
     "\n"
-    "Verbs:\n"
-    "  rewrite   static rewrites (stride x2, filters /2, connected output /F,\n"
-    "            local -> convolutional, layer removal), warm-started from the base\n"
-    "  svd       low-rank factorisation of connected layers\n"
-    "  mimic     in-place transformation: a fragment replaced by a smaller one\n"
-    "            trained to regress the original fragment's outputs\n"
-    "  lasso     the dense export of a group-lasso-trained network (MeDNN's SMCD):\n"
-    "            zeroed filters and channels removed\n"
-    "  retarget  shared trunk + task heads: layers above a cut retrained per\n"
-    "            attribute task on the frozen trunk's cached outputs (MCDNN 4.1.3)\n"
+    "Verbs that write variant folders (under --out DIR: variant.cfg, init.weights,\n"
+    "meta.json):\n"
+    "  rewrite    static rewrites (stride x2, filters /2, connected output /F,\n"
+    "             local -> convolutional, layer removal), warm-started from the base\n"
+    "  svd        low-rank factorisation of connected layers\n"
+    "  mimic      in-place transformation: a fragment replaced by a smaller one\n"
+    "             trained to regress the original fragment's outputs\n"
+    "  lasso      the dense export of a group-lasso-trained network (MeDNN's SMCD):\n"
+    "             zeroed filters and channels removed\n"
+    "  retarget   shared trunk + task heads: layers above a cut retrained per\n"
+    "             attribute task on the frozen trunk's cached outputs (MCDNN 4.1.3)\n"
     "  specialise (n,p) context models: the last layers retrained for n classes +\n"
-    "            \"other\" on frozen lower layers, scored as a cascade (MCDNN 4.1.2)\n"
-    "  plan      the layers of a cfg with their selectors, MACs and parameters\n"
-    "  trr       rank every filter by Triplet Response Residual (NestDNN)\n"
-    "  l1        rank every filter by the L1 norm of its weights (baseline)\n"
-    "  scan      sensitivity scan: one layer pruned at 10..90% by a ranking\n"
-    "  roadmap   iterative filter pruning with retraining (NestDNN's roadmap)\n"
-    "  grow      freeze-&-grow: one multi-capacity model from a roadmap (NestDNN)\n"
+    "             \"other\" on frozen lower layers, scored as a cascade (MCDNN 4.1.2)\n"
+    "  early-exit FlexDNN's early exits on a frozen trunk: exit search, insertion plan,\n"
+    "             lossless thresholds, alpha profile (+ exits.cfg, exits.weights)\n"
+    "  grow       NestDNN's freeze-&-grow: one multi-capacity model from a roadmap\n"
+    "Verbs that study a network:\n"
+    "  plan       the layers of a cfg with their selectors, MACs and parameters\n"
+    "  trr        rank every filter by Triplet Response Residual (NestDNN): a ranking\n"
+    "             file to read and compare; scan and roadmap compute the same ranking\n"
+    "             themselves (--method trr), nothing reads the file\n"
+    "  l1         rank every filter by the L1 norm of its weights (trr's baseline; its\n"
+    "             file likewise; --method l1)\n"
+    "  scan       sensitivity scan: one layer pruned at 10..90% by a ranking\n"
+    "  roadmap    iterative filter pruning with retraining (NestDNN's roadmap): the\n"
+    "             input of grow\n"
+    "\n"
+    "Pipelines (mk/variants.mk runs them from a recipe; recipes/README.md):\n"
+    "  nested: trr | l1 (optional: read the ranking) -> scan (optional: how each layer\n"
+    "          bears pruning) -> roadmap --method trr|l1 --out R -> grow --roadmap\n"
+    "          R/roadmap.json --out V\n"
+    "  exits:  [rewrite, lasso, ... (optional: the variant to build on)] -> early-exit\n"
+    "          --cfg/--weights of it (or of the base) --out V\n"
+    "  others: rewrite | svd | mimic | lasso | retarget | specialise --out V\n"
+    "  then, per V: trainer train from V/init.weights (when the recipe trains it) ->\n"
+    "          trainer valid -> catalog profile, describe -> catalog pack\n"
     "\n"
     "Run `prune VERB --help` for a verb's options. Selectors: conv#k, conv@k, fc#k,\n"
-    "fc@k, local#k, local@k, L<i> (prune/README.md).\n";
+    "fc@k, local#k, local@k, L<i> (prune/README.md). Exit status: 0 on success, 1 on\n"
+    "failure, 2 on bad usage.\n";
 
 
 
@@ -188,6 +209,51 @@ int prn_cli_need(const char *need[][2], size_t n, long long seed, trn_err *err)
     return 0;
 }
 
+/* The nearest existing folder above path into buf (a file's: its own
+ * folder, which must exist: files are written, folders made); -1 with err
+ * when it is not a folder. */
+static int existing_parent(const char *path, int dir, char *buf, size_t size, trn_err *err)
+{
+    struct stat st;
+    snprintf(buf, size, "%s", path);
+    for (int up = 0;; up++) {
+        if (up == 1 && !dir)
+            return trn_errf(err, "--out %s: the folder %s does not exist (make it first)", path, buf);
+        char *slash = strrchr(buf, '/');
+        if (!slash) {
+            snprintf(buf, size, ".");
+        } else if (slash == buf) {
+            buf[1] = 0;
+        } else {
+            *slash = 0;
+        }
+        if (stat(buf, &st) == 0) {
+            if (!S_ISDIR(st.st_mode)) return trn_errf(err, "--out %s: %s is not a folder", path, buf);
+            return 0;
+        }
+        if (errno != ENOENT && errno != ENOTDIR) return trn_errf(err, "--out %s: %s: %s", path, buf, strerror(errno));
+        if (!strcmp(buf, ".") || !strcmp(buf, "/")) return trn_errf(err, "--out %s: no folder above it", path);
+    }
+}
+
+int prn_cli_out_ok(const char *path, int dir, trn_err *err)
+{
+    char where[4096];
+    struct stat st;
+    if (!path || !*path) return trn_errf(err, "--out is empty");
+    if (strlen(path) >= sizeof where) return trn_errf(err, "--out %.60s...: path too long", path);
+    int exists = stat(path, &st) == 0;
+    if (!exists && errno != ENOENT && errno != ENOTDIR) return trn_errf(err, "--out %s: %s", path, strerror(errno));
+    if (exists && dir && !S_ISDIR(st.st_mode))
+        return trn_errf(err, "--out %s exists and is not a folder (give a folder: it is made when missing)", path);
+    if (exists && !dir && S_ISDIR(st.st_mode)) return trn_errf(err, "--out %s is a folder: give a file name", path);
+    if (exists && dir) snprintf(where, sizeof where, "%s", path);
+    else if (existing_parent(path, dir, where, sizeof where, err) != 0) return -1;
+    if (access(where, W_OK | X_OK) != 0)
+        return trn_errf(err, "--out %s: cannot write in %s: %s", path, where, strerror(errno));
+    return 0;
+}
+
 int prn_cli_method(const char *method, trn_err *err)
 {
     int m = prn_rank_method_parse(method);
@@ -297,6 +363,7 @@ static int cmd_rewrite(int argc, char **argv, trn_err *err)
         return -3;
     if (o.help) return 0;
     if (prn_cli_require(&o, "rewrite", need, err)) return -2;
+    if (prn_cli_out_ok(o.out, 1, err)) return -1;
     trn_set_threads(o.threads);
     trn_cfg *cfg = trn_cfg_read(o.cfg, err);
     if (!cfg) return -1;
@@ -331,6 +398,7 @@ static int cmd_svd(int argc, char **argv, trn_err *err)
         return -3;
     if (o.help) return 0;
     if (prn_cli_require(&o, "svd", need, err)) return -2;
+    if (prn_cli_out_ok(o.out, 1, err)) return -1;
     trn_set_threads(o.threads);
     trn_cfg *cfg = trn_cfg_read(o.cfg, err);
     if (!cfg) return -1;
@@ -364,6 +432,7 @@ static int cmd_lasso(int argc, char **argv, trn_err *err)
         return -3;
     if (o.help) return 0;
     if (prn_cli_require(&o, "lasso", need, err)) return -2;
+    if (prn_cli_out_ok(o.out, 1, err)) return -1;
     trn_cfg *cfg = trn_cfg_read(o.cfg, err);
     if (!cfg) return -1;
     trn_net *base = prn_cli_load_base(cfg, o.weights, 1, err);

@@ -33,6 +33,12 @@ int prn_cli_require(const prn_cli_opts *o, const char *verb, const char *const *
  * with err naming the first of the n {name, value} pairs of need whose value
  * is NULL, or --seed when seed < 0 (not given). */
 int prn_cli_need(const char *need[][2], size_t n, long long seed, trn_err *err);
+/* Whether the verb can write its output `path` (a folder when dir, else a
+ * file), checked before any work so that a bad --out fails at once, not
+ * after minutes of training: an existing path must be a folder (dir) or
+ * not one (file); the folder it is or would be made in must be a writable
+ * folder. Creates nothing. -1 with err naming --out and the reason. */
+int prn_cli_out_ok(const char *path, int dir, trn_err *err);
 /* The ranking --method names (trr, l1 or random, prn_rank_method_parse);
  * -1 with err otherwise. */
 int prn_cli_method(const char *method, trn_err *err);

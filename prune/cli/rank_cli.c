@@ -127,6 +127,7 @@ static int rank_verb(int argc, char **argv, prn_rank_method m, trn_err *err)
     if (!cfgp) return trn_errf(err, "--cfg is required"), -2;
     if (!weights) return trn_errf(err, "--weights is required"), -2;
     if (!out) return trn_errf(err, "--out is required"), -2;
+    if (prn_cli_out_ok(out, 0, err)) return -1;
     int sp = trn_split_parse(split);
     if (trr && !data) return trn_errf(err, "--data is required"), -2;
     if (trr && seed < 0) return trn_errf(err, "--seed is required"), -2;

@@ -183,6 +183,7 @@ int prn_cli_retarget(int argc, char **argv, trn_err *err)
         return -3;
     if (o.help) return 0;
     if (prn_cli_require(&o, "retarget", need, err)) return -2;
+    if (prn_cli_out_ok(o.out, 1, err)) return -1;
     if (!o.cut == !o.cuts) return trn_errf(err, "give --cut SEL or --cuts LIST (one of them)"), -2;
     const char *trunk_id;
     if (prn_cli_parent(&o, &trunk_id, err)) return -2;
@@ -201,7 +202,7 @@ int prn_cli_retarget(int argc, char **argv, trn_err *err)
             return trn_errf(err, "--set %s: the budget is a fraction of the base in (0, 1]", o.set[i]), -2;
     }
     prn_head_opts ho;
-    if (prn_cli_head_opts(&ko, &ho, err)) return -1;
+    if (prn_cli_head_opts(&ko, &ho, err)) return -2; /* a bad --set: a usage error */
     if (prn_cli_compute(o.threads, err)) return -1;
     char cutsbuf[4096];
     point pts[MAX_POINTS];

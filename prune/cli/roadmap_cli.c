@@ -364,6 +364,7 @@ int prn_cli_roadmap(int argc, char **argv, trn_err *err)
     if (ck_parse("prune", &v, argc + 1, argv - 1, &extra, 0, &rc0) < 0) return rc0 == 0 ? 0 : -3;
     const char *need[][2] = {{"cfg", cfgp}, {"weights", weights}, {"data", data}, {"method", method}, {"out", out}};
     if (prn_cli_need(need, sizeof need / sizeof *need, seed, err)) return -2;
+    if (prn_cli_out_ok(out, 1, err)) return -1;
     int m = prn_cli_method(method, err);
     if (m < 0) return -2;
     rm_settings st = {.step = 0.2, .min_accuracy = 0.5, .learning_rate = 0.01, .max_layer_step = 0.5, .retrain_batches = 100,

@@ -452,6 +452,7 @@ int prn_cli_scan(int argc, char **argv, trn_err *err)
     if (ck_parse("prune", &v, argc + 1, argv - 1, &extra, 0, &rc0) < 0) return rc0 == 0 ? 0 : -3;
     const char *need[][2] = {{"cfg", cfgp}, {"weights", weights}, {"data", data}, {"method", method}, {"out", out}};
     if (prn_cli_need(need, sizeof need / sizeof *need, seed, err)) return -2;
+    if (prn_cli_out_ok(out, 0, err)) return -1;
     int m = prn_cli_method(method, err), sp = trn_split_parse(split);
     if (m < 0) return -2;
     if (sp < 0) return trn_errf(err, "--split '%s' is not a split: use train, valid or test", split), -2;

@@ -222,6 +222,7 @@ int prn_cli_specialise(int argc, char **argv, trn_err *err)
         return -3;
     if (o.help) return 0;
     if (prn_cli_require(&o, "specialise", need, err)) return -2;
+    if (prn_cli_out_ok(o.out, 1, err)) return -1;
     if (!o.generic_cfg != !o.generic_weights)
         return trn_errf(err, "--generic-cfg and --generic-weights go together"), -2;
     /* the catalog id of --cfg: the parent, and the partner of its own cascade */
@@ -250,7 +251,7 @@ int prn_cli_specialise(int argc, char **argv, trn_err *err)
         if (*end || end == o.set[i] + 5 || !(gate >= 0 && gate < 1))
             return trn_errf(err, "--set %s: the gate is a probability in [0, 1), or valid", o.set[i]), -2;
     }
-    if (prn_cli_head_opts(&ko, &ho, err)) return -1;
+    if (prn_cli_head_opts(&ko, &ho, err)) return -2; /* a bad --set: a usage error */
     if (prn_cli_compute(o.threads, err)) return -1;
     ctx *cx = calloc(MAX_CTX, sizeof *cx);
     prn_variant *v = calloc(MAX_CTX, sizeof *v);

@@ -62,6 +62,25 @@ usage "rtl with an unknown global option says so" "^rtl: unknown option '--bogus
 usage "prune usage errors exit 2 with the reason" "^prune rewrite: --weights is required" "$PRUNE" rewrite --cfg x.cfg
 usage "prune unknown option exits 2" "^prune plan: unknown option '--sped'" "$PRUNE" plan --sped x
 usage "trainer info without a cfg says so" "^trainer info: no cfg given" "$TRAINER" info
+# --set errors are usage errors (exit 2) in every verb that takes --set
+# (issue 35 item 7), judged before any work
+B=$TOP/recipes/alexnet/base.cfg
+usage "trainer info --set of an unknown key exits 2" "^trainer info: --set: .*unknown key 'bogus'" \
+    "$TRAINER" info --cfg "$B" --set bogus=1
+usage "trainer train --set of a bad value exits 2" "^trainer train: --set: .*learning_rate=abc is not a number" \
+    "$TRAINER" train --cfg "$B" --data x.data --backup nowhere --set learning_rate=abc
+t_check "and makes no backup folder" test ! -e nowhere
+usage "trainer valid --set out of range exits 2" "^trainer valid: --set: .*batch=0 is out of range" \
+    "$TRAINER" valid --cfg "$B" --weights x --data x.data --set batch=0
+usage "prune mimic --set of an unknown key exits 2" "^prune mimic: --set 'bogus=1': unknown key" \
+    "$PRUNE" mimic --cfg "$B" --weights x --data x --from conv#1 --to conv#2 --with x --seed 1 --out o --set bogus=1
+usage "prune retarget --set of an unknown key exits 2" "^prune retarget: --set 'bogus=1': unknown key" \
+    "$PRUNE" retarget --cfg "$B" --weights x --tasks x --cut conv#1 --seed 1 --out o --set bogus=1
+usage "prune specialise --set of an unknown key exits 2" "^prune specialise: --set 'bogus=1': unknown key" \
+    "$PRUNE" specialise --cfg "$B" --weights x --data x --contexts x --seed 1 --out o --set bogus=1
+usage "prune roadmap --set of a bad value exits 2" "^prune roadmap: --set 'step=x'" \
+    "$PRUNE" roadmap --cfg "$B" --weights x --data x --method l1 --seed 1 --out o --set step=x
+t_check "none of them made its output" test ! -e o
 expect_ok "dataset help check (a verb's help)" "$DATASET" help check
 t_check "dataset help check prints its usage" grep -q "^Usage: dataset check" "$T/out"
 

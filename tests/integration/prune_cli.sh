@@ -60,6 +60,47 @@ for v in rewrite svd mimic plan; do
     grep -q "Usage: prune $v" "$T/out" || t_fail "prune $v --help prints its usage"
 done
 expect_ok "prune --help" "$P" --help
+cp "$T/out" "$T/help.txt"
+# every verb of the manual page (the kit's verb table) with a one-line
+# purpose, and the order of the nested and exit pipelines (issue 35 item 7)
+"$P" --man | sed -n 's/^\.SS //p' >"$T/verbs.txt"
+t_check "the manual names the verbs (early-exit among them)" grep -qx early-exit "$T/verbs.txt"
+missing=""
+while read -r v; do grep -Eq "^  $v +[a-zA-Z(]" "$T/help.txt" || missing="$missing $v"; done <"$T/verbs.txt"
+t_check "prune --help lists every verb with its purpose${missing:+ (missing:$missing)}" test -z "$missing"
+tr -s ' \n' ' ' <"$T/help.txt" >"$T/help1.txt"   # one line: the pipelines wrap
+t_check "prune --help gives the nested pipeline in order: rank, scan, roadmap, grow" \
+    grep -Eq "nested: trr \| l1 [^>]*-> scan [^>]*-> roadmap --method trr\|l1 --out R -> grow --roadmap" "$T/help1.txt"
+t_check "prune --help gives the exit pipeline" grep -Eq " exits: [^>]*-> early-exit" "$T/help1.txt"
+t_check "prune --help says what trr's ranking file feeds" grep -q "nothing reads the file" "$T/help.txt"
+
+# --out is checked before any work: a file where a folder goes, a folder
+# where a file goes, a missing parent folder (issue 35 item 7)
+touch "$T/afile"
+while read -r v args; do
+    # shellcheck disable=SC2086
+    expect_fail "prune $v --out FILE fails at once, naming --out" "--out $T/afile exists and is not a folder" \
+        "$P" $v --cfg "$T/base.cfg" --weights "$T/base.weights" $args --out "$T/afile"
+done <<'EOF'
+retarget --tasks nosuch.tasks --cut conv#1 --seed 1
+specialise --data nosuch.data --contexts nosuch --seed 1
+mimic --data nosuch.data --from conv#1 --to conv#2 --with x --seed 1
+early-exit --data nosuch.data --seed 1
+rewrite --spec x --seed 1
+svd --spec x
+lasso
+EOF
+expect_fail "prune grow --out FILE fails at once" "--out $T/afile exists and is not a folder" \
+    "$P" grow --roadmap nosuch.json --data nosuch.data --seed 1 --out "$T/afile"
+expect_fail "prune roadmap --out under a file fails at once" "--out $T/afile/r: $T/afile is not a folder" \
+    "$P" roadmap --cfg "$T/base.cfg" --weights "$T/base.weights" --data nosuch.data --method l1 --seed 1 --out "$T/afile/r"
+expect_fail "prune trr --out FOLDER fails at once" "--out $T is a folder: give a file name" \
+    "$P" trr --cfg "$T/base.cfg" --weights "$T/base.weights" --data nosuch.data --seed 1 --out "$T"
+expect_fail "prune l1 --out in a missing folder fails at once" "the folder $T/nodir does not exist" \
+    "$P" l1 --cfg "$T/base.cfg" --weights "$T/base.weights" --out "$T/nodir/r.json"
+t_check "and makes no folder" test ! -e "$T/nodir"
+expect_fail "prune scan --out FOLDER fails at once" "--out $T is a folder" \
+    "$P" scan --cfg "$T/base.cfg" --weights "$T/base.weights" --data nosuch.data --method l1 --seed 1 --out "$T"
 expect_fail "no verb is a usage error" "Usage: prune VERB" "$P"
 expect_fail "unknown verb" "unknown verb 'shrink'" "$P" shrink
 

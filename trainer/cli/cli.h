@@ -31,6 +31,10 @@ typedef struct cli_sets {
 int cli_add_set(cli_sets *s, const char *verb, const char *kv);
 /* Reads the cfg and applies the overrides; NULL (error printed) on failure. */
 trn_cfg *cli_cfg(const char *verb, const char *path, const cli_sets *sets);
+/* The --set values judged against the cfg's [net] section before any work
+ * (a bad key or value is a usage error): 0, 2 after the usage message, 1
+ * when the cfg cannot be read. */
+int cli_check_sets(const char *verb, const char *path, const cli_sets *sets);
 
 /* THREADS: --threads, else the THREADS environment variable, else all
  * cores. Returns -1 (error printed) on a bad value. */

@@ -352,6 +352,8 @@ int cli_bench(int argc, char **argv)
     for (int i = 0; i < set.n; i++)
         if (cli_add_set(&sets, "bench", set.v[i])) return 2;
     if (!cfg) return cli_usage("bench", "no cfg given");
+    int setrc = cli_check_sets("bench", cfg, &sets);
+    if (setrc) return setrc;
     if (cli_determinism("bench", det)) return 2;
     if (cli_threads("bench", threads)) return 2;
     trn_set_winograd(!no_winograd);

@@ -119,6 +119,8 @@ int cli_info(int argc, char **argv)
     for (int i = 0; i < set.n; i++)
         if (cli_add_set(&sets, "info", set.v[i])) return 2;
     if (!cfg) return cli_usage("info", "no cfg given");
+    int setrc = cli_check_sets("info", cfg, &sets);
+    if (setrc) return setrc;
     trn_cfg *c = cli_cfg("info", cfg, &sets);
     if (!c) return 1;
     trn_net_opts o;

@@ -284,6 +284,8 @@ int cli_train(int argc, char **argv)
         if (cli_add_set(&sets, "train", set.v[i])) return 2;
     if (!cfgp || !data) return cli_usage("train", "--cfg and --data are required");
     if (clear && !weights) return cli_usage("train", "--clear needs --weights");
+    int setrc = cli_check_sets("train", cfgp, &sets);
+    if (setrc) return setrc;
     if (cli_determinism("train", det)) return 2;
     if (cli_threads("train", threads)) return 2;
     if (plateau && !val_every) return cli_usage("train", "--plateau needs validations: --val-every N with N > 0");

@@ -86,6 +86,8 @@ int cli_valid(int argc, char **argv)
     for (int i = 0; i < set.n; i++)
         if (cli_add_set(&sets, "valid", set.v[i])) return 2;
     if (!cfgp || !weights || !data) return cli_usage("valid", "--cfg, --weights and --data are required");
+    int setrc = cli_check_sets("valid", cfgp, &sets);
+    if (setrc) return setrc;
     if (cli_determinism("valid", det)) return 2;
     if (cli_threads("valid", threads)) return 2;
     trn_err e;
@@ -274,6 +276,8 @@ int cli_predict(int argc, char **argv)
         free(imgs);
         return cli_usage("predict", "--cfg, --weights, --data or --names, and at least one image are required");
     }
+    int setrc = cli_check_sets("predict", cfgp, &sets);
+    if (setrc) return free(imgs), setrc;
     if (cli_determinism("predict", det)) return free(imgs), 2;
     if (cli_threads("predict", threads)) return free(imgs), 2;
     trn_err e;

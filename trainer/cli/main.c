@@ -103,6 +103,17 @@ trn_cfg *cli_cfg(const char *verb, const char *path, const cli_sets *sets)
     return c;
 }
 
+int cli_check_sets(const char *verb, const char *path, const cli_sets *sets)
+{
+    if (!sets->n || !path) return 0;
+    trn_cfg *c = cli_cfg(verb, path, sets);
+    if (!c) return 1;
+    trn_err e;
+    int rc = trn_net_check_net_section(c, &e) != 0 ? cli_usage(verb, "--set: %s", e.msg) : 0;
+    trn_cfg_free(c);
+    return rc;
+}
+
 static int det_given; /* --determinism was given: DETERMINISM is not read */
 
 int cli_determinism(const char *verb, const char *opt)

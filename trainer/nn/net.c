@@ -560,6 +560,23 @@ static int alloc_net(trn_net *net, trn_err *err)
     return 0;
 }
 
+int trn_net_check_net_section(const trn_cfg *cfg, trn_err *err)
+{
+    if (trn_cfg_sections(cfg) < 1) return trn_errf(err, "%s: no [net] section", trn_cfg_name(cfg));
+    const char *t0 = trn_cfg_section_type(cfg, 0);
+    if (strcmp(t0, "net") != 0 && strcmp(t0, "network") != 0) return 0; /* trn_net_create says why */
+    trn_net *net = calloc(1, sizeof *net);
+    if (!net) return trn_errf(err, "out of memory");
+    trn_net_opts_defaults(&net->opts);
+    snprintf(net->name, sizeof net->name, "%s", trn_cfg_name(cfg));
+    trn_build b = {.cfg = cfg, .net = net};
+    int rc = check_keys(&b, net_keys, 1, err) != 0 || parse_net_section(&b, net, err) != 0 ? -1 : 0;
+    free(net->steps_store);
+    free(net->scales_store);
+    free(net);
+    return rc;
+}
+
 trn_net *trn_net_create(const trn_cfg *cfg, const trn_net_opts *opts, trn_err *err)
 {
     trn_net *net = calloc(1, sizeof *net);

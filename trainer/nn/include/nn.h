@@ -427,6 +427,10 @@ typedef struct trn_net trn_net;
  * an error naming file:line and the key. NULL on error. opts may be NULL
  * (defaults). */
 trn_net *trn_net_create(const trn_cfg *cfg, const trn_net_opts *opts, trn_err *err);
+/* Checks cfg's [net] section alone, as trn_net_create would (every key
+ * known, every value in range), without building a layer: the trainer's
+ * --set values are judged with it before any work. 0, or -1 with err. */
+int trn_net_check_net_section(const trn_cfg *cfg, trn_err *err);
 /* trn_cfg_read + trn_net_create (+ trn_weights_load when weights != NULL). */
 trn_net *trn_net_load(const char *cfg_path, const char *weights_path, const trn_net_opts *opts,
                       trn_err *err);
