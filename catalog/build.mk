@@ -81,3 +81,5 @@ DEPS_PKGS += chromium
 # ONNX Runtime (npm onnxruntime-node, mk/onnxrt.sh) runs under Node.js; the
 # ONNX checker is Debian's python3-onnx (tests/integration/catalog_onnx.sh).
 DEPS_PKGS += nodejs python3-onnx
+# rtl against ONNX Runtime on the same models (issue 42; an idle machine judges it).
+BENCHES += tests/bench/onnx_rt.sh

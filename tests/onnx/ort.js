@@ -8,7 +8,9 @@
 //                                            one line: "median_ms MS runs N threads T"
 //
 // RAW is a float32 file of the model input (1, c, h, w), little-endian, as the
-// engine feeds the network (pixels / 255, channels first).
+// engine feeds the network (pixels / 255, channels first); for `time`, RAW
+// "pattern" is the input `rtl profile` times (its fill_pattern), so both
+// runtimes compute on the same values.
 'use strict';
 const fs = require('fs');
 const path = require('path');
@@ -19,8 +21,13 @@ function load_ort() {
 }
 
 function raw_tensor(ort, file, dims) {
-    const b = fs.readFileSync(file);
     const n = dims.reduce((a, x) => a * x, 1);
+    if (file === 'pattern') {
+        const f = new Float32Array(n);
+        for (let i = 0; i < n; i++) f[i] = Math.floor(Number((BigInt(i) * 2654435761n) & 0xffffffffn) / 2 ** 24) / 256;
+        return new ort.Tensor('float32', f, dims);
+    }
+    const b = fs.readFileSync(file);
     if (b.length !== 4 * n) throw new Error(`${file}: ${b.length} bytes, the model input takes ${4 * n}`);
     const f = new Float32Array(n);
     for (let i = 0; i < n; i++) f[i] = b.readFloatLE(4 * i);
