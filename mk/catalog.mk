@@ -47,7 +47,8 @@ CATALOG_REPORT  := $(MODEL_O)/catalog-$(MODEL)-$(CATALOG_VERSION).report.md
 catalog: $(O)/.deps-ok ## the signed catalog of MODEL: data set, base, variants, archive, report
 	$(Q)t0=$$(date +%s.%N); \
 	$(MAKE) --no-print-directory $(if $(findstring -j,$(MAKEFLAGS)),,-j$(THREADS)) SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) catalog-build && \
-	if [ -f $(TIMINGS) ]; then awk -v t0=$$t0 -v now=$$(date +%s.%N) -f mk/timings.awk $(TIMINGS); fi
+	if [ -f $(TIMINGS) ]; then awk -v t0=$$t0 -v now=$$(date +%s.%N) -v model='$(MODEL)' \
+	  -v gemm="$$($(BIN)/trainer --version 2>/dev/null | sed -n 's/^GEMM: //p')" -f mk/timings.awk $(TIMINGS); fi
 catalog-build: $(CATALOG_REPORT)
 	@echo 'catalog: $(CATALOG_ARCHIVE)'
 	@echo 'catalog: $(CATALOG_SIG)'
