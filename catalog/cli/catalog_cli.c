@@ -735,8 +735,19 @@ int main(int argc, char **argv)
         CK_VERB("export", "variants as ONNX models (export --onnx)", cat_cli_export),
         CK_VERB("publish", "the folder devices pull catalogs from (per-file delta, signed index)", cat_cli_publish),
     };
+    static const char examples[] =
+        "A release key pair (give release.pub to the devices: they pin it in ROOT/keys):\n"
+        "  catalog keygen -p release.pub -s release.key --passphrase-file pass.txt\n"
+        "Pack a model's variants into a signed catalog, check it, look at it:\n"
+        "  catalog pack build/variants/alexnet -o out --task identity=build/data/synth/synth.names --key release.key --passphrase-file pass.txt\n"
+        "  catalog verify out/catalog-alexnet-1.tar.zst -p release.pub\n"
+        "  catalog inspect out/catalog-alexnet-1.tar.zst\n"
+        "  catalog pareto out/catalog-alexnet-1.tar.zst\n"
+        "  catalog report out/catalog-alexnet-1.tar.zst -o out/report\n"
+        "The folder devices pull from (rtl pull URL):\n"
+        "  catalog publish out/catalog-alexnet-1.tar.zst -o www/alexnet --key release.key --passphrase-file pass.txt\n";
     static const ck_prog p = {
-        .name = "catalog", .version = CAT_VERSION,
+        .name = "catalog", .examples = examples, .version = CAT_VERSION,
         .summary = "build, sign, verify and report signed catalogs of model variants",
         .verb_word = "command", .usage = usage, .verbs = verbs, .nverbs = (int)(sizeof verbs / sizeof *verbs),
     };

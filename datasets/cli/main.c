@@ -354,8 +354,15 @@ int main(int argc, char **argv)
         CK_VERB("contexts", "the (n,p) context streams of a data set", cmd_contexts),
         CK_VERB("check", "check a .data set: lists, labels, counts per class (--decode: every image)", cmd_check),
     };
+    static const char examples[] =
+        "The synthetic default set, then a check of every image:\n"
+        "  dataset generate --out build/data --name synth --seed 1\n"
+        "  dataset check build/data/synth/synth.data --decode\n"
+        "An image folder tree (SRC/<class>/*.png) or CIFAR-10:\n"
+        "  dataset import folder photos/ --out build/data --name photos --size 32\n"
+        "  dataset import cifar10 cifar-10-batches-bin/ --out build/data\n";
     static const ck_prog p = {
-        .name = "dataset", .version = TRN_VERSION,
+        .name = "dataset", .examples = examples, .version = TRN_VERSION,
         .summary = "make, import and check Darknet classifier data sets",
         .usage = usage_main, .verbs = verbs, .nverbs = (int)(sizeof verbs / sizeof *verbs),
     };

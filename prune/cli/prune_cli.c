@@ -549,8 +549,18 @@ int main(int argc, char **argv)
         CK_VERB("roadmap", "NestDNN's pruning roadmap: prune by a ranking, retrain, until the minimum accuracy fails", run_roadmap),
         CK_VERB("grow", "NestDNN's freeze-&-grow: one multi-capacity model from a pruning roadmap", run_grow),
     };
+    static const char examples[] =
+        "The layers of a cfg with their selectors, then a static rewrite of it:\n"
+        "  prune plan --cfg recipes/alexnet/base.cfg\n"
+        "  prune rewrite --cfg base.cfg --weights base.weights --spec 'stride2:conv#2+fcdiv4:fc#1' --seed 1 --out v/rw\n"
+        "The nested pipeline: a ranking to read, the roadmap, freeze-&-grow:\n"
+        "  prune trr --cfg base.cfg --weights base.weights --data synth.data --seed 1 --out trr.json\n"
+        "  prune roadmap --cfg base.cfg --weights base.weights --data synth.data --method trr --seed 1 --out v/nested/roadmap\n"
+        "  prune grow --roadmap v/nested/roadmap/roadmap.json --data synth.data --seed 1 --out v/nested\n"
+        "Early exits on the base:\n"
+        "  prune early-exit --cfg base.cfg --weights base.weights --data synth.data --seed 1 --out v/flexdnn\n";
     static const ck_prog prog = {
-        .name = "prune", .version = PRN_VERSION,
+        .name = "prune", .examples = examples, .version = PRN_VERSION,
         .summary = "derive cheaper variants of a trained Darknet network",
         .usage = usage, .verbs = verbs, .nverbs = (int)(sizeof verbs / sizeof *verbs),
     };

@@ -437,8 +437,36 @@ int main(int argc, char **argv)
         CK_VERB("context", "the class-frequency profiler: is the stream (n,p)-dominated, by which classes (MCDNN)",
                 run_context),
     };
+    /* rtl run's other modes have options of their own: the manual shows them */
+    static const char *const more[] = {"run --split auto --help", "run --task T --help", NULL};
+    static const char examples[] =
+        "Pin the publisher's key, once per device (rtl install and rtl pull trust only\n"
+        "the keys in ROOT/keys; the build side made it with catalog keygen -p release.pub):\n"
+        "  mkdir -p /var/lib/rtl/keys && cp release.pub /var/lib/rtl/keys/\n"
+        "Install (the signature is ARCHIVE.minisig beside it), look, measure, run:\n"
+        "  rtl install catalog-alexnet-1.tar.zst\n"
+        "  rtl inspect alexnet\n"
+        "  rtl profile alexnet\n"
+        "  rtl run alexnet base photo.png --top 3\n"
+        "Every task of the catalog at once (heads share their trunk's run):\n"
+        "  rtl run alexnet --task identity --task colour photo.png\n"
+        "A stream through the scheduler under a latency budget (met by measured\n"
+        "latencies only: rtl profile first), budgets re-read from a control file:\n"
+        "  rtl stream alexnet frames/ --latency-ms 5 --control budgets.conf\n"
+        "Updates from a publish folder (catalog publish), checked, then installed:\n"
+        "  rtl pull --check https://updates.example.org/alexnet/\n"
+        "  rtl pull https://updates.example.org/alexnet/\n"
+        "Split execution with a peer: each side makes a key pair; the server allows\n"
+        "the device's public key, the device pins the server's (--peer-key):\n"
+        "  rtl peer-keygen srv                      # on the server: srv.key, srv.pub\n"
+        "  rtl peer-keygen dev                      # on the device: dev.key, dev.pub\n"
+        "  cat dev.pub >> allow                     # on the server (copied over)\n"
+        "  rtl serve --key srv.key --allow allow --listen 0.0.0.0 --port 7000\n"
+        "  rtl run alexnet base photo.png --split auto --peer server:7000 \\\n"
+        "      --peer-key srv.pub --device-key dev.key\n"
+        "  rtl plan alexnet base --link wifi        # where the layers would run\n";
     static const ck_prog prog = {
-        .name = "rtl", .version = RTL_VERSION,
+        .name = "rtl", .version = RTL_VERSION, .man_more = more, .examples = examples,
         .summary = "install, inspect, verify and run signed catalogs on a device",
         .usage = usage, .verbs = verbs, .nverbs = (int)(sizeof verbs / sizeof *verbs),
         .version_extra = version_extra, .globals = "--root DIR, --keys DIR, -q", .verb_word = "command",

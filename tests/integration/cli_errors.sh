@@ -41,6 +41,35 @@ for p in "$TRAINER" "$DATASET" "$PRUNE" "$CAT" "$RTL"; do
     else t_fail "$n --man renders without warnings" "$(head -n 3 groff.err man.err)"; fi
     t_check "$n's manual page documents its verbs' options" grep -q '^\.SS ' "$n.1"
 done
+# Every manual page has an EXAMPLES section whose commands parse (none is a
+# usage error: exit 2); rtl's shows the key-pinning step and its split
+# execution and task options (issue 35 item 7).
+mkdir -p ex && (
+    cd ex || exit 1
+    n=0
+    for p in "$TRAINER" "$DATASET" "$PRUNE" "$CAT" "$RTL"; do
+        nm=${p##*/}
+        "$p" --man >"$nm.1"
+        sed -n '/^\.SH EXAMPLES/,/^\.fi/p' "$nm.1" | sed 's/\\-/-/g; s/\\e/\\/g; s/\\&//g; s/ \{2,\}# .*//' |
+            sed -e ':a' -e '/\\$/N; s/\\\n//; ta' | sed -n "s/^  $nm //p" >"$nm.ex"
+        [ -s "$nm.ex" ] || echo "$nm: no examples" >>bad
+        while read -r line; do
+            n=$((n + 1))
+            # shellcheck disable=SC2086
+            eval "set -- $line"
+            mkdir -p "root$n"   # an empty install root: rtl parses the options before it finds nothing there
+            RTL_ROOT=$PWD/root$n timeout -k 2 10 "$p" "$@" >"ex$n.out" 2>&1
+            [ $? = 2 ] && echo "$nm $line: $(head -n 1 "ex$n.out")" >>bad
+        done <"$nm.ex"
+    done
+    exit 0
+)
+t_check "every program's manual has examples, none of them a usage error" test ! -s ex/bad
+[ -s ex/bad ] && cat ex/bad >&2
+t_check "rtl's manual shows how to pin the publisher's key" grep -q 'cp release.pub /var/lib/rtl/keys/' ex/rtl.1
+t_check "rtl's manual shows the peer's key pinning" grep -q 'peer\\-key srv.pub' ex/rtl.1
+t_check "rtl's manual lists the split-execution options" bash -c "grep -q '^  \\\\-\\\\-device\\\\-key FILE' ex/rtl.1 && grep -q '^  \\\\-\\\\-deadline\\\\-ms MS' ex/rtl.1"
+t_check "rtl's manual lists the task options" grep -q 'Usage: rtl run ID \\-\\-task T' ex/rtl.1
 usage "catalog pack without -o says so" "^catalog pack: -o OUT_DIR is required" "$CAT" pack x
 # The verbs with options of their own (pull, split execution, publish) give
 # their reason first too.

@@ -170,8 +170,18 @@ int main(int argc, char **argv)
         CK_VERB("info", "per-layer table (kind, shapes, parameters, MACs, output bytes) and totals", cli_info),
         CK_VERB("bench", "images/s and GFLOPS of the forward and of a training step", cli_bench),
     };
+    static const char examples[] =
+        "Train the recipe's base on the default data set, then evaluate and use it:\n"
+        "  trainer train --cfg recipes/alexnet/base.cfg --data build/data/synth/synth.data --backup run1\n"
+        "  trainer train --cfg recipes/alexnet/base.cfg --data build/data/synth/synth.data --backup run1 --resume\n"
+        "  trainer valid --cfg recipes/alexnet/base.cfg --weights run1/base.weights --data build/data/synth/synth.data --split test\n"
+        "  trainer predict --cfg recipes/alexnet/base.cfg --weights run1/base.weights --names build/data/synth/synth.names photo.png\n"
+        "A setting of the cfg's [net] section changed for one run (a bad key is a usage error):\n"
+        "  trainer train --cfg recipes/alexnet/base.cfg --data build/data/synth/synth.data --backup run2 --set learning_rate=0.01\n"
+        "The layers, their MACs and parameters:\n"
+        "  trainer info --cfg recipes/alexnet/base.cfg\n";
     static const ck_prog prog = {
-        .name = "trainer", .version = TRN_VERSION,
+        .name = "trainer", .examples = examples, .version = TRN_VERSION,
         .summary = "train, evaluate and inspect Darknet-compatible CNNs",
         .usage = usage, .version_extra = version_extra, .verbs = verbs, .nverbs = (int)(sizeof verbs / sizeof *verbs),
     };

@@ -261,8 +261,22 @@ static void roff_text(FILE *out, const char *s, size_t n)
     if (!bol) fputc('\n', out);
 }
 
-/* Captures what fn(p, v) prints on stdout. Returns a malloc'ed string. */
-static char *capture(const ck_prog *p, const ck_verb *v, size_t *len)
+/* The help of verb v in another mode: v->run on the words of line (at most
+ * 15), the first of which is the verb. */
+static int more_help(const ck_verb *v, const char *line)
+{
+    char buf[512], *args[16];
+    int n = 0;
+    snprintf(buf, sizeof buf, "%s", line);
+    for (char *w = strtok(buf, " "); w && n < 15; w = strtok(NULL, " ")) args[n++] = w;
+    args[n] = NULL;
+    optind = 0;
+    return v->run(n, args);
+}
+
+/* Captures what the usage (v NULL), v's help, or v's help in the mode of
+ * `more` prints on stdout. Returns a malloc'ed string. */
+static char *capture(const ck_prog *p, const ck_verb *v, const char *more, size_t *len)
 {
     fflush(stdout);
     FILE *t = tmpfile();
@@ -272,7 +286,8 @@ static char *capture(const ck_prog *p, const ck_verb *v, size_t *len)
         if (saved >= 0) close(saved);
         return NULL;
     }
-    if (v) verb_help(p, v);
+    if (v && more) more_help(v, more);
+    else if (v) verb_help(p, v);
     else p->usage(stdout);
     fflush(stdout);
     dup2(saved, STDOUT_FILENO);
@@ -301,7 +316,7 @@ int ck_man(const ck_prog *p, FILE *out)
     fprintf(out, ".SH SYNOPSIS\n.B %s\n%s\\fIVERB\\fR [\\fIOPTIONS\\fR]\n.br\n.B %s\n\\-\\-help | \\-\\-version | help \\fIVERB\\fR\n",
             p->name, p->globals ? "[\\fIGLOBAL OPTIONS\\fR] " : "", p->name);
     size_t n = 0;
-    char *u = capture(p, NULL, &n);
+    char *u = capture(p, NULL, NULL, &n);
     if (!u) return CK_FAIL;
     fprintf(out, ".SH DESCRIPTION\n.nf\n");
     roff_text(out, u, n);
@@ -312,12 +327,26 @@ int ck_man(const ck_prog *p, FILE *out)
         const ck_verb *v = &p->verbs[i];
         fprintf(out, ".SS %s\n", v->name);
         roff_text(out, v->summary, strlen(v->summary));
-        char *h = capture(p, v, &n);
+        char *h = capture(p, v, NULL, &n);
         if (!h) return CK_FAIL;
         fprintf(out, ".PP\n.nf\n");
         roff_text(out, h, n);
         fprintf(out, ".fi\n");
         free(h);
+        size_t vl = strlen(v->name);
+        for (const char *const *m = p->man_more; m && *m; m++) {
+            if (strncmp(*m, v->name, vl) != 0 || (*m)[vl] != ' ') continue;
+            if (!(h = capture(p, v, *m, &n))) return CK_FAIL;
+            fprintf(out, ".PP\n.nf\n");
+            roff_text(out, h, n);
+            fprintf(out, ".fi\n");
+            free(h);
+        }
+    }
+    if (p->examples) {
+        fprintf(out, ".SH EXAMPLES\n.nf\n");
+        roff_text(out, p->examples, strlen(p->examples));
+        fprintf(out, ".fi\n");
     }
     fprintf(out, ".SH EXIT STATUS\n0: success; 1: failure (the reason is printed on standard error, "
                  "and a failed write to standard output is a failure); 2: usage error (a one-line "

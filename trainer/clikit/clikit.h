@@ -70,6 +70,10 @@ typedef struct ck_prog {
     void (*version_extra)(FILE *out); /* printed after "PROG VERSION", or NULL */
     const char *globals;              /* global options text for the manual, or NULL */
     const char *verb_word;            /* what the program calls a verb ("command"), NULL: "verb" */
+    const char *const *man_more;      /* NULL-terminated "VERB ARG... --help" lines: the help of a
+                                         verb in another mode (its own options), printed in VERB's
+                                         section of the manual after its help; NULL: none */
+    const char *examples;             /* the manual's EXAMPLES section (preformatted), or NULL */
 } ck_prog;
 
 /* Runs the program: see the top of this file. Returns the exit status. */
