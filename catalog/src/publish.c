@@ -123,8 +123,8 @@ static int store_objects(const char *archive, const char *objdir, const uint8_t 
 /* Copies src to dst atomically. */
 static int copy_atomic(const char *src, const char *dst, trn_err *err)
 {
-    int in = open(src, O_RDONLY | O_CLOEXEC);
-    if (in < 0) return trn_errf(err, "cannot open %s: %s", src, strerror(errno));
+    int in = trn_open_input(src, err);
+    if (in < 0) return -1;
     trn_atomic at;
     if (trn_atomic_open(&at, dst, err) != 0) {
         close(in);

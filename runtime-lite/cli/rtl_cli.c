@@ -14,6 +14,7 @@
 #endif
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include <string.h>
 #include <unistd.h>
 #include <sys/stat.h>
@@ -88,6 +89,17 @@ int fail(const rtl_err *err)
 {
     fprintf(stderr, "rtl: error: %s\n", err->msg);
     return 1;
+}
+
+FILE *open_input(const char *path, const char *mode, rtl_err *err)
+{
+    int fd = rtl_open_input(path, err);
+    FILE *f = fd < 0 ? NULL : fdopen(fd, mode);
+    if (fd >= 0 && !f) {
+        snprintf(err->msg, sizeof err->msg, "cannot open %s for reading: %s", path, strerror(errno));
+        close(fd);
+    }
+    return f;
 }
 
 void keep_freed_memory(void)

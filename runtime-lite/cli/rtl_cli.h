@@ -22,6 +22,11 @@ struct cmd_opts {
 /* Prints "rtl: error: MSG" and returns 1. */
 int fail(const rtl_err *err);
 
+/* An input file opened for reading (mode "r" or "rb") through
+ * rtl_open_input: a FIFO, folder or device is refused at once with what it
+ * is. NULL with the reason in err. */
+FILE *open_input(const char *path, const char *mode, rtl_err *err);
+
 /* Variant `variant` of installed catalog `id`, opened with `threads`
  * compute threads (0: keep), and its catalog in *cat (both to close). NULL
  * after printing the error (fail's). */

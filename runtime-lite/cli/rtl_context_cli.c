@@ -301,8 +301,9 @@ static int ctx_json(struct ctx_run *cr, const cJSON *j, const char *run_task, co
  * value at a time, at most CTX_VALUE_MAX bytes. */
 static int ctx_results(struct ctx_run *cr, rtl_store *s, const rtl_catalog *cat, const char *path, rtl_err *err)
 {
-    FILE *f = strcmp(path, "-") ? fopen(path, "r") : stdin;
-    if (!f) return rtl_errf_cli(err, "results %s: %s", path, strerror(errno)), -1;
+    rtl_err why;
+    FILE *f = strcmp(path, "-") ? open_input(path, "r", &why) : stdin;
+    if (!f) return rtl_errf_cli(err, "results: %s", why.msg), -1;
     const char *name = strcmp(path, "-") ? path : "standard input";
     char *buf = NULL;
     size_t len = 0, cap = 0;

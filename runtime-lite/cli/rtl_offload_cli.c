@@ -636,9 +636,10 @@ static void on_stop(int sig)
 /* The allow-list file: one 64-hex-digit key per line, # comments. */
 static int load_allow(const char *path, rtl_peer_key **out, size_t *n, rtl_err *err)
 {
-    FILE *f = fopen(path, "r");
+    rtl_err why;
+    FILE *f = open_input(path, "r", &why);
     if (!f) {
-        snprintf(err->msg, sizeof err->msg, "cannot open allow-list %s: %s", path, strerror(errno));
+        snprintf(err->msg, sizeof err->msg, "allow-list: %.1000s", why.msg);
         return -1;
     }
     char line[256];

@@ -35,7 +35,8 @@ int sched_names_file(const char *a)
 int sched_is_file_arg(const char *a)
 {
     struct stat st;
-    return (ends_with(a, ".json") || ends_with(a, ".tar.zst")) && stat(a, &st) == 0 && S_ISREG(st.st_mode);
+    /* any kind of file: a FIFO or a folder is then refused saying what it is */
+    return (ends_with(a, ".json") || ends_with(a, ".tar.zst")) && stat(a, &st) == 0;
 }
 
 rtl_catalog *sched_open_catalog(rtl_store *s, const char *what, rtl_err *err)
@@ -46,10 +47,10 @@ rtl_catalog *sched_open_catalog(rtl_store *s, const char *what, rtl_err *err)
         if (ends_with(what, ".tar.zst")) {
             if (rtl_archive_manifest(what, &json, &len, err) != 0) return NULL;
         } else {
-            FILE *f = fopen(what, "rb");
+            rtl_err why;
+            FILE *f = open_input(what, "rb", &why);
             if (!f) {
-                rtl_errf_cli(err, "%s: %s (give an installed catalog id, a catalog archive or a manifest.json)", what,
-                             strerror(errno));
+                rtl_errf_cli(err, "%s (give an installed catalog id, a catalog archive or a manifest.json)", why.msg);
                 return NULL;
             }
             size_t cap = 1 << 16;

@@ -9,7 +9,7 @@
  * charged is the option's estimate (no power meter here), latency the
  * measured time of the model's run (image decoding apart). SIGINT and
  * SIGTERM stop it after the request in progress; it then prints its
- * summary line and exits 0. */
+ * summary line and exits 0 (1 when an input could not be read). */
 #include "rtl_cli.h"
 #include "rtl_sched_cli.h"
 
@@ -60,9 +60,10 @@ int add_inputs(struct inputs *in, const char *arg)
 {
     struct stat st;
     if (arg[0] == '@') {
-        FILE *f = fopen(arg + 1, "r");
+        rtl_err err;
+        FILE *f = open_input(arg + 1, "r", &err);
         if (!f) {
-            fprintf(stderr, "rtl: error: list %s: %s (give @FILE, one image path a line)\n", arg + 1, strerror(errno));
+            fprintf(stderr, "rtl: error: list: %s (give @FILE, one image path a line)\n", err.msg);
             return -1;
         }
         char line[4096];
@@ -105,16 +106,46 @@ void inputs_free(struct inputs *in)
     memset(in, 0, sizeof *in);
 }
 
-/* The control file: "key = value" lines (energy_wh, cloud_usd, memory_mb,
- * latency_ms, horizon_s, offline), '#' comments. Fills o and *horizon;
- * -1 with a message in err (the budgets stay as they were). */
-static int read_control(const char *path, struct sched_cli *o, double *horizon, rtl_err *err)
+/* The keys of a control file, in the order of CTL_* bits. */
+static const char *const ctl_keys[] = {"energy_wh", "cloud_usd", "memory_mb", "latency_ms", "horizon_s", "offline"};
+#define CTL_NKEYS (int)(sizeof ctl_keys / sizeof *ctl_keys)
+
+/* The value of key k if v is in its range (energy_wh, cloud_usd: -1 for
+ * none or >= 0; memory_mb, latency_ms >= 0; horizon_s > 0; offline 0 or 1). */
+static int ctl_in_range(int k, double v)
 {
-    FILE *f = fopen(path, "r");
+    if (!isfinite(v)) return 0;
+    if (k <= 1) return v == -1 || v >= 0;
+    if (k <= 3) return v >= 0;
+    if (k == 4) return v > 0;
+    return v == 0 || v == 1;
+}
+
+/* Sets key k of the budgets to v. */
+static void ctl_set(int k, double v, struct sched_cli *n, double *h)
+{
+    double *slot[] = {&n->energy_wh, &n->cloud_usd, &n->memory_mb, &n->latency_ms, h};
+    if (k < 5) *slot[k] = v;
+    else n->offline = (int)v;
+}
+
+/* The control file: "key = value" lines (energy_wh, cloud_usd, memory_mb,
+ * latency_ms, horizon_s, offline), '#' comments; a regular file (a FIFO,
+ * folder or device is refused at once, never waited on). Fills o and
+ * *horizon; a key the file leaves out keeps its value, and *seen gets a
+ * bit per key given. -1 with a message in err (the budgets stay as they
+ * were). */
+static int read_control(const char *path, struct sched_cli *o, double *horizon, unsigned *seen, rtl_err *err)
+{
+    rtl_err why;
+    int fd = rtl_open_input(path, &why);
+    FILE *f = fd < 0 ? NULL : fdopen(fd, "r");
     if (!f) {
-        rtl_errf_cli(err, "control file %s: %s", path, strerror(errno));
+        if (fd >= 0) snprintf(why.msg, sizeof why.msg, "%s: %s", path, strerror(errno)), close(fd);
+        rtl_errf_cli(err, "control file: %s", why.msg);
         return -1;
     }
+    *seen = 0;
     struct sched_cli n = *o;
     double h = *horizon;
     char line[512];
@@ -134,24 +165,37 @@ static int read_control(const char *path, struct sched_cli *o, double *horizon, 
             break;
         }
         v = strtod(val, &end);
+        int k = 0;
+        while (k < CTL_NKEYS && strcmp(key, ctl_keys[k])) k++;
         if (*end || isnan(v)) {
             rtl_errf_cli(err, "control file %s:%d: '%s' is not a number", path, ln, val);
             rc = -1;
-        } else if (!strcmp(key, "energy_wh")) n.energy_wh = v;
-        else if (!strcmp(key, "cloud_usd")) n.cloud_usd = v;
-        else if (!strcmp(key, "memory_mb") && v >= 0) n.memory_mb = v;
-        else if (!strcmp(key, "latency_ms") && v >= 0) n.latency_ms = v;
-        else if (!strcmp(key, "horizon_s") && v > 0) h = v;
-        else if (!strcmp(key, "offline") && (v == 0 || v == 1)) n.offline = (int)v;
-        else {
-            rtl_errf_cli(err, "control file %s:%d: unknown key '%s' or value out of range (energy_wh, cloud_usd: "
-                              "-1 for none; memory_mb, latency_ms >= 0; horizon_s > 0; offline 0 or 1)", path, ln, key);
+        } else if (k == CTL_NKEYS) {
+            rtl_errf_cli(err, "control file %s:%d: unknown key '%s' (keys: energy_wh, cloud_usd, memory_mb, "
+                              "latency_ms, horizon_s, offline)", path, ln, key);
             rc = -1;
+        } else if (!ctl_in_range(k, v)) {
+            rtl_errf_cli(err, "control file %s:%d: %s = %s is out of range (energy_wh, cloud_usd: -1 for none or "
+                              ">= 0; memory_mb, latency_ms >= 0; horizon_s > 0; offline 0 or 1)", path, ln, key, val);
+            rc = -1;
+        } else {
+            ctl_set(k, v, &n, &h);
+            *seen |= 1u << k;
         }
     }
     fclose(f);
     if (!rc) *o = n, *horizon = h;
     return rc;
+}
+
+/* The keys a control file left out (kept as they were), as the rest of a
+ * JSON array and the end of the {event: budget} line. */
+static void print_unchanged(unsigned seen)
+{
+    const char *sep = "";
+    for (int k = 0; k < CTL_NKEYS - 1; k++) /* offline: always 1 without a peer */
+        if (!(seen & 1u << k)) printf("%s\"%s\"", sep, ctl_keys[k]), sep = ",";
+    printf("]}\n");
 }
 
 /* An open model. The scheduler pages a task's models in and out of its
@@ -182,7 +226,9 @@ int cmd_stream(rtl_store *st, int argc, char **argv)
         {"--policy", "P", CK_STR, &policy, 0, 0, "scheduling policy (default mcdnn; rtl simulate --help lists them)"},
         {"--control", "FILE", CK_STR, &control, 0, 0,
          "budgets, re-read when the file changes and on SIGHUP: key = value lines of\n"
-         "energy_wh, cloud_usd (-1: none), memory_mb, latency_ms, horizon_s, offline"},
+         "energy_wh, cloud_usd (-1: none, else >= 0), memory_mb, latency_ms (>= 0),\n"
+         "horizon_s (> 0), offline (0 or 1); a key the file leaves out keeps its value\n"
+         "({event: budget} lists it under \"unchanged\"); a FIFO, folder or device is refused"},
         {"--energy-wh", "E", CK_REAL, &o.energy_wh, -1, 1e6, "device energy budget for the horizon (default -1: none)"},
         {"--cloud-usd", "C", CK_REAL, &o.cloud_usd, -1, 1e6, "cloud budget (the cloud is used only with a peer: none yet)"},
         {"--memory-mb", "M", CK_REAL, &o.memory_mb, 0, 1e9, "device memory for models (default 0: unlimited)"},
@@ -221,7 +267,9 @@ int cmd_stream(rtl_store *st, int argc, char **argv)
                        opts,
                        "correct is true when the file name holds the answer's label, false when it holds\n"
                        "another label of the task, null otherwise. Without a peer the cloud is\n"
-                       "unreachable: every option runs on this device.\n"};
+                       "unreachable: every option runs on this device. An input that cannot be read\n"
+                       "gets an {input, task, error} line and is skipped; the exit status is then 1, as\n"
+                       "rtl run's.\n"};
     int rc, i = sub_opts(argc, argv, &v, 2, 1 << 20, &rc);
     if (i < 0) return rc;
     if (dry && execute) return ck_usage_of("rtl", &v, "--dry-run and --execute exclude each other"), 2;
@@ -232,7 +280,8 @@ int cmd_stream(rtl_store *st, int argc, char **argv)
     o.offline = 1; /* no peer yet */
     rtl_err err;
     struct sched_cli ctl = o;
-    if (control && read_control(control, &ctl, &horizon, &err) != 0) return fail(&err);
+    unsigned seen = 0;
+    if (control && read_control(control, &ctl, &horizon, &seen, &err) != 0) return fail(&err);
     ctl.offline = 1;
     o = ctl;
     struct inputs in = {0};
@@ -311,6 +360,7 @@ int cmd_stream(rtl_store *st, int argc, char **argv)
     off_t csize = -1;
     if (control && stat(control, &cst) == 0) cmtime = cst.st_mtim.tv_sec, cmnsec = cst.st_mtim.tv_nsec, csize = cst.st_size;
     uint64_t requests = 0, served = 0, refused = 0, known = 0, correct = 0, budgets = 0;
+    uint64_t unreadable = 0; /* inputs that could not be read: exit status 1 at the end */
     double *lat = NULL, *pred = NULL; /* per served request, for the medians */
     size_t nlat = 0, latcap = 0;
     double t0 = now_s(), sum_top1 = 0, sum_ms = 0, sum_pred = 0, energy = 0;
@@ -340,7 +390,7 @@ int cmd_stream(rtl_store *st, int argc, char **argv)
                 g_hup = 0;
                 struct sched_cli n = o;
                 double h = horizon;
-                if (read_control(control, &n, &h, &err) != 0) {
+                if (read_control(control, &n, &h, &seen, &err) != 0) {
                     printf("{\"event\":\"control_error\",\"message\":");
                     ck_json_str(stdout, err.msg);
                     printf(",\"kept\":\"the budgets in force\"}\n");
@@ -353,8 +403,9 @@ int cmd_stream(rtl_store *st, int argc, char **argv)
                     }
                     budgets++;
                     printf("{\"event\":\"budget\",\"after_request\":%llu,\"energy_wh\":%g,\"cloud_usd\":%g,"
-                           "\"memory_mb\":%g,\"latency_ms\":%g,\"horizon_s\":%g}\n",
+                           "\"memory_mb\":%g,\"latency_ms\":%g,\"horizon_s\":%g,\"unchanged\":[",
                            (unsigned long long)requests, o.energy_wh, o.cloud_usd, o.memory_mb, o.latency_ms, horizon);
+                    print_unchanged(seen);
                 }
                 fflush(stdout);
             }
@@ -479,7 +530,8 @@ int cmd_stream(rtl_store *st, int argc, char **argv)
                         printf(",\"error\":");
                         ck_json_str(stdout, err.msg);
                         printf("}\n");
-                        fprintf(stderr, "rtl: warning: %s (skipped)\n", err.msg);
+                        fprintf(stderr, "rtl: error: %s (skipped; exit status 1, as rtl run)\n", err.msg);
+                        unreadable++;
                         continue;
                     }
                     double a0 = now_s();
@@ -657,5 +709,5 @@ int cmd_stream(rtl_store *st, int argc, char **argv)
         fprintf(stderr, "rtl: error: writing the results: %s\n", strerror(errno));
         rc = 1;
     }
-    return rc;
+    return rc ? rc : unreadable != 0;
 }

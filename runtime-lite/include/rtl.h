@@ -70,6 +70,12 @@ typedef void (*rtl_log_fn)(void *user, enum rtl_log_level level, const char *msg
  * device"); a folder refused. */
 RTL_API int rtl_write_file(const char *path, const void *buf, size_t len, rtl_err *err) RTL_MUST_CHECK;
 
+/* Opens path for reading as every program opens its input files
+ * (trn_open_input of the engine): a regular file only; a FIFO, folder,
+ * device or socket is refused at once, saying what it is (never a hang
+ * on a FIFO). The file descriptor (O_CLOEXEC), or -1 with the reason. */
+RTL_API int rtl_open_input(const char *path, rtl_err *err) RTL_MUST_CHECK;
+
 /* ---- minisign signatures --------------------------------------------------
  * Keys and signatures in minisign's formats (see runtime-lite/src/sig.c for
  * the byte layouts). Only prehashed signatures (algorithm "ED": Ed25519 over

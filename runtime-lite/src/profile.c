@@ -299,9 +299,18 @@ void rtl_machine_describe(char *out, size_t size)
 }
 
 /* Every output of rtl (rtl simulate --svg, rtl serve --port-file) goes
- * through the engine's writer, as the profile does (rtl.h). */
+ * through the engine's writer, as the profile does, and its inputs through
+ * its reader's check (rtl.h). */
 int rtl_write_file(const char *path, const void *buf, size_t len, rtl_err *err)
 {
     trn_err e;
     return trn_write_file_atomic(path, buf, len, &e) != 0 ? rtl_err_from_trn(err, &e) : 0;
+}
+
+int rtl_open_input(const char *path, rtl_err *err)
+{
+    trn_err e;
+    int fd = trn_open_input(path, &e);
+    if (fd < 0) rtl_err_from_trn(err, &e);
+    return fd;
 }

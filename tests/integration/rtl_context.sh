@@ -190,7 +190,7 @@ printf '{"input":"x","task":"identity","answer":"red-disc"}\nnot json\n' >bad2.j
 expect_fail "text that is not JSON" "bad2.jsonl:2: not a JSON object" rtl context tiny --results bad2.jsonl
 head -c 100 base.json >bad3.json
 expect_fail "JSON cut short" "bad3.json:1: the input ends inside a JSON value" rtl context tiny --results bad3.json
-expect_fail "a missing results file" "results nosuch.json: No such file" rtl context tiny --results nosuch.json
+expect_fail "a missing results file" "results: cannot open nosuch.json for reading: No such file" rtl context tiny --results nosuch.json
 expect_fail "an unknown task" "catalog tiny has no task shape" rtl context tiny --results base.json --task shape
 expect_fail "an unknown catalog" "nosuch" rtl context nosuch --results base.json
 expect_fail "--context on a specialised variant" "spec is specialised .*give its partner base" \

@@ -1,14 +1,24 @@
 #!/usr/bin/env bash
-# Every output file option of every verb, pointed at what is not a plain new
-# file (issue 35, item 1). All of them write through trn_atomic_open
-# (rtl's through rtl_write_file, which calls it): a temporary file in the
-# same folder renamed over a regular file, and otherwise
+# Files that are not plain files, where every program reads and writes
+# (issue 35, items 1 and 2).
+#
+# Outputs: every output file option of every verb writes through
+# trn_atomic_open (rtl's through rtl_write_file, which calls it): a
+# temporary file in the same folder renamed over a regular file, and
+# otherwise
 #   - a device node (mknod copies of /dev/null and /dev/full): written in
 #     place, never replaced; the /dev/full copy is exit 1 with ENOSPC's text;
 #   - a FIFO with a reader: written in place, the reader gets the bytes;
 #   - a symbolic link: followed, the file it names replaced, the link kept;
 #   - /dev/stdout: the bytes come out on standard output.
 # No temporary file is left behind in any case.
+#
+# Inputs: every input file where a regular file is needed (trn_open_input,
+# rtl's rtl_open_input) refuses a FIFO without a writer, a folder and a
+# device at once (never a hang), saying what it is, exit 1. rtl stream's
+# control file: values range-checked, a key left out of a rewritten file
+# kept and listed as "unchanged"; an unreadable image is exit 1 in rtl
+# stream as in rtl run.
 . "$TOP/tests/lib.sh"
 . "$TOP/tests/integration/rtl/fixtures.sh"
 . "$TOP/tests/integration/catalog/fixtures.sh"
@@ -18,11 +28,14 @@ TRAINER=$BIN/trainer PRUNE=$BIN/prune CAT=$BIN/catalog RTL=$BIN/rtl
 if ! mknod probe c 1 3 2>/dev/null; then t_skip "output nodes" "mknod needs root here"; t_done; exit 0; fi
 rm -f probe
 
-# A small real catalog: one trained variant (convolutions a scan can prune),
-# packed and signed, installed; and the catalog tests' archive, which has the
+# A small real catalog: one trained variant (convolutions a scan can prune,
+# an accuracy rtl stream schedules with), packed and signed, installed; and the catalog tests' archive, which has the
 # accuracies rtl simulate schedules with.
 mkdir -p c && fx_rtl_data c >fixture.log 2>&1 && fx_rtl_cfg rewrite-s2 >c/base.cfg &&
     fx_rtl_variant c base base - c/base.cfg 4 >>fixture.log 2>&1 &&
+    python3 -c 'import json,sys; p=sys.argv[1]; v=json.load(open(p))
+v["accuracy"]={"identity":{"split":"test","images":100,"top1":0.5,"top5":0.8}}; json.dump(v,open(p,"w"))' \
+        c/variants/base/variant.json &&
     "$CAT" keygen -p c/k.pub -s c/k.key -W >/dev/null 2>&1 &&
     "$CAT" pack c/variants -o c/out --task identity=c/identity.names --version 1 --key c/k.key >>fixture.log 2>&1 &&
     mkdir -p root/keys && cp c/k.pub root/keys/ && "$RTL" --root root -q install c/out/catalog-rtlnet-1.tar.zst >>fixture.log 2>&1 &&
@@ -118,4 +131,69 @@ expect_fail "catalog cost --out FOLDER is refused as a folder" "dirout: it is a 
 mknod node.pub c 1 3
 expect_fail "rtl peer-keygen refuses an existing node" "never replaced" "$RTL" peer-keygen node
 t_check "rtl peer-keygen left the node as it was" test -c node.pub
+
+# Inputs: verb and input | the input's file name | the command, @I@ standing
+# for the input path (run in a fresh folder).
+IMG=$T/c/images/img0.bmp
+INPUTS=(
+    "rtl stream --control|ctl|$RTL --root $T/root stream rtlnet $IMG --dry-run --control @I@"
+    "rtl stream @LIST|list|$RTL --root $T/root stream rtlnet @@I@ --dry-run"
+    "rtl run IMAGE|img.bmp|$RTL --root $T/root run rtlnet base @I@"
+    "rtl serve --allow|allow|$RTL --root $T/root serve --key $T/srv --allow @I@"
+    "rtl context --results|res.json|$RTL --root $T/root context rtlnet --results @I@"
+    "rtl simulate MANIFEST|m.json|$RTL simulate @I@ --trace s1 --hours 0.01"
+    "catalog cost --cfg|n.cfg|$CAT cost --cfg @I@"
+    "prune l1 --weights|w.weights|$PRUNE l1 --cfg $CFG --weights @I@ --out r.json"
+    "trainer info CFG|n.cfg|$TRAINER info @I@"
+    "dataset check DATA|d.data|$BIN/dataset check @I@"
+)
+# in_row NAME FILE CMD KIND PATTERN: FILE made as KIND (fifo, dir, dev), CMD
+# ends at once (10 s at most) with exit 1 and a message matching PATTERN.
+in_row() {
+    local name=$1 in=$2 cmd=$3 kind=$4 pat=$5 d=$T/in rc
+    rm -rf "$d"; mkdir -p "$d"
+    case $kind in fifo) mkfifo "$d/$in" ;; dir) mkdir "$d/$in" ;; dev) mknod "$d/$in" c 1 3 ;; esac
+    cmd=${cmd//@I@/$in}
+    (cd "$d" && eval "timeout 10 $cmd" >out 2>err); rc=$?
+    if [ "$rc" = 1 ] && grep -Eq "$pat" "$d/err"; then t_ok "$name: $kind refused at once, saying what it is"
+    else t_fail "$name: $kind refused at once, saying what it is" "exit $rc (124: hung)" "$(tail -n 3 "$d/err")"; fi
+}
+for row in "${INPUTS[@]}"; do
+    IFS='|' read -r name in cmd <<<"$row"
+    in_row "$name" "$in" "$cmd" fifo "FIFO"
+    in_row "$name" "$in" "$cmd" dir "folder"
+    in_row "$name" "$in" "$cmd" dev "character device"
+done
+
+# rtl stream's control file: values out of range are refused
+stream() { "$RTL" --root "$T/root" stream rtlnet "$IMG" "$@"; }
+printf 'energy_wh = -7\n' >ctl
+expect_fail "control file: energy_wh = -7 is refused" "energy_wh = -7 is out of range" stream --dry-run --control ctl
+printf 'latency_ms = inf\n' >ctl
+expect_fail "control file: latency_ms = inf is refused" "latency_ms = inf is out of range" stream --dry-run --control ctl
+printf 'horizon_s = 0\n' >ctl
+expect_fail "control file: horizon_s = 0 is refused" "horizon_s = 0 is out of range" stream --dry-run --control ctl
+# a rewritten file that leaves latency_ms out: it stays, listed as unchanged
+printf 'energy_wh = 5\nlatency_ms = 250\n' >ctl
+stream --dry-run --repeat 400 --fps 100 --control ctl >live.jsonl 2>live.err & sp=$!
+sleep 1
+printf 'energy_wh = 3\n' >ctl.new && mv ctl.new ctl
+wait "$sp"; rc=$?
+t_check "control file rewritten without latency_ms: exit 0, kept at 250 and listed as unchanged" python3 - live.jsonl "$rc" <<'EOF'
+import json, sys
+assert sys.argv[2] == "0", "exit " + sys.argv[2]
+ev = [e for e in map(json.loads, open(sys.argv[1])) if e.get("event") == "budget"]
+assert ev, "no budget event"
+e = ev[-1]
+assert e["energy_wh"] == 3 and e["latency_ms"] == 250, e
+assert "latency_ms" in e["unchanged"] and "energy_wh" not in e["unchanged"], e
+EOF
+# an unreadable image: exit 1 in rtl stream as in rtl run
+printf 'not an image' >bad.bmp
+"$RTL" --root "$T/root" run rtlnet base bad.bmp >/dev/null 2>run.err; r1=$?
+"$RTL" --root "$T/root" stream rtlnet bad.bmp >stream.out 2>stream.err; r2=$?
+if [ "$r1" = 1 ] && [ "$r2" = 1 ] && grep -q '"error"' stream.out && grep -q '"summary"' stream.out; then
+    t_ok "an unreadable image: rtl run and rtl stream both exit 1 (stream still prints its summary)"
+else t_fail "an unreadable image: rtl run and rtl stream both exit 1 (stream still prints its summary)" \
+    "rtl run $r1, rtl stream $r2" "$(tail -n 2 stream.err)"; fi
 t_done
