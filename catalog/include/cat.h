@@ -186,11 +186,35 @@ cJSON *cat_estimate(const cJSON *cost, const cJSON *target, trn_err *err);
 
 /* ---- winnowing (catalog/src/winnow.c) ------------------------------------------ */
 
+/* Per-image correctness on a test split (trn_preds), for the paired test. */
+struct cat_wimg {
+    const unsigned char *correct; /* images entries, 1 where right; NULL: none recorded */
+    uint64_t images;
+    uint64_t list;                /* trn_preds' list hash: equal on the same images */
+};
+
+/* One comparison of two accuracies, dominator (or challenger) a against b:
+ * McNemar's exact test on the same images where both have per-image
+ * correctness of the same image list, else their 95% Wilson intervals. */
+struct cat_wcmp {
+    int paired;             /* 1: McNemar on the same images; 0: intervals */
+    uint64_t images;        /* paired: images compared */
+    uint64_t only_a, only_b;/* paired: images only a / only b got right */
+    double diff;            /* a's top-1 minus b's */
+    double p;               /* paired: two-sided exact p-value; else -1 */
+    int a_better, b_better; /* clearly better at the 5% level (paired) or intervals apart */
+};
+
 /* One capacity of a multi-capacity variant, as winnowing sees it. */
 struct cat_wcap {
     uint64_t macs, weight_bytes;
     double top1;            /* < 0: not measured (the unit is then kept) */
     uint64_t images;        /* 0: unknown */
+    struct cat_wimg img;
+    /* results */
+    long dominated_by;      /* a kept plain variant clearly better at no more cost, or -1 */
+    long challenger;        /* not dominated: the best kept plain variant at no more cost, or -1 */
+    struct cat_wcmp cmp;    /* dominated_by's (else challenger's) comparison with the capacity */
 };
 
 struct cat_wv {
@@ -200,10 +224,10 @@ struct cat_wv {
     uint64_t images;        /* the test split's size behind top1 (0: unknown) */
     const char *const *deps;
     size_t ndeps;
-    /* A multi-capacity (nested) variant: its capacities, judged as one unit
+    /* A multi-capacity (nested) variant: its capacities, judged one by one
      * (ncaps 0: a plain variant). The variant's own macs/weight_bytes/top1
      * (its full capacity) are then not what decides. */
-    const struct cat_wcap *caps;
+    struct cat_wcap *caps;
     size_t ncaps;
     /* results */
     int dropped;            /* 1: dominated and needed by no kept variant */
@@ -213,33 +237,46 @@ struct cat_wv {
     /* A head (technique head): its trunk's variant id, else NULL. Only a
      * head on the same trunk can drop it (see cat_winnow). */
     const char *trunk;
+    struct cat_wimg img;    /* per-image correctness behind top1 (correct NULL: none) */
+    int keep;               /* 1: kept by request (catalog pack --keep), never dropped */
+    long challenger;        /* kept and not dominated: the best kept variant at no more
+                             * cost that could have dominated it, or -1 (none) */
+    struct cat_wcmp cmp;    /* dominated_by's (else challenger's) comparison with it */
 };
 
-/* Marks the variants to drop. Accuracy is a measurement: each top-1 has its
- * 95% Wilson interval over `images` test images, and B dominates A (same
- * task, both measured) when B has no more MACs and no more weight bytes than
- * A and either
- *   - clearly better accuracy (B's interval entirely above A's), or
- *   - fewer MACs or fewer weight bytes at accuracy that is not clearly worse
- *     (B's interval not entirely below A's).
+/* The comparison of a against b (see struct cat_wcmp). */
+struct cat_wcmp cat_compare(const struct cat_wimg *a, double a_top1, double a_lo, double a_hi,
+                            const struct cat_wimg *b, double b_top1, double b_lo, double b_hi);
+
+/* Marks the variants to drop. Accuracy is a measurement: A is clearly
+ * better than B when, on the same test images, McNemar's exact test on the
+ * images only one of them gets right rejects equal accuracy at the 5% level
+ * in A's favour (both have per-image correctness of the same image list,
+ * img); without that pairing, when A's 95% Wilson interval lies entirely
+ * above B's. B dominates A (same task, both measured) when B has no more
+ * MACs and no more weight bytes than A and either
+ *   - clearly better accuracy, or
+ *   - fewer MACs or fewer weight bytes at accuracy that is not clearly worse.
  * That relation is not transitive (small steps inside the noise chain up),
  * so the decision is made in one deterministic pass, cheapest first (MACs,
  * then bytes, then higher top-1, then id; every dominator comes before what
  * it dominates in that order): a variant is dropped when a variant already
- * kept dominates it. The dominator recorded is the best kept one (highest
- * top-1, then fewest MACs, fewest bytes, smallest id). Dominated variants that
- * a kept variant depends on (transitively) are kept.
+ * kept dominates it, unless it is kept by request (keep). The dominator
+ * recorded is the best kept one (highest top-1, then fewest MACs, fewest
+ * bytes, smallest id), with the comparison in cmp; a kept variant records
+ * its challenger instead (the best kept variant at no more cost, or -1).
+ * Dominated variants that a kept variant depends on (transitively) are kept.
  * A head (trunk set: MCDNN's task head on a shared trunk, whose cost beside
  * that trunk's other tasks is the head alone) is dropped only by a head on
  * the same trunk, never by a whole network of another trunk: that one
  * would answer its task alone, but not in the trunk's fan-out.
  * A multi-capacity variant (ncaps > 0: NestDNN's nested model, one weights
- * file switched in place) is one unit: it is dropped only when every one of
- * its capacities is dominated by a kept plain variant (the rule above, per
- * capacity), never for its full capacity alone; its capacities drop no other
- * variant (the independent variants stay beside its capacity curve). A
- * dropped unit's dominated_by names a kept variant that dominates its full
- * capacity; a kept unit has none.
+ * file switched in place) is judged capacity by capacity, each a point on
+ * the curve: a capacity is off the Pareto front when a kept plain variant
+ * with no more MACs and no more weight bytes is clearly better; the variant
+ * is dropped only when every capacity is off the front, never for its full
+ * capacity alone; its capacities drop no other variant. A dropped unit's
+ * dominated_by is its largest capacity's; a kept unit has none.
  * Returns the number dropped, or -1 (err) when a dependency names no variant
  * or memory runs out. */
 int cat_winnow(struct cat_wv *v, size_t n, trn_err *err);

@@ -210,6 +210,26 @@ lo, hi = v["top1_ci"]
 assert 0 <= lo <= v["top1"] <= hi <= 1 and hi - lo > 0.03  # 96 images: a wide interval (0.038 even at top-1 1.0)' "$T/valid.json"
 expect_ok "valid text output" "$trainer" valid --cfg "$cfg" --weights "$T/b1/small.weights" --data "$data"
 t_check "valid prints top-1 and the confusion matrix" grep -q '^top-1 ' "$T/out"
+# Per-image predictions (the paired test of catalog pack): one line per test
+# image, list order, agreeing with the JSON's top-1 and confusion matrix;
+# the same run twice gives the same bytes.
+for r in 1 2; do
+    expect_ok "valid --predictions (run $r)" "$trainer" valid --cfg "$cfg" --weights "$T/b1/small.weights" \
+        --data "$data" --split test --json --predictions "$T/p$r.predictions"
+done
+t_check "the predictions file is deterministic" cmp -s "$T/p1.predictions" "$T/p2.predictions"
+t_check "predictions: header, one line per image, counts agree with valid --json" python3 -c '
+import json, sys
+v = json.load(open(sys.argv[1]))
+lines = open(sys.argv[2]).read().split("\n")
+head = lines[0].split()
+assert head[:5] == ["trn-predictions", "1", "test", "96", "4"] and len(head[5]) == 16, head
+rows = [tuple(map(int, l.split())) for l in lines[1:] if l]
+assert len(rows) == 96
+conf = [[0] * 4 for _ in range(4)]
+for t, p in rows: conf[t][p] += 1
+assert conf == v["confusion"], (conf, v["confusion"])
+assert abs(sum(t == p for t, p in rows) / 96 - v["top1"]) < 1e-6' "$T/valid.json" "$T/p1.predictions"
 expect_ok "predict" "$trainer" predict --cfg "$cfg" --weights "$T/b1/small.weights" --data "$data" --top 2 \
     "$D/test/000000_"*.bmp "$D/test/000001_"*.bmp
 t_check "predict names classes" grep -Eq '^.*000000_[a-z]+\.bmp: [0-9.]+ (horizontal bar|vertical bar|diagonal|hollow box), ' "$T/out"

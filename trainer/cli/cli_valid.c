@@ -49,7 +49,7 @@ static trn_net *eval_net(const char *verb, const char *cfgp, const cli_sets *set
 
 int cli_valid(int argc, char **argv)
 {
-    const char *cfgp = NULL, *weights = NULL, *data = NULL, *split = NULL, *threads = NULL;
+    const char *cfgp = NULL, *weights = NULL, *data = NULL, *split = NULL, *threads = NULL, *predp = NULL;
     ck_list set = {.n = 0};
     long long top = 0, batch = 32, limit = 0, lthreads = 2;
     int json = 0, rc0;
@@ -68,6 +68,10 @@ int cli_valid(int argc, char **argv)
          "\"top1\",\"top1_ci\" (95% Wilson interval [lo,hi]),\"top5\",\n"
          "\"top5_ci\" (when classes > 5),\"k\",\"topk\",\"names\",\n"
          "\"confusion\" (rows: true class, columns: predicted)}"},
+        {"--predictions", "FILE", CK_STR, &predp, 0, 0,
+         "also write every image's true and predicted class (top-1), in\n"
+         "list order, to FILE (the per-image record catalog pack pairs\n"
+         "for its paired test; format in trn.h, trn_preds)"},
         {"--set", "key=value", CK_LIST, &set, 0, 0, "override a [net] key (repeatable)"},
         {"--threads", "N", CK_STR, &threads, 0, 0, "compute threads (default: THREADS, else all cores)"},
         {"--determinism", "MODE", CK_STR, &det, 0, 0, CLI_DETERMINISM_DOC},
@@ -116,8 +120,13 @@ int cli_valid(int argc, char **argv)
     trn_loader *ld = NULL;
     float *x = NULL, *y = NULL;
     uint64_t *conf = NULL;
+    trn_preds preds = {0};
     int rc = 1;
     if (!net) goto out;
+    if (predp && trn_preds_init(&preds, ds, (trn_split)sp, n, &e) != 0) {
+        cli_fail("valid", "%s", e.msg);
+        goto out;
+    }
     if ((int)trn_net_outputs(net) != classes) {
         cli_fail("valid", "%s has %zu outputs but %s has %d classes", cfgp, trn_net_outputs(net), data, classes);
         goto out;
@@ -159,6 +168,10 @@ int cli_valid(int argc, char **argv)
                 if (y[(size_t)j * classes + c] > y[(size_t)j * classes + truth]) truth = c;
             top_k(p + (size_t)j * classes, classes, k, best);
             conf[(size_t)truth * classes + best[0]]++;
+            if (predp) {
+                preds.truth[b * (uint64_t)batch + (uint64_t)j] = truth;
+                preds.pred[b * (uint64_t)batch + (uint64_t)j] = best[0];
+            }
             good1 += best[0] == truth;
             for (int q = 0; q < k; q++) {
                 goodk += best[q] == truth;
@@ -167,6 +180,10 @@ int cli_valid(int argc, char **argv)
         }
     }
     free(best);
+    if (predp && trn_preds_write(predp, &preds, &e) != 0) {
+        cli_fail("valid", "%s", e.msg);
+        goto out;
+    }
     double t1 = (double)good1 / n, tk = (double)goodk / n, t5 = (double)good5 / n;
     double lo1, hi1, lo5, hi5;
     trn_wilson(good1, n, &lo1, &hi1);
@@ -205,6 +222,7 @@ int cli_valid(int argc, char **argv)
     }
     rc = 0;
 out:
+    trn_preds_free(&preds);
     free(x);
     free(y);
     free(conf);

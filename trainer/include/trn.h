@@ -122,6 +122,11 @@ void trn_wilson(uint64_t k, uint64_t n, double *lo, double *hi);
 /* The index of the largest of v[0..n-1], the first on ties (a top-1
  * prediction); 0 when n < 1. */
 int trn_argmax(const float *v, int n);
+/* The two-sided p-value of McNemar's exact test on paired outcomes: b
+ * items only the first of two classifiers got right, c only the second
+ * (the discordant pairs); 2 x P(X <= min(b, c)), X ~ Binomial(b + c, 1/2),
+ * capped at 1; 1 when b + c == 0. */
+double trn_mcnemar_p(uint64_t b, uint64_t c);
 
 typedef struct trn_train_opts {
     trn_batch_fn next_batch;
@@ -243,6 +248,35 @@ size_t trn_dataset_count(const trn_dataset *ds, trn_split s);
 /* Image i of split s: its resolved path and its class. */
 const char *trn_dataset_path(const trn_dataset *ds, trn_split s, size_t i);
 int trn_dataset_class(const trn_dataset *ds, trn_split s, size_t i);
+
+/* Per-image predictions of a split (`trainer valid --predictions`, prune
+ * early-exit and grow; catalog pack pairs them for its paired test). The
+ * file is text: a header line
+ *   trn-predictions 1 <split> <images> <classes> <list: 16 hex digits>
+ * then one line "<true class> <predicted class>" per image in list order.
+ * list is the FNV-1a 64 hash of the images' last two path components
+ * (folder/file, each followed by '\n'), so two files of the same images
+ * have the same one wherever the data set lies. */
+typedef struct trn_preds {
+    trn_split split;
+    uint64_t images;
+    int classes;
+    uint64_t list;
+    int *truth, *pred;      /* images each */
+} trn_preds;
+/* The list hash of the first n images of split s. */
+uint64_t trn_preds_list(const trn_dataset *ds, trn_split s, size_t n);
+/* A trn_preds of n images of split s (truth filled from the data set, pred
+ * zero, list computed). -1 with err when out of memory. */
+int trn_preds_init(trn_preds *p, const trn_dataset *ds, trn_split s, size_t n, trn_err *err);
+/* Writes p to path atomically. */
+int trn_preds_write(const char *path, const trn_preds *p, trn_err *err);
+/* Reads path (checked: header, counts, classes in range). -1 with err
+ * naming the file and line. */
+int trn_preds_read(const char *path, trn_preds *p, trn_err *err);
+/* How many images p has right. */
+uint64_t trn_preds_correct(const trn_preds *p);
+void trn_preds_free(trn_preds *p);
 
 /* The label rule on one path: the index of the one label in labels[0..n)
  * that equals the path's parent folder name or one '_' token of its file

@@ -26,3 +26,19 @@ int trn_argmax(const float *v, int n)
         if (v[c] > v[best]) best = c;
     return best;
 }
+
+/* Two-sided exact McNemar: 2 x P(X <= k) for X ~ Binomial(n = b + c, 1/2),
+ * k = min(b, c), capped at 1. The largest term, C(n, k) / 2^n, in log
+ * space (no overflow for any n), then the smaller ones by their ratio
+ * C(n, i - 1) / C(n, i) = i / (n - i + 1). */
+double trn_mcnemar_p(uint64_t b, uint64_t c)
+{
+    uint64_t n = b + c, k = b < c ? b : c;
+    if (n == 0) return 1;
+    double log_top = -(double)n * log(2.0);
+    for (uint64_t i = 0; i < k; i++) log_top += log((double)(n - i)) - log((double)(i + 1));
+    double sum = 1, r = 1;
+    for (uint64_t i = k; i > 0 && r > 1e-300; i--) sum += r *= (double)i / (double)(n - i + 1);
+    double p = 2 * exp(log_top) * sum;
+    return p > 1 ? 1 : p;
+}

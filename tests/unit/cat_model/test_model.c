@@ -10,8 +10,9 @@
 
 /* A variant measured on 1,000,000 images: intervals about +-0.001, so these
  * tests decide by the costs and clear accuracy differences; VN gives n. */
-#define V(id, task, macs, bytes, top1) {id, task, macs, bytes, top1, 1000000, NULL, 0, NULL, 0, 0, 0, 0, 0, 0, NULL}
-#define VN(id, task, macs, bytes, top1, n) {id, task, macs, bytes, top1, n, NULL, 0, NULL, 0, 0, 0, 0, 0, 0, NULL}
+#define VN(i, t, m, b, a, n) {.id = i, .task = t, .macs = m, .weight_bytes = b, .top1 = a, .images = n}
+#define V(id, task, macs, bytes, top1) VN(id, task, macs, bytes, top1, 1000000)
+#define CAP(m, b, a, n) {.macs = m, .weight_bytes = b, .top1 = a, .images = n}
 
 static void wilson_known_values(void **state)
 {
@@ -233,8 +234,8 @@ static void winnow_nested_capacities_are_one_unit(void **state)
     (void)state;
     /* The default catalog's shape: the full capacity at the base's costs but
      * clearly worse; the smallest capacity cheaper than every other variant. */
-    const struct cat_wcap caps[] = {
-        {1000, 500, 0.60, 1440}, {4000, 2000, 0.70, 1440}, {12000, 6600, 0.75, 1440},
+    struct cat_wcap caps[] = {
+        CAP(1000, 500, 0.60, 1440), CAP(4000, 2000, 0.70, 1440), CAP(12000, 6600, 0.75, 1440),
     };
     struct cat_wv v[] = {
         VN("base", "t", 12000, 6600, 0.83, 1440),
@@ -254,7 +255,7 @@ static void winnow_nested_capacities_are_one_unit(void **state)
     assert_int_equal(v[1].dropped, 1);
     assert_int_equal(v[1].dominated_by, 0);
     /* Every capacity dominated by a kept plain variant: dropped as a whole. */
-    const struct cat_wcap poor[] = {{6000, 3000, 0.40, 1440}, {12000, 6600, 0.45, 1440}};
+    struct cat_wcap poor[] = {CAP(6000, 3000, 0.40, 1440), CAP(12000, 6600, 0.45, 1440)};
     struct cat_wv w[] = {
         VN("base", "t", 12000, 6600, 0.83, 1440),
         VN("small", "t", 5000, 2500, 0.70, 1440),
@@ -267,10 +268,187 @@ static void winnow_nested_capacities_are_one_unit(void **state)
     assert_int_equal(w[0].dropped, 0);
     assert_int_equal(w[1].dropped, 0);
     /* A capacity without accuracy keeps the unit (nothing can dominate it). */
-    const struct cat_wcap unmeasured[] = {{6000, 3000, -1, 0}, {12000, 6600, 0.45, 1440}};
+    struct cat_wcap unmeasured[] = {CAP(6000, 3000, -1, 0), CAP(12000, 6600, 0.45, 1440)};
     w[2].caps = unmeasured;
     assert_int_equal(cat_winnow(w, 3, &e), 0);
     assert_int_equal(w[2].dropped, 0);
+}
+
+/* McNemar's exact two-sided p-values; the expected values were computed
+ * independently with exact integer arithmetic (Python: 2 * sum(comb(n, i)
+ * for i <= min(b, c)) / 2**n, capped at 1). */
+static void mcnemar_known_values(void **state)
+{
+    (void)state;
+    static const struct { uint64_t b, c; double p; } t[] = {
+        {10, 2, 0.03857421875},   {2, 10, 0.03857421875}, {0, 0, 1},
+        {5, 5, 1},                {0, 7, 0.015625},       {1, 0, 1},
+        {60, 40, 0.05688793364098079},                    {100, 60, 0.001953728034064342},
+        {66, 25, 2.0283289208145566e-05},                 {600, 500, 0.0028195449914364275},
+        {5000, 4700, 0.0023966033625776252},
+    };
+    for (size_t i = 0; i < sizeof t / sizeof *t; i++) {
+        double p = trn_mcnemar_p(t[i].b, t[i].c);
+        if (fabs(p - t[i].p) > 1e-9 * fmax(1, t[i].p * 1e3) || fabs(p - t[i].p) > 1e-6 * t[i].p)
+            fail_msg("b=%llu c=%llu: p %.12g, expected %.12g", (unsigned long long)t[i].b,
+                     (unsigned long long)t[i].c, p, t[i].p);
+    }
+}
+
+/* Per-image correctness of two models on n images: both right on the first
+ * `both`, then only a right on `only_a`, then only b on `only_b`, the rest
+ * both wrong. */
+static void paired(unsigned char *a, unsigned char *b, size_t n, size_t both, size_t only_a, size_t only_b)
+{
+    for (size_t i = 0; i < n; i++) {
+        a[i] = i < both + only_a;
+        b[i] = i < both || (i >= both + only_a && i < both + only_a + only_b);
+    }
+}
+
+/* The synthetic catalog's case (issue 34): flexdnn 91.8% (1322 of 1440)
+ * beside smcd-8x 89.0% (1282 of 1440) at fewer MACs and bytes. Their
+ * Wilson intervals touch, so the interval rule drops flexdnn as "not
+ * clearly worse"; on the same images flexdnn alone answers 50 that smcd-8x
+ * misses against 10 the other way (p = 1.6e-7): clearly better, kept, with
+ * smcd-8x recorded as its challenger and the paired figures. */
+static void winnow_paired_flexdnn_vs_smcd8x(void **state)
+{
+    (void)state;
+    static unsigned char cf[1440], cs[1440];
+    paired(cf, cs, 1440, 1272, 50, 10);
+    struct cat_wv v[] = {
+        VN("flexdnn", "identity", 2640000, 340000, 1322.0 / 1440, 1440),
+        VN("smcd-8x", "identity", 1400000, 160000, 1282.0 / 1440, 1440),
+    };
+    trn_err e;
+    /* without per-image data: the intervals decide (they overlap) */
+    assert_int_equal(cat_winnow(v, 2, &e), 1);
+    assert_int_equal(v[0].dropped, 1);
+    assert_true(v[1].hi >= v[0].lo);
+    assert_int_equal(v[0].cmp.paired, 0);
+    v[0].img = (struct cat_wimg){cf, 1440, 42};
+    v[1].img = (struct cat_wimg){cs, 1440, 42};
+    assert_int_equal(cat_winnow(v, 2, &e), 0);
+    assert_int_equal(v[0].dropped, 0);
+    assert_int_equal(v[0].dominated_by, -1);
+    assert_int_equal(v[0].challenger, 1);
+    const struct cat_wcmp *c = &v[0].cmp;
+    assert_int_equal(c->paired, 1);
+    assert_int_equal(c->images, 1440);
+    assert_int_equal(c->only_a, 10); /* a: the challenger, smcd-8x */
+    assert_int_equal(c->only_b, 50);
+    assert_true(fabs(c->diff - (-40.0 / 1440)) < 1e-12);
+    assert_true(c->p < 0.05 && fabs(c->p - trn_mcnemar_p(10, 50)) < 1e-15);
+    assert_true(c->b_better && !c->a_better);
+    /* another image list (or count): not paired, the intervals decide */
+    v[1].img.list = 43;
+    assert_int_equal(cat_winnow(v, 2, &e), 1);
+    assert_int_equal(v[0].cmp.paired, 0);
+}
+
+/* The paired test decides both ways: at equal costs a 1.2-point difference
+ * inside overlapping intervals is clearly worse when the discordant pairs
+ * say so (20 against 3: p = 0.0003); a cheaper variant 1 point down with
+ * 100 against 114 discordant images (p = 0.37) is not clearly worse and
+ * drops the dearer one. */
+static void winnow_paired_decides_where_intervals_cannot(void **state)
+{
+    (void)state;
+    static unsigned char ca[1440], cb[1440];
+    paired(cb, ca, 1440, 1221, 20, 3); /* b: 1241, a: 1224 */
+    struct cat_wv v[] = {
+        VN("a", "t", 1000, 1000, 1224.0 / 1440, 1440),
+        VN("b", "t", 1000, 1000, 1241.0 / 1440, 1440),
+    };
+    trn_err e;
+    assert_int_equal(cat_winnow(v, 2, &e), 0); /* intervals overlap: both kept */
+    v[0].img = (struct cat_wimg){ca, 1440, 7};
+    v[1].img = (struct cat_wimg){cb, 1440, 7};
+    assert_int_equal(cat_winnow(v, 2, &e), 1);
+    assert_int_equal(v[0].dropped, 1);
+    assert_int_equal(v[0].dominated_by, 1);
+    assert_true(v[0].cmp.paired && v[0].cmp.p < 0.001 && v[0].cmp.only_a == 20 && v[0].cmp.only_b == 3);
+    static unsigned char cbig[1440], csmall[1440];
+    paired(cbig, csmall, 1440, 1100, 114, 100);
+    struct cat_wv w[] = {
+        VN("big", "t", 4000, 4000, 1214.0 / 1440, 1440),
+        VN("small", "t", 1000, 4000, 1200.0 / 1440, 1440),
+    };
+    w[0].img = (struct cat_wimg){cbig, 1440, 7};
+    w[1].img = (struct cat_wimg){csmall, 1440, 7};
+    assert_int_equal(cat_winnow(w, 2, &e), 1);
+    assert_int_equal(w[0].dominated_by, 1);
+    assert_true(w[0].cmp.paired && w[0].cmp.p > 0.05 && !w[0].cmp.a_better && !w[0].cmp.b_better);
+}
+
+/* catalog pack --keep: a dominated variant kept by request stays, its
+ * dominator still recorded; nothing else changes. */
+static void winnow_kept_by_request(void **state)
+{
+    (void)state;
+    struct cat_wv v[] = {
+        V("big", "t", 4000, 4000, 0.70),
+        V("small", "t", 1000, 1000, 0.90),
+        V("mid", "t", 2000, 2000, 0.60),
+    };
+    trn_err e;
+    assert_int_equal(cat_winnow(v, 3, &e), 2);
+    v[0].keep = 1;
+    assert_int_equal(cat_winnow(v, 3, &e), 1);
+    assert_int_equal(v[0].dropped, 0);
+    assert_int_equal(v[0].dominated_by, 1);
+    assert_int_equal(v[2].dropped, 1);
+}
+
+/* A capacity is a point on the curve: it leaves the Pareto front only
+ * when a kept plain variant at no more cost is clearly better (paired);
+ * a cheaper variant that is merely not clearly worse leaves it on the front
+ * (a plain variant at those figures would be dropped). The comparison of
+ * each capacity is recorded. */
+static void winnow_capacities_on_the_front(void **state)
+{
+    (void)state;
+    static unsigned char cc[1440], cs[1440], cb[1440], cn[1440];
+    paired(cs, cc, 1440, 1150, 40, 30);  /* small 1190 vs capacity 1 1180: p = 0.28 */
+    paired(cb, cn, 1440, 1200, 100, 10); /* base 1300 vs capacity 2 1210: clearly better */
+    struct cat_wcap caps[] = {CAP(6000, 3000, 1180.0 / 1440, 1440), CAP(12000, 6600, 1210.0 / 1440, 1440)};
+    caps[0].img = (struct cat_wimg){cc, 1440, 9};
+    caps[1].img = (struct cat_wimg){cn, 1440, 9};
+    struct cat_wv v[] = {
+        VN("base", "t", 12000, 6600, 1300.0 / 1440, 1440),
+        VN("small", "t", 5000, 2500, 1190.0 / 1440, 1440),
+        VN("nested", "t", 12000, 6600, 1210.0 / 1440, 1440),
+    };
+    v[0].img = (struct cat_wimg){cb, 1440, 9};
+    v[1].img = (struct cat_wimg){cs, 1440, 9};
+    v[2].caps = caps, v[2].ncaps = 2;
+    trn_err e;
+    assert_int_equal(cat_winnow(v, 3, &e), 0);
+    assert_int_equal(v[2].dropped, 0);
+    assert_int_equal(caps[0].dominated_by, -1);
+    assert_int_equal(caps[0].challenger, 1);
+    assert_true(caps[0].cmp.paired && caps[0].cmp.only_a == 40 && caps[0].cmp.only_b == 30 && caps[0].cmp.p > 0.05);
+    assert_int_equal(caps[1].dominated_by, 0);
+    assert_true(caps[1].cmp.paired && caps[1].cmp.a_better);
+    /* the same capacity as a plain variant: dropped by small */
+    struct cat_wv w[] = {
+        VN("small", "t", 5000, 2500, 1190.0 / 1440, 1440),
+        VN("plain", "t", 6000, 3000, 1180.0 / 1440, 1440),
+    };
+    w[0].img = v[1].img;
+    w[1].img = caps[0].img;
+    assert_int_equal(cat_winnow(w, 2, &e), 1);
+    assert_int_equal(w[1].dominated_by, 0);
+    /* kept by request: a unit every capacity of which is off the front
+     * (small now clearly better than everything: the base goes too) */
+    v[1].top1 = 0.99, v[1].images = 0, v[1].img.correct = NULL;
+    assert_int_equal(cat_winnow(v, 3, &e), 2);
+    assert_int_equal(v[2].dropped, 1);
+    v[2].keep = 1;
+    assert_int_equal(cat_winnow(v, 3, &e), 1);
+    assert_int_equal(v[2].dropped, 0);
+    assert_int_equal(v[2].dominated_by, 1);
 }
 
 static double field(const cJSON *o, const char *k)
@@ -513,6 +691,11 @@ int main(void)
         cmocka_unit_test(winnow_keeps_dependencies_transitively),
         cmocka_unit_test(winnow_nested_capacities_are_one_unit),
         cmocka_unit_test(wilson_known_values),
+        cmocka_unit_test(mcnemar_known_values),
+        cmocka_unit_test(winnow_paired_flexdnn_vs_smcd8x),
+        cmocka_unit_test(winnow_paired_decides_where_intervals_cannot),
+        cmocka_unit_test(winnow_kept_by_request),
+        cmocka_unit_test(winnow_capacities_on_the_front),
         cmocka_unit_test(winnow_equal_costs_clearly_worse_is_dropped),
         cmocka_unit_test(winnow_equal_costs_within_noise_keeps_both),
         cmocka_unit_test(winnow_heads_fall_only_to_heads_on_their_trunk),
