@@ -17,9 +17,13 @@ KEY_PASSPHRASE_FILE ?=
 CATALOG_VERSION   ?= $(SOURCE_DATE_EPOCH)
 
 ONNX              ?= 0
+# Variants kept out of winnowing on purpose (catalog pack --keep; the
+# manifest marks them "kept by request"): the recipe's RECIPE_KEEP, or KEEP=.
+KEEP              ?= $(RECIPE_KEEP)
 
-OPTIONS += KEY KEY_PASSPHRASE_FILE SOURCE_DATE_EPOCH CATALOG_VERSION ONNX
+OPTIONS += KEY KEY_PASSPHRASE_FILE SOURCE_DATE_EPOCH CATALOG_VERSION ONNX KEEP
 OPT_DOC_ONNX                := 1: one .onnx per variant in the catalog too (catalog export --onnx; its hash in the manifest)
+OPT_DOC_KEEP                := variant ids the catalog keeps out of winnowing (default: the recipe's RECIPE_KEEP)
 OPT_DOC_KEY                 := minisign secret key that signs the catalog (default: a development key)
 OPT_DOC_KEY_PASSPHRASE_FILE := file holding the passphrase of KEY, if it is encrypted
 OPT_DOC_SOURCE_DATE_EPOCH   := timestamp of every archive entry (default: the time of the last commit)
@@ -61,12 +65,16 @@ CATALOG_ONNX := $(if $(filter 1,$(ONNX)),$(VARIANTS_O)/.onnx-exported)
 $(VARIANTS_O)/.onnx-exported: $(VARIANT_JSONS) | $(BIN)/catalog
 	$(call msg,ONNX,$(VARIANTS_O))$(BIN)/catalog export --onnx $(VARIANTS_O) >$@.log && mv $@.log $@
 
-$(CATALOG_ARCHIVE): $(VARIANT_JSONS) $(CATALOG_ONNX) $(DATA) | $(BIN)/catalog
+# The KEEP list as a file rewritten only when it changes: a new list repacks.
+$(PLAN_O)/catalog.keep: plan-force | $(PLAN_O)/.dirstamp
+	$(Q)if [ "$$(cat $@ 2>/dev/null)" != '$(strip $(KEEP))' ]; then printf '%s\n' '$(strip $(KEEP))' > $@.tmp && mv $@.tmp $@; fi
+
+$(CATALOG_ARCHIVE): $(VARIANT_JSONS) $(CATALOG_ONNX) $(DATA) $(PLAN_O)/catalog.keep | $(BIN)/catalog
 	$(call msg,PACK,$@)names=$$(sed -n 's/^[[:space:]]*names[[:space:]]*=[[:space:]]*//p' $(DATA) | head -n1); \
 	case "$$names" in /*) ;; *) names=$(dir $(DATA))$$names ;; esac; \
 	$(call timed,pack,$(MODEL),SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) $(BIN)/catalog pack $(VARIANTS_O) \
 	  -o $(MODEL_O) --model $(MODEL) --version $(CATALOG_VERSION) --seed $(SEED) \
-	  --task $(RECIPE_TASK)=$$names $(CATALOG_EXTRA_TASKS) $(if $(KEY),--key $(KEY) $(if $(KEY_PASSPHRASE_FILE),--passphrase-file \
+	  --task $(RECIPE_TASK)=$$names $(CATALOG_EXTRA_TASKS) $(foreach k,$(KEEP),--keep $k) $(if $(KEY),--key $(KEY) $(if $(KEY_PASSPHRASE_FILE),--passphrase-file \
 	  $(KEY_PASSPHRASE_FILE)),--dev-key-dir $(O)/keys))
 $(CATALOG_SIG): $(CATALOG_ARCHIVE)
 $(CATALOG_REPORT): $(CATALOG_ARCHIVE) $(CATALOG_SIG)

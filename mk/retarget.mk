@@ -107,7 +107,8 @@ $(RETARGET_O)/%.plan: plan-force | $(RETARGET_O)/.dirstamp
 rt_variant = v=$(VARIANTS_O)/$2; rm -rf $$v.tmp && mkdir -p $$v.tmp && cp $1/variant.cfg $1/meta.json $$v.tmp/ && \
   cp $1/init.weights $$v.tmp/variant.weights && \
   $(call launch,$2-eval) $(BIN)/trainer valid --cfg $$v.tmp/variant.cfg --weights $$v.tmp/variant.weights \
-    --data $4 --split test --threads $(job_threads) --determinism $(DETERMINISM) --json >$$v.tmp/eval.json && \
+    --data $4 --split test --threads $(job_threads) --determinism $(DETERMINISM) --json \
+    --predictions $$v.tmp/eval.predictions >$$v.tmp/eval.json && \
   $(call launch,$2-profile) $(BIN)/catalog profile --cfg $$v.tmp/variant.cfg --weights $$v.tmp/variant.weights \
     --runs $(PROFILE_RUNS) --threads 1 --out $$v.tmp/profile.json && \
   $(BIN)/catalog describe $$v.tmp --id $2 --model $(MODEL) --task $3 --eval $$v.tmp/eval.json \

@@ -67,7 +67,8 @@ train_cmd_into = for p in $^; do if [ -e $1/variant.ckpt ] && [ $$p -nt $1/varia
 # DATA, default the data set's: a variant of another task).
 eval_cmd = $(call launch,$(notdir $1)-eval) $(BIN)/trainer valid --cfg $1/variant.cfg \
   --weights $1/variant.weights --data $(or $2,$(abspath $(DATA))) --split test --threads $(job_threads) \
-  --determinism $(DETERMINISM) --json > $1/eval.json.tmp && mv $1/eval.json.tmp $1/eval.json
+  --determinism $(DETERMINISM) --json --predictions $1/eval.predictions > $1/eval.json.tmp && \
+  mv $1/eval.json.tmp $1/eval.json
 
 # $(call profile_cmd,DIR): costs counted while a forward runs, and batch-1
 # latency measured on this machine with one thread.

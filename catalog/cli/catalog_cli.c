@@ -534,13 +534,49 @@ static cat_seckey *dev_key(const char *dir, int *made_key, trn_err *err)
     return k;
 }
 
+/* One comparison of winnowing (manifest.schema.json, paired_test) in words. */
+static void print_test(const char *head, const cJSON *t)
+{
+    const char *method = jstr(t, "method");
+    printf("%s %+.1f points against %s, %s (", head, 100 * jnum(t, "difference"), jstr(t, "against"),
+           jstr(t, "verdict"));
+    if (!strcmp(method, "mcnemar-exact"))
+        printf("McNemar p = %.3g on the same %.0f images: %.0f right only here, %.0f only there)\n", jnum(t, "p"),
+               jnum(t, "images"), jnum(t, "only_this"), jnum(t, "only_against"));
+    else
+        printf("95%% Wilson intervals: no per-image record of both)\n");
+}
+
+/* Every winnowing decision of winnowed.json, one line each. */
+static void print_decisions(const cJSON *w)
+{
+    const cJSON *v, *c;
+    char head[256];
+    cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(w, "dropped")) {
+        snprintf(head, sizeof head, "winnow: dropped %s (dominated by %s):", jstr(v, "id"), jstr(v, "dominated_by"));
+        print_test(head, cJSON_GetObjectItemCaseSensitive(v, "test"));
+    }
+    cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(w, "kept")) {
+        const cJSON *t = cJSON_GetObjectItemCaseSensitive(v, "test");
+        snprintf(head, sizeof head, "winnow: kept %s (%s):", jstr(v, "id"), jstr(v, "reason"));
+        if (t) print_test(head, t);
+        else if (!cJSON_GetObjectItemCaseSensitive(v, "capacities")) printf("%s\n", head);
+        cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(v, "capacities")) {
+            snprintf(head, sizeof head, "winnow: kept %s, capacity %.0f (%s):", jstr(v, "id"), jnum(c, "capacity"),
+                     cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(c, "on_front")) ? "on the front" : "off the front");
+            if ((t = cJSON_GetObjectItemCaseSensitive(c, "test"))) print_test(head, t);
+            else printf("%s no variant at no more cost\n", head);
+        }
+    }
+}
+
 static int cmd_pack(int argc, char **argv)
 {
     struct cat_build_options o = {.seed = -1, .source_date_epoch = -1};
     struct cat_task_labels tasks[32];
     const char *out_dir = NULL, *key_path = NULL, *dev_dir = NULL, *variants = NULL;
     struct pass_opts po = {0};
-    ck_list task = {.n = 0};
+    ck_list task = {.n = 0}, keep = {.n = 0};
     const char *addon_of = NULL;
     cJSON *base_manifest = NULL;
     long long level = 9, version = 0, seed = -1;
@@ -560,6 +596,9 @@ static int cmd_pack(int argc, char **argv)
         {"--passphrase-file", "FILE", CK_STR, &po.file, 0, 0, "the key's passphrase: the first line of FILE"},
         {"--passphrase-env", "VAR", CK_STR, &po.env, 0, 0, "the key's passphrase: environment variable VAR"},
         {"--dev-key-dir", "DIR", CK_STR, &dev_dir, 0, 0, "where the development key is kept"},
+        {"--keep", "ID", CK_LIST, &keep, 0, 0,
+         "keep variant ID out of winnowing on purpose (repeatable): the\n"
+         "manifest marks it \"kept by request\" (winnowing.reason)"},
         {"--addon-of", "MANIFEST", CK_STR, &addon_of, 0, 0,
          "make an add-on of the catalog whose manifest.json this is (its\n"
          "variants may name that catalog's; devices install it only on top of\n"
@@ -568,7 +607,7 @@ static int cmd_pack(int argc, char **argv)
     };
     const ck_verb verb = {
         "pack", NULL, cmd_pack,
-        "VARIANTS_DIR -o OUT_DIR [--task NAME=FILE.names]...\n"
+        "VARIANTS_DIR -o OUT_DIR [--task NAME=FILE.names]... [--keep ID]...\n"
         "                    [--catalog ID] [--model M] [--version N] [--seed S]\n"
         "                    [--targets DIR | --no-targets] [--zstd-level L]\n"
         "                    [--key SEC [--passphrase-file FILE | --passphrase-env VAR]\n"
@@ -601,6 +640,8 @@ static int cmd_pack(int argc, char **argv)
     o.no_targets = no_targets;
     o.variants_dir = variants;
     o.tasks = tasks;
+    o.keep = keep.v;
+    o.nkeep = (size_t)keep.n;
     trn_err err;
     const char *sde = getenv("SOURCE_DATE_EPOCH");
     if (sde && *sde && parse_i64(sde, &o.source_date_epoch)) {
@@ -708,6 +749,7 @@ static int cmd_pack(int argc, char **argv)
                cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(b.manifest, "winnowed")), out_dir);
         printf("catalog: signature %s (key %s%s); mtimes from %s\n", path, id,
                cat_seckey_is_development(key) ? ", DEVELOPMENT" : "", b.source_date_epoch_from);
+        print_decisions(b.winnowed);
     }
     free(text);
     free(wtext);

@@ -304,6 +304,8 @@ struct cat_build_options {
     size_t ntasks;
     const char *targets_dir;    /* NULL: built-in profiles */
     int no_targets;             /* 1: no targets, no estimates */
+    const char *const *keep;    /* ids kept out of winnowing on purpose (--keep) */
+    size_t nkeep;
     const cJSON *base;          /* NULL; or the manifest of the catalog this one
                                  * is an add-on of: the manifest gets "base"
                                  * {catalog, version, variants} and its variants
@@ -321,7 +323,10 @@ struct cat_pack_file {
 
 struct cat_built {
     cJSON *manifest;            /* sorted, schema-valid */
-    cJSON *winnowed;            /* array: the manifest's "winnowed" plus kept-because-needed notes */
+    cJSON *winnowed;            /* winnowed.json: rule, dropped (the manifest's "winnowed"),
+                                 * kept_because_needed, kept_by_request, kept (each kept
+                                 * variant's decision) */
+    cJSON *decisions;           /* object: id -> the kept variant's "winnowing" decision */
     struct cat_pack_file *files;/* sorted by archive path */
     size_t nfiles;
     char *source_date_epoch_from; /* "SOURCE_DATE_EPOCH" or "newest input mtime" */

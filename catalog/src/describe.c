@@ -13,6 +13,13 @@
  *                 "classes", the class count is the output size of the
  *                 network's last layer that is not a [cost] layer
  *   profile.json  (`catalog profile`, profile.c) "cost" and "latency"
+ *   *.predictions (optional) per-image records of the test split (trn_preds):
+ *                 eval.predictions (`trainer valid --predictions`) behind
+ *                 the accuracy, exits.predictions (prune early-exit, alpha
+ *                 1) instead for an early-exit variant, and
+ *                 capacity-<k>.predictions (prune grow) behind capacity k;
+ *                 those present are named under "predictions" for catalog
+ *                 pack's paired test
  *
  * The folder must hold variant.cfg and variant.weights. The profile's
  * MACs, parameters, peak activation bytes and per-layer table (measured
@@ -177,6 +184,36 @@ static int check_cost_model(const char *dir, const cJSON *cost, trn_err *err)
     return rc;
 }
 
+static int present(const char *dir, const char *name)
+{
+    char p[4200];
+    struct stat st;
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    return stat(p, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* v's "predictions": the per-image records present in dir (top comment). */
+static void add_predictions(cJSON *v, const char *dir, const char *technique)
+{
+    cJSON *pr = cJSON_CreateObject(), *caps = cJSON_CreateArray(), *c;
+    const char *own = strcmp(technique, "early-exit") ? "eval.predictions" : "exits.predictions";
+    if (present(dir, own)) cJSON_AddStringToObject(pr, "path", own);
+    cJSON_ArrayForEach(c, cJSON_GetObjectItem(cJSON_GetObjectItem(v, "technique_fields"), "capacities")) {
+        char name[64];
+        double k = cat_json_num(c, "capacity", 0);
+        snprintf(name, sizeof name, "capacity-%.0f.predictions", k);
+        if (k < 1 || !present(dir, name)) continue;
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddNumberToObject(e, "capacity", k);
+        cJSON_AddStringToObject(e, "path", name);
+        cJSON_AddItemToArray(caps, e);
+    }
+    if (cJSON_GetArraySize(caps)) cJSON_AddItemToObject(pr, "capacities", caps);
+    else cJSON_Delete(caps);
+    if (cJSON_GetArraySize(pr)) cJSON_AddItemToObject(v, "predictions", pr);
+    else cJSON_Delete(pr);
+}
+
 int cat_describe(const cat_describe_opts *o, trn_err *err)
 {
     cJSON *ev = NULL, *prof = NULL, *meta = NULL, *v = NULL;
@@ -318,6 +355,7 @@ int cat_describe(const cat_describe_opts *o, trn_err *err)
             goto out;
         }
     }
+    add_predictions(v, o->dir, technique);
     if (!(schema = cat_schema_builtin(err))) goto out;
     char first[600] = "";
     report_buf rb = {first, sizeof first, 0};

@@ -279,6 +279,7 @@ void cat_built_free(struct cat_built *b)
     if (!b) return;
     cJSON_Delete(b->manifest);
     cJSON_Delete(b->winnowed);
+    cJSON_Delete(b->decisions);
     for (size_t i = 0; i < b->nfiles; i++) {
         free(b->files[i].archive_path);
         free(b->files[i].source);
@@ -329,98 +330,244 @@ static int in_base(const cJSON *base, const char *id)
     return 0;
 }
 
-static int winnow(struct input *ins, size_t n, unsigned char *keep, struct cat_built *out, const cJSON *base,
-                  trn_err *err)
+#define WBUFS 65 /* per-image arrays of one variant: its own and up to 64 capacities' */
+
+/* Per-image correctness from a predictions file (trn_preds) named by
+ * variant.json's "predictions", checked against the accuracy it stands for
+ * (split, images, top-1). *buf owns the array; a problem goes to rep. */
+static void load_img(const struct input *in, const char *rel, const char *ptr, const char *split, uint64_t images,
+                     double top1, struct cat_wimg *img, unsigned char **buf, struct prefixed *rep)
+{
+    char path[4096];
+    trn_preds p;
+    trn_err e;
+    snprintf(path, sizeof path, "%s/%s", in->dir, rel);
+    if (trn_preds_read(path, &p, &e) != 0) {
+        say(rep, ptr, "%s", e.msg);
+        return;
+    }
+    uint64_t right = trn_preds_correct(&p);
+    if (images && p.images != images)
+        say(rep, ptr, "%s holds %llu images but the accuracy it stands for was measured on %llu: evaluate again",
+            path, (unsigned long long)p.images, (unsigned long long)images);
+    else if (split && strcmp(split, trn_split_name(p.split)))
+        say(rep, ptr, "%s is of the %s split but the accuracy it stands for of the %s split: evaluate again", path,
+            trn_split_name(p.split), split);
+    else if (top1 >= 0 && fabs((double)right - top1 * (double)p.images) > 0.5 + 1e-6 * (double)p.images)
+        say(rep, ptr, "%s has %llu of %llu images right, but the accuracy it stands for says top-1 %.6f: evaluate "
+            "again", path, (unsigned long long)right, (unsigned long long)p.images, top1);
+    else if ((*buf = malloc(p.images ? p.images : 1))) {
+        for (uint64_t k = 0; k < p.images; k++) (*buf)[k] = p.truth[k] == p.pred[k];
+        *img = (struct cat_wimg){*buf, p.images, p.list};
+    }
+    trn_preds_free(&p);
+}
+
+/* A number rounded to 6 significant digits (so the manifest's bytes do not
+ * depend on the last bits of exp and log). */
+static double sig6(double x)
+{
+    char b[32];
+    snprintf(b, sizeof b, "%.6g", x);
+    return strtod(b, NULL);
+}
+
+/* {"against", "method", "difference" (this top-1 minus against's), "p",
+ * "images", "only_this", "only_against", "verdict"} from c (a: against, b:
+ * this). */
+static cJSON *test_json(const struct cat_wcmp *c, const char *against)
+{
+    cJSON *t = cJSON_CreateObject();
+    cJSON_AddStringToObject(t, "against", against);
+    cJSON_AddStringToObject(t, "method", c->paired ? "mcnemar-exact" : "wilson-intervals");
+    cJSON_AddNumberToObject(t, "difference", round(-c->diff * 1e6) / 1e6);
+    if (c->paired) {
+        cJSON_AddNumberToObject(t, "p", sig6(c->p));
+        cJSON_AddNumberToObject(t, "images", (double)c->images);
+        cJSON_AddNumberToObject(t, "only_this", (double)c->only_b);
+        cJSON_AddNumberToObject(t, "only_against", (double)c->only_a);
+    }
+    cJSON_AddStringToObject(t, "verdict", c->b_better ? "clearly better" : c->a_better ? "clearly worse" : "no clear difference");
+    return t;
+}
+
+/* The winnowing decision of a kept variant (the manifest's "winnowing"). */
+static cJSON *decision_json(const struct cat_wv *wv, size_t i)
+{
+    const struct cat_wv *v = &wv[i];
+    cJSON *d = cJSON_CreateObject();
+    const char *why = v->keep ? "kept by request" : v->needed_by >= 0 ? "needed by another variant" :
+                      v->top1 < 0 ? "no accuracy measured" : v->ncaps ? "a capacity on the front" :
+                      v->challenger >= 0 ? "not dominated" : "no variant at no more cost";
+    cJSON_AddStringToObject(d, "reason", why);
+    if (v->needed_by >= 0) cJSON_AddStringToObject(d, "needed_by", wv[v->needed_by].id);
+    long against = v->dominated_by >= 0 ? v->dominated_by : v->challenger;
+    if (!v->ncaps && against >= 0) {
+        if (v->dominated_by >= 0) cJSON_AddStringToObject(d, "dominated_by", wv[against].id);
+        cJSON_AddItemToObject(d, "test", test_json(&v->cmp, wv[against].id));
+    }
+    if (v->ncaps) {
+        cJSON *caps = cJSON_AddArrayToObject(d, "capacities");
+        for (size_t k = 0; k < v->ncaps; k++) {
+            const struct cat_wcap *c = &v->caps[k];
+            cJSON *o = cJSON_CreateObject();
+            long a = c->dominated_by >= 0 ? c->dominated_by : c->challenger;
+            cJSON_AddNumberToObject(o, "capacity", (double)(k + 1));
+            cJSON_AddBoolToObject(o, "on_front", c->dominated_by < 0);
+            if (a >= 0) cJSON_AddItemToObject(o, "test", test_json(&c->cmp, wv[a].id));
+            cJSON_AddItemToArray(caps, o);
+        }
+    }
+    return d;
+}
+
+/* The record of a dropped variant (manifest "winnowed"). */
+static cJSON *dropped_json(const struct cat_wv *wv, size_t i, const char *technique)
+{
+    const struct cat_wv *v = &wv[i], *by = &wv[v->dominated_by];
+    cJSON *e = cJSON_CreateObject();
+    cJSON_AddStringToObject(e, "id", v->id);
+    cJSON_AddStringToObject(e, "task", v->task);
+    cJSON_AddStringToObject(e, "dominated_by", by->id);
+    cJSON_AddStringToObject(e, "technique", technique);
+    cJSON_AddNumberToObject(e, "macs", (double)v->macs);
+    cJSON_AddNumberToObject(e, "weight_bytes", (double)v->weight_bytes);
+    cJSON_AddNumberToObject(e, "top1", v->top1);
+    cJSON_AddItemToObject(e, "top1_ci", cJSON_CreateDoubleArray((const double[]){round(v->lo * 1e6) / 1e6, round(v->hi * 1e6) / 1e6}, 2));
+    cJSON_AddNumberToObject(e, "by_macs", (double)by->macs);
+    cJSON_AddNumberToObject(e, "by_weight_bytes", (double)by->weight_bytes);
+    cJSON_AddNumberToObject(e, "by_top1", by->top1);
+    cJSON_AddItemToObject(e, "by_top1_ci", cJSON_CreateDoubleArray((const double[]){round(by->lo * 1e6) / 1e6, round(by->hi * 1e6) / 1e6}, 2));
+    cJSON_AddItemToObject(e, "test", test_json(&v->cmp, by->id));
+    return e;
+}
+
+/* The winnowing view of input i (costs, accuracy, dependencies, head trunk,
+ * capacities, per-image data). deps/caps/bufs hold what it points to. */
+static int describe_input(struct input *ins, size_t n, size_t i, const cJSON *base, struct cat_wv *w,
+                          const char ***deps, struct cat_wcap **caps, unsigned char **bufs, struct prefixed *rep,
+                          trn_err *err)
+{
+    const cJSON *v = ins[i].json, *d;
+    w->id = ins[i].id;
+    w->task = cJSON_GetObjectItemCaseSensitive(v, "task")->valuestring;
+    /* an early-exit variant costs its expected MACs per input at the
+     * default alpha (describe.c), not its trunk's, and its weight bytes
+     * are the trunk's and the exits' */
+    const cJSON *cost = cJSON_GetObjectItemCaseSensitive(v, "cost");
+    const cJSON *xm = cJSON_GetObjectItemCaseSensitive(cost, "expected_macs");
+    w->macs = cJSON_IsNumber(xm) ? (uint64_t)xm->valuedouble : cost_of(v, "macs");
+    const cJSON *xw = cJSON_GetObjectItemCaseSensitive(cost, "exits_weight_bytes");
+    w->weight_bytes = cost_of(v, "weight_bytes") + (cJSON_IsNumber(xw) ? (uint64_t)xw->valuedouble : 0);
+    w->top1 = top1_of(v);
+    w->images = images_of(v);
+    const cJSON *dl = cJSON_GetObjectItemCaseSensitive(v, "depends_on");
+    if (!(*deps = calloc((size_t)cJSON_GetArraySize(dl) + 1, sizeof **deps))) return trn_errf(err, "out of memory");
+    /* An add-on's dependencies on its base catalog's variants are met
+     * there (the device checks the base at install). */
+    cJSON_ArrayForEach(d, dl) {
+        int local = 0;
+        for (size_t k = 0; k < n; k++) local |= !strcmp(ins[k].id, d->valuestring);
+        if (local || !base || !in_base(base, d->valuestring)) (*deps)[w->ndeps++] = d->valuestring;
+    }
+    w->deps = *deps;
+    const char *technique = cJSON_GetObjectItemCaseSensitive(v, "technique")->valuestring;
+    const cJSON *par = cJSON_GetObjectItemCaseSensitive(v, "parent");
+    if (!strcmp(technique, "head") && cJSON_IsString(par)) w->trunk = par->valuestring;
+    const cJSON *acc = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(v, "accuracy"), w->task);
+    const cJSON *pr = cJSON_GetObjectItemCaseSensitive(v, "predictions");
+    struct prefixed local = {rep->report, rep->user, ins[i].dir, 0};
+    if (cJSON_IsString(cJSON_GetObjectItemCaseSensitive(pr, "path")) && w->top1 >= 0)
+        load_img(&ins[i], cat_json_str(pr, "path", ""), "/predictions/path", cat_json_str(acc, "split", NULL),
+                 w->images, w->top1, &w->img, &bufs[0], &local);
+    /* A nested variant's capacities: judged one by one (cat.h). */
+    const cJSON *cl = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(v, "technique_fields"),
+                                                       "capacities"), *c;
+    if (!strcmp(technique, "nested") && cJSON_GetArraySize(cl) > 0) {
+        if (!(*caps = calloc((size_t)cJSON_GetArraySize(cl), sizeof **caps))) return trn_errf(err, "out of memory");
+        cJSON_ArrayForEach(c, cl) {
+            struct cat_wcap *k = &(*caps)[w->ncaps++];
+            const cJSON *test = cJSON_GetObjectItemCaseSensitive(c, "test"), *cp;
+            k->macs = (uint64_t)cat_json_num(c, "macs", 0);
+            k->weight_bytes = (uint64_t)cat_json_num(c, "weight_bytes", 0);
+            k->top1 = cat_json_num(test, "top1", cat_json_num(c, "top1", -1));
+            double im = cat_json_num(test, "images", 0);
+            k->images = im >= 1 ? (uint64_t)im : 0;
+            int pos = 0;
+            cJSON_ArrayForEach(cp, cJSON_GetObjectItemCaseSensitive(pr, "capacities")) {
+                char ptr[64];
+                snprintf(ptr, sizeof ptr, "/predictions/capacities/%d", pos++);
+                if (cat_json_num(cp, "capacity", 0) == cat_json_num(c, "capacity", -1) && k->top1 >= 0 && w->ncaps < WBUFS)
+                    load_img(&ins[i], cat_json_str(cp, "path", ""), ptr, cat_json_str(test, "split", NULL), k->images,
+                             k->top1, &k->img, &bufs[w->ncaps], &local);
+            }
+        }
+        w->caps = *caps;
+    }
+    rep->count += local.count;
+    return 0;
+}
+
+static int winnow(struct input *ins, size_t n, unsigned char *keep, struct cat_built *out,
+                  const struct cat_build_options *o, struct prefixed *rep, trn_err *err)
 {
     struct cat_wv *wv = calloc(n ? n : 1, sizeof *wv);
     const char ***deps = calloc(n ? n : 1, sizeof *deps);
     struct cat_wcap **caps = calloc(n ? n : 1, sizeof *caps);
-    int rc = wv && deps && caps ? 0 : trn_errf(err, "out of memory");
-    for (size_t i = 0; rc == 0 && i < n; i++) {
-        const cJSON *v = ins[i].json, *d;
-        wv[i].id = ins[i].id;
-        wv[i].task = cJSON_GetObjectItemCaseSensitive(v, "task")->valuestring;
-        /* an early-exit variant costs its expected MACs per input at the
-         * default alpha (describe.c), not its trunk's, and its weight bytes
-         * are the trunk's and the exits' */
-        const cJSON *xm = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(v, "cost"), "expected_macs");
-        wv[i].macs = cJSON_IsNumber(xm) ? (uint64_t)xm->valuedouble : cost_of(v, "macs");
-        const cJSON *xw = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(v, "cost"), "exits_weight_bytes");
-        wv[i].weight_bytes = cost_of(v, "weight_bytes") + (cJSON_IsNumber(xw) ? (uint64_t)xw->valuedouble : 0);
-        wv[i].top1 = top1_of(v);
-        wv[i].images = images_of(v);
-        const cJSON *dl = cJSON_GetObjectItemCaseSensitive(v, "depends_on");
-        deps[i] = calloc((size_t)cJSON_GetArraySize(dl) + 1, sizeof **deps);
-        if (!deps[i]) rc = trn_errf(err, "out of memory");
-        /* An add-on's dependencies on its base catalog's variants are met
-         * there (the device checks the base at install). */
-        cJSON_ArrayForEach(d, dl) {
-            int local = 0;
-            for (size_t k = 0; k < n; k++) local |= !strcmp(ins[k].id, d->valuestring);
-            if (deps[i] && (local || !base || !in_base(base, d->valuestring)))
-                deps[i][wv[i].ndeps++] = d->valuestring;
-        }
-        wv[i].deps = deps[i];
-        const cJSON *par = cJSON_GetObjectItemCaseSensitive(v, "parent");
-        if (!strcmp(cJSON_GetObjectItemCaseSensitive(v, "technique")->valuestring, "head") && cJSON_IsString(par))
-            wv[i].trunk = par->valuestring;
-        /* A nested variant's capacities: winnowed as one unit (cat.h). */
-        const cJSON *cl = cJSON_GetObjectItemCaseSensitive(
-            cJSON_GetObjectItemCaseSensitive(v, "technique_fields"), "capacities"), *c;
-        if (rc == 0 && !strcmp(cJSON_GetObjectItemCaseSensitive(v, "technique")->valuestring, "nested") &&
-            cJSON_GetArraySize(cl) > 0) {
-            if (!(caps[i] = calloc((size_t)cJSON_GetArraySize(cl), sizeof **caps))) {
-                rc = trn_errf(err, "out of memory");
-                break;
-            }
-            cJSON_ArrayForEach(c, cl) {
-                struct cat_wcap *k = &caps[i][wv[i].ncaps++];
-                const cJSON *test = cJSON_GetObjectItemCaseSensitive(c, "test");
-                k->macs = (uint64_t)cat_json_num(c, "macs", 0);
-                k->weight_bytes = (uint64_t)cat_json_num(c, "weight_bytes", 0);
-                k->top1 = cat_json_num(test, "top1", cat_json_num(c, "top1", -1));
-                double im = cat_json_num(test, "images", 0);
-                k->images = im >= 1 ? (uint64_t)im : 0;
-            }
-            wv[i].caps = caps[i];
-        }
+    unsigned char **bufs = calloc((n ? n : 1) * WBUFS, sizeof *bufs);
+    int rc = wv && deps && caps && bufs ? 0 : trn_errf(err, "out of memory");
+    int before = rep->count;
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        rc = describe_input(ins, n, i, o->base, &wv[i], &deps[i], &caps[i], bufs + i * WBUFS, rep, err);
+    for (size_t k = 0; rc == 0 && k < o->nkeep; k++) {
+        size_t i = 0;
+        while (i < n && strcmp(wv[i].id, o->keep[k])) i++;
+        if (i < n) wv[i].keep = 1;
+        else say(rep, NULL, "--keep %s: no variant folder %s/ holds that variant", o->keep[k], o->keep[k]);
     }
-    if (rc == 0 && cat_winnow(wv, n, err) < 0) rc = -1;
-    cJSON *dropped = cJSON_CreateArray(), *needed = cJSON_CreateArray();
-    for (size_t i = 0; rc == 0 && i < n; i++) {
+    if (rc == 0 && rep->count == before && cat_winnow(wv, n, err) < 0) rc = -1;
+    cJSON *dropped = cJSON_CreateArray(), *needed = cJSON_CreateArray(), *requested = cJSON_CreateArray();
+    cJSON *kept = cJSON_CreateArray();
+    out->decisions = cJSON_CreateObject();
+    for (size_t i = 0; rc == 0 && rep->count == before && i < n; i++) {
         keep[i] = !wv[i].dropped;
-        if (wv[i].dominated_by < 0) continue;
-        const struct cat_wv *by = &wv[wv[i].dominated_by];
-        cJSON *e = cJSON_CreateObject();
+        if (wv[i].dropped) {
+            cJSON_AddItemToArray(dropped, dropped_json(wv, i, cJSON_GetObjectItemCaseSensitive(ins[i].json, "technique")->valuestring));
+            continue;
+        }
+        cJSON *dj = decision_json(wv, i);
+        cJSON_AddItemToObject(out->decisions, wv[i].id, dj);
+        cJSON *e = cJSON_Duplicate(dj, 1);
         cJSON_AddStringToObject(e, "id", wv[i].id);
         cJSON_AddStringToObject(e, "task", wv[i].task);
-        cJSON_AddStringToObject(e, "dominated_by", by->id);
-        if (wv[i].dropped) {
-            cJSON_AddStringToObject(e, "technique", cJSON_GetObjectItemCaseSensitive(ins[i].json, "technique")->valuestring);
-            cJSON_AddNumberToObject(e, "macs", (double)wv[i].macs);
-            cJSON_AddNumberToObject(e, "weight_bytes", (double)wv[i].weight_bytes);
-            cJSON_AddNumberToObject(e, "top1", wv[i].top1);
-            cJSON_AddItemToObject(e, "top1_ci", cJSON_CreateDoubleArray((const double[]){round(wv[i].lo * 1e6) / 1e6, round(wv[i].hi * 1e6) / 1e6}, 2));
-            cJSON_AddNumberToObject(e, "by_macs", (double)by->macs);
-            cJSON_AddNumberToObject(e, "by_weight_bytes", (double)by->weight_bytes);
-            cJSON_AddNumberToObject(e, "by_top1", by->top1);
-            cJSON_AddItemToObject(e, "by_top1_ci", cJSON_CreateDoubleArray((const double[]){round(by->lo * 1e6) / 1e6, round(by->hi * 1e6) / 1e6}, 2));
-            cJSON_AddItemToArray(dropped, e);
-        } else {
-            cJSON_AddStringToObject(e, "needed_by", wv[wv[i].needed_by].id);
-            cJSON_AddItemToArray(needed, e);
+        cJSON_AddItemToArray(kept, e);
+        if (wv[i].keep) cJSON_AddItemToArray(requested, cJSON_CreateString(wv[i].id));
+        if (wv[i].needed_by >= 0) {
+            cJSON *ne = cJSON_CreateObject();
+            cJSON_AddStringToObject(ne, "id", wv[i].id);
+            cJSON_AddStringToObject(ne, "task", wv[i].task);
+            cJSON_AddStringToObject(ne, "dominated_by", wv[wv[i].dominated_by].id);
+            cJSON_AddStringToObject(ne, "needed_by", wv[wv[i].needed_by].id);
+            cJSON_AddItemToArray(needed, ne);
         }
     }
     out->winnowed = cJSON_CreateObject();
     cJSON_AddStringToObject(out->winnowed, "rule",
                             "B dominates A (same task) when B has no more MACs and no more weight bytes and either "
-                            "clearly better top-1 (95% Wilson intervals apart) or fewer MACs or weight bytes at a "
-                            "top-1 not clearly worse; decided cheapest first, a variant is dropped when a kept "
-                            "variant dominates it, unless a kept variant depends on it");
+                            "a clearly better top-1 or fewer MACs or weight bytes at a top-1 not clearly worse; "
+                            "clearly better: McNemar's exact test on the same test images at the 5% level (95% "
+                            "Wilson intervals apart where a variant has no per-image record); decided cheapest "
+                            "first, a variant is dropped when a kept variant dominates it, unless it is kept by "
+                            "request or a kept variant depends on it; a nested variant is kept while any capacity "
+                            "is on the front (no kept variant at no more cost clearly better)");
     cJSON_AddItemToObject(out->winnowed, "dropped", dropped);
     cJSON_AddItemToObject(out->winnowed, "kept_because_needed", needed);
+    cJSON_AddItemToObject(out->winnowed, "kept_by_request", requested);
+    cJSON_AddItemToObject(out->winnowed, "kept", kept);
     for (size_t i = 0; deps && i < n; i++) free(deps[i]);
     for (size_t i = 0; caps && i < n; i++) free(caps[i]);
+    for (size_t i = 0; bufs && i < n * WBUFS; i++) free(bufs[i]);
+    free(bufs);
     free(deps);
     free(caps);
     free(wv);
@@ -454,7 +601,7 @@ int cat_build(const struct cat_build_options *o, struct cat_built *out, cat_repo
             model = cJSON_GetObjectItemCaseSensitive(ins[i].json, "model")->valuestring;
         if (ins[i].newest_mtime > newest) newest = ins[i].newest_mtime;
     }
-    if (rc == 0 && rep.count == 0) rc = winnow(ins, n, keep, out, o->base, err);
+    if (rc == 0 && rep.count == 0) rc = winnow(ins, n, keep, out, o, &rep, err);
     if (rc == 0 && rep.count == 0) {
         int64_t sde = o->source_date_epoch >= 0 ? o->source_date_epoch : newest;
         uint64_t version = o->version ? o->version : (uint64_t)sde;
@@ -469,6 +616,8 @@ int cat_build(const struct cat_build_options *o, struct cat_built *out, cat_repo
             cJSON *v = manifest_variant(&ins[i], targets, err);
             if (!v) rc = -1;
             else cJSON_AddItemToArray(variants, v);
+            const cJSON *dj = cJSON_GetObjectItemCaseSensitive(out->decisions, ins[i].id);
+            if (v && dj) cJSON_AddItemToObject(v, "winnowing", cJSON_Duplicate(dj, 1));
             nfiles += ins[i].nfiles;
         }
         if (rc == 0 && rep.count == 0) {

@@ -73,10 +73,22 @@ static int load_split(const trn_dataset *ds, trn_split s, trn_shape in, int thre
     return rc;
 }
 
-/* DIR/predictions.json: per test image (list order) its path, class, exit
- * and probabilities at alpha 1. */
-static int write_predictions(const char *dir, const trn_dataset *ds, const prn_exit_model *em, trn_err *err)
+/* DIR/exits.predictions: per test image (list order) its true and
+ * predicted class at alpha 1 (trn_preds, the record catalog pack pairs);
+ * with json, DIR/predictions.json too: its path, class, exit and
+ * probabilities. */
+static int write_predictions(const char *dir, const trn_dataset *ds, const prn_exit_model *em, int json,
+                             trn_err *err)
 {
+    char path[4096];
+    trn_preds tp;
+    if (trn_preds_init(&tp, ds, TRN_SPLIT_TEST, em->n_predictions, err) != 0) return -1;
+    for (size_t i = 0; i < em->n_predictions; i++)
+        tp.pred[i] = trn_argmax(em->predictions + i * (size_t)em->classes, em->classes);
+    snprintf(path, sizeof path, "%s/exits.predictions", dir);
+    int rc = trn_preds_write(path, &tp, err);
+    trn_preds_free(&tp);
+    if (rc != 0 || !json) return rc;
     cJSON *doc = cJSON_CreateObject(), *arr = cJSON_AddArrayToObject(doc, "images");
     cJSON_AddStringToObject(doc, "split", "test");
     cJSON_AddNumberToObject(doc, "alpha", 1);
@@ -94,9 +106,8 @@ static int write_predictions(const char *dir, const trn_dataset *ds, const prn_e
     char *text = cJSON_PrintUnformatted(doc);
     cJSON_Delete(doc);
     if (!text) return trn_errf(err, "out of memory");
-    char path[4096];
     snprintf(path, sizeof path, "%s/predictions.json", dir);
-    int rc = trn_write_file_atomic(path, text, strlen(text), err);
+    rc = trn_write_file_atomic(path, text, strlen(text), err);
     free(text);
     return rc;
 }
@@ -134,7 +145,8 @@ int prn_cli_early_exit(int argc, char **argv, trn_err *err)
                       "(3), sbs_first_epochs (10), sbs_refit (0: one exit fine-tune per round; E:\n"
                       "E passes per candidate, the exact O(N^2)), sbs_drop (1 filter per round),\n"
                       "sbs_stop (0.2), predictions (0; 1: DIR/predictions.json, each test image's\n"
-                      "exit and probabilities at alpha 1).\n"
+                      "exit and probabilities at alpha 1; DIR/exits.predictions, each one's true\n"
+                      "and predicted class at alpha 1, is always written).\n"
                       "Writes DIR/variant.cfg and DIR/init.weights (the trunk: the base, or the\n"
                       "pruned trunk, loadable by Darknet), DIR/exits.cfg, DIR/exits.weights\n"
                       "(trainer/README.md, Early exits) and DIR/meta.json (its parent: --parent,\n"
@@ -212,7 +224,7 @@ int prn_cli_early_exit(int argc, char **argv, trn_err *err)
     if (trn_cfg_write(em.cfg, path, err) != 0) goto out;
     snprintf(path, sizeof path, "%s/exits.weights", o.out);
     if (trn_exits_weights_save(em.exits, path, err) != 0) goto out;
-    if (predictions && write_predictions(o.out, ds, &em, err) != 0) goto out;
+    if (write_predictions(o.out, ds, &em, predictions, err) != 0) goto out;
     rc = prn_cli_finish(&v, o.out, err);
 out:
     prn_variant_free(&v);

@@ -324,8 +324,10 @@ int prn_cli_grow(int argc, char **argv, trn_err *err)
     /* Measure every capacity. */
     if (!(ev = prn_cli_net_like(cfg, net, GR_EVAL_BATCH, 1, 0, err))) goto done;
     for (int k = 0; k < ncap; k++) {
+        /* with its per-image record, for catalog pack's paired test */
+        snprintf(path, sizeof path, "%s/capacity-%d.predictions", out, k + 1);
         if (trn_net_set_capacity(ev, nest.filters + (size_t)k * L, err) ||
-            prn_cli_evaluate(ev, ds, TRN_SPLIT_TEST, (int)threads, &acc[k], err))
+            prn_cli_evaluate_preds(ev, ds, TRN_SPLIT_TEST, (int)threads, &acc[k], path, err))
             goto done;
         trn_net_get_totals(ev, &tot[k]);
         fprintf(stderr, "prune grow: capacity %d: %llu MACs, test top-1 %.4f [%.4f, %.4f] on %llu images\n",
@@ -488,6 +490,10 @@ done:
         const char *names[] = {"meta.json", "capacities.json", "init.weights", "variant.cfg"};
         for (size_t i = 0; i < 4; i++) {
             snprintf(path, sizeof path, "%s/%s", out, names[i]);
+            unlink(path);
+        }
+        for (long long k = 0; k < ncap; k++) {
+            snprintf(path, sizeof path, "%s/capacity-%lld.predictions", out, k + 1);
             unlink(path);
         }
         if (made_dir) rmdir(out);

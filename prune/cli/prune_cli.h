@@ -103,6 +103,10 @@ int prn_cli_evaluate(trn_net *net, const trn_dataset *ds, trn_split split, int t
  * computed). */
 int prn_cli_evaluate_loss(trn_net *net, const trn_dataset *ds, trn_split split, int threads, rm_acc *a,
                           double *loss, trn_err *err);
+/* prn_cli_evaluate, and every image's true and predicted class written to
+ * path (trn_preds: the per-image record catalog pack pairs). */
+int prn_cli_evaluate_preds(trn_net *net, const trn_dataset *ds, trn_split split, int threads, rm_acc *a,
+                           const char *path, trn_err *err);
 /* {"split", "images", "correct", "top1", "lo", "hi"}; NULL when out of memory. */
 cJSON *prn_cli_acc_json(const rm_acc *a);
 /* The scan verb: the sensitivity scan (scan_cli.c). */

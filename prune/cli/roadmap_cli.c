@@ -59,8 +59,10 @@ static int rm_set(rm_settings *s, const char *kv, trn_err *err)
     return 0;
 }
 
-int prn_cli_evaluate_loss(trn_net *net, const trn_dataset *ds, trn_split split, int threads, rm_acc *a,
-                          double *loss, trn_err *err)
+/* The evaluation; loss and preds (initialised for every image of split:
+ * the predicted class is written) may be NULL. */
+static int evaluate(trn_net *net, const trn_dataset *ds, trn_split split, int threads, rm_acc *a, double *loss,
+                    trn_preds *preds, trn_err *err)
 {
     memset(a, 0, sizeof *a);
     a->split = split;
@@ -83,7 +85,9 @@ int prn_cli_evaluate_loss(trn_net *net, const trn_dataset *ds, trn_split split, 
         for (int j = 0; j < batch && seen < n; j++, seen++) {
             const float *pj = p + (size_t)j * (size_t)classes, *yj = y + (size_t)j * (size_t)classes;
             int t = trn_argmax(yj, classes);
-            good += trn_argmax(pj, classes) == t;
+            int q = trn_argmax(pj, classes);
+            good += q == t;
+            if (preds) preds->truth[seen] = t, preds->pred[seen] = q;
             /* the cross-entropy: the network ends with softmax; outputs clamped to 1e-12 */
             if (loss) sum += -log(pj[t] > 1e-12f ? (double)pj[t] : 1e-12);
         }
@@ -98,6 +102,23 @@ int prn_cli_evaluate_loss(trn_net *net, const trn_dataset *ds, trn_split split, 
     trn_wilson(good, seen, &a->lo, &a->hi);
     if (loss) *loss = seen ? sum / (double)seen : 0;
     return 0;
+}
+
+int prn_cli_evaluate_loss(trn_net *net, const trn_dataset *ds, trn_split split, int threads, rm_acc *a,
+                          double *loss, trn_err *err)
+{
+    return evaluate(net, ds, split, threads, a, loss, NULL, err);
+}
+
+int prn_cli_evaluate_preds(trn_net *net, const trn_dataset *ds, trn_split split, int threads, rm_acc *a,
+                           const char *path, trn_err *err)
+{
+    trn_preds p;
+    if (trn_preds_init(&p, ds, split, trn_dataset_count(ds, split), err) != 0) return -1;
+    int rc = evaluate(net, ds, split, threads, a, NULL, &p, err);
+    if (rc == 0) rc = trn_preds_write(path, &p, err);
+    trn_preds_free(&p);
+    return rc;
 }
 
 int prn_cli_evaluate(trn_net *net, const trn_dataset *ds, trn_split split, int threads, rm_acc *a, trn_err *err)

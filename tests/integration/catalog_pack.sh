@@ -120,6 +120,59 @@ assert "nested" not in [v["id"] for v in m["variants"]]
 w = [x for x in m["winnowed"] if x["id"] == "nested"]
 assert len(w) == 1 and w[0]["dominated_by"] in ("base", "spec-7"), w' cn/manifest.json
 
+# ---- the paired test and --keep ----------------------------------------------------
+# Per-image records (trainer valid --predictions) of the same 20000 images
+# for rewrite-bad (70%) and svd-fc-4x (78%): pack pairs them (McNemar), says
+# so in winnowed.json, the manifest and on stdout; a record that disagrees
+# with the accuracy it stands for is refused; --keep keeps a dominated
+# variant, marked kept by request; an unknown id is refused.
+cp -r c cp && rm -f cp/manifest.json cp/winnowed.json cp/*.tar.zst*
+python3 - cp/variants <<'PY'
+import json, sys
+def write(vid, right_of):
+    with open("%s/%s/eval.predictions" % (sys.argv[1], vid), "w") as f:
+        f.write("trn-predictions 1 test 20000 10 00000000000000aa\n")
+        for i in range(20000):
+            t = i % 10
+            f.write("%d %d\n" % (t, t if right_of(i) else (t + 1) % 10))
+    v = json.load(open("%s/%s/variant.json" % (sys.argv[1], vid)))
+    v["predictions"] = {"path": "eval.predictions"}
+    json.dump(v, open("%s/%s/variant.json" % (sys.argv[1], vid), "w"))
+write("rewrite-bad", lambda i: i < 13000 or 15600 <= i < 16600)   # 14000 right
+write("svd-fc-4x", lambda i: i < 15600)                            # 15600 right: 2600 vs 1000 discordant
+PY
+expect_ok "pack pairs the per-image records" fx_pack cp cp --version 3 --key k.key
+t_check "stdout gives the decision with its paired p-value" \
+    grep -q '^winnow: dropped rewrite-bad (dominated by svd-fc-4x): -8.0 points against svd-fc-4x, clearly worse (McNemar p = .* on the same 20000 images: 1000 right only here, 2600 only there)' "$T/out"
+t_check "winnowed.json and the manifest record the paired test" python3 -c '
+import json, sys
+for path in sys.argv[1:]:
+    d = json.load(open(path))
+    w = d["winnowed"] if "variants" in d else d["dropped"]
+    t = [x for x in w if x["id"] == "rewrite-bad"][0]["test"]
+    assert t["method"] == "mcnemar-exact" and t["against"] == "svd-fc-4x" and t["images"] == 20000, t
+    assert t["only_this"] == 1000 and t["only_against"] == 2600 and t["difference"] == -0.08 and t["p"] < 1e-100, t
+m = json.load(open(sys.argv[1]))
+for v in m["variants"]:
+    assert "reason" in v["winnowing"], v["id"]
+    assert "predictions" not in v, v["id"]
+' cp/manifest.json cp/winnowed.json
+expect_ok "validate accepts the manifest with its winnowing records" "$CAT" validate cp/manifest.json
+expect_ok "pack --keep rewrite-bad" fx_pack cp cp --version 3 --key k.key --keep rewrite-bad
+t_check "the kept variant is marked kept by request, its dominator named" python3 -c '
+import json, sys
+m = json.load(open(sys.argv[1]))
+v = [x for x in m["variants"] if x["id"] == "rewrite-bad"][0]["winnowing"]
+assert v["reason"] == "kept by request" and v["dominated_by"] == "svd-fc-4x" and v["test"]["method"] == "mcnemar-exact", v
+assert "rewrite-bad" not in [w["id"] for w in m["winnowed"]]
+assert json.load(open(sys.argv[2]))["kept_by_request"] == ["rewrite-bad"]' cp/manifest.json cp/winnowed.json
+expect_fail "pack --keep of no variant is refused" "--keep nosuch: no variant folder nosuch/ holds that variant" \
+    fx_pack cp cp --version 3 --key k.key --keep nosuch
+sed -i '2s/^0 0$/0 1/' cp/variants/svd-fc-4x/eval.predictions
+expect_fail "a per-image record that disagrees with the accuracy is refused" \
+    "eval.predictions has 15599 of 20000 images right, but the accuracy it stands for says top-1 0.780000: evaluate again" \
+    fx_pack cp cp --version 3 --key k.key
+
 # ---- validate --------------------------------------------------------------------
 expect_ok "validate accepts the manifest and its files" "$CAT" validate c/manifest.json
 expect_ok "validate checks the manifest inside an archive" "$CAT" validate "$A"

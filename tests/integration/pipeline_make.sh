@@ -171,6 +171,37 @@ expect_ok "make catalog again from the same variants" pmake catalog
 sum2=$(sha256sum "$arch" "$arch.minisig" | awk '{print $1}' | tr '\n' ' ')
 t_check "the archive and signature bytes are identical" test "$sum1" = "$sum2"
 
+# The paired test: every variant's per-image record of the test split
+# (trainer valid --predictions; the nested one's per capacity from prune
+# grow) is named in its variant.json, and every winnowing decision in the
+# manifest is McNemar's on the same images.
+t_check "every variant names its per-image record, the nested one per capacity" python3 -c '
+import json, os, sys
+d = sys.argv[1]
+for vid in ("base", "rw-a", "rw-b", "svd-a", "nest"):
+    p = json.load(open("%s/%s/variant.json" % (d, vid)))["predictions"]
+    assert p["path"] == "eval.predictions" and os.path.getsize("%s/%s/eval.predictions" % (d, vid)) > 0, (vid, p)
+caps = json.load(open(d + "/nest/variant.json"))["predictions"]["capacities"]
+assert [c["path"] for c in caps] == ["capacity-%d.predictions" % k for k in (1, 2, 3)], caps
+' "$T/tiny/variants"
+t_check "every winnowing decision of the manifest is a paired test with its p-value" python3 -c '
+import json, sys
+m = json.load(open(sys.argv[1]))
+tests = [w["test"] for w in m["winnowed"]] + [v["winnowing"]["test"] for v in m["variants"] if "test" in v["winnowing"]]
+tests += [c["test"] for v in m["variants"] for c in v["winnowing"].get("capacities", []) if "test" in c]
+assert tests and all(t["method"] == "mcnemar-exact" and 0 <= t["p"] <= 1 for t in tests), tests
+print("# %d decisions, all paired" % len(tests))' "$T/tiny/manifest.json"
+t_check "make catalog prints every decision" grep -q '^winnow: .*McNemar p = ' "$T/catalog.out"
+# KEEP= (a recipe's RECIPE_KEEP): a variant kept out of winnowing on purpose.
+expect_ok "make catalog KEEP=rw-b" pmake catalog KEEP=rw-b
+t_check "rw-b is in the catalog, marked kept by request" python3 -c '
+import json, sys
+m = json.load(open(sys.argv[1]))
+assert [v["winnowing"]["reason"] for v in m["variants"] if v["id"] == "rw-b"] == ["kept by request"]' "$T/tiny/manifest.json"
+expect_fail "make catalog KEEP=nosuch is refused by catalog pack" "--keep nosuch: no variant folder" pmake catalog KEEP=nosuch
+expect_ok "make catalog without KEEP repacks" pmake catalog
+t_check "  ... the same archive bytes as before" test "$(sha256sum "$arch" "$arch.minisig" | awk '{print $1}' | tr '\n' ' ')" = "$sum1"
+
 
 # 5. make specialise: an add-on catalog for a device's context of three
 # classes. The specialised model's cascade partner is the base, or, when

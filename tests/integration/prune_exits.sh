@@ -21,9 +21,20 @@ A=(early-exit --cfg "$T/base.cfg" --weights "$T/base.weights" --data "$T/s/s.dat
 expect_ok "early-exit --help" "$P" early-exit --help
 t_check "help names the Q_j plan" grep -q "Q_j = G_j / C_j" "$T/out"
 expect_ok "early-exit" "$P" "${A[@]}" --out "$T/e"
-for f in variant.cfg init.weights exits.cfg exits.weights meta.json predictions.json; do
+for f in variant.cfg init.weights exits.cfg exits.weights meta.json predictions.json exits.predictions; do
     t_check "$f written" test -s "$T/e/$f"
 done
+t_check "exits.predictions: the alpha 1 answers, as many right as the alpha profile's top-1" python3 -c '
+import json, sys
+m = json.load(open(sys.argv[1] + "/meta.json"))
+a1 = [p for p in m["technique_fields"]["alpha_profile"] if p["alpha"] == 1][0]
+lines = open(sys.argv[1] + "/exits.predictions").read().split("\n")
+rows = [l.split() for l in lines[1:] if l]
+assert lines[0].split()[2:4] == ["test", str(len(rows))]
+pj = json.load(open(sys.argv[1] + "/predictions.json"))["images"]
+assert [int(r[0]) for r in rows] == [p["class"] for p in pj]
+assert abs(sum(a == b for a, b in rows) / len(rows) - a1["top1"]) < 1e-9, (a1, len(rows))
+' "$T/e"
 t_check "meta.json technique early-exit" grep -q '"technique":[[:space:]]*"early-exit"' "$T/e/meta.json"
 t_check "meta.json has the alpha profile" grep -q '"alpha_profile"' "$T/e/meta.json"
 t_check "meta.json: accuracy with its interval and test size" grep -q '"top1_ci"' "$T/e/meta.json"

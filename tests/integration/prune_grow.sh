@@ -21,7 +21,18 @@ t_check "--help names the settings and the files" grep -q "capacities.json" "$T/
 expect_ok "grow" "$P" "${G[@]}" --out "$T/g"
 C=$T/g/capacities.json
 t_check "it says what it wrote" grep -q "5 capacities, model .* bytes, the independent descendants" "$T/out"
-t_check "exactly the four files" test "$(ls -A "$T/g" | tr '\n' ' ')" = "capacities.json init.weights meta.json variant.cfg "
+t_check "the four files and each capacity's per-image record" test "$(ls -A "$T/g" | tr '\n' ' ')" = \
+    "capacities.json capacity-1.predictions capacity-2.predictions capacity-3.predictions capacity-4.predictions capacity-5.predictions init.weights meta.json variant.cfg "
+t_check "each capacity's record holds its test images and its correct count" python3 -c '
+import json, sys
+caps = json.load(open(sys.argv[1] + "/capacities.json"))["capacities"]
+for c in caps:
+    lines = open("%s/capacity-%d.predictions" % (sys.argv[1], c["capacity"])).read().split("\n")
+    head = lines[0].split()
+    assert head[:3] == ["trn-predictions", "1", "test"] and int(head[3]) == c["test"]["images"], head
+    rows = [l.split() for l in lines[1:] if l]
+    assert len(rows) == c["test"]["images"] and sum(a == b for a, b in rows) == c["test"]["correct"], c
+' "$T/g"
 t_check "format and files" jqc '.format == "prune-nest" and .version == 1 and .cfg == "variant.cfg" and .weights == "init.weights"' "$C"
 t_check "5 capacities from the seed step down to step 0" jqc '[.capacities[].roadmap_step] == [4, 3, 2, 1, 0]' "$C"
 t_check "capacity filters are the roadmap's kept counts" test "$(jq -c '[.capacities[] | [.filters[0], .filters[2], .filters[4]]]' "$C")" = "$(jq -c '[.steps[4,3,2,1,0].kept]' "$R")"
