@@ -709,6 +709,48 @@ static void doc_variants(struct doc *d, const cJSON *m, const char *task)
     doc_table_end(d);
 }
 
+/* A winnowing comparison (manifest.schema.json, paired_test) in a cell:
+ * "-2.9 points vs smcd-8x, p = 0.0001 (McNemar, n=1440)". */
+static void fmt_test(const cJSON *t, char *out, size_t size)
+{
+    if (!t) {
+        snprintf(out, size, "-");
+        return;
+    }
+    if (!strcmp(sget(t, "method"), "mcnemar-exact"))
+        snprintf(out, size, "%+.1f points vs %s, p = %.2g (McNemar, n=%.0f): %s", 100 * num(t, "difference"),
+                 sget(t, "against"), num(t, "p"), num(t, "images"), sget(t, "verdict"));
+    else
+        snprintf(out, size, "%+.1f points vs %s (95%% intervals, unpaired): %s", 100 * num(t, "difference"),
+                 sget(t, "against"), sget(t, "verdict"));
+}
+
+/* Why winnowing kept each variant, with the comparison behind it. */
+static void doc_decisions(struct doc *d, const cJSON *m)
+{
+    const cJSON *v, *c;
+    int rows = 0;
+    cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(m, "variants")) {
+        const cJSON *w = cJSON_GetObjectItemCaseSensitive(v, "winnowing");
+        if (!w) continue;
+        if (!rows++) {
+            doc_p(d, "Why each variant was kept: against the best kept variant of its task at no more MACs and "
+                     "weight bytes (the one that could have dominated it), the difference in top-1 and the "
+                     "paired test on the same test images; a nested variant capacity by capacity.");
+            doc_row(d, 1, "llll", "variant	task	kept because	comparison");
+        }
+        char t[256];
+        fmt_test(cJSON_GetObjectItemCaseSensitive(w, "test"), t, sizeof t);
+        doc_row(d, 0, "llll", "%s	%s	%s	%s", sget(v, "id"), sget(v, "task"), sget(w, "reason"), t);
+        cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(w, "capacities")) {
+            fmt_test(cJSON_GetObjectItemCaseSensitive(c, "test"), t, sizeof t);
+            doc_row(d, 0, "llll", "%s capacity %.0f	%s	%s	%s", sget(v, "id"), num(c, "capacity"), sget(v, "task"),
+                    cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(c, "on_front")) ? "on the front" : "off the front", t);
+        }
+    }
+    if (rows) doc_table_end(d);
+}
+
 /* The capacity curve of every multi-capacity (nested) variant of the task:
  * per capacity its accuracy (with its interval where the variant records
  * one), MACs, weight bytes and what switching to the next capacity up pages
@@ -723,8 +765,10 @@ static void doc_capacities(struct doc *d, const cJSON *m, const char *task)
         int n = cJSON_GetArraySize(caps);
         if (n < 1) continue;
         doc_p(d, "Capacities of %s (one weights file, switched in place; smallest first):", sget(v, "id"));
-        doc_row(d, 1, "rrrrrr", "capacity\ttop-1 [95%% CI] n\tMACs\tweight bytes\tpage-in to the next\t"
-                                 "page-out from the next");
+        doc_row(d, 1, "rrrrrrl", "capacity\ttop-1 [95%% CI] n\tMACs\tweight bytes\tpage-in to the next\t"
+                                  "page-out from the next\tPareto front (winnowing)");
+        const cJSON *wc = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(v, "winnowing"),
+                                                           "capacities");
         for (int k = 0; k < n; k++) {
             const cJSON *c = cJSON_GetArrayItem(caps, k), *test = cJSON_GetObjectItemCaseSensitive(c, "test");
             char t1[64] = "-", c1[16], c2[16], in[16] = "-", out[16] = "-", key[16];
@@ -744,7 +788,14 @@ static void doc_capacities(struct doc *d, const cJSON *m, const char *task)
                 const cJSON *po = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(next, "page_out_bytes"), key);
                 if (cJSON_IsNumber(po)) human(po->valuedouble, out, sizeof out);
             }
-            doc_row(d, 0, "rrrrrr", "%d\t%s\t%s\t%s\t%s\t%s", k + 1, t1, c1, c2, in, out);
+            char front[300] = "-", t[256];
+            const cJSON *f = cJSON_GetArrayItem(wc, k);
+            if (f) {
+                fmt_test(cJSON_GetObjectItemCaseSensitive(f, "test"), t, sizeof t);
+                snprintf(front, sizeof front, "%s; %s",
+                         cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(f, "on_front")) ? "on" : "off", t);
+            }
+            doc_row(d, 0, "rrrrrrl", "%d\t%s\t%s\t%s\t%s\t%s\t%s", k + 1, t1, c1, c2, in, out, front);
         }
         doc_table_end(d);
     }
@@ -925,11 +976,13 @@ int cat_report_ex(const cJSON *m, const char *base, const char *metrics_dir, trn
     const cJSON *w = cJSON_GetObjectItemCaseSensitive(m, "winnowed");
     doc_h(&d, 2, "Winnowed");
     doc_p(&d, "Dropped because another variant of the same task dominates it: no more MACs and no more weight bytes, "
-              "and either a clearly better top-1 (95%% Wilson intervals apart) or fewer MACs or bytes at a top-1 that "
-              "is not clearly worse (decided cheapest first against kept variants; variants that others depend on "
-              "are kept).");
+              "and either a clearly better top-1 or fewer MACs or bytes at a top-1 that is not clearly worse. "
+              "Clearly better or worse: McNemar's exact test on the same test images at the 5%% level (95%% Wilson "
+              "intervals apart only where a variant has no per-image record). Decided cheapest first against kept "
+              "variants; variants that others depend on, or kept by request, stay; a nested variant stays while "
+              "any capacity is on the front.");
     if (cJSON_GetArraySize(w) == 0) doc_p(&d, "None.");
-    else doc_row(&d, 1, "llrrrlrrr", "variant\ttechnique\tMACs\tweight bytes\ttop-1\tdominated by\tits MACs\tits bytes\tits top-1");
+    else doc_row(&d, 1, "llrrrlrrrl", "variant\ttechnique\tMACs\tweight bytes\ttop-1\tdominated by\tits MACs\tits bytes\tits top-1\tcomparison");
     cJSON_ArrayForEach(v, w) {
         char a1[16], a2[16], b1[16], b2[16];
         human(num(v, "macs"), a1, sizeof a1);
@@ -942,10 +995,13 @@ int cat_report_ex(const cJSON *m, const char *base, const char *metrics_dir, trn
             snprintf(i1, sizeof i1, " [%.4f, %.4f]", cJSON_GetArrayItem(c1, 0)->valuedouble, cJSON_GetArrayItem(c1, 1)->valuedouble);
         if (cJSON_GetArraySize(c2) == 2)
             snprintf(i2, sizeof i2, " [%.4f, %.4f]", cJSON_GetArrayItem(c2, 0)->valuedouble, cJSON_GetArrayItem(c2, 1)->valuedouble);
-        doc_row(&d, 0, "llrrrlrrr", "%s\t%s\t%s\t%s\t%.4f%s\t%s\t%s\t%s\t%.4f%s", sget(v, "id"), sget(v, "technique"), a1,
-                a2, num(v, "top1"), i1, sget(v, "dominated_by"), b1, b2, num(v, "by_top1"), i2);
+        char tt[256];
+        fmt_test(cJSON_GetObjectItemCaseSensitive(v, "test"), tt, sizeof tt);
+        doc_row(&d, 0, "llrrrlrrrl", "%s\t%s\t%s\t%s\t%.4f%s\t%s\t%s\t%s\t%.4f%s\t%s", sget(v, "id"), sget(v, "technique"), a1,
+                a2, num(v, "top1"), i1, sget(v, "dominated_by"), b1, b2, num(v, "by_top1"), i2, tt);
     }
     if (cJSON_GetArraySize(w) > 0) doc_table_end(&d);
+    doc_decisions(&d, m);
     doc_h(&d, 2, "Target estimates");
     doc_p(&d, "The device columns above are **estimates**, not measurements: a roofline (time = max(2 x MACs / peak "
               "FLOPS, bytes moved / bandwidth), energy = time x the power mode's budget) from these profiles, once for "

@@ -166,6 +166,10 @@ v = [x for x in m["variants"] if x["id"] == "rewrite-bad"][0]["winnowing"]
 assert v["reason"] == "kept by request" and v["dominated_by"] == "svd-fc-4x" and v["test"]["method"] == "mcnemar-exact", v
 assert "rewrite-bad" not in [w["id"] for w in m["winnowed"]]
 assert json.load(open(sys.argv[2]))["kept_by_request"] == ["rewrite-bad"]' cp/manifest.json cp/winnowed.json
+expect_ok "report on the catalog with the kept variant" "$CAT" report cp/catalog-tinynet-3.tar.zst -o cp/r
+t_check "the report gives each decision with its difference and paired p-value" bash -c "
+grep -q '^| rewrite-bad | identity | kept by request | -8.0 points vs svd-fc-4x, p = .* (McNemar, n=20000): clearly worse |' cp/r.report.md &&
+grep -q '^| svd-fc-4x | identity | .* | ' cp/r.report.md && grep -q 'McNemar.s exact test on the same test images' cp/r.report.md"
 expect_fail "pack --keep of no variant is refused" "--keep nosuch: no variant folder nosuch/ holds that variant" \
     fx_pack cp cp --version 3 --key k.key --keep nosuch
 sed -i '2s/^0 0$/0 1/' cp/variants/svd-fc-4x/eval.predictions
