@@ -18,8 +18,10 @@ CATALOG_VERSION   ?= $(SOURCE_DATE_EPOCH)
 
 ONNX              ?= 0
 # Variants kept out of winnowing on purpose (catalog pack --keep; the
-# manifest marks them "kept by request"): the recipe's RECIPE_KEEP, or KEEP=.
-KEEP              ?= $(RECIPE_KEEP)
+# manifest marks them "kept by request"): KEEP=, else those of the recipe's
+# RECIPE_KEEP that its plan builds (a plan narrowed with RECIPE_VARIANTS=
+# drops the others; an id of KEEP= that names no variant is refused).
+KEEP              ?= $(filter $(RECIPE_VARIANTS),$(RECIPE_KEEP))
 
 OPTIONS += KEY KEY_PASSPHRASE_FILE SOURCE_DATE_EPOCH CATALOG_VERSION ONNX KEEP
 OPT_DOC_ONNX                := 1: one .onnx per variant in the catalog too (catalog export --onnx; its hash in the manifest)

@@ -197,3 +197,9 @@ RECIPE_VARIANTS += flexdnn
 V_flexdnn       := early-exit
 V_flexdnn_FROM  := rw-s1h1
 V_flexdnn_EXITS := trunk_prune=1 trunk_macs=0.85 trunk_retrain=1200 sbs_images=1024 sbs_drop=2 stage1=300 finetune=100
+
+# The runtime's two knobs (rtl run --capacity, --alpha) need the nested and
+# the early-exit variant in every build: kept out of winnowing on purpose
+# (catalog pack --keep); the report marks them "kept by request" where the
+# paired test would have dropped them, with the comparison.
+RECIPE_KEEP := nested flexdnn
