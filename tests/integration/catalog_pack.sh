@@ -126,8 +126,8 @@ assert len(w) == 1 and w[0]["dominated_by"] in ("base", "spec-7"), w' cn/manifes
 # so in winnowed.json, the manifest and on stdout; a record that disagrees
 # with the accuracy it stands for is refused; --keep keeps a dominated
 # variant, marked kept by request; an unknown id is refused.
-cp -r c cp && rm -f cp/manifest.json cp/winnowed.json cp/*.tar.zst*
-python3 - cp/variants <<'PY'
+cp -r c cpt && rm -f cpt/manifest.json cpt/winnowed.json cpt/*.tar.zst*
+python3 - cpt/variants <<'PY'
 import json, sys
 def write(vid, right_of):
     with open("%s/%s/eval.predictions" % (sys.argv[1], vid), "w") as f:
@@ -141,7 +141,7 @@ def write(vid, right_of):
 write("rewrite-bad", lambda i: i < 13000 or 15600 <= i < 16600)   # 14000 right
 write("svd-fc-4x", lambda i: i < 15600)                            # 15600 right: 2600 vs 1000 discordant
 PY
-expect_ok "pack pairs the per-image records" fx_pack cp cp --version 3 --key k.key
+expect_ok "pack pairs the per-image records" fx_pack cpt cpt --version 3 --key k.key
 t_check "stdout gives the decision with its paired p-value" \
     grep -q '^winnow: dropped rewrite-bad (dominated by svd-fc-4x): -8.0 points against svd-fc-4x, clearly worse (McNemar p = .* on the same 20000 images: 1000 right only here, 2600 only there)' "$T/out"
 t_check "winnowed.json and the manifest record the paired test" python3 -c '
@@ -156,26 +156,26 @@ m = json.load(open(sys.argv[1]))
 for v in m["variants"]:
     assert "reason" in v["winnowing"], v["id"]
     assert "predictions" not in v, v["id"]
-' cp/manifest.json cp/winnowed.json
-expect_ok "validate accepts the manifest with its winnowing records" "$CAT" validate cp/manifest.json
-expect_ok "pack --keep rewrite-bad" fx_pack cp cp --version 3 --key k.key --keep rewrite-bad
+' cpt/manifest.json cpt/winnowed.json
+expect_ok "validate accepts the manifest with its winnowing records" "$CAT" validate cpt/manifest.json
+expect_ok "pack --keep rewrite-bad" fx_pack cpt cpt --version 3 --key k.key --keep rewrite-bad
 t_check "the kept variant is marked kept by request, its dominator named" python3 -c '
 import json, sys
 m = json.load(open(sys.argv[1]))
 v = [x for x in m["variants"] if x["id"] == "rewrite-bad"][0]["winnowing"]
 assert v["reason"] == "kept by request" and v["dominated_by"] == "svd-fc-4x" and v["test"]["method"] == "mcnemar-exact", v
 assert "rewrite-bad" not in [w["id"] for w in m["winnowed"]]
-assert json.load(open(sys.argv[2]))["kept_by_request"] == ["rewrite-bad"]' cp/manifest.json cp/winnowed.json
-expect_ok "report on the catalog with the kept variant" "$CAT" report cp/catalog-tinynet-3.tar.zst -o cp/r
+assert json.load(open(sys.argv[2]))["kept_by_request"] == ["rewrite-bad"]' cpt/manifest.json cpt/winnowed.json
+expect_ok "report on the catalog with the kept variant" "$CAT" report cpt/catalog-tinynet-3.tar.zst -o cpt/r
 t_check "the report gives each decision with its difference and paired p-value" bash -c "
-grep -q '^| rewrite-bad | identity | kept by request | -8.0 points vs svd-fc-4x, p = .* (McNemar, n=20000): clearly worse |' cp/r.report.md &&
-grep -q '^| svd-fc-4x | identity | .* | ' cp/r.report.md && grep -q 'McNemar.s exact test on the same test images' cp/r.report.md"
+grep -q '^| rewrite-bad | identity | kept by request | -8.0 points vs svd-fc-4x, p = .* (McNemar, n=20000): clearly worse |' cpt/r.report.md &&
+grep -q '^| svd-fc-4x | identity | .* | ' cpt/r.report.md && grep -q 'McNemar.s exact test on the same test images' cpt/r.report.md"
 expect_fail "pack --keep of no variant is refused" "--keep nosuch: no variant folder nosuch/ holds that variant" \
-    fx_pack cp cp --version 3 --key k.key --keep nosuch
-sed -i '2s/^0 0$/0 1/' cp/variants/svd-fc-4x/eval.predictions
+    fx_pack cpt cpt --version 3 --key k.key --keep nosuch
+sed -i '2s/^0 0$/0 1/' cpt/variants/svd-fc-4x/eval.predictions
 expect_fail "a per-image record that disagrees with the accuracy is refused" \
     "eval.predictions has 15599 of 20000 images right, but the accuracy it stands for says top-1 0.780000: evaluate again" \
-    fx_pack cp cp --version 3 --key k.key
+    fx_pack cpt cpt --version 3 --key k.key
 
 # ---- validate --------------------------------------------------------------------
 expect_ok "validate accepts the manifest and its files" "$CAT" validate c/manifest.json
