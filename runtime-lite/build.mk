@@ -52,7 +52,28 @@ $(RTL_PC): runtime-lite/rtl.pc.in rtl-pc-force | $$(@D)/.dirstamp
 	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(RTL_VERSION)|' $< > $@.tmp && \
 	  if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; echo "  GEN      $@"; fi
 
-$(eval $(call program,$(BIN)/rtl,$(call objs,$(RTL_CLI_SRCS)) $(CK_OBJS) $(RTL_LIB),$(RTL_LDLIBS)))
+# The scheduler's trace simulator (runtime-lite/sim/, rtl_sim.h): a
+# host-side tool, no part of librtl. It lives in its own small library,
+# librtl-sim.a (built, never installed), which drives librtl's public
+# scheduler; the host's rtl links it for `rtl simulate` (simulate_cli.c,
+# RTL_SIM), the device's rtl (CROSS) has no simulate verb and librtl.a /
+# librtl.so carry none of it (tests/integration/rtl_api_budget.sh).
+# Not tests/tools: `rtl simulate` is a user's verb with its man page, and
+# its unit test (tests/unit/rtl_sim) links the library as a program would.
+RTL_SIM_SRCS := runtime-lite/sim/sched_sim.c
+RTL_SIM_CLI  := runtime-lite/sim/simulate_cli.c
+RTL_SIM_LIB  := $(LIBD)/librtl-sim.a
+$(call objs,$(RTL_SIM_SRCS) $(RTL_SIM_CLI)): CFLAGS += $(RTL_CFLAGS) -Iruntime-lite/sim
+$(call objs,$(RTL_SIM_CLI)): CFLAGS += $(CK_CFLAGS) -Iruntime-lite/cli
+$(RTL_SIM_LIB): $(call objs,$(RTL_SIM_SRCS)) | $$(@D)/.dirstamp
+	$(call msg,AR,$@)rm -f $@ && $(AR) rcsD $@ $^
+ifeq ($(CROSS),)
+RTL_CLI_HOST := $(call objs,$(RTL_SIM_CLI)) $(RTL_SIM_LIB)
+$(call objs,runtime-lite/cli/rtl_cli.c): CFLAGS += -DRTL_SIM
+ALL_TARGETS += $(RTL_SIM_LIB)
+endif
+
+$(eval $(call program,$(BIN)/rtl,$(call objs,$(RTL_CLI_SRCS)) $(RTL_CLI_HOST) $(CK_OBJS) $(RTL_LIB),$(RTL_LDLIBS)))
 
 ALL_TARGETS     += $(RTL_LIB) $(RTL_SO) $(LIBD)/librtl.so $(RTL_PC) $(BIN)/rtl
 INSTALL_BINS    += $(BIN)/rtl
@@ -71,7 +92,10 @@ $(eval $(call program,$(TESTD)/rtl-crash,$(RTL_CRASH_OBJS) $(RTL_TRN_OBJS) $(CK_
 TEST_DEPS += $(TESTD)/rtl-crash
 
 $(call objs,$(wildcard tests/unit/rtl_*/*.c)): CFLAGS += $(RTL_CFLAGS)
-$(foreach a,$(filter-out rtl_model,$(notdir $(wildcard tests/unit/rtl_*))),$(eval $(call unit_test,$(a),$(RTL_LIB),$(RTL_LDLIBS))))
+$(foreach a,$(filter-out rtl_model rtl_sim,$(notdir $(wildcard tests/unit/rtl_*))),$(eval $(call unit_test,$(a),$(RTL_LIB),$(RTL_LDLIBS))))
+# the trace simulator, a host-side tool beside librtl (above)
+$(call objs,$(wildcard tests/unit/rtl_sim/*.c)): CFLAGS += -Iruntime-lite/sim
+$(eval $(call unit_test,rtl_sim,$(RTL_SIM_LIB) $(RTL_LIB),$(RTL_LDLIBS)))
 # rtl_model compares loaded models with the trainer's own inference library
 # (libtrn-infer, the same sources compiled apart: librtl's copies are local).
 $(call objs,$(wildcard tests/unit/rtl_model/*.c)): CFLAGS += $(NN_CFLAGS) -DTRN_INFER_ONLY

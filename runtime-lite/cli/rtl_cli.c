@@ -56,9 +56,12 @@ static void usage(FILE *f)
             "                      encrypted); rtl run --split S|auto --peer HOST:PORT\n"
             "                      --peer-key S.pub --device-key D.key uses it\n"
             "  peer-keygen PATH    make a peer key pair (PATH.key, PATH.pub)\n"
+#ifdef RTL_SIM
             "  simulate ID|ARCHIVE [--trace T] [--policy P]...\n"
             "                      run seeded traces (MCDNN S1-S3, concurrency) through the\n"
-            "                      scheduler's policies, side by side\n"
+            "                      scheduler's policies, side by side (the build host's rtl\n"
+            "                      only: a host-side tool, no part of librtl)\n"
+#endif
             "  stream ID INPUT... [--control FILE] [budgets]\n"
             "                      run every task on every image through the scheduler, one\n"
             "                      JSON line per result; budgets change live (file, SIGHUP)\n"
@@ -416,6 +419,7 @@ static int run_pull(int argc, char **argv) { return with_store(cmd_pull, argc, a
 static int run_plan(int argc, char **argv) { return with_store(cmd_plan, argc, argv); }
 static int run_serve(int argc, char **argv) { return with_store(cmd_serve, argc, argv); }
 static int run_peer_keygen(int argc, char **argv) { return cmd_peer_keygen(NULL, argc, argv); } /* no store */
+#ifdef RTL_SIM
 static int run_simulate(int argc, char **argv)
 {
     for (int a = 1; a < argc; a++) /* a catalog archive or manifest, or --bench, needs no store */
@@ -423,6 +427,7 @@ static int run_simulate(int argc, char **argv)
             return cmd_simulate(NULL, argc, argv);
     return with_store(cmd_simulate, argc, argv);
 }
+#endif
 static int run_stream(int argc, char **argv) { return with_store(cmd_stream, argc, argv); }
 static int run_context(int argc, char **argv) { return with_store(cmd_context, argc, argv); }
 
@@ -442,8 +447,10 @@ int main(int argc, char **argv)
         CK_VERB("plan", "JointDNN split plan: where each layer runs (device or cloud peer), latency, energy", run_plan),
         CK_VERB("serve", "the peer: runs model pieces for allow-listed devices (authenticated, encrypted)", run_serve),
         CK_VERB("peer-keygen", "make a peer key pair (PATH.key, PATH.pub)", run_peer_keygen),
+#ifdef RTL_SIM /* the host-side tool (runtime-lite/sim/): not on the device */
         CK_VERB("simulate", "trace-driven scheduler simulation: MCDNN S1-S3, concurrency; every policy side by side",
                 run_simulate),
+#endif
         CK_VERB("stream", "run tasks on images through the scheduler under live budgets (control file, SIGHUP)",
                 run_stream),
         CK_VERB("context", "the class-frequency profiler: is the stream (n,p)-dominated, by which classes (MCDNN)",

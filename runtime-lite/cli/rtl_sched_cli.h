@@ -45,6 +45,7 @@ int sched_budget(rtl_sched *s, const struct sched_cli *o, double horizon_s, doub
 rtl_sched *sched_build(rtl_catalog *cat, enum rtl_policy p, int napps, const char *const *names,
                        const char *const *tasks, const struct sched_cli *o, double horizon_s, rtl_err *err);
 
+/* runtime-lite/sim/simulate_cli.c (the host's rtl only: RTL_SIM) */
 int cmd_simulate(rtl_store *s, int argc, char **argv);
 int cmd_stream(rtl_store *s, int argc, char **argv);
 

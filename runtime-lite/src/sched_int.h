@@ -1,4 +1,4 @@
-/* sched_int.h: what sched.c, sched_nest.c, sched_catalog.c and sched_sim.c
+/* sched_int.h: what sched.c, sched_nest.c, sched_catalog.c and sim/sched_sim.c
  * share (private). */
 #ifndef RTL_SCHED_INT_H
 #define RTL_SCHED_INT_H

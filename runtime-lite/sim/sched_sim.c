@@ -18,6 +18,7 @@
  * probability 0.2 (when more than 2 run); every running app makes one
  * request per second (one second of its frames). */
 #include "sched_int.h"
+#include "rtl_sim.h"
 
 #include <math.h>
 #include <stdlib.h>
