@@ -64,6 +64,9 @@ ROWS=(
     "catalog report -o BASE (BASE.report.md)|r.report.md|$CAT report $A -o r"
     "catalog report -o BASE (BASE.report.html)|r.report.html|$CAT report $A -o r"
     "catalog report -o BASE (BASE.pareto-macs.svg)|r.pareto-macs.svg|$CAT report $A -o r"
+    "catalog pack -o OUT_DIR (manifest.json)|out/manifest.json|$CAT pack $T/c/variants -o out --task identity=$T/c/identity.names --version 2 --key $T/c/k.key"
+    "catalog pack -o OUT_DIR (the signature)|out/catalog-rtlnet-2.tar.zst.minisig|$CAT pack $T/c/variants -o out --task identity=$T/c/identity.names --version 2 --key $T/c/k.key"
+    "catalog export --onnx -o DIR|x/base.onnx|$CAT export --onnx $T/c/variants -o x"
     "rtl simulate --svg|fig.svg|$RTL --root $T/root simulate $T/sim/catalog-tinynet-1.tar.zst --trace s1 --hours 0.01 --svg @O@"
     "rtl serve --port-file|port|timeout --preserve-status -s TERM 2 $RTL --root $T/root serve --key $T/srv --allow $T/allow --port-file @O@"
 )
@@ -127,6 +130,13 @@ else t_fail "catalog cost --out /dev/stdout prints the JSON" "exit $rc" "$(tail 
 # a folder where a file is wanted: refused, named as a folder
 mkdir -p dirout
 expect_fail "catalog cost --out FOLDER is refused as a folder" "dirout: it is a folder" "$CAT" cost --cfg "$CFG" --out dirout
+# catalog pack reads its archive back to sign it: an archive path that is a
+# device is refused (exit 1, saying what it is) and left as it was
+mkdir -p pk && mknod pk/catalog-rtlnet-2.tar.zst c 1 3
+expect_fail "catalog pack: a device as the archive is refused (it is read back to be signed)" \
+    "catalog-rtlnet-2.tar.zst is a character device" \
+    "$CAT" pack c/variants -o pk --task identity=c/identity.names --version 2 --key c/k.key
+t_check "catalog pack left the device as it was" test -c pk/catalog-rtlnet-2.tar.zst
 # rtl peer-keygen never replaces any existing file (a key is not rewritten)
 mknod node.pub c 1 3
 expect_fail "rtl peer-keygen refuses an existing node" "never replaced" "$RTL" peer-keygen node
