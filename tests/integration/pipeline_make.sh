@@ -290,4 +290,45 @@ for pol in ("nest-total", "nest-max"):
     c = sorted((x for x in sw if x["policy"] == pol), key=lambda x: x["alpha"])
     assert c[0]["accuracy"] >= c[-1]["accuracy"] and c[-1]["fps"] >= c[0]["fps"], c
 ' "$T/out" "$T/tiny/variants/nest/capacities.json"
+
+# 7. make catalog ONNX=1 (issue 42): every variant of the tiny recipe also as
+# ONNX in the archive, its size and SHA-256 in the manifest, accepted by
+# onnx.checker; in ONNX Runtime every whole network equals the engine's
+# forward (prune-testtool forward) within 1e-5 with the same top-1, and the
+# nested variant has one model per capacity, each running.
+. "$TOP/tests/integration/catalog/onnx.sh"
+expect_ok "make catalog ONNX=1" pmake catalog ONNX=1
+t_check "the manifest lists an ONNX model of every variant, with its size and SHA-256" python3 - "$T/tiny" <<'PY'
+import hashlib, json, os, sys
+d = sys.argv[1]
+for v in json.load(open(os.path.join(d, "manifest.json")))["variants"]:
+    fs = [f for f in v["files"] if f["role"] == "onnx"]
+    want = len(v["technique_fields"].get("capacities", [])) if v["technique"] == "nested" else 1
+    assert len(fs) == want, (v["id"], fs)
+    for f in fs:
+        b = open(os.path.join(d, f["path"]), "rb").read()
+        assert f["size"] == len(b) and f["sha256"] == hashlib.sha256(b).hexdigest(), f
+PY
+if [ -n "$onnx_py" ]; then
+    expect_ok "onnx.checker accepts every file" onnx_check "$T"/tiny/variants/*/*.onnx
+else
+    t_skip "onnx.checker accepts every file" "no python3 with the onnx module (Debian: python3-onnx; make deps)"
+fi
+if ort_ready; then
+    mkinputs "$T/onnx-in" 2 3 16 9
+    for f in "$T"/tiny/variants/*/*.onnx; do
+        d=$(dirname "$f") ok=1
+        node "$ORT_JS" run "$f" "$T"/onnx-in/in_0.raw "$T"/onnx-in/in_1.raw >"$T/ort.jsonl" 2>"$T/ort.err" || ok=0
+        case $f in
+        *.cap*.onnx) t_check "$(basename "$f") runs in ONNX Runtime" test $ok = 1 ;;
+        *)  for k in 0 1; do
+                "$TESTD/tools/prune-testtool" forward "$d/variant.cfg" "$d/variant.weights" "$T/onnx-in/in_$k.raw" "$T/ref.raw" &&
+                    same_probs "$T/ref.raw" "$(ort_output "$T/ort.jsonl" $k probs)" >>"$T/cmp.log" 2>&1 || ok=0
+            done
+            t_check "$(basename "$f"): ONNX Runtime = the engine within 1e-5, same top-1" test $ok = 1 ;;
+        esac
+    done
+else
+    t_skip "the tiny recipe's ONNX models in ONNX Runtime" "$ORT_WHY"
+fi
 t_done
