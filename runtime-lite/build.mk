@@ -156,7 +156,7 @@ BENCHES += tests/bench/rtl_offload.sh
 BENCHES += tests/bench/rtl_gtdp.sh
 
 # make fuzz: libFuzzer (Debian's clang) on the peer's frame and message
-# parsers, with ASan and UBSan; `make test` runs it briefly
+# parsers and on rtl pull's index and manifest parsers, with ASan and UBSan; `make test` runs it briefly
 # (tests/integration/rtl_fuzz.sh). FUZZ_TIME: seconds for make fuzz.
 FUZZ_CC   ?= clang
 FUZZ_TIME ?= 60
@@ -166,10 +166,21 @@ $(RTL_FUZZ): $(RTL_FUZZ_SRCS) runtime-lite/src/frame.h runtime-lite/src/internal
 	$(call msg,FUZZ,$@)$(FUZZ_CC) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 	  -Iruntime-lite/include -Iruntime-lite/src -Itrainer/nn/include -o $@ $(RTL_FUZZ_SRCS) \
 	  $(shell $(PKG_CONFIG) --cflags --libs libsodium 2>/dev/null || echo -lsodium)
+# the over-the-air JSON parsers: index.json, manifest.json, duplicate keys
+RTL_JSON_FUZZ := $(TESTD)/fuzz/rtl_json_fuzz
+RTL_JSON_FUZZ_SRCS := tests/fuzz/rtl_json_fuzz.c runtime-lite/src/index.c runtime-lite/src/catalog.c \
+  runtime-lite/src/json.c runtime-lite/src/sha256.c runtime-lite/src/err.c trainer/nn/err.c
+$(RTL_JSON_FUZZ): $(RTL_JSON_FUZZ_SRCS) runtime-lite/src/pull.h runtime-lite/src/catalog.h runtime-lite/src/internal.h \
+  | $$(@D)/.dirstamp
+	$(call msg,FUZZ,$@)$(FUZZ_CC) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+	  -Iruntime-lite/include -Iruntime-lite/src -Itrainer/nn/include -o $@ $(RTL_JSON_FUZZ_SRCS) \
+	  $(shell $(PKG_CONFIG) --cflags --libs libcjson libsodium 2>/dev/null || echo -lcjson -lsodium)
 .PHONY: fuzz
-fuzz: $(RTL_FUZZ) ## run the frame-parser fuzzer for FUZZ_TIME seconds (libFuzzer, ASan, UBSan)
+fuzz: $(RTL_FUZZ) $(RTL_JSON_FUZZ) ## run each fuzzer (peer frames; OTA index and manifest) for FUZZ_TIME seconds (libFuzzer, ASan, UBSan)
 	$(Q)mkdir -p $(TESTD)/fuzz/corpus && $(RTL_FUZZ) -max_total_time=$(FUZZ_TIME) -max_len=4096 \
 	  $(TESTD)/fuzz/corpus tests/fuzz/corpus
+	$(Q)mkdir -p $(TESTD)/fuzz/json-corpus && $(RTL_JSON_FUZZ) -max_total_time=$(FUZZ_TIME) -max_len=16384 \
+	  $(TESTD)/fuzz/json-corpus tests/fuzz/json-corpus
 DEPS_PKGS += clang libclang-rt-14-dev iproute2
 # make test builds the fuzzer when this clang can link libFuzzer (else
 # tests/integration/rtl_fuzz.sh says it skipped, and why)
@@ -177,7 +188,7 @@ ifeq ($(CROSS),)
 RTL_FUZZ_OK := $(shell printf 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n) { return 0; }\n' | \
   $(FUZZ_CC) -x c - -fsanitize=fuzzer -o /dev/null >/dev/null 2>&1 && echo 1)
 ifeq ($(RTL_FUZZ_OK),1)
-TEST_DEPS += $(RTL_FUZZ)
+TEST_DEPS += $(RTL_FUZZ) $(RTL_JSON_FUZZ)
 endif
 endif
 

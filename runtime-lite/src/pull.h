@@ -44,4 +44,9 @@ void rtl_index_free(struct rtl_index *ix);
 int rtl_index_check(const struct rtl_index *ix, const char *trusted, int64_t now, uint64_t seen,
                     rtl_err *err) RTL_MUST_CHECK;
 
+/* "YYYY-MM-DD HH:MM:SS UTC" of Unix time t into out. */
+void rtl_utc(int64_t t, char *out, size_t size);
+/* The value of "key:" in a tab-separated trusted comment into out, or NULL. */
+const char *rtl_tc_field(const char *tc, const char *key, char *out, size_t size);
+
 #endif
