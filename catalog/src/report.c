@@ -538,8 +538,12 @@ char *cat_curve_svg(const char *id, const char *jsonl, size_t len, trn_err *err)
 
 /* ---- the document: Markdown and HTML side by side -------------------------- */
 
+#define DOC_TOC_MAX 64
+
 struct doc {
     struct sbuf md, html;
+    int ntoc;                       /* the level-2 sections so far, for the contents */
+    char toc_id[DOC_TOC_MAX][64], toc_title[DOC_TOC_MAX][160];
 };
 
 /* Inline markup of the report's sentences: `code` and **bold**, the rest
@@ -571,10 +575,40 @@ static void doc_h(struct doc *d, int level, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(t, sizeof t, fmt, ap);
     va_end(ap);
+    if (level == 2 && d->ntoc < DOC_TOC_MAX) { /* a section of the contents, with its anchor */
+        int k = d->ntoc++;
+        size_t tl = strlen(t) < sizeof d->toc_title[k] ? strlen(t) : sizeof d->toc_title[k] - 1;
+        memcpy(d->toc_title[k], t, tl), d->toc_title[k][tl] = 0;
+        snprintf(d->toc_id[k], sizeof d->toc_id[k], "s%d-", k + 1);
+        size_t o = strlen(d->toc_id[k]);
+        for (const char *c = t; *c && o + 1 < sizeof d->toc_id[k]; c++)
+            if ((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9')) d->toc_id[k][o++] = *c;
+            else if (*c >= 'A' && *c <= 'Z') d->toc_id[k][o++] = (char)(*c - 'A' + 'a');
+            else if (o && d->toc_id[k][o - 1] != '-') d->toc_id[k][o++] = '-';
+        d->toc_id[k][o] = 0;
+        sb_printf(&d->md, "<a id=\"%s\"></a>\n\n", d->toc_id[k]);
+        sb_printf(&d->html, "<h2 id=\"%s\">", d->toc_id[k]);
+    } else {
+        sb_printf(&d->html, "<h%d>", level);
+    }
     sb_printf(&d->md, "%.*s %s\n\n", level, "######", t);
-    sb_printf(&d->html, "<h%d>", level);
     sb_xml(&d->html, t);
     sb_printf(&d->html, "</h%d>\n", level);
+}
+
+/* The contents: a link to every level-2 section of body, appended to d. */
+static void doc_toc(struct doc *d, const struct doc *body)
+{
+    sb_printf(&d->md, "Contents:\n\n");
+    sb_printf(&d->html, "<nav id=\"contents\"><b>Contents</b>\n<ol>\n");
+    for (int k = 0; k < body->ntoc; k++) {
+        sb_printf(&d->md, "%d. [%s](#%s)\n", k + 1, body->toc_title[k], body->toc_id[k]);
+        sb_printf(&d->html, "<li><a href=\"#%s\">", body->toc_id[k]);
+        sb_xml(&d->html, body->toc_title[k]);
+        sb_printf(&d->html, "</a></li>\n");
+    }
+    sb_printf(&d->md, "\n");
+    sb_printf(&d->html, "</ol>\n</nav>\n");
 }
 
 static void doc_p(struct doc *d, const char *fmt, ...) TRN_PRINTF(2, 3);
@@ -642,9 +676,10 @@ static void fmt_est(const cJSON *e, char *out, size_t size)
 {
     const cJSON *c = cJSON_GetObjectItemCaseSensitive(e, "cpu");
     if (c)
-        snprintf(out, size, "%.3f / %.3f; %.2f / %.2f", num(e, "ms"), num(c, "ms"), num(e, "mj"), num(c, "mj"));
+        snprintf(out, size, "GPU >= %.3f ms, CPU >= %.3f ms; %.2f / %.2f mJ", num(e, "ms"), num(c, "ms"), num(e, "mj"),
+                 num(c, "mj"));
     else
-        snprintf(out, size, "%.3f / -; %.2f / -", num(e, "ms"), num(e, "mj"));
+        snprintf(out, size, "GPU >= %.3f ms, CPU -; %.2f / - mJ", num(e, "ms"), num(e, "mj"));
 }
 
 /* "0.8569 [0.8380, 0.8741] n=1440": a fraction with its 95% Wilson interval. */
@@ -670,7 +705,8 @@ static void doc_variants(struct doc *d, const cJSON *m, const char *task)
                                           "peak activations\tmeasured ms (machine)");
     size_t na = strlen(align);
     cJSON_ArrayForEach(t, targets) {
-        off += snprintf(head + off, sizeof head - (size_t)off, "\t%s est. GPU / CPU: ms; mJ", t->string);
+        off += snprintf(head + off, sizeof head - (size_t)off, "\t%s roofline lower bound GPU / CPU: ms; mJ",
+                        t->string);
         if (na + 1 < sizeof align) align[na++] = 'r', align[na] = '\0';
     }
     doc_row(d, 1, align, "%s", head);
@@ -896,6 +932,180 @@ static int write_text(const char *path, const char *text, trn_err *err)
     return trn_write_file_atomic(path, text, strlen(text), err);
 }
 
+/* A context task: every variant of it is a specialised (n,p) model (each
+ * representative context has a task of its own). */
+static int context_task(const cJSON *m, const char *task)
+{
+    const cJSON *v;
+    int n = 0;
+    cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(m, "variants")) {
+        if (strcmp(sget(v, "task"), task)) continue;
+        if (strcmp(sget(v, "technique"), "specialised")) return 0;
+        n++;
+    }
+    return n > 0;
+}
+
+/* The front of task by cost (cat_pareto's "macs", or a target's "cpu_ms"),
+ * cheapest first; NULL when it has none. The caller deletes *doc. */
+static const cJSON *front_of(const cJSON *m, const char *task, const char *target, const char *cost, cJSON **doc)
+{
+    trn_err e;
+    const cJSON *f;
+    *doc = cat_pareto(m, task, target, &e);
+    cJSON_ArrayForEach(f, cJSON_GetObjectItemCaseSensitive(*doc, "fronts"))
+        if (!strcmp(sget(f, "cost"), cost)) return cJSON_GetObjectItemCaseSensitive(f, "front");
+    return NULL;
+}
+
+/* The answer first: per task the variants on its Pareto front (top-1
+ * against MACs), and per target and latency budget the variant of the main
+ * task to ship (the most accurate whose CPU roofline lower bound fits). */
+static void doc_summary(struct doc *d, const cJSON *m, const char *main_task)
+{
+    static const double budgets[] = {1, 5, 10, 33, 100, -1};
+    const cJSON *t, *e;
+    doc_h(d, 2, "Summary: what to ship");
+    doc_p(d, "Pareto front per task (top-1 against MACs, cheapest first: each more accurate than every cheaper one); "
+             "the main task first, then the heads, then the contexts.");
+    doc_row(d, 1, "lll", "task\tkind\tfront: variant (top-1, MACs)");
+    char ctx[4096] = "";
+    int nctx = 0;
+    for (int pass = 0; pass < 2; pass++)
+        cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(m, "tasks")) {
+            int is_main = !strcmp(t->string, main_task), is_ctx = context_task(m, t->string);
+            if ((pass == 0) != is_main) continue;
+            cJSON *doc;
+            const cJSON *f = front_of(m, t->string, NULL, "macs", &doc);
+            char row[4096] = "";
+            size_t o = 0;
+            cJSON_ArrayForEach(e, f) {
+                char c[16];
+                human(num(e, "cost"), c, sizeof c);
+                if (o < sizeof row)
+                    o += (size_t)snprintf(row + o, sizeof row - o, "%s%s (%.4f, %s)", o ? ", " : "", sget(e, "id"),
+                                          num(e, "top1"), c);
+            }
+            if (is_ctx) {
+                size_t u = strlen(ctx);
+                if (o && u < sizeof ctx) snprintf(ctx + u, sizeof ctx - u, "%s%s", u ? ", " : "", row);
+                nctx++;
+            } else {
+                doc_row(d, 0, "lll", "%s\t%s\t%s", t->string, is_main ? "main" : "head", o ? row : "no measured top-1");
+            }
+            cJSON_Delete(doc);
+        }
+    if (nctx) doc_row(d, 0, "lll", "%d contexts\tcontext\t%s", nctx, ctx[0] ? ctx : "no measured top-1");
+    doc_table_end(d);
+    doc_p(d, "Variant of the main task (%s) to ship per target and latency budget: the most accurate whose CPU "
+             "roofline estimate fits. The estimates are **lower bounds** (a real run takes longer): measure on the "
+             "device (`rtl profile`) before relying on a budget.", main_task);
+    char head[256] = "target (CPU)";
+    char align[16] = "l";
+    for (size_t k = 0; k < sizeof budgets / sizeof *budgets; k++) {
+        size_t u = strlen(head);
+        if (budgets[k] > 0) snprintf(head + u, sizeof head - u, "\t<= %g ms", budgets[k]);
+        else snprintf(head + u, sizeof head - u, "\tno budget");
+        align[k + 1] = 'l', align[k + 2] = 0;
+    }
+    doc_row(d, 1, align, "%s", head);
+    cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(m, "targets")) {
+        cJSON *doc;
+        const cJSON *f = front_of(m, main_task, t->string, "cpu_ms", &doc);
+        char row[2048];
+        size_t o = (size_t)snprintf(row, sizeof row, "%s", t->string);
+        for (size_t k = 0; k < sizeof budgets / sizeof *budgets; k++) {
+            const cJSON *pick = NULL;
+            cJSON_ArrayForEach(e, f) if (budgets[k] < 0 || num(e, "cost") <= budgets[k]) pick = e;
+            if (o < sizeof row) {
+                if (pick)
+                    o += (size_t)snprintf(row + o, sizeof row - o, "\t%s (%.4f; >= %.3g ms)", sget(pick, "id"),
+                                          num(pick, "top1"), num(pick, "cost"));
+                else
+                    o += (size_t)snprintf(row + o, sizeof row - o, "\tnone fits");
+            }
+        }
+        doc_row(d, 0, align, "%s", row);
+        cJSON_Delete(doc);
+    }
+    doc_table_end(d);
+}
+
+/* One task's section: its variants, capacities, alpha sweeps and plots
+ * (plain plot names for the main task). */
+static int doc_task(struct doc *d, const cJSON *m, const char *task, int plain, const char *base, const char *name,
+                    trn_err *err)
+{
+    const cJSON *v, *t = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(m, "tasks"), task);
+    double lo = INFINITY, hi = 0, best = -1, best_macs = 0;
+    cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(m, "variants")) {
+        if (strcmp(sget(v, "task"), task)) continue;
+        double macs = variant_cost(v, 1), y = top1(v, task);
+        lo = fmin(lo, macs), hi = fmax(hi, macs);
+        if (y > best || (y == best && macs < best_macs)) best = y, best_macs = macs;
+    }
+    if (hi == 0) return 0;
+    doc_h(d, 2, "Task %s (%.0f classes%s)", task, num(t, "classes"), plain ? ", the main task" : "");
+    doc_variants(d, m, task);
+    doc_capacities(d, m, task);
+    doc_alphas(d, m, task);
+    if (best >= 0)
+        doc_p(d, "MACs span %.1fx between the cheapest variant and the most accurate one (%.1fx across all).",
+              best_macs / fmax(lo, 1), hi / fmax(lo, 1));
+    else
+        doc_p(d, "No variant has a measured top-1; MACs span %.1fx across all.", hi / fmax(lo, 1));
+    static const char *const axes[] = {"macs", "weight_bytes"};
+    int rc = 0;
+    for (int a = 0; a < 2 && rc == 0; a++) {
+        char path[4096], file[512];
+        snprintf(file, sizeof file, "%s%s%s.pareto-%s.svg", name, plain ? "" : ".", plain ? "" : task,
+                 a ? "bytes" : "macs");
+        snprintf(path, sizeof path, "%.*s%s", (int)(name - base), base, file);
+        char *svg = cat_pareto_svg(m, task, axes[a], err);
+        rc = svg ? write_text(path, svg, err) : -1;
+        if (svg) doc_svg(d, a ? "top-1 against weight bytes" : "top-1 against MACs", file, svg);
+        free(svg);
+    }
+    return rc;
+}
+
+/* The context tasks folded: MCDNN's Table 4 of every specialised variant
+ * and one plot of them all (top-1 on its context against MACs). */
+static int doc_context_tasks(struct doc *d, const cJSON *m, const char *base, const char *name, trn_err *err)
+{
+    doc_contexts(d, m);
+    cJSON *fold = cJSON_CreateObject(), *vs = cJSON_AddArrayToObject(fold, "variants");
+    const cJSON *v;
+    int n = 0;
+    cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(m, "variants")) {
+        const char *task = sget(v, "task");
+        if (!context_task(m, task)) continue;
+        cJSON *c = cJSON_Duplicate(v, 1), *acc = cJSON_CreateObject();
+        const cJSON *a = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(v, "accuracy"), task);
+        if (!c || !acc) {
+            cJSON_Delete(c), cJSON_Delete(acc), cJSON_Delete(fold);
+            return trn_errf(err, "out of memory");
+        }
+        cJSON_ReplaceItemInObjectCaseSensitive(c, "task", cJSON_CreateString("contexts"));
+        if (a) cJSON_AddItemToObject(acc, "contexts", cJSON_Duplicate(a, 1));
+        cJSON_ReplaceItemInObjectCaseSensitive(c, "accuracy", acc);
+        cJSON_AddItemToArray(vs, c);
+        n++;
+    }
+    int rc = 0;
+    if (n) {
+        char path[4096], file[512];
+        snprintf(file, sizeof file, "%s.contexts.pareto-macs.svg", name);
+        snprintf(path, sizeof path, "%.*s%s", (int)(name - base), base, file);
+        char *svg = cat_pareto_svg(fold, "contexts", "macs", err);
+        rc = svg ? write_text(path, svg, err) : -1;
+        if (svg) doc_svg(d, "the context models: top-1 on their context against MACs", file, svg);
+        free(svg);
+    }
+    cJSON_Delete(fold);
+    return rc;
+}
+
 static const char html_head[] =
     "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
     "<link rel=\"icon\" href=\"data:,\">\n<title>%s</title>\n<style>\n"
@@ -918,7 +1128,7 @@ int cat_report_ex(const cJSON *m, const char *base, const char *metrics_dir, trn
     const cJSON *variants = cJSON_GetObjectItemCaseSensitive(m, "variants"), *v;
     const char *name = strrchr(base, '/') ? strrchr(base, '/') + 1 : base;
     const cJSON *build = cJSON_GetObjectItemCaseSensitive(m, "build");
-    struct doc d = {{0}, {0}};
+    struct doc d = {{0}, {0}, 0, {{0}}, {{0}}};
     char title[512], seed[32] = "unknown";
     snprintf(title, sizeof title, "Catalog %s, version %.0f (model %s)", sget(m, "catalog"), num(m, "version"),
              sget(m, "model"));
@@ -933,7 +1143,9 @@ int cat_report_ex(const cJSON *m, const char *base, const char *metrics_dir, trn
           sget(build, "toolchain"), sget(build, "compiler"), *gemm ? "; products: " : "", gemm, seed,
           num(build, "source_date_epoch"),
           cJSON_GetArraySize(variants), cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(m, "winnowed")));
-    /* the task with the most variants gets the plain plot names */
+    /* the task with the most variants is the main one: it gets the plain
+     * plot names and comes first, then the other tasks (heads), then the
+     * context tasks folded into one table and one plot */
     int rc = 0, most = 0;
     const char *main_task = "";
     cJSON_ArrayForEach(t, tasks) {
@@ -941,48 +1153,25 @@ int cat_report_ex(const cJSON *m, const char *base, const char *metrics_dir, trn
         cJSON_ArrayForEach(v, variants) count += !strcmp(sget(v, "task"), t->string);
         if (count > most) most = count, main_task = t->string;
     }
-    cJSON_ArrayForEach(t, tasks) {
-        double lo = INFINITY, hi = 0, best = -1, best_macs = 0;
-        cJSON_ArrayForEach(v, variants) {
-            if (strcmp(sget(v, "task"), t->string)) continue;
-            double macs = variant_cost(v, 1), y = top1(v, t->string);
-            lo = fmin(lo, macs), hi = fmax(hi, macs);
-            if (y > best || (y == best && macs < best_macs)) best = y, best_macs = macs;
+    struct doc b = {{0}, {0}, 0, {{0}}, {{0}}};
+    doc_summary(&b, m, main_task);
+    for (int pass = 0; pass < 2 && rc == 0; pass++)
+        cJSON_ArrayForEach(t, tasks) {
+            if ((pass == 0) != !strcmp(t->string, main_task) || context_task(m, t->string)) continue;
+            rc = doc_task(&b, m, t->string, !strcmp(t->string, main_task), base, name, err);
+            if (rc) break;
         }
-        if (hi == 0) continue;
-        doc_h(&d, 2, "Task %s (%.0f classes)", t->string, num(t, "classes"));
-        doc_variants(&d, m, t->string);
-        doc_capacities(&d, m, t->string);
-        doc_alphas(&d, m, t->string);
-        if (best >= 0)
-            doc_p(&d, "MACs span %.1fx between the cheapest variant and the most accurate one (%.1fx across all).",
-                  best_macs / fmax(lo, 1), hi / fmax(lo, 1));
-        else
-            doc_p(&d, "No variant has a measured top-1; MACs span %.1fx across all.", hi / fmax(lo, 1));
-        static const char *const axes[] = {"macs", "weight_bytes"};
-        for (int a = 0; a < 2 && rc == 0; a++) {
-            char path[4096], file[512];
-            int plain = !strcmp(t->string, main_task);
-            snprintf(file, sizeof file, "%s%s%s.pareto-%s.svg", name, plain ? "" : ".", plain ? "" : t->string,
-                     a ? "bytes" : "macs");
-            snprintf(path, sizeof path, "%.*s%s", (int)(name - base), base, file);
-            char *svg = cat_pareto_svg(m, t->string, axes[a], err);
-            rc = svg ? write_text(path, svg, err) : -1;
-            if (svg) doc_svg(&d, a ? "top-1 against weight bytes" : "top-1 against MACs", file, svg);
-            free(svg);
-        }
-    }
-    doc_contexts(&d, m);
+    if (rc == 0) rc = doc_context_tasks(&b, m, base, name, err);
     const cJSON *w = cJSON_GetObjectItemCaseSensitive(m, "winnowed");
-    doc_h(&d, 2, "Winnowed");
-    doc_p(&d, "Dropped because another variant of the same task dominates it: no more MACs and no more weight bytes, "
+    doc_h(&b, 2, "Winnowed");
+    doc_p(&b, "Dropped because another variant of the same task dominates it: no more MACs and no more weight bytes, "
               "and either a clearly better top-1 or fewer MACs or bytes at a top-1 that is not clearly worse. "
               "Clearly better or worse: McNemar's exact test on the same test images at the 5%% level (95%% Wilson "
               "intervals apart only where a variant has no per-image record). Decided cheapest first against kept "
               "variants; variants that others depend on, or kept by request, stay; a nested variant stays while "
               "any capacity is on the front.");
-    if (cJSON_GetArraySize(w) == 0) doc_p(&d, "None.");
-    else doc_row(&d, 1, "llrrrlrrrl", "variant\ttechnique\tMACs\tweight bytes\ttop-1\tdominated by\tits MACs\tits bytes\tits top-1\tcomparison");
+    if (cJSON_GetArraySize(w) == 0) doc_p(&b, "None.");
+    else doc_row(&b, 1, "llrrrlrrrl", "variant\ttechnique\tMACs\tweight bytes\ttop-1\tdominated by\tits MACs\tits bytes\tits top-1\tcomparison");
     cJSON_ArrayForEach(v, w) {
         char a1[16], a2[16], b1[16], b2[16];
         human(num(v, "macs"), a1, sizeof a1);
@@ -997,18 +1186,18 @@ int cat_report_ex(const cJSON *m, const char *base, const char *metrics_dir, trn
             snprintf(i2, sizeof i2, " [%.4f, %.4f]", cJSON_GetArrayItem(c2, 0)->valuedouble, cJSON_GetArrayItem(c2, 1)->valuedouble);
         char tt[256];
         fmt_test(cJSON_GetObjectItemCaseSensitive(v, "test"), tt, sizeof tt);
-        doc_row(&d, 0, "llrrrlrrrl", "%s\t%s\t%s\t%s\t%.4f%s\t%s\t%s\t%s\t%.4f%s\t%s", sget(v, "id"), sget(v, "technique"), a1,
+        doc_row(&b, 0, "llrrrlrrrl", "%s\t%s\t%s\t%s\t%.4f%s\t%s\t%s\t%s\t%.4f%s\t%s", sget(v, "id"), sget(v, "technique"), a1,
                 a2, num(v, "top1"), i1, sget(v, "dominated_by"), b1, b2, num(v, "by_top1"), i2, tt);
     }
-    if (cJSON_GetArraySize(w) > 0) doc_table_end(&d);
-    doc_decisions(&d, m);
-    doc_h(&d, 2, "Target estimates");
-    doc_p(&d, "The device columns above are **estimates**, not measurements: a roofline (time = max(2 x MACs / peak "
+    if (cJSON_GetArraySize(w) > 0) doc_table_end(&b);
+    doc_decisions(&b, m);
+    doc_h(&b, 2, "Target estimates");
+    doc_p(&b, "The device columns above are **estimates**, not measurements: a roofline (time = max(2 x MACs / peak "
               "FLOPS, bytes moved / bandwidth), energy = time x the power mode's budget) from these profiles, once for "
               "the GPU's CUDA cores (the first figure) and once for the CPU cores (the second: the path the runtime "
               "takes today, since the CUDA backend is not written). Measure on the device (`rtl profile`) before "
               "relying on them.");
-    doc_row(&d, 1, "llrlrrll", "target\tdevice\tGPU peak GFLOPS (FP32)\tCPU (the runtime's path today)\tCPU peak GFLOPS "
+    doc_row(&b, 1, "llrlrrll", "target\tdevice\tGPU peak GFLOPS (FP32)\tCPU (the runtime's path today)\tCPU peak GFLOPS "
                                "(FP32)\tGB/s\tpower\tsources");
     cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(m, "targets")) {
         const cJSON *cpu = cJSON_GetObjectItemCaseSensitive(t, "cpu"), *src;
@@ -1018,12 +1207,12 @@ int cat_report_ex(const cJSON *m, const char *base, const char *metrics_dir, trn
             if (cJSON_IsString(src) && o < sizeof srcs)
                 o += (size_t)snprintf(srcs + o, sizeof srcs - o, "%s; ", src->valuestring);
         if (cpu) snprintf(cpu_peak, sizeof cpu_peak, "%.1f", num(cpu, "peak_gflops"));
-        doc_row(&d, 0, "llrlrrll", "%s\t%s (%s)\t%.1f\t%s\t%s\t%.1f\t%s, %.1f W\t%s", t->string, sget(t, "name"),
+        doc_row(&b, 0, "llrlrrll", "%s\t%s (%s)\t%.1f\t%s\t%s\t%.1f\t%s, %.1f W\t%s", t->string, sget(t, "name"),
                 cat_json_str(t, "compute_unit", "GPU"), num(t, "peak_gflops"),
                 cpu ? cat_json_str(cpu, "compute_unit", "CPU") : "not modelled", cpu_peak,
                 num(t, "memory_bandwidth_gbps"), sget(t, "power_mode"), num(t, "power_w"), srcs);
     }
-    doc_table_end(&d);
+    doc_table_end(&b);
     if (metrics_dir && rc == 0) {
         int curves = 0;
         /* kept variants, then winnowed ones: every trained model has a curve */
@@ -1040,8 +1229,8 @@ int cat_report_ex(const cJSON *m, const char *base, const char *metrics_dir, trn
             free(log);
             if (!svg) continue;
             if (!curves++) {
-                doc_h(&d, 2, "Training curves");
-                doc_p(&d, "Running loss and validation top-1 (95%% Wilson interval) per weight update, from each "
+                doc_h(&b, 2, "Training curves");
+                doc_p(&b, "Running loss and validation top-1 (95%% Wilson interval) per weight update, from each "
                           "trained variant's metrics log (`trainer train`).");
             }
             snprintf(file, sizeof file, "%s.curve-%s.svg", name, sget(v, "id"));
@@ -1049,13 +1238,18 @@ int cat_report_ex(const cJSON *m, const char *base, const char *metrics_dir, trn
             char alt[256];
             snprintf(alt, sizeof alt, "training of %s", sget(v, "id"));
             rc = write_text(path, svg, err);
-            doc_svg(&d, alt, file, svg);
+            doc_svg(&b, alt, file, svg);
             free(svg);
             if (rc) break;
         }
     }
+    doc_toc(&d, &b);
+    sb_printf(&d.md, "%s", b.md.s ? b.md.s : "");
+    sb_printf(&d.html, "%s", b.html.s ? b.html.s : "");
     sb_printf(&d.html, "</body>\n</html>\n");
-    if (d.md.failed || d.html.failed) rc = trn_errf(err, "out of memory");
+    if (d.md.failed || d.html.failed || b.md.failed || b.html.failed) rc = trn_errf(err, "out of memory");
+    free(b.md.s);
+    free(b.html.s);
     if (rc == 0) {
         char path[4096];
         snprintf(path, sizeof path, "%s.report.md", base);

@@ -34,23 +34,58 @@ t_check "it names the HTML report" grep -q "report: $R.report.md, $R.report.html
 t_check "the HTML report and the curve exist" test -s "$R.report.html" -a -s "$R.curve-base.svg"
 t_check "the seed is printed, in both reports" bash -c "grep -q 'seed 42,' $R.report.md && grep -q 'seed 42,' $R.report.html"
 t_check "the estimates name the GPU and the CPU they model" \
-    bash -c "grep -q 'GPU: 128 Maxwell CUDA cores' $R.report.md && grep -q 'CPU: 4 Arm Cortex-A57 cores' $R.report.md && grep -q 'jetson-nano est. GPU / CPU: ms; mJ' $R.report.md"
-t_check "each estimate cell holds the GPU and the CPU figure, the CPU slower" python3 -c '
+    bash -c "grep -q 'GPU: 128 Maxwell CUDA cores' $R.report.md && grep -q 'CPU: 4 Arm Cortex-A57 cores' $R.report.md && grep -q 'jetson-nano roofline lower bound GPU / CPU: ms; mJ' $R.report.md"
+t_check "each estimate cell holds the GPU and the CPU figure, labelled lower bounds, the CPU slower" python3 -c '
 import re, sys
 rows = [l for l in open(sys.argv[1]) if l.startswith("| base | base |")]
 cells = rows[0].strip().strip("|").split("|")[-4:]
 for c in cells:
-    m = re.fullmatch(r" ([0-9.]+) / ([0-9.]+); ([0-9.]+) / ([0-9.]+) ", c)
+    m = re.fullmatch(r" GPU >= ([0-9.]+) ms, CPU >= ([0-9.]+) ms; ([0-9.]+) / ([0-9.]+) mJ ", c)
     assert m, c
     assert float(m.group(2)) > float(m.group(1)), c
 ' "$R.report.md"
-t_check "the HTML is self-contained: every src and href is a data: URL, no url() or @import" python3 -c '
+t_check "the HTML is self-contained: every src and href is a data: URL or an anchor of the page, no url() or @import" python3 -c '
 import re, sys
 h = open(sys.argv[1]).read()
 refs = re.findall(r"""\b(?:src|href)\s*=\s*["\x27]([^"\x27]*)""", h)
-assert all(r.startswith("data:") for r in refs), refs
+ids = set(re.findall(r"""\bid="([^"]*)""", h))
+assert all(r.startswith("data:") or (r.startswith("#") and r[1:] in ids) for r in refs), refs
 assert "url(" not in h and "@import" not in h and "<script" not in h
 ' "$R.report.html"
+# The answer first (issue 35 item 5): a table of contents whose links reach
+# every section, then the summary (Pareto fronts per task, the variant to
+# ship per target and budget), then the main task, the heads, the contexts.
+t_check "the report opens with contents, then the summary; the main task is the first task" python3 -c '
+import re, sys
+h = open(sys.argv[1]).read()
+body = h[h.index("<body>"):]
+first = [m.start() for m in (re.search(p, body) for p in ("<nav id=\"contents\">", "<h2 id=\"[^\"]*\">Summary: what to ship</h2>",
+         "<h2 id=\"[^\"]*\">Task [^<]*the main task\)</h2>"))]
+assert all(first) and first == sorted(first), first
+links = re.findall(r"<li><a href=\"#([^\"]+)\">([^<]*)</a></li>", h)
+heads = re.findall(r"<h2 id=\"([^\"]+)\">([^<]*)</h2>", h)
+assert links == heads and len(heads) >= 4, (links, heads)
+tasks = [t for _, t in heads if t.startswith("Task ")]
+assert tasks and "the main task" in tasks[0] and all("the main task" not in t for t in tasks[1:]), tasks
+' "$R.report.html"
+t_check "the summary gives each task its Pareto front and each target a variant per budget" python3 -c '
+import json, re, subprocess, sys
+h = open(sys.argv[1]).read()
+k = h.index(">Summary: what to ship</h2>")
+s = h[k:h.index("<h2", k)]
+tables = re.findall(r"<table>(.*?)</table>", s, re.S)
+assert len(tables) == 2, len(tables)
+rows = [re.findall(r"<t[dh][^>]*>([^<]*)</t[dh]>", r) for r in re.findall(r"<tr>(.*?)</tr>", tables[0])]
+p = json.loads(subprocess.run([sys.argv[2], "pareto", sys.argv[3], "--json"], capture_output=True, text=True, check=True).stdout)
+for f in p["fronts"]:
+    if f["target"] is None and f["cost"] == "macs" and f["front"]:
+        row = [r for r in rows if r[0] == f["task"]]
+        assert row, (f["task"], rows)
+        assert [re.match(r"([^ ]+) \(", x).group(1) for x in row[0][2].split("), ")] == [e["id"] for e in f["front"]], (row, f)
+ship = [re.findall(r"<t[dh][^>]*>([^<]*)</t[dh]>", r) for r in re.findall(r"<tr>(.*?)</tr>", tables[1])]
+assert ship[0][0] == "target (CPU)" and ship[0][-1] == "no budget" and len(ship) >= 2, ship
+assert all(c == "none fits" or re.match(r"[^ ]+ \([0-9.]+; &gt;= [0-9.e+-]+ ms\)", c) for r in ship[1:] for c in r[1:]), ship
+' "$R.report.html" "$CAT" "$A"
 t_check "the HTML parses and inlines every plot of the Markdown report" python3 -c '
 import sys
 from html.parser import HTMLParser

@@ -73,6 +73,19 @@ for r in rows:
     assert c[1] == "base" and c[2] == "7" and c[3] in ("0.6", "0.9"), c
     assert "n=" in c[4] and "n=" in c[6] and "n=" in c[7] and c[8][0] in "+-" and c[9].endswith("%"), c
 EOF
+t_check "the report folds the context tasks into that table and one plot, after the main task and the heads" \
+    python3 - "$rep" <<'EOF'
+import re, sys
+t = open(sys.argv[1]).read()
+assert not re.search(r"^## Task ctx-", t, re.M), "a context task has a section of its own"
+sec = re.findall(r"^## (.*)$", t, re.M)
+assert sec[0].startswith("Summary") and "the main task" in sec[1], sec
+heads = [i for i, x in enumerate(sec) if x.startswith("Task ") and "the main task" not in x]
+ctx = sec.index("Specialised contexts (MCDNN Table 4)")
+assert heads and max(heads) < ctx, sec
+assert t.count(".contexts.pareto-macs.svg") == 1, "one plot of the contexts"
+assert re.search(r"^\| [0-9]+ contexts \| context \|", t, re.M), "the summary folds the contexts into one row"
+EOF
 
 stamp() { stat -c %Y.%y "$T/tiny/retarget/$1.done"; }
 h1=$(stamp heads) s1=$(stamp spec)
