@@ -40,6 +40,11 @@ MAP=$(cat <<'EOF_MAP'
 ^sudo rtl pull https://updates.example.com/catalogs/stable$	test tests/integration/rtl_pull.sh "$RTL" --root d pull "$NGX_URL/"
 ^rtl pull --check https://updates.example.com/catalogs/stable$	test tests/integration/rtl_pull.sh pull --check "$NGX_URL"
 ^rtl pull --catalog alexnet --limit-rate 1M URL$	test tests/integration/rtl_pull.sh pull --catalog othernet "$NGX_URL"
+^catalog keygen -p stable.pub -s stable.key; catalog keygen -p beta.pub -s beta.key$	test tests/integration/rtl_pull_attacks.sh "$CAT" keygen -p b.pub -s b.key -W
+^catalog publish catalog-alexnet-6.tar.zst -o /srv/ota/stable --key stable.key$	test tests/integration/rtl_pull_attacks.sh "$CAT" publish "$A2" -o stable --key k.key
+^catalog publish catalog-alexnet-7.tar.zst -o /srv/ota/beta --key beta.key --channel beta$	test tests/integration/rtl_pull_attacks.sh -o betak-pub --key k.key --channel beta
+^cp stable.pub /var/lib/rtl/keys/channels/stable.pub$	test tests/integration/rtl_pull_attacks.sh cp k.pub p/keys/channels/stable.pub
+^rtl pull --channel stable https://updates.example.com/ota/stable$	test tests/integration/rtl_pull_attacks.sh pull --channel beta "$U/betak-pub"
 ^sudo cp /usr/local/share/doc/rtl/rtl-pull.default /etc/default/rtl-pull$	test tests/integration/rtl_pull_make.sh share/doc/rtl/rtl-pull.default
 ^sudo editor /etc/default/rtl-pull$	test tests/integration/rtl_pull_make.sh share/doc/rtl/rtl-pull.default
 ^sudo systemctl daemon-reload$	test tests/integration/rtl_pull_make.sh systemctl enable --now rtl-pull.timer
