@@ -39,7 +39,10 @@
 #                   cascade (MCDNN Table 4's rows): variants
 #                   spec-<variant>-<context>, depending on the variant
 # A data set without a .tasks file gets no heads, one without contexts no
-# specialised variants.
+# specialised variants; so does one whose .tasks file holds the identity
+# alone (every importer but fashion-mnist and cifar100 writes such a set) or
+# whose contexts.list holds no context (n >= the set's classes for every n).
+# Such a stage is skipped with a one-line reason (SKIP), never a failed build.
 
 RETARGET_CUT   ?=
 RETARGET_CUTS  ?=
@@ -88,6 +91,18 @@ RT_STAGES := $(if $(and $(strip $(RETARGET_CUT)$(RETARGET_CUTS)),$(DATASET_TASKS
              $(if $(and $(filter 1,$(SPECIALISE)),$(DATASET_CONTEXTS)),spec) \
              $(if $(DATASET_CONTEXTS),$(foreach v,$(SPECIALISE_VARIANTS),spec-$v))
 RT_STAMPS := $(foreach s,$(RT_STAGES),$(RETARGET_O)/$s.done)
+# The stages the recipe asks for that the data set cannot feed at all
+# (printed by make catalog and make retarget).
+RT_SKIP_HEADS := $(if $(and $(strip $(RETARGET_CUT)$(RETARGET_CUTS)),$(if $(DATASET_TASKS),,x)),heads: $(DATA) has no .tasks file (no attribute task for a head))
+RT_SKIP_SPEC  := $(if $(and $(filter 1,$(SPECIALISE))$(SPECIALISE_VARIANTS),$(if $(DATASET_CONTEXTS),,x)),specialised contexts: the data set has no (n$(comma)p) context streams$(if $(filter --no-contexts,$(DATASET_ARGS)), (DATASET_ARGS holds --no-contexts)))
+rt_skip_notes = $(foreach v,RT_SKIP_HEADS RT_SKIP_SPEC,$(if $($v),printf '  %-8s %s\n' SKIP '$($v)';))
+rt_hash := \#
+# $(call rt_skip_if,FILE,MIN,WHAT,REASON,STALE): in a stage's recipe, when
+# FILE has fewer than MIN entries (lines other than blanks and comments),
+# say REASON, remove the STALE variant folders of an earlier build, write
+# an empty stamp and end the recipe.
+rt_skip_if = if [ "$$(awk '!/^[ \t]*([$(rt_hash)]|$$)/ { n++ } END { print n + 0 }' $1)" -lt $2 ]; then \
+  printf '  %-8s %s\n' SKIP '$3: $4'; rm -rf $5; : > $@.tmp && mv $@.tmp $@; exit 0; fi
 
 # What identifies each stage's inputs besides the files (like plan/<id>.plan).
 rt_line_heads = cut $(RETARGET_CUT) | cuts $(strip $(RETARGET_CUTS)) | head $(RETARGET_HEAD) | set $(RETARGET_SET) | seed $(SEED)$(if \
@@ -122,7 +137,9 @@ rt_variant = v=$(VARIANTS_O)/$2; rm -rf $$v.tmp && mkdir -p $$v.tmp && cp $1/var
 # one from another trunk is removed); its labels are packed with the heads'.
 $(RETARGET_O)/heads.done: $(RETARGET_O)/heads.plan $(RT_TRUNK_V)/variant.weights $(DATA) $(DATASET_TASKS) \
     | $(BIN)/prune $(BIN)/trainer $(BIN)/catalog
-	$(call msg,HEADS,$(MODEL): $(if $(strip $(RETARGET_CUTS)),a sweep of $(words $(RETARGET_CUTS)) cuts,trunk L0..$(RETARGET_CUT)) of $(RT_TRUNK_ID), head '$(RETARGET_HEAD)')o=$(RETARGET_O)/heads; \
+	$(call msg,HEADS,$(MODEL): $(if $(strip $(RETARGET_CUTS)),a sweep of $(words $(RETARGET_CUTS)) cuts,trunk L0..$(RETARGET_CUT)) of $(RT_TRUNK_ID), head '$(RETARGET_HEAD)')$(if \
+	  $(RT_TRUNK_TASK),,$(call rt_skip_if,$(DATASET_TASKS),2,heads,$(DATASET_TASKS) holds the identity task alone (no attribute task for a head),$(VARIANTS_O)/head-*);) \
+	o=$(RETARGET_O)/heads; \
 	rm -rf $$o && $(call timed,derive,heads,($(call launch,heads-derive) $(BIN)/prune retarget \
 	  --cfg $(RT_TRUNK_V)/variant.cfg --weights $(RT_TRUNK_V)/variant.weights --parent $(RT_TRUNK_ID) \
 	  --tasks $(abspath $(DATASET_TASKS)) \
@@ -152,7 +169,9 @@ $(RETARGET_O)/heads.done: $(RETARGET_O)/heads.plan $(RT_TRUNK_V)/variant.weights
 define rt_spec
 $(RETARGET_O)/$1.done: $(RETARGET_O)/$1.plan $(VARIANTS_O)/$2/variant.weights $(DATA) $(DATASET_CONTEXTS) \
     | $(BIN)/prune $(BIN)/trainer $(BIN)/catalog
-	$$(call msg,SPECIAL,$(MODEL): $3 for every context of $(DATASET_CONTEXTS))o=$(RETARGET_O)/$1; \
+	$$(call msg,SPECIAL,$(MODEL): $3 for every context of $(DATASET_CONTEXTS))$$(call rt_skip_if,$(DATASET_CONTEXTS),1,$1,$(DATASET_CONTEXTS) \
+	  lists no context (no n of DATASET_CONTEXT_N is below the number of classes),$(VARIANTS_O)/$1-*); \
+	o=$(RETARGET_O)/$1; \
 	rm -rf $$$$o && $$(call timed,derive,$1,($$(call launch,$1-derive) $(BIN)/prune specialise \
 	  --cfg $(VARIANTS_O)/$2/variant.cfg --weights $(VARIANTS_O)/$2/variant.weights$(if $(filter-out base,$2), --parent $2) \
 	  --data $(abspath $(DATA)) --contexts $(abspath $(DATASET_CONTEXTS)) --seed $(SEED) --threads $$(job_threads) \
@@ -170,7 +189,7 @@ $(foreach v,$(SPECIALISE_VARIANTS),$(eval $(call rt_spec,spec-$v,$v,$v,$(if $(fi
 
 .PHONY: retarget
 retarget: $(RT_STAMPS) ## the heads and specialised contexts of MODEL's recipe (part of make catalog)
-	@echo 'retarget: $(if $(RT_STAMPS),$(patsubst %.done,%,$(notdir $(RT_STAMPS))) built,nothing: the recipe sets neither RETARGET_CUT(S) nor SPECIALISE)'
+	@$(rt_skip_notes)echo 'retarget: $(if $(RT_STAMPS),$(patsubst %.done,%,$(notdir $(RT_STAMPS))) built,nothing: the recipe sets neither RETARGET_CUT(S) nor SPECIALISE)'
 
 # They are variants of the catalog: make variants builds them, and the
 # archive packs them with their tasks.

@@ -1,9 +1,11 @@
 # mk/timings.awk: the per-stage breakdown of one `make catalog` run.
 # Input: $(TIMINGS) lines "STAGE ID START END" (mk/launch.mk); -v t0=START
 # of the run, -v now=its end, -v model=MODEL, -v gemm="the GEMM path" (trainer
-# --version). Only jobs that started in this run count. A catalog of
-# MODEL=alexnet is judged against its bar (issue 37 item 4: at most 10
-# minutes on the machines this workplace runs, whatever OpenBLAS picked).
+# --version); -v sgemm=GFLOPS (empty: not measured, not printed), sgemm_n=N and
+# threads=T, the machine's OpenBLAS sgemm rate printed beside the total.
+# Only jobs that started in this run count. A catalog of MODEL=alexnet is
+# judged against its bar (issue 37 item 4: at most 10 minutes on the
+# machines this workplace runs, whatever OpenBLAS picked).
 $3 >= t0 {
     n[$1]++; sum[$1] += $4 - $3
     if (!($1 in first) || $3 < first[$1]) first[$1] = $3
@@ -20,7 +22,8 @@ END {
                last[s] - first[s], first[s] - t0, last[s] - t0
     }
     if (started) printf "timings: tools and data set before the first job: %.1f s\n", jobs_start - t0
-    printf "timings: total %.1f s (%.1f min)\n", now - t0, (now - t0) / 60
+    printf "timings: total %.1f s (%.1f min)%s\n", now - t0, (now - t0) / 60, sgemm == "" ? "" : \
+           sprintf(" on this machine: OpenBLAS sgemm %dx%d %.1f GFLOPS with %d threads", sgemm_n, sgemm_n, sgemm, threads)
     if (gemm != "") printf "timings: products on this CPU: %s\n", gemm
     if (model == "alexnet")
         printf "timings: make catalog MODEL=alexnet in %.1f min (target <= 10 min) %s\n", (now - t0) / 60,

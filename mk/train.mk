@@ -35,7 +35,10 @@ endif
 # prune mimic reads it from the environment; srun passes it on).
 export DETERMINISM
 
-MODEL_O    := $(O)/$(MODEL)
+# One build folder per model and data set: the synthetic default's is
+# $(O)/<model>, another set's $(O)/<model>-<set> (a catalog never mixes
+# variants trained on two sets).
+MODEL_O    := $(O)/$(MODEL)$(if $(filter-out synth,$(DATASET_NAME)),-$(DATASET_NAME))
 VARIANTS_O := $(MODEL_O)/variants
 include $(RECIPES)/$(MODEL)/recipe.mk
 
@@ -59,9 +62,16 @@ train_cmd = $(call train_cmd_into,$1/train,$1/variant.cfg,$2,$3,$4,$5) && \
 # training of CFG, checkpointed in BACKUP, leaving BACKUP/variant.weights
 # (ARGS: more trainer options, e.g. the base's --tasks).
 train_cmd_into = for p in $^; do if [ -e $1/variant.ckpt ] && [ $$p -nt $1/variant.ckpt ]; then \
-  rm -rf $1; fi; done; $(call launch,$(notdir $(patsubst %/,%,$(dir $1)))-train,$5) $(BIN)/trainer train --cfg $2 \
+  rm -rf $1; fi; done; $(if $(call train_len,$3),ts=$$(sh mk/train_len.sh $(abspath $(DATA)) $2 $3) || exit 1; )$(call \
+  launch,$(notdir $(patsubst %/,%,$(dir $1)))-train,$5) $(BIN)/trainer train --cfg $2 \
   --data $(abspath $(DATA)) $(if $4,--weights $4 --clear) --seed $(SEED) --backup $1 \
-  --resume --quiet --threads $(or $5,$(job_threads)) --determinism $(DETERMINISM) $(foreach s,$3,--set $s) $6
+  --resume --quiet --threads $(or $5,$(job_threads)) --determinism $(DETERMINISM) $(if $(call \
+  train_len,$3),$$ts,$(foreach s,$3,--set $s)) $6
+# Settings that give a training length as epochs=E or images=N (passes
+# over the data set's training images, images seen) instead of
+# max_batches: mk/train_len.sh turns them into max_batches for the set the
+# job trains on (recipes/README.md, "Settings per data set").
+train_len = $(filter epochs=% images=%,$1)
 
 # $(call eval_cmd,DIR[,DATA]): top-1/top-5 on the held-out test split (of
 # DATA, default the data set's: a variant of another task).

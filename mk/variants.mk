@@ -46,6 +46,9 @@
 #                   V_<id>_TRAIN
 
 RECIPE_VARIANTS := base $(filter-out base,$(RECIPE_VARIANTS))
+ifneq ($(filter-out 1,$(RECIPE_FIT_INPUT)),)
+$(error $(RECIPES)/$(MODEL)/recipe.mk: RECIPE_FIT_INPUT='$(RECIPE_FIT_INPUT)' is not valid: use 1 (fit the base's input to the data set's images) or leave it empty)
+endif
 V_base       := base
 V_base_TRAIN := $(RECIPE_BASE_TRAIN)
 # Multi-task base (RECIPE_BASE_TASKS=1, recipes/README.md): the base trains
@@ -88,7 +91,7 @@ plan_line = $(strip $(V_$1)) | $(strip $(V_$1_TRAIN)) | $(strip $(V_$1_MIMIC))$(
   $(filter base,$1),$(if $(BASE_WEIGHTS), | weights $(abspath $(BASE_WEIGHTS))))$(if $(strip $(V_$1_KD)), | kd $(strip $(V_$1_KD)))$(if \
   $(strip $(V_$1_ROADMAP)), | roadmap $(strip $(V_$1_ROADMAP)))$(if $(strip $(V_$1_GROW)), | grow $(strip $(V_$1_GROW)))$(if \
   $(strip $(V_$1_FROM)), | from $(strip $(V_$1_FROM)))$(if $(strip $(V_$1_STAGES)), | stages $(strip \
-  $(V_$1_STAGES)))$(if $(strip $(V_$1_CFG)), | cfg $(strip $(V_$1_CFG)))$(if $(and $(filter base,$1),$(BASE_TASKS_ARGS)), | tasks \
+  $(V_$1_STAGES)))$(if $(strip $(V_$1_CFG)), | cfg $(strip $(V_$1_CFG)))$(if $(and $(filter base,$1),$(RECIPE_FIT_INPUT)), | fit-input)$(if $(and $(filter base,$1),$(BASE_TASKS_ARGS)), | tasks \
   $(notdir $(DATASET_TASKS)) $(strip $(RECIPE_BASE_TASK_WEIGHTS)))
 
 # The [net] settings a variant trains with: its _TRAIN entry, plus the
@@ -145,11 +148,17 @@ $(PLAN_O)/$1.plan: plan-force | $(PLAN_O)/.dirstamp
 
 ifeq ($1,base)
 # The recipe's cfg, its classifier fitted to the data set's classes
-# (mk/classes.awk: a DATA= set with another class count than the default).
-$(VARIANTS_O)/$1/meta.json: $(PLAN_O)/$1.plan $(RECIPE_CFG) $(DATA) mk/classes.awk | $(VARIANTS_O)/$1/.dirstamp
+# (mk/classes.awk: a DATA= set with another class count than the default)
+# and, with RECIPE_FIT_INPUT := 1, its input to the set's images
+# (mk/input.awk with `dataset shape`: width, height, channels).
+$(VARIANTS_O)/$1/meta.json: $(PLAN_O)/$1.plan $(RECIPE_CFG) $(DATA) mk/classes.awk $(if $(RECIPE_FIT_INPUT),mk/input.awk) \
+    | $(VARIANTS_O)/$1/.dirstamp $(if $(RECIPE_FIT_INPUT),$(BIN)/dataset)
 	$$(call msg,BASE,$(RECIPE_CFG))n=$$$$(sed -n 's/^[[:space:]]*classes[[:space:]]*=[[:space:]]*//p' $(DATA) | head -n1); \
 	  case "$$$$n" in [1-9]*) ;; *) echo "$(DATA): no classes=N line: is it a Darknet classifier .data?" >&2; exit 1 ;; esac; \
-	  awk -v n="$$$$n" -f mk/classes.awk $(RECIPE_CFG) > $$(@D)/variant.cfg.tmp && mv $$(@D)/variant.cfg.tmp $$(@D)/variant.cfg && \
+	  awk -v n="$$$$n" -f mk/classes.awk $(RECIPE_CFG) > $$(@D)/variant.cfg.tmp && \
+	  $(if $(RECIPE_FIT_INPUT),shape=$$$$($(BIN)/dataset shape $(DATA)) && set -- $$$$shape && \
+	    awk -v w="$$$$1" -v h="$$$$2" -v c="$$$$3" -v cfg=$(RECIPE_CFG) -f mk/input.awk $$(@D)/variant.cfg.tmp \
+	    > $$(@D)/variant.cfg.fit && mv $$(@D)/variant.cfg.fit $$(@D)/variant.cfg.tmp && )mv $$(@D)/variant.cfg.tmp $$(@D)/variant.cfg && \
 	  printf '{"technique":"base","parent":null,"description":"%s trained from scratch","technique_fields":{}}\n' \
 	  '$(MODEL) ($(notdir $(RECIPE_CFG)))' > $$@.tmp && mv $$@.tmp $$@
 else ifeq ($(word 1,$(V_$1)),nested)

@@ -29,6 +29,7 @@ static void usage_main(FILE *f)
             "  import     import CIFAR-10, CIFAR-100, MNIST, Fashion-MNIST or an image folder tree\n"
             "  contexts   write (n,p)-dominated context streams of a set\n"
             "  check      check a .data set: labels, lists, images\n"
+            "  shape      the image shape of a .data set (width, height, channels)\n"
             "  help VERB  the options of a verb (also: %s VERB --help)\n"
             "\n"
             "Every set is written under a temporary name and renamed into place when complete;\n"
@@ -289,6 +290,15 @@ static void check_json(const trn_dataset *ds, const char *data, int decode)
     printf("]}\n");
 }
 
+/* The set DATA for the verb `verb`; NULL after saying why on stderr. */
+static trn_dataset *open_set(const char *verb, const char *data)
+{
+    trn_err err;
+    trn_dataset *ds = trn_dataset_open(data, &err);
+    if (!ds) fprintf(stderr, "%s %s: %s\n", prog, verb, err.msg);
+    return ds;
+}
+
 static int cmd_check(int argc, char **argv)
 {
     int decode = 0, json = 0, rc0;
@@ -311,12 +321,9 @@ static int cmd_check(int argc, char **argv)
     int nop = ck_parse(prog, &verb, argc, argv, &data, 1, &rc0);
     if (nop < 0) return rc0;
     if (nop != 1) return ck_usage(prog, "check", "expected one DATA file");
+    trn_dataset *ds = open_set("check", data);
+    if (!ds) return 1;
     trn_err err;
-    trn_dataset *ds = trn_dataset_open(data, &err);
-    if (!ds) {
-        fprintf(stderr, "%s check: %s\n", prog, err.msg);
-        return 1;
-    }
     int rc = ds_check_set(ds, data, decode, &err);
     if (rc != 0) {
         fprintf(stderr, "%s check: %s\n", prog, err.msg);
@@ -346,6 +353,34 @@ static int cmd_check(int argc, char **argv)
     return rc == 0 ? 0 : 1;
 }
 
+static int cmd_shape(int argc, char **argv)
+{
+    int rc0;
+    const ck_opt opts[] = {{0}};
+    const ck_verb verb = {
+        "shape", NULL, cmd_shape, "DATA",
+        "Prints the image shape of the set DATA (.data) as 'WIDTH HEIGHT CHANNELS': the\n"
+        "first training image's, decoded (channels 1 grey, 3 RGB). The pipeline fits the\n"
+        "base network's input to it (mk/input.awk).\n",
+        opts, NULL,
+    };
+    const char *data = NULL;
+    int nop = ck_parse(prog, &verb, argc, argv, &data, 1, &rc0);
+    if (nop < 0) return rc0;
+    if (nop != 1) return ck_usage_of(prog, &verb, "expected one DATA file");
+    trn_dataset *ds = open_set("shape", data);
+    if (!ds) return 1;
+    trn_err err;
+    int w = 0, h = 0, c = 0, rc = ds_set_shape(ds, data, &w, &h, &c, &err);
+    trn_dataset_close(ds);
+    if (rc != 0) {
+        fprintf(stderr, "%s shape: %s\n", prog, err.msg);
+        return 1;
+    }
+    printf("%d %d %d\n", w, h, c);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     static const ck_verb verbs[] = {
@@ -353,6 +388,7 @@ int main(int argc, char **argv)
         CK_VERB("import", "CIFAR-10/100, (Fashion-)MNIST or a folder per class into a Darknet classifier set", cmd_import),
         CK_VERB("contexts", "the (n,p) context streams of a data set", cmd_contexts),
         CK_VERB("check", "check a .data set: lists, labels, counts per class (--decode: every image)", cmd_check),
+        CK_VERB("shape", "the image shape of a .data set (width, height, channels)", cmd_shape),
     };
     static const char examples[] =
         "The synthetic default set, then a check of every image:\n"

@@ -94,6 +94,12 @@ void ds_task_free(ds_task *t);
  * data_path names the set in messages. */
 int ds_check_set(const trn_dataset *ds, const char *data_path, int decode, trn_err *err) TRN_MUST_CHECK;
 
+/* The shape of the set's images as a network's input takes it: width,
+ * height and channels (1 grey, 2 grey + alpha, 3 RGB, 4 RGBA) of the first
+ * image of the train split, decoded. (The trainer's loader resizes other
+ * sizes; this is what a recipe fits its [net] to.) */
+int ds_set_shape(const trn_dataset *ds, const char *data_path, int *w, int *h, int *c, trn_err *err);
+
 /* The entry of image i of split s as the set's list gives it relative to
  * the folder of data_path (trn_dataset_path resolves it), or the resolved
  * path when it is not under that folder (an absolute entry). */

@@ -1,7 +1,8 @@
 /*
  * check.c: what `dataset check` adds to reading a set with libtrn's
  * trn_dataset_open: the images exist, no image file is in two splits, and
- * (on request) every image decodes.
+ * (on request) every image decodes; and the image shape a network's input
+ * should take (ds_set_shape).
  */
 #include "ds.h"
 
@@ -92,5 +93,22 @@ int ds_check_set(const trn_dataset *ds, const char *data_path, int decode, trn_e
         }
     }
     free(ids);
+    return rc;
+}
+
+int ds_set_shape(const trn_dataset *ds, const char *data_path, int *w, int *h, int *c, trn_err *err)
+{
+    trn_split s = TRN_SPLIT_TRAIN;
+    if (!trn_dataset_has(ds, s) || trn_dataset_count(ds, s) == 0)
+        return trn_errf(err, "%s: the train split lists no image, so it has no image shape", data_path);
+    const char *path = trn_dataset_path(ds, s, 0);
+    uint8_t *buf;
+    size_t len;
+    if (trn_read_file(path, 1u << 30, (char **)&buf, &len, err) != 0) return -1;
+    ds_pixels px = {0};
+    int rc = ds_image_decode(buf, len, path, 0, &px, err);
+    free(buf);
+    if (rc == 0) *w = px.w, *h = px.h, *c = px.c;
+    ds_pixels_free(&px);
     return rc;
 }

@@ -7,29 +7,14 @@
 # dataset-fashion-mnist itself when installed (6000 images per class in
 # train + valid, 1000 in test).
 . "$TOP/tests/lib.sh"
-
-# fixture DIR NTRAIN NTEST: the four idx files, gzip-compressed, labels
-# i mod 10 (train) and (i + 3) mod 10 (test), pixels from the index.
-fixture() {
-    mkdir -p "$1" && python3 - "$@" <<'EOF'
-import gzip, struct, sys
-d, ntr, nte = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-def idx(name, dims, data):
-    head = struct.pack('>BBBB', 0, 0, 8, len(dims)) + b''.join(struct.pack('>I', x) for x in dims)
-    with open(f'{d}/{name}', 'wb') as f:
-        f.write(gzip.compress(head + data, mtime=0))
-for s, n, off in (('train', ntr, 0), ('t10k', nte, 3)):
-    idx(f'{s}-images-idx3-ubyte.gz', [n, 28, 28], bytes((i * 7 + i // 784) % 256 for i in range(n * 784)))
-    idx(f'{s}-labels-idx1-ubyte.gz', [n], bytes((i + off) % 10 for i in range(n)))
-EOF
-}
+. "$TOP/tests/integration/pipeline/idx.sh"
 
 mk() {
     env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -C "$TOP" --no-print-directory O="$T/o" THREADS=2 \
         DATASET_CONTEXT_N=3 DATASET_CONTEXT_P=0.8 "$@"
 }
 
-fixture "$T/src" 40 20
+idx_fixture "$T/src" 40 20
 expect_ok "make dataset IMPORT=fashion-mnist SRC=<gzip idx files>" mk dataset IMPORT=fashion-mnist SRC="$T/src" \
     DATASET_ROOT="$T/data"
 S=$T/data/fashion-mnist
@@ -41,7 +26,7 @@ t_check "the identity labels are Fashion-MNIST's classes" diff "$S/fashion-mnist
 t_check "category: top, bottom, dress, outerwear, footwear, bag; footwear: yes, no" sh -c \
     "printf 'top\nbottom\ndress\nouterwear\nfootwear\nbag\n' | diff - '$S/fashion-mnist-category.names' && \
      printf 'yes\nno\n' | diff - '$S/fashion-mnist-footwear.names'"
-# Test image j of the t10k file has label (j + 3) mod 10; its file name
+# Test image j of the t10k file has label (j + 3) mod 10 (idx_fixture); its file name
 # carries identity, category and footwear.
 t_check "test = the t10k images, each named with its three labels" python3 - "$S" <<'EOF'
 import sys
@@ -67,7 +52,7 @@ expect_ok "make dataset DATA=fashion-mnist names the same set" mk dataset DATA=f
 t_check "... and says so" grep -q "dataset: $S/fashion-mnist.data is ready (import)" "$T/out"
 
 # Damage: the file and the byte offset, and no set written.
-fixture "$T/trunc" 40 20
+idx_fixture "$T/trunc" 40 20
 f=$T/trunc/train-images-idx3-ubyte.gz
 size=$(stat -c %s "$f")
 truncate -s $((size / 2)) "$f"
@@ -75,7 +60,7 @@ expect_fail "a truncated .gz is refused with the file and the offset where it en
     "$f: file ends at byte offset $((size / 2)) inside the gzip stream.*truncated" \
     mk dataset IMPORT=fashion-mnist SRC="$T/trunc" DATASET_ROOT="$T/d2"
 t_check "... and no set is written" test ! -e "$T/d2/fashion-mnist"
-fixture "$T/bad" 40 20
+idx_fixture "$T/bad" 40 20
 f=$T/bad/t10k-images-idx3-ubyte.gz
 size=$(stat -c %s "$f")
 printf '\377\377\377\377\377\377\377\377' | dd of="$f" bs=1 seek=$((size / 2)) conv=notrunc 2>/dev/null

@@ -23,6 +23,7 @@ MAP=$(cat <<'EOF_MAP'
 ^make dataset IMPORT=fashion-mnist$	test tests/integration/datasets_fashion.sh mk dataset IMPORT=fashion-mnist DATASET_ROOT="$T/deb"
 ^make dataset IMPORT=cifar10 SRC=~/cifar-10-batches-bin$	test tests/integration/docs_commands.sh dataset IMPORT=cifar10 SRC=
 ^make catalog DATA=build/data/cifar10/cifar10.data$	test tests/integration/datasets_generate.sh mk DATA="$T/mine/synth.data"
+^make catalog MODEL=alexnet DATA=fashion-mnist$	test tests/integration/pipeline_imported.sh pmake catalog DATA=mnist SRC=
 ^make catalog MODEL=alexnet DATA=path/to/x.data$	test tests/integration/datasets_generate.sh mk DATA="$T/mine/synth.data"
 ^build/bin/dataset check --decode path/to/x.data$	test tests/integration/cli_errors.sh "$DATASET" check --decode
 ^build/bin/dataset --help$	run

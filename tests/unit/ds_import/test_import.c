@@ -407,6 +407,9 @@ static void fashion_mnist_gz(void **state)
     trn_dataset *s;
     if (!(s = trn_dataset_open(res.data_path, &err))) fail_msg("%s", err.msg);
     for (int k = 0; k < 10; k++) assert_string_equal(trn_dataset_label(s, k), names[k]);
+    int w = 0, h = 0, c = 0; /* the shape a network's input takes (ds_set_shape) */
+    if (ds_set_shape(s, res.data_path, &w, &h, &c, &err) != 0) fail_msg("%s", err.msg);
+    assert_true(w == 28 && h == 28 && c == 1);
     char cat[DS_PATH_MAX], foot[DS_PATH_MAX];
     TPATH(cat, "%s/fashion-mnist/fashion-mnist-category.data", root);
     TPATH(foot, "%s/fashion-mnist/fashion-mnist-footwear.data", root);
