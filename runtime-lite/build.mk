@@ -57,10 +57,12 @@ $(RTL_PC): runtime-lite/rtl.pc.in rtl-pc-force | $$(@D)/.dirstamp
 # librtl-sim.a (built, never installed), which drives librtl's public
 # scheduler; the host's rtl links it for `rtl simulate` (simulate_cli.c,
 # RTL_SIM), the device's rtl (CROSS) has no simulate verb and librtl.a /
-# librtl.so carry none of it (tests/integration/rtl_api_budget.sh).
+# librtl.so carry none of it (tests/integration/rtl_api_budget.sh). GTDP's
+# run-record analysis (gtdp_records.c) is there too: rtl run --workers
+# (cli/rtl_gtdp_cli.c) links it, on the device too, beside librtl.
 # Not tests/tools: `rtl simulate` is a user's verb with its man page, and
 # its unit test (tests/unit/rtl_sim) links the library as a program would.
-RTL_SIM_SRCS := runtime-lite/sim/sched_sim.c
+RTL_SIM_SRCS := runtime-lite/sim/sched_sim.c runtime-lite/sim/gtdp_records.c
 RTL_SIM_CLI  := runtime-lite/sim/simulate_cli.c
 RTL_SIM_LIB  := $(LIBD)/librtl-sim.a
 $(call objs,$(RTL_SIM_SRCS) $(RTL_SIM_CLI)): CFLAGS += $(RTL_CFLAGS) -Iruntime-lite/sim
@@ -68,10 +70,12 @@ $(call objs,$(RTL_SIM_CLI)): CFLAGS += $(CK_CFLAGS) -Iruntime-lite/cli
 $(RTL_SIM_LIB): $(call objs,$(RTL_SIM_SRCS)) | $$(@D)/.dirstamp
 	$(call msg,AR,$@)rm -f $@ && $(AR) rcsD $@ $^
 ifeq ($(CROSS),)
-RTL_CLI_HOST := $(call objs,$(RTL_SIM_CLI)) $(RTL_SIM_LIB)
+RTL_CLI_HOST := $(call objs,$(RTL_SIM_CLI))
 $(call objs,runtime-lite/cli/rtl_cli.c): CFLAGS += -DRTL_SIM
 ALL_TARGETS += $(RTL_SIM_LIB)
 endif
+RTL_CLI_HOST += $(RTL_SIM_LIB)
+$(call objs,runtime-lite/cli/rtl_gtdp_cli.c): CFLAGS += -Iruntime-lite/sim
 
 $(eval $(call program,$(BIN)/rtl,$(call objs,$(RTL_CLI_SRCS)) $(RTL_CLI_HOST) $(CK_OBJS) $(RTL_LIB),$(RTL_LDLIBS)))
 
@@ -86,16 +90,19 @@ DEPS_PKGS       += libsodium-dev libarchive-dev libcjson-dev libopenblas-dev pyt
 # RTL_CRASH_AT=N kills the process at the Nth crash point. Only the tests
 # use it; the installed rtl never reads that variable.
 $(eval $(call flavour_rules,rtl-crash))
-RTL_CRASH_OBJS := $(call objs,$(RTL_SRCS) $(RTL_CLI_SRCS),rtl-crash)
-$(RTL_CRASH_OBJS): CFLAGS += $(RTL_CFLAGS) $(CK_CFLAGS) -DRTL_CRASH_POINTS=1
+RTL_CRASH_OBJS := $(call objs,$(RTL_SRCS) $(RTL_CLI_SRCS) runtime-lite/sim/gtdp_records.c,rtl-crash)
+$(RTL_CRASH_OBJS): CFLAGS += $(RTL_CFLAGS) $(CK_CFLAGS) -Iruntime-lite/sim -DRTL_CRASH_POINTS=1
 $(eval $(call program,$(TESTD)/rtl-crash,$(RTL_CRASH_OBJS) $(RTL_TRN_OBJS) $(CK_OBJS),$(RTL_LDLIBS)))
 TEST_DEPS += $(TESTD)/rtl-crash
 
 $(call objs,$(wildcard tests/unit/rtl_*/*.c)): CFLAGS += $(RTL_CFLAGS)
-$(foreach a,$(filter-out rtl_model rtl_sim,$(notdir $(wildcard tests/unit/rtl_*))),$(eval $(call unit_test,$(a),$(RTL_LIB),$(RTL_LDLIBS))))
+$(foreach a,$(filter-out rtl_model rtl_sim rtl_gtdp,$(notdir $(wildcard tests/unit/rtl_*))),$(eval $(call unit_test,$(a),$(RTL_LIB),$(RTL_LDLIBS))))
 # the trace simulator, a host-side tool beside librtl (above)
 $(call objs,$(wildcard tests/unit/rtl_sim/*.c)): CFLAGS += -Iruntime-lite/sim
 $(eval $(call unit_test,rtl_sim,$(RTL_SIM_LIB) $(RTL_LIB),$(RTL_LDLIBS)))
+# rtl_gtdp tests the run-record analysis too (gtdp_records.c)
+$(call objs,$(wildcard tests/unit/rtl_gtdp/*.c)): CFLAGS += -Iruntime-lite/sim
+$(eval $(call unit_test,rtl_gtdp,$(RTL_SIM_LIB) $(RTL_LIB),$(RTL_LDLIBS)))
 # rtl_model compares loaded models with the trainer's own inference library
 # (libtrn-infer, the same sources compiled apart: librtl's copies are local).
 $(call objs,$(wildcard tests/unit/rtl_model/*.c)): CFLAGS += $(NN_CFLAGS) -DTRN_INFER_ONLY

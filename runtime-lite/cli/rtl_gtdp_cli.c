@@ -1,6 +1,7 @@
 /* rtl_gtdp_cli.c: `rtl run ID VARIANT IMAGE... --workers ...`: MeDNN's GTDP
  * over `rtl serve` workers (runtime-lite/src/gtdp.c, rtl_gtdp_run). */
 #include "rtl_cli.h"
+#include "rtl_sim.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>

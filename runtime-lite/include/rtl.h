@@ -1132,41 +1132,9 @@ typedef struct rtl_gtdp_stats {
     double total_ms;         /* the whole forward, output set */
 } rtl_gtdp_stats;
 
-/* What a part really costs beyond its predicted compute and transfer, per
- * worker, from the records of a run (rtl_gtdp_stats.rec, e.g. an untimed
- * calibration forward): out[i] = the median over worker i's parts of
- * wall_ms - compute_ms - transfer_ms, or -1 where worker i answered no
- * part. Named approximation: one fixed cost per part and worker (the
- * request's and the reply's encryption, copies, thread wake-ups, the
- * wait for a core), whatever the part's size. */
-RTL_API void rtl_gtdp_part_overhead(const rtl_gtdp_stats *st, int n, double *out);
-/* The slowest answer of block layer (its first layer) in a run's records:
- * the block's wall time from its start here until its last part's answer
- * was here; -1 when the records hold no part of it. */
-RTL_API double rtl_gtdp_block_ms(const rtl_gtdp_stats *st, int layer);
-/* The model's part cost fitted to the records of nst forwards of one plan
- * (rtl_gtdp_stats.rec; a forward whose parts differ from the first's is
- * left out): a part of worker w takes fixed[w] + transfer + (1 + *slope) x
- * compute. Per part (layer, worker) the median over the forwards of its
- * wall time less its transfer; then least squares within each worker:
- * *slope shared by the workers (parts computing slower than the
- * calibration of one process alone says when all compute at once, the
- * throttle multiplying what the calibration misses; clamped to -0.5..2;
- * 0 when no worker has two parts of different compute), fixed[w] the
- * worker's mean residual (below 0 taken as 0; -1 for a worker with no
- * part). Named approximation: one fixed cost per part and worker and one
- * slope, whatever the part's shape. */
-RTL_API void rtl_gtdp_fit_parts(const rtl_gtdp_stats *const *st, int nst, int n, double *fixed, double *slope);
-/* What a split block costs beyond its slowest part as the model counts a
- * part (fixed[worker] + transfer + (1 + slope) x compute, as from
- * rtl_gtdp_fit_parts), from a run's records: the median over the run's
- * blocks of the block's wall time (its start to its last answer) less that
- * slowest part; 0 when the records hold no block. Named approximation: one
- * cost per block, whatever its size (the device's serial work: its threads
- * sealing the requests one after another when they outnumber the cores,
- * the join; and the slowest of several parts whose times vary ending later
- * than the slowest predicted). */
-RTL_API double rtl_gtdp_block_extra(const rtl_gtdp_stats *st, const double *fixed, double slope, int n);
+/* What a run's records (rtl_gtdp_stats.rec, .blk) say beyond the plan:
+ * the host-side tool's rtl_gtdp_part_overhead, _block_ms, _fit_parts,
+ * _block_extra (runtime-lite/sim/rtl_sim.h), no part of librtl. */
 /* Restricts the cuts GTDP's planner may make in the block starting at
  * layer (dims: RTL_GTDP_ROWS, RTL_GTDP_CHANNELS, 0: both, the default),
  * for every later plan of m (rtl_gtdp_run, rtl_gtdp_model_layer); layer

@@ -6,6 +6,7 @@
  * errors. */
 #include "testutil_impl.h"
 #include "rtl.h"
+#include "rtl_sim.h"
 #include "internal.h"
 
 #include <math.h>

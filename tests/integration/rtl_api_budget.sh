@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# librtl is the device API only (issue 38 item 1): the functions it exports
+# (librtl.so's dynamic rtl_ symbols, and the RTL_API prototypes of rtl.h)
+# stay within a budget, and the host-side tools beside it (the trace
+# simulator of runtime-lite/sim/) are in neither librtl nor the device's rtl.
+#
+# BUDGET, and why it is not the issue's target of 90: librtl exported 163
+# functions when the issue was filed, 166 on main before this check (3 for
+# pull channels). Issue 38 item 1 moved out the trace simulator (rtl_trace_*,
+# rtl_sim_*: 5) and GTDP's run-record analysis (rtl_gtdp_part_overhead,
+# _block_ms, _fit_parts, _block_extra: 4) to runtime-lite/sim/ (librtl-sim.a)
+# and deleted the scheduler's duplicate profiler (it exported nothing): 157.
+# What is left is the device API: store, keys, verify, install, pull (about
+# 35), catalog and variant accessors (about 40), models and their runs (about
+# 40), context profiler, plan, GTDP and the peer (about 30), scheduler (about
+# 15). Reaching 90 needs issue 38's other items: a runner (item 2) folding the
+# per-feature model calls (exits, capacities, heads, cascades, layer ranges,
+# GTDP's knobs) behind one object, and accessor families merged (one variant
+# description instead of 20 getters). Lower BUDGET as those land; never raise
+# it without a reason written here.
+BUDGET=157
+. "$TOP/tests/lib.sh"
+
+so=$O/lib/librtl.so
+hdr=$TOP/runtime-lite/include/rtl.h
+nso=$(nm -D --defined-only "$so" | awk '$2 == "T" && $3 ~ /^rtl_/' | wc -l)
+nhdr=$(grep -cE '^RTL_API [^(]*\(' "$hdr")
+t_check "librtl.so exports $nso rtl_ functions: at most $BUDGET" test "$nso" -gt 0 -a "$nso" -le "$BUDGET"
+t_check "rtl.h declares $nhdr RTL_API functions: at most $BUDGET" test "$nhdr" -gt 0 -a "$nhdr" -le "$BUDGET"
+t_check "every export of librtl.so is declared in rtl.h ($nso exported, $nhdr declared)" test "$nso" = "$nhdr"
+
+# the host-side tools' names: none in librtl (shared, static) or rtl.h
+tools='^(rtl_trace_|rtl_sim_|rtl_gtdp_(part_overhead|block_ms|fit_parts|block_extra)$)'
+in_so=$(nm -D --defined-only "$so" | awk '{print $3}' | grep -E "$tools" | tr '\n' ' ')
+t_check "librtl.so holds no host-side tool${in_so:+ (holds: $in_so)}" test -z "$in_so"
+in_a=$(nm --defined-only "$O/lib/librtl.a" | awk '$2 ~ /^[TDBR]$/ {print $3}' | grep -E "$tools" | tr '\n' ' ')
+t_check "librtl.a holds no host-side tool${in_a:+ (holds: $in_a)}" test -z "$in_a"
+in_h=$(grep -oE '\b(rtl_trace_[a-z_]+|rtl_sim_[a-z_]+)\(' "$hdr" | tr '\n' ' ')
+t_check "rtl.h declares none of the simulator${in_h:+ ($in_h)}" test -z "$in_h"
+t_check "the host's rtl has rtl simulate (librtl-sim.a)" bash -c "'$BIN/rtl' --help | grep -q '^  simulate '"
+
+# the device build (make test cross-builds it when the toolchain is there)
+X=$O/aarch64-linux-gnu
+if [ -e "$X/lib/librtl.a" ] && [ -e "$X/bin/rtl" ]; then
+    xa=$(aarch64-linux-gnu-nm --defined-only "$X/lib/librtl.a" | awk '$2 ~ /^[TDBR]$/ {print $3}' | grep -E "$tools" | tr '\n' ' ')
+    t_check "the aarch64 librtl.a holds no host-side tool${xa:+ (holds: $xa)}" test -z "$xa"
+    xr=$(aarch64-linux-gnu-nm "$X/bin/rtl" 2>/dev/null | grep -cE ' (cmd_simulate|rtl_sim_run|rtl_trace_generate)$')
+    t_check "the aarch64 rtl has no simulate verb ($xr simulator symbols)" test "$xr" = 0
+else
+    t_skip "the aarch64 librtl.a and rtl" "not cross-built here (make cross-test-build)"
+fi
+t_done
