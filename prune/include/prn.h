@@ -121,10 +121,11 @@ void prn_variant_free(prn_variant *v);
 
 /* Writes dir/variant.cfg, dir/init.weights and dir/meta.json
  * ({"technique","parent" (v->parent, default "base"),"description","technique_fields"}),
- * creating dir. Every file goes to a temporary name first; the three are
- * renamed only once all are complete, meta.json last (it is the file make
+ * creating dir. The old meta.json is removed first; each file is written
+ * as every output is (trn_atomic_open: temporary name, renamed when
+ * complete; a symbolic link followed), meta.json last (it is the file make
  * waits for), so a killed job leaves no half file and no meta.json that
- * describes missing files. */
+ * describes missing or older files. */
 int prn_variant_write(const prn_variant *v, const char *dir, trn_err *err) TRN_MUST_CHECK;
 
 /* Copies into `dst` every layer of `src` whose parameter table (kinds,

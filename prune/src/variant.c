@@ -301,9 +301,7 @@ static const char *join(char *buf, size_t size, const char *dir, const char *nam
 
 int prn_variant_write(const prn_variant *v, const char *dir, trn_err *err)
 {
-    static const char *const final[3] = {"variant.cfg", "init.weights", "meta.json"};
-    static const char *const temp[3] = {".variant.cfg.new", ".init.weights.new", ".meta.json.new"};
-    char a[4200], b[4200];
+    char a[4200];
     char *json = NULL;
     int rc = -1;
     if (strlen(dir) > 4000) return trn_errf(err, "--out %.60s...: path too long", dir);
@@ -336,19 +334,13 @@ int prn_variant_write(const prn_variant *v, const char *dir, trn_err *err)
         free(json);
         return trn_errf(err, "out of memory");
     }
-    if (trn_cfg_write(v->cfg, join(a, sizeof a, dir, temp[0]), err) != 0 ||
-        trn_weights_save(v->net, join(a, sizeof a, dir, temp[1]), err) != 0 ||
-        trn_write_file_atomic(join(a, sizeof a, dir, temp[2]), json, strlen(json), err) != 0)
-        goto out;
-    for (int i = 0; i < 3; i++)
-        if (rename(join(a, sizeof a, dir, temp[i]), join(b, sizeof b, dir, final[i])) != 0) {
-            trn_errf(err, "cannot rename %s to %s: %s", a, b, strerror(errno));
-            goto out;
-        }
-    rc = trn_fsync_dir(dir, err);
-out:
-    if (rc != 0)
-        for (int i = 0; i < 3; i++) unlink(join(a, sizeof a, dir, temp[i]));
+    /* each file as every output is written (trn_atomic_open: a link is
+     * followed, a device written in place); meta.json last, so a variant
+     * whose writing failed has none and make does not take it */
+    if (trn_cfg_write(v->cfg, join(a, sizeof a, dir, "variant.cfg"), err) == 0 &&
+        trn_weights_save(v->net, join(a, sizeof a, dir, "init.weights"), err) == 0 &&
+        trn_write_file_atomic(join(a, sizeof a, dir, "meta.json"), json, strlen(json), err) == 0)
+        rc = 0;
     free(json);
     return rc;
 }

@@ -53,6 +53,8 @@ DATA=$T/c/rtl.data
 # function; trainer train's row stands for them (BASE.weights in --backup).
 ROWS=(
     "trainer train --backup DIR (BASE.weights)|bk/variant.weights|$TRAINER train --cfg $CFG --data $DATA --set max_batches=1 --backup bk --seed 7 --threads 1 --loader-threads 1 --quiet"
+    "prune rewrite --out DIR (variant.cfg)|v/variant.cfg|$PRUNE rewrite --cfg $CFG --weights $W --spec stride2:conv#1 --seed 1 --out v --threads 1"
+    "prune rewrite --out DIR (init.weights)|v/init.weights|$PRUNE rewrite --cfg $CFG --weights $W --spec stride2:conv#1 --seed 1 --out v --threads 1"
     "prune l1 --out|rank.json|$PRUNE l1 --cfg $CFG --weights $W --out @O@ --threads 1"
     "prune trr --out|rank.json|$PRUNE trr --cfg $CFG --weights $W --data $DATA --seed 1 --triplets 8 --split train --out @O@ --threads 1"
     "prune scan --out|scan.json|$PRUNE scan --cfg $CFG --weights $W --data $DATA --method l1 --seed 1 --split train --out @O@ --threads 1"
