@@ -52,7 +52,7 @@ OPT_DOC_DATASET_ARGS      := more options for `dataset generate` / `dataset impo
 OPT_DOC_DATASET_REDO      := 1 runs the import again (its sources are not tracked file by file)
 OPT_DOC_IMPORT            := import a set instead: cifar10, cifar100, mnist, fashion-mnist or folder (needs SRC, but fashion-mnist)
 OPT_DOC_SRC               := the folder to import from (with IMPORT; fashion-mnist: $(DS_FASHION_SRC))
-OPT_DOC_DATA              := an existing .data set to use instead (checked, never written)
+OPT_DOC_DATA              := an existing .data set to use instead (checked, never written), or a set's short name (synth, fashion-mnist: imported when missing)
 
 # ---- validation -------------------------------------------------------------
 
