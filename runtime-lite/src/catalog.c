@@ -70,15 +70,19 @@ static const char *str_field(const cJSON *o, const char *key, int nullable, rtl_
     return v->valuestring;
 }
 
-/* A non-negative integer that a double holds exactly (below 2^53). */
-static int u64_field(const cJSON *o, const char *key, uint64_t *out, rtl_err *err, const char *where)
+int rtl_json_u64(const cJSON *o, const char *key, uint64_t *out, rtl_err *err, const char *doc, const char *where)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
     if (!cJSON_IsNumber(v) || v->valuedouble < 0 || v->valuedouble > 9007199254740992.0 ||
         v->valuedouble != (double)(uint64_t)v->valuedouble)
-        return rtl_errf(err, "manifest: %s: \"%s\" is missing or not a non-negative integer", where, key);
+        return rtl_errf(err, "%s: %s: \"%s\" is missing or not a non-negative integer", doc, where, key);
     *out = (uint64_t)v->valuedouble;
     return 0;
+}
+
+static int u64_field(const cJSON *o, const char *key, uint64_t *out, rtl_err *err, const char *where)
+{
+    return rtl_json_u64(o, key, out, err, "manifest", where);
 }
 
 static int cmp_file_path(const void *a, const void *b)

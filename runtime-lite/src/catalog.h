@@ -70,4 +70,9 @@ struct rtl_file *rtl_catalog_lookup(const rtl_catalog *cat, const char *path);
  * RTL_PATH_MAX bytes. Fills err with what is wrong. */
 int rtl_path_check(const char *path, rtl_err *err);
 
+/* Reads o[key], a non-negative integer that a double holds exactly (below
+ * 2^53), into out; else an error "DOC: WHERE: "KEY" is missing or not a
+ * non-negative integer". */
+int rtl_json_u64(const cJSON *o, const char *key, uint64_t *out, rtl_err *err, const char *doc, const char *where);
+
 #endif

@@ -25,12 +25,7 @@ void rtl_index_free(struct rtl_index *ix)
 
 static int ix_u64(const cJSON *o, const char *key, uint64_t *out, rtl_err *err, const char *where)
 {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-    if (!cJSON_IsNumber(v) || v->valuedouble < 0 || v->valuedouble > 9007199254740992.0 ||
-        v->valuedouble != (double)(uint64_t)v->valuedouble)
-        return rtl_errf(err, "index.json: %s: \"%s\" is missing or not a non-negative integer", where, key);
-    *out = (uint64_t)v->valuedouble;
-    return 0;
+    return rtl_json_u64(o, key, out, err, "index.json", where);
 }
 
 /* An optional non-negative integer: 0 when absent. */
