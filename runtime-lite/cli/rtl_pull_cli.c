@@ -76,6 +76,22 @@ static int parse_uint(const char *s, long lo, long hi, long *out)
     return 0;
 }
 
+/* Option NAME's value ARG as a rate (parse_rate) or an integer in lo..hi
+ * (parse_uint): 0, or 1 after saying on stderr what NAME needs. */
+static int rate_opt(const char *name, const char *arg, uint64_t *out)
+{
+    if (parse_rate(arg, out) == 0) return 0;
+    fprintf(stderr, "rtl: %s needs a positive number of bytes/s (suffix K, M or G), not '%s'\n", name, arg);
+    return 1;
+}
+
+static int uint_opt(const char *name, const char *arg, long lo, long hi, const char *unit, long *out)
+{
+    if (parse_uint(arg, lo, hi, out) == 0) return 0;
+    fprintf(stderr, "rtl: %s needs an integer in %ld..%ld%s, not '%s'\n", name, lo, hi, unit, arg);
+    return 1;
+}
+
 /* The progress line on a terminal: at most four updates a second. */
 struct progress {
     double last_s;
@@ -139,35 +155,19 @@ int cmd_pull(rtl_store *s, int argc, char **argv)
         case 'D': o.allow_downgrade = 1; break;
         case 'a': o.cacert = optarg; break;
         case 'n': o.channel = optarg; break;
-        case 'm':
-            if ((bad = parse_rate(optarg, &o.min_bytes_per_s) != 0))
-                fprintf(stderr, "rtl: --min-rate needs a positive number of bytes/s (suffix K, M or G), not '%s'\n",
-                        optarg);
-            break;
+        case 'm': bad = rate_opt("--min-rate", optarg, &o.min_bytes_per_s); break;
         case 'd':
-            if ((bad = parse_uint(optarg, 1, 30 * 86400, &v) != 0))
-                fprintf(stderr, "rtl: --deadline needs an integer in 1..2592000 (seconds), not '%s'\n", optarg);
-            o.deadline_s = (unsigned)v;
+            if (!(bad = uint_opt("--deadline", optarg, 1, 30 * 86400, " (seconds)", &v))) o.deadline_s = (unsigned)v;
             break;
-        case 'l':
-            if ((bad = parse_rate(optarg, &o.max_bytes_per_s) != 0))
-                fprintf(stderr, "rtl: --limit-rate needs a positive number of bytes/s (suffix K, M or G), not '%s'\n",
-                        optarg);
-            break;
+        case 'l': bad = rate_opt("--limit-rate", optarg, &o.max_bytes_per_s); break;
         case 'r':
-            if ((bad = parse_uint(optarg, 0, 1000, &v) != 0))
-                fprintf(stderr, "rtl: --retries needs an integer in 0..1000, not '%s'\n", optarg);
-            o.retries = v == 0 ? -1 : (int)v;
+            if (!(bad = uint_opt("--retries", optarg, 0, 1000, "", &v))) o.retries = v == 0 ? -1 : (int)v;
             break;
         case 'b':
-            if ((bad = parse_uint(optarg, 1, 60000, &v) != 0))
-                fprintf(stderr, "rtl: --backoff-ms needs an integer in 1..60000, not '%s'\n", optarg);
-            o.backoff_ms = (unsigned)v;
+            if (!(bad = uint_opt("--backoff-ms", optarg, 1, 60000, "", &v))) o.backoff_ms = (unsigned)v;
             break;
         case 't':
-            if ((bad = parse_uint(optarg, 1, 3600, &v) != 0))
-                fprintf(stderr, "rtl: --timeout needs an integer in 1..3600 (seconds), not '%s'\n", optarg);
-            o.timeout_s = (unsigned)v;
+            if (!(bad = uint_opt("--timeout", optarg, 1, 3600, " (seconds)", &v))) o.timeout_s = (unsigned)v;
             break;
         default:
             bad = 1;
