@@ -66,21 +66,7 @@ else
 fi
 if [ "${ALEXNET:-1}" = 1 ]; then
     mkdir -p a && fx_rtl_data a >/dev/null || { say "cannot make the data set"; exit 1; }
-    {
-        printf '[net]\nbatch=1\nsubdivisions=1\nheight=227\nwidth=227\nchannels=3\n'
-        printf 'momentum=0.9\ndecay=0.0005\nlearning_rate=0.001\nmax_batches=1\n'
-        printf '[convolutional]\nfilters=96\nsize=11\nstride=4\npad=0\nactivation=relu\n'
-        printf '[maxpool]\nsize=3\nstride=2\npadding=0\n'
-        printf '[convolutional]\nfilters=256\nsize=5\nstride=1\npad=1\nactivation=relu\n'
-        printf '[maxpool]\nsize=3\nstride=2\npadding=0\n'
-        printf '[convolutional]\nfilters=384\nsize=3\nstride=1\npad=1\nactivation=relu\n'
-        printf '[convolutional]\nfilters=384\nsize=3\nstride=1\npad=1\nactivation=relu\n'
-        printf '[convolutional]\nfilters=256\nsize=3\nstride=1\npad=1\nactivation=relu\n'
-        printf '[maxpool]\nsize=3\nstride=2\npadding=0\n'
-        printf '[connected]\noutput=4096\nactivation=relu\n[dropout]\nprobability=.5\n'
-        printf '[connected]\noutput=4096\nactivation=relu\n[dropout]\nprobability=.5\n'
-        printf '[connected]\noutput=10\nactivation=linear\n[softmax]\ngroups=1\n'
-    } >alexnet.cfg
+    fx_alexnet_cfg >alexnet.cfg
     fx_rtl_variant a alexnet-cfg base - alexnet.cfg 1 >/dev/null && sed -i 's/"rtlnet"/"darknet"/' a/variants/alexnet-cfg/variant.json &&
         "$CAT" keygen -p a/k.pub -s a/k.key -W >/dev/null &&
         "$CAT" pack a/variants -o a/out --task identity=a/identity.names --version 1 --key a/k.key --zstd-level 1 \

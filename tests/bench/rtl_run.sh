@@ -21,21 +21,7 @@ threads=${THREADS:-$(nproc)}
 runs=${RUNS:-5}
 
 fx_rtl_data c >/dev/null || { echo "bench rtl-run: cannot make the data set"; exit 1; }
-{
-    printf '[net]\nbatch=1\nsubdivisions=1\nheight=227\nwidth=227\nchannels=3\n'
-    printf 'momentum=0.9\ndecay=0.0005\nlearning_rate=0.001\nmax_batches=1\n'
-    printf '[convolutional]\nfilters=96\nsize=11\nstride=4\npad=0\nactivation=relu\n'
-    printf '[maxpool]\nsize=3\nstride=2\npadding=0\n'
-    printf '[convolutional]\nfilters=256\nsize=5\nstride=1\npad=1\nactivation=relu\n'
-    printf '[maxpool]\nsize=3\nstride=2\npadding=0\n'
-    printf '[convolutional]\nfilters=384\nsize=3\nstride=1\npad=1\nactivation=relu\n'
-    printf '[convolutional]\nfilters=384\nsize=3\nstride=1\npad=1\nactivation=relu\n'
-    printf '[convolutional]\nfilters=256\nsize=3\nstride=1\npad=1\nactivation=relu\n'
-    printf '[maxpool]\nsize=3\nstride=2\npadding=0\n'
-    printf '[connected]\noutput=4096\nactivation=relu\n[dropout]\nprobability=.5\n'
-    printf '[connected]\noutput=4096\nactivation=relu\n[dropout]\nprobability=.5\n'
-    printf '[connected]\noutput=10\nactivation=linear\n[softmax]\ngroups=1\n'
-} >alexnet.cfg
+fx_alexnet_cfg >alexnet.cfg
 fx_rtl_variant c base base - alexnet.cfg 1 || { echo "bench rtl-run: cannot train the variant"; exit 1; }
 "$CAT" keygen -p k.pub -s k.key -W >/dev/null &&
     "$CAT" pack c/variants -o out --task identity=c/identity.names --version 1 --key k.key --zstd-level 1 \

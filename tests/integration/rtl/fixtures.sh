@@ -127,6 +127,25 @@ fx_rtl_cfg() {
 
 FX_RTL_VARIANTS="base rewrite-s2 svd-fc pruned-small"
 
+# fx_alexnet_cfg: Darknet's cfg/alexnet.cfg layer for layer at batch 1 with
+# 10 classes (227x227x3 input), for the benches that time a full-size net.
+fx_alexnet_cfg() {
+    printf '[net]\nbatch=1\nsubdivisions=1\nheight=227\nwidth=227\nchannels=3\n'
+    printf 'momentum=0.9\ndecay=0.0005\nlearning_rate=0.001\nmax_batches=1\n'
+    printf '[convolutional]\nfilters=96\nsize=11\nstride=4\npad=0\nactivation=relu\n'
+    printf '[maxpool]\nsize=3\nstride=2\npadding=0\n'
+    printf '[convolutional]\nfilters=256\nsize=5\nstride=1\npad=1\nactivation=relu\n'
+    printf '[maxpool]\nsize=3\nstride=2\npadding=0\n'
+    printf '[convolutional]\nfilters=384\nsize=3\nstride=1\npad=1\nactivation=relu\n'
+    printf '[convolutional]\nfilters=384\nsize=3\nstride=1\npad=1\nactivation=relu\n'
+    printf '[convolutional]\nfilters=256\nsize=3\nstride=1\npad=1\nactivation=relu\n'
+    printf '[maxpool]\nsize=3\nstride=2\npadding=0\n'
+    printf '[connected]\noutput=4096\nactivation=relu\n[dropout]\nprobability=.5\n'
+    printf '[connected]\noutput=4096\nactivation=relu\n[dropout]\nprobability=.5\n'
+    printf '[connected]\noutput=10\nactivation=linear\n[softmax]\ngroups=1\n'
+}
+
+
 fx_rtl_catalog() {
     local dir=$1 id tech parent
     mkdir -p "$dir" && fx_rtl_data "$dir" || return 1
