@@ -139,9 +139,14 @@ expect_fail "a memory cap that cannot hold one frame twice is refused" "does not
     rtl serve --key srv.key --allow allow --max-frame 65536 --max-memory 100000
 
 # 5. another catalog version on the peer
-"$CAT" pack c/variants -o c/out2 --task identity=c/identity.names --version 2 --key c/k.key >pack2.log 2>&1 &&
-    mkdir -p root2/keys && cp c/k.pub root2/keys/ &&
-    "$RTL" --root root2 install c/out2/catalog-rtlnet-2.tar.zst >install2.log 2>&1 ||
+# peer_catalog N VARIANTS VERSION: c/VARIANTS packed as VERSION into c/outN and
+# installed under rootN, for a peer (SROOT=rootN); logs packN.log, installN.log
+peer_catalog() {
+    "$CAT" pack "c/$2" -o "c/out$1" --task identity=c/identity.names --version "$3" --key c/k.key >"pack$1.log" 2>&1 &&
+        mkdir -p "root$1/keys" && cp c/k.pub "root$1/keys/" &&
+        "$RTL" --root "root$1" install "c/out$1/catalog-rtlnet-$3.tar.zst" >"install$1.log" 2>&1
+}
+peer_catalog 2 variants 2 ||
     t_fail "setup: version 2 of the catalog on the peer" "$(cat pack2.log install2.log)"
 SROOT=root2 serve v2.log
 rtl run rtlnet base $img --top 10 --json --threads 1 --split 3 --peer 127.0.0.1:$PORT --peer-key srv.pub \
@@ -162,9 +167,7 @@ t_check "... the peer logged the refusal" grep -q "request failed: peer has rtln
 unserve
 # the same version number with another manifest (here: one variant described otherwise)
 cp -r c/variants c/variants3 && sed -i 's/"rtl fixture base"/"rtl fixture base, described again"/' c/variants3/base/variant.json &&
-    "$CAT" pack c/variants3 -o c/out3 --task identity=c/identity.names --version 1 --key c/k.key >pack3.log 2>&1 &&
-    mkdir -p root3/keys && cp c/k.pub root3/keys/ &&
-    "$RTL" --root root3 install c/out3/catalog-rtlnet-1.tar.zst >install3.log 2>&1 ||
+    peer_catalog 3 variants3 1 ||
     t_fail "setup: another version 1 of the catalog on the peer" "$(cat pack3.log install3.log)"
 SROOT=root3 serve v3.log
 rtl run rtlnet base $img --top 10 --json --threads 1 --split 3 --peer 127.0.0.1:$PORT --peer-key srv.pub \
