@@ -176,6 +176,15 @@ static void refusals(void **state)
     rtl_sched_free(s);
 }
 
+/* Task "t" of the two options o[0] (source "estimate", a roofline bound)
+ * and o[1] (source "device", measured). */
+static void add_estimate_and_device(rtl_sched *s, rtl_sched_option o[2])
+{
+    snprintf(o[0].source, sizeof o[0].source, "estimate");
+    snprintf(o[1].source, sizeof o[1].source, "device");
+    add_task(s, "t", o, 2);
+}
+
 /* A latency budget met only by a roofline estimate (a lower bound) is not
  * "met": the option is refused, with the reason, unless the configuration
  * lets estimates meet budgets (a simulation); a measured option meets it. */
@@ -187,9 +196,7 @@ static void estimate_does_not_meet_budget(void **state)
         rtl_sched *s = rtl_sched_new(&c, NULL);
         assert_non_null(s);
         rtl_sched_option o[2] = {opt("est", 0.8, 0.045, 1, -1, 0), opt("slow", 0.7, 2, 1, -1, 0)};
-        snprintf(o[0].source, sizeof o[0].source, "estimate");
-        snprintf(o[1].source, sizeof o[1].source, "device");
-        add_task(s, "t", o, 2);
+        add_estimate_and_device(s, o);
         rtl_sched_budget b = {.energy_mj = -1, .cloud_usd = -1, .horizon_s = 10, .latency_ms = 0.05};
         assert_int_equal(rtl_sched_set_budget(s, &b, 0, NULL), 0);
         rtl_sched_decision d;
@@ -228,9 +235,7 @@ static void accounting_changes_next_decision(void **state)
     rtl_sched *s = rtl_sched_new(&c, NULL);
     assert_non_null(s);
     rtl_sched_option o[2] = {opt("fast", 0.8, 0.045, 1, -1, 0), opt("small", 0.6, 0.08, 2, -1, 0)};
-    snprintf(o[0].source, sizeof o[0].source, "estimate");
-    snprintf(o[1].source, sizeof o[1].source, "device");
-    add_task(s, "t", o, 2);
+    add_estimate_and_device(s, o);
     rtl_sched_budget b = {.energy_mj = 1000, .cloud_usd = -1, .horizon_s = 1e6, .latency_ms = 0.1};
     assert_int_equal(rtl_sched_set_budget(s, &b, 0, NULL), 0);
     rtl_sched_decision d;
