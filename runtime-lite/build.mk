@@ -62,7 +62,13 @@ $(RTL_PC): runtime-lite/rtl.pc.in rtl-pc-force | $$(@D)/.dirstamp
 # (cli/rtl_gtdp_cli.c) links it, on the device too, beside librtl.
 # Not tests/tools: `rtl simulate` is a user's verb with its man page, and
 # its unit test (tests/unit/rtl_sim) links the library as a program would.
+# Link and speed emulation (emulate.c: rtl serve --emulate, --slowdown) is
+# the build host's only: its rtl serve installs it through rtl_serve_hooks;
+# the device's rtl has neither option and its librtl no emulation code.
 RTL_SIM_SRCS := runtime-lite/sim/sched_sim.c runtime-lite/sim/gtdp_records.c
+ifeq ($(CROSS),)
+RTL_SIM_SRCS += runtime-lite/sim/emulate.c
+endif
 RTL_SIM_CLI  := runtime-lite/sim/simulate_cli.c
 RTL_SIM_LIB  := $(LIBD)/librtl-sim.a
 $(call objs,$(RTL_SIM_SRCS) $(RTL_SIM_CLI)): CFLAGS += $(RTL_CFLAGS) -Iruntime-lite/sim
@@ -71,11 +77,11 @@ $(RTL_SIM_LIB): $(call objs,$(RTL_SIM_SRCS)) | $$(@D)/.dirstamp
 	$(call msg,AR,$@)rm -f $@ && $(AR) rcsD $@ $^
 ifeq ($(CROSS),)
 RTL_CLI_HOST := $(call objs,$(RTL_SIM_CLI))
-$(call objs,runtime-lite/cli/rtl_cli.c): CFLAGS += -DRTL_SIM
+$(call objs,runtime-lite/cli/rtl_cli.c runtime-lite/cli/rtl_offload_cli.c): CFLAGS += -DRTL_SIM
 ALL_TARGETS += $(RTL_SIM_LIB)
 endif
 RTL_CLI_HOST += $(RTL_SIM_LIB)
-$(call objs,runtime-lite/cli/rtl_gtdp_cli.c): CFLAGS += -Iruntime-lite/sim
+$(call objs,runtime-lite/cli/rtl_gtdp_cli.c runtime-lite/cli/rtl_offload_cli.c): CFLAGS += -Iruntime-lite/sim
 
 $(eval $(call program,$(BIN)/rtl,$(call objs,$(RTL_CLI_SRCS)) $(RTL_CLI_HOST) $(CK_OBJS) $(RTL_LIB),$(RTL_LDLIBS)))
 

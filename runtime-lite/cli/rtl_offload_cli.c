@@ -51,12 +51,27 @@ static const char *plan_help =
     "                    layer's parts, the predicted time beside an equal row split\n"
     "                    and beside this host alone, and the bytes moved\n";
 
+#ifdef RTL_SIM /* the build host's rtl: emulation around the server (runtime-lite/sim/emulate.c) */
+#include "rtl_sim.h"
+#define SERVE_EMU_USAGE "                 [--emulate UP:DOWN:RTT] [--slowdown F]\n"
+#define SERVE_EMU_HELP                                                                                              \
+    "  --emulate U:D:R     link emulation around the server (this host's rtl only): U\n"                          \
+    "                      and D Mbps (0: not emulated, e.g. when tc shapes the link),\n"                          \
+    "                      R ms RTT\n"                                                                             \
+    "  --slowdown F        speed emulation (this host's rtl only): each reply waits\n"                             \
+    "                      until F x the CPU time of its computation has passed since\n"                           \
+    "                      the request arrived (a worker F times slower)\n"
+#else
+#define SERVE_EMU_USAGE ""
+#define SERVE_EMU_HELP ""
+#endif
+
 static const char *serve_help =
     "Usage: rtl serve --key FILE --allow FILE [--listen HOST] [--port N] [--port-file F]\n"
     "                 [--max-clients N] [--max-per-source N] [--handshake-rate R]\n"
     "                 [--max-frame BYTES] [--max-memory BYTES] [--threads N]\n"
     "                 [--handshake-timeout MS] [--frame-timeout MS] [--idle-timeout MS]\n"
-    "                 [--emulate UP:DOWN:RTT] [--slowdown F]\n"
+    SERVE_EMU_USAGE
     "Runs model pieces for devices: pieces of variants of catalogs installed in this\n"
     "store (--root). Every connection is authenticated and encrypted (protocol in\n"
     "runtime-lite/src/frame.c): --key names the server's secret key file, X.key,\n"
@@ -83,11 +98,7 @@ static const char *serve_help =
     "  --frame-timeout MS  a frame must end within MS of its first byte (default\n"
     "                      30000), however slowly its bytes come\n"
     "  --idle-timeout MS   a connection without a byte for MS closes (default 60000)\n"
-    "  --emulate U:D:R     link emulation inside the peer: U and D Mbps (0: not\n"
-    "                      emulated, e.g. when tc shapes the link), R ms RTT\n"
-    "  --slowdown F        speed emulation: each reply waits until F x the CPU time\n"
-    "                      of its computation has passed since the request arrived\n"
-    "                      (a worker F times slower)\n";
+    SERVE_EMU_HELP;
 
 static const char *keygen_help =
     "Makes a peer key pair: PATH.key (secret, mode 0600) and PATH.pub (public).\n"
@@ -700,12 +711,18 @@ int cmd_serve(rtl_store *s, int argc, char **argv)
         {"port-file", required_argument, 0, 'P'},    {"max-clients", required_argument, 0, 'c'},
         {"max-frame", required_argument, 0, 'f'},    {"threads", required_argument, 0, 't'},
         {"handshake-timeout", required_argument, 0, 'H'}, {"frame-timeout", required_argument, 0, 'F'},
-        {"idle-timeout", required_argument, 0, 'I'}, {"emulate", required_argument, 0, 'e'},
-        {"slowdown", required_argument, 0, 's'},    {"max-per-source", required_argument, 0, 'S'},
+        {"idle-timeout", required_argument, 0, 'I'}, {"max-per-source", required_argument, 0, 'S'},
         {"handshake-rate", required_argument, 0, 'R'}, {"max-memory", required_argument, 0, 'M'},
+#ifdef RTL_SIM
+        {"emulate", required_argument, 0, 'e'},      {"slowdown", required_argument, 0, 's'},
+#endif
         {"help", no_argument, 0, 'h'},               {0, 0, 0, 0}};
     const char *key = NULL, *allow = NULL, *port_file = NULL;
     rtl_serve_options so = {0};
+#ifdef RTL_SIM
+    rtl_emu emu = {0};
+    rtl_serve_hooks hooks;
+#endif
     long v;
     int c;
     optind = 0;
@@ -724,16 +741,18 @@ int cmd_serve(rtl_store *s, int argc, char **argv)
         case 'H': bad = lng("--handshake-timeout", optarg, 1, 3600000, &v), so.handshake_ms = (int)v; break;
         case 'F': bad = lng("--frame-timeout", optarg, 1, 3600000, &v), so.frame_ms = (int)v; break;
         case 'I': bad = lng("--idle-timeout", optarg, 1, 36000000, &v), so.idle_ms = (int)v; break;
-        case 's': bad = dbl("--slowdown", optarg, 1, &so.slowdown); break;
         case 'S': bad = lng("--max-per-source", optarg, 1, 4096, &v), so.max_per_source = (int)v; break;
         case 'R': bad = dbl("--handshake-rate", optarg, 0.001, &so.handshake_rate); break;
         case 'M': bad = lng("--max-memory", optarg, 1L << 16, LONG_MAX, &v), so.max_memory = (uint64_t)v; break;
+#ifdef RTL_SIM
+        case 's': bad = dbl("--slowdown", optarg, 1, &emu.slowdown); break;
         case 'e': {
             double t[3];
             if (triple(optarg, t) != 3) bad = bad_value("--emulate", optarg, "UP:DOWN:RTT (Mbps, Mbps, ms; a rate of 0 is not emulated)");
-            else so.emu_up_mbps = t[0], so.emu_down_mbps = t[1], so.emu_rtt_ms = t[2];
+            else emu.up_mbps = t[0], emu.down_mbps = t[1], emu.rtt_ms = t[2];
             break;
         }
+#endif
         default:
             bad = 1;
             fprintf(stderr, "rtl serve: unknown option or missing value: '%s'\n", argv[optind > 1 ? optind - 1 : 0]);
@@ -752,6 +771,10 @@ int cmd_serve(rtl_store *s, int argc, char **argv)
     rtl_peer_key k;
     rtl_peer_key *allowed = NULL;
     size_t na = 0;
+#ifdef RTL_SIM
+    if (rtl_emu_hooks(&emu, &hooks, &err) != 0) return fail(&err);
+    so.hooks = &hooks;
+#endif
     if (rtl_peer_key_load(key, 1, &k, &err) != 0 || load_allow(allow, &allowed, &na, &err) != 0) return fail(&err);
     rtl_server *srv = rtl_server_open(s, &k, allowed, na, &so, &err);
     free(allowed);

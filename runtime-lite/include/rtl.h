@@ -994,6 +994,24 @@ RTL_API int rtl_peer_key_save(const rtl_peer_key *k, const char *path, rtl_err *
  * rtl peer-keygen wrote. */
 RTL_API int rtl_peer_key_load(const char *path, int secret, rtl_peer_key *out, rtl_err *err) RTL_MUST_CHECK;
 
+/* What a host-side tool may hook into a server, e.g. link and speed
+ * emulation (rtl serve --emulate, --slowdown: runtime-lite/sim/, the
+ * build host's rtl only; librtl emulates nothing). Each may be NULL; times
+ * are rtl_now_ms()'s. arrived: when a request, whose frame's first byte
+ * came at first and last at last, bytes long with its length prefix,
+ * counts as arrived (it is computed from then on; at least last). computed:
+ * called on the compute thread after each request's computation with its
+ * CPU time and the wall time since it arrived; it may wait (the reply
+ * waits with it). leaves: when a reply of bytes ready at ready may be sent
+ * (the server's poll thread sends it then; without this hook the compute
+ * thread sends it at once). */
+typedef struct rtl_serve_hooks {
+    void *ctx;
+    double (*arrived)(void *ctx, double first, double last, size_t bytes);
+    void (*computed)(void *ctx, double cpu_ms, double wall_ms);
+    double (*leaves)(void *ctx, double ready, size_t bytes);
+} rtl_serve_hooks;
+
 typedef struct rtl_serve_options {
     const char *host;            /* address to bind (NULL: 127.0.0.1) */
     int port;                    /* 0: any free port (see rtl_server_port) */
@@ -1007,14 +1025,7 @@ typedef struct rtl_serve_options {
     int frame_ms;                /* a frame must end within this of its first byte (0: 30000) */
     int idle_ms;                 /* idle connections close after (0: 60000) */
     int threads;                 /* compute threads (0: keep) */
-    /* link emulation inside the peer (0: off): a request counts as arrived
-     * rtt/2 after the later of its last byte and its first byte +
-     * bytes*8/up; a reply is sent rtt/2 + bytes*8/down after it is ready */
-    double emu_up_mbps, emu_down_mbps, emu_rtt_ms;
-    /* speed emulation (<= 1: off): each request's reply waits until its wall
-     * time is slowdown x the CPU time its computation took (a slower
-     * worker, e.g. for GTDP's unequal workers) */
-    double slowdown;
+    const struct rtl_serve_hooks *hooks; /* NULL: none (copied when the server opens) */
     int max_per_source;          /* connections at once from one address (0: 64) */
     double handshake_rate;       /* new connections a second from one address, bursts of twice as many
                                   * (0: 50); those beyond are closed at once */

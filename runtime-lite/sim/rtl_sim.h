@@ -102,6 +102,19 @@ void rtl_gtdp_fit_parts(const rtl_gtdp_stats *const *st, int nst, int n, double 
  * than the slowest predicted). */
 double rtl_gtdp_block_extra(const rtl_gtdp_stats *st, const double *fixed, double slope, int n);
 
+/* ---- link and speed emulation around a server (emulate.c) -------------
+ * rtl serve --emulate UP:DOWN:RTT and --slowdown F (the build host's rtl):
+ * hooks (rtl_serve_hooks) that delay a request's arrival and its reply's
+ * departure as a link of those rates and RTT would, and pace replies as a
+ * machine F times slower would. */
+typedef struct rtl_emu {
+    double up_mbps, down_mbps, rtt_ms; /* 0: that part not emulated */
+    double slowdown;                   /* <= 1: off */
+} rtl_emu;
+/* Fills out with the hooks that emulate e (ctx = e: e must outlive the
+ * server); only those e needs are set. -1 with err on a rate or RTT < 0. */
+int rtl_emu_hooks(const rtl_emu *e, rtl_serve_hooks *out, rtl_err *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -34,11 +34,10 @@
  * Stop: when stop_fd becomes readable the listener closes, requests already
  * read are answered, then every connection closes (bounded by frame_ms).
  *
- * Link emulation inside the peer (when the kernel cannot shape a link: see
- * runtime-lite/README.md): a request counts as arrived rtt/2 after the
- * later of its last byte and its first byte + bytes*8/up; its reply leaves
- * rtt/2 + bytes*8/down after it is ready (rates of 0: not emulated, e.g.
- * when tc shapes a veth between namespaces).
+ * Hooks (rtl_serve_hooks): a host-side tool may move a request's arrival
+ * and its reply's departure later and wait after a computation (rtl serve
+ * --emulate and --slowdown: runtime-lite/sim/emulate.c); librtl emulates
+ * nothing itself.
  */
 #include "catalog.h"
 #include "frame.h"
@@ -164,7 +163,7 @@ struct conn {
     char ip[48];            /* its address, without the port */
     rtlp_session s;
     int busy;               /* a request is with the worker or waiting for its arrival time */
-    uint8_t *job_plain;     /* request waiting for its emulated arrival */
+    uint8_t *job_plain;     /* request waiting for its arrival time (rtl_serve_hooks) */
     size_t job_len;
     struct held *held;      /* its last part answer, for a held request (frame.c) */
     double job_at;
@@ -198,7 +197,7 @@ struct job {
     uint8_t *frame;  /* the reply's sealed frame (owned), set by the worker */
     size_t frame_len, sent; /* its bytes, those the worker sent */
     struct held *held, *answer; /* the connection's held answer (taken), this job's (to keep) */
-    double at;       /* when it arrived (read and opened; at the emulated link's pace) */
+    double at;       /* when it arrived (read and opened; or when a hook said) */
     struct job *next;
 };
 
@@ -217,6 +216,7 @@ struct rtl_server {
     uint8_t (*allowed)[32];
     size_t n_allowed;
     rtl_serve_options o;
+    rtl_serve_hooks hooks;  /* o.hooks' copy (none: all NULL) */
     int lfd, port;
     int wake[2];            /* worker -> poll thread */
     struct conn *conns;
@@ -327,10 +327,7 @@ rtl_server *rtl_server_open(rtl_store *store, const rtl_peer_key *server_key, co
     pthread_cond_init(&s->cv, NULL);
     if (o) s->o = *o;
     if (server_limits(s, err) != 0) goto fail;
-    if ((s->o.emu_up_mbps < 0 || s->o.emu_down_mbps < 0 || s->o.emu_rtt_ms < 0)) {
-        rtl_errf(err, "link emulation needs rates and an RTT >= 0");
-        goto fail;
-    }
+    if (s->o.hooks) s->hooks = *s->o.hooks;
     if (!(s->allowed = malloc((n_allowed ? n_allowed : 1) * 32))) goto oom;
     for (size_t i = 0; i < n_allowed; i++) memcpy(s->allowed[i], allowed[i].pk, 32);
     s->n_allowed = n_allowed;
@@ -542,8 +539,8 @@ static int catalog_differs(const rtl_model *m, const rtlp_request *rq, rtl_err *
 /* Runs one request (already parsed once by the poll thread). A part is
  * computed from the request's opened bytes (and its held answer) with no
  * copy in between; the reply is built in its frame and sealed there on
- * this thread, and sent from here when the socket takes it (no emulated
- * link), so that the device has it without waiting for the poll thread:
+ * this thread, and sent from here when the socket takes it (no departure
+ * hook), so that the device has it without waiting for the poll thread:
  * the poll thread leaves a busy connection alone (it neither reads,
  * writes, seals nor closes it until it collects the job). */
 static void run_job(rtl_server *s, struct job *j)
@@ -632,15 +629,15 @@ static void run_job(rtl_server *s, struct job *j)
         held_free(j->answer);
         j->answer = NULL;
     }
-    /* throttled: the reply waits until F x the computation's CPU time has
-     * passed since the request arrived, not since the computation began: a
-     * device of its own would not wait for a core that the other emulated
-     * devices on this machine hold */
-    slow_down(s->o.slowdown, cpu_ms() - c0, rtl_now_ms() - (j->at > 0 && j->at <= w0 ? j->at : w0));
+    /* the wall time counts from when the request arrived, not from when
+     * the computation began (a hook that paces a slower machine: a device
+     * of its own would not wait for a core that others on this one hold) */
+    if (s->hooks.computed)
+        s->hooks.computed(s->hooks.ctx, cpu_ms() - c0, rtl_now_ms() - (j->at > 0 && j->at <= w0 ? j->at : w0));
     struct conn *c = &s->conns[j->slot];
     if (!j->frame || c->fd < 0 || c->gen != j->gen) return;
     rtlp_seal(&c->s, j->frame + RTLP_PLAIN_AT, n, j->frame);
-    if (s->o.emu_rtt_ms > 0 || s->o.emu_down_mbps > 0) return; /* the poll thread sends it at the emulated time */
+    if (s->hooks.leaves) return; /* the poll thread sends it at the hook's time */
     while (j->sent < j->frame_len) {
         ssize_t w = send(c->fd, j->frame + j->sent, j->frame_len - j->sent, MSG_NOSIGNAL | MSG_DONTWAIT);
         if (w <= 0) break; /* the rest, or the error, is the poll thread's */
@@ -947,11 +944,10 @@ static void on_unit(rtl_server *s, struct conn *c)
         c->job_plain = plain;
         c->job_len = n;
         c->busy = 1;
-        /* arrived: when its last byte is here (or would be, at the
-         * emulated rate), plus half the RTT */
-        double done = rtl_now_ms(), at = c->t_frame;
-        if (s->o.emu_up_mbps > 0) at += (double)(c->flen + RTLP_LEN_BYTES) * 8 / (s->o.emu_up_mbps * 1e3);
-        c->job_at = (at > done ? at : done) + s->o.emu_rtt_ms / 2;
+        /* arrived: when its last byte is here, or later by the hook */
+        double done = rtl_now_ms();
+        c->job_at = s->hooks.arrived ? s->hooks.arrived(s->hooks.ctx, c->t_frame, done, c->flen + RTLP_LEN_BYTES)
+                                     : done;
         c->r = R_LEN;
         if (expect(c, RTLP_LEN_BYTES) != 0) return conn_close(s, c, "out of memory");
         return;
@@ -1029,9 +1025,8 @@ static void collect(rtl_server *s)
             j->frame = NULL;
             c->out_len = j->frame_len;
             c->out_off = j->sent;
-            double emu = s->o.emu_rtt_ms / 2;
-            if (s->o.emu_down_mbps > 0) emu += (double)c->out_len * 8 / (s->o.emu_down_mbps * 1e3);
-            c->send_at = rtl_now_ms() + emu;
+            double ready = rtl_now_ms();
+            c->send_at = s->hooks.leaves ? s->hooks.leaves(s->hooks.ctx, ready, c->out_len) : ready;
             c->t_active = rtl_now_ms();
             if (c->out_off == c->out_len) do_write(s, c); /* sent by the worker: done */
         } else if (c->fd >= 0 && c->gen == j->gen) {
@@ -1101,7 +1096,7 @@ int rtl_server_run(rtl_server *s, int stop_fd, rtl_err *err)
                 conn_close(s, c, "server stopping");
                 continue;
             }
-            if (c->job_plain) { /* waiting for its emulated arrival */
+            if (c->job_plain) { /* waiting for its arrival time (a hook's) */
                 if (t >= c->job_at) {
                     if (submit(s, c) != 0) {
                         conn_close(s, c, "out of memory");

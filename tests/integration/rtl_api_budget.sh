@@ -2,7 +2,8 @@
 # librtl is the device API only (issue 38 item 1): the functions it exports
 # (librtl.so's dynamic rtl_ symbols, and the RTL_API prototypes of rtl.h)
 # stay within a budget, and the host-side tools beside it (the trace
-# simulator of runtime-lite/sim/) are in neither librtl nor the device's rtl.
+# simulator and link emulation of runtime-lite/sim/) are in neither librtl
+# nor the device's rtl.
 #
 # BUDGET, and why it is not the issue's target of 90: librtl exported 163
 # functions when the issue was filed, 166 on main before this check (3 for
@@ -39,6 +40,16 @@ in_h=$(grep -oE '\b(rtl_trace_[a-z_]+|rtl_sim_[a-z_]+)\(' "$hdr" | tr '\n' ' ')
 t_check "rtl.h declares none of the simulator${in_h:+ ($in_h)}" test -z "$in_h"
 t_check "the host's rtl has rtl simulate (librtl-sim.a)" bash -c "'$BIN/rtl' --help | grep -q '^  simulate '"
 
+# link and speed emulation around a server (rtl serve --emulate, --slowdown)
+# is the host's: runtime-lite/sim/emulate.c, installed through
+# rtl_serve_hooks; librtl neither has the options' fields nor emulates
+in_hf=$(grep -cE '\bemu_[a-z_]+[,;]|\bslowdown;' "$hdr")
+t_check "rtl.h's server options hold no emulation field ($in_hf)" test "$in_hf" = 0
+in_ae=$(strings -a "$O/lib/librtl.a" | grep -ci 'emulat')
+t_check "librtl.a holds no emulation (its strings name none: $in_ae)" test "$in_ae" = 0
+t_check "the host's rtl serve has --emulate and --slowdown (emulate.c)" \
+    bash -c "'$BIN/rtl' serve --help | grep -q -- '--emulate U:D:R' && '$BIN/rtl' serve --help | grep -q -- '--slowdown F'"
+
 # the device build (make test cross-builds it when the toolchain is there)
 X=$O/aarch64-linux-gnu
 if [ -e "$X/lib/librtl.a" ] && [ -e "$X/bin/rtl" ]; then
@@ -46,6 +57,10 @@ if [ -e "$X/lib/librtl.a" ] && [ -e "$X/bin/rtl" ]; then
     t_check "the aarch64 librtl.a holds no host-side tool${xa:+ (holds: $xa)}" test -z "$xa"
     xr=$(aarch64-linux-gnu-nm "$X/bin/rtl" 2>/dev/null | grep -cE ' (cmd_simulate|rtl_sim_run|rtl_trace_generate)$')
     t_check "the aarch64 rtl has no simulate verb ($xr simulator symbols)" test "$xr" = 0
+    xe=$(strings -a "$X/lib/librtl.a" | grep -ci 'emulat')
+    t_check "the aarch64 librtl.a holds no emulation ($xe strings name it)" test "$xe" = 0
+    xo=$(aarch64-linux-gnu-nm "$X/bin/rtl" 2>/dev/null | grep -cE ' rtl_emu_hooks$')
+    t_check "the aarch64 rtl has no rtl serve --emulate ($xo emulation symbols)" test "$xo" = 0
 else
     t_skip "the aarch64 librtl.a and rtl" "not cross-built here (make cross-test-build)"
 fi
