@@ -21,7 +21,7 @@
 #                   base by that ranking, then freeze-&-grow along it)
 #                   | base TASK (a variant other than the base: trained from
 #                   scratch for TASK in the stages of V_<id>_STAGES by
-#                   prune/curriculum.sh, TASK alone, then with the data set's
+#                   recipes/alexnet/studies/curriculum.sh, TASK alone, then with the data set's
 #                   other tasks; it answers TASK, and is a trunk for the
 #                   heads: RETARGET_TRUNK, mk/retarget.mk)
 #   V_<id>_STAGES := the stages of such a curriculum (batches:rate:weights)
@@ -173,7 +173,7 @@ $(VARIANTS_O)/$1/meta.json: $(VARIANTS_O)/$1/roadmap/roadmap.json $(DATA) | $(BI
 	$$(call msg,GROW,$1: $(V_$1_GROW))$$(call timed,derive,$1,$$(call launch,$1-grow) $(BIN)/prune grow \
 	  --roadmap $$< --data $(abspath $(DATA)) --seed $(SEED) --threads $$(job_threads) --out $$(@D) $(foreach s,$(V_$1_GROW),--set $s))
 else ifneq ($(call is_curriculum,$1),)
-# A curriculum (prune/curriculum.sh): trained from scratch in stages, its
+# A curriculum (recipes/alexnet/studies/curriculum.sh): trained from scratch in stages, its
 # folder the script's OUT (variant.cfg, sK/ per stage, variant.weights).
 $(VARIANTS_O)/$1/meta.json: $(PLAN_O)/$1.plan | $(VARIANTS_O)/$1/.dirstamp
 	$$(call msg,CURRIC,$1: $(word 2,$(V_$1)) first then the other tasks in $(words $(V_$1_STAGES)) stages)printf '%s\n' '{"technique":"base",\
@@ -199,9 +199,9 @@ $(VARIANTS_O)/$1/variant.weights: $(VARIANTS_O)/$1/meta.json $(BASE_WEIGHTS) | $
 	  cp $(BASE_WEIGHTS) $$@.tmp && mv $$@.tmp $$@
 else ifneq ($(call is_curriculum,$1),)
 $(VARIANTS_O)/$1/variant.weights: $(VARIANTS_O)/$1/meta.json $(call curriculum_cfg,$1) $(DATA) $(DATASET_TASKS) \
-    prune/curriculum.sh | $(BIN)/trainer
+    recipes/alexnet/studies/curriculum.sh | $(BIN)/trainer
 	$$(call msg,TRAIN,$1: $$(V_$1_STAGES))$$(call timed,train,$1,$$(call launch,$1-train) env BIN=$(BIN) \
-	  THREADS=$$(job_threads) SEED=$(SEED) DETERMINISM=$(DETERMINISM) prune/curriculum.sh $(word 2,$(V_$1)) \
+	  THREADS=$$(job_threads) SEED=$(SEED) DETERMINISM=$(DETERMINISM) recipes/alexnet/studies/curriculum.sh $(word 2,$(V_$1)) \
 	  $(abspath $(DATASET_TASKS)) $(call curriculum_cfg,$1) $$(@D) $$(V_$1_STAGES) 2>$$(@D)/curriculum.log || \
 	  { tail -n 5 $$(@D)/curriculum.log >&2; exit 1; })
 else

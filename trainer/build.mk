@@ -64,13 +64,13 @@ TRN_DN_LDLIBS := -L$(TRN_DN_DIR) -Wl,-rpath,$(TRN_DN_DIR) -ldarknet -lm
 $(eval $(call program,$(TRN_DN_REF),$(call objs,tests/darknet/dn_ref.c),$(TRN_DN_LDLIBS)))
 TEST_DEPS += $(TRN_DN_REF)
 
-# `make bench`: ours against libdarknet in the same run (trainer/bench.sh).
+# `make bench`: ours against libdarknet in the same run (tests/bench/trainer.sh).
 TRN_DN_BENCH := $(TESTD)/darknet/dn_bench
 $(call objs,tests/darknet/dn_bench.c): CFLAGS := $(CFLAGS_BASE) -O2 -isystem $(TRN_DN_DIR)/include
 $(TRN_DN_BENCH): LDFLAGS := -pthread
 $(eval $(call program,$(TRN_DN_BENCH),$(call objs,tests/darknet/dn_bench.c),$(TRN_DN_LDLIBS)))
 BENCH_DEPS += $(TRN_DN_BENCH)
-BENCHES += trainer/bench.sh trainer/bench_det.sh
+BENCHES += tests/bench/trainer.sh tests/bench/trainer_det.sh
 
 # The library is part of the device build too; the inference flavour's test
 # runs there (under qemu-user on the host).

@@ -141,7 +141,7 @@ RETARGET_HEAD := convolutional,filters=24,size=1,stride=1,activation=relu;maxpoo
 # TEXTURE_FIRST=1 adds the variant texture-first (a curriculum trained from
 # scratch: the texture model alone, then texture, shape, colour and size,
 # then the identity added, at the rates and task weights of
-# prune/texture_first.sh's six stages) and puts the heads on its fc7
+# recipes/alexnet/studies/texture_first.sh's six stages) and puts the heads on its fc7
 # (linear classifiers, 0.31% of the base's parameters at most) for every
 # other task, the identity included (prune retarget --trunk-task texture:
 # the variant answers texture itself), so that one trunk answers all five

@@ -160,7 +160,7 @@ expect_ok "  ... the published base is a plain model of its cfg" "$BIN/trainer" 
 t_check "  ... the heads are redone on the new trunk" test "$(stamp heads)" != "$h3"
 write_recipe 50 "RECIPE_BASE_TASKS := yes"
 expect_fail "a bad RECIPE_BASE_TASKS" "RECIPE_BASE_TASKS='yes' is not valid" pmake catalog
-# RETARGET_TRUNK: the heads on a curriculum variant (prune/curriculum.sh:
+# RETARGET_TRUNK: the heads on a curriculum variant (recipes/alexnet/studies/curriculum.sh:
 # texture alone, then texture, shape, colour and size, then the five tasks),
 # which the catalog keeps because the heads depend on it.
 h4=$(stamp heads)
@@ -236,11 +236,11 @@ V_tf := base texture
 V_tf_STAGES := 6:0.05:1"
 expect_fail "a curriculum without heads" "a curriculum variant needs the heads" pmake catalog
 # recipes/alexnet's TEXTURE_FIRST=1 (a dry run): the texture-first variant
-# with prune/texture_first.sh's stages 1-4, the heads at its fc@2.
+# with recipes/alexnet/studies/texture_first.sh's stages 1-4, the heads at its fc@2.
 amake() { make -n -C "$TOP" --no-print-directory O="$T/ao" MODEL=alexnet MODEL_O="$T/ao/alexnet" DATASET_ROOT="$T/ad" "$@"; }
 expect_ok "make -n retarget MODEL=alexnet TEXTURE_FIRST=1" amake retarget TEXTURE_FIRST=1
 t_check "  ... trains the curriculum and puts the heads at its fc@2" sh -c "
-  grep -q 'prune/curriculum.sh texture .*/synth.tasks recipes/alexnet/base.cfg .*/variants/texture-first 3500:0.05:1 1000:0.02:1,1,1,1 2000:0.03:1,2,0.5,1 1000:0.015:1,3,0.5,1.5 1000:0.01:1,1,1,1,1 1500:0.015:1,1.5,0.5,1.5,2' '$T/out' &&
+  grep -q 'recipes/alexnet/studies/curriculum.sh texture .*/synth.tasks recipes/alexnet/base.cfg .*/variants/texture-first 3500:0.05:1 1000:0.02:1,1,1,1 2000:0.03:1,2,0.5,1 1000:0.015:1,3,0.5,1.5 1000:0.01:1,1,1,1,1 1500:0.015:1,1.5,0.5,1.5,2' '$T/out' &&
   grep -q 'prune retarget --cfg .*/variants/texture-first/variant.cfg .* --parent texture-first .* --cut .fc@2.  --seed 1 --trunk-task texture ' '$T/out' &&
   test \$(grep -o 'prune retarget' '$T/out' | wc -l) = 1"
 expect_ok "make -n retarget MODEL=alexnet (the default)" amake retarget

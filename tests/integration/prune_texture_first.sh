@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# prune/texture_first.sh (issue 17 item 1's texture-first trunk) on the tiny
+# recipes/alexnet/studies/texture_first.sh (issue 17 item 1's texture-first trunk) on the tiny
 # generated set: stage 1 trained with --train, three multi-task stages on
 # the attributes with texture first (4 groups of 4) and two with the identity
 # added (5 groups of 48, the first from the plain model), the heads at fc@2
@@ -15,8 +15,8 @@ export CFG=$T/base.cfg THREADS=1 NICE=0 STAGES="2:0.02:1,1,1,1 3:0.03:1,2,0.5,1 
 export HEAD_SET="batches=4 aug_passes=1"
 
 expect_fail "no texture model without --train" "no .*/ind/texture/texture.weights .run with --train" \
-    prune/texture_first.sh "$T/o" "$T/ind" "$T/s"
-expect_ok "the curriculum, with the independent models trained" prune/texture_first.sh --train "$T/o" "$T/ind" "$T/s"
+    recipes/alexnet/studies/texture_first.sh "$T/o" "$T/ind" "$T/s"
+expect_ok "the curriculum, with the independent models trained" recipes/alexnet/studies/texture_first.sh --train "$T/o" "$T/ind" "$T/s"
 cp "$T/out" "$T/table"
 t_check "stage 1: the independent texture model" test -s "$T/ind/texture/texture.weights"
 t_check "the tasks: texture first, then the other attributes" \
@@ -43,5 +43,5 @@ PY
 t_check "the table: four rows and the verdict" \
     sh -c "test \$(grep -c '^| \(shape\|colour\|size\|texture\) | fc@2 |' '$T/table') = 4 && grep -q '^issue 17 item 1' '$T/table'"
 printf 'identity s.data\nsize s-size.data\n' >"$T/s/other.tasks"
-expect_fail "two tasks files" "several .tasks files" prune/texture_first.sh "$T/o2" "$T/ind" "$T/s"
+expect_fail "two tasks files" "several .tasks files" recipes/alexnet/studies/texture_first.sh "$T/o2" "$T/ind" "$T/s"
 t_done

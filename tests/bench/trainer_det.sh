@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# trainer/bench_det.sh: `make bench` for the determinism modes. On the
+# tests/bench/trainer_det.sh: `make bench` for the determinism modes. On the
 # default recipe's training shapes (recipes/alexnet/base.cfg: every matrix
 # product of one training step at its batch, shape by shape), in one run:
 #   the portable GEMM (DETERMINISM=portable) against OpenBLAS sgemm (the

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# prune/curriculum.sh: a multi-task curriculum (prune/README.md, "a
+# recipes/alexnet/studies/curriculum.sh: a multi-task curriculum (prune/README.md, "a
 # texture-first trunk meets item 1"): one network trained in stages, each a
 # `trainer train` run on the first N tasks of an ordering that starts with
 # TASK, from the stage before's weights with its schedule restarted. What
@@ -7,7 +7,7 @@
 # layers below the classifier are the trunk the attribute heads share
 # (prune retarget --cut fc@2).
 #
-#   prune/curriculum.sh TASK TASKS_FILE CFG OUT STAGE...
+#   recipes/alexnet/studies/curriculum.sh TASK TASKS_FILE CFG OUT STAGE...
 #
 # TASKS_FILE: the data set's tasks file ("task data-file" lines, the base's
 # task first). The ordering: TASK, then the file's other tasks but its first
@@ -25,11 +25,11 @@
 # OUT/variant.weights (written last, by rename). Env: BIN (build/bin),
 # THREADS (1), SEED (1), DETERMINISM (default), INIT (none).
 set -eu
-[ $# -ge 5 ] || { echo "usage: prune/curriculum.sh TASK TASKS_FILE CFG OUT STAGE..." >&2; exit 2; }
+[ $# -ge 5 ] || { echo "usage: recipes/alexnet/studies/curriculum.sh TASK TASKS_FILE CFG OUT STAGE..." >&2; exit 2; }
 task=$1 tf=$2 cfg=$3 O=$4
 shift 4
 BIN=${BIN:-build/bin} THREADS=${THREADS:-1} SEED=${SEED:-1} DETERMINISM=${DETERMINISM:-default} INIT=${INIT:-}
-here=$(cd "$(dirname "$0")/.." && pwd)
+here=$(cd "$(dirname "$0")/../../.." && pwd)
 [ -s "$tf" ] || { echo "curriculum: $tf: no such tasks file" >&2; exit 1; }
 [ -s "$cfg" ] || { echo "curriculum: $cfg: no such cfg" >&2; exit 1; }
 [ -z "$INIT" ] || [ -s "$INIT" ] || { echo "curriculum: INIT=$INIT: no such weights file" >&2; exit 1; }

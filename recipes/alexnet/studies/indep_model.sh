@@ -1,18 +1,18 @@
 #!/usr/bin/env bash
-# prune/indep_model.sh: the independent model of one attribute task (issue
+# recipes/alexnet/studies/indep_model.sh: the independent model of one attribute task (issue
 # 17 item 1's comparison): the base's architecture (CFG, its classifier
 # resized to the task's class count) trained on the task's data alone, then
 # scored on the test split.
 #
-#   prune/indep_model.sh TASK DATA_FILE INDEP_DIR
+#   recipes/alexnet/studies/indep_model.sh TASK DATA_FILE INDEP_DIR
 #
 # Writes INDEP_DIR/TASK.cfg, INDEP_DIR/TASK/ (the trainer's backup, with
 # TASK.weights) and INDEP_DIR/TASK.eval.json (trainer valid --json on the
 # test split; written last). Settings (env): CFG
 # (recipes/alexnet/base.cfg), BIN (build/bin), THREADS (1), NICE (10).
-# Used by prune/heads_table.sh --train and prune/texture_first.sh.
+# Used by recipes/alexnet/studies/heads_table.sh --train and recipes/alexnet/studies/texture_first.sh.
 set -eu
-[ $# -eq 3 ] || { echo "usage: prune/indep_model.sh TASK DATA_FILE INDEP_DIR" >&2; exit 2; }
+[ $# -eq 3 ] || { echo "usage: recipes/alexnet/studies/indep_model.sh TASK DATA_FILE INDEP_DIR" >&2; exit 2; }
 t=$1 data=$2 I=$3
 BIN=${BIN:-build/bin} THREADS=${THREADS:-1} NICE=${NICE:-10}
 [ -s "${data%.data}.names" ] || { echo "indep_model: ${data%.data}.names: no such file (the task's class names beside $data)" >&2; exit 1; }

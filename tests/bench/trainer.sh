@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# trainer/bench.sh: `make bench` for the trainer. One run, on this machine,
+# tests/bench/trainer.sh: `make bench` for the trainer. One run, on this machine,
 # judged by ratios to yardsticks measured inside the same `trainer bench`
 # process (a bar that holds on any machine; issue 14 item 1), against the
 # machine's ceiling (issue 37): the best 2048x2048x2048 product on all

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# prune/heads_table.sh: issue 17 item 1 judged on a built catalog: every
+# recipes/alexnet/studies/heads_table.sh: issue 17 item 1 judged on a built catalog: every
 # attribute head (variants head-<task>) against an independent model of the
 # base's architecture trained for that task alone, and the base's identity
 # top-1 against a reference. Prints one row per task: the head's cut, its
@@ -14,8 +14,8 @@
 # classifier is part of the trunk, not something on top of it); the table
 # says so under it.
 #
-#   prune/heads_table.sh [--train] MODEL_DIR INDEP_DIR [DATA_DIR]
-#   prune/heads_table.sh [--train] --heads RETARGET_DIR INDEP_DIR [DATA_DIR]
+#   recipes/alexnet/studies/heads_table.sh [--train] MODEL_DIR INDEP_DIR [DATA_DIR]
+#   recipes/alexnet/studies/heads_table.sh [--train] --heads RETARGET_DIR INDEP_DIR [DATA_DIR]
 #
 # MODEL_DIR: the catalog build folder (build/alexnet: variants/base,
 # variants/head-*); INDEP_DIR: <task>/<task>.weights and <task>.eval.json of
@@ -34,7 +34,7 @@ set -eu
 train=0 heads=0
 [ "${1:-}" = --train ] && { train=1; shift; }
 [ "${1:-}" = --heads ] && { heads=1; shift; }
-[ $# -ge 2 ] || { echo "usage: prune/heads_table.sh [--train] [--heads] MODEL_DIR|RETARGET_DIR INDEP_DIR [DATA_DIR]" >&2; exit 2; }
+[ $# -ge 2 ] || { echo "usage: recipes/alexnet/studies/heads_table.sh [--train] [--heads] MODEL_DIR|RETARGET_DIR INDEP_DIR [DATA_DIR]" >&2; exit 2; }
 M=$1 I=$2 D=${3:-build/data/synth}
 if [ $heads = 1 ]; then
     [ -s "$M/retarget.json" ] || { echo "heads_table: $M/retarget.json: no such file (the --out folder of prune retarget)" >&2; exit 1; }
