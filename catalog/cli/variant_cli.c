@@ -46,7 +46,7 @@ int cat_cli_cost(int argc, char **argv)
         "Prints (or writes to FILE) the cost model of the cfg C as JSON: per layer the\n"
         "output shape, MACs, parameters, output bytes and the bias, batch-norm,\n"
         "activation and pooling operations; totals, weight bytes and the peak live\n"
-        "activation bytes at batch 1. Computed from the cfg text alone (DESIGN.md,\n"
+        "activation bytes at batch 1. Computed from the cfg text alone (docs/design.md,\n"
         "Cost model); `catalog profile` measures the same on the running network.\n",
         opts, NULL,
     };

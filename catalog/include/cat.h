@@ -420,7 +420,7 @@ cJSON *cat_pareto(const cJSON *manifest, const char *only_task, const char *only
 cJSON *cat_inspect_json(const cJSON *manifest, trn_err *err);
 
 /* ---- cost model (catalog/src/costmodel.c) --------------------------------------
- * DESIGN.md's cost convention computed from cfg text alone (its own shape
+ * docs/design.md's cost convention computed from cfg text alone (its own shape
  * arithmetic, Darknet's output-size rules): see the top of costmodel.c. */
 
 /* One layer's costs, per image. */

@@ -1,5 +1,5 @@
 /*
- * costmodel.c: the cost model of DESIGN.md ("Cost model"), computed from
+ * costmodel.c: the cost model of docs/design.md ("Cost model"), computed from
  * cfg text alone: its own shape arithmetic, independent of the trainer's
  * network code, so that the profiler (profile.c), which measures a running
  * network, checks it and is checked by it.

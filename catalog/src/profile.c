@@ -1,6 +1,6 @@
 /*
  * profile.c: the profiler: what a network costs when it actually runs on
- * this machine, measured rather than computed (DESIGN.md, "Cost model").
+ * this machine, measured rather than computed (docs/design.md, "Cost model").
  *
  *   macs      counted at the matrix products by the engine: one batch-1
  *             forward in which every gemm call adds m*n*k to the layer

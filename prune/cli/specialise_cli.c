@@ -3,7 +3,7 @@
  * (section 4.1.2) over the representative contexts that `dataset contexts`
  * wrote. For every context (n classes of the set plus "other", in-context
  * fraction p), the layers above --cut of the model (by default only the
- * last [connected] classifier and its softmax, DESIGN.md's decision) are
+ * last [connected] classifier and its softmax, docs/design.md's decision) are
  * retrained for n+1 outputs on the frozen lower layers, from the model's
  * outputs at the cut, computed once for every image of the base set and
  * looked up by image (a context stream lists images of the set, its

@@ -2,7 +2,7 @@
  * prn.h: the prune library (libprn), which derives cheaper variants from a
  * trained base network: MCDNN's static rewrites, low-rank (SVD)
  * factorisation of connected layers and the in-place ("mimic")
- * transformation (papers/mcdnn-mobisys16.txt, section 4.1.1). The one
+ * transformation (docs/papers.md, MCDNN section 4.1.1). The one
  * public header of prune/; every exported name starts with prn_/PRN_.
  * prune/README.md describes the techniques, the spec grammar and the
  * deviations from the paper.
@@ -272,7 +272,7 @@ typedef int (*prn_triplet_fn)(void *ctx, uint64_t t, float *anc, float *pos, flo
                               trn_err *err);
 
 /* Where TRR reads a filter's feature map F_i (the paper says only "the
- * generated feature map"; TARGETS.md 1.10): the layer's output (after batch
+ * generated feature map"; docs/targets.md 1.10): the layer's output (after batch
  * norm and the activation), after batch norm but before the activation,
  * before batch norm (the convolution's raw output), or POOLED: the output
  * of the pooling (and dropout) layers that directly follow the layer, each

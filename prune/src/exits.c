@@ -1,6 +1,6 @@
 /*
- * exits.c: FlexDNN's early exits (nestdnn-flexdnn-thesis19.txt, chapter 4;
- * DESIGN.md and ../shared/papers/TARGETS.md section 2): exit branch search,
+ * exits.c: FlexDNN's early exits (the thesis, chapter 4, docs/papers.md;
+ * docs/design.md and docs/targets.md section 2): exit branch search,
  * per-exit lossless thresholds, the insertion plan, the alpha profile, and
  * the BranchyNet-style baseline (prune/README.md, Early exits).
  *
@@ -38,7 +38,7 @@
  * (lossless_thresholds), exits: T_lossless is the confidence of the first
  * image left out (Conf > T exits), never below min_threshold.
  *
- * Insertion plan (thesis 4.3.3, with TARGETS.md's erratum: F, not N, and
+ * Insertion plan (thesis 4.3.3, with docs/targets.md's erratum: F, not N, and
  * G_j): from all exits, the exit with the lowest Q_j = G_j / C_j is
  * removed, C_j = F (1 - cr_i) CE_j (the frames reaching j times its cost),
  * G_j = F (cr_j - cr_i) CB_j (the frames leaving at j times the trunk cost

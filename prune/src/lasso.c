@@ -1,6 +1,6 @@
 /*
  * lasso.c: the dense export of a group-lasso-trained network (MeDNN's SMCD,
- * papers/mednn-iccad17.txt section VI-A; the training half is
+ * docs/papers.md, MeDNN section VI-A; the training half is
  * trainer/src/lasso.c). Filters and input channels whose groups training
  * drove to exactly zero are removed, and the result is an ordinary, smaller
  * Darknet model.
@@ -21,7 +21,7 @@
  *
  * Shape-wise (column) sparsity cannot shrink a dense convolution; it is
  * reported, not exported: the zero columns of every exported layer and the
- * MACs an im2col that skipped them would save (TARGETS.md section 5).
+ * MACs an im2col that skipped them would save (docs/targets.md section 5).
  */
 #include "prn_impl.h"
 

@@ -1,13 +1,13 @@
 /*
- * rank.c: filter importance rankings (NestDNN, papers/nestdnn-flexdnn-
- * thesis19.txt section 3.4.1.3): Triplet Response Residual and, as the
+ * rank.c: filter importance rankings (NestDNN, the thesis
+ * section 3.4.1.3, docs/papers.md): Triplet Response Residual and, as the
  * baseline, the L1 norm of a filter's weights (Li et al., the paper's [1]).
  *
  * TRR of filter i of a layer, over the sampled triplets (anc, pos, neg),
  * anc and pos of one class, neg of another (equation 3.1):
  *   TRR_i = sum_t ||F_i(anc_t) - F_i(neg_t)||^2 - ||F_i(anc_t) - F_i(pos_t)||^2
  * F_i is the filter's output map as the layer outputs it (after batch norm
- * and the activation: DESIGN.md's choice; the paper says "the generated
+ * and the activation: docs/design.md's choice; the paper says "the generated
  * feature map"), computed by inference forwards (batch norm with the
  * rolling statistics, dropout off). The sums are accumulated in double, per
  * triplet in triplet order, so the result does not depend on the thread

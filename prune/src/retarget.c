@@ -1,5 +1,5 @@
 /*
- * retarget.c: MCDNN's retargeting (papers/mcdnn-mobisys16.txt section
+ * retarget.c: MCDNN's retargeting (docs/papers.md, MCDNN section
  * 4.1.3, sharing, and 4.1.2, specialisation): layers 0..cut of a trained
  * base (the trunk) stay frozen and a small head is trained on what the
  * trunk computes, "t' = m_l(t), v' = m_l(v)". The trunk's outputs are

@@ -1,6 +1,6 @@
 /*
- * roadmap.c: the pieces of NestDNN's filter pruning roadmap (papers/
- * nestdnn-flexdnn-thesis19.txt section 3.4.1.5) that need no data: which
+ * roadmap.c: the pieces of NestDNN's filter pruning roadmap (the
+ * thesis section 3.4.1.5, docs/papers.md) that need no data: which
  * filters a step removes, and the common filter order that makes every
  * step's model a prefix of the one before (what freeze-&-grow's channel
  * prefixes need). The iteration itself (rank, prune, retrain, evaluate)

@@ -1,6 +1,6 @@
 /*
- * sbs.c: FlexDNN's collective-importance filter ranking (nestdnn-flexdnn-
- * thesis19.txt section 4.3.1.2; ../shared/papers/TARGETS.md 2.1): per
+ * sbs.c: FlexDNN's collective-importance filter ranking (the thesis
+ * section 4.3.1.2, docs/papers.md; docs/targets.md 2.1): per
  * convolutional layer, sequential backward selection (SBS) over its
  * filters, scored by the validation accuracy of an early exit that reads
  * the layer's remaining filters.
@@ -12,7 +12,7 @@
  * for good. Stop when fewer than 1/5 of the layer's filters remain (those
  * count as equally important). About 0.48 N^2 exit fine-tunings per layer.
  *
- * Approximations (DESIGN.md allows them; recorded in the result):
+ * Approximations (docs/design.md allows them; recorded in the result):
  * - The exit is a linear softmax classifier on the layer's output map
  *   max-pooled to pool_to x pool_to, computed once for `images` training
  *   images (augmented, from the training stream) and the valid split, and

@@ -12,7 +12,7 @@
  *   second the original section (output M', its activation and batch
  *          norm, biases and BN statistics copied): weights U_k (M', k)
  * Parameters: k*M + k + k*M' + M' (+ 3*M' with batch norm), not the
- * k(M + M') + M' of DESIGN.md: the k extra zeros are the first layer's
+ * k(M + M') + M' of docs/design.md: the k extra zeros are the first layer's
  * biases (prune/README.md).
  */
 #include "prn_impl.h"

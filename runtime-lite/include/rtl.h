@@ -747,7 +747,7 @@ RTL_API int rtl_catalog_base(const rtl_catalog *cat, const char **id, uint64_t *
  * it. The profiler keeps the classes of the last `window` inputs (a ring
  * and one count per class, both allocated once: window + classes 32-bit
  * words, nothing allocated afterwards) and reports, for the n and p of its
- * parameters (DESIGN.md: n in 7, 14, 21; p in 0.6, 0.7, 0.8, 0.9, 0.95),
+ * parameters (docs/design.md: n in 7, 14, 21; p in 0.6, 0.7, 0.8, 0.9, 0.95),
  * the smallest n whose top classes reach a threshold, the largest
  * threshold they reach and which classes they are: what a device asks the
  * build side to specialise for (`make specialise CLASSES=...`), and what

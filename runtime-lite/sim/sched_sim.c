@@ -2,7 +2,7 @@
  *
  * MCDNN's traces (mcdnn-mobisys16 section 5.2, Table 5) give only words:
  * apps, "Disconnect" (Rare, Medium, Often) and "Special" (how often the same
- * people are seen: N/A, Medium, High). Our generator's numbers (TARGETS.md
+ * people are seen: N/A, Medium, High). Our generator's numbers (docs/targets.md
  * 3.7: the paper leaves them open):
  *  - frames at `fps`; faces come in encounters (exponential lengths, mean
  *    20 s, gaps mean 60 s); every frame of an encounter is a request of

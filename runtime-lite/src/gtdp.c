@@ -1,6 +1,6 @@
 /*
  * gtdp.c: MeDNN's greedy two-dimensional partition (GTDP,
- * papers/mednn-iccad17.txt section V, Algorithm 1) of each convolutional
+ * docs/papers.md, MeDNN section V, Algorithm 1) of each convolutional
  * layer's output over several worker devices (rtl_gtdp_* of rtl.h).
  *
  * A layer's output is the rectangle rows [0, H) x channels [0, C). The

@@ -1,7 +1,7 @@
 /*
  * plan.c: JointDNN's split planner (rtl_plan_* of rtl.h).
  *
- * The graph (jointdnn18.txt §2.3, restricted to a per-layer chain): nodes
+ * The graph (JointDNN §2.3, docs/papers.md; restricted to a per-layer chain): nodes
  * (cut i, location) for i = 0..n, location device or cloud; the input is
  * at (0, device) and the answer must reach (n, device). Running layer i at
  * a location moves (i, loc) -> (i+1, loc) and costs its compute there;

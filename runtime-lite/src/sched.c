@@ -1,7 +1,7 @@
 /* sched.c: rtl_sched, one decision per request under live budgets.
  *
- * MCDNN's Algorithm 1 (mcdnn-mobisys16.txt section 4.2, line 214 of the
- * text) as DESIGN.md adopts it, the strawmen of its section 5.2 (device-only,
+ * MCDNN's Algorithm 1 (MCDNN section 4.2,
+ * docs/papers.md) as docs/design.md adopts it, the strawmen of its section 5.2 (device-only,
  * cloud-only, no-sharing, no-specialisation) and the fixed knee model of
  * NestDNN's evaluation; NestDNN's own policies are planned in sched_nest.c.
  *

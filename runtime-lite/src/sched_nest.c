@@ -1,9 +1,9 @@
-/* sched_nest.c: NestDNN's runtime scheduler (nestdnn-flexdnn-thesis19.txt
+/* sched_nest.c: NestDNN's runtime scheduler (the thesis, docs/papers.md;
  * section 3.4.3, L362-417) and the fixed knee model of its evaluation.
  *
  * Cost (3.2): C(m, u, v) = max(0, A_min(v) - A(m)) + alpha max(0, L(m)/u - L_max(v))
  * with A in percentage points and L in milliseconds (the thesis leaves the
- * units, and so alpha's scale, open: TARGETS.md 1.10). u is the compute
+ * units, and so alpha's scale, open: docs/targets.md 1.10). u is the compute
  * share of task v, allocated in units du = 1% by a greedy:
  *  - MinTotalCost (3.3): each unit goes to the (task, descendant) pair of
  *    the largest cost decrease. Fix: the text says "the smallest cost

@@ -1,6 +1,6 @@
 /*
  * cli_info.c: `trainer info`: the per-layer table and totals of a cfg, by
- * the cost convention of DESIGN.md (MACs; bias, batch-norm, activation
+ * the cost convention of docs/design.md (MACs; bias, batch-norm, activation
  * and pooling operations separate; float32 bytes; peak live activations
  * at batch 1). --json prints the "cost" object of variant.json.
  */

@@ -1,5 +1,5 @@
 /*
- * exit.c: early exits (FlexDNN, nestdnn-flexdnn-thesis19.txt chapter 4):
+ * exit.c: early exits (FlexDNN, the thesis chapter 4, docs/papers.md):
  * the [exit] layer kind, the confidence measure, sets of exit branches
  * over a trunk network, their weights files and the early-exit forward.
  *

@@ -1,10 +1,10 @@
 /*
  * lasso.c: group-lasso regularisation of [convolutional] layers (MeDNN's
- * SMCD, papers/mednn-iccad17.txt section VI-A, eq. 2-4; Wen et al.'s
+ * SMCD, docs/papers.md, MeDNN section VI-A, eq. 2-4; Wen et al.'s
  * structured sparsity learning). The penalty is
  *     sum over conv layers l:  lf * sum_filters ||g|| + lc * sum_channels ||g||
  *                            + ls * sum_shapes ||g||
- * with the L2 norm of each group (TARGETS.md: the paper prints the norm
+ * with the L2 norm of each group (docs/targets.md: the paper prints the norm
  * without its square).
  *
  * Groups of a layer with weights W (filters x c*size*size):

@@ -109,7 +109,7 @@ static void trr_by_hand(void **state)
     }
 }
 
-/* Where F_i is read and the distance (TARGETS.md 1.10). Input 1x1x2 ->
+/* Where F_i is read and the distance (docs/targets.md 1.10). Input 1x1x2 ->
  * conv 2 filters 1x1 with batch norm and relu (L0, ranked) -> connected 2
  * (the classifier). Weights (1, -1); batch norm scale (2, 0.5), rolling
  * mean (0.5, 0), variance (4, 1), shift (0, 1): before the activation

@@ -25,7 +25,7 @@ static void shapes_and_costs(void **state)
         uint64_t out = (uint64_t)in.out.c * in.out.h * in.out.w;
         assert_true(in.output_bytes == 4 * out);
         if (in.kind == TRN_LAYER_CONVOLUTIONAL) {
-            /* DESIGN.md's rule: floor((M + 2p - K) / s) + 1. */
+            /* docs/design.md's rule: floor((M + 2p - K) / s) + 1. */
             assert_int_equal(in.out.h, (in.in.h + 2 * in.pad - in.size) / in.stride + 1);
             assert_true(in.macs == out * (in.in.c / in.groups) * in.size * in.size);
             assert_true(in.params == (uint64_t)in.filters * (in.in.c / in.groups) * in.size * in.size +

@@ -445,7 +445,7 @@ size_t trn_net_inputs(const trn_net *net);
 size_t trn_net_outputs(const trn_net *net);
 
 /* One layer, for `trainer info`, the cost model and the variant stage.
- * Costs are per image, by the convention of DESIGN.md: MACs of the
+ * Costs are per image, by the convention of docs/design.md: MACs of the
  * convolution/matrix product only; bias adds, batch-norm, activation and
  * pooling operations listed separately. */
 typedef struct trn_layer_info {
