@@ -116,9 +116,7 @@ RTL_API void rtl_keynum_hex(const uint8_t keynum[RTL_KEYNUM_BYTES], char out[17]
 RTL_API int rtl_sig_parse(const char *text, size_t len, rtl_signature *out, rtl_err *err);
 RTL_API int rtl_sig_load(const char *path, rtl_signature *out, rtl_err *err);
 
-/* BLAKE2b-512 of everything readable from fd (from its current offset to
- * EOF) or of the file at path, read in blocks. */
-RTL_API int rtl_hash_fd(int fd, uint8_t out[RTL_HASH_BYTES], rtl_err *err);
+/* BLAKE2b-512 of the file at path, read in blocks. */
 RTL_API int rtl_hash_file(const char *path, uint8_t out[RTL_HASH_BYTES], rtl_err *err);
 
 /* Verifies sig against one key: the key ids match, sig signs `hash`, and the
@@ -126,10 +124,6 @@ RTL_API int rtl_hash_file(const char *path, uint8_t out[RTL_HASH_BYTES], rtl_err
  * the three failed. */
 RTL_API int rtl_sig_verify_hash(const rtl_signature *sig, const rtl_pubkey *key,
                                 const uint8_t hash[RTL_HASH_BYTES], rtl_err *err) RTL_MUST_CHECK;
-/* Verifies only the global signature (trusted comment), for a file that is
- * no longer at hand (an installed catalog keeps its .minisig). */
-RTL_API int rtl_sig_verify_comment(const rtl_signature *sig, const rtl_pubkey *key,
-                                   rtl_err *err) RTL_MUST_CHECK;
 /* Hashes the file at path and verifies sig with whichever of keys[0..n) has
  * the signature's key id; *used (may be NULL) gets that key's index. */
 RTL_API int rtl_sig_verify_file(const rtl_signature *sig, const rtl_pubkey *keys, size_t n,
@@ -175,9 +169,7 @@ RTL_API int rtl_index_untrusted_expected(const char *channel, uint64_t serial, c
 RTL_API int rtl_index_untrusted_check(const rtl_signature *sig, const char *channel, uint64_t serial,
                                       rtl_err *err) RTL_MUST_CHECK;
 
-/* SHA-256 and size of everything readable from fd (from its offset to EOF),
- * or of the file at path, read in blocks. */
-RTL_API int rtl_sha256_fd(int fd, uint8_t out[RTL_SHA256_BYTES], uint64_t *size, rtl_err *err);
+/* SHA-256 and size of the file at path, read in blocks. */
 RTL_API int rtl_sha256_file(const char *path, uint8_t out[RTL_SHA256_BYTES], uint64_t *size, rtl_err *err);
 
 /* What computes SHA-256 on this CPU: "x86 SHA extensions", "ARMv8 crypto
@@ -384,15 +376,8 @@ RTL_API const char *rtl_variant_id(const rtl_variant *v);
 RTL_API const char *rtl_variant_technique(const rtl_variant *v);
 RTL_API const char *rtl_variant_task(const rtl_variant *v);
 RTL_API const char *rtl_variant_parent(const rtl_variant *v); /* NULL: none */
-RTL_API const char *rtl_variant_description(const rtl_variant *v);
-RTL_API size_t rtl_variant_depends_count(const rtl_variant *v);
-RTL_API const char *rtl_variant_depends_at(const rtl_variant *v, size_t i);
 
 RTL_API size_t rtl_variant_file_count(const rtl_variant *v);
-RTL_API const char *rtl_variant_file_role(const rtl_variant *v, size_t i);
-/* Path of file i: the catalog folder joined with its archive path. */
-RTL_API const char *rtl_variant_file_path(const rtl_variant *v, size_t i);
-RTL_API uint64_t rtl_variant_file_size(const rtl_variant *v, size_t i);
 /* Path of the first file with `role` ("cfg", "weights", ...), or NULL. */
 RTL_API const char *rtl_variant_file(const rtl_variant *v, const char *role);
 
@@ -702,10 +687,6 @@ RTL_API int rtl_model_profile_layers(rtl_model *m, const float *x, uint32_t runs
  * once and fans its output out to every head (and to the parent's own
  * upper layers when the parent is asked too). */
 
-/* When v is a head: its parent's id (copied into parent_buf, psize bytes) and *from_layer (the first head layer); 0.
- * -1 with err (may be NULL) when v is not a head or its fields lack them. */
-RTL_API int rtl_variant_head(const rtl_variant *v, char *parent_buf, size_t psize, int *from_layer,
-                             rtl_err *err);
 
 /* Runs models[0..n) on one input x (rtl_model_input_size floats, the same
  * for all): heads with the same parent and from_layer share one run of
@@ -947,11 +928,6 @@ RTL_API int rtl_gtdp_plan_layer(const rtl_gtdp_layer *l, const rtl_gtdp_worker *
 /* The reference: n equal row bands, worker i the i-th. */
 RTL_API int rtl_gtdp_plan_equal(const rtl_gtdp_layer *l, const rtl_gtdp_worker *w, int n,
                                 rtl_gtdp_layer_plan *out, rtl_err *err);
-/* Layer i of m as a GTDP block (its time: rtl_model_profile_layers'): the
- * convolution, with the max pool right after it when nothing else reads
- * the convolution's output; -1 when layer i is not an ungrouped
- * convolutional layer. */
-RTL_API int rtl_gtdp_model_layer(const rtl_model *m, int i, rtl_gtdp_layer *out);
 /* The same, and 0 only when the block can be split: the model can be cut
  * before it and after it (no route or shortcut crosses it). */
 RTL_API int rtl_gtdp_model_split(const rtl_model *m, int i, rtl_gtdp_layer *out);
@@ -1037,11 +1013,6 @@ typedef struct rtl_serve_options {
  * frame (the device's first frame, rtl_peer_connect's, is far smaller). */
 #define RTL_PEER_PREAUTH_FRAME 4096u
 
-/* The largest request or reply any variant of the catalogs installed in
- * store can need (its peak activation, with headroom), bytes: what
- * rtl serve takes for max_frame when none is given; *why names the variant
- * (a line for the log). 0 when no catalog is installed. */
-RTL_API uint32_t rtl_server_max_frame(rtl_store *store, char *why, size_t whylen);
 
 typedef struct rtl_server rtl_server;
 
@@ -1069,28 +1040,8 @@ typedef struct rtl_peer rtl_peer;
 RTL_API rtl_peer *rtl_peer_connect(const char *host, int port, const rtl_peer_key *me,
                                    const unsigned char server_pk[RTL_PEER_PK_BYTES], int timeout_ms,
                                    rtl_err *err);
-/* Asks the peer to run layers first..last of m's variant on x (n floats
- * crossing cut `first`); the answer (layer last's output) goes into
- * out[0..cap), *nout floats. The request names m's catalog exactly (its
- * version and its manifest's SHA-256): a peer holding another version
- * refuses it, and err then names both versions. Fails when the deadline
- * (ms from now) passes; after any failure the connection is unusable
- * (close it). */
-RTL_API int rtl_peer_run(rtl_peer *p, const rtl_model *m, int first, int last, const float *x, size_t n,
-                         float *out, size_t cap, size_t *nout, int deadline_ms, rtl_err *err) RTL_MUST_CHECK;
 RTL_API void rtl_peer_close(rtl_peer *p);
 
-/* GTDP part q of the block of layers first..last (a convolution, and its
- * fused max pool when last = first + 1: rtl_gtdp_model_layer; x: input
- * rows q->in_r0..in_r1, all channels, n floats) computed by the peer: its
- * rows x channels in out. */
-RTL_API int rtl_peer_run_part(rtl_peer *p, const rtl_model *m, int first, int last, const rtl_gtdp_part *q,
-                              const float *x, size_t n, float *out, size_t cap, size_t *nout, int deadline_ms,
-                              rtl_err *err) RTL_MUST_CHECK;
-/* Computes GTDP part q of m's layer here (what a worker runs); x as above,
- * out receives (c1-c0) x (r1-r0) x w floats. */
-RTL_API int rtl_gtdp_compute_part(rtl_model *m, int layer, const rtl_gtdp_part *q, const float *x, size_t n,
-                                  float *out, rtl_err *err) RTL_MUST_CHECK;
 
 /* The steps of a part's call on the device (rtl_gtdp_part_rec.t): its
  * thread given the part; its request's floats written into the frame, the

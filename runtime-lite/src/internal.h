@@ -137,4 +137,59 @@ void rtl_forward_unlock(void);
  * answer; -1 when n is not the class count. */
 int rtl_model_set_output(rtl_model *m, const float *y, size_t n, rtl_err *err);
 
+
+/* ---- librtl's own, once exported (issue 38 item 1: nothing outside
+ * librtl called them; rtl_api_budget.sh counts the rest) ---------------- */
+/* BLAKE2b-512 of everything readable from fd (from its current offset to
+ * EOF), read in blocks (rtl_hash_file's). */
+int rtl_hash_fd(int fd, uint8_t out[RTL_HASH_BYTES], rtl_err *err);
+/* Verifies only the global signature (trusted comment), for a file that is
+ * no longer at hand (an installed catalog keeps its .minisig). */
+int rtl_sig_verify_comment(const rtl_signature *sig, const rtl_pubkey *key,
+                           rtl_err *err) RTL_MUST_CHECK;
+/* SHA-256 and size of everything readable from fd (from its offset to EOF),
+ * read in blocks (rtl_sha256_file's). */
+int rtl_sha256_fd(int fd, uint8_t out[RTL_SHA256_BYTES], uint64_t *size, rtl_err *err);
+const char *rtl_variant_description(const rtl_variant *v);
+size_t rtl_variant_depends_count(const rtl_variant *v);
+const char *rtl_variant_depends_at(const rtl_variant *v, size_t i);
+const char *rtl_variant_file_role(const rtl_variant *v, size_t i);
+/* Path of file i: the catalog folder joined with its archive path. */
+const char *rtl_variant_file_path(const rtl_variant *v, size_t i);
+uint64_t rtl_variant_file_size(const rtl_variant *v, size_t i);
+/* When v is a head: its parent's id (copied into parent_buf, psize bytes) and *from_layer (the first head layer); 0.
+ * -1 with err (may be NULL) when v is not a head or its fields lack them. */
+int rtl_variant_head(const rtl_variant *v, char *parent_buf, size_t psize, int *from_layer,
+                     rtl_err *err);
+/* Layer i of m as a GTDP block (its time: rtl_model_profile_layers'): the
+ * convolution, with the max pool right after it when nothing else reads
+ * the convolution's output; -1 when layer i is not an ungrouped
+ * convolutional layer. */
+int rtl_gtdp_model_layer(const rtl_model *m, int i, rtl_gtdp_layer *out);
+/* The largest request or reply any variant of the catalogs installed in
+ * store can need (its peak activation, with headroom), bytes: what
+ * rtl serve takes for max_frame when none is given; *why names the variant
+ * (a line for the log). 0 when no catalog is installed. */
+uint32_t rtl_server_max_frame(rtl_store *store, char *why, size_t whylen);
+/* Asks the peer to run layers first..last of m's variant on x (n floats
+ * crossing cut `first`); the answer (layer last's output) goes into
+ * out[0..cap), *nout floats. The request names m's catalog exactly (its
+ * version and its manifest's SHA-256): a peer holding another version
+ * refuses it, and err then names both versions. Fails when the deadline
+ * (ms from now) passes; after any failure the connection is unusable
+ * (close it). */
+int rtl_peer_run(rtl_peer *p, const rtl_model *m, int first, int last, const float *x, size_t n,
+                 float *out, size_t cap, size_t *nout, int deadline_ms, rtl_err *err) RTL_MUST_CHECK;
+/* GTDP part q of the block of layers first..last (a convolution, and its
+ * fused max pool when last = first + 1: rtl_gtdp_model_layer; x: input
+ * rows q->in_r0..in_r1, all channels, n floats) computed by the peer: its
+ * rows x channels in out. */
+int rtl_peer_run_part(rtl_peer *p, const rtl_model *m, int first, int last, const rtl_gtdp_part *q,
+                      const float *x, size_t n, float *out, size_t cap, size_t *nout, int deadline_ms,
+                      rtl_err *err) RTL_MUST_CHECK;
+/* Computes GTDP part q of m's layer here (what a worker runs); x as above,
+ * out receives (c1-c0) x (r1-r0) x w floats. */
+int rtl_gtdp_compute_part(rtl_model *m, int layer, const rtl_gtdp_part *q, const float *x, size_t n,
+                          float *out, rtl_err *err) RTL_MUST_CHECK;
+
 #endif
