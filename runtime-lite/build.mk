@@ -62,9 +62,10 @@ $(RTL_PC): runtime-lite/rtl.pc.in rtl-pc-force | $$(@D)/.dirstamp
 # (cli/rtl_gtdp_cli.c) links it, on the device too, beside librtl.
 # Not tests/tools: `rtl simulate` is a user's verb with its man page, and
 # its unit test (tests/unit/rtl_sim) links the library as a program would.
-# Link and speed emulation (emulate.c: rtl serve --emulate, --slowdown) is
-# the build host's only: its rtl serve installs it through rtl_serve_hooks;
-# the device's rtl has neither option and its librtl no emulation code.
+# Link and speed emulation (emulate.c: rtl serve --emulate, --slowdown; rtl
+# run --part-cpus) is the build host's only: its rtl installs it through
+# rtl_serve_hooks and rtl_gtdp_hooks; the device's rtl has none of these
+# options and its librtl no emulation code.
 RTL_SIM_SRCS := runtime-lite/sim/sched_sim.c runtime-lite/sim/gtdp_records.c
 ifeq ($(CROSS),)
 RTL_SIM_SRCS += runtime-lite/sim/emulate.c
@@ -77,7 +78,7 @@ $(RTL_SIM_LIB): $(call objs,$(RTL_SIM_SRCS)) | $$(@D)/.dirstamp
 	$(call msg,AR,$@)rm -f $@ && $(AR) rcsD $@ $^
 ifeq ($(CROSS),)
 RTL_CLI_HOST := $(call objs,$(RTL_SIM_CLI))
-$(call objs,runtime-lite/cli/rtl_cli.c runtime-lite/cli/rtl_offload_cli.c): CFLAGS += -DRTL_SIM
+$(call objs,runtime-lite/cli/rtl_cli.c runtime-lite/cli/rtl_offload_cli.c runtime-lite/cli/rtl_gtdp_cli.c): CFLAGS += -DRTL_SIM
 ALL_TARGETS += $(RTL_SIM_LIB)
 endif
 RTL_CLI_HOST += $(RTL_SIM_LIB)

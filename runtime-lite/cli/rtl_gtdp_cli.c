@@ -13,11 +13,27 @@
 #include <string.h>
 #include <time.h>
 
+#ifdef RTL_SIM /* the build host's rtl: the part threads pinned (runtime-lite/sim/emulate.c) */
+#define PART_CPUS_USAGE " [--part-cpus C,...]"
+#define PART_CPUS_HELP                                                                                              \
+    "  --part-cpus LIST  emulating several devices on one machine (this host's rtl\n"                              \
+    "                    only): this device's thread that runs worker i's part (its\n"                             \
+    "                    request sealed and sent, its reply opened and placed)\n"                                  \
+    "                    moves to CPU i of LIST (one per worker, in order; -1:\n"                                  \
+    "                    where it runs), the CPU that worker is pinned to: the\n"                                  \
+    "                    device then works on a core while its worker waits, never\n"                              \
+    "                    on the core of a worker still computing (as a device of its\n"                            \
+    "                    own would not)\n"
+#else
+#define PART_CPUS_USAGE ""
+#define PART_CPUS_HELP ""
+#endif
+
 static const char *gtdp_help =
     "Usage: rtl run ID VARIANT IMAGE... --workers HOST:PORT[@SPEED[@MBPS]],...\n"
     "               --peer-key FILE --device-key FILE [--repeat N] [--warmup N]\n"
     "               [--runs N] [--deadline-ms MS] [--threads N] [--top K] [--equal-split]\n"
-    "               [--resend] [--part-cpus C,...] [--cuts rows|channels] [--trace] [--json]\n"
+    "               [--resend]" PART_CPUS_USAGE " [--cuts rows|channels] [--trace] [--json]\n"
     "Runs VARIANT with every convolutional layer (and a max pool right after it)\n"
     "spread over rtl serve workers by\n"
     "MeDNN's GTDP (rows and output channels, sized by each worker's SPEED relative\n"
@@ -54,13 +70,7 @@ static const char *gtdp_help =
     "  --resend          send every part its whole input, also the rows its worker\n"
     "                    still holds as its answer of the block before (default:\n"
     "                    those are not sent again)\n"
-    "  --part-cpus LIST  emulating several devices on one machine: this device's\n"
-    "                    thread that runs worker i's part (its request sealed and\n"
-    "                    sent, its reply opened and placed) moves to CPU i of\n"
-    "                    LIST (one per worker, in order; -1: where it runs), the\n"
-    "                    CPU that worker is pinned to: the device then works on a\n"
-    "                    core while its worker waits, never on the core of a\n"
-    "                    worker still computing (as a device of its own would not)\n"
+    PART_CPUS_HELP
     "  --cuts C          every block cut by rows only (a block with a max pool at its\n"
     "                    convolution rows) or by channels only, instead of each\n"
     "                    block's cut measured over the workers (with --equal-split:\n"
@@ -130,6 +140,7 @@ static int parse_list(const char *s, struct wspec *ws, rtl_gtdp_worker *w, int *
     return *n > 0 ? 0 : -1;
 }
 
+#ifdef RTL_SIM
 /* C,C,... (-1: none), each a CPU this process may run on; 0 or -1. */
 static int parse_cpus(const char *s, int *cpu, int *n)
 {
@@ -149,6 +160,7 @@ static int parse_cpus(const char *s, int *cpu, int *n)
         p = end + 1;
     }
 }
+#endif
 
 /* GTDP's predicted time of one forward, walking the layers as rtl_gtdp_run
  * does: a block GTDP splits costs its slowest part (the part's fixed cost,
@@ -380,12 +392,18 @@ int cmd_run_gtdp(rtl_store *s, int argc, char **argv)
         {"json", no_argument, 0, 'j'},           {"help", no_argument, 0, 'h'},
         {"equal-split", no_argument, 0, 'e'},    {"warmup", required_argument, 0, 'u'},
         {"resend", no_argument, 0, 'R'},        {"trace", no_argument, 0, 'T'},
-        {"part-cpus", required_argument, 0, 'P'}, {"cuts", required_argument, 0, 'C'},
+        {"cuts", required_argument, 0, 'C'},
+#ifdef RTL_SIM
+        {"part-cpus", required_argument, 0, 'P'},
+#endif
         {0, 0, 0, 0}};
     struct wspec ws[RTL_GTDP_MAX_WORKERS];
     rtl_gtdp_worker w[RTL_GTDP_MAX_WORKERS];
     int nw = 0, json = 0, equal = 0, resend = 0, trace = 0, ncpu = 0, cuts = -1, c;
+#ifdef RTL_SIM
     int cpus[RTL_GTDP_MAX_WORKERS];
+    rtl_emu_cpus *pin = NULL;
+#endif
     long repeat = 1, warmup = 1, runs = 5, deadline = 10000, threads = 0, top = 5;
     const char *pk = NULL, *dk = NULL;
     optind = 0;
@@ -414,11 +432,13 @@ int cmd_run_gtdp(rtl_store *s, int argc, char **argv)
             else if (!strcmp(optarg, "channels")) cuts = RTL_GTDP_CHANNELS;
             else return usage("--cuts is rows or channels, not '%s'", optarg);
             break;
+#ifdef RTL_SIM
         case 'P':
             if (parse_cpus(optarg, cpus, &ncpu) != 0)
                 return usage("--part-cpus needs CPU numbers this process may use (or -1) joined by ',' (at most 8), "
                              "not '%s'", optarg);
             break;
+#endif
         default: return usage("unknown option or missing value: '%s'", argv[optind > 1 ? optind - 1 : 0]);
         }
     }
@@ -450,10 +470,13 @@ int cmd_run_gtdp(rtl_store *s, int argc, char **argv)
         status = fail(&err);
         goto done;
     }
-    if (ncpu && rtl_gtdp_set_part_cpus(m, cpus, ncpu, &err) != 0) {
+#ifdef RTL_SIM
+    rtl_gtdp_hooks hooks;
+    if (ncpu && (!(pin = rtl_emu_cpus_new(cpus, ncpu, &hooks, &err)) || rtl_gtdp_set_hooks(m, &hooks, &err) != 0)) {
         status = fail(&err);
         goto done;
     }
+#endif
     /* the parts' costs on this host, the way the workers compute them */
     if (rtl_gtdp_calibrate(m, 3, &err) != 0) {
         status = fail(&err);
@@ -600,5 +623,8 @@ done:
     free(x), free(cls), free(tg), free(tl), free(tr);
     rtl_model_close(m);
     rtl_catalog_close(cat);
+#ifdef RTL_SIM
+    rtl_emu_cpus_free(pin);
+#endif
     return status;
 }

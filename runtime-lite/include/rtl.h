@@ -1104,17 +1104,24 @@ typedef struct rtl_gtdp_stats {
  * measured over the workers (rtl_gtdp_cli.c). -1 with err on a bad layer
  * or dims. */
 RTL_API int rtl_gtdp_set_dims(rtl_model *m, int layer, int dims, rtl_err *err);
-/* Moves the device's thread that runs worker i's part (its request sealed
- * and sent, its reply opened and placed) to CPU cpu[i] (-1: left where it
- * runs), for every later rtl_gtdp_run of m; n = 0: none. For emulating
- * several devices on one machine (rtl run --part-cpus): with each worker
- * pinned to a CPU and the device's work for its part on the same CPU, the
- * device works on a core while its worker waits (before its part and
- * after), never on the core of a worker still computing, as a device of
- * its own would not. Best effort (a CPU the process may not use is
- * ignored). -1 with err on a CPU outside 0..CPU_SETSIZE-1 or n outside
- * 0..RTL_GTDP_MAX_WORKERS. */
-RTL_API int rtl_gtdp_set_part_cpus(rtl_model *m, const int *cpu, int n, rtl_err *err);
+/* What a host-side tool may hook into every later rtl_gtdp_run of m (h is
+ * copied; NULL: none), e.g. rtl run --part-cpus, which emulates several
+ * devices on one machine by pinning the device's part threads
+ * (runtime-lite/sim/emulate.c, the build host's rtl only; librtl pins
+ * nothing itself). Each may be NULL. part_cpu: the CPU (-1: none) that the
+ * device's thread running worker's part (its request sealed and sent, its
+ * reply opened and placed) is to run on; a part whose CPU no other part
+ * has may poll while it waits for a hand-over. enter_cpu: called on that
+ * thread before its part when part_cpu named a CPU. leave: called on
+ * rtl_gtdp_run's calling thread (it runs the last part) before it
+ * returns. -1 with err when out of memory. */
+typedef struct rtl_gtdp_hooks {
+    void *ctx;
+    int (*part_cpu)(void *ctx, int worker);
+    void (*enter_cpu)(void *ctx, int cpu);
+    void (*leave)(void *ctx);
+} rtl_gtdp_hooks;
+RTL_API int rtl_gtdp_set_hooks(rtl_model *m, const rtl_gtdp_hooks *h, rtl_err *err);
 
 /* One forward of m on x (rtl_model_input_size floats) with every
  * convolutional layer between possible cuts spread by GTDP over the

@@ -6,11 +6,17 @@
  * ready (rates of 0: not emulated, e.g. when tc shapes a veth between
  * namespaces); with a slowdown F > 1 each reply waits until F x its
  * computation's CPU time has passed since the request arrived (a slower
- * worker, e.g. GTDP's unequal workers). librtl carries none of this. */
+ * worker, e.g. GTDP's unequal workers). And rtl run --part-cpus: the
+ * device's part threads pinned to their workers' CPUs (rtl_gtdp_hooks).
+ * librtl carries none of this. */
 #include "internal.h"
 #include "rtl_sim.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 /* the ms that bytes take at mbps (0: not emulated, none) */
@@ -50,3 +56,57 @@ int rtl_emu_hooks(const rtl_emu *e, rtl_serve_hooks *out, rtl_err *err)
     if (e->slowdown > 1) out->computed = computed;
     return 0;
 }
+
+/* ---- the device's part threads on their workers' CPUs (rtl run
+ * --part-cpus): several devices emulated on one machine. With each worker
+ * pinned to a CPU and the device's work for its part on the same CPU, the
+ * device works on a core while its worker waits (before its part and
+ * after), never on the core of a worker still computing, as a device of
+ * its own would not. Best effort: a CPU the process may not use leaves the
+ * thread where it runs. */
+struct rtl_emu_cpus {
+    int n;
+    int cpu[RTL_GTDP_MAX_WORKERS];
+    int has_home;
+    cpu_set_t home; /* the calling thread's CPUs, given back after each run */
+};
+
+static int part_cpu(void *ctx, int worker)
+{
+    const rtl_emu_cpus *c = ctx;
+    return worker >= 0 && worker < c->n ? c->cpu[worker] : -1;
+}
+
+static void enter_cpu(void *ctx, int cpu)
+{
+    (void)ctx;
+    cpu_set_t cs;
+    CPU_ZERO(&cs);
+    CPU_SET(cpu, &cs);
+    (void)pthread_setaffinity_np(pthread_self(), sizeof cs, &cs);
+}
+
+static void leave_cpu(void *ctx)
+{
+    const rtl_emu_cpus *c = ctx;
+    if (c->has_home) (void)pthread_setaffinity_np(pthread_self(), sizeof c->home, &c->home);
+}
+
+rtl_emu_cpus *rtl_emu_cpus_new(const int *cpu, int n, rtl_gtdp_hooks *out, rtl_err *err)
+{
+    if (n < 1 || n > RTL_GTDP_MAX_WORKERS)
+        return rtl_errf(err, "GTDP: %d CPUs (1..%d workers)", n, RTL_GTDP_MAX_WORKERS), NULL;
+    for (int i = 0; i < n; i++)
+        if (cpu[i] < -1 || cpu[i] >= CPU_SETSIZE)
+            return rtl_errf(err, "GTDP: worker %d's CPU %d (0..%d, or -1 for none)", i + 1, cpu[i], CPU_SETSIZE - 1),
+                   NULL;
+    rtl_emu_cpus *c = calloc(1, sizeof *c);
+    if (!c) return rtl_errf(err, "out of memory"), NULL;
+    c->n = n;
+    memcpy(c->cpu, cpu, (size_t)n * sizeof *cpu);
+    c->has_home = pthread_getaffinity_np(pthread_self(), sizeof c->home, &c->home) == 0;
+    *out = (rtl_gtdp_hooks){.ctx = c, .part_cpu = part_cpu, .enter_cpu = enter_cpu, .leave = leave_cpu};
+    return c;
+}
+
+void rtl_emu_cpus_free(rtl_emu_cpus *c) { free(c); }

@@ -115,6 +115,20 @@ typedef struct rtl_emu {
  * server); only those e needs are set. -1 with err on a rate or RTT < 0. */
 int rtl_emu_hooks(const rtl_emu *e, rtl_serve_hooks *out, rtl_err *err);
 
+/* rtl run --part-cpus: the hooks (rtl_gtdp_set_hooks) that move the
+ * device's thread running worker i's part to CPU cpu[i] (-1: left where it
+ * runs), n workers, and give rtl_gtdp_run's calling thread its CPUs of now
+ * back after each run. For emulating several devices on one machine: with
+ * each worker pinned to a CPU and the device's work for its part on the
+ * same CPU, the device works on a core while its worker waits, never on
+ * the core of a worker still computing, as a device of its own would not.
+ * Best effort (a CPU the process may not use is ignored). NULL with err on
+ * a CPU outside -1..CPU_SETSIZE-1, n outside 1..RTL_GTDP_MAX_WORKERS or out
+ * of memory; free it (rtl_emu_cpus_free) after the model's last run. */
+typedef struct rtl_emu_cpus rtl_emu_cpus;
+rtl_emu_cpus *rtl_emu_cpus_new(const int *cpu, int n, rtl_gtdp_hooks *out, rtl_err *err);
+void rtl_emu_cpus_free(rtl_emu_cpus *c);
+
 #ifdef __cplusplus
 }
 #endif

@@ -31,7 +31,6 @@
 #include <math.h>
 #include <errno.h>
 #include <pthread.h>
-#include <sched.h>
 #include <semaphore.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,8 +71,7 @@ struct rtl_gtdp_cache {
     int nfit;            /* the model's layers */
     struct gtdp_fit *fit; /* per block's first layer: rtl_gtdp_calibrate */
     struct helper help[RTL_GTDP_MAX_WORKERS];
-    int ncpu;                       /* rtl_gtdp_set_part_cpus: 0, none */
-    int cpu[RTL_GTDP_MAX_WORKERS]; /* per worker, -1: none */
+    rtl_gtdp_hooks hooks;           /* rtl_gtdp_set_hooks (none: all NULL) */
 };
 
 /* Convolution output rows [a, b) that block output rows [r0, r1) read: the
@@ -364,16 +362,11 @@ static struct gtdp_fit *fit_table(rtl_model *m, rtl_err *err)
     return c->fit;
 }
 
-int rtl_gtdp_set_part_cpus(rtl_model *m, const int *cpu, int n, rtl_err *err)
+int rtl_gtdp_set_hooks(rtl_model *m, const rtl_gtdp_hooks *h, rtl_err *err)
 {
-    if (n < 0 || n > RTL_GTDP_MAX_WORKERS) return rtl_errf(err, "GTDP: %d CPUs (0..%d workers)", n, RTL_GTDP_MAX_WORKERS);
-    for (int i = 0; i < n; i++)
-        if (cpu[i] < -1 || cpu[i] >= CPU_SETSIZE)
-            return rtl_errf(err, "GTDP: worker %d's CPU %d (0..%d, or -1 for none)", i + 1, cpu[i], CPU_SETSIZE - 1);
     struct rtl_gtdp_cache *c = cache_of(m);
     if (!c) return rtl_errf(err, "out of memory");
-    c->ncpu = n;
-    for (int i = 0; i < n; i++) c->cpu[i] = cpu[i];
+    c->hooks = h ? *h : (rtl_gtdp_hooks){0};
     return 0;
 }
 
@@ -826,11 +819,9 @@ static void *job_main(void *arg)
     size_t got = 0;
     const rtl_gtdp_layer *g = j->g;
     rtl_part_io io = {job_fill, job_take, j, j->t};
-    if (j->cpu >= 0) { /* best effort: a CPU that is not there leaves the thread where it runs */
-        cpu_set_t cs;
-        CPU_ZERO(&cs);
-        CPU_SET(j->cpu, &cs);
-        (void)pthread_setaffinity_np(pthread_self(), sizeof cs, &cs);
+    if (j->cpu >= 0) { /* named by the cache's part_cpu hook (rtl_gtdp_set_hooks) */
+        const rtl_gtdp_hooks *hk = &rtl_model_gtdp_cache_get(j->m)->hooks;
+        if (hk->enter_cpu) hk->enter_cpu(hk->ctx, j->cpu);
     }
     j->t[RTL_IO_T_START] = rtl_now_ms();
     j->ok = rtl_peer_run_part_io(j->peer, j->m, g->index, g->last, &j->q, j->held ? j->hg : NULL,
@@ -942,7 +933,7 @@ static int run_conv(rtl_model *m, const rtl_gtdp_layer *g, rtl_peer **peers, con
         j->nout = (size_t)(j->q.r1 - j->q.r0) * (j->q.c1 - j->q.c0) * g->w;
         j->deadline_ms = deadline_ms;
         struct rtl_gtdp_cache *cc = *rtl_model_gtdp_cache(m);
-        j->cpu = cc && j->q.worker < cc->ncpu ? cc->cpu[j->q.worker] : -1;
+        j->cpu = cc && cc->hooks.part_cpu ? cc->hooks.part_cpu(cc->hooks.ctx, j->q.worker) : -1;
         j->spin = j->cpu >= 0;
         for (int k2 = 0; k2 < k; k2++)
             if (jobs[k2].cpu == j->cpu) j->spin = jobs[k2].spin = 0;
@@ -1032,12 +1023,9 @@ int rtl_gtdp_run(rtl_model *m, rtl_peer **peers, const rtl_gtdp_worker *w, int n
     if (n < 1 || n > RTL_GTDP_MAX_WORKERS)
         return rtl_errf(err, "GTDP: %d workers (1..%d are supported)", n, RTL_GTDP_MAX_WORKERS);
     if (st) memset(st, 0, sizeof *st);
-    /* the parts' threads move to their workers' CPUs
-     * (rtl_gtdp_set_part_cpus); this thread, which runs the last part of
-     * each block, goes back where it was allowed to run */
+    /* a hook may move the parts' threads (rtl_gtdp_set_hooks); this
+     * thread, which runs the last part of each block, it hears of at the end */
     struct rtl_gtdp_cache *cc = *rtl_model_gtdp_cache(m);
-    cpu_set_t aff;
-    int restore = cc && cc->ncpu > 0 && pthread_getaffinity_np(pthread_self(), sizeof aff, &aff) == 0;
     int alive[RTL_GTDP_MAX_WORKERS], L = rtl_model_layers(m), rc = -1;
     for (int i = 0; i < n; i++) alive[i] = peers[i] != NULL;
     size_t cap = rtl_model_input_size(m);
@@ -1083,7 +1071,7 @@ int rtl_gtdp_run(rtl_model *m, rtl_peer **peers, const rtl_gtdp_worker *w, int n
     rc = rtl_model_set_output(m, a, na, err);
     if (st) st->total_ms = rtl_now_ms() - f0;
 out:
-    if (restore) (void)pthread_setaffinity_np(pthread_self(), sizeof aff, &aff);
+    if (cc && cc->hooks.leave) cc->hooks.leave(cc->hooks.ctx);
     free(a);
     free(b);
     return rc;

@@ -55,6 +55,9 @@ in_hf=$(grep -cE '\bemu_[a-z_]+[,;]|\bslowdown;' "$hdr")
 t_check "rtl.h's server options hold no emulation field ($in_hf)" test "$in_hf" = 0
 in_ae=$(strings -a "$O/lib/librtl.a" | grep -ci 'emulat')
 t_check "librtl.a holds no emulation (its strings name none: $in_ae)" test "$in_ae" = 0
+in_af=$(nm "$O/lib/librtl.a" 2>/dev/null | grep -c 'affinity')
+t_check "librtl.a pins no thread (rtl run --part-cpus is emulate.c's: $in_af affinity symbols)" test "$in_af" = 0
+t_check "the host's rtl run has --part-cpus (emulate.c)" bash -c "'$BIN/rtl' run --workers 127.0.0.1:1 --help | grep -q -- '--part-cpus LIST'"
 t_check "the host's rtl serve has --emulate and --slowdown (emulate.c)" \
     bash -c "'$BIN/rtl' serve --help | grep -q -- '--emulate U:D:R' && '$BIN/rtl' serve --help | grep -q -- '--slowdown F'"
 
@@ -67,8 +70,10 @@ if [ -e "$X/lib/librtl.a" ] && [ -e "$X/bin/rtl" ]; then
     t_check "the aarch64 rtl has no simulate verb ($xr simulator symbols)" test "$xr" = 0
     xe=$(strings -a "$X/lib/librtl.a" | grep -ci 'emulat')
     t_check "the aarch64 librtl.a holds no emulation ($xe strings name it)" test "$xe" = 0
-    xo=$(aarch64-linux-gnu-nm "$X/bin/rtl" 2>/dev/null | grep -cE ' rtl_emu_hooks$')
-    t_check "the aarch64 rtl has no rtl serve --emulate ($xo emulation symbols)" test "$xo" = 0
+    xo=$(aarch64-linux-gnu-nm "$X/bin/rtl" 2>/dev/null | grep -cE ' (rtl_emu_hooks|rtl_emu_cpus_new)$')
+    t_check "the aarch64 rtl has no serve --emulate nor run --part-cpus ($xo emulation symbols)" test "$xo" = 0
+    xf=$(aarch64-linux-gnu-nm "$X/lib/librtl.a" 2>/dev/null | grep -c 'affinity')
+    t_check "the aarch64 librtl.a pins no thread ($xf affinity symbols)" test "$xf" = 0
 else
     t_skip "the aarch64 librtl.a and rtl" "not cross-built here (make cross-test-build)"
 fi
