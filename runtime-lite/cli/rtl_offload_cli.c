@@ -61,9 +61,14 @@ static const char *plan_help =
     "  --slowdown F        speed emulation (this host's rtl only): each reply waits\n"                             \
     "                      until F x the CPU time of its computation has passed since\n"                           \
     "                      the request arrived (a worker F times slower)\n"
+#define SPLIT_PACE_HELP                                                                                             \
+    " --device-factor F makes each device piece\n"                                                             \
+    "last F times its CPU time here as profiled warm before the runs (a device F\n"                              \
+    "times slower than this machine; use one thread; this host's rtl only)."
 #else
 #define SERVE_EMU_USAGE ""
 #define SERVE_EMU_HELP ""
+#define SPLIT_PACE_HELP ""
 #endif
 
 static const char *serve_help =
@@ -113,9 +118,7 @@ static const char *run_split_help =
     "here and the rest there, or the planner's placement (--split auto, options as\n"
     "rtl plan: --link, --rtt, --goal, budgets, factors). When the peer fails\n"
     "(refused, reset, slower than --deadline-ms) the request finishes on the device;\n"
-    "each result says where it ran. --device-factor F makes each device piece last\n"
-    "F times its CPU time here as profiled warm before the runs (a device F times\n"
-    "slower than this machine; use one thread).\n"
+    "each result says where it ran." SPLIT_PACE_HELP "\n"
     "  --peer HOST:PORT   the server (without it everything runs here)\n"
     "  --peer-key FILE    the server's public key file (X.pub of its rtl peer-keygen\n"
     "                     X), pinned: a server without its secret half is refused\n"
@@ -897,6 +900,12 @@ int cmd_run_split(rtl_store *s, int argc, char **argv)
     cJSON_AddStringToObject(doc, "variant", argv[i + 1]);
     cJSON_AddStringToObject(doc, "link", o.link.name);
     cJSON_AddItemToObject(doc, "plan", plan_json(&plan));
+    const rtl_offload_hooks *pacing = NULL; /* the device's own speed */
+#ifdef RTL_SIM /* the build host's rtl: a device --device-factor times slower */
+    rtl_offload_hooks paced;
+    rtl_emu_device_hooks(&o.target.device_factor, &paced);
+    pacing = &paced;
+#endif
     for (int a = i + 2; a < argc; a++) {
         if (rtl_model_image_input(m, argv[a], x, &err) != 0) {
             status = fail(&err);
@@ -912,7 +921,7 @@ int cmd_run_split(rtl_store *s, int argc, char **argv)
                 peer = rtl_peer_connect(host, port, &me, server.pk, (int)o.deadline_ms, &pe);
                 if (!peer) refused = 1, snprintf(reason, sizeof reason, "%s", pe.msg);
             }
-            if (rtl_offload_run(m, &plan, peer, x, o.target.device_factor, (int)o.deadline_ms, &res, &err) != 0) {
+            if (rtl_offload_run(m, &plan, peer, x, pacing, (int)o.deadline_ms, &res, &err) != 0) {
                 status = fail(&err);
                 ok = 0;
                 break;

@@ -1140,15 +1140,21 @@ RTL_API int rtl_gtdp_set_hooks(rtl_model *m, const rtl_gtdp_hooks *h, rtl_err *e
 RTL_API int rtl_gtdp_run(rtl_model *m, rtl_peer **peers, const rtl_gtdp_worker *w, int n, const float *x,
                          int deadline_ms, int flags, rtl_gtdp_stats *st, rtl_err *err) RTL_MUST_CHECK;
 
+/* What a host-side tool may hook into rtl_offload_run (NULL: none), e.g.
+ * rtl run --split --device-factor F, which paces the device pieces as a
+ * device F times slower would (runtime-lite/sim/emulate.c, the build
+ * host's rtl only; librtl paces nothing itself). device_piece: called on
+ * the calling thread after each piece of layers first..last ran here, with
+ * the thread's CPU time and the wall time the piece took; it may wait. */
+typedef struct rtl_offload_hooks {
+    void *ctx;
+    void (*device_piece)(void *ctx, const rtl_model *m, int first, int last, double cpu_ms, double wall_ms);
+} rtl_offload_hooks;
+
 /* Runs model m on x by plan: device pieces here, cloud pieces through peer
  * (NULL: none, everything runs here). When the peer fails, the rest runs
- * on the device from the last activation held. device_factor > 1 emulates
- * a slower device: each device piece ends factor times its CPU time on
- * this machine after it started (the layers' warm CPU times profiled in
- * this process when rtl_model_profile_layers ran, else the calling
- * thread's CPU time of this run: other load on a shared machine does not
- * count; meant for one compute thread), never before its real computation
- * ends. The result is rtl_model_output's. */
+ * on the device from the last activation held. hooks: above (NULL: none).
+ * The result is rtl_model_output's. */
 typedef struct rtl_offload_result {
     int ran_on_cloud;            /* layers the cloud ran */
     int fell_back;               /* 1: the peer failed and the device finished */
@@ -1157,7 +1163,7 @@ typedef struct rtl_offload_result {
     double ms;                   /* wall time */
 } rtl_offload_result;
 RTL_API int rtl_offload_run(rtl_model *m, const rtl_plan *plan, rtl_peer *peer, const float *x,
-                            double device_factor, int deadline_ms, rtl_offload_result *res,
+                            const rtl_offload_hooks *hooks, int deadline_ms, rtl_offload_result *res,
                             rtl_err *err) RTL_MUST_CHECK;
 
 

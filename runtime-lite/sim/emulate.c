@@ -35,14 +35,20 @@ static double leaves(void *ctx, double ready, size_t bytes)
     return ready + e->rtt_ms / 2 + on_wire(e->down_mbps, bytes);
 }
 
-static void computed(void *ctx, double cpu_ms, double wall_ms)
+/* Waits until f x cpu ms have passed where wall ms have (f <= 1: not). */
+static void pace(double f, double cpu, double wall)
 {
-    const rtl_emu *e = ctx;
-    double w = e->slowdown * cpu_ms - wall_ms;
-    if (w <= 0) return;
+    double w = f * cpu - wall;
+    if (f <= 1 || w <= 0) return;
     struct timespec ts = {(time_t)(w / 1e3), (long)(((long long)(w * 1e6)) % 1000000000LL)};
     while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
     }
+}
+
+static void computed(void *ctx, double cpu_ms, double wall_ms)
+{
+    const rtl_emu *e = ctx;
+    pace(e->slowdown, cpu_ms, wall_ms);
 }
 
 int rtl_emu_hooks(const rtl_emu *e, rtl_serve_hooks *out, rtl_err *err)
@@ -110,3 +116,29 @@ rtl_emu_cpus *rtl_emu_cpus_new(const int *cpu, int n, rtl_gtdp_hooks *out, rtl_e
 }
 
 void rtl_emu_cpus_free(rtl_emu_cpus *c) { free(c); }
+
+/* ---- a slower device (rtl run --split --device-factor F): a device piece
+ * ends F x cpu ms after it started (waiting the rest), cpu being the
+ * piece's CPU time on this machine: the layers' warm CPU times profiled in
+ * this process when the model has been profiled (rtl_model_profile_layers),
+ * else the calling thread's CPU time of this run. Not wall time, so that
+ * other processes on a shared machine do not slow the modelled device
+ * down; profiled rather than this run's, because the emulation's own waits
+ * leave the caches cold (other processes run meanwhile), which a real
+ * device computing without pause would not see. Meant for one compute
+ * thread. */
+static void device_piece(void *ctx, const rtl_model *m, int first, int last, double cpu_ms, double wall_ms)
+{
+    const double *factor = ctx;
+    double prof = 0;
+    for (int k = first; k <= last; k++) {
+        rtl_layer_cost lc;
+        if (rtl_model_layer_cost(m, k, &lc) == 0) prof += lc.host_cpu_ms;
+    }
+    pace(*factor, prof > 0 ? prof : cpu_ms, wall_ms);
+}
+
+void rtl_emu_device_hooks(const double *factor, rtl_offload_hooks *out)
+{
+    *out = (rtl_offload_hooks){.ctx = (void *)factor, .device_piece = *factor > 1 ? device_piece : NULL};
+}

@@ -125,6 +125,12 @@ int rtl_emu_hooks(const rtl_emu *e, rtl_serve_hooks *out, rtl_err *err);
  * Best effort (a CPU the process may not use is ignored). NULL with err on
  * a CPU outside -1..CPU_SETSIZE-1, n outside 1..RTL_GTDP_MAX_WORKERS or out
  * of memory; free it (rtl_emu_cpus_free) after the model's last run. */
+/* rtl run --split --device-factor F: the hooks (rtl_offload_run) that
+ * make each device piece last *factor (> 1; else none) times its CPU time
+ * here, as profiled warm (a device that much slower than this machine; one
+ * compute thread). factor must outlive the runs. */
+void rtl_emu_device_hooks(const double *factor, rtl_offload_hooks *out);
+
 typedef struct rtl_emu_cpus rtl_emu_cpus;
 rtl_emu_cpus *rtl_emu_cpus_new(const int *cpu, int n, rtl_gtdp_hooks *out, rtl_err *err);
 void rtl_emu_cpus_free(rtl_emu_cpus *c);

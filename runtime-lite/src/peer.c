@@ -456,7 +456,6 @@ static rtl_model *cached_model(rtl_server *s, const char *catalog, const char *v
 }
 
 static double cpu_ms(void);
-static void slow_down(double f, double cpu, double wall);
 
 /* A part request's input rows in_r0..in_r1 of every channel, read where
  * they lie (rtl_gtdp_compute_part_rows): a held request's rows in its held
@@ -1473,25 +1472,6 @@ static double cpu_ms(void)
     return t.tv_sec * 1e3 + t.tv_nsec * 1e-6;
 }
 
-/* A device f times slower than this machine: a piece ends f * cpu ms after
- * it started (waiting the rest), cpu being the piece's CPU time on this
- * machine: the layers' warm CPU times profiled in this process when the
- * model has been profiled (rtl_model_profile_layers), else the calling
- * thread's CPU time of this run. Not wall time, so that other processes on
- * a shared machine do not slow the modelled device down; profiled rather
- * than this run's, because the emulation's own waits leave the caches cold
- * (other processes run meanwhile), which a real device computing without
- * pause would not see. Meant for one compute thread. */
-static void slow_down(double f, double cpu, double wall)
-{
-    if (f <= 1) return;
-    double w = f * cpu - wall;
-    if (w <= 0) return;
-    struct timespec ts = {(time_t)(w / 1e3), (long)(((long long)(w * 1e6)) % 1000000000LL)};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-    }
-}
-
 /* 1 when every one of n floats is finite. */
 static int all_finite(const float *x, size_t n)
 {
@@ -1516,7 +1496,7 @@ static int offload_piece(rtl_model *m, rtl_peer *peer, int i, int j, const float
     return 0;
 }
 
-int rtl_offload_run(rtl_model *m, const rtl_plan *plan, rtl_peer *peer, const float *x, double device_factor,
+int rtl_offload_run(rtl_model *m, const rtl_plan *plan, rtl_peer *peer, const float *x, const rtl_offload_hooks *hooks,
                     int deadline_ms, rtl_offload_result *res, rtl_err *err)
 {
     int n = rtl_model_layers(m);
@@ -1559,14 +1539,10 @@ int rtl_offload_run(rtl_model *m, const rtl_plan *plan, rtl_peer *peer, const fl
             if (res->fell_back) j = n - 1; /* everything left runs here */
             const float *y;
             size_t ny;
-            double d0 = rtl_now_ms(), c0 = cpu_ms(), prof = 0;
+            double d0 = rtl_now_ms(), c0 = cpu_ms();
             rc = rtl_model_run_range(m, i, j, buf, have, &y, &ny, err);
             if (rc != 0) break;
-            for (int k = i; k <= j; k++) {
-                rtl_layer_cost lc;
-                if (rtl_model_layer_cost(m, k, &lc) == 0) prof += lc.host_cpu_ms;
-            }
-            slow_down(device_factor, prof > 0 ? prof : cpu_ms() - c0, rtl_now_ms() - d0);
+            if (hooks && hooks->device_piece) hooks->device_piece(hooks->ctx, m, i, j, cpu_ms() - c0, rtl_now_ms() - d0);
             memcpy(buf, y, ny * sizeof *buf);
             have = ny;
             device_layers += j - i + 1;

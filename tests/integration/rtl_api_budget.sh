@@ -58,6 +58,10 @@ t_check "librtl.a holds no emulation (its strings name none: $in_ae)" test "$in_
 in_af=$(nm "$O/lib/librtl.a" 2>/dev/null | grep -c 'affinity')
 t_check "librtl.a pins no thread (rtl run --part-cpus is emulate.c's: $in_af affinity symbols)" test "$in_af" = 0
 t_check "the host's rtl run has --part-cpus (emulate.c)" bash -c "'$BIN/rtl' run --workers 127.0.0.1:1 --help | grep -q -- '--part-cpus LIST'"
+in_df=$(grep -A2 '^RTL_API int rtl_offload_run(' "$hdr" | grep -c 'device_factor')
+t_check "rtl_offload_run paces no device itself (no device_factor: $in_df)" test "$in_df" = 0
+t_check "the host's rtl run --split paces by --device-factor (emulate.c)" \
+    bash -c "'$BIN/rtl' run --split 1 --help | grep -q 'this host.s rtl only'"
 t_check "the host's rtl serve has --emulate and --slowdown (emulate.c)" \
     bash -c "'$BIN/rtl' serve --help | grep -q -- '--emulate U:D:R' && '$BIN/rtl' serve --help | grep -q -- '--slowdown F'"
 

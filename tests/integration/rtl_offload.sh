@@ -85,6 +85,16 @@ done
 expect_fail "a split across a shortcut/route is refused" "reads across that cut" \
     rtl run rtlnet base $img --split 4 $(peer_args)
 
+# --device-factor F (the host's rtl: runtime-lite/sim/emulate.c through
+# rtl_offload_hooks): each device piece lasts F x its profiled CPU time
+ms_of() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["results"][0]["ms_median"])' "$1"; }
+rtl run rtlnet base $img --json --threads 1 --split 0 --repeat 3 --device-factor 1 >df1.json 2>df.err &&
+    rtl run rtlnet base $img --json --threads 1 --split 0 --repeat 3 --device-factor 200 >df200.json 2>>df.err ||
+    t_fail "rtl run --device-factor runs" "$(cat df.err)"
+m1=$(ms_of df1.json) m200=$(ms_of df200.json)
+t_check "--device-factor 200 paces the device: $m200 ms against $m1 ms at 1 (more than 10x)" \
+    python3 -c "import sys; sys.exit(0 if $m200 > 10 * $m1 else 1)"
+
 # 2. the planner
 plan_ok() {
     python3 - "$1" "$2" <<'EOF'
