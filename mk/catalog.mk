@@ -75,7 +75,7 @@ catalog-build: $(CATALOG_REPORT)
 # and the manifest carries its size and SHA-256.
 CATALOG_ONNX := $(if $(filter 1,$(ONNX)),$(VARIANTS_O)/.onnx-exported)
 $(VARIANTS_O)/.onnx-exported: $(VARIANT_JSONS) | $(BIN)/catalog
-	$(call msg,ONNX,$(VARIANTS_O))$(BIN)/catalog export --onnx $(VARIANTS_O) >$@.log && mv $@.log $@
+	$(call msg,ONNX,$(VARIANTS_O))$(BIN)/catalog export --onnx $(VARIANTS_O) >$@.tmp && mv $@.tmp $@
 
 # The KEEP list as a file rewritten only when it changes: a new list repacks.
 $(PLAN_O)/catalog.keep: plan-force | $(PLAN_O)/.dirstamp

@@ -155,10 +155,10 @@ $(VARIANTS_O)/$1/meta.json: $(PLAN_O)/$1.plan $(RECIPE_CFG) $(DATA) mk/classes.a
     | $(VARIANTS_O)/$1/.dirstamp $(if $(RECIPE_FIT_INPUT),$(BIN)/dataset)
 	$$(call msg,BASE,$(RECIPE_CFG))n=$$$$(sed -n 's/^[[:space:]]*classes[[:space:]]*=[[:space:]]*//p' $(DATA) | head -n1); \
 	  case "$$$$n" in [1-9]*) ;; *) echo "$(DATA): no classes=N line: is it a Darknet classifier .data?" >&2; exit 1 ;; esac; \
-	  awk -v n="$$$$n" -f mk/classes.awk $(RECIPE_CFG) > $$(@D)/variant.cfg.tmp && \
-	  $(if $(RECIPE_FIT_INPUT),shape=$$$$($(BIN)/dataset shape $(DATA)) && set -- $$$$shape && \
-	    awk -v w="$$$$1" -v h="$$$$2" -v c="$$$$3" -v cfg=$(RECIPE_CFG) -f mk/input.awk $$(@D)/variant.cfg.tmp \
-	    > $$(@D)/variant.cfg.fit && mv $$(@D)/variant.cfg.fit $$(@D)/variant.cfg.tmp && )mv $$(@D)/variant.cfg.tmp $$(@D)/variant.cfg && \
+	  $(if $(RECIPE_FIT_INPUT),shape=$$$$($(BIN)/dataset shape $(DATA)) && set -- $$$$shape && )\
+	  awk -v n="$$$$n" -f mk/classes.awk $(RECIPE_CFG) > $$(@D)/variant.cfg.tmp && mv $$(@D)/variant.cfg.tmp $$(@D)/variant.cfg.cls && \
+	  $(if $(RECIPE_FIT_INPUT),awk -v w="$$$$1" -v h="$$$$2" -v c="$$$$3" -v cfg=$(RECIPE_CFG) -f mk/input.awk $$(@D)/variant.cfg.cls \
+	    > $$(@D)/variant.cfg.tmp && mv $$(@D)/variant.cfg.tmp $$(@D)/variant.cfg.cls && )mv $$(@D)/variant.cfg.cls $$(@D)/variant.cfg && \
 	  printf '{"technique":"base","parent":null,"description":"%s trained from scratch","technique_fields":{}}\n' \
 	  '$(MODEL) ($(notdir $(RECIPE_CFG)))' > $$@.tmp && mv $$@.tmp $$@
 else ifeq ($(word 1,$(V_$1)),nested)
