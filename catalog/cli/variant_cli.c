@@ -306,8 +306,9 @@ int cat_cli_variants(int argc, char **argv)
                r->params, r->fc_params, fx, t1, ci, dt, ms);
     }
     if (images > 0)
-        printf("top-1 on the test split (%.0f images) with its 95%% Wilson interval: a difference between two "
-               "variants whose intervals overlap is within the noise\n", images);
+        printf("top-1 on the test split (%.0f images) with its 95%% Wilson interval; whether two variants "
+               "differ is decided by McNemar's exact test on the same images (catalog pack's winnow lines)\n",
+               images);
     free(rows);
     return rc;
 }
