@@ -240,21 +240,28 @@ static int write_atomic(int dirfd, const char *name, const char *text, size_t le
     return rtl_fsync_fd(dirfd, "ROOT/pull", err);
 }
 
-static uint64_t seen_serial(struct pull *p, const char *channel)
+/* The serial this device accepted last on CHANNEL (ROOT/pull/seen-CHANNEL)
+ * into *seen: 0 when there is none. -1 with err when the file cannot be
+ * read or is damaged: the replay check fails closed, since accepting any
+ * serial there would let an old index through. */
+static int seen_serial(struct pull *p, const char *channel, uint64_t *seen, rtl_err *err)
 {
     char name[RTL_ID_MAX + 8], buf[64] = "";
     snprintf(name, sizeof name, "seen-%s", channel);
+    *seen = 0;
     int fd = openat(p->dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0) return 0;
+    if (fd < 0)
+        return errno == ENOENT ? 0 : rtl_errf(err, "cannot open %s/pull/%s: %s", p->s->root, name, strerror(errno));
     ssize_t r = read(fd, buf, sizeof buf - 1);
+    int e = errno;
     close(fd);
-    buf[r > 0 ? r : 0] = '\0';
-    uint64_t v = 0;
-    if (sscanf(buf, "serial %" SCNu64, &v) != 1) {
-        rtl_log(p->s, RTL_LOG_WARN, "ROOT/pull/%s is damaged: treating it as serial 0", name);
-        return 0;
-    }
-    return v;
+    if (r < 0) return rtl_errf(err, "cannot read %s/pull/%s: %s", p->s->root, name, strerror(e));
+    buf[r] = '\0';
+    if (sscanf(buf, "serial %" SCNu64, seen) != 1)
+        return rtl_errf(err, "%s/pull/%s is damaged (it must read \"serial N\"): this device cannot tell an old index "
+                        "from a new one; write the serial it accepted last into it, or remove it to accept the "
+                        "next index as this channel's first", p->s->root, name);
+    return 0;
 }
 
 /* The channel recorded in ROOT/pull/channel ("channel NAME") into
@@ -265,8 +272,10 @@ static int stored_channel(struct pull *p, rtl_err *err)
     int fd = openat(p->dirfd, "channel", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0) return errno == ENOENT ? 0 : rtl_errf(err, "cannot open ROOT/pull/channel: %s", strerror(errno));
     ssize_t r = read(fd, buf, sizeof buf - 1);
+    int e = errno;
     close(fd);
-    buf[r > 0 ? r : 0] = '\0';
+    if (r < 0) return rtl_errf(err, "cannot read %s/pull/channel: %s", p->s->root, strerror(e));
+    buf[r] = '\0';
     if (sscanf(buf, "channel %65s", name) != 1 || !rtl_id_ok(name))
         return rtl_errf(err, "%s/pull/channel is damaged (it must read \"channel NAME\"): write the channel this "
                         "device follows into it, or remove it and pull with --channel NAME", p->s->root);
@@ -342,8 +351,9 @@ static int fetch_index(struct pull *p, struct rtl_index *ix, rtl_err *err)
         goto out;
     }
     if (rtl_index_parse(text, len, ix, err) != 0) goto out;
-    uint64_t seen = seen_serial(p, ix->channel);
-    if (rtl_index_check(ix, sig.trusted, (int64_t)time(NULL), seen, err) != 0 ||
+    uint64_t seen;
+    if (seen_serial(p, ix->channel, &seen, err) != 0 ||
+        rtl_index_check(ix, sig.trusted, (int64_t)time(NULL), seen, err) != 0 ||
         rtl_index_untrusted_check(&sig, ix->channel, ix->serial, err) != 0 ||
         (!p->channel_stored && record_channel(p, err) != 0)) {
         rtl_err_prefix(err, "%s", url);

@@ -118,6 +118,16 @@ expect_fail "an index with serial 2^53 is refused" \
     "has serial 9007199254740992, more than 1000000 above serial [0-9]+ that this device accepted last \(the serial step allowed by its max_serial_step\)" \
     "$RTL" --root d pull "$U/v"
 expect_ok "the genuine index is still accepted after both" "$RTL" --root d pull "$U/stable"
+cp d/pull/seen-stable seen.keep
+echo garbage > d/pull/seen-stable
+expect_fail "a damaged replay record refuses the index (fails closed, not serial 0)" \
+    "pull/seen-stable is damaged \(it must read \"serial N\"\): this device cannot tell an old index" \
+    "$RTL" --root d pull "$U/stable"
+rm d/pull/seen-stable && mkdir d/pull/seen-stable
+expect_fail "an unreadable replay record refuses the index" "cannot read .*/pull/seen-stable: Is a directory" \
+    "$RTL" --root d pull "$U/stable"
+rmdir d/pull/seen-stable && cp seen.keep d/pull/seen-stable
+expect_ok "the restored record accepts the genuine index again" "$RTL" --root d pull "$U/stable"
 
 # ---- the untrusted comment; duplicate keys -----------------------------------------
 rm -rf v && cp -a stable v
