@@ -103,8 +103,15 @@ static int finish(struct outbox *ob, const struct ovar *v, ox_graph *g, const ch
     if (out_path(ob, v, name, path, sizeof path) != 0) return trn_errf(err, "path too long for %s", name);
     if (ox_write(g, path, err) != 0) return -1;
     cJSON *list = cJSON_GetObjectItemCaseSensitive(ob->written, v->id);
-    if (!list) cJSON_AddItemToObject(ob->written, v->id, list = cJSON_CreateArray());
-    cJSON_AddItemToArray(list, cJSON_CreateString(name));
+    if (!list && (list = cJSON_CreateArray()) && !cJSON_AddItemToObject(ob->written, v->id, list)) {
+        cJSON_Delete(list);
+        list = NULL;
+    }
+    cJSON *item = list ? cJSON_CreateString(name) : NULL;
+    if (!item || !cJSON_AddItemToArray(list, item)) {
+        cJSON_Delete(item);
+        return trn_errf(err, "%s: out of memory while listing it in %s's variant.json", path, v->id);
+    }
     if (ob->o->wrote) ob->o->wrote(ob->o->user, path, what);
     return 0;
 }
