@@ -240,23 +240,34 @@ static int write_atomic(int dirfd, const char *name, const char *text, size_t le
     return rtl_fsync_fd(dirfd, "ROOT/pull", err);
 }
 
+/* ROOT/pull/NAME, a one-line state file, into buf (NUL-terminated): 1 when
+ * read, 0 when it does not exist, -1 with err when it cannot be opened or
+ * read. */
+static int read_state(struct pull *p, const char *name, char *buf, size_t size, rtl_err *err)
+{
+    buf[0] = '\0';
+    int fd = openat(p->dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return errno == ENOENT ? 0 : rtl_errf(err, "cannot open %s/pull/%s: %s", p->s->root, name, strerror(errno));
+    ssize_t r = read(fd, buf, size - 1);
+    int e = errno;
+    close(fd);
+    if (r < 0) return rtl_errf(err, "cannot read %s/pull/%s: %s", p->s->root, name, strerror(e));
+    buf[r] = '\0';
+    return 1;
+}
+
 /* The serial this device accepted last on CHANNEL (ROOT/pull/seen-CHANNEL)
  * into *seen: 0 when there is none. -1 with err when the file cannot be
  * read or is damaged: the replay check fails closed, since accepting any
  * serial there would let an old index through. */
 static int seen_serial(struct pull *p, const char *channel, uint64_t *seen, rtl_err *err)
 {
-    char name[RTL_ID_MAX + 8], buf[64] = "";
+    char name[RTL_ID_MAX + 8], buf[64];
     snprintf(name, sizeof name, "seen-%s", channel);
     *seen = 0;
-    int fd = openat(p->dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0)
-        return errno == ENOENT ? 0 : rtl_errf(err, "cannot open %s/pull/%s: %s", p->s->root, name, strerror(errno));
-    ssize_t r = read(fd, buf, sizeof buf - 1);
-    int e = errno;
-    close(fd);
-    if (r < 0) return rtl_errf(err, "cannot read %s/pull/%s: %s", p->s->root, name, strerror(e));
-    buf[r] = '\0';
+    int got = read_state(p, name, buf, sizeof buf, err);
+    if (got <= 0) return got;
     if (sscanf(buf, "serial %" SCNu64, seen) != 1)
         return rtl_errf(err, "%s/pull/%s is damaged (it must read \"serial N\"): this device cannot tell an old index "
                         "from a new one; write the serial it accepted last into it, or remove it to accept the "
@@ -268,14 +279,9 @@ static int seen_serial(struct pull *p, const char *channel, uint64_t *seen, rtl_
  * p->channel; 0 when there is none. */
 static int stored_channel(struct pull *p, rtl_err *err)
 {
-    char buf[RTL_ID_MAX + 32] = "", name[RTL_ID_MAX + 2] = "";
-    int fd = openat(p->dirfd, "channel", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0) return errno == ENOENT ? 0 : rtl_errf(err, "cannot open ROOT/pull/channel: %s", strerror(errno));
-    ssize_t r = read(fd, buf, sizeof buf - 1);
-    int e = errno;
-    close(fd);
-    if (r < 0) return rtl_errf(err, "cannot read %s/pull/channel: %s", p->s->root, strerror(e));
-    buf[r] = '\0';
+    char buf[RTL_ID_MAX + 32], name[RTL_ID_MAX + 2] = "";
+    int got = read_state(p, "channel", buf, sizeof buf, err);
+    if (got <= 0) return got;
     if (sscanf(buf, "channel %65s", name) != 1 || !rtl_id_ok(name))
         return rtl_errf(err, "%s/pull/channel is damaged (it must read \"channel NAME\"): write the channel this "
                         "device follows into it, or remove it and pull with --channel NAME", p->s->root);
