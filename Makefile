@@ -10,6 +10,7 @@ MAKEFLAGS += --no-builtin-rules
 include mk/config.mk
 include mk/deps.mk
 include mk/rules.mk
+include mk/techniques.mk
 
 # Components, in dependency order: each adds its objects, programs, tests and
 # packages in its own build.mk (Buildroot-style, one concern per fragment).

@@ -13,7 +13,7 @@ CAT_EMBED    := catalog/manifest.schema.json catalog/variant.schema.json $(sort 
 CAT_RTL_LIB  := $(LIBD)/librtl.a
 CAT_PKGS     := libsodium libarchive libcjson libzstd libcurl
 CAT_CFLAGS   := -Icatalog/include -Icatalog/src -Iruntime-lite/include -Itrainer/include -Itrainer/nn/include \
-                -I$(OBJ)/gen/catalog $(shell $(PKG_CONFIG) --cflags $(CAT_PKGS) 2>/dev/null)
+                -I$(OBJ)/gen/catalog $(TECH_CFLAGS) $(shell $(PKG_CONFIG) --cflags $(CAT_PKGS) 2>/dev/null)
 CAT_LDLIBS   := $(shell $(PKG_CONFIG) --libs $(CAT_PKGS) 2>/dev/null || echo -lsodium -larchive -lcjson -lzstd -lcurl) \
                 -lprotobuf-c -lm $(TRN_LDLIBS)
 
@@ -54,6 +54,7 @@ $(OBJ)/gen/catalog/embedded.o: $(CAT_GEN) $(SETTINGS_FILE) | $$(@D)/.dirstamp $(
 
 $(call objs,$(CAT_SRCS) $(CAT_CLI_SRCS)): CFLAGS += $(CAT_CFLAGS)
 $(call objs,$(CAT_CLI_SRCS)): CFLAGS += $(CK_CFLAGS)
+$(call objs,$(CAT_SRCS) $(CAT_CLI_SRCS)): | $(TECH_H)
 $(eval $(call static_lib,$(CAT_LIB),$(call objs,$(CAT_SRCS)) $(OBJ)/gen/catalog/embedded.o $(OBJ)/gen/catalog/onnx.pb-c.o))
 $(eval $(call program,$(BIN)/catalog,$(call objs,$(CAT_CLI_SRCS)) $(CK_OBJS) $(CAT_LIB) $(CAT_RTL_LIB) $(TRN_LIB),$(CAT_LDLIBS)))
 

@@ -148,7 +148,7 @@ SPEC_O    = $(MODEL_O)/specialise/$(SPEC_NAME)
 # exit 1 when there is none or PARTNER was not kept.
 SPEC_PICK = python3 -c 'import json, sys; \
 m = json.load(open(sys.argv[1])); want, task = sys.argv[2], sys.argv[3]; \
-whole = ("base", "rewrite", "svd", "mimic", "lasso"); \
+whole = "$(TECHNIQUES_PLAIN)".split(); \
 kept = [v for v in m["variants"] if v["technique"] in whole and v["task"] == task]; \
 ids = [v["id"] for v in kept]; \
 acc = lambda v: v.get("accuracy", {}).get(task, {}).get("top1", 0); \

@@ -130,8 +130,8 @@ define variant_rules
 $(if $(and $(strip $(V_$1_KD)),$(filter base,$1)),$(error $(RECIPES)/$(MODEL)/recipe.mk: V_base_KD: the base is the teacher; it cannot learn from itself))
 $(if $(and $(strip $(V_$1_KD)),$(if $(strip $(V_$1_TRAIN)),,x)),$(error $(RECIPES)/$(MODEL)/recipe.mk: V_$1_KD needs V_$1_TRAIN (distillation happens while the variant trains)))
 $(foreach s,$(V_$1_KD),$(if $(filter alpha=% temperature=%,$s),,$(error $(RECIPES)/$(MODEL)/recipe.mk: V_$1_KD: '$s' is not alpha=A or temperature=T)))
-$(if $(filter base rewrite svd mimic lasso early-exit nested,$(word 1,$(V_$1))),,$(error $(RECIPES)/$(MODEL)/recipe.mk: \
-  variant '$1' has technique '$(word 1,$(V_$1))': use base, rewrite, svd, mimic, lasso, early-exit or nested))
+$(if $(filter $(TECHNIQUES_RECIPE),$(word 1,$(V_$1))),,$(error $(RECIPES)/$(MODEL)/recipe.mk: \
+  variant '$1' has technique '$(word 1,$(V_$1))': use one of $(TECHNIQUES_RECIPE) (catalog/techniques.rows)))
 $(if $(call is_curriculum,$1),$(if $(and $(word 2,$(V_$1)),$(strip $(V_$1_STAGES))),,$(error $(RECIPES)/$(MODEL)/recipe.mk: \
   variant '$1' (base, a curriculum) needs its task (base TASK) and V_$1_STAGES (batches:learning_rate:weights ...)))$(if \
   $(DATASET_TASKS),,$(error $(RECIPES)/$(MODEL)/recipe.mk: variant '$1' (base, a curriculum) needs the data set's .tasks file ($(DATA) has none))))
@@ -183,7 +183,7 @@ $(VARIANTS_O)/$1/meta.json: $(PLAN_O)/$1.plan | $(VARIANTS_O)/$1/.dirstamp
 	  > $$@.tmp && mv $$@.tmp $$@
 else
 $(VARIANTS_O)/$1/meta.json: $(PLAN_O)/$1.plan $(call from_v,$1)/variant.weights \
-    $(if $(filter mimic lasso early-exit,$(word 1,$(V_$1))),$(DATA)) | $(VARIANTS_O)/$1/.dirstamp $(BIN)/prune $(BIN)/trainer
+    $(if $(filter $(TECHNIQUES_DATA),$(word 1,$(V_$1))),$(DATA)) | $(VARIANTS_O)/$1/.dirstamp $(BIN)/prune $(BIN)/trainer
 	$$(call msg,DERIVE,$1: $(subst $(comma), ,$(V_$1))$(if $(V_$1_LASSO), ($(V_$1_LASSO))))$$(call timed,derive,$1,$(if $(filter lasso,$(word 1,$(V_$1))),$$(call derive_lasso,$1,$$(@D)),$$(call launch,$1-derive) $$(call derive_cmd,$1,$$(@D))))
 endif
 

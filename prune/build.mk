@@ -6,13 +6,14 @@ PRN_SRCS     := $(sort $(wildcard prune/src/*.c))
 PRN_CLI_SRCS := $(sort $(wildcard prune/cli/*.c))
 PRN_LIB      := $(LIBD)/libprn.a
 PRN_PKGS     := lapacke libcjson
-PRN_CFLAGS   := -Iprune/include -Iprune/src -Itrainer/include -Itrainer/nn/include \
+PRN_CFLAGS   := -Iprune/include -Iprune/src -Itrainer/include -Itrainer/nn/include $(TECH_CFLAGS) \
                 $(shell $(PKG_CONFIG) --cflags $(PRN_PKGS) 2>/dev/null)
 PRN_LDLIBS   := $(shell $(PKG_CONFIG) --libs $(PRN_PKGS) 2>/dev/null || echo -llapacke -lcjson) \
                 $(TRN_LDLIBS)
 
 $(call objs,$(PRN_SRCS) $(PRN_CLI_SRCS)): CFLAGS += $(PRN_CFLAGS)
 $(call objs,$(PRN_CLI_SRCS)): CFLAGS += $(CK_CFLAGS)
+$(call objs,$(PRN_SRCS) $(PRN_CLI_SRCS)): | $(TECH_H)
 $(eval $(call static_lib,$(PRN_LIB),$(call objs,$(PRN_SRCS))))
 $(eval $(call program,$(BIN)/prune,$(call objs,$(PRN_CLI_SRCS)) $(CK_OBJS) $(PRN_LIB) $(TRN_LIB),$(PRN_LDLIBS)))
 

@@ -16,7 +16,7 @@ RTL_LIB      := $(LIBD)/librtl.a
 RTL_SO       := $(LIBD)/librtl.so.0
 RTL_PC       := $(O)/pkgconfig/rtl.pc
 RTL_PKGS     := libsodium libarchive libcjson openblas libcurl
-RTL_CFLAGS   := -Iruntime-lite/include -Iruntime-lite/src -Itrainer/nn/include -fvisibility=hidden \
+RTL_CFLAGS   := -Iruntime-lite/include -Iruntime-lite/src -Itrainer/nn/include $(TECH_CFLAGS) -fvisibility=hidden \
                 $(shell $(PKG_CONFIG) --cflags $(RTL_PKGS) 2>/dev/null)
 RTL_LDLIBS   := $(shell $(PKG_CONFIG) --libs $(RTL_PKGS) 2>/dev/null || \
                   echo -lsodium -larchive -lcjson -lopenblas -lcurl) -lm
@@ -39,6 +39,7 @@ $(RTL_LIB): $(RTL_PRELINK) | $$(@D)/.dirstamp
 
 $(call objs,$(RTL_SRCS) $(RTL_CLI_SRCS)): CFLAGS += $(RTL_CFLAGS)
 $(call objs,$(RTL_CLI_SRCS)): CFLAGS += $(CK_CFLAGS)
+$(call objs,$(RTL_SRCS) $(RTL_CLI_SRCS)): | $(TECH_H)
 
 $(RTL_SO): $(RTL_OBJS) | $$(@D)/.dirstamp
 	$(call msg,LD,$@)$(CC) $(LDFLAGS) -shared -Wl,-soname,librtl.so.0 -Wl,-z,defs -o $@ $^ $(RTL_LDLIBS)

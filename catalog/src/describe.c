@@ -30,6 +30,7 @@
  * keys sorted).
  */
 #include "cat.h"
+#include "techniques.h"
 
 #include <math.h>
 
@@ -196,7 +197,7 @@ static int present(const char *dir, const char *name)
 static void add_predictions(cJSON *v, const char *dir, const char *technique)
 {
     cJSON *pr = cJSON_CreateObject(), *caps = cJSON_CreateArray(), *c;
-    const char *own = strcmp(technique, "early-exit") ? "eval.predictions" : "exits.predictions";
+    const char *own = strcmp(technique, TECHNIQUE_EARLY_EXIT) ? "eval.predictions" : "exits.predictions";
     if (present(dir, own)) cJSON_AddStringToObject(pr, "path", own);
     cJSON_ArrayForEach(c, cJSON_GetObjectItem(cJSON_GetObjectItem(v, "technique_fields"), "capacities")) {
         char name[64];
@@ -267,7 +268,7 @@ int cat_describe(const cat_describe_opts *o, trn_err *err)
     cJSON_AddStringToObject(v, "id", o->id);
     cJSON_AddStringToObject(v, "model", o->model);
     cJSON_AddStringToObject(v, "technique", technique);
-    if (cJSON_IsString(parent) && strcmp(technique, "base") != 0)
+    if (cJSON_IsString(parent) && strcmp(technique, TECHNIQUE_BASE) != 0)
         cJSON_AddStringToObject(v, "parent", parent->valuestring);
     else
         cJSON_AddNullToObject(v, "parent");
@@ -298,7 +299,7 @@ int cat_describe(const cat_describe_opts *o, trn_err *err)
      * and the accuracy of the exit model at alpha 1 (the trunk alone is
      * what eval.json measured): technique_fields.alpha_profile. */
     const cJSON *tfe = meta ? cJSON_GetObjectItem(meta, "technique_fields") : NULL;
-    if (strcmp(technique, "early-exit") == 0) {
+    if (strcmp(technique, TECHNIQUE_EARLY_EXIT) == 0) {
         static const char *const side[2][2] = {{"exits_cfg", "exits.cfg"}, {"exits_weights", "exits.weights"}};
         for (int k = 0; k < 2; k++) {
             if (file_exists(o->dir, side[k][1], err) != 0) goto out;

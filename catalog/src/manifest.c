@@ -9,6 +9,7 @@
  * "variants/<id>/<path>"), and the winnowing record.
  */
 #include "cat.h"
+#include "techniques.h"
 
 #include <math.h>
 
@@ -473,7 +474,7 @@ static int describe_input(struct input *ins, size_t n, size_t i, const cJSON *ba
     w->deps = *deps;
     const char *technique = cJSON_GetObjectItemCaseSensitive(v, "technique")->valuestring;
     const cJSON *par = cJSON_GetObjectItemCaseSensitive(v, "parent");
-    if (!strcmp(technique, "head") && cJSON_IsString(par)) w->trunk = par->valuestring;
+    if (!strcmp(technique, TECHNIQUE_HEAD) && cJSON_IsString(par)) w->trunk = par->valuestring;
     const cJSON *acc = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(v, "accuracy"), w->task);
     const cJSON *pr = cJSON_GetObjectItemCaseSensitive(v, "predictions");
     struct prefixed local = {rep->report, rep->user, ins[i].dir, 0};
@@ -483,7 +484,7 @@ static int describe_input(struct input *ins, size_t n, size_t i, const cJSON *ba
     /* A nested variant's capacities: judged one by one (cat.h). */
     const cJSON *cl = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(v, "technique_fields"),
                                                        "capacities"), *c;
-    if (!strcmp(technique, "nested") && cJSON_GetArraySize(cl) > 0) {
+    if (!strcmp(technique, TECHNIQUE_NESTED) && cJSON_GetArraySize(cl) > 0) {
         if (!(*caps = calloc((size_t)cJSON_GetArraySize(cl), sizeof **caps))) return trn_errf(err, "out of memory");
         cJSON_ArrayForEach(c, cl) {
             struct cat_wcap *k = &(*caps)[w->ncaps++];

@@ -25,6 +25,7 @@
  * the manifest carries their sizes and hashes (`make catalog ONNX=1`).
  */
 #include "cat.h"
+#include "techniques.h"
 #include "onnx_export.h"
 
 #include <dirent.h>
@@ -273,8 +274,8 @@ static int export_variant(struct outbox *ob, const struct ovar *v, trn_err *err)
     char name[300];
     snprintf(name, sizeof name, "%s.onnx", v->id);
     int rc;
-    if (strcmp(v->technique, "nested") == 0) rc = export_nested(ob, v, cfg, net, err);
-    else if (strcmp(v->technique, "early-exit") == 0) rc = export_exits(ob, v, cfg, net, err);
+    if (strcmp(v->technique, TECHNIQUE_NESTED) == 0) rc = export_nested(ob, v, cfg, net, err);
+    else if (strcmp(v->technique, TECHNIQUE_EARLY_EXIT) == 0) rc = export_exits(ob, v, cfg, net, err);
     else rc = write_net(ob, v, cfg, net, name, "network", NULL, NULL, NULL, err);
     trn_net_free(net);
     trn_cfg_free(cfg);
@@ -357,7 +358,7 @@ static int export_group(struct outbox *ob, const struct ovar *parent, const stru
     members[0] = parent;
     for (size_t i = 0; i < nv; i++) {
         const char *p = cat_json_str(vs[i].json, "parent", "");
-        if (strcmp(vs[i].technique, "head") != 0 || strcmp(p, parent->id) != 0) continue;
+        if (strcmp(vs[i].technique, TECHNIQUE_HEAD) != 0 || strcmp(p, parent->id) != 0) continue;
         struct head *h = &hs[gr.n];
         h->v = &vs[i];
         h->from = (int)cat_json_num(cJSON_GetObjectItemCaseSensitive(
@@ -474,7 +475,7 @@ int cat_onnx_export(const cat_onnx_options *o, trn_err *err)
     for (size_t i = 0; i < nv && rc == 0; i++) {
         int heads = 0;
         for (size_t k = 0; k < nv; k++)
-            heads += strcmp(vs[k].technique, "head") == 0 && selected(o, vs[k].id) &&
+            heads += strcmp(vs[k].technique, TECHNIQUE_HEAD) == 0 && selected(o, vs[k].id) &&
                      strcmp(cat_json_str(vs[k].json, "parent", ""), vs[i].id) == 0;
         if (heads && selected(o, vs[i].id)) rc = export_group(&ob, &vs[i], vs, nv, err);
     }

@@ -19,6 +19,7 @@
  * tables list every variant).
  */
 #include "cat.h"
+#include "techniques.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -83,16 +84,19 @@ static void sb_xml(struct sbuf *b, const char *s)
     }
 }
 
-static const char *const techniques[] = {"base", "rewrite", "svd", "mimic", "nested", "early-exit", "trunk",
-                                         "head", "specialised", "pruned", "lasso"};
-static const char *const colours[] = {"#000000", "#1f77b4", "#ff7f0e", "#8c564b", "#2ca02c", "#d62728",
-                                      "#9467bd", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f"};
-_Static_assert(sizeof techniques / sizeof techniques[0] == sizeof colours / sizeof colours[0], "one colour each");
+/* The technique table (catalog/techniques.rows via mk/techniques.sh): each
+ * technique's name and colour, in the legend's order. */
+#define TECH_ROW(id, name, runtime, colour, verb, made, data) {name, colour},
+static const struct {
+    const char *name, *colour;
+} techniques[] = {TECHNIQUES(TECH_ROW)};
+#undef TECH_ROW
+#define NTECHNIQUES (sizeof techniques / sizeof techniques[0])
 
 static const char *colour(const char *technique)
 {
-    for (size_t i = 0; i < sizeof techniques / sizeof techniques[0]; i++)
-        if (!strcmp(technique, techniques[i])) return colours[i];
+    for (size_t i = 0; i < NTECHNIQUES; i++)
+        if (!strcmp(technique, techniques[i].name)) return techniques[i].colour;
     return "#7f7f7f";
 }
 
@@ -140,7 +144,7 @@ static double cap_top1(const cJSON *c)
  * variant its cost.macs / cost.weight_bytes. */
 static const cJSON *alpha_profile(const cJSON *v)
 {
-    if (strcmp(sget(v, "technique"), "early-exit")) return NULL;
+    if (strcmp(sget(v, "technique"), TECHNIQUE_EARLY_EXIT)) return NULL;
     const cJSON *p = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(v, "technique_fields"),
                                                       "alpha_profile");
     return cJSON_GetArraySize(p) > 0 ? p : NULL;
@@ -252,7 +256,7 @@ char *cat_pareto_svg(const cJSON *m, const char *task, const char *axis, trn_err
      * drawn against the independent variants' points). */
     int curves = 0;
     cJSON_ArrayForEach(v, variants) {
-        if (strcmp(sget(v, "task"), task) || strcmp(sget(v, "technique"), "nested")) continue;
+        if (strcmp(sget(v, "task"), task) || strcmp(sget(v, "technique"), TECHNIQUE_NESTED)) continue;
         const cJSON *c;
         cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(v, "technique_fields"),
                                                                "capacities")) {
@@ -329,11 +333,11 @@ char *cat_pareto_svg(const cJSON *m, const char *task, const char *axis, trn_err
     /* Capacity curves: one solid line per multi-capacity variant through its
      * capacities, smallest first, small markers on it. */
     cJSON_ArrayForEach(v, variants) {
-        if (strcmp(sget(v, "task"), task) || strcmp(sget(v, "technique"), "nested")) continue;
+        if (strcmp(sget(v, "task"), task) || strcmp(sget(v, "technique"), TECHNIQUE_NESTED)) continue;
         const cJSON *caps = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(v, "technique_fields"),
                                                              "capacities"), *c;
         sb_printf(&b, "<polyline class=\"capacities\" fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\" points=\"",
-                  colour("nested"));
+                  colour(TECHNIQUE_NESTED));
         cJSON_ArrayForEach(c, caps) {
             double y = cap_top1(c), x = num(c, by_macs ? "macs" : "weight_bytes");
             if (y >= 0 && x >= 0) sb_printf(&b, "%.1f,%.1f ", PX(log10(fmax(x, 1))), PY(y));
@@ -343,7 +347,7 @@ char *cat_pareto_svg(const cJSON *m, const char *task, const char *axis, trn_err
             double y = cap_top1(c), x = num(c, by_macs ? "macs" : "weight_bytes");
             if (y >= 0 && x >= 0)
                 sb_printf(&b, "<circle class=\"capacity\" cx=\"%.1f\" cy=\"%.1f\" r=\"2.5\" fill=\"%s\"/>\n",
-                          PX(log10(fmax(x, 1))), PY(y), colour("nested"));
+                          PX(log10(fmax(x, 1))), PY(y), colour(TECHNIQUE_NESTED));
         }
     }
     /* Alpha sweeps: one dashed line per early-exit variant through its alpha
@@ -353,7 +357,7 @@ char *cat_pareto_svg(const cJSON *m, const char *task, const char *axis, trn_err
         if (!by_macs || strcmp(sget(v, "task"), task) || !alpha_profile(v)) continue;
         const cJSON *p;
         sb_printf(&b, "<polyline class=\"alpha-sweep\" fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\" "
-                      "stroke-dasharray=\"2 2\" points=\"", colour("early-exit"));
+                      "stroke-dasharray=\"2 2\" points=\"", colour(TECHNIQUE_EARLY_EXIT));
         cJSON_ArrayForEach(p, alpha_profile(v)) {
             double y = num(p, "top1"), x = num(p, "expected_macs");
             if (y >= 0 && x >= 0) sb_printf(&b, "%.1f,%.1f ", PX(log10(fmax(x, 1))), PY(y));
@@ -364,8 +368,8 @@ char *cat_pareto_svg(const cJSON *m, const char *task, const char *axis, trn_err
             if (y < 0 || x < 0) continue;
             sb_printf(&b, "<circle class=\"alpha\" cx=\"%.1f\" cy=\"%.1f\" r=\"2.5\" fill=\"%s\"/>"
                           "<text class=\"alpha-label\" x=\"%.1f\" y=\"%.1f\" font-size=\"9\" fill=\"%s\">%g</text>\n",
-                      PX(log10(fmax(x, 1))), PY(y), colour("early-exit"), PX(log10(fmax(x, 1))) + 3, PY(y) + 11,
-                      colour("early-exit"), num(p, "alpha"));
+                      PX(log10(fmax(x, 1))), PY(y), colour(TECHNIQUE_EARLY_EXIT), PX(log10(fmax(x, 1))) + 3, PY(y) + 11,
+                      colour(TECHNIQUE_EARLY_EXIT), num(p, "alpha"));
         }
     }
     struct cat_label *labels = calloc(n + 1, sizeof *labels);
@@ -398,13 +402,13 @@ char *cat_pareto_svg(const cJSON *m, const char *task, const char *axis, trn_err
                   8, H - 4, omitted, omitted == 1 ? "" : "s");
     /* legend: the techniques present, then the winnowed marker */
     int row = 0;
-    for (size_t t = 0; t < sizeof techniques / sizeof techniques[0]; t++) {
+    for (size_t t = 0; t < NTECHNIQUES; t++) {
         int present = 0;
-        for (size_t i = 0; i < n; i++) present |= !pts[i].winnowed && !strcmp(pts[i].technique, techniques[t]);
+        for (size_t i = 0; i < n; i++) present |= !pts[i].winnowed && !strcmp(pts[i].technique, techniques[t].name);
         if (!present) continue;
         double ly = MT + 10 + 16 * row++;
         sb_printf(&b, "<circle cx=\"%d\" cy=\"%.1f\" r=\"4.5\" fill=\"%s\"/><text x=\"%d\" y=\"%.1f\">%s</text>\n",
-                  W - MR + 16, ly, colours[t], W - MR + 26, ly + 4, techniques[t]);
+                  W - MR + 16, ly, techniques[t].colour, W - MR + 26, ly + 4, techniques[t].name);
     }
     double ly = MT + 10 + 16 * row;
     sb_printf(&b, "<circle cx=\"%d\" cy=\"%.1f\" r=\"4.5\" fill=\"none\" stroke=\"#999999\"/><text x=\"%d\" y=\"%.1f\">"
@@ -413,13 +417,13 @@ char *cat_pareto_svg(const cJSON *m, const char *task, const char *axis, trn_err
         ly += 16;
         sb_printf(&b, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"1.5\"/>"
                       "<text x=\"%d\" y=\"%.1f\">capacities</text>\n",
-                  W - MR + 10, ly, W - MR + 22, ly, colour("nested"), W - MR + 26, ly + 4);
+                  W - MR + 10, ly, W - MR + 22, ly, colour(TECHNIQUE_NESTED), W - MR + 26, ly + 4);
     }
     if (sweeps) {
         ly += 16;
         sb_printf(&b, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"1.5\" "
                       "stroke-dasharray=\"2 2\"/><text x=\"%d\" y=\"%.1f\">alpha sweep</text>\n",
-                  W - MR + 10, ly, W - MR + 22, ly, colour("early-exit"), W - MR + 26, ly + 4);
+                  W - MR + 10, ly, W - MR + 22, ly, colour(TECHNIQUE_EARLY_EXIT), W - MR + 26, ly + 4);
     }
     sb_printf(&b, "</svg>\n");
 #undef PX
@@ -795,7 +799,7 @@ static void doc_capacities(struct doc *d, const cJSON *m, const char *task)
 {
     const cJSON *v;
     cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(m, "variants")) {
-        if (strcmp(sget(v, "task"), task) || strcmp(sget(v, "technique"), "nested")) continue;
+        if (strcmp(sget(v, "task"), task) || strcmp(sget(v, "technique"), TECHNIQUE_NESTED)) continue;
         const cJSON *caps = cJSON_GetObjectItemCaseSensitive(
             cJSON_GetObjectItemCaseSensitive(v, "technique_fields"), "capacities");
         int n = cJSON_GetArraySize(caps);
@@ -896,7 +900,7 @@ static void doc_contexts(struct doc *d, const cJSON *m)
     const cJSON *v;
     int rows = 0;
     cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(m, "variants")) {
-        if (strcmp(sget(v, "technique"), "specialised")) continue;
+        if (strcmp(sget(v, "technique"), TECHNIQUE_SPECIALISED)) continue;
         const cJSON *f = cJSON_GetObjectItemCaseSensitive(v, "technique_fields");
         const cJSON *cx = cJSON_GetObjectItemCaseSensitive(f, "context"), *cc = cJSON_GetObjectItemCaseSensitive(f, "cascade");
         if (!rows++) {
@@ -940,7 +944,7 @@ static int context_task(const cJSON *m, const char *task)
     int n = 0;
     cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(m, "variants")) {
         if (strcmp(sget(v, "task"), task)) continue;
-        if (strcmp(sget(v, "technique"), "specialised")) return 0;
+        if (strcmp(sget(v, "technique"), TECHNIQUE_SPECIALISED)) return 0;
         n++;
     }
     return n > 0;

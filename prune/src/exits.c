@@ -48,6 +48,7 @@
  * smaller model for the same compute).
  */
 #include "prn_impl.h"
+#include "techniques.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -1175,7 +1176,7 @@ shrunk:
             for (int p = 0; p < na; p++) memcpy(dst[p].data, src[p].data, src[p].count * sizeof(float));
         }
     }
-    out->technique = "early-exit";
+    out->technique = TECHNIQUE_EARLY_EXIT;
     out->cfg = tcfg;
     tcfg = NULL;
     out->description = prn_strdupf("%s: %d early exit%s (at layers%s) over the frozen base, alpha 1: lossless "

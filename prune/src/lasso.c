@@ -24,6 +24,7 @@
  * MACs an im2col that skipped them would save (docs/targets.md section 5).
  */
 #include "prn_impl.h"
+#include "techniques.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -227,7 +228,7 @@ int prn_lasso(const trn_cfg *cfg, const trn_net *base, prn_variant *out, trn_err
         goto out;
     }
     out->description = desc;
-    out->technique = "lasso";
+    out->technique = TECHNIQUE_LASSO;
     cJSON_AddStringToObject(out->fields, "method", "group-lasso");
     cJSON_AddItemToObject(out->fields, "layers", jl);
     jl = NULL;

@@ -19,6 +19,7 @@
  * "--with item" whose line k is the k-th item, so messages point at items.
  */
 #include "prn_impl.h"
+#include "techniques.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -324,7 +325,7 @@ int prn_mimic(const trn_cfg *cfg, trn_net *base, const prn_mimic_opts *o, prn_va
     trn_net_set_seen(out->net, trn_net_seen(base));
     int tail = o->batches / 10 > 0 ? o->batches / 10 : 1;
     double first = mean_of(losses, 0, tail), lastl = mean_of(losses, o->batches - tail, o->batches);
-    out->technique = "mimic";
+    out->technique = TECHNIQUE_MIMIC;
     out->description = prn_strdupf("mimic: L%d..L%d (%s..%s) replaced by '%s'%s, regressed with "
                                    "L2 loss over %d batches of %d (loss %.4g -> %.4g)",
                                    a, b, o->from, o->to, o->with,

@@ -14,6 +14,7 @@
  * seed give the same bytes for any thread count.
  */
 #include "prn_impl.h"
+#include "techniques.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -290,7 +291,7 @@ int prn_retarget_variant(const trn_cfg *cfg, const trn_net *base, int cut, const
     trn_net_get_totals(base, &bt);
     trn_layer_info cl;
     trn_net_layer_info(base, cut, &cl);
-    out->technique = "head";
+    out->technique = TECHNIQUE_HEAD;
     out->description = prn_strdupf("head: trunk L0..L%d of the base (frozen) + %d layers trained on "
                                    "its cached outputs (+%llu MACs, +%llu parameters)",
                                    cut, nh, (unsigned long long)hmacs, (unsigned long long)hparams);

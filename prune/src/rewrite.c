@@ -17,6 +17,7 @@
  * copied into the variant.
  */
 #include "prn_impl.h"
+#include "techniques.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -384,7 +385,7 @@ int prn_rewrite(const trn_cfg *cfg, const trn_net *base, const char *base_weight
     for (int i = 0; i < n; i++)
         copy_map[i] = prn_plan_layer(plan, i)->kind == PRN_KIND_LOCAL ? -1 : map[i];
     if (!(copies = prn_copy_layers(base, out->net, copy_map, err))) goto out;
-    out->technique = "rewrite";
+    out->technique = TECHNIQUE_REWRITE;
     out->fields = copies;
     copies = NULL;
     cJSON_AddStringToObject(out->fields, "spec", spec);

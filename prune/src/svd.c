@@ -16,6 +16,7 @@
  * biases (prune/README.md).
  */
 #include "prn_impl.h"
+#include "techniques.h"
 
 #include <lapacke.h>
 #include <math.h>
@@ -301,7 +302,7 @@ int prn_svd(const trn_cfg *cfg, const trn_net *base, const char *spec, prn_varia
         goto out;
     }
     out->description = desc;
-    out->technique = "svd";
+    out->technique = TECHNIQUE_SVD;
     if (!(out->fields = cJSON_CreateObject())) {
         trn_errf(err, "out of memory");
         goto out;

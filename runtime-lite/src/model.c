@@ -16,6 +16,7 @@
  * the byte offset and the layer) by trn_weights_load_mem.
  */
 #include "catalog.h"
+#include "techniques.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -41,15 +42,20 @@ enum model_kind {
     MODEL_KIND_COUNT
 };
 
+/* The technique table's runtime column (catalog/techniques.rows, generated
+ * into techniques.h by mk/techniques.sh): each technique's model kind. */
+#define MODEL_KIND_plain MODEL_PLAIN
+#define MODEL_KIND_nested MODEL_NESTED
+#define MODEL_KIND_exits MODEL_EARLY_EXIT
+#define MODEL_KIND_trunk MODEL_TRUNK
+#define MODEL_KIND_head MODEL_HEAD
+#define MODEL_KIND_cascade MODEL_CASCADE
+#define TECH_ROW(id, name, runtime, colour, verb, made, data) {name, MODEL_KIND_##runtime},
 static const struct {
     const char *technique;
     enum model_kind kind;
-} techniques[] = {
-    {"base", MODEL_PLAIN},          {"rewrite", MODEL_PLAIN},   {"svd", MODEL_PLAIN},
-    {"mimic", MODEL_PLAIN},         {"pruned", MODEL_PLAIN},    {"nested", MODEL_NESTED},
-    {"early-exit", MODEL_EARLY_EXIT}, {"trunk", MODEL_TRUNK},   {"head", MODEL_HEAD},
-    {"specialised", MODEL_CASCADE}, {"lasso", MODEL_PLAIN},
-};
+} techniques[] = {TECHNIQUES(TECH_ROW)};
+#undef TECH_ROW
 
 #define MODEL_PARTS_MAX 8
 #define RTL_CFG_MAX (16u << 20) /* as trn_cfg_read */

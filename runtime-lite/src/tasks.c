@@ -12,6 +12,7 @@
  * touched, so they never become resident.
  */
 #include "internal.h"
+#include "techniques.h"
 #include "catalog.h"
 
 #include <cjson/cJSON.h>
@@ -20,7 +21,7 @@
 
 int rtl_variant_head(const rtl_variant *v, char *parent_buf, size_t psize, int *from_layer, rtl_err *err)
 {
-    if (strcmp(rtl_variant_technique(v), "head") != 0)
+    if (strcmp(rtl_variant_technique(v), TECHNIQUE_HEAD) != 0)
         return rtl_errf(err, "variant '%s' is not a head (technique %s)", rtl_variant_id(v),
                         rtl_variant_technique(v));
     const char *parent = rtl_variant_parent(v);
@@ -163,7 +164,7 @@ out:
 
 int rtl_variant_cascade(const rtl_variant *v, char *partner, size_t psize, int *other_class, rtl_err *err)
 {
-    if (strcmp(rtl_variant_technique(v), "specialised") != 0)
+    if (strcmp(rtl_variant_technique(v), TECHNIQUE_SPECIALISED) != 0)
         return rtl_errf(err, "variant '%s' is not specialised (technique %s)", rtl_variant_id(v),
                         rtl_variant_technique(v));
     cJSON *f = cJSON_Parse(rtl_variant_fields_json(v) ? rtl_variant_fields_json(v) : "{}");
@@ -183,7 +184,7 @@ int rtl_variant_cascade(const rtl_variant *v, char *partner, size_t psize, int *
 
 double rtl_variant_cascade_gate(const rtl_variant *v)
 {
-    if (strcmp(rtl_variant_technique(v), "specialised") != 0) return 0;
+    if (strcmp(rtl_variant_technique(v), TECHNIQUE_SPECIALISED) != 0) return 0;
     cJSON *f = cJSON_Parse(rtl_variant_fields_json(v) ? rtl_variant_fields_json(v) : "{}");
     const cJSON *g = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(f, "cascade"), "gate");
     double gate = cJSON_IsNumber(g) && g->valuedouble > 0 && g->valuedouble < 1 ? g->valuedouble : 0;

@@ -1,81 +1,90 @@
 #!/usr/bin/env bash
-# One technique table: its source is the manifest schema's enum
-# (catalog/manifest.schema.json, $defs.variant.properties.technique; the
-# variant schema refers to it). Every other place that spells technique
-# names is checked against it here: the report's legend (catalog/src/
-# report.c, same names in the same order), the runtime's kind table
-# (runtime-lite/src/model.c, the same set), the recipe machinery
-# (mk/variants.mk: the techniques it accepts are in the enum, and its
-# error message lists exactly those), and prune's verbs (every verb but
-# the tools that derive no variant, `plan` and the filter rankings and
-# roadmap `trr`, `l1`, `roadmap`, `scan`, is a technique, and they are the
-# ones mk/variants.mk and mk/retarget.mk derive).
+# One technique table: the names are the manifest schema's enum
+# (catalog/manifest.schema.json, $defs.variant.properties.technique), the
+# behaviour one row per name (catalog/techniques.rows); mk/techniques.sh
+# generates from both the X-macro header that the report, the runtime and
+# prune include, and the list mk/variants.mk accepts. Checked here: the
+# generated header is the enum with a row each; no source spells a list of
+# technique names of its own (the table is the single source); the
+# generator refuses a table that drifts from the enum; each row's verb is a
+# prune verb, and the "stage" rows are the ones mk/retarget.mk derives.
 . "$TOP/tests/lib.sh"
 
-python3 - "$TOP" >"$T/out" 2>&1 <<'PY'
-import json, re, sys
-top = sys.argv[1]
-def read(p):
-    with open(f"{top}/{p}") as f: return f.read()
-def fail(msg):
-    print(msg); sys.exit(1)
-schema = json.loads(read("catalog/manifest.schema.json"))
-enum = schema["$defs"]["variant"]["properties"]["technique"]["enum"]
-if len(enum) < 4 or len(set(enum)) != len(enum): fail(f"schema enum looks wrong: {enum}")
-vs = json.loads(read("catalog/variant.schema.json"))
-if vs["properties"]["technique"].get("$ref") != "manifest.schema.json#/$defs/variant/properties/technique":
-    fail("variant.schema.json's technique does not refer to the manifest schema's enum")
-m = re.search(r"techniques\[\]\s*=\s*\{([^}]*)\}", read("catalog/src/report.c"))
-report = re.findall(r'"([^"]+)"', m.group(1)) if m else []
-if report != enum: fail(f"catalog/src/report.c techniques {report} != schema enum {enum}")
-m = re.search(r"\}\s*techniques\[\]\s*=\s*\{(.*?)\n\};", read("runtime-lite/src/model.c"), re.S)
-rt = re.findall(r'\{"([^"]+)",\s*MODEL_', m.group(1)) if m else []
-if sorted(rt) != sorted(enum): fail(f"runtime-lite/src/model.c techniques {sorted(rt)} != schema enum {sorted(enum)}")
-mk = read("mk/variants.mk")
-m = re.search(r"\$\(filter ([a-z -]+),\$\(word 1,\$\(V_\$1\)\)\)", mk)
-accepted = m.group(1).split() if m else []
-if not accepted: fail("mk/variants.mk: no list of accepted techniques found")
-bad = [t for t in accepted if t not in enum]
-if bad: fail(f"mk/variants.mk accepts techniques the schema does not know: {bad}")
-m = re.search(r"has technique '[^']*': use ([a-z, -]+?)\)", mk)
-said = re.split(r",\s*|\s+or\s+", m.group(1).strip()) if m else []
-if sorted(said) != sorted(accepted): fail(f"mk/variants.mk's error lists {said}, it accepts {accepted}")
-m = re.search(r"verbs\[\]\s*=\s*\{(.*?)\n\s*\};", read("prune/cli/prune_cli.c"), re.S)
-verbs = re.findall(r'(?:\{|CK_VERB\()"([^"]+)",', m.group(1)) if m else []
-# A verb named after what it does rather than the technique it writes:
-# `prune retarget` writes "head" variants (task heads on a shared trunk),
-# `prune specialise` "specialised" ones ((n,p) context models), `prune grow`
-# "nested" ones (NestDNN's multi-capacity model).
-VERB_TECHNIQUE = {"retarget": "head", "specialise": "specialised", "grow": "nested"}
-techs = [VERB_TECHNIQUE.get(v, v) for v in verbs if v not in ("plan", "trr", "l1", "roadmap", "scan")]
-if not techs: fail("prune/cli/prune_cli.c: no verbs found")
-bad = [v for v in techs if v not in enum]
-if bad: fail(f"prune verbs that are not schema techniques: {bad}")
-# mk/retarget.mk's stages derive heads and specialised models (one prune
-# run each for all tasks or contexts), not recipe entries.
-rt = read("mk/retarget.mk")
-staged = [VERB_TECHNIQUE[v] for v in ("retarget", "specialise") if re.search(r"\$\(BIN\)/prune " + v + r"\b", rt)]
-if sorted(staged) != ["head", "specialised"]: fail(f"mk/retarget.mk derives {staged}, not head and specialised")
-derived = sorted([t for t in accepted if t != "base"] + staged)
-if sorted(techs) != derived:
-    fail(f"prune's technique verbs {sorted(techs)} != the make stages' derived techniques {derived}")
-print(f"ok: {len(enum)} techniques; report, runtime, variants.mk ({len(accepted)}), retarget.mk ({len(staged)}), "
-      f"prune ({len(techs)}) agree")
-PY
-if [ $? = 0 ]; then t_ok "technique names agree with the manifest schema's enum"
-else t_fail "technique names agree with the manifest schema's enum" "$(cat "$T/out")"; fi
+hdr="$BIN/../obj/gen/techniques.h"
+schema="$TOP/catalog/manifest.schema.json" rows="$TOP/catalog/techniques.rows"
 
-# The checker itself catches a mismatch: a copy of the tree with one
-# name changed in the report must fail.
-mkdir -p "$T/tree/catalog/src" "$T/tree/runtime-lite/src" "$T/tree/mk" "$T/tree/prune/cli"
-for f in catalog/manifest.schema.json catalog/variant.schema.json catalog/src/report.c \
-         runtime-lite/src/model.c mk/variants.mk mk/retarget.mk prune/cli/prune_cli.c; do cp "$TOP/$f" "$T/tree/$f"; done
-sed -i 's/"early-exit", "trunk"/"early_exit", "trunk"/' "$T/tree/catalog/src/report.c"
-if ! grep -q '"early_exit"' "$T/tree/catalog/src/report.c"; then
-    t_fail "the checker fails on a renamed technique" "could not plant the mismatch"
-elif sed -n '/^python3 - "$TOP"/,/^PY$/p' "$0" | sed '1s/.*/python3 - "$T\/tree" <<'"'"'PY'"'"'/' | bash >"$T/out2" 2>&1; then
-    t_fail "the checker fails on a renamed technique" "$(cat "$T/out2")"
-else
-    t_ok "the checker fails on a renamed technique"
-fi
+# The header against the schema, read as JSON (not as mk/techniques.sh reads it).
+if python3 - "$schema" "$hdr" >"$T/out" 2>&1 <<'PY'
+import json, re, sys
+enum = json.load(open(sys.argv[1]))["$defs"]["variant"]["properties"]["technique"]["enum"]
+got = re.findall(r'X\([A-Z_]+, "([^"]+)",', open(sys.argv[2]).read())
+if len(enum) < 4 or got != enum: sys.exit(f"{sys.argv[2]}: rows {got} != schema enum {enum}")
+PY
+then t_ok "the generated table is the schema's enum, one row each, in order"
+else t_fail "the generated table is the schema's enum, one row each, in order" "$(cat "$T/out")"; fi
+
+# No other list: three or more technique names as C string literals within
+# three lines (an array, a table), or as words on one line of a makefile,
+# outside comments, anywhere in the product sources.
+single_source() { python3 - "$1" "$schema" <<'PY'
+import glob, json, os, re, sys
+top, schema = sys.argv[1], sys.argv[2]
+names = set(json.load(open(schema))["$defs"]["variant"]["properties"]["technique"]["enum"])
+bad = []
+def scan(path, lines, found):
+    for i in range(len(lines)):
+        hits = set().union(*(found(l) for l in lines[i:i + 3])) if path.endswith((".c", ".h")) else found(lines[i])
+        if len(hits) >= 3: bad.append(f"{os.path.relpath(path, top)}:{i + 1}: {sorted(hits)}"); return
+for d in ("catalog", "runtime-lite", "prune", "trainer", "datasets"):
+    for p in glob.glob(f"{top}/{d}/**/*.[ch]", recursive=True):
+        text = re.sub(r"/\*.*?\*/", lambda m: "\n" * m.group(0).count("\n"), open(p).read(), flags=re.S)
+        text = re.sub(r"//.*", "", text)
+        # a verb's name (prune's verb table, its runner) is the CLI's,, which the rows' verb column names
+        text = re.sub(r'(CK_VERB|run_verb)\("[a-z-]+"', r"\1(", text)
+        scan(p, text.split("\n"), lambda l: set(re.findall(r'"([a-z-]+)"', l)) & names)
+for p in glob.glob(f"{top}/mk/*.mk") + glob.glob(f"{top}/*/build.mk") + [f"{top}/Makefile"]:
+    lines = [re.sub(r"#.*", "", l) for l in open(p)]
+    scan(p, lines, lambda l: set(re.findall(r"[a-z-]+", l)) & names)
+if bad: sys.exit("technique names listed outside catalog/techniques.rows:\n" + "\n".join(bad))
+PY
+}
+if single_source "$TOP" >"$T/out" 2>&1; then t_ok "no source lists technique names but the table"
+else t_fail "no source lists technique names but the table" "$(cat "$T/out")"; fi
+# ... and that check catches a list: a copy of the tree with the report's
+# old legend array planted back must fail.
+mkdir -p "$T/tree/catalog/src" "$T/tree/mk"
+cp "$schema" "$T/tree/catalog/" && : > "$T/tree/Makefile"
+printf 'static const char *const t[] = {"base", "rewrite",\n "svd"};\n' > "$T/tree/catalog/src/planted.c"
+expect_fail "the single-source check finds a planted list" "catalog/src/planted.c:1: .*base.*rewrite.*svd" single_source "$T/tree"
+
+# The generator refuses a table that drifts from the enum, or a bad row.
+sed 's/^early-exit /early_exit /' "$rows" > "$T/renamed.rows"
+expect_fail "mk/techniques.sh refuses a row whose name is not the enum's" "early_exit .* not the schema enum" \
+    sh "$TOP/mk/techniques.sh" h "$schema" "$T/renamed.rows"
+grep -v '^lasso ' "$rows" > "$T/short.rows"
+expect_fail "mk/techniques.sh refuses a table missing a technique" "not the schema enum" sh "$TOP/mk/techniques.sh" h "$schema" "$T/short.rows"
+sed 's/^svd \( *\)plain/svd \1dense/' "$rows" > "$T/kind.rows"
+expect_fail "mk/techniques.sh refuses an unknown runtime kind" "kind.rows:[0-9]+: svd .*dense" sh "$TOP/mk/techniques.sh" h "$schema" "$T/kind.rows"
+
+# Each row's behaviour holds: its verb is one of prune's, and the rows made
+# by a "stage" are the ones mk/retarget.mk runs prune for.
+n=0
+while read -r name runtime colour verb made; do
+    case $name in ''|'#'*) continue ;; esac
+    if [ "$verb" != - ]; then
+        "$BIN/prune" "$verb" --help >/dev/null 2>&1 || t_fail "technique $name: prune $verb --help fails"
+        n=$((n + 1))
+    fi
+    if [ "$made" = stage ]; then
+        grep -q "\$(BIN)/prune $verb\b" "$TOP/mk/retarget.mk" || t_fail "technique $name (made by a stage): mk/retarget.mk never runs prune $verb"
+    fi
+done < "$rows"
+t_check "every row's prune verb exists ($n verbs)" test "$n" -ge 8
+# mk/variants.mk accepts exactly the "recipe" rows and says which.
+recipe=$(awk '!/^#/ && NF && $5 == "recipe" { printf "%s%s", s, $1; s = " " }' "$rows")
+mk() { env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -C "$TOP" --no-print-directory -n O="$T/o" "$@" help; }
+expect_fail "mk/variants.mk refuses a technique of no row, listing the recipe rows" \
+    "variant 'base' has technique 'bogus': use one of $recipe \(catalog/techniques.rows\)" mk V_base=bogus
+expect_fail "... and a row not made by a recipe (specialised: a stage)" "technique 'specialised': use one of" mk V_base=specialised
+expect_ok "... and accepts a recipe row" mk V_base=base
 t_done
