@@ -1199,8 +1199,15 @@ enum rtl_policy {
 typedef struct rtl_policy_info {
     const char *name;        /* "mcdnn", "nest-total", ... (the CLI's names) */
     const char *summary;
+    unsigned locations;      /* where it may run a task: bit 1u << RTL_LOC_x per location */
+    int paced;               /* 1: MCDNN's per-request budgets spread the energy and cloud budgets over
+                                the horizon; 0: it spends without pacing (the strawmen) */
+    int planned;             /* 1: one option per task, planned for the running tasks (the knee,
+                                NestDNN's compute shares); 0: chosen per request (MCDNN's cache) */
 } rtl_policy_info;
-/* The policy table's row p (NULL when out of range); by name (-1: none). */
+/* The policy table's row p (NULL when out of range); by name (-1: none).
+ * Each row carries its behaviour (runtime-lite/src/sched.c, policies[]);
+ * adding a policy: runtime-lite/README.md, "Adding a policy". */
 RTL_API const rtl_policy_info *rtl_policy_get(enum rtl_policy p);
 RTL_API int rtl_policy_find(const char *name);
 

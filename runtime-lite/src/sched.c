@@ -24,27 +24,51 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const rtl_policy_info policies[RTL_POLICY_COUNT] = {
-    [RTL_POLICY_MCDNN] = {"mcdnn", "MCDNN Algorithm 1: per-request budgets, LRU paging, device/split/cloud"},
-    [RTL_POLICY_NEST_TOTAL] = {"nest-total", "NestDNN MinTotalCost: greedy compute shares (du = 1%), capacities"},
-    [RTL_POLICY_NEST_MAX] = {"nest-max", "NestDNN MinMaxCost: greedy, the costliest task first"},
-    [RTL_POLICY_DEVICE_ONLY] = {"device-only", "strawman: the most accurate variant on the device, no pacing"},
-    [RTL_POLICY_CLOUD_ONLY] = {"cloud-only", "strawman: the most accurate variant on the cloud, no pacing"},
-    [RTL_POLICY_NO_SHARING] = {"no-sharing", "MCDNN without sharing: every head runs and holds its own trunk"},
-    [RTL_POLICY_NO_SPECIAL] = {"no-special", "MCDNN without specialised variants"},
-    [RTL_POLICY_KNEE] = {"knee", "one fixed model per task (the knee of accuracy vs latency), on the device"},
+/* ---- the policy table: one row per policy, with its behaviour ---------------
+ * (adding a policy: runtime-lite/README.md, "Adding a policy") */
+static void decide_mcdnn(rtl_sched *s, struct sched_task *k, double now, uint64_t frame, rtl_sched_decision *d);
+static void decide_knee(rtl_sched *s, struct sched_task *k, double now, uint64_t frame, rtl_sched_decision *d);
+static void decide_nest(rtl_sched *s, struct sched_task *k, double now, uint64_t frame, rtl_sched_decision *d);
+
+#define LOC(l) (1u << RTL_LOC_##l)
+#define ANYWHERE (LOC(DEVICE) | LOC(SPLIT) | LOC(CLOUD))
+static const struct sched_policy policies[RTL_POLICY_COUNT] = {
+    /* {name, summary, locations, paced, planned}, shares trunks, specialised, nest_max, decide */
+    [RTL_POLICY_MCDNN] = {{"mcdnn", "MCDNN Algorithm 1: per-request budgets, LRU paging, device/split/cloud",
+                           ANYWHERE, 1, 0}, 1, 1, 0, decide_mcdnn},
+    [RTL_POLICY_NEST_TOTAL] = {{"nest-total", "NestDNN MinTotalCost: greedy compute shares (du = 1%), capacities",
+                                LOC(DEVICE), 0, 1}, 1, 1, 0, decide_nest},
+    [RTL_POLICY_NEST_MAX] = {{"nest-max", "NestDNN MinMaxCost: greedy, the costliest task first",
+                              LOC(DEVICE), 0, 1}, 1, 1, 1, decide_nest},
+    [RTL_POLICY_DEVICE_ONLY] = {{"device-only", "strawman: the most accurate variant on the device, no pacing",
+                                 LOC(DEVICE), 0, 0}, 1, 1, 0, decide_mcdnn},
+    [RTL_POLICY_CLOUD_ONLY] = {{"cloud-only", "strawman: the most accurate variant on the cloud, no pacing",
+                                LOC(CLOUD), 0, 0}, 1, 1, 0, decide_mcdnn},
+    [RTL_POLICY_NO_SHARING] = {{"no-sharing", "MCDNN without sharing: every head runs and holds its own trunk",
+                                ANYWHERE, 1, 0}, 0, 1, 0, decide_mcdnn},
+    [RTL_POLICY_NO_SPECIAL] = {{"no-special", "MCDNN without specialised variants", ANYWHERE, 1, 0}, 1, 0, 0,
+                               decide_mcdnn},
+    [RTL_POLICY_KNEE] = {{"knee", "one fixed model per task (the knee of accuracy vs latency), on the device",
+                          LOC(DEVICE), 0, 1}, 1, 1, 0, decide_knee},
 };
+#undef ANYWHERE
+#undef LOC
 
 const rtl_policy_info *rtl_policy_get(enum rtl_policy p)
 {
-    return (unsigned)p < RTL_POLICY_COUNT ? &policies[p] : NULL;
+    return (unsigned)p < RTL_POLICY_COUNT ? &policies[p].info : NULL;
 }
 
 int rtl_policy_find(const char *name)
 {
     for (int p = 0; name && p < RTL_POLICY_COUNT; p++)
-        if (!strcmp(policies[p].name, name)) return p;
+        if (!strcmp(policies[p].info.name, name)) return p;
     return -1;
+}
+
+const struct sched_policy *sched_policy(const rtl_sched *s)
+{
+    return &policies[s->c.policy]; /* checked by rtl_sched_new */
 }
 
 const char *rtl_loc_name(enum rtl_loc l)
@@ -291,7 +315,7 @@ static void one_cost(const rtl_sched *s, const rtl_sched_option *o, enum rtl_loc
     if (o->trunk >= 0) {
         const rtl_sched_trunk *tr = &s->trunks[o->trunk];
         enum rtl_loc tl = l == RTL_LOC_CLOUD ? RTL_LOC_CLOUD : RTL_LOC_DEVICE; /* a split head reads a device trunk */
-        int alone = s->c.policy == RTL_POLICY_NO_SHARING; /* every head runs and holds its own trunk */
+        int alone = !sched_policy(s)->shares_trunks; /* every head runs and holds its own trunk */
         if (!alone && s->trunk_frame[tl][o->trunk] == frame + 1) {
             c->shared = 1;  /* MCDNN's sharing: the trunk already ran for this frame */
         } else if (tl == RTL_LOC_CLOUD) {
@@ -333,10 +357,10 @@ static uint64_t device_bytes(const rtl_sched *s)
             const rtl_sched_option *op = &s->tasks[i].t.options[o];
             uint64_t b = l == RTL_LOC_SPLIT ? (uint64_t)(op->split_frac * (double)op->bytes) : op->bytes;
             if (op->context_n > 0 && op->partner >= 0) b += s->tasks[i].t.options[op->partner].bytes;
-            if (op->trunk >= 0 && s->c.policy == RTL_POLICY_NO_SHARING) b += s->trunks[op->trunk].bytes;
+            if (op->trunk >= 0 && !sched_policy(s)->shares_trunks) b += s->trunks[op->trunk].bytes;
             sum += b;
         }
-    for (size_t t = 0; t < s->ntrunks && s->c.policy != RTL_POLICY_NO_SHARING; t++)
+    for (size_t t = 0; t < s->ntrunks && sched_policy(s)->shares_trunks; t++)
         if (trunk_resident(s, (int)t, -1)) sum += s->trunks[t].bytes;
     return sum;
 }
@@ -418,7 +442,7 @@ static int excluded(const rtl_sched *s, struct sched_task *k, int o)
 {
     const rtl_sched_option *op = &k->t.options[o];
     if (op->context_n > 0) {
-        if (s->c.policy == RTL_POLICY_NO_SPECIAL) return 1;
+        if (!sched_policy(s)->specialised) return 1;
         /* a specialised model only serves while the window is (n,p)-dominated */
         if (top_share(k, op->context_n) < op->context_p) return WHY_CONTEXT;
     }
@@ -539,17 +563,10 @@ struct pick {
     struct sched_cost c;
 };
 
-/* Whether policy p may use location l. */
-static int loc_allowed(enum rtl_policy p, enum rtl_loc l)
+/* Whether s's policy may use location l. */
+static int loc_allowed(const rtl_sched *s, enum rtl_loc l)
 {
-    switch (p) {
-    case RTL_POLICY_DEVICE_ONLY:
-    case RTL_POLICY_KNEE:
-    case RTL_POLICY_NEST_TOTAL:
-    case RTL_POLICY_NEST_MAX: return l == RTL_LOC_DEVICE;
-    case RTL_POLICY_CLOUD_ONLY: return l == RTL_LOC_CLOUD;
-    default: return 1;
-    }
+    return (sched_policy(s)->info.locations >> l) & 1u;
 }
 
 /* Is c cheaper than b (energy first, then money, then time)? */
@@ -690,7 +707,7 @@ static void decide_mcdnn(rtl_sched *s, struct sched_task *k, double now, uint64_
     struct pick hp = {0};
     for (int pass = 0; pass < 2 && hit_loc < 0; pass++)
         for (int l = 0; l < RTL_LOC_COUNT; l++) {
-            if ((pass == 0) != (l == k->current) || !loc_allowed(s->c.policy, (enum rtl_loc)l)) continue;
+            if ((pass == 0) != (l == k->current) || !loc_allowed(s, (enum rtl_loc)l)) continue;
             int o = k->slot[l].option;
             if (o < 0 || excluded(s, k, o)) continue;
             struct sched_cost c;
@@ -708,8 +725,7 @@ static void decide_mcdnn(rtl_sched *s, struct sched_task *k, double now, uint64_
     double e_d = resperreq(s, k, e, RTL_LOC_DEVICE, now, dr);
     /* Fix: line 25 names the cloud budget c_d; it is c_c, the cloud's */
     double c_c = resperreq(s, k, c, RTL_LOC_CLOUD, now, 0);
-    int paced = s->c.policy == RTL_POLICY_MCDNN || s->c.policy == RTL_POLICY_NO_SHARING ||
-                s->c.policy == RTL_POLICY_NO_SPECIAL;
+    int paced = sched_policy(s)->info.paced;
     if (!paced) e_d = c_c = INFINITY; /* the strawmen spend without pacing */
     /* CATALOGLOOKUPRES (line 14) per location; m = nil on a miss bounds
      * the load latency (lines 35-37). Fix: line 13 returns e_d, ec_s, c_c
@@ -718,7 +734,7 @@ static void decide_mcdnn(rtl_sched *s, struct sched_task *k, double now, uint64_
      * best_at applies them option by option. */
     struct pick best = {.option = -1};
     for (int l = 0; l < RTL_LOC_COUNT; l++) {
-        if (!loc_allowed(s->c.policy, (enum rtl_loc)l)) continue;
+        if (!loc_allowed(s, (enum rtl_loc)l)) continue;
         struct pick p;
         int ok = best_at(s, k, (enum rtl_loc)l, e_d, c_c, hit_loc < 0, frame, &p, &why);
         /* line 15: the location of the highest accuracy (ties: the one
@@ -747,7 +763,7 @@ static void decide_mcdnn(rtl_sched *s, struct sched_task *k, double now, uint64_
          * drop it, the cheapest option the hard limits and the totals
          * allow runs (the totals are never overrun). */
         for (int l = 0; l < RTL_LOC_COUNT && paced; l++) {
-            if (!loc_allowed(s->c.policy, (enum rtl_loc)l)) continue;
+            if (!loc_allowed(s, (enum rtl_loc)l)) continue;
             for (size_t o = 0; o < k->t.n; o++) {
                 if (excluded(s, k, (int)o)) continue;
                 struct sched_cost co;
@@ -796,6 +812,21 @@ static void decide_fixed(rtl_sched *s, struct sched_task *k, int o, double share
     d->share = share > 0 ? share : 1;
 }
 
+/* The knee policy: the task's knee, the compute shared by the active tasks. */
+static void decide_knee(rtl_sched *s, struct sched_task *k, double now, uint64_t frame, rtl_sched_decision *d)
+{
+    int active = 0;
+    for (size_t i = 0; i < s->ntasks; i++) active += s->tasks[i].active;
+    decide_fixed(s, k, k->knee, active && k->active ? 1.0 / active : 1, now, frame, d);
+}
+
+/* NestDNN's policies: the option and compute share of the current plan. */
+static void decide_nest(rtl_sched *s, struct sched_task *k, double now, uint64_t frame, rtl_sched_decision *d)
+{
+    if (s->nest_dirty) sched_nest_plan(s);
+    decide_fixed(s, k, k->nest_option, k->nest_share, now, frame, d);
+}
+
 int rtl_sched_decide(rtl_sched *s, int task, double now, uint64_t frame, int cls, rtl_sched_decision *d,
                      rtl_err *err)
 {
@@ -811,20 +842,7 @@ int rtl_sched_decide(rtl_sched *s, int task, double now, uint64_t frame, int cls
     k->requests++;
     for (int l = 0; l < RTL_LOC_COUNT; l++)
         if (k->slot[l].option >= 0) k->slot[l].asked++;
-    switch (s->c.policy) {
-    case RTL_POLICY_KNEE: {
-        int active = 0;
-        for (size_t i = 0; i < s->ntasks; i++) active += s->tasks[i].active;
-        decide_fixed(s, k, k->knee, active && k->active ? 1.0 / active : 1, now, frame, d);
-        break;
-    }
-    case RTL_POLICY_NEST_TOTAL:
-    case RTL_POLICY_NEST_MAX:
-        if (s->nest_dirty) sched_nest_plan(s);
-        decide_fixed(s, k, k->nest_option, k->nest_share, now, frame, d);
-        break;
-    default: decide_mcdnn(s, k, now, frame, d); break;
-    }
+    sched_policy(s)->decide(s, k, now, frame, d);
     return 0;
 }
 

@@ -64,6 +64,19 @@ void sched_cost(const rtl_sched *s, const struct sched_task *k, int o, enum rtl_
                 struct sched_cost *c);
 
 /* NestDNN (sched_nest.c): re-plans the shares of the active tasks. */
+/* A row of the policy table (sched.c): the public part and what the
+ * scheduler does differently under it. */
+struct sched_policy {
+    rtl_policy_info info;
+    int shares_trunks;  /* heads on one trunk share its run per frame and hold it once (MCDNN's sharing) */
+    int specialised;    /* may choose specialised variants (a context's (n,p) models) */
+    int nest_max;       /* NestDNN's plan: the costliest task takes each unit (MinMaxCost), else the
+                         * largest gain (MinTotalCost) */
+    void (*decide)(rtl_sched *s, struct sched_task *k, double now, uint64_t frame, rtl_sched_decision *d);
+};
+/* The row of s's policy. */
+const struct sched_policy *sched_policy(const rtl_sched *s);
+
 void sched_nest_plan(rtl_sched *s);
 void sched_nest_free(rtl_sched *s);
 /* Drops the cached plans (after a budget or goal change). */

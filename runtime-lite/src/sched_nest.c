@@ -111,7 +111,7 @@ void sched_nest_plan(rtl_sched *s)
             const rtl_sched_task *t = &s->tasks[run[i]].t;
             double now = cost(s, t, m[i], u[i] / (double)units);
             uint64_t others = used - t->options[m[i]].bytes;
-            if (s->c.policy == RTL_POLICY_NEST_MAX) {
+            if (sched_policy(s)->nest_max) {
                 /* the task of the highest cost takes the unit */
                 if (bi < 0 || now > bgain) bgain = now, bi = i;
                 continue;
@@ -129,7 +129,7 @@ void sched_nest_plan(rtl_sched *s)
         const rtl_sched_task *t = &s->tasks[run[bi]].t;
         u[bi]++;
         left--;
-        if (s->c.policy == RTL_POLICY_NEST_MAX) {
+        if (sched_policy(s)->nest_max) {
             uint64_t others = used - t->options[m[bi]].bytes;
             double best = INFINITY;
             bm = m[bi];

@@ -36,6 +36,59 @@ static void policy_table(void **state)
     assert_string_equal(rtl_loc_name(RTL_LOC_SPLIT), "split");
 }
 
+/* Each row's behaviour holds: a policy runs tasks only where its row's
+ * locations allow (random options and budgets, split and cloud offered);
+ * a paced row spreads an energy budget over the horizon (2.5 mJ per
+ * request: option b of 2 mJ) where an unpaced one takes the most accurate
+ * (d, 8 mJ); a planned row gives a task one option while nothing changes. */
+static void policy_rows_hold(void **state)
+{
+    (void)state;
+    for (int p = 0; p < RTL_POLICY_COUNT; p++) {
+        const rtl_policy_info *row = rtl_policy_get(p);
+        assert_true(row->locations != 0 && row->locations < (1u << RTL_LOC_COUNT));
+        unsigned used = 0;
+        for (int round = 0; round < 20; round++) {
+            rtl_sched *s = new_sched(p);
+            rtl_sched_option o[4];
+            for (int i = 0; i < 4; i++) {
+                o[i] = opt("v", urand(), 0.5 + urand() * 20, urand() * 50, 5 + urand() * 50, (uint64_t)(urand() * 4e6));
+                o[i].split_frac = urand() < 0.5 ? 0 : 0.2 + 0.6 * urand();
+            }
+            add_task(s, "t", o, 4);
+            rtl_sched_budget b = {.energy_mj = urand() < 0.5 ? -1 : urand() * 500, .cloud_usd = urand() * 1e-3,
+                                  .horizon_s = 100};
+            assert_int_equal(rtl_sched_set_budget(s, &b, 0, NULL), 0);
+            int first = -2;
+            for (int i = 0; i < 50; i++) {
+                rtl_sched_decision d;
+                assert_int_equal(rtl_sched_decide(s, 0, i, (uint64_t)i, -1, &d, NULL), 0);
+                if (d.option < 0) continue;
+                if (!((row->locations >> d.loc) & 1u))
+                    fail_msg("policy %s ran at %s, outside its row's locations", row->name, rtl_loc_name(d.loc));
+                used |= 1u << d.loc;
+                if (row->planned && b.energy_mj < 0) {
+                    if (first == -2) first = d.option;
+                    assert_int_equal(d.option, first);
+                }
+            }
+            rtl_sched_free(s);
+        }
+        assert_true(used != 0);
+        if (row->planned || !((row->locations >> RTL_LOC_DEVICE) & 1u)) continue;
+        rtl_sched *s = new_sched(p);
+        rtl_sched_option o[4] = {opt("a", 0.5, 1, 1, -1, 0), opt("b", 0.6, 2, 2, -1, 0), opt("c", 0.7, 4, 4, -1, 0),
+                                 opt("d", 0.8, 8, 8, -1, 0)};
+        add_task(s, "t", o, 4);
+        set_budget(s, 2500, -1, 1000, 0);
+        rtl_sched_decision d;
+        assert_int_equal(rtl_sched_decide(s, 0, 0, 0, -1, &d, NULL), 0);
+        if (d.option != (row->paced ? 1 : 3))
+            fail_msg("policy %s (paced %d): first option %d, want %d", row->name, row->paced, d.option, row->paced ? 1 : 3);
+        rtl_sched_free(s);
+    }
+}
+
 /* One task at one request per second, alone on the device: f_n = 1,
  * sum f^2 = 1, so RESPERREQ(e) = e / T: the most accurate option within
  * e/T per request; the budget is spread over the horizon, never overrun. */
@@ -587,7 +640,7 @@ static void waterfill_by_hand(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(policy_table),       cmocka_unit_test(resperreq_by_hand),
+        cmocka_unit_test(policy_table),       cmocka_unit_test(policy_rows_hold), cmocka_unit_test(resperreq_by_hand),
         cmocka_unit_test(totals_never_overrun), cmocka_unit_test(budget_change_next_request),
         cmocka_unit_test(refusals),           cmocka_unit_test(lru_paging),
         cmocka_unit_test(estimate_does_not_meet_budget), cmocka_unit_test(accounting_changes_next_decision),
