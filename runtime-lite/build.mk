@@ -104,7 +104,7 @@ $(eval $(call program,$(TESTD)/rtl-crash,$(RTL_CRASH_OBJS) $(RTL_TRN_OBJS) $(CK_
 TEST_DEPS += $(TESTD)/rtl-crash
 
 $(call objs,$(wildcard tests/unit/rtl_*/*.c)): CFLAGS += $(RTL_CFLAGS)
-$(foreach a,$(filter-out rtl_model rtl_sim rtl_gtdp,$(notdir $(wildcard tests/unit/rtl_*))),$(eval $(call unit_test,$(a),$(RTL_LIB),$(RTL_LDLIBS))))
+$(foreach a,$(filter-out rtl_model rtl_runner rtl_sim rtl_gtdp,$(notdir $(wildcard tests/unit/rtl_*))),$(eval $(call unit_test,$(a),$(RTL_LIB),$(RTL_LDLIBS))))
 # the trace simulator, a host-side tool beside librtl (above)
 $(call objs,$(wildcard tests/unit/rtl_sim/*.c)): CFLAGS += -Iruntime-lite/sim
 $(eval $(call unit_test,rtl_sim,$(RTL_SIM_LIB) $(RTL_LIB),$(RTL_LDLIBS)))
@@ -115,6 +115,9 @@ $(eval $(call unit_test,rtl_gtdp,$(RTL_SIM_LIB) $(RTL_LIB),$(RTL_LDLIBS)))
 # (libtrn-infer, the same sources compiled apart: librtl's copies are local).
 $(call objs,$(wildcard tests/unit/rtl_model/*.c)): CFLAGS += $(NN_CFLAGS) -DTRN_INFER_ONLY
 $(eval $(call unit_test,rtl_model,$(RTL_LIB) $(TRN_INFER_LIB),$(RTL_LDLIBS)))
+# rtl_runner writes its catalog's weights with libtrn-infer likewise.
+$(call objs,$(wildcard tests/unit/rtl_runner/*.c)): CFLAGS += $(NN_CFLAGS) -DTRN_INFER_ONLY
+$(eval $(call unit_test,rtl_runner,$(RTL_LIB) $(TRN_INFER_LIB),$(RTL_LDLIBS)))
 
 # make bench: install throughput against plain tar -xf of the same archive;
 # start-to-first-result and peak memory of rtl run against trainer predict.

@@ -90,38 +90,13 @@ struct ctx_cli {
 /* The profiler's parameters for classes classes; -1 with err on a bad list. */
 int ctx_params(const struct ctx_cli *c, uint32_t classes, rtl_context_params *q, rtl_err *err);
 
-/* A specialised model installed for a catalog's task: in an add-on catalog
- * of it (at its version) or in the catalog itself; its cascade partner is
- * a variant of the catalog that answers the task. */
-struct addon {
-    rtl_catalog *cat;        /* the catalog that holds it */
-    int owned;               /* 1: this entry closes cat */
-    const rtl_variant *v;
-    char partner[RTL_ID_MAX + 1];
-    int other;               /* its "other" class */
-    double gate;             /* its cascade's gate (rtl_variant_cascade_gate) */
-    uint32_t *classes;       /* the task's indices of its classes */
-    size_t n;
-    double p;                /* its context's share (0.6 when the manifest has none) */
-    rtl_model *model;        /* opened on first use (closed by addons_free) */
-};
-struct addons {
-    struct addon *a;
-    size_t n;
-};
-/* The specialised models for task of base (installed add-ons of base at its
- * version, then base's own); warnings for add-ons of another version. */
-int addons_find(rtl_store *s, rtl_catalog *base, const char *task, struct addons *out, rtl_err *err);
-void addons_free(struct addons *A);
-/* The one the window matches (partner: only those of that partner; cur:
- * the one in use, kept down to p - hysteresis), with its classes' share;
- * NULL when none or the window holds fewer than min_samples answers. */
-const struct addon *addons_match(const struct addons *A, const rtl_context_profiler *prof, const char *partner,
-                                 const struct addon *cur, double *share);
+/* A runner's options for run, stream and context: threads, --context and
+ * the profiler's options, warnings printed (unless -q); -1 with err on a
+ * bad list of the profiler's. */
+int runner_options(const struct ctx_cli *cc, int context, long long threads, rtl_runner_options *ro,
+                   rtl_err *err);
 /* The index of label among labels[0..n), or n when absent. */
 size_t label_index(const char *const *labels, size_t n, const char *label);
-/* "catalog/variant" */
-void addon_name(const struct addon *a, char *out, size_t size);
 /* The report's classes as a JSON array of labels. */
 void ctx_print_classes(const rtl_context *r, const char *const *labels, FILE *f);
 

@@ -70,132 +70,11 @@ int ctx_params(const struct ctx_cli *c, uint32_t classes, rtl_context_params *q,
     return 0;
 }
 
-/* ---- specialised models for a catalog ------------------------------------ */
-
-static int add_one(struct addons *A, rtl_catalog *cat, int owned, const rtl_variant *v, const rtl_catalog *base,
-                   const char *task, rtl_err *err)
-{
-    char partner[RTL_ID_MAX + 1];
-    int other;
-    if (rtl_variant_cascade(v, partner, sizeof partner, &other, NULL) != 0) return 0;
-    const rtl_variant *pv = rtl_catalog_find(base, partner);
-    if (!pv || strcmp(rtl_variant_task(pv), task) != 0) return 0; /* another task's, or no partner here */
-    size_t nl = 0;
-    const char *const *labels = rtl_catalog_task_labels(base, task, &nl);
-    struct addon a = {.cat = cat, .owned = owned, .v = v, .other = other, .gate = rtl_variant_cascade_gate(v)};
-    snprintf(a.partner, sizeof a.partner, "%s", partner);
-    size_t cap = 0;
-    rtl_catalog_task_labels(cat, rtl_variant_task(v), &cap);
-    a.classes = malloc((cap ? cap : 1) * sizeof *a.classes);
-    rtl_err e;
-    if (!a.classes) return rtl_errf_cli(err, "out of memory"), -1;
-    if (rtl_variant_context(cat, v, labels, nl, a.classes, cap, &a.n, &a.p, &e) != 0 || !a.n) {
-        if (!quiet)
-            fprintf(stderr, "rtl: warning: catalog %s, variant %s: not used for contexts: %s\n", rtl_catalog_id(cat),
-                    rtl_variant_id(v), a.n ? e.msg : "it answers no class");
-        free(a.classes);
-        return 0;
-    }
-    if (!(a.p > 0)) a.p = 0.6; /* no p in the manifest: MCDNN's smallest */
-    struct addon *na = realloc(A->a, (A->n + 1) * sizeof *na);
-    if (!na) {
-        free(a.classes);
-        return rtl_errf_cli(err, "out of memory"), -1;
-    }
-    A->a = na;
-    A->a[A->n++] = a;
-    return 1;
-}
-
-int addons_find(rtl_store *s, rtl_catalog *base, const char *task, struct addons *A, rtl_err *err)
-{
-    memset(A, 0, sizeof *A);
-    for (size_t i = 0; i < rtl_catalog_variant_count(base); i++)
-        if (add_one(A, base, 0, rtl_catalog_variant_at(base, i), base, task, err) < 0) return addons_free(A), -1;
-    rtl_installed *list = NULL;
-    size_t n = 0;
-    if (rtl_list(s, &list, &n, err) != 0) return addons_free(A), -1;
-    for (size_t k = 0; k < n; k++) {
-        if (!strcmp(list[k].catalog, rtl_catalog_id(base))) continue;
-        rtl_err e;
-        rtl_catalog *c = rtl_catalog_open(s, list[k].catalog, &e);
-        const char *bid;
-        uint64_t bver;
-        if (!c) {
-            if (!quiet) fprintf(stderr, "rtl: warning: %s (skipped)\n", e.msg);
-            continue;
-        }
-        if (!rtl_catalog_base(c, &bid, &bver) || strcmp(bid, rtl_catalog_id(base)) != 0) {
-            rtl_catalog_close(c);
-            continue;
-        }
-        if (bver != rtl_catalog_version(base)) {
-            if (!quiet)
-                fprintf(stderr, "rtl: warning: add-on %s was built for catalog %s version %" PRIu64 ", but version "
-                        "%" PRIu64 " is installed: not used (get the add-on built for it)\n", list[k].catalog, bid,
-                        bver, rtl_catalog_version(base));
-            rtl_catalog_close(c);
-            continue;
-        }
-        size_t before = A->n;
-        int owned = 1;
-        for (size_t i = 0; i < rtl_catalog_variant_count(c); i++) {
-            int r = add_one(A, c, owned, rtl_catalog_variant_at(c, i), base, task, err);
-            if (r < 0) {
-                free(list);
-                if (owned) rtl_catalog_close(c);
-                return addons_free(A), -1;
-            }
-            if (r > 0) owned = 0; /* the first entry of this catalog closes it */
-        }
-        if (A->n == before) rtl_catalog_close(c);
-    }
-    free(list);
-    return 0;
-}
-
-void addons_free(struct addons *A)
-{
-    for (size_t i = 0; i < A->n; i++) {
-        rtl_model_close(A->a[i].model);
-        free(A->a[i].classes);
-    }
-    for (size_t i = 0; i < A->n; i++)
-        if (A->a[i].owned) rtl_catalog_close(A->a[i].cat);
-    free(A->a);
-    memset(A, 0, sizeof *A);
-}
-
-const struct addon *addons_match(const struct addons *A, const rtl_context_profiler *prof, const char *partner,
-                                 const struct addon *cur, double *share)
-{
-    rtl_context_params q;
-    rtl_context_profiler_params(prof, &q);
-    const struct addon *best = NULL;
-    double bs = 0;
-    for (size_t i = 0; i < A->n; i++) {
-        const struct addon *a = &A->a[i];
-        if (partner && strcmp(a->partner, partner) != 0) continue;
-        double sh = rtl_context_share(prof, a->classes, a->n);
-        double need = a == cur ? a->p - q.hysteresis : a->p;
-        if (sh < need - 1e-12) continue;
-        if (!best || a->n < best->n || (a->n == best->n && sh > bs)) best = a, bs = sh;
-    }
-    if (best && rtl_context_samples(prof) < q.min_samples) best = NULL; /* the window holds too few */
-    if (share) *share = best ? bs : 0;
-    return best;
-}
-
 size_t label_index(const char *const *labels, size_t n, const char *label)
 {
     size_t j = 0;
     while (j < n && strcmp(labels[j], label) != 0) j++;
     return j;
-}
-
-void addon_name(const struct addon *a, char *out, size_t size)
-{
-    snprintf(out, size, "%s/%s", rtl_catalog_id(a->cat), rtl_variant_id(a->v));
 }
 
 /* ---- rtl context ----------------------------------------------------------- */
@@ -386,6 +265,112 @@ static int ctx_results(struct ctx_run *cr, rtl_store *s, const rtl_catalog *cat,
     return rc;
 }
 
+/* IMAGE operands: run by the task's generic variant (or --variant), their
+ * answers observed; 0, or 1 after an error message. */
+static int ctx_images(struct ctx_run *cr, rtl_catalog *cat, const char *variant, int threads, char **args, int n)
+{
+    rtl_err err;
+    const rtl_variant *gv = variant ? rtl_catalog_find(cat, variant) : generic_variant(cat, cr->task);
+    rtl_model_options mo = {.threads = threads};
+    rtl_model *m = NULL;
+    if (!gv) {
+        if (variant) rtl_errf_cli(&err, "catalog %s has no variant %s", rtl_catalog_id(cat), variant);
+        else rtl_errf_cli(&err, "catalog %s has no variant of task %s that this runtime can run", rtl_catalog_id(cat), cr->task);
+        return fail(&err);
+    }
+    if (strcmp(rtl_variant_task(gv), cr->task) != 0) {
+        rtl_errf_cli(&err, "variant %s answers task %s, not %s (--task)", rtl_variant_id(gv), rtl_variant_task(gv), cr->task);
+        return fail(&err);
+    }
+    if (!(m = rtl_model_open(cat, rtl_variant_id(gv), &mo, &err))) return fail(&err);
+    struct inputs in = {0};
+    int rc = 0;
+    for (int a = 0; !rc && a < n; a++)
+        if (add_inputs(&in, args[a]) != 0) rc = 1;
+    for (size_t k = 0; !rc && k < in.n; k++) {
+        rtl_class top;
+        size_t nt = 0;
+        if (rtl_model_run_image(m, in.p[k], &err) != 0 || rtl_model_top(m, 1, &top, &nt, &err) != 0 ||
+            ctx_answer(cr, top.label, in.p[k], &err) != 0)
+            rc = fail(&err);
+    }
+    inputs_free(&in);
+    rtl_model_close(m);
+    return rc;
+}
+
+/* rtl context --json's report. */
+static void ctx_report_json(const struct ctx_run *cr, rtl_runner *r, const rtl_catalog *cat, const rtl_context *rep)
+{
+    rtl_context_params used;
+    rtl_context_profiler_params(cr->prof, &used);
+    printf("{\"catalog\":");
+    ck_json_str(stdout, rtl_catalog_id(cat));
+    printf(",\"task\":");
+    ck_json_str(stdout, cr->task);
+    printf(",\"window\":%u,\"min_samples\":%u,\"samples\":%u,\"seen\":%" PRIu64 ",\"dominated\":%s,\"n\":%u,"
+           "\"p\":%g,\"share\":%.6f,\"classes\":[", used.window, used.min_samples, rep->samples, rep->seen,
+           rep->dominated ? "true" : "false", rep->n, rep->p, rep->share);
+    for (uint32_t k = 0; k < rep->nclasses; k++) {
+        printf("%s{\"label\":", k ? "," : "");
+        ck_json_str(stdout, cr->labels[rep->classes[k]]);
+        printf(",\"index\":%u,\"count\":%u}", rep->classes[k], rep->counts[k]);
+    }
+    printf("],\"top_share\":[");
+    for (int k = 0; k < RTL_CONTEXT_MAX_LEVELS && used.n[k]; k++)
+        printf("%s{\"n\":%u,\"share\":%.6f}", k ? "," : "", used.n[k], rep->top_share[k]);
+    printf("],\"specialised\":[");
+    rtl_specialised sp;
+    for (size_t k = 0; rtl_runner_specialised(r, cr->task, k, &sp, NULL) == 1; k++) {
+        printf("%s{\"catalog\":", k ? "," : "");
+        ck_json_str(stdout, sp.catalog);
+        printf(",\"variant\":");
+        ck_json_str(stdout, sp.variant);
+        printf(",\"partner\":");
+        ck_json_str(stdout, sp.partner);
+        printf(",\"n\":%zu,\"p\":%g,\"share\":%.6f,\"matches\":%s}", sp.n, sp.p, sp.share,
+               sp.matches ? "true" : "false");
+    }
+    printf("],\"request\":");
+    if (rep->dominated) {
+        printf("{\"model\":");
+        ck_json_str(stdout, rtl_catalog_model(cat));
+        printf(",\"classes\":");
+        ctx_print_classes(rep, cr->labels, stdout);
+        printf(",\"context_p\":%g}", rep->p);
+    } else {
+        printf("null");
+    }
+    printf("}\n");
+}
+
+/* rtl context's report as text. */
+static void ctx_report_text(const struct ctx_run *cr, rtl_runner *r, const rtl_catalog *cat, const rtl_context *rep)
+{
+    rtl_context_params used;
+    rtl_context_profiler_params(cr->prof, &used);
+    printf("catalog %s, task %s: %u answers in the window (of %" PRIu64 " seen; window %u, at least %u)\n",
+           rtl_catalog_id(cat), cr->task, rep->samples, rep->seen, used.window, used.min_samples);
+    if (rep->dominated) printf("(%u, %g)-dominated: %u classes hold %.1f%% of the window\n", rep->n, rep->p,
+                               rep->nclasses, 100 * rep->share);
+    else printf("not dominated: the top %u classes hold %.1f%% of the window\n", rep->n, 100 * rep->share);
+    for (uint32_t k = 0; k < rep->nclasses; k++)
+        printf("  %-24s %6u  %5.1f%%\n", cr->labels[rep->classes[k]], rep->counts[k],
+               rep->samples ? 100.0 * rep->counts[k] / rep->samples : 0);
+    rtl_specialised sp;
+    size_t k = 0;
+    for (; rtl_runner_specialised(r, cr->task, k, &sp, NULL) == 1; k++)
+        printf("specialised %s/%s (%zu classes, p %g, partner %s): its classes hold %.1f%%%s\n", sp.catalog,
+               sp.variant, sp.n, sp.p, sp.partner, 100 * sp.share,
+               sp.matches ? ": matches, runs through the cascade" : "");
+    if (!k) printf("no specialised model is installed for task %s\n", cr->task);
+    if (rep->dominated) {
+        printf("request: make specialise MODEL=%s CLASSES=", rtl_catalog_model(cat));
+        for (uint32_t j = 0; j < rep->nclasses; j++) printf("%s%s", j ? "," : "", cr->labels[rep->classes[j]]);
+        printf(" CONTEXT_P=%g\n", rep->p);
+    }
+}
+
 int cmd_context(rtl_store *s, int argc, char **argv)
 {
     struct ctx_cli c = CTX_CLI_DEFAULTS;
@@ -437,119 +422,25 @@ int cmd_context(rtl_store *s, int argc, char **argv)
     if (!task) task = rtl_catalog_task_labels(cat, "identity", NULL) ? "identity" : rtl_catalog_task_name(cat, 0);
     size_t nl = 0;
     const char *const *labels = task ? rtl_catalog_task_labels(cat, task, &nl) : NULL;
-    rtl_context_params q;
     struct ctx_run cr = {.labels = labels, .nlabels = nl, .task = task, .events = events};
-    struct addons A = {0};
-    rtl_model *m = NULL;
+    rtl_runner_options ro;
+    rtl_runner *r = NULL;
     rc = 0;
     if (!labels) {
         rtl_errf_cli(&err, "catalog %s has no task %s", rtl_catalog_id(cat), task ? task : "(none)");
         rc = fail(&err);
-    } else if (ctx_params(&c, (uint32_t)nl, &q, &err) != 0 || !(cr.prof = rtl_context_profiler_new(&q, &err))) {
-        rc = fail(&err);
-    } else if (addons_find(s, cat, task, &A, &err) != 0) {
+    } else if (runner_options(&c, 1, threads, &ro, &err) != 0 || !(r = rtl_runner_new(s, cat, &ro, &err)) ||
+               !(cr.prof = rtl_runner_profiler(r, task, &err))) {
         rc = fail(&err);
     }
-    if (!rc && argc - i > 1) {
-        const rtl_variant *gv = variant ? rtl_catalog_find(cat, variant) : generic_variant(cat, task);
-        rtl_model_options mo = {.threads = (int)threads};
-        if (!gv) {
-            if (variant) rtl_errf_cli(&err, "catalog %s has no variant %s", rtl_catalog_id(cat), variant);
-            else rtl_errf_cli(&err, "catalog %s has no variant of task %s that this runtime can run", rtl_catalog_id(cat), task);
-            rc = fail(&err);
-        } else if (strcmp(rtl_variant_task(gv), task) != 0) {
-            rtl_errf_cli(&err, "variant %s answers task %s, not %s (--task)", rtl_variant_id(gv), rtl_variant_task(gv), task);
-            rc = fail(&err);
-        } else if (!(m = rtl_model_open(cat, rtl_variant_id(gv), &mo, &err))) {
-            rc = fail(&err);
-        }
-        struct inputs in = {0};
-        for (int a = i + 1; !rc && a < argc; a++)
-            if (add_inputs(&in, argv[a]) != 0) rc = 1;
-        for (size_t k = 0; !rc && k < in.n; k++) {
-            rtl_class top;
-            size_t nt = 0;
-            if (rtl_model_run_image(m, in.p[k], &err) != 0 || rtl_model_top(m, 1, &top, &nt, &err) != 0 ||
-                ctx_answer(&cr, top.label, in.p[k], &err) != 0)
-                rc = fail(&err);
-        }
-        inputs_free(&in);
-    }
+    if (!rc && argc - i > 1) rc = ctx_images(&cr, cat, variant, (int)threads, argv + i + 1, argc - i - 1);
     for (int k = 0; !rc && k < results.n; k++)
         if (ctx_results(&cr, s, cat, results.v[k], &err) != 0) rc = fail(&err);
-    rtl_context r;
-    if (!rc && rtl_profile_context(cr.prof, &r, &err) != 0) rc = fail(&err);
-    rtl_context_params used;
-    if (cr.prof) rtl_context_profiler_params(cr.prof, &used);
-    if (!rc) {
-        double share = 0;
-        const struct addon *hit = addons_match(&A, cr.prof, NULL, NULL, &share);
-        char name[2 * RTL_ID_MAX + 2];
-        if (json) {
-            printf("{\"catalog\":");
-            ck_json_str(stdout, rtl_catalog_id(cat));
-            printf(",\"task\":");
-            ck_json_str(stdout, task);
-            printf(",\"window\":%u,\"min_samples\":%u,\"samples\":%u,\"seen\":%" PRIu64 ",\"dominated\":%s,\"n\":%u,"
-                   "\"p\":%g,\"share\":%.6f,\"classes\":[",
-                   used.window, used.min_samples, r.samples,
-                   r.seen, r.dominated ? "true" : "false", r.n, r.p, r.share);
-            for (uint32_t k = 0; k < r.nclasses; k++) {
-                printf("%s{\"label\":", k ? "," : "");
-                ck_json_str(stdout, labels[r.classes[k]]);
-                printf(",\"index\":%u,\"count\":%u}", r.classes[k], r.counts[k]);
-            }
-            printf("],\"top_share\":[");
-            for (int k = 0; k < RTL_CONTEXT_MAX_LEVELS && used.n[k]; k++)
-                printf("%s{\"n\":%u,\"share\":%.6f}", k ? "," : "", used.n[k], r.top_share[k]);
-            printf("],\"specialised\":[");
-            for (size_t k = 0; k < A.n; k++) {
-                printf("%s{\"catalog\":", k ? "," : "");
-                ck_json_str(stdout, rtl_catalog_id(A.a[k].cat));
-                printf(",\"variant\":");
-                ck_json_str(stdout, rtl_variant_id(A.a[k].v));
-                printf(",\"partner\":");
-                ck_json_str(stdout, A.a[k].partner);
-                printf(",\"n\":%zu,\"p\":%g,\"share\":%.6f,\"matches\":%s}", A.a[k].n, A.a[k].p,
-                       rtl_context_share(cr.prof, A.a[k].classes, A.a[k].n), &A.a[k] == hit ? "true" : "false");
-            }
-            printf("],\"request\":");
-            if (r.dominated) {
-                printf("{\"model\":");
-                ck_json_str(stdout, rtl_catalog_model(cat));
-                printf(",\"classes\":");
-                ctx_print_classes(&r, labels, stdout);
-                printf(",\"context_p\":%g}", r.p);
-            } else {
-                printf("null");
-            }
-            printf("}\n");
-        } else {
-            printf("catalog %s, task %s: %u answers in the window (of %" PRIu64 " seen; window %u, at least %u)\n",
-                   rtl_catalog_id(cat), task, r.samples, r.seen, used.window, used.min_samples);
-            if (r.dominated) printf("(%u, %g)-dominated: %u classes hold %.1f%% of the window\n", r.n, r.p, r.nclasses,
-                                    100 * r.share);
-            else printf("not dominated: the top %u classes hold %.1f%% of the window\n", r.n, 100 * r.share);
-            for (uint32_t k = 0; k < r.nclasses; k++)
-                printf("  %-24s %6u  %5.1f%%\n", labels[r.classes[k]], r.counts[k],
-                       r.samples ? 100.0 * r.counts[k] / r.samples : 0);
-            for (size_t k = 0; k < A.n; k++) {
-                addon_name(&A.a[k], name, sizeof name);
-                printf("specialised %s (%zu classes, p %g, partner %s): its classes hold %.1f%%%s\n", name, A.a[k].n,
-                       A.a[k].p, A.a[k].partner, 100 * rtl_context_share(cr.prof, A.a[k].classes, A.a[k].n),
-                       &A.a[k] == hit ? ": matches, runs through the cascade" : "");
-            }
-            if (!A.n) printf("no specialised model is installed for task %s\n", task);
-            if (r.dominated) {
-                printf("request: make specialise MODEL=%s CLASSES=", rtl_catalog_model(cat));
-                for (uint32_t k = 0; k < r.nclasses; k++) printf("%s%s", k ? "," : "", labels[r.classes[k]]);
-                printf(" CONTEXT_P=%g\n", r.p);
-            }
-        }
-    }
-    rtl_model_close(m);
-    addons_free(&A);
-    rtl_context_profiler_free(cr.prof);
+    rtl_context rep;
+    if (!rc && rtl_profile_context(cr.prof, &rep, &err) != 0) rc = fail(&err);
+    if (!rc && json) ctx_report_json(&cr, r, cat, &rep);
+    else if (!rc) ctx_report_text(&cr, r, cat, &rep);
+    rtl_runner_free(r);
     rtl_catalog_close(cat);
     return rc;
 }

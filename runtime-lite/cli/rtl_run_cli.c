@@ -37,6 +37,108 @@ static void print_result(const char *image, const rtl_class *top, size_t n, cons
     putchar('\n');
 }
 
+/* --context: a change of the specialised model in use, on standard error. */
+static void context_note(const rtl_runner_result *res, const char *variant, const char *image)
+{
+    if (!res->switched || quiet) return;
+    if (res->cascade[0])
+        fprintf(stderr, "rtl: context: the classes of %s hold %.1f%% of the last %u answers (its p: %g): answering "
+                "through its cascade from %s on\n", res->cascade, 100 * res->share, res->samples, res->p, image);
+    else
+        fprintf(stderr, "rtl: context: no specialised model matches the last %u answers: %s answers alone from %s "
+                "on\n", res->samples, variant, image);
+}
+
+/* --context --json: the window at the end and the specialised model in use. */
+static void context_json(cJSON *doc, rtl_runner *r, const rtl_catalog *cat, const char *task)
+{
+    rtl_context c;
+    rtl_err err;
+    rtl_context_profiler *prof = rtl_runner_profiler(r, task, &err);
+    if (!prof || rtl_profile_context(prof, &c, &err) != 0) return;
+    const char *const *labels = rtl_catalog_task_labels(cat, task, NULL);
+    cJSON *o = cJSON_AddObjectToObject(doc, "context"), *cl = cJSON_CreateArray();
+    cJSON_AddBoolToObject(o, "dominated", c.dominated);
+    cJSON_AddNumberToObject(o, "n", c.n);
+    cJSON_AddNumberToObject(o, "p", c.p);
+    cJSON_AddNumberToObject(o, "share", c.share);
+    cJSON_AddNumberToObject(o, "samples", c.samples);
+    for (uint32_t q = 0; q < c.nclasses; q++) cJSON_AddItemToArray(cl, cJSON_CreateString(labels[c.classes[q]]));
+    cJSON_AddItemToObject(o, "classes", cl);
+    rtl_specialised sp;
+    for (size_t k = 0; rtl_runner_specialised(r, task, k, &sp, NULL) == 1; k++)
+        if (sp.in_use) {
+            char nm[2 * RTL_ID_MAX + 2];
+            snprintf(nm, sizeof nm, "%s/%s", sp.catalog, sp.variant);
+            cJSON_AddStringToObject(o, "specialised", nm);
+            return;
+        }
+    cJSON_AddNullToObject(o, "specialised");
+}
+
+/* The JSON document of rtl run --json (NULL when out of memory). */
+static cJSON *run_doc(const rtl_catalog *cat, const char *variant, const rtl_model *m)
+{
+    cJSON *doc = cJSON_CreateObject();
+    if (!doc) return NULL;
+    cJSON_AddStringToObject(doc, "catalog", rtl_catalog_id(cat));
+    cJSON_AddNumberToObject(doc, "version", (double)rtl_catalog_version(cat));
+    cJSON_AddStringToObject(doc, "variant", variant);
+    if (rtl_model_capacities(m)) cJSON_AddNumberToObject(doc, "capacity", rtl_model_capacity(m));
+    if (!cJSON_AddArrayToObject(doc, "results")) cJSON_Delete(doc), doc = NULL;
+    return doc;
+}
+
+/* Runs q on every image through r and prints the answers; 1 when one
+ * failed. */
+static int run_images(rtl_runner *r, rtl_runner_request *q, char **images, int n, size_t k, cJSON *results)
+{
+    rtl_class *top = calloc(k, sizeof *top);
+    if (!top) return fprintf(stderr, "rtl: error: out of memory\n"), 1;
+    int status = 0;
+    for (int a = 0; a < n; a++) {
+        rtl_runner_result res;
+        rtl_err err;
+        size_t nt = 0;
+        q->image = images[a];
+        int rc = rtl_runner_run(r, q, &res, &err);
+        context_note(&res, q->variant, images[a]);
+        if (rc != 0 || rtl_model_top(res.model, k, top, &nt, &err) != 0) {
+            status = fail(&err);
+            image_error_json(results, images[a], err.msg);
+            continue;
+        }
+        print_result(images[a], top, nt, res.answered_by, res.cascade[0] ? res.cascade : NULL, res.model, results);
+    }
+    free(top);
+    return status;
+}
+
+static void warn_cli(void *arg, const char *msg)
+{
+    (void)arg;
+    if (!quiet) fprintf(stderr, "rtl: warning: %s\n", msg);
+}
+
+int runner_options(const struct ctx_cli *cc, int context, long long threads, rtl_runner_options *ro,
+                   rtl_err *err)
+{
+    memset(ro, 0, sizeof *ro);
+    ro->threads = (int)threads, ro->context = context, ro->warn = warn_cli;
+    return context ? ctx_params(cc, 0, &ro->context_params, err) : 0;
+}
+
+/* rtl run's options, as rtl_runner_prepare takes them; -1 after an error. */
+static rtl_runner *run_prepare(rtl_store *s, rtl_catalog *cat, const rtl_runner_options *ro,
+                               const rtl_runner_request *q, const rtl_model **m)
+{
+    rtl_err err;
+    rtl_runner *r = rtl_runner_new(s, cat, ro, &err);
+    if (r && rtl_runner_prepare(r, q, m, &err) != 0) rtl_runner_free(r), r = NULL;
+    if (!r) fail(&err);
+    return r;
+}
+
 int cmd_run(rtl_store *s, int argc, char **argv)
 {
     if (run_wants_split(argc, argv)) return cmd_run_split(s, argc, argv); /* its own options */
@@ -83,169 +185,25 @@ int cmd_run(rtl_store *s, int argc, char **argv)
                              "Exit status 1 when a variant cannot be loaded or an image cannot be read.\n"};
     int rc, i = sub_opts(argc, argv, &v, 3, INT_MAX, &rc);
     if (i < 0) return rc;
-    rtl_catalog *cat;
-    rtl_model *m = open_variant(s, argv[i], argv[i + 1], o.threads, &cat);
-    if (!m) return 1;
     rtl_err err;
-    if (capacity && rtl_model_set_capacity(m, (int)capacity, &err) != 0) {
-        rtl_model_close(m);
-        rtl_catalog_close(cat);
-        return fail(&err);
-    }
-    if (o.alpha >= 0 && rtl_model_set_alpha(m, (float)o.alpha, &err) != 0) {
-        rtl_model_close(m);
-        rtl_catalog_close(cat);
-        return fail(&err);
-    }
-    /* A specialised model runs as MCDNN's cascade: on its "other" class
-     * the partner answers (in this catalog, or in the catalog an add-on
-     * extends, which must be installed at the add-on's base version). */
-    rtl_catalog *bcat = NULL;
-    rtl_model *pm = NULL;
-    char partner[128];
-    int other = -1;
-    double gate = rtl_variant_cascade_gate(rtl_model_variant(m));
-    if (rtl_variant_cascade(rtl_model_variant(m), partner, sizeof partner, &other, NULL) == 0) {
-        rtl_catalog *pc = cat;
-        const char *bid;
-        uint64_t bver;
-        if (!rtl_catalog_find(cat, partner) && rtl_catalog_base(cat, &bid, &bver)) {
-            if (!(bcat = rtl_catalog_open(s, bid, &err))) {
-                fprintf(stderr, "rtl: add-on %s extends catalog %s version %" PRIu64 "\n", argv[i], bid, bver);
-            } else if (rtl_catalog_version(bcat) != bver) {
-                snprintf(err.msg, sizeof err.msg, "add-on %s was built for catalog %s version %" PRIu64
-                         ", but version %" PRIu64 " is installed: get the add-on built for it", argv[i], bid, bver,
-                         rtl_catalog_version(bcat));
-                rtl_catalog_close(bcat);
-                bcat = NULL;
-            }
-            pc = bcat;
-        }
-        rtl_model_options mo = {.threads = (int)o.threads};
-        if (pc) pm = rtl_model_open(pc, partner, &mo, &err);
-        if (!pm) {
-            rtl_model_close(m);
-            rtl_catalog_close(bcat);
-            rtl_catalog_close(cat);
-            return fail(&err);
-        }
-    }
-    /* --context: the profiler over VARIANT's task and the specialised
-     * models whose partner is VARIANT */
-    struct addons A = {0};
-    rtl_context_profiler *prof = NULL;
-    const struct addon *cur = NULL;
+    rtl_runner_options ro;
+    if (runner_options(&cc, context, o.threads, &ro, &err) != 0) return fail(&err);
+    rtl_catalog *cat = rtl_catalog_open(s, argv[i], &err);
+    if (!cat) return fail(&err);
+    rtl_runner_request q = {.variant = argv[i + 1], .capacity = (int)capacity, .alpha = o.alpha};
+    const rtl_model *m = NULL;
+    rtl_runner *r = run_prepare(s, cat, &ro, &q, &m);
+    if (!r) return rtl_catalog_close(cat), 1;
     const char *task = rtl_variant_task(rtl_model_variant(m));
-    size_t nl = 0;
-    const char *const *labels = rtl_catalog_task_labels(cat, task, &nl);
-    if (context) {
-        rtl_context_params q;
-        int bad = pm != NULL;
-        if (bad)
-            snprintf(err.msg, sizeof err.msg, "--context: %s is specialised (it always runs as a cascade): give its "
-                     "partner %s, the generic model", argv[i + 1], partner);
-        if (!bad && (!labels || ctx_params(&cc, (uint32_t)nl, &q, &err) != 0 ||
-                     !(prof = rtl_context_profiler_new(&q, &err)) || addons_find(s, cat, task, &A, &err) != 0))
-            bad = 1;
-        if (bad) {
-            rtl_context_profiler_free(prof);
-            rtl_model_close(pm);
-            rtl_model_close(m);
-            rtl_catalog_close(bcat);
-            rtl_catalog_close(cat);
-            return fail(&err);
-        }
-        if (!quiet && !A.n) fprintf(stderr, "rtl: context: no specialised model with partner %s is installed\n", argv[i + 1]);
-    }
-    size_t k = (size_t)o.top < rtl_model_classes(m) ? (size_t)o.top : rtl_model_classes(m);
-    for (size_t a = 0; a < A.n; a++)
-        if (!strcmp(A.a[a].partner, argv[i + 1])) {
-            size_t nc = 0;
-            rtl_catalog_task_labels(A.a[a].cat, rtl_variant_task(A.a[a].v), &nc);
-            if (nc > k) k = nc < (size_t)o.top ? nc : (size_t)o.top;
-        }
-    if (pm && rtl_model_classes(pm) > k) k = (size_t)o.top < rtl_model_classes(pm) ? (size_t)o.top : rtl_model_classes(pm);
-    rtl_class *top = calloc(k, sizeof *top);
-    cJSON *doc = o.json ? cJSON_CreateObject() : NULL, *results = NULL;
-    if (doc) {
-        cJSON_AddStringToObject(doc, "catalog", rtl_catalog_id(cat));
-        cJSON_AddNumberToObject(doc, "version", (double)rtl_catalog_version(cat));
-        cJSON_AddStringToObject(doc, "variant", argv[i + 1]);
-        if (rtl_model_capacities(m)) cJSON_AddNumberToObject(doc, "capacity", rtl_model_capacity(m));
-        results = cJSON_AddArrayToObject(doc, "results");
-    }
-    int status = 0, ready = top && (!o.json || results);
-    if (!ready) {
-        fprintf(stderr, "rtl: error: out of memory\n");
-        status = 1;
-    }
-    for (int a = i + 2; ready && a < argc; a++) {
-        size_t n = 0;
-        rtl_model *ans = m, *first = m, *fall = pm;
-        int oth = other;
-        double gt = gate;
-        char cname[2 * RTL_ID_MAX + 2] = "";
-        if (prof) { /* the specialised model the window matches, if any */
-            double share = 0;
-            const struct addon *was = cur;
-            cur = addons_match(&A, prof, argv[i + 1], cur, &share);
-            if (cur != was && !quiet) {
-                if (cur) {
-                    addon_name(cur, cname, sizeof cname);
-                    fprintf(stderr, "rtl: context: the classes of %s hold %.1f%% of the last %u answers (its p: %g): "
-                            "answering through its cascade from %s on\n", cname, 100 * share,
-                            rtl_context_samples(prof), cur->p, argv[a]);
-                } else {
-                    fprintf(stderr, "rtl: context: no specialised model matches the last %u answers: %s answers "
-                            "alone from %s on\n", rtl_context_samples(prof), argv[i + 1], argv[a]);
-                }
-            }
-            if (cur && !cur->model) {
-                struct addon *cw = (struct addon *)cur;
-                rtl_model_options cmo = {.threads = (int)o.threads};
-                if (!(cw->model = rtl_model_open(cw->cat, rtl_variant_id(cw->v), &cmo, &err))) {
-                    status = fail(&err);
-                    break;
-                }
-            }
-            if (cur) first = cur->model, fall = m, oth = cur->other, gt = cur->gate, addon_name(cur, cname, sizeof cname);
-        }
-        size_t km = k < rtl_model_classes(first) ? k : rtl_model_classes(first);
-        int ok = rtl_model_run_image(first, argv[a], &err) == 0 && rtl_model_top(first, km, top, &n, &err) == 0;
-        if (ok) ans = first;
-        if (ok && fall && n > 0 && ((int)top[0].index == oth || top[0].prob < gt)) { /* "other" (or under the gate): the partner answers */
-            ans = fall;
-            km = k < rtl_model_classes(fall) ? k : rtl_model_classes(fall);
-            ok = rtl_model_run_image(fall, argv[a], &err) == 0 && rtl_model_top(fall, km, top, &n, &err) == 0;
-        }
-        if (ok && prof && n > 0) { /* the answer, a label of the task, into the window */
-            size_t j = label_index(labels, nl, top[0].label);
-            if (j < nl && rtl_context_observe(prof, (uint32_t)j, &err) != 0) ok = 0;
-        }
-        if (!ok) {
-            status = fail(&err);
-            image_error_json(results, argv[a], err.msg);
-            continue;
-        }
-        print_result(argv[a], top, n, rtl_model_answered_by(ans), cname[0] ? cname : NULL, ans, results);
-    }
-    if (doc && prof) {
-        rtl_context r;
-        if (rtl_profile_context(prof, &r, &err) == 0) {
-            cJSON *c = cJSON_AddObjectToObject(doc, "context"), *cl = cJSON_CreateArray();
-            cJSON_AddBoolToObject(c, "dominated", r.dominated);
-            cJSON_AddNumberToObject(c, "n", r.n);
-            cJSON_AddNumberToObject(c, "p", r.p);
-            cJSON_AddNumberToObject(c, "share", r.share);
-            cJSON_AddNumberToObject(c, "samples", r.samples);
-            for (uint32_t q = 0; q < r.nclasses; q++) cJSON_AddItemToArray(cl, cJSON_CreateString(labels[r.classes[q]]));
-            cJSON_AddItemToObject(c, "classes", cl);
-            char nm[2 * RTL_ID_MAX + 2];
-            if (cur) addon_name(cur, nm, sizeof nm);
-            if (cur) cJSON_AddStringToObject(c, "specialised", nm);
-            else cJSON_AddNullToObject(c, "specialised");
-        }
-    }
+    rtl_specialised sp;
+    if (context && !quiet && rtl_runner_specialised(r, task, 0, &sp, NULL) == 0)
+        fprintf(stderr, "rtl: context: no specialised model with partner %s is installed\n", argv[i + 1]);
+    cJSON *doc = o.json ? run_doc(cat, argv[i + 1], m) : NULL;
+    int status = o.json && !doc ? (fprintf(stderr, "rtl: error: out of memory\n"), 1) : 0;
+    if (!status)
+        status = run_images(r, &q, argv + i + 2, argc - i - 2, (size_t)o.top,
+                            doc ? cJSON_GetObjectItemCaseSensitive(doc, "results") : NULL);
+    if (doc && context) context_json(doc, r, cat, task);
     if (doc) {
         char *text = cJSON_Print(doc);
         if (text) puts(text);
@@ -253,12 +211,7 @@ int cmd_run(rtl_store *s, int argc, char **argv)
         free(text);
         cJSON_Delete(doc);
     }
-    free(top);
-    addons_free(&A);
-    rtl_context_profiler_free(prof);
-    rtl_model_close(pm);
-    rtl_model_close(m);
-    rtl_catalog_close(bcat);
+    rtl_runner_free(r);
     rtl_catalog_close(cat);
     return status;
 }

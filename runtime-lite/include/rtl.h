@@ -392,10 +392,6 @@ RTL_API uint64_t rtl_variant_cost(const rtl_variant *v, enum rtl_cost which);
 /* Accuracy measured for task (NULL: the variant's own task); -1 when the
  * manifest has none (top5 is -1 where classes <= 5). */
 RTL_API int rtl_variant_accuracy(const rtl_variant *v, const char *task, double *top1, double *top5);
-/* The variant's technique_fields object as compact JSON text ("{}" when
- * absent): capacities, exits, fragments, context and cascade live there
- * until loaders grow typed accessors for them. */
-RTL_API const char *rtl_variant_fields_json(const rtl_variant *v);
 
 /* ---- latency: measured figures and estimates ------------------------------
  * Latency is measured, never computed, on the machine it is reported for
@@ -487,9 +483,10 @@ RTL_API void rtl_machine_describe(char *out, size_t size);
  *  - shared trunks (head): the trunk is a part the catalog loads once and
  *    lends to every head model; a call taking several models runs it once
  *    per input and fans its output out to the heads;
- *  - cascades (specialised): the partner is a second part; when the
- *    specialised part answers its "other" class, the partner's answer is
- *    the result, and rtl_model_answered_by names the variant that answered;
+ *  - cascades (specialised): a specialised variant opens alone here (its
+ *    n classes and "other"); run through a runner (rtl_runner_run, below),
+ *    its partner answers when it answers "other", and the result names the
+ *    variant that answered;
  *  - early exits: the exits are parts reading an inner layer's output.
  * Opening a variant of another technique today fails, naming it.
  *
@@ -587,9 +584,6 @@ RTL_API int rtl_model_run_image(rtl_model *m, const char *path, rtl_err *err) RT
  * probabilities: catalog variants end with [softmax]), owned by the model
  * and valid until its next run or close; NULL before the first run. */
 RTL_API const float *rtl_model_output(const rtl_model *m);
-/* The variant whose output the last run returned (the model's own for
- * plain variants; the partner after a cascade's "other"). */
-RTL_API const char *rtl_model_answered_by(const rtl_model *m);
 
 /* Early-exit variants (technique early-exit, FlexDNN): a run evaluates the
  * exits in trunk order and stops at the first whose confidence
@@ -712,14 +706,6 @@ RTL_API int rtl_model_run_tasks(rtl_model *const *models, size_t n, const float 
  * otherwise. */
 RTL_API int rtl_variant_cascade(const rtl_variant *v, char *partner, size_t psize, int *other_class,
                                 rtl_err *err);
-/* The cascade's gate of specialised v (technique_fields.cascade.gate): its
- * answer stands only at a probability >= the gate, lower ones fall through
- * to the partner like "other"; 0 (MCDNN's cascade: "other" alone) when v
- * has none or is not specialised. */
-RTL_API double rtl_variant_cascade_gate(const rtl_variant *v);
-/* When cat is an add-on: the id and version of the catalog it extends; 1.
- * 0 when it is not an add-on. */
-RTL_API int rtl_catalog_base(const rtl_catalog *cat, const char **id, uint64_t *version);
 
 /* ---- the context profiler (runtime-lite/src/context.c) ---------------------
  *
@@ -772,10 +758,6 @@ RTL_API rtl_context_profiler *rtl_context_profiler_new(const rtl_context_params 
 RTL_API void rtl_context_profiler_free(rtl_context_profiler *p);
 /* The parameters in force (defaults filled in). */
 RTL_API void rtl_context_profiler_params(const rtl_context_profiler *p, rtl_context_params *out);
-/* Inputs in the window now. */
-RTL_API uint32_t rtl_context_samples(const rtl_context_profiler *p);
-/* Empties the window and forgets the last report. */
-RTL_API void rtl_context_reset(rtl_context_profiler *p);
 /* Adds one classified input of class cls (the answer, not the truth: a
  * device does not know the truth); the oldest leaves a full window. O(1),
  * never allocates. -1 with err when cls >= classes (nothing changes). */
@@ -784,19 +766,7 @@ RTL_API int rtl_context_observe(rtl_context_profiler *p, uint32_t cls, rtl_err *
  * rtl_context). It remembers the report (for `changed` and the
  * hysteresis), so it is not const. O(classes x largest n). */
 RTL_API int rtl_profile_context(rtl_context_profiler *p, rtl_context *out, rtl_err *err);
-/* The share of the window held by classes[0..n) (repeats count once,
- * indices >= classes count nothing); 0 for an empty window. */
-RTL_API double rtl_context_share(const rtl_context_profiler *p, const uint32_t *classes, size_t n);
 
-/* When v is specialised (catalog cat): the classes it answers (its task's
- * labels but its "other" class), as indices among labels[0..nlabels) (the
- * generic task's labels, by name) into classes[0..cap), their count in *n,
- * and its context's p (technique_fields.context.p; 0 when absent) in *p.
- * -1 with err when v is not specialised, one of its labels is not among
- * labels, or cap is too small. */
-RTL_API int rtl_variant_context(const rtl_catalog *cat, const rtl_variant *v, const char *const *labels,
-                                size_t nlabels, uint32_t *classes, size_t cap, size_t *n, double *p,
-                                rtl_err *err) RTL_MUST_CHECK;
 
 /* ---- the split planner (runtime-lite/src/plan.c) --------------------------
  *
@@ -1293,11 +1263,8 @@ typedef struct rtl_sched rtl_sched;
 
 RTL_API rtl_sched *rtl_sched_new(const rtl_sched_config *c, rtl_err *err);
 RTL_API void rtl_sched_free(rtl_sched *s);
-/* Adds a trunk; its index, or -1. */
-RTL_API int rtl_sched_add_trunk(rtl_sched *s, const rtl_sched_trunk *t, rtl_err *err);
 /* Registers an application's task; its index, or -1. */
 RTL_API int rtl_sched_add_task(rtl_sched *s, const rtl_sched_task *t, rtl_err *err);
-RTL_API size_t rtl_sched_task_count(const rtl_sched *s);
 RTL_API const rtl_sched_task *rtl_sched_task_at(const rtl_sched *s, size_t i);
 /* The budgets from time now (seconds) on: what is left and until when. */
 RTL_API int rtl_sched_set_budget(rtl_sched *s, const rtl_sched_budget *b, double now, rtl_err *err);
@@ -1313,15 +1280,6 @@ RTL_API int rtl_sched_set_active(rtl_sched *s, int task, int active, rtl_err *er
  * bad arguments only. */
 RTL_API int rtl_sched_decide(rtl_sched *s, int task, double now, uint64_t frame, int cls,
                              rtl_sched_decision *d, rtl_err *err);
-/* The option of task cached at location loc now; -1: none. */
-RTL_API int rtl_sched_cached(const rtl_sched *s, int task, enum rtl_loc loc);
-/* Feeds back the measured cost of an executed decision d: measured_ms is
- * the device compute time of d's option (paging in excluded). The option's
- * device latency becomes measured_ms (source "device"), its device energy
- * scales with it, and the energy charged for d is corrected, so the next
- * decisions use the measured figure. Accounted: device decisions of options
- * without a trunk or a cascade partner (another's time is in theirs). */
-RTL_API void rtl_sched_account(rtl_sched *s, const rtl_sched_decision *d, double measured_ms);
 
 /* Options of a catalog's variants for task (NULL: every task the catalog
  * has; one rtl_sched_task per task name, appended to *tasks, *n grows).
@@ -1339,6 +1297,99 @@ typedef struct rtl_sched_source {
 } rtl_sched_source;
 RTL_API int rtl_sched_add_catalog(rtl_sched *s, const rtl_catalog *cat, const char *task, const char *app,
                                   const rtl_sched_source *src, rtl_err *err);
+
+/* ---- the runner (runtime-lite/src/runner.c) ---------------------------------
+ *
+ * What an application runs a catalog through: variants are opened on
+ * their first request and stay open (warm), a specialised variant with its
+ * cascade partner (in the catalog, or in the catalog the add-on extends,
+ * installed at its version). With options.context, each task's answers go
+ * through a context profiler, and while a specialised model installed for
+ * the task (the catalog's own, or an installed add-on's built for the
+ * catalog's version) matches the window and its partner is the variant
+ * asked for, it answers first through its cascade: on its "other" class,
+ * or a probability under its cascade's gate, the partner answers.
+ * rtl_runner_serve is the scheduled executor: the scheduler decides, the
+ * runner pages the chosen model in (opens it; capacity and alpha switched
+ * in place), runs it, feeds the measured time back (rtl_sched_account) and
+ * after a frame's last task closes the models no slot of the scheduler
+ * holds while the open ones exceed its memory budget, least recently used
+ * first (the others stay open, warm: a switch back is not a reload). A runner, its models and its catalog are used by one thread at a
+ * time; the catalog (and store) must outlive it. */
+
+typedef struct rtl_runner rtl_runner;
+
+typedef struct rtl_runner_options {
+    int threads;             /* as rtl_model_options.threads */
+    int context;             /* 1: profile answers, cascade through matching specialised models */
+    rtl_context_params context_params; /* the profiler's (classes: the task's label count) */
+    int dry_run;             /* rtl_runner_serve decides only: nothing opened or run */
+    int no_feedback;         /* rtl_runner_serve: keep the predictions (no rtl_sched_account) */
+    /* warnings (a specialised model or an add-on that is not used, and why);
+     * NULL: none are reported */
+    void (*warn)(void *arg, const char *msg);
+    void *warn_arg;
+} rtl_runner_options;
+
+/* A runner over cat (store st may be NULL: no add-ons then); options may
+ * be NULL (defaults: zeros). */
+RTL_API rtl_runner *rtl_runner_new(rtl_store *st, rtl_catalog *cat, const rtl_runner_options *options,
+                                   rtl_err *err);
+RTL_API void rtl_runner_free(rtl_runner *r);
+
+typedef struct rtl_runner_request {
+    const char *variant;
+    int capacity;            /* > 0: run this capacity of a nested variant (an error for another) */
+    double alpha;            /* >= 0: the early-exit knob (an error without exits); < 0: keep */
+    const char *image;       /* PNG, JPEG or BMP, preprocessed as rtl_model_run_image's */
+} rtl_runner_request;
+
+typedef struct rtl_runner_result {
+    const rtl_model *model;  /* the model that answered (rtl_model_top, _exit_taken); NULL: none */
+    const char *answered_by; /* its variant's id */
+    char cascade[2 * RTL_ID_MAX + 2]; /* context: "CATALOG/VARIANT" of the specialised model
+                                       * that ran first; "" when none did */
+    double ms;               /* the runs' time (image decoding apart); a dry run: the prediction */
+    int cold;                /* the variant was opened for this request */
+    int bad_input;           /* the error is the image's (it could not be read) */
+    int switched;            /* context: the specialised model in use changed at this request */
+    double share, p;         /* context: its classes' share of the window, and its p */
+    uint32_t samples;        /* context: answers in the window before this one */
+} rtl_runner_result;
+
+/* Opens q's variant (when it is not open) and sets its knobs, without
+ * running anything: the errors a request of it would give, at once;
+ * *model (may be NULL) the model. With options.context, also the variant's
+ * task's profiler and specialised models, and a specialised variant is
+ * refused (it always runs as a cascade: give its partner). */
+RTL_API int rtl_runner_prepare(rtl_runner *r, const rtl_runner_request *q, const rtl_model **model,
+                               rtl_err *err) RTL_MUST_CHECK;
+/* Runs q (its variant, a cascade when specialised or when a specialised
+ * model matches the context) on q->image into *res. -1 with err, and
+ * res->bad_input when the image could not be read. */
+RTL_API int rtl_runner_run(rtl_runner *r, const rtl_runner_request *q, rtl_runner_result *res,
+                           rtl_err *err) RTL_MUST_CHECK;
+/* One request of the scheduler's task on image at time now of frame
+ * (rtl_sched_decide), executed: *d the decision (d->option < 0: refused,
+ * res->model NULL, 0 returned; d->task -1: the decision itself failed),
+ * *res its run. */
+RTL_API int rtl_runner_serve(rtl_runner *r, rtl_sched *s, int task, double now, uint64_t frame, const char *image,
+                             rtl_sched_decision *d, rtl_runner_result *res, rtl_err *err) RTL_MUST_CHECK;
+/* With options.context: the profiler over task's answers (made on first
+ * use; answers from elsewhere may be observed into it), NULL with err. */
+RTL_API rtl_context_profiler *rtl_runner_profiler(rtl_runner *r, const char *task, rtl_err *err);
+/* The specialised models for task: the i-th into *out; 1, or 0 past the
+ * last, -1 with err. */
+typedef struct rtl_specialised {
+    char catalog[RTL_ID_MAX + 1], variant[RTL_ID_MAX + 1], partner[RTL_ID_MAX + 1];
+    const uint32_t *classes; /* the task's class indices it answers (n of them) */
+    size_t n;
+    double p;                /* its context share (0.6 when its manifest has none) */
+    double share;            /* its classes' share of the window now */
+    int matches;             /* 1: the window matches it (the best of any partner) */
+    int in_use;              /* 1: it answers first now */
+} rtl_specialised;
+RTL_API int rtl_runner_specialised(rtl_runner *r, const char *task, size_t i, rtl_specialised *out, rtl_err *err);
 
 #ifdef __cplusplus
 }

@@ -19,6 +19,51 @@
  * they come (the scheduler, sched.c). -1 with err past
  * RTL_CONTEXT_MAX_CLASSES or out of memory (p unchanged). */
 int rtl_context_grow(rtl_context_profiler *p, uint32_t classes, rtl_err *err);
+/* Once exported, now librtl's own: the runner (runner.c) runs cascades,
+ * matches contexts and feeds the scheduler its measured costs, so an
+ * application calls rtl_runner_* instead (issue 38: a minimal device API).
+ * The unit tests still test them directly. */
+/* The cascade's gate of specialised v (technique_fields.cascade.gate): its
+ * answer stands only at a probability >= the gate, lower ones fall through
+ * to the partner like "other"; 0 (MCDNN's cascade: "other" alone) when v
+ * has none or is not specialised. */
+double rtl_variant_cascade_gate(const rtl_variant *v);
+/* When cat is an add-on: the id and version of the catalog it extends; 1.
+ * 0 when it is not an add-on. */
+int rtl_catalog_base(const rtl_catalog *cat, const char **id, uint64_t *version);
+/* Inputs in the window now. */
+uint32_t rtl_context_samples(const rtl_context_profiler *p);
+/* The share of the window held by classes[0..n) (repeats count once,
+ * indices >= classes count nothing); 0 for an empty window. */
+double rtl_context_share(const rtl_context_profiler *p, const uint32_t *classes, size_t n);
+/* When v is specialised (catalog cat): the classes it answers (its task's
+ * labels but its "other" class), as indices among labels[0..nlabels) (the
+ * generic task's labels, by name) into classes[0..cap), their count in *n,
+ * and its context's p (technique_fields.context.p; 0 when absent) in *p.
+ * -1 with err when v is not specialised, one of its labels is not among
+ * labels, or cap is too small. */
+int rtl_variant_context(const rtl_catalog *cat, const rtl_variant *v, const char *const *labels,
+                                size_t nlabels, uint32_t *classes, size_t cap, size_t *n, double *p,
+                                rtl_err *err) RTL_MUST_CHECK;
+/* The option of task cached at location loc now; -1: none. */
+int rtl_sched_cached(const rtl_sched *s, int task, enum rtl_loc loc);
+/* Feeds back the measured cost of an executed decision d: measured_ms is
+ * the device compute time of d's option (paging in excluded). The option's
+ * device latency becomes measured_ms (source "device"), its device energy
+ * scales with it, and the energy charged for d is corrected, so the next
+ * decisions use the measured figure. Accounted: device decisions of options
+ * without a trunk or a cascade partner (another's time is in theirs). */
+void rtl_sched_account(rtl_sched *s, const rtl_sched_decision *d, double measured_ms);
+/* Empties the window and forgets the last report. */
+void rtl_context_reset(rtl_context_profiler *p);
+/* Adds a trunk; its index, or -1. */
+int rtl_sched_add_trunk(rtl_sched *s, const rtl_sched_trunk *t, rtl_err *err);
+size_t rtl_sched_task_count(const rtl_sched *s);
+/* The variant's technique_fields object as compact JSON text ("{}" when
+ * absent): capacities, exits, fragments, context and cascade live there
+ * until loaders grow typed accessors for them. */
+const char *rtl_variant_fields_json(const rtl_variant *v);
+
 /* Formats a message into err (err may be NULL). Returns -1, so that error
  * paths read `return rtl_errf(err, "...")`. */
 int rtl_errf(rtl_err *err, const char *fmt, ...) RTL_PRINTF(2, 3);

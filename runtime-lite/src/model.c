@@ -78,7 +78,6 @@ struct rtl_model {
     size_t classes;
     float *input;              /* (c, h, w): decoded images, rtl_model_measure's input */
     const float *output;       /* the last run's (classes), NULL before */
-    const rtl_variant *answered_by;
     double *layer_ms;          /* per layer, rtl_model_profile_layers (NULL before) */
     double cpu_ratio;          /* thread CPU time / wall time of those forwards */
     float *split_out;          /* the answer of a split run (classes), rtl_model_set_output */
@@ -869,7 +868,6 @@ const rtl_variant *rtl_model_variant(const rtl_model *m) { return m->variant; }
 size_t rtl_model_classes(const rtl_model *m) { return m->classes; }
 const char *rtl_model_label(const rtl_model *m, size_t k) { return k < m->classes ? m->labels[k] : NULL; }
 const float *rtl_model_output(const rtl_model *m) { return m->output; }
-const char *rtl_model_answered_by(const rtl_model *m) { return m->answered_by ? m->answered_by->id : NULL; }
 
 void rtl_model_input_shape(const rtl_model *m, int *c, int *h, int *w)
 {
@@ -895,7 +893,6 @@ int rtl_model_run(rtl_model *m, const float *x, rtl_err *err)
     if (!x) return rtl_errf(err, "variant '%s': no input", m->variant->id);
     trn_err e;
     m->output = NULL;
-    m->answered_by = NULL;
     m->exit_taken = -1;
     pthread_mutex_lock(&forward_lock);
     int rc;
@@ -915,7 +912,6 @@ int rtl_model_run(rtl_model *m, const float *x, rtl_err *err)
     }
     pthread_mutex_unlock(&forward_lock);
     if (rc != 0) return rtl_err_from_trn(err, &e);
-    m->answered_by = m->variant;
     return 0;
 }
 
@@ -1090,7 +1086,6 @@ int rtl_model_run_range(rtl_model *m, int first, int last, const float *x, size_
                         rtl_model_cut_floats(m, first), n);
     trn_err e;
     m->output = NULL;
-    m->answered_by = NULL;
     pthread_mutex_lock(&forward_lock);
     int rc = trn_net_forward_range(m->parts[0].net, first, last, x, &e);
     pthread_mutex_unlock(&forward_lock);
@@ -1099,7 +1094,6 @@ int rtl_model_run_range(rtl_model *m, int first, int last, const float *x, size_
     *nout = rtl_model_cut_floats(m, last + 1);
     if (last == layers - 1) {
         m->output = trn_net_output(m->parts[0].net);
-        m->answered_by = m->variant;
     }
     return 0;
 }
@@ -1164,7 +1158,6 @@ int rtl_model_set_output(rtl_model *m, const float *y, size_t n, rtl_err *err)
     if (!m->split_out && !(m->split_out = malloc(n * sizeof *y))) return rtl_errf(err, "out of memory");
     memcpy(m->split_out, y, n * sizeof *y);
     m->output = m->split_out;
-    m->answered_by = m->variant;
     return 0;
 }
 

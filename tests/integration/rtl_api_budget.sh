@@ -27,7 +27,13 @@
 # GTDP's knobs) behind one object, and accessor families merged (one variant
 # description instead of 20 getters). Lower BUDGET as those land; never raise
 # it without a reason written here.
-BUDGET=142
+# 137: the runner (rtl_runner_*, 7 exports) runs cascades, matches contexts
+# and feeds the scheduler measured costs, so the 11 calls it stands for
+# became librtl's own (rtl_variant_cascade_gate, rtl_catalog_base,
+# rtl_variant_context, rtl_variant_fields_json, rtl_context_samples,
+# _share, _reset, rtl_sched_cached, _account, _add_trunk, _task_count), and
+# rtl_model_answered_by left (the runner's result names who answered).
+BUDGET=137
 . "$TOP/tests/lib.sh"
 
 so=$O/lib/librtl.so

@@ -21,6 +21,7 @@
  * K (EQUAL or DIFFERENT).
  */
 #include "rtl.h"
+#include "internal.h" /* functions librtl no longer exports (issue 38) */
 
 #include <cjson/cJSON.h>
 #include <stdio.h>

@@ -5,6 +5,7 @@
 #include "testutil_impl.h"
 #include "catalog.h"
 #include "rtl.h"
+#include "internal.h" /* functions librtl no longer exports (issue 38) */
 
 #include <sodium.h>
 #include <stdlib.h>

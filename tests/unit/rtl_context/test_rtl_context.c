@@ -7,6 +7,7 @@
  * and bad parameters. */
 #include "testutil_impl.h"
 #include "rtl.h"
+#include "internal.h" /* functions librtl no longer exports (issue 38) */
 
 #include <math.h>
 #include <stdint.h>

@@ -6,6 +6,7 @@
  * catalog's options (the trace simulator's tests: tests/unit/rtl_sim). */
 #include "testutil_impl.h"
 #include "rtl.h"
+#include "internal.h" /* functions librtl no longer exports (issue 38) */
 #include "rtl_sched/sched_testutil.h"
 
 #include <math.h>

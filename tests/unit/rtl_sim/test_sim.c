@@ -3,6 +3,7 @@
  * S3, nested capacities' energy and the simulator's accounting. */
 #include "testutil_impl.h"
 #include "rtl.h"
+#include "internal.h" /* functions librtl no longer exports (issue 38) */
 #include "rtl_sim.h"
 #include "rtl_sched/sched_testutil.h"
 
