@@ -22,7 +22,10 @@ INSTALL_BINS += $(BIN)/prune
 
 # Unit tests: one cmocka program per tests/unit/prn_* area.
 $(call objs,$(wildcard tests/unit/prn_*/*.c)): CFLAGS += $(PRN_CFLAGS)
-$(foreach a,$(notdir $(wildcard tests/unit/prn_*)),$(eval $(call unit_test,$(a),$(PRN_LIB) $(TRN_LIB),$(PRN_LDLIBS))))
+$(foreach a,$(filter-out prn_build,$(notdir $(wildcard tests/unit/prn_*))),$(eval $(call unit_test,$(a),$(PRN_LIB) $(TRN_LIB),$(PRN_LDLIBS))))
+# The builders the verbs call (roadmap, scan), on a synthetic set (libds).
+$(call objs,$(wildcard tests/unit/prn_build/*.c)): CFLAGS += $(DS_CFLAGS)
+$(eval $(call unit_test,prn_build,$(PRN_LIB) $(DS_LIB) $(TRN_LIB),$(PRN_LDLIBS) $(DS_LDLIBS)))
 
 # A helper for the integration tests: weights files and a tiny data set.
 PRN_TOOL := $(TESTD)/tools/prune-testtool

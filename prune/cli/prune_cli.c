@@ -261,33 +261,6 @@ int prn_cli_method(const char *method, trn_err *err)
     return m;
 }
 
-int prn_cli_set_number(const char *kv, size_t *kl, double *v, trn_err *err)
-{
-    const char *eq = strchr(kv, '=');
-    if (!eq) return trn_errf(err, "--set '%s': use key=value", kv);
-    *kl = (size_t)(eq - kv);
-    char *end;
-    errno = 0;
-    *v = strtod(eq + 1, &end);
-    if (end == eq + 1 || *end || errno || !isfinite(*v))
-        return trn_errf(err, "--set '%s': the value is not a number", kv);
-    return 0;
-}
-
-trn_net *prn_cli_load_base(const trn_cfg *cfg, const char *weights, int batch, trn_err *err)
-{
-    trn_net_opts o;
-    trn_net_opts_defaults(&o);
-    o.batch = batch;
-    o.infer_only = 1;
-    trn_net *net = trn_net_create(cfg, &o, err);
-    if (net && trn_weights_load(net, weights, err) != 0) {
-        trn_net_free(net);
-        return NULL;
-    }
-    return net;
-}
-
 int prn_cli_finish(prn_variant *v, const char *out, trn_err *err)
 {
     if (prn_variant_write(v, out, err) != 0) return -1;
@@ -317,33 +290,10 @@ int prn_cli_head_opts(const prn_cli_opts *o, prn_head_opts *ho, trn_err *err)
     return 0;
 }
 
-int prn_cli_loader_opts(const trn_net *net, const char *where, int batch, uint64_t seed, int threads,
-                        size_t cache_bytes, trn_loader_opts *lo, trn_err *err)
-{
-    trn_shape s = trn_net_input_shape(net);
-    trn_loader_opts_defaults(lo);
-    lo->w = s.w, lo->h = s.h, lo->c = s.c;
-    lo->batch = batch;
-    lo->seed = seed;
-    lo->threads = threads;
-    lo->cache_bytes = cache_bytes;
-    trn_augment_from_net(net, &lo->aug);
-    return trn_augment_check(&lo->aug, where, err) != 0 ? -1 : 0;
-}
-
 trn_net *prn_cli_net_like(const trn_cfg *cfg, const trn_net *src, int batch, int infer_only, uint64_t seed,
                           trn_err *err)
 {
     return prn_net_like(cfg, src, batch, infer_only, seed, 1, err);
-}
-
-int prn_cli_write_json(const char *path, const cJSON *doc, trn_err *err)
-{
-    char *text = cJSON_Print(doc);
-    int rc = !text || prn_appendf(&text, "\n") ? trn_errf(err, "out of memory")
-                                               : trn_write_file_atomic(path, text, strlen(text), err);
-    free(text);
-    return rc != 0 ? -1 : 0;
 }
 
 static int cmd_rewrite(int argc, char **argv, trn_err *err)

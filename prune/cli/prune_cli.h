@@ -42,17 +42,9 @@ int prn_cli_out_ok(const char *path, int dir, trn_err *err);
 /* The ranking --method names (trr, l1 or random, prn_rank_method_parse);
  * -1 with err otherwise. */
 int prn_cli_method(const char *method, trn_err *err);
-/* A numeric --set item of a verb with its own keys (grow, roadmap): the
- * key's length in *kl (the key is kv's first *kl characters) and the
- * number in *v. -1 with err when kv has no '=' or its value is not a finite
- * number. */
-int prn_cli_set_number(const char *kv, size_t *kl, double *v, trn_err *err);
 /* The catalog id of --cfg (--parent, default "base"): the parent the
  * verb's variants name. -1 with err when --parent is not a variant id. */
 int prn_cli_parent(const prn_cli_opts *o, const char **parent, trn_err *err);
-/* The base network of cfg (inference only, `batch` images per forward)
- * with its weights loaded. NULL on error. */
-trn_net *prn_cli_load_base(const trn_cfg *cfg, const char *weights, int batch, trn_err *err);
 /* Writes the variant folder and prints one line about it. */
 int prn_cli_finish(prn_variant *v, const char *out, trn_err *err);
 /* The compute settings of a training verb: `threads` compute threads and
@@ -62,20 +54,11 @@ int prn_cli_compute(int threads, trn_err *err);
 /* A head's training options from the verb's --set, --head and --seed
  * (retarget, specialise). -1 with err on a bad --set. */
 int prn_cli_head_opts(const prn_cli_opts *o, prn_head_opts *ho, trn_err *err);
-/* Loader options that feed net: its input shape and its [net]'s
- * augmentation (checked; `where` names the cfg in messages), `batch`
- * images a batch, seed, threads, cache_bytes of decoded images kept. -1
- * with err on an augmentation the loader cannot do. */
-int prn_cli_loader_opts(const trn_net *net, const char *where, int batch, uint64_t seed, int threads,
-                        size_t cache_bytes, trn_loader_opts *lo, trn_err *err);
 /* A network of cfg (batch, inference only or not, seed) holding src's
  * parameters and its count of images seen (src built from the same cfg).
  * NULL with err. */
 trn_net *prn_cli_net_like(const trn_cfg *cfg, const trn_net *src, int batch, int infer_only, uint64_t seed,
                           trn_err *err);
-/* doc, printed with a final newline, to path (.tmp then rename). -1 with
- * err. */
-int prn_cli_write_json(const char *path, const cJSON *doc, trn_err *err);
 
 /* The mimic verb (mimic_cli.c). */
 int prn_cli_mimic(int argc, char **argv, trn_err *err);
@@ -90,41 +73,63 @@ int prn_cli_early_exit(int argc, char **argv, trn_err *err);
 /* The ranking verbs trr and l1 (rank_cli.c). */
 int prn_cli_trr(int argc, char **argv, trn_err *err);
 int prn_cli_l1(int argc, char **argv, trn_err *err);
-/* Top-1 on a split, with its 95% Wilson interval. */
-typedef struct rm_acc {
-    trn_split split;
-    uint64_t images, correct;
-    double top1, lo, hi;
-} rm_acc;
-/* Top-1 of net (any batch) over every image of split, evaluation
- * preprocessing, in list order. -1 with err. */
-int prn_cli_evaluate(trn_net *net, const trn_dataset *ds, trn_split split, int threads, rm_acc *a, trn_err *err);
-/* The same, and the mean cross-entropy of the true class in *loss (NULL: not
- * computed). */
-int prn_cli_evaluate_loss(trn_net *net, const trn_dataset *ds, trn_split split, int threads, rm_acc *a,
-                          double *loss, trn_err *err);
-/* prn_cli_evaluate, and every image's true and predicted class written to
- * path (trn_preds: the per-image record catalog pack pairs). */
-int prn_cli_evaluate_preds(trn_net *net, const trn_dataset *ds, trn_split split, int threads, rm_acc *a,
-                           const char *path, trn_err *err);
-/* {"split", "images", "correct", "top1", "lo", "hi"}; NULL when out of memory. */
-cJSON *prn_cli_acc_json(const rm_acc *a);
 /* The scan verb: the sensitivity scan (scan_cli.c). */
 int prn_cli_scan(int argc, char **argv, trn_err *err);
 /* The roadmap verb (roadmap_cli.c). */
 int prn_cli_roadmap(int argc, char **argv, trn_err *err);
-/* Draws `count` triplets (3 image indexes each, *out malloc'd) from split
- * of ds with seed (prn_triplets_sample). -1 with err. */
-int prn_cli_sample_triplets(const trn_dataset *ds, trn_split split, uint64_t seed, uint64_t count,
-                            size_t **out, trn_err *err);
-/* Ranks net (batch 3k for TRR; cfg its cfg) by m; TRR's triplets come from
- * split of ds (evaluation preprocessing), F_i read at `at`, distances by
- * `dist`. NULL with err. */
-prn_ranking *prn_cli_rank(trn_net *net, const trn_cfg *cfg, prn_rank_method m, const trn_dataset *ds,
-                          trn_split split, uint64_t seed, uint64_t triplets, prn_trr_at at,
-                          prn_trr_distance dist, trn_err *err);
 
 /* The grow verb (grow_cli.c): NestDNN's freeze-&-grow. */
 int prn_cli_grow(int argc, char **argv, trn_err *err);
+
+/* The library's data helpers (prune/src/data.c, prn.h) under the names the
+ * verbs have always called them by. */
+typedef prn_acc rm_acc;
+static inline int prn_cli_set_number(const char *kv, size_t *kl, double *v, trn_err *err)
+{
+    return prn_set_number(kv, kl, v, err);
+}
+static inline trn_net *prn_cli_load_base(const trn_cfg *cfg, const char *weights, int batch, trn_err *err)
+{
+    return prn_load_base(cfg, weights, batch, err);
+}
+static inline int prn_cli_loader_opts(const trn_net *net, const char *where, int batch, uint64_t seed, int threads,
+                                      size_t cache_bytes, trn_loader_opts *lo, trn_err *err)
+{
+    return prn_loader_opts(net, where, batch, seed, threads, cache_bytes, lo, err);
+}
+static inline int prn_cli_write_json(const char *path, const cJSON *doc, trn_err *err)
+{
+    return prn_write_json(path, doc, err);
+}
+static inline int prn_cli_evaluate(trn_net *net, const trn_dataset *ds, trn_split split, int threads, rm_acc *a,
+                                   trn_err *err)
+{
+    return prn_evaluate(net, ds, split, threads, a, NULL, NULL, err);
+}
+static inline int prn_cli_evaluate_loss(trn_net *net, const trn_dataset *ds, trn_split split, int threads, rm_acc *a,
+                                        double *loss, trn_err *err)
+{
+    return prn_evaluate(net, ds, split, threads, a, loss, NULL, err);
+}
+static inline int prn_cli_evaluate_preds(trn_net *net, const trn_dataset *ds, trn_split split, int threads,
+                                         rm_acc *a, const char *path, trn_err *err)
+{
+    return prn_evaluate_preds(net, ds, split, threads, a, path, err);
+}
+static inline cJSON *prn_cli_acc_json(const rm_acc *a)
+{
+    return prn_acc_json(a);
+}
+static inline int prn_cli_sample_triplets(const trn_dataset *ds, trn_split split, uint64_t seed, uint64_t count,
+                                          size_t **out, trn_err *err)
+{
+    return prn_sample_triplets_split(ds, split, seed, count, out, err);
+}
+static inline prn_ranking *prn_cli_rank(trn_net *net, const trn_cfg *cfg, prn_rank_method m, const trn_dataset *ds,
+                                        trn_split split, uint64_t seed, uint64_t triplets, prn_trr_at at,
+                                        prn_trr_distance dist, trn_err *err)
+{
+    return prn_rank_data(net, cfg, m, ds, split, seed, triplets, at, dist, err);
+}
 
 #endif /* PRUNE_CLI_H */

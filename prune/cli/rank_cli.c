@@ -18,66 +18,6 @@
 /* TRR triplets per forward: the network is built with batch 3 x this. */
 #define RANK_TRIPLETS_PER_FORWARD 16
 
-typedef struct triplet_src {
-    const trn_dataset *ds;
-    trn_split split;
-    size_t *idx; /* 3 per triplet */
-    int w, h, c;
-} triplet_src;
-
-static int load_triplet(void *ctx, uint64_t t, float *anc, float *pos, float *neg, trn_err *err)
-{
-    triplet_src *s = ctx;
-    float *dst[3] = {anc, pos, neg};
-    for (int k = 0; k < 3; k++)
-        if (trn_image_load_input(trn_dataset_path(s->ds, s->split, s->idx[3 * t + (uint64_t)k]), s->w,
-                                 s->h, s->c, dst[k], err) != 0)
-            return -1;
-    return 0;
-}
-
-int prn_cli_sample_triplets(const trn_dataset *ds, trn_split split, uint64_t seed, uint64_t count,
-                            size_t **out, trn_err *err)
-{
-    size_t n = trn_dataset_count(ds, split);
-    int *cls = malloc((n ? n : 1) * sizeof *cls);
-    *out = malloc((size_t)(3 * (count ? count : 1)) * sizeof **out);
-    if (!cls || !*out) {
-        free(cls);
-        free(*out);
-        *out = NULL;
-        return trn_errf(err, "out of memory");
-    }
-    for (size_t i = 0; i < n; i++) cls[i] = trn_dataset_class(ds, split, i);
-    int rc = prn_triplets_sample(cls, n, seed, count, *out, err);
-    free(cls);
-    if (rc) {
-        trn_err_prefix(err, "the %s split", trn_split_name(split));
-        free(*out);
-        *out = NULL;
-    }
-    return rc;
-}
-
-prn_ranking *prn_cli_rank(trn_net *net, const trn_cfg *cfg, prn_rank_method m, const trn_dataset *ds,
-                          trn_split split, uint64_t seed, uint64_t triplets, prn_trr_at at,
-                          prn_trr_distance dist, trn_err *err)
-{
-    prn_rank_opts ro = {.method = m, .at = at, .distance = dist, .cfg = cfg, .seed = seed};
-    triplet_src src = {0};
-    if (m == PRN_RANK_TRR) {
-        trn_shape s = trn_net_input_shape(net);
-        src = (triplet_src){ds, split, NULL, s.w, s.h, s.c};
-        if (prn_cli_sample_triplets(ds, split, seed, triplets, &src.idx, err)) return NULL;
-        ro.triplets = triplets;
-        ro.triplet = load_triplet;
-        ro.triplet_ctx = &src;
-    }
-    prn_ranking *r = prn_rank(net, &ro, err);
-    free(src.idx);
-    return r;
-}
-
 static int rank_verb(int argc, char **argv, prn_rank_method m, trn_err *err)
 {
     const char *cfgp = NULL, *weights = NULL, *data = NULL, *out = NULL, *split = "train";

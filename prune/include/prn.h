@@ -554,6 +554,98 @@ int prn_roadmap_order(int nsteps, int nlayers, const int *base, int *const *cons
 int prn_nest_pick_steps(int nsteps, int nlayers, const int *kept, const double *macs, int seed_step, int ncap,
                         int *out, trn_err *err);
 
+/* ---- data-driven steps' helpers (data.c) ----------------------------------- */
+
+/* Top-1 on a split, with its 95% Wilson interval. */
+typedef struct prn_acc {
+    trn_split split;
+    uint64_t images, correct;
+    double top1, lo, hi;
+} prn_acc;
+/* Top-1 of net (any batch) over every image of split, evaluation
+ * preprocessing, in list order; the mean cross-entropy of the true class in
+ * *loss and each image's true and predicted class in *preds (initialised
+ * for every image of split) when not NULL. -1 with err. */
+int prn_evaluate(trn_net *net, const trn_dataset *ds, trn_split split, int threads, prn_acc *a, double *loss,
+                 trn_preds *preds, trn_err *err) TRN_MUST_CHECK;
+/* prn_evaluate, and every image's true and predicted class written to path
+ * (trn_preds: the per-image record catalog pack pairs). */
+int prn_evaluate_preds(trn_net *net, const trn_dataset *ds, trn_split split, int threads, prn_acc *a,
+                       const char *path, trn_err *err) TRN_MUST_CHECK;
+/* {"split", "images", "correct", "top1", "lo", "hi"}; NULL when out of memory. */
+cJSON *prn_acc_json(const prn_acc *a);
+/* The base network of cfg (inference only, `batch` images per forward)
+ * with its weights loaded. NULL with err. */
+trn_net *prn_load_base(const trn_cfg *cfg, const char *weights, int batch, trn_err *err);
+/* Loader options that feed net: its input shape and its [net]'s
+ * augmentation (checked; `where` names the cfg in messages), `batch`
+ * images a batch, seed, threads, cache_bytes of decoded images kept. -1
+ * with err on an augmentation the loader cannot do. */
+int prn_loader_opts(const trn_net *net, const char *where, int batch, uint64_t seed, int threads,
+                    size_t cache_bytes, trn_loader_opts *lo, trn_err *err);
+/* Draws `count` triplets (3 image indexes each, *out malloc'd) from split
+ * of ds with seed (prn_triplets_sample). -1 with err. */
+int prn_sample_triplets_split(const trn_dataset *ds, trn_split split, uint64_t seed, uint64_t count,
+                              size_t **out, trn_err *err);
+/* Ranks net (batch 3k for TRR; cfg its cfg) by m; TRR's triplets come from
+ * split of ds (evaluation preprocessing), F_i read at `at`, distances by
+ * `dist`. NULL with err. */
+prn_ranking *prn_rank_data(trn_net *net, const trn_cfg *cfg, prn_rank_method m, const trn_dataset *ds,
+                           trn_split split, uint64_t seed, uint64_t triplets, prn_trr_at at,
+                           prn_trr_distance dist, trn_err *err);
+/* A numeric key=value setting: the key's length in *kl (the key is kv's
+ * first *kl characters) and the number in *v. -1 with err when kv has no
+ * '=' or its value is not a finite number. */
+int prn_set_number(const char *kv, size_t *kl, double *v, trn_err *err);
+/* doc, printed with a final newline, to path (.tmp then rename). -1 with err. */
+int prn_write_json(const char *path, const cJSON *doc, trn_err *err);
+
+/* ---- building a roadmap (roadmap_build.c; `prune roadmap`) ---------------- */
+
+#define PRN_ROADMAP_MAX_STEPS 64
+
+/* What prn_roadmap_build reads: the base, the data set, the ranking method,
+ * the folder to write, a roadmap to follow (NULL: none) and the settings
+ * (the --set keys of prune roadmap, prn_roadmap_set). */
+typedef struct prn_roadmap_opts {
+    const char *cfg, *weights, *data, *out, *follow;
+    prn_rank_method method;
+    uint64_t seed;
+    int threads;
+    double step, min_accuracy, learning_rate, max_layer_step, min_layer_step, target_macs;
+    long long retrain_batches, triplets, min_filters, max_steps, bn_batches, connected, eval_every, rescale, warmup;
+    /* one line per step and retraining point (NULL: none) */
+    void (*progress)(void *ctx, const char *line);
+    void *progress_ctx;
+} prn_roadmap_opts;
+/* The defaults: step 0.2, min_accuracy 0.5, learning_rate 0.01,
+ * max_layer_step 0.5, retrain_batches 100, triplets 8192, min_filters 2,
+ * max_steps 12, bn_batches 20, connected 1, the rest 0; threads 1. */
+void prn_roadmap_opts_defaults(prn_roadmap_opts *o);
+/* One key=value setting (prune roadmap --set). -1 with err naming the key
+ * and its range, or listing the known keys. */
+int prn_roadmap_set(prn_roadmap_opts *o, const char *kv, trn_err *err);
+
+/* What a built roadmap came to (the rest is in OUT/roadmap.json). */
+typedef struct prn_roadmap_summary {
+    int steps, seed_step;
+    int seed_filters, filters;  /* the seed step's filters of the base's */
+    double seed_macs_ratio;     /* the seed step's MACs / the base's */
+    prn_acc seed_acc;           /* on the deciding split */
+    char stopped[512];          /* why the iteration ended */
+} prn_roadmap_summary;
+/* NestDNN's filter pruning roadmap (prune/README.md, "The pruning
+ * roadmap"): step 0 is the base; step k+1 ranks step k's model, removes
+ * the least important filters (prn_roadmap_choose), retrains on the
+ * training split and is evaluated on the valid split (the test split
+ * without one) and the test split, until the first step below
+ * min_accuracy (or max_steps, target_macs, or the followed roadmap's
+ * steps). Every step's model is written to OUT/step-K.cfg and .weights
+ * with its filters in the common order (prn_roadmap_order), then
+ * OUT/roadmap.json. On error nothing is left behind (OUT too when it was
+ * made here). -1 with err. */
+int prn_roadmap_build(const prn_roadmap_opts *o, prn_roadmap_summary *sum, trn_err *err) TRN_MUST_CHECK;
+
 /* ---- batch-norm statistics (bnstats.c) ------------------------------------- */
 
 /* Re-estimates the rolling batch-norm statistics (mean and variance) of net

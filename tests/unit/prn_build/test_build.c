@@ -1,0 +1,154 @@
+/* Unit tests of the prune library's data-driven builders that the verbs
+ * call (prune roadmap -> prn_roadmap_build), on a small synthetic set:
+ * what they write, what they report, their settings and their errors. */
+#include "testutil_impl.h"
+#include "testlib_prn.h"
+#include "ds.h"
+
+#include <stdarg.h>
+
+/* The synthetic set (2 training, 1 valid, 1 test image per identity
+ * class, 16 x 16) and its size task, made once. */
+static const char *set_data(int *classes)
+{
+    static char path[1024];
+    static int n;
+    if (!path[0]) {
+        ds_synth_opts o;
+        ds_synth_defaults(&o);
+        o.size = 16, o.train = 2, o.valid = 1, o.test = 1;
+        ds_write_result res;
+        trn_err e;
+        if (ds_synth_generate(&o, test_tmpdir(), "s", 1, NULL, &res, &e)) fail_msg("%s", e.msg);
+        snprintf(path, sizeof path, "%s/s/s-size.data", test_tmpdir());
+        trn_dataset *ds = trn_dataset_open(path, &e);
+        if (!ds) fail_msg("%s", e.msg);
+        n = trn_dataset_classes(ds);
+        trn_dataset_close(ds);
+    }
+    if (classes) *classes = n;
+    return path;
+}
+
+/* A base for the set: conv 8 (bn), max pool, conv 6, connected C, softmax,
+ * random weights; its cfg and weights written under the test folder. */
+static void write_base(const char *name, int classes, char *cfg_path, char *weights_path, size_t len)
+{
+    char text[1024];
+    snprintf(text, sizeof text,
+             "[net]\nbatch=8\nwidth=16\nheight=16\nchannels=3\nlearning_rate=0.05\nmomentum=0.9\n"
+             "[convolutional]\nfilters=8\nsize=3\npad=1\nbatch_normalize=1\nactivation=relu\n"
+             "[maxpool]\nsize=2\nstride=2\n"
+             "[convolutional]\nfilters=6\nsize=3\npad=1\nactivation=leaky\n"
+             "[connected]\noutput=%d\nactivation=linear\n[softmax]\n", classes);
+    snprintf(cfg_path, len, "%s/%s.cfg", test_tmpdir(), name);
+    snprintf(weights_path, len, "%s/%s.weights", test_tmpdir(), name);
+    assert_int_equal(tl_write_text(cfg_path, text), 0);
+    trn_cfg *c = pt_cfg(text);
+    trn_net *n = pt_base(c, 1, 7);
+    trn_err e;
+    if (trn_weights_save(n, weights_path, &e)) fail_msg("%s", e.msg);
+    trn_net_free(n);
+    trn_cfg_free(c);
+}
+
+static void count_line(void *ctx, const char *line)
+{
+    (*(int *)ctx)++;
+    assert_non_null(strstr(line, "prune roadmap: "));
+}
+
+/* A roadmap of two L1 steps: the files of every step, roadmap.json
+ * matching the summary, nested kept counts, one progress line a step,
+ * the same bytes again; then a refused base leaves nothing behind. */
+static void roadmap_build(void **state)
+{
+    (void)state;
+    int classes;
+    const char *data = set_data(&classes);
+    char cfg[1024], weights[1024], out[1024], again[1024];
+    write_base("rm", classes, cfg, weights, sizeof cfg);
+    snprintf(out, sizeof out, "%s/rm-out", test_tmpdir());
+    snprintf(again, sizeof again, "%s/rm-again", test_tmpdir());
+    prn_roadmap_opts o;
+    prn_roadmap_opts_defaults(&o);
+    trn_err e;
+    const char *set[] = {"min_accuracy=0", "retrain_batches=2", "bn_batches=1", "max_steps=2", "step=0.25"};
+    for (size_t i = 0; i < sizeof set / sizeof *set; i++)
+        if (prn_roadmap_set(&o, set[i], &e)) fail_msg("%s", e.msg);
+    int lines = 0;
+    o.cfg = cfg, o.weights = weights, o.data = data, o.out = out, o.method = PRN_RANK_L1, o.seed = 3;
+    o.progress = count_line, o.progress_ctx = &lines;
+    prn_roadmap_summary s;
+    if (prn_roadmap_build(&o, &s, &e)) fail_msg("%s", e.msg);
+    assert_int_equal(s.steps, 3);
+    assert_int_equal(lines, 3);
+    assert_string_equal(s.stopped, "max_steps (2) reached");
+    assert_int_equal(s.seed_step, 2); /* min_accuracy 0: every step passes */
+    assert_true(s.seed_filters < s.filters && s.filters == 14);
+    assert_true(s.seed_macs_ratio > 0 && s.seed_macs_ratio < 1);
+    char p[1100];
+    for (int k = 0; k < 3; k++) {
+        snprintf(p, sizeof p, "%s/step-%d.weights", out, k);
+        assert_true(tl_exists(p));
+    }
+    snprintf(p, sizeof p, "%s/roadmap.json", out);
+    size_t len;
+    char *text = tl_read(p, &len);
+    cJSON *j = cJSON_ParseWithLength(text, len);
+    assert_non_null(j);
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(j, "steps")), s.steps);
+    assert_int_equal(cJSON_GetObjectItem(j, "seed_step")->valueint, s.seed_step);
+    for (int k = 1; k < s.steps; k++) {
+        const cJSON *a = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(j, "steps"), k - 1), "kept");
+        const cJSON *b = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(j, "steps"), k), "kept");
+        for (int l = 0; l < cJSON_GetArraySize(a); l++)
+            assert_true(cJSON_GetArrayItem(b, l)->valueint <= cJSON_GetArrayItem(a, l)->valueint);
+    }
+    cJSON_Delete(j);
+    free(text);
+    /* the same inputs, the same bytes (the folder's name apart: none is recorded) */
+    o.out = again, o.progress = NULL;
+    if (prn_roadmap_build(&o, &s, &e)) fail_msg("%s", e.msg);
+    char q[1100];
+    snprintf(p, sizeof p, "%s/step-2.weights", out);
+    snprintf(q, sizeof q, "%s/step-2.weights", again);
+    assert_true(tl_same_file(p, q));
+    /* a base below min_accuracy: refused, naming it, and no folder made */
+    snprintf(out, sizeof out, "%s/rm-refused", test_tmpdir());
+    o.out = out, o.min_accuracy = 1;
+    assert_int_equal(prn_roadmap_build(&o, &s, &e), -1);
+    assert_non_null(strstr(e.msg, "below min_accuracy 1.0000: lower min_accuracy"));
+    assert_false(tl_exists(out));
+}
+
+/* The settings: each known key in its range, unknown keys listed. */
+static void roadmap_settings(void **state)
+{
+    (void)state;
+    prn_roadmap_opts o;
+    prn_roadmap_opts_defaults(&o);
+    assert_true(o.step == 0.2 && o.min_accuracy == 0.5 && o.max_steps == 12 && o.connected == 1);
+    trn_err e;
+    assert_int_equal(prn_roadmap_set(&o, "warmup=30", &e), 0);
+    assert_int_equal(o.warmup, 30);
+    assert_int_equal(prn_roadmap_set(&o, "step=0.95", &e), -1);
+    assert_non_null(strstr(e.msg, "step must be in [0.001, 0.9]"));
+    assert_int_equal(prn_roadmap_set(&o, "max_steps=2.5", &e), -1);
+    assert_non_null(strstr(e.msg, "whole number"));
+    assert_int_equal(prn_roadmap_set(&o, "stride=2", &e), -1);
+    assert_non_null(strstr(e.msg, "unknown key 'stride' (known: step, min_accuracy"));
+    assert_int_equal(prn_roadmap_set(&o, "step", &e), -1);
+    assert_non_null(strstr(e.msg, "use key=value"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(roadmap_settings),
+        cmocka_unit_test(roadmap_build),
+    };
+    int rc = cmocka_run_group_tests_name("prn_build", tests, NULL, NULL);
+    test_tmpdir_cleanup();
+    return rc;
+}
