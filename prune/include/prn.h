@@ -646,6 +646,49 @@ typedef struct prn_roadmap_summary {
  * made here). -1 with err. */
 int prn_roadmap_build(const prn_roadmap_opts *o, prn_roadmap_summary *sum, trn_err *err) TRN_MUST_CHECK;
 
+/* ---- the sensitivity scan (scan.c; `prune scan`) --------------------------- */
+
+#define PRN_SCAN_MAX_FRACTIONS 32
+
+/* How a scan point loses its filters: removed (NestDNN Figure 3.3), each
+ * replaced by its mean output over 512 training images (a diagnostic), or
+ * each filter alone zeroed (a diagnostic; the fractions unused). */
+typedef enum prn_scan_drop { PRN_SCAN_REMOVE, PRN_SCAN_MEAN, PRN_SCAN_SINGLE } prn_scan_drop;
+/* "remove", "mean", "single"; NULL out of range. By name: -1 when none. */
+const char *prn_scan_drop_name(prn_scan_drop d);
+int prn_scan_drop_parse(const char *s);
+/* The fractions of a comma-separated list, each in (0, 1), at most
+ * PRN_SCAN_MAX_FRACTIONS, into f[0..*n). -1 with err. */
+int prn_scan_fractions(const char *s, double *f, int *n, trn_err *err);
+
+typedef struct prn_scan_opts {
+    const char *cfg, *weights, *data;
+    const char *layers;          /* selectors, comma-separated (NULL: every ranked layer) */
+    prn_rank_method method;
+    uint64_t seed, triplets;     /* TRR's triplets and where and how it measures */
+    prn_trr_at at;
+    prn_trr_distance distance;
+    prn_scan_drop drop;
+    int bn;                      /* PRN_SCAN_SINGLE: batch-norm re-estimation batches (0: kept) */
+    int corr_images;             /* the kept filters' correlation over this many images (0: none) */
+    const double *fractions;
+    int nfractions;
+    trn_split split;             /* where top-1 is measured */
+    int threads;
+    /* called with the document once the base is measured (layer NULL),
+     * then with each layer's finished entry (NULL: not called) */
+    void (*progress)(void *ctx, const cJSON *doc, const cJSON *layer);
+    void *progress_ctx;
+} prn_scan_opts;
+/* The sensitivity scan (NestDNN Figure 3.3): for every ranked layer (or
+ * those of o->layers) and every fraction p, that layer alone loses its
+ * round(p x filters) least important filters by the ranking, without
+ * retraining, and top-1 on the split is measured with its 95% Wilson
+ * interval. *doc receives the scan ({"format": "prune-scan", ...,
+ * "base", "layers": [{layer, type, filters, points | single, spearman}]};
+ * the caller deletes it). -1 with err. */
+int prn_scan(const prn_scan_opts *o, cJSON **doc, trn_err *err) TRN_MUST_CHECK;
+
 /* ---- batch-norm statistics (bnstats.c) ------------------------------------- */
 
 /* Re-estimates the rolling batch-norm statistics (mean and variance) of net

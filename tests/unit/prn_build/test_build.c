@@ -1,10 +1,12 @@
 /* Unit tests of the prune library's data-driven builders that the verbs
  * call (prune roadmap -> prn_roadmap_build), on a small synthetic set:
- * what they write, what they report, their settings and their errors. */
+ * what they write, what they report, their settings and their errors;
+ * prune scan -> prn_scan likewise. */
 #include "testutil_impl.h"
 #include "testlib_prn.h"
 #include "ds.h"
 
+#include <math.h>
 #include <stdarg.h>
 
 /* The synthetic set (2 training, 1 valid, 1 test image per identity
@@ -142,11 +144,74 @@ static void roadmap_settings(void **state)
     assert_non_null(strstr(e.msg, "use key=value"));
 }
 
+static void count_calls(void *ctx, const cJSON *doc, const cJSON *layer)
+{
+    int *n = ctx;
+    assert_non_null(cJSON_GetObjectItem(doc, "base"));
+    n[layer ? 1 : 0]++;
+}
+
+/* The scan: a point per fraction of every ranked layer with the filters it
+ * pruned, the caller told of the base and of each layer; --layers narrows
+ * it; --drop single has an entry per filter; refusals name the problem. */
+static void scan_points(void **state)
+{
+    (void)state;
+    int classes;
+    const char *data = set_data(&classes);
+    char cfg[1024], weights[1024];
+    write_base("scan", classes, cfg, weights, sizeof cfg);
+    const double fr[] = {0.25, 0.5};
+    int calls[2] = {0, 0};
+    prn_scan_opts o = {.cfg = cfg, .weights = weights, .data = data, .method = PRN_RANK_L1, .seed = 1,
+                       .fractions = fr, .nfractions = 2, .split = TRN_SPLIT_TEST, .threads = 1,
+                       .progress = count_calls, .progress_ctx = calls};
+    cJSON *doc;
+    trn_err e;
+    if (prn_scan(&o, &doc, &e)) fail_msg("%s", e.msg);
+    assert_string_equal(cJSON_GetObjectItem(doc, "format")->valuestring, "prune-scan");
+    const cJSON *layers = cJSON_GetObjectItem(doc, "layers"), *x;
+    assert_int_equal(cJSON_GetArraySize(layers), 2); /* conv 8, conv 6; the classifier is not ranked */
+    assert_int_equal(calls[0], 1);
+    assert_int_equal(calls[1], 2);
+    cJSON_ArrayForEach(x, layers) {
+        int F = cJSON_GetObjectItem(x, "filters")->valueint;
+        const cJSON *pts = cJSON_GetObjectItem(x, "points");
+        assert_int_equal(cJSON_GetArraySize(pts), 2);
+        for (int f = 0; f < 2; f++)
+            assert_int_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(pts, f), "pruned")->valueint, (int)lround(fr[f] * F));
+    }
+    cJSON_Delete(doc);
+    o.layers = "conv@2", o.drop = PRN_SCAN_SINGLE, o.progress = NULL;
+    if (prn_scan(&o, &doc, &e)) fail_msg("%s", e.msg);
+    layers = cJSON_GetObjectItem(doc, "layers");
+    assert_int_equal(cJSON_GetArraySize(layers), 1);
+    x = cJSON_GetArrayItem(layers, 0);
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(x, "single")), 6);
+    assert_non_null(cJSON_GetObjectItem(x, "spearman"));
+    cJSON_Delete(doc);
+    o.layers = "conv@9";
+    assert_int_equal(prn_scan(&o, &doc, &e), -1);
+    assert_non_null(strstr(e.msg, "--layers"));
+    assert_null(doc);
+    o.layers = NULL, o.drop = PRN_SCAN_REMOVE, o.bn = 2;
+    assert_int_equal(prn_scan(&o, &doc, &e), -1);
+    assert_non_null(strstr(e.msg, "only with --drop single"));
+    double f[40];
+    int n;
+    assert_int_equal(prn_scan_fractions("0.1,0.9", f, &n, &e), 0);
+    assert_int_equal(n, 2);
+    assert_int_equal(prn_scan_fractions("0.1,1", f, &n, &e), -1);
+    assert_int_equal(prn_scan_drop_parse("mean"), PRN_SCAN_MEAN);
+    assert_int_equal(prn_scan_drop_parse("half"), -1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(roadmap_settings),
         cmocka_unit_test(roadmap_build),
+        cmocka_unit_test(scan_points),
     };
     int rc = cmocka_run_group_tests_name("prn_build", tests, NULL, NULL);
     test_tmpdir_cleanup();
