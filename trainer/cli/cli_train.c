@@ -3,7 +3,6 @@
  * with atomic checkpoints, --resume, and a live progress line.
  */
 #include "cli.h"
-#include "cli_tasks.h"
 #include "clikit.h"
 
 #include <signal.h>
@@ -53,9 +52,9 @@ typedef struct vfeed {
     size_t ystride; /* truth values per image (multi-task: ntasks groups of `group`) */
     /* Multi-task: every task's top-1 within its group's first ncls[t]
      * outputs, of the last validation (task 0's is the returned one). */
-    int ntasks, group, ncls[CLI_MAX_TASKS];
-    uint64_t task_good[CLI_MAX_TASKS];
-    const cli_tasks *tk;
+    int ntasks, group, ncls[TRN_MTASK_MAX];
+    uint64_t task_good[TRN_MTASK_MAX];
+    const trn_mtask *tk;
 } vfeed;
 
 typedef struct show {
@@ -198,7 +197,7 @@ static int publish_tasks(const trn_net *net, const trn_cfg *mcfg, trn_net *plain
     snprintf(w, sizeof w, "%s/%s.weights", dir, base);
     snprintf(tw, sizeof tw, "%s/%s.tasks.weights", dir, base);
     snprintf(tc, sizeof tc, "%s/%s.tasks.cfg", dir, base);
-    if (cli_tasks_slice(net, plain, err) != 0 || trn_cfg_write(mcfg, tc, err) != 0) return -1;
+    if (trn_mtask_slice(net, plain, err) != 0 || trn_cfg_write(mcfg, tc, err) != 0) return -1;
     if (trn_weights_save(net, tw, err) != 0) return -1;
     return trn_weights_save(plain, w, err);
 }
@@ -296,7 +295,7 @@ int cli_train(int argc, char **argv)
     int rc = 1;
     trn_cfg *cfg = NULL, *mcfg = NULL;
     trn_net *net = NULL, *plain = NULL;
-    cli_tasks tk = {0};
+    trn_mtask tk = {0};
     feed f = {0};
     if (!(f.ds = trn_dataset_open(data, &e))) {
         cli_fail("train", "%s", e.msg);
@@ -311,8 +310,8 @@ int cli_train(int argc, char **argv)
     trn_net_opts_defaults(&no);
     no.seed = (uint64_t)seed;
     if (tasksp) {
-        if (cli_tasks_open(tasksp, data, f.ds, taskw, &tk, &e) != 0 ||
-            !(mcfg = cli_tasks_cfg(cfg, &tk, trn_dataset_classes(f.ds), &e)) ||
+        if (trn_mtask_open(tasksp, data, f.ds, taskw, &tk, &e) != 0 ||
+            !(mcfg = trn_mtask_cfg(cfg, &tk, trn_dataset_classes(f.ds), &e)) ||
             !(plain = trn_net_create(cfg, &no, &e))) {
             cli_fail("train", "%s", e.msg);
             goto out;
@@ -339,7 +338,7 @@ int cli_train(int argc, char **argv)
     if (weights && trn_weights_load(net, weights, &e) != 0) {
         /* With --tasks, the plain model's weights widen into the network. */
         trn_err e2;
-        if (!plain || trn_weights_load(plain, weights, &e2) != 0 || cli_tasks_widen(plain, net, &e2) != 0) {
+        if (!plain || trn_weights_load(plain, weights, &e2) != 0 || trn_mtask_widen(plain, net, &e2) != 0) {
             if (plain)
                 cli_fail("train", "%s fits neither the multi-task network (%s) nor the plain --cfg model (%s)",
                          weights, e.msg, e2.msg);
@@ -467,7 +466,7 @@ out:
     trn_net_free(plain);
     trn_cfg_free(cfg);
     trn_cfg_free(mcfg);
-    cli_tasks_free(&tk);
+    trn_mtask_free(&tk);
     trn_dataset_close(f.ds);
     return rc;
 }

@@ -334,6 +334,42 @@ void trn_loader_close(trn_loader *l);
  * end of data
  * ====================================================================== */
 
+/* ---- multi-task training (mtask.c; `trainer train --tasks FILE`) ----------
+ * The plain classifier of the first task (its last [connected] layer one
+ * output per class, then [softmax]) is widened for training to T groups of
+ * G outputs (T tasks, G the largest class count) under a grouped softmax,
+ * one cross-entropy per task; its first group is sliced back out after. */
+#define TRN_MTASK_MAX 16
+typedef struct trn_mtask {
+    int n;                              /* tasks, the first the task of --data */
+    int group;                          /* outputs per task: the largest class count */
+    char name[TRN_MTASK_MAX][64];
+    char path[TRN_MTASK_MAX][4200];
+    trn_dataset *ds[TRN_MTASK_MAX];
+    float w[TRN_MTASK_MAX];             /* loss weight per task (default 1) */
+} trn_mtask;
+/* Reads the tasks file ("task data-file" lines, paths relative to it; the
+ * first must be `data`, whose data set the caller has opened as `first`:
+ * t borrows it, trn_mtask_free leaves it open), opens every other task's
+ * data set and parses `weights` ("w1,w2,...", one per task; NULL: all 1).
+ * -1 with err on failure. */
+int trn_mtask_open(const char *path, const char *data, trn_dataset *first, const char *weights, trn_mtask *t,
+                   trn_err *err) TRN_MUST_CHECK;
+void trn_mtask_free(trn_mtask *t);
+/* The training cfg: a clone of cfg (which must end in [connected]
+ * output=classes, [softmax] without groups) with that layer widened to
+ * t->n * t->group outputs and softmax groups=t->n. NULL with err. */
+trn_cfg *trn_mtask_cfg(const trn_cfg *cfg, const trn_mtask *t, int classes, trn_err *err);
+/* Copies the multi-task network's parameters into the plain network of the
+ * first task (the first rows of the widened layer) and its `seen`. -1 with
+ * err when the two networks do not correspond. */
+int trn_mtask_slice(const trn_net *multi, trn_net *plain, trn_err *err) TRN_MUST_CHECK;
+/* The inverse, for a multi-task fine-tune of a plain model: copies the
+ * plain network's parameters into the multi-task one (the first task's
+ * rows of the widened layer; the other groups' rows and biases 0) and its
+ * `seen`. -1 with err as trn_mtask_slice. */
+int trn_mtask_widen(const trn_net *plain, trn_net *multi, trn_err *err) TRN_MUST_CHECK;
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,5 +1,5 @@
 /*
- * cli_tasks.c: multi-task training for `trainer train --tasks FILE`.
+ * mtask.c: multi-task training (`trainer train --tasks FILE` calls it).
  *
  * The network of --cfg is a plain classifier of the first task (its last
  * [connected] layer has one output per class, then [softmax]). For
@@ -13,27 +13,26 @@
  * slice of the widened layer (its first G rows) gives back the plain
  * network of --cfg: that is what the run publishes as BASE.weights.
  */
-#include "cli.h"
-#include "cli_tasks.h"
+#include "trn.h"
 
 #include <ctype.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
-void cli_tasks_free(cli_tasks *t)
+void trn_mtask_free(trn_mtask *t)
 {
     for (int k = 1; k < t->n; k++) trn_dataset_close(t->ds[k]); /* ds[0] is the caller's */
     memset(t, 0, sizeof *t);
 }
 
 /* The tasks file (trn_tasks_read: "task data-file" lines). */
-static int read_file(const char *path, cli_tasks *t, trn_err *err)
+static int read_file(const char *path, trn_mtask *t, trn_err *err)
 {
-    trn_task_line lines[CLI_MAX_TASKS];
+    trn_task_line lines[TRN_MTASK_MAX];
     _Static_assert(sizeof t->name[0] >= sizeof lines[0].name && sizeof t->path[0] >= sizeof lines[0].path,
-                   "cli_tasks holds a task line");
-    if (trn_tasks_read(path, lines, CLI_MAX_TASKS, &t->n, err) != 0) return -1;
+                   "trn_mtask holds a task line");
+    if (trn_tasks_read(path, lines, TRN_MTASK_MAX, &t->n, err) != 0) return -1;
     for (int k = 0; k < t->n; k++) {
         memcpy(t->name[k], lines[k].name, sizeof lines[k].name);
         memcpy(t->path[k], lines[k].path, sizeof lines[k].path);
@@ -44,7 +43,7 @@ static int read_file(const char *path, cli_tasks *t, trn_err *err)
     return 0;
 }
 
-int cli_tasks_open(const char *path, const char *data, trn_dataset *first, const char *weights, cli_tasks *t,
+int trn_mtask_open(const char *path, const char *data, trn_dataset *first, const char *weights, trn_mtask *t,
                    trn_err *err)
 {
     memset(t, 0, sizeof *t);
@@ -61,7 +60,7 @@ int cli_tasks_open(const char *path, const char *data, trn_dataset *first, const
     for (int k = 0; k < n; k++, t->n++) {
         if (!(t->ds[k] = k == 0 ? first : trn_dataset_open(t->path[k], err))) {
             trn_err_prefix(err, "%s: task '%s'", path, t->name[k]);
-            cli_tasks_free(t);
+            trn_mtask_free(t);
             return -1;
         }
         if (trn_dataset_classes(t->ds[k]) > t->group) t->group = trn_dataset_classes(t->ds[k]);
@@ -75,7 +74,7 @@ int cli_tasks_open(const char *path, const char *data, trn_dataset *first, const
             if (e == p || !(v >= 0 && v <= 1000) || (k < t->n - 1 ? *e != ',' : *e != '\0')) {
                 trn_errf(err, "--task-weights '%s': expected %d numbers in [0, 1000] separated by ','"
                          " (one per task of %s, in its order)", weights, t->n, path);
-                cli_tasks_free(t);
+                trn_mtask_free(t);
                 return -1;
             }
             t->w[k] = (float)v;
@@ -91,7 +90,7 @@ static int is_type(const trn_cfg *cfg, int s, const char *a, const char *b)
     return ty && (!strcmp(ty, a) || !strcmp(ty, b));
 }
 
-trn_cfg *cli_tasks_cfg(const trn_cfg *cfg, const cli_tasks *t, int classes, trn_err *err)
+trn_cfg *trn_mtask_cfg(const trn_cfg *cfg, const trn_mtask *t, int classes, trn_err *err)
 {
     int n = trn_cfg_sections(cfg);
     if (n < 3 || !is_type(cfg, n - 1, "softmax", "soft") || !is_type(cfg, n - 2, "connected", "conn")) {
@@ -140,7 +139,7 @@ static int tasks_match(const trn_param *pm, int nm, const trn_param *pp, int np,
     return 0;
 }
 
-int cli_tasks_slice(const trn_net *multi, trn_net *plain, trn_err *err)
+int trn_mtask_slice(const trn_net *multi, trn_net *plain, trn_err *err)
 {
     int nm, np;
     const trn_param *pm = trn_net_params(multi, &nm), *pp = trn_net_params(plain, &np);
@@ -151,7 +150,7 @@ int cli_tasks_slice(const trn_net *multi, trn_net *plain, trn_err *err)
     return 0;
 }
 
-int cli_tasks_widen(const trn_net *plain, trn_net *multi, trn_err *err)
+int trn_mtask_widen(const trn_net *plain, trn_net *multi, trn_err *err)
 {
     int nm, np;
     const trn_param *pm = trn_net_params(multi, &nm), *pp = trn_net_params(plain, &np);
