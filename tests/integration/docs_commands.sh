@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Docs that cannot rot: every command shown in a ```sh block of README.md or
-# a component's README.md is listed below with the evidence that it works,
+# Docs that cannot rot: every command shown in a ```sh block of README.md, a
+# component's README.md or a reference note of docs/ (docs/*.md, where the
+# READMEs' reference sections moved) is listed below with the evidence that it works,
 # and the evidence is checked:
 #   run                 run here (build/bin/ is the suite's $BIN), exit 0
 #   test FILE PATTERN   the test FILE runs it (on small inputs): FILE holds
@@ -56,7 +57,7 @@ EOF_MAP
 )
 
 # The commands of every ```sh block, one per line.
-cmds=$(for f in README.md */README.md; do
+cmds=$(for f in README.md */README.md docs/*.md; do
     awk -v f="$f" '
         /^```/ { if (inb) { inb = 0 } else if ($0 == "```sh") { inb = 1 }; next }
         inb {
@@ -119,4 +120,39 @@ env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -C "$TOP" --no-print-directory O="$
 rc=$?
 if [ "$rc" = 0 ] && [ -s "$T/data/cifar10/cifar10.data" ]; then t_ok "make dataset IMPORT=cifar10 SRC=... (datasets/README.md) runs"
 else t_fail "make dataset IMPORT=cifar10 SRC=... (datasets/README.md) runs" "exit $rc" "$(tail -n 5 "$T/import.out")"; fi
+
+# The READMEs stay user documentation (issue 38 item 6): each at most about
+# 400 lines, the rest in docs/; and every relative link of the READMEs and
+# docs/ (results included) reaches a file, and a heading of it when it
+# names one, so nothing moved is lost.
+links() { python3 - "$1" <<'PY'
+import glob, os, re, sys
+top = sys.argv[1]
+def anchors(path):
+    out, code = set(), False
+    for l in open(path):
+        if l.startswith("```"): code = not code
+        elif not code and re.match(r"#{1,6} ", l):
+            t = re.sub(r"[^\w\- ]", "", l.lstrip("#").strip().lower())
+            out.add(t.replace(" ", "-"))
+    return out
+bad = []
+files = [f for f in glob.glob(f"{top}/*.md") + glob.glob(f"{top}/*/README.md") + glob.glob(f"{top}/docs/**/*.md", recursive=True)]
+for f in files:
+    text = re.sub(r"```.*?```", "", open(f).read(), flags=re.S)
+    for t in re.findall(r"\]\(([^)\s]+)\)", text):
+        if re.match(r"(https?:|mailto:)", t): continue
+        path, _, frag = t.partition("#")
+        target = os.path.normpath(os.path.join(os.path.dirname(f), path)) if path else f
+        if not os.path.exists(target): bad.append(f"{os.path.relpath(f, top)}: {t}: no such file")
+        elif frag and target.endswith(".md") and frag not in anchors(target):
+            bad.append(f"{os.path.relpath(f, top)}: {t}: no such heading")
+if bad: sys.exit("\n".join(bad))
+PY
+}
+if links "$TOP" >"$T/links.out" 2>&1; then t_ok "every relative link of the READMEs and docs/ resolves"
+else t_fail "every relative link of the READMEs and docs/ resolves" "$(head -n 10 "$T/links.out")"; fi
+mkdir -p "$T/tree/docs" && printf '# x\n\nSee [gone](gone.md) and [here](#nowhere).\n' > "$T/tree/docs/a.md"
+expect_fail "... and the check finds a broken link and a missing heading" "a.md: gone.md: no such file" links "$T/tree"
+grep -q "#nowhere: no such heading" "$T/out"; t_check "... (the heading too)" test $? = 0
 t_done
