@@ -125,6 +125,13 @@ else t_fail "make dataset IMPORT=cifar10 SRC=... (datasets/README.md) runs" "exi
 # 400 lines, the rest in docs/; and every relative link of the READMEs and
 # docs/ (results included) reaches a file, and a heading of it when it
 # names one, so nothing moved is lost.
+long=
+for f in README.md */README.md; do
+    n=$(wc -l < "$f")
+    [ "$n" -le 420 ] || long="$long $f ($n lines)"
+done
+if [ -z "$long" ]; then t_ok "every README is at most about 400 lines"
+else t_fail "every README is at most about 400 lines" "move reference sections to docs/ and dated logs to docs/results/:$long"; fi
 links() { python3 - "$1" <<'PY'
 import glob, os, re, sys
 top = sys.argv[1]
