@@ -245,7 +245,9 @@ static int simulate_trace(rtl_catalog *cat, enum rtl_trace_kind kind, const stru
     if (rtl_trace_generate(kind, napps, classes, dur, o->fps, (uint64_t)o->seed, &tr, &err) != 0) return fail(&err);
     int pol[RTL_POLICY_COUNT], np = 0;
     for (int p = 0; p < RTL_POLICY_COUNT; p++) {
-        int nest = p == RTL_POLICY_NEST_TOTAL || p == RTL_POLICY_NEST_MAX || p == RTL_POLICY_KNEE;
+        /* the planned policies (NestDNN's, the knee) on the concurrency trace, the rest on
+         * MCDNN's; the knee on both (its row says it plans) */
+        int nest = rtl_policy_get((enum rtl_policy)p)->planned;
         if (o->npolicies) {
             for (int i = 0; i < o->npolicies; i++)
                 if (o->policies[i] == p) pol[np++] = p;
