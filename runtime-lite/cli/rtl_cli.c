@@ -456,8 +456,8 @@ int main(int argc, char **argv)
         CK_VERB("context", "the class-frequency profiler: is the stream (n,p)-dominated, by which classes (MCDNN)",
                 run_context),
     };
-    /* rtl run's other modes have options of their own: the manual shows them */
-    static const char *const more[] = {"run --split auto --help", "run --task T --help", NULL};
+    /* rtl run's other modes: its help shows them (run_modes_help) */
+    static const char *const more[] = {NULL};
     static const char examples[] =
         "Pin the publisher's key, once per device (rtl install and rtl pull trust only\n"
         "the keys in ROOT/keys; the build side made it with catalog keygen -p release.pub):\n"

@@ -5,7 +5,7 @@
 
 #include <cjson/cJSON.h>
 #include <errno.h>
-#include <getopt.h>
+#include <limits.h>
 #include <sched.h>
 #include <math.h>
 #include <stdio.h>
@@ -14,26 +14,19 @@
 #include <time.h>
 
 #ifdef RTL_SIM /* the build host's rtl: the part threads pinned (runtime-lite/sim/emulate.c) */
-#define PART_CPUS_USAGE " [--part-cpus C,...]"
-#define PART_CPUS_HELP                                                                                              \
-    "  --part-cpus LIST  emulating several devices on one machine (this host's rtl\n"                              \
-    "                    only): this device's thread that runs worker i's part (its\n"                             \
-    "                    request sealed and sent, its reply opened and placed)\n"                                  \
-    "                    moves to CPU i of LIST (one per worker, in order; -1:\n"                                  \
-    "                    where it runs), the CPU that worker is pinned to: the\n"                                  \
-    "                    device then works on a core while its worker waits, never\n"                              \
-    "                    on the core of a worker still computing (as a device of its\n"                            \
-    "                    own would not)\n"
+#define PART_CPUS_ROW(g)                                                                                            \
+    {"--part-cpus", "LIST", CK_STR, &(g)->cpus_arg, 0, 0,                                                           \
+     "emulating several devices on one machine (this host's rtl only): this\n"                                     \
+     "device's thread that runs worker i's part (its request sealed and sent, its\n"                              \
+     "reply opened and placed) moves to CPU i of LIST (one per worker, in order;\n"                               \
+     "-1: where it runs), the CPU that worker is pinned to: the device then works\n"                              \
+     "on a core while its worker waits, never on the core of a worker still\n"                                    \
+     "computing (as a device of its own would not)"},
 #else
-#define PART_CPUS_USAGE ""
-#define PART_CPUS_HELP ""
+#define PART_CPUS_ROW(g)
 #endif
 
-static const char *gtdp_help =
-    "Usage: rtl run ID VARIANT IMAGE... --workers HOST:PORT[@SPEED[@MBPS]],...\n"
-    "               --peer-key FILE --device-key FILE [--repeat N] [--warmup N]\n"
-    "               [--runs N] [--deadline-ms MS] [--threads N] [--top K] [--equal-split]\n"
-    "               [--resend]" PART_CPUS_USAGE " [--cuts rows|channels] [--trace] [--json]\n"
+static const char gtdp_about[] =
     "Runs VARIANT with every convolutional layer (and a max pool right after it)\n"
     "spread over rtl serve workers by\n"
     "MeDNN's GTDP (rows and output channels, sized by each worker's SPEED relative\n"
@@ -54,40 +47,68 @@ static const char *gtdp_help =
     "on every part's compute: the workers computing at once) and what a block\n"
     "costs beyond its slowest part: they replace the round trip in the plan and\n"
     "the prediction (its components in the --json document), before the timed\n"
-    "runs.\n"
-    "  --workers LIST    the workers, in order (at most 8)\n"
-    "  --peer-key FILE   the workers' public key file (X.pub of rtl peer-keygen X)\n"
-    "  --device-key FILE this device's secret key file (X.key, X.pub beside it;\n"
-    "                    X alone works too)\n"
-    "  --repeat N        runs per image (timings: median; default 1)\n"
-    "  --warmup N        untimed runs over the workers first (default 1: they load\n"
-    "                    the model and build their parts' networks)\n"
-    "  --runs N          forwards measuring each layer's time for the plan (default 5)\n"
-    "  --deadline-ms MS  a part not answered within MS fails over (default 10000)\n"
-    "  --threads N       compute threads here (default: all cores)\n"
-    "  --top K           classes shown (default 5)\n"
-    "  --equal-split     equal row bands instead of GTDP's plan (the reference)\n"
-    "  --resend          send every part its whole input, also the rows its worker\n"
-    "                    still holds as its answer of the block before (default:\n"
-    "                    those are not sent again)\n"
-    PART_CPUS_HELP
-    "  --cuts C          every block cut by rows only (a block with a max pool at its\n"
-    "                    convolution rows) or by channels only, instead of each\n"
-    "                    block's cut measured over the workers (with --equal-split:\n"
-    "                    ignored)\n"
-    "  --trace           with --json: when each timed forward's pieces ran on this\n"
-    "                    device (\"trace\": per block its start and end, per part\n"
-    "                    when its request was filled, sealed and sent and its\n"
-    "                    reply's first bytes came, all of it, opened and placed;\n"
-    "                    ms, medians over the timed forwards)\n"
-    "  --json            one JSON document\n";
+    "runs.\n";
 
-static int usage(const char *fmt, const char *arg)
+struct wspec {
+    char host[256];
+    int port;
+};
+
+/* rtl run --workers's options (the kit's table below). */
+struct gtdp_cli {
+    const char *workers_arg, *pk, *dk, *cuts_arg, *cpus_arg;
+    long long repeat, warmup, runs, deadline, threads, top;
+    int json, equal, resend, trace;
+    /* parsed from the strings */
+    struct wspec ws[RTL_GTDP_MAX_WORKERS];
+    rtl_gtdp_worker w[RTL_GTDP_MAX_WORKERS];
+    int nw, cuts, ncpu;
+    int cpus[RTL_GTDP_MAX_WORKERS];
+};
+#define GTDP_CLI_DEFAULTS {.repeat = 1, .warmup = 1, .runs = 5, .deadline = 10000, .top = 5, .cuts = -1}
+#define GTDP_NOPTS 18
+
+/* The option table of g (opts: GTDP_NOPTS rows) and the verb. */
+static void gtdp_verb(struct gtdp_cli *g, ck_opt *opts, ck_verb *v)
 {
-    fprintf(stderr, "rtl run: ");
-    fprintf(stderr, fmt, arg);
-    fprintf(stderr, "\n%s", gtdp_help);
-    return 2;
+    const ck_opt rows[] = {
+        {"--workers", "LIST", CK_STR, &g->workers_arg, 0, 0,
+         "the workers, in order (at most 8): HOST:PORT[@SPEED[@MBPS]] items joined by ','"},
+        {"--peer-key", "FILE", CK_STR, &g->pk, 0, 0, "the workers' public key file (X.pub of rtl peer-keygen X)"},
+        {"--device-key", "FILE", CK_STR, &g->dk, 0, 0,
+         "this device's secret key file (X.key, X.pub beside it; X alone works too)"},
+        {"--repeat", "N", CK_INT, &g->repeat, 1, 100000, "runs per image (timings: median; default 1)"},
+        {"--warmup", "N", CK_INT, &g->warmup, 0, 100000,
+         "untimed runs over the workers first (default 1: they load the model and build\n"
+         "their parts' networks)"},
+        {"--runs", "N", CK_INT, &g->runs, 1, 100000, "forwards measuring each layer's time for the plan (default 5)"},
+        {"--deadline-ms", "MS", CK_INT, &g->deadline, 1, 3600000,
+         "a part not answered within MS fails over (default 10000)"},
+        {"--threads", "N", CK_INT, &g->threads, 1, 1024, "compute threads here (default: all cores)"},
+        {"--top", "K", CK_INT, &g->top, 1, 100000, "classes shown (default 5)"},
+        {"--equal-split", NULL, CK_FLAG, &g->equal, 0, 0, "equal row bands instead of GTDP's plan (the reference)"},
+        {"--resend", NULL, CK_FLAG, &g->resend, 0, 0,
+         "send every part its whole input, also the rows its worker still holds as its\n"
+         "answer of the block before (default: those are not sent again)"},
+        PART_CPUS_ROW(g)
+        {"--cuts", "C", CK_STR, &g->cuts_arg, 0, 0,
+         "rows or channels: every block cut by rows only (a block with a max pool at its\n"
+         "convolution rows) or by channels only, instead of each block's cut measured\n"
+         "over the workers (with --equal-split: ignored)"},
+        {"--trace", NULL, CK_FLAG, &g->trace, 0, 0,
+         "with --json: when each timed forward's pieces ran on this device (\"trace\": per\n"
+         "block its start and end, per part when its request was filled, sealed and sent\n"
+         "and its reply's first bytes came, all of it, opened and placed; ms, medians\n"
+         "over the timed forwards)"},
+        {"--json", NULL, CK_FLAG, &g->json, 0, 0, "one JSON document"},
+        {0},
+    };
+    _Static_assert(sizeof rows <= GTDP_NOPTS * sizeof rows[0], "room for every row");
+    memcpy(opts, rows, sizeof rows);
+    *v = (ck_verb){"run", NULL, NULL,
+                   "ID VARIANT IMAGE... --workers HOST:PORT[@SPEED[@MBPS]],... --peer-key FILE\n"
+                   "              --device-key FILE [OPTIONS]",
+                   gtdp_about, opts, NULL};
 }
 
 static int num(const char *s, long lo, long hi, long *out)
@@ -99,11 +120,6 @@ static int num(const char *s, long lo, long hi, long *out)
     *out = v;
     return 0;
 }
-
-struct wspec {
-    char host[256];
-    int port;
-};
 
 /* HOST:PORT[@SPEED[@MBPS]],... */
 static int parse_list(const char *s, struct wspec *ws, rtl_gtdp_worker *w, int *n)
@@ -381,74 +397,170 @@ static cJSON *trace_json(const rtl_gtdp_stats *tr, long n)
     return o;
 }
 
+/* The calibration forwards' two stages of three (first image, untimed,
+ * after the warm-up): each fits the parts' cost (a fixed cost per part and
+ * worker, the compute's factor) and the block's cost beyond its slowest
+ * part; they replace the handshake's round trip in w and give the
+ * prediction *pred. -1 with err when a forward failed. */
+static int calibrate_parts(rtl_model *m, rtl_peer **peers, rtl_gtdp_worker *w, int nw, const float *x, int deadline,
+                           int flags, rtl_gtdp_stats *stp, cJSON *doc, int equal, double *predp, rtl_err *err)
+{
+    int ok = 1;
+    rtl_gtdp_stats st = *stp;
+    double pred;
+    static rtl_gtdp_stats cs[3]; /* their failures count with the warm-up's */
+    /* Two stages of three forwards, each fitting the parts' cost
+     * (rtl_gtdp_fit_parts: a fixed cost per part and worker, the
+     * compute's factor) and the block's cost beyond its slowest
+     * part (rtl_gtdp_block_extra: the median of the three
+     * forwards'). The first stage's plan charges the handshake's
+     * round trip, one exchange that a busy worker can stretch to
+     * many ms; the second's the first's fit, so that its parts are
+     * those of the timed runs' plan. */
+    double ov[RTL_GTDP_MAX_WORKERS], ex[3] = {0, 0, 0}, extra = 0, slope = 0, factor = 1,
+           speed0[RTL_GTDP_MAX_WORKERS];
+    const rtl_gtdp_stats *csp[3] = {&cs[0], &cs[1], &cs[2]};
+    for (int q = 0; q < nw; q++) speed0[q] = w[q].speed, ov[q] = -1;
+    for (int stage = 0; stage < 2 && ok; stage++) {
+        for (int r = 0; r < 3 && ok; r++) {
+            if (measuring_run(m, peers, w, nw, x, deadline, flags, &cs[r], err) != 0) ok = 0;
+            st.recomputed += cs[r].recomputed;
+            if (cs[r].last_failure[0]) snprintf(st.last_failure, sizeof st.last_failure, "%s", cs[r].last_failure);
+        }
+        if (!ok) break;
+        rtl_gtdp_fit_parts(csp, 3, nw, ov, &slope);
+        for (int r = 0; r < 3; r++) ex[r] = rtl_gtdp_block_extra(&cs[r], ov, slope, nw);
+        extra = median(ex, 3);
+        /* the fitted fixed cost replaces the round trip (a worker
+         * that answered no part keeps it); the compute's factor
+         * slows every worker alike */
+        factor *= 1 + slope;
+        for (int q = 0; q < nw; q++) {
+            if (ov[q] >= 0) w[q].rtt_ms = ov[q];
+            w[q].speed = speed0[q] / factor;
+        }
+    }
+    cJSON *jov = cJSON_AddArrayToObject(doc, "part_overhead_ms");
+    for (int q = 0; q < nw; q++) cJSON_AddItemToArray(jov, cJSON_CreateNumber(ov[q]));
+    cJSON_AddNumberToObject(doc, "compute_factor", factor);
+    cJSON_AddNumberToObject(doc, "block_extra_ms", extra);
+    pred = predicted_ms(m, w, nw, equal, extra, cJSON_AddObjectToObject(doc, "predicted"));
+    cJSON_AddNumberToObject(doc, "predicted_ms", pred);
+    *stp = st;
+    *predp = pred;
+    return ok ? 0 : -1;
+}
+
+/* One image's GTDP result: into the JSON results, and as text. */
+struct gtdp_times {
+    double mg, ml, pred; /* medians over the workers, this host alone; the prediction */
+    long repeat;
+};
+static void gtdp_result(const char *image, const struct gtdp_times *t, const rtl_gtdp_stats *total,
+                        const rtl_class *cls, size_t nt, const rtl_gtdp_stats *tr, int nw, int json, cJSON *results)
+{
+    double mg = t->mg, ml = t->ml, pred = t->pred;
+    long repeat = t->repeat;
+    cJSON *r = cJSON_CreateObject();
+    cJSON_AddStringToObject(r, "image", image);
+    cJSON_AddNumberToObject(r, "ms_median", mg);
+    cJSON_AddNumberToObject(r, "local_ms_median", ml);
+    cJSON_AddNumberToObject(r, "speedup", ml / mg);
+    cJSON_AddNumberToObject(r, "split_layers", total->split_layers);
+    cJSON_AddNumberToObject(r, "parts", total->parts);
+    cJSON_AddNumberToObject(r, "recomputed", total->recomputed);
+    cJSON_AddNumberToObject(r, "bytes", (double)total->bytes);
+    cJSON_AddNumberToObject(r, "held_parts", total->held);
+    if (total->last_failure[0]) cJSON_AddStringToObject(r, "failure", total->last_failure);
+    cJSON_AddItemToObject(r, "top", top_json(cls, nt));
+    if (tr) cJSON_AddItemToObject(r, "trace", trace_json(tr, repeat));
+    cJSON_AddItemToArray(results, r);
+    if (!json) {
+        printf("%s: GTDP over %d workers %.3f ms (median of %ld), this host alone %.3f ms: %.2fx; predicted "
+               "%.3f ms; %d layers split, %d parts, %d recomputed here\n",
+               image, nw, mg, repeat, ml, ml / mg, pred, total->split_layers, total->parts, total->recomputed);
+        if (total->last_failure[0]) printf("  a worker failed: %s\n", total->last_failure);
+        for (size_t q = 0; q < nt; q++) printf("  %2zu %-24s %.6f\n", cls[q].index, cls[q].label, cls[q].prob);
+    }
+}
+
+/* Connects to every worker; a worker's round trip, measured: the
+ * handshake is three round trips (TCP's, the hellos', the ready frames')
+ * through both ends' poll loops, as a part's request and reply go; charged
+ * once per part. A worker that cannot be reached gets its parts run here. */
+static void connect_workers(struct gtdp_cli *g, rtl_peer **peers, const rtl_peer_key *me, const rtl_peer_key *srv,
+                            cJSON *doc)
+{
+    cJSON *jrtt = cJSON_AddArrayToObject(doc, "rtt_ms");
+    for (int a = 0; a < g->nw; a++) {
+        rtl_err pe;
+        double t0 = now_ms();
+        peers[a] = rtl_peer_connect(g->ws[a].host, g->ws[a].port, me, srv->pk, (int)g->deadline, &pe);
+        if (peers[a]) g->w[a].rtt_ms = (now_ms() - t0) / 3;
+        cJSON_AddItemToArray(jrtt, cJSON_CreateNumber(g->w[a].rtt_ms));
+        if (!peers[a]) fprintf(stderr, "rtl: warning: worker %d (%s:%d): %s; its parts run here\n", a + 1,
+                               g->ws[a].host, g->ws[a].port, pe.msg);
+    }
+}
+
+/* The layers' times here (runs forwards of x), the part threads pinned
+ * (--part-cpus, this host's rtl), the parts' costs on this host the way the
+ * workers compute them. */
+static int gtdp_prepare(rtl_model *m, const struct gtdp_cli *g, const float *x, long runs, void **pin, rtl_err *err)
+{
+    if (rtl_model_profile_layers(m, x, (uint32_t)runs, err) != 0) return -1;
+#ifdef RTL_SIM
+    rtl_gtdp_hooks hooks;
+    if (g->ncpu && (!(*pin = rtl_emu_cpus_new(g->cpus, g->ncpu, &hooks, err)) || rtl_gtdp_set_hooks(m, &hooks, err) != 0))
+        return -1;
+#else
+    (void)g, (void)pin;
+#endif
+    return rtl_gtdp_calibrate(m, 3, err);
+}
+
+/* Parses rtl run --workers's options into g; the operands' index, or -1
+ * with *rc (0 after --help, 2 on bad usage). */
+static int gtdp_parse(int argc, char **argv, struct gtdp_cli *g, int *rc)
+{
+    ck_opt opts[GTDP_NOPTS];
+    ck_verb v;
+    gtdp_verb(g, opts, &v);
+    int i = sub_opts(argc, argv, &v, 3, INT_MAX, rc);
+    if (i < 0) return -1;
+    *rc = 2;
+    if (!g->workers_arg || parse_list(g->workers_arg, g->ws, g->w, &g->nw) != 0)
+        return ck_usage_of("rtl", &v, "--workers needs HOST:PORT[@SPEED[@MBPS]] items joined by ',' (at most 8), "
+                           "not '%s'", g->workers_arg ? g->workers_arg : ""), -1;
+    if (g->cuts_arg && !strcmp(g->cuts_arg, "rows")) g->cuts = RTL_GTDP_ROWS;
+    else if (g->cuts_arg && !strcmp(g->cuts_arg, "channels")) g->cuts = RTL_GTDP_CHANNELS;
+    else if (g->cuts_arg) return ck_usage_of("rtl", &v, "--cuts is rows or channels, not '%s'", g->cuts_arg), -1;
+#ifdef RTL_SIM
+    if (g->cpus_arg && parse_cpus(g->cpus_arg, g->cpus, &g->ncpu) != 0)
+        return ck_usage_of("rtl", &v, "--part-cpus needs CPU numbers this process may use (or -1) joined by ',' "
+                           "(at most 8), not '%s'", g->cpus_arg), -1;
+#endif
+    if (!g->pk || !g->dk) return ck_usage_of("rtl", &v, "--workers needs --peer-key and --device-key"), -1;
+    if (g->ncpu && g->ncpu != g->nw)
+        return ck_usage_of("rtl", &v, "--part-cpus needs one CPU per worker (%s)", g->ncpu < g->nw ? "too few" :
+                           "too many"), -1;
+    return i;
+}
+
 int cmd_run_gtdp(rtl_store *s, int argc, char **argv)
 {
     keep_freed_memory();
-    static const struct option opts[] = {
-        {"workers", required_argument, 0, 'W'}, {"peer-key", required_argument, 0, 'K'},
-        {"device-key", required_argument, 0, 'D'}, {"repeat", required_argument, 0, 'r'},
-        {"runs", required_argument, 0, 'n'},     {"deadline-ms", required_argument, 0, 'd'},
-        {"threads", required_argument, 0, 't'},  {"top", required_argument, 0, 'k'},
-        {"json", no_argument, 0, 'j'},           {"help", no_argument, 0, 'h'},
-        {"equal-split", no_argument, 0, 'e'},    {"warmup", required_argument, 0, 'u'},
-        {"resend", no_argument, 0, 'R'},        {"trace", no_argument, 0, 'T'},
-        {"cuts", required_argument, 0, 'C'},
-#ifdef RTL_SIM
-        {"part-cpus", required_argument, 0, 'P'},
-#endif
-        {0, 0, 0, 0}};
-    struct wspec ws[RTL_GTDP_MAX_WORKERS];
-    rtl_gtdp_worker w[RTL_GTDP_MAX_WORKERS];
-    int nw = 0, json = 0, equal = 0, resend = 0, trace = 0, ncpu = 0, cuts = -1, c;
-#ifdef RTL_SIM
-    int cpus[RTL_GTDP_MAX_WORKERS];
-    rtl_emu_cpus *pin = NULL;
-#endif
-    long repeat = 1, warmup = 1, runs = 5, deadline = 10000, threads = 0, top = 5;
-    const char *pk = NULL, *dk = NULL;
-    optind = 0;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        switch (c) {
-        case 'h': printf("%s", gtdp_help); return 0;
-        case 'W':
-            if (parse_list(optarg, ws, w, &nw) != 0)
-                return usage("--workers needs HOST:PORT[@SPEED[@MBPS]] items joined by ',' (at most 8), not '%s'",
-                             optarg);
-            break;
-        case 'K': pk = optarg; break;
-        case 'D': dk = optarg; break;
-        case 'r': if (num(optarg, 1, 100000, &repeat)) return usage("--repeat needs an integer >= 1, not '%s'", optarg); break;
-        case 'u': if (num(optarg, 0, 100000, &warmup)) return usage("--warmup needs an integer >= 0, not '%s'", optarg); break;
-        case 'n': if (num(optarg, 1, 100000, &runs)) return usage("--runs needs an integer >= 1, not '%s'", optarg); break;
-        case 'd': if (num(optarg, 1, 3600000, &deadline)) return usage("--deadline-ms needs an integer >= 1, not '%s'", optarg); break;
-        case 't': if (num(optarg, 1, 1024, &threads)) return usage("--threads needs an integer in 1..1024, not '%s'", optarg); break;
-        case 'k': if (num(optarg, 1, 100000, &top)) return usage("--top needs an integer >= 1, not '%s'", optarg); break;
-        case 'j': json = 1; break;
-        case 'e': equal = 1; break;
-        case 'R': resend = 1; break;
-        case 'T': trace = 1; break;
-        case 'C':
-            if (!strcmp(optarg, "rows")) cuts = RTL_GTDP_ROWS;
-            else if (!strcmp(optarg, "channels")) cuts = RTL_GTDP_CHANNELS;
-            else return usage("--cuts is rows or channels, not '%s'", optarg);
-            break;
-#ifdef RTL_SIM
-        case 'P':
-            if (parse_cpus(optarg, cpus, &ncpu) != 0)
-                return usage("--part-cpus needs CPU numbers this process may use (or -1) joined by ',' (at most 8), "
-                             "not '%s'", optarg);
-            break;
-#endif
-        default: return usage("unknown option or missing value: '%s'", argv[optind > 1 ? optind - 1 : 0]);
-        }
-    }
-    if (argc - optind < 3) return usage("needs ID VARIANT IMAGE...%s", "");
-    if (!pk || !dk) return usage("--workers needs --peer-key and --device-key%s", "");
-    if (ncpu && ncpu != nw) return usage("--part-cpus needs one CPU per worker (%s)", ncpu < nw ? "too few" : "too many");
+    struct gtdp_cli g = GTDP_CLI_DEFAULTS;
+    int rc, i = gtdp_parse(argc, argv, &g, &rc);
+    if (i < 0) return rc;
+    rtl_gtdp_worker *w = g.w;
+    int nw = g.nw, json = g.json, equal = g.equal, resend = g.resend, trace = g.trace, cuts = g.cuts;
+    long repeat = (long)g.repeat, warmup = (long)g.warmup, runs = (long)g.runs, deadline = (long)g.deadline,
+         threads = (long)g.threads, top = (long)g.top;
+    void *pin = NULL; /* the part threads' CPUs (this host's rtl: rtl_emu_cpus) */
     rtl_err err;
     rtl_peer_key me, srv;
-    if (rtl_peer_key_load(dk, 1, &me, &err) != 0 || rtl_peer_key_load(pk, 0, &srv, &err) != 0) return fail(&err);
-    int i = optind;
+    if (rtl_peer_key_load(g.dk, 1, &me, &err) != 0 || rtl_peer_key_load(g.pk, 0, &srv, &err) != 0) return fail(&err);
     rtl_catalog *cat;
     rtl_model *m = open_variant(s, argv[i], argv[i + 1], threads, &cat);
     if (!m) return 1;
@@ -466,37 +578,12 @@ int cmd_run_gtdp(rtl_store *s, int argc, char **argv)
         goto done;
     }
     for (size_t q = 0; q < in; q++) x[q] = (float)((uint32_t)(q * 2654435761u) >> 24) / 256.0f;
-    if (rtl_model_profile_layers(m, x, (uint32_t)runs, &err) != 0) {
-        status = fail(&err);
-        goto done;
-    }
-#ifdef RTL_SIM
-    rtl_gtdp_hooks hooks;
-    if (ncpu && (!(pin = rtl_emu_cpus_new(cpus, ncpu, &hooks, &err)) || rtl_gtdp_set_hooks(m, &hooks, &err) != 0)) {
-        status = fail(&err);
-        goto done;
-    }
-#endif
-    /* the parts' costs on this host, the way the workers compute them */
-    if (rtl_gtdp_calibrate(m, 3, &err) != 0) {
+    if (gtdp_prepare(m, &g, x, runs, &pin, &err) != 0) {
         status = fail(&err);
         goto done;
     }
     int flags = (equal ? RTL_GTDP_EQUAL : 0) | (resend ? RTL_GTDP_RESEND : 0);
-    cJSON *jrtt = cJSON_AddArrayToObject(doc, "rtt_ms");
-    for (int a = 0; a < nw; a++) {
-        rtl_err pe;
-        /* the link's round trip, measured: the handshake is three round
-         * trips (TCP's, the hellos', the ready frames') through both ends'
-         * poll loops, as a part's request and reply go; charged once per
-         * part */
-        double t0 = now_ms();
-        peers[a] = rtl_peer_connect(ws[a].host, ws[a].port, &me, srv.pk, (int)deadline, &pe);
-        if (peers[a]) w[a].rtt_ms = (now_ms() - t0) / 3;
-        cJSON_AddItemToArray(jrtt, cJSON_CreateNumber(w[a].rtt_ms));
-        if (!peers[a]) fprintf(stderr, "rtl: warning: worker %d (%s:%d): %s; its parts run here\n", a + 1, ws[a].host,
-                               ws[a].port, pe.msg);
-    }
+    connect_workers(&g, peers, &me, &srv, doc);
     /* predicted with the handshake's round trip as each part's fixed cost;
      * then (below) with what a part costs in a calibration forward */
     double pred_rtt = predicted_ms(m, w, nw, equal, 0, NULL), pred = pred_rtt;
@@ -525,44 +612,7 @@ int cmd_run_gtdp(rtl_store *s, int argc, char **argv)
             ok = (cuts >= 0 ? rtl_gtdp_set_dims(m, -1, cuts, &err)
                             : choose_dims(m, peers, w, nw, x, (int)deadline, flags, &st, doc, &err)) == 0;
         if (ok && !calibrated) {
-            static rtl_gtdp_stats cs[3]; /* their failures count with the warm-up's */
-            /* Two stages of three forwards, each fitting the parts' cost
-             * (rtl_gtdp_fit_parts: a fixed cost per part and worker, the
-             * compute's factor) and the block's cost beyond its slowest
-             * part (rtl_gtdp_block_extra: the median of the three
-             * forwards'). The first stage's plan charges the handshake's
-             * round trip, one exchange that a busy worker can stretch to
-             * many ms; the second's the first's fit, so that its parts are
-             * those of the timed runs' plan. */
-            double ov[RTL_GTDP_MAX_WORKERS], ex[3] = {0, 0, 0}, extra = 0, slope = 0, factor = 1,
-                   speed0[RTL_GTDP_MAX_WORKERS];
-            const rtl_gtdp_stats *csp[3] = {&cs[0], &cs[1], &cs[2]};
-            for (int q = 0; q < nw; q++) speed0[q] = w[q].speed, ov[q] = -1;
-            for (int stage = 0; stage < 2 && ok; stage++) {
-                for (int r = 0; r < 3 && ok; r++) {
-                    if (measuring_run(m, peers, w, nw, x, (int)deadline, flags, &cs[r], &err) != 0) ok = 0;
-                    st.recomputed += cs[r].recomputed;
-                    if (cs[r].last_failure[0]) snprintf(st.last_failure, sizeof st.last_failure, "%s", cs[r].last_failure);
-                }
-                if (!ok) break;
-                rtl_gtdp_fit_parts(csp, 3, nw, ov, &slope);
-                for (int r = 0; r < 3; r++) ex[r] = rtl_gtdp_block_extra(&cs[r], ov, slope, nw);
-                extra = median(ex, 3);
-                /* the fitted fixed cost replaces the round trip (a worker
-                 * that answered no part keeps it); the compute's factor
-                 * slows every worker alike */
-                factor *= 1 + slope;
-                for (int q = 0; q < nw; q++) {
-                    if (ov[q] >= 0) w[q].rtt_ms = ov[q];
-                    w[q].speed = speed0[q] / factor;
-                }
-            }
-            cJSON *jov = cJSON_AddArrayToObject(doc, "part_overhead_ms");
-            for (int q = 0; q < nw; q++) cJSON_AddItemToArray(jov, cJSON_CreateNumber(ov[q]));
-            cJSON_AddNumberToObject(doc, "compute_factor", factor);
-            cJSON_AddNumberToObject(doc, "block_extra_ms", extra);
-            pred = predicted_ms(m, w, nw, equal, extra, cJSON_AddObjectToObject(doc, "predicted"));
-            cJSON_AddNumberToObject(doc, "predicted_ms", pred);
+            ok = calibrate_parts(m, peers, w, nw, x, (int)deadline, flags, &st, doc, equal, &pred, &err) == 0;
             calibrated = 1;
         }
         if (st.last_failure[0]) snprintf(total.last_failure, sizeof total.last_failure, "%s", st.last_failure);
@@ -589,28 +639,8 @@ int cmd_run_gtdp(rtl_store *s, int argc, char **argv)
             status = fail(&err);
             continue;
         }
-        double mg = median(tg, repeat), ml = median(tl, repeat);
-        cJSON *r = cJSON_CreateObject();
-        cJSON_AddStringToObject(r, "image", argv[a]);
-        cJSON_AddNumberToObject(r, "ms_median", mg);
-        cJSON_AddNumberToObject(r, "local_ms_median", ml);
-        cJSON_AddNumberToObject(r, "speedup", ml / mg);
-        cJSON_AddNumberToObject(r, "split_layers", total.split_layers);
-        cJSON_AddNumberToObject(r, "parts", total.parts);
-        cJSON_AddNumberToObject(r, "recomputed", total.recomputed);
-        cJSON_AddNumberToObject(r, "bytes", (double)total.bytes);
-        cJSON_AddNumberToObject(r, "held_parts", total.held);
-        if (total.last_failure[0]) cJSON_AddStringToObject(r, "failure", total.last_failure);
-        cJSON_AddItemToObject(r, "top", top_json(cls, nt));
-        if (tr) cJSON_AddItemToObject(r, "trace", trace_json(tr, repeat));
-        cJSON_AddItemToArray(results, r);
-        if (!json) {
-            printf("%s: GTDP over %d workers %.3f ms (median of %ld), this host alone %.3f ms: %.2fx; predicted "
-                   "%.3f ms; %d layers split, %d parts, %d recomputed here\n",
-                   argv[a], nw, mg, repeat, ml, ml / mg, pred, total.split_layers, total.parts, total.recomputed);
-            if (total.last_failure[0]) printf("  a worker failed: %s\n", total.last_failure);
-            for (size_t t = 0; t < nt; t++) printf("  %2zu %-24s %.6f\n", cls[t].index, cls[t].label, cls[t].prob);
-        }
+        struct gtdp_times gt = {.mg = median(tg, repeat), .ml = median(tl, repeat), .pred = pred, .repeat = repeat};
+        gtdp_result(argv[a], &gt, &total, cls, nt, tr, nw, json, results);
     }
     if (json) {
         char *t = cJSON_Print(doc);
@@ -626,5 +656,6 @@ done:
 #ifdef RTL_SIM
     rtl_emu_cpus_free(pin);
 #endif
+    (void)pin;
     return status;
 }

@@ -110,22 +110,12 @@ static const char *keygen_help =
     "Servers give theirs to devices to pin; devices' public keys go into the\n"
     "server's allow-list. Existing files are never replaced.\n";
 
-static const char *run_split_help =
-    "Usage: rtl run ID VARIANT IMAGE... --split auto|S [--peer HOST:PORT --peer-key FILE\n"
-    "               --device-key FILE] [plan options] [--deadline-ms MS] [--repeat N]\n"
-    "               [--top K] [--json] [--threads N]\n"
+static const char split_about[] =
     "Runs VARIANT split between this device and a peer (rtl serve): layers 0..S-1\n"
     "here and the rest there, or the planner's placement (--split auto, options as\n"
     "rtl plan: --link, --rtt, --goal, budgets, factors). When the peer fails\n"
     "(refused, reset, slower than --deadline-ms) the request finishes on the device;\n"
-    "each result says where it ran." SPLIT_PACE_HELP "\n"
-    "  --peer HOST:PORT   the server (without it everything runs here)\n"
-    "  --peer-key FILE    the server's public key file (X.pub of its rtl peer-keygen\n"
-    "                     X), pinned: a server without its secret half is refused\n"
-    "  --device-key FILE  this device's secret key file (X.key of rtl peer-keygen X,\n"
-    "                     X.pub beside it; X alone works too)\n"
-    "  --deadline-ms MS   a request's time limit on the peer (default 10000)\n"
-    "  --repeat N         run each image N times (timings: median)\n";
+    "each result says where it ran." SPLIT_PACE_HELP "\n";
 
 /* Options shared by plan and run --split. */
 struct popts {
@@ -136,6 +126,8 @@ struct popts {
     long runs, threads, split, top, repeat, deadline_ms;
     int json, split_auto, split_set;
     const char *peer, *peer_key, *device_key;
+    char host[256];             /* --peer HOST:PORT, split */
+    int port;
     const char *target_name;    /* --target: device speed and power from the catalog's estimate */
     rtl_gtdp_worker workers[RTL_GTDP_MAX_WORKERS];
     int nworkers;
@@ -234,15 +226,45 @@ static int parse_workers(const char *s, rtl_gtdp_worker *w, int *n)
     return *n > 0 ? 0 : -1;
 }
 
-/* Parses argv into o; run = 1 accepts run's options. Returns optind, or -1
- * after help (*rc 0) or a usage error (*rc 2). */
-static int parse_popts(int argc, char **argv, int run, const char *help, struct popts *o, int lo, int *rc)
+static void popts_defaults(struct popts *o)
 {
     memset(o, 0, sizeof *o);
     o->link = *rtl_link_preset("wifi");
     o->target = (rtl_target){.device_factor = 1, .cloud_factor = 1, .device_mw = 5000, .wait_mw = 0};
     o->budget = (rtl_budget){.energy_mj = 0, .cloud_ms = -1, .deadline_ms = 0};
     o->runs = 10, o->top = 5, o->repeat = 1, o->deadline_ms = 10000, o->split = -1;
+}
+
+/* --link: a preset or UP:DOWN[:RTT]; 0, or -1 after saying why. */
+static int set_link(struct popts *o, const char *arg)
+{
+    const rtl_link *p = rtl_link_preset(arg);
+    double v[3] = {0, 0, 0};
+    int n;
+    if (p) {
+        o->link = *p;
+    } else if ((n = triple(arg, v)) >= 2 && v[0] > 0 && v[1] > 0) {
+        snprintf(o->link.name, sizeof o->link.name, "custom");
+        o->link.up_mbps = v[0], o->link.down_mbps = v[1], o->link.rtt_ms = n == 3 ? v[2] : 0;
+    } else {
+        return bad_value("--link", arg, "3g, 4g, wifi or UP:DOWN[:RTT] (Mbps, Mbps, ms)");
+    }
+    return 0;
+}
+
+static int set_goal(struct popts *o, const char *arg)
+{
+    if (!strcmp(arg, "latency")) o->goal = RTL_GOAL_LATENCY;
+    else if (!strcmp(arg, "energy")) o->goal = RTL_GOAL_ENERGY;
+    else return bad_value("--goal", arg, "latency or energy");
+    return 0;
+}
+
+/* Parses rtl plan's argv into o. Returns optind, or -1 after help (*rc 0)
+ * or a usage error (*rc 2). */
+static int parse_popts(int argc, char **argv, const char *help, struct popts *o, int lo, int *rc)
+{
+    popts_defaults(o);
     double rtt = 0, radio[3];
     int radio_set = 0;
     optind = 0;
@@ -253,28 +275,13 @@ static int parse_popts(int argc, char **argv, int run, const char *help, struct 
         switch (c) {
         case 'h':
         case O_HELP: printf("%s", help); *rc = 0; return -1;
-        case O_LINK: {
-            const rtl_link *p = rtl_link_preset(optarg);
-            double v[3] = {0, 0, 0};
-            int n;
-            if (p) {
-                o->link = *p;
-            } else if ((n = triple(optarg, v)) >= 2 && v[0] > 0 && v[1] > 0) {
-                snprintf(o->link.name, sizeof o->link.name, "custom");
-                o->link.up_mbps = v[0], o->link.down_mbps = v[1], o->link.rtt_ms = n == 3 ? v[2] : 0;
-            } else bad = bad_value("--link", optarg, "3g, 4g, wifi or UP:DOWN[:RTT] (Mbps, Mbps, ms)");
-            break;
-        }
+        case O_LINK: bad = set_link(o, optarg); break;
         case O_RTT: bad = dbl("--rtt", optarg, 0, &rtt); break;
         case O_RADIO:
             if (triple(optarg, radio) != 3) bad = bad_value("--radio", optarg, "AU:AD:BETA in mW");
             radio_set = 1;
             break;
-        case O_GOAL:
-            if (!strcmp(optarg, "latency")) o->goal = RTL_GOAL_LATENCY;
-            else if (!strcmp(optarg, "energy")) o->goal = RTL_GOAL_ENERGY;
-            else bad = bad_value("--goal", optarg, "latency or energy");
-            break;
+        case O_GOAL: bad = set_goal(o, optarg); break;
         case O_EBUDGET: bad = dbl("--energy-budget", optarg, 0, &o->budget.energy_mj); break;
         case O_CBUDGET: bad = dbl("--cloud-budget", optarg, 0, &o->budget.cloud_ms); break;
         case O_DEADLINE: bad = dbl("--deadline", optarg, 0, &o->budget.deadline_ms); break;
@@ -286,36 +293,26 @@ static int parse_popts(int argc, char **argv, int run, const char *help, struct 
         case O_THREADS: bad = lng("--threads", optarg, 1, 1024, &o->threads); break;
         case O_SPLIT:
             o->split_set = 1;
-            if (run && !strcmp(optarg, "auto")) o->split_auto = 1;
-            else bad = lng("--split", optarg, 0, RTL_PLAN_MAX_LAYERS, &o->split);
+            bad = lng("--split", optarg, 0, RTL_PLAN_MAX_LAYERS, &o->split);
             break;
         case O_JSON: o->json = 1; break;
         case O_TARGET: o->target_name = optarg; break;
         case O_WORKERS:
-            if (run || parse_workers(optarg, o->workers, &o->nworkers) != 0)
-                bad = run ? -2 : bad_value("--workers", optarg, "SPEED@MBPS[:RTT] items joined by ',' (at most 8), e.g. 1@1000,0.5@100:2");
+            if (parse_workers(optarg, o->workers, &o->nworkers) != 0)
+                bad = bad_value("--workers", optarg, "SPEED@MBPS[:RTT] items joined by ',' (at most 8), e.g. 1@1000,0.5@100:2");
             break;
-        default:
-            if (!run) bad = -2; /* -2: not an option of this verb (values that fail say why themselves) */
-            else if (c == O_TOP) bad = lng("--top", optarg, 1, 100000, &o->top);
-            else if (c == O_PEER) o->peer = optarg;
-            else if (c == O_PEERKEY) o->peer_key = optarg;
-            else if (c == O_DEVKEY) o->device_key = optarg;
-            else if (c == O_DEADLINE_MS) bad = lng("--deadline-ms", optarg, 1, 3600000, &o->deadline_ms);
-            else if (c == O_REPEAT) bad = lng("--repeat", optarg, 1, 100000, &o->repeat);
-            else bad = -2;
+        default: bad = -2; /* -2: not an option of this verb (values that fail say why themselves) */
         }
         if (bad) {
             if (bad == -2)
-                fprintf(stderr, "rtl %s: unknown option or missing value: '%s'\n", run ? "run" : "plan",
-                        argv[optind > 1 ? optind - 1 : 0]);
+                fprintf(stderr, "rtl plan: unknown option or missing value: '%s'\n", argv[optind > 1 ? optind - 1 : 0]);
             fprintf(stderr, "%s", help);
             return -1;
         }
     }
     o->link.rtt_ms += rtt;
     if (radio_set) o->link.alpha_up_mw = radio[0], o->link.alpha_down_mw = radio[1], o->link.beta_mw = radio[2];
-    if (argc - optind < lo || (!run && argc - optind > lo)) {
+    if (argc - optind != lo) {
         fprintf(stderr, "%s", help);
         return -1;
     }
@@ -559,7 +556,7 @@ fail:
 int cmd_plan(rtl_store *s, int argc, char **argv)
 {
     struct popts o;
-    int rc, i = parse_popts(argc, argv, 0, plan_help, &o, 2, &rc);
+    int rc, i = parse_popts(argc, argv, plan_help, &o, 2, &rc);
     if (i < 0) return rc;
     rtl_catalog *cat;
     rtl_model *m = open_variant(s, argv[i], argv[i + 1], o.threads, &cat);
@@ -837,36 +834,124 @@ int run_wants_split(int argc, char **argv)
     return 0;
 }
 
+/* rtl run --split's options (the kit's table below): rtl plan's and the
+ * peer's. */
+struct split_cli {
+    const char *link, *radio, *goal, *split, *target, *peer, *peer_key, *device_key;
+    double rtt, energy_budget, cloud_budget, deadline, device_factor, cloud_factor, device_mw, wait_mw;
+    long long runs, threads, top, repeat, deadline_ms;
+    int json;
+};
+#define SPLIT_CLI_DEFAULTS                                                                                      \
+    {.cloud_budget = -1, .device_factor = 1, .cloud_factor = 1, .device_mw = 5000, .runs = 10, .top = 5,       \
+     .repeat = 1, .deadline_ms = 10000}
+#define SPLIT_NOPTS 24
+
+static void split_verb(struct split_cli *c, ck_opt *opts, ck_verb *v)
+{
+    const ck_opt rows[] = {
+        {"--split", "auto|S", CK_STR, &c->split, 0, 0,
+         "the planner's placement, or the fixed split S (layers 0..S-1 on the device)"},
+        {"--peer", "HOST:PORT", CK_STR, &c->peer, 0, 0, "the server (without it everything runs here)"},
+        {"--peer-key", "FILE", CK_STR, &c->peer_key, 0, 0,
+         "the server's public key file (X.pub of its rtl peer-keygen X), pinned: a\n"
+         "server without its secret half is refused"},
+        {"--device-key", "FILE", CK_STR, &c->device_key, 0, 0,
+         "this device's secret key file (X.key of rtl peer-keygen X, X.pub beside it; X\n"
+         "alone works too)"},
+        {"--deadline-ms", "MS", CK_INT, &c->deadline_ms, 1, 3600000,
+         "a request's time limit on the peer (default 10000)"},
+        {"--repeat", "N", CK_INT, &c->repeat, 1, 100000, "run each image N times (timings: median)"},
+        {"--top", "K", CK_INT, &c->top, 1, 100000, "classes per image (default 5)"},
+        {"--json", NULL, CK_FLAG, &c->json, 0, 0, "one JSON document"},
+        {"--threads", "N", CK_INT, &c->threads, 1, 1024, "compute threads (default: all cores)"},
+        {"--link", "L", CK_STR, &c->link, 0, 0,
+         "3g, 4g or wifi (JointDNN Table 3: throughput and radio power), or\n"
+         "UP:DOWN[:RTT] in Mbps and ms (default wifi)"},
+        {"--rtt", "MS", CK_REAL, &c->rtt, 0, 1e9, "round-trip time added to the link (default 0)"},
+        {"--radio", "AU:AD:B", CK_STR, &c->radio, 0, 0,
+         "radio power: mW per Mbps up, down, base mW (default: the named link's, else\n"
+         "wifi's)"},
+        {"--goal", "G", CK_STR, &c->goal, 0, 0, "latency (default) or energy (device energy)"},
+        {"--energy-budget", "MJ", CK_REAL, &c->energy_budget, 0, 1e12, "budget: exact search for the best plan meeting it"},
+        {"--cloud-budget", "MS", CK_REAL, &c->cloud_budget, 0, 1e12, "budget, likewise"},
+        {"--deadline", "MS", CK_REAL, &c->deadline, 0, 1e12, "budget, likewise"},
+        {"--target", "T", CK_STR, &c->target, 0, 0,
+         "device speed and power from the catalog's estimate for target profile T (as\n"
+         "rtl plan; overrides --device-factor and --device-mw)"},
+        {"--device-factor", "F", CK_REAL, &c->device_factor, 1e-6, 1e12,
+         "the device's layer times: F times this machine's (default 1)"},
+        {"--cloud-factor", "F", CK_REAL, &c->cloud_factor, 1e-6, 1e12,
+         "the cloud's layer times: F times this machine's (default 1)"},
+        {"--device-mw", "MW", CK_REAL, &c->device_mw, 0, 1e12, "device power while computing (default 5000)"},
+        {"--wait-mw", "MW", CK_REAL, &c->wait_mw, 0, 1e12, "device power while the cloud computes (default 0)"},
+        {"--runs", "N", CK_INT, &c->runs, 1, 100000, "forwards measuring the layers' times (default 10)"},
+        {0},
+    };
+    _Static_assert(sizeof rows <= SPLIT_NOPTS * sizeof rows[0], "room for every row");
+    memcpy(opts, rows, sizeof rows);
+    *v = (ck_verb){"run", NULL, NULL,
+                   "ID VARIANT IMAGE... --split auto|S [--peer HOST:PORT --peer-key FILE\n"
+                   "              --device-key FILE] [OPTIONS]",
+                   split_about, opts, NULL};
+}
+
+/* The parsed options as rtl plan's; 0, or -1 after saying why. */
+static int split_popts(const struct split_cli *c, struct popts *o)
+{
+    double radio[3];
+    long sp = -1;
+    popts_defaults(o);
+    if ((c->link && set_link(o, c->link) != 0) || (c->goal && set_goal(o, c->goal) != 0)) return -1;
+    if (c->radio && triple(c->radio, radio) != 3) return bad_value("--radio", c->radio, "AU:AD:BETA in mW");
+    if (c->split && strcmp(c->split, "auto") != 0 && lng("--split", c->split, 0, RTL_PLAN_MAX_LAYERS, &sp) != 0)
+        return -1;
+    if (c->radio) o->link.alpha_up_mw = radio[0], o->link.alpha_down_mw = radio[1], o->link.beta_mw = radio[2];
+    o->link.rtt_ms += c->rtt;
+    o->budget = (rtl_budget){.energy_mj = c->energy_budget, .cloud_ms = c->cloud_budget, .deadline_ms = c->deadline};
+    o->target = (rtl_target){.device_factor = c->device_factor, .cloud_factor = c->cloud_factor,
+                             .device_mw = c->device_mw, .wait_mw = c->wait_mw};
+    o->runs = (long)c->runs, o->threads = (long)c->threads, o->top = (long)c->top, o->repeat = (long)c->repeat;
+    o->deadline_ms = (long)c->deadline_ms, o->json = c->json, o->target_name = c->target;
+    o->split_set = c->split != NULL, o->split_auto = c->split && !strcmp(c->split, "auto"), o->split = sp;
+    o->peer = c->peer, o->peer_key = c->peer_key, o->device_key = c->device_key;
+    return 0;
+}
+
+/* rtl run --split's options into o; the operands' index, or -1 with *rc. */
+static int split_parse(int argc, char **argv, struct popts *o, int *rc)
+{
+    struct split_cli c = SPLIT_CLI_DEFAULTS;
+    ck_opt opts[SPLIT_NOPTS];
+    ck_verb v;
+    split_verb(&c, opts, &v);
+    int i = sub_opts(argc, argv, &v, 3, INT_MAX, rc);
+    if (i < 0) return -1;
+    *rc = 2;
+    if (split_popts(&c, o) != 0) return -1;
+    if (!o->split_set) return ck_usage_of("rtl", &v, "--peer needs --split auto|S"), -1;
+    if (!o->peer) return i;
+    const char *colon = strrchr(o->peer, ':');
+    long pv;
+    if (!colon || colon == o->peer || (size_t)(colon - o->peer) >= sizeof o->host ||
+        lng("--peer", colon + 1, 1, 65535, &pv) != 0)
+        return fprintf(stderr, "rtl: --peer needs HOST:PORT, not '%s'\n", o->peer), -1;
+    memcpy(o->host, o->peer, (size_t)(colon - o->peer));
+    o->host[colon - o->peer] = '\0';
+    o->port = (int)pv;
+    if (!o->peer_key || !o->device_key)
+        return fprintf(stderr, "rtl: --peer needs --peer-key (the server's public key) and --device-key\n"), -1;
+    return i;
+}
+
 int cmd_run_split(rtl_store *s, int argc, char **argv)
 {
     keep_freed_memory();
     for (int a = 1; a < argc; a++)
         if (!strncmp(argv[a], "--workers", 9)) return cmd_run_gtdp(s, argc, argv);
     struct popts o;
-    int rc, i = parse_popts(argc, argv, 1, run_split_help, &o, 3, &rc);
+    int rc, i = split_parse(argc, argv, &o, &rc);
     if (i < 0) return rc;
-    if (!o.split_set) {
-        fprintf(stderr, "rtl: run with --peer needs --split auto|S\n%s", run_split_help);
-        return 2;
-    }
-    char host[256] = "";
-    int port = 0;
-    if (o.peer) {
-        const char *colon = strrchr(o.peer, ':');
-        long pv;
-        if (!colon || colon == o.peer || (size_t)(colon - o.peer) >= sizeof host ||
-            lng("--peer", colon + 1, 1, 65535, &pv) != 0) {
-            fprintf(stderr, "rtl: --peer needs HOST:PORT, not '%s'\n", o.peer);
-            return 2;
-        }
-        memcpy(host, o.peer, (size_t)(colon - o.peer));
-        host[colon - o.peer] = '\0';
-        port = (int)pv;
-        if (!o.peer_key || !o.device_key) {
-            fprintf(stderr, "rtl: --peer needs --peer-key (the server's public key) and --device-key\n");
-            return 2;
-        }
-    }
     rtl_err err;
     rtl_peer_key me, server;
     memset(&me, 0, sizeof me);
@@ -918,7 +1003,7 @@ int cmd_run_split(rtl_store *s, int argc, char **argv)
             int refused = 0;
             if (o.peer && !peer) {
                 rtl_err pe;
-                peer = rtl_peer_connect(host, port, &me, server.pk, (int)o.deadline_ms, &pe);
+                peer = rtl_peer_connect(o.host, o.port, &me, server.pk, (int)o.deadline_ms, &pe);
                 if (!peer) refused = 1, snprintf(reason, sizeof reason, "%s", pe.msg);
             }
             if (rtl_offload_run(m, &plan, peer, x, pacing, (int)o.deadline_ms, &res, &err) != 0) {

@@ -139,6 +139,21 @@ static rtl_runner *run_prepare(rtl_store *s, rtl_catalog *cat, const rtl_runner_
     return r;
 }
 
+/* After rtl run's own help: the help of its other modes, each generated
+ * from its option table. */
+static int run_modes_help(rtl_store *s)
+{
+    static const char *const modes[][4] = {
+        {"run", "--task", "T", "--help"}, {"run", "--split", "auto", "--help"}, {"run", "--workers", "H:1", "--help"}};
+    int rc = 0;
+    for (size_t k = 0; k < sizeof modes / sizeof *modes && !rc; k++) {
+        char *argv[5] = {(char *)modes[k][0], (char *)modes[k][1], (char *)modes[k][2], (char *)modes[k][3], NULL};
+        printf("\n");
+        rc = k == 0 ? cmd_run_tasks(s, 4, argv) : cmd_run_split(s, 4, argv);
+    }
+    return rc;
+}
+
 int cmd_run(rtl_store *s, int argc, char **argv)
 {
     if (run_wants_split(argc, argv)) return cmd_run_split(s, argc, argv); /* its own options */
@@ -179,11 +194,13 @@ int cmd_run(rtl_store *s, int argc, char **argv)
                        "--context adds [cascade CATALOG/VARIANT, answered by V] while a specialised model\n"
                        "answers, and says on standard error when it starts and stops (JSON: \"cascade\"\n"
                        "per result, \"context\" at the end).\n",
-                       opts, "With --split S|auto --peer HOST:PORT the variant runs split with a peer\n"
-                             "(rtl run --split auto --help). With --task T... (no VARIANT) every task is\n"
-                             "answered, shared trunks run once (rtl run --task T --help).\n"
-                             "Exit status 1 when a variant cannot be loaded or an image cannot be read.\n"};
+                       opts, "Exit status 1 when a variant cannot be loaded or an image cannot be read.\n"
+                             "rtl run has three more modes, each with its options (below): with --task T...\n"
+                             "(no VARIANT) every task is answered, shared trunks run once; with --split\n"
+                             "S|auto [--peer HOST:PORT] the variant runs split with a peer; with --workers\n"
+                             "its convolutions are spread over workers (MeDNN's GTDP).\n"};
     int rc, i = sub_opts(argc, argv, &v, 3, INT_MAX, &rc);
+    if (i < 0 && rc == 0) return run_modes_help(s);
     if (i < 0) return rc;
     rtl_err err;
     rtl_runner_options ro;

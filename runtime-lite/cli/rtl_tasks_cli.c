@@ -53,6 +53,192 @@ static const rtl_variant *pick(const rtl_catalog *cat, const char *task, const r
     return best;
 }
 
+/* One rtl run --task: the tasks asked, their variants and models. */
+struct tasks_run {
+    char *names[MAX_TASKS];
+    size_t nt;
+    char *buf;                          /* names point into it */
+    const rtl_variant *var[MAX_TASKS];
+    rtl_model *models[MAX_TASKS];
+    rtl_class *top;
+    float *x;
+    cJSON *doc, *results;
+};
+
+/* The task names of --task T[,T...] (repeatable) into R; 0, or the usage
+ * error's status. */
+static int task_names(struct tasks_run *R, const ck_list *tl)
+{
+    size_t total = 1;
+    for (int k = 0; k < tl->n; k++) total += strlen(tl->v[k]) + 1;
+    if (!(R->buf = malloc(total))) return fprintf(stderr, "rtl: error: out of memory\n"), 1;
+    char *w = R->buf;
+    for (int k = 0; k < tl->n; k++) {
+        strcpy(w, tl->v[k]);
+        for (char *t = strtok(w, ","); t; t = strtok(NULL, ",")) {
+            if (R->nt == MAX_TASKS) return ck_usage("rtl", "run", "more than %d tasks", MAX_TASKS);
+            for (size_t q = 0; q < R->nt; q++)
+                if (!strcmp(R->names[q], t)) return ck_usage("rtl", "run", "task '%s' is asked twice", t);
+            R->names[R->nt++] = t;
+        }
+        w += strlen(tl->v[k]) + 1;
+    }
+    return R->nt ? 0 : ck_usage("rtl", "run", "--task needs a task name");
+}
+
+/* Each task's variant (pick's rules); 0, or 1 after an error message. */
+static int task_variants(struct tasks_run *R, const rtl_catalog *cat)
+{
+    const rtl_variant *plain[MAX_TASKS];
+    size_t np = 0;
+    for (size_t t = 0; t < R->nt; t++) {
+        size_t nl;
+        if (!rtl_catalog_task_labels(cat, R->names[t], &nl)) {
+            fprintf(stderr, "rtl: error: catalog %s has no task '%s'; its tasks:", rtl_catalog_id(cat), R->names[t]);
+            for (size_t q = 0; q < rtl_catalog_task_count(cat); q++)
+                fprintf(stderr, " %s", rtl_catalog_task_name(cat, q));
+            fputc('\n', stderr);
+            return 1;
+        }
+        if ((R->var[t] = pick(cat, R->names[t], NULL, 0, 0))) plain[np++] = R->var[t];
+    }
+    for (size_t t = 0; t < R->nt; t++) {
+        const rtl_variant *h = pick(cat, R->names[t], plain, np, 1);
+        if (h) R->var[t] = h;
+        if (!R->var[t]) {
+            /* A head whose parent is not asked: the most accurate head. */
+            double bt = -2;
+            for (size_t q = 0; q < rtl_catalog_variant_count(cat); q++) {
+                const rtl_variant *c = rtl_catalog_variant_at(cat, q);
+                if (strcmp(rtl_variant_task(c), R->names[t]) || rtl_variant_loadable(c, NULL) != 0) continue;
+                if (top1_of(c, R->names[t]) > bt) R->var[t] = c, bt = top1_of(c, R->names[t]);
+            }
+        }
+        if (!R->var[t]) {
+            fprintf(stderr, "rtl: error: catalog %s has no variant this runtime can load for task '%s'\n",
+                    rtl_catalog_id(cat), R->names[t]);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* The models, the buffers and the JSON document; 0, or 1 after an error. */
+static int task_models(struct tasks_run *R, rtl_catalog *cat, long long threads, int json)
+{
+    rtl_err err;
+    rtl_model_options mo = {.threads = (int)threads};
+    size_t kmax = 1;
+    for (size_t t = 0; t < R->nt; t++) {
+        if (!(R->models[t] = rtl_model_open(cat, rtl_variant_id(R->var[t]), &mo, &err))) return fail(&err);
+        mo.threads = 0;
+        if (rtl_model_classes(R->models[t]) > kmax) kmax = rtl_model_classes(R->models[t]);
+    }
+    R->top = calloc(kmax, sizeof *R->top);
+    R->x = malloc(rtl_model_input_size(R->models[0]) * sizeof *R->x);
+    if (!R->top || !R->x) return fprintf(stderr, "rtl: error: out of memory\n"), 1;
+    if (!json) return 0;
+    R->doc = cJSON_CreateObject();
+    cJSON_AddStringToObject(R->doc, "catalog", rtl_catalog_id(cat));
+    cJSON_AddNumberToObject(R->doc, "version", (double)rtl_catalog_version(cat));
+    cJSON *ts = cJSON_AddArrayToObject(R->doc, "tasks");
+    for (size_t t = 0; t < R->nt; t++) {
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddStringToObject(e, "task", R->names[t]);
+        cJSON_AddStringToObject(e, "variant", rtl_variant_id(R->var[t]));
+        cJSON_AddItemToArray(ts, e);
+    }
+    R->results = cJSON_AddArrayToObject(R->doc, "results");
+    return 0;
+}
+
+/* Every task's answer on each image (one trunk run shared by its heads). */
+static int task_answers(struct tasks_run *R, char **images, int n, long long topk)
+{
+    rtl_err err;
+    int status = 0;
+    size_t runs_done = 0;
+    for (int a = 0; a < n; a++) {
+        size_t tr = 0;
+        if (rtl_model_image_input(R->models[0], images[a], R->x, &err) != 0 ||
+            rtl_model_run_tasks(R->models, R->nt, R->x, &tr, &err) != 0) {
+            status = fail(&err);
+            image_error_json(R->results, images[a], err.msg);
+            continue;
+        }
+        runs_done = tr;
+        cJSON *r = NULL, *ans = NULL;
+        if (R->results) {
+            r = cJSON_CreateObject();
+            cJSON_AddStringToObject(r, "image", images[a]);
+            ans = cJSON_AddArrayToObject(r, "answers");
+            cJSON_AddItemToArray(R->results, r);
+        }
+        for (size_t t = 0; t < R->nt; t++) {
+            size_t k = (size_t)topk < rtl_model_classes(R->models[t]) ? (size_t)topk : rtl_model_classes(R->models[t]), nc;
+            if (rtl_model_top(R->models[t], k, R->top, &nc, &err) != 0) {
+                status = fail(&err);
+                continue;
+            }
+            if (ans) {
+                cJSON *e = cJSON_CreateObject();
+                cJSON_AddStringToObject(e, "task", R->names[t]);
+                cJSON_AddStringToObject(e, "variant", rtl_variant_id(R->var[t]));
+                cJSON_AddItemToObject(e, "top", top_json(R->top, nc));
+                cJSON_AddItemToArray(ans, e);
+                continue;
+            }
+            printf("%s [%s %s]:", images[a], R->names[t], rtl_variant_id(R->var[t]));
+            for (size_t q = 0; q < nc; q++) printf("%s %.6f %s", q ? "," : "", R->top[q].prob, R->top[q].label);
+            putchar('\n');
+        }
+    }
+    if (R->doc) cJSON_AddNumberToObject(R->doc, "trunk_runs", (double)runs_done);
+    return status;
+}
+
+/* --repeat: all tasks against the first alone on image; 0, or 1. */
+static int task_timing(struct tasks_run *R, const char *image, long long repeat)
+{
+    rtl_err err;
+    double *ta = malloc(2 * (size_t)repeat * sizeof *ta);
+    if (!ta) return fprintf(stderr, "rtl: error: out of memory\n"), 1;
+    double *t1 = ta + repeat;
+    int status = rtl_model_image_input(R->models[0], image, R->x, &err) != 0 ? fail(&err) : 0;
+    for (long long r = -3; r < repeat && !status; r++) {
+        double a0 = now_ms();
+        if (rtl_model_run_tasks(R->models, R->nt, R->x, NULL, &err) != 0) status = fail(&err);
+        double a1 = now_ms();
+        if (!status && rtl_model_run(R->models[0], R->x, &err) != 0) status = fail(&err);
+        double a2 = now_ms();
+        if (r >= 0) ta[r] = a1 - a0, t1[r] = a2 - a1;
+    }
+    if (!status) {
+        double ma = median(ta, repeat), m1 = median(t1, repeat);
+        if (R->doc) {
+            cJSON *b = cJSON_AddObjectToObject(R->doc, "timing");
+            cJSON_AddNumberToObject(b, "runs", (double)repeat);
+            cJSON_AddNumberToObject(b, "all_tasks_ms", ma);
+            cJSON_AddNumberToObject(b, "first_task_ms", m1);
+            cJSON_AddNumberToObject(b, "ratio", m1 > 0 ? ma / m1 : 0);
+        } else {
+            printf("timing: %zu tasks %.3f ms, task %s alone (%s) %.3f ms, ratio %.3f (median of %lld runs)\n",
+                   R->nt, ma, R->names[0], rtl_variant_id(R->var[0]), m1, m1 > 0 ? ma / m1 : 0, repeat);
+        }
+    }
+    free(ta);
+    return status;
+}
+
+static void tasks_free(struct tasks_run *R)
+{
+    cJSON_Delete(R->doc);
+    free(R->x);
+    free(R->top);
+    for (size_t t = 0; t < R->nt; t++) rtl_model_close(R->models[t]);
+    free(R->buf);
+}
+
 int cmd_run_tasks(rtl_store *s, int argc, char **argv)
 {
     struct cmd_opts o = CMD_OPTS_DEFAULTS;
@@ -81,198 +267,21 @@ int cmd_run_tasks(rtl_store *s, int argc, char **argv)
                              "image cannot be read.\n"};
     int rc, i = sub_opts(argc, argv, &v, 2, INT_MAX, &rc);
     if (i < 0) return rc;
-    char *names[MAX_TASKS];
-    size_t nt = 0;
-    char *buf = NULL;
-    size_t total = 1;
-    for (int k = 0; k < tl.n; k++) total += strlen(tl.v[k]) + 1;
-    if (!(buf = malloc(total))) {
-        fprintf(stderr, "rtl: error: out of memory\n");
-        return 1;
-    }
-    char *w = buf;
-    for (int k = 0; k < tl.n; k++) {
-        strcpy(w, tl.v[k]);
-        for (char *t = strtok(w, ","); t; t = strtok(NULL, ",")) {
-            if (nt == MAX_TASKS) {
-                free(buf);
-                return ck_usage("rtl", "run", "more than %d tasks", MAX_TASKS);
-            }
-            for (size_t q = 0; q < nt; q++)
-                if (!strcmp(names[q], t)) {
-                    int urc = ck_usage("rtl", "run", "task '%s' is asked twice", t); /* t is in buf */
-                    free(buf);
-                    return urc;
-                }
-            names[nt++] = t;
-        }
-        w += strlen(tl.v[k]) + 1;
-    }
-    if (!nt) {
-        free(buf);
-        return ck_usage("rtl", "run", "--task needs a task name");
-    }
+    struct tasks_run R = {0};
+    int status = task_names(&R, &tl);
     rtl_err err;
-    rtl_catalog *cat = rtl_catalog_open(s, argv[i], &err);
-    if (!cat) {
-        free(buf);
-        return fail(&err);
-    }
-    const rtl_variant *var[MAX_TASKS] = {0}, *plain[MAX_TASKS];
-    rtl_model *models[MAX_TASKS] = {0};
-    rtl_class *top = NULL;
-    float *x = NULL;
-    double *ta = NULL;
-    cJSON *doc = NULL, *results = NULL;
-    int status = 1;
-    size_t np = 0;
-    for (size_t t = 0; t < nt; t++) {
-        size_t nl;
-        if (!rtl_catalog_task_labels(cat, names[t], &nl)) {
-            fprintf(stderr, "rtl: error: catalog %s has no task '%s'; its tasks:", rtl_catalog_id(cat), names[t]);
-            for (size_t q = 0; q < rtl_catalog_task_count(cat); q++)
-                fprintf(stderr, " %s", rtl_catalog_task_name(cat, q));
-            fputc('\n', stderr);
-            goto out;
-        }
-        if ((var[t] = pick(cat, names[t], NULL, 0, 0))) plain[np++] = var[t];
-    }
-    for (size_t t = 0; t < nt; t++) {
-        const rtl_variant *h = pick(cat, names[t], plain, np, 1);
-        if (h) var[t] = h;
-        if (!var[t]) {
-            /* A head whose parent is not asked: the most accurate head. */
-            double bt = -2;
-            for (size_t q = 0; q < rtl_catalog_variant_count(cat); q++) {
-                const rtl_variant *c = rtl_catalog_variant_at(cat, q);
-                if (strcmp(rtl_variant_task(c), names[t]) || rtl_variant_loadable(c, NULL) != 0) continue;
-                if (top1_of(c, names[t]) > bt) var[t] = c, bt = top1_of(c, names[t]);
-            }
-        }
-        if (!var[t]) {
-            fprintf(stderr, "rtl: error: catalog %s has no variant this runtime can load for task '%s'\n",
-                    rtl_catalog_id(cat), names[t]);
-            goto out;
-        }
-    }
-    rtl_model_options mo = {.threads = (int)o.threads};
-    size_t kmax = 1;
-    for (size_t t = 0; t < nt; t++) {
-        if (!(models[t] = rtl_model_open(cat, rtl_variant_id(var[t]), &mo, &err))) {
-            fail(&err);
-            goto out;
-        }
-        mo.threads = 0;
-        if (rtl_model_classes(models[t]) > kmax) kmax = rtl_model_classes(models[t]);
-    }
-    top = calloc(kmax, sizeof *top);
-    x = malloc(rtl_model_input_size(models[0]) * sizeof *x);
-    if (!top || !x) {
-        fprintf(stderr, "rtl: error: out of memory\n");
-        goto out;
-    }
-    if (o.json) {
-        doc = cJSON_CreateObject();
-        cJSON_AddStringToObject(doc, "catalog", rtl_catalog_id(cat));
-        cJSON_AddNumberToObject(doc, "version", (double)rtl_catalog_version(cat));
-        cJSON *ts = cJSON_AddArrayToObject(doc, "tasks");
-        for (size_t t = 0; t < nt; t++) {
-            cJSON *e = cJSON_CreateObject();
-            cJSON_AddStringToObject(e, "task", names[t]);
-            cJSON_AddStringToObject(e, "variant", rtl_variant_id(var[t]));
-            cJSON_AddItemToArray(ts, e);
-        }
-        results = cJSON_AddArrayToObject(doc, "results");
-    }
-    status = 0;
-    size_t runs_done = 0;
-    for (int a = i + 1; a < argc; a++) {
-        size_t tr = 0;
-        if (rtl_model_image_input(models[0], argv[a], x, &err) != 0 ||
-            rtl_model_run_tasks(models, nt, x, &tr, &err) != 0) {
-            status = fail(&err);
-            image_error_json(results, argv[a], err.msg);
-            continue;
-        }
-        runs_done = tr;
-        cJSON *r = NULL, *ans = NULL;
-        if (results) {
-            r = cJSON_CreateObject();
-            cJSON_AddStringToObject(r, "image", argv[a]);
-            ans = cJSON_AddArrayToObject(r, "answers");
-            cJSON_AddItemToArray(results, r);
-        }
-        for (size_t t = 0; t < nt; t++) {
-            size_t k = (size_t)o.top < rtl_model_classes(models[t]) ? (size_t)o.top : rtl_model_classes(models[t]), n;
-            if (rtl_model_top(models[t], k, top, &n, &err) != 0) {
-                status = fail(&err);
-                continue;
-            }
-            if (ans) {
-                cJSON *e = cJSON_CreateObject();
-                cJSON_AddStringToObject(e, "task", names[t]);
-                cJSON_AddStringToObject(e, "variant", rtl_variant_id(var[t]));
-                cJSON_AddItemToObject(e, "top", top_json(top, n));
-                cJSON_AddItemToArray(ans, e);
-                continue;
-            }
-            printf("%s [%s %s]:", argv[a], names[t], rtl_variant_id(var[t]));
-            for (size_t q = 0; q < n; q++) printf("%s %.6f %s", q ? "," : "", top[q].prob, top[q].label);
-            putchar('\n');
-        }
-    }
-    if (doc) cJSON_AddNumberToObject(doc, "trunk_runs", (double)runs_done);
-    if (repeat > 0 && status == 0) {
-        if (!(ta = malloc(2 * (size_t)repeat * sizeof *ta))) {
-            fprintf(stderr, "rtl: error: out of memory\n");
-            status = 1;
-            goto print;
-        }
-        double *t1 = ta + repeat;
-        if (rtl_model_image_input(models[0], argv[i + 1], x, &err) != 0) {
-            status = fail(&err);
-            goto print;
-        }
-        for (long long r = -3; r < repeat; r++) {
-            double a0 = now_ms();
-            if (rtl_model_run_tasks(models, nt, x, NULL, &err) != 0) {
-                status = fail(&err);
-                goto print;
-            }
-            double a1 = now_ms();
-            if (rtl_model_run(models[0], x, &err) != 0) {
-                status = fail(&err);
-                goto print;
-            }
-            double a2 = now_ms();
-            if (r >= 0) ta[r] = a1 - a0, t1[r] = a2 - a1;
-        }
-        double ma = median(ta, repeat), m1 = median(t1, repeat);
-        if (doc) {
-            cJSON *b = cJSON_AddObjectToObject(doc, "timing");
-            cJSON_AddNumberToObject(b, "runs", (double)repeat);
-            cJSON_AddNumberToObject(b, "all_tasks_ms", ma);
-            cJSON_AddNumberToObject(b, "first_task_ms", m1);
-            cJSON_AddNumberToObject(b, "ratio", m1 > 0 ? ma / m1 : 0);
-        } else {
-            printf("timing: %zu tasks %.3f ms, task %s alone (%s) %.3f ms, ratio %.3f (median of %lld runs)\n",
-                   nt, ma, names[0], rtl_variant_id(var[0]), m1, m1 > 0 ? ma / m1 : 0, repeat);
-        }
-    }
-print:
-    if (doc) {
-        char *text = cJSON_Print(doc);
+    rtl_catalog *cat = status ? NULL : rtl_catalog_open(s, argv[i], &err);
+    if (!status && !cat) status = fail(&err);
+    if (!status) status = task_variants(&R, cat) || task_models(&R, cat, o.threads, o.json);
+    if (!status) status = task_answers(&R, argv + i + 1, argc - i - 1, o.top);
+    if (!status && repeat > 0) status = task_timing(&R, argv[i + 1], repeat);
+    if (R.doc) { /* made once the models are open: what ran, also after an image failed */
+        char *text = cJSON_Print(R.doc);
         if (text) puts(text);
         else status = 1;
         free(text);
     }
-out:
-    cJSON_Delete(doc);
-    free(ta);
-    free(x);
-    free(top);
-    for (size_t t = 0; t < nt; t++) rtl_model_close(models[t]);
+    tasks_free(&R);
     rtl_catalog_close(cat);
-    free(buf);
     return status;
 }

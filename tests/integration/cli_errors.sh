@@ -76,7 +76,7 @@ usage "catalog pack without -o says so" "^catalog pack: -o OUT_DIR is required" 
 for v in pull plan serve peer-keygen; do
     usage "rtl $v --bogus: a reason, exit 2" "^rtl $v: unknown option" "$RTL" --root "$T" $v --bogus
 done
-usage "rtl run --split with no value: a reason, exit 2" "^rtl run: unknown option or missing value: '--split'" \
+usage "rtl run --split with no value: a reason, exit 2" "^rtl run: --split needs a value" \
     "$RTL" --root "$T" run a b c --split
 usage "rtl plan --runs x: the value's reason, exit 2" "^rtl: --runs needs an integer" "$RTL" --root "$T" plan a b --runs x
 usage "catalog publish --bogus: a reason, exit 2" "^catalog publish: unknown option or missing value: '--bogus'" \

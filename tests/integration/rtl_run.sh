@@ -194,4 +194,17 @@ for verb in run profile; do
     "$RTL" "$verb" --help >h.out 2>&1 && grep -q "^Usage: rtl $verb" h.out || bad_help="${bad_help:-} $verb"
 done
 t_check "run and profile have --help" test -z "${bad_help:-}"
+# rtl run's four modes each declare their options in the CLI kit's tables;
+# its help, help run and the manual list every one of them (issue 38 item 5)
+"$RTL" run --help >runh.out 2>&1
+"$RTL" help run >runh2.out 2>&1
+"$RTL" --man >man.out 2>&1
+missing=
+for o in --capacity --context --hysteresis --task --repeat --split --peer --peer-key --device-key --deadline-ms \
+         --link --radio --goal --device-factor --workers --equal-split --resend --cuts --trace --warmup; do
+    grep -q -- "^  $o " runh.out && grep -q -- "^  $o " runh2.out || missing="$missing $o"
+    grep -q -- "$(printf '%s' "$o" | sed 's/-/\\\\-/g')" man.out || missing="$missing man:$o"
+done
+t_check "rtl run --help, rtl help run and the manual list every mode's options${missing:+ (missing:$missing)}" \
+    test -z "$missing"
 t_done
