@@ -202,6 +202,228 @@ static int publish_tasks(const trn_net *net, const trn_cfg *mcfg, trn_net *plain
     return trn_weights_save(plain, w, err);
 }
 
+/* What `trainer train` was asked to do (its options, parsed). */
+typedef struct train_args {
+    const char *cfgp, *data, *weights, *backup, *tasksp, *taskw;
+    const cli_sets *sets;
+    long long seed, every, lthreads, cache, val_every, val_images, plateau;
+    int resume, clear, quiet;
+} train_args;
+
+/* Everything a run holds (freed by run_free). */
+typedef struct train_run {
+    trn_cfg *cfg, *mcfg;
+    trn_net *net, *plain;
+    trn_mtask tk;
+    feed f;
+    vfeed vf;
+} train_run;
+
+static void run_free(train_run *u)
+{
+    trn_loader_close(u->vf.loader);
+    free(u->vf.x);
+    free(u->vf.y);
+    trn_loader_close(u->f.loader);
+    trn_net_free(u->net);
+    trn_net_free(u->plain);
+    trn_cfg_free(u->cfg);
+    trn_cfg_free(u->mcfg);
+    trn_mtask_free(&u->tk);
+    trn_dataset_close(u->f.ds);
+}
+
+/* The network to train: --cfg's, or with --tasks its widened multi-task
+ * form (and the plain model beside it), from --weights when given (a plain
+ * model's widened into the multi-task one). 0, or -1 after saying why. */
+static int setup_net(const train_args *a, train_run *u)
+{
+    trn_err e;
+    trn_dataset *ds = u->f.ds;
+    int classes = trn_dataset_classes(ds);
+    if (!(u->cfg = cli_cfg("train", a->cfgp, a->sets))) return -1;
+    trn_net_opts no;
+    trn_net_opts_defaults(&no);
+    no.seed = (uint64_t)a->seed;
+    if (a->tasksp) {
+        if (trn_mtask_open(a->tasksp, a->data, ds, a->taskw, &u->tk, &e) != 0 ||
+            !(u->mcfg = trn_mtask_cfg(u->cfg, &u->tk, classes, &e)) || !(u->plain = trn_net_create(u->cfg, &no, &e)))
+            return cli_fail("train", "%s", e.msg), -1;
+        if ((int)trn_net_outputs(u->plain) != classes)
+            return cli_fail("train", "%s has %zu outputs but %s has %d classes: make the last layer's output %d",
+                            a->cfgp, trn_net_outputs(u->plain), a->data, classes, classes), -1;
+    }
+    if (!(u->net = trn_net_create(u->mcfg ? u->mcfg : u->cfg, &no, &e))) return cli_fail("train", "%s", e.msg), -1;
+    if (a->tasksp) {
+        trn_net_set_group_weights(u->net, u->tk.w);
+    } else if ((int)trn_net_outputs(u->net) != classes) {
+        return cli_fail("train", "%s has %zu outputs but %s has %d classes: make the last layer's "
+                        "output (or filters) %d", a->cfgp, trn_net_outputs(u->net), a->data, classes, classes), -1;
+    }
+    if (a->weights && trn_weights_load(u->net, a->weights, &e) != 0) {
+        /* With --tasks, the plain model's weights widen into the network. */
+        trn_err e2;
+        if (!u->plain || trn_weights_load(u->plain, a->weights, &e2) != 0 || trn_mtask_widen(u->plain, u->net, &e2) != 0) {
+            if (u->plain)
+                cli_fail("train", "%s fits neither the multi-task network (%s) nor the plain --cfg model (%s)",
+                         a->weights, e.msg, e2.msg);
+            else
+                cli_fail("train", "%s", e.msg);
+            return -1;
+        }
+    }
+    if (a->clear) trn_net_set_seen(u->net, 0);
+    return 0;
+}
+
+/* The training loader's options: the net's input, its augmentation, the
+ * tasks' labels with --tasks. */
+static int setup_feed(const train_args *a, train_run *u)
+{
+    trn_err e;
+    const trn_net_config *nc = trn_net_get_config(u->net);
+    feed *f = &u->f;
+    trn_loader_opts_defaults(&f->lo);
+    f->lo.w = nc->w;
+    f->lo.h = nc->h;
+    f->lo.c = nc->c;
+    f->lo.batch = trn_net_batch(u->net);
+    f->lo.augment = 1;
+    trn_augment_from_net(u->net, &f->lo.aug);
+    f->lo.threads = (int)a->lthreads;
+    f->lo.shuffle = 1;
+    f->lo.cache_bytes = (size_t)a->cache << 20;
+    f->net = u->net;
+    if (a->tasksp) {
+        f->lo.tasks = (const trn_dataset *const *)u->tk.ds;
+        f->lo.ntasks = u->tk.n;
+        f->lo.group = u->tk.group;
+    }
+    if (trn_augment_check(&f->lo.aug, a->cfgp, &e) != 0) return cli_fail("train", "%s", e.msg), -1;
+    return 0;
+}
+
+/* Validation on the valid split when asked for and there is one. */
+static int setup_validation(const train_args *a, train_run *u)
+{
+    trn_err e;
+    trn_dataset *ds = u->f.ds;
+    vfeed *vf = &u->vf;
+    if (!a->val_every || !trn_dataset_has(ds, TRN_SPLIT_VALID) || !trn_dataset_count(ds, TRN_SPLIT_VALID)) {
+        if (a->plateau) return cli_fail("train", "--plateau needs a valid split in %s (its 'valid' key)", a->data), -1;
+        return 0;
+    }
+    trn_loader_opts vo = u->f.lo;
+    vo.augment = 0;
+    vo.shuffle = 0;
+    vo.cache_bytes = 0;
+    vf->pstride = trn_net_outputs(u->net);
+    vf->batch = trn_net_batch(u->net);
+    vf->classes = trn_dataset_classes(ds);
+    vf->ystride = a->tasksp ? (size_t)u->tk.n * (size_t)u->tk.group : (size_t)vf->classes;
+    vf->ntasks = a->tasksp ? u->tk.n : 0;
+    vf->group = u->tk.group;
+    vf->tk = &u->tk;
+    for (int t = 0; t < vf->ntasks; t++) vf->ncls[t] = trn_dataset_classes(u->tk.ds[t]);
+    vf->n = trn_dataset_count(ds, TRN_SPLIT_VALID);
+    if (a->val_images && (size_t)a->val_images < vf->n) vf->n = (size_t)a->val_images;
+    vf->x = malloc((size_t)vf->batch * trn_net_inputs(u->net) * sizeof *vf->x);
+    vf->y = malloc((size_t)vf->batch * vf->ystride * sizeof *vf->y);
+    if (!vf->x || !vf->y) return cli_fail("train", "out of memory"), -1;
+    if (!(vf->loader = trn_loader_open(ds, TRN_SPLIT_VALID, &vo, &e))) return cli_fail("train", "%s", e.msg), -1;
+    return 0;
+}
+
+/* The summary line of a run that trained (r >= 0). */
+static void print_summary(const show *sh, int r, const char *backup, const char *base)
+{
+    char val[1300] = "no validation", per[1024];
+    if (sh->val.validated) {
+        fmt_tasks(sh->vf, sh->val.val_images, per, sizeof per);
+        snprintf(val, sizeof val, "validation top-1 %.4f [%.4f, %.4f] on %llu images%s (best %.4f at update %llu)",
+                 sh->val.val_top1, sh->val.val_lo, sh->val.val_hi, (unsigned long long)sh->val.val_images, per,
+                 sh->val.best_top1, (unsigned long long)sh->val.best_batch);
+    }
+    fprintf(stderr, "trainer train: summary: %s at update %llu/%llu, loss %.4f (avg %.4f), %.1f images/s, %s; "
+            "metrics in %s/%s.metrics.jsonl\n",
+            r == 1 ? "stopped" : sh->end.plateau ? "plateau, stopped early" : "done",
+            (unsigned long long)sh->end.batch, (unsigned long long)sh->end.max_batches, sh->end.loss,
+            sh->end.avg_loss, sh->end.images_per_s, val, backup, base);
+}
+
+/* Trains (trn_train) with checkpoints, progress and validation, then
+ * publishes the weights (with --tasks, both networks). The exit status. */
+static int train(const train_args *a, train_run *u, const char *backup, const char *base)
+{
+    trn_err e;
+    int rc = 1;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    vfeed *vf = &u->vf;
+    show sh = {.tty = isatty(STDERR_FILENO), .quiet = a->quiet, .vf = vf->loader ? vf : NULL};
+    trn_train_opts to = {
+        .next_batch = next_batch, .batch_ctx = &u->f, .backup_dir = backup, .base = base,
+        .checkpoint_every = (uint64_t)a->every, .resume = a->resume, .progress = progress,
+        .progress_ctx = &sh, .stop = &stop_flag, .validate = vf->loader ? validate_batches : NULL,
+        .validate_ctx = vf, .validate_every = vf->loader ? (uint64_t)a->val_every : 0,
+        .plateau_patience = (uint64_t)a->plateau, .metrics_log = 1,
+    };
+    if (!a->quiet)
+        fprintf(stderr, "trainer train: %s on %s (%zu images, %d classes), batch %d x %d "
+                "subdivisions, seed %llu, %d threads, checkpoints in %s/%s.ckpt\n",
+                a->cfgp, a->data, trn_dataset_count(u->f.ds, TRN_SPLIT_TRAIN), trn_dataset_classes(u->f.ds),
+                trn_net_batch(u->net), trn_net_get_config(u->net)->subdivisions,
+                (unsigned long long)trn_net_seed(u->net), trn_threads(), backup, base);
+    char made[4096];
+    first_missing(backup, made, sizeof made);
+    int r = trn_train(u->net, &to, &e);
+    if (r < 0 && made[0]) remove_made(backup, made); /* nothing new is left behind */
+    if (r < 0) {
+        if (sh.tty && !a->quiet) fputc('\n', stderr);
+        cli_fail("train", "%s", e.msg);
+    } else if (r == 1) {
+        if (sh.tty && !a->quiet) fputc('\n', stderr);
+        fprintf(stderr, "trainer train: stopped at update %llu; checkpoint %s/%s.ckpt written: "
+                "continue with --resume\n", (unsigned long long)trn_net_current_batch(u->net), backup, base);
+        rc = 130;
+    } else if (a->tasksp && publish_tasks(u->net, u->mcfg, u->plain, backup, base, &e) != 0) {
+        cli_fail("train", "%s", e.msg);
+    } else {
+        if (!a->quiet && a->tasksp)
+            fprintf(stderr, "trainer train: wrote %s/%s.tasks.cfg and %s.tasks.weights (%d tasks)\n", backup,
+                    base, base, u->tk.n);
+        if (!a->quiet) fprintf(stderr, "trainer train: wrote %s/%s.weights\n", backup, base);
+        rc = 0;
+    }
+    if (r >= 0 && sh.any) print_summary(&sh, r, backup, base);
+    return rc;
+}
+
+/* The run of parsed options: the data set, the network, the feeds, then
+ * the training. The exit status. */
+static int run(const train_args *a)
+{
+    trn_err e;
+    train_run u = {0};
+    int rc = 1;
+    if (!(u.f.ds = trn_dataset_open(a->data, &e))) {
+        cli_fail("train", "%s", e.msg);
+    } else if (!trn_dataset_has(u.f.ds, TRN_SPLIT_TRAIN) || !trn_dataset_count(u.f.ds, TRN_SPLIT_TRAIN)) {
+        cli_fail("train", "%s: no training images (the 'train' key names no list, or an empty one)", a->data);
+    } else if (setup_net(a, &u) == 0 && setup_feed(a, &u) == 0 && setup_validation(a, &u) == 0) {
+        char base[256];
+        cli_basename(a->cfgp, base, sizeof base);
+        const char *backup = a->backup ? a->backup
+                                       : trn_dataset_backup(u.f.ds) ? trn_dataset_backup(u.f.ds) : "backup";
+        rc = train(a, &u, backup, base);
+    }
+    run_free(&u);
+    return rc;
+}
+
 int cli_train(int argc, char **argv)
 {
     const char *cfgp = NULL, *data = NULL, *weights = NULL, *backup = NULL, *threads = NULL;
@@ -290,183 +512,7 @@ int cli_train(int argc, char **argv)
     if (plateau && !val_every) return cli_usage("train", "--plateau needs validations: --val-every N with N > 0");
     if (taskw && !tasksp) return cli_usage("train", "--task-weights needs --tasks");
 
-    trn_err e;
-    vfeed vf = {0};
-    int rc = 1;
-    trn_cfg *cfg = NULL, *mcfg = NULL;
-    trn_net *net = NULL, *plain = NULL;
-    trn_mtask tk = {0};
-    feed f = {0};
-    if (!(f.ds = trn_dataset_open(data, &e))) {
-        cli_fail("train", "%s", e.msg);
-        goto out;
-    }
-    if (!trn_dataset_has(f.ds, TRN_SPLIT_TRAIN) || !trn_dataset_count(f.ds, TRN_SPLIT_TRAIN)) {
-        cli_fail("train", "%s: no training images (the 'train' key names no list, or an empty one)", data);
-        goto out;
-    }
-    if (!(cfg = cli_cfg("train", cfgp, &sets))) goto out;
-    trn_net_opts no;
-    trn_net_opts_defaults(&no);
-    no.seed = (uint64_t)seed;
-    if (tasksp) {
-        if (trn_mtask_open(tasksp, data, f.ds, taskw, &tk, &e) != 0 ||
-            !(mcfg = trn_mtask_cfg(cfg, &tk, trn_dataset_classes(f.ds), &e)) ||
-            !(plain = trn_net_create(cfg, &no, &e))) {
-            cli_fail("train", "%s", e.msg);
-            goto out;
-        }
-        if ((int)trn_net_outputs(plain) != trn_dataset_classes(f.ds)) {
-            cli_fail("train", "%s has %zu outputs but %s has %d classes: make the last layer's "
-                     "output %d", cfgp, trn_net_outputs(plain), data, trn_dataset_classes(f.ds),
-                     trn_dataset_classes(f.ds));
-            goto out;
-        }
-    }
-    if (!(net = trn_net_create(mcfg ? mcfg : cfg, &no, &e))) {
-        cli_fail("train", "%s", e.msg);
-        goto out;
-    }
-    if (tasksp) {
-        trn_net_set_group_weights(net, tk.w);
-    } else if ((int)trn_net_outputs(net) != trn_dataset_classes(f.ds)) {
-        cli_fail("train", "%s has %zu outputs but %s has %d classes: make the last layer's "
-                 "output (or filters) %d", cfgp, trn_net_outputs(net), data,
-                 trn_dataset_classes(f.ds), trn_dataset_classes(f.ds));
-        goto out;
-    }
-    if (weights && trn_weights_load(net, weights, &e) != 0) {
-        /* With --tasks, the plain model's weights widen into the network. */
-        trn_err e2;
-        if (!plain || trn_weights_load(plain, weights, &e2) != 0 || trn_mtask_widen(plain, net, &e2) != 0) {
-            if (plain)
-                cli_fail("train", "%s fits neither the multi-task network (%s) nor the plain --cfg model (%s)",
-                         weights, e.msg, e2.msg);
-            else
-                cli_fail("train", "%s", e.msg);
-            goto out;
-        }
-    }
-    if (clear) trn_net_set_seen(net, 0);
-
-    const trn_net_config *nc = trn_net_get_config(net);
-    trn_loader_opts_defaults(&f.lo);
-    f.lo.w = nc->w;
-    f.lo.h = nc->h;
-    f.lo.c = nc->c;
-    f.lo.batch = trn_net_batch(net);
-    f.lo.augment = 1;
-    trn_augment_from_net(net, &f.lo.aug);
-    f.lo.threads = (int)lthreads;
-    f.lo.shuffle = 1;
-    f.lo.cache_bytes = (size_t)cache << 20;
-    f.net = net;
-    if (tasksp) {
-        f.lo.tasks = (const trn_dataset *const *)tk.ds;
-        f.lo.ntasks = tk.n;
-        f.lo.group = tk.group;
-    }
-    if (trn_augment_check(&f.lo.aug, cfgp, &e) != 0) {
-        cli_fail("train", "%s", e.msg);
-        goto out;
-    }
-    char base[256];
-    cli_basename(cfgp, base, sizeof base);
-    if (!backup) backup = trn_dataset_backup(f.ds) ? trn_dataset_backup(f.ds) : "backup";
-
-    if (val_every && trn_dataset_has(f.ds, TRN_SPLIT_VALID) && trn_dataset_count(f.ds, TRN_SPLIT_VALID)) {
-        trn_loader_opts vo = f.lo;
-        vo.augment = 0;
-        vo.shuffle = 0;
-        vo.cache_bytes = 0;
-        vf.pstride = trn_net_outputs(net);
-        vf.batch = trn_net_batch(net);
-        vf.classes = trn_dataset_classes(f.ds);
-        vf.ystride = tasksp ? (size_t)tk.n * (size_t)tk.group : (size_t)vf.classes;
-        vf.ntasks = tasksp ? tk.n : 0;
-        vf.group = tk.group;
-        vf.tk = &tk;
-        for (int t = 0; t < vf.ntasks; t++) vf.ncls[t] = trn_dataset_classes(tk.ds[t]);
-        vf.n = trn_dataset_count(f.ds, TRN_SPLIT_VALID);
-        if (val_images && (size_t)val_images < vf.n) vf.n = (size_t)val_images;
-        vf.x = malloc((size_t)vf.batch * trn_net_inputs(net) * sizeof *vf.x);
-        vf.y = malloc((size_t)vf.batch * vf.ystride * sizeof *vf.y);
-        if (!vf.x || !vf.y) {
-            cli_fail("train", "out of memory");
-            goto out;
-        }
-        if (!(vf.loader = trn_loader_open(f.ds, TRN_SPLIT_VALID, &vo, &e))) {
-            cli_fail("train", "%s", e.msg);
-            goto out;
-        }
-    } else if (plateau) {
-        cli_fail("train", "--plateau needs a valid split in %s (its 'valid' key)", data);
-        goto out;
-    }
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    show sh = {.tty = isatty(STDERR_FILENO), .quiet = quiet, .vf = vf.loader ? &vf : NULL};
-    trn_train_opts to = {
-        .next_batch = next_batch, .batch_ctx = &f, .backup_dir = backup, .base = base,
-        .checkpoint_every = (uint64_t)every, .resume = resume, .progress = progress,
-        .progress_ctx = &sh, .stop = &stop_flag, .validate = vf.loader ? validate_batches : NULL,
-        .validate_ctx = &vf, .validate_every = vf.loader ? (uint64_t)val_every : 0,
-        .plateau_patience = (uint64_t)plateau, .metrics_log = 1,
-    };
-    if (!quiet)
-        fprintf(stderr, "trainer train: %s on %s (%zu images, %d classes), batch %d x %d "
-                "subdivisions, seed %llu, %d threads, checkpoints in %s/%s.ckpt\n",
-                cfgp, data, trn_dataset_count(f.ds, TRN_SPLIT_TRAIN), trn_dataset_classes(f.ds),
-                trn_net_batch(net), nc->subdivisions, (unsigned long long)trn_net_seed(net),
-                trn_threads(), backup, base);
-    char made[4096];
-    first_missing(backup, made, sizeof made);
-    int r = trn_train(net, &to, &e);
-    if (r < 0 && made[0]) remove_made(backup, made); /* nothing new is left behind */
-    if (r < 0) {
-        if (sh.tty && !quiet) fputc('\n', stderr);
-        cli_fail("train", "%s", e.msg);
-    } else if (r == 1) {
-        if (sh.tty && !quiet) fputc('\n', stderr);
-        fprintf(stderr, "trainer train: stopped at update %llu; checkpoint %s/%s.ckpt written: "
-                "continue with --resume\n", (unsigned long long)trn_net_current_batch(net), backup, base);
-        rc = 130;
-    } else if (tasksp && publish_tasks(net, mcfg, plain, backup, base, &e) != 0) {
-        cli_fail("train", "%s", e.msg);
-    } else {
-        if (!quiet && tasksp)
-            fprintf(stderr, "trainer train: wrote %s/%s.tasks.cfg and %s.tasks.weights (%d tasks)\n", backup,
-                    base, base, tk.n);
-        if (!quiet) fprintf(stderr, "trainer train: wrote %s/%s.weights\n", backup, base);
-        rc = 0;
-    }
-    if (r >= 0 && sh.any) {
-        char val[1300] = "no validation", per[1024];
-        if (sh.val.validated) {
-            fmt_tasks(sh.vf, sh.val.val_images, per, sizeof per);
-            snprintf(val, sizeof val, "validation top-1 %.4f [%.4f, %.4f] on %llu images%s (best %.4f at update %llu)",
-                     sh.val.val_top1, sh.val.val_lo, sh.val.val_hi, (unsigned long long)sh.val.val_images, per,
-                     sh.val.best_top1, (unsigned long long)sh.val.best_batch);
-        }
-        fprintf(stderr, "trainer train: summary: %s at update %llu/%llu, loss %.4f (avg %.4f), %.1f images/s, %s; "
-                "metrics in %s/%s.metrics.jsonl\n",
-                r == 1 ? "stopped" : sh.end.plateau ? "plateau, stopped early" : "done",
-                (unsigned long long)sh.end.batch, (unsigned long long)sh.end.max_batches, sh.end.loss,
-                sh.end.avg_loss, sh.end.images_per_s, val, backup, base);
-    }
-out:
-    trn_loader_close(vf.loader);
-    free(vf.x);
-    free(vf.y);
-    trn_loader_close(f.loader);
-    trn_net_free(net);
-    trn_net_free(plain);
-    trn_cfg_free(cfg);
-    trn_cfg_free(mcfg);
-    trn_mtask_free(&tk);
-    trn_dataset_close(f.ds);
-    return rc;
+    train_args a = {cfgp, data, weights, backup, tasksp, taskw, &sets, seed, every, lthreads, cache, val_every,
+                    val_images, plateau, resume, clear, quiet};
+    return run(&a);
 }
