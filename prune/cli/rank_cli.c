@@ -1,6 +1,6 @@
 /*
  * rank_cli.c: `prune trr` and `prune l1`: the filter ranking file of a
- * trained network (prune/README.md, "Filter rankings").
+ * trained network (docs/prune.md, "Filter rankings").
  *   prune trr --cfg C --weights W --data D.data --seed N --out FILE
  *             [--triplets N] [--split S] [--threads T]
  *   prune l1  --cfg C --weights W --out FILE [--threads T]

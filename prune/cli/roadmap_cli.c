@@ -1,7 +1,7 @@
 /*
  * roadmap_cli.c: `prune roadmap`: parses, calls prn_roadmap_build
  * (prune/src/roadmap_build.c: NestDNN's filter pruning roadmap,
- * prune/README.md "The pruning roadmap"), prints its summary.
+ * docs/prune.md "The pruning roadmap"), prints its summary.
  */
 #include "prune_cli.h"
 

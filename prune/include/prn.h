@@ -300,7 +300,7 @@ typedef enum prn_trr_distance {
     PRN_TRR_DISTANCE_COUNT
 } prn_trr_distance;
 /* The defaults of `prune trr`, `prune scan` and `prune roadmap`
- * (prune/README.md, "Filter rankings": the measured choice). */
+ * (docs/prune.md, "Filter rankings": the measured choice). */
 #define PRN_TRR_AT_DEFAULT PRN_TRR_AT_OUTPUT
 #define PRN_TRR_DISTANCE_DEFAULT PRN_TRR_SQUARED
 #define PRN_TRR_TRIPLETS_DEFAULT 8192
@@ -387,7 +387,7 @@ int prn_triplets_sample(const int *classes, size_t n, uint64_t seed, uint64_t co
  * side is constant. */
 double prn_spearman(const double *x, const double *y, int n);
 
-/* The ranking file's JSON (prune/README.md, "Ranking file"): format,
+/* The ranking file's JSON (docs/prune.md, "Ranking file"): format,
  * version, method, triplets, normalisation, layers (layer, type, filters,
  * map, filter_weights, score, normalised, order) and prune_order ([layer
  * index, filter] pairs, least important first). net is the ranked
@@ -634,7 +634,7 @@ typedef struct prn_roadmap_summary {
     prn_acc seed_acc;           /* on the deciding split */
     char stopped[512];          /* why the iteration ended */
 } prn_roadmap_summary;
-/* NestDNN's filter pruning roadmap (prune/README.md, "The pruning
+/* NestDNN's filter pruning roadmap (docs/prune.md, "The pruning
  * roadmap"): step 0 is the base; step k+1 ranks step k's model, removes
  * the least important filters (prn_roadmap_choose), retrains on the
  * training split and is evaluated on the valid split (the test split

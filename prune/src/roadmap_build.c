@@ -1,5 +1,5 @@
 /*
- * roadmap_build.c: NestDNN's filter pruning roadmap (prune/README.md, "The
+ * roadmap_build.c: NestDNN's filter pruning roadmap (docs/prune.md, "The
  * pruning roadmap"; `prune roadmap` parses, calls prn_roadmap_build,
  * prints). Step 0 is the base; step k+1 ranks step k's model (TRR or L1),
  * removes the least important filters (prn_roadmap_choose), retrains on the

@@ -26,8 +26,8 @@ RECIPE_BASE_TRAIN := epochs=47 images=224000
 # tasks at once (one softmax group per task of synth.tasks, loss weights 1
 # each); the published base is the identity slice, a plain model of
 # RECIPE_CFG. The attribute heads then find size in the trunk (93.8% at
-# fc@2 against 80.9% on the identity-only trunk; prune/README.md, "Heads on
-# a multi-task trunk") at one point of identity top-1 inside the intervals
+# fc@2 against 80.9% on the identity-only trunk; docs/results/
+# 2026-11-26-prune-heads-multi-task-trunk.md) at one point of identity top-1 inside the intervals
 # (92.7% [91.2, 93.9] against 93.7% [92.3, 94.8], n=1440). Not the default:
 # the lead's idle catalog on that base (2026-11-26 03:30, 9.0 min) kept 6
 # identity variants instead of 8, with the lasso at 1.4 giving 83.0% at
@@ -72,7 +72,7 @@ V_svd-8x8x-ft_TRAIN := max_batches=500 learning_rate=0.02 burn_in=0 policy=poly 
 # removed (a smaller dense model), then 2000 batches (smcd: 3000, to stand
 # clearly above smcd-8x) fine-tune it without the penalty. The penalty sets
 # the size: 1.0 removes about 4x of the MACs, 1.4 about 8x, 1.6 13x..24x
-# (recipes/README.md, "SMCD"). 1.45 (10.6x, 87.2%) is left out: it was not
+# (docs/results/2026-11-25-recipes-smcd-lasso.md). 1.45 (10.6x, 87.2%) is left out: it was not
 # clearly worse than smcd-8x, so it dropped it from the catalog.
 RECIPE_VARIANTS += smcd smcd-8x smcd-24x
 SMCD_LASSO := max_batches=200 learning_rate=0.02 policy=constant burn_in=0
@@ -137,7 +137,7 @@ RETARGET_HEAD := convolutional,filters=24,size=1,stride=1,activation=relu;maxpoo
 
 # Issue 17 item 1's texture-first trunk (prune/README.md, "a texture-first
 # trunk meets item 1"), off by default for its time (10,000 batches of the
-# base's cfg beyond the base: recipes/README.md, "The texture-first trunk"):
+# base's cfg beyond the base: docs/recipes.md, "The texture-first trunk"):
 # TEXTURE_FIRST=1 adds the variant texture-first (a curriculum trained from
 # scratch: the texture model alone, then texture, shape, colour and size,
 # then the identity added, at the rates and task weights of

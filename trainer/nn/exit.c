@@ -3,7 +3,7 @@
  * the [exit] layer kind, the confidence measure, sets of exit branches
  * over a trunk network, their weights files and the early-exit forward.
  *
- * Format (a cfg extension documented in trainer/README.md, "Early exits").
+ * Format (a cfg extension documented in docs/prune.md, "Early exits").
  * The trunk stays a plain Darknet cfg + .weights; the exits live in two
  * side files:
  *   exits.cfg      an optional [net] section (training keys for every
