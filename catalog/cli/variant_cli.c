@@ -319,13 +319,28 @@ static void export_wrote(void *user, const char *path, const char *what)
     printf("export: %s (%s)\n", path, what);
 }
 
+/* export --darknet MANIFEST --id ID... [-o DIR] */
+static int export_darknet(const ck_verb *verb, int nop, const char *manifest, const ck_list *ids, const char *out)
+{
+    if (nop != 1) return ck_usage_of("catalog", verb, "MANIFEST is missing");
+    if (ids->n < 1) return ck_usage_of("catalog", verb, "--darknet needs --id ID (the variants to write)");
+    for (int i = 0; i < ids->n; i++) {
+        trn_err err;
+        if (cat_export_darknet(manifest, ids->v[i], out ? out : ".", &err) != 0) return fail(&err);
+        printf("%s/%s.cfg %s/%s.weights\n", out ? out : ".", ids->v[i], out ? out : ".", ids->v[i]);
+    }
+    return 0;
+}
+
 int cat_cli_export(int argc, char **argv)
 {
     const char *dir = NULL, *out = NULL, *bn = "fold";
     ck_list ids = {.n = 0};
-    int onnx = 0, rc0;
+    int onnx = 0, darknet = 0, rc0;
     const ck_opt opts[] = {
-        {"--onnx", NULL, CK_FLAG, &onnx, 0, 0, "write ONNX models (the one format so far; required)"},
+        {"--onnx", NULL, CK_FLAG, &onnx, 0, 0, "write ONNX models of a variants folder"},
+        {"--darknet", NULL, CK_FLAG, &darknet, 0, 0,
+         "write whole Darknet networks (<id>.cfg, <id>.weights) of a catalog's\nmanifest.json (unpacked or installed), fragments put back together"},
         {"-o|--out", "DIR", CK_STR, &out, 0, 0,
          "write into DIR (default: into each variant's folder, listed in\nits variant.json with role onnx)"},
         {"--id", "ID", CK_LIST, &ids, 0, 0, "only variant ID (repeatable; default: every variant)"},
@@ -333,8 +348,13 @@ int cat_cli_export(int argc, char **argv)
         {0},
     };
     const ck_verb verb = {
-        "export", NULL, cat_cli_export, "--onnx VARIANTS_DIR [-o DIR] [--id ID]... [--bn fold|explicit]",
-        "Writes the variants of VARIANTS_DIR as ONNX models (opset 13, float32, NCHW,\n"
+        "export", NULL, cat_cli_export,
+        "--onnx VARIANTS_DIR [-o DIR] [--id ID]... [--bn fold|explicit] | --darknet MANIFEST --id ID... [-o DIR]",
+        "--darknet: writes each variant ID of the catalog whose manifest.json is MANIFEST\n"
+        "(an unpacked archive or an installed copy) as a whole Darknet network,\n"
+        "DIR/<id>.cfg and DIR/<id>.weights (default DIR: .), loadable by Darknet; a head\n"
+        "or specialised model stored as a fragment gets its trunk's layers back.\n"
+        "--onnx: writes the variants of VARIANTS_DIR as ONNX models (opset 13, float32, NCHW,\n"
         "batch 1, input \"input\"), computing what the engine computes: <id>.onnx with\n"
         "output \"probs\"; a nested variant one <id>.cap<K>.onnx per capacity K (1 = the\n"
         "smallest, as rtl run --capacity K); an early-exit variant adds per exit J the\n"
@@ -346,7 +366,8 @@ int cat_cli_export(int argc, char **argv)
     };
     int nop = ck_parse("catalog", &verb, argc, argv, &dir, 1, &rc0);
     if (nop < 0) return rc0;
-    if (!onnx) return ck_usage_of("catalog", &verb, "--onnx is required (the only export format)");
+    if (onnx == darknet) return ck_usage_of("catalog", &verb, "give --onnx or --darknet");
+    if (darknet) return export_darknet(&verb, nop, dir, &ids, out);
     if (nop != 1) return ck_usage_of("catalog", &verb, "VARIANTS_DIR is missing");
     if (strcmp(bn, "fold") && strcmp(bn, "explicit"))
         return ck_usage_of("catalog", &verb, "--bn is fold or explicit, not '%s'", bn);

@@ -317,9 +317,26 @@ struct cat_build_options {
 struct cat_pack_file {
     char *archive_path;
     char *source;
-    uint64_t size;
-    uint8_t sha256[32];
+    uint64_t size;            /* packed bytes: the source's less skip_len */
+    uint8_t sha256[32];       /* of the packed bytes */
+    uint64_t skip_off, skip_len; /* bytes of source left out (a fragment's trunk), 0 0: none */
 };
+
+/* ---- fragments (catalog/src/fragment.c) ---------------------------------------- */
+
+/* When the weights file w->source of a variant whose cfg is cfg_path holds,
+ * after its header, the same parameter bytes of layers 0..cut-1 as the
+ * trunk's weights file: w becomes the fragment (skip_off, skip_len, size and
+ * sha256 set) and 1 is returned; 0 when they differ or cut is not inside
+ * the network (w unchanged: the variant stays whole); -1 with err when a
+ * file cannot be read or the cfg does not build. */
+int cat_fragment_plan(const char *cfg_path, struct cat_pack_file *w, const char *trunk_weights, int cut, trn_err *err);
+/* Writes variant id of the catalog whose manifest.json is `manifest` (its
+ * files beside it: an unpacked archive or an installed copy) as a whole
+ * Darknet network, out_dir/<id>.cfg and out_dir/<id>.weights; a fragment's
+ * weights are put back together from its trunk's (catalog export --darknet).
+ * Every file read is checked against the manifest's size and SHA-256. */
+int cat_export_darknet(const char *manifest, const char *id, const char *out_dir, trn_err *err);
 
 struct cat_built {
     cJSON *manifest;            /* sorted, schema-valid */

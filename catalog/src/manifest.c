@@ -241,6 +241,7 @@ static cJSON *manifest_variant(const struct input *in, const cJSON *targets, trn
         }
     add_copy(v, "latency", in->json, "{}");
     add_copy(v, "technique_fields", in->json, "{}");
+    if (cJSON_GetObjectItemCaseSensitive(in->json, "fragment_of")) add_copy(v, "fragment_of", in->json, "null");
     const cJSON *f;
     size_t k = 0;
     cJSON_ArrayForEach(f, cJSON_GetObjectItemCaseSensitive(in->json, "files")) {
@@ -268,6 +269,81 @@ static cJSON *manifest_variant(const struct input *in, const cJSON *targets, trn
     }
     cJSON_AddItemToObject(v, "estimates", est);
     return v;
+}
+
+/* The index of in's file with role, or -1. */
+static int role_index(const struct input *in, const char *role)
+{
+    const cJSON *f;
+    int k = 0;
+    cJSON_ArrayForEach(f, cJSON_GetObjectItemCaseSensitive(in->json, "files")) {
+        if (!strcmp(cJSON_GetObjectItemCaseSensitive(f, "role")->valuestring, role)) return k;
+        k++;
+    }
+    return -1;
+}
+
+/* The first layer of a head's or specialised variant's own (technique_fields
+ * head.from_layer or from_layer), or 0 for any other variant. */
+static int own_layers_from(const cJSON *v)
+{
+    const char *t = cJSON_GetObjectItemCaseSensitive(v, "technique")->valuestring;
+    const cJSON *tf = cJSON_GetObjectItemCaseSensitive(v, "technique_fields");
+    const cJSON *from = !strcmp(t, "head") ? cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(tf, "head"), "from_layer")
+                        : !strcmp(t, "specialised") ? cJSON_GetObjectItemCaseSensitive(tf, "from_layer") : NULL;
+    return cJSON_IsNumber(from) && from->valuedouble >= 1 && from->valuedouble < 1e6 ? (int)from->valuedouble : 0;
+}
+
+/* The kept variant with id, or -1. */
+static int kept_index(const struct input *ins, size_t n, const unsigned char *keep, const char *id)
+{
+    for (size_t j = 0; id && j < n; j++)
+        if (keep[j] && !strcmp(ins[j].id, id)) return (int)j;
+    return -1;
+}
+
+/* Stores in as a fragment on its parent ins[j] (fragment.c) when its
+ * layers below the cut are the parent's: its weights file becomes
+ * fragment.weights (role "fragment") and its variant.json gains
+ * "fragment_of". */
+static int make_fragment(struct input *in, const struct input *trunk, int cut, uint64_t version, trn_err *err)
+{
+    int w = role_index(in, "weights"), c = role_index(in, "cfg"), t = role_index(trunk, "weights");
+    if (w < 0 || c < 0 || t < 0) return 0;
+    int rc = cat_fragment_plan(in->files[c].source, &in->files[w], trunk->files[t].source, cut, err);
+    if (rc <= 0) return rc;
+    char arch[512], hex[65];
+    snprintf(arch, sizeof arch, "variants/%s/fragment.weights", in->id);
+    char *a = strdup(arch);
+    cJSON *fo = cJSON_CreateObject();
+    cJSON *f = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(in->json, "files"), w);
+    if (!a || !fo || !cJSON_ReplaceItemInObjectCaseSensitive(f, "role", cJSON_CreateString("fragment"))) {
+        free(a);
+        cJSON_Delete(fo);
+        return trn_errf(err, "out of memory");
+    }
+    free(in->files[w].archive_path);
+    in->files[w].archive_path = a;
+    rtl_sha256_hex(trunk->files[t].sha256, hex);
+    cJSON_AddStringToObject(fo, "trunk", trunk->id);
+    cJSON_AddNumberToObject(fo, "version", (double)version);
+    cJSON_AddNumberToObject(fo, "cut", cut);
+    cJSON_AddStringToObject(fo, "trunk_sha256", hex);
+    cJSON_AddItemToObject(in->json, "fragment_of", fo);
+    return 1;
+}
+
+/* Every kept head and specialised variant whose parent is kept whole is
+ * stored as a fragment on it. */
+static int make_fragments(struct input *ins, size_t n, const unsigned char *keep, uint64_t version, trn_err *err)
+{
+    for (size_t i = 0; i < n; i++) {
+        int cut = keep[i] ? own_layers_from(ins[i].json) : 0;
+        int j = cut ? kept_index(ins, n, keep, cat_json_str(ins[i].json, "parent", NULL)) : -1;
+        if (j < 0 || own_layers_from(ins[j].json)) continue;
+        if (make_fragment(&ins[i], &ins[j], cut, version, err) < 0) return -1;
+    }
+    return 0;
 }
 
 static int cmp_pack_file(const void *a, const void *b)
@@ -608,6 +684,7 @@ int cat_build(const struct cat_build_options *o, struct cat_built *out, cat_repo
         uint64_t version = o->version ? o->version : (uint64_t)sde;
         out->source_date_epoch_from = strdup(o->source_date_epoch >= 0 ? "SOURCE_DATE_EPOCH" : "newest input mtime");
         if (version == 0) rc = trn_errf(err, "no version: give --version N (or SOURCE_DATE_EPOCH)");
+        if (rc == 0) rc = make_fragments(ins, n, keep, version, err);
         if (rc == 0 && !(targets = o->no_targets ? cJSON_CreateObject() : cat_targets_load(o->targets_dir, err))) rc = -1;
         if (rc == 0 && !(tasks = build_tasks(o, ins, n, keep, &rep, err))) rc = -1;
         if (rc == 0 && !(variants = cJSON_CreateArray())) rc = trn_errf(err, "out of memory");

@@ -42,6 +42,32 @@ static struct archive_entry *entry_for(const char *path, uint64_t size, int64_t 
     return e;
 }
 
+/* Hashes and writes the n bytes b read at source offset *at, less those
+ * in f's skipped range; *total counts the bytes kept. */
+static int put_kept(struct archive *a, crypto_hash_sha256_state *st, const struct cat_pack_file *f,
+                    const unsigned char *b, size_t n, uint64_t *at, uint64_t *total)
+{
+    uint64_t s = f->skip_off, e = f->skip_off + f->skip_len, pos = *at;
+    *at += n;
+    for (size_t i = 0; i < n;) {
+        size_t len = n - i;
+        if (pos + i < s && pos + i + len > s) len = (size_t)(s - pos - i);
+        if (pos + i >= s && pos + i < e) { /* inside the skipped range */
+            i += (size_t)(e - pos - i) < len ? (size_t)(e - pos - i) : len;
+            continue;
+        }
+        if (*total + len > f->size) { /* grew since it was hashed: add_file says so */
+            *total += len;
+            return 0;
+        }
+        crypto_hash_sha256_update(st, b + i, len);
+        if (archive_write_data(a, b + i, len) != (la_ssize_t)len) return -1;
+        *total += len;
+        i += len;
+    }
+    return 0;
+}
+
 static int add_file(struct archive *a, const struct cat_pack_file *f, int64_t mtime, unsigned char *buf,
                     size_t bufsize, trn_err *err)
 {
@@ -56,7 +82,7 @@ static int add_file(struct archive *a, const struct cat_pack_file *f, int64_t mt
     archive_entry_free(e);
     crypto_hash_sha256_state st;
     crypto_hash_sha256_init(&st);
-    uint64_t total = 0;
+    uint64_t total = 0, at = 0;
     int rc = 0;
     for (;;) {
         ssize_t r = read(fd, buf, bufsize);
@@ -67,13 +93,11 @@ static int add_file(struct archive *a, const struct cat_pack_file *f, int64_t mt
             break;
         }
         if (r == 0) break;
-        total += (uint64_t)r;
-        if (total > f->size) break;
-        crypto_hash_sha256_update(&st, buf, (size_t)r);
-        if (archive_write_data(a, buf, (size_t)r) != r) {
+        if (put_kept(a, &st, f, buf, (size_t)r, &at, &total) != 0) {
             rc = trn_errf(err, "%s: cannot write it into the archive: %s", f->archive_path, archive_error_string(a));
             break;
         }
+        if (total > f->size) break;
     }
     close(fd);
     uint8_t sha[32];

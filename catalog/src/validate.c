@@ -137,6 +137,44 @@ static void check_technique(struct vctx *v, const cJSON *var, const char *ptr)
     }
 }
 
+/* The file of var with role, or NULL. */
+static const cJSON *role_file(const cJSON *var, const char *role)
+{
+    const cJSON *f;
+    cJSON_ArrayForEach(f, cJSON_GetObjectItemCaseSensitive(var, "files"))
+        if (!strcmp(str(f, "role"), role)) return f;
+    return NULL;
+}
+
+/* A fragment (fragment_of): its trunk is a whole variant of this catalog,
+ * at this version, in depends_on, whose weights file is the one named by
+ * trunk_sha256; it has a fragment file and a cfg. */
+static void check_fragment(struct vctx *v, const cJSON *m, const cJSON *var, const char *ptr)
+{
+    const cJSON *fo = cJSON_GetObjectItemCaseSensitive(var, "fragment_of");
+    if (!fo) return;
+    const char *trunk = str(fo, "trunk");
+    const cJSON *tv = find_id(cJSON_GetObjectItemCaseSensitive(m, "variants"), trunk);
+    const cJSON *tw = tv ? role_file(tv, "weights") : NULL;
+    double version = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(m, "version"));
+    char p[256];
+    snprintf(p, sizeof p, "%.200s/fragment_of", ptr);
+    if (!tv)
+        problem(v, p, "trunk '%s' is not a variant of this catalog: the fragment cannot run without it", trunk);
+    else if (!tw || cJSON_GetObjectItemCaseSensitive(tv, "fragment_of"))
+        problem(v, p, "trunk '%s' is not stored whole (it has no weights file of its own)", trunk);
+    else if (strcmp(str(tw, "sha256"), str(fo, "trunk_sha256")))
+        problem(v, p, "trunk_sha256 is not that of trunk '%s''s weights file (%s): the fragment was cut from "
+                "another build of its trunk", trunk, str(tw, "path"));
+    if (cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(fo, "version")) != version)
+        problem(v, p, "version %g, but the trunk is in this catalog, of version %g",
+                cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(fo, "version")), version);
+    if (trunk && !in_strings(cJSON_GetObjectItemCaseSensitive(var, "depends_on"), trunk))
+        problem(v, p, "trunk '%s' must be listed in depends_on", trunk);
+    if (!role_file(var, "fragment") || !role_file(var, "cfg") || role_file(var, "weights"))
+        problem(v, p, "a fragment has a file with role fragment and one with role cfg, and none with role weights");
+}
+
 static int cmp_paths(const void *a, const void *b)
 {
     return strcmp(*(const char *const *)a, *(const char *const *)b);
@@ -244,6 +282,7 @@ int cat_validate(cat_schema *schema, const cJSON *m, const char *root, cat_repor
         }
         check_accuracy(&v, tasks, var, p);
         check_technique(&v, var, p);
+        check_fragment(&v, m, var, p);
         const cJSON *est = cJSON_GetObjectItemCaseSensitive(var, "estimates");
         cJSON_ArrayForEach(t, targets)
             if (!cJSON_GetObjectItemCaseSensitive(est, t->string)) problem(&v, p, "no estimate for target '%s'", t->string);

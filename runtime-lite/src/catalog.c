@@ -23,9 +23,11 @@
 #include "catalog.h"
 #include "sha256.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 int rtl_path_check(const char *path, rtl_err *err)
@@ -138,6 +140,56 @@ static int parse_files(rtl_catalog *cat, struct rtl_variant *v, const cJSON *fil
     return 0;
 }
 
+/* fragment_of (may be absent): {trunk, version, cut, trunk_sha256}. */
+static int parse_fragment(struct rtl_variant *v, const cJSON *fo, rtl_err *err, const char *where)
+{
+    if (!fo) return 0;
+    char w[160];
+    snprintf(w, sizeof w, "%s fragment_of", where);
+    const char *sha;
+    uint64_t cut;
+    if (!(v->trunk = str_field(fo, "trunk", 0, err, w)) || !(sha = str_field(fo, "trunk_sha256", 0, err, w)) ||
+        u64_field(fo, "version", &v->trunk_version, err, w) != 0 || u64_field(fo, "cut", &cut, err, w) != 0)
+        return -1;
+    if (cut < 1 || cut > 1000000) return rtl_errf(err, "manifest: %s: cut %" PRIu64 " is not a layer", w, cut);
+    v->cut = (int)cut;
+    if (rtl_unhex(sha, v->trunk_sha256, RTL_SHA256_BYTES) != 0)
+        return rtl_errf(err, "manifest: %s: trunk_sha256 is not 64 lower-case hex digits", w);
+    return 0;
+}
+
+const struct rtl_file *rtl_variant_role_file(const struct rtl_variant *v, const char *role)
+{
+    for (size_t i = 0; i < v->nfiles; i++)
+        if (!strcmp(v->files[i].role, role)) return &v->files[i];
+    return NULL;
+}
+
+/* A fragment runs only on its trunk: a whole variant of this catalog, of
+ * this version, whose weights file is the one the fragment was cut from. */
+static int check_fragment(const rtl_catalog *cat, const struct rtl_variant *v, rtl_err *err)
+{
+    const struct rtl_variant *t = rtl_catalog_find(cat, v->trunk);
+    const struct rtl_file *w = t ? rtl_variant_role_file(t, "weights") : NULL;
+    if (!rtl_variant_role_file(v, "fragment") || !rtl_variant_role_file(v, "cfg"))
+        return rtl_errf(err, "manifest: variant '%s' is a fragment without a file of role fragment and one of "
+                        "role cfg", v->id);
+    if (!t)
+        return rtl_errf(err, "variant '%s' is a fragment of trunk '%s' (catalog %s version %" PRIu64 "), which "
+                        "this catalog does not hold: it cannot run without it (nothing was changed)", v->id,
+                        v->trunk, cat->id, v->trunk_version);
+    if (v->trunk_version != cat->version)
+        return rtl_errf(err, "variant '%s' is a fragment of trunk '%s' of version %" PRIu64 ", but this catalog "
+                        "is version %" PRIu64 ": get the catalog built with it (nothing was changed)", v->id,
+                        v->trunk, v->trunk_version, cat->version);
+    if (!w || t->trunk)
+        return rtl_errf(err, "variant '%s' is a fragment of '%s', which is not stored whole", v->id, v->trunk);
+    if (memcmp(w->sha256, v->trunk_sha256, RTL_SHA256_BYTES) != 0)
+        return rtl_errf(err, "variant '%s' is a fragment of another build of trunk '%s' (its trunk_sha256 is not "
+                        "that of %s): refused (nothing was changed)", v->id, v->trunk, w->path);
+    return 0;
+}
+
 /* One variant object into v; its strings stay owned by cat->root. */
 static int parse_variant(rtl_catalog *cat, struct rtl_variant *v, const cJSON *o, size_t idx, rtl_err *err)
 {
@@ -174,6 +226,7 @@ static int parse_variant(rtl_catalog *cat, struct rtl_variant *v, const cJSON *o
     v->estimates = cJSON_GetObjectItemCaseSensitive(o, "estimates");
     if ((v->latency && !cJSON_IsObject(v->latency)) || (v->estimates && !cJSON_IsObject(v->estimates)))
         return rtl_errf(err, "manifest: %s: \"latency\" or \"estimates\" is not an object", where);
+    if (parse_fragment(v, cJSON_GetObjectItemCaseSensitive(o, "fragment_of"), err, where) != 0) return -1;
     const cJSON *tf = cJSON_GetObjectItemCaseSensitive(o, "technique_fields");
     v->fields_json = tf ? cJSON_PrintUnformatted(tf) : strdup("{}");
     if (!v->fields_json) return rtl_errf(err, "manifest: out of memory");
@@ -228,6 +281,8 @@ static int check_refs(rtl_catalog *cat, rtl_err *err)
                                 v->id, v->deps[d]);
         }
     }
+    for (size_t i = 0; i < cat->nvariants; i++)
+        if (cat->variants[i].trunk && check_fragment(cat, &cat->variants[i], err) != 0) return -1;
     if (cat->nfiles > RTL_FILES_MAX)
         return rtl_errf(err, "manifest: %zu files is more than the %d the runtime accepts", cat->nfiles, RTL_FILES_MAX);
     cat->by_path = calloc(cat->nfiles ? cat->nfiles : 1, sizeof *cat->by_path);
@@ -321,9 +376,18 @@ rtl_catalog *rtl_catalog_parse(const char *json, size_t len, const char *dir, rt
     return cat;
 }
 
+void rtl_shared_maps_free(rtl_catalog *cat)
+{
+    for (size_t i = 0; i < cat->nmaps; i++) munmap(cat->maps[i].map, cat->maps[i].len);
+    free(cat->maps);
+    cat->maps = NULL;
+    cat->nmaps = 0;
+}
+
 void rtl_catalog_close(rtl_catalog *cat)
 {
     if (!cat) return;
+    rtl_shared_maps_free(cat);
     for (size_t i = 0; cat->variants && i < cat->nvariants; i++) {
         struct rtl_variant *v = &cat->variants[i];
         for (size_t f = 0; v->files && f < v->nfiles; f++) free(v->files[f].abs);

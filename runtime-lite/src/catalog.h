@@ -31,6 +31,22 @@ struct rtl_variant {
     const cJSON *latency;    /* {where: measured figures} or NULL */
     const cJSON *estimates;  /* {target: estimate} or NULL */
     char *fields_json;
+    /* A fragment (manifest "fragment_of"): its file with role "fragment"
+     * holds the parameters of layers cut.. only; layers 0..cut-1 are those of
+     * trunk's weights file (catalog/README.md, Fragments). NULL when whole. */
+    const char *trunk;
+    uint64_t trunk_version;
+    int cut;
+    uint8_t trunk_sha256[RTL_SHA256_BYTES];
+};
+
+/* A weights file mapped once for every model of a catalog that reads it
+ * (model.c: a trunk and the fragments on it). */
+struct rtl_shared_map {
+    const struct rtl_file *file;
+    void *map;
+    size_t len;
+    int refs;
 };
 
 struct rtl_task {
@@ -54,7 +70,14 @@ struct rtl_catalog {
     int lock_fd;           /* shared lock on an installed copy, or -1 */
     char *profile_path;    /* ROOT/catalogs/<id>/profile.json for an installed
                             * copy opened from a store, else NULL */
+    struct rtl_shared_map *maps; /* model.c's shared mappings */
+    size_t nmaps;
 };
+
+/* The file of v with role, or NULL. */
+const struct rtl_file *rtl_variant_role_file(const struct rtl_variant *v, const char *role);
+/* Unmaps what is left of cat's shared mappings (rtl_catalog_close). */
+void rtl_shared_maps_free(rtl_catalog *cat);
 
 /* Reads one measured-latency object ({ms_median, runs, ms_mean, machine,
  * threads, batch, warmup, measured_at, catalog_version, source}) into out;

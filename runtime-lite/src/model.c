@@ -63,9 +63,12 @@ static const struct {
 /* One network over one read-only mapping of its weights file. */
 struct part {
     const rtl_variant *variant;
-    void *map;          /* the weights file, PROT_READ */
+    void *map;          /* the weights file (a fragment's: its trunk's), PROT_READ */
     size_t map_len;
-    trn_net *net;       /* parameters point into map */
+    rtl_catalog *cat;   /* set: map is the catalog's shared mapping */
+    void *frag_map;     /* a fragment's own file (layers cut..), or NULL */
+    size_t frag_len;
+    trn_net *net;       /* parameters point into map (and frag_map) */
 };
 
 struct rtl_model {
@@ -154,11 +157,16 @@ static trn_cfg *read_cfg_role(const rtl_variant *v, const char *role, rtl_err *e
 static trn_cfg *read_cfg(const rtl_variant *v, rtl_err *err) { return read_cfg_role(v, "cfg", err); }
 
 /* Maps v's file with role (a weights file) read-only: *map, *map_len. */
+static int map_rfile(const struct rtl_file *f, void **map, size_t *map_len, rtl_err *err);
 static int map_file(const rtl_variant *v, const char *role, void **map, size_t *map_len, rtl_err *err)
 {
     int i = file_index(v, role, err);
-    if (i < 0) return -1;
-    const struct rtl_file *f = &v->files[i];
+    return i < 0 ? -1 : map_rfile(&v->files[i], map, map_len, err);
+}
+
+/* Maps the installed file f read-only, its size checked: *map, *map_len. */
+static int map_rfile(const struct rtl_file *f, void **map, size_t *map_len, rtl_err *err)
+{
     int fd = open(f->abs, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
     if (fd < 0) return rtl_errf(err, "cannot open %s: %s", f->abs, strerror(errno));
     struct stat st;
@@ -186,10 +194,79 @@ static int map_file(const rtl_variant *v, const char *role, void **map, size_t *
     return 0;
 }
 
-/* Maps v's weights file read-only into p. */
+/* ---- shared mappings: a trunk's weights mapped once per catalog -------- */
+
+static pthread_mutex_t maps_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Maps f once for every model of cat that asks (a trunk and the fragments
+ * on it): *map, *len, until as many shared_unmap calls. */
+static int shared_map(rtl_catalog *cat, const struct rtl_file *f, void **map, size_t *len, rtl_err *err)
+{
+    pthread_mutex_lock(&maps_lock);
+    int rc = 0;
+    size_t i = 0;
+    while (i < cat->nmaps && cat->maps[i].file != f) i++;
+    if (i == cat->nmaps) {
+        struct rtl_shared_map *g = realloc(cat->maps, (cat->nmaps + 1) * sizeof *g);
+        if (!g) rc = rtl_errf(err, "out of memory");
+        else {
+            cat->maps = g;
+            g[i] = (struct rtl_shared_map){f, NULL, 0, 0};
+            if ((rc = map_rfile(f, &g[i].map, &g[i].len, err)) == 0) cat->nmaps++;
+        }
+    }
+    if (rc == 0) {
+        cat->maps[i].refs++;
+        *map = cat->maps[i].map;
+        *len = cat->maps[i].len;
+    }
+    pthread_mutex_unlock(&maps_lock);
+    return rc;
+}
+
+static void shared_unmap(rtl_catalog *cat, void *map)
+{
+    pthread_mutex_lock(&maps_lock);
+    for (size_t i = 0; i < cat->nmaps; i++) {
+        if (cat->maps[i].map != map || --cat->maps[i].refs > 0) continue;
+        munmap(map, cat->maps[i].len);
+        cat->maps[i] = cat->maps[--cat->nmaps];
+        break;
+    }
+    pthread_mutex_unlock(&maps_lock);
+}
+
+/* Maps p's weights read-only: shared with the catalog's other models where
+ * p->cat is set, p's own mapping otherwise (a nested model pages its
+ * mapping). */
 static int map_weights(struct part *p, rtl_err *err)
 {
-    return map_file(p->variant, "weights", &p->map, &p->map_len, err);
+    int i = file_index(p->variant, "weights", err);
+    if (i < 0) return -1;
+    if (p->cat) return shared_map(p->cat, &p->variant->files[i], &p->map, &p->map_len, err);
+    return map_rfile(&p->variant->files[i], &p->map, &p->map_len, err);
+}
+
+/* A fragment's parameters: layers 0..cut-1 in its trunk's weights (mapped
+ * once per catalog), the rest in its own fragment file. */
+static int fragment_load(struct part *p, rtl_catalog *cat, rtl_err *err)
+{
+    const rtl_variant *v = p->variant, *t = rtl_catalog_find(cat, v->trunk);
+    const struct rtl_file *tw = t ? rtl_variant_role_file(t, "weights") : NULL;
+    if (!tw) return rtl_errf(err, "variant '%s': its trunk '%s' has no weights file", v->id, v->trunk);
+    p->cat = cat;
+    if (shared_map(cat, tw, &p->map, &p->map_len, err) != 0) {
+        p->cat = NULL;
+        return -1;
+    }
+    if (map_file(v, "fragment", &p->frag_map, &p->frag_len, err) != 0) return -1;
+    trn_err e;
+    if (trn_weights_borrow_fragment(p->net, v->cut, p->map, p->map_len, tw->abs, p->frag_map, p->frag_len,
+                                    rtl_variant_file(v, "fragment"), &e) != 0) {
+        rtl_err_from_trn(err, &e);
+        return rtl_err_prefix(err, "fragment of trunk '%s' at layer %d", v->trunk, v->cut);
+    }
+    return 0;
 }
 
 /* The options of a network whose parameters live in a file mapping: one
@@ -204,8 +281,9 @@ static trn_net_opts mapped_opts(void)
     return o;
 }
 
-/* Builds the network of p->variant with its parameters in the mapping. */
-static int part_load(struct part *p, rtl_err *err)
+/* Builds the network of p->variant with its parameters in the mapping
+ * (shared with cat's other models when cat is not NULL). */
+static int part_load(struct part *p, rtl_catalog *cat, rtl_err *err)
 {
     trn_cfg *cfg = read_cfg(p->variant, err);
     if (!cfg) return -1;
@@ -214,7 +292,12 @@ static int part_load(struct part *p, rtl_err *err)
     p->net = trn_net_create(cfg, &o, &e);
     trn_cfg_free(cfg);
     if (!p->net) return rtl_err_from_trn(err, &e);
-    if (map_weights(p, err) != 0) return -1;
+    if (p->variant->trunk) return fragment_load(p, cat, err);
+    p->cat = cat;
+    if (map_weights(p, err) != 0) {
+        p->cat = NULL;
+        return -1;
+    }
     const char *path = rtl_variant_file(p->variant, "weights"), *cfg_path = rtl_variant_file(p->variant, "cfg");
     if (trn_weights_load_mem(p->net, p->map, p->map_len, 1, path, &e) != 0) {
         rtl_err_from_trn(err, &e);
@@ -227,7 +310,9 @@ static int part_load(struct part *p, rtl_err *err)
 static void part_free(struct part *p)
 {
     trn_net_free(p->net);
-    if (p->map) munmap(p->map, p->map_len);
+    if (p->map && p->cat) shared_unmap(p->cat, p->map);
+    else if (p->map) munmap(p->map, p->map_len);
+    if (p->frag_map) munmap(p->frag_map, p->frag_len);
     memset(p, 0, sizeof *p);
 }
 
@@ -248,7 +333,7 @@ static int open_plain(rtl_model *m, rtl_err *err)
 {
     struct part *p = &m->parts[m->nparts++];
     p->variant = m->variant;
-    if (part_load(p, err) != 0) return -1;
+    if (part_load(p, m->kind == MODEL_NESTED ? NULL : m->cat, err) != 0) return -1;
     size_t outputs = trn_net_outputs(p->net);
     if (outputs != m->classes)
         return rtl_errf(err, "%s has %zu outputs, but task '%s' has %zu labels: the cfg does not belong to "
@@ -884,7 +969,7 @@ size_t rtl_model_input_size(const rtl_model *m) { return trn_net_inputs(m->parts
 uint64_t rtl_model_mapped_bytes(const rtl_model *m)
 {
     uint64_t n = 0;
-    for (size_t i = 0; i < m->nparts; i++) n += m->parts[i].map_len;
+    for (size_t i = 0; i < m->nparts; i++) n += m->parts[i].map_len + m->parts[i].frag_len;
     return n;
 }
 

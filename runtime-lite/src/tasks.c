@@ -39,6 +39,18 @@ int rtl_variant_head(const rtl_variant *v, char *parent_buf, size_t psize, int *
     return 0;
 }
 
+/* The trunk a model shares with others and the first layer of its own: a
+ * head's parent and from_layer, a fragment's (a specialised model stored
+ * on its trunk: its cascade's first stage) trunk and cut; -1 for others. */
+static int shares_trunk(const rtl_variant *v, char *parent, size_t psize, int *from)
+{
+    if (!v->trunk) return rtl_variant_head(v, parent, psize, from, NULL);
+    if (strlen(v->trunk) >= psize) return -1;
+    memcpy(parent, v->trunk, strlen(v->trunk) + 1);
+    *from = v->cut;
+    return 0;
+}
+
 struct member {
     int head;         /* 1: a head with a trunk */
     char parent[128];
@@ -65,7 +77,7 @@ int rtl_model_run_tasks(rtl_model *const *models, size_t n, const float *x, size
                      rtl_variant_id(rtl_model_variant(models[0])), in);
             goto out;
         }
-        mb[i].head = rtl_variant_head(v, mb[i].parent, sizeof mb[i].parent, &mb[i].from, NULL) == 0 &&
+        mb[i].head = shares_trunk(v, mb[i].parent, sizeof mb[i].parent, &mb[i].from) == 0 &&
                      mb[i].from < rtl_model_layers(models[i]) && rtl_model_cut_ok(models[i], mb[i].from);
     }
     for (size_t i = 0; i < n; i++) {

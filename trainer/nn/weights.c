@@ -137,31 +137,54 @@ static int size_error(const trn_net *net, size_t have, size_t header, const char
     return trn_errf(err, "%s: internal size error", name);
 }
 
+/* Reads the header of a buffer of len bytes into h; -1 when it is shorter. */
+static int header_of(const unsigned char *b, size_t len, wheader *h, const char *name, trn_err *err)
+{
+    if (len < 16)
+        return trn_errf(err, "%s: the file ends at byte offset %zu inside the header (at least 16 "
+                        "bytes): not a weights file", name, len);
+    decode_header(b, h);
+    if (len < h->bytes)
+        return trn_errf(err, "%s: the file ends at byte offset %zu inside the %zu-byte header of "
+                        "version %d.%d", name, len, h->bytes, h->major, h->minor);
+    return 0;
+}
+
+/* Whether the parameters can point into the buffer b with header h. */
+static int borrow_check(const trn_net *net, const wheader *h, const unsigned char *b, const char *name, trn_err *err)
+{
+    if (!net->opts.infer_only)
+        return trn_errf(err, "%s: borrowed weights need an inference-only network", name);
+    if (h->transpose)
+        return trn_errf(err, "%s: version %d.%d stores transposed connected weights, which "
+                        "cannot be borrowed: load with a copy", name, h->major, h->minor);
+    if ((uintptr_t)b % sizeof(float))
+        return trn_errf(err, "%s: the buffer is not 4-byte aligned", name);
+    for (int i = 0; i < net->np; i++)
+        if (net->layers[net->params[i].layer].dontload)
+            return trn_errf(err, "%s: layer %d has dontload=1: its parameters cannot be "
+                            "borrowed", name, net->params[i].layer);
+    return 0;
+}
+
+/* The parameters now point into a borrowed buffer. */
+static void borrowed(trn_net *net)
+{
+    trn_net_release(net, net->param_block);
+    net->param_block = NULL;
+    net->borrowed = 1;
+    net->params_ready = 1;
+}
+
 int trn_weights_load_mem(trn_net *net, const void *buf, size_t len, int borrow, const char *name,
                          trn_err *err)
 {
     const unsigned char *b = buf;
-    if (len < 16)
-        return trn_errf(err, "%s: the file ends at byte offset %zu inside the header (at least 16 "
-                        "bytes): not a weights file", name, len);
     wheader h;
-    decode_header(b, &h);
-    if (len < h.bytes)
-        return trn_errf(err, "%s: the file ends at byte offset %zu inside the %zu-byte header of "
-                        "version %d.%d", name, len, h.bytes, h.major, h.minor);
+    if (header_of(b, len, &h, name, err) != 0) return -1;
     if (len != h.bytes + load_bytes(net)) return size_error(net, len, h.bytes, name, err);
     if (borrow) {
-        if (!net->opts.infer_only)
-            return trn_errf(err, "%s: borrowed weights need an inference-only network", name);
-        if (h.transpose)
-            return trn_errf(err, "%s: version %d.%d stores transposed connected weights, which "
-                            "cannot be borrowed: load with a copy", name, h.major, h.minor);
-        if ((uintptr_t)b % sizeof(float))
-            return trn_errf(err, "%s: the buffer is not 4-byte aligned", name);
-        for (int i = 0; i < net->np; i++)
-            if (net->layers[net->params[i].layer].dontload)
-                return trn_errf(err, "%s: layer %d has dontload=1: its parameters cannot be "
-                                "borrowed", name, net->params[i].layer);
+        if (borrow_check(net, &h, b, name, err) != 0) return -1;
     } else if (!net->param_block) {
         return trn_errf(err, "%s: the network has external parameters: load with borrow=1", name);
     }
@@ -175,13 +198,45 @@ int trn_weights_load_mem(trn_net *net, const void *buf, size_t len, int borrow, 
             memcpy(p->data, b + off, p->count * sizeof(float));
         off += p->count * sizeof(float);
     }
-    if (borrow) {
-        trn_net_release(net, net->param_block);
-        net->param_block = NULL;
-        net->borrowed = 1;
-        net->params_ready = 1;
-    }
+    if (borrow) borrowed(net);
     return after_load(net, &h, name, err);
+}
+
+size_t trn_weights_prefix_bytes(const trn_net *net, int cut)
+{
+    size_t n = 0;
+    for (int i = 0; i < net->np; i++)
+        if (net->params[i].layer < cut && !net->layers[net->params[i].layer].dontload)
+            n += net->params[i].count * sizeof(float);
+    return n;
+}
+
+int trn_weights_borrow_fragment(trn_net *net, int cut, const void *trunk, size_t tlen, const char *tname,
+                                const void *frag, size_t flen, const char *fname, trn_err *err)
+{
+    const unsigned char *tb = trunk, *fb = frag;
+    wheader th, fh;
+    if (cut < 1 || cut >= net->n)
+        return trn_errf(err, "%s: cut %d is not between layer 1 and layer %d", fname, cut, net->n - 1);
+    if (header_of(tb, tlen, &th, tname, err) != 0 || header_of(fb, flen, &fh, fname, err) != 0 ||
+        borrow_check(net, &th, tb, tname, err) != 0 || borrow_check(net, &fh, fb, fname, err) != 0)
+        return -1;
+    size_t pre = trn_weights_prefix_bytes(net, cut), rest = load_bytes(net) - pre;
+    if (tlen < th.bytes + pre)
+        return trn_errf(err, "%s: %zu bytes, but the layers 0..%d of the fragment %s need %zu: not its trunk",
+                        tname, tlen, cut - 1, fname, th.bytes + pre);
+    if (flen != fh.bytes + rest)
+        return trn_errf(err, "%s: %zu bytes, but its layers %d.. need %zu after the %zu-byte header: the "
+                        "fragment does not belong to this cfg", fname, flen, cut, rest, fh.bytes);
+    size_t toff = th.bytes, foff = fh.bytes;
+    for (int i = 0; i < net->np; i++) {
+        trn_param *p = &net->params[i];
+        size_t *off = p->layer < cut ? &toff : &foff;
+        p->data = (float *)(uintptr_t)((p->layer < cut ? tb : fb) + *off);
+        *off += p->count * sizeof(float);
+    }
+    borrowed(net);
+    return after_load(net, &fh, fname, err);
 }
 
 int trn_weights_load(trn_net *net, const char *path, trn_err *err)

@@ -578,6 +578,17 @@ int trn_weights_load(trn_net *net, const char *path, trn_err *err) TRN_MUST_CHEC
 int trn_weights_load_mem(trn_net *net, const void *buf, size_t len, int borrow, const char *name,
                          trn_err *err) TRN_MUST_CHECK;
 int trn_weights_save(const trn_net *net, const char *path, trn_err *err) TRN_MUST_CHECK;
+/* Fragments (a head or specialised model stored as the layers from `cut` on,
+ * beside its trunk; catalog/README.md, Fragments). trn_weights_prefix_bytes:
+ * the bytes of the parameter arrays of layers 0..cut-1, which a fragment
+ * leaves to its trunk. trn_weights_borrow_fragment: borrows (as
+ * trn_weights_load_mem with borrow 1) the parameters of layers 0..cut-1
+ * from trunk, a .weights file whose arrays begin with those bytes (its
+ * later layers are not read), and those of layers cut.. from frag, a
+ * .weights header followed by exactly their arrays. */
+size_t trn_weights_prefix_bytes(const trn_net *net, int cut);
+int trn_weights_borrow_fragment(trn_net *net, int cut, const void *trunk, size_t tlen, const char *tname,
+                                const void *frag, size_t flen, const char *fname, trn_err *err) TRN_MUST_CHECK;
 /* Darknet's header rule, for anything that reads a .weights header itself:
  * the header's size (16 or 20 bytes) given its first two int32s, and
  * whether connected weights are stored transposed. Defined for every
