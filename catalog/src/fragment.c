@@ -20,9 +20,11 @@
  */
 #include "cat.h"
 
+#include <errno.h>
 #include <sodium.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define WEIGHTS_MAX ((size_t)1 << 31)
 
@@ -175,6 +177,8 @@ int cat_export_darknet(const char *manifest, const char *id, const char *out_dir
     int rc = -1;
     if (!cf)
         trn_errf(err, "%s: no variant '%s' with a cfg file (catalog inspect lists the variants)", manifest, id);
+    else if (mkdir(out_dir, 0777) != 0 && errno != EEXIST)
+        trn_errf(err, "cannot create the folder %s: %s", out_dir, strerror(errno));
     else if (read_checked(root, cf, &cfg, &cn, cfg_path, sizeof cfg_path, err) != 0)
         ;
     else if (wf ? read_checked(root, wf, &w, &wn, out, sizeof out, err)
