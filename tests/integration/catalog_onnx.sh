@@ -161,7 +161,7 @@ expect_fail "a sub-sampled shortcut is refused with its layer and line" \
     'cannot express layer 2 \[shortcut\] \(.*variant.cfg:20\) in ONNX: it adds a layer of another shape' \
     "$CAT" export --onnx r --id sub -o rout
 expect_fail "an unknown variant id is an error" "no variant 'nope'" "$CAT" export --onnx v --id nope -o rout
-expect_fail "export without --onnx is a usage error" "--onnx is required" "$CAT" export v
+expect_fail "export without --onnx or --darknet is a usage error" "give --onnx or --darknet" "$CAT" export v
 
 # Into the variant folders: listed in variant.json and packed with their hashes.
 expect_ok "export into the variant folders" "$CAT" export --onnx v
