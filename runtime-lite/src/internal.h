@@ -124,6 +124,13 @@ trn_net *rtl_model_net(const rtl_model *m);
 /* GTDP's per-model cache of part networks (gtdp.c), freed with the model. */
 struct rtl_gtdp_cache;
 struct rtl_gtdp_cache **rtl_model_gtdp_cache(rtl_model *m);
+/* A cascade's fall-through on a fragment's trunk (MCDNN: the first stage
+ * computed once): after rtl_model_run of frag, a fragment cut from trunk's
+ * variant, runs trunk's layers from the cut on frag's output there, so the
+ * trunk's answer costs only its upper layers. 1 when done (trunk's output
+ * is its answer), 0 when frag is not a fragment of trunk's variant or the
+ * cut does not fit (the caller runs trunk whole), -1 with err. */
+int rtl_model_run_from_fragment(rtl_model *trunk, const rtl_model *frag, rtl_err *err);
 const struct rtl_gtdp_cache *rtl_model_gtdp_cache_get(const rtl_model *m);
 /* The peer's server holds its answer to the last request on this
  * connection when that was a part that succeeded: 1 with its block (last

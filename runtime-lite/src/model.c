@@ -1183,6 +1183,21 @@ int rtl_model_run_range(rtl_model *m, int first, int last, const float *x, size_
     return 0;
 }
 
+int rtl_model_run_from_fragment(rtl_model *trunk, const rtl_model *frag, rtl_err *err)
+{
+    const rtl_variant *fv = frag->variant;
+    int cut = fv->cut;
+    if (!fv->trunk || strcmp(fv->trunk, trunk->variant->id) || !frag->output || trunk->exits ||
+        cut >= rtl_model_layers(trunk) || !rtl_model_cut_ok(trunk, cut) ||
+        rtl_model_cut_floats(trunk, cut) != rtl_model_cut_floats(frag, cut))
+        return 0;
+    const float *o;
+    size_t on;
+    const float *t = trn_net_layer_output(frag->parts[0].net, cut - 1);
+    return rtl_model_run_range(trunk, cut, rtl_model_layers(trunk) - 1, t, rtl_model_cut_floats(trunk, cut), &o, &on,
+                               err) == 0 ? 1 : -1;
+}
+
 static double thread_cpu_ms(void)
 {
     struct timespec t;

@@ -372,6 +372,18 @@ static int run_one(rtl_runner *r, rtl_model *m, const char *image, double *ms, i
     return rc;
 }
 
+/* The cascade's partner after `first` said "other": from the cut on first's
+ * trunk output when first is a fragment of it (the trunk computed once),
+ * else whole. */
+static int run_partner(rtl_runner *r, rtl_model *fall, const rtl_model *first, const char *image, double *ms,
+                       int *bad_input, rtl_err *err)
+{
+    double a0 = rtl_now_ms();
+    int done = rtl_model_run_from_fragment(fall, first, err);
+    *ms += rtl_now_ms() - a0;
+    return done < 0 ? -1 : done ? 0 : run_one(r, fall, image, ms, bad_input, err);
+}
+
 /* With options.context: the specialised model t's window matches for
  * partner (opened on first use), its change noted in res. */
 static int context_pick(rtl_runner *r, struct rtask *t, const char *partner, rtl_runner_result *res,
@@ -426,7 +438,7 @@ int rtl_runner_run(rtl_runner *r, const rtl_runner_request *q, rtl_runner_result
     if (fall && rtl_model_top(first, 1, &top, &nt, err) == 0 && nt &&
         ((int)top.index == other || top.prob < gate)) { /* "other" (or under the gate): the partner answers */
         ans = fall;
-        if (run_one(r, fall, q->image, &res->ms, &res->bad_input, err) != 0) return -1;
+        if (run_partner(r, fall, first, q->image, &res->ms, &res->bad_input, err) != 0) return -1;
     }
     res->model = ans;
     res->answered_by = rtl_variant_id(rtl_model_variant(ans));

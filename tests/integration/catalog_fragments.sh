@@ -129,4 +129,19 @@ for i in head-size spec; do
     t_check "$i installed as a fragment answers as its exported whole network" \
         test "$(grep -o '[0-9.]*%' alone.txt | head -n 1)" = "$(grep -o '[0-9.]*%' pred.txt | head -n 1)"
 done
+# The cascade: on "other" the partner (the base, the fragment's trunk)
+# answers from the cut on the specialised model's trunk output; its answer
+# is the base's alone.
+fell=0 same=0
+for f in $(head -n 12 s/test.list); do
+    rtl run tiny spec "s/$f" --top 2 --json >casc.json 2>/dev/null || continue
+    rtl run tiny base "s/$f" --top 2 --json >base.json 2>/dev/null || continue
+    r=$(python3 -c "
+import json; c=json.load(open('casc.json'))['results'][0]; b=json.load(open('base.json'))['results'][0]
+print(c['answered_by'] == 'base', c['answered_by'] != 'base' or c['top'] == b['top'])")
+    [ "${r%% *}" = True ] && fell=$((fell + 1))
+    [ "${r##* }" = True ] && same=$((same + 1))
+done
+t_check "the cascade fell through to the base on some of 12 images ($fell)" test "$fell" -gt 0
+t_check "  ... and answered there as the base alone on all 12 ($same)" test "$same" = 12
 t_done
