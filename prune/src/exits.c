@@ -380,6 +380,7 @@ static int lossless_thresholds(branch **plan, int np, const split_eval *se, cons
 /* The trunk's MACs of layers 0..i (prefix[i]); prefix[-1] = 0. */
 typedef struct plan_eval {
     double expected_macs; /* per input, exits' cost included */
+    double exits_macs;    /* per input: the part spent in exit branches */
     double top1;
     uint64_t correct;
     double *rate;         /* per exit: share answering there (np + 1: the trunk last) */
@@ -390,7 +391,7 @@ typedef struct plan_eval {
 static void plan_apply(branch **plan, int np, const float *thr, float alpha, const split_eval *se,
                        const uint64_t *prefix, uint64_t trunk_macs, plan_eval *pe, int *exit_of)
 {
-    double macs = 0;
+    double macs = 0, spent = 0;
     pe->correct = 0;
     for (int j = 0; j <= np; j++) pe->rate[j] = 0;
     for (size_t i = 0; i < se->n; i++) {
@@ -398,6 +399,7 @@ static void plan_apply(branch **plan, int np, const float *thr, float alpha, con
         int e = np, pred = se->final_pred[i];
         for (int j = 0; j < np; j++) {
             cost += (double)plan[j]->macs;
+            spent += (double)plan[j]->macs;
             if (plan[j]->conf[i] > alpha * thr[j]) {
                 e = j;
                 pred = plan[j]->pred[i];
@@ -412,6 +414,7 @@ static void plan_apply(branch **plan, int np, const float *thr, float alpha, con
     }
     double n = se->n ? (double)se->n : 1;
     pe->expected_macs = macs / n;
+    pe->exits_macs = spent / n;
     pe->top1 = (double)pe->correct / n;
     for (int j = 0; j <= np; j++) pe->rate[j] /= n;
 }
@@ -438,6 +441,75 @@ static cJSON *wilson_json(uint64_t k, uint64_t n)
     cJSON_AddItemToArray(a, cJSON_CreateNumber(lo));
     cJSON_AddItemToArray(a, cJSON_CreateNumber(hi));
     return a;
+}
+
+/* The alpha profile's grid (the thesis sweeps 0.2 .. 1). */
+static const double ALPHAS[] = {0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.1, 1.2, 1.3, 1.5, 2.0};
+#define N_ALPHAS (sizeof ALPHAS / sizeof *ALPHAS)
+
+/* A paired comparison is "clearly worse" at p < 0.05 (McNemar's exact test). */
+#define PRN_EXITS_P 0.05
+
+/* One point of an alpha profile on the split se (`split`: its name; with
+ * every branch's probabilities kept, top-5 too): top-1 with its 95%
+ * interval, expected MACs against the base and against the trunk, what the
+ * exits cost per input and the trunk MACs they skip, the exit rates, and
+ * McNemar's exact test against the trunk alone on the same images
+ * (vs_trunk). *worse: the exit model is clearly worse than its trunk.
+ * rate: np + 1 doubles of scratch. NULL with err. */
+static cJSON *profile_point(branch **plan, int np, const float *thr, double alpha, const split_eval *se,
+                            const char *split, const uint64_t *prefix, uint64_t trunk_macs, uint64_t base_macs,
+                            int C, double *rate, int *worse, trn_err *err)
+{
+    int *eo = malloc((se->n ? se->n : 1) * sizeof *eo);
+    cJSON *p = cJSON_CreateObject(), *vs = cJSON_CreateObject();
+    if (!eo || !p || !vs) {
+        free(eo), cJSON_Delete(p), cJSON_Delete(vs);
+        trn_errf(err, "out of memory");
+        return NULL;
+    }
+    plan_eval ta = {.rate = rate};
+    plan_apply(plan, np, thr, (float)alpha, se, prefix, trunk_macs, &ta, eo);
+    int probs = se->final_probs != NULL;
+    for (int j = 0; j < np; j++) probs = probs && plan[j]->probs;
+    uint64_t k5 = 0, only_exit = 0, only_trunk = 0;
+    for (size_t i = 0; i < se->n; i++) {
+        int e = eo[i], y = se->label[i];
+        int r = (e < np ? plan[e]->pred[i] : se->final_pred[i]) == y, t = se->final_pred[i] == y;
+        only_exit += r && !t;
+        only_trunk += t && !r;
+        if (probs) {
+            const float *q = e < np ? plan[e]->probs + i * C : se->final_probs + i * C;
+            int above = 0;
+            for (int c = 0; c < C; c++) above += q[c] > q[y];
+            k5 += above < 5;
+        }
+    }
+    free(eo);
+    double pv = trn_mcnemar_p(only_exit, only_trunk), skipped = (double)trunk_macs - (ta.expected_macs - ta.exits_macs);
+    char key[32];
+    snprintf(key, sizeof key, "%s_images", split);
+    cJSON_AddNumberToObject(p, "alpha", alpha);
+    cJSON_AddNumberToObject(p, "top1", ta.top1);
+    cJSON_AddItemToObject(p, "top1_ci", wilson_json(ta.correct, se->n));
+    cJSON_AddNumberToObject(p, key, (double)se->n);
+    cJSON_AddNumberToObject(p, "expected_macs", ta.expected_macs);
+    if (probs) cJSON_AddNumberToObject(p, "top5", se->n ? (double)k5 / (double)se->n : 0);
+    cJSON_AddNumberToObject(p, "macs_saving", 1 - ta.expected_macs / (double)base_macs);
+    cJSON_AddNumberToObject(p, "macs_saving_vs_trunk", 1 - ta.expected_macs / (double)trunk_macs);
+    cJSON_AddNumberToObject(p, "exits_macs_spent", ta.exits_macs);
+    cJSON_AddNumberToObject(p, "trunk_macs_skipped", skipped);
+    cJSON_AddNumberToObject(p, "saving_to_cost", ta.exits_macs > 0 ? skipped / ta.exits_macs : 0);
+    cJSON_AddNumberToObject(p, "cumulative_exit_rate", 1 - rate[np]);
+    cJSON *r = cJSON_AddArrayToObject(p, "exit_rates");
+    for (int j = 0; j <= np; j++) cJSON_AddItemToArray(r, cJSON_CreateNumber(rate[j]));
+    cJSON_AddNumberToObject(vs, "exit_model_only_right", (double)only_exit);
+    cJSON_AddNumberToObject(vs, "trunk_only_right", (double)only_trunk);
+    cJSON_AddNumberToObject(vs, "mcnemar_p", pv);
+    *worse = only_trunk > only_exit && pv < PRN_EXITS_P;
+    cJSON_AddBoolToObject(vs, "clearly_worse", *worse);
+    cJSON_AddItemToObject(p, "vs_trunk", vs);
+    return p;
 }
 
 static const char *branch_desc(const branch *b, char *buf, size_t size)
@@ -812,7 +884,6 @@ int prn_early_exit(const trn_cfg *cfg, const char *cfg_path, const char *weights
         if (prune_trunk(cfg, &trunk, &tcfg, o, x, y, fields, measured, err) != 0) goto out;
     } else if (!(tcfg = trn_cfg_clone(cfg, err)))
         goto out;
-    double cap_macs = o->exit_cap > 0 ? o->exit_cap * (double)base_macs : INFINITY;
     uint64_t trunk_macs = 0;
     for (int i = 0; i < L; i++) {
         trn_layer_info li;
@@ -820,6 +891,8 @@ int prn_early_exit(const trn_cfg *cfg, const char *cfg_path, const char *weights
         trunk_macs += li.macs;
         prefix[i] = trunk_macs;
     }
+    /* the exits' cost is bounded by the trunk they sit on (issue 41 item 4) */
+    double cap_macs = o->exit_cap > 0 ? o->exit_cap * (double)trunk_macs : INFINITY;
     /* candidate locations: spatial outputs (h, w > 1) before the classifier;
      * BranchyNet: after every max-pool stage */
     int last_spatial = -1;
@@ -1039,6 +1112,29 @@ shrunk:
                  "narrow the branches with --set width=N", o->exit_cap);
         goto out_all;
     }
+    /* the valid split's alpha profile (the plan's branches hold their valid
+     * answers here) and the alpha chosen on it: the smallest on the grid
+     * where the exit model is not clearly worse than its trunk */
+    {
+        cJSON *vprof = cJSON_AddArrayToObject(fields, "alpha_profile_valid");
+        double chosen = 1;
+        int run = 1; /* every alpha from 1 down to this one not clearly worse */
+        for (size_t a = N_ALPHAS; a-- > 0;) {
+            int worse;
+            cJSON *p = profile_point(plan, np, thr, ALPHAS[a], &va, "valid", prefix, trunk_macs, base_macs, C, rate,
+                                     &worse, err);
+            if (!p) goto out_all;
+            cJSON_InsertItemInArray(vprof, 0, p);
+            if (ALPHAS[a] > 1) continue;
+            run = run && !worse;
+            if (run) chosen = ALPHAS[a];
+        }
+        cJSON *ch = cJSON_AddObjectToObject(fields, "chosen_alpha");
+        cJSON_AddNumberToObject(ch, "alpha", chosen);
+        cJSON_AddStringToObject(ch, "rule", "the smallest alpha at most 1 from which up to 1 the exit model is not "
+                                            "clearly worse than its trunk on the valid split (McNemar's exact "
+                                            "test, p < 0.05)");
+    }
     /* the test split: alpha profile */
     if (evaluate(trunk, plan, np, o->test_x, o->test_y, o->n_test, 1, &te, err) != 0) goto out_all;
     {
@@ -1055,41 +1151,15 @@ shrunk:
         cJSON_AddItemToObject(tk, "top1_ci", wilson_json(trunk_correct, te.n));
         cJSON_AddNumberToObject(tk, "macs", (double)trunk_macs);
         cJSON_AddNumberToObject(tk, "test_images", (double)te.n);
-        static const double alphas[] = {0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.1, 1.2, 1.3, 1.5, 2.0};
         cJSON *prof = cJSON_AddArrayToObject(fields, "alpha_profile");
-        plan_eval ta = {.rate = rate};
-        for (size_t a = 0; a < sizeof alphas / sizeof *alphas; a++) {
-            plan_apply(plan, np, thr, alphas[a], &te, prefix, trunk_macs, &ta, NULL);
-            cJSON *p = cJSON_CreateObject();
-            cJSON_AddNumberToObject(p, "alpha", alphas[a]);
-            cJSON_AddNumberToObject(p, "top1", ta.top1);
-            cJSON_AddItemToObject(p, "top1_ci", wilson_json(ta.correct, te.n));
-            cJSON_AddNumberToObject(p, "test_images", (double)te.n);
-            cJSON_AddNumberToObject(p, "expected_macs", ta.expected_macs);
-            {
-                /* top-5 of the answers (probabilities kept on test) */
-                int *eo = malloc(te.n * sizeof *eo);
-                if (!eo) {
-                    trn_errf(err, "out of memory");
-                    cJSON_Delete(p);
-                    goto out_all;
-                }
-                plan_apply(plan, np, thr, alphas[a], &te, prefix, trunk_macs, &ta, eo);
-                uint64_t k5 = 0;
-                for (size_t i = 0; i < te.n; i++) {
-                    const float *q = eo[i] < np ? plan[eo[i]]->probs + i * C : te.final_probs + i * C;
-                    int above = 0;
-                    for (int c = 0; c < C; c++) above += q[c] > q[te.label[i]];
-                    k5 += above < 5;
-                }
-                free(eo);
-                cJSON_AddNumberToObject(p, "top5", (double)k5 / (double)te.n);
-            }
-            cJSON_AddNumberToObject(p, "macs_saving", 1 - ta.expected_macs / (double)base_macs);
-            cJSON *r = cJSON_AddArrayToObject(p, "exit_rates");
-            for (int j = 0; j <= np; j++) cJSON_AddItemToArray(r, cJSON_CreateNumber(ta.rate[j]));
+        for (size_t a = 0; a < N_ALPHAS; a++) {
+            int worse;
+            cJSON *p = profile_point(plan, np, thr, ALPHAS[a], &te, "test", prefix, trunk_macs, base_macs, C, rate,
+                                     &worse, err);
+            if (!p) goto out_all;
             cJSON_AddItemToArray(prof, p);
         }
+        plan_eval ta = {.rate = rate};
         /* per test image at alpha 1: exit and probabilities (the check of
          * rtl run against this evaluation) */
         int *exit_of = malloc(te.n * sizeof *exit_of);
@@ -1131,6 +1201,7 @@ shrunk:
         }
         cJSON_AddNumberToObject(fields, "exits_macs", (double)exits_macs);
         cJSON_AddNumberToObject(fields, "exits_macs_fraction", (double)exits_macs / (double)base_macs);
+        cJSON_AddNumberToObject(fields, "exits_macs_fraction_of_trunk", (double)exits_macs / (double)trunk_macs);
         cJSON_AddNumberToObject(fields, "exit_cap", o->exit_cap);
         cJSON_AddNumberToObject(fields, "min_threshold", o->min_threshold);
         cJSON_AddNumberToObject(fields, "threshold_z", o->threshold_z);

@@ -93,6 +93,35 @@ for l in t["layers"]:
 assert tf["base"]["macs"] == t["base_macs"] and tf["trunk_alone"]["macs"] == t["macs"]
 assert all(abs(p["macs_saving"] - (1 - p["expected_macs"] / t["base_macs"])) < 1e-9 for p in tf["alpha_profile"])
 PY
+t_check "pruned trunk: the exits within exit_cap of the trunk's MACs (not the base's)" python3 - "$T/p/meta.json" <<'PY'
+import json, sys
+tf = json.load(open(sys.argv[1]))["technique_fields"]
+t = tf["trunk_alone"]["macs"]
+assert tf["exits_macs"] <= tf["exit_cap"] * t + 1e-9, (tf["exits_macs"], t)
+assert abs(tf["exits_macs_fraction_of_trunk"] - tf["exits_macs"] / t) < 1e-12
+PY
+t_check "alpha profile: paired test against the trunk, exits' cost and saving, chosen alpha on valid" \
+    python3 - "$T/p/meta.json" <<'PY'
+import json, sys
+tf = json.load(open(sys.argv[1]))["technique_fields"]
+t = tf["trunk_alone"]
+for name, prof, key in (("test", tf["alpha_profile"], "test_images"), ("valid", tf["alpha_profile_valid"], "valid_images")):
+    assert [p["alpha"] for p in prof][:9] == [0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0], name
+    for p in prof:
+        n, vs = p[key], p["vs_trunk"]
+        if name == "test":  # the exit model's top-1 minus the trunk's is the discordant pairs' difference
+            d = round(p["top1"] * n) - round(t["top1"] * n)
+            assert d == vs["exit_model_only_right"] - vs["trunk_only_right"], (p, t)
+        assert 0 <= vs["mcnemar_p"] <= 1
+        assert vs["clearly_worse"] == (vs["trunk_only_right"] > vs["exit_model_only_right"] and vs["mcnemar_p"] < 0.05)
+        assert abs(p["cumulative_exit_rate"] - sum(p["exit_rates"][:-1])) < 1e-9
+        assert abs(p["expected_macs"] - (t["macs"] - p["trunk_macs_skipped"] + p["exits_macs_spent"])) < 1e-6 * t["macs"]
+        assert abs(p["macs_saving_vs_trunk"] - (1 - p["expected_macs"] / t["macs"])) < 1e-9
+c = tf["chosen_alpha"]["alpha"]
+v = {p["alpha"]: p for p in tf["alpha_profile_valid"]}
+assert c <= 1 and (v[1.0]["vs_trunk"]["clearly_worse"] or
+                   all(not p["vs_trunk"]["clearly_worse"] for a, p in v.items() if c <= a <= 1)), (c, v)
+PY
 t_check "pruned trunk: variant.cfg has fewer filters, no [exit]" sh -c \
     "[ \$(grep -c '^filters=' '$T/p/variant.cfg') -eq 2 ] && ! grep -q '^\[exit\]' '$T/p/variant.cfg' && \
      ! cmp -s '$T/base.cfg' '$T/p/variant.cfg'"
