@@ -809,6 +809,8 @@ typedef struct prn_exits_opts {
     float min_threshold; /* floor of every T_lossless, so that alpha always applies (0.5) */
     float threshold_z;   /* lossless with a margin: exit-right-trunk-wrong minus the reverse
                           * must reach z sqrt(their sum) (1; 0: the plain rule) */
+    int anneal;          /* 1: every branch's rate decays to 0 over its batches (poly, power 2);
+                          * 0: constant (1) */
     uint64_t seed;
     prn_batch_fn train;  /* the training stream (augmented) */
     void *train_ctx;

@@ -78,6 +78,7 @@ void prn_exits_opts_defaults(prn_exits_opts *o)
     o->exit_cap = 0.05;
     o->min_threshold = 0.5f;
     o->threshold_z = 1;
+    o->anneal = 1;
 }
 
 int prn_exits_opts_set(prn_exits_opts *o, const char *kv, trn_err *err)
@@ -119,6 +120,7 @@ int prn_exits_opts_set(prn_exits_opts *o, const char *kv, trn_err *err)
     else if (KEY("exit_cap") && d >= 0 && d <= 10) o->exit_cap = d;
     else if (KEY("min_threshold") && d >= 0 && d < 1) o->min_threshold = (float)d;
     else if (KEY("threshold_z") && d >= 0 && d <= 10) o->threshold_z = (float)d;
+    else if (KEY("anneal") && INT_IN(0, 1)) o->anneal = (int)d;
     else
         return trn_errf(err, "--set %s: unknown key or value out of range (keys: batch 1..4096, stage1 >= 1, "
                         "finetune >= 0, learning_rate (0,10), momentum [0,1), decay [0,1), kd [0,1], width "
@@ -126,7 +128,7 @@ int prn_exits_opts_set(prn_exits_opts *o, const char *kv, trn_err *err)
                         "0|1|2, trunk_macs [0,1], trunk_tolerance [0,1], trunk_retrain >= 0, trunk_lr (0,10), "
                         "trunk_kd [0,1], trunk_compare_l1 0|1, sbs_images >= 1, sbs_epochs 1..1000, "
                         "sbs_first_epochs 1..1000, sbs_refit 0..1000, sbs_drop >= 1, sbs_stop (0,1], exit_cap "
-                        "[0,10], min_threshold [0,1), threshold_z [0,10])", kv);
+                        "[0,10], min_threshold [0,1), threshold_z [0,10], anneal 0|1)", kv);
 #undef KEY
 #undef INT_IN
     return 0;
@@ -164,9 +166,11 @@ static char *branch_text(const branch *b, int classes, float threshold)
 }
 
 /* Builds b->x (batch `batch`, training buffers) with weights drawn from
- * seed, then copied from `from` where shapes allow (NULL: none). */
+ * seed, then copied from `from` where shapes allow (NULL: none); it will
+ * train `batches` steps (with anneal: its rate decays to 0 over them,
+ * poly power 2; else constant). */
 static int branch_build(branch *b, const trn_net *trunk, const prn_exits_opts *o,
-                        const branch *from, uint64_t seed, float lr, trn_err *err)
+                        const branch *from, uint64_t seed, float lr, int batches, trn_err *err)
 {
     int classes = (int)trn_net_outputs(trunk);
     char *body = branch_text(b, classes, 1);
@@ -175,11 +179,15 @@ static int branch_build(branch *b, const trn_net *trunk, const prn_exits_opts *o
     char *kd = o->kd > 0 ? prn_strdupf("distill_alpha=%g\ndistill_temperature=1\ndistill_cfg=%s\n"
                                        "distill_weights=trunk\n", o->kd, "trunk")
                          : prn_strdupf("%s", "");
-    char *text = body && kd ? prn_strdupf("[net]\nbatch=%d\nlearning_rate=%g\nmomentum=%g\ndecay=%g\n%s%s",
-                                          o->batch, lr, o->momentum, o->decay, kd, body)
-                            : NULL;
+    char *sched = o->anneal && batches > 0 ? prn_strdupf("policy=poly\npower=2\nmax_batches=%d\n", batches)
+                                           : prn_strdupf("%s", "");
+    char *text = body && kd && sched
+                     ? prn_strdupf("[net]\nbatch=%d\nlearning_rate=%g\nmomentum=%g\ndecay=%g\n%s%s%s", o->batch, lr,
+                                   o->momentum, o->decay, sched, kd, body)
+                     : NULL;
     free(body);
     free(kd);
+    free(sched);
     if (!text) return trn_errf(err, "out of memory");
     trn_cfg *c = trn_cfg_parse(text, strlen(text), "exit-branch", err);
     free(text);
@@ -922,8 +930,11 @@ int prn_early_exit(const trn_cfg *cfg, const char *cfg_path, const char *weights
                  cfg_path);
         goto out;
     }
+    /* Stage 1's batches (BranchyNet: its fixed heads get the batches our
+     * search spends in all) */
+    int stage1 = o->branchynet ? o->stage1 + o->finetune * (o->layers + 3) : o->stage1;
     for (int k = 0; k < nb; k++)
-        if (branch_build(&bs[k], trunk, o, NULL, o->seed + 1000 + (uint64_t)k, o->learning_rate, err) != 0)
+        if (branch_build(&bs[k], trunk, o, NULL, o->seed + 1000 + (uint64_t)k, o->learning_rate, stage1, err) != 0)
             goto out;
     branch **all = calloc((size_t)nb, sizeof *all);
     if (!all) {
@@ -932,9 +943,7 @@ int prn_early_exit(const trn_cfg *cfg, const char *cfg_path, const char *weights
     }
     for (int k = 0; k < nb; k++) all[k] = &bs[k];
     uint64_t step = 0;
-    /* Stage 1: the over-parameterised branches (BranchyNet: its fixed heads,
-     * with the batches our search spends in all) */
-    int stage1 = o->branchynet ? o->stage1 + o->finetune * (o->layers + 3) : o->stage1;
+    /* Stage 1: the over-parameterised branches (BranchyNet: its fixed heads) */
     if (train_branches(trunk, all, nb, stage1, step, o, x, y, err) != 0) goto out_all;
     step += (uint64_t)stage1;
     if (evaluate(trunk, all, nb, o->valid_x, o->valid_y, o->n_valid, 0, &va, err) != 0) goto out_all;
@@ -975,7 +984,7 @@ int prn_early_exit(const trn_cfg *cfg, const char *cfg_path, const char *weights
                     }
                     cand[nc] = c;
                     if (branch_build(&cand[nc], trunk, o, &bs[k], o->seed + 2000 + 100 * (uint64_t)round + (uint64_t)k,
-                                     o->learning_rate * 0.5f, err) != 0)
+                                     o->learning_rate * 0.5f, o->finetune, err) != 0)
                         goto shrink_fail;
                     cl[nc] = &cand[nc];
                     ci[nc++] = k;
@@ -1208,6 +1217,7 @@ shrunk:
         cJSON_AddStringToObject(fields, "method", o->branchynet ? "branchynet" : "flexdnn");
         cJSON_AddNumberToObject(fields, "training_batches", (double)step);
         cJSON_AddNumberToObject(fields, "kd", o->kd);
+        cJSON_AddBoolToObject(fields, "anneal", o->anneal);
     }
     /* the exit model: exits.cfg (batch-free) and its networks (batch 1) */
     {

@@ -52,6 +52,14 @@ t_check "meta.json lists as many exits as exits.cfg ($n_exits)" \
 expect_ok "same seed again, 2 threads" "$P" "${A[@]}" --out "$T/e2" --threads 2
 t_check "same exits bytes for the same seed and any thread count" cmp -s "$T/e/exits.weights" "$T/e2/exits.weights"
 t_check "same exits cfg" cmp -s "$T/e/exits.cfg" "$T/e2/exits.cfg"
+expect_ok "anneal=0: constant branch learning rates" "$P" "${A[@]}" --set anneal=0 --out "$T/const"
+t_check "annealed branches (the default) train to other weights than constant rates" \
+    sh -c "! cmp -s '$T/e/exits.weights' '$T/const/exits.weights'"
+t_check "meta.json says whether the branches were annealed" python3 -c '
+import json, sys
+assert json.load(open(sys.argv[1] + "/e/meta.json"))["technique_fields"]["anneal"] is True
+assert json.load(open(sys.argv[1] + "/const/meta.json"))["technique_fields"]["anneal"] is False
+' "$T"
 expect_ok "BranchyNet baseline" "$P" "${A[@]}" --set branchynet=1 --out "$T/b"
 t_check "BranchyNet: one head per max-pool stage" sh -c "[ \$(grep -c '^\[exit\]' '$T/b/exits.cfg') -ge 1 ]"
 t_check "BranchyNet: exits only after max-pools (layers 1, 3)" \
@@ -160,6 +168,7 @@ bad() { # NAME PATTERN ARGS...
 bad "missing --data" "--data is required" early-exit --cfg "$T/base.cfg" --weights "$T/base.weights" --seed 1
 bad "bad --set key" "unknown key or value out of range" "${A[@]}" --set speed=2
 bad "bad --set value" "not a number" "${A[@]}" --set kd=much
+bad "anneal is 0 or 1" "anneal 0|1" "${A[@]}" --set anneal=2
 sed 's/^valid *=.*//' "$T/s/s.data" >"$T/s/novalid.data"
 bad "no valid split" "no valid split" "${A[@]/$T\/s\/s.data/$T/s/novalid.data}"
 t_done
