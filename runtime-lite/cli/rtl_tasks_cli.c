@@ -11,7 +11,7 @@
 #include <string.h>
 #include <time.h>
 
-#define MAX_TASKS 32
+#define MAX_TASKS RTL_RUNNER_MAX_TASKS
 
 int run_wants_tasks(int argc, char **argv)
 {
@@ -20,46 +20,14 @@ int run_wants_tasks(int argc, char **argv)
     return 0;
 }
 
-static double top1_of(const rtl_variant *v, const char *task)
-{
-    double t1 = -1, t5;
-    if (rtl_variant_accuracy(v, task, &t1, &t5) != 0) return -1;
-    return t1;
-}
-
-/* The variant answering `task`: a head whose parent is one of chosen[]
- * (the most accurate such), else the most accurate loadable variant of the
- * task that is not a head, else the most accurate head. NULL when none. */
-static const rtl_variant *pick(const rtl_catalog *cat, const char *task, const rtl_variant *const *chosen,
-                               size_t nchosen, int heads_only_with_parent)
-{
-    const rtl_variant *best = NULL;
-    double bt = -2;
-    for (size_t i = 0; i < rtl_catalog_variant_count(cat); i++) {
-        const rtl_variant *v = rtl_catalog_variant_at(cat, i);
-        if (strcmp(rtl_variant_task(v), task) || rtl_variant_loadable(v, NULL) != 0) continue;
-        int head = !strcmp(rtl_variant_technique(v), "head");
-        if (heads_only_with_parent) {
-            if (!head || !rtl_variant_parent(v)) continue;
-            size_t k = 0;
-            while (k < nchosen && strcmp(rtl_variant_id(chosen[k]), rtl_variant_parent(v))) k++;
-            if (k == nchosen) continue;
-        } else if (head) {
-            continue;
-        }
-        double t = top1_of(v, task);
-        if (t > bt) best = v, bt = t;
-    }
-    return best;
-}
-
 /* One rtl run --task: the tasks asked, their variants and models. */
 struct tasks_run {
     char *names[MAX_TASKS];
     size_t nt;
     char *buf;                          /* names point into it */
     const rtl_variant *var[MAX_TASKS];
-    rtl_model *models[MAX_TASKS];
+    rtl_model *models[MAX_TASKS];       /* the runner's */
+    rtl_runner *r;
     rtl_class *top;
     float *x;
     cJSON *doc, *results;
@@ -86,52 +54,18 @@ static int task_names(struct tasks_run *R, const ck_list *tl)
     return R->nt ? 0 : ck_usage("rtl", "run", "--task needs a task name");
 }
 
-/* Each task's variant (pick's rules); 0, or 1 after an error message. */
-static int task_variants(struct tasks_run *R, const rtl_catalog *cat)
-{
-    const rtl_variant *plain[MAX_TASKS];
-    size_t np = 0;
-    for (size_t t = 0; t < R->nt; t++) {
-        size_t nl;
-        if (!rtl_catalog_task_labels(cat, R->names[t], &nl)) {
-            fprintf(stderr, "rtl: error: catalog %s has no task '%s'; its tasks:", rtl_catalog_id(cat), R->names[t]);
-            for (size_t q = 0; q < rtl_catalog_task_count(cat); q++)
-                fprintf(stderr, " %s", rtl_catalog_task_name(cat, q));
-            fputc('\n', stderr);
-            return 1;
-        }
-        if ((R->var[t] = pick(cat, R->names[t], NULL, 0, 0))) plain[np++] = R->var[t];
-    }
-    for (size_t t = 0; t < R->nt; t++) {
-        const rtl_variant *h = pick(cat, R->names[t], plain, np, 1);
-        if (h) R->var[t] = h;
-        if (!R->var[t]) {
-            /* A head whose parent is not asked: the most accurate head. */
-            double bt = -2;
-            for (size_t q = 0; q < rtl_catalog_variant_count(cat); q++) {
-                const rtl_variant *c = rtl_catalog_variant_at(cat, q);
-                if (strcmp(rtl_variant_task(c), R->names[t]) || rtl_variant_loadable(c, NULL) != 0) continue;
-                if (top1_of(c, R->names[t]) > bt) R->var[t] = c, bt = top1_of(c, R->names[t]);
-            }
-        }
-        if (!R->var[t]) {
-            fprintf(stderr, "rtl: error: catalog %s has no variant this runtime can load for task '%s'\n",
-                    rtl_catalog_id(cat), R->names[t]);
-            return 1;
-        }
-    }
-    return 0;
-}
-
-/* The models, the buffers and the JSON document; 0, or 1 after an error. */
-static int task_models(struct tasks_run *R, rtl_catalog *cat, long long threads, int json)
+/* Each task's variant, opened by the runner (heads on one trunk), the
+ * buffers and the JSON document; 0, or 1 after an error. */
+static int task_models(struct tasks_run *R, rtl_store *s, rtl_catalog *cat, long long threads, int json)
 {
     rtl_err err;
-    rtl_model_options mo = {.threads = (int)threads};
+    rtl_runner_options ro = {.threads = (int)threads};
+    if (!(R->r = rtl_runner_new(s, cat, &ro, &err)) ||
+        rtl_runner_set_tasks(R->r, (const char *const *)R->names, R->nt, R->models, &err) != 0)
+        return fail(&err);
     size_t kmax = 1;
     for (size_t t = 0; t < R->nt; t++) {
-        if (!(R->models[t] = rtl_model_open(cat, rtl_variant_id(R->var[t]), &mo, &err))) return fail(&err);
-        mo.threads = 0;
+        R->var[t] = rtl_model_variant(R->models[t]);
         if (rtl_model_classes(R->models[t]) > kmax) kmax = rtl_model_classes(R->models[t]);
     }
     R->top = calloc(kmax, sizeof *R->top);
@@ -160,8 +94,7 @@ static int task_answers(struct tasks_run *R, char **images, int n, long long top
     size_t runs_done = 0;
     for (int a = 0; a < n; a++) {
         size_t tr = 0;
-        if (rtl_model_image_input(R->models[0], images[a], R->x, &err) != 0 ||
-            rtl_model_run_tasks(R->models, R->nt, R->x, &tr, &err) != 0) {
+        if (rtl_runner_run_tasks(R->r, images[a], &tr, &err) != 0) {
             status = fail(&err);
             image_error_json(R->results, images[a], err.msg);
             continue;
@@ -235,7 +168,7 @@ static void tasks_free(struct tasks_run *R)
     cJSON_Delete(R->doc);
     free(R->x);
     free(R->top);
-    for (size_t t = 0; t < R->nt; t++) rtl_model_close(R->models[t]);
+    rtl_runner_free(R->r);
     free(R->buf);
 }
 
@@ -272,7 +205,7 @@ int cmd_run_tasks(rtl_store *s, int argc, char **argv)
     rtl_err err;
     rtl_catalog *cat = status ? NULL : rtl_catalog_open(s, argv[i], &err);
     if (!status && !cat) status = fail(&err);
-    if (!status) status = task_variants(&R, cat) || task_models(&R, cat, o.threads, o.json);
+    if (!status) status = task_models(&R, s, cat, o.threads, o.json);
     if (!status) status = task_answers(&R, argv + i + 1, argc - i - 1, o.top);
     if (!status && repeat > 0) status = task_timing(&R, argv[i + 1], repeat);
     if (R.doc) { /* made once the models are open: what ran, also after an image failed */

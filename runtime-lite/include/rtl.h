@@ -526,8 +526,6 @@ RTL_API size_t rtl_model_input_size(const rtl_model *m);
  * range). */
 RTL_API size_t rtl_model_classes(const rtl_model *m);
 RTL_API const char *rtl_model_label(const rtl_model *m, size_t k);
-/* Bytes of weights mapped for this model (the sum over its parts). */
-RTL_API uint64_t rtl_model_mapped_bytes(const rtl_model *m);
 
 /* Multi-capacity (nested) models (technique "nested"): one network over one
  * mapping, capacity k (1 = the smallest) a channel prefix per layer from the
@@ -615,16 +613,14 @@ typedef struct rtl_class {
 RTL_API int rtl_model_top(const rtl_model *m, size_t k, rtl_class *out, size_t *n, rtl_err *err);
 
 /* Measures batch-1 latency: `warmup` untimed runs, then `runs` (>= 1) timed
- * runs of rtl_model_run on x, each timed alone with a monotonic clock. x
- * NULL uses the model's own input buffer: the image rtl_model_run_image
- * decoded last, or the x of an earlier measurement, zeros at first. Fills
- * out: where "device", source "measured", machine (rtl_machine_describe),
- * threads, runs, median and mean, the time and the catalog version. */
-RTL_API int rtl_model_measure(rtl_model *m, const float *x, uint32_t warmup, uint32_t runs,
-                              rtl_latency *out, rtl_err *err) RTL_MUST_CHECK;
-/* The same with gap_ms (>= 0) of sleep before each timed run: the latency
- * of requests that arrive at a frame rate (a run after the core idled, its
- * caches taken by whatever ran meanwhile) rather than back to back. */
+ * runs of rtl_model_run on x, each timed alone with a monotonic clock, each
+ * after gap_ms (>= 0; 0: back to back) of sleep: the latency of requests
+ * that arrive at a frame rate (a run after the core idled, its caches
+ * taken by whatever ran meanwhile). x NULL uses the model's own input
+ * buffer: the image rtl_model_run_image decoded last, or the x of an
+ * earlier measurement, zeros at first. Fills out: where "device", source
+ * "measured", machine (rtl_machine_describe), threads, runs, median and
+ * mean, the time and the catalog version. */
 RTL_API int rtl_model_measure_paced(rtl_model *m, const float *x, uint32_t warmup, uint32_t runs, double gap_ms,
                                     rtl_latency *out, rtl_err *err) RTL_MUST_CHECK;
 
@@ -654,16 +650,8 @@ typedef struct rtl_layer_cost {
 RTL_API int rtl_model_layers(const rtl_model *m);
 /* Layer i's costs; -1 when i is out of range. */
 RTL_API int rtl_model_layer_cost(const rtl_model *m, int i, rtl_layer_cost *out);
-/* Floats crossing cut s (input, layer s-1's output): 0 when s is out of range. */
-RTL_API size_t rtl_model_cut_floats(const rtl_model *m, int s);
 /* 1 when cut s is possible. */
 RTL_API int rtl_model_cut_ok(const rtl_model *m, int s);
-/* Runs layers first..last on x (the floats crossing cut `first`, n of them)
- * and points *out at layer last's output (*nout floats, owned by the model,
- * valid until its next run). Both cuts must be possible. When last is the
- * final layer the result is also rtl_model_output's. */
-RTL_API int rtl_model_run_range(rtl_model *m, int first, int last, const float *x, size_t n,
-                                const float **out, size_t *nout, rtl_err *err) RTL_MUST_CHECK;
 /* Decodes the image at path into x (rtl_model_input_size floats) with the
  * preprocessing of rtl_model_run_image, without running anything. */
 RTL_API int rtl_model_image_input(const rtl_model *m, const char *path, float *x, rtl_err *err) RTL_MUST_CHECK;
@@ -752,10 +740,6 @@ typedef struct rtl_context {
 
 typedef struct rtl_context_profiler rtl_context_profiler;
 
-/* A profiler with params (copied; NULL fields take their defaults). NULL
- * with err on a bad parameter or no memory. */
-RTL_API rtl_context_profiler *rtl_context_profiler_new(const rtl_context_params *params, rtl_err *err);
-RTL_API void rtl_context_profiler_free(rtl_context_profiler *p);
 /* The parameters in force (defaults filled in). */
 RTL_API void rtl_context_profiler_params(const rtl_context_profiler *p, rtl_context_params *out);
 /* Adds one classified input of class cls (the answer, not the truth: a
@@ -890,8 +874,6 @@ typedef struct rtl_gtdp_layer_plan {
     uint64_t bytes;           /* moved between the device and the workers */
 } rtl_gtdp_layer_plan;
 
-/* Fills p's input rows, bytes and times for worker w (p's rectangle set). */
-RTL_API void rtl_gtdp_part_cost(const rtl_gtdp_layer *l, const rtl_gtdp_worker *w, rtl_gtdp_part *p);
 /* GTDP's plan of layer l over n workers. -1 with err on bad workers/layer. */
 RTL_API int rtl_gtdp_plan_layer(const rtl_gtdp_layer *l, const rtl_gtdp_worker *w, int n,
                                 rtl_gtdp_layer_plan *out, rtl_err *err);
@@ -1303,7 +1285,8 @@ RTL_API int rtl_sched_add_catalog(rtl_sched *s, const rtl_catalog *cat, const ch
  * What an application runs a catalog through: variants are opened on
  * their first request and stay open (warm), a specialised variant with its
  * cascade partner (in the catalog, or in the catalog the add-on extends,
- * installed at its version). With options.context, each task's answers go
+ * installed at its version); several tasks run with their heads on one
+ * trunk (rtl_runner_set_tasks). With options.context, each task's answers go
  * through a context profiler, and while a specialised model installed for
  * the task (the catalog's own, or an installed add-on's built for the
  * catalog's version) matches the window and its partner is the variant
@@ -1390,6 +1373,22 @@ typedef struct rtl_specialised {
     int in_use;              /* 1: it answers first now */
 } rtl_specialised;
 RTL_API int rtl_runner_specialised(rtl_runner *r, const char *task, size_t i, rtl_specialised *out, rtl_err *err);
+
+/* Several tasks on one input (MCDNN 4.1.3, shared trunks): for each of
+ * tasks[0..n) the variant that answers it, opened: a head (prune
+ * retarget) whose parent answers another of the tasks, so that their
+ * trunk runs once, else the task's most accurate variant that is not a
+ * head, else its most accurate head; models (may be NULL) gets them, in
+ * the tasks' order (owned by the runner, valid until the next call or
+ * rtl_runner_free). -1 with err naming a task the catalog lacks (and its
+ * tasks) or one without a variant this runtime can load. */
+#define RTL_RUNNER_MAX_TASKS 32
+RTL_API int rtl_runner_set_tasks(rtl_runner *r, const char *const *tasks, size_t n, rtl_model **models,
+                                 rtl_err *err) RTL_MUST_CHECK;
+/* Runs the tasks set on image: each shared trunk once, its output fanned
+ * out to its heads (rtl_model_run_tasks); each model's rtl_model_output
+ * is then its task's answer, *trunk_runs (may be NULL) the trunk forwards. */
+RTL_API int rtl_runner_run_tasks(rtl_runner *r, const char *image, size_t *trunk_runs, rtl_err *err) RTL_MUST_CHECK;
 
 #ifdef __cplusplus
 }

@@ -64,6 +64,35 @@ size_t rtl_sched_task_count(const rtl_sched *s);
  * until loaders grow typed accessors for them. */
 const char *rtl_variant_fields_json(const rtl_variant *v);
 
+/* Also librtl's own since the runner (issue 38): an application's
+ * profiler is the runner's (rtl_runner_profiler), its timings are
+ * rtl_model_measure_paced's, split runs go through rtl_offload_run; the
+ * tests and tools still call these. */
+/* A profiler with params (copied; NULL fields take their defaults). NULL
+ * with err on a bad parameter or no memory. */
+rtl_context_profiler *rtl_context_profiler_new(const rtl_context_params *params, rtl_err *err);
+void rtl_context_profiler_free(rtl_context_profiler *p);
+/* Floats crossing cut s (input, layer s-1's output): 0 when s is out of range. */
+size_t rtl_model_cut_floats(const rtl_model *m, int s);
+/* Runs layers first..last on x (the floats crossing cut `first`, n of them)
+ * and points *out at layer last's output (*nout floats, owned by the model,
+ * valid until its next run). Both cuts must be possible. When last is the
+ * final layer the result is also rtl_model_output's. */
+int rtl_model_run_range(rtl_model *m, int first, int last, const float *x, size_t n,
+                                const float **out, size_t *nout, rtl_err *err) RTL_MUST_CHECK;
+/* Measures batch-1 latency: `warmup` untimed runs, then `runs` (>= 1) timed
+ * runs of rtl_model_run on x, each timed alone with a monotonic clock. x
+ * NULL uses the model's own input buffer: the image rtl_model_run_image
+ * decoded last, or the x of an earlier measurement, zeros at first. Fills
+ * out: where "device", source "measured", machine (rtl_machine_describe),
+ * threads, runs, median and mean, the time and the catalog version. */
+int rtl_model_measure(rtl_model *m, const float *x, uint32_t warmup, uint32_t runs,
+                              rtl_latency *out, rtl_err *err) RTL_MUST_CHECK;
+/* Bytes of weights mapped for this model (the sum over its parts). */
+uint64_t rtl_model_mapped_bytes(const rtl_model *m);
+/* Fills p's input rows, bytes and times for worker w (p's rectangle set). */
+void rtl_gtdp_part_cost(const rtl_gtdp_layer *l, const rtl_gtdp_worker *w, rtl_gtdp_part *p);
+
 /* Formats a message into err (err may be NULL). Returns -1, so that error
  * paths read `return rtl_errf(err, "...")`. */
 int rtl_errf(rtl_err *err, const char *fmt, ...) RTL_PRINTF(2, 3);

@@ -68,6 +68,8 @@ struct rtl_runner {
     float *x;
     size_t xcap;
     uint64_t runs;
+    rtl_model *tm[RTL_RUNNER_MAX_TASKS]; /* rtl_runner_set_tasks's models, in its order */
+    size_t ntm;
 };
 
 static void warn(const rtl_runner *r, const char *fmt, ...) RTL_PRINTF(2, 3);
@@ -495,6 +497,100 @@ int rtl_runner_serve(rtl_runner *r, rtl_sched *s, int task, double now, uint64_t
     return rc;
 }
 
+/* ---- several tasks on one input: heads on one trunk ----------------------------- */
+
+static double top1_of(const rtl_variant *v, const char *task)
+{
+    double t1 = -1, t5;
+    return rtl_variant_accuracy(v, task, &t1, &t5) == 0 ? t1 : -1;
+}
+
+/* The variant answering task: with chosen (nchosen of them), a head whose
+ * parent is one of them (the most accurate such); without, the most
+ * accurate loadable variant of the task that is not a head; heads_any:
+ * the most accurate head. NULL when none. */
+static const rtl_variant *pick(const rtl_catalog *cat, const char *task, const rtl_variant *const *chosen,
+                               size_t nchosen, int heads)
+{
+    const rtl_variant *best = NULL;
+    double bt = -2;
+    for (size_t i = 0; i < rtl_catalog_variant_count(cat); i++) {
+        const rtl_variant *v = rtl_catalog_variant_at(cat, i);
+        if (strcmp(rtl_variant_task(v), task) || rtl_variant_loadable(v, NULL) != 0) continue;
+        int head = !strcmp(rtl_variant_technique(v), "head");
+        if (heads != head) continue;
+        if (chosen) {
+            size_t k = 0;
+            while (k < nchosen && (!rtl_variant_parent(v) || strcmp(rtl_variant_id(chosen[k]), rtl_variant_parent(v))))
+                k++;
+            if (k == nchosen) continue;
+        }
+        double t = top1_of(v, task);
+        if (t > bt) best = v, bt = t;
+    }
+    return best;
+}
+
+/* Each task's variant into var[]: a head whose parent answers another
+ * task (its trunk then runs once for both), else the most accurate variant
+ * that is not a head, else the most accurate head. */
+static int task_variants(const rtl_catalog *cat, const char *const *tasks, size_t n, const rtl_variant **var,
+                         rtl_err *err)
+{
+    const rtl_variant *plain[RTL_RUNNER_MAX_TASKS];
+    size_t np = 0;
+    for (size_t t = 0; t < n; t++) {
+        if (!rtl_catalog_task_labels(cat, tasks[t], NULL)) {
+            char list[512] = "";
+            for (size_t q = 0; q < rtl_catalog_task_count(cat); q++) {
+                size_t at = strlen(list);
+                snprintf(list + at, sizeof list - at, " %s", rtl_catalog_task_name(cat, q));
+            }
+            return rtl_errf(err, "catalog %s has no task '%s'; its tasks:%s", rtl_catalog_id(cat), tasks[t], list);
+        }
+        if ((var[t] = pick(cat, tasks[t], NULL, 0, 0))) plain[np++] = var[t];
+    }
+    for (size_t t = 0; t < n; t++) {
+        const rtl_variant *h = pick(cat, tasks[t], plain, np, 1);
+        if (h) var[t] = h;
+        if (!var[t]) var[t] = pick(cat, tasks[t], NULL, 0, 1); /* a head whose parent is not asked */
+        if (!var[t])
+            return rtl_errf(err, "catalog %s has no variant this runtime can load for task '%s'", rtl_catalog_id(cat),
+                            tasks[t]);
+    }
+    return 0;
+}
+
+int rtl_runner_set_tasks(rtl_runner *r, const char *const *tasks, size_t n, rtl_model **models, rtl_err *err)
+{
+    const rtl_variant *var[RTL_RUNNER_MAX_TASKS];
+    if (n == 0 || n > RTL_RUNNER_MAX_TASKS)
+        return rtl_errf(err, "%zu tasks: give 1 to %d", n, RTL_RUNNER_MAX_TASKS);
+    if (task_variants(r->cat, tasks, n, var, err) != 0) return -1;
+    for (size_t i = 0; i < r->ntm; i++) rtl_model_close(r->tm[i]);
+    r->ntm = 0;
+    rtl_model_options mo = {.threads = r->o.threads};
+    for (size_t t = 0; t < n; t++, r->ntm++) {
+        if (!(r->tm[t] = rtl_model_open(r->cat, rtl_variant_id(var[t]), &mo, err))) return -1;
+        mo.threads = 0; /* set once */
+    }
+    if (models) memcpy(models, r->tm, n * sizeof *models);
+    return 0;
+}
+
+int rtl_runner_run_tasks(rtl_runner *r, const char *image, size_t *trunk_runs, rtl_err *err)
+{
+    if (!r->ntm) return rtl_errf(err, "no tasks to run: rtl_runner_set_tasks first");
+    size_t need = rtl_model_input_size(r->tm[0]);
+    if (need > r->xcap) {
+        float *nx = realloc(r->x, need * sizeof *nx);
+        if (!nx) return rtl_errf(err, "out of memory");
+        r->x = nx, r->xcap = need;
+    }
+    if (rtl_model_image_input(r->tm[0], image, r->x, err) != 0) return -1;
+    return rtl_model_run_tasks(r->tm, r->ntm, r->x, trunk_runs, err);
+}
+
 void rtl_runner_free(rtl_runner *r)
 {
     if (!r) return;
@@ -503,6 +599,7 @@ void rtl_runner_free(rtl_runner *r)
         addons_free(&r->tasks[i]);
         rtl_context_profiler_free(r->tasks[i].prof);
     }
+    for (size_t i = 0; i < r->ntm; i++) rtl_model_close(r->tm[i]);
     free(r->slots);
     free(r->tasks);
     free(r->x);

@@ -8,6 +8,7 @@
 #include "testutil_impl.h"
 #include "testlib_trn.h"
 #include "rtl.h"
+#include "internal.h" /* functions librtl no longer exports (issue 38) */
 
 #include <fcntl.h>
 #include <stdint.h>

@@ -17,6 +17,12 @@ static const char cfg_gen[] =
     "[net]\nbatch=1\nheight=12\nwidth=12\nchannels=3\n"
     "[convolutional]\nfilters=4\nsize=3\nstride=2\npad=1\nactivation=relu\n"
     "[avgpool]\n[connected]\noutput=5\nactivation=linear\n[softmax]\n";
+/* A head of the generic model for task u: its layer 0 (the trunk) is the
+ * generic model's, written from the same seed. */
+static const char cfg_head[] =
+    "[net]\nbatch=1\nheight=12\nwidth=12\nchannels=3\n"
+    "[convolutional]\nfilters=4\nsize=3\nstride=2\npad=1\nactivation=relu\n"
+    "[avgpool]\n[connected]\noutput=2\nactivation=linear\n[softmax]\n";
 static const char cfg_spec[] =
     "[net]\nbatch=1\nheight=12\nwidth=12\nchannels=3\n"
     "[convolutional]\nfilters=4\nsize=3\nstride=2\npad=1\nactivation=relu\n"
@@ -77,14 +83,16 @@ static void file_json(const char *id, const char *role, const char *name)
 
 static const struct {
     const char *id, *technique, *task, *cfg, *fields;
+    uint64_t seed;
 } specs[] = {
-    {"base", "base", "t", cfg_gen, "{}"},
+    {"base", "base", "t", cfg_gen, "{}", 40},
+    {"head", "head", "u", cfg_head, "{\"head\":{\"from_layer\":1}}", 40},
     /* gate 0: MCDNN's cascade, "other" alone falls through */
     {"spec", "specialised", "s", cfg_spec,
-     "{\"context\":{\"other_class\":2,\"p\":0.6},\"cascade\":{\"partner\":\"base\"}}"},
+     "{\"context\":{\"other_class\":2,\"p\":0.6},\"cascade\":{\"partner\":\"base\"}}", 41},
     /* gate 0.999: nearly every answer falls through */
     {"spec-gated", "specialised", "s", cfg_spec,
-     "{\"context\":{\"other_class\":2,\"p\":0.6},\"cascade\":{\"partner\":\"base\",\"gate\":0.999}}"},
+     "{\"context\":{\"other_class\":2,\"p\":0.6},\"cascade\":{\"partner\":\"base\",\"gate\":0.999}}", 42},
 };
 #define NSPECS (sizeof specs / sizeof specs[0])
 
@@ -93,18 +101,20 @@ static int setup(void **state)
     (void)state;
     add("{\"schema\":1,\"catalog\":\"unit\",\"model\":\"tiny\",\"version\":1,"
         "\"tasks\":{\"t\":{\"classes\":5,\"labels\":[\"c0\",\"c1\",\"c2\",\"c3\",\"c4\"]},"
-        "\"s\":{\"classes\":3,\"labels\":[\"c0\",\"c1\",\"other\"]}},\"variants\":[");
+        "\"s\":{\"classes\":3,\"labels\":[\"c0\",\"c1\",\"other\"]},"
+        "\"u\":{\"classes\":2,\"labels\":[\"u0\",\"u1\"]}},\"variants\":[");
     for (size_t i = 0; i < NSPECS; i++) {
         const char *id = specs[i].id;
         assert_int_equal(trn_mkdir_p(tl_path("variants/%s", id), NULL), 0);
         assert_int_equal(tl_write_text(tl_path("variants/%s/variant.cfg", id), specs[i].cfg), 0);
-        write_weights(specs[i].cfg, 40 + i, tl_path("variants/%s/variant.weights", id));
-        add("%s{\"id\":\"%s\",\"technique\":\"%s\",\"task\":\"%s\",\"parent\":null,\"depends_on\":[],"
+        write_weights(specs[i].cfg, specs[i].seed, tl_path("variants/%s/variant.weights", id));
+        add("%s{\"id\":\"%s\",\"technique\":\"%s\",\"task\":\"%s\",\"parent\":%s,\"depends_on\":[],"
             "\"description\":\"unit\",\"cost\":{\"macs\":1,\"params\":1,\"weight_bytes\":4,"
             "\"peak_activation_bytes\":4},\"accuracy\":{\"%s\":{\"top1\":0.8}},"
             "\"latency\":{\"build-host\":{\"source\":\"measured\",\"ms_median\":100,\"runs\":3}},"
             "\"technique_fields\":%s,\"files\":[",
-            i ? "," : "", id, specs[i].technique, specs[i].task, specs[i].task, specs[i].fields);
+            i ? "," : "", id, specs[i].technique, specs[i].task, strcmp(id, "head") ? "null" : "\"base\"",
+            specs[i].task, specs[i].fields);
         file_json(id, "cfg", "variant.cfg");
         file_json(id, "weights", "variant.weights");
         add("]}");
@@ -272,12 +282,44 @@ static void serve_accounts(void **state)
     rtl_sched_free(s);
 }
 
+/* Several tasks: the head whose parent answers another task shares its
+ * trunk run, each model's answer is what it gives alone; a head alone is
+ * still chosen for its task; an unknown task is named with the catalog's. */
+static void tasks_share_trunk(void **state)
+{
+    (void)state;
+    rtl_err e;
+    rtl_runner *r = rtl_runner_new(NULL, cat, NULL, &e);
+    assert_non_null(r);
+    const char *const both[] = {"t", "u"};
+    rtl_model *m[2];
+    if (rtl_runner_set_tasks(r, both, 2, m, &e) != 0) fail_msg("%s", e.msg);
+    assert_string_equal(rtl_variant_id(rtl_model_variant(m[0])), "base");
+    assert_string_equal(rtl_variant_id(rtl_model_variant(m[1])), "head");
+    size_t trunks = 0;
+    if (rtl_runner_run_tasks(r, img[1], &trunks, &e) != 0) fail_msg("%s", e.msg);
+    assert_int_equal(trunks, 1); /* base's trunk fed the head */
+    for (int k = 0; k < 2; k++) {
+        float y[8];
+        size_t n = own_output(k ? "head" : "base", img[1], y, 8);
+        assert_memory_equal(rtl_model_output(m[k]), y, n * sizeof *y);
+    }
+    const char *const head_only[] = {"u"};
+    if (rtl_runner_set_tasks(r, head_only, 1, m, &e) != 0) fail_msg("%s", e.msg);
+    assert_string_equal(rtl_variant_id(rtl_model_variant(m[0])), "head");
+    const char *const bad[] = {"t", "nosuch"};
+    assert_int_equal(rtl_runner_set_tasks(r, bad, 2, m, &e), -1);
+    assert_non_null(strstr(e.msg, "no task 'nosuch'; its tasks: t s u"));
+    rtl_runner_free(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(cascade_answered_by),
         cmocka_unit_test(context_cascade),
         cmocka_unit_test(serve_accounts),
+        cmocka_unit_test(tasks_share_trunk),
     };
     int rc = cmocka_run_group_tests_name("rtl_runner", tests, setup, teardown);
     test_tmpdir_cleanup();
