@@ -855,8 +855,9 @@ static const struct {
     [MODEL_EARLY_EXIT] = {open_early_exit, NULL},
     [MODEL_TRUNK] = {NULL, "a shared trunk runs through its heads, which this runtime does not load yet"},
     /* A head variant is a whole network (its trunk layers are the parent's,
-     * copied by prune retarget): it opens as a plain one; rtl_model_run_tasks
-     * runs the shared trunk once and only the head layers per head. */
+     * borrowed from the parent's mapping when it is stored as a fragment,
+     * part_load): it opens as a plain one; rtl_model_run_tasks runs the
+     * shared trunk once and only the head layers per head. */
     [MODEL_HEAD] = {open_plain, NULL},
     /* A specialised model is a whole network with n+1 outputs, the last
      * "other": it opens as a plain one; the caller runs the cascade

@@ -3,13 +3,13 @@
  * of rtl.h; MCDNN section 4.1.3, "the router fans one trunk output to
  * dependent fragments").
  *
- * A head variant's files are a whole network whose layers 0..from_layer-1
- * are its parent's (prune retarget copies them; the catalog's signature
- * covers both files). So a trunk computed by the parent, or by any one head
- * of the group, is the trunk of every head of the group: each head then
- * runs only its layers from_layer..end (rtl_model_run_range) on that
- * output. The weights of the heads' trunk copies are mapped but never
- * touched, so they never become resident.
+ * A head variant's layers 0..from_layer-1 are its parent's (prune retarget
+ * copies them; catalog pack stores the head as a fragment that borrows them
+ * from the parent's weights, catalog/README.md, Fragments; a specialised
+ * fragment likewise from its cut). So a trunk computed by the parent, or by
+ * any one head of the group, is the trunk of every head of the group: each
+ * head then runs only its layers from_layer..end (rtl_model_run_range) on
+ * that output.
  */
 #include "internal.h"
 #include "techniques.h"

@@ -39,17 +39,28 @@
  * backward). */
 #define CHUNK 16384
 
+/* 64-byte aligned for vector loads; zeroed like the reference. Through
+ * calloc, so that a large buffer comes zeroed from the kernel and its pages
+ * become resident only when written: a network that runs only from a layer
+ * on (a fragment on a shared trunk, librtl) never holds its lower layers'
+ * outputs. The pointer calloc returned is kept just below the buffer. */
 static void *cpu_alloc(TRN_BE, size_t bytes)
 {
-    /* 64-byte aligned for vector loads; zeroed like the reference. */
     size_t n = (bytes + 63) / 64 * 64;
-    void *p = NULL;
-    if (posix_memalign(&p, 64, n ? n : 64) != 0) return NULL;
-    memset(p, 0, n ? n : 64);
+    unsigned char *raw = calloc(1, (n ? n : 64) + 64 + sizeof raw);
+    if (!raw) return NULL;
+    unsigned char *p = (unsigned char *)(((uintptr_t)raw + sizeof raw + 63) / 64 * 64);
+    memcpy(p - sizeof raw, &raw, sizeof raw);
     return p;
 }
 
-static void cpu_release(TRN_BE, void *p) { free(p); }
+static void cpu_release(TRN_BE, void *p)
+{
+    if (!p) return;
+    void *raw;
+    memcpy(&raw, (unsigned char *)p - sizeof raw, sizeof raw);
+    free(raw);
+}
 
 /* ---- gemm: fixed tiles, one single-threaded OpenBLAS call each --------
  *
