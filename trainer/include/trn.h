@@ -24,6 +24,12 @@ extern "C" {
  * and the current `seen`, so the same state gives the same bytes. */
 int trn_net_forward_train(trn_net *net, const float *x, const float *truth, trn_err *err)
     TRN_MUST_CHECK;
+/* Batch norm's rolling statistics: k = 0 (the default) moves them by
+ * 0.99 * old + 0.01 * batch after each training forward; k > 0 makes the
+ * next training forward's batch statistics the k-th term of a plain mean
+ * (k = 1 replaces them), so k = 1..N forwards leave the mean over N batches
+ * (re-estimating them for the weights as they are, without an update). */
+void trn_net_bn_average(trn_net *net, uint64_t k);
 /* Backward of the last training forward: accumulates into the parameters'
  * update arrays (Darknet's sign: negative gradients). */
 int trn_net_backward(trn_net *net, trn_err *err) TRN_MUST_CHECK;

@@ -4,7 +4,9 @@
  * n-1 divisor, normalising divides by sqrt(var) + 1e-6, the backward uses
  * sqrt(var + 1e-5) and the biased-variance derivative (Darknet's
  * backward_batchnorm_layer), and the rolling statistics move by
- * 0.99 * old + 0.01 * batch after every training forward.
+ * 0.99 * old + 0.01 * batch after every training forward (or, while
+ * trn_net_bn_average has set k > 0, become the mean of the k batches
+ * averaged so far: old + (batch - old) / k).
  *
  * The passes are fused (backend.h: bn_apply, bn_backward_act): the layer's
  * product writes the pre-normalisation values straight into bn->x, one
@@ -42,11 +44,16 @@ float *trn_bn_input(trn_bn *bn, float *out, int train)
     return train && bn->x ? bn->x : out;
 }
 
-/* rolling = 0.99 * rolling + 0.01 * batch, skipping frozen channels. */
-static void roll(float *rolling, const float *batch, const float *mask, int c)
+/* rolling = 0.99 * rolling + 0.01 * batch, or with n > 0 the running mean
+ * rolling + (batch - rolling) / n, skipping frozen channels. */
+static void roll(float *rolling, const float *batch, const float *mask, int c, uint64_t n)
 {
     for (int k = 0; k < c; k++) {
         if (mask && mask[k] == 0) continue;
+        if (n) {
+            rolling[k] += (batch[k] - rolling[k]) / (float)n;
+            continue;
+        }
         rolling[k] *= 0.99f;
         rolling[k] += 0.01f * batch[k];
     }
@@ -60,8 +67,8 @@ void trn_bn_forward(trn_bn *bn, trn_net *net, const float *x, float *out, trn_pa
     if (train && bn->x) {
         be->mean(be, x, batch, c, sp, bn->mean);
         be->variance(be, x, bn->mean, batch, c, sp, bn->variance);
-        roll(rmean->data, bn->mean, rmean->mask, c);
-        roll(rvar->data, bn->variance, rvar->mask, c);
+        roll(rmean->data, bn->mean, rmean->mask, c, net->bn_average);
+        roll(rvar->data, bn->variance, rvar->mask, c, net->bn_average);
         be->bn_apply(be, x, bn->mean, bn->variance, scales->data, biases->data, batch, c, sp, act, out);
     } else {
         be->bn_apply(be, x, rmean->data, rvar->data, scales->data, biases->data, batch, c, sp, act, out);

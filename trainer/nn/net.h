@@ -136,6 +136,7 @@ struct trn_net {
     size_t workspace_floats;
     uint64_t seen;
     int train;            /* the last forward was a training forward */
+    uint64_t bn_average;  /* trn_net_bn_average: k > 0 averages batch k into the rolling statistics */
     float cost;
     trn_rng rng_init;     /* initial weights */
     trn_rng rng_train;    /* dropout and crops: forked per forward and layer */

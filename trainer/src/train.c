@@ -120,6 +120,27 @@ static int teacher_targets(trn_net *t, const float *x, float temp, float *q, trn
     return 0;
 }
 
+/* A group-lasso training ends with batch norm's rolling statistics
+ * re-estimated for its final weights: the mean over this many training
+ * batches (forwards only, no update). The proximal step shrinks the
+ * scales and shifts faster than the 0.99 moving average follows, which
+ * left them orders of magnitude stale and the network at chance in
+ * inference (trainer/README.md, "Group lasso"). */
+#define LASSO_BN_BATCHES 50
+
+static int bn_refresh(trn_net *net, const trn_train_opts *o, float *x, float *y, trn_err *err)
+{
+    uint64_t next = net->seen / (uint64_t)net->batch;
+    int rc = 0;
+    for (uint64_t k = 1; k <= LASSO_BN_BATCHES && rc == 0; k++) {
+        trn_net_bn_average(net, k);
+        if (o->next_batch(o->batch_ctx, next + k - 1, x, y, err) != 0 || trn_net_forward_train(net, x, y, err) != 0)
+            rc = -1;
+    }
+    trn_net_bn_average(net, 0);
+    return rc;
+}
+
 int trn_train(trn_net *net, const trn_train_opts *o, trn_err *err)
 {
     if (!o->next_batch || !o->base || !o->backup_dir)
@@ -189,6 +210,10 @@ int trn_train(trn_net *net, const trn_train_opts *o, trn_err *err)
         float loss = sum / net->cfg.subdivisions;
         avg = avg < 0 ? loss : avg * 0.9f + loss * 0.1f;
         uint64_t b = trn_net_current_batch(net);
+        if (b == max && trn_lasso_active(net) && bn_refresh(net, o, x, y, err) != 0) {
+            rc = -1;
+            goto out;
+        }
         double dt = now_s() - t0;
         pr.batch = b;
         pr.seen = net->seen;

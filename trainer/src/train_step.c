@@ -115,6 +115,8 @@ int trn_net_train_step(trn_net *net, const float *x, const float *truth, float *
     return 0;
 }
 
+void trn_net_bn_average(trn_net *net, uint64_t k) { net->bn_average = k; }
+
 void trn_net_set_soft_targets(trn_net *net, const float *q) { net->soft = q; }
 
 void trn_net_set_group_weights(trn_net *net, const float *w) { net->group_w = w; }

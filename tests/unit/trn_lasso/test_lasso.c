@@ -130,6 +130,36 @@ static void bad_keys(void **state)
     trn_cfg_free(c);
 }
 
+/* trn_net_bn_average (the re-estimation that ends a lasso training):
+ * k = 1 replaces the rolling statistics with the batch's (mean, and
+ * variance with the n-1 divisor), k = 2 makes them the mean of two
+ * batches, k = 0 is the 0.99 moving average again. A 1x1 convolution with
+ * weight 1 passes its input through, so the batch statistics are known. */
+static void bn_average_known_values(void **state)
+{
+    (void)state;
+    trn_net *net = train_net("[net]\nbatch=2\nwidth=2\nheight=2\nchannels=1\n"
+                             "[convolutional]\nbatch_normalize=1\nfilters=1\nsize=1\nactivation=linear\n", 1);
+    assert_non_null(net);
+    tl_param(net, 0, TRN_PARAM_WEIGHTS)->data[0] = 1;
+    const float *m = tl_param(net, 0, TRN_PARAM_ROLLING_MEAN)->data,
+                *v = tl_param(net, 0, TRN_PARAM_ROLLING_VARIANCE)->data;
+    float x1[8] = {1, 2, 3, 4, 5, 6, 7, 8}, x2[8] = {0, 0, 0, 0, 2, 2, 2, 2}, x3[8] = {3, 3, 3, 3, 3, 3, 3, 3};
+    trn_err e;
+    trn_net_bn_average(net, 1);
+    assert_int_equal(trn_net_forward_train(net, x1, NULL, &e), 0);
+    assert_float_equal(m[0], 4.5, 1e-6);
+    assert_float_equal(v[0], 6.0, 1e-6); /* 42 / 7 */
+    trn_net_bn_average(net, 2);
+    assert_int_equal(trn_net_forward_train(net, x2, NULL, &e), 0);
+    assert_float_equal(m[0], 2.75, 1e-6);            /* (4.5 + 1) / 2 */
+    assert_float_equal(v[0], (6.0 + 8.0 / 7) / 2, 1e-6);
+    trn_net_bn_average(net, 0);
+    assert_int_equal(trn_net_forward_train(net, x3, NULL, &e), 0);
+    assert_float_equal(m[0], 0.99 * 2.75 + 0.01 * 3, 1e-6);
+    trn_net_free(net);
+}
+
 /* Trains `steps` steps; returns the network. */
 static trn_net *train_steps(const char *lasso, int steps, int threads)
 {
@@ -184,7 +214,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(prox_filter_plain), cmocka_unit_test(prox_filter_bn),
         cmocka_unit_test(prox_channel_shape), cmocka_unit_test(bad_keys),
-        cmocka_unit_test(training_zeroes_groups),
+        cmocka_unit_test(training_zeroes_groups), cmocka_unit_test(bn_average_known_values),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
