@@ -50,7 +50,9 @@ ifneq ($(filter-out 1,$(RECIPE_FIT_INPUT)),)
 $(error $(RECIPES)/$(MODEL)/recipe.mk: RECIPE_FIT_INPUT='$(RECIPE_FIT_INPUT)' is not valid: use 1 (fit the base's input to the data set's images) or leave it empty)
 endif
 V_base       := base
-V_base_TRAIN := $(RECIPE_BASE_TRAIN)
+# RECIPE_BASE_TRAIN_<set> (the set's short name, DATASET_NAME) replaces
+# RECIPE_BASE_TRAIN on that set (recipes/README.md, "Settings per data set").
+V_base_TRAIN := $(or $(strip $(RECIPE_BASE_TRAIN_$(DATASET_NAME))),$(RECIPE_BASE_TRAIN))
 # Multi-task base (RECIPE_BASE_TASKS=1, recipes/README.md): the base trains
 # on every task of the data set's .tasks file at once (trainer train
 # --tasks; loss weights RECIPE_BASE_TASK_WEIGHTS); its variant.weights is
