@@ -299,6 +299,21 @@ int cat_describe(const cat_describe_opts *o, trn_err *err)
      * and the accuracy of the exit model at alpha 1 (the trunk alone is
      * what eval.json measured): technique_fields.alpha_profile. */
     const cJSON *tfe = meta ? cJSON_GetObjectItem(meta, "technique_fields") : NULL;
+    /* A nested model with batch-norm vectors per capacity (prune grow): their
+     * file, which the runtime binds at a switch. */
+    const char *bnf = cat_json_str(cJSON_GetObjectItem(tfe, "bn_per_capacity"), "file", NULL);
+    if (strcmp(technique, TECHNIQUE_NESTED) == 0 && bnf) {
+        if (strchr(bnf, '/')) {
+            trn_errf(err, "%s: technique_fields.bn_per_capacity.file '%s' is not a file name in the variant's "
+                     "folder", o->meta, bnf);
+            goto out;
+        }
+        if (file_exists(o->dir, bnf, err) != 0) goto out;
+        cJSON *f = cJSON_CreateObject();
+        cJSON_AddStringToObject(f, "role", "capacity_bn");
+        cJSON_AddStringToObject(f, "path", bnf);
+        cJSON_AddItemToArray(files, f);
+    }
     if (strcmp(technique, TECHNIQUE_EARLY_EXIT) == 0) {
         static const char *const side[2][2] = {{"exits_cfg", "exits.cfg"}, {"exits_weights", "exits.weights"}};
         for (int k = 0; k < 2; k++) {

@@ -24,6 +24,7 @@
 #define GR_MAX_CAP 16
 #define GR_EVAL_BATCH 64
 #define GR_REVIVE_BATCHES 4 /* training batches that measure the new filters' activity */
+#define GR_BN_FILE "capacity_bn.weights" /* the smaller capacities' batch-norm vectors */
 
 typedef struct gr_feed {
     trn_loader *ld;
@@ -69,8 +70,20 @@ static trn_net *load_step(const cJSON *steps, int k, const char *dir, trn_cfg **
     return n;
 }
 
+/* technique_fields.bn_per_capacity: the format's version and the roles kept
+ * per capacity (catalog/manifest.schema.json). */
+static cJSON *bn_json(unsigned roles)
+{
+    cJSON *o = cJSON_CreateObject(), *r = cJSON_AddArrayToObject(o, "roles");
+    cJSON_AddNumberToObject(o, "version", 1);
+    for (int q = 0; q < TRN_PARAM_ROLE_COUNT; q++)
+        if (roles >> q & 1u) cJSON_AddItemToArray(r, cJSON_CreateString(trn_param_role_name((trn_param_role)q)));
+    cJSON_AddStringToObject(o, "file", GR_BN_FILE);
+    return o;
+}
+
 static int gr_set(const char *kv, long long *batches, double *lr, long long *ncap, long long *bn, double *revive,
-                  long long *slices, trn_err *err)
+                  long long *slices, long long *affine, trn_err *err)
 {
     size_t kl;
     double v;
@@ -85,9 +98,11 @@ static int gr_set(const char *kv, long long *batches, double *lr, long long *nca
         *revive = v;
     else if (kl == 6 && !strncmp(kv, "slices", 6) && (v == 0 || v == 1))
         *slices = (long long)v;
+    else if (kl == 9 && !strncmp(kv, "bn_affine", 9) && (v == 0 || v == 1))
+        *affine = (long long)v;
     else
         return trn_errf(err, "--set '%s': unknown key or value out of range (batches: 0..1e7, learning_rate: "
-                             "0..10, capacities: 2..%d, bn_batches: 0..1e6, revive: 0..1, slices: 0 or 1)", kv,
+                             "0..10, capacities: 2..%d, bn_batches: 0..1e6, revive: 0..1, slices: 0 or 1, bn_affine: 0 or 1)", kv,
                         GR_MAX_CAP);
     return 0;
 }
@@ -95,7 +110,7 @@ static int gr_set(const char *kv, long long *batches, double *lr, long long *nca
 int prn_cli_grow(int argc, char **argv, trn_err *err)
 {
     const char *roadp = NULL, *data = NULL, *out = NULL;
-    long long seed = -1, threads = 1, batches = 100, ncap = 5, bn_batches = 20, slices = 0;
+    long long seed = -1, threads = 1, batches = 100, ncap = 5, bn_batches = 20, slices = 1, affine = 0;
     double lr = 0.01, revive = 0.01;
     ck_list set = {.n = 0};
     const ck_opt opts[] = {
@@ -114,21 +129,22 @@ int prn_cli_grow(int argc, char **argv, trn_err *err)
         "the roadmap to its step 0 (the base) in `capacities` steps (steps where every pruned\n"
         "layer grows, when the roadmap has them, then those nearest to evenly spaced MACs); at\n"
         "each step the new filters start from their pre-pruning weights (the roadmap's model of\n"
-        "that size) and train `batches` batches while every older parameter is frozen, and the\n"
-        "input slices of old filters that read new channels stay zero, so every smaller capacity\n"
-        "computes bit for bit what it computed when it was trained. Writes DIR/variant.cfg and\n"
-        "DIR/init.weights (the full capacity: a plain Darknet model), DIR/capacities.json (per\n"
-        "capacity the filters per layer, test top-1 with its 95% Wilson interval, MACs,\n"
+        "that size) and train `batches` batches together with the old filters' input slices\n"
+        "that read the new channels, while every older parameter is frozen; the old channels'\n"
+        "batch-norm statistics follow each capacity and are kept per capacity, so every smaller\n"
+        "capacity computes bit for bit what it computed when it was trained. Writes\n"
+        "DIR/variant.cfg and DIR/init.weights (the full capacity: a plain Darknet model),\n"
+        "DIR/capacity_bn.weights (the smaller capacities' batch-norm vectors), DIR/capacities.json\n"
+        "(per capacity the filters per layer, test top-1 with its 95% Wilson interval, MACs,\n"
         "parameters, weight bytes; page-in/out bytes of every switch) and DIR/meta.json\n"
         "(written last: technique nested with the manifest's capacities).\n"
         "--set keys: batches (100), learning_rate (0.01), capacities (5), bn_batches (20: training\n"
         "batches that re-estimate the new channels' batch-norm statistics after each growth step),\n"
         "revive (0.01: a new filter whose outputs are non-zero at less than this fraction of\n"
-        "positions restarts from the engine's initialisation; 0: never), slices (0; 1: a\n"
-        "measurement, not a variant: the old filters' input slices that read new channels\n"
-        "train too and the old channels' batch-norm statistics follow each new capacity, which\n"
-        "the nested format cannot hold yet (it would need statistics per capacity); prints\n"
-        "each capacity's test top-1 right after its growth step and writes nothing).\n",
+        "positions restarts from the engine's initialisation; 0: never), slices (1; 0: the\n"
+        "earlier format: the old filters' slices of new channels zero and frozen, one set of\n"
+        "batch-norm statistics, no capacity_bn.weights), bn_affine (0; 1: the old channels'\n"
+        "batch-norm scales and shifts also train and are kept per capacity).\n",
         opts, NULL};
     const char *extra;
     int rc0;
@@ -137,7 +153,7 @@ int prn_cli_grow(int argc, char **argv, trn_err *err)
     if (prn_cli_need(need, sizeof need / sizeof *need, seed, err)) return -2;
     if (prn_cli_out_ok(out, 1, err)) return -1;
     for (int i = 0; i < set.n; i++)
-        if (gr_set(set.v[i], &batches, &lr, &ncap, &bn_batches, &revive, &slices, err)) return -2;
+        if (gr_set(set.v[i], &batches, &lr, &ncap, &bn_batches, &revive, &slices, &affine, err)) return -2;
     trn_set_threads((int)threads);
 
     int rc = -1;
@@ -148,6 +164,7 @@ int prn_cli_grow(int argc, char **argv, trn_err *err)
     trn_cfg *cfg = NULL, *tc = NULL;
     trn_net *base = NULL, *net = NULL, *init = NULL, *ev = NULL, *fresh = NULL;
     prn_nest nest = {0};
+    prn_nest_bn capbn = {0};
     int caps_step[GR_MAX_CAP];
     rm_acc acc[GR_MAX_CAP];
     trn_net_totals tot[GR_MAX_CAP];
@@ -214,6 +231,7 @@ int prn_cli_grow(int argc, char **argv, trn_err *err)
         goto done;
     }
     nest.train_slices = (int)slices;
+    nest.bn_affine = (int)affine;
     for (int i = 0; i < L; i++) nest.fixed[i] = trn_net_full_filters(base, i) > 0;
     for (int k = 0; k < ncap; k++) {
         for (int i = 0; i < L; i++) nest.filters[(size_t)k * L + i] = trn_net_full_filters(base, i);
@@ -251,11 +269,12 @@ int prn_cli_grow(int argc, char **argv, trn_err *err)
         trn_cfg_set(tc, 0, "burn_in", "0", err) || trn_cfg_setf(tc, 0, "max_batches", err, "%lld", batches > 0 ? batches : 1))
         goto done;
     if (!(net = prn_cli_net_like(tc, base, 0, 0, (uint64_t)seed, err))) goto done;
-    if (prn_nest_check(net, &nest, err)) goto done;
+    if (prn_nest_check(net, &nest, err) || prn_nest_bn_init(&capbn, net, &nest, err)) goto done;
     trn_net *seedn = load_step(steps, caps_step[0], rdir, NULL, err);
     if (!seedn) goto done;
     rc = prn_nest_start(net, &nest, seedn, err);
     trn_net_free(seedn);
+    if (rc == 0) rc = prn_nest_bn_keep(&capbn, net, &nest, 0, err);
     if (rc) goto done;
     rc = -1;
     if (trn_mkdir_p(out, err) != 0) goto done;
@@ -291,34 +310,15 @@ int prn_cli_grow(int argc, char **argv, trn_err *err)
             trn_train_opts to = {.next_batch = feed_batch, .batch_ctx = &f, .backup_dir = tmpdir, .base = "grow"};
             if (trn_train(net, &to, err) != 0) goto done;
         }
-        /* The new channels' batch-norm statistics, re-estimated with the
-         * capacity's inputs (the old ones are frozen: their inputs did not
-         * change). */
-        if (prn_bn_recalibrate(net, feed_batch, &f, (uint64_t)batches, (int)bn_batches, err) != 0) goto done;
+        /* The capacity's batch-norm statistics, re-estimated with its inputs
+         * (the new channels', and with trained slices the old ones', whose
+         * inputs now include the new channels; frozen ones stay), then kept
+         * as this capacity's. */
+        if (prn_bn_recalibrate(net, feed_batch, &f, (uint64_t)batches, (int)bn_batches, err) != 0 ||
+            prn_nest_bn_keep(&capbn, net, &nest, k, err) != 0)
+            goto done;
         fprintf(stderr, "prune grow: capacity %d (roadmap step %d) grown (%d dead new filters restarted)\n", k + 1,
                 caps_step[k], revived);
-        if (slices) {
-            /* The capacity just grown, with its statistics of this moment
-             * (what statistics per capacity would keep). */
-            rm_acc a;
-            trn_net_totals t;
-            if (!(ev = prn_cli_net_like(cfg, net, GR_EVAL_BATCH, 1, 0, err)) ||
-                trn_net_set_capacity(ev, nest.filters + (size_t)k * L, err) ||
-                prn_cli_evaluate(ev, ds, TRN_SPLIT_TEST, (int)threads, &a, err))
-                goto done;
-            trn_net_get_totals(ev, &t);
-            trn_net_free(ev);
-            ev = NULL;
-            fprintf(stderr, "prune grow: slices=1: capacity %d right after its growth step: %llu MACs, test top-1 "
-                            "%.4f [%.4f, %.4f] on %llu images\n",
-                    k + 1, (unsigned long long)t.macs, a.top1, a.lo, a.hi, (unsigned long long)a.images);
-        }
-    }
-    if (slices) {
-        /* A measurement: no variant (the smaller capacities' statistics
-         * were not kept). */
-        rc = 0;
-        goto done;
     }
     prn_nest_finish(net);
     /* Measure every capacity. */
@@ -326,7 +326,7 @@ int prn_cli_grow(int argc, char **argv, trn_err *err)
     for (int k = 0; k < ncap; k++) {
         /* with its per-image record, for catalog pack's paired test */
         snprintf(path, sizeof path, "%s/capacity-%d.predictions", out, k + 1);
-        if (trn_net_set_capacity(ev, nest.filters + (size_t)k * L, err) ||
+        if (prn_nest_bn_apply(&capbn, ev, &nest, k, err) ||
             prn_cli_evaluate_preds(ev, ds, TRN_SPLIT_TEST, (int)threads, &acc[k], path, err))
             goto done;
         trn_net_get_totals(ev, &tot[k]);
@@ -341,6 +341,8 @@ int prn_cli_grow(int argc, char **argv, trn_err *err)
     snprintf(path, sizeof path, "%s/init.weights", out);
     trn_net_set_seen(net, 0);
     if (trn_weights_save(net, path, err)) goto done;
+    snprintf(path, sizeof path, "%s/%s", out, GR_BN_FILE);
+    if (capbn.roles && prn_nest_bn_save(&capbn, &nest, path, err)) goto done;
     j = cJSON_CreateObject();
     cJSON *jc = cJSON_CreateArray(), *jp = cJSON_CreateArray(), *jl = cJSON_CreateArray();
     if (!j || !jc || !jp || !jl) {
@@ -358,12 +360,23 @@ int prn_cli_grow(int argc, char **argv, trn_err *err)
     cJSON_AddNumberToObject(js, "learning_rate", lr);
     cJSON_AddNumberToObject(js, "bn_batches", (double)bn_batches);
     cJSON_AddNumberToObject(js, "revive", revive);
+    cJSON_AddNumberToObject(js, "slices", (double)slices);
+    cJSON_AddNumberToObject(js, "bn_affine", (double)affine);
     cJSON_AddStringToObject(j, "cfg", "variant.cfg");
     cJSON_AddStringToObject(j, "weights", "init.weights");
     cJSON_AddNumberToObject(j, "weights_bytes", (double)trn_weights_bytes(net));
-    cJSON_AddFalseToObject(j, "bn_per_capacity");
-    cJSON_AddStringToObject(j, "bn_note", "an old channel reads only old channels (its new-input slices are zero), "
-                                          "so its batch-norm statistics are the same at every capacity");
+    if (capbn.roles) {
+        cJSON_AddItemToObject(j, "bn_per_capacity", bn_json(capbn.roles));
+        cJSON_AddStringToObject(j, "bn_file", GR_BN_FILE);
+        cJSON_AddNumberToObject(j, "bn_file_bytes", (double)(PRN_NEST_BN_HEADER + capbn.off[ncap - 1] * sizeof(float)));
+        cJSON_AddStringToObject(j, "bn_note", "an old channel reads the channels grown after it (trained slices), so "
+                                              "its batch-norm vectors differ per capacity: the largest capacity's are "
+                                              "in the weights, the others' in bn_file");
+    } else {
+        cJSON_AddFalseToObject(j, "bn_per_capacity");
+        cJSON_AddStringToObject(j, "bn_note", "an old channel reads only old channels (its new-input slices are "
+                                              "zero), so its batch-norm statistics are the same at every capacity");
+    }
     for (int i = 0; i < L; i++) {
         cJSON *o = cJSON_CreateObject();
         trn_layer_info in;
@@ -391,8 +404,9 @@ int prn_cli_grow(int argc, char **argv, trn_err *err)
             trn_errf(err, "out of memory");
             goto done;
         }
-        cJSON_AddNumberToObject(o, "zero_slice_params", (double)zp);
-        cJSON_AddNumberToObject(o, "zero_slice_macs", (double)zm);
+        /* the old filters' slices of newer channels: zero (slices=0) or trained */
+        cJSON_AddNumberToObject(o, slices ? "cross_slice_params" : "zero_slice_params", (double)zp);
+        cJSON_AddNumberToObject(o, slices ? "cross_slice_macs" : "zero_slice_macs", (double)zm);
         cJSON_AddItemToArray(jc, o);
         sum += tot[k].weight_bytes;
     }
@@ -460,6 +474,7 @@ int prn_cli_grow(int argc, char **argv, trn_err *err)
             cJSON_AddItemToObject(tf, "capacities", caps);
             caps = NULL;
             cJSON_AddStringToObject(tf, "capacities_file", "capacities.json");
+            if (capbn.roles) cJSON_AddItemToObject(tf, "bn_per_capacity", bn_json(capbn.roles));
             cJSON_AddNumberToObject(tf, "sum_independent_weight_bytes", (double)sum);
             text = cJSON_Print(meta);
             snprintf(path, sizeof path, "%s/meta.json", out);
@@ -485,10 +500,9 @@ done:
         unlink(path);
         rmdir(tmpdir);
     }
-    if (rc == 0 && slices && made_dir) rmdir(out);
     if (rc != 0 && out) {
-        const char *names[] = {"meta.json", "capacities.json", "init.weights", "variant.cfg"};
-        for (size_t i = 0; i < 4; i++) {
+        const char *names[] = {"meta.json", "capacities.json", GR_BN_FILE, "init.weights", "variant.cfg"};
+        for (size_t i = 0; i < 5; i++) {
             snprintf(path, sizeof path, "%s/%s", out, names[i]);
             unlink(path);
         }
@@ -500,6 +514,7 @@ done:
     }
     trn_loader_close(f.ld);
     prn_nest_free(&nest);
+    prn_nest_bn_free(&capbn);
     trn_net_free(init);
     trn_net_free(fresh);
     trn_net_free(ev);

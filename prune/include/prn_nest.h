@@ -8,17 +8,20 @@
  *    their pre-pruning weights, taken from `init`, a network built as
  *    capacity k with its filters in the same order (the roadmap's step
  *    model of that size);
- *  - the input slices of old filters that read newly grown channels are
- *    set to zero and stay zero (frozen);
+ *  - the input slices of old filters that read newly grown channels start
+ *    from init's weights and train with the new filters (train_slices; 0:
+ *    the earlier format, where they are zero and frozen);
  *  - every other parameter is frozen (mask 0: no update, no decay, no
- *    rolling-statistics update), so each smaller capacity keeps computing,
- *    bit for bit, what it computed when it was trained;
+ *    rolling-statistics update) except the old channels' batch-norm vectors
+ *    kept per capacity (prn_nest_bn_roles), so each smaller capacity, with
+ *    its own kept vectors (prn_nest_bn_apply), keeps computing, bit for
+ *    bit, what it computed when it was trained;
  *  - a fixed layer (one whose filters do not grow, e.g. the classifier,
  *    which keeps its classes) trains the new input columns of all its rows
  *    instead: smaller capacities never read those columns.
- * Batch-norm statistics need no per-capacity copy: an old channel reads
- * only old channels, so its statistics are the same at every capacity
- * (a fixed layer with batch norm would need them and is refused).
+ * With trained slices an old channel reads the new channels, so its
+ * batch-norm statistics (and with bn_affine its scale and shift) are kept
+ * per capacity: prn_nest_bn_*. (A fixed layer with batch norm is refused.)
  */
 #ifndef PRN_NEST_H
 #define PRN_NEST_H
@@ -36,13 +39,14 @@ typedef struct prn_nest {
                     * capacity (full count for a fixed layer, 0 for kinds
                     * without filters); counts never shrink with k */
     unsigned char *fixed; /* [nlayers]: 1 for a layer whose filters do not grow */
-    int train_slices; /* measurement only (prune grow slices=1): the old filters'
-                       * input slices that read new channels start from the
-                       * step model's weights and train, and the old channels'
-                       * batch-norm statistics follow the new capacity. Every
-                       * smaller capacity's weights stay bit for bit, but its
-                       * statistics do not (they would have to be kept per
-                       * capacity): only the capacity just grown is valid */
+    int train_slices; /* 1: the old filters' input slices that read new
+                       * channels start from the step model's weights and
+                       * train, and the old channels' batch-norm statistics
+                       * follow the new capacity (kept per capacity:
+                       * prn_nest_bn_*); 0: the slices stay zero and frozen,
+                       * one set of statistics (the earlier format) */
+    int bn_affine;    /* with train_slices: the old channels' batch-norm
+                       * scales and shifts train and are kept per capacity too */
 } prn_nest;
 
 /* Checks n against net: sizes, nesting, every capacity accepted by the
@@ -90,6 +94,32 @@ uint64_t prn_nest_capacity_bytes(trn_net *net, const prn_nest *n, int k);
 int prn_nest_zero_slices(trn_net *net, const prn_nest *n, int k, uint64_t *params, uint64_t *macs);
 
 void prn_nest_free(prn_nest *n);
+
+/* Batch-norm vectors kept per capacity (train_slices): the roles
+ * (1u << trn_param_role; 0 without train_slices): rolling mean and
+ * variance, with bn_affine also scales and biases. */
+unsigned prn_nest_bn_roles(const prn_nest *n);
+
+/* Every capacity's vectors in trn_net_vectors_count's layout: capacity k's
+ * are v[off[k] .. off[k + 1]). */
+typedef struct prn_nest_bn {
+    unsigned roles;
+    size_t *off; /* [ncap + 1] */
+    float *v;
+} prn_nest_bn;
+
+int prn_nest_bn_init(prn_nest_bn *b, trn_net *net, const prn_nest *n, trn_err *err) TRN_MUST_CHECK;
+/* Keeps net's current vectors as capacity k's; leaves capacity k set. */
+int prn_nest_bn_keep(prn_nest_bn *b, trn_net *net, const prn_nest *n, int k, trn_err *err) TRN_MUST_CHECK;
+/* Writes capacity k's kept vectors into net (its parameters owned) and
+ * leaves capacity k set: net then computes capacity k as trained. */
+int prn_nest_bn_apply(const prn_nest_bn *b, trn_net *net, const prn_nest *n, int k, trn_err *err) TRN_MUST_CHECK;
+/* The capacity_bn file (prune/README.md, "Freeze-&-grow"): a 16-byte header
+ * ("CPBN", int32 version 1, int32 ncap - 1, uint32 roles), then capacities
+ * 1 .. ncap - 1's vectors (the largest capacity's are the weights file's). */
+#define PRN_NEST_BN_HEADER 16
+int prn_nest_bn_save(const prn_nest_bn *b, const prn_nest *n, const char *path, trn_err *err) TRN_MUST_CHECK;
+void prn_nest_bn_free(prn_nest_bn *b);
 
 #ifdef __cplusplus
 }

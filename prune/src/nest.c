@@ -124,8 +124,8 @@ static int grow_layers(trn_net *net, const prn_nest *n, const int *r0, const int
                 mask[r] = 1;
                 if (y) x->data[r] = y->data[r];
             }
-            int stat = x->role == TRN_PARAM_ROLLING_MEAN || x->role == TRN_PARAM_ROLLING_VARIANCE;
-            for (int r = 0; n->train_slices && stat && r < r0[i]; r++) mask[r] = 1;
+            /* old channels: their vectors kept per capacity may follow the new one */
+            for (int r = 0; (prn_nest_bn_roles(n) >> x->role & 1u) && r < r0[i]; r++) mask[r] = 1;
         }
         rc = trn_net_set_mask(net, k, mask, err);
     }
@@ -276,5 +276,75 @@ int prn_nest_zero_slices(trn_net *net, const prn_nest *n, int k, uint64_t *param
     }
     if (trn_net_set_capacity(net, NULL, &e) != 0) rc = -1;
     free(g);
+    return rc;
+}
+
+/* ---- batch-norm vectors per capacity -------------------------------------- */
+
+unsigned prn_nest_bn_roles(const prn_nest *n)
+{
+    if (!n->train_slices) return 0;
+    unsigned r = 1u << TRN_PARAM_ROLLING_MEAN | 1u << TRN_PARAM_ROLLING_VARIANCE;
+    return n->bn_affine ? r | 1u << TRN_PARAM_SCALES | 1u << TRN_PARAM_BIASES : r;
+}
+
+void prn_nest_bn_free(prn_nest_bn *b)
+{
+    if (!b) return;
+    free(b->off);
+    free(b->v);
+    memset(b, 0, sizeof *b);
+}
+
+int prn_nest_bn_init(prn_nest_bn *b, trn_net *net, const prn_nest *n, trn_err *err)
+{
+    memset(b, 0, sizeof *b);
+    b->roles = prn_nest_bn_roles(n);
+    if (!(b->off = calloc((size_t)n->ncap + 1, sizeof *b->off))) return trn_errf(err, "out of memory");
+    for (int k = 0; k < n->ncap; k++) {
+        if (trn_net_set_capacity(net, n->filters + (size_t)k * n->nlayers, err) != 0) {
+            prn_nest_bn_free(b);
+            return trn_err_prefix(err, "capacity %d", k + 1);
+        }
+        b->off[k + 1] = b->off[k] + trn_net_vectors_count(net, b->roles);
+    }
+    if (trn_net_set_capacity(net, NULL, err) != 0 || !(b->v = calloc(b->off[n->ncap] + 1, sizeof *b->v))) {
+        prn_nest_bn_free(b);
+        return trn_errf(err, "out of memory");
+    }
+    return 0;
+}
+
+int prn_nest_bn_keep(prn_nest_bn *b, trn_net *net, const prn_nest *n, int k, trn_err *err)
+{
+    if (k < 0 || k >= n->ncap) return trn_errf(err, "no capacity %d", k + 1);
+    if (trn_net_set_capacity(net, n->filters + (size_t)k * n->nlayers, err) != 0)
+        return trn_err_prefix(err, "capacity %d", k + 1);
+    trn_net_vectors_get(net, b->roles, b->v + b->off[k]);
+    return 0;
+}
+
+int prn_nest_bn_apply(const prn_nest_bn *b, trn_net *net, const prn_nest *n, int k, trn_err *err)
+{
+    if (k < 0 || k >= n->ncap) return trn_errf(err, "no capacity %d", k + 1);
+    if (trn_net_set_capacity(net, n->filters + (size_t)k * n->nlayers, err) != 0)
+        return trn_err_prefix(err, "capacity %d", k + 1);
+    return trn_net_vectors_put(net, b->roles, b->v + b->off[k], err);
+}
+
+int prn_nest_bn_save(const prn_nest_bn *b, const prn_nest *n, const char *path, trn_err *err)
+{
+    size_t floats = b->off[n->ncap - 1], len = PRN_NEST_BN_HEADER + floats * sizeof(float);
+    unsigned char *buf = malloc(len);
+    if (!buf) return trn_errf(err, "out of memory");
+    int32_t ver = 1, ncap = n->ncap - 1;
+    uint32_t roles = b->roles;
+    memcpy(buf, "CPBN", 4);
+    memcpy(buf + 4, &ver, 4);
+    memcpy(buf + 8, &ncap, 4);
+    memcpy(buf + 12, &roles, 4);
+    memcpy(buf + PRN_NEST_BN_HEADER, b->v, floats * sizeof(float));
+    int rc = trn_write_file_atomic(path, buf, len, err);
+    free(buf);
     return rc;
 }

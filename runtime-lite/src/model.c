@@ -101,6 +101,13 @@ struct rtl_model {
     uint64_t switch_in, switch_out;           /* the last switch: parameter bytes */
     uint64_t switch_in_pages, switch_out_pages; /* and the page bytes advised */
     struct page_plan *plan;    /* [ncap][ncap]: capacity a -> b's ranges */
+    /* batch-norm vectors per capacity (technique_fields.bn_per_capacity;
+     * nested_bn): capacity k < ncap's in a mapping of the capacity_bn file,
+     * bound in place of the weights file's at a switch */
+    void *bn_map;
+    size_t bn_map_len;
+    unsigned bn_roles;         /* 0: none (a catalog from before the format) */
+    const float **bn_cap;      /* [ncap]: capacity k's vectors, NULL for the largest */
     struct iovec *iov;         /* the plans' ranges of the mapping, as process_madvise takes them */
     int pidfd;                 /* this process, for process_madvise; -1: madvise per range */
     /* the pager (a thread of the model; 0: the caller's thread pages) */
@@ -782,10 +789,128 @@ static void pager_stop(rtl_model *m)
     m->pager = 0;
 }
 
+/* ---- batch-norm vectors per capacity ---------------------------------- *
+ *
+ * A nested model whose grown filters' old-to-new slices are trained keeps
+ * the batch-norm vectors of every capacity but the largest in a file of its
+ * own (role capacity_bn; technique_fields.bn_per_capacity names its format
+ * version and the roles it holds; prune/README.md, "Freeze-&-grow"): a
+ * 16-byte header ("CPBN", int32 version 1, int32 capacities ncap - 1,
+ * uint32 roles as 1 << trn_param_role), then capacity 1, 2, ...'s vectors
+ * in trn_net_vectors_count's layout (the active prefixes of the roles'
+ * vectors, in table order). The file is mapped whole (a few kB: it stays
+ * resident) and a switch binds the target capacity's vectors in place of
+ * the weights file's (the largest capacity's), so capacity k computes what
+ * it computes opened on its own. A manifest without bn_per_capacity is a
+ * model of the earlier format (old-to-new slices zero, one set of
+ * statistics): read as it is. */
+
+#define BN_HEADER 16
+
+static int bn_roles_of(const cJSON *roles, unsigned *mask, rtl_err *err)
+{
+    const cJSON *r;
+    *mask = 0;
+    cJSON_ArrayForEach(r, roles) {
+        int found = 0;
+        for (int q = 0; q < TRN_PARAM_ROLE_COUNT && !found; q++)
+            if (q != TRN_PARAM_WEIGHTS && cJSON_IsString(r) && !strcmp(r->valuestring, trn_param_role_name(q)))
+                *mask |= 1u << q, found = 1;
+        if (!found)
+            return rtl_errf(err, "manifest: technique_fields.bn_per_capacity.roles holds %s: not a vector role "
+                            "(biases, scales, rolling_mean, rolling_variance)",
+                            cJSON_IsString(r) ? r->valuestring : "a non-string");
+    }
+    return *mask ? 0 : rtl_errf(err, "manifest: technique_fields.bn_per_capacity.roles is missing or empty");
+}
+
+/* Checks the mapped file's header and size against the manifest and the
+ * network; points bn_cap[k] at capacity k's vectors. */
+static int bn_layout(rtl_model *m, const char *path, rtl_err *err)
+{
+    const unsigned char *b = m->bn_map;
+    int32_t ver, ncap;
+    uint32_t roles;
+    memcpy(&ver, b + 4, 4), memcpy(&ncap, b + 8, 4), memcpy(&roles, b + 12, 4);
+    if (memcmp(b, "CPBN", 4) != 0 || ver != 1)
+        return rtl_errf(err, "%s: not a per-capacity batch-norm file of version 1 (header \"CPBN\", 1): the "
+                        "file is damaged or newer than this runtime (rtl verify; update rtl)", path);
+    if (ncap != m->ncap - 1 || roles != m->bn_roles)
+        return rtl_errf(err, "%s: holds %d capacities with roles 0x%x, the manifest says %d with 0x%x: the file "
+                        "belongs to another model", path, (int)ncap, (unsigned)roles, m->ncap - 1, m->bn_roles);
+    trn_net *net = m->parts[0].net;
+    size_t off = BN_HEADER;
+    int rc = 0;
+    for (int k = 0; k < m->ncap - 1 && rc == 0; k++) {
+        trn_err e;
+        if (trn_net_set_capacity(net, m->cap_filters + (size_t)k * m->nlayers, &e) != 0) {
+            rc = rtl_err_from_trn(err, &e);
+            break;
+        }
+        m->bn_cap[k] = (const float *)(const void *)(b + off);
+        off += trn_net_vectors_count(net, m->bn_roles) * sizeof(float);
+    }
+    trn_err e;
+    if (trn_net_set_capacity(net, NULL, &e) != 0 && rc == 0) rc = rtl_err_from_trn(err, &e);
+    if (rc == 0 && off != m->bn_map_len)
+        rc = rtl_errf(err, "%s: %zu bytes, but the capacities' batch-norm vectors take %zu: the file belongs to "
+                      "another model or is damaged", path, m->bn_map_len, off);
+    return rc;
+}
+
+static int nested_bn(rtl_model *m, rtl_err *err)
+{
+    cJSON *tf = cJSON_Parse(m->variant->fields_json);
+    const cJSON *bn = tf ? cJSON_GetObjectItemCaseSensitive(tf, "bn_per_capacity") : NULL;
+    int rc = 0;
+    if (!bn || cJSON_IsFalse(bn)) goto out; /* the earlier format */
+    const cJSON *ver = cJSON_GetObjectItemCaseSensitive(bn, "version");
+    if (!cJSON_IsObject(bn) || !cJSON_IsNumber(ver) || ver->valuedouble != 1) {
+        rc = rtl_errf(err, "variant '%s': technique_fields.bn_per_capacity is not {\"version\": 1, \"roles\": "
+                      "[...]}: this runtime reads version 1 of the per-capacity batch-norm format (update rtl to "
+                      "open this catalog)", m->variant->id);
+        goto out;
+    }
+    if ((rc = bn_roles_of(cJSON_GetObjectItemCaseSensitive(bn, "roles"), &m->bn_roles, err)) != 0) goto out;
+    if (!(m->bn_cap = calloc((size_t)m->ncap, sizeof *m->bn_cap))) {
+        rc = rtl_errf(err, "out of memory");
+        goto out;
+    }
+    if ((rc = map_file(m->variant, "capacity_bn", &m->bn_map, &m->bn_map_len, err)) != 0 ||
+        (rc = bn_layout(m, rtl_variant_file(m->variant, "capacity_bn"), err)) != 0)
+        goto out;
+    trn_err e;
+    if (trn_net_vectors_bind(m->parts[0].net, m->bn_roles, NULL, &e) != 0) rc = rtl_err_from_trn(err, &e);
+out:
+    cJSON_Delete(tf);
+    return rc;
+}
+
+/* Capacity k (1-based) and its batch-norm vectors: on an upgrade the
+ * vectors first (the smaller capacity reads a prefix of them), on a
+ * downgrade the capacity first, so no forward state reads past a bound
+ * capacity's vectors. Forward lock held. */
+static int switch_net(rtl_model *m, int k, trn_err *e)
+{
+    trn_net *net = m->parts[0].net;
+    const int *f = m->cap_filters + (size_t)(k - 1) * m->nlayers;
+    const float *v = m->bn_roles ? m->bn_cap[k - 1] : NULL;
+    if (!m->bn_roles) return trn_net_set_capacity(net, f, e);
+    if (k < m->capacity)
+        return trn_net_set_capacity(net, f, e) || trn_net_vectors_bind(net, m->bn_roles, v, e) ? -1 : 0;
+    if (trn_net_vectors_bind(net, m->bn_roles, v, e) != 0) return -1;
+    if (trn_net_set_capacity(net, f, e) == 0) return 0;
+    trn_err keep; /* the capacity stayed: its own vectors again */
+    if (trn_net_vectors_bind(net, m->bn_roles, m->bn_cap[m->capacity - 1], &keep) != 0) { /* cannot fail: bound before */ }
+    return -1;
+}
+
 /* Open like a plain variant; the largest capacity is active. */
 static int open_nested(rtl_model *m, rtl_err *err)
 {
-    if (open_plain(m, err) != 0 || nested_table(m, err) != 0 || nested_plan(m, err) != 0) return -1;
+    if (open_plain(m, err) != 0 || nested_table(m, err) != 0 || nested_bn(m, err) != 0 ||
+        nested_plan(m, err) != 0)
+        return -1;
     m->paged_cap = m->capacity;
     if (m->async_paging) pager_start(m);
     return 0;
@@ -804,7 +929,7 @@ int rtl_model_set_capacity(rtl_model *m, int k, rtl_err *err)
     if (k == m->capacity) return 0;
     trn_err e;
     pthread_mutex_lock(&forward_lock);
-    int rc = trn_net_set_capacity(m->parts[0].net, m->cap_filters + (size_t)(k - 1) * m->nlayers, &e);
+    int rc = switch_net(m, k, &e);
     pthread_mutex_unlock(&forward_lock);
     if (rc != 0) return rtl_err_from_trn(err, &e);
     const struct page_plan *pl = &m->plan[(size_t)(m->capacity - 1) * m->ncap + (k - 1)];
@@ -931,6 +1056,8 @@ void rtl_model_close(rtl_model *m)
     pager_stop(m);
     trn_exits_free(m->exits);
     if (m->exits_map) munmap(m->exits_map, m->exits_map_len);
+    if (m->bn_map) munmap(m->bn_map, m->bn_map_len);
+    free(m->bn_cap);
     for (size_t i = 0; i < m->nparts; i++) part_free(&m->parts[i]);
     free(m->input);
     free(m->layer_ms);

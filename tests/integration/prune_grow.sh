@@ -21,8 +21,8 @@ t_check "--help names the settings and the files" grep -q "capacities.json" "$T/
 expect_ok "grow" "$P" "${G[@]}" --out "$T/g"
 C=$T/g/capacities.json
 t_check "it says what it wrote" grep -q "5 capacities, model .* bytes, the independent descendants" "$T/out"
-t_check "the four files and each capacity's per-image record" test "$(ls -A "$T/g" | tr '\n' ' ')" = \
-    "capacities.json capacity-1.predictions capacity-2.predictions capacity-3.predictions capacity-4.predictions capacity-5.predictions init.weights meta.json variant.cfg "
+t_check "the five files and each capacity's per-image record" test "$(ls -A "$T/g" | tr '\n' ' ')" = \
+    "capacities.json capacity-1.predictions capacity-2.predictions capacity-3.predictions capacity-4.predictions capacity-5.predictions capacity_bn.weights init.weights meta.json variant.cfg "
 t_check "each capacity's record holds its test images and its correct count" python3 -c '
 import json, sys
 caps = json.load(open(sys.argv[1] + "/capacities.json"))["capacities"]
@@ -58,7 +58,16 @@ t_check "the model is the largest capacity, smaller than the descendants togethe
 M=$T/g/meta.json
 t_check "meta.json: technique nested, the manifest's capacities" jqc '.technique == "nested" and .parent == "base" and (.technique_fields.capacities | length) == 5 and all(.technique_fields.capacities[]; (.channel_index | length) == 4 and .weight_bytes > 0)' "$M"
 t_check "meta.json: page bytes per target capacity" jqc '.technique_fields.capacities as $c | $c[0].page_in_bytes."5" == $c[4].weight_bytes - $c[0].weight_bytes and $c[4].page_out_bytes."1" == $c[4].weight_bytes - $c[0].weight_bytes and $c[0].page_out_bytes == {}' "$M"
-t_check "zeroed slices: none at capacity 1, some above" jqc '.capacities[0].zero_slice_params == 0 and .capacities[4].zero_slice_params > 0' "$C"
+t_check "cross slices (old filters reading newer channels): none at capacity 1, some above" jqc '.capacities[0].cross_slice_params == 0 and .capacities[4].cross_slice_params > 0' "$C"
+t_check "batch-norm statistics kept per capacity, the same in capacities.json and meta.json" jq -e --slurpfile m "$T/g/meta.json" \
+    '.bn_per_capacity == {"roles": ["rolling_mean", "rolling_variance"], "version": 1, "file": "capacity_bn.weights"} and .bn_per_capacity == $m[0].technique_fields.bn_per_capacity' "$C"
+# capacity_bn.weights: the 16-byte header, then capacities 1-4's rolling mean
+# and variance of every active batch-normalised channel (the fixture's two
+# convolutional layers have batch norm; filters[0] and [2] per capacity)
+bnb=$(jq '[.capacities[0:4][] | (.filters[0] + .filters[2]) * 2 * 4] | add + 16' "$C")
+t_check "capacity_bn.weights holds capacities 1-4's statistics ($bnb bytes)" test "$(stat -c %s "$T/g/capacity_bn.weights")" = "$bnb"
+t_check "its header: CPBN, version 1, 4 capacities, roles mean and variance" \
+    test "$(od -An -tx1 -N16 "$T/g/capacity_bn.weights" | tr -d ' \n')" = 4350424e01000000040000000c000000
 "$BIN/trainer" valid --cfg "$T/g/variant.cfg" --weights "$T/g/init.weights" --data "$D" --split test >"$T/v" 2>&1
 t_check "trainer runs the full capacity with capacity 5's accuracy" grep -q "^top-1 $(printf %.4f "$(jq -r '.capacities[4].test.top1' "$C")") " "$T/v"
 
@@ -82,11 +91,15 @@ t_check "capacity 1 is still the seed" test "$(jq '.capacities[0].test.correct' 
 # slices=1: a measurement, not a variant (statistics per capacity are not
 # in the format): each grown capacity's top-1 right after its growth step,
 # no folder left.
-rm -rf "$T/gs"
-expect_ok "grow slices=1" "$P" "${G[@]}" --set slices=1 --out "$T/gs"
-t_check "slices=1 reports capacities 2-5 right after their growth" \
-    test "$(grep -c 'slices=1: capacity [2-5] right after its growth step: .* test top-1' "$T/out")" = 4
-t_check "slices=1 writes no folder" test ! -e "$T/gs"
+expect_ok "grow slices=0 (the earlier format)" "$P" "${G[@]}" --set slices=0 --out "$T/gz"
+t_check "slices=0: one set of statistics, no capacity_bn.weights, zeroed slices" \
+    jqc '.bn_per_capacity == false and .capacities[4].zero_slice_params > 0 and .settings.slices == 0' "$T/gz/capacities.json"
+t_check "slices=0: no bn_per_capacity in meta.json" jqc '.technique_fields | has("bn_per_capacity") | not' "$T/gz/meta.json"
+t_check "slices=0: no capacity_bn.weights" test ! -e "$T/gz/capacity_bn.weights"
+t_check "capacity 1 is the seed with either format" test "$(jq '.capacities[0].test.correct' "$T/gz/capacities.json")" = "$(jq '.capacities[0].test.correct' "$C")"
+expect_ok "grow bn_affine=1" "$P" "${G[@]}" --set bn_affine=1 --out "$T/ga"
+t_check "bn_affine=1 keeps biases and scales per capacity too" \
+    jqc '.bn_per_capacity.roles == ["biases", "scales", "rolling_mean", "rolling_variance"]' "$T/ga/capacities.json"
 
 bad() { # NAME PATTERN ARGS...: fails with PATTERN and leaves no folder
     local name=$1 pat=$2; shift 2
@@ -97,6 +110,7 @@ bad() { # NAME PATTERN ARGS...: fails with PATTERN and leaves no folder
 bad "missing --roadmap" "--roadmap is required" grow --data "$D" --seed 1
 bad "unknown setting" "unknown key" "${G[@]}" --set stride=2
 bad "slices out of range" "slices: 0 or 1" "${G[@]}" --set slices=2
+bad "bn_affine out of range" "bn_affine: 0 or 1" "${G[@]}" --set bn_affine=2
 echo '{"format":"other"}' >"$T/x.json"
 bad "not a roadmap" "is not a roadmap.json" grow --roadmap "$T/x.json" --data "$D" --seed 1
 jq '.seed_step = 0' "$R" >"$T/rm/zero.json"

@@ -136,3 +136,59 @@ int trn_net_embed_capacity(trn_net *dst, const trn_net *src, trn_err *err)
     if (dst->borrowed) return trn_errf(err, "%s: its parameters are borrowed (read-only)", dst->name);
     return transfer((trn_net *)src, dst, 0, err);
 }
+
+/* ---- per-capacity vectors -------------------------------------------------- */
+
+/* The active entries of parameter p (a vector with a role in roles), else 0. */
+static size_t vector_len(const trn_net *net, const trn_param *p, unsigned roles)
+{
+    if (p->role == TRN_PARAM_WEIGHTS || !(roles & (1u << p->role))) return 0;
+    return (size_t)net->layers[p->layer].out.c;
+}
+
+size_t trn_net_vectors_count(const trn_net *net, unsigned roles)
+{
+    size_t n = 0;
+    for (int i = 0; i < net->np; i++) n += vector_len(net, &net->params[i], roles);
+    return n;
+}
+
+void trn_net_vectors_get(const trn_net *net, unsigned roles, float *dst)
+{
+    for (int i = 0; i < net->np; i++) {
+        size_t n = vector_len(net, &net->params[i], roles);
+        if (n) memcpy(dst, net->params[i].data, n * sizeof *dst);
+        dst += n;
+    }
+}
+
+int trn_net_vectors_put(trn_net *net, unsigned roles, const float *src, trn_err *err)
+{
+    if (net->borrowed || !net->param_block)
+        return trn_errf(err, "%s: its parameters are borrowed or external (read-only): bind them instead",
+                        net->name);
+    for (int i = 0; i < net->np; i++) {
+        size_t n = vector_len(net, &net->params[i], roles);
+        if (n) memcpy(net->params[i].data, src, n * sizeof *src);
+        src += n;
+    }
+    return 0;
+}
+
+int trn_net_vectors_bind(trn_net *net, unsigned roles, const float *src, trn_err *err)
+{
+    if (!net->borrowed)
+        return trn_errf(err, "%s: only a network whose parameters are borrowed can bind them", net->name);
+    if (!net->home) {
+        if (!(net->home = malloc((size_t)(net->np ? net->np : 1) * sizeof *net->home)))
+            return trn_errf(err, "out of memory");
+        for (int i = 0; i < net->np; i++) net->home[i] = net->params[i].data;
+    }
+    for (int i = 0; i < net->np; i++) {
+        size_t n = vector_len(net, &net->params[i], roles);
+        if (!n) continue;
+        net->params[i].data = src ? (float *)(uintptr_t)src : net->home[i];
+        if (src) src += n;
+    }
+    return 0;
+}

@@ -690,6 +690,7 @@ void trn_net_free(trn_net *net)
     }
     for (int i = 0; net->params && i < net->np; i++) free(net->params[i].mask);
     free(net->params);
+    free(net->home);
     free(net->layers);
     free(net->steps_store);
     free(net->scales_store);

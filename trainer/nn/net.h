@@ -125,6 +125,8 @@ struct trn_net {
     float *update_block;  /* owned, NULL when inference-only */
     size_t param_floats;
     int borrowed;
+    float **home;         /* borrowed: every parameter's pointer into the loaded
+                           * buffer, kept at the first trn_net_vectors_bind */
     int params_ready;     /* 0 while external parameters are not supplied */
     /* Activations. */
     float *input;         /* (batch, inputs) copy of the caller's x */

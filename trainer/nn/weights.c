@@ -174,6 +174,8 @@ static void borrowed(trn_net *net)
     net->param_block = NULL;
     net->borrowed = 1;
     net->params_ready = 1;
+    free(net->home); /* pointers into an earlier buffer */
+    net->home = NULL;
 }
 
 int trn_weights_load_mem(trn_net *net, const void *buf, size_t len, int borrow, const char *name,

@@ -309,10 +309,10 @@ static void refusals(void **state)
     trn_net_free(net);
 }
 
-/* train_slices (prune grow slices=1, a measurement): the old filters'
- * slices that read the new channels start from init and train; every
- * smaller capacity's weights, biases and scales stay bit for bit (only the
- * statistics follow the new capacity). */
+/* train_slices (prune grow's default): the old filters' slices that read
+ * the new channels start from init and train; every smaller capacity's
+ * weights, biases and scales stay bit for bit (only the statistics follow
+ * the new capacity). */
 static void trained_slices_keep_smaller_weights(void **state)
 {
     (void)state;
@@ -356,6 +356,120 @@ static void trained_slices_keep_smaller_weights(void **state)
     trn_net_free(net);
 }
 
+/* Layer 2's weights (the second convolution) in net. */
+static const trn_param *conv2_weights(trn_net *net)
+{
+    int np;
+    const trn_param *p = trn_net_params(net, &np);
+    for (int i = 0; i < np; i++)
+        if (p[i].layer == 2 && p[i].role == TRN_PARAM_WEIGHTS) return &p[i];
+    return NULL;
+}
+
+/* The variant's growth (train_slices; with affine the scales and shifts
+ * too): both cross slices of layer 2 (old filters reading the new channels,
+ * new filters reading the old ones) change in training; after every growth
+ * step each smaller capacity, with its kept batch-norm vectors applied,
+ * computes bit for bit what it computed when it was trained, and without
+ * them it does not (the statistics did follow the new capacity). */
+static void kept_bn_capacities(int affine)
+{
+    trn_err e;
+    trn_net *net = tl_net(cfg_text(8, 8, 6), NULL);
+    assert_non_null(net);
+    tl_randomize_flat(net, 99);
+    prn_nest n = table();
+    n.train_slices = 1;
+    n.bn_affine = affine;
+    assert_int_equal(prn_nest_bn_roles(&n), affine ? 0xfu : 0xcu);
+    prn_nest_bn kb;
+    assert_int_equal(prn_nest_check(net, &n, &e), 0);
+    assert_int_equal(prn_nest_bn_init(&kb, net, &n, &e), 0);
+    /* capacity k's vectors: every BN channel's mean and variance (layers 0
+     * and 2), with affine the biases of all four layers and BN scales */
+    for (int k = 0; k < NCAP; k++) {
+        size_t want = (size_t)(caps[k][0] + caps[k][2]) * 2;
+        if (affine) want += (size_t)(caps[k][0] + caps[k][2]) * 2 + (size_t)caps[k][4] + 3;
+        assert_int_equal(kb.off[k + 1] - kb.off[k], want);
+    }
+    float probe[BATCH * 192];
+    fill(probe, sizeof probe / sizeof *probe, 5);
+    snap s[NCAP];
+    trn_net *init[NCAP];
+    for (int k = 0; k < NCAP; k++) {
+        init[k] = tl_net(cfg_text(caps[k][0], caps[k][2], caps[k][4]), NULL);
+        tl_randomize_flat(init[k], 10 + k);
+    }
+    assert_int_equal(prn_nest_start(net, &n, init[0], &e), 0);
+    assert_int_equal(prn_nest_bn_keep(&kb, net, &n, 0, &e), 0);
+    take(net, 0, probe, &s[0]);
+    /* (layer 0's output: the classifier's may not move, its ReLU units dead) */
+    float out0[BATCH * 2 * 64];
+    memcpy(out0, trn_net_layer_output(net, 0), sizeof out0);
+    const trn_param *w = conv2_weights(net), *q;
+    for (int k = 1; k < NCAP; k++) {
+        assert_int_equal(prn_nest_grow(net, &n, k, init[k], &e), 0);
+        q = conv2_weights(init[k]);
+        int r0 = caps[k - 1][2], c0 = caps[k - 1][0] * 9, c1 = caps[k][0] * 9;
+        /* both cross slices start from init */
+        assert_memory_equal(w->data + c0, q->data + c0, (size_t)(c1 - c0) * 4);
+        assert_memory_equal(w->data + (size_t)r0 * w->cols, q->data + (size_t)r0 * q->cols, (size_t)c0 * 4);
+        train(net, (uint64_t)k);
+        assert_true(memcmp(w->data + c0, q->data + c0, (size_t)(c1 - c0) * 4) != 0);
+        assert_true(memcmp(w->data + (size_t)r0 * w->cols, q->data + (size_t)r0 * q->cols, (size_t)c0 * 4) != 0);
+        assert_int_equal(prn_bn_recalibrate(net, batch_fn, NULL, 0, 3, &e), 0);
+        assert_int_equal(prn_nest_bn_keep(&kb, net, &n, k, &e), 0);
+        take(net, k, probe, &s[k]);
+        /* the smaller capacities: not as trained with the new statistics... */
+        assert_int_equal(trn_net_set_capacity(net, caps[0], &e), 0);
+        assert_int_equal(trn_net_forward(net, probe, &e), 0);
+        assert_memory_not_equal(trn_net_layer_output(net, 0), out0, sizeof out0);
+        /* ...and bit for bit with their own (the weights stay as trained) */
+        for (int j = 0; j < k; j++) {
+            assert_int_equal(prn_nest_bn_apply(&kb, net, &n, j, &e), 0);
+            check(net, j, probe, &s[j], k);
+        }
+        assert_int_equal(prn_nest_bn_apply(&kb, net, &n, k, &e), 0); /* back to this capacity's */
+    }
+    prn_nest_finish(net);
+    for (int j = NCAP - 1; j >= 0; j--) {
+        assert_int_equal(prn_nest_bn_apply(&kb, net, &n, j, &e), 0);
+        check(net, j, probe, &s[j], NCAP - 1);
+    }
+    /* the file: the header, then capacities 1..NCAP-1's vectors */
+    const char *path = tl_path("cbn-%d.weights", affine);
+    assert_int_equal(prn_nest_bn_save(&kb, &n, path, &e), 0);
+    char *buf;
+    size_t len;
+    assert_int_equal(trn_read_file(path, 1 << 20, &buf, &len, &e), 0);
+    assert_int_equal(len, PRN_NEST_BN_HEADER + kb.off[NCAP - 1] * 4);
+    int32_t hdr[4] = {0, 1, NCAP - 1, (int32_t)kb.roles};
+    memcpy(hdr, "CPBN", 4);
+    assert_memory_equal(buf, hdr, 16);
+    assert_memory_equal(buf + 16, kb.v, kb.off[NCAP - 1] * 4);
+    free(buf);
+    for (int k = 0; k < NCAP; k++) {
+        free(s[k].out);
+        trn_net_free(s[k].weights);
+        trn_net_free(init[k]);
+    }
+    prn_nest_bn_free(&kb);
+    prn_nest_free(&n);
+    trn_net_free(net);
+}
+
+static void trained_slices_kept_statistics(void **state)
+{
+    (void)state;
+    kept_bn_capacities(0);
+}
+
+static void trained_slices_kept_scales_and_shifts(void **state)
+{
+    (void)state;
+    kept_bn_capacities(1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -363,6 +477,8 @@ int main(void)
         cmocka_unit_test(bn_recalibrate_replaces_the_statistics),
         cmocka_unit_test(refusals),
         cmocka_unit_test(trained_slices_keep_smaller_weights),
+        cmocka_unit_test(trained_slices_kept_statistics),
+        cmocka_unit_test(trained_slices_kept_scales_and_shifts),
     };
     int rc = cmocka_run_group_tests_name("prn_nest", tests, NULL, NULL);
     test_tmpdir_cleanup();

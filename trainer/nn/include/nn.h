@@ -517,6 +517,23 @@ int trn_net_copy_capacity(trn_net *dst, const trn_net *src, trn_err *err) TRN_MU
 /* The reverse: src's parameters (src built as dst's active capacity) are
  * written into dst's active slices; the rest of dst is unchanged. */
 int trn_net_embed_capacity(trn_net *dst, const trn_net *src, trn_err *err) TRN_MUST_CHECK;
+/* Per-capacity vectors (NestDNN's batch norm kept per capacity): the
+ * active prefixes, at the current capacity, of the vector parameters
+ * (biases, scales, rolling statistics) whose role is in `roles` (a mask of
+ * 1u << trn_param_role), concatenated in table order. This layout is the
+ * format of a nested model's per-capacity file (prune/README.md). */
+size_t trn_net_vectors_count(const trn_net *net, unsigned roles);
+/* Copies them out of the network (dst: trn_net_vectors_count floats). */
+void trn_net_vectors_get(const trn_net *net, unsigned roles, float *dst);
+/* Writes src into them (not into a borrowed network). */
+int trn_net_vectors_put(trn_net *net, unsigned roles, const float *src, trn_err *err) TRN_MUST_CHECK;
+/* A borrowed network (trn_weights_load_mem with borrow): points them at
+ * consecutive slices of src (trn_net_vectors_count floats, which must stay
+ * valid while bound); src NULL points every parameter back into the
+ * buffer it was loaded from. Allocates once, at the first call; nothing is
+ * copied. A slice holds only the current capacity's entries: bind again
+ * (or with NULL) before setting a larger capacity. */
+int trn_net_vectors_bind(trn_net *net, unsigned roles, const float *src, trn_err *err) TRN_MUST_CHECK;
 
 /* ---- parameters (llm.c-style table) -------------------------------------- *
  *
