@@ -246,24 +246,64 @@ out:
     return sub;
 }
 
+/* v's batch-norm vectors per capacity (technique_fields.bn_per_capacity:
+ * the capacity_bn file, prune/README.md "Freeze-&-grow"), read whole and
+ * its header checked; *buf NULL when v has none (the earlier format). */
+static int read_capacity_bn(const struct ovar *v, int ncap, char **buf, size_t *len, unsigned *roles, trn_err *err)
+{
+    char path[4200];
+    *buf = NULL;
+    if (!cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(v->json, "technique_fields"),
+                                          "bn_per_capacity"))
+        return 0;
+    if (!role_file(v, "capacity_bn", path, sizeof path))
+        return trn_errf(err, "variant %s (nested): technique_fields.bn_per_capacity but no capacity_bn file in "
+                        "variant.json", v->id);
+    if (trn_read_file(path, 64u << 20, buf, len, err) != 0) return -1;
+    int32_t h[3];
+    if (*len >= 16) memcpy(h, *buf + 4, 12);
+    if (*len < 16 || memcmp(*buf, "CPBN", 4) != 0 || h[0] != 1 || h[1] != ncap - 1) {
+        free(*buf);
+        *buf = NULL;
+        return trn_errf(err, "%s: not a capacity_bn file of version 1 for %d capacities", path, ncap);
+    }
+    *roles = (unsigned)h[2];
+    return 0;
+}
+
 static int export_nested(struct outbox *ob, const struct ovar *v, const trn_cfg *cfg, trn_net *net, trn_err *err)
 {
     const cJSON *caps = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(v->json, "technique_fields"),
                                                          "capacities");
     if (!cJSON_IsArray(caps) || cJSON_GetArraySize(caps) < 1)
         return trn_errf(err, "variant %s (nested): technique_fields.capacities is missing or empty", v->id);
-    for (int k = 0; k < cJSON_GetArraySize(caps); k++) {
+    int ncap = cJSON_GetArraySize(caps), rc = 0;
+    char *bn;
+    size_t bn_len, off = 16;
+    unsigned roles = 0;
+    if (read_capacity_bn(v, ncap, &bn, &bn_len, &roles, err) != 0) return -1;
+    for (int k = 0; k < ncap && rc == 0; k++) {
         trn_cfg *sc;
         trn_net *sub = capacity_net(cfg, net, cJSON_GetArrayItem(caps, k), &sc, err);
         char name[300], what[64];
         snprintf(name, sizeof name, "%s.cap%d.onnx", v->id, k + 1);
         snprintf(what, sizeof what, "capacity %d", k + 1);
-        int rc = sub ? write_net(ob, v, sc, sub, name, what, NULL, NULL, NULL, err) : -1;
+        size_t n = sub && bn && k < ncap - 1 ? trn_net_vectors_count(sub, roles) * sizeof(float) : 0;
+        if (n && off + n > bn_len)
+            rc = trn_errf(err, "the capacity_bn file ends inside capacity %d's vectors", k + 1);
+        else if (n && trn_net_vectors_put(sub, roles, (const float *)(const void *)(bn + off), err) != 0)
+            rc = -1;
+        off += n;
+        if (rc == 0) rc = sub ? write_net(ob, v, sc, sub, name, what, NULL, NULL, NULL, err) : -1;
         trn_net_free(sub);
         trn_cfg_free(sc);
-        if (rc) return trn_err_prefix(err, "variant %s, capacity %d", v->id, k + 1);
+        if (rc) rc = trn_err_prefix(err, "variant %s, capacity %d", v->id, k + 1);
     }
-    return 0;
+    if (rc == 0 && bn && off != bn_len)
+        rc = trn_errf(err, "variant %s: the capacity_bn file holds %zu bytes, its capacities' vectors %zu", v->id,
+                      bn_len, off);
+    free(bn);
+    return rc;
 }
 
 static int export_variant(struct outbox *ob, const struct ovar *v, trn_err *err)

@@ -886,23 +886,14 @@ out:
     return rc;
 }
 
-/* Capacity k (1-based) and its batch-norm vectors: on an upgrade the
- * vectors first (the smaller capacity reads a prefix of them), on a
- * downgrade the capacity first, so no forward state reads past a bound
- * capacity's vectors. Forward lock held. */
+/* Capacity k (1-based) and its batch-norm vectors, bound in the layout of
+ * capacity k (so after setting it; the forward lock, held, keeps any run
+ * out between the two). */
 static int switch_net(rtl_model *m, int k, trn_err *e)
 {
     trn_net *net = m->parts[0].net;
-    const int *f = m->cap_filters + (size_t)(k - 1) * m->nlayers;
-    const float *v = m->bn_roles ? m->bn_cap[k - 1] : NULL;
-    if (!m->bn_roles) return trn_net_set_capacity(net, f, e);
-    if (k < m->capacity)
-        return trn_net_set_capacity(net, f, e) || trn_net_vectors_bind(net, m->bn_roles, v, e) ? -1 : 0;
-    if (trn_net_vectors_bind(net, m->bn_roles, v, e) != 0) return -1;
-    if (trn_net_set_capacity(net, f, e) == 0) return 0;
-    trn_err keep; /* the capacity stayed: its own vectors again */
-    if (trn_net_vectors_bind(net, m->bn_roles, m->bn_cap[m->capacity - 1], &keep) != 0) { /* cannot fail: bound before */ }
-    return -1;
+    if (trn_net_set_capacity(net, m->cap_filters + (size_t)(k - 1) * m->nlayers, e) != 0) return -1;
+    return m->bn_roles ? trn_net_vectors_bind(net, m->bn_roles, m->bn_cap[k - 1], e) : 0;
 }
 
 /* Open like a plain variant; the largest capacity is active. */

@@ -49,18 +49,23 @@ fail() { echo "bench nested-switch: $*"; exit 1; }
     { cat g.log; fail "prune grow failed"; }
 k=3
 step=$(jq ".capacities[$((k - 1))].roadmap_step" g/capacities.json)
-variant() { # ID TECHNIQUE CFG WEIGHTS FIELDS_JSON
+variant() { # ID TECHNIQUE CFG WEIGHTS FIELDS_JSON [CAPACITY_BN]
+    local bn=
     mkdir -p "c/$1"
     cp "$3" "c/$1/variant.cfg" && cp "$4" "c/$1/variant.weights"
+    if [ -n "${6:-}" ]; then
+        cp "$6" "c/$1/capacity_bn.weights" && bn=',{"role":"capacity_bn","path":"capacity_bn.weights"}'
+    fi
     {
         printf '{"schema":1,"id":"%s","model":"bench","technique":"%s","parent":null,"depends_on":[],' "$1" "$2"
         printf '"description":"nested_switch bench","task":"identity","files":[{"role":"cfg","path":"variant.cfg"},'
-        printf '{"role":"weights","path":"variant.weights"}],"accuracy":{},"technique_fields":%s,"cost":' "$5"
+        printf '{"role":"weights","path":"variant.weights"}%s],"accuracy":{},"technique_fields":%s,"cost":' "$bn" "$5"
         "$BIN/trainer" info --json "c/$1/variant.cfg"
         printf '}\n'
     } >"c/$1/variant.json"
 }
-variant nest nested g/variant.cfg g/init.weights "$(jq -c .technique_fields g/meta.json)" || fail "variant nest"
+variant nest nested g/variant.cfg g/init.weights "$(jq -c .technique_fields g/meta.json)" g/capacity_bn.weights ||
+    fail "variant nest"
 variant indep pruned "rm/step-$step.cfg" "rm/step-$step.weights" '{}' || fail "variant indep"
 "$BIN/catalog" keygen -p k.pub -s k.key -W >/dev/null 2>&1 &&
     "$BIN/catalog" pack c -o out --task identity=data/labels.txt --version 1 --key k.key --zstd-level 1 >pack.log 2>&1 ||

@@ -100,10 +100,10 @@ PY
 . "$TOP/tests/integration/prune/nest.sh"
 mkdir -p n && nest_fixture n && "$P" grow --roadmap n/rm/roadmap.json --data n/data/tiny.data --seed 1 --set batches=5 \
     --out n/g >grow.log 2>&1 || t_fail "prune grow" "$(tail -n 3 grow.log)"
-mkdir -p vn/nest && cp n/g/variant.cfg vn/nest/ && cp n/g/init.weights vn/nest/variant.weights
+files=$(nest_variant_files n/g vn/nest) || t_fail "nested variant files"
 printf '{"schema":1,"id":"nest","model":"tiny","technique":"nested","parent":null,"depends_on":[],"description":"n",
- "task":"identity","files":[{"role":"cfg","path":"variant.cfg"},{"role":"weights","path":"variant.weights"}],
- "accuracy":{},"technique_fields":%s,"cost":%s}\n' "$(jq -c .technique_fields n/g/meta.json)" \
+ "task":"identity","files":%s,
+ "accuracy":{},"technique_fields":%s,"cost":%s}\n' "$files" "$(jq -c .technique_fields n/g/meta.json)" \
     "$("$BIN/trainer" info --json n/g/variant.cfg)" >vn/nest/variant.json
 ncap=$(jq '.technique_fields.capacities | length' n/g/meta.json)
 expect_ok "export the nested variant" "$CAT" export --onnx vn -o on

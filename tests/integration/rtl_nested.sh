@@ -18,23 +18,28 @@ export SOURCE_DATE_EPOCH=1700000000
 nest_fixture . || { t_done; exit 0; }
 D=data/tiny.data
 expect_ok "grow" "$P" grow --roadmap rm/roadmap.json --data $D --seed 1 --set batches=5 --out g
-V=c/variants/nest
-mkdir -p $V
-cp g/variant.cfg $V/variant.cfg
-cp g/init.weights $V/variant.weights
-{
-    printf '{"schema":1,"id":"nest","model":"tiny","technique":"nested","parent":null,"depends_on":[],\n'
-    printf ' "description":"rtl_nested fixture","task":"identity",\n'
-    printf ' "files":[{"role":"cfg","path":"variant.cfg"},{"role":"weights","path":"variant.weights"}],\n'
-    printf ' "accuracy":{},"technique_fields":%s,\n "cost":' "$(jq -c .technique_fields g/meta.json)"
-    "$BIN/trainer" info --json $V/variant.cfg
-    printf '}\n'
-} >$V/variant.json
+# (and a model of the earlier format: old-to-new slices zero, one set of
+# batch-norm statistics, no capacity_bn file)
+expect_ok "grow slices=0" "$P" grow --roadmap rm/roadmap.json --data $D --seed 1 --set batches=5 --set slices=0 --out g0
+variant() { # ID GROW_DIR: the variant folder of a prune grow output
+    local V=c/variants/$1 files
+    files=$(nest_variant_files $2 $V) || t_fail "variant $1"
+    {
+        printf '{"schema":1,"id":"%s","model":"tiny","technique":"nested","parent":null,"depends_on":[],\n' "$1"
+        printf ' "description":"rtl_nested fixture","task":"identity",\n'
+        printf ' "files":%s,\n' "$files"
+        printf ' "accuracy":{},"technique_fields":%s,\n "cost":' "$(jq -c .technique_fields $2/meta.json)"
+        "$BIN/trainer" info --json $V/variant.cfg
+        printf '}\n'
+    } >$V/variant.json
+}
+variant nest g
+variant nest0 g0
 "$CAT" keygen -p k.pub -s k.key -W >/dev/null 2>&1
 expect_ok "pack the nested variant" "$CAT" pack c/variants -o c/out --task identity=data/labels.txt --version 1 --key k.key
 "$CAT" report c/out/catalog-tiny-1.tar.zst >/dev/null 2>&1
 t_check "the report shows the capacity curve with intervals and page bytes" \
-    test "$(grep -A8 'Capacities of nest' c/out/catalog-tiny-1.report.md | grep -cE '^\| [1-5] \| [0-9.]+ \[[0-9.]+, [0-9.]+\] n=6 \|')" = 5
+    test "$(grep -A8 'Capacities of nest[^0]' c/out/catalog-tiny-1.report.md | grep -cE '^\| [1-5] \| [0-9.]+ \[[0-9.]+, [0-9.]+\] n=6 \|')" = 5
 mkdir -p root/keys && cp k.pub root/keys/
 rtl() { "$RTL" --root root "$@"; }
 expect_ok "install it" rtl install c/out/catalog-tiny-1.tar.zst
@@ -70,4 +75,8 @@ done
 t_check "capacities 1 and 5 differ (the comparison can fail)" test "$(jq -c '[.results[].top[0].probability]' run-1.json)" != "$(jq -c '[.results[].top[0].probability]' run-5.json)"
 expect_fail "a capacity the model lacks" "capacities 1 to 5, not 6" rtl run tiny nest "${images[0]}" --capacity 6
 expect_fail "a bad capacity value" "capacity" rtl run tiny nest "${images[0]}" --capacity 0
+# The earlier format still opens: capacity 1 is the seed there too
+rtl run tiny nest0 "${images[@]}" --top 2 --json --threads 1 --capacity 1 >run0-1.json 2>run0-1.err
+if msg=$(same run0-1.json predict-1.txt 2>&1); then t_ok "a model of the earlier format: capacity 1 equals the seed"
+else t_fail "a model of the earlier format: capacity 1 equals the seed" "$msg"; fi
 t_done

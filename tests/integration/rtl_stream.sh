@@ -189,14 +189,14 @@ mkdir -p nf && nest_fixture nf &&
     "$BIN/prune" grow --roadmap nf/rm/roadmap.json --data nf/data/tiny.data --seed 1 --set batches=5 --out g \
         >/dev/null 2>&1 || t_fail "nested fixture"
 V=n/variants/nest
-mkdir -p $V && cp g/variant.cfg $V/variant.cfg && cp g/init.weights $V/variant.weights
+files=$(nest_variant_files g $V) || t_fail "nested fixture files"
 # the capacities' top-1 set by the test, rising with the capacity (measured
 # on 12 tiny images they tie, and the scheduler takes the cheapest of a tie)
 jq '.technique_fields | .capacities |= [to_entries[] | .value.top1 = (0.5 + 0.1 * .key) | .value]' g/meta.json >tf.json
 {
     printf '{"schema":1,"id":"nest","model":"tiny","technique":"nested","parent":null,"depends_on":[],\n'
     printf ' "description":"stream nested fixture","task":"identity",\n'
-    printf ' "files":[{"role":"cfg","path":"variant.cfg"},{"role":"weights","path":"variant.weights"}],\n'
+    printf ' "files":%s,\n' "$files"
     printf ' "accuracy":{"identity":{"split":"test","images":6,"top1":%s}},"technique_fields":%s,\n "cost":' \
         "$(jq '.capacities[-1].top1' tf.json)" "$(jq -c . tf.json)"
     "$BIN/trainer" info --json $V/variant.cfg

@@ -21,3 +21,16 @@ nest_fixture() {
         --method l1 --seed 3 --out "$dir/rm" --set step=0.25 --set min_accuracy=0 --set retrain_batches=5 \
         --set max_steps=4 >/dev/null 2>&1 || { t_fail "fixture roadmap"; return 1; }
 }
+
+# nest_variant_files GROW_DIR VARIANT_DIR: copies a `prune grow` folder's
+# model files into a catalog variant folder (variant.cfg, variant.weights,
+# and capacity_bn.weights when grow kept batch-norm vectors per capacity)
+# and prints the "files" array of its variant.json.
+nest_variant_files() {
+    local bn=
+    mkdir -p "$2" && cp "$1/variant.cfg" "$2/variant.cfg" && cp "$1/init.weights" "$2/variant.weights" || return 1
+    if [ -e "$1/capacity_bn.weights" ]; then
+        cp "$1/capacity_bn.weights" "$2/" && bn=',{"role":"capacity_bn","path":"capacity_bn.weights"}' || return 1
+    fi
+    printf '[{"role":"cfg","path":"variant.cfg"},{"role":"weights","path":"variant.weights"}%s]' "$bn"
+}

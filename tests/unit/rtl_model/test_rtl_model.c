@@ -68,6 +68,17 @@ static const char nestbig_fields[] =
     "\"macs\":1,\"weight_bytes\":4},"
     "{\"capacity\":3,\"channel_index\":[],\"macs\":1,\"weight_bytes\":4}]}";
 
+/* The same model with batch-norm vectors per capacity (prune grow's
+ * format: technique_fields.bn_per_capacity and a capacity_bn file holding
+ * capacities 1 and 2's biases, scales and statistics); "nestbnv2" names a
+ * version this runtime does not know, "nestbnnofile" lacks the file,
+ * "nestbnshort"'s file holds capacity 1's vectors only. */
+#define NEST_BN_ROLES 0xfu
+static const char nest_bn_v1[] =
+    ",\"bn_per_capacity\":{\"version\":1,\"roles\":[\"biases\",\"scales\",\"rolling_mean\",\"rolling_variance\"],"
+    "\"file\":\"capacity_bn.weights\"}}";
+static const char nest_bn_v2[] = ",\"bn_per_capacity\":{\"version\":2,\"roles\":[\"rolling_mean\"]}}";
+
 enum damage { NONE, TRUNCATE, EXTRA, LIE_SIZE, TINY };
 
 /* A variant of the test catalog: its cfg, the cfg its weights are made for
@@ -92,6 +103,10 @@ static const struct spec specs[] = {
     {"nestbare", "nested", cfg_small, cfg_small, NONE},
     {"nestbig", "nested", cfg_nestbig, cfg_nestbig, NONE},
     {"exits", "early-exit", cfg_small, cfg_small, NONE},
+    {"nestbn", "nested", cfg_nest, cfg_nest, NONE},
+    {"nestbnv2", "nested", cfg_nest, cfg_nest, NONE},
+    {"nestbnnofile", "nested", cfg_nest, cfg_nest, NONE},
+    {"nestbnshort", "nested", cfg_nest, cfg_nest, NONE},
 };
 
 /* The exits of variant "exits" (over cfg_small: conv 0, avgpool 1, ...). */
@@ -119,6 +134,41 @@ static int write_weights(const char *cfg, uint64_t seed, const char *path)
     return rc;
 }
 
+/* Capacity k's (0-based) batch-norm vectors of the "nestbn" variants: seeded
+ * values, positive (variances among them); n floats at the capacity. */
+static float *capacity_bn(int k, size_t *n)
+{
+    trn_net_opts o;
+    trn_net_opts_defaults(&o);
+    o.infer_only = 1;
+    trn_net *net = tl_net(cfg_nest, &o);
+    trn_err e;
+    assert_int_equal(trn_net_set_capacity(net, nest_caps[k], &e), 0);
+    *n = trn_net_vectors_count(net, NEST_BN_ROLES);
+    trn_net_free(net);
+    float *v = malloc(*n * sizeof *v);
+    for (size_t i = 0; i < *n; i++) v[i] = 0.5f + (float)((i * 7 + (size_t)k * 13) % 11) / 10.0f;
+    return v;
+}
+
+/* Writes variant id's capacity_bn.weights: the CPBN header for 2 capacities
+ * and `caps` capacities' vectors. */
+static void write_capacity_bn(const char *id, int caps)
+{
+    FILE *f = fopen(tl_path("variants/%s/capacity_bn.weights", id), "wb");
+    assert_non_null(f);
+    int32_t h[4] = {0, 1, 2, (int32_t)NEST_BN_ROLES};
+    memcpy(h, "CPBN", 4);
+    assert_int_equal(fwrite(h, 4, 4, f), 4);
+    for (int k = 0; k < caps; k++) {
+        size_t n;
+        float *v = capacity_bn(k, &n);
+        assert_int_equal(fwrite(v, 4, n, f), n);
+        free(v);
+    }
+    fclose(f);
+}
+
 /* Appends `"role"` file i of a variant to the manifest text. */
 static void file_json(char *m, size_t size, const char *id, const char *role, const char *name, long lie)
 {
@@ -132,6 +182,18 @@ static void file_json(char *m, size_t size, const char *id, const char *role, co
     size_t at = strlen(m);
     snprintf(m + at, size - at, "%s{\"role\":\"%s\",\"path\":\"variants/%s/%s\",\"size\":%llu,\"sha256\":\"%s\"}",
              strcmp(role, "cfg") ? "," : "", role, id, name, (unsigned long long)((long)len + lie), sha);
+}
+
+/* A variant's technique_fields (or nothing), as manifest text. */
+static const char *technique_fields(const char *id)
+{
+    static char buf[1024];
+    if (!strcmp(id, "nested")) return nest_fields;
+    if (!strcmp(id, "nestbig")) return nestbig_fields;
+    if (strncmp(id, "nestbn", 6) != 0) return "";
+    snprintf(buf, sizeof buf, "%.*s%s", (int)strlen(nest_fields) - 1, nest_fields,
+             !strcmp(id, "nestbnv2") ? nest_bn_v2 : nest_bn_v1);
+    return buf;
 }
 
 static int setup(void **state)
@@ -164,10 +226,13 @@ static int setup(void **state)
                  "\"batch\":1,\"runs\":9,\"ms_median\":1.25,\"ms_mean\":1.5}},"
                  "\"estimates\":{\"board-a\":{\"source\":\"estimate\",\"method\":\"roofline-1\",\"bound\":\"compute\","
                  "\"ms\":2.5,\"mj\":7}}%s,\"files\":[",
-                 i ? "," : "", id, specs[i].technique,
-                 !strcmp(id, "nested") ? nest_fields : !strcmp(id, "nestbig") ? nestbig_fields : "");
+                 i ? "," : "", id, specs[i].technique, technique_fields(id));
         file_json(m, sizeof m, id, "cfg", "variant.cfg", 0);
         file_json(m, sizeof m, id, "weights", "variant.weights", specs[i].damage == LIE_SIZE ? 4 : 0);
+        if (!strncmp(id, "nestbn", 6) && strcmp(id, "nestbnnofile") != 0) {
+            write_capacity_bn(id, strcmp(id, "nestbnshort") ? 2 : 1);
+            file_json(m, sizeof m, id, "capacity_bn", "capacity_bn.weights", 0);
+        }
         if (strcmp(specs[i].technique, "early-exit") == 0) {
             assert_int_equal(tl_write_text(tl_path("variants/%s/exits.cfg", id), exits_cfg), 0);
             trn_net_opts o;
@@ -400,6 +465,9 @@ static void loading_errors_are_messages(void **state)
         {"badkey", "variant.cfg:9: [convolutional]: unknown key 'frobnicate'"},
         {"six", "has 6 outputs, but task 't' has 5 labels"},
         {"nestbare", "technique_fields.capacities is missing"},
+        {"nestbnv2", "reads version 1 of the per-capacity batch-norm format"},
+        {"nestbnnofile", "has no file with role \"capacity_bn\""},
+        {"nestbnshort", "but the capacities' batch-norm vectors take"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         rtl_err e = {{0}};
@@ -578,6 +646,54 @@ static void switch_in_place(int async_paging)
     rtl_model_close(m);
 }
 
+/* Batch-norm vectors per capacity: after every switch (up and down, in
+ * any order) the model computes, bit for bit, what the capacity opened on
+ * its own computes (its sliced weights with its own vectors from the
+ * capacity_bn file; the largest capacity: the weights file's), and a
+ * smaller capacity with the largest one's vectors would not. */
+static void nested_switch_applies_the_capacity_bn(void **state)
+{
+    (void)state;
+    rtl_err e;
+    rtl_model_options opt = {.threads = 1};
+    rtl_model *m = rtl_model_open(cat, "nestbn", &opt, &e);
+    if (!m) printf("# %s\n", e.msg);
+    assert_non_null(m);
+    trn_net *full = reference("nestbn");
+    trn_net *refs[3];
+    for (int k = 0; k < 3; k++) {
+        refs[k] = capacity_reference(full, k);
+        if (k == 2) break;
+        size_t n;
+        float *v = capacity_bn(k, &n);
+        trn_err te;
+        assert_int_equal(trn_net_vectors_count(refs[k], NEST_BN_ROLES), n);
+        assert_int_equal(trn_net_vectors_put(refs[k], NEST_BN_ROLES, v, &te), 0);
+        free(v);
+    }
+    float x[3 * 12 * 12];
+    for (size_t i = 0; i < sizeof x / sizeof *x; i++) x[i] = (float)((i * 37) % 101) / 101.0f;
+    static const int order[] = {3, 1, 2, 3, 1, 3, 2, 1};
+    for (size_t s = 0; s < sizeof order / sizeof *order; s++) {
+        int k = order[s];
+        assert_int_equal(rtl_model_set_capacity(m, k, &e), 0);
+        assert_int_equal(rtl_model_run(m, x, &e), 0);
+        trn_err te;
+        assert_int_equal(trn_net_forward(refs[k - 1], x, &te), 0);
+        if (memcmp(rtl_model_output(m), trn_net_output(refs[k - 1]), CLASSES * sizeof(float)) != 0)
+            fail_msg("capacity %d (step %zu) is not what the capacity computes on its own", k, s);
+    }
+    /* capacity 1 with the weights file's vectors computes something else */
+    trn_net *plain = capacity_reference(full, 0);
+    assert_int_equal(trn_net_forward(plain, x, &(trn_err){{0}}), 0);
+    assert_int_equal(trn_net_forward(refs[0], x, &(trn_err){{0}}), 0);
+    assert_memory_not_equal(trn_net_output(plain), trn_net_output(refs[0]), CLASSES * sizeof(float));
+    trn_net_free(plain);
+    for (int k = 0; k < 3; k++) trn_net_free(refs[k]);
+    trn_net_free(full);
+    rtl_model_close(m);
+}
+
 static void nested_capacities_switch_in_place(void **state)
 {
     (void)state;
@@ -718,6 +834,7 @@ int main(void)
         cmocka_unit_test(runs_like_the_trainer),
         cmocka_unit_test(early_exits),
         cmocka_unit_test(nested_capacities_switch_in_place),
+        cmocka_unit_test(nested_switch_applies_the_capacity_bn),
         cmocka_unit_test(nested_capacities_switch_async_paging),
         cmocka_unit_test(nested_switch_pages),
         cmocka_unit_test(nested_switch_pages_async_paging),

@@ -528,11 +528,12 @@ void trn_net_vectors_get(const trn_net *net, unsigned roles, float *dst);
 /* Writes src into them (not into a borrowed network). */
 int trn_net_vectors_put(trn_net *net, unsigned roles, const float *src, trn_err *err) TRN_MUST_CHECK;
 /* A borrowed network (trn_weights_load_mem with borrow): points them at
- * consecutive slices of src (trn_net_vectors_count floats, which must stay
- * valid while bound); src NULL points every parameter back into the
- * buffer it was loaded from. Allocates once, at the first call; nothing is
- * copied. A slice holds only the current capacity's entries: bind again
- * (or with NULL) before setting a larger capacity. */
+ * consecutive slices of src in the current capacity's layout
+ * (trn_net_vectors_count floats, which must stay valid while bound); src
+ * NULL points every parameter back into the buffer it was loaded from.
+ * Allocates once, at the first call; nothing is copied. A slice holds only
+ * the current capacity's entries: after setting a larger capacity, bind
+ * again (or with NULL) before any forward. */
 int trn_net_vectors_bind(trn_net *net, unsigned roles, const float *src, trn_err *err) TRN_MUST_CHECK;
 
 /* ---- parameters (llm.c-style table) -------------------------------------- *
