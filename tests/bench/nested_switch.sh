@@ -78,7 +78,7 @@ echo "bench nested-switch: capacity $k of $(jq '.capacities | length' g/capaciti
      "load average $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) cores, Linux $(uname -r):"
 out=$("$NB" root bench nest indep $k "$runs") || { printf '%s\n' "$out"; fail "rtl-nestbench failed"; }
 printf '%s\n' "$out" | sed 's/^/  /'
-# Issue 15 item 4's targets, judged here: each switch call (the default:
+# Issue 15 item 4's targets (issue 40 item 4), judged here: each switch call (the default:
 # its page ranges advised inside the call) at least 10x faster than
 # opening the capacity as its own variant, and the bytes paged (what the
 # call reports, what it and the pager moved) equal to the manifest's.
@@ -91,5 +91,15 @@ for dir in upgrade downgrade; do
 done
 n=$(printf '%s\n' "$out" | grep -c ': EQUAL$')
 if [ "$n" -eq 2 ]; then echo "  bytes paged vs the manifest: both EQUAL  met"; else echo "  bytes paged vs the manifest: MISSED"; miss=1; fi
+# Issue 40 item 4: the model's files on the device (the weights and the
+# per-capacity batch-norm vectors) at most 1.02x the largest capacity's
+# standalone weights file. (Against the capacities' summed weights, the
+# other target, the ratio is the roadmap's: this fixture's 0.25 steps give
+# about 0.6x, the recipe's 0.15 steps 0.31x; prune/README.md.)
+read -r model largest sum <<<"$(jq -r '[.weights_bytes + (.bn_file_bytes // 0), .capacities[-1].weight_bytes + 20, .sum_independent_weight_bytes] | @tsv' g/capacities.json)"
+r=$(awk -v a="$model" -v b="$largest" 'BEGIN { printf "%.4f", a / b }')
+if awk -v r="$r" 'BEGIN { exit !(r <= 1.02) }'; then v=met; else v=MISSED; miss=1; fi
+printf '  model files %s bytes vs the largest capacity'"'"'s file %s: %sx  target <= 1.02x  %s (%.3fx the capacities summed)\n' \
+    "$model" "$largest" "$r" "$v" "$(awk -v a="$model" -v b="$sum" 'BEGIN { print a / b }')"
 echo "  load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 [ $miss -eq 0 ] || { echo "bench nested-switch: a target missed"; exit 1; }
