@@ -66,11 +66,62 @@ static void forward_and_borrowed_weights(void **state)
     trn_net_free(ref);
 }
 
+/* A fragment (catalog/README.md, Fragments): the layers from a cut borrowed
+ * from a file of their own, those below from the trunk's weights file (here
+ * another network's, equal below the cut), compute what the whole network
+ * computes; a fragment or trunk of the wrong size is refused. */
+static void fragment_borrows_its_trunk(void **state)
+{
+    (void)state;
+    trn_net_opts o;
+    trn_net_opts_defaults(&o);
+    o.infer_only = 1;
+    trn_net *whole = tl_net(cfg, &o);
+    assert_non_null(whole);
+    tl_randomize(whole, 5);
+    trn_err e;
+    const char *path = tl_path("f.weights");
+    assert_int_equal(trn_weights_save(whole, path, &e), 0);
+    size_t len;
+    char *w = tl_read(path, &len);
+    assert_non_null(w);
+    int cut = 7; /* the [avgpool]: the trunk holds the three convolutions */
+    size_t pre = trn_weights_prefix_bytes(whole, cut);
+    assert_true(pre > 0 && 20 + pre < len);
+    /* the trunk: the same bytes below the cut, others above */
+    char *trunk = malloc(len), *frag = malloc(len - pre);
+    assert_non_null(trunk);
+    assert_non_null(frag);
+    memcpy(trunk, w, len);
+    memset(trunk + 20 + pre, 0x3f, len - 20 - pre);
+    memcpy(frag, w, 20);
+    memcpy(frag + 20, w + 20 + pre, len - 20 - pre);
+    o.external_params = 1;
+    trn_net *f = tl_net(cfg, &o);
+    assert_non_null(f);
+    assert_int_equal(trn_weights_borrow_fragment(f, cut, trunk, 20 + pre - 4, "trunk", frag, len - pre, "frag", &e), -1);
+    assert_non_null(strstr(e.msg, "not its trunk"));
+    assert_int_equal(trn_weights_borrow_fragment(f, cut, trunk, len, "trunk", frag, len - pre - 4, "frag", &e), -1);
+    assert_non_null(strstr(e.msg, "does not belong to this cfg"));
+    assert_int_equal(trn_weights_borrow_fragment(f, cut, trunk, len, "trunk", frag, len - pre, "frag", &e), 0);
+    float x[2 * 3 * 12 * 12];
+    tl_fill_uniform(x, sizeof x / sizeof *x, 1, 0, 1);
+    assert_int_equal(trn_net_forward(whole, x, &e), 0);
+    assert_int_equal(trn_net_forward(f, x, &e), 0);
+    assert_memory_equal(trn_net_output(whole), trn_net_output(f), 2 * trn_net_outputs(whole) * sizeof(float));
+    trn_net_free(f);
+    trn_net_free(whole);
+    free(w);
+    free(trunk);
+    free(frag);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(no_training_code),
         cmocka_unit_test(forward_and_borrowed_weights),
+        cmocka_unit_test(fragment_borrows_its_trunk),
     };
     int rc = cmocka_run_group_tests_name("trn_infer", tests, NULL, NULL);
     test_tmpdir_cleanup();
