@@ -161,13 +161,12 @@ RTL_API int rtl_untrusted_expected(const rtl_sig_info *info, const uint8_t keynu
 /* Accepts sig's untrusted comment when it is the one derived above or
  * minisign's default ("signature from minisign secret key"). */
 RTL_API int rtl_untrusted_check(const rtl_signature *sig, rtl_err *err) RTL_MUST_CHECK;
-/* The same two for the signature of a publish folder's index.json (trusted
- * comment "index:<channel>\tserial:<N>\texpires:<T>"): catalog publish writes
- * "signature of index <channel> serial <N> by [DEVELOPMENT ]key <ID>". */
+/* rtl_untrusted_expected for the signature of a publish folder's index.json
+ * (trusted comment "index:<channel>\tserial:<N>\texpires:<T>"): catalog
+ * publish writes "signature of index <channel> serial <N> by [DEVELOPMENT
+ * ]key <ID>"; rtl_pull checks it. */
 RTL_API int rtl_index_untrusted_expected(const char *channel, uint64_t serial, const uint8_t keynum[RTL_KEYNUM_BYTES],
                                          int development_key, char *out, size_t size, rtl_err *err);
-RTL_API int rtl_index_untrusted_check(const rtl_signature *sig, const char *channel, uint64_t serial,
-                                      rtl_err *err) RTL_MUST_CHECK;
 
 /* SHA-256 and size of the file at path, read in blocks. */
 RTL_API int rtl_sha256_file(const char *path, uint8_t out[RTL_SHA256_BYTES], uint64_t *size, rtl_err *err);
@@ -522,10 +521,8 @@ RTL_API const rtl_variant *rtl_model_variant(const rtl_model *m);
 /* The input one run takes: (c, h, w) floats, c*h*w of them. */
 RTL_API void rtl_model_input_shape(const rtl_model *m, int *c, int *h, int *w);
 RTL_API size_t rtl_model_input_size(const rtl_model *m);
-/* Classes of the output, and the task's label of class k (NULL when out of
- * range). */
+/* Classes of the output (rtl_model_top gives their labels). */
 RTL_API size_t rtl_model_classes(const rtl_model *m);
-RTL_API const char *rtl_model_label(const rtl_model *m, size_t k);
 
 /* Multi-capacity (nested) models (technique "nested"): one network over one
  * mapping, capacity k (1 = the smallest) a channel prefix per layer from the
@@ -599,7 +596,6 @@ RTL_API int rtl_model_exit_layer(const rtl_model *m, int j);
  * gives accuracy and expected MACs per alpha). -1 with err for a model
  * without exits or an alpha that is not a number >= 0. */
 RTL_API int rtl_model_set_alpha(rtl_model *m, float alpha, rtl_err *err) RTL_MUST_CHECK;
-RTL_API float rtl_model_alpha(const rtl_model *m);
 
 typedef struct rtl_class {
     size_t index;        /* class index */
@@ -801,11 +797,6 @@ typedef struct rtl_plan {
     int transfers;
 } rtl_plan;
 
-/* The cost of a given placement (on_cloud per layer; p->layers set) under
- * target and link; fills p's figures. -1 when a location change falls on
- * an impossible cut. */
-RTL_API int rtl_plan_evaluate(const rtl_layer_cost *l, int n, const rtl_target *t, const rtl_link *k,
-                              rtl_plan *p, rtl_err *err);
 /* The best placement for goal under budget (NULL: none): -1 with err when
  * no placement meets the budget. Layer costs need host_ms. */
 RTL_API int rtl_plan_best(const rtl_layer_cost *l, int n, const rtl_target *t, const rtl_link *k,

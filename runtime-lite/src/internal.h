@@ -93,6 +93,21 @@ uint64_t rtl_model_mapped_bytes(const rtl_model *m);
 /* Fills p's input rows, bytes and times for worker w (p's rectangle set). */
 void rtl_gtdp_part_cost(const rtl_gtdp_layer *l, const rtl_gtdp_worker *w, rtl_gtdp_part *p);
 
+/* Fine-grained calls only librtl and its tests make (issue 38: a minimal
+ * device API). */
+/* rtl_untrusted_check's for an index's signature (rtl_pull checks it). */
+int rtl_index_untrusted_check(const rtl_signature *sig, const char *channel, uint64_t serial,
+                              rtl_err *err) RTL_MUST_CHECK;
+/* The model's alpha (rtl_model_set_alpha's). */
+float rtl_model_alpha(const rtl_model *m);
+/* The cost of a given placement (on_cloud per layer; p->layers set) under
+ * target and link; fills p's figures. -1 when a location change falls on
+ * an impossible cut. */
+int rtl_plan_evaluate(const rtl_layer_cost *l, int n, const rtl_target *t, const rtl_link *k, rtl_plan *p,
+                      rtl_err *err);
+/* The task's label of class k of m's output (NULL when out of range). */
+const char *rtl_model_label(const rtl_model *m, size_t k);
+
 /* Formats a message into err (err may be NULL). Returns -1, so that error
  * paths read `return rtl_errf(err, "...")`. */
 int rtl_errf(rtl_err *err, const char *fmt, ...) RTL_PRINTF(2, 3);

@@ -4,6 +4,7 @@
  * hand computation of JointDNN's radio model, and bad inputs are errors. */
 #include "testutil_impl.h"
 #include "rtl.h"
+#include "internal.h" /* functions librtl no longer exports (issue 38) */
 
 #include <math.h>
 #include <stdint.h>

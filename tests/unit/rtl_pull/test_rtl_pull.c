@@ -9,6 +9,7 @@
 #include "http.h"
 #include "pull.h"
 #include "rtl.h"
+#include "internal.h" /* functions librtl no longer exports (issue 38) */
 
 #include <fcntl.h>
 #include <stdlib.h>
