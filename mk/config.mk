@@ -27,7 +27,7 @@ OPT_DOC_O       := output folder for everything built and generated
 OPT_DOC_GPU     := 1 compiles and links against CUDA in CUDA_PATH (kernels stay on the CPU until the CUDA backend lands)
 OPT_DOC_CUDNN   := 1 uses cuDNN for convolutions (needs GPU=1)
 OPT_DOC_DEBUG   := 1 builds without optimisation, with assertions
-OPT_DOC_SAN     := sanitizers, a comma list of address,undefined
+OPT_DOC_SAN     := sanitizers, a comma list of address,undefined; or thread alone (ThreadSanitizer: make test-threads)
 OPT_DOC_CROSS   := cross-compiler prefix, e.g. aarch64-linux-gnu- for Jetson
 OPT_DOC_THREADS := threads of our own loops and products (default: all cores); results never depend on it
 OPT_DOC_PREFIX  := installation prefix
@@ -47,10 +47,16 @@ $(error CUDNN=1 needs GPU=1: cuDNN is used only by the CUDA backend)
 endif
 
 comma := ,
-CFG_SAN_OK := address undefined
+CFG_SAN_OK := address undefined thread
 CFG_SAN_LIST := $(subst $(comma), ,$(SAN))
 ifneq ($(filter-out $(CFG_SAN_OK),$(CFG_SAN_LIST)),)
-$(error SAN='$(SAN)' is not valid: use a comma list of $(CFG_SAN_OK), e.g. SAN=address,undefined)
+$(error SAN='$(SAN)' is not valid: use a comma list of address,undefined, e.g. SAN=address,undefined, or SAN=thread)
+endif
+# ThreadSanitizer cannot share a process with AddressSanitizer.
+ifneq ($(filter thread,$(CFG_SAN_LIST)),)
+ifneq ($(filter-out thread,$(CFG_SAN_LIST)),)
+$(error SAN='$(SAN)' is not valid: thread cannot be combined with another sanitizer; use SAN=thread alone)
+endif
 endif
 
 ifneq ($(shell echo '$(THREADS)' | grep -Ex '[1-9][0-9]{0,3}'),$(THREADS))

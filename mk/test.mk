@@ -21,8 +21,24 @@ ifneq ($(SAN),)
 # Sanitizer reports fail the test that triggered them.
 TEST_ENV := ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:exitcode=86 \
             LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp:print_suppressions=0 \
-            UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+            UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+            TSAN_OPTIONS=halt_on_error=1:exitcode=86:second_deadlock_stack=1
 endif
+
+# The unit tests that run threads (the engine's pools at several thread
+# counts, two models at once, the data loaders' workers): `make
+# test-threads` builds them with ThreadSanitizer in $(O)/tsan and runs them;
+# a report fails the test that triggered it.
+THREAD_TESTS := rtl_model trn_engine trn_layers trn_train trn_portable trn_gemm_path trn_lasso trn_data prn_rank \
+                ds_import ds_synth rtl_gtdp
+.PHONY: test-threads test-threads-run
+test-threads: $(O)/.deps-ok ## build the threaded unit tests with ThreadSanitizer (in O/tsan) and run them
+	$(Q)$(MAKE) --no-print-directory SAN=thread O=$(O)/tsan $(if $(findstring -j,$(MAKEFLAGS)),,-j$(THREADS)) \
+	  test-threads-run
+test-threads-run: $(addprefix $(TESTD)/unit/test_,$(THREAD_TESTS))
+	$(Q)$(TEST_ENV) BIN=$(abspath $(BIN)) O=$(abspath $(O)) TOP=$(CURDIR) SAN=$(SAN) \
+	  TESTD=$(abspath $(TESTD)) THREADS=$(THREADS) TEST_JOBS=$(TEST_JOBS) \
+	  TEST_TIMEOUT=$(TEST_TIMEOUT) TESTS='$(TESTS)' tests/run-tests.sh $(TESTD)/logs $^
 
 CROSS_TEST_PREFIX := aarch64-linux-gnu-
 CROSS_TEST_O      := $(O)/$(patsubst %-,%,$(CROSS_TEST_PREFIX))
