@@ -489,15 +489,19 @@ RTL_API void rtl_machine_describe(char *out, size_t size);
  *  - early exits: the exits are parts reading an inner layer's output.
  * Opening a variant of another technique today fails, naming it.
  *
- * Threads: the compute threads are a process-wide setting (as OpenBLAS's
- * own is). Forward passes of all models of the process run one at a time
- * (an internal lock); a model is used by one thread at a time. */
+ * Threads: every model has its own compute engine (its own pool of
+ * threads and settings; OpenBLAS runs single-threaded inside it), so
+ * forward passes of different models run side by side from different
+ * threads with no lock between them, each giving the bytes it gives alone.
+ * One model is used by one thread at a time. */
 
 typedef struct rtl_model rtl_model;
 
 typedef struct rtl_model_options {
-    int threads;   /* > 0: set the process-wide compute threads; 0: keep the
-                    * current setting (all online cores unless changed) */
+    int threads;   /* > 0: the model's compute threads, for every layer; 0: chosen
+                    * per layer from its work, all online cores at most (a
+                    * layer of w operations gets w / 2^22 threads, at least 1:
+                    * small layers run on one). The bytes never depend on it */
     int async_paging; /* nested models: 0 (default) = rtl_model_set_capacity
                        * makes the madvise calls itself; 1 = a pager thread
                        * of the model makes them after the call returns */
@@ -943,7 +947,7 @@ typedef struct rtl_serve_options {
                                   * its first authenticated frame within this + frame_ms (0: 5000) */
     int frame_ms;                /* a frame must end within this of its first byte (0: 30000) */
     int idle_ms;                 /* idle connections close after (0: 60000) */
-    int threads;                 /* compute threads (0: keep) */
+    int threads;                 /* compute threads of each model served (rtl_model_options.threads) */
     const struct rtl_serve_hooks *hooks; /* NULL: none (copied when the server opens) */
     int max_per_source;          /* connections at once from one address (0: 64) */
     double handshake_rate;       /* new connections a second from one address, bursts of twice as many

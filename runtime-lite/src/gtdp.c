@@ -453,6 +453,7 @@ static struct part_net *part_net(rtl_model *m, const rtl_gtdp_layer *g, const rt
     trn_net_opts_defaults(&o);
     o.batch = 1;
     o.infer_only = 1;
+    o.engine = rtl_model_engine(m);
     trn_net *net = cfg ? trn_net_create(cfg, &o, &te) : NULL;
     trn_cfg_free(cfg);
     if (!net) {
@@ -569,13 +570,11 @@ int rtl_gtdp_compute_part_rows(rtl_model *m, int layer, const rtl_gtdp_part *q, 
             memset(d + g.pad + g.w_in, 0, (size_t)g.pad * sizeof *d);
         }
     trn_err te;
-    rtl_forward_lock();
     int rc = trn_net_forward(e->net, e->x, &te);
     if (rc == 0 && g.pool_size)
         pool_rows(&g, q->c1 - q->c0, ca, cb, q->r0, q->r1, trn_net_output(e->net), out);
     else if (rc == 0)
         memcpy(out, trn_net_output(e->net), (size_t)(q->c1 - q->c0) * (q->r1 - q->r0) * g.w * sizeof *out);
-    rtl_forward_unlock();
     return rc == 0 ? 0 : rtl_err_from_trn(err, &te);
 }
 

@@ -225,9 +225,9 @@ void rtl_peer_set_held(rtl_peer *p, const int32_t hgeom[5]);
 int rtl_gtdp_compute_part_rows(rtl_model *m, int layer, const rtl_gtdp_part *q, size_t n,
                                void (*row)(void *arg, int c, int iy, float *dst), void *arg, float *out,
                                rtl_err *err);
-/* The process-wide lock of forward passes (model.c). */
-void rtl_forward_lock(void);
-void rtl_forward_unlock(void);
+/* The engine m's networks run on (model.c): GTDP's part networks run on it
+ * too. */
+trn_engine *rtl_model_engine(const rtl_model *m);
 
 /* Makes y (n floats: the classes) the model's output, as a split run's
  * answer; -1 when n is not the class count. */

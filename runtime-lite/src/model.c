@@ -118,11 +118,8 @@ struct rtl_model {
     int paged_cap;             /* the capacity whose pages were advised last */
     rtl_paging_stats paged;    /* what the pager (or the caller) moved so far */
     struct rtl_gtdp_cache *gtdp; /* GTDP part networks (gtdp.c), NULL before */
+    trn_engine *engine;        /* its networks' engine: pool, threads (nn.h); none is shared */
 };
-
-/* Forward passes share the process-wide compute pool and OpenBLAS: one at
- * a time. */
-static pthread_mutex_t forward_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* The index of v's first file with role, or -1 with err. */
 static int file_index(const rtl_variant *v, const char *role, rtl_err *err)
@@ -278,23 +275,24 @@ static int fragment_load(struct part *p, rtl_catalog *cat, rtl_err *err)
 
 /* The options of a network whose parameters live in a file mapping: one
  * image a forward, inference only, parameters external. */
-static trn_net_opts mapped_opts(void)
+static trn_net_opts mapped_opts(const rtl_model *m)
 {
     trn_net_opts o;
     trn_net_opts_defaults(&o);
     o.batch = 1;
     o.infer_only = 1;
     o.external_params = 1;
+    o.engine = m->engine;
     return o;
 }
 
 /* Builds the network of p->variant with its parameters in the mapping
- * (shared with cat's other models when cat is not NULL). */
-static int part_load(struct part *p, rtl_catalog *cat, rtl_err *err)
+ * (shared with cat's other models when cat is not NULL), on m's engine. */
+static int part_load(const rtl_model *m, struct part *p, rtl_catalog *cat, rtl_err *err)
 {
     trn_cfg *cfg = read_cfg(p->variant, err);
     if (!cfg) return -1;
-    trn_net_opts o = mapped_opts();
+    trn_net_opts o = mapped_opts(m);
     trn_err e;
     p->net = trn_net_create(cfg, &o, &e);
     trn_cfg_free(cfg);
@@ -340,7 +338,7 @@ static int open_plain(rtl_model *m, rtl_err *err)
 {
     struct part *p = &m->parts[m->nparts++];
     p->variant = m->variant;
-    if (part_load(p, m->kind == MODEL_NESTED ? NULL : m->cat, err) != 0) return -1;
+    if (part_load(m, p, m->kind == MODEL_NESTED ? NULL : m->cat, err) != 0) return -1;
     size_t outputs = trn_net_outputs(p->net);
     if (outputs != m->classes)
         return rtl_errf(err, "%s has %zu outputs, but task '%s' has %zu labels: the cfg does not belong to "
@@ -358,7 +356,7 @@ static int open_early_exit(rtl_model *m, rtl_err *err)
     if (open_plain(m, err) != 0) return -1;
     trn_cfg *cfg = read_cfg_role(m->variant, "exits_cfg", err);
     if (!cfg) return -1;
-    trn_net_opts o = mapped_opts();
+    trn_net_opts o = mapped_opts(m);
     trn_err e;
     m->exits = trn_exits_create(m->parts[0].net, cfg, &o, &e);
     trn_cfg_free(cfg);
@@ -919,9 +917,7 @@ int rtl_model_set_capacity(rtl_model *m, int k, rtl_err *err)
     m->switch_in = m->switch_out = m->switch_in_pages = m->switch_out_pages = 0;
     if (k == m->capacity) return 0;
     trn_err e;
-    pthread_mutex_lock(&forward_lock);
     int rc = switch_net(m, k, &e);
-    pthread_mutex_unlock(&forward_lock);
     if (rc != 0) return rtl_err_from_trn(err, &e);
     const struct page_plan *pl = &m->plan[(size_t)(m->capacity - 1) * m->ncap + (k - 1)];
     if (k > m->capacity) m->switch_in = pl->bytes, m->switch_in_pages = pl->pages;
@@ -1027,7 +1023,11 @@ rtl_model *rtl_model_open(rtl_catalog *cat, const char *id, const rtl_model_opti
         rtl_errf(err, "variant '%s': its task '%s' is not among the catalog's tasks", id, v->task);
         goto fail;
     }
-    if (options && options->threads > 0) trn_set_threads(options->threads);
+    if (!(m->engine = trn_engine_new())) {
+        rtl_errf(err, "out of memory");
+        goto fail;
+    }
+    trn_engine_set_threads(m->engine, options ? options->threads : 0);
     m->async_paging = options && options->async_paging;
     if (kinds[kind].open(m, err) != 0) goto fail;
     if (!(m->input = calloc(rtl_model_input_size(m), sizeof *m->input))) {
@@ -1060,13 +1060,13 @@ void rtl_model_close(rtl_model *m)
     if (m->iov && m->pidfd >= 0) close(m->pidfd);
     free(m->iov);
     rtl_gtdp_cache_free(m->gtdp);
+    trn_engine_free(m->engine); /* after every network that runs on it */
     free(m);
 }
 
 struct rtl_gtdp_cache **rtl_model_gtdp_cache(rtl_model *m) { return &m->gtdp; }
 const struct rtl_gtdp_cache *rtl_model_gtdp_cache_get(const rtl_model *m) { return m->gtdp; }
-void rtl_forward_lock(void) { pthread_mutex_lock(&forward_lock); }
-void rtl_forward_unlock(void) { pthread_mutex_unlock(&forward_lock); }
+trn_engine *rtl_model_engine(const rtl_model *m) { return m->engine; }
 
 const rtl_variant *rtl_model_variant(const rtl_model *m) { return m->variant; }
 size_t rtl_model_classes(const rtl_model *m) { return m->classes; }
@@ -1098,7 +1098,6 @@ int rtl_model_run(rtl_model *m, const float *x, rtl_err *err)
     trn_err e;
     m->output = NULL;
     m->exit_taken = -1;
-    pthread_mutex_lock(&forward_lock);
     int rc;
     if (m->exits) {
         trn_exit_result r;
@@ -1114,7 +1113,6 @@ int rtl_model_run(rtl_model *m, const float *x, rtl_err *err)
             m->exit_taken = 0;
         }
     }
-    pthread_mutex_unlock(&forward_lock);
     if (rc != 0) return rtl_err_from_trn(err, &e);
     return 0;
 }
@@ -1200,7 +1198,7 @@ int rtl_model_measure_paced(rtl_model *m, const float *x, uint32_t warmup, uint3
     snprintf(out->where, sizeof out->where, "device");
     snprintf(out->source, sizeof out->source, "measured");
     rtl_machine_describe(out->machine, sizeof out->machine);
-    out->threads = trn_threads();
+    out->threads = trn_engine_threads(m->engine);
     out->batch = 1;
     out->warmup = warmup;
     out->runs = runs;
@@ -1290,9 +1288,7 @@ int rtl_model_run_range(rtl_model *m, int first, int last, const float *x, size_
                         rtl_model_cut_floats(m, first), n);
     trn_err e;
     m->output = NULL;
-    pthread_mutex_lock(&forward_lock);
     int rc = trn_net_forward_range(m->parts[0].net, first, last, x, &e);
-    pthread_mutex_unlock(&forward_lock);
     if (rc != 0) return rtl_err_from_trn(err, &e);
     *out = trn_net_layer_output(m->parts[0].net, last);
     *nout = rtl_model_cut_floats(m, last + 1);

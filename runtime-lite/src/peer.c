@@ -365,7 +365,6 @@ rtl_server *rtl_server_open(rtl_store *store, const rtl_peer_key *server_key, co
     getsockname(s->lfd, (struct sockaddr *)&sa, &sl);
     s->port = ntohs(sa.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&sa)->sin6_port
                                              : ((struct sockaddr_in *)&sa)->sin_port);
-    if (s->o.threads > 0) trn_set_threads(s->o.threads);
     return s;
 oom:
     rtl_errf(err, "out of memory");
@@ -436,7 +435,8 @@ static rtl_model *cached_model(rtl_server *s, const char *catalog, const char *v
         if (!strcmp(s->cache[i].catalog, catalog) && !strcmp(s->cache[i].variant, variant)) return s->cache[i].m;
     rtl_catalog *cat = rtl_catalog_open(s->store, catalog, err);
     if (!cat) return NULL;
-    rtl_model *m = rtl_model_open(cat, variant, NULL, err);
+    rtl_model_options mo = {.threads = s->o.threads};
+    rtl_model *m = rtl_model_open(cat, variant, &mo, err);
     if (!m) {
         rtl_catalog_close(cat);
         return NULL;

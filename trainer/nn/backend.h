@@ -192,8 +192,35 @@ const trn_backend *trn_net_swap_backend(trn_net *net, const trn_backend *be);
 int trn_net_running_layer(const trn_net *net);
 
 /* Threaded loops of the CPU backend (threads.c): calls fn(ctx, i) for i in
- * [0, n), spread over trn_threads() threads; returns when all are done. */
+ * [0, n), spread over trn_threads() threads of the calling thread's current
+ * engine; returns when all are done. */
 void trn_parallel_for(int n, void (*fn)(void *ctx, int i), void *ctx);
+
+/* The calling thread's current engine (threads.c): trn_layer_run enters
+ * its network's engine around each layer with the threads that layer uses
+ * (0: the engine's setting) and leaves it after, restoring what was
+ * current before (nested runs: an exit's network inside its trunk's). */
+typedef struct trn_engine_scope {
+    trn_engine *e; /* NULL: the default engine */
+    int threads;
+} trn_engine_scope;
+trn_engine_scope trn_engine_enter(trn_engine *e, int threads);
+void trn_engine_leave(trn_engine_scope was);
+
+/* The thread choice of an engine whose threads are not set (n <= 0, the
+ * default): a layer of `work` operations (multiply-adds, plus the bias,
+ * batch-norm, activation and pooling operations, of the whole batch) runs
+ * on work / TRN_WORK_PER_THREAD threads, at least 1, at most all online
+ * cores: every thread has about 4M operations (some 0.1 ms of one core at
+ * 30-40 GMAC/s) against the wake-up and hand-over of a job, tens of
+ * microseconds on a virtual machine, where the catalog's small variants
+ * (largest layer 4.3M multiply-adds, 0.30 ms in all) ran slower on 2
+ * threads than on 1 (issue 42). A function of the shape and the core
+ * count only; an engine with n > 0 threads uses n for every layer. Results
+ * never depend on it. */
+#define TRN_WORK_PER_THREAD ((uint64_t)1 << 22)
+int trn_engine_layer_threads(const trn_engine *e, uint64_t work);
+int trn_engine_threads_chosen(const trn_engine *e);
 /* Sets OpenBLAS to one thread, once per process (before any BLAS call). */
 void trn_blas_single_thread(void);
 

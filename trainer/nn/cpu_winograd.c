@@ -32,7 +32,8 @@
  * 1.5e-6 (5x5) on random data (test_kernels.c bounds it by 1e-5). Used only where the caller says
  * the forward is an inference's (trn_conv_shape.infer: training keeps the
  * im2col product its backward is the adjoint of), never in the portable
- * determinism mode, and not at all after trn_set_winograd(0).
+ * determinism mode, and not at all on an engine whose Winograd switch is
+ * off (trn_engine_set_winograd; trn_set_winograd for the default one).
  *
  * Determinism: the groups, the filter blocks and the gemm calls depend on
  * the shape only; a channel's input transform is the same whichever thread
@@ -77,11 +78,6 @@
  * of a multiple of 4 KiB (32 filters x 384 channels) put the 16 rows that
  * a transform writes or reads together into one set of the L1 cache. */
 static size_t spaced(size_t floats) { return (floats + 15) / 16 * 16 + 16; }
-
-static atomic_int wg_off;
-
-void trn_set_winograd(int on) { atomic_store(&wg_off, !on); }
-int trn_winograd(void) { return !atomic_load(&wg_off); }
 
 int trn_cpu_winograd_allowed(const trn_conv_shape *s)
 {

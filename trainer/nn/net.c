@@ -932,14 +932,28 @@ static double now_s(void)
     return t.tv_sec + t.tv_nsec * 1e-9;
 }
 
+/* The threads layer l runs on: the engine's setting, or where the engine
+ * chooses, from the layer's work for the whole batch (backend.h). */
+static int layer_threads(const trn_net *net, const trn_layer *l)
+{
+    trn_engine *e = net->opts.engine ? net->opts.engine : trn_engine_default();
+    if (!trn_engine_threads_chosen(e)) return 0;
+    trn_layer_info info;
+    trn_net_layer_info(net, (int)(l - net->layers), &info);
+    uint64_t work = info.macs + info.bias_ops + info.bn_ops + info.act_ops + info.pool_ops;
+    return trn_engine_layer_threads(e, work * (uint64_t)net->batch);
+}
+
 void trn_layer_run(trn_net *net, trn_layer *l, int backward, int train)
 {
     double t0 = net->profile ? now_s() : 0;
     net->running = (int)(l - net->layers);
+    trn_engine_scope was = trn_engine_enter(net->opts.engine, layer_threads(net, l));
     if (backward)
         l->ops->backward(l, net);
     else
         l->ops->forward(l, net, train);
+    trn_engine_leave(was);
     net->running = -1;
     if (net->profile) *(backward ? &l->t_backward : &l->t_forward) += now_s() - t0;
 }

@@ -11,6 +11,7 @@
 #include "internal.h" /* functions librtl no longer exports (issue 38) */
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -337,6 +338,91 @@ static void runs_like_the_trainer(void **state)
         }
         trn_net_free(ref);
         rtl_model_close(m);
+    }
+}
+
+/* Two different models run from two threads at once: each model has its
+ * own engine (pool, threads), no lock stands between them, and every run
+ * gives the bytes the model gives when run alone; the thread setting is
+ * each model's own (opening the second does not change the first's), and
+ * no setting changes a byte. Run under ThreadSanitizer too (SAN=thread). */
+#define CONCURRENT_RUNS 40
+#define CONCURRENT_INPUTS 3
+
+struct runner {
+    rtl_model *m;
+    const float *x;          /* CONCURRENT_INPUTS inputs */
+    const float *want;       /* their outputs, run alone */
+    int differ, failed;
+};
+
+static void *run_many(void *p)
+{
+    struct runner *r = p;
+    size_t in = rtl_model_input_size(r->m);
+    for (int i = 0; i < CONCURRENT_RUNS; i++) {
+        int k = i % CONCURRENT_INPUTS;
+        rtl_err e;
+        if (rtl_model_run(r->m, r->x + (size_t)k * in, &e) != 0) {
+            r->failed++;
+            continue;
+        }
+        r->differ += memcmp(rtl_model_output(r->m), r->want + (size_t)k * CLASSES, CLASSES * sizeof(float)) != 0;
+    }
+    return NULL;
+}
+
+/* The outputs of CONCURRENT_INPUTS seeded inputs of variant id opened with
+ * `threads`, run alone. */
+static void outputs_alone(const char *id, int threads, float *x, float *out)
+{
+    rtl_err e;
+    rtl_model_options o = {.threads = threads};
+    rtl_model *m = rtl_model_open(cat, id, &o, &e);
+    assert_non_null(m);
+    size_t in = rtl_model_input_size(m);
+    for (int k = 0; k < CONCURRENT_INPUTS; k++) {
+        tl_fill_uniform(x + (size_t)k * in, in, 100 + (uint64_t)k, 0, 1);
+        assert_int_equal(rtl_model_run(m, x + (size_t)k * in, &e), 0);
+        memcpy(out + (size_t)k * CLASSES, rtl_model_output(m), CLASSES * sizeof *out);
+    }
+    rtl_model_close(m);
+}
+
+static void models_run_concurrently(void **state)
+{
+    (void)state;
+    const char *ids[2] = {"base", "nestbig"};
+    const int threads[2] = {2, 3};
+    float x[2][CONCURRENT_INPUTS * 3 * 12 * 12], want[2][CONCURRENT_INPUTS * CLASSES];
+    for (int v = 0; v < 2; v++) {
+        outputs_alone(ids[v], 1, x[v], want[v]);
+        float other[CONCURRENT_INPUTS * CLASSES];
+        for (int t = 0; t <= 3; t++) { /* 0: chosen per layer */
+            outputs_alone(ids[v], t, x[v], other);
+            assert_memory_equal(other, want[v], sizeof other);
+        }
+    }
+    rtl_model *m[2];
+    struct runner r[2];
+    for (int v = 0; v < 2; v++) {
+        rtl_err e;
+        rtl_model_options o = {.threads = threads[v]};
+        assert_non_null(m[v] = rtl_model_open(cat, ids[v], &o, &e));
+        r[v] = (struct runner){m[v], x[v], want[v], 0, 0};
+    }
+    rtl_latency lat;
+    rtl_err e;
+    assert_int_equal(rtl_model_measure(m[0], NULL, 0, 1, &lat, &e), 0);
+    assert_int_equal(lat.threads, threads[0]);
+    pthread_t tid;
+    assert_int_equal(pthread_create(&tid, NULL, run_many, &r[1]), 0);
+    run_many(&r[0]);
+    assert_int_equal(pthread_join(tid, NULL), 0);
+    for (int v = 0; v < 2; v++) {
+        assert_int_equal(r[v].failed, 0);
+        assert_int_equal(r[v].differ, 0);
+        rtl_model_close(m[v]);
     }
 }
 
@@ -832,6 +918,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(runs_like_the_trainer),
+        cmocka_unit_test(models_run_concurrently),
         cmocka_unit_test(early_exits),
         cmocka_unit_test(nested_capacities_switch_in_place),
         cmocka_unit_test(nested_switch_applies_the_capacity_bn),

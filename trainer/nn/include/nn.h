@@ -136,30 +136,62 @@ int trn_write_file_atomic(const char *path, const void *buf, size_t len, trn_err
 /* fsync a directory (after renaming into it). */
 int trn_fsync_dir(const char *dir, trn_err *err);
 
-/* ---- threads --------------------------------------------------------------- */
+/* ---- the engine: threads, determinism mode, kernel switches ------------- */
 
-/* Sets the number of threads of the library's own pool, process-wide.
- * n <= 0 means all online cores. OpenBLAS itself runs single-threaded
- * (its threaded partitioning changes result bits with the thread count):
- * the pool runs each product as fixed tiles, one OpenBLAS call each, so
- * results never depend on the thread count. */
-void trn_set_threads(int n);
-/* The current setting (>= 1). */
-int trn_threads(void);
-
-/* What is reproducible, process-wide (see trainer/README.md, Determinism):
+/* What reproducible means (see trainer/README.md, Determinism):
  *   TRN_DET_DEFAULT   OpenBLAS and libm: the fastest; identical bytes for
  *                     any thread count on one CPU kind (OpenBLAS kernel set)
  *   TRN_DET_PORTABLE  our own fixed-order GEMM (explicit fma) and our own
  *                     exp/log/pow/cos/tanh: identical bytes across CPU kinds
  *                     (x86-64 with FMA or without, aarch64); slower */
 typedef enum trn_det_mode { TRN_DET_DEFAULT, TRN_DET_PORTABLE, TRN_DET_COUNT } trn_det_mode;
+
+/* An engine: the state a network's kernels run with, its own thread pool
+ * (workers start on first use, sleep between jobs and end with the
+ * engine), thread count, determinism mode and Winograd switch. A network
+ * runs on the engine trn_net_opts.engine names (the caller keeps it alive
+ * longer than the network), or on the process's default engine. Networks
+ * on different engines run side by side from different threads with no
+ * lock between them; two threads may share an engine too (a job that
+ * finds its pool busy runs on its caller's thread alone). Results never
+ * depend on the thread count or on which engine runs a network with the
+ * same settings.
+ *
+ * Threads: n > 0 uses n threads (OpenBLAS itself runs single-threaded,
+ * its threaded partitioning changes result bits with the thread count:
+ * the pool runs each product as fixed tiles, one OpenBLAS call each);
+ * n <= 0 (the default) chooses per layer from its work, all online cores
+ * at most (trn_engine_layer_threads, backend.h: a layer too small to gain
+ * from more threads runs on fewer). trn_engine_threads gives the most it
+ * uses (>= 1).
+ * Winograd: 3x3 and 5x5 stride-1 convolutions of inference forwards by
+ * Winograd's F(2x2, 3x3) and F(2x2, 5x5) on the CPU where the shape is
+ * worth it (trainer/README.md): on by default; 0 turns it off (the im2col
+ * product, as in training). The results differ from the direct product's
+ * by rounding. */
+typedef struct trn_engine trn_engine;
+/* A new engine with the defaults; NULL when out of memory. */
+trn_engine *trn_engine_new(void);
+/* Ends its workers and frees it (no network may be running on it; the
+ * default engine is never freed). */
+void trn_engine_free(trn_engine *e);
+/* The process's default engine: the networks whose opts name none. */
+trn_engine *trn_engine_default(void);
+void trn_engine_set_threads(trn_engine *e, int n);
+int trn_engine_threads(const trn_engine *e);
+void trn_engine_set_determinism(trn_engine *e, trn_det_mode m);
+trn_det_mode trn_engine_determinism(const trn_engine *e);
+void trn_engine_set_winograd(trn_engine *e, int on);
+int trn_engine_winograd(const trn_engine *e);
+
+/* The default engine's settings (the trainer's and prune's callers). The
+ * readers give the calling thread's current engine's (the default one
+ * outside a network's layer); trn_threads gives the threads the running
+ * layer uses. */
+void trn_set_threads(int n);
+int trn_threads(void);
 void trn_set_determinism(trn_det_mode m);
 trn_det_mode trn_determinism(void);
-/* 3x3 and 5x5 stride-1 convolutions of inference forwards by Winograd's
- * F(2x2, 3x3) and F(2x2, 5x5) on the CPU where the shape is worth it (trainer/README.md): on by
- * default; 0 turns it off (the im2col product, as in training), process-
- * wide. The results differ from the direct product's by rounding. */
 void trn_set_winograd(int on);
 int trn_winograd(void);
 /* Parses "default" or "portable"; -1 for anything else. */
@@ -413,8 +445,9 @@ typedef struct trn_net_opts {
     trn_backend_kind backend;
     uint64_t seed;       /* initial weights and training randomness */
     uint64_t max_bytes;  /* refuse networks whose buffers need more (0: 32 GiB) */
+    trn_engine *engine;  /* the engine it runs on (NULL: the default one) */
 } trn_net_opts;
-/* batch 0, training buffers, CPU backend, seed 0, max_bytes 0. */
+/* batch 0, training buffers, CPU backend, seed 0, max_bytes 0, the default engine. */
 void trn_net_opts_defaults(trn_net_opts *o);
 
 typedef struct trn_net trn_net;
