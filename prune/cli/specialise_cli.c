@@ -481,7 +481,7 @@ int prn_cli_specialise(int argc, char **argv, trn_err *err)
         v[c].parent = parent;
         trn_cfg_free(hc);
         trn_net_free(hn);
-        uint64_t in_n = 0, in_ok = 0, casc = 0, gen_ok = 0, sent = 0, own = 0, gen_in_ok = 0;
+        uint64_t in_n = 0, in_ok = 0, casc = 0, gen_ok = 0, sent = 0, own = 0, gen_in_ok = 0, casc_in_ok = 0;
         /* the gate's sweep (reported, not applied): overall top-1 and the share sent on */
         static const double sweep[] = {0, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99};
         enum { NSWEEP = sizeof sweep / sizeof *sweep };
@@ -518,6 +518,7 @@ int prn_cli_specialise(int argc, char **argv, trn_err *err)
             in_n += inside;
             in_ok += inside && spred[i] < k && map[spred[i]] == id;
             casc += answer == id;
+            casc_in_ok += inside && answer == id;
             gen_ok += gpred[b] == id;
             gen_in_ok += inside && gpred[b] == id;
         }
@@ -564,6 +565,9 @@ int prn_cli_specialise(int argc, char **argv, trn_err *err)
         cJSON_AddNumberToObject(f, "loss_first", l0);
         cJSON_AddNumberToObject(f, "loss_last", l1);
         add_score(f, "in_context", in_ok, in_n);
+        /* the cascade's own score on the context's frames (the scheduler
+         * weighs it against the generic model's, generic_in_context) */
+        add_score(f, "cascade_in_context", casc_in_ok, in_n);
         add_score(f, "overall", casc, mte);
         add_score(f, "generic_on_stream", gen_ok, mte);
         add_score(f, "generic_in_context", gen_in_ok, in_n);

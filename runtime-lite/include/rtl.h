@@ -1173,6 +1173,16 @@ typedef struct rtl_sched_option {
     int context_n;           /* specialised: its (n, p); 0: generic */
     double context_p;
     int partner;             /* specialised: option index of the cascade partner; -1 */
+    /* specialised, when its classes are known (nclasses > 0): it serves
+     * while they hold a share q >= context_p of the task's window (else:
+     * while the top context_n classes do), and its accuracy is then its
+     * partner's top1 + q gain_in + (1 - q) gain_out (top1 unused): the
+     * cascade's measured gains over its partner on the context's frames
+     * and on the rest (prune specialise's cascade_in_context against
+     * generic_in_context, on the context's test stream) */
+    uint32_t context_classes[RTL_CONTEXT_MAX_N];
+    size_t context_nclasses;
+    double gain_in, gain_out;
     char source[16];         /* where device_ms comes from: "device", "estimate", "build-host" */
 } rtl_sched_option;
 

@@ -175,9 +175,11 @@ int rtl_sched_add_task(rtl_sched *s, const rtl_sched_task *t, rtl_err *err)
                             o->trunk);
         if (o->context_n < 0 || o->context_n > RTL_CONTEXT_MAX_N ||
             (o->context_n && !(o->context_p > 0 && o->context_p <= 1)) ||
-            o->partner >= (int)t->n || o->partner < -1 || o->partner == (int)i)
-            return rtl_errf(err, "scheduler: task %s, option %s: context (n 1..%d, p in (0,1]) or partner out of "
-                                 "range", t->name, o->variant, RTL_CONTEXT_MAX_N);
+            o->partner >= (int)t->n || o->partner < -1 || o->partner == (int)i ||
+            o->context_nclasses > RTL_CONTEXT_MAX_N || (o->context_nclasses && !o->context_n) ||
+            !(fabs(o->gain_in) <= 1) || !(fabs(o->gain_out) <= 1))
+            return rtl_errf(err, "scheduler: task %s, option %s: context (n 1..%d, p in (0,1], classes only with n), "
+                                 "gains (-1..1) or partner out of range", t->name, o->variant, RTL_CONTEXT_MAX_N);
     }
     struct sched_task *n = realloc(s->tasks, (s->ntasks + 1) * sizeof *n);
     if (!n) return rtl_errf(err, "scheduler: out of memory");
@@ -278,6 +280,27 @@ static double top_share(struct sched_task *k, int n)
     return 0;
 }
 
+/* The share of k's window in option op's context: its classes' share
+ * when it lists them, else the top context_n classes' share. */
+static double context_share(struct sched_task *k, const rtl_sched_option *op)
+{
+    if (op->context_nclasses && k->prof) return rtl_context_share(k->prof, op->context_classes, op->context_nclasses);
+    return top_share(k, op->context_n);
+}
+
+/* Option o's accuracy now: a cascade whose classes are known is its
+ * partner's plus its measured gains, weighed by its classes' share q of the
+ * window (in-context frames gain gain_in, the others gain_out); any other
+ * option its top1. */
+static double option_top1(const struct sched_task *k, int o)
+{
+    const rtl_sched_option *op = &k->t.options[o];
+    if (!op->context_nclasses || op->partner < 0) return op->top1;
+    double q = context_share((struct sched_task *)k, op);
+    double a = k->t.options[op->partner].top1 + q * op->gain_in + (1 - q) * op->gain_out;
+    return a < 0 ? 0 : a > 1 ? 1 : a;
+}
+
 /* ---- costs ------------------------------------------------------------- */
 
 static int trunk_resident(const rtl_sched *s, int trunk, int skip_task)
@@ -338,7 +361,7 @@ void sched_cost(const rtl_sched *s, const struct sched_task *k, int o, enum rtl_
         /* the cascade: inputs the specialised model calls "other" go on to
          * the partner, a (1 - p) share of them (p: the profiler's window) */
         struct sched_cost pc;
-        double miss = 1 - top_share((struct sched_task *)k, op->context_n);
+        double miss = 1 - context_share((struct sched_task *)k, op);
         one_cost(s, &k->t.options[op->partner], l, frame, self, &pc);
         c->ms += miss * pc.ms, c->mj += miss * pc.mj, c->usd += miss * pc.usd;
         c->bytes += pc.bytes;
@@ -444,7 +467,7 @@ static int excluded(const rtl_sched *s, struct sched_task *k, int o)
     if (op->context_n > 0) {
         if (!sched_policy(s)->specialised) return 1;
         /* a specialised model only serves while the window is (n,p)-dominated */
-        if (top_share(k, op->context_n) < op->context_p) return WHY_CONTEXT;
+        if (context_share(k, op) < op->context_p) return WHY_CONTEXT;
     }
     return 0;
 }
@@ -614,7 +637,7 @@ static int best_at(rtl_sched *s, struct sched_task *k, enum rtl_loc l, double e_
         double e = l == RTL_LOC_DEVICE ? e_d : l == RTL_LOC_SPLIT ? e_d * t : INFINITY;
         double c = l == RTL_LOC_CLOUD ? c_c : l == RTL_LOC_SPLIT ? c_c * (1 - t) : INFINITY;
         if (co.mj > e || co.usd > c) continue; /* over the per-request budget */
-        double a = k->t.options[o].top1;
+        double a = option_top1(k, (int)o);
         if (!found || a > out->top1 || (a == out->top1 && cheaper(&co, &out->c))) {
             out->option = (int)o, out->loc = l, out->top1 = a, out->c = co;
             found = 1;
@@ -713,7 +736,7 @@ static void decide_mcdnn(rtl_sched *s, struct sched_task *k, double now, uint64_
             struct sched_cost c;
             sched_cost(s, k, o, (enum rtl_loc)l, frame, &c);
             if (hard_ok(s, k, o, (enum rtl_loc)l, &c, 0)) continue;
-            hp.option = o, hp.loc = (enum rtl_loc)l, hp.top1 = k->t.options[o].top1, hp.c = c;
+            hp.option = o, hp.loc = (enum rtl_loc)l, hp.top1 = option_top1(k, o), hp.c = c;
             hit_loc = l;
             break;
         }
@@ -777,8 +800,9 @@ static void decide_mcdnn(rtl_sched *s, struct sched_task *k, double now, uint64_
                 double brel = best.option < 0 ? INFINITY
                                                : (s->energy_left > 0 ? best.c.mj / s->energy_left : 0) +
                                                      (s->usd_left > 0 ? best.c.usd / s->usd_left : 0);
-                if (best.option < 0 || rel < brel || (rel == brel && k->t.options[o].top1 > best.top1))
-                    best.option = (int)o, best.loc = (enum rtl_loc)l, best.top1 = k->t.options[o].top1, best.c = co;
+                double a = option_top1(k, (int)o);
+                if (best.option < 0 || rel < brel || (rel == brel && a > best.top1))
+                    best.option = (int)o, best.loc = (enum rtl_loc)l, best.top1 = a, best.c = co;
             }
         }
         if (best.option < 0) return refuse(s, k, why, d);

@@ -18,13 +18,18 @@
  *    latency and energy scaled by its MACs); early-exit variants: one per
  *    alpha of alpha_profile (scaled by expected_macs); heads: their trunk
  *    becomes a shared trunk; specialised variants: their context (n, p) and
- *    cascade partner (an option of the same task; a specialised variant
- *    whose partner is not, e.g. a representative context's model with a
- *    task of its own, is no option).
+ *    cascade partner (an option of the same task). A specialised variant of
+ *    its context's own task (ctx-*, as prune specialise makes them) whose
+ *    partner answers this task is a cascade option of this task: its
+ *    classes among the task's labels, and the gains over its partner that
+ *    prune specialise measured on the context's test stream
+ *    (cascade_in_context; a catalog made before it recorded them has none,
+ *    and its cascades are no option).
  * Variants without an accuracy for the task are left out (trunks among
  * them: they serve through their heads). */
 #include "catalog.h"
 #include "sched_int.h"
+#include "techniques.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -162,13 +167,74 @@ static int find_trunk(rtl_sched *s, const rtl_catalog *cat, const char *id, cons
     return rtl_sched_add_trunk(s, &t, err);
 }
 
+/* correct and images of score `name` of technique fields tf; 0 when absent */
+static int score(const cJSON *tf, const char *name, double *correct, double *images)
+{
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(tf, name);
+    *correct = num(a, "correct", -1), *images = num(a, "images", -1);
+    return *images > 0 && *correct >= 0 && *correct <= *images;
+}
+
+/* The measured gains of specialised variant v's cascade over its partner
+ * (prune specialise, on its context's test stream): on the context's
+ * frames (cascade_in_context against generic_in_context) and on the rest
+ * (overall less those, against generic_on_stream less those). 0 when they
+ * were measured; -1 when the catalog lacks the cascade's in-context score
+ * (made before it was recorded): then the cascade is no option. */
+static int cascade_gains(const cJSON *tf, double *in, double *out)
+{
+    double ci, ni, gi, gni, co, no, go, gno;
+    if (!score(tf, "cascade_in_context", &ci, &ni) || !score(tf, "generic_in_context", &gi, &gni) ||
+        !score(tf, "overall", &co, &no) || !score(tf, "generic_on_stream", &go, &gno) || gni != ni || gno != no ||
+        no <= ni || co < ci || go < gi)
+        return -1;
+    *in = ci / ni - gi / ni;
+    *out = (co - ci) / (no - ni) - (go - gi) / (no - ni);
+    return 0;
+}
+
+/* Specialised variant v of another task (its context's, ctx-*) as a
+ * cascade option of task: its classes among the task's labels, its context
+ * and measured gains (cascade_gains), its partner named for the resolution
+ * below; 1 when it is one, 0 when not (not specialised, classes or
+ * gains unknown), -1 on no memory. */
+static int cascade_option(const rtl_catalog *cat, const rtl_variant *v, const char *task, const cJSON *tf,
+                          const rtl_sched_option *base, struct opts *x, rtl_err *err)
+{
+    size_t nl = 0, nc = 0;
+    double p = 0, gin, gout;
+    char partner[RTL_ID_MAX + 1];
+    int other;
+    uint32_t cls[RTL_CONTEXT_MAX_N];
+    const char *const *labels = rtl_catalog_task_labels(cat, task, &nl);
+    if (!labels || rtl_variant_cascade(v, partner, sizeof partner, &other, NULL) != 0 ||
+        rtl_variant_context(cat, v, labels, nl, cls, RTL_CONTEXT_MAX_N, &nc, &p, NULL) != 0 || !nc ||
+        cascade_gains(tf, &gin, &gout) != 0)
+        return 0;
+    rtl_sched_option *o = push(x, err);
+    if (!o) return -1;
+    *o = *base;
+    o->context_n = (int)nc;
+    o->context_p = p > 0 ? p : 0.6; /* as the runner takes a manifest without one */
+    memcpy(o->context_classes, cls, nc * sizeof *cls);
+    o->context_nclasses = nc;
+    o->gain_in = gin, o->gain_out = gout;
+    snprintf(x->partner[x->n - 1], RTL_ID_MAX + 1, "%s", partner);
+    return 1;
+}
+
 static int task_options(rtl_sched *s, const rtl_catalog *cat, const char *task, const rtl_sched_source *src,
                         struct opts *x, rtl_err *err)
 {
     for (size_t i = 0; i < cat->nvariants; i++) {
         const rtl_variant *v = &cat->variants[i];
         double top1;
-        if (rtl_variant_accuracy(v, task, &top1, NULL) != 0 || !(top1 >= 0 && top1 <= 1)) continue;
+        /* a specialised variant of another task (its context's) whose
+         * partner answers this one: a cascade option of this task */
+        int foreign = rtl_variant_accuracy(v, task, &top1, NULL) != 0;
+        if (foreign) top1 = 0;
+        if (!(top1 >= 0 && top1 <= 1) || (foreign && strcmp(rtl_variant_technique(v), TECHNIQUE_SPECIALISED)))
+            continue;
         if (src->loadable_only && rtl_variant_loadable(v, NULL) != 0) continue;
         const cJSON *vj = variant_json(cat, v->id);
         const cJSON *tf = cJSON_GetObjectItemCaseSensitive(vj, "technique_fields");
@@ -187,6 +253,10 @@ static int task_options(rtl_sched *s, const rtl_catalog *cat, const char *task, 
         const cJSON *head = cJSON_GetObjectItemCaseSensitive(tf, "head");
         const cJSON *ctx = cJSON_GetObjectItemCaseSensitive(tf, "context");
         const cJSON *cas = cJSON_GetObjectItemCaseSensitive(tf, "cascade");
+        if (foreign) {
+            if (cascade_option(cat, v, task, tf, &base, x, err) < 0) return -1;
+            continue;
+        }
         if (cJSON_IsArray(caps) && cJSON_GetArraySize(caps) > 0) {
             int pos = 0;
             cJSON_ArrayForEach(c, caps)
@@ -261,7 +331,11 @@ static int task_options(rtl_sched *s, const rtl_catalog *cat, const char *task, 
         }
     }
     for (size_t i = 0; i < k; i++)
-        if (x->o[i].partner >= 0) x->o[i].partner = to[x->o[i].partner];
+        if (x->o[i].partner >= 0) {
+            x->o[i].partner = to[x->o[i].partner];
+            /* a cascade known by its gains: outside its context, its partner's */
+            if (x->o[i].context_nclasses) x->o[i].top1 = x->o[x->o[i].partner].top1;
+        }
     x->n = k;
     free(to);
     return 0;

@@ -54,6 +54,16 @@ for r in t["contexts"]:
     assert r["in_context"]["images"] + 0 <= r["overall"]["images"]
 assert t["fallthrough_macs"] < t["generic_macs"]  # the shared trunk is not paid twice
 PY
+t_check "the cascade's in-context score: the context's frames, at least the specialised model's own (gate 0)" \
+    python3 - "$T/o" <<'PY'
+import json, os, sys
+for d in sorted(os.listdir(sys.argv[1])):
+    f = os.path.join(sys.argv[1], d, "meta.json")
+    if not os.path.exists(f): continue
+    t = json.load(open(f))["technique_fields"]
+    ci, ic, o = t["cascade_in_context"], t["in_context"], t["overall"]
+    assert ci["images"] == ic["images"] and ic["correct"] <= ci["correct"] <= min(ci["images"], o["correct"]), t
+PY
 expect_ok "2 threads" "$P" "${A[@]}" --out "$T/o2" --threads 2
 t_check "same bytes for any thread count" cmp -s "$T/o/n7-p0.6/init.weights" "$T/o2/n7-p0.6/init.weights"
 expect_ok "a separate generic model" "$P" "${A[@]}" --generic-cfg "$T/base.cfg" \

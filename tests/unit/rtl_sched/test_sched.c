@@ -605,6 +605,67 @@ static void catalog_options(void **state)
     rtl_catalog_close(cat);
 }
 
+/* A representative context's cascade (its own task ctx, prune specialise's
+ * scores) is an option of the task its partner answers: its classes by
+ * label among that task's, its gains measured over the partner (in
+ * context: 95/100 against 85/100; elsewhere: (160-95)/100 against
+ * (165-85)/100), serving while its classes hold p of the window. */
+static void catalog_cascade_option(void **state)
+{
+    (void)state;
+    const char *m =
+        "{\"schema\":1,\"catalog\":\"t\",\"model\":\"t\",\"version\":1,"
+        "\"tasks\":{\"identity\":{\"classes\":4,\"labels\":[\"a\",\"b\",\"c\",\"d\"]},"
+        "\"ctx\":{\"classes\":3,\"labels\":[\"d\",\"b\",\"other\"]}},"
+        "\"variants\":["
+        "{\"id\":\"base\",\"technique\":\"base\",\"task\":\"identity\",\"parent\":null,\"depends_on\":[],\"description\":\"\","
+        "" F("base") "\"accuracy\":{\"identity\":{\"top1\":0.8,\"images\":1000}},"
+        "\"cost\":{\"macs\":1000000,\"params\":1,\"weight_bytes\":4000,\"peak_activation_bytes\":1},"
+        "\"latency\":{\"build-host\":{\"source\":\"measured\",\"ms_median\":4,\"runs\":3}},\"technique_fields\":{}},"
+        "{\"id\":\"spec-ctx\",\"technique\":\"specialised\",\"task\":\"ctx\",\"parent\":\"base\",\"depends_on\":[\"base\"],"
+        "\"description\":\"\"," F("spec-ctx") "\"accuracy\":{\"ctx\":{\"top1\":0.9}},"
+        "\"cost\":{\"macs\":1000000,\"params\":1,\"weight_bytes\":4000,\"peak_activation_bytes\":1},"
+        "\"latency\":{\"build-host\":{\"source\":\"measured\",\"ms_median\":4,\"runs\":3}},"
+        "\"technique_fields\":{\"context\":{\"n\":2,\"p\":0.8,\"other_class\":2},"
+        "\"cascade\":{\"partner\":\"base\",\"on\":\"other\"},"
+        "\"cascade_in_context\":{\"images\":100,\"correct\":95},\"generic_in_context\":{\"images\":100,\"correct\":85},"
+        "\"overall\":{\"images\":200,\"correct\":160},\"generic_on_stream\":{\"images\":200,\"correct\":165}}}]}";
+    rtl_err e;
+    rtl_catalog *cat = rtl_catalog_parse(m, strlen(m), NULL, &e);
+    if (!cat) fail_msg("%s", e.msg);
+    rtl_sched_source src = {.device_mw = 1000};
+    for (int p = RTL_POLICY_MCDNN; p <= RTL_POLICY_NO_SPECIAL; p += RTL_POLICY_NO_SPECIAL) {
+        rtl_sched *s = new_sched(p);
+        if (rtl_sched_add_catalog(s, cat, "identity", NULL, &src, &e) != 0) fail_msg("%s", e.msg);
+        const rtl_sched_task *t = rtl_sched_task_at(s, 0);
+        assert_int_equal(t->n, 2);
+        const rtl_sched_option *c = &t->options[1];
+        assert_string_equal(c->variant, "spec-ctx");
+        assert_int_equal(c->partner, 0);
+        assert_int_equal(c->context_nclasses, 2);
+        assert_int_equal(c->context_classes[0], 3); /* d */
+        assert_int_equal(c->context_classes[1], 1); /* b */
+        assert_true(fabs(c->gain_in - 0.10) < 1e-9 && fabs(c->gain_out - (0.65 - 0.80)) < 1e-9);
+        assert_true(fabs(c->top1 - 0.8) < 1e-9); /* outside its context: its partner's */
+        set_budget(s, -1, -1, 1000, 0);
+        rtl_sched_decision d;
+        for (int i = 0; i < 200; i++) /* uniform over a..d: b and d hold half */
+            assert_int_equal(rtl_sched_decide(s, 0, i, (uint64_t)i, i % 4, &d, NULL), 0);
+        assert_int_equal(d.option, 0);
+        for (int i = 200; i < 300; i++) /* 9 in 10 of the window b or d */
+            assert_int_equal(rtl_sched_decide(s, 0, i, (uint64_t)i, i % 10 == 0 ? 0 : (i % 2 ? 1 : 3), &d, NULL), 0);
+        if (p == RTL_POLICY_MCDNN) {
+            assert_int_equal(d.option, 1);
+            assert_true(fabs(d.top1 - (0.8 + 0.9 * 0.10 + 0.1 * -0.15)) < 1e-9);
+        } else {
+            assert_int_equal(d.option, 0);
+            assert_true(fabs(d.top1 - 0.8) < 1e-9);
+        }
+        rtl_sched_free(s);
+    }
+    rtl_catalog_close(cat);
+}
+
 /* Water-filling (the fix in resperreq): task A asks every second, B every
  * fourth; the budget is 1.4 mJ per request. The printed RESPERREQ gives A
  * e/T f_A / sum f^2 = 1.65 mJ and B 0.41 mJ (below every option): A's
@@ -647,7 +708,7 @@ int main(void)
         cmocka_unit_test(estimate_does_not_meet_budget), cmocka_unit_test(accounting_changes_next_decision),
         cmocka_unit_test(trunk_sharing),      cmocka_unit_test(specialisation), cmocka_unit_test(specialisation_wide),
         cmocka_unit_test(nest_greedy),        cmocka_unit_test(knee),
-        cmocka_unit_test(catalog_options),    cmocka_unit_test(waterfill_by_hand),
+        cmocka_unit_test(catalog_options),    cmocka_unit_test(catalog_cascade_option),    cmocka_unit_test(waterfill_by_hand),
     };
     int rc = cmocka_run_group_tests_name("rtl_sched", tests, NULL, NULL);
     test_tmpdir_cleanup();
