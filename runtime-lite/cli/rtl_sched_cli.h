@@ -23,10 +23,11 @@ struct sched_cli {
     const char *map_app[SCHED_CLI_MAX_APPS], *map_task[SCHED_CLI_MAX_APPS];
     size_t map_len[SCHED_CLI_MAX_APPS];
     int nmap;
+    double context_p;        /* the skewed trace: its context's share of the frames */
 };
 #define SCHED_CLI_DEFAULTS                                                                                  \
     {.seed = 1, .apps = 8, .buckets = 60, .hours = 10, .fps = 1, .energy_wh = 0.5, .cloud_usd = 0.0667,   \
-     .alpha = 0.05, .a_min = -1, .camera_fps = 30}
+     .alpha = 0.05, .a_min = -1, .camera_fps = 30, .context_p = 0.9}
 
 /* A prediction's source (rtl_sched_option.source) in words: "measured on
  * this device", "measured on the build host", "roofline lower bound". */

@@ -18,7 +18,8 @@ extern "C" {
  * NestDNN-style concurrency traces (apps start and stop at random each
  * second, 2-6 at once), generated from a seed, run through one policy. */
 
-enum rtl_trace_kind { RTL_TRACE_S1, RTL_TRACE_S2, RTL_TRACE_S3, RTL_TRACE_CONCURRENCY, RTL_TRACE_COUNT };
+enum rtl_trace_kind { RTL_TRACE_S1, RTL_TRACE_S2, RTL_TRACE_S3, RTL_TRACE_CONCURRENCY, RTL_TRACE_SKEWED,
+                      RTL_TRACE_COUNT };
 
 typedef struct rtl_trace_event {
     double t;                /* seconds */
@@ -43,6 +44,19 @@ int rtl_trace_apps(enum rtl_trace_kind kind, const char **names);
 int rtl_trace_generate(enum rtl_trace_kind kind, int tasks, int classes, double duration_s, double fps,
                                uint64_t seed, rtl_trace *out, rtl_err *err);
 void rtl_trace_free(rtl_trace *t);
+
+/* A skewed trace (RTL_TRACE_SKEWED; rtl_trace_generate refuses it): every
+ * frame is a request of each of the first `tasks` tasks (always
+ * connected); from start_frac to end_frac of its length a frame's class is
+ * one of ctx[0..nctx) (uniformly) with probability p, else any of
+ * `classes`; outside that span any class. */
+typedef struct rtl_skew {
+    const uint32_t *ctx;
+    size_t nctx;
+    double p, start_frac, end_frac;
+} rtl_skew;
+int rtl_trace_skewed(const rtl_skew *k, int tasks, int classes, double duration_s, double fps, uint64_t seed,
+                     rtl_trace *out, rtl_err *err);
 
 typedef struct rtl_sim_result {
     uint64_t requests, served, refused;

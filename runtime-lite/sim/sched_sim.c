@@ -78,6 +78,7 @@ int rtl_trace_generate(enum rtl_trace_kind kind, int tasks, int classes, double 
                        uint64_t seed, rtl_trace *out, rtl_err *err)
 {
     if (!out || (unsigned)kind >= RTL_TRACE_COUNT) return rtl_errf(err, "trace: unknown kind");
+    if (kind == RTL_TRACE_SKEWED) return rtl_errf(err, "trace: a skewed trace needs its context (rtl_trace_skewed)");
     memset(out, 0, sizeof *out);
     if (!(duration_s > 0 && duration_s <= 1e7) || !(fps > 0 && fps <= 1000) || classes < 1)
         return rtl_errf(err, "trace: duration (0..1e7 s), fps (0..1000) or classes (>= 1) out of range");
@@ -136,6 +137,37 @@ int rtl_trace_generate(enum rtl_trace_kind kind, int tasks, int classes, double 
             for (int a = sc->faces; a < sc->napps; a++)
                 if (unif(&r) < 0.5) bad |= add(&v, t, 0, a, f, (int)(next(&r) % (uint64_t)classes));
         }
+    }
+    if (bad) {
+        free(v.e);
+        return rtl_errf(err, "trace: out of memory");
+    }
+    out->ev = v.e, out->n = v.n, out->duration_s = duration_s;
+    return 0;
+}
+
+int rtl_trace_skewed(const rtl_skew *k, int tasks, int classes, double duration_s, double fps, uint64_t seed,
+                     rtl_trace *out, rtl_err *err)
+{
+    if (!out || !k || !k->ctx || !k->nctx) return rtl_errf(err, "trace: a skewed trace needs the context's classes");
+    memset(out, 0, sizeof *out);
+    if (!(duration_s > 0 && duration_s <= 1e7) || !(fps > 0 && fps <= 1000) || classes < 1 || tasks < 1 ||
+        !(k->p >= 0 && k->p <= 1) || !(k->start_frac >= 0 && k->start_frac <= k->end_frac && k->end_frac <= 1))
+        return rtl_errf(err, "trace: duration (0..1e7 s), fps (0..1000), classes and tasks (>= 1), p (0..1) or "
+                             "the context's span (0 <= start <= end <= 1) out of range");
+    if (duration_s * fps * tasks > 5e7) return rtl_errf(err, "trace: more than 5e7 requests (lower the duration or fps)");
+    for (size_t i = 0; i < k->nctx; i++)
+        if (k->ctx[i] >= (uint32_t)classes)
+            return rtl_errf(err, "trace: context class %u is not below the class count %d", k->ctx[i], classes);
+    struct rng r = {seed};
+    struct evs v = {0};
+    int bad = 0;
+    uint64_t frames = (uint64_t)(duration_s * fps);
+    for (uint64_t f = 0; f < frames && !bad; f++) {
+        double t = (double)f / fps;
+        int in = t >= k->start_frac * duration_s && t < k->end_frac * duration_s;
+        int cls = in && unif(&r) < k->p ? (int)k->ctx[next(&r) % k->nctx] : (int)(next(&r) % (uint64_t)classes);
+        for (int a = 0; a < tasks; a++) bad |= add(&v, t, 0, a, f, cls);
     }
     if (bad) {
         free(v.e);

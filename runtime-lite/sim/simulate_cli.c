@@ -34,7 +34,67 @@ static int nested_tasks(rtl_catalog *cat, const struct sched_cli *o, const char 
     return n;
 }
 
-static const char *trace_names[RTL_TRACE_COUNT] = {"s1", "s2", "s3", "concurrency"};
+static const char *trace_names[RTL_TRACE_COUNT] = {"s1", "s2", "s3", "concurrency", "skewed"};
+
+/* Task t's first cascade option of at most 7 classes; NULL: none. */
+static const rtl_sched_option *small_cascade(const rtl_sched_task *t)
+{
+    for (size_t i = 0; t && i < t->n; i++)
+        if (t->options[i].context_nclasses && t->options[i].context_nclasses <= 7) return &t->options[i];
+    return NULL;
+}
+
+/* The first task of cat with such a cascade (the skewed trace's app1 when
+ * --app does not name one); NULL: none. */
+static const char *cascade_task(rtl_catalog *cat, const struct sched_cli *o)
+{
+    rtl_sched_source src = {.target = o->target, .device_mw = o->device_mw, .cloud_gflops = o->cloud_gflops};
+    for (size_t i = 0; i < rtl_catalog_task_count(cat); i++) {
+        rtl_sched_config c = {.policy = RTL_POLICY_MCDNN};
+        rtl_sched *probe = rtl_sched_new(&c, NULL);
+        const char *name = rtl_catalog_task_name(cat, i);
+        int ok = probe && rtl_sched_add_catalog(probe, cat, name, "x", &src, NULL) == 0 &&
+                 small_cascade(rtl_sched_task_at(probe, 0));
+        rtl_sched_free(probe);
+        if (ok) return name;
+    }
+    return NULL;
+}
+
+/* The skewed trace (issue 39): the context of the first cascade option
+ * (n <= 7) of app1's task, its classes holding o->context_p of the frames
+ * from 10% to 90% of the trace, the other frames of any of the task's
+ * classes; described into desc. */
+static int skewed_trace(rtl_catalog *cat, const struct sched_cli *o, const char *const *apps, double dur,
+                        rtl_trace *tr, char *desc, size_t dn, rtl_err *err)
+{
+    rtl_sched *s = sched_build(cat, RTL_POLICY_MCDNN, 1, apps, (const char *const *)o->app_task, o, dur, err);
+    if (!s) return -1;
+    const rtl_sched_task *t = rtl_sched_task_at(s, 0);
+    const rtl_sched_option *c = small_cascade(t);
+    size_t nl = 0;
+    if (t) rtl_catalog_task_labels(cat, t->task, &nl);
+    int classes = (int)nl;
+    if (!c) {
+        rtl_errf_cli(err, "trace skewed: task %s has no specialised cascade of at most 7 classes with measured gains "
+                      "(prune specialise's cascade_in_context)", t ? t->task : "?");
+        rtl_sched_free(s);
+        return -1;
+    }
+    rtl_skew k = {.ctx = c->context_classes, .nctx = c->context_nclasses, .p = o->context_p, .start_frac = 0.1,
+                  .end_frac = 0.9};
+    int n = snprintf(desc, dn, "skewed: seed %lld, %g h at %g frames/s, task %s; classes {", o->seed, o->hours, o->fps,
+                     t->task);
+    for (size_t i = 0; i < c->context_nclasses && n > 0 && (size_t)n < dn; i++)
+        n += snprintf(desc + n, dn - (size_t)n, "%s%u", i ? "," : "", c->context_classes[i]);
+    if (n > 0 && (size_t)n < dn)
+        snprintf(desc + n, dn - (size_t)n, "} (context of %s, n=%zu) hold p=%g of the frames from %.2f h to %.2f h, "
+                 "any of %d classes elsewhere", c->variant, c->context_nclasses, o->context_p, 0.1 * o->hours,
+                 0.9 * o->hours, classes);
+    int rc = rtl_trace_skewed(&k, 1, classes, dur, o->fps, (uint64_t)o->seed, tr, err);
+    rtl_sched_free(s);
+    return rc;
+}
 
 static void fmt_time(double s, char *out, size_t n)
 {
@@ -208,6 +268,7 @@ static int simulate_trace(rtl_catalog *cat, enum rtl_trace_kind kind, const stru
     const char *apps[SCHED_CLI_MAX_APPS];
     int napps = rtl_trace_apps(kind, apps);
     static char cnames[SCHED_CLI_MAX_APPS][16];
+    if (kind == RTL_TRACE_SKEWED) napps = 1, apps[0] = "app1";
     if (kind == RTL_TRACE_CONCURRENCY) {
         napps = (int)o->apps;
         for (int a = 0; a < napps; a++) snprintf(cnames[a], sizeof cnames[a], "app%d", a + 1), apps[a] = cnames[a];
@@ -233,6 +294,7 @@ static int simulate_trace(rtl_catalog *cat, enum rtl_trace_kind kind, const stru
         for (int a = 0, j = 0; nn && a < napps; a++)
             if (!oc.app_task[a]) oc.app_task[a] = nt[j++ % nn];
     }
+    if (kind == RTL_TRACE_SKEWED && !oc.app_task[0]) oc.app_task[0] = cascade_task(cat, &oc);
     o = &oc;
     rtl_trace tr;
     /* the class count of the first app's task drives the context profiler */
@@ -242,7 +304,10 @@ static int simulate_trace(rtl_catalog *cat, enum rtl_trace_kind kind, const stru
         if (rtl_catalog_task_count(cat) && rtl_catalog_task_labels(cat, rtl_catalog_task_name(cat, 0), &n) && n)
             classes = (int)n;
     }
-    if (rtl_trace_generate(kind, napps, classes, dur, o->fps, (uint64_t)o->seed, &tr, &err) != 0) return fail(&err);
+    char desc[512] = "";
+    if (kind == RTL_TRACE_SKEWED ? skewed_trace(cat, o, apps, dur, &tr, desc, sizeof desc, &err) != 0
+                                 : rtl_trace_generate(kind, napps, classes, dur, o->fps, (uint64_t)o->seed, &tr, &err) != 0)
+        return fail(&err);
     int pol[RTL_POLICY_COUNT], np = 0;
     for (int p = 0; p < RTL_POLICY_COUNT; p++) {
         /* the planned policies (NestDNN's, the knee) on the concurrency trace, the rest on
@@ -267,8 +332,8 @@ static int simulate_trace(rtl_catalog *cat, enum rtl_trace_kind kind, const stru
     if (rc) goto out;
     if (json) {
         printf("%s{\"trace\":\"%s\",\"seed\":%lld,\"hours\":%g,\"fps\":%g,\"energy_wh\":%g,\"cloud_usd\":%g,"
-               "\"policies\":[",
-               *first_json ? "" : ",", trace_names[kind], o->seed, o->hours, o->fps, o->energy_wh, o->cloud_usd);
+               "\"description\":\"%s\",\"policies\":[",
+               *first_json ? "" : ",", trace_names[kind], o->seed, o->hours, o->fps, o->energy_wh, o->cloud_usd, desc);
         for (int k = 0; k < np; k++) {
             const rtl_sim_result *x = &res[k];
             printf("%s{\"policy\":\"%s\",\"requests\":%llu,\"served\":%llu,\"refused\":%llu,\"accuracy\":%.6f,"
@@ -289,6 +354,7 @@ static int simulate_trace(rtl_catalog *cat, enum rtl_trace_kind kind, const stru
         if (o->memory_mb > 0) snprintf(mb, sizeof mb, "%.4g MB", o->memory_mb);
         printf("trace %s: %zu events, %.4g h, %g frames/s, seed %lld; energy budget %s, cloud budget %s, memory %s\n",
                trace_names[kind], tr.n, o->hours, o->fps, o->seed, eb, cb, mb);
+        if (desc[0]) printf("  trace %s\n", desc);
         printf("  %-12s %9s %8s %9s %10s %9s %10s %10s", "policy", "accuracy", "served", "energy_Wh", "cloud_usd",
                "energy_out", "cash_out", "decide_us");
         if (kind == RTL_TRACE_CONCURRENCY) printf(" %8s %9s", "fps", "mJ/frame");
@@ -422,7 +488,10 @@ int cmd_simulate(rtl_store *st, int argc, char **argv)
     long long bench_n = 200000;
     ck_list pols = {0}, appmap = {0};
     const ck_opt opts[] = {
-        {"--trace", "T", CK_STR, &trace, 0, 0, "s1, s2, s3 (MCDNN Table 5), concurrency (NestDNN) or all (default)"},
+        {"--trace", "T", CK_STR, &trace, 0, 0,
+         "s1, s2, s3 (MCDNN Table 5), concurrency (NestDNN), all (default: those four) or\n"
+         "skewed (app1's task's specialised context holds --context-p of the frames)"},
+        {"--context-p", "P", CK_REAL, &o.context_p, 0, 1, "skewed: the context's share of the frames (default 0.9)"},
         {"--policy", "P", CK_LIST, &pols, 0, 0,
          "run only these policies (repeatable): mcdnn, nest-total, nest-max, device-only,\n"
          "cloud-only, no-sharing, no-special, knee (default: the trace's set)"},
@@ -476,11 +545,11 @@ int cmd_simulate(rtl_store *st, int argc, char **argv)
     }
     int kinds[RTL_TRACE_COUNT], nk = 0;
     if (!strcmp(trace, "all")) {
-        for (int k = 0; k < RTL_TRACE_COUNT; k++) kinds[nk++] = k;
+        for (int k = 0; k < RTL_TRACE_SKEWED; k++) kinds[nk++] = k;
     } else {
         for (int k = 0; k < RTL_TRACE_COUNT; k++)
             if (!strcmp(trace, trace_names[k])) kinds[nk++] = k;
-        if (!nk) return ck_usage_of("rtl", &v, "unknown trace '%s' (s1, s2, s3, concurrency, all)", trace), 2;
+        if (!nk) return ck_usage_of("rtl", &v, "unknown trace '%s' (s1, s2, s3, concurrency, skewed, all)", trace), 2;
     }
     if (svg && nk != 1) return ck_usage_of("rtl", &v, "--svg needs one --trace"), 2;
     for (int k = 0; k < pols.n; k++) {

@@ -45,6 +45,11 @@ double rtl_context_share(const rtl_context_profiler *p, const uint32_t *classes,
 int rtl_variant_context(const rtl_catalog *cat, const rtl_variant *v, const char *const *labels,
                                 size_t nlabels, uint32_t *classes, size_t cap, size_t *n, double *p,
                                 rtl_err *err) RTL_MUST_CHECK;
+/* The class of an answer of task (the device's classifier's, not the
+ * truth; an index among the task's labels) into its class-frequency window,
+ * as rtl_sched_decide's cls; nothing for a class < 0 or no such task.
+ * rtl_runner_serve feeds it each answer. */
+void rtl_sched_observe(rtl_sched *s, int task, int cls);
 /* The option of task cached at location loc now; -1: none. */
 int rtl_sched_cached(const rtl_sched *s, int task, enum rtl_loc loc);
 /* Feeds back the measured cost of an executed decision d: measured_ms is

@@ -474,6 +474,19 @@ static void page_out(rtl_runner *r, const rtl_sched *s)
     }
 }
 
+/* The answer of model m into the scheduler's window of task (its class
+ * among the task's labels, by name): what decides whether a specialised
+ * option serves (MCDNN's profiler sees the classifier's answers). */
+static void sched_observe_answer(const rtl_runner *r, rtl_sched *s, int task, const rtl_model *m)
+{
+    rtl_class top;
+    size_t nt = 0, nl = 0, j = 0;
+    const char *const *labels = rtl_catalog_task_labels(r->cat, rtl_sched_task_at(s, (size_t)task)->task, &nl);
+    if (!m || !labels || rtl_model_top(m, 1, &top, &nt, NULL) != 0 || !nt) return;
+    while (j < nl && strcmp(labels[j], top.label) != 0) j++;
+    if (j < nl) rtl_sched_observe(s, task, (int)j);
+}
+
 int rtl_runner_serve(rtl_runner *r, rtl_sched *s, int task, double now, uint64_t frame, const char *image,
                      rtl_sched_decision *d, rtl_runner_result *res, rtl_err *err)
 {
@@ -491,6 +504,7 @@ int rtl_runner_serve(rtl_runner *r, rtl_sched *s, int task, double now, uint64_t
          * with it: there is no power meter); a cascade's time is not the
          * option's, a cold run's is not its steady one */
         if (!rc && !res->cascade[0] && !res->cold && !r->o.no_feedback) rtl_sched_account(s, d, res->ms);
+        if (!rc) sched_observe_answer(r, s, task, res->model);
     }
     if (d->option >= 0 && r->o.dry_run) res->ms = d->latency_ms;
     if ((size_t)task + 1 == rtl_sched_task_count(s) && !r->o.dry_run) page_out(r, s); /* the frame's last task */

@@ -851,6 +851,11 @@ static void decide_nest(rtl_sched *s, struct sched_task *k, double now, uint64_t
     decide_fixed(s, k, k->nest_option, k->nest_share, now, frame, d);
 }
 
+void rtl_sched_observe(rtl_sched *s, int task, int cls)
+{
+    if (s && task >= 0 && (size_t)task < s->ntasks) observe(&s->tasks[task], cls);
+}
+
 int rtl_sched_decide(rtl_sched *s, int task, double now, uint64_t frame, int cls, rtl_sched_decision *d,
                      rtl_err *err)
 {

@@ -313,6 +313,53 @@ static void tasks_share_trunk(void **state)
     rtl_runner_free(r);
 }
 
+/* The scheduled executor feeds each answer's class into the scheduler's
+ * window: a cascade option for the class base answers on img[0] (gains
+ * known, p 0.6) is chosen once those answers fill the window; without them
+ * (no class ever observed) it never would be. */
+static void serve_observes_answers(void **state)
+{
+    (void)state;
+    rtl_err e;
+    float y[8];
+    size_t n = own_output("base", img[0], y, 8), c = 0;
+    for (size_t k = 1; k < n; k++)
+        if (y[k] > y[c]) c = k;
+    rtl_sched_option o[2];
+    memset(o, 0, sizeof o);
+    for (int i = 0; i < 2; i++) {
+        snprintf(o[i].variant, sizeof o[i].variant, "%s", i ? "spec" : "base");
+        o[i].capacity = -1, o[i].trunk = -1, o[i].partner = -1;
+        o[i].top1 = 0.8, o[i].device_ms = 100, o[i].device_mj = 10, o[i].cloud_ms = -1, o[i].bytes = 4;
+    }
+    o[1].partner = 0, o[1].context_n = 1, o[1].context_p = 0.6, o[1].gain_in = 0.1;
+    o[1].context_classes[0] = (uint32_t)c, o[1].context_nclasses = 1;
+    rtl_sched_task t = {.options = o, .n = 2};
+    snprintf(t.name, sizeof t.name, "t");
+    snprintf(t.task, sizeof t.task, "t");
+    rtl_sched_config sc = {.policy = RTL_POLICY_MCDNN};
+    rtl_sched *s = rtl_sched_new(&sc, &e);
+    assert_non_null(s);
+    assert_int_equal(rtl_sched_add_task(s, &t, &e), 0);
+    rtl_sched_budget b = {.energy_mj = -1, .cloud_usd = -1, .horizon_s = 3600, .disconnected = 1};
+    assert_int_equal(rtl_sched_set_budget(s, &b, 0, &e), 0);
+    rtl_runner *r = rtl_runner_new(NULL, cat, NULL, &e);
+    assert_non_null(r);
+    rtl_sched_decision d;
+    rtl_runner_result res;
+    const char *used[3];
+    for (int k = 0; k < 3; k++) {
+        if (rtl_runner_serve(r, s, 0, k, (uint64_t)k, img[0], &d, &res, &e) != 0) fail_msg("%s", e.msg);
+        if (d.option < 0) fail_msg("refused: %s", d.reason);
+        used[k] = rtl_sched_task_at(s, 0)->options[d.option].variant;
+    }
+    assert_string_equal(used[0], "base"); /* nothing observed yet */
+    assert_string_equal(used[2], "spec"); /* base's answers hold the window */
+    assert_true(fabs(d.top1 - 0.9) < 1e-9);
+    rtl_runner_free(r);
+    rtl_sched_free(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -320,6 +367,7 @@ int main(void)
         cmocka_unit_test(context_cascade),
         cmocka_unit_test(serve_accounts),
         cmocka_unit_test(tasks_share_trunk),
+        cmocka_unit_test(serve_observes_answers),
     };
     int rc = cmocka_run_group_tests_name("rtl_runner", tests, setup, teardown);
     test_tmpdir_cleanup();

@@ -22,7 +22,7 @@ static void traces(void **state)
     assert_int_equal(rtl_trace_apps(RTL_TRACE_S1, names), 6);
     assert_string_equal(names[4], "V");
     assert_int_equal(rtl_trace_apps(RTL_TRACE_S2, NULL), 2);
-    for (int k = 0; k < RTL_TRACE_COUNT; k++) {
+    for (int k = 0; k < RTL_TRACE_SKEWED; k++) {
         rtl_trace a, b, c;
         int tasks = k == RTL_TRACE_CONCURRENCY ? 8 : 6;
         assert_int_equal(rtl_trace_generate(k, tasks, 10, 7200, 1, 5, &a, NULL), 0);
@@ -50,6 +50,38 @@ static void traces(void **state)
     rtl_err e;
     assert_int_equal(rtl_trace_generate(RTL_TRACE_S1, 3, 10, 100, 1, 1, &t, &e), -1);
     assert_non_null(strstr(e.msg, "6 apps"));
+}
+
+/* The skewed trace: seeded; inside its span (10%..90%) the context's
+ * classes hold about p of the frames, outside about their share of all
+ * classes; every frame a request of each task; refused by
+ * rtl_trace_generate and for a class outside the set. */
+static void skewed_trace(void **state)
+{
+    (void)state;
+    static const uint32_t ctx[3] = {2, 5, 9};
+    rtl_skew k = {.ctx = ctx, .nctx = 3, .p = 0.9, .start_frac = 0.1, .end_frac = 0.9};
+    rtl_trace a, b;
+    assert_int_equal(rtl_trace_skewed(&k, 2, 20, 20000, 1, 7, &a, NULL), 0);
+    assert_int_equal(rtl_trace_skewed(&k, 2, 20, 20000, 1, 7, &b, NULL), 0);
+    assert_int_equal(a.n, 40000);
+    assert_memory_equal(a.ev, b.ev, a.n * sizeof *a.ev);
+    double in[2] = {0}, all[2] = {0};
+    for (size_t i = 0; i < a.n; i += 2) {
+        assert_true(a.ev[i].cls == a.ev[i + 1].cls && a.ev[i].task == 0 && a.ev[i + 1].task == 1);
+        int span = a.ev[i].t >= 2000 && a.ev[i].t < 18000;
+        int c = a.ev[i].cls;
+        all[span]++;
+        in[span] += c == 2 || c == 5 || c == 9;
+    }
+    assert_true(fabs(in[1] / all[1] - (0.9 + 0.1 * 3 / 20.0)) < 0.02);
+    assert_true(fabs(in[0] / all[0] - 3 / 20.0) < 0.03);
+    rtl_trace_free(&a), rtl_trace_free(&b);
+    rtl_err e;
+    assert_int_equal(rtl_trace_generate(RTL_TRACE_SKEWED, 1, 20, 100, 1, 1, &a, &e), -1);
+    assert_non_null(strstr(e.msg, "rtl_trace_skewed"));
+    assert_int_equal(rtl_trace_skewed(&k, 1, 9, 100, 1, 1, &a, &e), -1);
+    assert_non_null(strstr(e.msg, "class 9"));
 }
 
 /* Issue 19 item 1's case: five apps on one task whose accuracy per mJ is
@@ -170,7 +202,7 @@ static void simulator(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(traces), cmocka_unit_test(mcdnn_beats_knee_s3), cmocka_unit_test(nested_energy),
+        cmocka_unit_test(traces), cmocka_unit_test(skewed_trace), cmocka_unit_test(mcdnn_beats_knee_s3), cmocka_unit_test(nested_energy),
         cmocka_unit_test(simulator),
     };
     int rc = cmocka_run_group_tests_name("rtl_sim", tests, NULL, NULL);
