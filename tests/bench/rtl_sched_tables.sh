@@ -23,6 +23,14 @@
 #    latency scales with its MACs; page-ins charged at 2 mJ per MB); the
 #    idle power is not charged to any policy (NestDNN measures inference
 #    energy).
+#  - Item 3 (issue 39 item 4): the skewed trace (`rtl simulate --trace
+#    skewed`: a context of at most 7 classes holds p = 0.9 of the frames
+#    from 1 h to 9 h of 10, seed 1; its description printed) on each
+#    catalog of SCHED_SKEWED (default: the catalog below) that has a
+#    specialised cascade with measured gains, at 0.5 Wh and unlimited:
+#    MCDNN against no-special, met when it is at least 3 points more
+#    accurate, or as accurate (within 0.0005) at no more than 0.6x the
+#    energy. A catalog without such a cascade is said so and skipped.
 # The catalog: SCHED_CATALOG=ARCHIVE|MANIFEST|ID (an ID needs RTL_ROOT),
 # else the newest build/alexnet/catalog-*.tar.zst of this tree
 # (`make catalog MODEL=alexnet`); without one the bench says so and passes.
@@ -69,11 +77,21 @@ for m in $maps; do
         done
     done
 done
+skewed=${SCHED_SKEWED:-$cat}
+i=0
+for c in $skewed; do
+    i=$((i + 1))
+    for e in 0.5 -1; do
+        "$BIN/rtl" simulate "$c" --trace skewed --energy-wh $e --json >"$W/skewed-$i-$e.json" 2>"$W/skewed-$i.err" ||
+            { echo "bench rtl-sched-tables: skewed on $c: $(cat "$W/skewed-$i.err"): skipped"; rm -f "$W/skewed-$i-$e.json"; }
+    done
+done
 "$BIN/rtl" simulate "$nest" --trace concurrency --json >"$W/conc-30.json" || exit 1
 "$BIN/rtl" simulate "$nest" --trace concurrency --camera-fps 0 --json >"$W/conc-0.json" || exit 1
-python3 - "$W" "$cat" "$budgets" "$nest" "$maps" "$one" <<'PY'
-import json, math, sys
+python3 - "$W" "$cat" "$budgets" "$nest" "$maps" "$one" "$skewed" <<'PY'
+import json, math, os, sys
 w, cat, budgets, nest, maps, one = sys.argv[1], sys.argv[2], sys.argv[3].split(), sys.argv[4], sys.argv[5].split(), sys.argv[6]
+skewed = sys.argv[7].split()
 out = []
 def say(s=""):
     print(s)
@@ -112,6 +130,25 @@ for mp in maps:
                 " | ".join(cell(k) for k in ("mcdnn", "device-only", "cloud-only", "no-sharing", "no-special", "knee")),
                 v if within else "OVER BUDGET"))
     say()
+
+say("Item 3: the skewed trace, MCDNN against no-special (issue 39 item 4: +3 points at the same budget, or as accurate at <= 0.6x the energy)")
+say()
+say("| catalog | trace | energy budget | mcdnn: accuracy, Wh | no-special: accuracy, Wh | verdict |")
+say("|---|---|---|---|---|---|")
+for i, c in enumerate(skewed, 1):
+    for e in ("0.5", "-1"):
+        f = "%s/skewed-%d-%s.json" % (w, i, e)
+        if not os.path.exists(f): continue
+        t = json.load(open(f))[0]
+        p = {x["policy"]: x for x in t["policies"]}
+        m, n = p["mcdnn"], p["no-special"]
+        gain = m["accuracy"] - n["accuracy"]
+        ratio = m["energy_wh"] / n["energy_wh"] if n["energy_wh"] > 0 else float("inf")
+        met = gain >= 0.03 or (gain >= -0.0005 and ratio <= 0.6)
+        say("| %s | %s | %s | %.4f, %.4f | %.4f, %.4f | %s (%+.2f points, %.2fx the energy) |" % (
+            c, t["description"], "none" if e == "-1" else e + " Wh", m["accuracy"], m["energy_wh"],
+            n["accuracy"], n["energy_wh"], "met" if met else "MISSED", 100 * gain, ratio))
+say()
 
 def knee_point(pts):
     """NestDNN's knee of its accuracy-frame rate curve: on the front, the
