@@ -96,10 +96,18 @@ void trn_engine_free(trn_engine *e)
     free(e);
 }
 
+/* Read once: sysconf reads a file under /sys on every call (some 10 us,
+ * as much as a small model's whole forward), and the engine asks per layer. */
+static atomic_int cores_online;
+
 static int online_cores(void)
 {
+    int c = atomic_load_explicit(&cores_online, memory_order_relaxed);
+    if (c) return c;
     long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n < 1 ? 1 : n > POOL_MAX ? POOL_MAX : (int)n;
+    c = n < 1 ? 1 : n > POOL_MAX ? POOL_MAX : (int)n;
+    atomic_store_explicit(&cores_online, c, memory_order_relaxed);
+    return c;
 }
 
 static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
