@@ -302,6 +302,24 @@ static int kept_index(const struct input *ins, size_t n, const unsigned char *ke
     return -1;
 }
 
+/* Adds id to v's depends_on (made if absent) unless it is there: a
+ * fragment cannot load without its trunk, whether or not the variant named
+ * it (a specialised model of a cheaper variant lists its cascade partner,
+ * not the variant it was cut from). */
+static int depend_on(cJSON *v, const char *id)
+{
+    cJSON *deps = cJSON_GetObjectItemCaseSensitive(v, "depends_on");
+    if (!cJSON_IsArray(deps)) {
+        cJSON_DeleteItemFromObjectCaseSensitive(v, "depends_on");
+        if (!(deps = cJSON_AddArrayToObject(v, "depends_on"))) return -1;
+    }
+    const cJSON *d;
+    cJSON_ArrayForEach(d, deps)
+        if (cJSON_IsString(d) && !strcmp(d->valuestring, id)) return 0;
+    cJSON *s = cJSON_CreateString(id);
+    return s && cJSON_AddItemToArray(deps, s) ? 0 : -1;
+}
+
 /* Stores in as a fragment on its parent ins[j] (fragment.c) when its
  * layers below the cut are the parent's: its weights file becomes
  * fragment.weights (role "fragment") and its variant.json gains
@@ -317,7 +335,8 @@ static int make_fragment(struct input *in, const struct input *trunk, int cut, u
     char *a = strdup(arch);
     cJSON *fo = cJSON_CreateObject();
     cJSON *f = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(in->json, "files"), w);
-    if (!a || !fo || !cJSON_ReplaceItemInObjectCaseSensitive(f, "role", cJSON_CreateString("fragment"))) {
+    if (!a || !fo || !cJSON_ReplaceItemInObjectCaseSensitive(f, "role", cJSON_CreateString("fragment")) ||
+        depend_on(in->json, trunk->id) < 0) {
         free(a);
         cJSON_Delete(fo);
         return trn_errf(err, "out of memory");

@@ -61,6 +61,17 @@ for i in ("head-shape", "head-colour", "head-size", "head-texture", "spec"):
     whole += sum(os.path.getsize(os.path.join(sys.argv[2], i, f)) for f in ("variant.cfg", "variant.weights"))
 print("heads and specialised model: %d bytes as fragments, %d as whole copies (%.3fx)" % (packed, whole, packed / whole))
 EOF
+# A fragment whose variant.json does not name its trunk (a specialised model
+# of a cheaper variant names its cascade partner only) still packs: the
+# trunk joins its depends_on.
+cp -r $V v2 && python3 -c "
+import json, sys
+p = sys.argv[1]; j = json.load(open(p)); j['depends_on'] = []; json.dump(j, open(p, 'w'))" v2/head-shape/variant.json
+expect_ok "pack a head whose depends_on omits its trunk" "$CAT" pack v2 -o pkg2 "${TASKS[@]}" --version 1 --key k.key
+t_check "  ... its trunk is added to its depends_on" python3 -c "
+import json, sys
+v = {x['id']: x for x in json.load(open(sys.argv[1]))['variants']}
+assert v['head-shape']['depends_on'] == ['base'] and v['head-shape']['fragment_of']['trunk'] == 'base', v['head-shape']" pkg2/manifest.json
 mkdir -p u && tar --zstd -xf pkg/catalog-tiny-1.tar.zst -C u
 expect_ok "the unpacked catalog validates, files included" "$CAT" validate u/manifest.json
 expect_ok "export --darknet of the base, a head and the specialised model" \
