@@ -643,5 +643,6 @@ int prn_roadmap_build(const prn_roadmap_opts *o, prn_roadmap_summary *sum, trn_e
     if (rc == 0) rc = write_roadmap(u, sum, err);
     if (rc != 0 && u->nsteps > 0) remove_partial(o->out, made_dir);
     run_free(u);
+    free(u);
     return rc;
 }
