@@ -37,3 +37,26 @@ expect_fail() {
     elif ! grep -Eq -- "$pat" "$T/out"; then t_fail "$name" "message does not match /$pat/:" "$(tail -n 5 "$T/out")"
     else t_ok "$name"; fi
 }
+
+# t_small_cfg [SECTIONS]: a small classifier cfg on stdout (16x16x3 input,
+# batch 4; convolution 8 with batch norm, maxpool, convolution 16, connected
+# 32, connected 4, softmax). SECTIONS (cfg text) go after the convolution 16.
+t_small_cfg() {
+    printf '%s\n' '[net]' batch=4 width=16 height=16 channels=3 ''
+    printf '%s\n' '[convolutional]' filters=8 size=3 stride=1 pad=1 batch_normalize=1 activation=leaky ''
+    printf '%s\n' '[maxpool]' size=2 stride=2 '' '[convolutional]' filters=16 size=3 pad=1 activation=leaky ''
+    [ -z "${1:-}" ] || printf '%s\n\n' "$1"
+    printf '%s\n' '[connected]' output=32 activation=relu '' '[connected]' output=4 activation=linear '' '[softmax]'
+}
+
+# t_wait_newer FILE PID TRIES: waits in 0.1 s steps, at most TRIES, until
+# FILE is newer than $T/started or process PID has ended.
+t_wait_newer() {
+    local file=$1 pid=$2 tries=$3
+    for _ in $(seq 1 "$tries"); do
+        [ "$file" -nt "$T/started" ] && return 0
+        kill -0 "$pid" 2>/dev/null || return 1
+        sleep 0.1
+    done
+    return 1
+}

@@ -25,6 +25,24 @@ static cJSON *num_or_null(double v)
     return v >= 0 ? cJSON_CreateNumber(v) : cJSON_CreateNull();
 }
 
+static cJSON *out_of_memory(cJSON *doc, trn_err *err)
+{
+    cJSON_Delete(doc);
+    trn_errf(err, "out of memory");
+    return NULL;
+}
+
+/* The object both views start with: the catalog's id and version (NULL
+ * when out of memory; the cJSON_Add* functions take a NULL object). */
+static cJSON *catalog_doc(const cJSON *m, trn_err *err)
+{
+    cJSON *doc = cJSON_CreateObject();
+    if (!doc) return out_of_memory(NULL, err);
+    cJSON_AddStringToObject(doc, "catalog", cat_json_str(m, "catalog", ""));
+    cJSON_AddNumberToObject(doc, "version", cat_json_num(m, "version", 0));
+    return doc;
+}
+
 struct fpt {
     const cJSON *v;
     double cost, top1;
@@ -98,16 +116,8 @@ static cJSON *front(const cJSON *m, const char *task, const char *cost, const ch
 
 cJSON *cat_pareto(const cJSON *m, const char *only_task, const char *only_target, trn_err *err)
 {
-    cJSON *doc = cJSON_CreateObject(), *fronts = cJSON_CreateArray();
-    if (!doc || !fronts) {
-        cJSON_Delete(doc);
-        cJSON_Delete(fronts);
-        trn_errf(err, "out of memory");
-        return NULL;
-    }
-    cJSON_AddStringToObject(doc, "catalog", cat_json_str(m, "catalog", ""));
-    cJSON_AddNumberToObject(doc, "version", cat_json_num(m, "version", 0));
-    cJSON_AddItemToObject(doc, "fronts", fronts);
+    cJSON *doc = catalog_doc(m, err), *fronts = cJSON_AddArrayToObject(doc, "fronts");
+    if (!fronts) return out_of_memory(doc, err);
     const cJSON *t, *g;
     int tasks = 0, targets = 0;
     cJSON_ArrayForEach(t, get(m, "tasks")) {
@@ -142,19 +152,10 @@ cJSON *cat_pareto(const cJSON *m, const char *only_task, const char *only_target
 
 cJSON *cat_inspect_json(const cJSON *m, trn_err *err)
 {
-    cJSON *doc = cJSON_CreateObject(), *vars = cJSON_CreateArray(), *win = cJSON_CreateArray();
-    if (!doc || !vars || !win) {
-        cJSON_Delete(doc);
-        cJSON_Delete(vars);
-        cJSON_Delete(win);
-        trn_errf(err, "out of memory");
-        return NULL;
-    }
-    cJSON_AddStringToObject(doc, "catalog", cat_json_str(m, "catalog", ""));
-    cJSON_AddNumberToObject(doc, "version", cat_json_num(m, "version", 0));
+    cJSON *doc = catalog_doc(m, err);
     cJSON_AddStringToObject(doc, "model", cat_json_str(m, "model", ""));
-    cJSON_AddItemToObject(doc, "variants", vars);
-    cJSON_AddItemToObject(doc, "winnowed", win);
+    cJSON *vars = cJSON_AddArrayToObject(doc, "variants"), *win = cJSON_AddArrayToObject(doc, "winnowed");
+    if (!vars || !win) return out_of_memory(doc, err);
     const cJSON *v, *e;
     cJSON_ArrayForEach(v, get(m, "variants")) {
         const char *task = cat_json_str(v, "task", "");

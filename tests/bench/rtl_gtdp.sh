@@ -71,13 +71,7 @@ awk -v tiny=$([ "$size" = tiny ] && echo 1 || echo 0) '
 [ "$(grep -c '^\[convolutional\]' trunk.cfg):$(grep -c '^\[maxpool\]' trunk.cfg)" = 5:3 ] ||
     { echo "bench rtl-gtdp: recipes/alexnet/base-full.cfg has no AlexNet trunk (5 convolutions, 3 pools)"; exit 1; }
 fx_rtl_variant c trunk base - trunk.cfg 1 || { echo "bench rtl-gtdp: cannot train the variant"; exit 1; }
-"$CAT" keygen -p k.pub -s k.key -W >/dev/null &&
-    "$CAT" pack c/variants -o out --task identity=c/identity.names --version 1 --key k.key >pack.log 2>&1 ||
-    { echo "bench rtl-gtdp: cannot pack"; cat pack.log; exit 1; }
-mkdir -p root/keys && cp k.pub root/keys/
-rtl() { "$RTL" --root root "$@"; }
-rtl install out/catalog-rtlnet-1.tar.zst >/dev/null 2>&1 || { echo "bench rtl-gtdp: cannot install"; exit 1; }
-rtl peer-keygen srv >/dev/null && rtl peer-keygen dev >/dev/null && cp dev.pub allow
+fx_rtl_peer_root || { echo "bench rtl-gtdp: cannot make the installed catalog and peer keys"; exit 1; }
 img=c/images/img3.bmp
 start_worker() { # NAME SLOWDOWN [CPU]
     rm -f "$1.port"

@@ -50,13 +50,7 @@ sed -n '/^{$/,/^} >alexnet.cfg$/p' "$TOP/tests/bench/rtl_run.sh" >alexnet.sh && 
     { echo "bench rtl-offload: cannot take AlexNet's cfg from tests/bench/rtl_run.sh"; exit 1; }
 fx_rtl_variant c base base - split.cfg 1 && fx_rtl_variant c alexnet rewrite base alexnet.cfg 1 ||
     { echo "bench rtl-offload: cannot train the variants"; exit 1; }
-"$CAT" keygen -p k.pub -s k.key -W >/dev/null &&
-    "$CAT" pack c/variants -o out --task identity=c/identity.names --version 1 --key k.key >pack.log 2>&1 ||
-    { echo "bench rtl-offload: cannot pack"; cat pack.log; exit 1; }
-mkdir -p root/keys && cp k.pub root/keys/
-rtl() { "$RTL" --root root "$@"; }
-rtl install out/catalog-rtlnet-1.tar.zst >/dev/null 2>&1 || { echo "bench rtl-offload: cannot install"; exit 1; }
-rtl peer-keygen srv >/dev/null && rtl peer-keygen dev >/dev/null && cp dev.pub allow
+fx_rtl_peer_root || { echo "bench rtl-offload: cannot make the installed catalog and peer keys"; exit 1; }
 img=c/images/img3.bmp
 
 # The link: when network namespaces can be made here (root, iproute2),

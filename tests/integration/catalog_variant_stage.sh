@@ -7,40 +7,7 @@ P=$BIN/prune
 C=$BIN/catalog
 TOOL=$TESTD/tools/prune-testtool
 
-cat >"$T/base.cfg" <<'EOF'
-[net]
-batch=4
-width=16
-height=16
-channels=3
-
-[convolutional]
-filters=8
-size=3
-pad=1
-batch_normalize=1
-activation=leaky
-
-[maxpool]
-size=2
-stride=2
-
-[convolutional]
-filters=16
-size=3
-pad=1
-activation=leaky
-
-[connected]
-output=32
-activation=relu
-
-[connected]
-output=4
-activation=linear
-
-[softmax]
-EOF
+t_small_cfg >"$T/base.cfg"
 "$TOOL" weights "$T/base.cfg" 9 "$T/base.weights" || { t_fail "fixture weights"; t_done; exit 0; }
 
 V=$T/variants

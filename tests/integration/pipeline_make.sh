@@ -112,11 +112,7 @@ set -m
 pmake -j1 variants >"$T/killed.out" 2>&1 &
 pid=$!
 set +m
-for _ in $(seq 1 600); do
-    [ "$T/tiny/variants/rw-a/train/variant.ckpt" -nt "$T/started" ] && break
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.1
-done
+t_wait_newer "$T/tiny/variants/rw-a/train/variant.ckpt" "$pid" 600
 kill -KILL -- -"$pid" 2>/dev/null
 wait "$pid" 2>/dev/null
 # (rw-a's variant.json is still the one of its previous entry: out of date.)

@@ -5,32 +5,7 @@
 P=$BIN/prune
 TOOL=$TESTD/tools/prune-testtool
 
-cat >"$T/base.cfg" <<'EOF'
-[net]
-batch=4
-width=16
-height=16
-channels=3
-
-[convolutional]
-filters=8
-size=3
-stride=1
-pad=1
-batch_normalize=1
-activation=leaky
-
-[maxpool]
-size=2
-stride=2
-
-[convolutional]
-filters=16
-size=3
-pad=1
-activation=leaky
-
-[route]
+t_small_cfg '[route]
 layers=-1,-2
 
 [convolutional]
@@ -40,18 +15,7 @@ activation=leaky
 
 [shortcut]
 from=-3
-activation=linear
-
-[connected]
-output=32
-activation=relu
-
-[connected]
-output=4
-activation=linear
-
-[softmax]
-EOF
+activation=linear' >"$T/base.cfg"
 "$TOOL" weights "$T/base.cfg" 5 "$T/base.weights" || { t_fail "fixture weights"; t_done; exit 0; }
 
 # --help everywhere

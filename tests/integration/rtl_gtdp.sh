@@ -34,16 +34,6 @@ start_worker() {
     for _ in $(seq 200); do [ -s "$n.port" ] && return 0; sleep 0.05; done
     return 1
 }
-same_answer() {
-    python3 - "$1" "$2" <<'PY'
-import json, sys
-a = json.load(open(sys.argv[1]))["results"][0]["top"]
-b = json.load(open(sys.argv[2]))["results"][0]["top"]
-assert [x["index"] for x in a] == [x["index"] for x in b], (a, b)
-d = max(abs(x["probability"] - y["probability"]) for x, y in zip(a, b))
-assert d <= 1e-5, d
-PY
-}
 field() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["results"][0].get(sys.argv[2], ""))' "$1" "$2"; }
 # kill_during W OUT CMD...: runs CMD (stdout OUT, stderr OUT less .json
 # plus .err) and kills worker W (kill -9) once its session is open and

@@ -43,17 +43,6 @@ start_server() {
 }
 peer_args() { echo --peer 127.0.0.1:$PORT --peer-key srv.pub --device-key dev; }
 
-# same_answer A.json B.json: the same top classes, probabilities within 1e-5
-same_answer() {
-    python3 - "$1" "$2" <<'EOF'
-import json, sys
-a = json.load(open(sys.argv[1]))["results"][0]["top"]
-b = json.load(open(sys.argv[2]))["results"][0]["top"]
-assert [x["index"] for x in a] == [x["index"] for x in b], (a, b)
-d = max(abs(x["probability"] - y["probability"]) for x, y in zip(a, b))
-assert d <= 1e-5, d
-EOF
-}
 # where_is F.json: the "where" of the first result
 where_is() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["results"][0]["where"])' "$1"; }
 

@@ -146,11 +146,7 @@ pmake -j2 variants LAUNCH=slurm MODEL_O="$T/slurm-build" >"$T/killed.out" 2>&1 &
 pid=$!
 set +m
 ck=$T/slurm-build/variants/rw-a/train/variant.ckpt
-for _ in $(seq 1 1200); do
-    [ "$ck" -nt "$T/started" ] && break
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.1
-done
+t_wait_newer "$ck" "$pid" 1200
 # The whole build (make and its sruns) is killed as a cancelled CI job
 # would be; the steps that were running are cancelled on the cluster too,
 # as an operator's scancel would, before the build resumes.

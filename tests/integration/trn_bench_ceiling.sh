@@ -9,26 +9,7 @@
 # ceiling that is not the crippled OpenBLAS's.
 . "$TOP/tests/lib.sh"
 trainer=$BIN/trainer
-cat > "$T/tiny.cfg" <<'CFG'
-[net]
-batch=4
-width=16
-height=16
-channels=3
-[convolutional]
-filters=8
-size=3
-stride=1
-pad=1
-activation=leaky
-[maxpool]
-size=2
-stride=2
-[connected]
-output=4
-activation=linear
-[softmax]
-CFG
+t_small_cfg >"$T/tiny.cfg"
 num() { sed -n "s/.*\"$1\":\([0-9.eE+-]*\).*/\1/p" "$2"; }
 str() { sed -n "s/.*\"$1\":\"\([^\"]*\)\".*/\1/p" "$2"; }
 ge() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a + 0 >= b + 0) }'; }

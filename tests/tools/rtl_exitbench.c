@@ -46,10 +46,8 @@ int main(int argc, char **argv)
         }
     }
     rtl_err e;
-    rtl_store_config sc = {.root = argv[1]};
-    rtl_store *s = rtl_store_open(&sc, &e);
-    if (!s) return die(&e);
-    rtl_catalog *cat = rtl_catalog_open(s, argv[2], &e);
+    rtl_store *s;
+    rtl_catalog *cat = bench_catalog(argv[1], argv[2], &s, &e);
     if (!cat) return die(&e);
     rtl_model_options mo = {.threads = 1};
     rtl_model *m = rtl_model_open(cat, argv[3], &mo, &e);

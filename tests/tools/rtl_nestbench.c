@@ -140,10 +140,8 @@ int main(int argc, char **argv)
     int k = atoi(argv[5]), runs = atoi(argv[6]);
     if (runs < 1 || runs > 10000 || k < 1) return 2;
     rtl_err e;
-    rtl_store_config sc = {.root = argv[1]};
-    rtl_store *s = rtl_store_open(&sc, &e);
-    if (!s) return die(&e);
-    rtl_catalog *cat = rtl_catalog_open(s, argv[2], &e);
+    rtl_store *s;
+    rtl_catalog *cat = bench_catalog(argv[1], argv[2], &s, &e);
     if (!cat) return die(&e);
     rtl_model_options mo = {.threads = 1}, ao = {.threads = 1, .async_paging = 1};
     rtl_model *nest = rtl_model_open(cat, argv[3], &mo, &e);

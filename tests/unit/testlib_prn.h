@@ -30,13 +30,7 @@ static const char pt_small_cfg[] =
     "# L7\n[connected]\noutput=4\nactivation=linear\n\n"
     "# L8\n[softmax]\n";
 
-static inline trn_cfg *pt_cfg(const char *text)
-{
-    trn_err e;
-    trn_cfg *c = trn_cfg_parse(text, strlen(text), "test.cfg", &e);
-    if (!c) fprintf(stderr, "cfg: %s\n", e.msg);
-    return c;
-}
+static inline trn_cfg *pt_cfg(const char *text) { return tl_cfg(text, "test.cfg"); }
 
 /* A "trained" base: the network of cfg (inference only, `batch` images)
  * with randomised parameters (tl_randomize). */

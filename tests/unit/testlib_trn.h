@@ -192,15 +192,21 @@ static inline void tl_one_hot(float *y, int batch, int classes, uint64_t seed)
     for (int b = 0; b < batch; b++) y[(size_t)b * classes + trn_rng_below(&r, (uint64_t)classes)] = 1;
 }
 
+/* The cfg of text read as file `name`, or NULL (the error printed). */
+static inline trn_cfg *tl_cfg(const char *text, const char *name)
+{
+    trn_err e;
+    trn_cfg *c = trn_cfg_parse(text, strlen(text), name, &e);
+    if (!c) printf("# %s\n", e.msg);
+    return c;
+}
+
 /* A network from cfg text, or NULL (the error printed). */
 static inline trn_net *tl_net(const char *text, const trn_net_opts *o)
 {
+    trn_cfg *c = tl_cfg(text, "test.cfg");
+    if (!c) return NULL;
     trn_err e;
-    trn_cfg *c = trn_cfg_parse(text, strlen(text), "test.cfg", &e);
-    if (!c) {
-        printf("# %s\n", e.msg);
-        return NULL;
-    }
     trn_net *n = trn_net_create(c, o, &e);
     if (!n) printf("# %s\n", e.msg);
     trn_cfg_free(c);

@@ -303,6 +303,25 @@ static char *capture(const ck_prog *p, const ck_verb *v, const char *more, size_
     return buf;
 }
 
+/* HEAD, then text (n bytes) as a no-fill block. */
+static void roff_nofill(FILE *out, const char *head, const char *text, size_t n)
+{
+    fprintf(out, "%s.nf\n", head);
+    roff_text(out, text, n);
+    fprintf(out, ".fi\n");
+}
+
+/* What capture(p, v, more) prints, as a no-fill block after HEAD. */
+static int man_capture(FILE *out, const char *head, const ck_prog *p, const ck_verb *v, const char *more)
+{
+    size_t n = 0;
+    char *text = capture(p, v, more, &n);
+    if (!text) return CK_FAIL;
+    roff_nofill(out, head, text, n);
+    free(text);
+    return 0;
+}
+
 int ck_man(const ck_prog *p, FILE *out)
 {
     char up[64];
@@ -315,39 +334,20 @@ int ck_man(const ck_prog *p, FILE *out)
     roff_text(out, p->summary, strlen(p->summary));
     fprintf(out, ".SH SYNOPSIS\n.B %s\n%s\\fIVERB\\fR [\\fIOPTIONS\\fR]\n.br\n.B %s\n\\-\\-help | \\-\\-version | help \\fIVERB\\fR\n",
             p->name, p->globals ? "[\\fIGLOBAL OPTIONS\\fR] " : "", p->name);
-    size_t n = 0;
-    char *u = capture(p, NULL, NULL, &n);
-    if (!u) return CK_FAIL;
-    fprintf(out, ".SH DESCRIPTION\n.nf\n");
-    roff_text(out, u, n);
-    fprintf(out, ".fi\n");
-    free(u);
+    if (man_capture(out, ".SH DESCRIPTION\n", p, NULL, NULL)) return CK_FAIL;
     fprintf(out, ".SH %s\n", p->verb_word ? "COMMANDS" : "VERBS");
     for (int i = 0; i < p->nverbs; i++) {
         const ck_verb *v = &p->verbs[i];
         fprintf(out, ".SS %s\n", v->name);
         roff_text(out, v->summary, strlen(v->summary));
-        char *h = capture(p, v, NULL, &n);
-        if (!h) return CK_FAIL;
-        fprintf(out, ".PP\n.nf\n");
-        roff_text(out, h, n);
-        fprintf(out, ".fi\n");
-        free(h);
+        if (man_capture(out, ".PP\n", p, v, NULL)) return CK_FAIL;
         size_t vl = strlen(v->name);
         for (const char *const *m = p->man_more; m && *m; m++) {
             if (strncmp(*m, v->name, vl) != 0 || (*m)[vl] != ' ') continue;
-            if (!(h = capture(p, v, *m, &n))) return CK_FAIL;
-            fprintf(out, ".PP\n.nf\n");
-            roff_text(out, h, n);
-            fprintf(out, ".fi\n");
-            free(h);
+            if (man_capture(out, ".PP\n", p, v, *m)) return CK_FAIL;
         }
     }
-    if (p->examples) {
-        fprintf(out, ".SH EXAMPLES\n.nf\n");
-        roff_text(out, p->examples, strlen(p->examples));
-        fprintf(out, ".fi\n");
-    }
+    if (p->examples) roff_nofill(out, ".SH EXAMPLES\n", p->examples, strlen(p->examples));
     fprintf(out, ".SH EXIT STATUS\n0: success; 1: failure (the reason is printed on standard error, "
                  "and a failed write to standard output is a failure); 2: usage error (a one-line "
                  "reason, then where to find the usage).\n");

@@ -57,10 +57,7 @@ static void cost_forward(trn_layer *l, trn_net *net, int train)
         be->smooth_l1(be, n, l->input, net->truth, l->delta, l->output);
     else
         be->l2(be, n, l->input, net->truth, l->delta, l->output);
-    double sum = 0;
-    for (size_t i = 0; i < n; i++) sum += l->output[i];
-    l->cost = (float)sum;
-    l->has_cost = 1;
+    trn_layer_set_cost(l, l->output, n);
 }
 
 #ifndef TRN_INFER_ONLY

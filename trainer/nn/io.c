@@ -72,18 +72,27 @@ int trn_fread_exact(FILE *f, void *buf, size_t n, const char *name, trn_err *err
                     name, off < 0 ? -1L : off + (long)got, n - got);
 }
 
+FILE *trn_fopen_sized(const char *path, size_t *size, trn_err *err)
+{
+    FILE *f = trn_fopen(path, "rb", err);
+    if (!f) return NULL;
+    struct stat st;
+    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+        fclose(f);
+        trn_errf(err, "%s: not a regular file", path);
+        return NULL;
+    }
+    *size = (size_t)st.st_size;
+    return f;
+}
+
 int trn_read_file(const char *path, size_t max_len, char **buf, size_t *len, trn_err *err)
 {
     *buf = NULL;
     *len = 0;
-    FILE *f = trn_fopen(path, "rb", err);
+    size_t n;
+    FILE *f = trn_fopen_sized(path, &n, err);
     if (!f) return -1;
-    struct stat st;
-    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
-        fclose(f);
-        return trn_errf(err, "%s: not a regular file", path);
-    }
-    size_t n = (size_t)st.st_size;
     if (max_len && n > max_len) {
         fclose(f);
         return trn_errf(err, "%s: %zu bytes is larger than the limit of %zu bytes", path, n, max_len);

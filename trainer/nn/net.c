@@ -932,6 +932,14 @@ static double now_s(void)
     return t.tv_sec + t.tv_nsec * 1e-9;
 }
 
+void trn_layer_set_cost(trn_layer *l, const float *loss, size_t n)
+{
+    double sum = 0;
+    for (size_t i = 0; i < n; i++) sum += loss[i];
+    l->cost = (float)sum;
+    l->has_cost = 1;
+}
+
 /* The threads layer l runs on: the engine's setting, or where the engine
  * chooses, from the layer's work for the whole batch (backend.h). */
 static int layer_threads(const trn_net *net, const trn_layer *l)

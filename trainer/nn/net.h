@@ -191,6 +191,10 @@ static inline trn_param *trn_lparam(trn_net *net, const trn_layer *l, int k)
 float *trn_net_alloc_floats(trn_net *net, size_t n);
 void trn_net_release(trn_net *net, void *p);
 
+/* A loss layer's cost: the sum of its n per-element losses (in double),
+ * marked as set. */
+void trn_layer_set_cost(trn_layer *l, const float *loss, size_t n);
+
 /* Runs layer l's forward (or backward), timed when profiling. */
 void trn_layer_run(trn_net *net, trn_layer *l, int backward, int train);
 

@@ -98,10 +98,7 @@ static void softmax_forward(trn_layer *l, trn_net *net, int train)
             s->loss[i] *= w;
         }
     }
-    double sum = 0;
-    for (size_t i = 0; i < n; i++) sum += s->loss[i];
-    l->cost = (float)sum;
-    l->has_cost = 1;
+    trn_layer_set_cost(l, s->loss, n);
 }
 
 #ifndef TRN_INFER_ONLY

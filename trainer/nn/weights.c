@@ -23,7 +23,6 @@
 #include <stdlib.h>
 #include <errno.h>
 #include <string.h>
-#include <sys/stat.h>
 
 typedef struct wheader {
     int32_t major, minor, revision;
@@ -246,14 +245,9 @@ int trn_weights_load(trn_net *net, const char *path, trn_err *err)
     if (!net->param_block)
         return trn_errf(err, "%s: the network has external or borrowed parameters: it cannot "
                         "load a copy", path);
-    FILE *f = trn_fopen(path, "rb", err);
+    size_t have;
+    FILE *f = trn_fopen_sized(path, &have, err);
     if (!f) return -1;
-    struct stat st;
-    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
-        fclose(f);
-        return trn_errf(err, "%s: not a regular file", path);
-    }
-    size_t have = (size_t)st.st_size;
     unsigned char hb[20] = {0};
     size_t got = fread(hb, 1, have < 20 ? have : 20, f);
     if (got < 16 || got != (have < 20 ? have : 20)) {

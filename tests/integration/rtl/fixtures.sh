@@ -155,9 +155,29 @@ fx_rtl_catalog() {
                     svd-fc) tech=svd parent=base ;; pruned-small) tech=pruned parent=base ;; esac
         fx_rtl_variant "$dir" "$id" "$tech" "$parent" "$dir/$id.cfg" || return 1
     done
+    fx_rtl_pack "$dir"
+}
+
+# fx_rtl_pack DIR: DIR/variants packed into DIR/out/catalog-rtlnet-1.tar.zst,
+# signed by a new unencrypted key pair DIR/k.pub, DIR/k.key (the pack's
+# output in DIR/pack.log, printed when it fails).
+fx_rtl_pack() {
+    local dir=$1
     "$CAT" keygen -p "$dir/k.pub" -s "$dir/k.key" -W >/dev/null &&
         "$CAT" pack "$dir/variants" -o "$dir/out" --task identity="$dir/identity.names" --version 1 \
             --key "$dir/k.key" >"$dir/pack.log" 2>&1 || { cat "$dir/pack.log"; return 1; }
+}
+
+# fx_rtl_peer_root: for the peer benches, in the current folder: c/variants
+# packed (fx_rtl_pack), installed under root/ (its key in root/keys), rtl()
+# running rtl with that root, and the peer key pairs srv and dev with dev.pub
+# allowed (./allow).
+fx_rtl_peer_root() {
+    fx_rtl_pack c || return 1
+    mkdir -p root/keys && cp c/k.pub root/keys/
+    rtl() { "$RTL" --root root "$@"; }
+    rtl install c/out/catalog-rtlnet-1.tar.zst >/dev/null 2>&1 || { echo "cannot install the catalog"; return 1; }
+    rtl peer-keygen srv >/dev/null && rtl peer-keygen dev >/dev/null && cp dev.pub allow
 }
 
 # fx_rtl_installed: for the rtl tests (after tests/lib.sh), in the current
@@ -174,4 +194,17 @@ fx_rtl_installed() {
     mkdir -p $R/keys && cp c/k.pub $R/keys/
     rtl() { "$RTL" --root "$R" "$@"; }
     expect_ok "install the fixture catalog" rtl install c/out/catalog-rtlnet-1.tar.zst
+}
+
+# same_answer A.json B.json: the first results of two `rtl run --json`
+# outputs name the same top classes, probabilities within 1e-5.
+same_answer() {
+    python3 - "$1" "$2" <<'PY'
+import json, sys
+a = json.load(open(sys.argv[1]))["results"][0]["top"]
+b = json.load(open(sys.argv[2]))["results"][0]["top"]
+assert [x["index"] for x in a] == [x["index"] for x in b], (a, b)
+d = max(abs(x["probability"] - y["probability"]) for x, y in zip(a, b))
+assert d <= 1e-5, d
+PY
 }

@@ -20,13 +20,7 @@ static const char *exits_cfg =
     "[exit]\nat=3\nthreshold=0.25\n"
     "[avgpool]\n[connected]\noutput=5\nactivation=linear\n[softmax]\n";
 
-static trn_cfg *parse(const char *text)
-{
-    trn_err e;
-    trn_cfg *c = trn_cfg_parse(text, strlen(text), "exits.cfg", &e);
-    if (!c) printf("# %s\n", e.msg);
-    return c;
-}
+static trn_cfg *parse(const char *text) { return tl_cfg(text, "exits.cfg"); }
 
 static trn_net *trunk_net(int randomize)
 {

@@ -10,9 +10,8 @@ static const char plain_cfg[] = "[net]\nbatch=1\nwidth=4\nheight=4\nchannels=1\n
 
 static trn_cfg *cfg_of(const char *text)
 {
-    trn_err e;
-    trn_cfg *c = trn_cfg_parse(text, strlen(text), "test.cfg", &e);
-    if (!c) fail_msg("%s", e.msg);
+    trn_cfg *c = tl_cfg(text, "test.cfg");
+    if (!c) fail_msg("the cfg does not parse");
     return c;
 }
 

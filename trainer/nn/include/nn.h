@@ -90,6 +90,9 @@ float trn_rng_normal(trn_rng *r);
  * at once with a message saying what it is (never a hang on a FIFO). */
 FILE *trn_fopen(const char *path, const char *mode, trn_err *err);
 
+/* trn_fopen(path, "rb") that also gives the file's size in *size. */
+FILE *trn_fopen_sized(const char *path, size_t *size, trn_err *err);
+
 /* The file descriptor of regular file path opened for reading (O_CLOEXEC),
  * or -1 with "cannot open PATH: ..." or "PATH is a FIFO (named pipe), not a
  * regular file ..." in err. Opening never blocks. */
