@@ -462,6 +462,68 @@ int prn_retarget_variant(const trn_cfg *cfg, const trn_net *base, int cut, const
                          const trn_net *head, const char *trunk_id, prn_variant *out,
                          trn_err *err) TRN_MUST_CHECK;
 
+/* ---- a retargeting run (retarget_run.c; `prune retarget`) ------------------ */
+
+#define PRN_RETARGET_MAX_TASKS 16
+#define PRN_RETARGET_MAX_POINTS 16
+
+/* One point of a sweep: a trunk cut (a layer selector, resolved into cut
+ * by the run) and the head's hidden sections (NULL: none). */
+typedef struct prn_retarget_point {
+    char sel[64];
+    const char *head;
+    int cut;
+} prn_retarget_point;
+
+/* What a run tells its caller: START once everything is read and checked
+ * (before the first head trains); HEAD for every head trained (a task at a
+ * point); KEEP, with --cuts, for the point each task keeps. */
+typedef enum prn_retarget_event { PRN_RETARGET_START, PRN_RETARGET_HEAD, PRN_RETARGET_KEEP } prn_retarget_event;
+typedef struct prn_retarget_report {
+    prn_retarget_event event;
+    int sweep;                     /* the run compares cuts (--cuts) */
+    const char *task, *sel;        /* HEAD, KEEP: the task, the point's selector */
+    int classes, within;           /* within: the head costs at most the budget */
+    double head_macs, macs_fraction, head_params, params_fraction;
+    double top1, lo, hi;           /* HEAD: held-out top-1 and its 95% interval */
+    double valid_top1;             /* HEAD, KEEP (sweep): on the valid split */
+} prn_retarget_report;
+
+/* What prn_retarget_run reads: the base, the tasks file ("task data-file"
+ * lines), the folder to write, the trunk's variant id and own task (NULL:
+ * the file's first), the head settings, the sweep's budget and points. */
+typedef struct prn_retarget_opts {
+    const char *cfg, *weights, *tasks, *out, *trunk_id, *trunk_task;
+    prn_head_opts head;
+    double budget;
+    uint64_t seed;
+    int threads, sweep, npoints;
+    prn_retarget_point pts[PRN_RETARGET_MAX_POINTS];
+    char cuts[4096]; /* the words pts' heads point into */
+    void (*progress)(void *ctx, const prn_retarget_report *r); /* NULL: none */
+    void *progress_ctx;
+} prn_retarget_opts;
+/* The defaults: trunk "base", budget 0.01, prn_head_opts_defaults. */
+void prn_retarget_opts_defaults(prn_retarget_opts *o);
+/* The --set key=value settings: budget=F (0 < F <= 1), the others
+ * prn_head_opts_set's. -1 with err naming the setting. */
+int prn_retarget_settings(prn_retarget_opts *o, const char *const *kv, int n, trn_err *err);
+/* The points: one cut SEL with head (cuts NULL), or a sweep of cuts ("SEL"
+ * or "SEL:HEAD" words, a SEL alone taking head). -1 with err. */
+int prn_retarget_points(prn_retarget_opts *o, const char *cut, const char *cuts, const char *head, trn_err *err);
+
+typedef struct prn_retarget_summary {
+    int heads, points;
+    int cut_layer;     /* the first point's */
+    size_t cached;     /* training vectors cached at the last cut */
+} prn_retarget_summary;
+/* Trains one head per task but the trunk's at every point on the trunk's
+ * cached outputs and keeps, per task, the most accurate on the valid split
+ * within the budget (docs/prune.md); writes OUT/<task>/{variant.cfg,
+ * init.weights,meta.json} and OUT/retarget.json after every head has
+ * trained, nothing when anything fails. -1 with err. */
+int prn_retarget_run(const prn_retarget_opts *o, prn_retarget_summary *s, trn_err *err) TRN_MUST_CHECK;
+
 /* ---- filter pruning by selection (filters.c) ------------------------------- */
 
 /* Layer `layer` ([convolutional] or [connected]) keeps its filters

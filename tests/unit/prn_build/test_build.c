@@ -1,7 +1,7 @@
 /* Unit tests of the prune library's data-driven builders that the verbs
  * call (prune roadmap -> prn_roadmap_build), on a small synthetic set:
  * what they write, what they report, their settings and their errors;
- * prune scan -> prn_scan likewise. */
+ * prune scan -> prn_scan and prune retarget -> prn_retarget_run likewise. */
 #include "testutil_impl.h"
 #include "testlib_prn.h"
 #include "ds.h"
@@ -206,12 +206,85 @@ static void scan_points(void **state)
     assert_int_equal(prn_scan_drop_parse("half"), -1);
 }
 
+static void count_reports(void *ctx, const prn_retarget_report *r)
+{
+    int *n = ctx;
+    n[r->event]++;
+    if (r->event != PRN_RETARGET_START) assert_true(r->task && r->sel && r->classes > 0);
+}
+
+/* A retargeting run: one head per task but the trunk's, its files and
+ * table, the caller told of the start and of each head (and, sweeping, of
+ * the head each task keeps), the same bytes again; a cut at the output is
+ * refused and leaves nothing; the settings and points name bad values. */
+static void retarget_run(void **state)
+{
+    (void)state;
+    int classes;
+    set_data(&classes);
+    char cfg[1024], weights[1024], tasks[1024], out[4][1024];
+    for (int i = 0; i < 4; i++) snprintf(out[i], sizeof out[i], "%s/rt-%d", test_tmpdir(), i + 1);
+    write_base("rt", classes, cfg, weights, sizeof cfg);
+    snprintf(tasks, sizeof tasks, "%s/s/s.tasks", test_tmpdir());
+    int n[3] = {0, 0, 0};
+    prn_retarget_opts o;
+    prn_retarget_opts_defaults(&o);
+    trn_err e;
+    const char *set[] = {"batches=3", "aug_passes=0", "budget=0.5"};
+    if (prn_retarget_settings(&o, set, 3, &e) || prn_retarget_points(&o, "conv@2", NULL, NULL, &e)) fail_msg("%s", e.msg);
+    o.cfg = cfg, o.weights = weights, o.tasks = tasks, o.trunk_task = "size", o.seed = 3, o.threads = 1;
+    o.out = out[0], o.progress = count_reports, o.progress_ctx = n;
+    prn_retarget_summary s;
+    if (prn_retarget_run(&o, &s, &e)) fail_msg("%s", e.msg);
+    assert_true(s.heads >= 1);
+    assert_int_equal(s.points, 1);
+    assert_int_equal(s.cut_layer, 2);
+    assert_int_equal(n[PRN_RETARGET_START], 1);
+    assert_int_equal(n[PRN_RETARGET_HEAD], s.heads);
+    assert_int_equal(n[PRN_RETARGET_KEEP], 0);
+    assert_false(tl_exists(tl_path("rt-1/size"))); /* the trunk's own task has no head */
+    size_t len;
+    char *text = tl_read(tl_path("rt-1/retarget.json"), &len);
+    cJSON *doc = cJSON_ParseWithLength(text, len);
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(doc, "tasks")), s.heads);
+    assert_string_equal(cJSON_GetObjectItem(doc, "trunk_task")->valuestring, "size");
+    const cJSON *row;
+    cJSON_ArrayForEach(row, cJSON_GetObjectItem(doc, "tasks")) {
+        const char *task = cJSON_GetObjectItem(row, "task")->valuestring;
+        assert_true(tl_exists(tl_path("rt-1/%s/variant.cfg", task)));
+        assert_true(tl_exists(tl_path("rt-1/%s/init.weights", task)));
+    }
+    cJSON_Delete(doc);
+    free(text);
+    o.out = out[1], o.progress = NULL;
+    if (prn_retarget_run(&o, &s, &e)) fail_msg("%s", e.msg);
+    assert_true(tl_same_file(tl_path("rt-1/retarget.json"), tl_path("rt-2/retarget.json")));
+    memset(n, 0, sizeof n);
+    o.out = out[2], o.progress = count_reports;
+    if (prn_retarget_points(&o, NULL, "conv@1 conv@2:avgpool", NULL, &e)) fail_msg("%s", e.msg);
+    if (prn_retarget_run(&o, &s, &e)) fail_msg("%s", e.msg);
+    assert_int_equal(n[PRN_RETARGET_HEAD], 2 * s.heads);
+    assert_int_equal(n[PRN_RETARGET_KEEP], s.heads);
+    o.out = out[3];
+    if (prn_retarget_points(&o, "L4", NULL, NULL, &e)) fail_msg("%s", e.msg);
+    assert_int_equal(prn_retarget_run(&o, &s, &e), -1);
+    assert_non_null(strstr(e.msg, "the last layer"));
+    assert_false(tl_exists(out[3]));
+    const char *bad[] = {"budget=2"}, *unknown[] = {"stride=2"};
+    assert_int_equal(prn_retarget_settings(&o, bad, 1, &e), -1);
+    assert_non_null(strstr(e.msg, "the budget is a fraction"));
+    assert_int_equal(prn_retarget_settings(&o, unknown, 1, &e), -1);
+    assert_int_equal(prn_retarget_points(&o, NULL, " ", NULL, &e), -1);
+    assert_non_null(strstr(e.msg, "no cut given"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(roadmap_settings),
         cmocka_unit_test(roadmap_build),
         cmocka_unit_test(scan_points),
+        cmocka_unit_test(retarget_run),
     };
     int rc = cmocka_run_group_tests_name("prn_build", tests, NULL, NULL);
     test_tmpdir_cleanup();
