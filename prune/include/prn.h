@@ -751,6 +751,41 @@ typedef struct prn_scan_opts {
  * the caller deletes it). -1 with err. */
 int prn_scan(const prn_scan_opts *o, cJSON **doc, trn_err *err) TRN_MUST_CHECK;
 
+/* ---- MCDNN's specialisation (specialise.c; `prune specialise`) ------------ */
+
+#define PRN_SPECIALISE_MAX_CONTEXTS 64
+
+typedef struct prn_specialise_opts {
+    const char *cfg, *weights;   /* the model (its trunk and, by default, the generic model) */
+    const char *data;            /* the base set the contexts were drawn from */
+    const char *contexts;        /* "id n p data-file" lines (dataset contexts) */
+    const char *cut;             /* a layer selector (NULL: the classifier's input) */
+    const char *head_text;       /* --head as given (recorded in the table; NULL: "") */
+    const char *generic_cfg, *generic_weights; /* the cascade's partner (both NULL: the model) */
+    const char *parent;          /* the catalog id of cfg */
+    const char *out;             /* the folder to write */
+    prn_head_opts head;          /* the head's training (its seed included) */
+    double gate;                 /* in [0, 1): the specialised model answers at >= gate */
+    int gate_valid;              /* 1: each context's gate chosen on its valid stream */
+    uint64_t seed;               /* the loader's seed (recorded in meta.json) */
+    int threads;
+    /* called with the table once the generic model is scored (row NULL),
+     * then with each context's finished row (NULL: not called) */
+    void (*progress)(void *ctx, const cJSON *table, const cJSON *row);
+    void *progress_ctx;
+} prn_specialise_opts;
+/* MCDNN's (n,p) specialisation (section 4.1.2): for every context of
+ * o->contexts, the layers above the cut are retrained for the context's n
+ * classes + "other" on the frozen lower layers and scored on the context's
+ * test stream (in-context top-1; the cascade's overall top-1, "other" or
+ * a probability below the gate falling through to the generic model,
+ * against the generic model alone; a sweep of gates). Writes
+ * OUT/<context>/{variant.cfg,init.weights,meta.json} and
+ * OUT/specialise.json, only once every context is done. *table receives
+ * the table written ({"model", "cut_layer", ..., "generic_test",
+ * "contexts": [rows]}; the caller deletes it). -1 with err. */
+int prn_specialise(const prn_specialise_opts *o, cJSON **table, trn_err *err) TRN_MUST_CHECK;
+
 /* ---- batch-norm statistics (bnstats.c) ------------------------------------- */
 
 /* Re-estimates the rolling batch-norm statistics (mean and variance) of net
