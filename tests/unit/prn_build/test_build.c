@@ -1,7 +1,8 @@
 /* Unit tests of the prune library's data-driven builders that the verbs
  * call (prune roadmap -> prn_roadmap_build), on a small synthetic set:
  * what they write, what they report, their settings and their errors;
- * prune scan -> prn_scan and prune retarget -> prn_retarget_run likewise. */
+ * prune scan -> prn_scan, prune retarget -> prn_retarget_run and prune
+ * specialise -> prn_specialise likewise. */
 #include "testutil_impl.h"
 #include "testlib_prn.h"
 #include "ds.h"
@@ -278,6 +279,114 @@ static void retarget_run(void **state)
     assert_non_null(strstr(e.msg, "no cut given"));
 }
 
+static void count_rows(void *ctx, const cJSON *table, const cJSON *row)
+{
+    int *n = ctx;
+    assert_non_null(cJSON_GetObjectItem(table, "generic_test"));
+    n[row ? 1 : 0]++;
+}
+
+/* Contexts n=7, p=0.6 and 0.9 of the identity set, written once. */
+static const char *contexts_list(void)
+{
+    static char list[1100];
+    if (!list[0]) {
+        set_data(NULL);
+        ds_context_opts co;
+        ds_context_defaults(&co);
+        co.nn = 1, co.n[0] = 7, co.np = 2, co.p[0] = 0.6, co.p[1] = 0.9, co.seed = 2;
+        ds_context_result res;
+        trn_err e;
+        char dir[1024];
+        snprintf(dir, sizeof dir, "%s/s/contexts", test_tmpdir());
+        if (ds_contexts_write(tl_path("s/s.data"), dir, &co, &res, &e)) fail_msg("%s", e.msg);
+        assert_int_equal(res.written, 2);
+        snprintf(list, sizeof list, "%s/contexts.list", dir);
+    }
+    return list;
+}
+
+/* prn_specialise: a variant folder and a row per context, the table
+ * written as returned, the caller told of the generic model and of each
+ * row, the cascade's bookkeeping, the same bytes again; refusals leave
+ * nothing. */
+static void specialise_contexts(void **state)
+{
+    (void)state;
+    char data[1100], cfg[1024], weights[1024], out[1024], again[1024], p[1100], q[1100];
+    const char *list = contexts_list();
+    snprintf(data, sizeof data, "%s/s/s.data", test_tmpdir());
+    trn_err e;
+    trn_dataset *ds = trn_dataset_open(data, &e);
+    if (!ds) fail_msg("%s", e.msg);
+    write_base("spec", trn_dataset_classes(ds), cfg, weights, sizeof cfg);
+    trn_dataset_close(ds);
+    snprintf(out, sizeof out, "%s/spec-out", test_tmpdir());
+    snprintf(again, sizeof again, "%s/spec-again", test_tmpdir());
+    int calls[2] = {0, 0};
+    prn_specialise_opts o = {.cfg = cfg, .weights = weights, .data = data, .contexts = list, .parent = "base",
+                             .out = out, .seed = 4, .threads = 1, .progress = count_rows, .progress_ctx = calls};
+    prn_head_opts_defaults(&o.head);
+    o.head.batches = 20, o.head.aug_passes = 1, o.head.seed = 4;
+    cJSON *t;
+    if (prn_specialise(&o, &t, &e)) fail_msg("%s", e.msg);
+    assert_int_equal(calls[0], 1);
+    assert_int_equal(calls[1], 2);
+    const cJSON *rows = cJSON_GetObjectItem(t, "contexts"), *r;
+    assert_int_equal(cJSON_GetArraySize(rows), 2);
+    assert_int_equal(cJSON_GetObjectItem(t, "cut_layer")->valueint, 2); /* the classifier's input */
+    double fall = cJSON_GetObjectItem(t, "fallthrough_macs")->valuedouble;
+    assert_true(fall > 0 && fall < cJSON_GetObjectItem(t, "generic_macs")->valuedouble);
+    cJSON_ArrayForEach(r, rows) {
+        const char *id = cJSON_GetObjectItem(r, "id")->valuestring;
+        double share = cJSON_GetObjectItem(r, "sent_share")->valuedouble;
+        assert_true(share >= 0 && share <= 1);
+        assert_float_equal(cJSON_GetObjectItem(r, "expected_macs")->valuedouble,
+                           cJSON_GetObjectItem(r, "specialised_macs")->valuedouble + share * fall, 1e-6);
+        assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(r, "gate_sweep")), 8);
+        snprintf(p, sizeof p, "%s/%s/meta.json", out, id);
+        size_t len;
+        char *text = tl_read(p, &len);
+        cJSON *m = cJSON_ParseWithLength(text, len);
+        assert_non_null(m);
+        const cJSON *f = cJSON_GetObjectItem(m, "technique_fields");
+        assert_string_equal(cJSON_GetObjectItem(m, "technique")->valuestring, "specialised");
+        assert_int_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(f, "context"), "n")->valueint, 7);
+        assert_int_equal(cJSON_GetObjectItem(f, "from_layer")->valueint, 3);
+        assert_true(cJSON_Compare(cJSON_GetObjectItem(f, "overall"), cJSON_GetObjectItem(r, "overall"), 1));
+        cJSON_Delete(m);
+        free(text);
+    }
+    snprintf(p, sizeof p, "%s/specialise.json", out);
+    size_t len;
+    char *text = tl_read(p, &len);
+    cJSON *w = cJSON_ParseWithLength(text, len);
+    assert_true(cJSON_Compare(w, t, 1));
+    cJSON_Delete(w);
+    free(text);
+    cJSON_Delete(t);
+    /* the same inputs, the same bytes */
+    o.out = again, o.progress = NULL;
+    if (prn_specialise(&o, &t, &e)) fail_msg("%s", e.msg);
+    cJSON_Delete(t);
+    snprintf(p, sizeof p, "%s/n7-p0.9/init.weights", out);
+    snprintf(q, sizeof q, "%s/n7-p0.9/init.weights", again);
+    assert_true(tl_same_file(p, q));
+    /* refusals: named, nothing written, no table */
+    snprintf(out, sizeof out, "%s/spec-refused", test_tmpdir());
+    o.out = out, o.cut = "L4";
+    assert_int_equal(prn_specialise(&o, &t, &e), -1);
+    assert_non_null(strstr(e.msg, "the last layer"));
+    assert_null(t);
+    o.cut = NULL, o.generic_cfg = cfg;
+    assert_int_equal(prn_specialise(&o, &t, &e), -1);
+    assert_non_null(strstr(e.msg, "go together"));
+    o.generic_cfg = NULL, o.data = set_data(NULL); /* the size task: another class count */
+    assert_int_equal(prn_specialise(&o, &t, &e), -1);
+    assert_non_null(strstr(e.msg, "classes but the model answers"));
+    assert_false(tl_exists(out));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -285,6 +394,7 @@ int main(void)
         cmocka_unit_test(roadmap_build),
         cmocka_unit_test(scan_points),
         cmocka_unit_test(retarget_run),
+        cmocka_unit_test(specialise_contexts),
     };
     int rc = cmocka_run_group_tests_name("prn_build", tests, NULL, NULL);
     test_tmpdir_cleanup();
