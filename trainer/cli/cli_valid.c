@@ -9,20 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Indexes of the k largest of p[0..n), best first (ties: lower index). */
-static void top_k(const float *p, int n, int k, int *out)
-{
-    for (int j = 0; j < k; j++) {
-        int best = -1;
-        for (int i = 0; i < n; i++) {
-            int taken = 0;
-            for (int q = 0; q < j; q++) taken |= out[q] == i;
-            if (!taken && (best < 0 || p[i] > p[best])) best = i;
-        }
-        out[j] = best;
-    }
-}
-
 static trn_net *eval_net(const char *verb, const char *cfgp, const cli_sets *sets, const char *weights,
                          int batch)
 {
@@ -45,6 +31,51 @@ static trn_net *eval_net(const char *verb, const char *cfgp, const cli_sets *set
         return NULL;
     }
     return net;
+}
+
+/* trainer valid --json: one object (the option's help says its keys). */
+static void print_json(const trn_dataset *ds, trn_split sp, size_t n, int k, const trn_valid_result *r)
+{
+    int classes = trn_dataset_classes(ds);
+    double lo1, hi1, lo5, hi5;
+    trn_wilson(r->good1, n, &lo1, &hi1);
+    trn_wilson(r->good5, n, &lo5, &hi5);
+    printf("{\"split\":\"%s\",\"images\":%zu,\"classes\":%d,\"top1\":%.6f,", trn_split_name(sp), n, classes,
+           (double)r->good1 / n);
+    printf("\"top1_ci\":[%.6f,%.6f],", lo1, hi1);
+    if (classes > 5) printf("\"top5\":%.6f,\"top5_ci\":[%.6f,%.6f],", (double)r->good5 / n, lo5, hi5);
+    printf("\"k\":%d,\"topk\":%.6f,\"names\":[", k, (double)r->goodk / n);
+    for (int c = 0; c < classes; c++) {
+        if (c) putchar(',');
+        ck_json_str(stdout, trn_dataset_name(ds, c));
+    }
+    printf("],\"confusion\":[");
+    for (int t = 0; t < classes; t++) {
+        printf("%s[", t ? "," : "");
+        for (int c = 0; c < classes; c++)
+            printf("%s%llu", c ? "," : "", (unsigned long long)r->conf[(size_t)t * classes + c]);
+        putchar(']');
+    }
+    printf("]}\n");
+}
+
+/* trainer valid: the accuracies, then the confusion matrix. */
+static void print_table(const trn_dataset *ds, trn_split sp, size_t n, int k, const trn_valid_result *r)
+{
+    int classes = trn_dataset_classes(ds);
+    double lo1, hi1;
+    trn_wilson(r->good1, n, &lo1, &hi1);
+    printf("%s split: %zu images, %d classes\n", trn_split_name(sp), n, classes);
+    printf("top-1 %.4f  top-%d %.4f\n", (double)r->good1 / n, k, (double)r->goodk / n);
+    printf("95%% Wilson interval of top-1 over %zu images: %.4f to %.4f\n", n, lo1, hi1);
+    printf("confusion matrix (rows: true class, columns: predicted):\n%20s", "");
+    for (int c = 0; c < classes; c++) printf(" %6d", c);
+    putchar('\n');
+    for (int t = 0; t < classes; t++) {
+        printf("%3d %-16.16s", t, trn_dataset_name(ds, t));
+        for (int c = 0; c < classes; c++) printf(" %6llu", (unsigned long long)r->conf[(size_t)t * classes + c]);
+        putchar('\n');
+    }
 }
 
 int cli_valid(int argc, char **argv)
@@ -117,116 +148,18 @@ int cli_valid(int argc, char **argv)
     int k = top ? (int)top : trn_dataset_top(ds) > 1 ? trn_dataset_top(ds) : 5;
     if (k > classes) k = classes;
     trn_net *net = eval_net("valid", cfgp, &sets, weights, (int)batch);
-    trn_loader *ld = NULL;
-    float *x = NULL, *y = NULL;
-    uint64_t *conf = NULL;
-    trn_preds preds = {0};
     int rc = 1;
-    if (!net) goto out;
-    if (predp && trn_preds_init(&preds, ds, (trn_split)sp, n, &e) != 0) {
-        cli_fail("valid", "%s", e.msg);
-        goto out;
-    }
-    if ((int)trn_net_outputs(net) != classes) {
-        cli_fail("valid", "%s has %zu outputs but %s has %d classes", cfgp, trn_net_outputs(net), data, classes);
-        goto out;
-    }
-    trn_loader_opts lo;
-    trn_loader_opts_defaults(&lo);
-    trn_shape in = trn_net_input_shape(net);
-    lo.w = in.w;
-    lo.h = in.h;
-    lo.c = in.c;
-    lo.batch = (int)batch;
-    lo.augment = 0;
-    lo.shuffle = 0;
-    lo.threads = (int)lthreads;
-    if (!(ld = trn_loader_open(ds, (trn_split)sp, &lo, &e))) {
-        cli_fail("valid", "%s", e.msg);
-        goto out;
-    }
-    x = malloc((size_t)batch * trn_net_inputs(net) * sizeof *x);
-    y = malloc((size_t)batch * classes * sizeof *y);
-    conf = calloc((size_t)classes * classes, sizeof *conf);
-    int *best = malloc((size_t)k * sizeof *best);
-    if (!x || !y || !conf || !best) {
-        free(best);
-        cli_fail("valid", "out of memory");
-        goto out;
-    }
-    uint64_t good1 = 0, goodk = 0, good5 = 0;
-    for (uint64_t b = 0; b * (uint64_t)batch < n; b++) {
-        if (trn_loader_get(ld, b, x, y, &e) != 0 || trn_net_forward(net, x, &e) != 0) {
-            free(best);
+    if (net) {
+        trn_valid_opts vo = {net, ds, (trn_split)sp, n, k, (int)batch, (int)lthreads, cfgp, data, predp};
+        trn_valid_result r;
+        if (trn_valid(&vo, &r, &e) != 0)
             cli_fail("valid", "%s", e.msg);
-            goto out;
-        }
-        const float *p = trn_net_output(net);
-        for (int j = 0; j < batch && b * (uint64_t)batch + (uint64_t)j < n; j++) {
-            int truth = 0;
-            for (int c = 1; c < classes; c++)
-                if (y[(size_t)j * classes + c] > y[(size_t)j * classes + truth]) truth = c;
-            top_k(p + (size_t)j * classes, classes, k, best);
-            conf[(size_t)truth * classes + best[0]]++;
-            if (predp) {
-                preds.truth[b * (uint64_t)batch + (uint64_t)j] = truth;
-                preds.pred[b * (uint64_t)batch + (uint64_t)j] = best[0];
-            }
-            good1 += best[0] == truth;
-            for (int q = 0; q < k; q++) {
-                goodk += best[q] == truth;
-                if (q < 5) good5 += best[q] == truth;
-            }
+        else {
+            (json ? print_json : print_table)(ds, (trn_split)sp, n, k, &r);
+            trn_valid_result_free(&r);
+            rc = 0;
         }
     }
-    free(best);
-    if (predp && trn_preds_write(predp, &preds, &e) != 0) {
-        cli_fail("valid", "%s", e.msg);
-        goto out;
-    }
-    double t1 = (double)good1 / n, tk = (double)goodk / n, t5 = (double)good5 / n;
-    double lo1, hi1, lo5, hi5;
-    trn_wilson(good1, n, &lo1, &hi1);
-    trn_wilson(good5, n, &lo5, &hi5);
-    if (json) {
-        printf("{\"split\":\"%s\",\"images\":%zu,\"classes\":%d,\"top1\":%.6f,", trn_split_name((trn_split)sp),
-               n, classes, t1);
-        printf("\"top1_ci\":[%.6f,%.6f],", lo1, hi1);
-        if (classes > 5) printf("\"top5\":%.6f,\"top5_ci\":[%.6f,%.6f],", t5, lo5, hi5);
-        printf("\"k\":%d,\"topk\":%.6f,\"names\":[", k, tk);
-        for (int c = 0; c < classes; c++) {
-            if (c) putchar(',');
-            ck_json_str(stdout, trn_dataset_name(ds, c));
-        }
-        printf("],\"confusion\":[");
-        for (int r = 0; r < classes; r++) {
-            printf("%s[", r ? "," : "");
-            for (int c = 0; c < classes; c++)
-                printf("%s%llu", c ? "," : "", (unsigned long long)conf[(size_t)r * classes + c]);
-            putchar(']');
-        }
-        printf("]}\n");
-    } else {
-        printf("%s split: %zu images, %d classes\n", trn_split_name((trn_split)sp), n, classes);
-        printf("top-1 %.4f  top-%d %.4f\n", t1, k, tk);
-        printf("95%% Wilson interval of top-1 over %zu images: %.4f to %.4f\n", n, lo1, hi1);
-        printf("confusion matrix (rows: true class, columns: predicted):\n%20s", "");
-        for (int c = 0; c < classes; c++) printf(" %6d", c);
-        putchar('\n');
-        for (int r = 0; r < classes; r++) {
-            printf("%3d %-16.16s", r, trn_dataset_name(ds, r));
-            for (int c = 0; c < classes; c++)
-                printf(" %6llu", (unsigned long long)conf[(size_t)r * classes + c]);
-            putchar('\n');
-        }
-    }
-    rc = 0;
-out:
-    trn_preds_free(&preds);
-    free(x);
-    free(y);
-    free(conf);
-    trn_loader_close(ld);
     trn_net_free(net);
     trn_dataset_close(ds);
     return rc;
@@ -347,7 +280,7 @@ int cli_predict(int argc, char **argv)
             continue;
         }
         const float *p = trn_net_output(net);
-        top_k(p, classes, k, best);
+        trn_top_k(p, classes, k, best);
         if (json) {
             printf("%s{\"image\":", i ? "," : "");
             ck_json_str(stdout, imgs[i]);

@@ -280,6 +280,31 @@ int trn_preds_write(const char *path, const trn_preds *p, trn_err *err);
 /* Reads path (checked: header, counts, classes in range). -1 with err
  * naming the file and line. */
 int trn_preds_read(const char *path, trn_preds *p, trn_err *err);
+
+/* What trn_valid reads: a network (infer-only, batch `batch`), the first
+ * n images of split s of ds, k of top-k (at most the classes), the loader's
+ * decoding threads, and a file for the per-image predictions (NULL: none);
+ * cfg and data name the network and the set in errors. */
+typedef struct trn_valid_opts {
+    trn_net *net;
+    const trn_dataset *ds;
+    trn_split split;
+    size_t n;
+    int k, batch, loader_threads;
+    const char *cfg, *data, *predictions;
+} trn_valid_opts;
+/* What an evaluation came to: images right at top-1, top-k and top-5, and
+ * the confusion matrix (classes x classes, rows: true class). */
+typedef struct trn_valid_result {
+    uint64_t good1, goodk, good5;
+    uint64_t *conf;
+} trn_valid_result;
+/* Evaluates every image once (no augmentation: the centred evaluation
+ * crop) and writes the predictions file when asked. -1 with err. */
+int trn_valid(const trn_valid_opts *o, trn_valid_result *r, trn_err *err) TRN_MUST_CHECK;
+void trn_valid_result_free(trn_valid_result *r);
+/* Indexes of the k largest of p[0..n), best first (ties: lower index). */
+void trn_top_k(const float *p, int n, int k, int *out);
 /* How many images p has right. */
 uint64_t trn_preds_correct(const trn_preds *p);
 void trn_preds_free(trn_preds *p);

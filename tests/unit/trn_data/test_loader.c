@@ -264,3 +264,66 @@ void loader_errors(void **state)
     assert_err_has(e, "threads=0");
     trn_dataset_close(ds);
 }
+
+/* trn_valid (trainer valid's evaluation) on the loader's set: every image
+ * counted once in the confusion matrix, top-1 its diagonal, top-2 of two
+ * classes every image, the predictions file agreeing with both, --limit's
+ * n respected, a network of the wrong width refused naming both files;
+ * trn_top_k orders ties by index. */
+void valid_counts_every_image(void **state)
+{
+    (void)state;
+    trn_dataset *ds = open_set();
+    const char *text = "[net]\nbatch=4\nwidth=6\nheight=5\nchannels=3\n[connected]\noutput=%d\n[softmax]\n";
+    char cfgtext[256];
+    trn_net *net[2];
+    trn_err e;
+    for (int i = 0; i < 2; i++) {
+        snprintf(cfgtext, sizeof cfgtext, text, 2 + i);
+        trn_cfg *c = trn_cfg_parse(cfgtext, strlen(cfgtext), "v.cfg", &e);
+        trn_net_opts no;
+        trn_net_opts_defaults(&no);
+        no.infer_only = 1, no.batch = 4;
+        assert_non_null(c);
+        assert_non_null(net[i] = trn_net_create(c, &no, &e));
+        trn_cfg_free(c);
+    }
+    char preds_path[1024];
+    snprintf(preds_path, sizeof preds_path, "%s", fx_path("ld/valid.preds"));
+    trn_valid_opts o = {net[0], ds, TRN_SPLIT_TRAIN, NIMG, 2, 4, 2, "v.cfg", "set.data", preds_path};
+    trn_valid_result r;
+    if (trn_valid(&o, &r, &e)) fail_msg("%s", e.msg);
+    uint64_t sum = 0;
+    for (int i = 0; i < 4; i++) sum += r.conf[i];
+    assert_int_equal(sum, NIMG);
+    assert_int_equal(r.good1, r.conf[0] + r.conf[3]);
+    assert_int_equal(r.goodk, NIMG);
+    trn_preds p;
+    if (trn_preds_read(preds_path, &p, &e)) fail_msg("%s", e.msg);
+    assert_int_equal(p.images, NIMG);
+    uint64_t right = 0;
+    for (int i = 0; i < NIMG; i++) {
+        assert_int_equal(p.truth[i], i % 2);
+        right += p.pred[i] == p.truth[i];
+    }
+    assert_int_equal(right, r.good1);
+    trn_preds_free(&p);
+    trn_valid_result_free(&r);
+    o.n = 7, o.predictions = NULL;
+    if (trn_valid(&o, &r, &e)) fail_msg("%s", e.msg);
+    assert_int_equal(r.conf[0] + r.conf[1] + r.conf[2] + r.conf[3], 7);
+    trn_valid_result_free(&r);
+    o.net = net[1];
+    assert_int_equal(trn_valid(&o, &r, &e), -1);
+    assert_err_has(e, "v.cfg has 3 outputs but set.data has 2 classes");
+    assert_null(r.conf);
+    const float pr[] = {0.1f, 0.5f, 0.3f, 0.5f};
+    int best[3];
+    trn_top_k(pr, 4, 3, best);
+    assert_int_equal(best[0], 1);
+    assert_int_equal(best[1], 3);
+    assert_int_equal(best[2], 2);
+    trn_net_free(net[0]);
+    trn_net_free(net[1]);
+    trn_dataset_close(ds);
+}
