@@ -28,6 +28,21 @@ print(json.dumps({"schema": 1, "id": vid, "model": model, "technique": m["techni
 PY
 }
 
+# tasks_heads BATCHES OUT [ARGS...]: base.cfg, its fixture (tasks_fixture)
+# trained on s/, and heads for every attribute task by prune retarget at
+# L3 (BATCHES batches each, ARGS added) in OUT. Non-zero, with the failed
+# step recorded, when a step fails.
+tasks_heads() {
+    local batches=$1 out=$2
+    shift 2
+    base48_cfg base.cfg 8 16 batch=8 subdivisions=1 width=16 height=16 channels=3 \
+        learning_rate=0.05 momentum=0.9 decay=0.0005 max_batches=6
+    tasks_fixture base.cfg || return 1
+    "$BIN/prune" retarget --cfg base.cfg --weights c/variants/base/variant.weights --tasks s/s.tasks --cut L3 \
+        --set batches="$batches" --set aug_passes=0 --seed 1 --out "$out" "$@" >"retarget-$out.log" 2>&1 ||
+        { t_fail "prune retarget" "$(tail -n 5 "retarget-$out.log")"; return 1; }
+}
+
 # tasks_fixture CFG: in the current folder, s/ (a tiny generated set of
 # 16x16 images with the default set's attribute tasks, no contexts) and
 # c/variants/base: CFG (its [net] sets the training) trained on it, with
