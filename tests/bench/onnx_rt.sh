@@ -36,14 +36,25 @@ if ! command -v node >/dev/null 2>&1 || [ ! -f "$ORT_DIR/.ok" ]; then
 fi
 
 # The variants of an archive as variant folders (variant.json from the
-# manifest), what catalog export reads.
+# manifest), what catalog export reads; a head or specialised model stored
+# as a fragment gets its whole weights back (catalog export --darknet).
 unpack() { # ARCHIVE DIR
-    mkdir -p "$2" && tar --zstd -xf "$1" -C "$2" && python3 - "$2" <<'EOF'
+    mkdir -p "$2" && tar --zstd -xf "$1" -C "$2" || return 1
+    local f
+    for f in $(python3 -c 'import json, sys
+print(" ".join(v["id"] for v in json.load(open(sys.argv[1]))["variants"] if "fragment_of" in v))' "$2/manifest.json"); do
+        "$CAT" export --darknet "$2/manifest.json" --id "$f" -o "$2/whole" >/dev/null &&
+            mv "$2/whole/$f.weights" "$2/variants/$f/variant.weights" || return 1
+    done
+    python3 - "$2" <<'EOF'
 import json, os, sys
 d = sys.argv[1]
 for v in json.load(open(os.path.join(d, "manifest.json")))["variants"]:
     pre = "variants/%s/" % v["id"]
     v["files"] = [dict(f, path=f["path"][len(pre):]) for f in v["files"]]
+    if v.pop("fragment_of", None):
+        v["files"] = [dict(f, role="weights", path="variant.weights") if f["role"] == "fragment" else f
+                      for f in v["files"]]
     json.dump(v, open(os.path.join(d, pre, "variant.json"), "w"))
 EOF
 }
