@@ -223,10 +223,8 @@ int prn_head_predict(trn_net *head, const prn_features *f, int *pred, float *con
         const float *out = trn_net_output(head);
         for (size_t j = 0; j < take; j++) {
             const float *p = out + j * classes;
-            size_t best = 0;
-            for (size_t k = 1; k < classes; k++)
-                if (p[k] > p[best]) best = k;
-            pred[s + j] = (int)best;
+            int best = trn_argmax(p, (int)classes);
+            pred[s + j] = best;
             if (conf) conf[s + j] = p[best];
         }
     }

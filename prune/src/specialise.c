@@ -215,12 +215,8 @@ static int predict_split(trn_net *net, const trn_dataset *ds, trn_split s, const
     for (size_t step = 0; step * b < n; step++) {
         if (trn_loader_get(l, step, x, y, err) != 0 || trn_net_forward(net, x, err) != 0) goto out;
         const float *out = trn_net_output(net);
-        for (size_t j = 0; j < b && step * b + j < n; j++) {
-            size_t best = 0;
-            for (size_t k = 1; k < classes; k++)
-                if (out[j * classes + k] > out[j * classes + best]) best = k;
-            pred[step * b + j] = (int)best;
-        }
+        for (size_t j = 0; j < b && step * b + j < n; j++)
+            pred[step * b + j] = trn_argmax(out + j * classes, (int)classes);
     }
     rc = 0;
 out:
