@@ -164,6 +164,18 @@ static int falls_through(const char *id, const char *image, double gate)
 /* A specialised variant runs with its partner: the answer is the partner's
  * exactly when the specialised model answers "other" (or under its gate),
  * and the result names the variant that answered. */
+/* A runner on cat serving decisions of s under no energy or money bound
+ * (one hour, no cloud). */
+static rtl_runner *unbounded_runner(rtl_sched *s)
+{
+    rtl_err e;
+    rtl_sched_budget b = {.energy_mj = -1, .cloud_usd = -1, .horizon_s = 3600, .disconnected = 1};
+    if (rtl_sched_set_budget(s, &b, 0, &e) != 0) fail_msg("%s", e.msg);
+    rtl_runner *r = rtl_runner_new(NULL, cat, NULL, &e);
+    if (!r) fail_msg("%s", e.msg);
+    return r;
+}
+
 static void cascade_answered_by(void **state)
 {
     (void)state;
@@ -251,10 +263,7 @@ static void serve_accounts(void **state)
     assert_non_null(s);
     rtl_sched_source src = {.loadable_only = 1};
     if (rtl_sched_add_catalog(s, cat, "t", "t", &src, &e) != 0) fail_msg("%s", e.msg);
-    rtl_sched_budget b = {.energy_mj = -1, .cloud_usd = -1, .horizon_s = 3600, .disconnected = 1};
-    assert_int_equal(rtl_sched_set_budget(s, &b, 0, &e), 0);
-    rtl_runner *r = rtl_runner_new(NULL, cat, NULL, &e);
-    assert_non_null(r);
+    rtl_runner *r = unbounded_runner(s);
     rtl_sched_decision d;
     rtl_runner_result res;
     for (int k = 0; k < 2; k++) {
@@ -273,7 +282,7 @@ static void serve_accounts(void **state)
         }
     }
     /* under an impossible latency budget: refused, nothing runs */
-    b.latency_ms = 1e-9;
+    rtl_sched_budget b = {.energy_mj = -1, .cloud_usd = -1, .horizon_s = 3600, .disconnected = 1, .latency_ms = 1e-9};
     assert_int_equal(rtl_sched_set_budget(s, &b, 2, &e), 0);
     if (rtl_runner_serve(r, s, 0, 2, 2, img[0], &d, &res, &e) != 0) fail_msg("%s", e.msg);
     assert_int_equal(d.option, -1);
@@ -341,10 +350,7 @@ static void serve_observes_answers(void **state)
     rtl_sched *s = rtl_sched_new(&sc, &e);
     assert_non_null(s);
     assert_int_equal(rtl_sched_add_task(s, &t, &e), 0);
-    rtl_sched_budget b = {.energy_mj = -1, .cloud_usd = -1, .horizon_s = 3600, .disconnected = 1};
-    assert_int_equal(rtl_sched_set_budget(s, &b, 0, &e), 0);
-    rtl_runner *r = rtl_runner_new(NULL, cat, NULL, &e);
-    assert_non_null(r);
+    rtl_runner *r = unbounded_runner(s);
     rtl_sched_decision d;
     rtl_runner_result res;
     const char *used[3];
