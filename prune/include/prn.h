@@ -708,6 +708,48 @@ typedef struct prn_roadmap_summary {
  * made here). -1 with err. */
 int prn_roadmap_build(const prn_roadmap_opts *o, prn_roadmap_summary *sum, trn_err *err) TRN_MUST_CHECK;
 
+/* ---- freeze-&-grow (grow.c; `prune grow`) ---------------------------------- */
+
+#define PRN_GROW_MAX_CAP 16
+
+/* What prn_grow reads: the roadmap (prune roadmap's roadmap.json), the
+ * data set (train: growing; test: the reported accuracy), the folder to
+ * write, the seed, compute threads and the settings (the --set keys of
+ * prune grow, prn_grow_set). */
+typedef struct prn_grow_opts {
+    const char *roadmap, *data, *out;
+    uint64_t seed;
+    int threads;
+    long long batches, capacities, bn_batches, slices, bn_affine;
+    double learning_rate, revive;
+    /* one line per warning, grown capacity and measured capacity (NULL: none) */
+    void (*progress)(void *ctx, const char *line);
+    void *progress_ctx;
+} prn_grow_opts;
+/* The defaults: batches 100, learning_rate 0.01, capacities 5, bn_batches
+ * 20, revive 0.01, slices 1, bn_affine 0; threads 1. */
+void prn_grow_opts_defaults(prn_grow_opts *o);
+/* One key=value setting (prune grow --set). -1 with err naming the keys
+ * and their ranges. */
+int prn_grow_set(prn_grow_opts *o, const char *kv, trn_err *err);
+
+/* What a grown model came to (the rest is in OUT/capacities.json). */
+typedef struct prn_grow_summary {
+    int capacities;            /* at most the roadmap's seed_step + 1 */
+    uint64_t weight_bytes;     /* the full capacity's weights */
+    uint64_t sum_independent;  /* the capacities' weights as separate models */
+} prn_grow_summary;
+/* NestDNN's freeze-&-grow (prn_nest.h; prune/README.md, "Freeze-&-grow"):
+ * the roadmap's seed step becomes capacity 1 and the model grows along the
+ * roadmap back to step 0 in `capacities` steps (prn_nest_pick_steps), each
+ * step's new filters starting from the step model of their size and
+ * training with everything older frozen. Writes OUT/variant.cfg,
+ * OUT/init.weights, OUT/capacity_bn.weights (with slices),
+ * OUT/capacity-K.predictions, OUT/capacities.json and, last, OUT/meta.json.
+ * On error nothing is left behind (OUT too when it was made here). -1 with
+ * err. */
+int prn_grow(const prn_grow_opts *o, prn_grow_summary *sum, trn_err *err) TRN_MUST_CHECK;
+
 /* ---- the sensitivity scan (scan.c; `prune scan`) --------------------------- */
 
 #define PRN_SCAN_MAX_FRACTIONS 32
@@ -938,6 +980,7 @@ void prn_exit_model_free(prn_exit_model *m);
  * exits. -1 with err. */
 int prn_early_exit(const trn_cfg *cfg, const char *cfg_path, const char *weights, const prn_exits_opts *o,
                    prn_variant *out, prn_exit_model *em, trn_err *err) TRN_MUST_CHECK;
+
 
 #ifdef __cplusplus
 }

@@ -2,7 +2,7 @@
  * call (prune roadmap -> prn_roadmap_build), on a small synthetic set:
  * what they write, what they report, their settings and their errors;
  * prune scan -> prn_scan, prune retarget -> prn_retarget_run and prune
- * specialise -> prn_specialise likewise. */
+ * specialise -> prn_specialise and prune grow -> prn_grow likewise. */
 #include "testutil_impl.h"
 #include "testlib_prn.h"
 #include "ds.h"
@@ -61,6 +61,19 @@ static void count_line(void *ctx, const char *line)
     assert_non_null(strstr(line, "prune roadmap: "));
 }
 
+/* The options of a small roadmap of the base: two L1 steps of 0.25, each
+ * retrained 2 batches, every step kept. */
+static void small_roadmap(prn_roadmap_opts *o, const char *cfg, const char *weights, const char *data,
+                          const char *out)
+{
+    prn_roadmap_opts_defaults(o);
+    trn_err e;
+    const char *set[] = {"min_accuracy=0", "retrain_batches=2", "bn_batches=1", "max_steps=2", "step=0.25"};
+    for (size_t i = 0; i < sizeof set / sizeof *set; i++)
+        if (prn_roadmap_set(o, set[i], &e)) fail_msg("%s", e.msg);
+    o->cfg = cfg, o->weights = weights, o->data = data, o->out = out, o->method = PRN_RANK_L1, o->seed = 3;
+}
+
 /* A roadmap of two L1 steps: the files of every step, roadmap.json
  * matching the summary, nested kept counts, one progress line a step,
  * the same bytes again; then a refused base leaves nothing behind. */
@@ -74,13 +87,9 @@ static void roadmap_build(void **state)
     snprintf(out, sizeof out, "%s/rm-out", test_tmpdir());
     snprintf(again, sizeof again, "%s/rm-again", test_tmpdir());
     prn_roadmap_opts o;
-    prn_roadmap_opts_defaults(&o);
+    small_roadmap(&o, cfg, weights, data, out);
     trn_err e;
-    const char *set[] = {"min_accuracy=0", "retrain_batches=2", "bn_batches=1", "max_steps=2", "step=0.25"};
-    for (size_t i = 0; i < sizeof set / sizeof *set; i++)
-        if (prn_roadmap_set(&o, set[i], &e)) fail_msg("%s", e.msg);
     int lines = 0;
-    o.cfg = cfg, o.weights = weights, o.data = data, o.out = out, o.method = PRN_RANK_L1, o.seed = 3;
     o.progress = count_line, o.progress_ctx = &lines;
     prn_roadmap_summary s;
     if (prn_roadmap_build(&o, &s, &e)) fail_msg("%s", e.msg);
@@ -387,6 +396,116 @@ static void specialise_contexts(void **state)
     assert_false(tl_exists(out));
 }
 
+static void count_grow(void *ctx, const char *line)
+{
+    int *n = ctx;
+    n[strstr(line, ") grown (") ? 0 : strstr(line, " MACs, test top-1 ") ? 1 : 2]++;
+}
+
+static const cJSON *item(const cJSON *o, const char *path0, int i, const char *path1)
+{
+    const cJSON *a = cJSON_GetArrayItem(cJSON_GetObjectItem(o, path0), i);
+    return path1 ? cJSON_GetObjectItem(a, path1) : a;
+}
+
+/* Freeze-&-grow from a 3-step roadmap: capacities (asked 5, the roadmap
+ * holds 3) from the seed step to step 0 with the roadmap's kept counts and
+ * MACs, capacity 1 scoring as the seed step did, the summary matching
+ * capacities.json, one progress line per grown and per measured capacity,
+ * the same bytes again; settings' ranges; a file that is no roadmap is
+ * refused, naming it, and leaves no folder behind. */
+static void grow_capacities(void **state)
+{
+    (void)state;
+    int classes;
+    const char *data = set_data(&classes);
+    char cfg[1024], weights[1024], rm[1024], out[1024], again[1024], p[1100], q[1100];
+    write_base("gr", classes, cfg, weights, sizeof cfg);
+    snprintf(rm, sizeof rm, "%s/gr-rm", test_tmpdir());
+    prn_roadmap_opts ro;
+    small_roadmap(&ro, cfg, weights, data, rm);
+    trn_err e;
+    prn_roadmap_summary rs;
+    if (prn_roadmap_build(&ro, &rs, &e)) fail_msg("%s", e.msg);
+    assert_int_equal(rs.seed_step, 2);
+
+    prn_grow_opts o;
+    prn_grow_opts_defaults(&o);
+    assert_true(o.batches == 100 && o.capacities == 5 && o.slices == 1 && o.bn_affine == 0 && o.revive == 0.01);
+    assert_int_equal(prn_grow_set(&o, "capacities=17", &e), -1);
+    assert_non_null(strstr(e.msg, "capacities: 2..16"));
+    assert_int_equal(prn_grow_set(&o, "stride=2", &e), -1);
+    assert_non_null(strstr(e.msg, "unknown key or value out of range"));
+    assert_int_equal(prn_grow_set(&o, "slices=0.5", &e), -1);
+    const char *set[] = {"batches=2", "bn_batches=1"};
+    for (size_t i = 0; i < sizeof set / sizeof *set; i++)
+        if (prn_grow_set(&o, set[i], &e)) fail_msg("%s", e.msg);
+    assert_int_equal(o.batches, 2);
+    snprintf(p, sizeof p, "%s/roadmap.json", rm);
+    snprintf(out, sizeof out, "%s/gr-out", test_tmpdir());
+    int lines[3] = {0};
+    o.roadmap = p, o.data = data, o.out = out, o.seed = 5, o.progress = count_grow, o.progress_ctx = lines;
+    prn_grow_summary s;
+    if (prn_grow(&o, &s, &e)) fail_msg("%s", e.msg);
+    assert_int_equal(s.capacities, 3);
+    assert_int_equal(lines[0], 2);
+    assert_int_equal(lines[1], 3);
+
+    size_t len;
+    char *rt = tl_read(p, &len);
+    cJSON *road = cJSON_ParseWithLength(rt, len);
+    snprintf(q, sizeof q, "%s/capacities.json", out);
+    char *ct = tl_read(q, &len);
+    cJSON *caps = cJSON_ParseWithLength(ct, len);
+    assert_non_null(road);
+    assert_non_null(caps);
+    uint64_t sum = 0;
+    for (int k = 0; k < 3; k++) {
+        int step = 2 - k;
+        assert_int_equal(item(caps, "capacities", k, "roadmap_step")->valueint, step);
+        assert_true(item(caps, "capacities", k, "macs")->valuedouble == item(road, "steps", step, "macs")->valuedouble);
+        const cJSON *kept = item(road, "steps", step, "kept"), *f = item(caps, "capacities", k, "filters");
+        for (int l = 0; l < cJSON_GetArraySize(kept); l++) {
+            int layer = item(road, "layers", l, "layer")->valueint;
+            assert_int_equal(cJSON_GetArrayItem(f, layer)->valueint, cJSON_GetArrayItem(kept, l)->valueint);
+        }
+        sum += (uint64_t)item(caps, "capacities", k, "weight_bytes")->valuedouble;
+        snprintf(q, sizeof q, "%s/capacity-%d.predictions", out, k + 1);
+        assert_true(tl_exists(q));
+    }
+    /* capacity 1 holds the seed step's parameters: it scores as the seed did */
+    assert_int_equal(cJSON_GetObjectItem(item(caps, "capacities", 0, "test"), "correct")->valueint,
+                     cJSON_GetObjectItem(item(road, "steps", 2, "test"), "correct")->valueint);
+    assert_true(s.sum_independent == sum);
+    assert_true(s.weight_bytes == (uint64_t)item(caps, "capacities", 2, "weight_bytes")->valuedouble);
+    assert_true(s.weight_bytes < s.sum_independent);
+    cJSON_Delete(road), cJSON_Delete(caps), free(rt), free(ct);
+    snprintf(q, sizeof q, "%s/meta.json", out);
+    assert_true(tl_exists(q));
+    snprintf(q, sizeof q, "%s/.grow", out);
+    assert_false(tl_exists(q));
+
+    /* the same inputs, the same bytes */
+    snprintf(again, sizeof again, "%s/gr-again", test_tmpdir());
+    o.out = again, o.progress = NULL;
+    if (prn_grow(&o, &s, &e)) fail_msg("%s", e.msg);
+    const char *files[] = {"init.weights", "capacity_bn.weights", "capacities.json", "meta.json",
+                           "capacity-2.predictions"};
+    for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+        char a[1200], b[1200];
+        snprintf(a, sizeof a, "%s/%s", out, files[i]);
+        snprintf(b, sizeof b, "%s/%s", again, files[i]);
+        assert_true(tl_same_file(a, b));
+    }
+    /* a file that is no roadmap: refused, naming it, no folder left */
+    snprintf(out, sizeof out, "%s/gr-refused", test_tmpdir());
+    o.out = out, o.roadmap = data;
+    assert_int_equal(prn_grow(&o, &s, &e), -1);
+    assert_non_null(strstr(e.msg, "is not a roadmap.json written by `prune roadmap`"));
+    assert_non_null(strstr(e.msg, data));
+    assert_false(tl_exists(out));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -395,6 +514,7 @@ int main(void)
         cmocka_unit_test(scan_points),
         cmocka_unit_test(retarget_run),
         cmocka_unit_test(specialise_contexts),
+        cmocka_unit_test(grow_capacities),
     };
     int rc = cmocka_run_group_tests_name("prn_build", tests, NULL, NULL);
     test_tmpdir_cleanup();
