@@ -981,6 +981,31 @@ void prn_exit_model_free(prn_exit_model *m);
 int prn_early_exit(const trn_cfg *cfg, const char *cfg_path, const char *weights, const prn_exits_opts *o,
                    prn_variant *out, prn_exit_model *em, trn_err *err) TRN_MUST_CHECK;
 
+/* What prn_early_exit_run reads (prune early-exit): the base (cfg,
+ * weights), the data set (training split: the loader with the cfg's [net]
+ * augmentation; valid: thresholds, search, plan; test: the alpha profile),
+ * the folder to write, the catalog id of the variant's parent and, when
+ * the base is itself a variant, its id (named in the description), compute
+ * threads, predictions (1: OUT/predictions.json too) and the exits'
+ * settings (their seed included). */
+typedef struct prn_early_exit_run_opts {
+    const char *cfg, *weights, *data, *out;
+    const char *parent;      /* the catalog id meta.json names */
+    const char *base_id;     /* NULL: --cfg is the catalog's base */
+    int threads, predictions;
+    prn_exits_opts exits;
+} prn_early_exit_run_opts;
+/* The defaults: prn_exits_opts_defaults, parent "base", threads 1. */
+void prn_early_exit_run_defaults(prn_early_exit_run_opts *o);
+/* One --set key=value: predictions=0|1 or an exits setting
+ * (prn_exits_opts_set). -1 with err naming the key. */
+int prn_early_exit_run_set(prn_early_exit_run_opts *o, const char *kv, trn_err *err);
+/* prn_early_exit fed from the data set, then OUT/exits.cfg,
+ * OUT/exits.weights, OUT/exits.predictions (each test image's true and
+ * predicted class at alpha 1), with predictions OUT/predictions.json, and
+ * last OUT/meta.json with the variant (prn_variant_write). *description
+ * (malloc'd, the caller frees it) says what was written. -1 with err. */
+int prn_early_exit_run(const prn_early_exit_run_opts *o, char **description, trn_err *err) TRN_MUST_CHECK;
 
 #ifdef __cplusplus
 }

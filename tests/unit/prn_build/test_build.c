@@ -2,7 +2,8 @@
  * call (prune roadmap -> prn_roadmap_build), on a small synthetic set:
  * what they write, what they report, their settings and their errors;
  * prune scan -> prn_scan, prune retarget -> prn_retarget_run and prune
- * specialise -> prn_specialise and prune grow -> prn_grow likewise. */
+ * specialise -> prn_specialise, prune grow -> prn_grow and prune
+ * early-exit -> prn_early_exit_run likewise. */
 #include "testutil_impl.h"
 #include "testlib_prn.h"
 #include "ds.h"
@@ -506,6 +507,76 @@ static void grow_capacities(void **state)
     assert_false(tl_exists(out));
 }
 
+/* prune early-exit's run: the variant folder with the exits' side files,
+ * the description naming the base's variant, meta.json's parent, the
+ * per-image record agreeing with the alpha profile at alpha 1; the --set
+ * keys (predictions, the exits' own, unknown ones named); a data set with
+ * another class count is refused, naming both, and nothing is written. */
+static void early_exit_run(void **state)
+{
+    (void)state;
+    int classes;
+    const char *data = set_data(&classes);
+    char cfg[1024], weights[1024], out[1024], other[1024], p[1100];
+    write_base("ee", classes, cfg, weights, sizeof cfg);
+    prn_early_exit_run_opts o;
+    prn_early_exit_run_defaults(&o);
+    assert_string_equal(o.parent, "base");
+    assert_int_equal(o.predictions, 0);
+    trn_err e;
+    const char *set[] = {"predictions=1", "batch=8", "stage1=4", "finetune=2", "width=2", "layers=1", "pool_to=2"};
+    for (size_t i = 0; i < sizeof set / sizeof *set; i++)
+        if (prn_early_exit_run_set(&o, set[i], &e)) fail_msg("%s", e.msg);
+    assert_int_equal(o.predictions, 1);
+    assert_int_equal(o.exits.batch, 8);
+    assert_int_equal(prn_early_exit_run_set(&o, "exitz=1", &e), -1);
+    assert_non_null(strstr(e.msg, "exitz"));
+    snprintf(out, sizeof out, "%s/ee-out", test_tmpdir());
+    o.cfg = cfg, o.weights = weights, o.data = data, o.out = out, o.exits.seed = 4;
+    o.parent = "rw-a", o.base_id = "rw-a";
+    char *desc;
+    if (prn_early_exit_run(&o, &desc, &e)) fail_msg("%s", e.msg);
+    assert_non_null(strstr(desc, "; its base is variant rw-a"));
+    free(desc);
+    const char *files[] = {"variant.cfg", "init.weights", "exits.cfg", "exits.weights", "predictions.json"};
+    for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+        snprintf(p, sizeof p, "%s/%s", out, files[i]);
+        assert_true(tl_exists(p));
+    }
+    size_t len;
+    snprintf(p, sizeof p, "%s/meta.json", out);
+    char *text = tl_read(p, &len);
+    cJSON *m = cJSON_ParseWithLength(text, len);
+    assert_non_null(m);
+    assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItem(m, "parent")), "rw-a");
+    const cJSON *a, *a1 = NULL;
+    cJSON_ArrayForEach(a, cJSON_GetObjectItem(cJSON_GetObjectItem(m, "technique_fields"), "alpha_profile"))
+        if (cJSON_GetNumberValue(cJSON_GetObjectItem(a, "alpha")) == 1) a1 = a;
+    assert_non_null(a1);
+    double top1 = cJSON_GetNumberValue(cJSON_GetObjectItem(a1, "top1"));
+    cJSON_Delete(m);
+    free(text);
+    /* exits.predictions: "trn-predictions 1 test N", then "true predicted" per image */
+    snprintf(p, sizeof p, "%s/exits.predictions", out);
+    text = tl_read(p, &len);
+    int rows = 0, right = 0, t, q;
+    for (char *line = strchr(text, '\n'); line && sscanf(line + 1, "%d %d", &t, &q) == 2; line = strchr(line + 1, '\n'))
+        rows++, right += t == q;
+    free(text);
+    assert_true(rows > 0);
+    assert_true(fabs((double)right / rows - top1) < 1e-9);
+    /* another class count: refused, nothing written */
+    snprintf(other, sizeof other, "%s", data);
+    strcpy(strstr(other, "-size.data"), ".data");
+    snprintf(out, sizeof out, "%s/ee-refused", test_tmpdir());
+    o.out = out, o.data = other;
+    assert_int_equal(prn_early_exit_run(&o, &desc, &e), -1);
+    assert_null(desc);
+    assert_non_null(strstr(e.msg, "classes, the base"));
+    assert_non_null(strstr(e.msg, other));
+    assert_false(tl_exists(out));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -515,6 +586,7 @@ int main(void)
         cmocka_unit_test(retarget_run),
         cmocka_unit_test(specialise_contexts),
         cmocka_unit_test(grow_capacities),
+        cmocka_unit_test(early_exit_run),
     };
     int rc = cmocka_run_group_tests_name("prn_build", tests, NULL, NULL);
     test_tmpdir_cleanup();
