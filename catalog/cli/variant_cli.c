@@ -4,8 +4,6 @@
 #include "variant_cli.h"
 #include "clikit.h"
 
-#include <dirent.h>
-#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -145,45 +143,38 @@ int cat_cli_describe(int argc, char **argv)
     return 0;
 }
 
-/* One row of the variants table. */
-typedef struct row {
-    char id[72], technique[24];
-    double macs, params, fc_params, top1, ms, lo, hi, images;
-    int has_top1, has_ms;
-} row;
-
-static int row_cmp(const void *a, const void *b)
+/* A variant.json that cannot be read: its error, and exit status 1. */
+static void bad_variant(void *ctx, const trn_err *e)
 {
-    const row *x = a, *y = b;
-    int xb = !strcmp(x->id, "base"), yb = !strcmp(y->id, "base");
-    if (xb != yb) return yb - xb;
-    return strcmp(x->id, y->id);
+    *(int *)ctx = fail(e);
 }
 
-static void fill_row(row *r, const cJSON *v)
+/* The variants table: a row per variant, reductions and the change of
+ * top-1 against the base, "-" where there is none. */
+static void print_variants(const cat_variant_rows *rows)
 {
-    snprintf(r->id, sizeof r->id, "%s", cat_json_str(v, "id", "?"));
-    snprintf(r->technique, sizeof r->technique, "%s", cat_json_str(v, "technique", "?"));
-    const cJSON *cost = cJSON_GetObjectItem(v, "cost");
-    r->macs = cat_json_num(cost, "macs", 0);
-    r->params = cat_json_num(cost, "params", 0);
-    const cJSON *l;
-    cJSON_ArrayForEach(l, cJSON_GetObjectItem(cost, "layers"))
-        if (!strcmp(cat_json_str(l, "type", ""), "connected")) r->fc_params += cat_json_num(l, "params", 0);
-    const cJSON *acc = cJSON_GetObjectItem(v, "accuracy");
-    if (acc && acc->child && cJSON_IsNumber(cJSON_GetObjectItem(acc->child, "top1"))) {
-        r->top1 = cat_json_num(acc->child, "top1", 0);
-        r->has_top1 = 1;
-        r->images = cat_json_num(acc->child, "images", 0);
-        const cJSON *ci = cJSON_GetObjectItem(acc->child, "top1_ci");
-        r->lo = cJSON_GetArraySize(ci) == 2 ? cJSON_GetArrayItem(ci, 0)->valuedouble : -1;
-        r->hi = cJSON_GetArraySize(ci) == 2 ? cJSON_GetArrayItem(ci, 1)->valuedouble : -1;
+    const cat_variant_row *base = rows->base;
+    printf("%-24s %-10s %14s %7s %12s %12s %7s %7s %15s %7s %9s\n", "id", "technique", "MACs", "MACs/x",
+           "params", "fc params", "fc/x", "top-1", "95% interval", "d top-1", "ms (b=1)");
+    double images = 0;
+    for (size_t i = 0; i < rows->n; i++) {
+        const cat_variant_row *r = &rows->v[i];
+        char mx[16] = "-", fx[16] = "-", t1[16] = "-", dt[16] = "-", ms[16] = "-", ci[40] = "-";
+        if (base && r->macs > 0) snprintf(mx, sizeof mx, "%.2f", base->macs / r->macs);
+        if (base && r->fc_params > 0) snprintf(fx, sizeof fx, "%.2f", base->fc_params / r->fc_params);
+        if (r->has_top1) snprintf(t1, sizeof t1, "%.4f", r->top1);
+        if (r->has_top1 && r->lo >= 0) snprintf(ci, sizeof ci, "%.4f-%.4f", r->lo, r->hi);
+        if (r->has_top1 && r->images > images) images = r->images;
+        if (base && base->has_top1 && r->has_top1)
+            snprintf(dt, sizeof dt, "%+.2f", 100 * (r->top1 - base->top1));
+        if (r->has_ms) snprintf(ms, sizeof ms, "%.3f", r->ms);
+        printf("%-24s %-10s %14.0f %7s %12.0f %12.0f %7s %7s %15s %7s %9s\n", r->id, r->technique, r->macs, mx,
+               r->params, r->fc_params, fx, t1, ci, dt, ms);
     }
-    const cJSON *lat = cJSON_GetObjectItem(cJSON_GetObjectItem(v, "latency"), "build-host");
-    if (cJSON_IsNumber(cJSON_GetObjectItem(lat, "ms_median"))) {
-        r->ms = cat_json_num(lat, "ms_median", 0);
-        r->has_ms = 1;
-    }
+    if (images > 0)
+        printf("top-1 on the test split (%.0f images) with its 95%% Wilson interval; whether two variants "
+               "differ is decided by McNemar's exact test on the same images (catalog pack's winnow lines)\n",
+               images);
 }
 
 int cat_cli_variants(int argc, char **argv)
@@ -210,106 +201,21 @@ int cat_cli_variants(int argc, char **argv)
     if (nop < 0) return rc0;
     if (nop != 1) return ck_usage("catalog", "variants", "VARIANTS_DIR is missing");
     trn_err err;
-    DIR *d = opendir(dir);
-    if (!d) return trn_errf(&err, "cannot open %s: %s", dir, strerror(errno)), fail(&err);
-    row *rows = NULL;
-    size_t n = 0, cap = 0;
-    struct dirent *e;
     int rc = 0;
-    while ((e = readdir(d))) {
-        if (e->d_name[0] == '.') continue;
-        char path[4200];
-        snprintf(path, sizeof path, "%s/%s/variant.json", dir, e->d_name);
-        FILE *probe = fopen(path, "rb");
-        if (!probe) continue;
-        fclose(probe);
-        cJSON *v = cat_json_load(path, 64u << 20, &err);
-        if (!v) {
-            rc = fail(&err);
-            continue;
-        }
-        if (n == cap) {
-            cap = cap ? 2 * cap : 16;
-            row *nr = realloc(rows, cap * sizeof *nr);
-            if (!nr) {
-                cJSON_Delete(v);
-                closedir(d);
-                free(rows);
-                return trn_errf(&err, "out of memory"), fail(&err);
-            }
-            rows = nr;
-        }
-        memset(&rows[n], 0, sizeof rows[n]);
-        fill_row(&rows[n++], v);
-        cJSON_Delete(v);
-    }
-    closedir(d);
-    if (n == 0) {
-        free(rows);
-        return trn_errf(&err, "%s holds no <id>/variant.json", dir), fail(&err);
-    }
-    qsort(rows, n, sizeof *rows, row_cmp);
-    const row *base = !strcmp(rows[0].id, "base") ? &rows[0] : NULL;
+    cat_variant_rows rows;
+    if (cat_variants_read(dir, &rows, bad_variant, &rc, &err)) return fail(&err);
     if (json) {
-        cJSON *doc = cJSON_CreateObject(), *arr = cJSON_AddArrayToObject(doc, "variants");
-        for (size_t i = 0; arr && i < n; i++) {
-            const row *r = &rows[i];
-            cJSON *o = cJSON_CreateObject();
-            cJSON_AddStringToObject(o, "id", r->id);
-            cJSON_AddStringToObject(o, "technique", r->technique);
-            cJSON_AddNumberToObject(o, "macs", r->macs);
-            cJSON_AddItemToObject(o, "macs_reduction", base && r->macs > 0 ? cJSON_CreateNumber(base->macs / r->macs)
-                                                                           : cJSON_CreateNull());
-            cJSON_AddNumberToObject(o, "params", r->params);
-            cJSON_AddNumberToObject(o, "fc_params", r->fc_params);
-            cJSON_AddItemToObject(o, "fc_reduction", base && r->fc_params > 0
-                                                         ? cJSON_CreateNumber(base->fc_params / r->fc_params)
-                                                         : cJSON_CreateNull());
-            cJSON_AddItemToObject(o, "top1", r->has_top1 ? cJSON_CreateNumber(r->top1) : cJSON_CreateNull());
-            cJSON *ci = r->has_top1 && r->lo >= 0 ? cJSON_CreateArray() : cJSON_CreateNull();
-            if (cJSON_IsArray(ci)) {
-                cJSON_AddItemToArray(ci, cJSON_CreateNumber(r->lo));
-                cJSON_AddItemToArray(ci, cJSON_CreateNumber(r->hi));
-            }
-            cJSON_AddItemToObject(o, "top1_ci", ci);
-            cJSON_AddItemToObject(o, "images", r->has_top1 && r->images > 0 ? cJSON_CreateNumber(r->images)
-                                                                            : cJSON_CreateNull());
-            cJSON_AddItemToObject(o, "top1_change_points", base && base->has_top1 && r->has_top1
-                                                               ? cJSON_CreateNumber(100 * (r->top1 - base->top1))
-                                                               : cJSON_CreateNull());
-            cJSON_AddItemToObject(o, "ms_build_host", r->has_ms ? cJSON_CreateNumber(r->ms) : cJSON_CreateNull());
-            cJSON_AddItemToArray(arr, o);
-        }
-        char *text = arr ? cJSON_Print(doc) : NULL;
+        cJSON *doc = cat_variants_json(&rows);
+        char *text = doc ? cJSON_Print(doc) : NULL;
         cJSON_Delete(doc);
-        free(rows);
+        cat_variant_rows_free(&rows);
         if (!text) return trn_errf(&err, "out of memory"), fail(&err);
         puts(text);
         free(text);
         return rc;
     }
-    printf("%-24s %-10s %14s %7s %12s %12s %7s %7s %15s %7s %9s\n", "id", "technique", "MACs", "MACs/x",
-           "params", "fc params", "fc/x", "top-1", "95% interval", "d top-1", "ms (b=1)");
-    double images = 0;
-    for (size_t i = 0; i < n; i++) {
-        const row *r = &rows[i];
-        char mx[16] = "-", fx[16] = "-", t1[16] = "-", dt[16] = "-", ms[16] = "-", ci[40] = "-";
-        if (base && r->macs > 0) snprintf(mx, sizeof mx, "%.2f", base->macs / r->macs);
-        if (base && r->fc_params > 0) snprintf(fx, sizeof fx, "%.2f", base->fc_params / r->fc_params);
-        if (r->has_top1) snprintf(t1, sizeof t1, "%.4f", r->top1);
-        if (r->has_top1 && r->lo >= 0) snprintf(ci, sizeof ci, "%.4f-%.4f", r->lo, r->hi);
-        if (r->has_top1 && r->images > images) images = r->images;
-        if (base && base->has_top1 && r->has_top1)
-            snprintf(dt, sizeof dt, "%+.2f", 100 * (r->top1 - base->top1));
-        if (r->has_ms) snprintf(ms, sizeof ms, "%.3f", r->ms);
-        printf("%-24s %-10s %14.0f %7s %12.0f %12.0f %7s %7s %15s %7s %9s\n", r->id, r->technique, r->macs, mx,
-               r->params, r->fc_params, fx, t1, ci, dt, ms);
-    }
-    if (images > 0)
-        printf("top-1 on the test split (%.0f images) with its 95%% Wilson interval; whether two variants "
-               "differ is decided by McNemar's exact test on the same images (catalog pack's winnow lines)\n",
-               images);
-    free(rows);
+    print_variants(&rows);
+    cat_variant_rows_free(&rows);
     return rc;
 }
 

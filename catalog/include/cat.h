@@ -525,6 +525,35 @@ typedef struct cat_onnx_options {
  * express here, its index, kind and cfg file:line. */
 int cat_onnx_export(const cat_onnx_options *o, trn_err *err);
 
+/* ---- the variants table (catalog/src/variants.c; `catalog variants`) ------- */
+
+/* One variant of a variants folder, from its variant.json: costs (the
+ * connected layers' parameters apart), the first task's top-1 with its 95%
+ * Wilson interval (lo -1 when absent) and test size, and the build host's
+ * median batch-1 latency. */
+typedef struct cat_variant_row {
+    char id[72], technique[24];
+    double macs, params, fc_params, top1, ms, lo, hi, images;
+    int has_top1, has_ms;
+} cat_variant_row;
+typedef struct cat_variant_rows {
+    cat_variant_row *v;
+    size_t n;
+    const cat_variant_row *base; /* the variant `base` (v[0]), or NULL */
+} cat_variant_rows;
+/* Every DIR/<id>/variant.json as a row, `base` first, then by id. A
+ * variant.json that cannot be read is told to bad(ctx, its error), when
+ * not NULL, and left out. -1 with err when DIR cannot be opened, holds no
+ * variant.json that reads, or memory runs out; r is then empty. */
+int cat_variants_read(const char *dir, cat_variant_rows *r, void (*bad)(void *ctx, const trn_err *e), void *ctx,
+                      trn_err *err);
+/* {"variants":[{"id","technique","macs","macs_reduction","params",
+ * "fc_params","fc_reduction","top1","top1_ci","images",
+ * "top1_change_points","ms_build_host"}]}, reductions and change against
+ * the base, null where there is none. NULL when out of memory. */
+cJSON *cat_variants_json(const cat_variant_rows *r);
+void cat_variant_rows_free(cat_variant_rows *r);
+
 /* ---- built-in files (generated from the JSON files of catalog/) -------------- */
 
 struct cat_embedded {

@@ -1,5 +1,5 @@
 /* Unit tests of the catalog's model code: winnowing, the roofline estimate,
- * deterministic JSON output, key files and signing. */
+ * deterministic JSON output, key files and signing, the variants table. */
 #include "testutil_impl.h"
 #include "cat.h"
 
@@ -683,6 +683,89 @@ static void labels_never_overlap(void **state)
     assert_true(one.placed && !one.leader && one.x == 207 && one.y == 195);
 }
 
+/* DIR/ID/variant.json with text (the folder made). */
+static void put_variant(const char *dir, const char *id, const char *text)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", dir, id);
+    mkdir(dir, 0755);
+    assert_int_equal(mkdir(path, 0755), 0);
+    snprintf(path, sizeof path, "%s/%s/variant.json", dir, id);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static void count_bad(void *ctx, const trn_err *e)
+{
+    (*(int *)ctx)++;
+    assert_non_null(strstr(e->msg, "zz/variant.json"));
+}
+
+/* The variants table: base first then by id (folders starting with '.'
+ * and unreadable variant.json left out, the latter told), connected-layer
+ * parameters summed, reductions and the change of top-1 against the base
+ * in the JSON, null where a row has none; without a base no reductions;
+ * a folder without a variant is refused, naming it. */
+static void variants_table(void **state)
+{
+    (void)state;
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/variants", test_tmpdir());
+    put_variant(dir, "svd-b", "{\"id\":\"svd-b\",\"technique\":\"svd\",\"cost\":{\"macs\":900,\"params\":0}}");
+    put_variant(dir, "base", "{\"id\":\"base\",\"technique\":\"base\",\"cost\":{\"macs\":1000,\"params\":500,"
+                             "\"layers\":[{\"type\":\"connected\",\"params\":300},{\"type\":\"connected\",\"params\":"
+                             "20},{\"type\":\"convolutional\",\"params\":180}]},\"accuracy\":{\"identity\":{\"top1\":0.9,"
+                             "\"images\":100,\"top1_ci\":[0.82,0.95]}},\"latency\":{\"build-host\":{\"ms_median\":1.5}}}");
+    put_variant(dir, "rw-a", "{\"id\":\"rw-a\",\"technique\":\"rewrite\",\"cost\":{\"macs\":400,\"params\":200,"
+                             "\"layers\":[{\"type\":\"connected\",\"params\":80}]},\"accuracy\":{\"identity\":{\"top1\":0.85}}}");
+    put_variant(dir, ".old", "{\"id\":\"old\"}");
+    put_variant(dir, "zz", "{\"id\": broken");
+    cat_variant_rows r;
+    trn_err e;
+    int bad = 0;
+    if (cat_variants_read(dir, &r, count_bad, &bad, &e)) fail_msg("%s", e.msg);
+    assert_int_equal(bad, 1);
+    assert_int_equal(r.n, 3);
+    assert_ptr_equal(r.base, &r.v[0]);
+    assert_string_equal(r.v[1].id, "rw-a");
+    assert_string_equal(r.v[2].id, "svd-b");
+    assert_true(r.v[0].fc_params == 320 && r.v[0].has_ms && r.v[0].ms == 1.5 && r.v[0].lo == 0.82);
+    assert_true(r.v[1].has_top1 && r.v[1].lo == -1 && !r.v[1].has_ms && !r.v[2].has_top1);
+    cJSON *j = cat_variants_json(&r);
+    const cJSON *a = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "variants"), 1);
+    assert_true(fabs(cJSON_GetObjectItem(a, "macs_reduction")->valuedouble - 2.5) < 1e-12);
+    assert_true(fabs(cJSON_GetObjectItem(a, "fc_reduction")->valuedouble - 4) < 1e-12);
+    assert_true(fabs(cJSON_GetObjectItem(a, "top1_change_points")->valuedouble + 5) < 1e-9);
+    assert_true(cJSON_IsNull(cJSON_GetObjectItem(a, "top1_ci")) && cJSON_IsNull(cJSON_GetObjectItem(a, "images")));
+    const cJSON *b = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "variants"), 2);
+    assert_true(cJSON_IsNull(cJSON_GetObjectItem(b, "fc_reduction")) && cJSON_IsNull(cJSON_GetObjectItem(b, "top1")));
+    cJSON_Delete(j);
+    cat_variant_rows_free(&r);
+    /* without a base: no reductions, no change */
+    snprintf(dir, sizeof dir, "%s/no-base", test_tmpdir());
+    put_variant(dir, "rw-a", "{\"id\":\"rw-a\",\"cost\":{\"macs\":400},\"accuracy\":{\"t\":{\"top1\":0.5}}}");
+    if (cat_variants_read(dir, &r, NULL, NULL, &e)) fail_msg("%s", e.msg);
+    assert_null(r.base);
+    j = cat_variants_json(&r);
+    a = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "variants"), 0);
+    assert_string_equal(cJSON_GetObjectItem(a, "technique")->valuestring, "?");
+    assert_true(cJSON_IsNull(cJSON_GetObjectItem(a, "macs_reduction")) &&
+                cJSON_IsNull(cJSON_GetObjectItem(a, "top1_change_points")));
+    cJSON_Delete(j);
+    cat_variant_rows_free(&r);
+    /* a folder without variants, and none at all */
+    snprintf(dir, sizeof dir, "%s/none", test_tmpdir());
+    mkdir(dir, 0755);
+    assert_int_equal(cat_variants_read(dir, &r, NULL, NULL, &e), -1);
+    assert_non_null(strstr(e.msg, "holds no <id>/variant.json"));
+    assert_int_equal(r.n, 0);
+    snprintf(dir, sizeof dir, "%s/nope", test_tmpdir());
+    assert_int_equal(cat_variants_read(dir, &r, NULL, NULL, &e), -1);
+    assert_non_null(strstr(e.msg, "cannot open"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -708,6 +791,7 @@ int main(void)
         cmocka_unit_test(json_output_is_canonical),
         cmocka_unit_test(keys_and_signatures),
         cmocka_unit_test(passphrase_sources),
+        cmocka_unit_test(variants_table),
     };
     int rc = cmocka_run_group_tests_name("cat_model", tests, NULL, NULL);
     test_tmpdir_cleanup();
