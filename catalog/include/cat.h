@@ -24,6 +24,7 @@
 #include <cjson/cJSON.h>
 
 #include "rtl.h"
+#include "rtl_sign.h"
 #include "trn.h"
 
 #ifdef __cplusplus

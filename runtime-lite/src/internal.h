@@ -4,6 +4,7 @@
 #define RTL_INTERNAL_H
 
 #include "rtl.h"
+#include "rtl_sign.h"
 #include "nn.h"
 
 #include <stdarg.h>

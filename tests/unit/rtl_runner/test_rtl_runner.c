@@ -8,6 +8,7 @@
 #include "testutil_impl.h"
 #include "testlib_trn.h"
 #include "rtl.h"
+#include "rtl_sign.h"
 
 #include <stdarg.h>
 #include <stdint.h>
