@@ -165,26 +165,44 @@ int cli_valid(int argc, char **argv)
     return rc;
 }
 
-/* Class names: one per line of a file (blank lines ignored). */
-static char **read_names(const char *path, int *n, trn_err *e)
+/* How trainer predict prints: --json or lines, the names, images seen. */
+typedef struct pr_out {
+    int json, seen;
+    const trn_names *names;
+} pr_out;
+
+/* One image's answer (or its error, on stderr too), as a line or as an
+ * element of the JSON results. */
+static void print_image(void *ctx, const trn_predict_image *r)
 {
-    char *buf;
-    size_t len;
-    if (trn_read_file(path, 16u << 20, &buf, &len, e) != 0) return NULL;
-    int cap = 16, cnt = 0;
-    char **names = malloc((size_t)cap * sizeof *names);
-    for (char *line = strtok(buf, "\r\n"); names && line; line = strtok(NULL, "\r\n")) {
-        if (!*line) continue;
-        if (cnt == cap) {
-            char **nn = realloc(names, (size_t)(cap *= 2) * sizeof *names);
-            if (!nn) break;
-            names = nn;
-        }
-        names[cnt++] = strdup(line);
+    pr_out *o = ctx;
+    int i = o->seen++;
+    if (r->error) cli_fail("predict", "%s", r->error);
+    if (o->json) {
+        printf("%s%s{\"image\":", i ? "" : "{\"results\":[", i ? "," : "");
+        ck_json_str(stdout, r->image);
     }
-    free(buf);
-    *n = cnt;
-    return names;
+    if (r->error) {
+        if (o->json) {
+            printf(",\"error\":");
+            ck_json_str(stdout, r->error);
+            putchar('}');
+        }
+        return;
+    }
+    if (!o->json) printf("%s:", r->image);
+    else printf(",\"top\":[");
+    for (int q = 0; q < r->k; q++) {
+        const char *name = trn_names_get(o->names, r->cls[q]);
+        if (!o->json) {
+            printf("%s %.6f %s", q ? "," : "", r->p[r->cls[q]], name);
+            continue;
+        }
+        printf("%s{\"class\":%d,\"name\":", q ? "," : "", r->cls[q]);
+        ck_json_str(stdout, name);
+        printf(",\"p\":%.6f}", r->p[r->cls[q]]);
+    }
+    printf(o->json ? "]}" : "\n");
 }
 
 int cli_predict(int argc, char **argv)
@@ -232,81 +250,21 @@ int cli_predict(int argc, char **argv)
     if (cli_determinism("predict", det)) return free(imgs), 2;
     if (cli_threads("predict", threads)) return free(imgs), 2;
     trn_err e;
-    trn_dataset *ds = NULL;
-    char **names = NULL;
-    int nnames = 0, rc = 1;
-    float *x = NULL;
-    int *best = NULL;
-    trn_net *net = NULL;
-    if (data) {
-        if (!(ds = trn_dataset_open(data, &e))) {
-            cli_fail("predict", "%s", e.msg);
-            goto out;
-        }
-        nnames = trn_dataset_classes(ds);
-    } else if (!(names = read_names(namesp, &nnames, &e))) {
-        cli_fail("predict", "%s", e.msg);
-        goto out;
+    trn_names names;
+    int rc = 1;
+    if (trn_names_open(data, namesp, &names, &e) != 0) {
+        free(imgs);
+        return cli_fail("predict", "%s", e.msg);
     }
-    if (!(net = eval_net("predict", cfgp, &sets, weights, 1))) goto out;
-    int classes = (int)trn_net_outputs(net);
-    if (classes != nnames) {
-        cli_fail("predict", "%s has %d outputs but %s names %d classes", cfgp, classes,
-                 data ? data : namesp, nnames);
-        goto out;
-    }
-    int k = top > classes ? classes : (int)top;
-    trn_shape in = trn_net_input_shape(net);
-    x = malloc(trn_net_inputs(net) * sizeof *x);
-    best = malloc((size_t)k * sizeof *best);
-    if (!x || !best) {
-        cli_fail("predict", "out of memory");
-        goto out;
-    }
-    rc = 0;
-    if (json) printf("{\"results\":[");
-    for (int i = 0; i < nimg; i++) {
-        if (trn_image_load_input(imgs[i], in.w, in.h, in.c, x, &e) != 0 ||
-            trn_net_forward(net, x, &e) != 0) {
-            cli_fail("predict", "%s", e.msg);
-            if (json) {
-                printf("%s{\"image\":", i ? "," : "");
-                ck_json_str(stdout, imgs[i]);
-                printf(",\"error\":");
-                ck_json_str(stdout, e.msg);
-                putchar('}');
-            }
-            rc = 1;
-            continue;
-        }
-        const float *p = trn_net_output(net);
-        trn_top_k(p, classes, k, best);
-        if (json) {
-            printf("%s{\"image\":", i ? "," : "");
-            ck_json_str(stdout, imgs[i]);
-            printf(",\"top\":[");
-            for (int q = 0; q < k; q++) {
-                printf("%s{\"class\":%d,\"name\":", q ? "," : "", best[q]);
-                ck_json_str(stdout, ds ? trn_dataset_name(ds, best[q]) : names[best[q]]);
-                printf(",\"p\":%.6f}", p[best[q]]);
-            }
-            printf("]}");
-            continue;
-        }
-        printf("%s:", imgs[i]);
-        for (int q = 0; q < k; q++)
-            printf("%s %.6f %s", q ? "," : "", p[best[q]],
-                   ds ? trn_dataset_name(ds, best[q]) : names[best[q]]);
-        putchar('\n');
-    }
-    if (json) printf("]}\n");
-out:
-    for (int i = 0; names && i < nnames; i++) free(names[i]);
-    free(names);
-    free(x);
-    free(best);
-    free(imgs);
+    trn_net *net = eval_net("predict", cfgp, &sets, weights, 1);
+    pr_out out = {.json = json, .names = &names};
+    trn_predict_opts po = {net, &names, cfgp, data ? data : namesp, imgs, nimg, (int)top, print_image, &out};
+    int failed = net ? trn_predict(&po, &e) : -1;
+    if (net && failed < 0) cli_fail("predict", "%s", e.msg);
+    if (failed >= 0 && json) printf("]}\n");
+    if (failed >= 0) rc = failed > 0;
+    trn_names_close(&names);
     trn_net_free(net);
-    trn_dataset_close(ds);
+    free(imgs);
     return rc;
 }

@@ -305,6 +305,47 @@ int trn_valid(const trn_valid_opts *o, trn_valid_result *r, trn_err *err) TRN_MU
 void trn_valid_result_free(trn_valid_result *r);
 /* Indexes of the k largest of p[0..n), best first (ties: lower index). */
 void trn_top_k(const float *p, int n, int k, int *out);
+
+/* Class names for answers: the data set's (its names/labels file) or one
+ * per line of a file (blank lines ignored). */
+typedef struct trn_names {
+    trn_dataset *ds; /* the set's, or NULL */
+    char **v;        /* the file's */
+    int n;
+} trn_names;
+/* Opens the names of data (a .data file) or, when data is NULL, of the
+ * names file. -1 with err. */
+int trn_names_open(const char *data, const char *file, trn_names *names, trn_err *err) TRN_MUST_CHECK;
+const char *trn_names_get(const trn_names *names, int i);
+void trn_names_close(trn_names *names);
+
+/* One image's answer from trn_predict: its k most probable classes (best
+ * first) and the network's probabilities over every class, or why it has
+ * none (the image could not be read or run). */
+typedef struct trn_predict_image {
+    const char *image;
+    const char *error; /* NULL when answered */
+    int k;
+    const int *cls;
+    const float *p;
+} trn_predict_image;
+/* What trn_predict reads: a network (infer-only, batch 1) with as many
+ * outputs as names, the images, k of top-k (at most the classes) and the
+ * callback told of each image in order; cfg and names_from name the
+ * network and the names in errors. */
+typedef struct trn_predict_opts {
+    trn_net *net;
+    const trn_names *names;
+    const char *cfg, *names_from;
+    const char *const *images;
+    int nimages, top;
+    void (*each)(void *ctx, const trn_predict_image *r);
+    void *ctx;
+} trn_predict_opts;
+/* The top-k classes of every image (trainer predict). Returns how many
+ * images had no answer, or -1 with err before any image (the network's
+ * outputs are not the names' count, out of memory). */
+int trn_predict(const trn_predict_opts *o, trn_err *err) TRN_MUST_CHECK;
 /* How many images p has right. */
 uint64_t trn_preds_correct(const trn_preds *p);
 void trn_preds_free(trn_preds *p);

@@ -327,3 +327,85 @@ void valid_counts_every_image(void **state)
     trn_net_free(net[1]);
     trn_dataset_close(ds);
 }
+
+typedef struct pr_seen {
+    int n, errors, top[NIMG + 2];
+    char name[NIMG + 2][8];
+    const trn_names *names;
+} pr_seen;
+
+static void pr_each(void *ctx, const trn_predict_image *r)
+{
+    pr_seen *s = ctx;
+    int i = s->n++;
+    s->top[i] = -1;
+    if (r->error) {
+        s->errors++;
+        assert_non_null(strstr(r->error, r->image));
+        return;
+    }
+    assert_int_equal(r->k, 2);
+    assert_true(r->p[r->cls[0]] >= r->p[r->cls[1]] && r->cls[0] != r->cls[1]);
+    assert_true(fabsf(r->p[0] + r->p[1] - 1) < 1e-5f);
+    s->top[i] = r->cls[0];
+    snprintf(s->name[i], sizeof s->name[i], "%s", trn_names_get(s->names, r->cls[0]));
+}
+
+/* trn_predict (trainer predict): every image told in order, its top class
+ * the network's own answer on it and named from the set or from a names
+ * file (blank lines and CRLF ignored), an unreadable or missing image told
+ * with its error and counted; a names count other than the outputs refused
+ * naming both. */
+void predict_answers_every_image(void **state)
+{
+    (void)state;
+    loader_set();
+    const char *text = "[net]\nbatch=1\nwidth=6\nheight=5\nchannels=3\n[connected]\noutput=2\n[softmax]\n";
+    trn_err e;
+    trn_cfg *c = trn_cfg_parse(text, strlen(text), "p.cfg", &e);
+    assert_non_null(c);
+    trn_net_opts no;
+    trn_net_opts_defaults(&no);
+    no.infer_only = 1, no.batch = 1;
+    trn_net *net = trn_net_create(c, &no, &e);
+    assert_non_null(net);
+    trn_cfg_free(c);
+    char paths[NIMG + 2][1024];
+    const char *imgs[NIMG + 2];
+    for (int i = 0; i < NIMG; i++)
+        snprintf(paths[i], sizeof paths[i], "%s", fx_path("ld/img/%04d_%s.png", i, i % 2 ? "odd" : "even"));
+    snprintf(paths[NIMG], sizeof paths[NIMG], "%s", fx_path("ld/img/0003_bad_odd.png"));
+    snprintf(paths[NIMG + 1], sizeof paths[NIMG + 1], "%s", fx_path("ld/img/none.png"));
+    for (int i = 0; i < NIMG + 2; i++) imgs[i] = paths[i];
+    trn_names names, fnames;
+    if (trn_names_open(loader_set(), NULL, &names, &e)) fail_msg("%s", e.msg);
+    fx_write_text(fx_path("ld/two.names"), "\neven\r\n\nodd\n");
+    if (trn_names_open(NULL, fx_path("ld/two.names"), &fnames, &e)) fail_msg("%s", e.msg);
+    assert_int_equal(fnames.n, 2);
+    pr_seen seen = {.names = &names}, fseen = {.names = &fnames};
+    trn_predict_opts o = {net, &names, "p.cfg", "set.data", imgs, NIMG + 2, 5, pr_each, &seen};
+    assert_int_equal(trn_predict(&o, &e), 2);
+    o.names = &fnames, o.ctx = &fseen;
+    assert_int_equal(trn_predict(&o, &e), 2);
+    assert_int_equal(seen.n, NIMG + 2);
+    assert_int_equal(seen.errors, 2);
+    float x[6 * 5 * 3];
+    for (int i = 0; i < NIMG; i++) {
+        if (trn_image_load_input(imgs[i], 6, 5, 3, x, &e) || trn_net_forward(net, x, &e)) fail_msg("%s", e.msg);
+        const float *p = trn_net_output(net);
+        assert_int_equal(seen.top[i], p[1] > p[0] ? 1 : 0);
+        assert_string_equal(seen.name[i], seen.top[i] ? "odd" : "even");
+        assert_string_equal(fseen.name[i], seen.name[i]);
+    }
+    assert_true(seen.top[NIMG] == -1 && seen.top[NIMG + 1] == -1);
+    trn_names_close(&fnames);
+    fx_write_text(fx_path("ld/three.names"), "a\nb\nc\n");
+    if (trn_names_open(NULL, fx_path("ld/three.names"), &fnames, &e)) fail_msg("%s", e.msg);
+    o.names = &fnames;
+    assert_int_equal(trn_predict(&o, &e), -1);
+    assert_err_has(e, "p.cfg has 2 outputs but set.data names 3 classes");
+    trn_names_close(&fnames);
+    assert_int_equal(trn_names_open(NULL, fx_path("ld/nothing.names"), &fnames, &e), -1);
+    trn_names_close(&names);
+    trn_net_free(net);
+}
