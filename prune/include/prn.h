@@ -950,6 +950,9 @@ typedef struct prn_exits_opts {
                           * must reach z sqrt(their sum) (1; 0: the plain rule) */
     int anneal;          /* 1: every branch's rate decays to 0 over its batches (poly, power 2);
                           * 0: constant (1) */
+    int same_budget;     /* 1: before the insertion plan every searched branch is fine-tuned up to
+                          * the batches BranchyNet's heads train, stage1 + finetune (layers + 3),
+                          * so that the two are compared at equal training (1; 0: as searched) */
     uint64_t seed;
     prn_batch_fn train;  /* the training stream (augmented) */
     void *train_ctx;
@@ -970,6 +973,10 @@ typedef struct prn_exit_model {
     int classes;
     int *exit_of;       /* per test image at alpha 1: the exit that answered (count: the trunk) */
     float *predictions; /* per test image at alpha 1: the answering probabilities */
+    int n_alphas;       /* the test alpha profile's points */
+    const double *alphas; /* their alphas (static) */
+    int *exit_by_alpha; /* (n_alphas, n_predictions): each test image's exit at each alpha */
+    int *pred_by_alpha; /* (n_alphas, n_predictions): its answer (top-1 class) there */
 } prn_exit_model;
 void prn_exit_model_free(prn_exit_model *m);
 

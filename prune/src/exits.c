@@ -79,6 +79,7 @@ void prn_exits_opts_defaults(prn_exits_opts *o)
     o->min_threshold = 0.5f;
     o->threshold_z = 1;
     o->anneal = 1;
+    o->same_budget = 1;
 }
 
 int prn_exits_opts_set(prn_exits_opts *o, const char *kv, trn_err *err)
@@ -121,6 +122,7 @@ int prn_exits_opts_set(prn_exits_opts *o, const char *kv, trn_err *err)
     else if (KEY("min_threshold") && d >= 0 && d < 1) o->min_threshold = (float)d;
     else if (KEY("threshold_z") && d >= 0 && d <= 10) o->threshold_z = (float)d;
     else if (KEY("anneal") && INT_IN(0, 1)) o->anneal = (int)d;
+    else if (KEY("same_budget") && INT_IN(0, 1)) o->same_budget = (int)d;
     else
         return trn_errf(err, "--set %s: unknown key or value out of range (keys: batch 1..4096, stage1 >= 1, "
                         "finetune >= 0, learning_rate (0,10), momentum [0,1), decay [0,1), kd [0,1], width "
@@ -128,7 +130,7 @@ int prn_exits_opts_set(prn_exits_opts *o, const char *kv, trn_err *err)
                         "0|1|2, trunk_macs [0,1], trunk_tolerance [0,1], trunk_retrain >= 0, trunk_lr (0,10), "
                         "trunk_kd [0,1], trunk_compare_l1 0|1, sbs_images >= 1, sbs_epochs 1..1000, "
                         "sbs_first_epochs 1..1000, sbs_refit 0..1000, sbs_drop >= 1, sbs_stop (0,1], exit_cap "
-                        "[0,10], min_threshold [0,1), threshold_z [0,10], anneal 0|1)", kv);
+                        "[0,10], min_threshold [0,1), threshold_z [0,10], anneal 0|1, same_budget 0|1)", kv);
 #undef KEY
 #undef INT_IN
     return 0;
@@ -150,6 +152,14 @@ typedef struct branch {
     double rate;     /* exit rate as the only exit, on valid */
     int trained;     /* batches */
 } branch;
+
+static const char *branch_desc(const branch *b, char *buf, size_t size)
+{
+    snprintf(buf, size, "at %d: %s%d conv (%d..%d filters), %llu MACs", b->at, b->pool > 1 ? "pool, " : "",
+             b->layers, b->layers ? b->width : 0, b->layers ? b->width << (b->layers - 1) : 0,
+             (unsigned long long)b->macs);
+    return buf;
+}
 
 /* The [exit] section and the branch's layers, as cfg text. */
 static char *branch_text(const branch *b, int classes, float threshold)
@@ -233,9 +243,10 @@ static void branch_free(branch *b)
 
 /* ---- training and evaluation ------------------------------------------------ */
 
-/* Trains branches bs[0..n) together for `batches` steps from step `step0`
- * of the training stream: one trunk forward per batch. */
-static int train_branches(trn_net *trunk, branch **bs, int n, int batches, uint64_t step0,
+/* Trains branches bs[0..n) together from step `step0` of the training
+ * stream, one trunk forward per batch: each for `batches` steps, or (each
+ * not NULL) branch k for each[k] <= batches steps, the first ones. */
+static int train_branches(trn_net *trunk, branch **bs, int n, int batches, const int *each, uint64_t step0,
                           const prn_exits_opts *o, float *x, float *y, trn_err *err)
 {
     for (int s = 0; s < batches; s++) {
@@ -243,6 +254,7 @@ static int train_branches(trn_net *trunk, branch **bs, int n, int batches, uint6
         if (trn_net_forward(trunk, x, err) != 0) return -1;
         const float *q = trn_net_output(trunk);
         for (int k = 0; k < n; k++) {
+            if (each && s >= each[k]) continue;
             trn_net *b = trn_exit_net(bs[k]->x, 0);
             if (o->kd > 0) trn_net_set_soft_targets(b, q);
             float loss;
@@ -251,7 +263,7 @@ static int train_branches(trn_net *trunk, branch **bs, int n, int batches, uint6
             trn_net_set_soft_targets(b, NULL);
         }
     }
-    for (int k = 0; k < n; k++) bs[k]->trained += batches;
+    for (int k = 0; k < n; k++) bs[k]->trained += each ? each[k] : batches;
     return 0;
 }
 
@@ -439,6 +451,83 @@ static int solo_rate(branch *b, const split_eval *se, const prn_exits_opts *o, t
     return 0;
 }
 
+static int by_float(const void *a, const void *b)
+{
+    float x = *(const float *)a, y = *(const float *)b;
+    return (x > y) - (x < y);
+}
+
+/* A search step's record of b on se (its conf, pred and rate measured
+ * there): where, its shape, its exit rate as the only exit, its batches,
+ * and why it answers what it does: its own top-1 on every image and its
+ * confidence's quantiles (10, 25, 50, 75, 90%). NULL: out of memory. */
+static cJSON *branch_entry(const char *stage, const branch *b, const split_eval *se)
+{
+    float *c = malloc((se->n ? se->n : 1) * sizeof *c);
+    cJSON *s = cJSON_CreateObject();
+    if (!c || !s) {
+        free(c), cJSON_Delete(s);
+        return NULL;
+    }
+    char d[200];
+    uint64_t k = 0;
+    for (size_t i = 0; i < se->n; i++) k += b->pred[i] == se->label[i];
+    memcpy(c, b->conf, se->n * sizeof *c);
+    qsort(c, se->n, sizeof *c, by_float);
+    cJSON_AddStringToObject(s, "stage", stage);
+    cJSON_AddStringToObject(s, "branch", branch_desc(b, d, sizeof d));
+    cJSON_AddNumberToObject(s, "layer", b->at);
+    cJSON_AddNumberToObject(s, "exit_rate", b->rate);
+    cJSON_AddNumberToObject(s, "trained_batches", b->trained);
+    cJSON_AddNumberToObject(s, "valid_top1", se->n ? (double)k / (double)se->n : 0);
+    static const double q[] = {0.1, 0.25, 0.5, 0.75, 0.9};
+    cJSON *qa = cJSON_AddArrayToObject(s, "valid_confidence_quantiles");
+    for (size_t j = 0; j < sizeof q / sizeof *q && se->n; j++)
+        cJSON_AddItemToArray(qa, cJSON_CreateNumber(c[(size_t)(q[j] * (double)(se->n - 1))]));
+    free(c);
+    return s;
+}
+
+/* same_budget: every branch of bs[0..nb) that trained fewer than `budget`
+ * batches is fine-tuned for the rest (from its own weights, a fresh
+ * schedule at half the learning rate), all together from *step. */
+static int top_up(trn_net *trunk, branch *bs, int nb, int budget, uint64_t *step, const prn_exits_opts *o,
+                  float *x, float *y, trn_err *err)
+{
+    branch *nw = calloc((size_t)nb, sizeof *nw);
+    branch **l = calloc((size_t)nb, sizeof *l);
+    int *each = calloc((size_t)nb, sizeof *each), most = 0, rc = -1;
+    if (!nw || !l || !each) {
+        trn_errf(err, "out of memory");
+        goto out;
+    }
+    for (int k = 0; k < nb; k++) {
+        each[k] = budget > bs[k].trained ? budget - bs[k].trained : 0;
+        l[k] = &bs[k];
+        if (each[k] == 0) continue;
+        nw[k] = (branch){.at = bs[k].at, .pool = bs[k].pool, .layers = bs[k].layers, .width = bs[k].width};
+        if (branch_build(&nw[k], trunk, o, &bs[k], o->seed + 4000 + (uint64_t)k, o->learning_rate * 0.5f, each[k],
+                         err) != 0)
+            goto out;
+        l[k] = &nw[k];
+        if (each[k] > most) most = each[k];
+    }
+    if (most > 0 && train_branches(trunk, l, nb, most, each, *step, o, x, y, err) != 0) goto out;
+    *step += (uint64_t)most;
+    for (int k = 0; k < nb; k++) {
+        if (each[k] == 0) continue;
+        nw[k].trained += bs[k].trained;
+        branch_free(&bs[k]);
+        bs[k] = nw[k];
+        memset(&nw[k], 0, sizeof nw[k]);
+    }
+    rc = 0;
+out:
+    for (int k = 0; nw && k < nb; k++) branch_free(&nw[k]);
+    free(nw), free(l), free(each);
+    return rc;
+}
+
 /* ---- the whole technique -------------------------------------------------------- */
 
 static cJSON *wilson_json(uint64_t k, uint64_t n)
@@ -520,14 +609,6 @@ static cJSON *profile_point(branch **plan, int np, const float *thr, double alph
     return p;
 }
 
-static const char *branch_desc(const branch *b, char *buf, size_t size)
-{
-    snprintf(buf, size, "at %d: %s%d conv (%d..%d filters), %llu MACs", b->at, b->pool > 1 ? "pool, " : "",
-             b->layers, b->layers ? b->width : 0, b->layers ? b->width << (b->layers - 1) : 0,
-             (unsigned long long)b->macs);
-    return buf;
-}
-
 void prn_exit_model_free(prn_exit_model *m)
 {
     if (!m) return;
@@ -535,6 +616,8 @@ void prn_exit_model_free(prn_exit_model *m)
     trn_exits_free(m->exits);
     free(m->predictions);
     free(m->exit_of);
+    free(m->exit_by_alpha);
+    free(m->pred_by_alpha);
     memset(m, 0, sizeof *m);
 }
 
@@ -849,6 +932,45 @@ out:
     return rc;
 }
 
+/* Each test image's exit and answer at every alpha of the profile (em),
+ * for paired comparisons of two exit models on the same images. */
+static int alpha_record(branch **plan, int np, const float *thr, const split_eval *te, const uint64_t *prefix,
+                        uint64_t trunk_macs, plan_eval *pe, prn_exit_model *em, trn_err *err)
+{
+    size_t n = te->n;
+    em->exit_by_alpha = malloc(N_ALPHAS * (n ? n : 1) * sizeof *em->exit_by_alpha);
+    em->pred_by_alpha = malloc(N_ALPHAS * (n ? n : 1) * sizeof *em->pred_by_alpha);
+    if (!em->exit_by_alpha || !em->pred_by_alpha) return trn_errf(err, "out of memory");
+    em->n_alphas = (int)N_ALPHAS;
+    em->alphas = ALPHAS;
+    for (size_t a = 0; a < N_ALPHAS; a++) {
+        int *e = em->exit_by_alpha + a * n, *p = em->pred_by_alpha + a * n;
+        plan_apply(plan, np, thr, (float)ALPHAS[a], te, prefix, trunk_macs, pe, e);
+        for (size_t i = 0; i < n; i++) p[i] = e[i] < np ? plan[e[i]]->pred[i] : te->final_pred[i];
+    }
+    return 0;
+}
+
+/* The batches BranchyNet's heads train: those the search spends in all
+ * (stage 1 and up to layers + 3 shrink rounds). */
+static int stage1_budget(const prn_exits_opts *o)
+{
+    return o->stage1 + o->finetune * (o->layers + 3);
+}
+
+/* Each branch's exit rate on se and its record in search. */
+static int search_record(branch *bs, int nb, const split_eval *se, const char *stage, const prn_exits_opts *o,
+                         cJSON *search, trn_err *err)
+{
+    for (int k = 0; k < nb; k++) {
+        if (solo_rate(&bs[k], se, o, err) != 0) return -1;
+        cJSON *s = branch_entry(stage, &bs[k], se);
+        if (!s) return trn_errf(err, "out of memory");
+        cJSON_AddItemToArray(search, s);
+    }
+    return 0;
+}
+
 int prn_early_exit(const trn_cfg *cfg, const char *cfg_path, const char *weights, const prn_exits_opts *o,
                    prn_variant *out, prn_exit_model *em, trn_err *err)
 {
@@ -932,7 +1054,7 @@ int prn_early_exit(const trn_cfg *cfg, const char *cfg_path, const char *weights
     }
     /* Stage 1's batches (BranchyNet: its fixed heads get the batches our
      * search spends in all) */
-    int stage1 = o->branchynet ? o->stage1 + o->finetune * (o->layers + 3) : o->stage1;
+    int stage1 = o->branchynet ? stage1_budget(o) : o->stage1, topped = o->same_budget && !o->branchynet;
     for (int k = 0; k < nb; k++)
         if (branch_build(&bs[k], trunk, o, NULL, o->seed + 1000 + (uint64_t)k, o->learning_rate, stage1, err) != 0)
             goto out;
@@ -944,19 +1066,11 @@ int prn_early_exit(const trn_cfg *cfg, const char *cfg_path, const char *weights
     for (int k = 0; k < nb; k++) all[k] = &bs[k];
     uint64_t step = 0;
     /* Stage 1: the over-parameterised branches (BranchyNet: its fixed heads) */
-    if (train_branches(trunk, all, nb, stage1, step, o, x, y, err) != 0) goto out_all;
+    if (train_branches(trunk, all, nb, stage1, NULL, step, o, x, y, err) != 0) goto out_all;
     step += (uint64_t)stage1;
     if (evaluate(trunk, all, nb, o->valid_x, o->valid_y, o->n_valid, 0, &va, err) != 0) goto out_all;
-    for (int k = 0; k < nb; k++) {
-        if (solo_rate(&bs[k], &va, o, err) != 0) goto out_all;
-        char d[200];
-        cJSON *s = cJSON_CreateObject();
-        cJSON_AddStringToObject(s, "stage", o->branchynet ? "branchynet" : "over-parameterised");
-        cJSON_AddStringToObject(s, "branch", branch_desc(&bs[k], d, sizeof d));
-        cJSON_AddNumberToObject(s, "layer", bs[k].at);
-        cJSON_AddNumberToObject(s, "exit_rate", bs[k].rate);
-        cJSON_AddItemToArray(search, s);
-    }
+    if (search_record(bs, nb, &va, o->branchynet ? "branchynet" : "over-parameterised", o, search, err) != 0)
+        goto out_all;
     /* Stage 3: shrink each branch (layers, then filters) while its exit rate
      * holds; all shrink candidates of a round train together */
     if (!o->branchynet) {
@@ -992,7 +1106,7 @@ int prn_early_exit(const trn_cfg *cfg, const char *cfg_path, const char *weights
                 }
             }
             if (nc == 0) break;
-            if (train_branches(trunk, cl, nc, o->finetune, step, o, x, y, err) != 0) goto shrink_fail;
+            if (train_branches(trunk, cl, nc, o->finetune, NULL, step, o, x, y, err) != 0) goto shrink_fail;
             step += (uint64_t)o->finetune;
             split_eval v2 = {0};
             if (evaluate(trunk, cl, nc, o->valid_x, o->valid_y, o->n_valid, 0, &v2, err) != 0) {
@@ -1009,12 +1123,12 @@ int prn_early_exit(const trn_cfg *cfg, const char *cfg_path, const char *weights
                  * shrunk whatever it costs in exit rate */
                 int forced = (double)bs[k].macs > cap_macs;
                 int keep = cand[c].rate >= best[k] - o->tolerance || forced;
-                char d[200];
-                cJSON *s = cJSON_CreateObject();
-                cJSON_AddStringToObject(s, "stage", phase[k] == 0 ? "layer-pruning" : "filter-pruning");
-                cJSON_AddStringToObject(s, "branch", branch_desc(&cand[c], d, sizeof d));
-                cJSON_AddNumberToObject(s, "layer", cand[c].at);
-                cJSON_AddNumberToObject(s, "exit_rate", cand[c].rate);
+                cJSON *s = branch_entry(phase[k] == 0 ? "layer-pruning" : "filter-pruning", &cand[c], &v2);
+                if (!s) {
+                    split_eval_free(&v2);
+                    trn_errf(err, "out of memory");
+                    goto shrink_fail;
+                }
                 cJSON_AddBoolToObject(s, "kept", keep);
                 if (forced) cJSON_AddBoolToObject(s, "forced_by_exit_cap", 1);
                 cJSON_AddItemToArray(search, s);
@@ -1039,9 +1153,12 @@ int prn_early_exit(const trn_cfg *cfg, const char *cfg_path, const char *weights
         goto out_all;
     }
 shrunk:
+    /* every searched branch trained as many batches as BranchyNet's heads */
+    if (topped && top_up(trunk, bs, nb, stage1_budget(o), &step, o, x, y, err) != 0) goto out_all;
     /* every branch evaluated on valid (kept) and test (with probabilities) */
     split_eval_free(&va);
     if (evaluate(trunk, all, nb, o->valid_x, o->valid_y, o->n_valid, 0, &va, err) != 0) goto out_all;
+    if (topped && search_record(bs, nb, &va, "same-budget", o, search, err) != 0) goto out_all;
     /* insertion plan: greedy removal by Q_j until expected MACs stop falling */
     np = nb;
     for (int k = 0; k < nb; k++) plan[k] = &bs[k];
@@ -1058,7 +1175,8 @@ shrunk:
         if (o->branchynet || np == 0) break;
         /* Q_j with cumulative exit rates cr */
         double cr_prev = 0, qmin = INFINITY;
-        int jmin = -1;
+        int jmin = -1, unfit = 0; /* an exit that alone costs more than exit_cap fits no plan: it goes first */
+        for (int j = 0; j < np; j++) unfit += (double)plan[j]->macs > cap_macs;
         cJSON *qs = cJSON_AddArrayToObject(st, "q");
         for (int j = 0; j < np; j++) {
             double cr = cr_prev + rate[j];
@@ -1066,7 +1184,7 @@ shrunk:
             double C_j = (1 - cr_prev) * (double)plan[j]->macs, G_j = (cr - cr_prev) * cb;
             double q = C_j > 0 ? G_j / C_j : G_j > 0 ? INFINITY : 0; /* an exit no input reaches: useless */
             cJSON_AddItemToArray(qs, cJSON_CreateNumber(isfinite(q) ? q : 1e300));
-            if (q < qmin) qmin = q, jmin = j;
+            if (q < qmin && (!unfit || (double)plan[j]->macs > cap_macs)) qmin = q, jmin = j;
             cr_prev = cr;
         }
         if (jmin < 0) break;
@@ -1169,6 +1287,7 @@ shrunk:
             cJSON_AddItemToArray(prof, p);
         }
         plan_eval ta = {.rate = rate};
+        if (alpha_record(plan, np, thr, &te, prefix, trunk_macs, &ta, em, err) != 0) goto out_all;
         /* per test image at alpha 1: exit and probabilities (the check of
          * rtl run against this evaluation) */
         int *exit_of = malloc(te.n * sizeof *exit_of);

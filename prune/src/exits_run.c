@@ -90,7 +90,7 @@ static int load_split(const trn_dataset *ds, trn_split s, trn_shape in, int thre
 /* DIR/exits.predictions: per test image (list order) its true and
  * predicted class at alpha 1 (trn_preds, the record catalog pack pairs);
  * with json, DIR/predictions.json too: its path, class, exit and
- * probabilities. */
+ * probabilities, and its exit and answer at every alpha of the profile. */
 static int write_predictions(const char *dir, const trn_dataset *ds, const prn_exit_model *em, int json,
                              trn_err *err)
 {
@@ -107,6 +107,8 @@ static int write_predictions(const char *dir, const trn_dataset *ds, const prn_e
     cJSON_AddStringToObject(doc, "split", "test");
     cJSON_AddNumberToObject(doc, "alpha", 1);
     cJSON_AddNumberToObject(doc, "exits", trn_exits_count(em->exits));
+    cJSON *al = cJSON_AddArrayToObject(doc, "alphas");
+    for (int a = 0; a < em->n_alphas; a++) cJSON_AddItemToArray(al, cJSON_CreateNumber(em->alphas[a]));
     for (size_t i = 0; i < em->n_predictions; i++) {
         cJSON *r = cJSON_CreateObject();
         cJSON_AddStringToObject(r, "path", trn_dataset_path(ds, TRN_SPLIT_TEST, i));
@@ -115,6 +117,13 @@ static int write_predictions(const char *dir, const trn_dataset *ds, const prn_e
         cJSON *p = cJSON_AddArrayToObject(r, "probabilities");
         for (int c = 0; c < em->classes; c++)
             cJSON_AddItemToArray(p, cJSON_CreateNumber(em->predictions[i * em->classes + c]));
+        /* at every alpha of "alphas": its exit and answer (paired tests
+         * of two exit models on the same images) */
+        cJSON *ea = cJSON_AddArrayToObject(r, "exit_by_alpha"), *pa = cJSON_AddArrayToObject(r, "pred_by_alpha");
+        for (int a = 0; a < em->n_alphas; a++) {
+            cJSON_AddItemToArray(ea, cJSON_CreateNumber(em->exit_by_alpha[(size_t)a * em->n_predictions + i]));
+            cJSON_AddItemToArray(pa, cJSON_CreateNumber(em->pred_by_alpha[(size_t)a * em->n_predictions + i]));
+        }
         cJSON_AddItemToArray(arr, r);
     }
     char *text = cJSON_PrintUnformatted(doc);

@@ -60,6 +60,41 @@ import json, sys
 assert json.load(open(sys.argv[1] + "/e/meta.json"))["technique_fields"]["anneal"] is True
 assert json.load(open(sys.argv[1] + "/const/meta.json"))["technique_fields"]["anneal"] is False
 ' "$T"
+# same_budget (the default): every searched exit trains as many batches as
+# BranchyNet's heads, stage1 + finetune x (layers + 3) = 6 + 3 x 4 here
+expect_ok "same_budget=0: exits as searched" "$P" "${A[@]}" --set same_budget=0 --out "$T/nobudget"
+t_check "same_budget: every exit trained BranchyNet's 18 batches; without it fewer" python3 - "$T" <<'PY'
+import json, sys
+ex = lambda d: json.load(open(sys.argv[1] + "/" + d + "/meta.json"))["technique_fields"]
+assert all(e["trained_batches"] == 18 for e in ex("e")["exits"]), ex("e")["exits"]
+assert all(e["trained_batches"] < 18 for e in ex("nobudget")["exits"]), ex("nobudget")["exits"]
+st = [s for s in ex("e")["search"] if s["stage"] == "same-budget"]
+assert st and all(s["trained_batches"] == 18 for s in st), st
+assert not [s for s in ex("nobudget")["search"] if s["stage"] == "same-budget"]
+PY
+t_check "search records each branch's valid top-1 and confidence quantiles" python3 - "$T/e/meta.json" <<'PY'
+import json, sys
+for s in json.load(open(sys.argv[1]))["technique_fields"]["search"]:
+    q = s["valid_confidence_quantiles"]
+    assert len(q) == 5 and q == sorted(q) and 0 < q[0] and q[-1] <= 1, s
+    assert 0 <= s["valid_top1"] <= 1 and s["trained_batches"] > 0, s
+PY
+t_check "predictions.json: each image's exit and answer at every alpha, as the alpha profile counts them" \
+    python3 - "$T/e" <<'PY'
+import json, sys
+tf = json.load(open(sys.argv[1] + "/meta.json"))["technique_fields"]
+pj = json.load(open(sys.argv[1] + "/predictions.json"))
+prof = tf["alpha_profile"]
+assert pj["alphas"] == [p["alpha"] for p in prof], pj["alphas"]
+im = pj["images"]
+for a, p in enumerate(prof):
+    right = sum(r["pred_by_alpha"][a] == r["class"] for r in im)
+    assert right == round(p["top1"] * len(im)), (p["alpha"], right)
+    for j, rate in enumerate(p["exit_rates"]):
+        assert sum(r["exit_by_alpha"][a] == j for r in im) == round(rate * len(im)), (p["alpha"], j)
+a1 = pj["alphas"].index(1)
+assert all(r["exit_by_alpha"][a1] == r["exit"] for r in im)
+PY
 expect_ok "BranchyNet baseline" "$P" "${A[@]}" --set branchynet=1 --out "$T/b"
 t_check "BranchyNet: one head per max-pool stage" sh -c "[ \$(grep -c '^\[exit\]' '$T/b/exits.cfg') -ge 1 ]"
 t_check "BranchyNet: exits only after max-pools (layers 1, 3)" \
@@ -169,6 +204,7 @@ bad "missing --data" "--data is required" early-exit --cfg "$T/base.cfg" --weigh
 bad "bad --set key" "unknown key or value out of range" "${A[@]}" --set speed=2
 bad "bad --set value" "not a number" "${A[@]}" --set kd=much
 bad "anneal is 0 or 1" "anneal 0|1" "${A[@]}" --set anneal=2
+bad "same_budget is 0 or 1" "same_budget 0|1" "${A[@]}" --set same_budget=2
 sed 's/^valid *=.*//' "$T/s/s.data" >"$T/s/novalid.data"
 bad "no valid split" "no valid split" "${A[@]/$T\/s\/s.data/$T/s/novalid.data}"
 t_done
