@@ -23,10 +23,11 @@ printf '[convolutional]\nfilters=8\nsize=3\nstride=1\npad=1\nbatch_normalize=1\n
 printf '[maxpool]\nsize=2\nstride=2\n\n[convolutional]\nfilters=32\nsize=3\npad=1\nactivation=relu\n\n' >>base.cfg
 printf '[maxpool]\nsize=2\nstride=2\n\n[connected]\noutput=48\nactivation=linear\n\n[softmax]\n' >>base.cfg
 "$TOOL" weights base.cfg 5 base.weights || { t_fail "fixture weights"; t_done; exit 0; }
+# (same_budget=0: this fixture's exits as searched answer at more than one exit)
 expect_ok "prune early-exit with predictions" "$P" early-exit --cfg base.cfg --weights base.weights \
     --data s/s.data --seed 4 --set batch=8 --set stage1=8 --set finetune=3 --set width=2 --set layers=1 \
     --set pool_to=2 --set predictions=1 --set trunk_prune=1 --set trunk_macs=0.7 --set trunk_retrain=3 \
-    --set sbs_images=16 --out e
+    --set sbs_images=16 --set same_budget=0 --out e
 t_check "the trunk is pruned (FlexDNN's collective importance)" sh -c '! cmp -s base.cfg e/variant.cfg'
 
 # the catalog: base and the early-exit variant (its trunk the pruned one)
