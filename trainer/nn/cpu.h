@@ -19,6 +19,9 @@ void trn_cpu_conv_dx(TRN_BE, const trn_conv_shape *s, const float *delta, const 
  * direct product (out may then hold anything). */
 int trn_cpu_winograd(TRN_BE, const trn_conv_shape *s, const float *in, const float *w, int ldw, const float *bias,
                      trn_activation act, float *out);
+/* Whether trn_cpu_winograd computes a convolution of shape s (rather than
+ * answering -1 before any work, on the shape and the settings alone). */
+int trn_cpu_winograd_applies(const trn_conv_shape *s);
 /* Whether a convolution may be computed by another algorithm than its
  * im2col product (Winograd, space-to-depth then Winograd): an inference's
  * forward (s->infer), trn_winograd() on, not the portable mode. */

@@ -562,32 +562,51 @@ static void s2d_channel(void *v, int ch2)
     }
 }
 
+/* The largest stride fwd_s2d takes (kb = 3 taps of up to S2D_ST_MAX each). */
+#define S2D_ST_MAX 8
+
+/* w2 (m, c*st*st*kb*kb) = w regrouped as fwd_s2d says: for each channel
+ * c, its st*st*kb*kb floats of w2 read tap at[t] of its ks*ks (or zero
+ * where at[t] < 0), written in order. */
+static void s2d_weights(const trn_conv_shape *s, int kb, const float *w, int ldw, float *w2)
+{
+    int st = s->stride, kk = kb * kb, per = st * st * kk, at[S2D_ST_MAX * S2D_ST_MAX * 9];
+    for (int ry = 0; ry < st; ry++)
+        for (int rx = 0; rx < st; rx++)
+            for (int by = 0; by < kb; by++)
+                for (int bx = 0; bx < kb; bx++) {
+                    int ky = by * st + ry, kx = bx * st + rx;
+                    at[(ry * st + rx) * kk + by * kb + bx] = ky < s->ks && kx < s->ks ? ky * s->ks + kx : -1;
+                }
+    size_t kc = (size_t)s->ks * s->ks;
+    for (int f = 0; f < s->m; f++)
+        for (int c = 0; c < s->c; c++) {
+            const float *src = w + (size_t)f * ldw + (size_t)c * kc;
+            float *d = w2 + ((size_t)f * s->c + c) * per;
+            for (int t = 0; t < per; t++) d[t] = at[t] >= 0 ? src[at[t]] : 0.0f;
+        }
+}
+
 static int fwd_s2d(const trn_backend *be, const trn_conv_shape *s, const float *in, const float *w, int ldw,
                    const float *bias, trn_activation act, float *out)
 {
     int st = s->stride, kb = (s->ks + st - 1) / st;
     if (!trn_cpu_winograd_allowed(s)) return -1;
-    if (st < 2 || kb != 3 || (kb * st) * (kb * st) * 2 > 3 * s->ks * s->ks) return -1;
+    if (st < 2 || st > S2D_ST_MAX || kb != 3 || (kb * st) * (kb * st) * 2 > 3 * s->ks * s->ks) return -1;
     int oh = trn_conv_out(s->h, s->pad, s->ks, st), ow = trn_conv_out(s->w, s->pad, s->ks, st);
     if (oh < 1 || ow < 1) return -1;
     int c2 = s->c * st * st, kk = kb * kb;
     s2dctx x = {s, in, NULL, oh + kb - 1, ow + kb - 1};
+    trn_conv_shape s2 = {s->batch, c2, x.sh, x.sw, s->m, kb, 1, 0, 1};
+    /* a shape Winograd declines (too few channels) goes to the direct
+     * product before any regrouping (rw-s1s1h1's conv1: 3 channels) */
+    if (!trn_cpu_winograd_applies(&s2)) return -1;
     size_t img = (size_t)c2 * x.sh * x.sw, nw = (size_t)s->m * c2 * kk;
     if ((double)img * s->batch > (double)(16 << 20)) return -1;
     if (!(x.S = scratch(0, img * (size_t)s->batch + nw))) return -1;
     float *w2 = x.S + img * (size_t)s->batch;
-    for (int f = 0; f < s->m; f++)
-        for (int ch2 = 0; ch2 < c2; ch2++) {
-            int c = ch2 / (st * st), ry = ch2 / st % st, rx = ch2 % st;
-            for (int by = 0; by < kb; by++)
-                for (int bx = 0; bx < kb; bx++) {
-                    int ky = by * st + ry, kx = bx * st + rx;
-                    w2[((size_t)f * c2 + ch2) * kk + by * kb + bx] =
-                        ky < s->ks && kx < s->ks ? w[(size_t)f * ldw + ((size_t)c * s->ks + ky) * s->ks + kx] : 0.0f;
-                }
-        }
+    s2d_weights(s, kb, w, ldw, w2);
     trn_cpu_by_channel_runs(c2, s2d_channel, &x);
-    trn_conv_shape s2 = {s->batch, c2, x.sh, x.sw, s->m, kb, 1, 0, 1};
     return trn_cpu_winograd(be, &s2, x.S, w2, c2 * kk, bias, act, out);
 }
 

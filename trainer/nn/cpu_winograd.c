@@ -479,19 +479,25 @@ static void filter_block(void *p, int j)
         }
 }
 
+int trn_cpu_winograd_applies(const trn_conv_shape *s)
+{
+    if (!trn_cpu_winograd_allowed(s)) return 0;
+    if ((s->ks != 3 && s->ks != 5) || s->stride != 1 || s->c < WG_MIN_C || s->m < WG_MIN_M) return 0;
+    int oh = s->h + 2 * s->pad - s->ks + 1, ow = s->w + 2 * s->pad - s->ks + 1;
+    return oh >= 1 && ow >= 1 &&
+           (size_t)(s->ks + 1) * (s->ks + 1) * s->c * ((oh + 1) / 2) * ((ow + 1) / 2) <= WG_V_FLOATS;
+}
+
 int trn_cpu_winograd(TRN_BE, const trn_conv_shape *s, const float *in, const float *w, int ldw, const float *bias,
                      trn_activation act, float *out)
 {
-    if (!trn_cpu_winograd_allowed(s)) return -1;
-    if ((s->ks != 3 && s->ks != 5) || s->stride != 1 || s->c < WG_MIN_C || s->m < WG_MIN_M) return -1;
+    if (!trn_cpu_winograd_applies(s)) return -1;
     wgctx x = {be, s, s->ks, s->ks + 1, (s->ks + 1) * (s->ks + 1), 0, 0, 0, 0, 0, 0, 0, 0, in, w, bias, ldw, act,
                out, NULL, 0, 0};
     atomic_init(&x.fail, 0);
     x.oh = s->h + 2 * s->pad - s->ks + 1, x.ow = s->w + 2 * s->pad - s->ks + 1;
-    if (x.oh < 1 || x.ow < 1) return -1;
     x.th = (x.oh + 1) / 2, x.tw = (x.ow + 1) / 2, x.t = x.th * x.tw;
-    size_t per = (size_t)x.nx * s->c * x.t; /* V's floats per image */
-    if (per > WG_V_FLOATS) return -1;
+    size_t per = (size_t)x.nx * s->c * x.t; /* V's floats per image, at most WG_V_FLOATS */
     int group = (int)(WG_V_FLOATS / per);
     if (group > s->batch) group = s->batch;
     size_t vfloats = (size_t)x.nx * spaced((size_t)s->c * group * x.t);

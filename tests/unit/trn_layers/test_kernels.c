@@ -262,6 +262,31 @@ static void winograd_matches_reference_for_any_threads(void **state)
     trn_set_threads(0);
 }
 
+/* A strided inference convolution whose space-to-depth shape Winograd
+ * declines (3 channels: 12 after space-to-depth, below its minimum; the
+ * catalog's rw-s1s1h1 conv1) is the direct product's exact bytes: fwd_s2d
+ * gives up on the shape alone (trn_cpu_winograd_applies), before its
+ * regrouping. Its 3x3 counterpart of 32 channels and filters does apply. */
+static void s2d_declined_by_shape_is_the_direct_product(void **state)
+{
+    (void)state;
+    trn_conv_shape s = {1, 3, 32, 32, 16, 5, 2, 1, 1}, direct = s, s2 = {1, 12, 17, 17, 16, 3, 1, 0, 1};
+    direct.infer = 0;
+    assert_false(trn_cpu_winograd_applies(&s2));
+    s2.c = s2.m = 32;
+    assert_true(trn_cpu_winograd_applies(&s2));
+    int oh = (s.h + 2 * s.pad - s.ks) / s.stride + 1;
+    size_t nin = (size_t)s.c * s.h * s.w, nout = (size_t)s.m * oh * oh, nw = (size_t)s.m * s.c * s.ks * s.ks;
+    float *in = rnd(nin, 170), *w = rnd(nw, 171), *bias = rnd((size_t)s.m, 172);
+    float *o = malloc(nout * sizeof *o), *d = malloc(nout * sizeof *d), *r = malloc(nout * sizeof *r);
+    ref->conv(ref, &s, in, w, s.c * s.ks * s.ks, bias, TRN_ACT_RELU, r);
+    cpu->conv(cpu, &s, in, w, s.c * s.ks * s.ks, bias, TRN_ACT_RELU, o);
+    cpu->conv(cpu, &direct, in, w, s.c * s.ks * s.ks, bias, TRN_ACT_RELU, d);
+    assert_memory_equal(o, d, nout * sizeof *o);
+    assert_true(tl_relerr(o, r, nout) <= 1e-6);
+    free(o), free(d), free(r), free(in), free(w), free(bias);
+}
+
 /* The fused batch-norm passes against the reference, and the same bytes
  * for 1 and 3 threads. */
 static void fused_bn_kernels_match_reference_for_any_threads(void **state)
@@ -410,6 +435,7 @@ int kernel_tests(struct CMUnitTest *t)
         cmocka_unit_test(pooling_and_losses_match_reference),
         cmocka_unit_test(conv_kernels_match_reference_for_any_threads),
         cmocka_unit_test(winograd_matches_reference_for_any_threads),
+        cmocka_unit_test(s2d_declined_by_shape_is_the_direct_product),
         cmocka_unit_test(scratch_freed_when_its_thread_exits),
         cmocka_unit_test(fused_bn_kernels_match_reference_for_any_threads),
     };
