@@ -502,36 +502,29 @@ static int parse_i64(const char *s, int64_t *out)
     return 0;
 }
 
-/* The development key under dir: made once, reused after. */
-static cat_seckey *dev_key(const char *dir, int *made_key, trn_err *err)
+/* The development key's warning. */
+static void print_warning(void *user, const char *text)
 {
-    char sec[4096], pub[4096];
-    if (snprintf(sec, sizeof sec, "%s/catalog-dev.key", dir) >= (int)sizeof sec ||
-        snprintf(pub, sizeof pub, "%s/catalog-dev.pub", dir) >= (int)sizeof pub) {
-        trn_errf(err, "%s: path too long", dir);
-        return NULL;
-    }
-    struct stat st;
-    int made = 0;
-    if (stat(sec, &st) != 0) {
-        if (trn_mkdir_p(dir, err) != 0 || cat_keygen(pub, sec, NULL, CAT_KDF_NONE, 1, 0, NULL, err) != 0) return NULL;
-        made = *made_key = 1;
-    }
-    cat_seckey *k = cat_seckey_load(sec, NULL, err);
-    if (!k) return NULL;
+    (void)user;
+    fputs(text, stderr);
+}
+
+static void print_decisions(const cJSON *w);
+
+/* What a packed catalog came to, and every winnowing decision. */
+static void print_packed(const struct cat_pack_catalog_result *r, const cat_seckey *key, const char *out_dir)
+{
+    const struct cat_built *b = &r->built;
     rtl_pubkey pk;
     char id[17];
-    cat_seckey_pubkey(k, &pk);
+    cat_seckey_pubkey(key, &pk);
     rtl_keynum_hex(pk.keynum, id);
-    fprintf(stderr,
-            "catalog: WARNING: ************************************************************\n"
-            "catalog: WARNING: signing with the DEVELOPMENT key %s (%s, %s).\n"
-            "catalog: WARNING: Devices must NOT trust it: never put %s in a\n"
-            "catalog: WARNING: production device's keys folder. Sign releases with --key SEC\n"
-            "catalog: WARNING: (make catalog KEY=path).\n"
-            "catalog: WARNING: ************************************************************\n",
-            id, sec, made ? "created now" : "made earlier", pub);
-    return k;
+    printf("catalog: %s: %d variants, %zu files, %" PRIu64 " bytes; %d winnowed (%s/winnowed.json)\n", r->archive,
+           cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(b->manifest, "variants")), b->nfiles, r->bytes,
+           cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(b->manifest, "winnowed")), out_dir);
+    printf("catalog: signature %s (key %s%s); mtimes from %s\n", r->signature, id,
+           cat_seckey_is_development(key) ? ", DEVELOPMENT" : "", b->source_date_epoch_from);
+    print_decisions(b->winnowed);
 }
 
 /* One comparison of winnowing (manifest.schema.json, paired_test) in words. */
@@ -655,105 +648,24 @@ static int cmd_pack(int argc, char **argv)
      * winnowed.json last; a failure removes what this run made. */
     cat_seckey *key = NULL;
     if (key_path && !(key = load_key(key_path, &po, &err))) return fail(&err);
-    if (addon_of) {
-        char *btext = NULL;
-        size_t blen = 0;
-        if (trn_read_file(addon_of, (size_t)64 << 20, &btext, &blen, &err) != 0) {
-            cat_seckey_free(key);
-            return fail(&err);
-        }
-        base_manifest = cJSON_ParseWithLength(btext, blen);
-        free(btext);
-        const cJSON *bc = cJSON_GetObjectItemCaseSensitive(base_manifest, "catalog");
-        const cJSON *bver = cJSON_GetObjectItemCaseSensitive(base_manifest, "version");
-        if (!cJSON_IsString(bc) || !cJSON_IsNumber(bver) ||
-            !cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(base_manifest, "variants"))) {
-            cJSON_Delete(base_manifest);
-            cat_seckey_free(key);
-            fprintf(stderr, "catalog: error: --addon-of %s: not a catalog manifest (catalog, version and "
-                    "variants are needed: give the base catalog's manifest.json)\n", addon_of);
-            return 1;
-        }
-        if (cJSON_GetObjectItemCaseSensitive(base_manifest, "base")) {
-            cJSON_Delete(base_manifest);
-            cat_seckey_free(key);
-            fprintf(stderr, "catalog: error: --addon-of %s: that catalog is itself an add-on; give the "
-                    "manifest of the catalog it extends\n", addon_of);
-            return 1;
-        }
-        if (!o.catalog || !strcmp(o.catalog, bc->valuestring)) {
-            /* the message before the free: bc is inside base_manifest */
-            int urc = ck_usage_of("catalog", &verb, "--addon-of needs --catalog ID, an id other than the base's ('%s')",
-                                  bc->valuestring);
-            cJSON_Delete(base_manifest);
-            cat_seckey_free(key);
-            return urc;
-        }
-        o.base = base_manifest;
+    if (addon_of && cat_addon_base_read(addon_of, &base_manifest, &err) != 0) {
+        cat_seckey_free(key);
+        return fail(&err);
     }
-    struct cat_built b;
-    int rc = cat_build(&o, &b, print_problem, NULL, &err);
-    char path[4200], archive[4096], sigpath[4200], devbuf[4096];
-    char *text = NULL, *wtext = NULL;
-    int made_out = 0, made_key = 0, made_archive = 0, made_sig = 0, made_manifest = 0;
-    struct stat st;
-    if (rc == 0 && stat(out_dir, &st) != 0) made_out = 1;
-    if (rc == 0 && trn_mkdir_p(out_dir, &err) != 0) rc = -1;
-    if (rc == 0 && !key) {
-        if (!dev_dir) snprintf(devbuf, sizeof devbuf, "%s/devkey", out_dir), dev_dir = devbuf;
-        if (!(key = dev_key(dev_dir, &made_key, &err))) rc = -1;
+    const char *base_id = cat_json_str(base_manifest, "catalog", NULL);
+    if (addon_of && (!o.catalog || !strcmp(o.catalog, base_id))) {
+        int urc = ck_usage_of("catalog", &verb, "--addon-of needs --catalog ID, an id other than the base's ('%s')",
+                              base_id);
+        cJSON_Delete(base_manifest);
+        cat_seckey_free(key);
+        return urc;
     }
-    if (rc == 0) {
-        const cJSON *m = b.manifest;
-        text = cat_json_print(b.manifest);
-        wtext = cat_json_print(b.winnowed);
-        snprintf(archive, sizeof archive, "%s/catalog-%s-%.0f.tar.zst", out_dir, jstr(m, "model"), jnum(m, "version"));
-        snprintf(sigpath, sizeof sigpath, "%s.minisig", archive);
-        int64_t mtime = (int64_t)jnum(cJSON_GetObjectItemCaseSensitive(m, "build"), "source_date_epoch");
-        made_archive = stat(archive, &st) != 0;
-        made_sig = stat(sigpath, &st) != 0;
-        snprintf(path, sizeof path, "%s/manifest.json", out_dir);
-        made_manifest = stat(path, &st) != 0;
-        if (!text || !wtext) rc = trn_errf(&err, "out of memory");
-        else if (cat_pack(archive, text, b.files, b.nfiles, mtime, (int)level, &err) != 0) rc = -1;
-        else if (cat_sign_archive(key, archive, sigpath, &err) != 0) rc = -1;
-        else if (trn_write_file_atomic(path, text, strlen(text), &err) != 0) rc = -1;
-        else if (snprintf(path, sizeof path, "%s/winnowed.json", out_dir) < 0 ||
-                 trn_write_file_atomic(path, wtext, strlen(wtext), &err) != 0) rc = -1;
-        if (rc != 0) {
-            if (made_archive) unlink(archive);
-            if (made_sig) unlink(sigpath);
-            snprintf(path, sizeof path, "%s/manifest.json", out_dir);
-            if (made_manifest) unlink(path);
-        }
-        snprintf(path, sizeof path, "%s", sigpath);
-    }
-    if (rc != 0 && made_key) {
-        char f[4200];
-        snprintf(f, sizeof f, "%s/catalog-dev.key", dev_dir);
-        unlink(f);
-        snprintf(f, sizeof f, "%s/catalog-dev.pub", dev_dir);
-        unlink(f);
-        rmdir(dev_dir);
-    }
-    if (rc != 0 && made_out) rmdir(out_dir);
-    if (rc == 0) {
-        uint64_t bytes = 0;
-        for (size_t i = 0; i < b.nfiles; i++) bytes += b.files[i].size;
-        rtl_pubkey pk;
-        char id[17];
-        cat_seckey_pubkey(key, &pk);
-        rtl_keynum_hex(pk.keynum, id);
-        printf("catalog: %s: %d variants, %zu files, %" PRIu64 " bytes; %d winnowed (%s/winnowed.json)\n", archive,
-               cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(b.manifest, "variants")), b.nfiles, bytes,
-               cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(b.manifest, "winnowed")), out_dir);
-        printf("catalog: signature %s (key %s%s); mtimes from %s\n", path, id,
-               cat_seckey_is_development(key) ? ", DEVELOPMENT" : "", b.source_date_epoch_from);
-        print_decisions(b.winnowed);
-    }
-    free(text);
-    free(wtext);
-    cat_built_free(&b);
+    o.base = base_manifest;
+    struct cat_pack_catalog_options pko = {o, out_dir, key, dev_dir, (int)level, print_problem, NULL, print_warning};
+    struct cat_pack_catalog_result r;
+    int rc = cat_pack_catalog(&pko, &r, &err);
+    if (rc == 0) print_packed(&r, key ? key : r.dev_key, out_dir);
+    if (rc == 0) cat_pack_catalog_result_free(&r);
     cat_seckey_free(key);
     cJSON_Delete(base_manifest);
     return rc == 0 ? 0 : fail(&err);

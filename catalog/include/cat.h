@@ -359,6 +359,38 @@ int cat_build(const struct cat_build_options *o, struct cat_built *out, cat_repo
               trn_err *err);
 void cat_built_free(struct cat_built *b);
 
+/* ---- packing a catalog (catalog/src/pack_catalog.c; `catalog pack`) -------- */
+
+/* The manifest of the catalog an add-on extends (catalog pack --addon-of):
+ * a catalog's manifest.json (catalog, version and variants), not itself an
+ * add-on. *base (the caller deletes it) on success; -1 with err naming
+ * path and what to give instead. */
+int cat_addon_base_read(const char *path, cJSON **base, trn_err *err);
+
+struct cat_pack_catalog_options {
+    struct cat_build_options build;
+    const char *out_dir;
+    const cat_seckey *key;   /* NULL: the development key under dev_key_dir */
+    const char *dev_key_dir; /* NULL: OUT_DIR/devkey; the key is made there once */
+    int zstd_level;
+    cat_report_fn report;    /* every problem cat_build finds */
+    void *user;
+    /* the development key's warning (lines, each ending in a newline) */
+    void (*warn)(void *user, const char *text);
+};
+struct cat_pack_catalog_result {
+    struct cat_built built;
+    char archive[4096], signature[4200];
+    cat_seckey *dev_key; /* the development key that signed, or NULL */
+    uint64_t bytes;      /* the packed files' */
+};
+/* cat_build, then (nothing is made before every variant was read) OUT_DIR,
+ * the development key when no key is given (with its warning), the
+ * archive, its signature, manifest.json and winnowed.json. A failure
+ * removes what this run made. -1 with err. */
+int cat_pack_catalog(const struct cat_pack_catalog_options *o, struct cat_pack_catalog_result *r, trn_err *err);
+void cat_pack_catalog_result_free(struct cat_pack_catalog_result *r);
+
 /* Checks a manifest: the schema, then cross-references (ids, dependencies,
  * tasks, targets, top5 where classes > 5, file paths), then, when root is
  * not NULL, every file's size and SHA-256 under root. Returns the number of

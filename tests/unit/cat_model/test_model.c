@@ -1,5 +1,6 @@
 /* Unit tests of the catalog's model code: winnowing, the roofline estimate,
- * deterministic JSON output, key files and signing, the variants table. */
+ * deterministic JSON output, key files and signing, the variants table and
+ * catalog pack's run. */
 #include "testutil_impl.h"
 #include "cat.h"
 
@@ -766,6 +767,134 @@ static void variants_table(void **state)
     assert_non_null(strstr(e.msg, "cannot open"));
 }
 
+/* A fixture variant under dir: variant.cfg, variant.weights (bytes
+ * bytes) and variant.json with its costs and accuracy on 20000 images. */
+static void pack_variant(const char *dir, const char *id, double macs, int bytes, double top1)
+{
+    char path[1200], text[2048];
+    snprintf(text, sizeof text,
+             "{\"schema\":1,\"id\":\"%s\",\"model\":\"tinynet\",\"technique\":\"%s\",\"parent\":%s,\"depends_on\":[],"
+             "\"description\":\"fixture %s\",\"task\":\"identity\",\"files\":[{\"role\":\"cfg\",\"path\":\"variant.cfg\"},"
+             "{\"role\":\"weights\",\"path\":\"variant.weights\"}],\"accuracy\":{\"identity\":{\"split\":\"test\","
+             "\"images\":20000,\"top1\":%g}},\"cost\":{\"macs\":%g,\"params\":%d,\"weight_bytes\":%d,"
+             "\"peak_activation_bytes\":65536,\"layers\":[{\"index\":0,\"type\":\"convolutional\",\"output\":[16,32,32],"
+             "\"macs\":%g,\"params\":%d,\"output_bytes\":65536}]},\"technique_fields\":{}}",
+             id, strcmp(id, "base") ? "pruned" : "base", strcmp(id, "base") ? "\"base\"" : "null", id, top1, macs,
+             bytes / 4, bytes, macs, bytes / 4);
+    put_variant(dir, id, text);
+    snprintf(path, sizeof path, "%s/%s/variant.cfg", dir, id);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("[net]\nbatch=1\nwidth=32\nheight=32\nchannels=3\n\n[convolutional]\nfilters=16\nsize=3\npad=1\n", f);
+    fclose(f);
+    snprintf(path, sizeof path, "%s/%s/variant.weights", dir, id);
+    assert_non_null(f = fopen(path, "w"));
+    for (int i = 0; i < bytes; i++) fputc(i * 7 + (int)strlen(id), f);
+    fclose(f);
+}
+
+static void count_warning(void *user, const char *text)
+{
+    int *n = user;
+    n[0]++;
+    n[1] += strstr(text, "created now") != NULL;
+}
+
+static void count_problem(void *user, const char *ptr, const char *msg)
+{
+    (void)ptr, (void)msg;
+    (*(int *)user)++;
+}
+
+static int file_size(const char *dir, const char *name)
+{
+    char path[1200];
+    struct stat st;
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    return stat(path, &st) == 0 ? (int)st.st_size : -1;
+}
+
+/* catalog pack's run: with a key the archive, its signature, manifest.json
+ * and winnowed.json (the dominated variant dropped), the packed bytes the
+ * files'; without one a development key made once with its warning, then
+ * reused; a variant that does not read fails before anything is made; the
+ * add-on's base manifest read back, a file that is none refused. */
+static void pack_catalog_run(void **state)
+{
+    (void)state;
+    char root[1024], vdir[1100], out[1100], pub[1100], sec[1100], names[1100];
+    snprintf(root, sizeof root, "%s/pack", test_tmpdir());
+    assert_int_equal(mkdir(root, 0755), 0);
+    snprintf(vdir, sizeof vdir, "%s/variants", root);
+    pack_variant(vdir, "base", 7e8, 600, 0.80);
+    pack_variant(vdir, "slim", 3e8, 200, 0.78);
+    pack_variant(vdir, "worse", 5e8, 400, 0.70); /* dominated by slim */
+    snprintf(names, sizeof names, "%s/identity.names", root);
+    FILE *f = fopen(names, "w");
+    assert_non_null(f);
+    fputs("a\nb\nc\n", f);
+    fclose(f);
+    snprintf(pub, sizeof pub, "%s/k.pub", root);
+    snprintf(sec, sizeof sec, "%s/k.key", root);
+    trn_err e;
+    if (cat_keygen(pub, sec, NULL, CAT_KDF_NONE, 0, 0, NULL, &e)) fail_msg("%s", e.msg);
+    cat_seckey *key = cat_seckey_load(sec, NULL, &e);
+    assert_non_null(key);
+    struct cat_task_labels task = {"identity", names};
+    int warnings[2] = {0, 0}, problems = 0;
+    snprintf(out, sizeof out, "%s/out", root);
+    struct cat_pack_catalog_options o = {
+        .build = {.variants_dir = vdir, .version = 3, .seed = 42, .source_date_epoch = 1700000000, .tasks = &task,
+                  .ntasks = 1, .no_targets = 1},
+        .out_dir = out, .key = key, .zstd_level = 3, .report = count_problem, .user = warnings,
+        .warn = count_warning};
+    o.user = &problems;
+    struct cat_pack_catalog_result r;
+    if (cat_pack_catalog(&o, &r, &e)) fail_msg("%s", e.msg);
+    assert_null(r.dev_key);
+    assert_non_null(strstr(r.archive, "/out/catalog-tinynet-3.tar.zst"));
+    assert_true(file_size(out, "catalog-tinynet-3.tar.zst") > 0 && file_size(out, "catalog-tinynet-3.tar.zst.minisig") > 0);
+    assert_true(file_size(out, "manifest.json") > 0 && file_size(out, "winnowed.json") > 0);
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(r.built.manifest, "variants")), 2);
+    const cJSON *dropped = cJSON_GetArrayItem(cJSON_GetObjectItem(r.built.winnowed, "dropped"), 0);
+    assert_string_equal(cJSON_GetObjectItem(dropped, "id")->valuestring, "worse");
+    uint64_t sum = 0;
+    for (size_t i = 0; i < r.built.nfiles; i++) sum += r.built.files[i].size;
+    assert_true(r.bytes == sum && r.bytes > 800);
+    cat_pack_catalog_result_free(&r);
+    cat_seckey_free(key);
+    /* without a key: a development key, made once */
+    snprintf(out, sizeof out, "%s/dev", root);
+    o.key = NULL, o.user = warnings;
+    for (int run = 0; run < 2; run++) {
+        if (cat_pack_catalog(&o, &r, &e)) fail_msg("%s", e.msg);
+        assert_non_null(r.dev_key);
+        assert_true(cat_seckey_is_development(r.dev_key));
+        cat_pack_catalog_result_free(&r);
+    }
+    assert_int_equal(warnings[0], 2);
+    assert_int_equal(warnings[1], 1);
+    assert_true(file_size(out, "devkey/catalog-dev.pub") > 0);
+    /* a variant that does not read: nothing made */
+    snprintf(vdir, sizeof vdir, "%s/broken", root);
+    put_variant(vdir, "base", "{\"schema\":1");
+    snprintf(out, sizeof out, "%s/never", root);
+    o.build.variants_dir = vdir;
+    problems = 0, o.user = &problems;
+    assert_int_equal(cat_pack_catalog(&o, &r, &e), -1);
+    assert_true(problems > 0);
+    assert_int_equal(file_size(root, "never"), -1);
+    /* the add-on's base */
+    snprintf(out, sizeof out, "%s/out/manifest.json", root);
+    cJSON *base;
+    if (cat_addon_base_read(out, &base, &e)) fail_msg("%s", e.msg);
+    assert_string_equal(cJSON_GetObjectItem(base, "catalog")->valuestring, "tinynet");
+    cJSON_Delete(base);
+    assert_int_equal(cat_addon_base_read(names, &base, &e), -1);
+    assert_null(base);
+    assert_non_null(strstr(e.msg, "not a catalog manifest"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -792,6 +921,7 @@ int main(void)
         cmocka_unit_test(keys_and_signatures),
         cmocka_unit_test(passphrase_sources),
         cmocka_unit_test(variants_table),
+        cmocka_unit_test(pack_catalog_run),
     };
     int rc = cmocka_run_group_tests_name("cat_model", tests, NULL, NULL);
     test_tmpdir_cleanup();
