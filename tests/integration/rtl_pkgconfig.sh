@@ -39,9 +39,8 @@ int main(int argc, char **argv)
     rtl_installed *list;
     size_t n;
     if (rtl_list(s, &list, &n, &err) != 0) { fprintf(stderr, "%s\n", err.msg); return 1; }
-    rtl_pubkey pk;
-    int bad = rtl_pubkey_parse("RWQ=", 4, &pk, &err) == 0; /* must be refused */
-    printf("rtl %s: %zu catalogs, bad key refused: %s\n", RTL_VERSION, n, bad ? "no" : "yes");
+    int bad = rtl_verify_installed(s, "none", &err) == 0; /* not installed: must be refused */
+    printf("rtl %s: %zu catalogs, unknown catalog refused: %s\n", RTL_VERSION, n, bad ? "no" : "yes");
     free(list);
     rtl_store_close(s);
     return bad;
@@ -51,7 +50,7 @@ expect_ok "pkg-config knows rtl" pkg-config --exists rtl
 expect_ok "a program compiles and links against rtl.pc (shared)" \
     bash -c "cc $san -Wall -Werror tiny.c \$(pkg-config --cflags --libs rtl) -o tiny-shared"
 expect_ok "and runs with the installed librtl.so" env LD_LIBRARY_PATH="$D$P/lib" ./tiny-shared store1
-t_check "it used the library" grep -q "rtl .*: 0 catalogs, bad key refused: yes" "$T/out"
+t_check "it used the library" grep -q "rtl .*: 0 catalogs, unknown catalog refused: yes" "$T/out"
 t_check "it loads librtl.so.0 from the DESTDIR" bash -c "LD_LIBRARY_PATH='$D$P/lib' ldd ./tiny-shared | grep -q '$D$P/lib/librtl.so.0'"
 # librtl.a itself; its dependencies (Requires.private, and -lm of
 # Libs.private) shared as a device has them (`pkg-config --static` would also
