@@ -149,6 +149,19 @@ rtl_model *open_variant(rtl_store *s, const char *id, const char *variant, long 
     return m;
 }
 
+rtl_model_info model_info(const rtl_model *m)
+{
+    rtl_model_info mi = {0};
+    (void)rtl_model_describe(m, &mi, sizeof mi, NULL);
+    return mi;
+}
+
+int model_cut_ok(const rtl_model *m, int s)
+{
+    rtl_layer_cost lc;
+    return s == model_info(m).layers || (rtl_model_layer_cost(m, s, &lc) == 0 && lc.cut_before);
+}
+
 int sub_opts(int argc, char **argv, const ck_verb *v, int lo, int hi, int *rc)
 {
     const char **ops = calloc((size_t)argc + 1, sizeof *ops);

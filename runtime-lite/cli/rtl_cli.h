@@ -31,6 +31,12 @@ FILE *open_input(const char *path, const char *mode, rtl_err *err);
  * compute threads (0: keep), and its catalog in *cat (both to close). NULL
  * after printing the error (fail's). */
 rtl_model *open_variant(rtl_store *s, const char *id, const char *variant, long long threads, rtl_catalog **cat);
+/* m's rtl_model_info (rtl_model_describe with this rtl.h's size: it cannot
+ * fail). */
+rtl_model_info model_info(const rtl_model *m);
+/* 1 when m's layers may be cut before layer s (0..layers: its layer cost's
+ * cut_before; the last cut always). */
+int model_cut_ok(const rtl_model *m, int s);
 
 /* Parses a command's options with the kit (v's option table, whose rows
  * point into the command's struct cmd_opts) and checks that it got between

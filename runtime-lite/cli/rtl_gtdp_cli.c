@@ -186,7 +186,7 @@ static int parse_cpus(const char *s, int *cpu, int *n)
 static double predicted_ms(rtl_model *m, const rtl_gtdp_worker *w, int n, int equal, double extra, cJSON *comp)
 {
     double t = 0, here = 0;
-    int L = rtl_model_layers(m);
+    int L = model_info(m).layers;
     cJSON *blocks = comp ? cJSON_AddArrayToObject(comp, "blocks") : NULL;
     for (int i = 0; i < L;) {
         rtl_gtdp_layer g;
@@ -212,7 +212,7 @@ static double predicted_ms(rtl_model *m, const rtl_gtdp_worker *w, int n, int eq
             continue;
         }
         int j = i; /* here: layers i..j up to the next possible cut */
-        while (j + 1 < L && !rtl_model_cut_ok(m, j + 1)) j++;
+        while (j + 1 < L && !model_cut_ok(m, j + 1)) j++;
         for (; i <= j; i++) {
             rtl_layer_cost lc;
             rtl_model_layer_cost(m, i, &lc);
@@ -261,7 +261,7 @@ static int choose_dims(rtl_model *m, rtl_peer **peers, const rtl_gtdp_worker *w,
     static const int cand[3] = {RTL_GTDP_ROWS, RTL_GTDP_CHANNELS, 0};
     static const char *name[3] = {"rows", "channels", "both"};
     static rtl_gtdp_stats cs;
-    int L = rtl_model_layers(m), nc = nw > 2 ? 3 : 2, rc = -1, nb = 0;
+    int L = model_info(m).layers, nc = nw > 2 ? 3 : 2, rc = -1, nb = 0;
     enum { REPS = 5 };
     int reps = nc == 2 ? REPS : 3; /* 20 forwards over two workers, 27 over more */
     int *blk = malloc((size_t)L * sizeof *blk), *pick = malloc((size_t)L * 3 * sizeof *pick);
@@ -566,7 +566,8 @@ int cmd_run_gtdp(rtl_store *s, int argc, char **argv)
     if (!m) return 1;
     int status = 0;
     rtl_peer *peers[RTL_GTDP_MAX_WORKERS] = {0};
-    size_t in = rtl_model_input_size(m), k = (size_t)top < rtl_model_classes(m) ? (size_t)top : rtl_model_classes(m);
+    rtl_model_info mi = model_info(m);
+    size_t in = mi.input_size, k = (size_t)top < mi.classes ? (size_t)top : mi.classes;
     float *x = malloc(in * sizeof *x);
     rtl_class *cls = calloc(k, sizeof *cls);
     double *tg = calloc((size_t)repeat, sizeof *tg), *tl = calloc((size_t)repeat, sizeof *tl);

@@ -328,9 +328,10 @@ static void pattern(float *x, size_t n)
 /* The model's layer costs with measured times into a new array. */
 static rtl_layer_cost *layer_costs(rtl_model *m, long runs, int *n, rtl_err *err)
 {
-    size_t in = rtl_model_input_size(m);
+    rtl_model_info mi = model_info(m);
+    size_t in = mi.input_size;
     float *x = malloc(in * sizeof *x);
-    *n = rtl_model_layers(m);
+    *n = mi.layers;
     rtl_layer_cost *l = calloc((size_t)*n, sizeof *l);
     if (!x || !l) {
         free(x), free(l);
@@ -391,7 +392,7 @@ static cJSON *plan_json(const rtl_plan *p)
 static int apply_target(const rtl_model *m, const rtl_layer_cost *l, int n, struct popts *o, rtl_err *err)
 {
     if (!o->target_name) return 0;
-    const rtl_variant *v = rtl_model_variant(m);
+    const rtl_variant *v = model_info(m).variant;
     double host = 0;
     for (int i = 0; i < n; i++) host += l[i].host_ms;
     char names[512] = "";
@@ -965,8 +966,8 @@ int cmd_run_split(rtl_store *s, int argc, char **argv)
     int status = 0, n;
     rtl_layer_cost *l = layer_costs(m, o.runs, &n, &err);
     rtl_plan plan, dev, cloud;
-    size_t in = rtl_model_input_size(m);
-    size_t k = (size_t)o.top < rtl_model_classes(m) ? (size_t)o.top : rtl_model_classes(m);
+    rtl_model_info mi = model_info(m);
+    size_t in = mi.input_size, k = (size_t)o.top < mi.classes ? (size_t)o.top : mi.classes;
     float *x = malloc(in * sizeof *x);
     rtl_class *top = calloc(k, sizeof *top);
     double *ms = calloc((size_t)o.repeat, sizeof *ms);

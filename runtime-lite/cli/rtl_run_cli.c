@@ -15,7 +15,8 @@
 static void print_result(const char *image, const rtl_class *top, size_t n, const char *answered_by,
                          const char *cascade, const rtl_model *m, cJSON *results)
 {
-    int exits = rtl_model_exits(m), exit = rtl_model_exit_taken(m);
+    rtl_model_info mi = model_info(m);
+    int exits = mi.exits, exit = mi.exit_taken;
     if (results) {
         cJSON *r = cJSON_CreateObject();
         cJSON_AddStringToObject(r, "image", image);
@@ -23,7 +24,7 @@ static void print_result(const char *image, const rtl_class *top, size_t n, cons
         if (cascade) cJSON_AddStringToObject(r, "cascade", cascade);
         if (exits) {
             cJSON_AddNumberToObject(r, "exit", exit);
-            cJSON_AddNumberToObject(r, "exit_layer", exit < exits ? rtl_model_exit_layer(m, exit) : -1);
+            cJSON_AddNumberToObject(r, "exit_layer", exit < exits ? mi.exit_layers[exit] : -1);
         }
         cJSON_AddItemToObject(r, "top", top_json(top, n));
         cJSON_AddItemToArray(results, r);
@@ -31,7 +32,7 @@ static void print_result(const char *image, const rtl_class *top, size_t n, cons
     }
     printf("%s:", image);
     for (size_t k = 0; k < n; k++) printf("%s %.6f %s", k ? "," : "", top[k].prob, top[k].label);
-    if (exits && exit < exits) printf(" [exit %d, layer %d]", exit, rtl_model_exit_layer(m, exit));
+    if (exits && exit < exits) printf(" [exit %d, layer %d]", exit, mi.exit_layers[exit]);
     else if (exits) printf(" [final]");
     if (cascade) printf(" [cascade %s, answered by %s]", cascade, answered_by);
     putchar('\n');
@@ -84,7 +85,8 @@ static cJSON *run_doc(const rtl_catalog *cat, const char *variant, const rtl_mod
     cJSON_AddStringToObject(doc, "catalog", rtl_catalog_id(cat));
     cJSON_AddNumberToObject(doc, "version", (double)rtl_catalog_version(cat));
     cJSON_AddStringToObject(doc, "variant", variant);
-    if (rtl_model_capacities(m)) cJSON_AddNumberToObject(doc, "capacity", rtl_model_capacity(m));
+    rtl_model_info mi = model_info(m);
+    if (mi.capacities) cJSON_AddNumberToObject(doc, "capacity", mi.capacity);
     if (!cJSON_AddArrayToObject(doc, "results")) cJSON_Delete(doc), doc = NULL;
     return doc;
 }
@@ -211,7 +213,7 @@ int cmd_run(rtl_store *s, int argc, char **argv)
     const rtl_model *m = NULL;
     rtl_runner *r = run_prepare(s, cat, &ro, &q, &m);
     if (!r) return rtl_catalog_close(cat), 1;
-    const char *task = rtl_variant_task(rtl_model_variant(m));
+    const char *task = rtl_variant_task(model_info(m).variant);
     rtl_specialised sp;
     if (context && !quiet && rtl_runner_specialised(r, task, 0, &sp, NULL) == 0)
         fprintf(stderr, "rtl: context: no specialised model with partner %s is installed\n", argv[i + 1]);
@@ -273,12 +275,13 @@ static int profile_one(rtl_catalog *cat, const char *id, const struct cmd_opts *
         fail(&err);
         return -1;
     }
-    float *x = malloc(rtl_model_input_size(m) * sizeof *x);
+    size_t in = model_info(m).input_size;
+    float *x = malloc(in * sizeof *x);
     int rc = -1;
     if (!x) {
         fprintf(stderr, "rtl: error: out of memory\n");
     } else {
-        fill_pattern(x, rtl_model_input_size(m));
+        fill_pattern(x, in);
         if (rtl_model_measure_paced(m, x, (uint32_t)o->warmup, (uint32_t)o->runs, o->gap_ms, lat, &err) != 0 ||
             rtl_profile_save(cat, lat, 1, &err) != 0)
             fail(&err);

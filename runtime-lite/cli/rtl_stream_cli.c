@@ -318,7 +318,8 @@ static void stream_tally(struct stream *S, const rtl_sched_decision *d, double m
 static void print_served(const struct stream *S, const rtl_sched_option *op, const rtl_sched_decision *d,
                          const rtl_runner_result *res, const char *answer, float prob, int ok)
 {
-    int exit_taken = res->model && rtl_model_exits(res->model) > 0 ? rtl_model_exit_taken(res->model) : -1;
+    rtl_model_info mi = res->model ? model_info(res->model) : (rtl_model_info){0};
+    int exit_taken = mi.exits > 0 ? mi.exit_taken : -1;
     printf(",\"answer\":");
     if (answer) ck_json_str(stdout, answer);
     else printf("null");

@@ -65,11 +65,12 @@ static int task_models(struct tasks_run *R, rtl_store *s, rtl_catalog *cat, long
         return fail(&err);
     size_t kmax = 1;
     for (size_t t = 0; t < R->nt; t++) {
-        R->var[t] = rtl_model_variant(R->models[t]);
-        if (rtl_model_classes(R->models[t]) > kmax) kmax = rtl_model_classes(R->models[t]);
+        rtl_model_info mi = model_info(R->models[t]);
+        R->var[t] = mi.variant;
+        if (mi.classes > kmax) kmax = mi.classes;
     }
     R->top = calloc(kmax, sizeof *R->top);
-    R->x = malloc(rtl_model_input_size(R->models[0]) * sizeof *R->x);
+    R->x = malloc(model_info(R->models[0]).input_size * sizeof *R->x);
     if (!R->top || !R->x) return fprintf(stderr, "rtl: error: out of memory\n"), 1;
     if (!json) return 0;
     R->doc = cJSON_CreateObject();
@@ -108,7 +109,8 @@ static int task_answers(struct tasks_run *R, char **images, int n, long long top
             cJSON_AddItemToArray(R->results, r);
         }
         for (size_t t = 0; t < R->nt; t++) {
-            size_t k = (size_t)topk < rtl_model_classes(R->models[t]) ? (size_t)topk : rtl_model_classes(R->models[t]), nc;
+            size_t classes = model_info(R->models[t]).classes, nc;
+            size_t k = (size_t)topk < classes ? (size_t)topk : classes;
             if (rtl_model_top(R->models[t], k, R->top, &nc, &err) != 0) {
                 status = fail(&err);
                 continue;

@@ -432,20 +432,49 @@ RTL_API rtl_model *rtl_model_open(rtl_catalog *cat, const char *id, const rtl_mo
                                   rtl_err *err);
 RTL_API void rtl_model_close(rtl_model *m);
 
-RTL_API const rtl_variant *rtl_model_variant(const rtl_model *m);
-/* The input one run takes: (c, h, w) floats, c*h*w of them. */
-RTL_API void rtl_model_input_shape(const rtl_model *m, int *c, int *h, int *w);
-RTL_API size_t rtl_model_input_size(const rtl_model *m);
-/* Classes of the output (rtl_model_top gives their labels). */
-RTL_API size_t rtl_model_classes(const rtl_model *m);
+/* The last switch (rtl_model_info.last_switch): page_in/page_out = bytes of parameters added/dropped
+ * (what the manifest's page_in_bytes/page_out_bytes state), advised_in/out
+ * = the bytes of the whole pages advised: paging out, the pages holding
+ * only dropped parameters; paging in, the pages holding added parameters
+ * and none the smaller capacity uses (those are resident already), with
+ * gaps of up to 4 such resident pages merged into one call. */
+typedef struct rtl_switch_bytes {
+    uint64_t page_in, page_out, advised_in, advised_out;
+} rtl_switch_bytes;
+/* What model m is and where it stands now: the answer of
+ * rtl_model_describe. Versioned by its size: fields are only ever appended
+ * (RTL_MODEL_INFO_V1 is this first layout's size), the caller passes
+ * sizeof *out, and the library fills the fields both know and zeroes the
+ * caller's ones it does not know (an application built against a newer
+ * rtl.h than the librtl it runs on reads 0 there: 0 is always "none").
+ * Pointers belong to the model (the variant to its catalog) and live as
+ * long as it does. */
+typedef struct rtl_model_info {
+    const rtl_variant *variant;   /* the variant it runs */
+    int c, h, w;                  /* the input one run takes: (c, h, w) floats */
+    size_t input_size;            /* c * h * w floats */
+    size_t classes;               /* outputs of a run (rtl_model_top gives their labels) */
+    int layers;                   /* L: layers 0..L-1 of split execution (rtl_model_layer_cost) */
+    int capacities;               /* nested: capacities 1..capacities; 0 for other techniques */
+    int capacity;                 /* nested: the current capacity (the largest at open); 0 otherwise */
+    rtl_switch_bytes last_switch; /* nested: what the last rtl_model_set_capacity paged (below) */
+    int exits;                    /* early-exit: its exits; 0 for other techniques */
+    const int *exit_layers;       /* exit j reads trunk layer exit_layers[j], j < exits; NULL: none */
+    int exit_taken;               /* the last run's answer: exit 0..exits-1, or exits for the
+                                   * trunk's own output; -1 before a run (0 after a run of a
+                                   * model without exits) */
+} rtl_model_info;
+#define RTL_MODEL_INFO_V1 (offsetof(rtl_model_info, exit_taken) + sizeof(int))
+
+/* Fills out (out_size = sizeof *out; at least RTL_MODEL_INFO_V1). -1 with
+ * err when out_size is smaller. */
+RTL_API int rtl_model_describe(const rtl_model *m, rtl_model_info *out, size_t out_size, rtl_err *err);
 
 /* Multi-capacity (nested) models (technique "nested"): one network over one
  * mapping, capacity k (1 = the smallest) a channel prefix per layer from the
  * manifest's technique_fields.capacities[].channel_index. A model opens at
- * its largest capacity. rtl_model_capacities is 0 for other techniques. */
-RTL_API int rtl_model_capacities(const rtl_model *m);
-RTL_API int rtl_model_capacity(const rtl_model *m);
-/* Switches in place: an upgrade advises the kernel to page in only the
+ * its largest capacity (rtl_model_info.capacities; 0 for other
+ * techniques). Switches in place: an upgrade advises the kernel to page in only the
  * added parameter ranges (madvise WILLNEED), a downgrade releases only the
  * dropped ones (MADV_DONTNEED, keeping pages shared with parameters still
  * in use); nothing is reloaded or copied, nothing allocated (each pair of
@@ -456,16 +485,6 @@ RTL_API int rtl_model_capacity(const rtl_model *m);
  * call returns (rtl_model_paging_wait waits for them); the mapping is
  * read-only, so a run never depends on when they are made. */
 RTL_API int rtl_model_set_capacity(rtl_model *m, int k, rtl_err *err) RTL_MUST_CHECK;
-/* The last switch: page_in/page_out = bytes of parameters added/dropped
- * (what the manifest's page_in_bytes/page_out_bytes state), advised_in/out
- * = the bytes of the whole pages advised: paging out, the pages holding
- * only dropped parameters; paging in, the pages holding added parameters
- * and none the smaller capacity uses (those are resident already), with
- * gaps of up to 4 such resident pages merged into one call. */
-typedef struct rtl_switch_bytes {
-    uint64_t page_in, page_out, advised_in, advised_out;
-} rtl_switch_bytes;
-RTL_API void rtl_model_switch_bytes(const rtl_model *m, rtl_switch_bytes *out);
 /* What the paging of a nested model has done since open: transitions
  * applied (switches made before the pager woke count as one, from the
  * first to the last), page ranges advised and the system calls that
@@ -483,14 +502,14 @@ typedef struct rtl_paging_stats {
  * when the caller's thread does (no async_paging, or not a nested model). */
 RTL_API int rtl_model_paging_wait(rtl_model *m, rtl_paging_stats *out);
 
-/* Runs the model on one input x, (c, h, w) as rtl_model_input_shape says. */
+/* Runs the model on one input x, (c, h, w) as rtl_model_info says. */
 RTL_API int rtl_model_run(rtl_model *m, const float *x, rtl_err *err) RTL_MUST_CHECK;
 /* Decodes the image file at path (PNG, JPEG or BMP; errors name the file),
  * applies the evaluation preprocessing of `trainer predict` (scale to cover
  * the input, centred crop: trn_image_load_input) and runs the model. */
 RTL_API int rtl_model_run_image(rtl_model *m, const char *path, rtl_err *err) RTL_MUST_CHECK;
 
-/* The output of the last successful run: rtl_model_classes floats (class
+/* The output of the last successful run: rtl_model_info.classes floats (class
  * probabilities: catalog variants end with [softmax]), owned by the model
  * and valid until its next run or close; NULL before the first run. */
 RTL_API const float *rtl_model_output(const rtl_model *m);
@@ -499,14 +518,8 @@ RTL_API const float *rtl_model_output(const rtl_model *m);
  * exits in trunk order and stops at the first whose confidence
  * Conf(y) = 1 + (1/log C) sum y_c log y_c exceeds alpha times its lossless
  * threshold; the trunk's layers already run are never run again. */
-/* The model's exits (0 for other techniques). */
-RTL_API int rtl_model_exits(const rtl_model *m);
-/* Which exit answered the last run: 0..rtl_model_exits-1, or
- * rtl_model_exits for the trunk's own output; -1 before a run. For models
- * without exits, 0 after a run. */
-RTL_API int rtl_model_exit_taken(const rtl_model *m);
-/* The trunk layer exit j reads (-1 when out of range). */
-RTL_API int rtl_model_exit_layer(const rtl_model *m, int j);
+/* The exits, the layers they read and which one answered the last run are
+ * rtl_model_info's exits, exit_layers and exit_taken. */
 /* The knob T = alpha * T_lossless (default 1; the manifest's alpha profile
  * gives accuracy and expected MACs per alpha). -1 with err for a model
  * without exits or an alpha that is not a number >= 0. */
@@ -537,7 +550,7 @@ RTL_API int rtl_model_measure_paced(rtl_model *m, const float *x, uint32_t warmu
 
 /* ---- split execution (runtime-lite/src/model.c) ---------------------------
  *
- * A model's layers 0..L-1 (L = rtl_model_layers) can run in pieces: a cut
+ * A model's layers 0..L-1 (L = rtl_model_info.layers) can run in pieces: a cut
  * s in 0..L means layers 0..s-1 ran, and what crosses the cut is layer
  * s-1's output (the input when s = 0; the final output when s = L). A cut
  * is possible when no layer at or after s reads the output of a layer
@@ -558,12 +571,10 @@ typedef struct rtl_layer_cost {
                               * model of rtl_offload_run), 0: use host_ms */
 } rtl_layer_cost;
 
-RTL_API int rtl_model_layers(const rtl_model *m);
-/* Layer i's costs; -1 when i is out of range. */
+/* Layer i's costs (i in 0..rtl_model_info.layers-1); -1 when i is out of
+ * range. Whether cut i is possible is its cut_before (cut L always is). */
 RTL_API int rtl_model_layer_cost(const rtl_model *m, int i, rtl_layer_cost *out);
-/* 1 when cut s is possible. */
-RTL_API int rtl_model_cut_ok(const rtl_model *m, int s);
-/* Decodes the image at path into x (rtl_model_input_size floats) with the
+/* Decodes the image at path into x (rtl_model_info.input_size floats) with the
  * preprocessing of rtl_model_run_image, without running anything. */
 RTL_API int rtl_model_image_input(const rtl_model *m, const char *path, float *x, rtl_err *err) RTL_MUST_CHECK;
 /* Measures every layer's forward time on this machine: `runs` forwards of x
@@ -581,8 +592,8 @@ RTL_API int rtl_model_profile_layers(rtl_model *m, const float *x, uint32_t runs
  * upper layers when the parent is asked too). */
 
 
-/* Runs models[0..n) on one input x (rtl_model_input_size floats, the same
- * for all): heads with the same parent and from_layer share one run of
+/* Runs models[0..n) on one input x (rtl_model_info.input_size floats, the
+ * same for all): heads with the same parent and from_layer share one run of
  * their trunk, which the parent itself supplies when it is among the
  * models (its upper layers then run on the same trunk output); every other
  * model runs whole. After return, each model's rtl_model_output is its
@@ -981,7 +992,7 @@ typedef struct rtl_gtdp_hooks {
 } rtl_gtdp_hooks;
 RTL_API int rtl_gtdp_set_hooks(rtl_model *m, const rtl_gtdp_hooks *h, rtl_err *err);
 
-/* One forward of m on x (rtl_model_input_size floats) with every
+/* One forward of m on x (rtl_model_info.input_size floats) with every
  * convolutional layer between possible cuts spread by GTDP over the
  * workers peers[0..n) (their speeds and links w[]; a NULL peer is down).
  * The device runs the other layers and assembles the parts. A worker that

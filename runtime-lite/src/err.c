@@ -118,3 +118,14 @@ double rtl_median(double *v, size_t n)
     qsort(v, n, sizeof *v, rtl_cmp_double);
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
+
+int rtl_describe_copy(void *out, size_t out_size, const void *full, size_t full_size, size_t min_size,
+                      const char *what, rtl_err *err)
+{
+    if (!out || out_size < min_size)
+        return rtl_errf(err, "%s: %zu bytes given, at least %zu needed: pass sizeof of the struct of rtl.h", what,
+                        out_size, min_size);
+    memcpy(out, full, out_size < full_size ? out_size : full_size);
+    if (out_size > full_size) memset((char *)out + full_size, 0, out_size - full_size);
+    return 0;
+}

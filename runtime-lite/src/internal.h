@@ -114,6 +114,31 @@ int rtl_plan_evaluate(const rtl_layer_cost *l, int n, const rtl_target *t, const
 /* The task's label of class k of m's output (NULL when out of range). */
 const char *rtl_model_label(const rtl_model *m, size_t k);
 
+/* A model's single facts, librtl's own since rtl_model_describe answers
+ * them in one struct (issue 38: a minimal device API); see rtl_model_info
+ * for their meaning. */
+const rtl_variant *rtl_model_variant(const rtl_model *m);
+void rtl_model_input_shape(const rtl_model *m, int *c, int *h, int *w);
+size_t rtl_model_input_size(const rtl_model *m);
+size_t rtl_model_classes(const rtl_model *m);
+int rtl_model_capacities(const rtl_model *m);
+int rtl_model_capacity(const rtl_model *m);
+void rtl_model_switch_bytes(const rtl_model *m, rtl_switch_bytes *out);
+int rtl_model_exits(const rtl_model *m);
+int rtl_model_exit_taken(const rtl_model *m);
+/* The trunk layer exit j reads (-1 when out of range). */
+int rtl_model_exit_layer(const rtl_model *m, int j);
+int rtl_model_layers(const rtl_model *m);
+/* 1 when cut s (0..layers) is possible. */
+int rtl_model_cut_ok(const rtl_model *m, int s);
+
+/* The tail of an extensible describe struct (rtl_model_describe and its
+ * kind): copies full (full_size bytes, the library's layout) into out as
+ * far as out_size reaches and zeroes out past full_size; -1 with err
+ * naming what when out_size < min_size (the first layout's size). */
+int rtl_describe_copy(void *out, size_t out_size, const void *full, size_t full_size, size_t min_size,
+                      const char *what, rtl_err *err);
+
 /* Formats a message into err (err may be NULL). Returns -1, so that error
  * paths read `return rtl_errf(err, "...")`. */
 int rtl_errf(rtl_err *err, const char *fmt, ...) RTL_PRINTF(2, 3);

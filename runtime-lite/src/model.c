@@ -91,6 +91,7 @@ struct rtl_model {
     size_t exits_map_len;
     float alpha;               /* T = alpha * T_lossless; 1 by default */
     int exit_taken;            /* of the last run; -1 before */
+    int *exit_layers;          /* [exits]: the trunk layer each reads */
     /* Nested (multi-capacity) models: capacity k (1..ncap) of parts[0]. */
     int ncap, capacity;        /* 0 for other kinds */
     int async_paging;          /* rtl_model_options.async_paging */
@@ -367,6 +368,10 @@ static int open_early_exit(rtl_model *m, rtl_err *err)
         rtl_err_from_trn(err, &e);
         return rtl_err_prefix(err, "the exits' weights do not fit the exits cfg");
     }
+    int n = trn_exits_count(m->exits);
+    m->exit_layers = malloc((size_t)(n > 0 ? n : 1) * sizeof *m->exit_layers);
+    if (!m->exit_layers) return rtl_errf(err, "variant '%s': out of memory", m->variant->id);
+    for (int j = 0; j < n; j++) m->exit_layers[j] = trn_exit_at(m->exits, j);
     m->alpha = 1;
     return 0;
 }
@@ -1046,6 +1051,7 @@ void rtl_model_close(rtl_model *m)
     if (!m) return;
     pager_stop(m);
     trn_exits_free(m->exits);
+    free(m->exit_layers);
     if (m->exits_map) munmap(m->exits_map, m->exits_map_len);
     if (m->bn_map) munmap(m->bn_map, m->bn_map_len);
     free(m->bn_cap);
@@ -1120,6 +1126,24 @@ int rtl_model_run(rtl_model *m, const float *x, rtl_err *err)
 int rtl_model_exits(const rtl_model *m) { return m->exits ? trn_exits_count(m->exits) : 0; }
 int rtl_model_exit_taken(const rtl_model *m) { return m->exit_taken; }
 int rtl_model_exit_layer(const rtl_model *m, int j) { return m->exits ? trn_exit_at(m->exits, j) : -1; }
+
+int rtl_model_describe(const rtl_model *m, rtl_model_info *out, size_t out_size, rtl_err *err)
+{
+    rtl_model_info in;
+    memset(&in, 0, sizeof in); /* the padding too: callers may compare bytes */
+    in.variant = m->variant;
+    in.input_size = rtl_model_input_size(m);
+    in.classes = m->classes;
+    in.layers = rtl_model_layers(m);
+    in.capacities = m->ncap;
+    in.capacity = m->capacity;
+    in.exits = rtl_model_exits(m);
+    in.exit_layers = m->exits ? m->exit_layers : NULL;
+    in.exit_taken = m->exit_taken;
+    rtl_model_input_shape(m, &in.c, &in.h, &in.w);
+    rtl_model_switch_bytes(m, &in.last_switch);
+    return rtl_describe_copy(out, out_size, &in, sizeof in, RTL_MODEL_INFO_V1, "rtl_model_info", err);
+}
 
 int rtl_model_set_alpha(rtl_model *m, float alpha, rtl_err *err)
 {

@@ -10,7 +10,7 @@
  * untimed run, then RUNS runs of rtl_model_run each timed alone with a
  * monotonic clock. Prints one line per image and alpha:
  *   ALPHA IMAGE_INDEX EXIT MEDIAN_MS
- * EXIT is rtl_model_exit_taken (rtl_model_exits = the trunk's output).
+ * EXIT is rtl_model_info.exit_taken (its exits = the trunk's output).
  * First a line "exits N" and, per exit, "exit J layer L".
  */
 #include "rtl.h"
@@ -52,14 +52,16 @@ int main(int argc, char **argv)
     rtl_model_options mo = {.threads = 1};
     rtl_model *m = rtl_model_open(cat, argv[3], &mo, &e);
     if (!m) return die(&e);
-    int nx = rtl_model_exits(m);
+    rtl_model_info mi;
+    if (rtl_model_describe(m, &mi, sizeof mi, &e) != 0) return die(&e);
+    int nx = mi.exits;
     if (nx < 1) {
         fprintf(stderr, "rtl-exitbench: %s has no early exits\n", argv[3]);
         return 1;
     }
     printf("exits %d\n", nx);
-    for (int j = 0; j < nx; j++) printf("exit %d layer %d\n", j, rtl_model_exit_layer(m, j));
-    float *x = calloc(rtl_model_input_size(m), sizeof *x);
+    for (int j = 0; j < nx; j++) printf("exit %d layer %d\n", j, mi.exit_layers[j]);
+    float *x = calloc(mi.input_size, sizeof *x);
     double *t = calloc((size_t)runs, sizeof *t);
     if (!x || !t) return 1;
     for (int i = 6; i < argc; i++) {
@@ -73,7 +75,7 @@ int main(int argc, char **argv)
             }
             qsort(t, (size_t)runs, sizeof *t, cmp);
             double med = runs % 2 ? t[runs / 2] : (t[runs / 2 - 1] + t[runs / 2]) / 2;
-            printf("%g %d %d %.6f\n", (double)alphas[a], i - 6, rtl_model_exit_taken(m), med);
+            printf("%g %d %d %.6f\n", (double)alphas[a], i - 6, (rtl_model_describe(m, &mi, sizeof mi, NULL), mi.exit_taken), med);
         }
     }
     free(x);

@@ -121,7 +121,9 @@ static int timed(rtl_model *m, int k, int from, const float *x, int with_run, do
     rtl_model_paging_wait(m, &b);
     *call = t1 - t0;
     if (with_run) *run = t2 - t0;
-    rtl_model_switch_bytes(m, sb);
+    rtl_model_info mi;
+    if (rtl_model_describe(m, &mi, sizeof mi, e) != 0) return -1;
+    *sb = mi.last_switch;
     *moved = delta(a, b);
     if (done) *done = b.done_ms - t0;
     if (busy) *busy = b.busy_ms - a.busy_ms;
@@ -148,7 +150,9 @@ int main(int argc, char **argv)
     if (!nest) return die(&e);
     rtl_model *anest = rtl_model_open(cat, argv[3], &ao, &e);
     if (!anest) return die(&e);
-    int ncap = rtl_model_capacities(nest);
+    rtl_model_info mi;
+    if (rtl_model_describe(nest, &mi, sizeof mi, &e) != 0) return die(&e);
+    int ncap = mi.capacities;
     if (k > ncap) {
         fprintf(stderr, "rtl-nestbench: %s has %d capacities\n", argv[3], ncap);
         return 1;
@@ -157,8 +161,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "rtl-nestbench: the async_paging copy has no pager thread\n");
         return 1;
     }
-    float *x = calloc(rtl_model_input_size(nest), sizeof *x);
-    for (size_t i = 0; i < rtl_model_input_size(nest); i++) x[i] = (float)((i * 2654435761u) >> 24) / 256.0f;
+    float *x = calloc(mi.input_size, sizeof *x);
+    for (size_t i = 0; i < mi.input_size; i++) x[i] = (float)((i * 2654435761u) >> 24) / 256.0f;
     double *open_ms = col(runs), *open_run = col(runs);
     struct dir d[2] = {{.from = k - 1}, {.from = k + 1}};
     int have[2] = {k > 1, k < ncap};
@@ -198,7 +202,7 @@ int main(int argc, char **argv)
         }
     }
     double o = median(open_ms, runs), orun = median(open_run, runs);
-    const rtl_variant *v = rtl_model_variant(nest);
+    const rtl_variant *v = mi.variant;
     printf("open %s (capacity %d as its own variant): %.4f ms; with its first forward %.4f ms\n", argv[4], k, o, orun);
     for (int j = 0; j < 2; j++) {
         if (!have[j]) continue;

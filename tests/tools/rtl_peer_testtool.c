@@ -65,6 +65,7 @@ static int port;
 static rtl_peer_key me;
 static uint8_t server_pk[32];
 static rtl_model *model;
+static rtl_model_info minfo; /* model's */
 static rtl_catalog *cat;
 static rtl_store *st;
 
@@ -192,11 +193,18 @@ static int closed_by_server(int fd)
     return r == 0 || (r < 0 && errno == ECONNRESET);
 }
 
+/* 1 when the model may be cut before layer s (its layer cost's cut_before). */
+static int cut_ok(int s)
+{
+    rtl_layer_cost lc;
+    return rtl_model_layer_cost(model, s, &lc) == 0 && lc.cut_before;
+}
+
 /* Random input, a random possible cut s; fills the activation crossing s
  * and the local answer. */
 static void make_case(uint64_t seed, int *s, float **act, size_t *nact, float *expect)
 {
-    size_t in = rtl_model_input_size(model);
+    size_t in = minfo.input_size;
     float *x = malloc(in * sizeof *x);
     for (size_t i = 0; i < in; i++) {
         seed = seed * 6364136223846793005ull + 1442695040888963407ull;
@@ -206,7 +214,7 @@ static void make_case(uint64_t seed, int *s, float **act, size_t *nact, float *e
     do {
         seed = seed * 6364136223846793005ull + 1442695040888963407ull;
         cut = (int)((seed >> 33) % (uint64_t)layers);
-    } while (!rtl_model_cut_ok(model, cut));
+    } while (!cut_ok(cut));
     rtl_err err;
     const float *y;
     size_t ny;
@@ -223,7 +231,7 @@ static void make_case(uint64_t seed, int *s, float **act, size_t *nact, float *e
 /* One good request on c; 0 when the answer equals the local one. */
 static int good_request(struct conn *c, uint32_t id, uint64_t seed)
 {
-    size_t classes = rtl_model_classes(model), nact, got;
+    size_t classes = minfo.classes, nact, got;
     float expect[1024], out[1024], *act;
     int s;
     make_case(seed, &s, &act, &nact, expect);
@@ -259,7 +267,7 @@ static void *conc(void *arg)
         return NULL;
     }
     for (int r = 0; r < w->k; r++) {
-        size_t classes = rtl_model_classes(model), got, n;
+        size_t classes = minfo.classes, got, n;
         float out[1024];
         struct rcase *rc = &w->cases[r];
         uint32_t id = (uint32_t)(w->t * 1000 + r + 1);
@@ -552,7 +560,8 @@ int main(int argc, char **argv)
     cat = st ? rtl_catalog_open(st, catalog_id, &err) : NULL;
     model = cat ? rtl_model_open(cat, variant_id, NULL, &err) : NULL;
     if (!model) return die("%s", err.msg);
-    layers = rtl_model_layers(model);
+    if (rtl_model_describe(model, &minfo, sizeof minfo, &err) != 0) return die("%s", err.msg);
+    layers = minfo.layers;
     signal(SIGPIPE, SIG_IGN);
     if (fake) return argc < 10 ? die("%s", "fake-server needs HOW PORTFILE") : fake_server(argv[8], argv[9]);
     if (!strcmp(mode, "drip"))

@@ -295,11 +295,16 @@ static void runs_like_the_trainer(void **state)
         assert_non_null(m);
         trn_net *ref = reference(ids[v]);
         assert_non_null(ref);
-        int c, h, w;
-        rtl_model_input_shape(m, &c, &h, &w);
-        assert_int_equal(c * h * w, 3 * 12 * 12);
-        assert_int_equal(rtl_model_input_size(m), 3 * 12 * 12);
-        assert_int_equal(rtl_model_classes(m), CLASSES);
+        rtl_model_info mi;
+        assert_int_equal(rtl_model_describe(m, &mi, sizeof mi, &e), 0);
+        trn_shape in = trn_net_input_shape(ref);
+        assert_true(mi.c == in.c && mi.h == in.h && mi.w == in.w);
+        assert_int_equal(mi.input_size, trn_net_inputs(ref));
+        assert_int_equal(mi.classes, CLASSES);
+        assert_ptr_equal(mi.variant, rtl_catalog_find(cat, ids[v]));
+        assert_int_equal(mi.layers, rtl_model_layers(m));
+        assert_true(mi.capacities == 0 && mi.capacity == 0 && mi.exits == 0 && !mi.exit_layers);
+        assert_int_equal(mi.exit_taken, -1);
         assert_string_equal(rtl_model_label(m, 3), "c3");
         assert_null(rtl_model_label(m, CLASSES));
         struct stat st;
@@ -437,10 +442,13 @@ static void early_exits(void **state)
     rtl_model *m = rtl_model_open(cat, "exits", NULL, &e);
     if (!m) printf("# %s\n", e.msg);
     assert_non_null(m);
-    assert_int_equal(rtl_model_exits(m), 1);
-    assert_int_equal(rtl_model_exit_layer(m, 0), 0);
+    rtl_model_info mi;
+    assert_int_equal(rtl_model_describe(m, &mi, sizeof mi, &e), 0);
+    assert_int_equal(mi.exits, 1);
+    assert_non_null(mi.exit_layers);
+    assert_int_equal(mi.exit_layers[0], 0);
     assert_int_equal(rtl_model_exit_layer(m, 1), -1);
-    assert_int_equal(rtl_model_exit_taken(m), -1);
+    assert_int_equal(mi.exit_taken, -1);
     assert_float_equal(rtl_model_alpha(m), 1, 0);
     trn_net *ref = reference("exits");
     assert_non_null(ref);
@@ -462,7 +470,8 @@ static void early_exits(void **state)
             assert_int_equal(rtl_model_run(m, in, &e), 0);
             trn_exit_result r;
             assert_int_equal(trn_exits_forward(ref, x, in, alphas[a], &r, &te), 0);
-            assert_int_equal(rtl_model_exit_taken(m), r.exit);
+            assert_int_equal(rtl_model_describe(m, &mi, sizeof mi, &e), 0);
+            assert_int_equal(mi.exit_taken, r.exit);
             assert_memory_equal(rtl_model_output(m), r.probs, CLASSES * sizeof(float));
             taken[r.exit]++;
             if (a == 0) assert_int_equal(r.exit, 0);
@@ -480,6 +489,33 @@ static void early_exits(void **state)
     assert_int_equal(rtl_model_exits(m), 0);
     assert_int_equal(rtl_model_set_alpha(m, 1, &e), -1);
     assert_non_null(strstr(e.msg, "no early exits"));
+    rtl_model_close(m);
+}
+
+/* rtl_model_info is versioned by its size: a caller's struct shorter than
+ * the first layout is refused, one built against an older header (only
+ * RTL_MODEL_INFO_V1 bytes) gets its prefix and nothing past it, and one
+ * built against a newer header gets the fields both know and zeros past
+ * them. */
+static void model_info_is_versioned_by_size(void **state)
+{
+    (void)state;
+    rtl_err e;
+    rtl_model *m = rtl_model_open(cat, "exits", NULL, &e);
+    assert_non_null(m);
+    rtl_model_info mi;
+    assert_int_equal(rtl_model_describe(m, &mi, sizeof mi, &e), 0);
+    unsigned char buf[sizeof mi + 32];
+    memset(buf, 0xa5, sizeof buf);
+    assert_int_equal(rtl_model_describe(m, (rtl_model_info *)buf, RTL_MODEL_INFO_V1 - 1, &e), -1);
+    assert_non_null(strstr(e.msg, "rtl_model_info"));
+    for (size_t i = 0; i < sizeof buf; i++) assert_int_equal(buf[i], 0xa5);
+    assert_int_equal(rtl_model_describe(m, (rtl_model_info *)buf, RTL_MODEL_INFO_V1, &e), 0);
+    assert_memory_equal(buf, &mi, RTL_MODEL_INFO_V1);
+    for (size_t i = RTL_MODEL_INFO_V1; i < sizeof buf; i++) assert_int_equal(buf[i], 0xa5);
+    assert_int_equal(rtl_model_describe(m, (rtl_model_info *)buf, sizeof buf, &e), 0);
+    assert_memory_equal(buf, &mi, sizeof mi);
+    for (size_t i = sizeof mi; i < sizeof buf; i++) assert_int_equal(buf[i], 0);
     rtl_model_close(m);
 }
 
@@ -661,8 +697,9 @@ static void switch_in_place(int async_paging)
     rtl_model *m = rtl_model_open(cat, "nested", &opt, &e);
     if (!m) printf("# %s\n", e.msg);
     assert_non_null(m);
-    assert_int_equal(rtl_model_capacities(m), 3);
-    assert_int_equal(rtl_model_capacity(m), 3);
+    rtl_model_info mi;
+    assert_int_equal(rtl_model_describe(m, &mi, sizeof mi, &e), 0);
+    assert_true(mi.capacities == 3 && mi.capacity == 3);
     trn_net *full = reference("nested");
     trn_net *refs[3];
     uint64_t bytes[3];
@@ -682,9 +719,9 @@ static void switch_in_place(int async_paging)
     for (size_t s = 0; s < sizeof order / sizeof *order; s++) {
         int k = order[s];
         assert_int_equal(rtl_model_set_capacity(m, k, &e), 0);
-        assert_int_equal(rtl_model_capacity(m), k);
-        rtl_switch_bytes sb;
-        rtl_model_switch_bytes(m, &sb);
+        assert_int_equal(rtl_model_describe(m, &mi, sizeof mi, &e), 0);
+        assert_int_equal(mi.capacity, k);
+        rtl_switch_bytes sb = mi.last_switch;
         if (k > prev) {
             assert_true(sb.page_in == bytes[k - 1] - bytes[prev - 1] && sb.page_out == 0);
             /* whole pages of the mapping (only those the smaller capacity
@@ -920,6 +957,7 @@ int main(void)
         cmocka_unit_test(runs_like_the_trainer),
         cmocka_unit_test(models_run_concurrently),
         cmocka_unit_test(early_exits),
+        cmocka_unit_test(model_info_is_versioned_by_size),
         cmocka_unit_test(nested_capacities_switch_in_place),
         cmocka_unit_test(nested_switch_applies_the_capacity_bn),
         cmocka_unit_test(nested_capacities_switch_async_paging),

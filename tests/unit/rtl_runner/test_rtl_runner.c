@@ -137,6 +137,14 @@ static int teardown(void **state)
     return 0;
 }
 
+/* m's rtl_model_info. */
+static rtl_model_info info(const rtl_model *m)
+{
+    rtl_model_info mi;
+    assert_int_equal(rtl_model_describe(m, &mi, sizeof mi, NULL), 0);
+    return mi;
+}
+
 /* Variant id's own output on image into out[0..n) (opened alone). */
 static size_t own_output(const char *id, const char *image, float *out, size_t cap)
 {
@@ -144,7 +152,7 @@ static size_t own_output(const char *id, const char *image, float *out, size_t c
     rtl_model *m = rtl_model_open(cat, id, NULL, &e);
     assert_non_null(m);
     assert_int_equal(rtl_model_run_image(m, image, &e), 0);
-    size_t n = rtl_model_classes(m);
+    size_t n = info(m).classes;
     assert_true(n <= cap);
     memcpy(out, rtl_model_output(m), n * sizeof *out);
     rtl_model_close(m);
@@ -199,7 +207,7 @@ static void cascade_answered_by(void **state)
             assert_string_equal(res.cascade, ""); /* no context: the variant asked for is the cascade */
             float y[8];
             size_t n = own_output(res.answered_by, img[k], y, 8);
-            assert_int_equal(rtl_model_classes(res.model), n);
+            assert_int_equal(info(res.model).classes, n);
             assert_memory_equal(rtl_model_output(res.model), y, n * sizeof *y);
             assert_int_equal(res.cold, k == 0); /* opened by its first request, warm after */
         }
@@ -304,8 +312,8 @@ static void tasks_share_trunk(void **state)
     const char *const both[] = {"t", "u"};
     rtl_model *m[2];
     if (rtl_runner_set_tasks(r, both, 2, m, &e) != 0) fail_msg("%s", e.msg);
-    assert_string_equal(rtl_variant_id(rtl_model_variant(m[0])), "base");
-    assert_string_equal(rtl_variant_id(rtl_model_variant(m[1])), "head");
+    assert_string_equal(rtl_variant_id(info(m[0]).variant), "base");
+    assert_string_equal(rtl_variant_id(info(m[1]).variant), "head");
     size_t trunks = 0;
     if (rtl_runner_run_tasks(r, img[1], &trunks, &e) != 0) fail_msg("%s", e.msg);
     assert_int_equal(trunks, 1); /* base's trunk fed the head */
@@ -316,7 +324,7 @@ static void tasks_share_trunk(void **state)
     }
     const char *const head_only[] = {"u"};
     if (rtl_runner_set_tasks(r, head_only, 1, m, &e) != 0) fail_msg("%s", e.msg);
-    assert_string_equal(rtl_variant_id(rtl_model_variant(m[0])), "head");
+    assert_string_equal(rtl_variant_id(info(m[0]).variant), "head");
     const char *const bad[] = {"t", "nosuch"};
     assert_int_equal(rtl_runner_set_tasks(r, bad, 2, m, &e), -1);
     assert_non_null(strstr(e.msg, "no task 'nosuch'; its tasks: t s u"));
