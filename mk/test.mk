@@ -19,9 +19,11 @@ TEST_TIMEOUT ?= 1200
 
 ifneq ($(SAN),)
 # Sanitizer reports fail the test that triggered them.
-TEST_ENV := ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:exitcode=86 \
+# ASan's, LSan's and TSan's reports go to files beside the test's log
+# (tests/run-tests.sh); UBSan's to stderr.
+TEST_ENV := ASAN_OPTIONS=detect_leaks=1:halt_on_error=1:abort_on_error=0:exitcode=86 \
             LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp:print_suppressions=0 \
-            UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+            UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:exitcode=86 \
             TSAN_OPTIONS=halt_on_error=1:exitcode=86:second_deadlock_stack=1
 endif
 
@@ -39,6 +41,15 @@ test-threads-run: $(addprefix $(TESTD)/unit/test_,$(THREAD_TESTS))
 	$(Q)$(TEST_ENV) BIN=$(abspath $(BIN)) O=$(abspath $(O)) TOP=$(CURDIR) SAN=$(SAN) \
 	  TESTD=$(abspath $(TESTD)) THREADS=$(THREADS) TEST_JOBS=$(TEST_JOBS) \
 	  TEST_TIMEOUT=$(TEST_TIMEOUT) TESTS='$(TESTS)' tests/run-tests.sh $(TESTD)/logs $^
+
+# `make test-san`: the whole of `make test` (unit, integration, differential,
+# the device tests under qemu, which stay uninstrumented) with AddressSanitizer,
+# LeakSanitizer and UBSan, built in $(O)/asan. A report fails the test file
+# that caused it (tests/run-tests.sh). TEST_TIMEOUT (seconds per file) scales
+# the limit on a slow or loaded machine.
+.PHONY: test-san
+test-san: $(O)/.deps-ok ## build and run every test with SAN=address,undefined (in O/asan)
+	$(Q)$(MAKE) --no-print-directory SAN=address,undefined O=$(O)/asan test
 
 CROSS_TEST_PREFIX := aarch64-linux-gnu-
 CROSS_TEST_O      := $(O)/$(patsubst %-,%,$(CROSS_TEST_PREFIX))

@@ -28,12 +28,14 @@ expect_ok() {
 }
 
 # expect_fail NAME PATTERN CMD...: the command exits non-zero, not by a signal,
-# and its output matches the extended regex PATTERN.
+# and its output matches the extended regex PATTERN. A UBSan report in it
+# fails the test (ASan's go to files that tests/run-tests.sh checks).
 expect_fail() {
     local name=$1 pat=$2 rc; shift 2
     "$@" >"$T/out" 2>&1; rc=$?
     if [ "$rc" = 0 ]; then t_fail "$name" "expected failure, got exit 0 from: $*"
     elif [ "$rc" -ge 128 ]; then t_fail "$name" "crashed with signal $((rc - 128)): $*" "$(tail -n 5 "$T/out")"
+    elif grep -q 'runtime error:' "$T/out"; then t_fail "$name" "UBSan report (SAN=${SAN:-}): $*" "$(grep -m 1 -A 4 'runtime error:' "$T/out")"
     elif ! grep -Eq -- "$pat" "$T/out"; then t_fail "$name" "message does not match /$pat/:" "$(tail -n 5 "$T/out")"
     else t_ok "$name"; fi
 }

@@ -12,6 +12,12 @@
 #                 THREADS=max(1, THREADS/TEST_JOBS)
 #   TEST_TIMEOUT  seconds per file (default 1200)
 #   TESTS         only files whose path contains this string
+#   SAN           the sanitizers the programs were built with (make test
+#                 SAN=...): their reports (ASan, LSan, TSan) go to LOG.san.PID,
+#                 one file per process, and any such file, or a UBSan
+#                 "runtime error:" in the log, fails the test file that
+#                 caused it, even where a script expected the program to fail
+#                 or ignored its exit status.
 set -u
 logdir=$1; shift
 mkdir -p "$logdir"
@@ -35,6 +41,12 @@ run_one() { # ENTRY LOG
         return
     fi
     if [[ "$f" == *:* ]]; then wrap=${f%%:*}; f=${f#*:}; fi
+    rm -f "$log".san.*
+    if [ -n "${SAN:-}" ]; then
+        local sanlog="log_path=$log.san"
+        export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}$sanlog"
+        export TSAN_OPTIONS="${TSAN_OPTIONS:+$TSAN_OPTIONS:}$sanlog"
+    fi
     if [[ "$f" == *.sh ]]; then
         THREADS=$per OPENBLAS_NUM_THREADS=$per CMOCKA_MESSAGE_OUTPUT=TAP \
             timeout -k 10 "$tmo" bash "$f" >"$log" 2>&1 </dev/null
@@ -54,6 +66,24 @@ entry_name() {
         *:*) echo "${f##*/}@${f%%:*}" ;;
         *) echo "${f##*/}" ;;
     esac
+}
+
+# san_reports LOG: the sanitizer reports a test file left (report files and
+# UBSan lines in its log), as "N file(s) LOG.san.*" / "runtime error in LOG";
+# empty when there are none.
+san_reports() {
+    local log=$1 n
+    n=$(find "$(dirname "$log")" -maxdepth 1 -name "$(basename "$log").san.*" | wc -l)
+    [ "$n" -gt 0 ] && printf '%d report file(s) %s.san.* ' "$n" "$log"
+    grep -q 'runtime error:' "$log" && printf 'runtime error in %s' "$log"
+    return 0
+}
+# san_excerpt LOG: the start of the first report.
+san_excerpt() {
+    local log=$1 first
+    first=$(find "$(dirname "$log")" -maxdepth 1 -name "$(basename "$log").san.*" | sort | head -n 1)
+    if [ -n "$first" ]; then head -n 25 "$first"
+    else grep -m 1 -A 12 'runtime error:' "$log"; fi
 }
 
 running=0
@@ -101,7 +131,10 @@ for f in "${files[@]}"; do
     read -r p fl s n plan <<<"$counts"
     details=$(printf '%s\n' "$out" | grep -v '^C	')
     extra=''
-    if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+    sanrep=$(san_reports "$log")
+    if [ -n "$sanrep" ]; then
+        extra="sanitizer report: $sanrep"
+    elif [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
         extra="timed out after ${tmo}s"
     elif [ "$rc" -ge 128 ] 2>/dev/null; then
         extra="killed by signal $((rc - 128))"
@@ -116,7 +149,8 @@ for f in "${files[@]}"; do
     pass=$((pass + p)) fail=$((fail + fl)) skip=$((skip + s))
     if [ "$fl" -gt 0 ]; then
         printf '  FAIL  %s (%d passed, %d failed%s)\n' "$name" "$p" "$fl" "${extra:+: $extra}"
-        [ -n "$extra" ] && tail -n 15 "$log" | sed 's/^/        | /'
+        if [ -n "$sanrep" ]; then san_excerpt "$log" | sed 's/^/        | /'
+        elif [ -n "$extra" ]; then tail -n 15 "$log" | sed 's/^/        | /'; fi
     else
         printf '  ok    %s (%d passed%s)\n' "$name" "$p" "$([ "$s" -gt 0 ] && echo ", $s skipped")"
     fi
