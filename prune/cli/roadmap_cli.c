@@ -61,7 +61,9 @@ int prn_cli_roadmap(int argc, char **argv, trn_err *err)
         "layer is rescaled to its layer's mean filter norm before the pruning, statistics\n"
         "with it, so the pruned model's outputs stay and every filter starts with the same\n"
         "effective learning rate), warmup (0: the retraining's burn-in batches, the learning\n"
-        "rate rising as (batch/warmup)^2, the poly power, as Darknet's burn_in).\n",
+        "rate rising as (batch/warmup)^2, the poly power, as Darknet's burn_in), seed_epochs (0;\n"
+        "E: once the iteration ends the seed step retrains E passes over the training images,\n"
+        "the step's schedule stretched over them: NestDNN retrains the seed to convergence).\n",
         opts, NULL};
     const char *extra;
     int rc0;

@@ -675,6 +675,7 @@ typedef struct prn_roadmap_opts {
     uint64_t seed;
     int threads;
     double step, min_accuracy, learning_rate, max_layer_step, min_layer_step, target_macs;
+    double seed_epochs;         /* the seed's retraining to its plateau, in epochs (0: none) */
     long long retrain_batches, triplets, min_filters, max_steps, bn_batches, connected, eval_every, rescale, warmup;
     /* one line per step and retraining point (NULL: none) */
     void (*progress)(void *ctx, const char *line);
@@ -682,7 +683,8 @@ typedef struct prn_roadmap_opts {
 } prn_roadmap_opts;
 /* The defaults: step 0.2, min_accuracy 0.5, learning_rate 0.01,
  * max_layer_step 0.5, retrain_batches 100, triplets 8192, min_filters 2,
- * max_steps 12, bn_batches 20, connected 1, the rest 0; threads 1. */
+ * max_steps 12, bn_batches 20, connected 1, the rest 0 (seed_epochs 0: the
+ * seed keeps its step's retraining); threads 1. */
 void prn_roadmap_opts_defaults(prn_roadmap_opts *o);
 /* One key=value setting (prune roadmap --set). -1 with err naming the key
  * and its range, or listing the known keys. */

@@ -52,10 +52,11 @@ int prn_roadmap_set(prn_roadmap_opts *s, const char *kv, trn_err *err)
     else if (KEY("eval_every")) { RANGE(0, 1e7); WHOLE; s->eval_every = (long long)v; }
     else if (KEY("rescale")) { RANGE(0, 1); WHOLE; s->rescale = (long long)v; }
     else if (KEY("warmup")) { RANGE(0, 1e7); WHOLE; s->warmup = (long long)v; }
+    else if (KEY("seed_epochs")) { RANGE(0, 1e4); s->seed_epochs = v; }
     else
         return trn_errf(err, "--set '%s': unknown key '%.*s' (known: step, min_accuracy, retrain_batches, "
                              "learning_rate, triplets, min_filters, max_layer_step, min_layer_step, max_steps, target_macs, bn_batches, "
-                             "connected, eval_every, rescale, warmup)", kv, (int)kl, kv);
+                             "connected, eval_every, rescale, warmup, seed_epochs)", kv, (int)kl, kv);
 #undef KEY
 #undef RANGE
 #undef WHOLE
@@ -85,6 +86,7 @@ typedef struct rm_step {
     int passed;
     trn_net_totals tot;
     cJSON *curve;   /* eval_every > 0: [{batch, accuracy, test}] during the retraining */
+    long long seed_batches; /* the seed: its retraining to the plateau (seed_epochs), else 0 */
 } rm_step;
 
 static void step_free(rm_step *s, int L)
@@ -438,6 +440,43 @@ static int next_step(rm_run *u, int k, trn_err *err)
     return 1;
 }
 
+/* The seed: the last step of the unbroken run of passing steps. */
+static int seed_of(const rm_run *u)
+{
+    int seed_step = 0;
+    for (int k = 1; k < u->nsteps && u->steps[k].passed && seed_step == k - 1; k++) seed_step = k;
+    return seed_step;
+}
+
+/* seed_epochs (NestDNN 3.4.2: the seed is retrained to convergence before
+ * the model grows from it): the seed step's model, as its step's
+ * retraining left it, retrains seed_epochs passes over the training images
+ * (the step's schedule stretched over that length: learning_rate, poly
+ * power 2, warmup; then the batch-norm re-estimation) and is measured
+ * again. */
+static int retrain_seed(rm_run *u, trn_err *err)
+{
+    const prn_roadmap_opts *o = u->o;
+    int k = seed_of(u);
+    if (o->seed_epochs <= 0 || k == 0) return 0;
+    rm_step *s = &u->steps[k];
+    const char *bs = trn_cfg_get(s->cfg, 0, "batch");
+    double batch = bs && atoi(bs) > 0 ? atoi(bs) : 1;
+    double images = o->seed_epochs * (double)trn_dataset_count(u->ds, TRN_SPLIT_TRAIN);
+    prn_roadmap_opts so = *o;
+    so.retrain_batches = (long long)ceil(images / batch);
+    so.eval_every = 0;
+    char tmpdir[4096];
+    snprintf(tmpdir, sizeof tmpdir, "%s/.train-%d", o->out, k);
+    if (retrain(s, &so, u->ds, u->eval, o->seed + 2000 + (uint64_t)k, o->threads, tmpdir, o->cfg, err) ||
+        measure(s, u->ds, u->eval, o->threads, err))
+        return -1;
+    s->seed_batches = so.retrain_batches;
+    say(o, "prune roadmap: seed step %d retrained %lld batches (%g epochs): %s top-1 %.4f [%.4f, %.4f]", k,
+        so.retrain_batches, o->seed_epochs, trn_split_name(u->eval), s->acc.top1, s->acc.lo, s->acc.hi);
+    return 0;
+}
+
 /* roadmap.json's "settings". */
 static cJSON *settings_json(const rm_run *u)
 {
@@ -460,6 +499,7 @@ static cJSON *settings_json(const rm_run *u)
     cJSON_AddNumberToObject(j, "eval_every", (double)o->eval_every);
     cJSON_AddBoolToObject(j, "rescale", o->rescale != 0);
     cJSON_AddNumberToObject(j, "warmup", (double)o->warmup);
+    cJSON_AddNumberToObject(j, "seed_epochs", o->seed_epochs);
     cJSON_AddStringToObject(j, "eval_split", trn_split_name(u->eval));
     if (o->follow) cJSON_AddStringToObject(j, "follow", o->follow);
     else cJSON_AddNullToObject(j, "follow");
@@ -550,6 +590,7 @@ static cJSON *step_json(rm_run *u, int k)
     cJSON_AddItemToObject(o, "accuracy", prn_acc_json(&s->acc));
     cJSON_AddItemToObject(o, "test", prn_acc_json(&s->test));
     cJSON_AddBoolToObject(o, "passed", s->passed);
+    if (s->seed_batches > 0) cJSON_AddNumberToObject(o, "seed_batches", (double)s->seed_batches);
     if (s->curve) {
         cJSON_AddItemToObject(o, "curve", s->curve);
         s->curve = NULL;
@@ -561,9 +602,7 @@ static cJSON *step_json(rm_run *u, int k)
  * summary. */
 static int write_roadmap(rm_run *u, prn_roadmap_summary *sum, trn_err *err)
 {
-    /* the seed: the last step of the unbroken run of passing steps */
-    int seed_step = 0;
-    for (int k = 1; k < u->nsteps && u->steps[k].passed && seed_step == k - 1; k++) seed_step = k;
+    int seed_step = seed_of(u);
     int **pp[PRN_ROADMAP_MAX_STEPS], *nk[PRN_ROADMAP_MAX_STEPS];
     for (int k = 0; k < u->nsteps; k++) pp[k] = u->steps[k].perm, nk[k] = u->steps[k].kept;
     if (prn_roadmap_order(u->nsteps, u->L, u->base_n, (int *const *const *)pp, (int *const *)nk, u->order, err))
@@ -640,6 +679,7 @@ int prn_roadmap_build(const prn_roadmap_opts *o, prn_roadmap_summary *sum, trn_e
     int made_dir = access(o->out, F_OK) != 0, rc = open_base(u, err), more = 1;
     for (int k = 1; rc == 0 && more > 0; k++)
         if ((more = next_step(u, k, err)) < 0) rc = -1;
+    if (rc == 0) rc = retrain_seed(u, err);
     if (rc == 0) rc = write_roadmap(u, sum, err);
     if (rc != 0 && u->nsteps > 0) remove_partial(o->out, made_dir);
     run_free(u);

@@ -80,6 +80,18 @@ t_check "rescale: the base untouched" cmp -s "$T/rs0/step-0.weights" "$T/rs1/ste
 expect_ok "a MAC target ends the roadmap" "$P" "${RM[@]}" --method trr --set target_macs=0.95 --out "$T/tg"
 t_check "target_macs: stopped at the first step under it" jqc '(.steps | length) == 2 and .seed_step == 1 and (.stopped | test("reaches target_macs")) and .steps[1].macs <= 0.95 * .steps[0].macs' "$T/tg/roadmap.json"
 
+# seed_epochs: once the iteration ends the seed alone retrains that many
+# passes over the training images; every other step is as without it.
+expect_ok "seed_epochs: the seed retrains longer" "$P" "${RM[@]}" --method trr --set target_macs=0.95 --set seed_epochs=2.5 --out "$T/se"
+S=$T/se/roadmap.json
+tl=$(sed -n 's/^ *train *= *//p' "$D")
+case $tl in /*) ;; *) tl=$(dirname "$D")/$tl ;; esac
+ntrain=$(grep -c . "$tl")
+t_check "seed_epochs: recorded; the seed's batches are ceil(2.5 x $ntrain images / batch 8)" jqc ".settings.seed_epochs == 2.5 and .steps[1].seed_batches == ((2.5 * $ntrain / 8) | ceil) and .steps[1].seed_batches > 5 and (.steps[0] | has(\"seed_batches\") | not)" "$S"
+t_check "seed_epochs: the same steps and counts" test "$(jq -c '[.seed_step, [.steps[].kept]]' "$S")" = "$(jq -c '[.seed_step, [.steps[].kept]]' "$T/tg/roadmap.json")"
+t_check "seed_epochs: step 0 as without it, the seed retrained" bash -c 'cmp -s "$1/se/step-0.weights" "$1/tg/step-0.weights" && ! cmp -s "$1/se/step-1.weights" "$1/tg/step-1.weights"' _ "$T"
+t_check "seed_epochs: no training folder left" test ! -e "$T/se/.train-1"
+
 bad() { # NAME PATTERN ARGS...: fails with PATTERN and leaves no folder
     local name=$1 pat=$2; shift 2
     rm -rf "$T/bad"
@@ -91,6 +103,7 @@ bad "unknown method" "--method 'l2' is not a ranking" "${RM[@]}" --method l2
 bad "unknown setting" "unknown key 'stride'" "${RM[@]}" --method trr --set stride=2
 bad "bad step" "step must be in" "${RM[@]}" --method trr --set step=0.95
 bad "bad rescale" "rescale must be in" "${RM[@]}" --method trr --set rescale=2
+bad "bad seed_epochs" "seed_epochs must be in" "${RM[@]}" --method trr --set seed_epochs=-1
 bad "a base below min_accuracy" "below min_accuracy" "${RM[@]}" --method l1 --set min_accuracy=1
 echo '{"format":"other"}' >"$T/x.json"
 bad "follow: not a roadmap" "not a roadmap file" "${RM[@]}" --method l1 --follow "$T/x.json"
