@@ -50,7 +50,8 @@ int prn_cli_grow(int argc, char **argv, trn_err *err)
         "positions restarts from the engine's initialisation; 0: never), slices (1; 0: the\n"
         "earlier format: the old filters' slices of new channels zero and frozen, one set of\n"
         "batch-norm statistics, no capacity_bn.weights), bn_affine (0; 1: the old channels'\n"
-        "batch-norm scales and shifts also train and are kept per capacity).\n",
+        "batch-norm scales and shifts also train and are kept per capacity), epochs (0; E > 0:\n"
+        "each growth step trains ceil(E x training images / batch) batches instead of `batches`).\n",
         opts, NULL};
     const char *extra;
     int rc0;

@@ -655,6 +655,9 @@ int prn_sample_triplets_split(const trn_dataset *ds, trn_split split, uint64_t s
 prn_ranking *prn_rank_data(trn_net *net, const trn_cfg *cfg, prn_rank_method m, const trn_dataset *ds,
                            trn_split split, uint64_t seed, uint64_t triplets, prn_trr_at at,
                            prn_trr_distance dist, trn_err *err);
+/* A training length given in epochs: ceil(epochs x ds's training images /
+ * the [net] batch of cfg), at least 1 (batch 1 when cfg has none). */
+long long prn_epochs_batches(const trn_cfg *cfg, const trn_dataset *ds, double epochs);
 /* A numeric key=value setting: the key's length in *kl (the key is kv's
  * first *kl characters) and the number in *v. -1 with err when kv has no
  * '=' or its value is not a finite number. */
@@ -724,12 +727,13 @@ typedef struct prn_grow_opts {
     int threads;
     long long batches, capacities, bn_batches, slices, bn_affine;
     double learning_rate, revive;
+    double epochs;   /* > 0: each growth step's length in epochs, replacing batches */
     /* one line per warning, grown capacity and measured capacity (NULL: none) */
     void (*progress)(void *ctx, const char *line);
     void *progress_ctx;
 } prn_grow_opts;
 /* The defaults: batches 100, learning_rate 0.01, capacities 5, bn_batches
- * 20, revive 0.01, slices 1, bn_affine 0; threads 1. */
+ * 20, revive 0.01, slices 1, bn_affine 0, epochs 0 (none: batches); threads 1. */
 void prn_grow_opts_defaults(prn_grow_opts *o);
 /* One key=value setting (prune grow --set). -1 with err naming the keys
  * and their ranges. */

@@ -140,6 +140,14 @@ prn_ranking *prn_rank_data(trn_net *net, const trn_cfg *cfg, prn_rank_method m, 
     return r;
 }
 
+long long prn_epochs_batches(const trn_cfg *cfg, const trn_dataset *ds, double epochs)
+{
+    const char *bs = trn_cfg_get(cfg, 0, "batch");
+    double batch = bs && atoi(bs) > 0 ? atoi(bs) : 1;
+    long long b = (long long)ceil(epochs * (double)trn_dataset_count(ds, TRN_SPLIT_TRAIN) / batch);
+    return b > 0 ? b : 1;
+}
+
 int prn_set_number(const char *kv, size_t *kl, double *v, trn_err *err)
 {
     const char *eq = strchr(kv, '=');

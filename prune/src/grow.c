@@ -45,9 +45,11 @@ int prn_grow_set(prn_grow_opts *o, const char *kv, trn_err *err)
     else if (KEY("revive") && v >= 0 && v <= 1) o->revive = v;
     else if (KEY("slices") && bit) o->slices = (long long)v;
     else if (KEY("bn_affine") && bit) o->bn_affine = (long long)v;
+    else if (KEY("epochs") && v >= 0 && v <= 1e4) o->epochs = v;
     else
         return trn_errf(err, "--set '%s': unknown key or value out of range (batches: 0..1e7, learning_rate: "
-                             "0..10, capacities: 2..%d, bn_batches: 0..1e6, revive: 0..1, slices: 0 or 1, bn_affine: 0 or 1)", kv,
+                             "0..10, capacities: 2..%d, bn_batches: 0..1e6, revive: 0..1, slices: 0 or 1, bn_affine: 0 or 1, "
+                             "epochs: 0..1e4)", kv,
                         PRN_GROW_MAX_CAP);
 #undef KEY
     return 0;
@@ -55,7 +57,8 @@ int prn_grow_set(prn_grow_opts *o, const char *kv, trn_err *err)
 
 /* One growth run's state. */
 typedef struct gr_run {
-    const prn_grow_opts *o;
+    const prn_grow_opts *o;  /* &set */
+    prn_grow_opts set;       /* the caller's, batches resolved from epochs */
     int ncap, seed_step, L;
     cJSON *road;
     const cJSON *steps, *rlayers;
@@ -354,6 +357,7 @@ static void head_json(const gr_run *r, cJSON *j)
     cJSON_AddNumberToObject(j, "seed", (double)o->seed);
     cJSON *js = cJSON_AddObjectToObject(j, "settings");
     cJSON_AddNumberToObject(js, "batches", (double)o->batches);
+    cJSON_AddNumberToObject(js, "epochs", o->epochs);
     cJSON_AddNumberToObject(js, "learning_rate", o->learning_rate);
     cJSON_AddNumberToObject(js, "bn_batches", (double)o->bn_batches);
     cJSON_AddNumberToObject(js, "revive", o->revive);
@@ -534,7 +538,9 @@ static int grow(gr_run *r, trn_err *err)
     if (!(r->ds = trn_dataset_open(o->data, err))) return -1;
     if (!trn_dataset_count(r->ds, TRN_SPLIT_TRAIN) || !trn_dataset_count(r->ds, TRN_SPLIT_TEST))
         return trn_errf(err, "%s: grow needs a train and a test split", o->data);
-    if (!(r->base = load_step(r, 0, &r->cfg, err)) || plan_nest(r, err) || start_net(r, err)) return -1;
+    if (!(r->base = load_step(r, 0, &r->cfg, err))) return -1;
+    if (o->epochs > 0) r->set.batches = prn_epochs_batches(r->cfg, r->ds, o->epochs);
+    if (plan_nest(r, err) || start_net(r, err)) return -1;
     for (int k = 1; k < r->ncap; k++)
         if (grow_step(r, k, err)) return -1;
     prn_nest_finish(r->net);
@@ -573,7 +579,8 @@ int prn_grow(const prn_grow_opts *o, prn_grow_summary *sum, trn_err *err)
     if (!o->roadmap || !o->data || !o->out) return trn_errf(err, "prn_grow: roadmap, data and out are required");
     gr_run *r = calloc(1, sizeof *r);
     if (!r) return trn_errf(err, "out of memory");
-    r->o = o;
+    r->set = *o;
+    r->o = &r->set;
     int made_dir = access(o->out, F_OK) != 0;
     int rc = grow(r, err);
     clean_up(r, rc != 0, made_dir);

@@ -460,11 +460,8 @@ static int retrain_seed(rm_run *u, trn_err *err)
     int k = seed_of(u);
     if (o->seed_epochs <= 0 || k == 0) return 0;
     rm_step *s = &u->steps[k];
-    const char *bs = trn_cfg_get(s->cfg, 0, "batch");
-    double batch = bs && atoi(bs) > 0 ? atoi(bs) : 1;
-    double images = o->seed_epochs * (double)trn_dataset_count(u->ds, TRN_SPLIT_TRAIN);
     prn_roadmap_opts so = *o;
-    so.retrain_batches = (long long)ceil(images / batch);
+    so.retrain_batches = prn_epochs_batches(s->cfg, u->ds, o->seed_epochs);
     so.eval_every = 0;
     char tmpdir[4096];
     snprintf(tmpdir, sizeof tmpdir, "%s/.train-%d", o->out, k);

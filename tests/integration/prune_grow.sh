@@ -101,6 +101,17 @@ expect_ok "grow bn_affine=1" "$P" "${G[@]}" --set bn_affine=1 --out "$T/ga"
 t_check "bn_affine=1 keeps biases and scales per capacity too" \
     jqc '.bn_per_capacity.roles == ["biases", "scales", "rolling_mean", "rolling_variance"]' "$T/ga/capacities.json"
 
+# epochs=E: each growth step's length in passes over the training images,
+# the same growth as batches=ceil(E x images / batch).
+tl=$(sed -n 's/^ *train *= *//p' "$D")
+case $tl in /*) ;; *) tl=$(dirname "$D")/$tl ;; esac
+nb=$(( ($(grep -c . "$tl") * 3 + 7) / 8 )) # 3 epochs at the fixture's batch of 8
+expect_ok "grow epochs=3" "$P" "${G[@]}" --set epochs=3 --out "$T/ge"
+expect_ok "grow batches=$nb" "$P" "${G[@]}" --set batches="$nb" --out "$T/gb"
+t_check "epochs=3: recorded with its $nb batches" jqc ".settings.epochs == 3 and .settings.batches == $nb" "$T/ge/capacities.json"
+t_check "epochs=3: the same model as batches=$nb" bash -c 'cmp -s "$1/ge/init.weights" "$1/gb/init.weights" && cmp -s "$1/ge/capacity_bn.weights" "$1/gb/capacity_bn.weights"' _ "$T"
+t_check "epochs=3: not the model of batches=5" bash -c '! cmp -s "$1/ge/init.weights" "$1/g/init.weights"' _ "$T"
+
 bad() { # NAME PATTERN ARGS...: fails with PATTERN and leaves no folder
     local name=$1 pat=$2; shift 2
     rm -rf "$T/bad"
@@ -111,6 +122,7 @@ bad "missing --roadmap" "--roadmap is required" grow --data "$D" --seed 1
 bad "unknown setting" "unknown key" "${G[@]}" --set stride=2
 bad "slices out of range" "slices: 0 or 1" "${G[@]}" --set slices=2
 bad "bn_affine out of range" "bn_affine: 0 or 1" "${G[@]}" --set bn_affine=2
+bad "epochs out of range" "epochs: 0..1e4" "${G[@]}" --set epochs=-1
 echo '{"format":"other"}' >"$T/x.json"
 bad "not a roadmap" "is not a roadmap.json" grow --roadmap "$T/x.json" --data "$D" --seed 1
 jq '.seed_step = 0' "$R" >"$T/rm/zero.json"
