@@ -38,6 +38,15 @@
 #                   every context, each the generic model of its own
 #                   cascade (MCDNN Table 4's rows): variants
 #                   spec-<variant>-<context>, depending on the variant
+#   SPECIALISE_CHEAP  variants of RECIPE_VARIANTS specialised to every
+#                   context with the base as their cascade's generic model
+#                   (MCDNN 4.1.2's cheap specialised model: the cheap
+#                   variant answers the context's classes, "other" falls
+#                   through to the base; prune specialise --generic-cfg):
+#                   variants spec-<variant>-<context>, depending on the
+#                   base (their partner) and, as fragments on its trunk,
+#                   the variant. A variant is in SPECIALISE_VARIANTS or
+#                   here, not both
 # A data set without a .tasks file gets no heads, one without contexts no
 # specialised variants; so does one whose .tasks file holds the identity
 # alone (every importer but fashion-mnist and cifar100 writes such a set) or
@@ -52,6 +61,7 @@ RETARGET_TRUNK ?=
 SPECIALISE     ?=
 SPECIALISE_SET ?=
 SPECIALISE_VARIANTS ?=
+SPECIALISE_CHEAP ?=
 RETARGET_O     := $(MODEL_O)/retarget
 
 ifneq ($(and $(strip $(RETARGET_CUT)),$(strip $(RETARGET_CUTS))),)
@@ -83,18 +93,25 @@ ifneq ($(filter-out $(RECIPE_VARIANTS),$(SPECIALISE_VARIANTS)),)
 $(error $(RECIPES)/$(MODEL)/recipe.mk: SPECIALISE_VARIANTS names $(filter-out $(RECIPE_VARIANTS),$(SPECIALISE_VARIANTS)), not in RECIPE_VARIANTS ($(RECIPE_VARIANTS)))
 endif
 
+ifneq ($(filter-out $(RECIPE_VARIANTS),$(SPECIALISE_CHEAP)),)
+$(error $(RECIPES)/$(MODEL)/recipe.mk: SPECIALISE_CHEAP names $(filter-out $(RECIPE_VARIANTS),$(SPECIALISE_CHEAP)), not in RECIPE_VARIANTS ($(RECIPE_VARIANTS)))
+endif
+ifneq ($(filter $(SPECIALISE_VARIANTS) base,$(SPECIALISE_CHEAP)),)
+$(error $(RECIPES)/$(MODEL)/recipe.mk: SPECIALISE_CHEAP names $(filter $(SPECIALISE_VARIANTS) base,$(SPECIALISE_CHEAP)): the base specialises with SPECIALISE := 1 and a variant of SPECIALISE_VARIANTS is its own cascade's generic model; name each variant in one of them)
+endif
+
 ifneq ($(filter-out 1,$(SPECIALISE)),)
 $(error $(RECIPES)/$(MODEL)/recipe.mk: SPECIALISE='$(SPECIALISE)' is not valid: use 1 or leave it empty)
 endif
 
 RT_STAGES := $(if $(and $(strip $(RETARGET_CUT)$(RETARGET_CUTS)),$(DATASET_TASKS)),heads) \
              $(if $(and $(filter 1,$(SPECIALISE)),$(DATASET_CONTEXTS)),spec) \
-             $(if $(DATASET_CONTEXTS),$(foreach v,$(SPECIALISE_VARIANTS),spec-$v))
+             $(if $(DATASET_CONTEXTS),$(foreach v,$(SPECIALISE_VARIANTS) $(SPECIALISE_CHEAP),spec-$v))
 RT_STAMPS := $(foreach s,$(RT_STAGES),$(RETARGET_O)/$s.done)
 # The stages the recipe asks for that the data set cannot feed at all
 # (printed by make catalog and make retarget).
 RT_SKIP_HEADS := $(if $(and $(strip $(RETARGET_CUT)$(RETARGET_CUTS)),$(if $(DATASET_TASKS),,x)),heads: $(DATA) has no .tasks file (no attribute task for a head))
-RT_SKIP_SPEC  := $(if $(and $(filter 1,$(SPECIALISE))$(SPECIALISE_VARIANTS),$(if $(DATASET_CONTEXTS),,x)),specialised contexts: the data set has no (n$(comma)p) context streams$(if $(filter --no-contexts,$(DATASET_ARGS)), (DATASET_ARGS holds --no-contexts)))
+RT_SKIP_SPEC  := $(if $(and $(filter 1,$(SPECIALISE))$(SPECIALISE_VARIANTS)$(SPECIALISE_CHEAP),$(if $(DATASET_CONTEXTS),,x)),specialised contexts: the data set has no (n$(comma)p) context streams$(if $(filter --no-contexts,$(DATASET_ARGS)), (DATASET_ARGS holds --no-contexts)))
 rt_skip_notes = $(foreach v,RT_SKIP_HEADS RT_SKIP_SPEC,$(if $($v),printf '  %-8s %s\n' SKIP '$($v)';))
 rt_hash := \#
 # $(call rt_skip_if,FILE,MIN,WHAT,REASON,STALE): in a stage's recipe, when
@@ -109,6 +126,7 @@ rt_line_heads = cut $(RETARGET_CUT) | cuts $(strip $(RETARGET_CUTS)) | head $(RE
   $(strip $(RETARGET_TRUNK)), | trunk $(RETARGET_TRUNK))$(if $(RT_TRUNK_TASK), | trunk-task $(RT_TRUNK_TASK))$(if \
   $(filter portable,$(DETERMINISM)), | determinism portable) | profile $(PROFILE_RUNS)
 $(foreach v,$(SPECIALISE_VARIANTS),$(eval rt_line_spec-$v = $$(rt_line_spec)))
+$(foreach v,$(SPECIALISE_CHEAP),$(eval rt_line_spec-$v = $$(rt_line_spec) | generic base))
 rt_line_spec  = set $(SPECIALISE_SET) | seed $(SEED)$(if $(filter portable,$(DETERMINISM)), | determinism portable) \
   | profile $(PROFILE_RUNS)
 
@@ -159,21 +177,25 @@ $(RETARGET_O)/heads.done: $(RETARGET_O)/heads.plan $(RT_TRUNK_V)/variant.weights
 	done < $(DATASET_TASKS) && touch $@.tmp && mv $@.tmp $@
 
 # Specialised models: a variant's classifier retrained for every context
-# of the data set's contexts.list. $(call rt_spec,STAGE,VARIANT,WHO,TASKS):
+# of the data set's contexts.list. $(call rt_spec,STAGE,VARIANT,WHO,TASKS,GENERIC):
 # the stage STAGE (its stamp, plan, log and folder) specialises VARIANT
 # (WHO in the message), whose ids are STAGE-<context>; TASKS non-empty: the
-# stamp lists the contexts' tasks for the pack. The base's stage is `spec`;
-# a recipe variant of SPECIALISE_VARIANTS gets `spec-<id>`, with itself as
-# its own cascade's generic model, so each (variant, context) is a row of
-# MCDNN's Table 4 (the contexts' tasks are the base's stage's when it runs).
+# stamp lists the contexts' tasks for the pack; GENERIC non-empty: the base
+# is the cascade's generic model (--generic-cfg). The base's stage is
+# `spec`; a recipe variant of SPECIALISE_VARIANTS gets `spec-<id>`, with
+# itself as its own cascade's generic model, so each (variant, context) is
+# a row of MCDNN's Table 4; one of SPECIALISE_CHEAP gets `spec-<id>` with
+# the base as its generic model. The first stage that runs lists the
+# contexts' tasks (RT_SPEC_FIRST).
 define rt_spec
-$(RETARGET_O)/$1.done: $(RETARGET_O)/$1.plan $(VARIANTS_O)/$2/variant.weights $(DATA) $(DATASET_CONTEXTS) \
+$(RETARGET_O)/$1.done: $(RETARGET_O)/$1.plan $(VARIANTS_O)/$2/variant.weights $(if $5,$(BASE_V)/variant.weights) $(DATA) $(DATASET_CONTEXTS) \
     | $(BIN)/prune $(BIN)/trainer $(BIN)/catalog
 	$$(call msg,SPECIAL,$(MODEL): $3 for every context of $(DATASET_CONTEXTS))$$(call rt_skip_if,$(DATASET_CONTEXTS),1,$1,$(DATASET_CONTEXTS) \
 	  lists no context (no n of DATASET_CONTEXT_N is below the number of classes),$(VARIANTS_O)/$1-*); \
 	o=$(RETARGET_O)/$1; \
 	rm -rf $$$$o && $$(call timed,derive,$1,($$(call launch,$1-derive) $(BIN)/prune specialise \
-	  --cfg $(VARIANTS_O)/$2/variant.cfg --weights $(VARIANTS_O)/$2/variant.weights$(if $(filter-out base,$2), --parent $2) \
+	  --cfg $(VARIANTS_O)/$2/variant.cfg --weights $(VARIANTS_O)/$2/variant.weights$(if $(filter-out base,$2), --parent $2)$(if \
+	  $5, --generic-cfg $(BASE_V)/variant.cfg --generic-weights $(BASE_V)/variant.weights) \
 	  --data $(abspath $(DATA)) --contexts $(abspath $(DATASET_CONTEXTS)) --seed $(SEED) --threads $$(job_threads) \
 	  --out $$$$o $(foreach s,$(SPECIALISE_SET),--set $s) 2>&1) >$(RETARGET_O)/$1.log.tmp && \
 	  mv $(RETARGET_O)/$1.log.tmp $(RETARGET_O)/$1.log) || { tail -n 5 $(RETARGET_O)/$1.log.tmp >&2; exit 1; }; \
@@ -184,8 +206,11 @@ $(RETARGET_O)/$1.done: $(RETARGET_O)/$1.plan $(VARIANTS_O)/$2/variant.weights $(
 	  $(if $4,echo "--task ctx-$$$$id=$$$$d$$$$(dirname $$$$data)/$$$$id.names" >> $$@.tmp,:); \
 	done < $(DATASET_CONTEXTS) && touch $$@.tmp && mv $$@.tmp $$@
 endef
+RT_SPEC_FIRST := $(firstword $(filter spec spec-%,$(RT_STAGES)))
 $(eval $(call rt_spec,spec,base,the base,1))
-$(foreach v,$(SPECIALISE_VARIANTS),$(eval $(call rt_spec,spec-$v,$v,$v,$(if $(filter 1,$(SPECIALISE)),,1))))
+$(foreach v,$(SPECIALISE_VARIANTS),$(eval $(call rt_spec,spec-$v,$v,$v,$(filter spec-$v,$(RT_SPEC_FIRST)))))
+$(foreach v,$(SPECIALISE_CHEAP),$(eval $(call rt_spec,spec-$v,$v,$v (generic model: the base),$(filter \
+  spec-$v,$(RT_SPEC_FIRST)),1)))
 
 .PHONY: retarget
 retarget: $(RT_STAMPS) ## the heads and specialised contexts of MODEL's recipe (part of make catalog)

@@ -174,6 +174,17 @@ endif
 # (task ctx-<context>), the base as their cascade partner. Table 4 of
 # prune/README.md is measured with these settings.
 SPECIALISE := 1
+# MCDNN's cheap specialised model (issue 39 item 4): smcd (4.3x fewer MACs
+# than the base) specialised to every context the same way, the base as
+# its cascade's generic model ("other" runs the base), stored as fragments
+# on smcd's trunk; the scheduler's cascade option for the contexts. Chosen
+# on the valid streams of the n=7 contexts among the kept variants at most
+# 0.6x the base's expected MACs there (gate 0, MCDNN's cascade): smcd 95.5%
+# (870/911) at 5.5 M expected MACs, rw-s1h1 94.6% at 5.6 M, rw-s1s1h1
+# 93.5% at 3.1 M, smcd-8x 93.0% at 3.9 M, smcd-24x 92.2% at 3.4 M (the
+# base 12.2 M). recipes/README.md, "Cheap specialised models", has the
+# test figures; about 20 s of one job slot.
+SPECIALISE_CHEAP := smcd
 
 # NestDNN (thesis chapter 3; prune/README.md): the base's filter pruning
 # roadmap by TRR over the convolutional layers (connected=0: the connected

@@ -146,6 +146,35 @@ for c in ("n7-p0.6", "n7-p0.9"):
         assert s["technique"] == "specialised" and s["task"] == "ctx-" + c and s["depends_on"] == ["rw-a"], s
         assert s["technique_fields"]["cascade"]["partner"] == "rw-a" and "rw-a" in v, s
 EOF
+# SPECIALISE_CHEAP: the variant specialised with the base as its cascade's
+# generic model (MCDNN's cheap specialised model): "other" costs the base's
+# MACs, the base is its partner, and the catalog stores it as a fragment on
+# the variant's trunk (depending on both); naming a variant in both
+# settings is refused.
+write_recipe 50 "RETARGET_CUTS := conv@1:maxpool,size=4,stride=4 conv@2
+SPECIALISE_CHEAP := rw-a"
+expect_ok "make catalog with SPECIALISE_CHEAP := rw-a" pmake catalog
+t_check "  ... its stage's plan names the base as the generic model" grep -q 'generic base' "$T/tiny/retarget/spec-rw-a.plan"
+t_check "  ... rw-a specialised to both contexts, partner base, the base's MACs on \"other\"" \
+    python3 - "$T/tiny/variants" "$T/tiny/manifest.json" <<'EOF'
+import json, sys
+d, m = sys.argv[1], json.load(open(sys.argv[2]))
+v = {x["id"]: x for x in m["variants"]}
+w = {x["id"]: x for x in m["winnowed"]}
+base = json.load(open(d + "/base/variant.json"))
+for c in ("n7-p0.6", "n7-p0.9"):
+    i = "spec-rw-a-" + c
+    s = json.load(open("%s/%s/variant.json" % (d, i)))
+    casc = s["technique_fields"]["cascade"]
+    assert s["parent"] == "rw-a" and casc["partner"] == "base" and "base" in s["depends_on"], s
+    assert casc["fallthrough_macs"] == sum(l["macs"] for l in base["cost"]["layers"]), (casc, base["cost"])
+    assert (i in v) != (i in w), i
+    if i in v and "fragment_of" in v[i]:
+        assert v[i]["fragment_of"]["trunk"] == "rw-a" and "rw-a" in v[i]["depends_on"] and "rw-a" in v, v[i]
+EOF
+write_recipe 50 "SPECIALISE_VARIANTS := rw-a
+SPECIALISE_CHEAP := rw-a"
+expect_fail "a variant in SPECIALISE_VARIANTS and SPECIALISE_CHEAP" "name each variant in one of them" pmake catalog
 # RECIPE_BASE_TASKS := 1: the base trains on the five tasks at once (one
 # softmax group each); the published base is the plain identity model and
 # the heads are redone on its trunk.
