@@ -93,6 +93,11 @@ ifneq ($(filter-out $(RECIPE_VARIANTS),$(SPECIALISE_VARIANTS)),)
 $(error $(RECIPES)/$(MODEL)/recipe.mk: SPECIALISE_VARIANTS names $(filter-out $(RECIPE_VARIANTS),$(SPECIALISE_VARIANTS)), not in RECIPE_VARIANTS ($(RECIPE_VARIANTS)))
 endif
 
+# A plan narrowed on the command line (RECIPE_VARIANTS=...) specialises
+# only the variants it builds, as KEEP keeps only those (mk/catalog.mk).
+ifeq ($(origin RECIPE_VARIANTS),command line)
+override SPECIALISE_CHEAP := $(filter $(RECIPE_VARIANTS),$(SPECIALISE_CHEAP))
+endif
 ifneq ($(filter-out $(RECIPE_VARIANTS),$(SPECIALISE_CHEAP)),)
 $(error $(RECIPES)/$(MODEL)/recipe.mk: SPECIALISE_CHEAP names $(filter-out $(RECIPE_VARIANTS),$(SPECIALISE_CHEAP)), not in RECIPE_VARIANTS ($(RECIPE_VARIANTS)))
 endif

@@ -172,6 +172,9 @@ for c in ("n7-p0.6", "n7-p0.9"):
     if i in v and "fragment_of" in v[i]:
         assert v[i]["fragment_of"]["trunk"] == "rw-a" and "rw-a" in v[i]["depends_on"] and "rw-a" in v, v[i]
 EOF
+narrow() { pmake -n catalog RECIPE_VARIANTS=base >"$T/narrow.out"; }
+expect_ok "  ... a plan narrowed to the base (RECIPE_VARIANTS=base) drops the stage" narrow
+t_check "  ... no specialisation of rw-a planned" sh -c "! grep -q 'spec-rw-a' '$T/narrow.out'"
 write_recipe 50 "SPECIALISE_VARIANTS := rw-a
 SPECIALISE_CHEAP := rw-a"
 expect_fail "a variant in SPECIALISE_VARIANTS and SPECIALISE_CHEAP" "name each variant in one of them" pmake catalog
