@@ -156,6 +156,20 @@ rtl_model_info model_info(const rtl_model *m)
     return mi;
 }
 
+rtl_catalog_info catalog_info(const rtl_catalog *cat)
+{
+    rtl_catalog_info ci = {0};
+    (void)rtl_catalog_describe(cat, &ci, sizeof ci, NULL);
+    return ci;
+}
+
+rtl_variant_info variant_info(const rtl_variant *v)
+{
+    rtl_variant_info vi = {0};
+    (void)rtl_variant_describe(v, &vi, sizeof vi, NULL);
+    return vi;
+}
+
 int model_cut_ok(const rtl_model *m, int s)
 {
     rtl_layer_cost lc;
@@ -249,25 +263,27 @@ static int cmd_list(rtl_store *s, int argc, char **argv)
 
 static void print_catalog(const rtl_catalog *cat)
 {
-    printf("catalog %s  version %" PRIu64 "  model %s\n", rtl_catalog_id(cat), rtl_catalog_version(cat),
-           rtl_catalog_model(cat));
-    if (rtl_catalog_dir(cat)[0]) printf("folder  %s\n", rtl_catalog_dir(cat));
-    for (size_t t = 0; t < rtl_catalog_task_count(cat); t++) {
+    rtl_catalog_info ci = catalog_info(cat);
+    printf("catalog %s  version %" PRIu64 "  model %s\n", ci.id, ci.version,
+           ci.model);
+    if (ci.dir[0]) printf("folder  %s\n", ci.dir);
+    for (size_t t = 0; t < ci.task_count; t++) {
         size_t n;
-        rtl_catalog_task_labels(cat, rtl_catalog_task_name(cat, t), &n);
-        printf("task    %s (%zu labels)\n", rtl_catalog_task_name(cat, t), n);
+        rtl_catalog_task_labels(cat, ci.task_names[t], &n);
+        printf("task    %s (%zu labels)\n", ci.task_names[t], n);
     }
     printf("\n%-24s %-12s %-10s %7s %7s %14s %14s %6s\n", "variant", "technique", "task", "top1", "top5",
            "MACs", "weight bytes", "files");
-    for (size_t i = 0; i < rtl_catalog_variant_count(cat); i++) {
+    for (size_t i = 0; i < ci.variant_count; i++) {
         const rtl_variant *v = rtl_catalog_variant_at(cat, i);
+        rtl_variant_info vi = variant_info(v);
         double t1, t5;
         char s1[16] = "-", s5[16] = "-";
         if (rtl_variant_accuracy(v, NULL, &t1, &t5) == 0) snprintf(s1, sizeof s1, "%.4f", t1);
         if (t5 >= 0) snprintf(s5, sizeof s5, "%.4f", t5);
-        printf("%-24s %-12s %-10s %7s %7s %14" PRIu64 " %14" PRIu64 " %6zu\n", rtl_variant_id(v),
-               rtl_variant_technique(v), rtl_variant_task(v), s1, s5, rtl_variant_cost(v, RTL_COST_MACS),
-               rtl_variant_cost(v, RTL_COST_WEIGHT_BYTES), rtl_variant_file_count(v));
+        printf("%-24s %-12s %-10s %7s %7s %14" PRIu64 " %14" PRIu64 " %6zu\n", vi.id,
+               vi.technique, vi.task, s1, s5, vi.macs,
+               vi.weight_bytes, vi.file_count);
     }
 }
 

@@ -34,6 +34,9 @@ rtl_model *open_variant(rtl_store *s, const char *id, const char *variant, long 
 /* m's rtl_model_info (rtl_model_describe with this rtl.h's size: it cannot
  * fail). */
 rtl_model_info model_info(const rtl_model *m);
+/* cat's rtl_catalog_info and v's rtl_variant_info (as model_info). */
+rtl_catalog_info catalog_info(const rtl_catalog *cat);
+rtl_variant_info variant_info(const rtl_variant *v);
 /* 1 when m's layers may be cut before layer s (0..layers: its layer cost's
  * cut_before; the last cut always). */
 int model_cut_ok(const rtl_model *m, int s);

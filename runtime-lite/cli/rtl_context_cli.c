@@ -85,10 +85,10 @@ static const rtl_variant *generic_variant(const rtl_catalog *cat, const char *ta
 {
     const rtl_variant *best = NULL;
     double bt = -1;
-    for (size_t i = 0; i < rtl_catalog_variant_count(cat); i++) {
+    for (size_t i = 0; i < catalog_info(cat).variant_count; i++) {
         const rtl_variant *v = rtl_catalog_variant_at(cat, i);
         double t;
-        if (strcmp(rtl_variant_task(v), task) != 0 || !strcmp(rtl_variant_technique(v), "specialised") ||
+        if (strcmp(variant_info(v).task, task) != 0 || !strcmp(variant_info(v).technique, "specialised") ||
             rtl_variant_loadable(v, NULL) != 0)
             continue;
         if (rtl_variant_accuracy(v, task, &t, NULL) != 0) t = -0.5;
@@ -237,13 +237,13 @@ static int ctx_results(struct ctx_run *cr, rtl_store *s, const rtl_catalog *cat,
         if (cJSON_IsString(vj) && cJSON_IsString(cj)) {
             const rtl_catalog *oc = cat;
             rtl_catalog *tmp = NULL;
-            if (strcmp(cj->valuestring, rtl_catalog_id(cat)) != 0) oc = tmp = rtl_catalog_open(s, cj->valuestring, NULL);
+            if (strcmp(cj->valuestring, catalog_info(cat).id) != 0) oc = tmp = rtl_catalog_open(s, cj->valuestring, NULL);
             const rtl_variant *v = oc ? rtl_catalog_find(oc, vj->valuestring) : NULL;
             char partner[RTL_ID_MAX + 1];
             int other;
             /* a cascade answers with its partner's labels: the partner's task */
             if (v && rtl_variant_cascade(v, partner, sizeof partner, &other, NULL) == 0) snprintf(task, sizeof task, "%s", cr->task);
-            else if (v) snprintf(task, sizeof task, "%s", rtl_variant_task(v));
+            else if (v) snprintf(task, sizeof task, "%s", variant_info(v).task);
             else snprintf(task, sizeof task, "%s", cr->task); /* not installed here: trust the labels */
             run_task = task;
             rtl_catalog_close(tmp);
@@ -274,15 +274,15 @@ static int ctx_images(struct ctx_run *cr, rtl_catalog *cat, const char *variant,
     rtl_model_options mo = {.threads = threads};
     rtl_model *m = NULL;
     if (!gv) {
-        if (variant) rtl_errf_cli(&err, "catalog %s has no variant %s", rtl_catalog_id(cat), variant);
-        else rtl_errf_cli(&err, "catalog %s has no variant of task %s that this runtime can run", rtl_catalog_id(cat), cr->task);
+        if (variant) rtl_errf_cli(&err, "catalog %s has no variant %s", catalog_info(cat).id, variant);
+        else rtl_errf_cli(&err, "catalog %s has no variant of task %s that this runtime can run", catalog_info(cat).id, cr->task);
         return fail(&err);
     }
-    if (strcmp(rtl_variant_task(gv), cr->task) != 0) {
-        rtl_errf_cli(&err, "variant %s answers task %s, not %s (--task)", rtl_variant_id(gv), rtl_variant_task(gv), cr->task);
+    if (strcmp(variant_info(gv).task, cr->task) != 0) {
+        rtl_errf_cli(&err, "variant %s answers task %s, not %s (--task)", variant_info(gv).id, variant_info(gv).task, cr->task);
         return fail(&err);
     }
-    if (!(m = rtl_model_open(cat, rtl_variant_id(gv), &mo, &err))) return fail(&err);
+    if (!(m = rtl_model_open(cat, variant_info(gv).id, &mo, &err))) return fail(&err);
     struct inputs in = {0};
     int rc = 0;
     for (int a = 0; !rc && a < n; a++)
@@ -305,7 +305,7 @@ static void ctx_report_json(const struct ctx_run *cr, rtl_runner *r, const rtl_c
     rtl_context_params used;
     rtl_context_profiler_params(cr->prof, &used);
     printf("{\"catalog\":");
-    ck_json_str(stdout, rtl_catalog_id(cat));
+    ck_json_str(stdout, catalog_info(cat).id);
     printf(",\"task\":");
     ck_json_str(stdout, cr->task);
     printf(",\"window\":%u,\"min_samples\":%u,\"samples\":%u,\"seen\":%" PRIu64 ",\"dominated\":%s,\"n\":%u,"
@@ -334,7 +334,7 @@ static void ctx_report_json(const struct ctx_run *cr, rtl_runner *r, const rtl_c
     printf("],\"request\":");
     if (rep->dominated) {
         printf("{\"model\":");
-        ck_json_str(stdout, rtl_catalog_model(cat));
+        ck_json_str(stdout, catalog_info(cat).model);
         printf(",\"classes\":");
         ctx_print_classes(rep, cr->labels, stdout);
         printf(",\"context_p\":%g}", rep->p);
@@ -350,7 +350,7 @@ static void ctx_report_text(const struct ctx_run *cr, rtl_runner *r, const rtl_c
     rtl_context_params used;
     rtl_context_profiler_params(cr->prof, &used);
     printf("catalog %s, task %s: %u answers in the window (of %" PRIu64 " seen; window %u, at least %u)\n",
-           rtl_catalog_id(cat), cr->task, rep->samples, rep->seen, used.window, used.min_samples);
+           catalog_info(cat).id, cr->task, rep->samples, rep->seen, used.window, used.min_samples);
     if (rep->dominated) printf("(%u, %g)-dominated: %u classes hold %.1f%% of the window\n", rep->n, rep->p,
                                rep->nclasses, 100 * rep->share);
     else printf("not dominated: the top %u classes hold %.1f%% of the window\n", rep->n, 100 * rep->share);
@@ -365,7 +365,7 @@ static void ctx_report_text(const struct ctx_run *cr, rtl_runner *r, const rtl_c
                sp.matches ? ": matches, runs through the cascade" : "");
     if (!k) printf("no specialised model is installed for task %s\n", cr->task);
     if (rep->dominated) {
-        printf("request: make specialise MODEL=%s CLASSES=", rtl_catalog_model(cat));
+        printf("request: make specialise MODEL=%s CLASSES=", catalog_info(cat).model);
         for (uint32_t j = 0; j < rep->nclasses; j++) printf("%s%s", j ? "," : "", cr->labels[rep->classes[j]]);
         printf(" CONTEXT_P=%g\n", rep->p);
     }
@@ -419,7 +419,7 @@ int cmd_context(rtl_store *s, int argc, char **argv)
     rtl_err err;
     rtl_catalog *cat = rtl_catalog_open(s, argv[i], &err);
     if (!cat) return fail(&err);
-    if (!task) task = rtl_catalog_task_labels(cat, "identity", NULL) ? "identity" : rtl_catalog_task_name(cat, 0);
+    if (!task) task = rtl_catalog_task_labels(cat, "identity", NULL) ? "identity" : catalog_info(cat).task_names[0];
     size_t nl = 0;
     const char *const *labels = task ? rtl_catalog_task_labels(cat, task, &nl) : NULL;
     struct ctx_run cr = {.labels = labels, .nlabels = nl, .task = task, .events = events};
@@ -427,7 +427,7 @@ int cmd_context(rtl_store *s, int argc, char **argv)
     rtl_runner *r = NULL;
     rc = 0;
     if (!labels) {
-        rtl_errf_cli(&err, "catalog %s has no task %s", rtl_catalog_id(cat), task ? task : "(none)");
+        rtl_errf_cli(&err, "catalog %s has no task %s", catalog_info(cat).id, task ? task : "(none)");
         rc = fail(&err);
     } else if (runner_options(&c, 1, threads, &ro, &err) != 0 || !(r = rtl_runner_new(s, cat, &ro, &err)) ||
                !(cr.prof = rtl_runner_profiler(r, task, &err))) {

@@ -75,30 +75,32 @@ static cJSON *latency_obj(const rtl_latency *l)
 
 int print_catalog_json(const rtl_catalog *cat)
 {
+    rtl_catalog_info ci = catalog_info(cat);
     cJSON *doc = cJSON_CreateObject();
-    cJSON_AddStringToObject(doc, "catalog", rtl_catalog_id(cat));
-    cJSON_AddNumberToObject(doc, "version", (double)rtl_catalog_version(cat));
-    cJSON_AddStringToObject(doc, "model", rtl_catalog_model(cat));
-    if (rtl_catalog_dir(cat)[0]) cJSON_AddStringToObject(doc, "dir", rtl_catalog_dir(cat));
+    cJSON_AddStringToObject(doc, "catalog", ci.id);
+    cJSON_AddNumberToObject(doc, "version", (double)ci.version);
+    cJSON_AddStringToObject(doc, "model", ci.model);
+    if (ci.dir[0]) cJSON_AddStringToObject(doc, "dir", ci.dir);
     else cJSON_AddNullToObject(doc, "dir");
     cJSON *tasks = cJSON_AddArrayToObject(doc, "tasks");
-    for (size_t t = 0; tasks && t < rtl_catalog_task_count(cat); t++) {
+    for (size_t t = 0; tasks && t < ci.task_count; t++) {
         size_t n;
-        rtl_catalog_task_labels(cat, rtl_catalog_task_name(cat, t), &n);
+        rtl_catalog_task_labels(cat, ci.task_names[t], &n);
         cJSON *o = cJSON_CreateObject();
-        cJSON_AddStringToObject(o, "name", rtl_catalog_task_name(cat, t));
+        cJSON_AddStringToObject(o, "name", ci.task_names[t]);
         cJSON_AddNumberToObject(o, "labels", (double)n);
         cJSON_AddItemToArray(tasks, o);
     }
     cJSON *vars = cJSON_AddArrayToObject(doc, "variants");
     int warned = 0;
-    for (size_t i = 0; vars && i < rtl_catalog_variant_count(cat); i++) {
+    for (size_t i = 0; vars && i < ci.variant_count; i++) {
         const rtl_variant *v = rtl_catalog_variant_at(cat, i);
+        rtl_variant_info vi = variant_info(v);
         cJSON *o = cJSON_CreateObject();
         double t1, t5;
-        cJSON_AddStringToObject(o, "id", rtl_variant_id(v));
-        cJSON_AddStringToObject(o, "technique", rtl_variant_technique(v));
-        cJSON_AddStringToObject(o, "task", rtl_variant_task(v));
+        cJSON_AddStringToObject(o, "id", vi.id);
+        cJSON_AddStringToObject(o, "technique", vi.technique);
+        cJSON_AddStringToObject(o, "task", vi.task);
         if (rtl_variant_accuracy(v, NULL, &t1, &t5) == 0) {
             cJSON_AddNumberToObject(o, "top1", t1);
             if (t5 >= 0) cJSON_AddNumberToObject(o, "top5", t5);
@@ -107,15 +109,15 @@ int print_catalog_json(const rtl_catalog *cat)
             cJSON_AddNullToObject(o, "top1");
             cJSON_AddNullToObject(o, "top5");
         }
-        cJSON_AddNumberToObject(o, "macs", (double)rtl_variant_cost(v, RTL_COST_MACS));
-        cJSON_AddNumberToObject(o, "weight_bytes", (double)rtl_variant_cost(v, RTL_COST_WEIGHT_BYTES));
-        cJSON_AddNumberToObject(o, "files", (double)rtl_variant_file_count(v));
+        cJSON_AddNumberToObject(o, "macs", (double)vi.macs);
+        cJSON_AddNumberToObject(o, "weight_bytes", (double)vi.weight_bytes);
+        cJSON_AddNumberToObject(o, "files", (double)vi.file_count);
         cJSON *lat = cJSON_AddArrayToObject(o, "latency");
         rtl_latency host, dev[8];
         size_t ndev = 0;
         rtl_err err;
         if (rtl_variant_latency(v, "build-host", &host, NULL) == 0) cJSON_AddItemToArray(lat, latency_obj(&host));
-        if (rtl_profile_get(cat, rtl_variant_id(v), dev, 8, &ndev, &err) != 0) {
+        if (rtl_profile_get(cat, vi.id, dev, 8, &ndev, &err) != 0) {
             ndev = 0;
             if (!warned && !strstr(err.msg, "not opened from a store")) {
                 fprintf(stderr, "rtl: warning: %s\n", err.msg);
@@ -128,7 +130,7 @@ int print_catalog_json(const rtl_catalog *cat)
             cJSON_AddItemToArray(lat, l);
         }
         cJSON *est = cJSON_AddArrayToObject(o, "estimates");
-        for (size_t e = 0; e < rtl_variant_estimate_count(v); e++) {
+        for (size_t e = 0; e < vi.estimate_count; e++) {
             rtl_estimate x;
             if (rtl_variant_estimate_at(v, e, &x) != 0) continue;
             cJSON *eo = cJSON_CreateObject();

@@ -396,7 +396,7 @@ static int apply_target(const rtl_model *m, const rtl_layer_cost *l, int n, stru
     double host = 0;
     for (int i = 0; i < n; i++) host += l[i].host_ms;
     char names[512] = "";
-    for (size_t i = 0; i < rtl_variant_estimate_count(v); i++) {
+    for (size_t i = 0; i < variant_info(v).estimate_count; i++) {
         rtl_estimate e;
         if (rtl_variant_estimate_at(v, i, &e) != 0) continue;
         if (strcmp(e.target, o->target_name) != 0) {
@@ -416,7 +416,7 @@ static int apply_target(const rtl_model *m, const rtl_layer_cost *l, int n, stru
         return 0;
     }
     snprintf(err->msg, sizeof err->msg, "variant '%s' has no usable estimate for target '%s' (its targets: %s)",
-             rtl_variant_id(v), o->target_name, names[0] ? names : "none");
+             variant_info(v).id, o->target_name, names[0] ? names : "none");
     return -1;
 }
 

@@ -82,8 +82,8 @@ static cJSON *run_doc(const rtl_catalog *cat, const char *variant, const rtl_mod
 {
     cJSON *doc = cJSON_CreateObject();
     if (!doc) return NULL;
-    cJSON_AddStringToObject(doc, "catalog", rtl_catalog_id(cat));
-    cJSON_AddNumberToObject(doc, "version", (double)rtl_catalog_version(cat));
+    cJSON_AddStringToObject(doc, "catalog", catalog_info(cat).id);
+    cJSON_AddNumberToObject(doc, "version", (double)catalog_info(cat).version);
     cJSON_AddStringToObject(doc, "variant", variant);
     rtl_model_info mi = model_info(m);
     if (mi.capacities) cJSON_AddNumberToObject(doc, "capacity", mi.capacity);
@@ -213,7 +213,7 @@ int cmd_run(rtl_store *s, int argc, char **argv)
     const rtl_model *m = NULL;
     rtl_runner *r = run_prepare(s, cat, &ro, &q, &m);
     if (!r) return rtl_catalog_close(cat), 1;
-    const char *task = rtl_variant_task(model_info(m).variant);
+    const char *task = variant_info(model_info(m).variant).task;
     rtl_specialised sp;
     if (context && !quiet && rtl_runner_specialised(r, task, 0, &sp, NULL) == 0)
         fprintf(stderr, "rtl: context: no specialised model with partner %s is installed\n", argv[i + 1]);
@@ -321,7 +321,7 @@ int cmd_profile(rtl_store *s, int argc, char **argv)
     rtl_catalog *cat = rtl_catalog_open(s, argv[i], &err);
     if (!cat) return fail(&err);
     int named = argc - i > 1;
-    size_t count = named ? (size_t)(argc - i - 1) : rtl_catalog_variant_count(cat);
+    size_t count = named ? (size_t)(argc - i - 1) : catalog_info(cat).variant_count;
     int status = 0;
     size_t measured = 0;
     cJSON *arr = o.json ? cJSON_CreateArray() : NULL;
@@ -329,7 +329,7 @@ int cmd_profile(rtl_store *s, int argc, char **argv)
         printf("%-24s %8s %6s %12s %12s %12s\n", "variant", "threads", "runs", "median ms", "mean ms",
                "build-host");
     for (size_t k = 0; k < count; k++) {
-        const char *id = named ? argv[i + 1 + (int)k] : rtl_variant_id(rtl_catalog_variant_at(cat, k));
+        const char *id = named ? argv[i + 1 + (int)k] : variant_info(rtl_catalog_variant_at(cat, k)).id;
         rtl_latency lat;
         int r = profile_one(cat, id, &o, named, &lat);
         if (r < 0) status = 1;
@@ -357,10 +357,10 @@ int cmd_profile(rtl_store *s, int argc, char **argv)
         char machine[256];
         rtl_machine_describe(machine, sizeof machine);
         fprintf(stderr, "rtl: %zu measurement%s on %s stored for catalog %s\n", measured, measured == 1 ? "" : "s",
-                machine, rtl_catalog_id(cat));
+                machine, catalog_info(cat).id);
     }
     if (!measured && !status) {
-        fprintf(stderr, "rtl: error: catalog %s has no variant this runtime can load\n", rtl_catalog_id(cat));
+        fprintf(stderr, "rtl: error: catalog %s has no variant this runtime can load\n", catalog_info(cat).id);
         status = 1;
     }
     rtl_catalog_close(cat);
@@ -388,9 +388,9 @@ static void latency_row(const char *id, const char *where, const rtl_latency *l,
 void print_latencies(const rtl_catalog *cat)
 {
     int header = 0, warned = 0;
-    for (size_t i = 0; i < rtl_catalog_variant_count(cat); i++) {
+    for (size_t i = 0; i < catalog_info(cat).variant_count; i++) {
         const rtl_variant *v = rtl_catalog_variant_at(cat, i);
-        const char *id = rtl_variant_id(v);
+        const char *id = variant_info(v).id;
         rtl_latency host, dev[8];
         size_t ndev = 0;
         rtl_err err;
@@ -400,7 +400,7 @@ void print_latencies(const rtl_catalog *cat)
             fprintf(stderr, "rtl: warning: %s\n", err.msg);
             warned = 1;
         }
-        if (!has_host && !ndev && !rtl_variant_estimate_count(v)) continue;
+        if (!has_host && !ndev && !variant_info(v).estimate_count) continue;
         if (!header) {
             printf("\nlatency at batch 1 (ms; the build host's and this device's are measured; targets'\n"
                    "are the catalog's roofline estimates, lower bounds: a real run takes longer)\n");
@@ -413,7 +413,7 @@ void print_latencies(const rtl_catalog *cat)
             format_time(dev[d].measured_at, when, sizeof when);
             latency_row(id, "this device", &dev[d], when);
         }
-        for (size_t e = 0; e < rtl_variant_estimate_count(v); e++) {
+        for (size_t e = 0; e < variant_info(v).estimate_count; e++) {
             rtl_estimate est;
             if (rtl_variant_estimate_at(v, e, &est) != 0) continue;
             printf("%-24s %-18s %10.4g %10s  lower bound (%s%s%s)%s%s\n", id, est.target, est.ms, "-", est.method,

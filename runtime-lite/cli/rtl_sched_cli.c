@@ -107,20 +107,20 @@ int sched_register(rtl_sched *s, rtl_catalog *cat, int napps, const char *const 
                    const struct sched_cli *o, rtl_err *err)
 {
     rtl_sched_source src = {.target = o->target, .device_mw = o->device_mw, .cloud_gflops = o->cloud_gflops};
-    size_t nt = rtl_catalog_task_count(cat);
+    size_t nt = catalog_info(cat).task_count;
     /* tasks that have variants with an accuracy */
     const char *usable[64];
     int nu = 0;
     for (size_t i = 0; i < nt && nu < 64; i++) {
         rtl_sched_config c = {.policy = RTL_POLICY_MCDNN};
         rtl_sched *probe = rtl_sched_new(&c, NULL);
-        if (probe && rtl_sched_add_catalog(probe, cat, rtl_catalog_task_name(cat, i), "x", &src, NULL) == 0)
-            usable[nu++] = rtl_catalog_task_name(cat, i);
+        if (probe && rtl_sched_add_catalog(probe, cat, catalog_info(cat).task_names[i], "x", &src, NULL) == 0)
+            usable[nu++] = catalog_info(cat).task_names[i];
         rtl_sched_free(probe);
     }
     if (!nu) {
         rtl_errf_cli(err, "catalog %s: no task has variants with an accuracy and a latency to schedule",
-                     rtl_catalog_id(cat));
+                     catalog_info(cat).id);
         return -1;
     }
     for (int a = 0; a < napps; a++) {

@@ -225,8 +225,8 @@ static int stream_tasks(struct stream *S, const ck_list *tasks, const char *targ
 {
     rtl_err err;
     rtl_sched_source src = {.target = target, .loadable_only = !S->dry};
-    for (size_t t = 0; t < rtl_catalog_task_count(S->cat); t++) {
-        const char *name = rtl_catalog_task_name(S->cat, t);
+    for (size_t t = 0; t < catalog_info(S->cat).task_count; t++) {
+        const char *name = catalog_info(S->cat).task_names[t];
         int want = !tasks->n;
         for (int k = 0; k < tasks->n; k++) want |= !strcmp(tasks->v[k], name);
         if (!want) continue;
@@ -238,12 +238,12 @@ static int stream_tasks(struct stream *S, const ck_list *tasks, const char *targ
     }
     for (int k = 0; k < tasks->n; k++)
         if (!rtl_catalog_task_labels(S->cat, tasks->v[k], NULL)) {
-            rtl_errf_cli(&err, "catalog %s has no task %s", rtl_catalog_id(S->cat), tasks->v[k]);
+            rtl_errf_cli(&err, "catalog %s has no task %s", catalog_info(S->cat).id, tasks->v[k]);
             return fail(&err);
         }
     if (!S->napps) {
         rtl_errf_cli(&err, "catalog %s: no task has a variant this runtime can run with an accuracy and a latency",
-                     rtl_catalog_id(S->cat));
+                     catalog_info(S->cat).id);
         return fail(&err);
     }
     if (sched_budget(S->s, &S->o, S->horizon, 0, &err) != 0) return fail(&err);
@@ -487,7 +487,7 @@ static int stream_run(struct stream *S, long long repeat, long long max, double 
     S->t0 = now_s();
     printf("{\"event\":\"start\",\"catalog\":\"%s\",\"policy\":\"%s\",\"tasks\":%d,\"inputs\":%zu,\"mode\":\"%s\","
            "\"cloud\":\"unreachable (no peer)\"}\n",
-           rtl_catalog_id(S->cat), S->policy, S->napps, S->in.n, S->dry ? "dry-run" : "execute");
+           catalog_info(S->cat).id, S->policy, S->napps, S->in.n, S->dry ? "dry-run" : "execute");
     int rc = stream_loop(S, repeat, max, fps);
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);

@@ -74,13 +74,13 @@ static int task_models(struct tasks_run *R, rtl_store *s, rtl_catalog *cat, long
     if (!R->top || !R->x) return fprintf(stderr, "rtl: error: out of memory\n"), 1;
     if (!json) return 0;
     R->doc = cJSON_CreateObject();
-    cJSON_AddStringToObject(R->doc, "catalog", rtl_catalog_id(cat));
-    cJSON_AddNumberToObject(R->doc, "version", (double)rtl_catalog_version(cat));
+    cJSON_AddStringToObject(R->doc, "catalog", catalog_info(cat).id);
+    cJSON_AddNumberToObject(R->doc, "version", (double)catalog_info(cat).version);
     cJSON *ts = cJSON_AddArrayToObject(R->doc, "tasks");
     for (size_t t = 0; t < R->nt; t++) {
         cJSON *e = cJSON_CreateObject();
         cJSON_AddStringToObject(e, "task", R->names[t]);
-        cJSON_AddStringToObject(e, "variant", rtl_variant_id(R->var[t]));
+        cJSON_AddStringToObject(e, "variant", variant_info(R->var[t]).id);
         cJSON_AddItemToArray(ts, e);
     }
     R->results = cJSON_AddArrayToObject(R->doc, "results");
@@ -118,12 +118,12 @@ static int task_answers(struct tasks_run *R, char **images, int n, long long top
             if (ans) {
                 cJSON *e = cJSON_CreateObject();
                 cJSON_AddStringToObject(e, "task", R->names[t]);
-                cJSON_AddStringToObject(e, "variant", rtl_variant_id(R->var[t]));
+                cJSON_AddStringToObject(e, "variant", variant_info(R->var[t]).id);
                 cJSON_AddItemToObject(e, "top", top_json(R->top, nc));
                 cJSON_AddItemToArray(ans, e);
                 continue;
             }
-            printf("%s [%s %s]:", images[a], R->names[t], rtl_variant_id(R->var[t]));
+            printf("%s [%s %s]:", images[a], R->names[t], variant_info(R->var[t]).id);
             for (size_t q = 0; q < nc; q++) printf("%s %.6f %s", q ? "," : "", R->top[q].prob, R->top[q].label);
             putchar('\n');
         }
@@ -158,7 +158,7 @@ static int task_timing(struct tasks_run *R, const char *image, long long repeat)
             cJSON_AddNumberToObject(b, "ratio", m1 > 0 ? ma / m1 : 0);
         } else {
             printf("timing: %zu tasks %.3f ms, task %s alone (%s) %.3f ms, ratio %.3f (median of %lld runs)\n",
-                   R->nt, ma, R->names[0], rtl_variant_id(R->var[0]), m1, m1 > 0 ? ma / m1 : 0, repeat);
+                   R->nt, ma, R->names[0], variant_info(R->var[0]).id, m1, m1 > 0 ? ma / m1 : 0, repeat);
         }
     }
     free(ta);

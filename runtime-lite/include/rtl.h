@@ -265,40 +265,58 @@ RTL_API rtl_catalog *rtl_catalog_open(rtl_store *store, const char *id, rtl_err 
 RTL_API rtl_catalog *rtl_catalog_parse(const char *json, size_t len, const char *dir, rtl_err *err);
 RTL_API void rtl_catalog_close(rtl_catalog *cat);
 
-RTL_API const char *rtl_catalog_id(const rtl_catalog *cat);
-RTL_API const char *rtl_catalog_model(const rtl_catalog *cat);
-RTL_API uint64_t rtl_catalog_version(const rtl_catalog *cat);
-/* The folder the catalog's files are in ("" when parsed without one). */
-RTL_API const char *rtl_catalog_dir(const rtl_catalog *cat);
+/* What catalog cat is: the answer of rtl_catalog_describe. Versioned by
+ * its size as rtl_model_info is (below): fields are only ever appended
+ * (RTL_CATALOG_INFO_V1 is this first layout's size), the caller passes
+ * sizeof *out, and the library fills the fields both know and zeroes the
+ * caller's ones it does not know. Strings and arrays belong to the catalog
+ * and live as long as it is open. */
+typedef struct rtl_catalog_info {
+    const char *id;                /* the catalog's id */
+    const char *model;             /* the model its variants derive from */
+    uint64_t version;              /* its version (rtl_install refuses older ones) */
+    const char *dir;               /* the folder its files are in ("" when parsed without one) */
+    size_t task_count;             /* tasks (label sets), in manifest order */
+    const char *const *task_names; /* their names (rtl_catalog_task_labels: each one's labels) */
+    size_t variant_count;          /* variants 0..variant_count-1 of rtl_catalog_variant_at */
+} rtl_catalog_info;
+#define RTL_CATALOG_INFO_V1 (offsetof(rtl_catalog_info, variant_count) + sizeof(size_t))
 
-/* Tasks (label sets): names and their labels, in manifest order. */
-RTL_API size_t rtl_catalog_task_count(const rtl_catalog *cat);
-RTL_API const char *rtl_catalog_task_name(const rtl_catalog *cat, size_t i);
+/* Fills out (out_size = sizeof *out; at least RTL_CATALOG_INFO_V1). -1
+ * with err when out_size is smaller. */
+RTL_API int rtl_catalog_describe(const rtl_catalog *cat, rtl_catalog_info *out, size_t out_size, rtl_err *err);
+
 /* Labels of task `name`; *n gets their count; NULL when the task is unknown. */
 RTL_API const char *const *rtl_catalog_task_labels(const rtl_catalog *cat, const char *name, size_t *n);
 
-RTL_API size_t rtl_catalog_variant_count(const rtl_catalog *cat);
+/* Variant i (< rtl_catalog_info.variant_count), in manifest order. */
 RTL_API const rtl_variant *rtl_catalog_variant_at(const rtl_catalog *cat, size_t i);
 /* NULL when no variant has that id. */
 RTL_API const rtl_variant *rtl_catalog_find(const rtl_catalog *cat, const char *id);
 
-RTL_API const char *rtl_variant_id(const rtl_variant *v);
-RTL_API const char *rtl_variant_technique(const rtl_variant *v);
-RTL_API const char *rtl_variant_task(const rtl_variant *v);
-RTL_API const char *rtl_variant_parent(const rtl_variant *v); /* NULL: none */
+/* What variant v is: the answer of rtl_variant_describe, versioned by its
+ * size as rtl_catalog_info is (RTL_VARIANT_INFO_V1). Strings belong to the
+ * catalog. Costs are the manifest's (the catalog tool's cost model). */
+typedef struct rtl_variant_info {
+    const char *id;               /* unique within the catalog */
+    const char *technique;        /* "base", "svd", "nested", "early-exit", "head", ... */
+    const char *task;             /* the task whose labels its outputs are */
+    const char *parent;           /* the variant it derives from; NULL: none */
+    size_t file_count;            /* its files (rtl_variant_file finds one by role) */
+    uint64_t macs;                /* multiply-accumulates of one image */
+    uint64_t params;              /* parameters */
+    uint64_t weight_bytes;        /* bytes of its weights file(s) */
+    uint64_t peak_activation_bytes; /* the largest activation of one image */
+    size_t estimate_count;        /* estimates 0..estimate_count-1 of rtl_variant_estimate_at */
+} rtl_variant_info;
+#define RTL_VARIANT_INFO_V1 (offsetof(rtl_variant_info, estimate_count) + sizeof(size_t))
 
-RTL_API size_t rtl_variant_file_count(const rtl_variant *v);
+/* Fills out (out_size = sizeof *out; at least RTL_VARIANT_INFO_V1). -1
+ * with err when out_size is smaller. */
+RTL_API int rtl_variant_describe(const rtl_variant *v, rtl_variant_info *out, size_t out_size, rtl_err *err);
+
 /* Path of the first file with `role` ("cfg", "weights", ...), or NULL. */
 RTL_API const char *rtl_variant_file(const rtl_variant *v, const char *role);
-
-enum rtl_cost {
-    RTL_COST_MACS,
-    RTL_COST_PARAMS,
-    RTL_COST_WEIGHT_BYTES,
-    RTL_COST_PEAK_ACTIVATION_BYTES,
-    RTL_COST_COUNT
-};
-RTL_API uint64_t rtl_variant_cost(const rtl_variant *v, enum rtl_cost which);
 /* Accuracy measured for task (NULL: the variant's own task); -1 when the
  * manifest has none (top5 is -1 where classes <= 5). */
 RTL_API int rtl_variant_accuracy(const rtl_variant *v, const char *task, double *top1, double *top5);
@@ -342,9 +360,8 @@ typedef struct rtl_estimate {
     const char *cpu_unit;         /* the CPU modelled ("" when absent) */
 } rtl_estimate;
 
-/* Estimates of v, in manifest order: count, then estimate i (-1 when i is
- * out of range). Strings belong to the catalog. */
-RTL_API size_t rtl_variant_estimate_count(const rtl_variant *v);
+/* Estimate i of v (i < rtl_variant_info.estimate_count), in manifest
+ * order; -1 when i is out of range. Strings belong to the catalog. */
 RTL_API int rtl_variant_estimate_at(const rtl_variant *v, size_t i, rtl_estimate *out);
 
 /* ---- device profile: latencies measured on this device --------------------

@@ -19,10 +19,10 @@ static int nested_tasks(rtl_catalog *cat, const struct sched_cli *o, const char 
 {
     rtl_sched_source src = {.target = o->target, .device_mw = o->device_mw, .cloud_gflops = o->cloud_gflops};
     int n = 0;
-    for (size_t i = 0; i < rtl_catalog_task_count(cat) && n < max; i++) {
+    for (size_t i = 0; i < catalog_info(cat).task_count && n < max; i++) {
         rtl_sched_config c = {.policy = RTL_POLICY_NEST_TOTAL};
         rtl_sched *probe = rtl_sched_new(&c, NULL);
-        const char *name = rtl_catalog_task_name(cat, i);
+        const char *name = catalog_info(cat).task_names[i];
         if (probe && rtl_sched_add_catalog(probe, cat, name, "x", &src, NULL) == 0) {
             const rtl_sched_task *t = rtl_sched_task_at(probe, 0);
             int caps = 0;
@@ -49,10 +49,10 @@ static const rtl_sched_option *small_cascade(const rtl_sched_task *t)
 static const char *cascade_task(rtl_catalog *cat, const struct sched_cli *o)
 {
     rtl_sched_source src = {.target = o->target, .device_mw = o->device_mw, .cloud_gflops = o->cloud_gflops};
-    for (size_t i = 0; i < rtl_catalog_task_count(cat); i++) {
+    for (size_t i = 0; i < catalog_info(cat).task_count; i++) {
         rtl_sched_config c = {.policy = RTL_POLICY_MCDNN};
         rtl_sched *probe = rtl_sched_new(&c, NULL);
-        const char *name = rtl_catalog_task_name(cat, i);
+        const char *name = catalog_info(cat).task_names[i];
         int ok = probe && rtl_sched_add_catalog(probe, cat, name, "x", &src, NULL) == 0 &&
                  small_cascade(rtl_sched_task_at(probe, 0));
         rtl_sched_free(probe);
@@ -301,7 +301,7 @@ static int simulate_trace(rtl_catalog *cat, enum rtl_trace_kind kind, const stru
     int classes = 10;
     {
         size_t n = 0;
-        if (rtl_catalog_task_count(cat) && rtl_catalog_task_labels(cat, rtl_catalog_task_name(cat, 0), &n) && n)
+        if (catalog_info(cat).task_count && rtl_catalog_task_labels(cat, catalog_info(cat).task_names[0], &n) && n)
             classes = (int)n;
     }
     char desc[512] = "";

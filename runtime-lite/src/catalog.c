@@ -238,13 +238,14 @@ static int parse_tasks(rtl_catalog *cat, const cJSON *tasks, rtl_err *err)
 {
     if (!cJSON_IsObject(tasks)) return rtl_errf(err, "manifest: \"tasks\" is missing or not an object");
     cat->ntasks = (size_t)cJSON_GetArraySize(tasks);
-    if (cat->ntasks && !(cat->tasks = calloc(cat->ntasks, sizeof *cat->tasks)))
+    if (cat->ntasks && (!(cat->tasks = calloc(cat->ntasks, sizeof *cat->tasks)) ||
+                        !(cat->task_names = calloc(cat->ntasks, sizeof *cat->task_names))))
         return rtl_errf(err, "manifest: out of memory");
     size_t i = 0;
     const cJSON *t;
     cJSON_ArrayForEach(t, tasks) {
         struct rtl_task *rt = &cat->tasks[i++];
-        rt->name = t->string;
+        rt->name = cat->task_names[i - 1] = t->string;
         const cJSON *labels = cJSON_GetObjectItemCaseSensitive(t, "labels");
         if (!cJSON_IsArray(labels))
             return rtl_errf(err, "manifest: task '%s': \"labels\" is missing or not an array", rt->name);
@@ -397,6 +398,7 @@ void rtl_catalog_close(rtl_catalog *cat)
     }
     for (size_t i = 0; cat->tasks && i < cat->ntasks; i++) free(cat->tasks[i].labels);
     free(cat->tasks);
+    free(cat->task_names);
     free(cat->variants);
     free(cat->by_path);
     free(cat->dir);
@@ -442,6 +444,20 @@ const char *const *rtl_catalog_task_labels(const rtl_catalog *cat, const char *n
 }
 
 size_t rtl_catalog_variant_count(const rtl_catalog *cat) { return cat->nvariants; }
+
+int rtl_catalog_describe(const rtl_catalog *cat, rtl_catalog_info *out, size_t out_size, rtl_err *err)
+{
+    rtl_catalog_info in;
+    memset(&in, 0, sizeof in); /* the padding too: callers may compare bytes */
+    in.id = cat->id;
+    in.model = cat->model;
+    in.version = cat->version;
+    in.dir = rtl_catalog_dir(cat);
+    in.task_count = cat->ntasks;
+    in.task_names = cat->task_names;
+    in.variant_count = cat->nvariants;
+    return rtl_describe_copy(out, out_size, &in, sizeof in, RTL_CATALOG_INFO_V1, "rtl_catalog_info", err);
+}
 
 const rtl_variant *rtl_catalog_variant_at(const rtl_catalog *cat, size_t i)
 {
@@ -538,6 +554,23 @@ int rtl_variant_latency(const rtl_variant *v, const char *where, rtl_latency *ou
 size_t rtl_variant_estimate_count(const rtl_variant *v)
 {
     return v->estimates ? (size_t)cJSON_GetArraySize(v->estimates) : 0;
+}
+
+int rtl_variant_describe(const rtl_variant *v, rtl_variant_info *out, size_t out_size, rtl_err *err)
+{
+    rtl_variant_info in;
+    memset(&in, 0, sizeof in); /* the padding too: callers may compare bytes */
+    in.id = rtl_variant_id(v);
+    in.technique = rtl_variant_technique(v);
+    in.task = rtl_variant_task(v);
+    in.parent = rtl_variant_parent(v);
+    in.file_count = rtl_variant_file_count(v);
+    in.macs = v->cost[RTL_COST_MACS];
+    in.params = v->cost[RTL_COST_PARAMS];
+    in.weight_bytes = v->cost[RTL_COST_WEIGHT_BYTES];
+    in.peak_activation_bytes = v->cost[RTL_COST_PEAK_ACTIVATION_BYTES];
+    in.estimate_count = rtl_variant_estimate_count(v);
+    return rtl_describe_copy(out, out_size, &in, sizeof in, RTL_VARIANT_INFO_V1, "rtl_variant_info", err);
 }
 
 int rtl_variant_estimate_at(const rtl_variant *v, size_t i, rtl_estimate *out)

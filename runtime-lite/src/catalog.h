@@ -63,6 +63,7 @@ struct rtl_catalog {
     char *dir;
     struct rtl_task *tasks;
     size_t ntasks;
+    const char **task_names; /* [ntasks]: tasks[i].name (rtl_catalog_info) */
     struct rtl_variant *variants;
     size_t nvariants;
     struct rtl_file **by_path; /* every file, sorted by path */

@@ -132,6 +132,33 @@ int rtl_model_layers(const rtl_model *m);
 /* 1 when cut s (0..layers) is possible. */
 int rtl_model_cut_ok(const rtl_model *m, int s);
 
+/* A catalog's single facts, librtl's own since rtl_catalog_describe
+ * answers them in one struct (see rtl_catalog_info). */
+const char *rtl_catalog_id(const rtl_catalog *cat);
+const char *rtl_catalog_model(const rtl_catalog *cat);
+uint64_t rtl_catalog_version(const rtl_catalog *cat);
+const char *rtl_catalog_dir(const rtl_catalog *cat);
+size_t rtl_catalog_task_count(const rtl_catalog *cat);
+const char *rtl_catalog_task_name(const rtl_catalog *cat, size_t i);
+size_t rtl_catalog_variant_count(const rtl_catalog *cat);
+
+/* A variant's single facts, librtl's own since rtl_variant_describe
+ * answers them in one struct (see rtl_variant_info). */
+enum rtl_cost {
+    RTL_COST_MACS,
+    RTL_COST_PARAMS,
+    RTL_COST_WEIGHT_BYTES,
+    RTL_COST_PEAK_ACTIVATION_BYTES,
+    RTL_COST_COUNT
+};
+const char *rtl_variant_id(const rtl_variant *v);
+const char *rtl_variant_technique(const rtl_variant *v);
+const char *rtl_variant_task(const rtl_variant *v);
+const char *rtl_variant_parent(const rtl_variant *v); /* NULL: none */
+size_t rtl_variant_file_count(const rtl_variant *v);
+uint64_t rtl_variant_cost(const rtl_variant *v, enum rtl_cost which);
+size_t rtl_variant_estimate_count(const rtl_variant *v);
+
 /* The tail of an extensible describe struct (rtl_model_describe and its
  * kind): copies full (full_size bytes, the library's layout) into out as
  * far as out_size reaches and zeroes out past full_size; -1 with err

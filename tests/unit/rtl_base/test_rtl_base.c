@@ -248,6 +248,39 @@ static void entry_names(void **state)
 #define FILE_OF(v, name) "{\"role\":\"cfg\",\"path\":\"variants/" v "/" name "\",\"size\":3,\"sha256\":\"" SHA0 "\"}"
 #define COST "\"cost\":{\"macs\":10,\"params\":2,\"weight_bytes\":8,\"peak_activation_bytes\":4}"
 
+static int describe_catalog(const void *o, void *out, size_t size, rtl_err *e)
+{
+    return rtl_catalog_describe(o, out, size, e);
+}
+
+static int describe_variant(const void *o, void *out, size_t size, rtl_err *e)
+{
+    return rtl_variant_describe(o, out, size, e);
+}
+
+/* A describe call's struct is versioned by its size: shorter than the
+ * first layout (v1 bytes) is refused and writes nothing; exactly v1 fills
+ * those bytes alone (a caller built against the first rtl.h); a larger
+ * struct (a newer rtl.h) gets what this library knows and zeros past it. */
+static void describe_is_versioned(int (*describe)(const void *, void *, size_t, rtl_err *), const void *obj,
+                                  size_t v1, size_t now)
+{
+    unsigned char full[256], buf[256 + 32];
+    rtl_err e;
+    assert_true(now <= sizeof full && v1 <= now);
+    assert_int_equal(describe(obj, full, now, &e), 0);
+    memset(buf, 0x5a, sizeof buf);
+    assert_int_equal(describe(obj, buf, v1 - 1, &e), -1);
+    assert_non_null(strstr(e.msg, "needed"));
+    for (size_t i = 0; i < sizeof buf; i++) assert_int_equal(buf[i], 0x5a);
+    assert_int_equal(describe(obj, buf, v1, &e), 0);
+    assert_memory_equal(buf, full, v1);
+    for (size_t i = v1; i < sizeof buf; i++) assert_int_equal(buf[i], 0x5a);
+    assert_int_equal(describe(obj, buf, now + 32, &e), 0);
+    assert_memory_equal(buf, full, now);
+    for (size_t i = now; i < now + 32; i++) assert_int_equal(buf[i], 0);
+}
+
 static void manifest_checks(void **state)
 {
     (void)state;
@@ -262,15 +295,27 @@ static void manifest_checks(void **state)
     rtl_err e;
     rtl_catalog *cat = rtl_catalog_parse(good, strlen(good), "/root", &e);
     if (!cat) fail_msg("%s", e.msg);
-    assert_string_equal(rtl_catalog_id(cat), "c");
-    assert_true(rtl_catalog_version(cat) == 7);
-    assert_int_equal(rtl_catalog_variant_count(cat), 2);
+    rtl_catalog_info ci;
+    assert_int_equal(rtl_catalog_describe(cat, &ci, sizeof ci, &e), 0);
+    assert_true(!strcmp(ci.id, "c") && !strcmp(ci.model, "m") && ci.version == 7 && !strcmp(ci.dir, "/root"));
+    assert_int_equal(ci.task_count, 1);
+    assert_string_equal(ci.task_names[0], "t");
+    assert_int_equal(ci.variant_count, 2);
+    describe_is_versioned(describe_catalog, cat, RTL_CATALOG_INFO_V1, sizeof ci);
     const rtl_variant *b = rtl_catalog_find(cat, "b");
     assert_non_null(b);
-    assert_string_equal(rtl_variant_parent(b), "a");
+    rtl_variant_info vi;
+    assert_int_equal(rtl_variant_describe(b, &vi, sizeof vi, &e), 0);
+    assert_true(!strcmp(vi.id, "b") && !strcmp(vi.technique, "svd") && !strcmp(vi.task, "t"));
+    assert_string_equal(vi.parent, "a");
+    assert_int_equal(vi.file_count, 1);
+    assert_true(vi.macs == 10 && vi.params == 2 && vi.weight_bytes == 8 && vi.peak_activation_bytes == 4);
+    assert_int_equal(vi.estimate_count, 0);
+    describe_is_versioned(describe_variant, b, RTL_VARIANT_INFO_V1, sizeof vi);
+    assert_int_equal(rtl_variant_describe(rtl_catalog_find(cat, "a"), &vi, sizeof vi, &e), 0);
+    assert_null(vi.parent);
     assert_string_equal(rtl_variant_file(b, "cfg"), "/root/variants/b/g/h");
     assert_string_equal(rtl_variant_fields_json(b), "{\"svd\":{\"rank\":3}}");
-    assert_true(rtl_variant_cost(b, RTL_COST_MACS) == 10);
     double t1, t5;
     assert_int_equal(rtl_variant_accuracy(rtl_catalog_find(cat, "a"), NULL, &t1, &t5), 0);
     assert_true(t1 == 0.5 && t5 < 0);
