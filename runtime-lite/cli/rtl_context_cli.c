@@ -239,10 +239,9 @@ static int ctx_results(struct ctx_run *cr, rtl_store *s, const rtl_catalog *cat,
             rtl_catalog *tmp = NULL;
             if (strcmp(cj->valuestring, catalog_info(cat).id) != 0) oc = tmp = rtl_catalog_open(s, cj->valuestring, NULL);
             const rtl_variant *v = oc ? rtl_catalog_find(oc, vj->valuestring) : NULL;
-            char partner[RTL_ID_MAX + 1];
-            int other;
-            /* a cascade answers with its partner's labels: the partner's task */
-            if (v && rtl_variant_cascade(v, partner, sizeof partner, &other, NULL) == 0) snprintf(task, sizeof task, "%s", cr->task);
+            /* a cascade (a specialised variant) answers with its partner's
+             * labels: the partner's task */
+            if (v && !strcmp(variant_info(v).technique, "specialised")) snprintf(task, sizeof task, "%s", cr->task);
             else if (v) snprintf(task, sizeof task, "%s", variant_info(v).task);
             else snprintf(task, sizeof task, "%s", cr->task); /* not installed here: trust the labels */
             run_task = task;

@@ -619,20 +619,16 @@ RTL_API int rtl_model_profile_layers(rtl_model *m, const float *x, uint32_t runs
 RTL_API int rtl_model_run_tasks(rtl_model *const *models, size_t n, const float *x, size_t *trunk_runs,
                                 rtl_err *err) RTL_MUST_CHECK;
 
-/* ---- cascades and add-ons (runtime-lite/src/tasks.c) ------------------------
+/* ---- cascades and add-ons ---------------------------------------------------
  *
  * A specialised variant (prune specialise, MCDNN 4.1.2) answers n classes
  * of a context and "other"; on "other" its cascade partner (usually the
  * generic base model) answers. An add-on catalog (catalog pack --addon-of)
  * holds such variants for one device's context and depends on the catalog
  * it extends by id and exact version; rtl_install refuses it when that
- * catalog is not installed at that version. */
-
-/* When v is specialised: its cascade partner's id (into partner, psize
- * bytes) and the index of its "other" class; 0. -1 with err (may be NULL)
- * otherwise. */
-RTL_API int rtl_variant_cascade(const rtl_variant *v, char *partner, size_t psize, int *other_class,
-                                rtl_err *err);
+ * catalog is not installed at that version. A runner (rtl_runner_*, below)
+ * runs the cascades; rtl_runner_specialised names each specialised model's
+ * partner. */
 
 /* ---- the context profiler (runtime-lite/src/context.c) ---------------------
  *

@@ -132,6 +132,12 @@ int rtl_model_layers(const rtl_model *m);
 /* 1 when cut s (0..layers) is possible. */
 int rtl_model_cut_ok(const rtl_model *m, int s);
 
+/* When v is specialised: its cascade partner's id (into partner, psize
+ * bytes) and the index of its "other" class; 0. -1 with err (may be NULL)
+ * otherwise. librtl's own since the runner runs cascades
+ * (rtl_runner_specialised names the partner). */
+int rtl_variant_cascade(const rtl_variant *v, char *partner, size_t psize, int *other_class, rtl_err *err);
+
 /* A catalog's single facts, librtl's own since rtl_catalog_describe
  * answers them in one struct (see rtl_catalog_info). */
 const char *rtl_catalog_id(const rtl_catalog *cat);
