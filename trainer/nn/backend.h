@@ -25,13 +25,36 @@ typedef struct trn_backend trn_backend;
 /* A convolution's geometry (one group): `batch` images of c x h x w in,
  * m filters of c x ks x ks, stride, zero padding `pad` on every side; out
  * (batch, m, oh, ow), oh = (h + 2*pad - ks)/stride + 1, likewise ow. */
+typedef struct trn_conv_prep trn_conv_prep;
 typedef struct trn_conv_shape {
     int batch, c, h, w, m, ks, stride, pad;
     /* The forward of an inference, not of a training step: conv may then
      * compute it by another algorithm than the product its backward is the
      * adjoint of, equal up to rounding (the CPU's Winograd path). */
     int infer;
+    /* NULL, or where an inference forward may keep what it derives from
+     * the weights for the next forward of the same weights (below). */
+    trn_conv_prep *prep;
 } trn_conv_shape;
+
+/* A convolution's prepared weights, kept by its layer across the inference
+ * forwards of a network whose weights are borrowed (trn_weights_load_mem:
+ * unchanged while borrowed; the layer forgets them when the network
+ * borrows again): the CPU backend's Winograd filters U = G g G^T (and the
+ * space-to-depth regrouping before them), which it otherwise derives on
+ * every forward (1/10 to 1/4 of a layer's products, more at batch 1 of the
+ * catalog's small layers). Valid for the weights pointer, row length and
+ * shape it was made for; the same floats as derived afresh, so the same
+ * bytes. A backend that keeps nothing ignores it. */
+struct trn_conv_prep {
+    float *u;          /* the prepared floats (owned), `cap` of them */
+    size_t cap;
+    const float *w;    /* made from: weights, row length, shape */
+    int ldw, c, m, ks, stride;
+    int ready;         /* u holds them */
+};
+/* Frees p's buffer and forgets what it held. */
+void trn_conv_prep_clear(trn_conv_prep *p);
 
 /* A kernel's first parameter: the table it is called through (unused by
  * the CPU tables). */

@@ -33,6 +33,8 @@ typedef struct conv_state {
     int n, size, stride, pad, groups, bn;
     int direct; /* 1x1, stride 1, no padding: the input is its own im2col */
     trn_bn norm;
+    trn_conv_prep prep;   /* a borrowed network's inference: prepared weights (backend.h) */
+    uint64_t prep_borrow; /* of the network's borrow number ... */
 } conv_state;
 
 enum { P_BIASES, P_SCALES, P_MEAN, P_VAR };
@@ -94,6 +96,19 @@ static void conv_destroy(trn_layer *l, trn_net *net)
 {
     conv_state *s = l->priv;
     if (s && s->bn) trn_bn_free(&s->norm, net);
+    if (s) trn_conv_prep_clear(&s->prep);
+}
+
+/* The prepared weights an inference forward may keep: a borrowed
+ * network's weights are unchanged until it borrows again. */
+static trn_conv_prep *prep_of(conv_state *s, const trn_net *net, int train)
+{
+    if (train || !net->borrowed) return NULL;
+    if (s->prep_borrow != net->borrows) {
+        s->prep.ready = 0;
+        s->prep_borrow = net->borrows;
+    }
+    return &s->prep;
 }
 
 static trn_param *weights(trn_net *net, const trn_layer *l)
@@ -105,7 +120,7 @@ static trn_param *weights(trn_net *net, const trn_layer *l)
 static trn_conv_shape shape_of(const trn_layer *l, const trn_net *net, int infer)
 {
     const conv_state *s = l->priv;
-    return (trn_conv_shape){net->batch, l->in.c, l->in.h, l->in.w, l->out.c, s->size, s->stride, s->pad, infer};
+    return (trn_conv_shape){net->batch, l->in.c, l->in.h, l->in.w, l->out.c, s->size, s->stride, s->pad, infer, NULL};
 }
 
 static void conv_forward(trn_layer *l, trn_net *net, int train)
@@ -120,6 +135,7 @@ static void conv_forward(trn_layer *l, trn_net *net, int train)
     float *out = s->bn ? trn_bn_input(&s->norm, l->output, train) : l->output;
     if (g == 1) {
         trn_conv_shape sh = shape_of(l, net, !train);
+        sh.prep = prep_of(s, net, train);
         be->conv(be, &sh, l->input, w, kf, s->bn ? NULL : bias, s->bn ? TRN_ACT_LINEAR : l->act, out);
     } else {
         for (int b = 0; b < net->batch; b++)

@@ -22,6 +22,9 @@ int trn_cpu_winograd(TRN_BE, const trn_conv_shape *s, const float *in, const flo
 /* Whether trn_cpu_winograd computes a convolution of shape s (rather than
  * answering -1 before any work, on the shape and the settings alone). */
 int trn_cpu_winograd_applies(const trn_conv_shape *s);
+/* Keeps s->prep's filters if they were made from w, ldw and s's channels,
+ * filters, size and stride; otherwise marks them to be made again. */
+void trn_cpu_prep_key(trn_conv_prep *p, const trn_conv_shape *s, const float *w, int ldw);
 /* Whether a convolution may be computed by another algorithm than its
  * im2col product (Winograd, space-to-depth then Winograd): an inference's
  * forward (s->infer), trn_winograd() on, not the portable mode. */

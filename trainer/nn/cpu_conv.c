@@ -597,7 +597,7 @@ static int fwd_s2d(const trn_backend *be, const trn_conv_shape *s, const float *
     if (oh < 1 || ow < 1) return -1;
     int c2 = s->c * st * st, kk = kb * kb;
     s2dctx x = {s, in, NULL, oh + kb - 1, ow + kb - 1};
-    trn_conv_shape s2 = {s->batch, c2, x.sh, x.sw, s->m, kb, 1, 0, 1};
+    trn_conv_shape s2 = {s->batch, c2, x.sh, x.sw, s->m, kb, 1, 0, 1, s->prep};
     /* a shape Winograd declines (too few channels) goes to the direct
      * product before any regrouping (rw-s1s1h1's conv1: 3 channels) */
     if (!trn_cpu_winograd_applies(&s2)) return -1;
@@ -605,7 +605,7 @@ static int fwd_s2d(const trn_backend *be, const trn_conv_shape *s, const float *
     if ((double)img * s->batch > (double)(16 << 20)) return -1;
     if (!(x.S = scratch(0, img * (size_t)s->batch + nw))) return -1;
     float *w2 = x.S + img * (size_t)s->batch;
-    s2d_weights(s, kb, w, ldw, w2);
+    if (!s->prep || !s->prep->ready) s2d_weights(s, kb, w, ldw, w2); /* else Winograd does not read them */
     trn_cpu_by_channel_runs(c2, s2d_channel, &x);
     return trn_cpu_winograd(be, &s2, x.S, w2, c2 * kk, bias, act, out);
 }
@@ -614,6 +614,7 @@ void trn_cpu_conv(TRN_BE, const trn_conv_shape *s, const float *in, const float 
                   trn_activation act, float *out)
 {
     if (s->batch <= 0 || s->m <= 0) return;
+    if (s->prep) trn_cpu_prep_key(s->prep, s, w, ldw);
     if (fwd_s2d(be, s, in, w, ldw, bias, act, out) == 0 || trn_cpu_winograd(be, s, in, w, ldw, bias, act, out) == 0)
         return;
     fwdctx x = {be, {0}, in, w, bias, ldw, act, out, 0};

@@ -19,10 +19,13 @@
  * when that is large: WG_V_FLOATS) once, spread over the channels; then
  * blocks of WG_MB filters, one pool item each: the item transforms its
  * filters' weights into a buffer of its thread (G g G^T every forward, from
- * the weights as they are: nothing is cached, so weights written through
- * any pointer are always seen; the transform reads each weight once, like
- * the direct product, and costs 1/10 (3x3) to 1/4 (5x5) of the block's
- * products at alexnet's shapes), runs the 16 (36) products, and writes its outputs through the output
+ * the weights as they are, so weights written through any pointer are
+ * always seen; the transform reads each weight once, like the direct
+ * product, and costs 1/10 (3x3) to 1/4 (5x5) of the block's products at
+ * alexnet's shapes, up to a third of the catalog's small layers at batch
+ * 1) or, where the caller passes a trn_conv_prep (a borrowed network's
+ * layer, whose weights do not change), into it once and reads them there
+ * on later forwards; runs the 16 (36) products, and writes its outputs through the output
  * transform, then the bias and the activation (add_bias then activate, as
  * the direct path).
  *
@@ -103,6 +106,9 @@ typedef struct wgctx {
     trn_activation act;
     float *out, *v;          /* v: V[xi] (c, n), nx of them */
     int mb;                  /* filters per block */
+    float *pu;               /* the prepared filters (s->prep), block j at pu + j*pstride; NULL: none */
+    size_t pstride;
+    int pready;              /* pu holds them: no block transforms its filters */
     atomic_int fail;         /* an item could not get its buffers */
 } wgctx;
 
@@ -421,18 +427,10 @@ static int have_avx2(void)
 }
 #endif
 
-static void filter_block(void *p, int j)
+/* U = G g G^T of filters f0 .. f0+mb-1 into u (its nx matrices uc apart). */
+static void filter_transform(const wgctx *x, int f0, int mb, float *u, size_t uc)
 {
-    wgctx *x = p;
-    const trn_conv_shape *s = x->s;
-    int f0 = j * x->mb, f1 = f0 + x->mb < s->m ? f0 + x->mb : s->m, mb = f1 - f0, c = s->c, n = x->n;
-    int nx = x->nx;
-    size_t uc = spaced((size_t)mb * c), vn = spaced((size_t)c * n), mn = spaced((size_t)mb * n);
-    float *u = wg_scratch(1, nx * uc), *mm = wg_scratch(2, nx * mn);
-    if (!u || !mm) {
-        atomic_store(&x->fail, 1);
-        return;
-    }
+    int c = x->s->c;
     for (int f = 0; f < mb && x->r == 5; f++)
         filter5(x->w + (size_t)(f0 + f) * x->ldw, c, u + (size_t)f * c, uc);
     for (int f = 0; f < mb && x->r == 3; f++) {
@@ -459,6 +457,21 @@ static void filter_block(void *p, int j)
             }
         }
     }
+}
+
+static void filter_block(void *p, int j)
+{
+    wgctx *x = p;
+    const trn_conv_shape *s = x->s;
+    int f0 = j * x->mb, f1 = f0 + x->mb < s->m ? f0 + x->mb : s->m, mb = f1 - f0, c = s->c, n = x->n;
+    int nx = x->nx;
+    size_t uc = spaced((size_t)mb * c), vn = spaced((size_t)c * n), mn = spaced((size_t)mb * n);
+    float *u = x->pu ? x->pu + (size_t)j * x->pstride : wg_scratch(1, nx * uc), *mm = wg_scratch(2, nx * mn);
+    if (!u || !mm) {
+        atomic_store(&x->fail, 1);
+        return;
+    }
+    if (!x->pready) filter_transform(x, f0, mb, u, uc);
     trn_cpu_gemm_whole = 1; /* the blocks run side by side: one OpenBLAS call per product */
     for (int xi = 0; xi < nx; xi++)
         x->be->gemm(x->be, 0, 0, mb, n, c, 1, u + xi * uc, c, x->v + xi * vn, n, 0, mm + xi * mn, n);
@@ -479,6 +492,43 @@ static void filter_block(void *p, int j)
         }
 }
 
+/* At most this many prepared floats per layer (4 MiB; 1.8x (3x3) to 1.4x
+ * (5x5) the layer's weights): a larger layer derives its filters per
+ * forward, where they cost the least against its products. */
+#define PREP_MAX ((size_t)1 << 20)
+
+void trn_conv_prep_clear(trn_conv_prep *p)
+{
+    free(p->u);
+    memset(p, 0, sizeof *p);
+}
+
+void trn_cpu_prep_key(trn_conv_prep *p, const trn_conv_shape *s, const float *w, int ldw)
+{
+    if (p->w == w && p->ldw == ldw && p->c == s->c && p->m == s->m && p->ks == s->ks && p->stride == s->stride)
+        return;
+    p->ready = 0;
+    p->w = w, p->ldw = ldw, p->c = s->c, p->m = s->m, p->ks = s->ks, p->stride = s->stride;
+}
+
+/* x's prepared filters in s->prep, when there is one and they fit:
+ * nblocks blocks of nx matrices of up to x->mb filters. */
+static void prep_attach(wgctx *x, int nblocks)
+{
+    trn_conv_prep *p = x->s->prep;
+    if (!p) return;
+    size_t stride = (size_t)x->nx * spaced((size_t)x->mb * x->s->c), need = stride * (size_t)nblocks;
+    if (need > PREP_MAX) return;
+    if (p->cap < need) {
+        free(p->u);
+        p->ready = 0;
+        p->cap = 0;
+        if (!(p->u = malloc(need * sizeof *p->u))) return;
+        p->cap = need;
+    }
+    x->pu = p->u, x->pstride = stride, x->pready = p->ready;
+}
+
 int trn_cpu_winograd_applies(const trn_conv_shape *s)
 {
     if (!trn_cpu_winograd_allowed(s)) return 0;
@@ -493,7 +543,7 @@ int trn_cpu_winograd(TRN_BE, const trn_conv_shape *s, const float *in, const flo
 {
     if (!trn_cpu_winograd_applies(s)) return -1;
     wgctx x = {be, s, s->ks, s->ks + 1, (s->ks + 1) * (s->ks + 1), 0, 0, 0, 0, 0, 0, 0, 0, in, w, bias, ldw, act,
-               out, NULL, 0, 0};
+               out, NULL, 0, NULL, 0, 0, 0};
     atomic_init(&x.fail, 0);
     x.oh = s->h + 2 * s->pad - s->ks + 1, x.ow = s->w + 2 * s->pad - s->ks + 1;
     x.th = (x.oh + 1) / 2, x.tw = (x.ow + 1) / 2, x.t = x.th * x.tw;
@@ -507,14 +557,18 @@ int trn_cpu_winograd(TRN_BE, const trn_conv_shape *s, const float *in, const flo
     int nb = (s->m + WG_MB - 1) / WG_MB;
     x.mb = WG_MB;
     if (nb % 2 && nb > 1 && nb < 8) x.mb = ((s->m + 2 * nb - 1) / (2 * nb) + 15) / 16 * 16;
+    int blocks = (s->m + x.mb - 1) / x.mb;
+    prep_attach(&x, blocks);
     for (x.b0 = 0; x.b0 < s->batch; x.b0 += group) {
         x.nb = s->batch - x.b0 < group ? s->batch - x.b0 : group;
         x.n = x.nb * x.t;
         if (!(x.v = wg_scratch(0, vfloats))) return -1;
         trn_cpu_by_channel_runs(s->c, input_one, &x);
-        if (!atomic_load(&x.fail)) trn_parallel_for((s->m + x.mb - 1) / x.mb, filter_block, &x);
+        if (!atomic_load(&x.fail)) trn_parallel_for(blocks, filter_block, &x);
         /* a block without its buffers: the direct path computes it all */
         if (atomic_load(&x.fail)) return -1;
+        x.pready = x.pu != NULL; /* the next group's blocks read them */
     }
+    if (x.pu) s->prep->ready = 1;
     return 0;
 }

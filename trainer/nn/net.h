@@ -125,6 +125,7 @@ struct trn_net {
     float *update_block;  /* owned, NULL when inference-only */
     size_t param_floats;
     int borrowed;
+    uint64_t borrows;     /* times parameters were borrowed: a layer's prepared weights (trn_conv_prep) are of one */
     float **home;         /* borrowed: every parameter's pointer into the loaded
                            * buffer, kept at the first trn_net_vectors_bind */
     int params_ready;     /* 0 while external parameters are not supplied */

@@ -172,6 +172,7 @@ static void borrowed(trn_net *net)
     trn_net_release(net, net->param_block);
     net->param_block = NULL;
     net->borrowed = 1;
+    net->borrows++;
     net->params_ready = 1;
     free(net->home); /* pointers into an earlier buffer */
     net->home = NULL;

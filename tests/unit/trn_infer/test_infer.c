@@ -116,12 +116,64 @@ static void fragment_borrows_its_trunk(void **state)
     free(frag);
 }
 
+/* A borrowed network keeps its convolutions' prepared weights (Winograd's
+ * filters: 32 channels and filters, 3x3) from one forward to the next, and
+ * forgets them when it borrows again: the same buffer, rewritten with
+ * another network's weights and borrowed again, gives that network's
+ * output, byte for byte. */
+static void borrowing_again_forgets_prepared_weights(void **state)
+{
+    (void)state;
+    static const char *wcfg = "[net]\nbatch=1\nheight=8\nwidth=8\nchannels=32\n"
+                              "[convolutional]\nfilters=32\nsize=3\npad=1\nactivation=leaky\n";
+    trn_net_opts o;
+    trn_net_opts_defaults(&o);
+    o.infer_only = 1;
+    trn_net *a = tl_net(wcfg, &o), *b = tl_net(wcfg, &o);
+    assert_non_null(a);
+    assert_non_null(b);
+    tl_randomize(a, 7);
+    tl_randomize(b, 8);
+    trn_err e;
+    const char *pa = tl_path("a.weights"), *pb = tl_path("b.weights");
+    assert_int_equal(trn_weights_save(a, pa, &e), 0);
+    assert_int_equal(trn_weights_save(b, pb, &e), 0);
+    size_t la, lb;
+    char *buf = tl_read(pa, &la), *wb = tl_read(pb, &lb);
+    assert_non_null(buf);
+    assert_non_null(wb);
+    assert_int_equal(la, lb);
+    o.external_params = 1;
+    trn_net *x = tl_net(wcfg, &o);
+    assert_non_null(x);
+    float in[32 * 8 * 8];
+    tl_fill_uniform(in, sizeof in / sizeof *in, 2, -1, 1);
+    size_t bytes = (size_t)trn_net_outputs(a) * sizeof(float);
+    assert_int_equal(trn_weights_load_mem(x, buf, la, 1, pa, &e), 0);
+    for (int k = 0; k < 2; k++) { /* makes them, then reads them */
+        assert_int_equal(trn_net_forward(x, in, &e), 0);
+        assert_int_equal(trn_net_forward(a, in, &e), 0);
+        assert_memory_equal(trn_net_output(x), trn_net_output(a), bytes);
+    }
+    memcpy(buf, wb, la);
+    assert_int_equal(trn_weights_load_mem(x, buf, la, 1, pa, &e), 0);
+    assert_int_equal(trn_net_forward(x, in, &e), 0);
+    assert_int_equal(trn_net_forward(b, in, &e), 0);
+    assert_memory_equal(trn_net_output(x), trn_net_output(b), bytes);
+    trn_net_free(x);
+    trn_net_free(a);
+    trn_net_free(b);
+    free(buf);
+    free(wb);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(no_training_code),
         cmocka_unit_test(forward_and_borrowed_weights),
         cmocka_unit_test(fragment_borrows_its_trunk),
+        cmocka_unit_test(borrowing_again_forgets_prepared_weights),
     };
     int rc = cmocka_run_group_tests_name("trn_infer", tests, NULL, NULL);
     test_tmpdir_cleanup();

@@ -172,7 +172,7 @@ static void conv_kernels_match_reference_for_any_threads(void **state)
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         trn_conv_shape s = {cases[i].batch, cases[i].c, cases[i].h, cases[i].w, cases[i].m, cases[i].ks,
-                            cases[i].stride, cases[i].pad, 0};
+                            cases[i].stride, cases[i].pad, 0, NULL};
         int oh = (s.h + 2 * s.pad - s.ks) / s.stride + 1, ow = (s.w + 2 * s.pad - s.ks) / s.stride + 1;
         int k = s.c * s.ks * s.ks, ldw = k + cases[i].extra;
         size_t nin = (size_t)s.batch * s.c * s.h * s.w, nout = (size_t)s.batch * s.m * oh * ow;
@@ -224,7 +224,7 @@ static void winograd_matches_reference_for_any_threads(void **state)
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         trn_conv_shape s = {cases[i].batch, cases[i].c, cases[i].h, cases[i].w, cases[i].m, cases[i].ks,
-                            cases[i].stride, cases[i].pad, 1};
+                            cases[i].stride, cases[i].pad, 1, NULL};
         trn_conv_shape direct = s;
         direct.infer = 0;
         int oh = (s.h + 2 * s.pad - s.ks) / s.stride + 1, ow = (s.w + 2 * s.pad - s.ks) / s.stride + 1,
@@ -270,7 +270,7 @@ static void winograd_matches_reference_for_any_threads(void **state)
 static void s2d_declined_by_shape_is_the_direct_product(void **state)
 {
     (void)state;
-    trn_conv_shape s = {1, 3, 32, 32, 16, 5, 2, 1, 1}, direct = s, s2 = {1, 12, 17, 17, 16, 3, 1, 0, 1};
+    trn_conv_shape s = {1, 3, 32, 32, 16, 5, 2, 1, 1, NULL}, direct = s, s2 = {1, 12, 17, 17, 16, 3, 1, 0, 1, NULL};
     direct.infer = 0;
     assert_false(trn_cpu_winograd_applies(&s2));
     s2.c = s2.m = 32;
@@ -285,6 +285,55 @@ static void s2d_declined_by_shape_is_the_direct_product(void **state)
     assert_memory_equal(o, d, nout * sizeof *o);
     assert_true(tl_relerr(o, r, nout) <= 1e-6);
     free(o), free(d), free(r), free(in), free(w), free(bias);
+}
+
+/* Prepared weights (trn_conv_prep, backend.h): the forward that makes them
+ * and the forwards that read them give the bytes of a forward without
+ * them, at 1 and 3 threads (3x3, 5x5, space-to-depth 11x11 stride 4, and
+ * a batch in groups of images); once made they are read instead of the
+ * weights at that pointer (scribbled over in place, which a borrowed
+ * network's never are: the output stays), and weights at another pointer
+ * make them again. */
+static void prepared_filters_give_the_same_bytes(void **state)
+{
+    (void)state;
+    struct { int batch, c, h, w, m, ks, stride, pad; } cases[] = {
+        {1, 32, 13, 13, 40, 3, 1, 1}, {1, 32, 11, 11, 48, 5, 1, 2}, {1, 3, 35, 35, 96, 11, 4, 0},
+        {40, 48, 30, 30, 33, 3, 1, 1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        trn_conv_prep p = {0};
+        trn_conv_shape s = {cases[i].batch, cases[i].c, cases[i].h, cases[i].w, cases[i].m, cases[i].ks,
+                            cases[i].stride, cases[i].pad, 1, NULL}, sp = s;
+        sp.prep = &p;
+        int oh = (s.h + 2 * s.pad - s.ks) / s.stride + 1, ow = (s.w + 2 * s.pad - s.ks) / s.stride + 1,
+            ldw = s.c * s.ks * s.ks;
+        size_t nin = (size_t)s.batch * s.c * s.h * s.w, nout = (size_t)s.batch * s.m * oh * ow, nw = (size_t)s.m * ldw;
+        float *in = rnd(nin, 180 + i), *w = rnd(nw, 190 + i), *bias = rnd((size_t)s.m, 200 + i);
+        float *o[4];
+        for (int v = 0; v < 4; v++) o[v] = malloc(nout * sizeof *o[v]);
+        trn_set_threads(1);
+        cpu->conv(cpu, &s, in, w, ldw, bias, TRN_ACT_LEAKY, o[0]);
+        cpu->conv(cpu, &sp, in, w, ldw, bias, TRN_ACT_LEAKY, o[1]);
+        assert_true(p.ready);
+        trn_set_threads(3);
+        cpu->conv(cpu, &sp, in, w, ldw, bias, TRN_ACT_LEAKY, o[2]);
+        assert_memory_equal(o[0], o[1], nout * sizeof *o[0]);
+        assert_memory_equal(o[0], o[2], nout * sizeof *o[0]);
+        float *w2 = rnd(nw, 210 + i);
+        memcpy(w, w2, nw * sizeof *w); /* in place: the prepared filters are read */
+        cpu->conv(cpu, &sp, in, w, ldw, bias, TRN_ACT_LEAKY, o[3]);
+        assert_memory_equal(o[0], o[3], nout * sizeof *o[0]);
+        cpu->conv(cpu, &sp, in, w2, ldw, bias, TRN_ACT_LEAKY, o[1]); /* another pointer: made again */
+        cpu->conv(cpu, &s, in, w2, ldw, bias, TRN_ACT_LEAKY, o[2]);
+        assert_memory_equal(o[1], o[2], nout * sizeof *o[0]);
+        assert_true(memcmp(o[0], o[1], nout * sizeof *o[0]) != 0);
+        trn_conv_prep_clear(&p);
+        assert_null(p.u);
+        for (int v = 0; v < 4; v++) free(o[v]);
+        free(in), free(w), free(w2), free(bias);
+    }
+    trn_set_threads(0);
 }
 
 /* The fused batch-norm passes against the reference, and the same bytes
@@ -436,6 +485,7 @@ int kernel_tests(struct CMUnitTest *t)
         cmocka_unit_test(conv_kernels_match_reference_for_any_threads),
         cmocka_unit_test(winograd_matches_reference_for_any_threads),
         cmocka_unit_test(s2d_declined_by_shape_is_the_direct_product),
+        cmocka_unit_test(prepared_filters_give_the_same_bytes),
         cmocka_unit_test(scratch_freed_when_its_thread_exits),
         cmocka_unit_test(fused_bn_kernels_match_reference_for_any_threads),
     };

@@ -91,7 +91,7 @@ enum { CM = 4, CK = C * 9, CLD = CK + 2 };
 static void t_conv(const trn_backend *be, float *out)
 {
     float *in = rnd(N, 60, -1, 1), *w = rnd(CM * CLD, 61, -1, 1), *bias = rnd(CM, 62, -1, 1);
-    trn_conv_shape s = {B, C, H, W, CM, 3, 1, 1, 0};
+    trn_conv_shape s = {B, C, H, W, CM, 3, 1, 1, 0, NULL};
     be->conv(be, &s, in, w, CLD, bias, TRN_ACT_LEAKY, out);
     s.stride = 2;
     be->conv(be, &s, in, w, CLD, NULL, TRN_ACT_LINEAR, out + B * CM * SP);
@@ -101,7 +101,7 @@ static void t_conv_dw(const trn_backend *be, float *out)
 {
     float *in = rnd(N, 63, -1, 1), *d = rnd(B * CM * SP, 64, -1, 1);
     for (int i = 0; i < CM * CLD; i++) out[i] = 0.5f;
-    trn_conv_shape s = {B, C, H, W, CM, 3, 1, 1, 0};
+    trn_conv_shape s = {B, C, H, W, CM, 3, 1, 1, 0, NULL};
     be->conv_dw(be, &s, in, d, out, CLD);
     free(in), free(d);
 }
@@ -109,7 +109,7 @@ static void t_conv_dx(const trn_backend *be, float *out)
 {
     float *w = rnd(CM * CLD, 65, -1, 1), *d = rnd(B * CM * SP, 66, -1, 1);
     for (int i = 0; i < N; i++) out[i] = -0.25f;
-    trn_conv_shape s = {B, C, H, W, CM, 3, 2, 1, 0};
+    trn_conv_shape s = {B, C, H, W, CM, 3, 2, 1, 0, NULL};
     be->conv_dx(be, &s, d, w, CLD, out);
     free(w), free(d);
 }
