@@ -183,7 +183,7 @@ SPECIALISE := 1
 # (870/911) at 5.5 M expected MACs, rw-s1h1 94.6% at 5.6 M, rw-s1s1h1
 # 93.5% at 3.1 M, smcd-8x 93.0% at 3.9 M, smcd-24x 92.2% at 3.4 M (the
 # base 12.2 M). recipes/README.md, "Cheap specialised models", has the
-# test figures; about 20 s of one job slot.
+# test figures; 34 job-seconds of one slot on the loaded build host.
 SPECIALISE_CHEAP := smcd
 
 # NestDNN (thesis chapter 3; prune/README.md): the base's filter pruning
