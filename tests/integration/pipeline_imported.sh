@@ -7,8 +7,9 @@
 # and signed. The recipe adapts to the set: the base's input becomes 28x28x1
 # (RECIPE_FIT_INPUT), its length is given in epochs (epochs=2 of 36
 # training images at batch 16 = 5 updates: RECIPE_BASE_TRAIN_mnist, the
-# set's own, replaces the recipe's epochs=9), and the build goes to its own
-# folder ($O/tiny-mnist). The timings end with the wall time and the
+# set's own, replaces the recipe's epochs=9, and its other settings reach
+# the trainer), and the build goes to its own folder ($O/tiny-mnist). The
+# real recipe's own line for Fashion-MNIST is in the base's plan there. The timings end with the wall time and the
 # machine's sgemm figure.
 . "$TOP/tests/lib.sh"
 . "$TOP/tests/integration/pipeline/tiny.sh"
@@ -21,7 +22,7 @@ cat >"$R/recipe.mk" <<'MK'
 RECIPE_CFG := $(RECIPES)/tiny/base.cfg
 RECIPE_FIT_INPUT := 1
 RECIPE_BASE_TRAIN := epochs=9
-RECIPE_BASE_TRAIN_mnist := epochs=2
+RECIPE_BASE_TRAIN_mnist := epochs=2 learning_rate=0.03 policy=constant burn_in=0
 RECIPE_VARIANTS := rw-a
 V_rw-a := rewrite stride2:conv\#1
 V_rw-a_TRAIN := images=48 burn_in=0
@@ -70,6 +71,8 @@ t_check "the base's input is the set's: 28x28, 1 channel, crop pinned to 28" sh 
 last_batch() { tail -n 1 "$1" | sed -n 's/.*"batch":\([0-9]*\).*/\1/p'; }
 t_check "the base trained its set's 2 epochs (not the recipe's 9): 5 updates ($(last_batch "$M/variants/base/train/variant.metrics.jsonl"))" \
     [ "$(last_batch "$M/variants/base/train/variant.metrics.jsonl")" = 5 ]
+t_check "... at the set's own learning rate, 0.03 (its line's settings besides the length reach the trainer)" \
+    grep -q '"batch":5,.*"rate":0.03,' "$M/variants/base/train/variant.metrics.jsonl"
 t_check "rw-a trained 48 images: 3 updates" [ "$(last_batch "$M/variants/rw-a/train/variant.metrics.jsonl")" = 3 ]
 t_check "the timings: wall time with the machine's sgemm figure" \
     grep -Eq '^timings: total [0-9.]+ s \([0-9.]+ min\) on this machine: OpenBLAS sgemm 2048x2048 [0-9.]+ GFLOPS with 2 threads' \
@@ -85,5 +88,20 @@ t_check "... the heads are skipped: no .tasks file" grep -q "^  SKIP     heads: 
 expect_fail "DATA=<a name that is no set>" "DATA=nosuch: no set .*nosuch/nosuch.data" pmake catalog DATA=nosuch
 expect_fail "a length in epochs beside max_batches is refused" "max_batches= beside epochs= or images=" \
     sh "$TOP/mk/train_len.sh" "$T/data/mnist/mnist.data" "$R/base.cfg" epochs=1 max_batches=3
+# The real recipe (recipes/alexnet) on DATA=fashion-mnist: the base's plan
+# holds RECIPE_BASE_TRAIN_fashion-mnist (chosen on that set's validation
+# split), the default set's RECIPE_BASE_TRAIN. Planned only (nothing is
+# imported or trained), in this test's own build folder.
+real_plan() { # DATA MODEL-FOLDER: the settings field of the base's plan
+    make -C "$TOP" --no-print-directory O="$T/real" MODEL=alexnet DATA=$1 DATASET_ROOT="$T/real-data" \
+        "$T/real/$2/plan/base.plan" >/dev/null && cut -d'|' -f2 "$T/real/$2/plan/base.plan" | xargs
+}
+recipe_line() { sed -n "s/^$1 := //p" "$TOP/recipes/alexnet/recipe.mk"; }
+own=$(recipe_line RECIPE_BASE_TRAIN_fashion-mnist) dflt=$(recipe_line RECIPE_BASE_TRAIN)
+t_check "recipes/alexnet has a line of Fashion-MNIST's own ('$own') unlike the default ('$dflt')" \
+    sh -c "[ -n '$own' ] && [ '$own' != '$dflt' ]"
+t_check "make catalog MODEL=alexnet DATA=fashion-mnist plans the base with it ($(real_plan fashion-mnist alexnet-fashion-mnist))" \
+    [ "$(real_plan fashion-mnist alexnet-fashion-mnist)" = "$own" ]
+t_check "... and DATA=synth with the default ($(real_plan synth alexnet))" [ "$(real_plan synth alexnet)" = "$dflt" ]
 rm -rf "$M"
 t_done
