@@ -13,7 +13,7 @@
 RTL_SRCS     := $(sort $(wildcard runtime-lite/src/*.c))
 RTL_CLI_SRCS := $(sort $(wildcard runtime-lite/cli/*.c))
 RTL_LIB      := $(LIBD)/librtl.a
-RTL_SO       := $(LIBD)/librtl.so.0
+RTL_SO       := $(LIBD)/librtl.so.1
 RTL_PC       := $(O)/pkgconfig/rtl.pc
 RTL_PKGS     := libsodium libarchive libcjson openblas libcurl
 RTL_CFLAGS   := -Iruntime-lite/include -Iruntime-lite/src -Itrainer/nn/include $(TECH_CFLAGS) -fvisibility=hidden \
@@ -42,9 +42,9 @@ $(call objs,$(RTL_CLI_SRCS)): CFLAGS += $(CK_CFLAGS)
 $(call objs,$(RTL_SRCS) $(RTL_CLI_SRCS)): | $(TECH_H)
 
 $(RTL_SO): $(RTL_OBJS) | $$(@D)/.dirstamp
-	$(call msg,LD,$@)$(CC) $(LDFLAGS) -shared -Wl,-soname,librtl.so.0 -Wl,-z,defs -o $@ $^ $(RTL_LDLIBS)
+	$(call msg,LD,$@)$(CC) $(LDFLAGS) -shared -Wl,-soname,librtl.so.1 -Wl,-z,defs -o $@ $^ $(RTL_LDLIBS)
 $(LIBD)/librtl.so: $(RTL_SO)
-	$(Q)ln -sf librtl.so.0 $@
+	$(Q)ln -sf librtl.so.1 $@
 
 # rtl.pc for $(PREFIX): regenerated on every build, replaced only when its
 # text changes (PREFIX is not part of the recorded settings).

@@ -34,7 +34,7 @@
 extern "C" {
 #endif
 
-#define RTL_VERSION "0.1.0"
+#define RTL_VERSION "0.2.0"
 
 #if defined(__GNUC__)
 #define RTL_API __attribute__((visibility("default")))

@@ -11,7 +11,7 @@ mk() { env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -C "$TOP" --no-print-directo
 
 expect_ok "make install DESTDIR=..." mk install DESTDIR="$D" PREFIX=$P
 missing=''
-for f in bin/rtl bin/catalog lib/librtl.a lib/librtl.so.0 lib/librtl.so include/rtl.h lib/pkgconfig/rtl.pc; do
+for f in bin/rtl bin/catalog lib/librtl.a lib/librtl.so.1 lib/librtl.so include/rtl.h lib/pkgconfig/rtl.pc; do
     [ -e "$D$P/$f" ] || missing="$missing $f"
 done
 t_check "it installs the programs, librtl, rtl.h and rtl.pc${missing:+ (missing:$missing)}" test -z "$missing"
@@ -51,7 +51,7 @@ expect_ok "a program compiles and links against rtl.pc (shared)" \
     bash -c "cc $san -Wall -Werror tiny.c \$(pkg-config --cflags --libs rtl) -o tiny-shared"
 expect_ok "and runs with the installed librtl.so" env LD_LIBRARY_PATH="$D$P/lib" ./tiny-shared store1
 t_check "it used the library" grep -q "rtl .*: 0 catalogs, unknown catalog refused: yes" "$T/out"
-t_check "it loads librtl.so.0 from the DESTDIR" bash -c "LD_LIBRARY_PATH='$D$P/lib' ldd ./tiny-shared | grep -q '$D$P/lib/librtl.so.0'"
+t_check "it loads librtl.so.1 from the DESTDIR" bash -c "LD_LIBRARY_PATH='$D$P/lib' ldd ./tiny-shared | grep -q '$D$P/lib/librtl.so.1'"
 # librtl.a itself; its dependencies (Requires.private, and -lm of
 # Libs.private) shared as a device has them (`pkg-config --static` would also
 # ask for the static dependencies of libarchive's own dependencies)
@@ -60,7 +60,7 @@ expect_ok "a program links librtl.a (its dependencies from Requires.private)" \
 expect_ok "and runs without librtl.so" ./tiny-static store2
 t_check "the static program does not need librtl.so" bash -c "test -x ./tiny-static && ! ldd ./tiny-static | grep -q librtl"
 t_check "librtl.so exports rtl_ names only" \
-    bash -c "nm -D --defined-only '$D$P/lib/librtl.so.0' | awk '{ print \$3 }' | grep -v '^rtl_' | grep -q . && exit 1 || exit 0"
+    bash -c "nm -D --defined-only '$D$P/lib/librtl.so.1' | awk '{ print \$3 }' | grep -v '^rtl_' | grep -q . && exit 1 || exit 0"
 t_check "librtl.a defines rtl_ names only (the trainer's inference code inside is local)" \
     bash -c "nm --defined-only '$D$P/lib/librtl.a' | awk 'NF == 3 && \$2 ~ /[A-Z]/ { print \$3 }' | grep -v '^rtl_' | grep -q . && exit 1 || exit 0"
 t_check "librtl holds no training, data-loading or catalog code" \
