@@ -53,12 +53,11 @@ int prn_cli_grow(int argc, char **argv, trn_err *err)
         "batch-norm scales and shifts also train and are kept per capacity), epochs (0; E > 0:\n"
         "each growth step trains ceil(E x training images / batch) batches instead of `batches`).\n",
         opts, NULL};
-    const char *extra;
     int rc0;
-    if (ck_parse("prune", &v, argc + 1, argv - 1, &extra, 0, &rc0) < 0) return rc0 == 0 ? 0 : -3;
+    if (prn_cli_own_parse(&v, argc, argv, &rc0)) return rc0;
     const char *need[][2] = {{"roadmap", roadp}, {"data", data}, {"out", out}};
-    if (prn_cli_need(need, sizeof need / sizeof *need, seed, err)) return -2;
-    if (prn_cli_out_ok(out, 1, err)) return -1;
+    int st = prn_cli_need_out(need, sizeof need / sizeof *need, seed, out, 1, err);
+    if (st) return st;
     prn_grow_opts o;
     prn_grow_opts_defaults(&o);
     for (int i = 0; i < set.n; i++)

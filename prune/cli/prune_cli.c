@@ -209,6 +209,21 @@ int prn_cli_need(const char *need[][2], size_t n, long long seed, trn_err *err)
     return 0;
 }
 
+int prn_cli_own_parse(const ck_verb *v, int argc, char **argv, int *rc)
+{
+    const char *extra;
+    int rc0;
+    if (ck_parse("prune", v, argc + 1, argv - 1, &extra, 0, &rc0) >= 0) return 0;
+    *rc = rc0 == 0 ? 0 : -3;
+    return 1;
+}
+
+int prn_cli_need_out(const char *need[][2], size_t n, long long seed, const char *out, int dir, trn_err *err)
+{
+    if (prn_cli_need(need, n, seed, err)) return -2;
+    return prn_cli_out_ok(out, dir, err) ? -1 : 0;
+}
+
 /* The nearest existing folder above path into buf (a file's: its own
  * folder, which must exist: files are written, folders made); -1 with err
  * when it is not a folder. */

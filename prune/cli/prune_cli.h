@@ -33,6 +33,14 @@ int prn_cli_require(const prn_cli_opts *o, const char *verb, const char *const *
  * with err naming the first of the n {name, value} pairs of need whose value
  * is NULL, or --seed when seed < 0 (not given). */
 int prn_cli_need(const char *need[][2], size_t n, long long seed, trn_err *err);
+/* The option parse of a verb with its own option table (grow, rank,
+ * roadmap, scan), called with the verb's argc/argv (argv[0] its first
+ * option): 1 when the verb must return *rc at once (0 after --help, -3 on
+ * a usage error, already printed), else 0. */
+int prn_cli_own_parse(const ck_verb *v, int argc, char **argv, int *rc);
+/* prn_cli_need, then prn_cli_out_ok(out, dir): 0, or the verb's status
+ * with err (-2 for a missing option, -1 for an unwritable --out). */
+int prn_cli_need_out(const char *need[][2], size_t n, long long seed, const char *out, int dir, trn_err *err);
 /* Whether the verb can write its output `path` (a folder when dir, else a
  * file), checked before any work so that a bad --out fails at once, not
  * after minutes of training: an existing path must be a folder (dir) or

@@ -61,9 +61,8 @@ static int rank_verb(int argc, char **argv, prn_rank_method m, trn_err *err)
                     "classifier by the L1 norm of its weights (Li et al.), normalised per layer by the\n"
                     "weights per filter, then across layers: the baseline of `prune trr`, same file.\n",
                     opts_l1, NULL};
-    const char *extra;
     int rc0;
-    if (ck_parse("prune", &v, argc + 1, argv - 1, &extra, 0, &rc0) < 0) return rc0 == 0 ? 0 : -3;
+    if (prn_cli_own_parse(&v, argc, argv, &rc0)) return rc0;
     if (!cfgp) return trn_errf(err, "--cfg is required"), -2;
     if (!weights) return trn_errf(err, "--weights is required"), -2;
     if (!out) return trn_errf(err, "--out is required"), -2;

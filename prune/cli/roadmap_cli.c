@@ -65,12 +65,11 @@ int prn_cli_roadmap(int argc, char **argv, trn_err *err)
         "E: once the iteration ends the seed step retrains E passes over the training images,\n"
         "the step's schedule stretched over them: NestDNN retrains the seed to convergence).\n",
         opts, NULL};
-    const char *extra;
     int rc0;
-    if (ck_parse("prune", &v, argc + 1, argv - 1, &extra, 0, &rc0) < 0) return rc0 == 0 ? 0 : -3;
+    if (prn_cli_own_parse(&v, argc, argv, &rc0)) return rc0;
     const char *need[][2] = {{"cfg", cfgp}, {"weights", weights}, {"data", data}, {"method", method}, {"out", out}};
-    if (prn_cli_need(need, sizeof need / sizeof *need, seed, err)) return -2;
-    if (prn_cli_out_ok(out, 1, err)) return -1;
+    int st = prn_cli_need_out(need, sizeof need / sizeof *need, seed, out, 1, err);
+    if (st) return st;
     int m = prn_cli_method(method, err);
     if (m < 0) return -2;
     prn_roadmap_opts o;

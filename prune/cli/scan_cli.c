@@ -124,12 +124,11 @@ int prn_cli_scan(int argc, char **argv, trn_err *err)
         "statistics kept); per filter the split's top-1 and mean loss, and per layer the Spearman\n"
         "correlation of the loss increase and of the top-1 drop with the ranking's scores and L1's.\n",
         opts, NULL};
-    const char *extra;
     int rc0;
-    if (ck_parse("prune", &v, argc + 1, argv - 1, &extra, 0, &rc0) < 0) return rc0 == 0 ? 0 : -3;
+    if (prn_cli_own_parse(&v, argc, argv, &rc0)) return rc0;
     const char *need[][2] = {{"cfg", cfgp}, {"weights", weights}, {"data", data}, {"method", method}, {"out", out}};
-    if (prn_cli_need(need, sizeof need / sizeof *need, seed, err)) return -2;
-    if (prn_cli_out_ok(out, 0, err)) return -1;
+    int st = prn_cli_need_out(need, sizeof need / sizeof *need, seed, out, 0, err);
+    if (st) return st;
     int m = prn_cli_method(method, err), sp = trn_split_parse(split);
     if (m < 0) return -2;
     if (sp < 0) return trn_errf(err, "--split '%s' is not a split: use train, valid or test", split), -2;
