@@ -28,7 +28,14 @@ typedef struct cli_sets {
     const char *kv[64];
     int n;
 } cli_sets;
-int cli_add_set(cli_sets *s, const char *verb, const char *kv);
+struct ck_list;
+/* Adds every --set key=value of `set` (the option's list) in order; -1
+ * after the usage message for one that is not key=value or one too many. */
+int cli_add_sets(cli_sets *s, const char *verb, const struct ck_list *set);
+/* A verb whose cfg may be given as --cfg or as its one operand: *cfg
+ * becomes the operand when --cfg was not given; both given is a usage
+ * error (2, printed), else 0. */
+int cli_cfg_operand(const char *verb, const char **cfg, const char *operand);
 /* Reads the cfg and applies the overrides; NULL (error printed) on failure. */
 trn_cfg *cli_cfg(const char *verb, const char *path, const cli_sets *sets);
 /* The --set values judged against the cfg's [net] section before any work

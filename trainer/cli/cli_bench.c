@@ -242,11 +242,9 @@ int cli_bench(int argc, char **argv)
         opts, NULL,
     };
     if (ck_parse("trainer", &verb, argc, argv, &operand, 1, &rc0) < 0) return rc0;
-    if (operand && cfg) return cli_usage("bench", "unexpected argument '%s' (the cfg is given by --cfg)", operand);
-    if (!cfg) cfg = operand;
+    if (cli_cfg_operand("bench", &cfg, operand)) return 2;
     cli_sets sets = {0};
-    for (int i = 0; i < set.n; i++)
-        if (cli_add_set(&sets, "bench", set.v[i])) return 2;
+    if (cli_add_sets(&sets, "bench", &set)) return 2;
     if (!cfg) return cli_usage("bench", "no cfg given");
     int setrc = cli_check_sets("bench", cfg, &sets);
     if (setrc) return setrc;

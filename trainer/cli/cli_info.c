@@ -113,11 +113,9 @@ int cli_info(int argc, char **argv)
     };
     int n = ck_parse("trainer", &v, argc, argv, &operand, 1, &rc);
     if (n < 0) return rc;
-    if (operand && cfg) return cli_usage("info", "unexpected argument '%s' (the cfg is given by --cfg)", operand);
-    if (!cfg) cfg = operand;
+    if (cli_cfg_operand("info", &cfg, operand)) return 2;
     cli_sets sets = {0};
-    for (int i = 0; i < set.n; i++)
-        if (cli_add_set(&sets, "info", set.v[i])) return 2;
+    if (cli_add_sets(&sets, "info", &set)) return 2;
     if (!cfg) return cli_usage("info", "no cfg given");
     int setrc = cli_check_sets("info", cfg, &sets);
     if (setrc) return setrc;

@@ -501,8 +501,7 @@ int cli_train(int argc, char **argv)
     const char *extra;
     if (ck_parse("trainer", &verb, argc, argv, &extra, 0, &rc0) < 0) return rc0;
     cli_sets sets = {0};
-    for (int i = 0; i < set.n; i++)
-        if (cli_add_set(&sets, "train", set.v[i])) return 2;
+    if (cli_add_sets(&sets, "train", &set)) return 2;
     if (!cfgp || !data) return cli_usage("train", "--cfg and --data are required");
     if (clear && !weights) return cli_usage("train", "--clear needs --weights");
     int setrc = cli_check_sets("train", cfgp, &sets);

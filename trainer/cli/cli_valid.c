@@ -118,8 +118,7 @@ int cli_valid(int argc, char **argv)
     const char *extra;
     if (ck_parse("trainer", &verb, argc, argv, &extra, 0, &rc0) < 0) return rc0;
     cli_sets sets = {0};
-    for (int i = 0; i < set.n; i++)
-        if (cli_add_set(&sets, "valid", set.v[i])) return 2;
+    if (cli_add_sets(&sets, "valid", &set)) return 2;
     if (!cfgp || !weights || !data) return cli_usage("valid", "--cfg, --weights and --data are required");
     int setrc = cli_check_sets("valid", cfgp, &sets);
     if (setrc) return setrc;
@@ -239,8 +238,7 @@ int cli_predict(int argc, char **argv)
     int nimg = ck_parse("trainer", &verb, argc, argv, imgs, argc, &rc0);
     if (nimg < 0) return free(imgs), rc0;
     cli_sets sets = {0};
-    for (int i = 0; i < set.n; i++)
-        if (cli_add_set(&sets, "predict", set.v[i])) return free(imgs), 2;
+    if (cli_add_sets(&sets, "predict", &set)) return free(imgs), 2;
     if (!cfgp || !weights || (!data && !namesp) || !nimg) {
         free(imgs);
         return cli_usage("predict", "--cfg, --weights, --data or --names, and at least one image are required");

@@ -62,7 +62,7 @@ int cli_num(const char *verb, const char *name, const char *s, long long lo, lon
     return 0;
 }
 
-int cli_add_set(cli_sets *s, const char *verb, const char *kv)
+static int cli_add_set(cli_sets *s, const char *verb, const char *kv)
 {
     const char *eq = strchr(kv, '=');
     if (!eq || eq == kv || !eq[1]) {
@@ -74,6 +74,20 @@ int cli_add_set(cli_sets *s, const char *verb, const char *kv)
         return -1;
     }
     s->kv[s->n++] = kv;
+    return 0;
+}
+
+int cli_add_sets(cli_sets *s, const char *verb, const ck_list *set)
+{
+    for (int i = 0; i < set->n; i++)
+        if (cli_add_set(s, verb, set->v[i])) return -1;
+    return 0;
+}
+
+int cli_cfg_operand(const char *verb, const char **cfg, const char *operand)
+{
+    if (operand && *cfg) return cli_usage(verb, "unexpected argument '%s' (the cfg is given by --cfg)", operand);
+    if (!*cfg) *cfg = operand;
     return 0;
 }
 
