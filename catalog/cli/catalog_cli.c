@@ -338,9 +338,7 @@ static int cmd_pareto(int argc, char **argv)
         "a measured top-1 are on none.\n",
         opts, NULL,
     };
-    int nop = ck_parse("catalog", &verb, argc, argv, &archive, 1, &rc0);
-    if (nop < 0) return rc0;
-    if (nop != 1) return ck_usage("catalog", "pareto", "ARCHIVE is missing");
+    if (ck_parse_one("catalog", &verb, argc, argv, &archive, "ARCHIVE", &rc0)) return rc0;
     trn_err err;
     cJSON *m = archive_manifest(archive, &err);
     if (!m) return fail(&err);
@@ -391,9 +389,7 @@ static int cmd_inspect(int argc, char **argv)
         opts, NULL,
     };
     const char *archive = NULL;
-    int nop = ck_parse("catalog", &verb, argc, argv, &archive, 1, &rc0);
-    if (nop < 0) return rc0;
-    if (nop != 1) return ck_usage("catalog", "inspect", "ARCHIVE is missing");
+    if (ck_parse_one("catalog", &verb, argc, argv, &archive, "ARCHIVE", &rc0)) return rc0;
     if (raw && json) return ck_usage("catalog", "inspect", "--manifest and --json exclude each other");
     trn_err err;
     cJSON *m = archive_manifest(archive, &err);
@@ -471,9 +467,7 @@ static int cmd_report(int argc, char **argv)
         "BASE.report.html (plots inline, nothing fetched).\n",
         opts, NULL,
     };
-    int nop = ck_parse("catalog", &verb, argc, argv, &archive, 1, &rc0);
-    if (nop < 0) return rc0;
-    if (nop != 1) return ck_usage("catalog", "report", "ARCHIVE is missing");
+    if (ck_parse_one("catalog", &verb, argc, argv, &archive, "ARCHIVE", &rc0)) return rc0;
     char buf[4096];
     if (!base) {
         snprintf(buf, sizeof buf, "%s", archive);

@@ -197,9 +197,7 @@ int cat_cli_variants(int argc, char **argv)
         opts, NULL,
     };
     const char *dir = NULL;
-    int nop = ck_parse("catalog", &verb, argc, argv, &dir, 1, &rc0);
-    if (nop < 0) return rc0;
-    if (nop != 1) return ck_usage("catalog", "variants", "VARIANTS_DIR is missing");
+    if (ck_parse_one("catalog", &verb, argc, argv, &dir, "VARIANTS_DIR", &rc0)) return rc0;
     trn_err err;
     int rc = 0;
     cat_variant_rows rows;

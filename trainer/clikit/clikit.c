@@ -373,3 +373,13 @@ void ck_json_str(FILE *f, const char *s)
     }
     fputc('"', f);
 }
+
+int ck_parse_one(const char *prog, const ck_verb *v, int argc, char **argv, const char **operand,
+                 const char *what, int *rc)
+{
+    int n = ck_parse(prog, v, argc, argv, operand, 1, rc);
+    if (n < 0) return 1;
+    if (n == 1) return 0;
+    *rc = ck_usage(prog, v->name, "%s is missing", what);
+    return 1;
+}

@@ -105,6 +105,12 @@ int ck_usage_of(const char *prog, const ck_verb *v, const char *fmt, ...) __attr
  * *rc = 2. Returns the number of operands otherwise. */
 int ck_parse(const char *prog, const ck_verb *v, int argc, char **argv, const char **operands,
              int max_operands, int *rc);
+/* ck_parse for a verb of exactly one operand, named `what` in the usage
+ * error "WHAT is missing" (ck_usage) when it is not given: 0 with *operand
+ * set, or 1 when the verb must return *rc at once (0 after --help, 2 after
+ * a usage error). */
+int ck_parse_one(const char *prog, const ck_verb *v, int argc, char **argv, const char **operand,
+                 const char *what, int *rc);
 
 /* Prints s to f as a JSON string: quoted, '"' and '\\' escaped, control
  * characters as \\u00XX, other bytes as they are (UTF-8 passes through). */
