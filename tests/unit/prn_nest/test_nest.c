@@ -114,6 +114,26 @@ static void check(trn_net *net, int k, const float *probe, const snap *s, int af
     trn_net_free(now);
 }
 
+/* The pre-pruning networks of the NCAP capacities (caps), seeded 10 + k:
+ * what prn_nest_grow starts each capacity's new filters from. */
+static void capacity_inits(trn_net *init[NCAP])
+{
+    for (int k = 0; k < NCAP; k++) {
+        init[k] = tl_net(cfg_text(caps[k][0], caps[k][2], caps[k][4]), NULL);
+        tl_randomize_flat(init[k], 10 + k);
+    }
+}
+
+/* The base (the widest capacity) with what it held before the pruning:
+ * seeded random parameters. */
+static trn_net *base_net(void)
+{
+    trn_net *net = tl_net(cfg_text(8, 8, 6), NULL);
+    assert_non_null(net);
+    tl_randomize_flat(net, 99);
+    return net;
+}
+
 static prn_nest table(void)
 {
     prn_nest n = {.ncap = NCAP, .nlayers = NL};
@@ -128,19 +148,14 @@ static void smaller_capacities_stay_bit_identical(void **state)
 {
     (void)state;
     trn_err e;
-    trn_net *net = tl_net(cfg_text(8, 8, 6), NULL);
-    assert_non_null(net);
-    tl_randomize_flat(net, 99); /* what the base held: must not leak into capacities */
+    trn_net *net = base_net(); /* what the base held: must not leak into capacities */
     prn_nest n = table();
     assert_int_equal(prn_nest_check(net, &n, &e), 0);
     float probe[BATCH * 192];
     fill(probe, sizeof probe / sizeof *probe, 5);
     snap s[NCAP];
     trn_net *init[NCAP];
-    for (int k = 0; k < NCAP; k++) {
-        init[k] = tl_net(cfg_text(caps[k][0], caps[k][2], caps[k][4]), NULL);
-        tl_randomize_flat(init[k], 10 + k);
-    }
+    capacity_inits(init);
     /* The engine's initialisation, for the dead new filters. */
     trn_net *fresh = tl_net(cfg_text(8, 8, 6), NULL);
     tl_randomize_flat(fresh, 77);
@@ -317,9 +332,7 @@ static void trained_slices_keep_smaller_weights(void **state)
 {
     (void)state;
     trn_err e;
-    trn_net *net = tl_net(cfg_text(8, 8, 6), NULL);
-    assert_non_null(net);
-    tl_randomize_flat(net, 99);
+    trn_net *net = base_net();
     prn_nest n = table();
     n.train_slices = 1;
     trn_net *init0 = tl_net(cfg_text(caps[0][0], caps[0][2], caps[0][4]), NULL);
@@ -375,9 +388,7 @@ static const trn_param *conv2_weights(trn_net *net)
 static void kept_bn_capacities(int affine)
 {
     trn_err e;
-    trn_net *net = tl_net(cfg_text(8, 8, 6), NULL);
-    assert_non_null(net);
-    tl_randomize_flat(net, 99);
+    trn_net *net = base_net();
     prn_nest n = table();
     n.train_slices = 1;
     n.bn_affine = affine;
@@ -396,10 +407,7 @@ static void kept_bn_capacities(int affine)
     fill(probe, sizeof probe / sizeof *probe, 5);
     snap s[NCAP];
     trn_net *init[NCAP];
-    for (int k = 0; k < NCAP; k++) {
-        init[k] = tl_net(cfg_text(caps[k][0], caps[k][2], caps[k][4]), NULL);
-        tl_randomize_flat(init[k], 10 + k);
-    }
+    capacity_inits(init);
     assert_int_equal(prn_nest_start(net, &n, init[0], &e), 0);
     assert_int_equal(prn_nest_bn_keep(&kb, net, &n, 0, &e), 0);
     take(net, 0, probe, &s[0]);

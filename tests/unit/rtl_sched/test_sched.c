@@ -22,6 +22,15 @@ static double urand(void)
     return (double)(rng >> 11) / 9007199254740992.0;
 }
 
+/* The catalog of manifest text m (unsigned), or the test fails naming why. */
+static rtl_catalog *parsed_catalog(const char *m)
+{
+    rtl_err e;
+    rtl_catalog *cat = rtl_catalog_parse(m, strlen(m), NULL, &e);
+    if (!cat) fail_msg("%s", e.msg);
+    return cat;
+}
+
 static void policy_table(void **state)
 {
     (void)state;
@@ -572,8 +581,7 @@ static void catalog_options(void **state)
         "\"latency\":{\"build-host\":{\"source\":\"measured\",\"ms_median\":0.1,\"runs\":3}},"
         "\"technique_fields\":{\"head\":{\"trunk\":\"trunk\",\"from_layer\":3}}}]}";
     rtl_err e;
-    rtl_catalog *cat = rtl_catalog_parse(m, strlen(m), NULL, &e);
-    if (!cat) fail_msg("%s", e.msg);
+    rtl_catalog *cat = parsed_catalog(m);
     rtl_sched *s = new_sched(RTL_POLICY_MCDNN);
     rtl_sched_source src = {.device_mw = 1000};
     if (rtl_sched_add_catalog(s, cat, NULL, NULL, &src, &e) != 0) fail_msg("%s", e.msg);
@@ -631,8 +639,7 @@ static void catalog_cascade_option(void **state)
         "\"cascade_in_context\":{\"images\":100,\"correct\":95},\"generic_in_context\":{\"images\":100,\"correct\":85},"
         "\"overall\":{\"images\":200,\"correct\":160},\"generic_on_stream\":{\"images\":200,\"correct\":165}}}]}";
     rtl_err e;
-    rtl_catalog *cat = rtl_catalog_parse(m, strlen(m), NULL, &e);
-    if (!cat) fail_msg("%s", e.msg);
+    rtl_catalog *cat = parsed_catalog(m);
     rtl_sched_source src = {.device_mw = 1000};
     for (int p = RTL_POLICY_MCDNN; p <= RTL_POLICY_NO_SPECIAL; p += RTL_POLICY_NO_SPECIAL) {
         rtl_sched *s = new_sched(p);

@@ -23,6 +23,30 @@ static const char *cfg =
     "[avgpool]\n[connected]\noutput=7\nactivation=tanh\n[dropout]\n"
     "[connected]\nbatch_normalize=1\noutput=5\nactivation=linear\n[softmax]\n";
 
+/* An inference-only network of cfg_text (o: its options, infer_only set)
+ * with seeded random parameters. */
+static trn_net *infer_net(const char *cfg_text, trn_net_opts *o, uint64_t seed)
+{
+    trn_net_opts_defaults(o);
+    o->infer_only = 1;
+    trn_net *net = tl_net(cfg_text, o);
+    assert_non_null(net);
+    tl_randomize(net, seed);
+    return net;
+}
+
+/* net's weights saved to the test folder's file `name` (its path in
+ * *path), read back whole (*len bytes). */
+static char *saved_weights(trn_net *net, const char *name, const char **path, size_t *len)
+{
+    trn_err e;
+    *path = tl_path("%s", name);
+    assert_int_equal(trn_weights_save(net, *path, &e), 0);
+    char *buf = tl_read(*path, len);
+    assert_non_null(buf);
+    return buf;
+}
+
 static void no_training_code(void **state)
 {
     (void)state;
@@ -35,21 +59,15 @@ static void forward_and_borrowed_weights(void **state)
 {
     (void)state;
     trn_net_opts o;
-    trn_net_opts_defaults(&o);
-    o.infer_only = 1;
-    trn_net *cpu = tl_net(cfg, &o);
-    assert_non_null(cpu);
-    tl_randomize(cpu, 3);
+    trn_net *cpu = infer_net(cfg, &o, 3);
     trn_err e;
-    const char *path = tl_path("i.weights");
-    assert_int_equal(trn_weights_save(cpu, path, &e), 0);
+    const char *path;
+    size_t len;
+    char *buf = saved_weights(cpu, "i.weights", &path, &len);
     o.backend = TRN_BACKEND_REF;
     o.external_params = 1;
     trn_net *ref = tl_net(cfg, &o);
     assert_non_null(ref);
-    size_t len;
-    char *buf = tl_read(path, &len);
-    assert_non_null(buf);
     assert_int_equal(trn_weights_load_mem(ref, buf, len, 1, path, &e), 0);
     float x[2 * 3 * 12 * 12];
     tl_fill_uniform(x, sizeof x / sizeof *x, 1, 0, 1);
@@ -74,17 +92,11 @@ static void fragment_borrows_its_trunk(void **state)
 {
     (void)state;
     trn_net_opts o;
-    trn_net_opts_defaults(&o);
-    o.infer_only = 1;
-    trn_net *whole = tl_net(cfg, &o);
-    assert_non_null(whole);
-    tl_randomize(whole, 5);
+    trn_net *whole = infer_net(cfg, &o, 5);
     trn_err e;
-    const char *path = tl_path("f.weights");
-    assert_int_equal(trn_weights_save(whole, path, &e), 0);
+    const char *path;
     size_t len;
-    char *w = tl_read(path, &len);
-    assert_non_null(w);
+    char *w = saved_weights(whole, "f.weights", &path, &len);
     int cut = 7; /* the [avgpool]: the trunk holds the three convolutions */
     size_t pre = trn_weights_prefix_bytes(whole, cut);
     assert_true(pre > 0 && 20 + pre < len);
@@ -127,21 +139,11 @@ static void borrowing_again_forgets_prepared_weights(void **state)
     static const char *wcfg = "[net]\nbatch=1\nheight=8\nwidth=8\nchannels=32\n"
                               "[convolutional]\nfilters=32\nsize=3\npad=1\nactivation=leaky\n";
     trn_net_opts o;
-    trn_net_opts_defaults(&o);
-    o.infer_only = 1;
-    trn_net *a = tl_net(wcfg, &o), *b = tl_net(wcfg, &o);
-    assert_non_null(a);
-    assert_non_null(b);
-    tl_randomize(a, 7);
-    tl_randomize(b, 8);
+    trn_net *a = infer_net(wcfg, &o, 7), *b = infer_net(wcfg, &o, 8);
     trn_err e;
-    const char *pa = tl_path("a.weights"), *pb = tl_path("b.weights");
-    assert_int_equal(trn_weights_save(a, pa, &e), 0);
-    assert_int_equal(trn_weights_save(b, pb, &e), 0);
+    const char *pa, *pb;
     size_t la, lb;
-    char *buf = tl_read(pa, &la), *wb = tl_read(pb, &lb);
-    assert_non_null(buf);
-    assert_non_null(wb);
+    char *buf = saved_weights(a, "a.weights", &pa, &la), *wb = saved_weights(b, "b.weights", &pb, &lb);
     assert_int_equal(la, lb);
     o.external_params = 1;
     trn_net *x = tl_net(wcfg, &o);
