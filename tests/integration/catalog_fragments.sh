@@ -16,12 +16,7 @@ export SOURCE_DATE_EPOCH=1700000000
 . "$TOP/tests/integration/rtl/tasks.sh"
 tasks_heads 20 heads || { t_done; exit 0; }
 V=c/variants
-for k in shape colour size texture; do
-    mkdir -p $V/head-$k
-    cp heads/$k/variant.cfg $V/head-$k/variant.cfg
-    cp heads/$k/init.weights $V/head-$k/variant.weights
-    vjson tiny head-$k $k heads/$k/meta.json "$("$BIN/trainer" info --json heads/$k/variant.cfg)" >$V/head-$k/variant.json
-done
+tasks_head_variants heads
 expect_ok "contexts of three given classes" "$BIN/dataset" contexts s/s.data --classes red-disc,blue-star,cyan-ring \
     --context-p 0.7 --out ctx
 expect_ok "prune specialise" "$BIN/prune" specialise --cfg base.cfg --weights $V/base/variant.weights \

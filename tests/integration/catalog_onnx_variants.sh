@@ -126,10 +126,7 @@ if tasks_fixture base.cfg; then
         --head maxpool,size=2,stride=2 --set batches=10 --set aug_passes=0 --seed 1 --out heads1 >retarget1.log 2>&1 ||
         t_fail "prune retarget at L1" "$(tail -n 3 retarget1.log)"
     rm -rf heads/texture && cp -r heads1/texture heads/texture
-    for k in shape colour size texture; do
-        mkdir -p $V/head-$k && cp heads/$k/variant.cfg $V/head-$k/ && cp heads/$k/init.weights $V/head-$k/variant.weights
-        vjson tiny head-$k $k heads/$k/meta.json "$("$BIN/trainer" info --json heads/$k/variant.cfg)" >$V/head-$k/variant.json
-    done
+    tasks_head_variants heads
     cd "$T" || exit 1
     expect_ok "export the base and its heads" "$CAT" export --onnx h/c/variants -o oh
     t_check "the shared trunk's graph has one output per task" "$onnx_py" -c '

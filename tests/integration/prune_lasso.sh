@@ -4,11 +4,13 @@
 # classifies the test split exactly as the trained one does, and the errors
 # name the problem (exit 1 or 2, no output folder left behind).
 . "$TOP/tests/lib.sh"
+. "$TOP/tests/integration/prune/layers.sh"
 TR=$BIN/trainer P=$BIN/prune
 
 expect_ok "generate a small set" "$BIN/dataset" generate --out "$T" --name s --size 16 --train 6 \
     --valid 1 --test 3 --no-contexts --threads 1
-cat >"$T/net.cfg" <<'CFG'
+{
+    cat <<'CFG'
 [net]
 batch=32
 width=16
@@ -21,35 +23,17 @@ policy=constant
 max_batches=40
 min_crop=16
 max_crop=16
-
-[convolutional]
-batch_normalize=1
-filters=16
-size=3
-pad=1
-activation=relu
-
-[maxpool]
-size=2
-stride=2
-
-[convolutional]
-batch_normalize=1
-filters=16
-size=3
-pad=1
-activation=relu
-
-[maxpool]
-size=2
-stride=2
-
+CFG
+    bn_blocks 16 16
+    printf '\n'
+    cat <<'CFG'
 [connected]
 output=48
 activation=linear
 
 [softmax]
 CFG
+} >"$T/net.cfg"
 expect_ok "train with the group lasso" "$TR" train --cfg "$T/net.cfg" --data "$T/s/s.data" --seed 1 \
     --backup "$T/b" --quiet --threads 1 --set lasso_filter=0.4 --set lasso_channel=0.02
 expect_ok "export it" "$P" lasso --cfg "$T/net.cfg" --weights "$T/b/net.weights" --out "$T/v"

@@ -18,12 +18,7 @@ V=c/variants
     --head maxpool,size=2,stride=2 --set batches=30 --set aug_passes=0 --seed 1 --out heads1 >retarget1.log 2>&1 ||
     { t_fail "prune retarget at L1" "$(tail -n 5 retarget1.log)"; t_done; exit 0; }
 rm -rf heads/texture && cp -r heads1/texture heads/texture
-for k in shape colour size texture; do
-    mkdir -p $V/head-$k
-    cp heads/$k/variant.cfg $V/head-$k/variant.cfg
-    cp heads/$k/init.weights $V/head-$k/variant.weights
-    vjson tiny head-$k $k heads/$k/meta.json "$("$BIN/trainer" info --json heads/$k/variant.cfg)" >$V/head-$k/variant.json
-done
+tasks_head_variants heads
 t_check "heads at two cuts (texture from L2, size from L4)" sh -c \
     "grep -q '\"from_layer\":[[:space:]]*2' heads/texture/meta.json && grep -q '\"from_layer\":[[:space:]]*4' heads/size/meta.json"
 "$BIN/catalog" keygen -p k.pub -s k.key -W >/dev/null

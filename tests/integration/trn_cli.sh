@@ -7,6 +7,7 @@
 # with SIGKILL and resumed ends byte-identical; a SIGINT stops with a
 # checkpoint; valid (text and JSON); predict; clear errors for bad input.
 . "$TOP/tests/lib.sh"
+. "$TOP/tests/integration/prune/layers.sh"
 trainer=$BIN/trainer
 D=$T/shapes
 
@@ -57,7 +58,8 @@ with open(os.path.join(root, "shapes.data"), "w") as f:
     f.write("classes=4\ntrain=train.list\nvalid=valid.list\ntest=test.list\n"
             "labels=labels.txt\nnames=names.txt\nbackup=backup\ntop=2\n")
 EOF
-cat > "$T/small.cfg" <<'EOF'
+{
+    cat <<'EOF'
 [net]
 batch=32
 subdivisions=2
@@ -74,29 +76,10 @@ max_batches=120
 min_crop=16
 max_crop=18
 flip=0
-
-[convolutional]
-batch_normalize=1
-filters=16
-size=3
-pad=1
-activation=leaky
-
-[maxpool]
-size=2
-stride=2
-
-[convolutional]
-batch_normalize=1
-filters=32
-size=3
-pad=1
-activation=leaky
-
-[maxpool]
-size=2
-stride=2
-
+EOF
+    BN_ACTIVATION=leaky bn_blocks 16 32
+    printf '\n'
+    cat <<'EOF'
 [connected]
 output=32
 activation=leaky
@@ -110,6 +93,7 @@ activation=linear
 
 [softmax]
 EOF
+} >"$T/small.cfg"
 cfg=$T/small.cfg
 data=$D/shapes.data
 

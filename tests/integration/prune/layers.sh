@@ -1,7 +1,7 @@
 # tests/integration/prune/layers.sh: the layers of the small 16x16 bases that
 # the prune, rtl and pipeline tests build (prune/attr.sh, prune/rank.sh,
-# prune/nest.sh, rtl/tasks.sh, rtl_tasks.sh, prune_exits.sh,
-# pipeline/tiny.sh). Sourced, never run.
+# prune/nest.sh, rtl/tasks.sh, rtl_tasks.sh, prune_exits.sh, prune_lasso.sh,
+# trn_cli.sh, pipeline/tiny.sh). Sourced, never run.
 
 # stem_layers: the first block of every one of them, after [net]: conv 8
 # (batch norm, relu) + max pool 2/2, each section after an empty line.
@@ -11,12 +11,13 @@ stem_layers() {
 }
 
 # bn_blocks FILTERS...: for each FILTERS, conv FILTERS (batch_normalize its
-# first line, 3x3, stride 1, pad 1, relu) + max pool 2/2, each section after
-# an empty line.
+# first line, 3x3, stride 1, pad 1, relu, or BN_ACTIVATION when set) + max
+# pool 2/2, each section after an empty line.
 bn_blocks() {
     local n
     for n in "$@"; do
-        printf '\n[convolutional]\nbatch_normalize=1\nfilters=%s\nsize=3\nstride=1\npad=1\nactivation=relu\n' "$n"
+        printf '\n[convolutional]\nbatch_normalize=1\nfilters=%s\nsize=3\nstride=1\npad=1\nactivation=%s\n' "$n" \
+            "${BN_ACTIVATION:-relu}"
         printf '\n[maxpool]\nsize=2\nstride=2\n'
     done
 }

@@ -1,5 +1,6 @@
-# tests/integration/rtl/tasks.sh: what rtl_tasks.sh, rtl_addon.sh and the
-# rtl-tasks bench share to build catalogs of attribute-task variants.
+# tests/integration/rtl/tasks.sh: what rtl_tasks.sh, rtl_addon.sh,
+# catalog_fragments.sh, catalog_onnx_variants.sh and the rtl-tasks bench
+# share to build catalogs of attribute-task variants.
 # Sourced (after tests/lib.sh for tasks_fixture), never run.
 . "$TOP/tests/integration/prune/layers.sh"
 
@@ -41,6 +42,20 @@ tasks_heads() {
     "$BIN/prune" retarget --cfg base.cfg --weights c/variants/base/variant.weights --tasks s/s.tasks --cut L3 \
         --set batches="$batches" --set aug_passes=0 --seed 1 --out "$out" "$@" >"retarget-$out.log" 2>&1 ||
         { t_fail "prune retarget" "$(tail -n 5 "retarget-$out.log")"; return 1; }
+}
+
+# tasks_head_variants HEADS: the variant folders c/variants/head-TASK (cfg,
+# weights, variant.json of model "tiny") of the heads prune retarget wrote
+# in HEADS/TASK, for every attribute task.
+tasks_head_variants() {
+    local k v
+    for k in shape colour size texture; do
+        v=c/variants/head-$k
+        mkdir -p $v
+        cp "$1/$k/variant.cfg" $v/variant.cfg
+        cp "$1/$k/init.weights" $v/variant.weights
+        vjson tiny head-$k $k "$1/$k/meta.json" "$("$BIN/trainer" info --json "$1/$k/variant.cfg")" >$v/variant.json
+    done
 }
 
 # tasks_fixture CFG: in the current folder, s/ (a tiny generated set of
