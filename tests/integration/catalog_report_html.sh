@@ -7,8 +7,7 @@
 . "$TOP/tests/integration/catalog/fixtures.sh"
 cd "$T" || exit 1
 
-fx_catalog c >/dev/null
-"$CAT" keygen -p k.pub -s k.key -W >/dev/null
+fx_keyed_catalog
 fx_pack c c --version 3 --seed 42 --key k.key >/dev/null 2>&1
 A=c/catalog-tinynet-3.tar.zst
 R=c/catalog-tinynet-3

@@ -8,8 +8,7 @@
 . "$TOP/tests/integration/catalog/fixtures.sh"
 cd "$T" || exit 1
 
-fx_catalog c >/dev/null
-"$CAT" keygen -p k.pub -s k.key -W >/dev/null
+fx_keyed_catalog
 "$CAT" keygen -p other.pub -s other.key -W >/dev/null
 fx_pack c c --version 4 --key k.key >/dev/null 2>&1
 fx_pack c c --version 5 --key k.key >/dev/null 2>&1

@@ -20,8 +20,7 @@ fi
 CRASH=${TESTD:-$O/tests}/rtl-crash
 [ -x "$CRASH" ] || CRASH=$O/tests/rtl-crash
 
-fx_catalog c >/dev/null
-"$CAT" keygen -p k.pub -s k.key -W >/dev/null
+fx_keyed_catalog
 for v in 1 2 3; do fx_pack c c --version $v --key k.key >/dev/null 2>&1; done
 A=c/catalog-tinynet
 mkdir -p base/keys && cp k.pub base/keys/

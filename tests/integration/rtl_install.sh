@@ -6,8 +6,7 @@
 . "$TOP/tests/integration/catalog/fixtures.sh"
 cd "$T" || exit 1
 
-fx_catalog c >/dev/null
-"$CAT" keygen -p k.pub -s k.key -W >/dev/null
+fx_keyed_catalog
 for v in 2 3 4; do fx_pack c c --version $v --key k.key >/dev/null 2>&1; done
 A2=c/catalog-tinynet-2.tar.zst A3=c/catalog-tinynet-3.tar.zst A4=c/catalog-tinynet-4.tar.zst
 R=root

@@ -15,8 +15,7 @@ P=/usr/local   # the same PREFIX as rtl_pkgconfig.sh, which may run at the same 
 mk() { env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -C "$TOP" --no-print-directory O="$O" SAN="${SAN:-}" "$@"; }
 
 # make publish, with the catalog of MODEL in place (as make catalog leaves it)
-fx_catalog c >/dev/null
-"$CAT" keygen -p k.pub -s k.key -W >/dev/null
+fx_keyed_catalog
 fx_pack c c --version 7 --key k.key >/dev/null 2>&1
 mkdir -p "recipes/$MODEL_NAME" "$O/$MODEL_NAME"
 printf 'RECIPE_CFG := $(RECIPES)/%s/base.cfg\nRECIPE_VARIANTS :=\n' "$MODEL_NAME" >"recipes/$MODEL_NAME/recipe.mk"

@@ -78,6 +78,13 @@ fx_catalog() {
     fx_variant "$v" pruned-tiny pruned base '[]' identity 50000000 5000 "$(fx_acc identity 0.55 0.80)" '{}'
 }
 
+# fx_keyed_catalog: fx_catalog c (quiet) and the unencrypted key pair
+# k.pub/k.key to sign its packs with.
+fx_keyed_catalog() {
+    fx_catalog c >/dev/null
+    "$CAT" keygen -p k.pub -s k.key -W >/dev/null
+}
+
 # fx_pack DIR OUT [ARGS...]: catalog pack of fx_catalog DIR into OUT.
 fx_pack() {
     local dir=$1 out=$2
