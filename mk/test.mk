@@ -9,6 +9,7 @@
 #                     qemu-user (cross-built with the device tests)
 #   CROSS_TARGETS     what `make CROSS=...` builds (the device side)
 #   TEST_DEPS         anything else the tests need built first
+#   THREAD_TEST_DEPS  what the THREAD_TESTS need built first (make test-threads)
 #   BENCHES           executable scripts (one word each) run by `make bench`
 # Integration tests are the scripts tests/integration/*.sh (TAP, see
 # tests/lib.sh); they drive the real programs in $(BIN).
@@ -37,7 +38,7 @@ THREAD_TESTS := rtl_model trn_engine trn_layers trn_train trn_portable trn_gemm_
 test-threads: $(O)/.deps-ok ## build the threaded unit tests with ThreadSanitizer (in O/tsan) and run them
 	$(Q)$(MAKE) --no-print-directory SAN=thread O=$(O)/tsan $(if $(findstring -j,$(MAKEFLAGS)),,-j$(THREADS)) \
 	  test-threads-run
-test-threads-run: $(addprefix $(TESTD)/unit/test_,$(THREAD_TESTS))
+test-threads-run: $(addprefix $(TESTD)/unit/test_,$(THREAD_TESTS)) | $(THREAD_TEST_DEPS)
 	$(Q)$(TEST_ENV) BIN=$(abspath $(BIN)) O=$(abspath $(O)) TOP=$(CURDIR) SAN=$(SAN) \
 	  TESTD=$(abspath $(TESTD)) THREADS=$(THREADS) TEST_JOBS=$(TEST_JOBS) \
 	  TEST_TIMEOUT=$(TEST_TIMEOUT) TESTS='$(TESTS)' tests/run-tests.sh $(TESTD)/logs $^
@@ -46,10 +47,12 @@ test-threads-run: $(addprefix $(TESTD)/unit/test_,$(THREAD_TESTS))
 # the device tests under qemu, which stay uninstrumented) with AddressSanitizer,
 # LeakSanitizer and UBSan, built in $(O)/asan. A report fails the test file
 # that caused it (tests/run-tests.sh). TEST_TIMEOUT (seconds per file) scales
-# the limit on a slow or loaded machine.
+# the limit on a slow or loaded machine. ONNX Runtime is the one `make deps`
+# installed in $(O)/onnxrt (ORT_DIR names another).
 .PHONY: test-san
 test-san: $(O)/.deps-ok ## build and run every test with SAN=address,undefined (in O/asan)
-	$(Q)$(MAKE) --no-print-directory SAN=address,undefined O=$(O)/asan test
+	$(Q)ORT_DIR=$(or $(ORT_DIR),$(abspath $(O))/onnxrt) $(MAKE) --no-print-directory SAN=address,undefined \
+	  O=$(O)/asan test
 
 CROSS_TEST_PREFIX := aarch64-linux-gnu-
 CROSS_TEST_O      := $(O)/$(patsubst %-,%,$(CROSS_TEST_PREFIX))

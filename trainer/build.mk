@@ -97,3 +97,4 @@ $(TRN_DN_IMAGE_REF): LDFLAGS := -pthread
 TRN_DN_IMAGE_LDLIBS := -L/usr/lib/darknet -Wl,-rpath,/usr/lib/darknet -ldarknet -lm
 $(eval $(call program,$(TRN_DN_IMAGE_REF),$(call objs,tests/darknet/image_ref.c),$(TRN_DN_IMAGE_LDLIBS)))
 TEST_DEPS += $(TRN_DN_IMAGE_REF)
+THREAD_TEST_DEPS += $(TRN_DN_IMAGE_REF)
