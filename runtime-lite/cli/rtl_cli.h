@@ -47,6 +47,12 @@ int model_cut_ok(const rtl_model *m, int s);
  * of the first operand, or -1 after printing the help (*rc 0) or a usage
  * error: the reason, then the help (*rc 2). */
 int sub_opts(int argc, char **argv, const ck_verb *v, int lo, int hi, int *rc);
+/* sub_opts() for the commands that parsed with getopt_long (pull, plan,
+ * serve): a unique prefix of a long option of v's table ("--pre" or
+ * "--pre=V") is that option, as getopt_long took it. The words go into a
+ * new array *av (free it; the strings stay argv's), the operands last from
+ * the index returned. */
+int sub_opts_abbrev(int argc, char **argv, const ck_verb *v, int lo, int hi, int *rc, char ***av);
 
 /* Commands of rtl_run_cli.c. s is NULL when only --help is asked for. */
 int cmd_run(rtl_store *s, int argc, char **argv);

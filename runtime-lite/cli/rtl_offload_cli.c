@@ -5,7 +5,6 @@
 
 #include <cjson/cJSON.h>
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <math.h>
@@ -16,94 +15,34 @@
 #include <time.h>
 #include <unistd.h>
 
-static const char *plan_help =
-    "Usage: rtl plan ID VARIANT [--link NAME|UP:DOWN[:RTT]] [--rtt MS] [--radio AU:AD:BETA]\n"
-    "                [--goal latency|energy] [--energy-budget MJ] [--cloud-budget MS] [--target T]\n"
-    "                [--deadline MS] [--device-factor F] [--cloud-factor F] [--device-mw MW]\n"
-    "                [--wait-mw MW] [--runs N] [--threads N] [--split S] [--json]\n"
-    "       rtl plan ID VARIANT --workers SPEED@MBPS[:RTT],... [--runs N] [--threads N] [--json]\n"
+static const char plan_about[] =
     "Plans where each layer of VARIANT runs (device or cloud) by JointDNN's shortest\n"
     "path over (layer, location), and prints the plan with its predicted latency,\n"
     "device energy and bytes moved, beside device-only and cloud-only.\n"
     "Layer times are measured here (--runs forwards, per-layer medians); the device\n"
     "takes them times --device-factor (default 1), the cloud times --cloud-factor\n"
-    "(default 1).\n"
-    "  --link L          3g, 4g or wifi (JointDNN Table 3: throughput and radio\n"
-    "                    power), or UP:DOWN[:RTT] in Mbps and ms (default wifi)\n"
-    "  --rtt MS          round-trip time added to the link (default 0)\n"
-    "  --radio AU:AD:B   radio power: mW per Mbps up, down, base mW (default: the\n"
-    "                    named link's, else wifi's)\n"
-    "  --goal G          latency (default) or energy (device energy)\n"
-    "  --energy-budget MJ, --cloud-budget MS, --deadline MS\n"
-    "                    budgets: exact search for the best plan meeting them\n"
-    "  --target T        device speed and power from the catalog's estimate for\n"
-    "                    target profile T (e.g. jetson-tx2): device factor = its\n"
-    "                    estimated ms / the measured ms here, power = its mJ / ms\n"
-    "                    (overrides --device-factor and --device-mw)\n"
-    "  --device-mw MW    device power while computing (default 5000)\n"
-    "  --wait-mw MW      device power while the cloud computes (default 0)\n"
-    "  --split S         evaluate the fixed split S (layers 0..S-1 on the device)\n"
-    "  --json            the plan as JSON\n"
-    "  --workers LIST    MeDNN's GTDP instead: every convolutional layer's output\n"
-    "                    split by rows and channels over these workers (SPEED: times\n"
-    "                    this host's speed; MBPS: its link; RTT ms), the device\n"
-    "                    sending each its input rows and assembling; prints each\n"
-    "                    layer's parts, the predicted time beside an equal row split\n"
-    "                    and beside this host alone, and the bytes moved\n";
+    "(default 1).\n";
 
 #ifdef RTL_SIM /* the build host's rtl: emulation around the server (runtime-lite/sim/emulate.c) */
 #include "rtl_sim.h"
-#define SERVE_EMU_USAGE "                 [--emulate UP:DOWN:RTT] [--slowdown F]\n"
-#define SERVE_EMU_HELP                                                                                              \
-    "  --emulate U:D:R     link emulation around the server (this host's rtl only): U\n"                          \
-    "                      and D Mbps (0: not emulated, e.g. when tc shapes the link),\n"                          \
-    "                      R ms RTT\n"                                                                             \
-    "  --slowdown F        speed emulation (this host's rtl only): each reply waits\n"                             \
-    "                      until F x the CPU time of its computation has passed since\n"                           \
-    "                      the request arrived (a worker F times slower)\n"
+#define SERVE_EMU_USAGE "\n                 [--emulate UP:DOWN:RTT] [--slowdown F]"
 #define SPLIT_PACE_HELP                                                                                             \
     " --device-factor F makes each device piece\n"                                                             \
     "last F times its CPU time here as profiled warm before the runs (a device F\n"                              \
     "times slower than this machine; use one thread; this host's rtl only)."
 #else
 #define SERVE_EMU_USAGE ""
-#define SERVE_EMU_HELP ""
 #define SPLIT_PACE_HELP ""
 #endif
 
-static const char *serve_help =
-    "Usage: rtl serve --key FILE --allow FILE [--listen HOST] [--port N] [--port-file F]\n"
-    "                 [--max-clients N] [--max-per-source N] [--handshake-rate R]\n"
-    "                 [--max-frame BYTES] [--max-memory BYTES] [--threads N]\n"
-    "                 [--handshake-timeout MS] [--frame-timeout MS] [--idle-timeout MS]\n"
-    SERVE_EMU_USAGE
+static const char serve_about[] =
     "Runs model pieces for devices: pieces of variants of catalogs installed in this\n"
     "store (--root). Every connection is authenticated and encrypted (protocol in\n"
     "runtime-lite/src/frame.c): --key names the server's secret key file, X.key,\n"
     "with X.pub beside it (rtl peer-keygen X writes both; X alone works too);\n"
     "--allow FILE lists the allowed device public keys (64 hex digits per line,\n"
     "# comments). SIGTERM or SIGINT stops it cleanly: requests already read are\n"
-    "answered, then connections close.\n"
-    "  --listen HOST       address to bind (default 127.0.0.1)\n"
-    "  --port N            port (default 0: any free one; --port-file F gets it)\n"
-    "  --max-clients N     connections at once (default 128)\n"
-    "  --max-per-source N  connections at once from one address (default 64)\n"
-    "  --handshake-rate R  new connections a second from one address, in bursts of\n"
-    "                      up to 2R (default 50); those beyond are closed at once\n"
-    "  --max-frame BYTES   largest frame accepted once a connection's first frame has\n"
-    "                      authenticated it (default: the largest request or reply a\n"
-    "                      variant installed when the server starts can need, with\n"
-    "                      headroom, at least 1 MiB; before that first frame at most\n"
-    "                      4096 bytes)\n"
-    "  --max-memory BYTES  all connections' frames together (default 8 x --max-frame,\n"
-    "                      at least 64 MiB); a frame that would pass it waits\n"
-    "  --handshake-timeout MS  the handshake must end within MS of connecting\n"
-    "                      (default 5000), the first frame within this plus\n"
-    "                      --frame-timeout\n"
-    "  --frame-timeout MS  a frame must end within MS of its first byte (default\n"
-    "                      30000), however slowly its bytes come\n"
-    "  --idle-timeout MS   a connection without a byte for MS closes (default 60000)\n"
-    SERVE_EMU_HELP;
+    "answered, then connections close.\n";
 
 static const char *keygen_help =
     "Makes a peer key pair: PATH.key (secret, mode 0600) and PATH.pub (public).\n"
@@ -184,27 +123,6 @@ static int triple(const char *s, double v[3])
     return n;
 }
 
-enum {
-    O_LINK = 256, O_RTT, O_RADIO, O_GOAL, O_EBUDGET, O_CBUDGET, O_DEADLINE, O_DFACTOR, O_CFACTOR, O_DMW, O_WMW,
-    O_RUNS, O_THREADS, O_SPLIT, O_JSON, O_TOP, O_PEER, O_PEERKEY, O_DEVKEY, O_DEADLINE_MS, O_REPEAT, O_HELP,
-    O_TARGET, O_WORKERS
-};
-
-static const struct option plan_opts[] = {
-    {"link", required_argument, 0, O_LINK},         {"rtt", required_argument, 0, O_RTT},
-    {"radio", required_argument, 0, O_RADIO},       {"goal", required_argument, 0, O_GOAL},
-    {"energy-budget", required_argument, 0, O_EBUDGET}, {"cloud-budget", required_argument, 0, O_CBUDGET},
-    {"deadline", required_argument, 0, O_DEADLINE}, {"device-factor", required_argument, 0, O_DFACTOR},
-    {"cloud-factor", required_argument, 0, O_CFACTOR}, {"device-mw", required_argument, 0, O_DMW},
-    {"wait-mw", required_argument, 0, O_WMW},       {"runs", required_argument, 0, O_RUNS},
-    {"threads", required_argument, 0, O_THREADS},   {"split", required_argument, 0, O_SPLIT},
-    {"json", no_argument, 0, O_JSON},               {"top", required_argument, 0, O_TOP},
-    {"peer", required_argument, 0, O_PEER},         {"peer-key", required_argument, 0, O_PEERKEY},
-    {"device-key", required_argument, 0, O_DEVKEY}, {"deadline-ms", required_argument, 0, O_DEADLINE_MS},
-    {"repeat", required_argument, 0, O_REPEAT},     {"help", no_argument, 0, O_HELP},
-    {"target", required_argument, 0, O_TARGET},     {"workers", required_argument, 0, O_WORKERS},
-    {0, 0, 0, 0}};
-
 /* "SPEED@MBPS[:RTT],...": -1 when malformed. */
 static int parse_workers(const char *s, rtl_gtdp_worker *w, int *n)
 {
@@ -260,63 +178,117 @@ static int set_goal(struct popts *o, const char *arg)
     return 0;
 }
 
-/* Parses rtl plan's argv into o. Returns optind, or -1 after help (*rc 0)
- * or a usage error (*rc 2). */
-static int parse_popts(int argc, char **argv, const char *help, struct popts *o, int lo, int *rc)
+/* rtl plan's options (the kit's table below); values are checked after
+ * parsing, with the messages they always had. */
+enum {
+    L_LINK, L_RTT, L_RADIO, L_GOAL, L_EBUDGET, L_CBUDGET, L_DEADLINE, L_TARGET, L_DFACTOR, L_CFACTOR, L_DMW, L_WMW,
+    L_RUNS, L_THREADS, L_SPLIT, L_WORKERS, L_NVALS
+};
+struct plan_cli {
+    const char *val[L_NVALS];
+    int json;
+};
+#define PLAN_NOPTS 18
+
+static void plan_verb(struct plan_cli *c, ck_opt *opts, ck_verb *v)
 {
-    popts_defaults(o);
+    const char **s = c->val;
+    const ck_opt rows[] = {
+        {"--link", "L", CK_STR, &s[L_LINK], 0, 0,
+         "3g, 4g or wifi (JointDNN Table 3: throughput and radio\n"
+         "power), or UP:DOWN[:RTT] in Mbps and ms (default wifi)"},
+        {"--rtt", "MS", CK_STR, &s[L_RTT], 0, 0, "round-trip time added to the link (default 0)"},
+        {"--radio", "AU:AD:B", CK_STR, &s[L_RADIO], 0, 0,
+         "radio power: mW per Mbps up, down, base mW (default: the\n"
+         "named link's, else wifi's)"},
+        {"--goal", "G", CK_STR, &s[L_GOAL], 0, 0, "latency (default) or energy (device energy)"},
+        {"--energy-budget", "MJ", CK_STR, &s[L_EBUDGET], 0, 0, "budget: exact search for the best plan meeting it"},
+        {"--cloud-budget", "MS", CK_STR, &s[L_CBUDGET], 0, 0, "budget, likewise"},
+        {"--deadline", "MS", CK_STR, &s[L_DEADLINE], 0, 0, "budget, likewise"},
+        {"--target", "T", CK_STR, &s[L_TARGET], 0, 0,
+         "device speed and power from the catalog's estimate for\n"
+         "target profile T (e.g. jetson-tx2): device factor = its\n"
+         "estimated ms / the measured ms here, power = its mJ / ms\n"
+         "(overrides --device-factor and --device-mw)"},
+        {"--device-factor", "F", CK_STR, &s[L_DFACTOR], 0, 0,
+         "the device's layer times: F x this machine's (default 1)"},
+        {"--cloud-factor", "F", CK_STR, &s[L_CFACTOR], 0, 0,
+         "the cloud's layer times: F x this machine's (default 1)"},
+        {"--device-mw", "MW", CK_STR, &s[L_DMW], 0, 0, "device power while computing (default 5000)"},
+        {"--wait-mw", "MW", CK_STR, &s[L_WMW], 0, 0, "device power while the cloud computes (default 0)"},
+        {"--runs", "N", CK_STR, &s[L_RUNS], 0, 0, "forwards measuring the layers' times (default 10)"},
+        {"--threads", "N", CK_STR, &s[L_THREADS], 0, 0, "compute threads (default: all cores)"},
+        {"--split", "S", CK_STR, &s[L_SPLIT], 0, 0, "evaluate the fixed split S (layers 0..S-1 on the device)"},
+        {"--json", NULL, CK_FLAG, &c->json, 0, 0, "the plan as JSON"},
+        {"--workers", "LIST", CK_STR, &s[L_WORKERS], 0, 0,
+         "MeDNN's GTDP instead: every convolutional layer's output\n"
+         "split by rows and channels over these workers (SPEED:\n"
+         "times this host's speed; MBPS: its link; RTT ms), the\n"
+         "device sending each its input rows and assembling; prints\n"
+         "each layer's parts, the predicted time beside an equal row\n"
+         "split and beside this host alone, and the bytes moved"},
+        {0},
+    };
+    _Static_assert(sizeof rows <= PLAN_NOPTS * sizeof rows[0], "room for every row");
+    memcpy(opts, rows, sizeof rows);
+    *v = (ck_verb){"plan", NULL, NULL,
+                   "ID VARIANT [--link NAME|UP:DOWN[:RTT]] [--rtt MS] [--radio AU:AD:BETA]\n"
+                   "                [--goal latency|energy] [--energy-budget MJ] [--cloud-budget MS] [--target T]\n"
+                   "                [--deadline MS] [--device-factor F] [--cloud-factor F] [--device-mw MW]\n"
+                   "                [--wait-mw MW] [--runs N] [--threads N] [--split S] [--json]\n"
+                   "       rtl plan ID VARIANT --workers SPEED@MBPS[:RTT],... [--runs N] [--threads N] [--json]",
+                   plan_about, opts, NULL};
+}
+
+/* Value k into o (--rtt and --radio into rtt and radio): 0, or non-zero
+ * after saying on stderr what it needs. */
+static int plan_value(struct popts *o, int k, const char *a, double *rtt, double radio[3])
+{
+    switch (k) {
+    case L_LINK: return set_link(o, a);
+    case L_RTT: return dbl("--rtt", a, 0, rtt);
+    case L_RADIO: return triple(a, radio) != 3 ? bad_value("--radio", a, "AU:AD:BETA in mW") : 0;
+    case L_GOAL: return set_goal(o, a);
+    case L_EBUDGET: return dbl("--energy-budget", a, 0, &o->budget.energy_mj);
+    case L_CBUDGET: return dbl("--cloud-budget", a, 0, &o->budget.cloud_ms);
+    case L_DEADLINE: return dbl("--deadline", a, 0, &o->budget.deadline_ms);
+    case L_DFACTOR: return dbl("--device-factor", a, 1e-6, &o->target.device_factor);
+    case L_CFACTOR: return dbl("--cloud-factor", a, 1e-6, &o->target.cloud_factor);
+    case L_DMW: return dbl("--device-mw", a, 0, &o->target.device_mw);
+    case L_WMW: return dbl("--wait-mw", a, 0, &o->target.wait_mw);
+    case L_RUNS: return lng("--runs", a, 1, 100000, &o->runs);
+    case L_THREADS: return lng("--threads", a, 1, 1024, &o->threads);
+    case L_SPLIT: o->split_set = 1; return lng("--split", a, 0, RTL_PLAN_MAX_LAYERS, &o->split);
+    case L_TARGET: o->target_name = a; return 0;
+    default:
+        if (parse_workers(a, o->workers, &o->nworkers) == 0) return 0;
+        return bad_value("--workers", a, "SPEED@MBPS[:RTT] items joined by ',' (at most 8), e.g. 1@1000,0.5@100:2");
+    }
+}
+
+/* rtl plan's arguments into o and its two operands into ops; 0, or -1 with
+ * *rc (0 after --help, 2 after a usage error: its reason, then the help, on
+ * stderr). */
+static int plan_parse(int argc, char **argv, struct popts *o, const char *ops[2], int *rc)
+{
+    struct plan_cli c = {0};
+    ck_opt opts[PLAN_NOPTS];
+    ck_verb v;
+    char **av;
     double rtt = 0, radio[3];
-    int radio_set = 0;
-    optind = 0;
-    int c;
+    plan_verb(&c, opts, &v);
+    int i = sub_opts_abbrev(argc, argv, &v, 2, 2, rc, &av);
+    if (i < 0) return -1;
+    ops[0] = av[i], ops[1] = av[i + 1];
+    free(av);
+    popts_defaults(o);
+    o->json = c.json;
     *rc = 2;
-    while ((c = getopt_long(argc, argv, "h", plan_opts, NULL)) != -1) {
-        int bad = 0;
-        switch (c) {
-        case 'h':
-        case O_HELP: printf("%s", help); *rc = 0; return -1;
-        case O_LINK: bad = set_link(o, optarg); break;
-        case O_RTT: bad = dbl("--rtt", optarg, 0, &rtt); break;
-        case O_RADIO:
-            if (triple(optarg, radio) != 3) bad = bad_value("--radio", optarg, "AU:AD:BETA in mW");
-            radio_set = 1;
-            break;
-        case O_GOAL: bad = set_goal(o, optarg); break;
-        case O_EBUDGET: bad = dbl("--energy-budget", optarg, 0, &o->budget.energy_mj); break;
-        case O_CBUDGET: bad = dbl("--cloud-budget", optarg, 0, &o->budget.cloud_ms); break;
-        case O_DEADLINE: bad = dbl("--deadline", optarg, 0, &o->budget.deadline_ms); break;
-        case O_DFACTOR: bad = dbl("--device-factor", optarg, 1e-6, &o->target.device_factor); break;
-        case O_CFACTOR: bad = dbl("--cloud-factor", optarg, 1e-6, &o->target.cloud_factor); break;
-        case O_DMW: bad = dbl("--device-mw", optarg, 0, &o->target.device_mw); break;
-        case O_WMW: bad = dbl("--wait-mw", optarg, 0, &o->target.wait_mw); break;
-        case O_RUNS: bad = lng("--runs", optarg, 1, 100000, &o->runs); break;
-        case O_THREADS: bad = lng("--threads", optarg, 1, 1024, &o->threads); break;
-        case O_SPLIT:
-            o->split_set = 1;
-            bad = lng("--split", optarg, 0, RTL_PLAN_MAX_LAYERS, &o->split);
-            break;
-        case O_JSON: o->json = 1; break;
-        case O_TARGET: o->target_name = optarg; break;
-        case O_WORKERS:
-            if (parse_workers(optarg, o->workers, &o->nworkers) != 0)
-                bad = bad_value("--workers", optarg, "SPEED@MBPS[:RTT] items joined by ',' (at most 8), e.g. 1@1000,0.5@100:2");
-            break;
-        default: bad = -2; /* -2: not an option of this verb (values that fail say why themselves) */
-        }
-        if (bad) {
-            if (bad == -2)
-                fprintf(stderr, "rtl plan: unknown option or missing value: '%s'\n", argv[optind > 1 ? optind - 1 : 0]);
-            fprintf(stderr, "%s", help);
-            return -1;
-        }
-    }
+    for (int k = 0; k < L_NVALS; k++)
+        if (c.val[k] && plan_value(o, k, c.val[k], &rtt, radio)) return ck_help("rtl", &v, stderr), -1;
     o->link.rtt_ms += rtt;
-    if (radio_set) o->link.alpha_up_mw = radio[0], o->link.alpha_down_mw = radio[1], o->link.beta_mw = radio[2];
-    if (argc - optind != lo) {
-        fprintf(stderr, "%s", help);
-        return -1;
-    }
-    return optind;
+    if (c.val[L_RADIO]) o->link.alpha_up_mw = radio[0], o->link.alpha_down_mw = radio[1], o->link.beta_mw = radio[2];
+    return 0;
 }
 
 /* A fixed input pattern (as rtl profile's). */
@@ -557,16 +529,17 @@ fail:
 int cmd_plan(rtl_store *s, int argc, char **argv)
 {
     struct popts o;
-    int rc, i = parse_popts(argc, argv, plan_help, &o, 2, &rc);
-    if (i < 0) return rc;
+    const char *id[2];
+    int rc;
+    if (plan_parse(argc, argv, &o, id, &rc) != 0) return rc;
     rtl_catalog *cat;
-    rtl_model *m = open_variant(s, argv[i], argv[i + 1], o.threads, &cat);
+    rtl_model *m = open_variant(s, id[0], id[1], o.threads, &cat);
     if (!m) return 1;
     rtl_err err;
     int n;
     rtl_layer_cost *l = layer_costs(m, o.runs, &n, &err);
     if (o.nworkers > 0) {
-        int st = !l || plan_workers(m, l, n, &o, argv[i], argv[i + 1], &err) != 0 ? fail(&err) : 0;
+        int st = !l || plan_workers(m, l, n, &o, id[0], id[1], &err) != 0 ? fail(&err) : 0;
         free(l);
         rtl_model_close(m);
         rtl_catalog_close(cat);
@@ -578,8 +551,8 @@ int cmd_plan(rtl_store *s, int argc, char **argv)
         status = fail(&err);
     else if (o.json) {
         cJSON *doc = cJSON_CreateObject(), *layers = cJSON_CreateArray();
-        cJSON_AddStringToObject(doc, "catalog", argv[i]);
-        cJSON_AddStringToObject(doc, "variant", argv[i + 1]);
+        cJSON_AddStringToObject(doc, "catalog", id[0]);
+        cJSON_AddStringToObject(doc, "variant", id[1]);
         cJSON_AddStringToObject(doc, "link", o.link.name);
         cJSON_AddStringToObject(doc, "goal", o.goal == RTL_GOAL_ENERGY ? "energy" : "latency");
         cJSON_AddNumberToObject(doc, "device_factor", o.target.device_factor);
@@ -607,7 +580,7 @@ int cmd_plan(rtl_store *s, int argc, char **argv)
     } else {
         printf("catalog %s, variant %s: %d layers; link %s: up %.4g Mbps, down %.4g Mbps, rtt %.4g ms; radio "
                "%.5g/%.5g mW per Mbps, base %.5g mW\n",
-               argv[i], argv[i + 1], n, o.link.name, o.link.up_mbps, o.link.down_mbps, o.link.rtt_ms,
+               id[0], id[1], n, o.link.name, o.link.up_mbps, o.link.down_mbps, o.link.rtt_ms,
                o.link.alpha_up_mw, o.link.alpha_down_mw, o.link.beta_mw);
         printf("device time = measured x %g, cloud time = measured x %g; device %g mW computing, %g mW waiting\n",
                o.target.device_factor, o.target.cloud_factor, o.target.device_mw, o.target.wait_mw);
@@ -703,77 +676,155 @@ fail:
     return -1;
 }
 
+/* rtl serve's options (the kit's table below); values are checked after
+ * parsing, with the messages they always had. */
+enum {
+    S_KEY, S_ALLOW, S_LISTEN, S_PORT, S_PORTFILE, S_CLIENTS, S_PERSOURCE, S_RATE, S_FRAME, S_MEMORY, S_THREADS,
+    S_HANDSHAKE, S_FRAMETIME, S_IDLE, S_EMULATE, S_SLOWDOWN, S_NVALS
+};
+struct serve_cli {
+    const char *val[S_NVALS];
+    rtl_serve_options so;
+#ifdef RTL_SIM
+    rtl_emu emu;
+#endif
+};
+#define SERVE_NOPTS 17
+
+static void serve_verb(struct serve_cli *c, ck_opt *opts, ck_verb *v)
+{
+    const char **s = c->val;
+    const ck_opt rows[] = {
+        {"--key", "FILE", CK_STR, &s[S_KEY], 0, 0,
+         "the server's secret key file (X.key of rtl peer-keygen\n"
+         "X)"},
+        {"--allow", "FILE", CK_STR, &s[S_ALLOW], 0, 0, "the allowed device public keys"},
+        {"--listen", "HOST", CK_STR, &s[S_LISTEN], 0, 0, "address to bind (default 127.0.0.1)"},
+        {"--port", "N", CK_STR, &s[S_PORT], 0, 0, "port (default 0: any free one; --port-file F gets it)"},
+        {"--port-file", "F", CK_STR, &s[S_PORTFILE], 0, 0, "the port the server listens on is written to F"},
+        {"--max-clients", "N", CK_STR, &s[S_CLIENTS], 0, 0, "connections at once (default 128)"},
+        {"--max-per-source", "N", CK_STR, &s[S_PERSOURCE], 0, 0, "connections at once from one address (default 64)"},
+        {"--handshake-rate", "R", CK_STR, &s[S_RATE], 0, 0,
+         "new connections a second from one address, in bursts\n"
+         "of up to 2R (default 50); those beyond are closed at\n"
+         "once"},
+        {"--max-frame", "BYTES", CK_STR, &s[S_FRAME], 0, 0,
+         "largest frame accepted once a connection's first frame\n"
+         "has authenticated it (default: the largest request or\n"
+         "reply a variant installed when the server starts can\n"
+         "need, with headroom, at least 1 MiB; before that first\n"
+         "frame at most 4096 bytes)"},
+        {"--max-memory", "BYTES", CK_STR, &s[S_MEMORY], 0, 0,
+         "all connections' frames together (default 8 x\n"
+         "--max-frame, at least 64 MiB); a frame that would pass\n"
+         "it waits"},
+        {"--threads", "N", CK_STR, &s[S_THREADS], 0, 0, "compute threads (default: all cores)"},
+        {"--handshake-timeout", "MS", CK_STR, &s[S_HANDSHAKE], 0, 0,
+         "the handshake must end within MS of connecting\n"
+         "(default 5000), the first frame within this plus\n"
+         "--frame-timeout"},
+        {"--frame-timeout", "MS", CK_STR, &s[S_FRAMETIME], 0, 0,
+         "a frame must end within MS of its first byte (default\n"
+         "30000), however slowly its bytes come"},
+        {"--idle-timeout", "MS", CK_STR, &s[S_IDLE], 0, 0,
+         "a connection without a byte for MS closes (default\n"
+         "60000)"},
+#ifdef RTL_SIM
+        {"--emulate", "U:D:R", CK_STR, &s[S_EMULATE], 0, 0,
+         "link emulation around the server (this host's rtl\n"
+         "only): U and D Mbps (0: not emulated, e.g. when tc\n"
+         "shapes the link), R ms RTT"},
+        {"--slowdown", "F", CK_STR, &s[S_SLOWDOWN], 0, 0,
+         "speed emulation (this host's rtl only): each reply\n"
+         "waits until F x the CPU time of its computation has\n"
+         "passed since the request arrived (a worker F times\n"
+         "slower)"},
+#endif
+        {0},
+    };
+    _Static_assert(sizeof rows <= SERVE_NOPTS * sizeof rows[0], "room for every row");
+    memcpy(opts, rows, sizeof rows);
+    *v = (ck_verb){"serve", NULL, NULL,
+                   "--key FILE --allow FILE [--listen HOST] [--port N] [--port-file F]\n"
+                   "                 [--max-clients N] [--max-per-source N] [--handshake-rate R]\n"
+                   "                 [--max-frame BYTES] [--max-memory BYTES] [--threads N]\n"
+                   "                 [--handshake-timeout MS] [--frame-timeout MS] [--idle-timeout MS]"
+                   SERVE_EMU_USAGE,
+                   serve_about, opts, NULL};
+}
+
+/* Value k of c into c->so (or c->emu): 0, or non-zero after saying on
+ * stderr what it needs. */
+static int serve_value(struct serve_cli *c, int k, const char *a)
+{
+    rtl_serve_options *so = &c->so;
+    long v = 0;
+    int bad = 0;
+    switch (k) {
+    case S_LISTEN: so->host = a; break;
+    case S_PORT: bad = lng("--port", a, 0, 65535, &v), so->port = (int)v; break;
+    case S_CLIENTS: bad = lng("--max-clients", a, 1, 4096, &v), so->max_clients = (int)v; break;
+    case S_FRAME: bad = lng("--max-frame", a, 64, 1L << 30, &v), so->max_frame = (uint32_t)v; break;
+    case S_THREADS: bad = lng("--threads", a, 1, 1024, &v), so->threads = (int)v; break;
+    case S_HANDSHAKE: bad = lng("--handshake-timeout", a, 1, 3600000, &v), so->handshake_ms = (int)v; break;
+    case S_FRAMETIME: bad = lng("--frame-timeout", a, 1, 3600000, &v), so->frame_ms = (int)v; break;
+    case S_IDLE: bad = lng("--idle-timeout", a, 1, 36000000, &v), so->idle_ms = (int)v; break;
+    case S_PERSOURCE: bad = lng("--max-per-source", a, 1, 4096, &v), so->max_per_source = (int)v; break;
+    case S_RATE: bad = dbl("--handshake-rate", a, 0.001, &so->handshake_rate); break;
+    case S_MEMORY: bad = lng("--max-memory", a, 1L << 16, LONG_MAX, &v), so->max_memory = (uint64_t)v; break;
+#ifdef RTL_SIM
+    case S_SLOWDOWN: bad = dbl("--slowdown", a, 1, &c->emu.slowdown); break;
+    case S_EMULATE: {
+        double t[3];
+        if (triple(a, t) != 3) bad = bad_value("--emulate", a, "UP:DOWN:RTT (Mbps, Mbps, ms; a rate of 0 is not emulated)");
+        else c->emu.up_mbps = t[0], c->emu.down_mbps = t[1], c->emu.rtt_ms = t[2];
+        break;
+    }
+#endif
+    default: break; /* --key, --allow, --port-file: taken as they are */
+    }
+    return bad;
+}
+
+/* rtl serve's arguments into c; 0, or -1 with *rc (0 after --help, 2 after
+ * a usage error: its reason, then the help, on stderr). */
+static int serve_parse(int argc, char **argv, struct serve_cli *c, int *rc)
+{
+    ck_opt opts[SERVE_NOPTS];
+    ck_verb v;
+    char **av;
+    memset(c, 0, sizeof *c);
+    serve_verb(c, opts, &v);
+    int i = sub_opts_abbrev(argc, argv, &v, 0, 0, rc, &av);
+    if (i < 0) return -1;
+    free(av);
+    *rc = 2;
+    for (int k = 0; k < S_NVALS; k++)
+        if (c->val[k] && serve_value(c, k, c->val[k])) return ck_help("rtl", &v, stderr), -1;
+    if (!c->val[S_KEY] || !c->val[S_ALLOW]) {
+        fprintf(stderr, "rtl: serve needs --key and --allow\n");
+        return ck_help("rtl", &v, stderr), -1;
+    }
+    return 0;
+}
+
 int cmd_serve(rtl_store *s, int argc, char **argv)
 {
     keep_freed_memory();
-    static const struct option opts[] = {
-        {"key", required_argument, 0, 'k'},          {"allow", required_argument, 0, 'a'},
-        {"listen", required_argument, 0, 'l'},       {"port", required_argument, 0, 'p'},
-        {"port-file", required_argument, 0, 'P'},    {"max-clients", required_argument, 0, 'c'},
-        {"max-frame", required_argument, 0, 'f'},    {"threads", required_argument, 0, 't'},
-        {"handshake-timeout", required_argument, 0, 'H'}, {"frame-timeout", required_argument, 0, 'F'},
-        {"idle-timeout", required_argument, 0, 'I'}, {"max-per-source", required_argument, 0, 'S'},
-        {"handshake-rate", required_argument, 0, 'R'}, {"max-memory", required_argument, 0, 'M'},
+    struct serve_cli c;
+    int prc;
+    if (serve_parse(argc, argv, &c, &prc) != 0) return prc;
+    const char *key = c.val[S_KEY], *allow = c.val[S_ALLOW], *port_file = c.val[S_PORTFILE];
+    rtl_serve_options so = c.so;
 #ifdef RTL_SIM
-        {"emulate", required_argument, 0, 'e'},      {"slowdown", required_argument, 0, 's'},
-#endif
-        {"help", no_argument, 0, 'h'},               {0, 0, 0, 0}};
-    const char *key = NULL, *allow = NULL, *port_file = NULL;
-    rtl_serve_options so = {0};
-#ifdef RTL_SIM
-    rtl_emu emu = {0};
     rtl_serve_hooks hooks;
 #endif
-    long v;
-    int c;
-    optind = 0;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        int bad = 0;
-        switch (c) {
-        case 'h': printf("%s", serve_help); return 0;
-        case 'k': key = optarg; break;
-        case 'a': allow = optarg; break;
-        case 'l': so.host = optarg; break;
-        case 'P': port_file = optarg; break;
-        case 'p': bad = lng("--port", optarg, 0, 65535, &v), so.port = (int)v; break;
-        case 'c': bad = lng("--max-clients", optarg, 1, 4096, &v), so.max_clients = (int)v; break;
-        case 'f': bad = lng("--max-frame", optarg, 64, 1L << 30, &v), so.max_frame = (uint32_t)v; break;
-        case 't': bad = lng("--threads", optarg, 1, 1024, &v), so.threads = (int)v; break;
-        case 'H': bad = lng("--handshake-timeout", optarg, 1, 3600000, &v), so.handshake_ms = (int)v; break;
-        case 'F': bad = lng("--frame-timeout", optarg, 1, 3600000, &v), so.frame_ms = (int)v; break;
-        case 'I': bad = lng("--idle-timeout", optarg, 1, 36000000, &v), so.idle_ms = (int)v; break;
-        case 'S': bad = lng("--max-per-source", optarg, 1, 4096, &v), so.max_per_source = (int)v; break;
-        case 'R': bad = dbl("--handshake-rate", optarg, 0.001, &so.handshake_rate); break;
-        case 'M': bad = lng("--max-memory", optarg, 1L << 16, LONG_MAX, &v), so.max_memory = (uint64_t)v; break;
-#ifdef RTL_SIM
-        case 's': bad = dbl("--slowdown", optarg, 1, &emu.slowdown); break;
-        case 'e': {
-            double t[3];
-            if (triple(optarg, t) != 3) bad = bad_value("--emulate", optarg, "UP:DOWN:RTT (Mbps, Mbps, ms; a rate of 0 is not emulated)");
-            else emu.up_mbps = t[0], emu.down_mbps = t[1], emu.rtt_ms = t[2];
-            break;
-        }
-#endif
-        default:
-            bad = 1;
-            fprintf(stderr, "rtl serve: unknown option or missing value: '%s'\n", argv[optind > 1 ? optind - 1 : 0]);
-        }
-        if (bad) {
-            fprintf(stderr, "%s", serve_help);
-            return 2;
-        }
-    }
-    if (optind != argc || !key || !allow) {
-        if (!key || !allow) fprintf(stderr, "rtl: serve needs --key and --allow\n");
-        fprintf(stderr, "%s", serve_help);
-        return 2;
-    }
     rtl_err err;
     rtl_peer_key k;
     rtl_peer_key *allowed = NULL;
     size_t na = 0;
 #ifdef RTL_SIM
-    if (rtl_emu_hooks(&emu, &hooks, &err) != 0) return fail(&err);
+    if (rtl_emu_hooks(&c.emu, &hooks, &err) != 0) return fail(&err);
     so.hooks = &hooks;
 #endif
     if (rtl_peer_key_load(key, 1, &k, &err) != 0 || load_allow(allow, &allowed, &na, &err) != 0) return fail(&err);

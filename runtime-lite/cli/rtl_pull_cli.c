@@ -3,18 +3,13 @@
 #include "rtl_cli.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-static const char pull_help[] =
-    "Usage: rtl pull URL [--check] [--catalog ID] [--fetch-only] [--whole-archive]\n"
-    "                [--limit-rate RATE] [--retries N] [--backoff-ms MS] [--timeout S]\n"
-    "                [--cacert FILE] [--allow-downgrade] [--channel NAME]\n"
-    "                [--min-rate RATE] [--deadline S]\n"
+static const char pull_about[] =
     "Pulls catalogs from the publish folder at URL (http://, https:// or file://;\n"
     "written by catalog publish): verifies its signed index against the pinned keys\n"
     "(refusing an expired one, or one older than an index this device accepted),\n"
@@ -22,30 +17,9 @@ static const char pull_help[] =
     "manifest and only the files not installed here, checks every one against the\n"
     "manifest and installs atomically, as rtl install does. Without a per-file\n"
     "layout on the server it fetches the whole archive. Interrupted downloads are\n"
-    "kept in ROOT/pull/ and resumed by the next pull.\n"
-    "  --check            verify the index and say which catalogs have an update;\n"
-    "                     fetch nothing else\n"
-    "  --catalog ID       only catalog ID (default: every catalog of the index)\n"
-    "  --fetch-only       fetch and verify, install nothing (the next pull installs\n"
-    "                     from what was fetched without fetching it again)\n"
-    "  --whole-archive    fetch the archive even when the server has per-file objects\n"
-    "  --limit-rate RATE  receive at most RATE bytes/s (suffix K, M or G: 1024s)\n"
-    "  --retries N        retries per transfer after a network failure (default 4)\n"
-    "  --backoff-ms MS    wait before the first retry, doubling each time (default 500)\n"
-    "  --timeout S        connect time-out, and how long a transfer may stay below\n"
-    "                     1 KiB/s (a quarter of --limit-rate if lower) (default 30)\n"
-    "  --cacert FILE      CA certificates for https:// (default: the system's)\n"
-    "  --allow-downgrade  install what the index names even if not newer\n"
-    "  --channel NAME     the channel this device follows, on its first pull; later\n"
-    "                     pulls refuse an index of any other channel (default: the\n"
-    "                     one in ROOT/pull/channel, else the first index's). With\n"
-    "                     ROOT/keys/channels/NAME.pub only that key may sign the\n"
-    "                     channel's index and catalogs\n"
-    "  --min-rate RATE    each file's deadline: --timeout plus its size at RATE\n"
-    "                     bytes/s (suffix K, M or G; default 16K, at most half of\n"
-    "                     --limit-rate)\n"
-    "  --deadline S       the whole pull's deadline in seconds (default 21600: 6 h);\n"
-    "                     what was received is kept for the next pull\n"
+    "kept in ROOT/pull/ and resumed by the next pull.\n";
+
+static const char pull_notes[] =
     "On a terminal, progress (bytes, rate, time left) is shown on stderr.\n"
     "Prints one line per catalog and a total; exit status 0 when every catalog\n"
     "is up to date or was updated, 1 when one failed, 2 on bad usage.\n";
@@ -123,67 +97,123 @@ static void show_progress(void *user, const rtl_pull_progress *p)
             eta);
 }
 
+/* rtl pull's options (the kit's table below); values are checked after
+ * parsing, with the messages they always had. */
+enum { P_CATALOG, P_LIMIT, P_RETRIES, P_BACKOFF, P_TIMEOUT, P_CACERT, P_CHANNEL, P_MINRATE, P_DEADLINE, P_NVALS };
+struct pull_cli {
+    const char *val[P_NVALS];
+    int check, fetch_only, whole, downgrade;
+};
+#define PULL_NOPTS 15
+
+static void pull_verb(struct pull_cli *c, ck_opt *opts, ck_verb *v)
+{
+    const ck_opt rows[] = {
+        {"--check", NULL, CK_FLAG, &c->check, 0, 0,
+         "verify the index and say which catalogs have an update;\n"
+         "fetch nothing else"},
+        {"--catalog", "ID", CK_STR, &c->val[P_CATALOG], 0, 0, "only catalog ID (default: every catalog of the index)"},
+        {"--fetch-only", NULL, CK_FLAG, &c->fetch_only, 0, 0,
+         "fetch and verify, install nothing (the next pull installs\n"
+         "from what was fetched without fetching it again)"},
+        {"--whole-archive", NULL, CK_FLAG, &c->whole, 0, 0,
+         "fetch the archive even when the server has per-file objects"},
+        {"--limit-rate", "RATE", CK_STR, &c->val[P_LIMIT], 0, 0,
+         "receive at most RATE bytes/s (suffix K, M or G: 1024s)"},
+        {"--retries", "N", CK_STR, &c->val[P_RETRIES], 0, 0,
+         "retries per transfer after a network failure (default 4)"},
+        {"--backoff-ms", "MS", CK_STR, &c->val[P_BACKOFF], 0, 0,
+         "wait before the first retry, doubling each time (default 500)"},
+        {"--timeout", "S", CK_STR, &c->val[P_TIMEOUT], 0, 0,
+         "connect time-out, and how long a transfer may stay below 1\n"
+         "KiB/s (a quarter of --limit-rate if lower) (default 30)"},
+        {"--cacert", "FILE", CK_STR, &c->val[P_CACERT], 0, 0, "CA certificates for https:// (default: the system's)"},
+        {"--allow-downgrade", NULL, CK_FLAG, &c->downgrade, 0, 0, "install what the index names even if not newer"},
+        {"--channel", "NAME", CK_STR, &c->val[P_CHANNEL], 0, 0,
+         "the channel this device follows, on its first pull; later\n"
+         "pulls refuse an index of any other channel (default: the\n"
+         "one in ROOT/pull/channel, else the first index's). With\n"
+         "ROOT/keys/channels/NAME.pub only that key may sign the\n"
+         "channel's index and catalogs"},
+        {"--min-rate", "RATE", CK_STR, &c->val[P_MINRATE], 0, 0,
+         "each file's deadline: --timeout plus its size at RATE\n"
+         "bytes/s (suffix K, M or G; default 16K, at most half of\n"
+         "--limit-rate)"},
+        {"--deadline", "S", CK_STR, &c->val[P_DEADLINE], 0, 0,
+         "the whole pull's deadline in seconds (default 21600: 6 h);\n"
+         "what was received is kept for the next pull"},
+        {0},
+    };
+    _Static_assert(sizeof rows <= PULL_NOPTS * sizeof rows[0], "room for every row");
+    memcpy(opts, rows, sizeof rows);
+    *v = (ck_verb){"pull", NULL, NULL,
+                   "URL [--check] [--catalog ID] [--fetch-only] [--whole-archive]\n"
+                   "                [--limit-rate RATE] [--retries N] [--backoff-ms MS] [--timeout S]\n"
+                   "                [--cacert FILE] [--allow-downgrade] [--channel NAME]\n"
+                   "                [--min-rate RATE] [--deadline S]",
+                   pull_about, opts, pull_notes};
+}
+
+/* Value k of c into o: 0, or 1 after saying on stderr what it needs. */
+static int pull_value(int k, const char *a, rtl_pull_options *o)
+{
+    long v;
+    switch (k) {
+    case P_CATALOG: o->catalog = a; return 0;
+    case P_CACERT: o->cacert = a; return 0;
+    case P_CHANNEL: o->channel = a; return 0;
+    case P_MINRATE: return rate_opt("--min-rate", a, &o->min_bytes_per_s);
+    case P_LIMIT: return rate_opt("--limit-rate", a, &o->max_bytes_per_s);
+    case P_DEADLINE:
+        if (uint_opt("--deadline", a, 1, 30 * 86400, " (seconds)", &v)) return 1;
+        o->deadline_s = (unsigned)v;
+        return 0;
+    case P_RETRIES:
+        if (uint_opt("--retries", a, 0, 1000, "", &v)) return 1;
+        o->retries = v == 0 ? -1 : (int)v;
+        return 0;
+    case P_BACKOFF:
+        if (uint_opt("--backoff-ms", a, 1, 60000, "", &v)) return 1;
+        o->backoff_ms = (unsigned)v;
+        return 0;
+    default:
+        if (uint_opt("--timeout", a, 1, 3600, " (seconds)", &v)) return 1;
+        o->timeout_s = (unsigned)v;
+        return 0;
+    }
+}
+
+/* rtl pull's arguments into o and *url; 0, or -1 with *rc (0 after --help,
+ * 2 after a usage error: its reason, then the help, on stderr). */
+static int pull_parse(int argc, char **argv, rtl_pull_options *o, const char **url, int *rc)
+{
+    struct pull_cli c = {0};
+    ck_opt opts[PULL_NOPTS];
+    ck_verb v;
+    char **av;
+    pull_verb(&c, opts, &v);
+    int i = sub_opts_abbrev(argc, argv, &v, 1, 1, rc, &av);
+    if (i < 0) return -1;
+    *url = av[i];
+    free(av);
+    *o = (rtl_pull_options){.check_only = c.check, .fetch_only = c.fetch_only, .whole_archive = c.whole,
+                            .allow_downgrade = c.downgrade};
+    *rc = 2;
+    for (int k = 0; k < P_NVALS; k++)
+        if (c.val[k] && pull_value(k, c.val[k], o)) return ck_help("rtl", &v, stderr), -1;
+    if (o->check_only && o->fetch_only) {
+        fprintf(stderr, "rtl: --check and --fetch-only exclude each other\n");
+        return ck_help("rtl", &v, stderr), -1;
+    }
+    return 0;
+}
+
 int cmd_pull(rtl_store *s, int argc, char **argv)
 {
-    static const struct option opts[] = {{"help", no_argument, 0, 'h'},
-                                         {"check", no_argument, 0, 'c'},
-                                         {"catalog", required_argument, 0, 'C'},
-                                         {"fetch-only", no_argument, 0, 'f'},
-                                         {"whole-archive", no_argument, 0, 'w'},
-                                         {"limit-rate", required_argument, 0, 'l'},
-                                         {"retries", required_argument, 0, 'r'},
-                                         {"backoff-ms", required_argument, 0, 'b'},
-                                         {"timeout", required_argument, 0, 't'},
-                                         {"cacert", required_argument, 0, 'a'},
-                                         {"allow-downgrade", no_argument, 0, 'D'},
-                                         {"channel", required_argument, 0, 'n'},
-                                         {"min-rate", required_argument, 0, 'm'},
-                                         {"deadline", required_argument, 0, 'd'},
-                                         {0, 0, 0, 0}};
-    rtl_pull_options o = {0};
-    optind = 0;
-    int c;
-    long v;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        int bad = 0;
-        switch (c) {
-        case 'h': printf("%s", pull_help); return 0;
-        case 'c': o.check_only = 1; break;
-        case 'C': o.catalog = optarg; break;
-        case 'f': o.fetch_only = 1; break;
-        case 'w': o.whole_archive = 1; break;
-        case 'D': o.allow_downgrade = 1; break;
-        case 'a': o.cacert = optarg; break;
-        case 'n': o.channel = optarg; break;
-        case 'm': bad = rate_opt("--min-rate", optarg, &o.min_bytes_per_s); break;
-        case 'd':
-            if (!(bad = uint_opt("--deadline", optarg, 1, 30 * 86400, " (seconds)", &v))) o.deadline_s = (unsigned)v;
-            break;
-        case 'l': bad = rate_opt("--limit-rate", optarg, &o.max_bytes_per_s); break;
-        case 'r':
-            if (!(bad = uint_opt("--retries", optarg, 0, 1000, "", &v))) o.retries = v == 0 ? -1 : (int)v;
-            break;
-        case 'b':
-            if (!(bad = uint_opt("--backoff-ms", optarg, 1, 60000, "", &v))) o.backoff_ms = (unsigned)v;
-            break;
-        case 't':
-            if (!(bad = uint_opt("--timeout", optarg, 1, 3600, " (seconds)", &v))) o.timeout_s = (unsigned)v;
-            break;
-        default:
-            bad = 1;
-            fprintf(stderr, "rtl pull: unknown option or missing value: '%s'\n", argv[optind > 1 ? optind - 1 : 0]);
-        }
-        if (bad) {
-            fprintf(stderr, "%s", pull_help);
-            return 2;
-        }
-    }
-    if (argc - optind != 1 || (o.check_only && o.fetch_only)) {
-        if (o.check_only && o.fetch_only) fprintf(stderr, "rtl: --check and --fetch-only exclude each other\n");
-        fprintf(stderr, "%s", pull_help);
-        return 2;
-    }
-    const char *url = argv[optind];
+    rtl_pull_options o;
+    const char *url;
+    int prc;
+    if (pull_parse(argc, argv, &o, &url, &prc) != 0) return prc;
     rtl_pull_result r;
     rtl_err err;
     struct progress pr = {0};
