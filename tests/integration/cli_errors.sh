@@ -79,6 +79,16 @@ done
 usage "rtl run --split with no value: a reason, exit 2" "^rtl run: --split needs a value" \
     "$RTL" --root "$T" run a b c --split
 usage "rtl plan --runs x: the value's reason, exit 2" "^rtl: --runs needs an integer" "$RTL" --root "$T" plan a b --runs x
+# pull, plan and serve parse with the kit and still take getopt_long's
+# abbreviations: a unique prefix is the option (its value checked as the
+# option's), an ambiguous one is unknown
+usage "rtl pull --lim=0: the abbreviation is --limit-rate" "^rtl: --limit-rate needs a positive number" \
+    "$RTL" --root "$T" pull --lim=0 u
+usage "rtl plan --li 5g: the abbreviation is --link" "^rtl: --link needs 3g" "$RTL" --root "$T" plan a b --li 5g
+usage "rtl serve --max 3: an ambiguous abbreviation is unknown" "^rtl serve: unknown option '--max'" \
+    "$RTL" --root "$T" serve --key k --allow a --max 3
+usage "rtl serve --ke k --al a --max-c x: abbreviations, the value's reason" "^rtl: --max-clients needs an integer" \
+    "$RTL" --root "$T" serve --ke k --al a --max-c x
 usage "catalog publish --bogus: a reason, exit 2" "^catalog publish: unknown option or missing value: '--bogus'" \
     "$CAT" publish --bogus
 usage "catalog verify without -p says so" "^catalog verify: no public key" "$CAT" verify x.tar.zst
