@@ -46,8 +46,7 @@ fx_rtl_data c >/dev/null || { echo "bench rtl-offload: cannot make the data set"
     printf '[convolutional]\nfilters=256\nsize=3\nstride=1\npad=1\nactivation=relu\n'
     printf '[avgpool]\n[connected]\noutput=10\nactivation=linear\n[softmax]\n'
 } >split.cfg
-sed -n '/^{$/,/^} >alexnet.cfg$/p' "$TOP/tests/bench/rtl_run.sh" >alexnet.sh && bash alexnet.sh && [ -s alexnet.cfg ] ||
-    { echo "bench rtl-offload: cannot take AlexNet's cfg from tests/bench/rtl_run.sh"; exit 1; }
+fx_alexnet_cfg >alexnet.cfg && [ -s alexnet.cfg ] || { echo "bench rtl-offload: cannot write AlexNet's cfg"; exit 1; }
 fx_rtl_variant c base base - split.cfg 1 && fx_rtl_variant c alexnet rewrite base alexnet.cfg 1 ||
     { echo "bench rtl-offload: cannot train the variants"; exit 1; }
 fx_rtl_peer_root || { echo "bench rtl-offload: cannot make the installed catalog and peer keys"; exit 1; }
