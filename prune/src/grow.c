@@ -553,13 +553,7 @@ static int grow(gr_run *r, trn_err *err)
 static void clean_up(const gr_run *r, int failed, int made_dir)
 {
     char path[4400];
-    if (r->tmpdir[0]) {
-        snprintf(path, sizeof path, "%s/grow.ckpt", r->tmpdir);
-        unlink(path);
-        snprintf(path, sizeof path, "%s/grow.weights", r->tmpdir);
-        unlink(path);
-        rmdir(r->tmpdir);
-    }
+    if (r->tmpdir[0]) trn_train_backup_remove(r->tmpdir, "grow");
     if (!failed) return;
     const char *names[] = {"meta.json", "capacities.json", GR_BN_FILE, "init.weights", "variant.cfg"};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++) {

@@ -190,12 +190,7 @@ static int retrain(rm_step *s, const prn_roadmap_opts *set, const trn_dataset *d
                              .validate = set->eval_every > 0 ? curve_point : NULL, .validate_ctx = &cv,
                              .validate_every = (uint64_t)set->eval_every};
         rc = trn_train(net, &to, err) == 0 ? 0 : -1;
-        char p[4200];
-        snprintf(p, sizeof p, "%s/step.ckpt", tmpdir);
-        unlink(p);
-        snprintf(p, sizeof p, "%s/step.weights", tmpdir);
-        unlink(p);
-        rmdir(tmpdir);
+        trn_train_backup_remove(tmpdir, "step");
     }
     if (rc == 0)
         rc = prn_bn_recalibrate(net, feed_batch, &f, (uint64_t)set->retrain_batches, (int)set->bn_batches, err);

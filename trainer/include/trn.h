@@ -166,6 +166,10 @@ typedef struct trn_train_opts {
  * <base>.weights. Returns 0 when done, 1 when stopped, -1 on error (the
  * last checkpoint stays valid). */
 int trn_train(trn_net *net, const trn_train_opts *o, trn_err *err) TRN_MUST_CHECK;
+/* Removes what trn_train left in backup_dir for base (<base>.ckpt and
+ * <base>.weights) and the folder when that leaves it empty: for callers
+ * that train into a scratch folder and keep the network in memory. */
+void trn_train_backup_remove(const char *backup_dir, const char *base);
 
 /* ---- augmentation (augment.c) ------------------------------------------- */
 

@@ -141,6 +141,15 @@ static int bn_refresh(trn_net *net, const trn_train_opts *o, float *x, float *y,
     return rc;
 }
 
+void trn_train_backup_remove(const char *backup_dir, const char *base)
+{
+    static const char *const ext[] = {".ckpt", ".weights"};
+    char path[4200];
+    for (size_t i = 0; i < sizeof ext / sizeof *ext; i++)
+        if (join(path, sizeof path, backup_dir, base, ext[i], NULL) == 0) unlink(path);
+    rmdir(backup_dir);
+}
+
 int trn_train(trn_net *net, const trn_train_opts *o, trn_err *err)
 {
     if (!o->next_batch || !o->base || !o->backup_dir)
