@@ -124,6 +124,49 @@ static int opt_matches(const ck_opt *o, const char *w, size_t wlen)
     return 0;
 }
 
+/* The long name of row o ("--out" of "-o|--out"). */
+static const char *long_name(const ck_opt *o)
+{
+    const char *bar = strrchr(o->name, '|');
+    return bar ? bar + 1 : o->name;
+}
+
+/* The row of v's table whose long name word w's first n characters spell in
+ * full (*exact 1) or as its unique prefix (*exact 0); NULL otherwise. */
+static const ck_opt *named(const ck_verb *v, const char *w, size_t n, int *exact)
+{
+    const ck_opt *hit = NULL;
+    int hits = 0;
+    for (const ck_opt *o = v->opts; o->name; o++) {
+        const char *l = long_name(o);
+        if (strncmp(l, w, n) != 0) continue;
+        if ((*exact = strlen(l) == n)) return o;
+        hit = o, hits++;
+    }
+    return hits == 1 ? hit : NULL;
+}
+
+int ck_abbrev(const ck_verb *v, int argc, char **argv, char **av)
+{
+    int n = 0, value = 0, dashdash = 0, exact = 0;
+    av[n++] = argv[0];
+    for (int k = 1; k < argc; k++) {
+        const char *w = argv[k], *eq = strchr(w, '=');
+        size_t len = eq ? (size_t)(eq - w) : strlen(w);
+        const ck_opt *o = value || dashdash || strncmp(w, "--", 2) || len < 3 ? NULL : named(v, w, len, &exact);
+        dashdash |= !value && !strcmp(w, "--");
+        if (!o || exact || (eq && o->type == CK_FLAG)) { /* as it is: the kit says what it is */
+            value = o && exact && !eq && o->type != CK_FLAG;
+            av[n++] = argv[k];
+            continue;
+        }
+        av[n++] = (char *)long_name(o); /* an abbreviation, as getopt_long took it */
+        if (eq) av[n++] = (char *)eq + 1;
+        value = !eq && o->type != CK_FLAG;
+    }
+    return n;
+}
+
 static int set_value(const char *prog, const ck_verb *v, const ck_opt *o, const char *val)
 {
     char *end;

@@ -97,6 +97,13 @@ int ck_usage(const char *prog, const char *verb, const char *fmt, ...)
  * to run --help, on stderr. Returns CK_USAGE. */
 int ck_usage_of(const char *prog, const ck_verb *v, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+/* getopt_long's abbreviations for a verb that took them before the kit:
+ * copies argv[0..argc) into av (room for 2 * argc words) with each "--pre"
+ * or "--pre=V" that is the unique prefix of one of v's long option names
+ * written as that name (and V as the next word); exact names, ambiguous
+ * prefixes, words after "--" and options' values stay as they are, for
+ * ck_parse to judge. Returns the words in av. */
+int ck_abbrev(const ck_verb *v, int argc, char **argv, char **av);
 /* Parses argv[1..argc-1] of a verb against its table. Operands (words not
  * starting with '-', or every word after "--") are stored in order into
  * operands (at most max_operands; more is a usage error). "--name=value"
