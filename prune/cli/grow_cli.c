@@ -50,7 +50,9 @@ int prn_cli_grow(int argc, char **argv, trn_err *err)
         "positions restarts from the engine's initialisation; 0: never), slices (1; 0: the\n"
         "earlier format: the old filters' slices of new channels zero and frozen, one set of\n"
         "batch-norm statistics, no capacity_bn.weights), bn_affine (0; 1: the old channels'\n"
-        "batch-norm scales and shifts also train and are kept per capacity), epochs (0; E > 0:\n"
+        "batch-norm scales and shifts also train and are kept per capacity), preserve (0; 1: the\n"
+        "weights that read the new channels from old filters and from the layers that do not grow\n"
+        "start at 0, so each capacity starts as the one below it), epochs (0; E > 0:\n"
         "each growth step trains ceil(E x training images / batch) batches instead of `batches`).\n",
         opts, NULL};
     int rc0;

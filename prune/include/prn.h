@@ -725,7 +725,7 @@ typedef struct prn_grow_opts {
     const char *roadmap, *data, *out;
     uint64_t seed;
     int threads;
-    long long batches, capacities, bn_batches, slices, bn_affine;
+    long long batches, capacities, bn_batches, slices, bn_affine, preserve;
     double learning_rate, revive;
     double epochs;   /* > 0: each growth step's length in epochs, replacing batches */
     /* one line per warning, grown capacity and measured capacity (NULL: none) */
@@ -733,7 +733,8 @@ typedef struct prn_grow_opts {
     void *progress_ctx;
 } prn_grow_opts;
 /* The defaults: batches 100, learning_rate 0.01, capacities 5, bn_batches
- * 20, revive 0.01, slices 1, bn_affine 0, epochs 0 (none: batches); threads 1. */
+ * 20, revive 0.01, slices 1, bn_affine 0, preserve 0, epochs 0 (none: batches);
+ * threads 1. */
 void prn_grow_opts_defaults(prn_grow_opts *o);
 /* One key=value setting (prune grow --set). -1 with err naming the keys
  * and their ranges. */

@@ -47,6 +47,12 @@ typedef struct prn_nest {
                        * one set of statistics (the earlier format) */
     int bn_affine;    /* with train_slices: the old channels' batch-norm
                        * scales and shifts train and are kept per capacity too */
+    int preserve;     /* 1: the weights that read the new channels from an
+                       * old channel or a fixed layer (old-to-new slices, the
+                       * fixed layers' new columns) start at 0 instead of
+                       * init's (still trained with train_slices): capacity
+                       * k starts computing capacity k-1's function (up to
+                       * its re-estimated statistics) */
 } prn_nest;
 
 /* Checks n against net: sizes, nesting, every capacity accepted by the

@@ -45,11 +45,12 @@ int prn_grow_set(prn_grow_opts *o, const char *kv, trn_err *err)
     else if (KEY("revive") && v >= 0 && v <= 1) o->revive = v;
     else if (KEY("slices") && bit) o->slices = (long long)v;
     else if (KEY("bn_affine") && bit) o->bn_affine = (long long)v;
+    else if (KEY("preserve") && bit) o->preserve = (long long)v;
     else if (KEY("epochs") && v >= 0 && v <= 1e4) o->epochs = v;
     else
         return trn_errf(err, "--set '%s': unknown key or value out of range (batches: 0..1e7, learning_rate: "
                              "0..10, capacities: 2..%d, bn_batches: 0..1e6, revive: 0..1, slices: 0 or 1, bn_affine: 0 or 1, "
-                             "epochs: 0..1e4)", kv,
+                             "preserve: 0 or 1, epochs: 0..1e4)", kv,
                         PRN_GROW_MAX_CAP);
 #undef KEY
     return 0;
@@ -211,6 +212,7 @@ static int plan_nest(gr_run *r, trn_err *err)
     if (!r->nest.filters || !r->nest.fixed) return trn_errf(err, "out of memory");
     r->nest.train_slices = (int)r->o->slices;
     r->nest.bn_affine = (int)r->o->bn_affine;
+    r->nest.preserve = (int)r->o->preserve;
     for (int i = 0; i < L; i++) r->nest.fixed[i] = trn_net_full_filters(r->base, i) > 0;
     for (int k = 0; k < r->ncap; k++)
         if (plan_capacity(r, k, err)) return -1;
@@ -363,6 +365,7 @@ static void head_json(const gr_run *r, cJSON *j)
     cJSON_AddNumberToObject(js, "revive", o->revive);
     cJSON_AddNumberToObject(js, "slices", (double)o->slices);
     cJSON_AddNumberToObject(js, "bn_affine", (double)o->bn_affine);
+    cJSON_AddNumberToObject(js, "preserve", (double)o->preserve);
     cJSON_AddStringToObject(j, "cfg", "variant.cfg");
     cJSON_AddStringToObject(j, "weights", "init.weights");
     cJSON_AddNumberToObject(j, "weights_bytes", (double)trn_weights_bytes(r->net));

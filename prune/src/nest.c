@@ -73,7 +73,9 @@ int prn_nest_check(trn_net *net, const prn_nest *n, trn_err *err)
  * and columns < c1 of growing layers; all rows and columns [c0, c1) of
  * fixed layers' weights; 0 elsewhere. With init (a network built as the
  * new capacity), the trainable elements are first copied from it; the old
- * rows' columns [c0, c1) of growing layers are zeroed. */
+ * rows' columns [c0, c1) of growing layers are zeroed (without
+ * train_slices), and with preserve those and the fixed layers' columns
+ * [c0, c1) start at zero: every path out of the new channels starts at 0. */
 static int grow_layers(trn_net *net, const prn_nest *n, const int *r0, const int *c0in,
                        const int *r1, const int *c1in, const int *fullin, const trn_net *init,
                        trn_err *err)
@@ -107,7 +109,7 @@ static int grow_layers(trn_net *net, const prn_nest *n, const int *r0, const int
                 float *w = x->data + (size_t)r * C;
                 if (!fixed && r < r0[i]) {
                     for (size_t c = c0; c < c1; c++) { /* old filter, new channel */
-                        w[c] = n->train_slices && y ? y->data[(size_t)r * c1 + c] : 0;
+                        w[c] = n->train_slices && y && !n->preserve ? y->data[(size_t)r * c1 + c] : 0;
                         mask[(size_t)r * C + c] = n->train_slices ? 1 : 0;
                     }
                     continue;
@@ -115,7 +117,7 @@ static int grow_layers(trn_net *net, const prn_nest *n, const int *r0, const int
                 size_t from = fixed ? c0 : 0;
                 for (size_t c = from; c < c1; c++) {
                     mask[(size_t)r * C + c] = 1;
-                    if (y) w[c] = y->data[(size_t)r * c1 + c];
+                    if (y) w[c] = fixed && n->preserve ? 0 : y->data[(size_t)r * c1 + c];
                 }
             }
         } else if (!fixed) {

@@ -478,6 +478,65 @@ static void trained_slices_kept_scales_and_shifts(void **state)
     kept_bn_capacities(1);
 }
 
+/* preserve: every weight that reads the new channels from an old filter
+ * or a fixed layer (layer 2's old-to-new slices, the classifier's columns
+ * of layer 4's new units) starts at 0, so the grown capacity starts
+ * computing what the smaller one computed; those weights still train.
+ * Without preserve (init's weights there) the output moves. */
+static void preserve_starts_at_the_smaller_capacity(int preserve)
+{
+    trn_err e;
+    trn_net *net = base_net();
+    prn_nest n = table();
+    n.train_slices = 1;
+    n.preserve = preserve;
+    trn_net *init[NCAP];
+    capacity_inits(init);
+    trn_param *b4 = tl_param(init[1], 4, TRN_PARAM_BIASES); /* layer 4's new units alive (ReLU) */
+    for (int r = 0; r < caps[1][4]; r++) b4->data[r] = 1;
+    float probe[BATCH * 192];
+    fill(probe, sizeof probe / sizeof *probe, 5);
+    assert_int_equal(prn_nest_start(net, &n, init[0], &e), 0);
+    train(net, 3);
+    assert_int_equal(trn_net_set_capacity(net, caps[0], &e), 0);
+    assert_int_equal(trn_net_forward(net, probe, &e), 0);
+    float out0[BATCH * 3], d = 0;
+    memcpy(out0, trn_net_output(net), sizeof out0);
+    assert_int_equal(prn_nest_grow(net, &n, 1, init[1], &e), 0);
+    assert_int_equal(trn_net_forward(net, probe, &e), 0);
+    for (int j = 0; j < BATCH * 3; j++) d = fmaxf(d, fabsf(trn_net_output(net)[j] - out0[j]));
+    const trn_param *w = conv2_weights(net);
+    int c0 = caps[0][0] * 9, c1 = caps[1][0] * 9;
+    float zero[72] = {0};
+    if (preserve) {
+        assert_true(d < 1e-5f);
+        assert_memory_equal(w->data + c0, zero, (size_t)(c1 - c0) * sizeof(float));
+        const trn_param *w5 = tl_param(net, 5, TRN_PARAM_WEIGHTS);
+        train(net, 4);
+        assert_memory_not_equal(w->data + c0, zero, (size_t)(c1 - c0) * sizeof(float));
+        for (int r = 0; r < 3; r++) /* the classifier's columns of layer 4's new units */
+            assert_memory_not_equal(w5->data + (size_t)r * w5->cols + caps[0][4], zero,
+                                    (size_t)(caps[1][4] - caps[0][4]) * sizeof(float));
+    } else {
+        assert_true(d > 1e-3f);
+    }
+    for (int k = 0; k < NCAP; k++) trn_net_free(init[k]);
+    prn_nest_free(&n);
+    trn_net_free(net);
+}
+
+static void preserve_grows_from_the_smaller_function(void **state)
+{
+    (void)state;
+    preserve_starts_at_the_smaller_capacity(1);
+}
+
+static void without_preserve_growth_moves_the_output(void **state)
+{
+    (void)state;
+    preserve_starts_at_the_smaller_capacity(0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -487,6 +546,8 @@ int main(void)
         cmocka_unit_test(trained_slices_keep_smaller_weights),
         cmocka_unit_test(trained_slices_kept_statistics),
         cmocka_unit_test(trained_slices_kept_scales_and_shifts),
+        cmocka_unit_test(preserve_grows_from_the_smaller_function),
+        cmocka_unit_test(without_preserve_growth_moves_the_output),
     };
     int rc = cmocka_run_group_tests_name("prn_nest", tests, NULL, NULL);
     test_tmpdir_cleanup();
