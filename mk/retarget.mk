@@ -225,4 +225,7 @@ retarget: $(RT_STAMPS) ## the heads and specialised contexts of MODEL's recipe (
 # archive packs them with their tasks.
 variants-build: $(RT_STAMPS)
 $(CATALOG_ARCHIVE): $(RT_STAMPS)
+# Like the variants' derivations, they start after RECIPE_FIRST's
+# (mk/variants.mk).
+$(if $(and $(strip $(FIRST_DERIVED)),$(strip $(RT_STAMPS))),$(RT_STAMPS): | $(FIRST_DERIVED))
 CATALOG_EXTRA_TASKS = $(if $(RT_STAMPS),$$(cat $(RT_STAMPS)))

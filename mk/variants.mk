@@ -78,7 +78,26 @@ endif
 endif
 BASE_V := $(VARIANTS_O)/base
 
-VARIANT_JSONS := $(foreach v,$(RECIPE_VARIANTS),$(VARIANTS_O)/$(v)/variant.json)
+# RECIPE_FIRST (recipes/README.md): the variants whose jobs make -j starts
+# before the others' once the base is trained, the catalog's longest chain.
+# GNU make starts jobs in one pass over the prerequisites per finished job,
+# in their order, so a variant's training cannot start in the pass that
+# derives it: without this, every derivation from the base (lasso phases,
+# the roadmap, heads, contexts) started before the first training did.
+# Their ids go first in VARIANT_JSONS, and every other job that starts from
+# the base's trained network waits for the derivation of those of them that
+# derive from the base (order-only: a quick rewrite or SVD; the next pass
+# then starts their training). A plan narrowed on the command line
+# (RECIPE_VARIANTS=...) keeps those it builds.
+RECIPE_FIRST ?=
+ifeq ($(origin RECIPE_VARIANTS),command line)
+override RECIPE_FIRST := $(filter $(RECIPE_VARIANTS),$(RECIPE_FIRST))
+endif
+ifneq ($(filter-out $(filter-out base,$(RECIPE_VARIANTS)),$(RECIPE_FIRST)),)
+$(error $(RECIPES)/$(MODEL)/recipe.mk: RECIPE_FIRST names $(filter-out $(filter-out base,$(RECIPE_VARIANTS)),$(RECIPE_FIRST)), not a variant of RECIPE_VARIANTS other than the base ($(filter-out base,$(RECIPE_VARIANTS))))
+endif
+RECIPE_VARIANTS_ORDERED := base $(RECIPE_FIRST) $(filter-out base $(RECIPE_FIRST),$(RECIPE_VARIANTS))
+VARIANT_JSONS := $(foreach v,$(RECIPE_VARIANTS_ORDERED),$(VARIANTS_O)/$(v)/variant.json)
 
 .PHONY: base variants variants-build plan-force
 base: $(BASE_V)/variant.json ## train, evaluate and profile the base model of MODEL
@@ -222,3 +241,16 @@ $(VARIANTS_O)/$1/variant.json: $(VARIANTS_O)/$1/eval.json $(VARIANTS_O)/$1/profi
 	  --task $(call variant_task,$1) --eval $$(@D)/eval.json --profile $$(@D)/profile.json --meta $$(@D)/meta.json)
 endef
 $(foreach v,$(RECIPE_VARIANTS),$(eval $(call variant_rules,$(v))))
+
+# The first job of a variant's chain that reads the base's trained network
+# (nothing for a curriculum, trained from scratch, or a variant derived
+# from another variant, which waits for that one's training anyway).
+first_job = $(if $(or $(call is_curriculum,$1),$(strip $(V_$1_FROM))),,$(VARIANTS_O)/$1/$(if \
+  $(filter nested,$(word 1,$(V_$1))),roadmap/roadmap.json,meta.json))
+# What the other jobs from the base wait for (RECIPE_FIRST, above); the
+# heads' and contexts' stages wait too (mk/retarget.mk).
+FIRST_DERIVED := $(foreach v,$(RECIPE_FIRST),$(call first_job,$v))
+ifneq ($(strip $(FIRST_DERIVED)),)
+$(foreach v,$(filter-out base $(RECIPE_FIRST),$(RECIPE_VARIANTS)),$(if $(call first_job,$v),$(eval \
+  $(call first_job,$v): | $(FIRST_DERIVED))))
+endif
