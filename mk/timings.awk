@@ -13,9 +13,16 @@ $3 >= t0 {
     if (!started || $3 < jobs_start) { jobs_start = $3; started = 1 }
 }
 END {
-    split("derive train eval profile describe heads spec pack report", order, " ")
+    # The stages in pipeline order, then any other stage a job recorded
+    # (none is left out of the sums), by its first start.
+    k = split("derive roadmap train eval profile describe heads spec pack report", order, " ")
+    for (i = 1; i <= k; i++) known[order[i]] = 1
+    for (s in n) if (!(s in known)) extra[++ne] = s
+    for (i = 2; i <= ne; i++)
+        for (j = i; j > 1 && first[extra[j]] < first[extra[j - 1]]; j--) { s = extra[j]; extra[j] = extra[j - 1]; extra[j - 1] = s }
+    for (i = 1; i <= ne; i++) order[k + i] = extra[i]
     printf "timings: %-9s %5s %12s %24s\n", "stage", "jobs", "job-seconds", "wall (first start-last end)"
-    for (i = 1; i <= 9; i++) {
+    for (i = 1; i <= k + ne; i++) {
         s = order[i]
         if (!(s in n)) continue
         printf "timings: %-9s %5d %12.1f %10.1f s (%6.1f..%6.1f)\n", s, n[s], sum[s],

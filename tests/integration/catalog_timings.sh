@@ -14,4 +14,12 @@ t_check "the products' path is printed" grep -q '^timings: products on this CPU:
 tm 700 tinynet "" > "$T/c"
 t_check "another model gets no verdict (and no empty path line)" eval '! grep -q "target <=\|products on this CPU" "$T/c"'
 t_check "the total is still printed" grep -q '^timings: total 610.0 s (10.2 min)$' "$T/c"
+# Every stage a job recorded is in the table: the nested roadmap's (once
+# left out, 66.8 job-seconds of the idle default catalog), and one this
+# file does not know, after the known ones.
+printf 'train base 100 400\nroadmap nested 400 466.8\nnewstage x 401 411\n' > "$T/r.log"
+awk -v t0=90 -v now=650 -v model=alexnet -f "$TOP/mk/timings.awk" "$T/r.log" > "$T/r"
+t_check "the roadmap stage is in the table" grep -q '^timings: roadmap  *1  *66.8 ' "$T/r"
+t_check "an unknown stage is in the table too, after the known ones" \
+    sh -c "grep -n '^timings: [a-z]' '$T/r' | sed -n '4p' | grep -q 'newstage  *1  *10.0 '"
 t_done
