@@ -842,21 +842,116 @@ static void doc_capacities(struct doc *d, const cJSON *m, const char *task)
 }
 
 /* The alpha profile of every early-exit variant of the task (FlexDNN,
- * issue 16): per alpha (threshold = alpha x the lossless one) its top-1 on
- * the test split with its 95% Wilson interval, its expected MACs per input
- * and the share of inputs answered at an early exit, not at the trunk's end. */
+ * issues 16 and 41): per alpha (threshold = alpha x the lossless one) its
+ * top-1 on the test split with its 95% Wilson interval and its paired test
+ * against the trunk alone on the same images, its expected MACs per input,
+ * the share answered at an early exit and each exit's share (trunk order,
+ * the trunk's end last); then the knob's span: alpha 1's expected MACs over
+ * those of the cheapest useful setting, useful read two ways (said in the
+ * report): not clearly worse than the trunk alone (McNemar's exact test,
+ * p < 0.05), and top-1 at most ALPHA_USEFUL_DROP (in points: _TEXT) below
+ * the trunk alone's. */
+#define ALPHA_USEFUL_DROP 0.02
+#define ALPHA_USEFUL_DROP_TEXT "2"
+
+static void fmt_exit_rates(const cJSON *p, char *out, size_t size)
+{
+    const cJSON *r = cJSON_GetObjectItemCaseSensitive(p, "exit_rates"), *e;
+    size_t used = 0;
+    out[0] = '\0';
+    cJSON_ArrayForEach(e, r) {
+        if (!cJSON_IsNumber(e) || used >= size) break;
+        int w = snprintf(out + used, size - used, "%s%.1f", used ? " / " : "", 100 * e->valuedouble);
+        if (w < 0) break;
+        used += (size_t)w;
+    }
+    if (!out[0]) snprintf(out, size, "-");
+}
+
+static void fmt_vs_trunk(const cJSON *p, char *out, size_t size)
+{
+    const cJSON *vs = cJSON_GetObjectItemCaseSensitive(p, "vs_trunk");
+    if (num(vs, "mcnemar_p") < 0) {
+        snprintf(out, size, "-");
+        return;
+    }
+    snprintf(out, size, "%.0f/%.0f, p=%.2g%s", num(vs, "exit_model_only_right"), num(vs, "trunk_only_right"),
+             num(vs, "mcnemar_p"), cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(vs, "clearly_worse")) ? " (worse)" : "");
+}
+
+/* The column header of the per-exit shares: "exit rates % (after layer
+ * L1 / L2 / end)" from technique_fields.exits. */
+static void fmt_exit_header(const cJSON *v, char *out, size_t size)
+{
+    const cJSON *ex = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(v, "technique_fields"), "exits"),
+                *e;
+    size_t used = (size_t)snprintf(out, size, "exit rates %% (after layer ");
+    cJSON_ArrayForEach(e, ex) {
+        if (used >= size) return;
+        int w = snprintf(out + used, size - used, "%.0f / ", num(e, "layer"));
+        if (w < 0) return;
+        used += (size_t)w;
+    }
+    if (used < size) snprintf(out + used, size - used, "end)");
+}
+
+/* The cheapest point of the profile that is useful (not clearly worse than
+ * the trunk: by_test; else top-1 at least floor), and alpha 1's. */
+static const cJSON *cheapest_useful(const cJSON *prof, int by_test, double floor, const cJSON **at1)
+{
+    const cJSON *p, *best = NULL;
+    *at1 = NULL;
+    cJSON_ArrayForEach(p, prof) {
+        if (num(p, "alpha") == 1) *at1 = p;
+        const cJSON *vs = cJSON_GetObjectItemCaseSensitive(p, "vs_trunk");
+        int useful = by_test ? num(vs, "mcnemar_p") >= 0 &&
+                                   !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(vs, "clearly_worse"))
+                             : floor >= 0 && num(p, "top1") >= floor;
+        if (useful && num(p, "expected_macs") > 0 &&
+            (!best || num(p, "expected_macs") < num(best, "expected_macs")))
+            best = p;
+    }
+    return best;
+}
+
+static void doc_alpha_span(struct doc *d, const cJSON *v, const cJSON *prof)
+{
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(v, "technique_fields"),
+                                                      "trunk_alone");
+    double floor = num(t, "top1") >= 0 ? num(t, "top1") - ALPHA_USEFUL_DROP : -1;
+    char part[2][256];
+    for (int k = 0; k < 2; k++) {
+        const cJSON *at1, *c = cheapest_useful(prof, k == 0, floor, &at1);
+        const char *what = k == 0 ? "not clearly worse than the trunk alone (McNemar's exact test, p < 0.05)"
+                                  : "top-1 at most " ALPHA_USEFUL_DROP_TEXT " points below the trunk alone's";
+        char em[16], e1[16];
+        if (!c || !at1 || num(at1, "expected_macs") <= 0) {
+            snprintf(part[k], sizeof part[k], "%s: no setting with alpha 1 to compare", what);
+            continue;
+        }
+        human(num(c, "expected_macs"), em, sizeof em);
+        human(num(at1, "expected_macs"), e1, sizeof e1);
+        snprintf(part[k], sizeof part[k], "%s: alpha %g at %s, %.2fx below alpha 1's %s", what, num(c, "alpha"), em,
+                 num(at1, "expected_macs") / num(c, "expected_macs"), e1);
+    }
+    doc_p(d, "The knob's span, the cheapest useful setting against alpha 1; useful read as %s; read as %s.", part[0],
+          part[1]);
+}
+
 static void doc_alphas(struct doc *d, const cJSON *m, const char *task)
 {
     const cJSON *v, *p;
     cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(m, "variants")) {
         if (strcmp(sget(v, "task"), task) || !alpha_profile(v)) continue;
-        char tm[16];
+        char tm[16], hdr[256];
         human(num(cJSON_GetObjectItemCaseSensitive(v, "cost"), "macs"), tm, sizeof tm);
         doc_p(d, "Alpha sweep of %s (exit threshold = alpha x the lossless one; the trunk alone: %s MACs; "
-                 "the catalog places it at alpha 1):", sget(v, "id"), tm);
-        doc_row(d, 1, "rrrr", "alpha	top-1 [95%% CI] n	expected MACs	answered at exits");
+                 "the catalog places it at alpha 1; vs trunk: test images only the exit model / only the trunk "
+                 "alone gets right, McNemar's exact p):", sget(v, "id"), tm);
+        fmt_exit_header(v, hdr, sizeof hdr);
+        doc_row(d, 1, "rrrrrr", "alpha\ttop-1 [95%% CI] n\tvs trunk\texpected MACs\tanswered at exits\t%s", hdr);
         cJSON_ArrayForEach(p, alpha_profile(v)) {
-            char t1[64] = "-", em[16] = "-", sh[16] = "-";
+            char t1[64] = "-", em[16] = "-", sh[16] = "-", vs[64], rates[256];
             const cJSON *ci = cJSON_GetObjectItemCaseSensitive(p, "top1_ci");
             if (cJSON_GetArraySize(ci) == 2 && num(p, "test_images") > 0)
                 snprintf(t1, sizeof t1, "%.4f [%.4f, %.4f] n=%.0f", num(p, "top1"),
@@ -869,9 +964,12 @@ static void doc_alphas(struct doc *d, const cJSON *m, const char *task)
             int nr = cJSON_GetArraySize(r);
             if (nr > 0 && cJSON_IsNumber(cJSON_GetArrayItem(r, nr - 1)))
                 snprintf(sh, sizeof sh, "%.1f%%", 100 * (1 - cJSON_GetArrayItem(r, nr - 1)->valuedouble));
-            doc_row(d, 0, "rrrr", "%g\t%s\t%s\t%s", num(p, "alpha"), t1, em, sh);
+            fmt_vs_trunk(p, vs, sizeof vs);
+            fmt_exit_rates(p, rates, sizeof rates);
+            doc_row(d, 0, "rrrrrr", "%g\t%s\t%s\t%s\t%s\t%s", num(p, "alpha"), t1, vs, em, sh, rates);
         }
         doc_table_end(d);
+        doc_alpha_span(d, v, alpha_profile(v));
     }
 }
 

@@ -13,12 +13,17 @@ python3 - c/variants/exit-2/variant.json <<'PY2'
 import json, sys
 v = json.load(open(sys.argv[1]))
 v["cost"]["expected_macs"] = 80000000
-def a(alpha, top1, lo, hi, macs, rates):
+def a(alpha, top1, lo, hi, macs, rates, only_exit, only_trunk, p):
     return {"alpha": alpha, "top1": top1, "top1_ci": [lo, hi], "test_images": 20000, "expected_macs": macs,
-            "exit_rates": rates}
-v["technique_fields"]["alpha_profile"] = [a(0.8, 0.75, 0.744, 0.756, 60000000, [0.8, 0.2]),
-                                          a(1, 0.79, 0.784, 0.796, 80000000, [0.6, 0.4]),
-                                          a(1.2, 0.79, 0.784, 0.796, 120000000, [0, 1])]
+            "exit_rates": rates, "vs_trunk": {"exit_model_only_right": only_exit, "trunk_only_right": only_trunk,
+                                              "mcnemar_p": p, "clearly_worse": p < 0.05 and only_trunk > only_exit}}
+# issue 41 item 3: the trunk alone at 0.79; alpha 0.7 is clearly worse and more
+# than 2 points below it, 0.8 clearly worse but within 2 points, 1 not worse
+v["technique_fields"]["trunk_alone"] = {"top1": 0.79}
+v["technique_fields"]["alpha_profile"] = [a(0.7, 0.70, 0.694, 0.706, 30000000, [0.9, 0.1], 5, 1805, 1e-9),
+                                          a(0.8, 0.775, 0.769, 0.781, 60000000, [0.8, 0.2], 20, 320, 1e-6),
+                                          a(1, 0.79, 0.784, 0.796, 80000000, [0.6, 0.4], 3, 3, 1),
+                                          a(1.2, 0.79, 0.784, 0.796, 120000000, [0, 1], 0, 0, 1)]
 json.dump(v, open(sys.argv[1], "w"), separators=(",", ":"))  # compact: the bad_input edits below match it
 PY2
 "$CAT" keygen -p k.pub -s k.key -W >/dev/null
@@ -292,21 +297,26 @@ t_check "the plot places the early-exit variant at its expected MACs and draws i
 import re, sys
 svg = open(sys.argv[1]).read()
 lines = re.findall(r"<polyline class=\"alpha-sweep\"[^>]*points=\"([^\"]*)\"", svg)
-assert len(lines) == 1 and len(lines[0].split()) == 3, lines
+assert len(lines) == 1 and len(lines[0].split()) == 4, lines
 pts = re.findall(r"<circle class=\"alpha\" cx=\"([0-9.]+)\" cy=\"([0-9.]+)\"", svg)
 assert pts == [tuple(p.split(",")) for p in lines[0].split()], (pts, lines)
-assert re.findall(r"class=\"alpha-label\"[^>]*>([^<]*)<", svg) == ["0.8", "1", "1.2"]
+assert re.findall(r"class=\"alpha-label\"[^>]*>([^<]*)<", svg) == ["0.7", "0.8", "1", "1.2"]
 assert ">alpha sweep</text>" in svg
 big = re.findall(r"<circle cx=\"([0-9.]+)\" cy=\"([0-9.]+)\" r=\"4.5\"", svg)
-assert pts[1] in big, (pts[1], big)  # exit-2 at alpha 1: 80M, not its trunk 120M
-assert pts[2] not in big, pts[2]
+assert pts[2] in big, (pts[2], big)  # exit-2 at alpha 1: 80M, not its trunk 120M
+assert pts[3] not in big, pts[3]
 assert "alpha-sweep" not in open(sys.argv[2]).read()' c/catalog-tinynet-3.pareto-macs.svg c/catalog-tinynet-3.pareto-bytes.svg
 t_check "the report lists the alpha profile and the expected MACs" python3 -c '
 import sys
 md = open(sys.argv[1]).read()
 assert "Alpha sweep of exit-2" in md, md
-assert "| 0.8 | 0.7500 [0.7440, 0.7560] n=20000 | 60M | 80.0% |" in md, md
-assert "| 1.2 | 0.7900 [0.7840, 0.7960] n=20000 | 120M | 0.0% |" in md, md
+assert "| 0.8 | 0.7750 [0.7690, 0.7810] n=20000 | 20/320, p=1e-06 (worse) | 60M | 80.0% | 80.0 / 20.0 |" in md, md
+assert "| 1.2 | 0.7900 [0.7840, 0.7960] n=20000 | 0/0, p=1 | 120M | 0.0% | 0.0 / 100.0 |" in md, md
+assert "| alpha | top-1 [95% CI] n | vs trunk | expected MACs | answered at exits | exit rates % (after layer 0 / end) |" in md, md
+# issue 41 item 3: the span from the cheapest useful setting to alpha 1, both readings
+q = chr(39)
+assert f"not clearly worse than the trunk alone (McNemar{q}s exact test, p < 0.05): alpha 1 at 80M, 1.00x below alpha 1{q}s 80M" in md, md
+assert f"top-1 at most 2 points below the trunk alone{q}s: alpha 0.8 at 60M, 1.33x below alpha 1{q}s 80M" in md, md
 row = [l for l in md.splitlines() if l.startswith("| exit-2 ")][0]
 assert "80M expected (trunk 120M)" in row, row' c/catalog-tinynet-3.report.md
 span=$(sed -n 's/^MACs span \([0-9.]*\)x between.*/\1/p' c/catalog-tinynet-3.report.md | head -n 1)
