@@ -294,6 +294,9 @@ static int part_load(const rtl_model *m, struct part *p, rtl_catalog *cat, rtl_e
     trn_cfg *cfg = read_cfg(p->variant, err);
     if (!cfg) return -1;
     trn_net_opts o = mapped_opts(m);
+    /* A fragment mostly runs from its cut, fed by its trunk: its lower
+     * layers get buffers only if it ever runs them itself. */
+    o.lazy_buffers = p->variant->trunk != NULL;
     trn_err e;
     p->net = trn_net_create(cfg, &o, &e);
     trn_cfg_free(cfg);

@@ -490,6 +490,52 @@ static int has_update(const trn_net *net, const trn_param *p)
            p->role != TRN_PARAM_ROLLING_VARIANCE;
 }
 
+/* Whether net allocates a layer's buffers when a forward first runs it
+ * (trn_net_opts.lazy_buffers; inference only). */
+static int lazy_buffers(const trn_net *net) { return net->opts.lazy_buffers && net->opts.infer_only; }
+
+/* Layer i's output buffer (and delta, training), unless it has one; an
+ * aliased output is its input's, so the layer below gets its own first. */
+static int layer_output(trn_net *net, int i, trn_err *err)
+{
+    trn_layer *l = &net->layers[i];
+    if (l->output) return 0;
+    if (l->output_aliased) {
+        if (i && layer_output(net, i - 1, err) != 0) return -1;
+        l->output = i ? net->layers[i - 1].output : net->input;
+        l->delta = i ? net->layers[i - 1].delta : NULL;
+        return 0;
+    }
+    size_t n = (size_t)net->batch * l->outputs;
+    if (!(l->output = trn_net_alloc_floats(net, n))) return trn_errf(err, "out of memory for layer %d's output", i);
+    if (!net->opts.infer_only && l->has_delta && !(l->delta = trn_net_alloc_floats(net, n)))
+        return trn_errf(err, "out of memory for layer %d's delta", i);
+    return 0;
+}
+
+/* Layers first..last ready to run: their input and output buffers, the
+ * workspace when one needs it, their own state (ops->alloc), each once. */
+static int layers_ready(trn_net *net, int first, int last, trn_err *err)
+{
+    for (int i = first; i <= last; i++) {
+        trn_layer *l = &net->layers[i];
+        if (l->ready) continue;
+        if ((i && layer_output(net, i - 1, err) != 0) || layer_output(net, i, err) != 0) return -1;
+        trn_layer_info li; /* a route's or shortcut's other sources */
+        trn_net_layer_info(net, i, &li);
+        for (int k = 0; k < li.n_from; k++)
+            if (layer_output(net, li.from[k], err) != 0) return -1;
+        l->input = i ? net->layers[i - 1].output : net->input;
+        l->in_delta = i ? net->layers[i - 1].delta : NULL;
+        if (l->workspace && !net->workspace &&
+            !(net->workspace = trn_net_alloc_floats(net, net->workspace_floats)))
+            return trn_errf(err, "out of memory for a %zu-float workspace", net->workspace_floats);
+        if (l->ops->alloc && l->ops->alloc(l, net, err) != 0) return -1;
+        l->ready = 1;
+    }
+    return 0;
+}
+
 static int alloc_net(trn_net *net, trn_err *err)
 {
     int training = !net->opts.infer_only;
@@ -525,36 +571,13 @@ static int alloc_net(trn_net *net, trn_err *err)
     size_t in = (size_t)net->batch * trn_net_inputs(net);
     net->input = trn_net_alloc_floats(net, in);
     if (!net->input) return trn_errf(err, "out of memory for the input");
-    size_t ws = 0;
-    for (int i = 0; i < net->n; i++) {
-        trn_layer *l = &net->layers[i];
-        if (l->workspace > ws) ws = l->workspace;
-        l->input = i ? net->layers[i - 1].output : net->input;
-        l->in_delta = i ? net->layers[i - 1].delta : NULL;
-        if (l->output_aliased) {
-            l->output = l->input;
-            l->delta = l->in_delta;
-        } else {
-            size_t n = (size_t)net->batch * l->outputs;
-            l->output = trn_net_alloc_floats(net, n);
-            if (!l->output) return trn_errf(err, "out of memory for layer %d's output", i);
-            if (training && l->has_delta) {
-                l->delta = trn_net_alloc_floats(net, n);
-                if (!l->delta) return trn_errf(err, "out of memory for layer %d's delta", i);
-            }
-        }
-    }
-    net->workspace_floats = ws;
-    if (ws && !(net->workspace = trn_net_alloc_floats(net, ws)))
-        return trn_errf(err, "out of memory for a %zu-float workspace", ws);
+    for (int i = 0; i < net->n; i++)
+        if (net->layers[i].workspace > net->workspace_floats) net->workspace_floats = net->layers[i].workspace;
     if (training) {
         size_t t = (size_t)net->batch * trn_net_outputs(net);
         if (!(net->truth = trn_net_alloc_floats(net, t))) return trn_errf(err, "out of memory");
     }
-    for (int i = 0; i < net->n; i++) {
-        trn_layer *l = &net->layers[i];
-        if (l->ops->alloc && l->ops->alloc(l, net, err) != 0) return -1;
-    }
+    if (!lazy_buffers(net) && layers_ready(net, 0, net->n - 1, err) != 0) return -1;
     net->params_ready = !net->opts.external_params;
     if (net->params_ready) init_params(net);
     return 0;
@@ -901,6 +924,7 @@ int trn_net_forward_upto(trn_net *net, const float *x, int last, trn_err *err)
                         "first", net->name);
     if (last < 0 || last >= net->n)
         return trn_errf(err, "%s: no layer %d (the network has %d)", net->name, last, net->n);
+    if (layers_ready(net, 0, last, err) != 0) return trn_err_prefix(err, "%s", net->name);
     net->be->upload(net->be, net->input, x, (size_t)net->batch * trn_net_inputs(net));
     net->train = 0;
     net->truth_in = NULL;
@@ -916,6 +940,8 @@ int trn_net_forward_range(trn_net *net, int first, int last, const float *x, trn
     if (first < 0 || last < first || last >= net->n)
         return trn_errf(err, "%s: no layer range %d..%d (the network has %d layers)", net->name, first, last,
                         net->n);
+    if ((first && layer_output(net, first - 1, err) != 0) || layers_ready(net, first, last, err) != 0)
+        return trn_err_prefix(err, "%s", net->name);
     float *dst = first ? net->layers[first - 1].output : net->input;
     size_t n = (size_t)net->batch * (first ? net->layers[first - 1].outputs : trn_net_inputs(net));
     net->be->upload(net->be, dst, x, n);

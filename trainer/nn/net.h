@@ -94,6 +94,7 @@ struct trn_layer {
     float *delta;       /* (batch, outputs) or NULL (inference, crop) */
     int output_aliased; /* output (and delta) belong to the previous layer */
     int has_delta;      /* 0: the layer keeps no delta (crop, as in Darknet) */
+    int ready;          /* its buffers and state are allocated (layers_ready, net.c) */
     int param_first, param_count; /* its slice of the parameter table */
     float cost;         /* the layer's cost of the last forward with truth */
     int has_cost;

@@ -169,6 +169,48 @@ static void borrowing_again_forgets_prepared_weights(void **state)
     free(wb);
 }
 
+/* trn_net_opts.lazy_buffers: a network run from a layer on (a fragment fed
+ * by its trunk) holds no buffers for the layers below that layer's input,
+ * computes what an eager network computes from the same input, gets a
+ * route's other sources when the route first runs, and all of them at a
+ * whole forward, which again gives the eager network's bytes. */
+static void lazy_buffers_only_for_layers_run(void **state)
+{
+    (void)state;
+    trn_net_opts o;
+    trn_net *eager = infer_net(cfg, &o, 9);
+    trn_err e;
+    const char *path;
+    size_t len;
+    char *w = saved_weights(eager, "l.weights", &path, &len);
+    o.external_params = 1;
+    o.lazy_buffers = 1;
+    trn_net *lazy = tl_net(cfg, &o);
+    assert_non_null(lazy);
+    assert_int_equal(trn_weights_load_mem(lazy, w, len, 1, path, &e), 0);
+    int n = trn_net_layers(lazy), cut = 7; /* the [avgpool], after the 1x1 convolution */
+    for (int i = 0; i < n; i++) assert_null(trn_net_layer_output(lazy, i));
+    float x[2 * 3 * 12 * 12];
+    tl_fill_uniform(x, sizeof x / sizeof *x, 4, 0, 1);
+    size_t bytes = 2 * trn_net_outputs(eager) * sizeof(float);
+    assert_int_equal(trn_net_forward(eager, x, &e), 0);
+    assert_int_equal(trn_net_forward_range(lazy, cut, n - 1, trn_net_layer_output(eager, cut - 1), &e), 0);
+    assert_memory_equal(trn_net_output(lazy), trn_net_output(eager), bytes);
+    for (int i = 0; i < cut - 1; i++) assert_null(trn_net_layer_output(lazy, i));
+    assert_non_null(trn_net_layer_output(lazy, cut - 1));
+    /* the [route] (layer 5) reads layer 4 (its input) and layer 2 */
+    assert_int_equal(trn_net_forward_range(lazy, 5, 5, trn_net_layer_output(eager, 4), &e), 0);
+    assert_non_null(trn_net_layer_output(lazy, 2));
+    assert_null(trn_net_layer_output(lazy, 1));
+    assert_int_equal(trn_net_forward(lazy, x, &e), 0);
+    assert_memory_equal(trn_net_output(lazy), trn_net_output(eager), bytes);
+    for (int i = 0; i < n; i++) assert_non_null(trn_net_layer_output(lazy, i));
+    for (int i = 0; i < n; i++) assert_non_null(trn_net_layer_output(eager, i));
+    trn_net_free(lazy);
+    trn_net_free(eager);
+    free(w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -176,6 +218,7 @@ int main(void)
         cmocka_unit_test(forward_and_borrowed_weights),
         cmocka_unit_test(fragment_borrows_its_trunk),
         cmocka_unit_test(borrowing_again_forgets_prepared_weights),
+        cmocka_unit_test(lazy_buffers_only_for_layers_run),
     };
     int rc = cmocka_run_group_tests_name("trn_infer", tests, NULL, NULL);
     test_tmpdir_cleanup();

@@ -449,8 +449,14 @@ typedef struct trn_net_opts {
     uint64_t seed;       /* initial weights and training randomness */
     uint64_t max_bytes;  /* refuse networks whose buffers need more (0: 32 GiB) */
     trn_engine *engine;  /* the engine it runs on (NULL: the default one) */
+    int lazy_buffers;    /* 1 (with infer_only): a layer's output and state buffers are
+                          * allocated when a forward first runs it, so a network run only
+                          * from a layer on (a fragment fed by its shared trunk, librtl)
+                          * holds none for the layers below (their trn_net_layer_output
+                          * is NULL until then); 0: all at trn_net_create */
 } trn_net_opts;
-/* batch 0, training buffers, CPU backend, seed 0, max_bytes 0, the default engine. */
+/* batch 0, training buffers, CPU backend, seed 0, max_bytes 0, the default engine,
+ * every buffer at creation. */
 void trn_net_opts_defaults(trn_net_opts *o);
 
 typedef struct trn_net trn_net;
