@@ -10,9 +10,17 @@
  * networks on two engines thus run side by side from two threads, each on
  * its own pool, with no lock between them.
  *
- * The pool: workers start on first use and sleep between jobs. A job
- * splits [0, n) into items taken from a shared counter; the caller works
- * too and returns when every item is done. Calls from inside a job run
+ * The pool: workers start on first use. A job splits [0, n) into items
+ * taken from a shared counter; the caller works too and returns when every
+ * item is done. Between jobs a worker spins for up to POOL_SPIN_NS before
+ * it sleeps on the condition variable, and the caller spins until its
+ * helpers are done: a batch-1 forward of a small model runs a job per
+ * layer of a few tens of microseconds each, and waking a sleeping thread
+ * (the futex, and on a virtual machine the idle vCPU's exit and entry)
+ * cost as much per job, so that two threads ran slower than one (issue
+ * 42). Joining a job is one compare-and-swap on the slots the caller
+ * opened; closing it takes the slots left, so the caller knows how many
+ * helpers joined and waits for exactly those. Calls from inside a job run
  * serially, and so does a job whose engine's pool is busy with another
  * caller's job (two threads sharing one engine). Which thread runs an item
  * never changes what the item computes: no kernel splits a reduction
@@ -23,27 +31,32 @@
 
 #include <cblas.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define POOL_MAX 64
+/* A worker without a job spins this long before it sleeps. */
+#define POOL_SPIN_NS 200000
 
 struct trn_engine {
-    pthread_mutex_t mu;
-    pthread_cond_t work, done;
+    pthread_mutex_t mu;  /* starting workers, sleeping */
+    pthread_cond_t work;
     pthread_t tid[POOL_MAX];
     int started;         /* workers running */
-    int stop;            /* trn_engine_free: workers leave */
-    int active;          /* a caller's job holds the pool */
-    uint64_t gen;        /* job generation */
+    atomic_int stop;     /* trn_engine_free: workers leave */
+    atomic_int active;   /* a caller's job holds the pool */
+    atomic_int sleepers; /* workers asleep on `work`, or about to be */
     void (*fn)(void *ctx, int i);
     void *ctx;
     int n;
-    atomic_int next;
-    int busy;            /* workers inside the current job */
-    int want;            /* workers asked to join the current job */
+    atomic_int next;     /* the next item */
+    atomic_int open;     /* helpers that may still join the current job */
+    atomic_int finished; /* helpers of the current job that are done */
+    atomic_int caller_cpu; /* the CPU of the last job's caller */
     atomic_int threads;  /* the setting: > 0 fixed, 0 chosen per layer (trn_engine_layer_threads) */
     atomic_int det;      /* trn_det_mode */
     atomic_int wg_off;   /* Winograd off */
@@ -52,7 +65,6 @@ struct trn_engine {
 static trn_engine default_engine = {
     .mu = PTHREAD_MUTEX_INITIALIZER,
     .work = PTHREAD_COND_INITIALIZER,
-    .done = PTHREAD_COND_INITIALIZER,
 };
 
 /* The calling thread's current engine (NULL: the default) and the thread
@@ -71,10 +83,7 @@ trn_engine *trn_engine_new(void)
     if (!e) return NULL;
     if (pthread_mutex_init(&e->mu, NULL) != 0) goto fail_mu;
     if (pthread_cond_init(&e->work, NULL) != 0) goto fail_work;
-    if (pthread_cond_init(&e->done, NULL) != 0) goto fail_done;
     return e;
-fail_done:
-    pthread_cond_destroy(&e->work);
 fail_work:
     pthread_mutex_destroy(&e->mu);
 fail_mu:
@@ -86,11 +95,10 @@ void trn_engine_free(trn_engine *e)
 {
     if (!e || e == &default_engine) return;
     pthread_mutex_lock(&e->mu);
-    e->stop = 1;
+    atomic_store(&e->stop, 1);
     pthread_cond_broadcast(&e->work);
     pthread_mutex_unlock(&e->mu);
     for (int i = 0; i < e->started; i++) pthread_join(e->tid[i], NULL);
-    pthread_cond_destroy(&e->done);
     pthread_cond_destroy(&e->work);
     pthread_mutex_destroy(&e->mu);
     free(e);
@@ -193,74 +201,139 @@ static void run_items(trn_engine *e)
     }
 }
 
+static void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+static long long now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
+/* Takes a slot of the open job: 1, or 0 when none is open. */
+static int join(trn_engine *e)
+{
+    int w = atomic_load(&e->open);
+    while (w > 0)
+        if (atomic_compare_exchange_weak(&e->open, &w, w - 1)) return 1;
+    return 0;
+}
+
+/* Spins for a job to open (or the engine to stop) for up to
+ * POOL_SPIN_NS: 1 when one did. A worker that finds itself on the CPU of
+ * the last job's caller stops at once: it would spin in the caller's time
+ * (a loaded machine, where the scheduler put both on one CPU). */
+static int spin_for_job(trn_engine *e)
+{
+    long long until = now_ns() + POOL_SPIN_NS;
+    for (int k = 1;; k++) {
+        if (atomic_load_explicit(&e->open, memory_order_relaxed) > 0 || atomic_load(&e->stop)) return 1;
+        cpu_relax();
+        if (k % 64 == 0 && (now_ns() > until || sched_getcpu() == atomic_load(&e->caller_cpu))) return 0;
+    }
+}
+
+/* Sleeps until a job opens or the engine stops. A caller that opens a job
+ * reads `sleepers` after opening it, a worker reads `open` after counting
+ * itself a sleeper: one of them sees the other (sequentially consistent). */
+static void sleep_for_job(trn_engine *e)
+{
+    pthread_mutex_lock(&e->mu);
+    atomic_fetch_add(&e->sleepers, 1);
+    while (atomic_load(&e->open) == 0 && !atomic_load(&e->stop)) pthread_cond_wait(&e->work, &e->mu);
+    atomic_fetch_sub(&e->sleepers, 1);
+    pthread_mutex_unlock(&e->mu);
+}
+
 static void *worker(void *arg)
 {
     trn_engine *e = arg;
     trn_engine_enter(e, 0); /* the kernels its items call read e's settings */
     in_job = 1;
-    uint64_t seen = 0;
-    pthread_mutex_lock(&e->mu);
-    for (;;) {
-        while (!e->stop && (e->gen == seen || e->want == 0)) {
-            if (e->gen != seen) seen = e->gen; /* a job that needs no more workers */
-            pthread_cond_wait(&e->work, &e->mu);
+    while (!atomic_load(&e->stop)) {
+        if (join(e)) {
+            run_items(e);
+            atomic_fetch_add(&e->finished, 1);
+        } else if (!spin_for_job(e)) {
+            sleep_for_job(e);
         }
-        if (e->stop) break;
-        seen = e->gen;
-        e->want--;
-        e->busy++;
-        pthread_mutex_unlock(&e->mu);
-        run_items(e);
-        pthread_mutex_lock(&e->mu);
-        if (--e->busy == 0) pthread_cond_signal(&e->done);
     }
-    pthread_mutex_unlock(&e->mu);
     return NULL;
 }
 
 /* Takes e's pool for a job of `threads` threads (caller included): the
- * helpers asked, or -1 when another caller's job holds it. */
+ * helpers it may ask for, or -1 when another caller's job holds it. */
 static int take_pool(trn_engine *e, int threads)
 {
-    pthread_mutex_lock(&e->mu);
-    if (e->active) {
+    int no = 0;
+    if (!atomic_compare_exchange_strong(&e->active, &no, 1)) return -1;
+    if (e->started < threads - 1) {
+        pthread_mutex_lock(&e->mu);
+        while (e->started < threads - 1) {
+            if (pthread_create(&e->tid[e->started], NULL, worker, e) != 0) break;
+            e->started++;
+        }
         pthread_mutex_unlock(&e->mu);
-        return -1;
     }
-    while (e->started < threads - 1) {
-        if (pthread_create(&e->tid[e->started], NULL, worker, e) != 0) break;
-        e->started++;
-    }
-    e->active = 1;
     return threads - 1 < e->started ? threads - 1 : e->started;
+}
+
+/* Waits for `joined` helpers to finish: spins for up to POOL_WAIT_NS
+ * (they run items of about the caller's length), then yields the CPU (a
+ * helper preempted on the caller's CPU of a loaded machine). */
+#define POOL_WAIT_NS 20000
+
+static void wait_helpers(trn_engine *e, int joined)
+{
+    long long until = now_ns() + POOL_WAIT_NS;
+    int spin = 1;
+    for (int k = 1; atomic_load(&e->finished) < joined; k++) {
+        if (spin) {
+            cpu_relax();
+            if (k % 64 == 0) spin = now_ns() < until;
+        } else {
+            sched_yield();
+        }
+    }
 }
 
 void trn_parallel_for(int n, void (*fn)(void *ctx, int i), void *ctx)
 {
     trn_engine *e = current();
-    int threads = trn_threads(), helpers;
+    int threads = trn_threads(), helpers = -1;
     if (threads > n) threads = n;
-    if (threads <= 1 || in_job || (helpers = take_pool(e, threads)) < 0) {
+    if (threads > 1 && !in_job) helpers = take_pool(e, threads);
+    if (helpers <= 0) { /* -1: serial; 0: no worker could be started */
+        if (helpers == 0) atomic_store(&e->active, 0);
         for (int i = 0; i < n; i++) fn(ctx, i);
         return;
     }
-    /* e->mu is held (take_pool) */
     e->fn = fn;
     e->ctx = ctx;
     e->n = n;
     atomic_store(&e->next, 0);
-    e->want = helpers;
-    e->gen++;
-    pthread_cond_broadcast(&e->work);
-    pthread_mutex_unlock(&e->mu);
+    atomic_store(&e->finished, 0);
+    atomic_store(&e->caller_cpu, sched_getcpu());
+    atomic_store(&e->open, helpers); /* publishes the job */
+    if (atomic_load(&e->sleepers) > 0) {
+        pthread_mutex_lock(&e->mu);
+        pthread_cond_broadcast(&e->work);
+        pthread_mutex_unlock(&e->mu);
+    }
 
     in_job = 1;
     run_items(e);
     in_job = 0;
 
-    pthread_mutex_lock(&e->mu);
-    e->want = 0; /* workers that did not wake up in time are not needed */
-    while (e->busy > 0) pthread_cond_wait(&e->done, &e->mu);
-    e->active = 0;
-    pthread_mutex_unlock(&e->mu);
+    /* helpers that did not join in time are not needed */
+    int joined = helpers - atomic_exchange(&e->open, 0);
+    wait_helpers(e, joined);
+    atomic_store(&e->active, 0);
 }
