@@ -54,6 +54,7 @@ enum {
     TRN_SCRATCH_WG_V,        /* Winograd's caller: the transformed input */
     TRN_SCRATCH_WG_U,        /* a Winograd item: the transformed filters */
     TRN_SCRATCH_WG_M,        /* a Winograd item: the products (or a channel's padded plane) */
+    TRN_SCRATCH_WG_MALL,     /* Winograd's caller: every block's products */
     TRN_SCRATCH_FEW,         /* a product with few rows: a tile of the transposed product */
     TRN_SCRATCH_SLOTS
 };

@@ -88,10 +88,11 @@ int trn_cpu_winograd_allowed(const trn_conv_shape *s)
 }
 
 /* Slot 0: the caller's transformed input; 1: an item's U; 2: an item's M
- * (or a channel's padded plane). NULL when out of memory. */
+ * (or a channel's padded plane); 3: the caller's M of every block. NULL
+ * when out of memory. */
 static float *wg_scratch(int slot, size_t n)
 {
-    static const int slots[] = {TRN_SCRATCH_WG_V, TRN_SCRATCH_WG_U, TRN_SCRATCH_WG_M};
+    static const int slots[] = {TRN_SCRATCH_WG_V, TRN_SCRATCH_WG_U, TRN_SCRATCH_WG_M, TRN_SCRATCH_WG_MALL};
     return trn_cpu_scratch(slots[slot], n);
 }
 
@@ -109,6 +110,8 @@ typedef struct wgctx {
     float *pu;               /* the prepared filters (s->prep), block j at pu + j*pstride; NULL: none */
     size_t pstride;
     int pready;              /* pu holds them: no block transforms its filters */
+    float *mall;             /* every block's M (run_blocks), block j's at j*nx*mn; NULL: none */
+    size_t mn;
     atomic_int fail;         /* an item could not get its buffers */
 } wgctx;
 
@@ -459,37 +462,100 @@ static void filter_transform(const wgctx *x, int f0, int mb, float *u, size_t uc
     }
 }
 
+/* The products of block j (its mb filters' U at u, uc apart) for the
+ * positions xi in [xi0, xi1): M[xi] (mb, n) at mm + xi*mn. */
+static void block_products(const wgctx *x, int mb, const float *u, size_t uc, int xi0, int xi1, float *mm,
+                           size_t mn)
+{
+    size_t vn = spaced((size_t)x->s->c * x->n);
+    trn_cpu_gemm_whole = 1; /* the items run side by side: one OpenBLAS call per product */
+    for (int xi = xi0; xi < xi1; xi++)
+        x->be->gemm(x->be, 0, 0, mb, x->n, x->s->c, 1, u + xi * uc, x->s->c, x->v + xi * vn, x->n, 0, mm + xi * mn,
+                    x->n);
+    trn_cpu_gemm_whole = 0;
+}
+
+/* Filter f's outputs from its row of M (mf, the nx matrices mn apart):
+ * Y = A^T M A, then the bias and the activation. */
+static void filter_output(const wgctx *x, int f, const float *mf, size_t mn)
+{
+    int np = x->oh * x->ow;
+    for (int b = 0; b < x->nb; b++) {
+        float *o = x->out + ((size_t)(x->b0 + b) * x->s->m + f) * np;
+        const float *mb = mf + (size_t)b * x->t;
+        for (int ty = 0; ty < x->th && x->r == 5; ty++)
+            output_row5(mb + (size_t)ty * x->tw, mn, x->tw, o + (size_t)(2 * ty) * x->ow, x->ow, x->oh - 2 * ty);
+        for (int ty = 0; ty < x->th && x->r == 3; ty++)
+            output_row3(mb + (size_t)ty * x->tw, mn, x->tw, o + (size_t)(2 * ty) * x->ow, x->ow, x->oh - 2 * ty);
+        if (x->bias || x->act != TRN_ACT_LINEAR)
+            trn_cpu_bias_act(o, np, x->bias ? x->bias[f] : 0, x->bias != NULL, x->act);
+    }
+}
+
 static void filter_block(void *p, int j)
 {
     wgctx *x = p;
     const trn_conv_shape *s = x->s;
     int f0 = j * x->mb, f1 = f0 + x->mb < s->m ? f0 + x->mb : s->m, mb = f1 - f0, c = s->c, n = x->n;
     int nx = x->nx;
-    size_t uc = spaced((size_t)mb * c), vn = spaced((size_t)c * n), mn = spaced((size_t)mb * n);
+    size_t uc = spaced((size_t)mb * c), mn = spaced((size_t)mb * n);
     float *u = x->pu ? x->pu + (size_t)j * x->pstride : wg_scratch(1, nx * uc), *mm = wg_scratch(2, nx * mn);
     if (!u || !mm) {
         atomic_store(&x->fail, 1);
         return;
     }
     if (!x->pready) filter_transform(x, f0, mb, u, uc);
-    trn_cpu_gemm_whole = 1; /* the blocks run side by side: one OpenBLAS call per product */
-    for (int xi = 0; xi < nx; xi++)
-        x->be->gemm(x->be, 0, 0, mb, n, c, 1, u + xi * uc, c, x->v + xi * vn, n, 0, mm + xi * mn, n);
-    trn_cpu_gemm_whole = 0;
-    int np = x->oh * x->ow;
-    for (int f = 0; f < mb; f++)
-        for (int b = 0; b < x->nb; b++) {
-            float *o = x->out + ((size_t)(x->b0 + b) * s->m + f0 + f) * np;
-            const float *mf = mm + (size_t)f * n + (size_t)b * x->t;
-            for (int ty = 0; ty < x->th && x->r == 5; ty++)
-                output_row5(mf + (size_t)ty * x->tw, mn, x->tw, o + (size_t)(2 * ty) * x->ow, x->ow,
-                            x->oh - 2 * ty);
-            for (int ty = 0; ty < x->th && x->r == 3; ty++)
-                output_row3(mf + (size_t)ty * x->tw, mn, x->tw, o + (size_t)(2 * ty) * x->ow, x->ow,
-                            x->oh - 2 * ty);
-            if (x->bias || x->act != TRN_ACT_LINEAR)
-                trn_cpu_bias_act(o, np, x->bias ? x->bias[f0 + f] : 0, x->bias != NULL, x->act);
-        }
+    block_products(x, mb, u, uc, 0, nx, mm, mn);
+    for (int f = 0; f < mb; f++) filter_output(x, f0 + f, mm + (size_t)f * n, mn);
+}
+
+/* With the filters prepared (x->pu), the work of a few blocks is cut finer
+ * for the pool: each product M[xi] of each block is an item, then each
+ * run of WG_OUT_F filters' output transform (a batch-1 forward of the
+ * catalog's small layers has one or two blocks: one or two items for two
+ * threads). Every product and every filter's outputs are computed by the
+ * same calls as filter_block's, so the same bytes. M of every block lies
+ * in one buffer of the caller (x->mall, block j's at j * nx * x->mn). */
+#define WG_OUT_F 8
+
+static void prep_block(void *p, int j)
+{
+    wgctx *x = p;
+    int f0 = j * x->mb, mb = f0 + x->mb < x->s->m ? x->mb : x->s->m - f0;
+    filter_transform(x, f0, mb, x->pu + (size_t)j * x->pstride, spaced((size_t)mb * x->s->c));
+}
+
+static void product_item(void *p, int it)
+{
+    wgctx *x = p;
+    int j = it / x->nx, xi = it % x->nx, f0 = j * x->mb, mb = f0 + x->mb < x->s->m ? x->mb : x->s->m - f0;
+    block_products(x, mb, x->pu + (size_t)j * x->pstride, spaced((size_t)mb * x->s->c), xi, xi + 1,
+                   x->mall + (size_t)j * x->nx * x->mn, x->mn);
+}
+
+static void output_item(void *p, int it)
+{
+    wgctx *x = p;
+    for (int f = it * WG_OUT_F; f < (it + 1) * WG_OUT_F && f < x->s->m; f++) {
+        int j = f / x->mb;
+        filter_output(x, f, x->mall + (size_t)j * x->nx * x->mn + (size_t)(f - j * x->mb) * x->n, x->mn);
+    }
+}
+
+/* The blocks of the group, by filter_block, or by the finer items where
+ * the filters are prepared and every block's M has a buffer. */
+static void run_blocks(wgctx *x, int blocks)
+{
+    x->mn = spaced((size_t)x->mb * x->n);
+    x->mall = x->pu ? wg_scratch(3, (size_t)blocks * x->nx * x->mn) : NULL;
+    if (!x->mall) {
+        trn_parallel_for(blocks, filter_block, x);
+        return;
+    }
+    if (!x->pready) trn_parallel_for(blocks, prep_block, x);
+    x->pready = 1;
+    trn_parallel_for(blocks * x->nx, product_item, x);
+    trn_parallel_for((x->s->m + WG_OUT_F - 1) / WG_OUT_F, output_item, x);
 }
 
 /* At most this many prepared floats per layer (4 MiB; 1.8x (3x3) to 1.4x
@@ -543,7 +609,7 @@ int trn_cpu_winograd(TRN_BE, const trn_conv_shape *s, const float *in, const flo
 {
     if (!trn_cpu_winograd_applies(s)) return -1;
     wgctx x = {be, s, s->ks, s->ks + 1, (s->ks + 1) * (s->ks + 1), 0, 0, 0, 0, 0, 0, 0, 0, in, w, bias, ldw, act,
-               out, NULL, 0, NULL, 0, 0, 0};
+               out, NULL, 0, NULL, 0, 0, NULL, 0, 0};
     atomic_init(&x.fail, 0);
     x.oh = s->h + 2 * s->pad - s->ks + 1, x.ow = s->w + 2 * s->pad - s->ks + 1;
     x.th = (x.oh + 1) / 2, x.tw = (x.ow + 1) / 2, x.t = x.th * x.tw;
@@ -564,7 +630,7 @@ int trn_cpu_winograd(TRN_BE, const trn_conv_shape *s, const float *in, const flo
         x.n = x.nb * x.t;
         if (!(x.v = wg_scratch(0, vfloats))) return -1;
         trn_cpu_by_channel_runs(s->c, input_one, &x);
-        if (!atomic_load(&x.fail)) trn_parallel_for(blocks, filter_block, &x);
+        if (!atomic_load(&x.fail)) run_blocks(&x, blocks);
         /* a block without its buffers: the direct path computes it all */
         if (atomic_load(&x.fail)) return -1;
         x.pready = x.pu != NULL; /* the next group's blocks read them */
