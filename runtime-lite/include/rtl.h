@@ -428,7 +428,7 @@ typedef struct rtl_model rtl_model;
 typedef struct rtl_model_options {
     int threads;   /* > 0: the model's compute threads, for every layer; 0: chosen
                     * per layer from its work, all online cores at most (a
-                    * layer of w operations gets w / 2^22 threads, at least 1:
+                    * layer of w operations gets w / 2^20 threads, at least 1:
                     * small layers run on one). The bytes never depend on it */
     int async_paging; /* nested models: 0 (default) = rtl_model_set_capacity
                        * makes the madvise calls itself; 1 = a pager thread

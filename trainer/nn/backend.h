@@ -234,14 +234,17 @@ void trn_engine_leave(trn_engine_scope was);
  * default): a layer of `work` operations (multiply-adds, plus the bias,
  * batch-norm, activation and pooling operations, of the whole batch) runs
  * on work / TRN_WORK_PER_THREAD threads, at least 1, at most all online
- * cores: every thread has about 4M operations (some 0.1 ms of one core at
- * 30-40 GMAC/s) against the wake-up and hand-over of a job, tens of
- * microseconds on a virtual machine, where the catalog's small variants
- * (largest layer 4.3M multiply-adds, 0.30 ms in all) ran slower on 2
- * threads than on 1 (issue 42). A function of the shape and the core
- * count only; an engine with n > 0 threads uses n for every layer. Results
- * never depend on it. */
-#define TRN_WORK_PER_THREAD ((uint64_t)1 << 22)
+ * cores: every thread has about 1M operations (some 25 us of one core at
+ * 40 GMAC/s) against the hand-over of a job to a spinning worker and the
+ * moving of its data between the cores' caches, a few microseconds. With
+ * the pool's workers sleeping between jobs (a wake-up of tens of
+ * microseconds on a virtual machine) it was 4M, and the catalog's small
+ * variants ran every layer on one thread (issue 42); pinned to two cores
+ * of the loaded 2-core EPYC VM, base's conv1 (2.5M multiply-adds) and
+ * conv2 (6.6M) ran 1.6x faster on two threads, its 0.9M-1.3M layers 1.2x.
+ * A function of the shape and the core count only; an engine with n > 0
+ * threads uses n for every layer. Results never depend on it. */
+#define TRN_WORK_PER_THREAD ((uint64_t)1 << 20)
 int trn_engine_layer_threads(const trn_engine *e, uint64_t work);
 int trn_engine_threads_chosen(const trn_engine *e);
 /* Sets OpenBLAS to one thread, once per process (before any BLAS call). */
