@@ -18,7 +18,9 @@
  * layer of a few tens of microseconds each, and waking a sleeping thread
  * (the futex, and on a virtual machine the idle vCPU's exit and entry)
  * cost as much per job, so that two threads ran slower than one (issue
- * 42). Joining a job is one compare-and-swap on the slots the caller
+ * 42). A worker that finds itself on its caller's CPU (a loaded machine)
+ * sleeps, and is woken again at most every POOL_PROBE_NS, the caller
+ * running the jobs alone in between. Joining a job is one compare-and-swap on the slots the caller
  * opened; closing it takes the slots left, so the caller knows how many
  * helpers joined and waits for exactly those. Calls from inside a job run
  * serially, and so does a job whose engine's pool is busy with another
@@ -57,6 +59,8 @@ struct trn_engine {
     atomic_int open;     /* helpers that may still join the current job */
     atomic_int finished; /* helpers of the current job that are done */
     atomic_int caller_cpu; /* the CPU of the last job's caller */
+    atomic_int shared_cpu; /* a worker went to sleep because it was on the caller's CPU */
+    atomic_llong woken_ns; /* when a caller last woke the workers */
     atomic_int threads;  /* the setting: > 0 fixed, 0 chosen per layer (trn_engine_layer_threads) */
     atomic_int det;      /* trn_det_mode */
     atomic_int wg_off;   /* Winograd off */
@@ -227,16 +231,18 @@ static int join(trn_engine *e)
 }
 
 /* Spins for a job to open (or the engine to stop) for up to
- * POOL_SPIN_NS: 1 when one did. A worker that finds itself on the CPU of
- * the last job's caller stops at once: it would spin in the caller's time
- * (a loaded machine, where the scheduler put both on one CPU). */
+ * POOL_SPIN_NS: 1 when one did, 0 after the time, -1 when the worker
+ * finds itself on the CPU of the last job's caller: it would spin in the
+ * caller's time (a loaded machine, where the scheduler put both on one
+ * CPU). */
 static int spin_for_job(trn_engine *e)
 {
     long long until = now_ns() + POOL_SPIN_NS;
     for (int k = 1;; k++) {
         if (atomic_load_explicit(&e->open, memory_order_relaxed) > 0 || atomic_load(&e->stop)) return 1;
         cpu_relax();
-        if (k % 64 == 0 && (now_ns() > until || sched_getcpu() == atomic_load(&e->caller_cpu))) return 0;
+        if (k % 64 == 0 && sched_getcpu() == atomic_load(&e->caller_cpu)) return -1;
+        if (k % 64 == 0 && now_ns() > until) return 0;
     }
 }
 
@@ -261,7 +267,10 @@ static void *worker(void *arg)
         if (join(e)) {
             run_items(e);
             atomic_fetch_add(&e->finished, 1);
-        } else if (!spin_for_job(e)) {
+        } else {
+            int spun = spin_for_job(e);
+            if (spun == 1) continue;
+            atomic_store(&e->shared_cpu, spun < 0);
             sleep_for_job(e);
         }
     }
@@ -304,6 +313,24 @@ static void wait_helpers(trn_engine *e, int joined)
     }
 }
 
+/* Wakes the sleeping workers for a job just opened; but workers that went
+ * to sleep because the scheduler had put them on the caller's CPU are woken
+ * at most every POOL_PROBE_NS: woken per job they would only take turns
+ * with the caller on its CPU (on the loaded 2-core VM the default thread
+ * choice ran base 1.2x slower than one thread), and meanwhile the caller
+ * runs the jobs alone, at the speed of one thread. */
+#define POOL_PROBE_NS 2000000
+
+static void wake_workers(trn_engine *e)
+{
+    long long t = now_ns();
+    if (atomic_load(&e->shared_cpu) && t - atomic_load(&e->woken_ns) < POOL_PROBE_NS) return;
+    atomic_store(&e->woken_ns, t);
+    pthread_mutex_lock(&e->mu);
+    pthread_cond_broadcast(&e->work);
+    pthread_mutex_unlock(&e->mu);
+}
+
 void trn_parallel_for(int n, void (*fn)(void *ctx, int i), void *ctx)
 {
     trn_engine *e = current();
@@ -322,11 +349,7 @@ void trn_parallel_for(int n, void (*fn)(void *ctx, int i), void *ctx)
     atomic_store(&e->finished, 0);
     atomic_store(&e->caller_cpu, sched_getcpu());
     atomic_store(&e->open, helpers); /* publishes the job */
-    if (atomic_load(&e->sleepers) > 0) {
-        pthread_mutex_lock(&e->mu);
-        pthread_cond_broadcast(&e->work);
-        pthread_mutex_unlock(&e->mu);
-    }
+    if (atomic_load(&e->sleepers) > 0) wake_workers(e);
 
     in_job = 1;
     run_items(e);
