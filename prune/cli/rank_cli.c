@@ -4,6 +4,9 @@
  *   prune trr --cfg C --weights W --data D.data --seed N --out FILE
  *             [--triplets N] [--split S] [--threads T]
  *   prune l1  --cfg C --weights W --out FILE [--threads T]
+ *   prune l1  --cfg C --weights W --like C2 --out DIR: L1 filter pruning to
+ *             the per-layer filter counts of C2 (a lasso export of C), a
+ *             variant folder (issue 34 item 6's comparison)
  * TRR's triplets are drawn from the data set's training split (or --split)
  * with the seed; their images get the evaluation preprocessing (no
  * augmentation). The file is written to a temporary name and renamed.
@@ -18,9 +21,29 @@
 /* TRR triplets per forward: the network is built with batch 3 x this. */
 #define RANK_TRIPLETS_PER_FORWARD 16
 
+/* `prune l1 --like C2`: the ranked network pruned to C2's counts, written
+ * to the folder out. */
+static int write_like(const trn_cfg *cfg, const trn_net *net, const prn_ranking *r, const char *like,
+                      const char *out, trn_err *err)
+{
+    trn_cfg *lc = trn_cfg_read(like, err);
+    trn_net_opts no;
+    prn_net_opts(&no, 0);
+    trn_net *ln = lc ? trn_net_create(lc, &no, err) : NULL;
+    prn_variant v;
+    int rc = -1;
+    if (ln && prn_filters_like(cfg, net, r, ln, &v, err) == 0) {
+        rc = prn_cli_finish(&v, out, err);
+        prn_variant_free(&v);
+    }
+    trn_net_free(ln);
+    trn_cfg_free(lc);
+    return rc;
+}
+
 static int rank_verb(int argc, char **argv, prn_rank_method m, trn_err *err)
 {
-    const char *cfgp = NULL, *weights = NULL, *data = NULL, *out = NULL, *split = "train";
+    const char *cfgp = NULL, *weights = NULL, *data = NULL, *out = NULL, *split = "train", *like = NULL;
     const char *at = prn_trr_at_name(PRN_TRR_AT_DEFAULT), *dist = prn_trr_distance_name(PRN_TRR_DISTANCE_DEFAULT);
     long long seed = -1, triplets = PRN_TRR_TRIPLETS_DEFAULT, threads = 1;
     int trr = m == PRN_RANK_TRR;
@@ -41,7 +64,9 @@ static int rank_verb(int argc, char **argv, prn_rank_method m, trn_err *err)
     const ck_opt opts_l1[] = {
         {"--cfg", "C", CK_STR, &cfgp, 0, 0, "the trained network (Darknet cfg)"},
         {"--weights", "W", CK_STR, &weights, 0, 0, "its weights (Darknet .weights)"},
-        {"--out", "FILE", CK_STR, &out, 0, 0, "the ranking file to write (JSON)"},
+        {"--out", "FILE", CK_STR, &out, 0, 0, "the ranking file to write (JSON); with --like the variant folder"},
+        {"--like", "C2", CK_STR, &like, 0, 0, "a pruned copy of C (a `prune lasso` export's variant.cfg): write the\n"
+                                             "variant that keeps C2's filter count in every layer, the largest L1 norms"},
         {"--threads", "T", CK_INT, &threads, 1, 1024, "accepted for a uniform command line"},
         {0},
     };
@@ -56,17 +81,20 @@ static int rank_verb(int argc, char **argv, prn_rank_method m, trn_err *err)
                     "Scores are normalised per layer by map size and triplet count, then ranked\n"
                     "across layers. Writes the ranking file FILE (prune/README.md).\n",
                     opts_trr, NULL}
-        : (ck_verb){"l1", NULL, NULL, "--cfg C --weights W --out FILE [--threads T]",
+        : (ck_verb){"l1", NULL, NULL, "--cfg C --weights W --out FILE [--like C2] [--threads T]",
                     "Ranks every filter of every convolutional layer and every connected layer but the\n"
                     "classifier by the L1 norm of its weights (Li et al.), normalised per layer by the\n"
-                    "weights per filter, then across layers: the baseline of `prune trr`, same file.\n",
+                    "weights per filter, then across layers: the baseline of `prune trr`, same file.\n"
+                    "With --like C2, writes instead the variant folder DIR (variant.cfg, init.weights,\n"
+                    "meta.json) of C pruned to C2's filter count in every layer, keeping each layer's\n"
+                    "largest L1 norms (L1 filter pruning at a group-lasso export's structure).\n",
                     opts_l1, NULL};
     int rc0;
     if (prn_cli_own_parse(&v, argc, argv, &rc0)) return rc0;
     if (!cfgp) return trn_errf(err, "--cfg is required"), -2;
     if (!weights) return trn_errf(err, "--weights is required"), -2;
     if (!out) return trn_errf(err, "--out is required"), -2;
-    if (prn_cli_out_ok(out, 0, err)) return -1;
+    if (prn_cli_out_ok(out, like != NULL, err)) return -1;
     int sp = trn_split_parse(split);
     if (trr && !data) return trn_errf(err, "--data is required"), -2;
     if (trr && seed < 0) return trn_errf(err, "--seed is required"), -2;
@@ -98,6 +126,10 @@ static int rank_verb(int argc, char **argv, prn_rank_method m, trn_err *err)
     if (!(r = prn_cli_rank(net, cfg, m, ds, (trn_split)(sp < 0 ? 0 : sp), (uint64_t)seed, (uint64_t)triplets,
                            (prn_trr_at)ati, (prn_trr_distance)di, err)))
         goto done;
+    if (like) {
+        rc = write_like(cfg, net, r, like, out, err);
+        goto done;
+    }
     if (!(j = prn_ranking_json(r, net))) {
         trn_errf(err, "out of memory");
         goto done;

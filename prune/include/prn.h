@@ -569,6 +569,18 @@ int prn_filters_rescale(trn_net *net, const trn_net *ref, int *changed, trn_err 
  * not look at the next layer.) -1 with err (as prn_filters_copy). */
 int prn_filters_next_share(const trn_net *src, const prn_keep *keep, int nkeep, double *share, trn_err *err);
 
+/* Filter pruning to another model's per-layer counts (issue 34 item 6: L1
+ * pruning against the group lasso at the same structure): in every layer r
+ * ranks (r ranks base), the filters `like` has there, the most important
+ * first by r; layers where like keeps all are left as they are. like is
+ * base's network pruned (e.g. a `prune lasso` export: same layers, same
+ * kinds, at most the base's filters each); only its shapes are read. out:
+ * the variant (technique "pruned") with base's values, meta fields "method",
+ * "layers" (layer, filters_after, kept), "macs_before", "macs_after". -1
+ * with err (like not a pruned copy of base, a count outside 1..filters). */
+int prn_filters_like(const trn_cfg *cfg, const trn_net *base, const prn_ranking *r, const trn_net *like,
+                     prn_variant *out, trn_err *err) TRN_MUST_CHECK;
+
 /* ---- the pruning roadmap (roadmap.c) --------------------------------------- */
 
 /* One pruning step: which filters of the ranked layers stay. r ranks the

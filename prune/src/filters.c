@@ -12,6 +12,7 @@
  * wise sum pairs channels of two layers), or the network output.
  */
 #include "prn_impl.h"
+#include "techniques.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -332,5 +333,99 @@ int prn_filters_next_share(const trn_net *src, const prn_keep *keep, int nkeep, 
     free(dbuf);
     free(drop);
     if (rc == 0) *share = total > 0 ? kept / total : 1;
+    return rc;
+}
+
+/* The pruned network keeping keep[]: *pcfg and *pnet (batch 1, inference
+ * only) holding src's values; both NULL on an error. */
+static int filters_net(const trn_cfg *cfg, const trn_net *src, const prn_keep *keep, int nkeep, trn_cfg **pcfg,
+                       trn_net **pnet, trn_err *err)
+{
+    trn_net_opts no;
+    prn_net_opts(&no, 0);
+    *pnet = NULL;
+    if (!(*pcfg = prn_filters_cfg(cfg, src, keep, nkeep, err))) return -1;
+    if (!(*pnet = trn_net_create(*pcfg, &no, err)) || prn_filters_copy(src, *pnet, keep, nkeep, err) != 0) {
+        trn_net_free(*pnet);
+        trn_cfg_free(*pcfg);
+        *pnet = NULL, *pcfg = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+/* The keep list of prn_filters_like: every ranked layer whose count in
+ * `like` is below the base's, its like-count most important filters. *n:
+ * the entries. -1 with err when like is not the same network pruned. */
+static int like_keeps(const trn_net *base, const prn_ranking *r, const trn_net *like, prn_keep *kp, int *n,
+                      trn_err *err)
+{
+    if (trn_net_layers(like) != trn_net_layers(base))
+        return trn_errf(err, "the model to match has %d layers, the base %d: give a pruned copy of the base's "
+                             "network (a lasso export)", trn_net_layers(like), trn_net_layers(base));
+    *n = 0;
+    for (int l = 0; l < r->nlayers; l++) {
+        const prn_rank_layer *L = &r->layers[l];
+        trn_layer_info li;
+        if (trn_net_layer_info(like, L->layer, &li) != 0 || li.kind != L->kind)
+            return trn_errf(err, "layer %d: not of the base's kind in the model to match: give a pruned copy of "
+                                 "the base's network", L->layer);
+        if (li.out.c < 1 || li.out.c > L->filters)
+            return trn_errf(err, "layer %d: the model to match has %d filters, the base %d: it must keep 1..%d",
+                            L->layer, li.out.c, L->filters, L->filters);
+        if (li.out.c < L->filters) kp[(*n)++] = (prn_keep){L->layer, li.out.c, L->order};
+    }
+    return 0;
+}
+
+/* meta.json's technique_fields and description of prn_filters_like. */
+static int like_describe(const trn_net *base, const prn_ranking *r, const prn_keep *kp, int n, prn_variant *v,
+                         trn_err *err)
+{
+    trn_net_totals tb, ta;
+    trn_net_get_totals(base, &tb);
+    trn_net_get_totals(v->net, &ta);
+    char *desc = prn_strdupf("%s filter pruning to the model's counts:", prn_rank_method_name(r->method));
+    cJSON *jl = cJSON_CreateArray();
+    if (!(v->fields = cJSON_CreateObject()) || !jl) desc = (free(desc), NULL);
+    for (int k = 0; k < n && desc; k++) {
+        cJSON *x = cJSON_CreateObject();
+        cJSON_AddItemToArray(jl, x);
+        cJSON_AddNumberToObject(x, "layer", kp[k].layer);
+        cJSON_AddNumberToObject(x, "filters_after", kp[k].n);
+        cJSON_AddItemToObject(x, "kept", prn_json_ints(kp[k].filters, kp[k].n));
+        prn_appendf(&desc, " L%d ->%d filters;", kp[k].layer, kp[k].n);
+    }
+    if (desc)
+        prn_appendf(&desc, " MACs %.1f%% fewer, parameters %.1f%% fewer",
+                    tb.macs ? 100.0 * (1 - (double)ta.macs / tb.macs) : 0,
+                    tb.params ? 100.0 * (1 - (double)ta.params / tb.params) : 0);
+    if (!desc) {
+        cJSON_Delete(jl);
+        return trn_errf(err, "out of memory");
+    }
+    v->description = desc;
+    cJSON_AddStringToObject(v->fields, "method", prn_rank_method_name(r->method));
+    cJSON_AddItemToObject(v->fields, "layers", jl);
+    cJSON_AddNumberToObject(v->fields, "macs_before", (double)tb.macs);
+    cJSON_AddNumberToObject(v->fields, "macs_after", (double)ta.macs);
+    return 0;
+}
+
+int prn_filters_like(const trn_cfg *cfg, const trn_net *base, const prn_ranking *r, const trn_net *like,
+                     prn_variant *out, trn_err *err)
+{
+    memset(out, 0, sizeof *out);
+    prn_keep *kp = calloc((size_t)(r->nlayers > 0 ? r->nlayers : 1), sizeof *kp);
+    int n = 0, rc = -1;
+    if (!kp) return trn_errf(err, "out of memory");
+    if (like_keeps(base, r, like, kp, &n, err) == 0 && filters_net(cfg, base, kp, n, &out->cfg, &out->net, err) == 0 &&
+        like_describe(base, r, kp, n, out, err) == 0) {
+        out->technique = TECHNIQUE_PRUNED;
+        trn_net_set_seen(out->net, trn_net_seen(base));
+        rc = 0;
+    }
+    if (rc != 0) prn_variant_free(out);
+    free(kp);
     return rc;
 }

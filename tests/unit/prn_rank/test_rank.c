@@ -218,6 +218,64 @@ static void l1_by_hand(void **state)
     trn_net_free(net);
 }
 
+/* The tiny network's cfg with the conv's filters and L1's outputs set. */
+static trn_net *tiny_like(int filters, int outputs, int classifier)
+{
+    char text[512];
+    snprintf(text, sizeof text,
+             "[net]\nbatch=1\nwidth=2\nheight=1\nchannels=1\n"
+             "[convolutional]\nfilters=%d\nsize=1\nstride=1\npad=0\nactivation=linear\n"
+             "[connected]\noutput=%d\nactivation=linear\n%s[softmax]\n",
+             filters, outputs, classifier ? "[connected]\noutput=2\nactivation=linear\n" : "");
+    trn_cfg *c = pt_cfg(text);
+    assert_non_null(c);
+    trn_net *net = pt_base(c, 1, 1);
+    trn_cfg_free(c);
+    assert_non_null(net);
+    return net;
+}
+
+/* L1 pruning to another model's counts (prune l1 --like): a model keeping
+ * one conv filter gets the larger L1 norm (w = 2, filter 1), and L1 reads
+ * filter 1's two input columns (row 0: 0 0; row 1: -3 1); the connected
+ * layer, whole in the model, is left as it is. A model with more filters
+ * than the base, or other layers, is refused. */
+static void l1_like_counts(void **state)
+{
+    (void)state;
+    trn_net *net = tiny_net(1), *like = tiny_like(1, 2, 1);
+    char text[512];
+    snprintf(text, sizeof text, tiny_cfg, 1);
+    trn_cfg *c = pt_cfg(text);
+    prn_rank_opts o = {.method = PRN_RANK_L1};
+    trn_err e;
+    prn_ranking *r = prn_rank(net, &o, &e);
+    if (!r) fail_msg("%s", e.msg);
+    prn_variant v;
+    if (prn_filters_like(c, net, r, like, &v, &e) != 0) fail_msg("%s", e.msg);
+    const trn_param *w0 = trn_net_param(v.net, 0, TRN_PARAM_WEIGHTS), *w1 = trn_net_param(v.net, 1, TRN_PARAM_WEIGHTS);
+    assert_int_equal(w0->count, 1);
+    assert_true(w0->data[0] == 2.0f);
+    assert_int_equal(w1->rows, 2);
+    assert_int_equal(w1->cols, 2);
+    const float want[4] = {0, 0, -3, 1};
+    for (int i = 0; i < 4; i++) assert_true(w1->data[i] == want[i]);
+    cJSON *layers = cJSON_GetObjectItem(v.fields, "layers");
+    assert_int_equal(cJSON_GetArraySize(layers), 1);
+    assert_int_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(layers, 0), "filters_after")->valueint, 1);
+    assert_string_equal(v.technique, "pruned");
+    assert_non_null(strstr(v.description, "L0 ->1 filters"));
+    prn_variant_free(&v);
+    trn_net *more = tiny_like(3, 2, 1), *other = tiny_like(1, 2, 0);
+    assert_int_equal(prn_filters_like(c, net, r, more, &v, &e), -1);
+    assert_non_null(strstr(e.msg, "must keep 1..2"));
+    assert_int_equal(prn_filters_like(c, net, r, other, &v, &e), -1);
+    assert_non_null(strstr(e.msg, "layers"));
+    trn_net_free(more), trn_net_free(other), trn_net_free(like), trn_net_free(net);
+    trn_cfg_free(c);
+    prn_ranking_free(r);
+}
+
 /* RANDOM (a diagnostic baseline): scores in [0, 1), not normalised, a pure
  * function of (seed, layer, filter); another seed gives other scores. */
 static void random_by_seed(void **state)
@@ -384,6 +442,7 @@ int main(void)
         cmocka_unit_test(trr_by_hand),
         cmocka_unit_test(trr_at_and_distance),
         cmocka_unit_test(l1_by_hand),
+        cmocka_unit_test(l1_like_counts),
         cmocka_unit_test(random_by_seed),
         cmocka_unit_test(deterministic_across_threads),
         cmocka_unit_test(refusals),
