@@ -214,6 +214,19 @@ conf = [[0] * 4 for _ in range(4)]
 for t, p in rows: conf[t][p] += 1
 assert conf == v["confusion"], (conf, v["confusion"])
 assert abs(sum(t == p for t, p in rows) / 96 - v["top1"]) < 1e-6' "$T/valid.json" "$T/p1.predictions"
+# --against: the same model paired with its own record (no discordant
+# image, p = 1); a record of other images refused; --predictions needed.
+expect_ok "valid --against" "$trainer" valid --cfg "$cfg" --weights "$T/b1/small.weights" \
+    --data "$data" --split test --json --predictions "$T/p3.predictions" --against "$T/p1.predictions"
+t_check "valid --against: the paired counts in the JSON" python3 -c '
+import json, sys
+a = json.load(open(sys.argv[1]))["against"]
+assert (a["images"], a["only_this"], a["only_against"], a["difference"], a["p"]) == (96, 0, 0, 0, 1), a' "$T/out"
+expect_fail "valid --against other images" "not the same images" "$trainer" valid --cfg "$cfg" \
+    --weights "$T/b1/small.weights" --data "$data" --split test --limit 10 --predictions "$T/p4.predictions" \
+    --against "$T/p1.predictions"
+expect_fail "valid --against without --predictions" "--against needs --predictions" "$trainer" valid \
+    --cfg "$cfg" --weights "$T/b1/small.weights" --data "$data" --against "$T/p1.predictions"
 expect_ok "predict" "$trainer" predict --cfg "$cfg" --weights "$T/b1/small.weights" --data "$data" --top 2 \
     "$D/test/000000_"*.bmp "$D/test/000001_"*.bmp
 t_check "predict names classes" grep -Eq '^.*000000_[a-z]+\.bmp: [0-9.]+ (horizontal bar|vertical bar|diagonal|hollow box), ' "$T/out"

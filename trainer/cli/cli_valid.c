@@ -6,6 +6,7 @@
 #include "cli.h"
 #include "clikit.h"
 
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -56,7 +57,40 @@ static void print_json(const trn_dataset *ds, trn_split sp, size_t n, int k, con
             printf("%s%llu", c ? "," : "", (unsigned long long)r->conf[(size_t)t * classes + c]);
         putchar(']');
     }
-    printf("]}\n");
+    printf("]");
+}
+
+/* trainer valid --against FILE: this model's predictions (the file just
+ * written) paired with FILE's, McNemar's exact test on the discordant
+ * images; a key of the JSON object or a line. 0, or the exit status. */
+static int print_against(const char *mine, const char *against, int json)
+{
+    trn_preds a, b;
+    trn_err e;
+    uint64_t oa, ob;
+    if (trn_preds_read(mine, &a, &e) != 0) return cli_fail("valid", "%s", e.msg);
+    int rc = 0;
+    if (trn_preds_read(against, &b, &e) != 0) {
+        rc = cli_fail("valid", "%s", e.msg);
+    } else {
+        if (trn_preds_pair(&a, &b, &oa, &ob, &e) != 0) {
+            rc = cli_fail("valid", "--against %s: %s", against, e.msg);
+        } else {
+            double d = ((double)oa - (double)ob) / (double)(a.images ? a.images : 1), pv = trn_mcnemar_p(oa, ob);
+            if (json) {
+                printf(",\"against\":{\"file\":");
+                ck_json_str(stdout, against);
+                printf(",\"images\":%" PRIu64 ",\"only_this\":%" PRIu64 ",\"only_against\":%" PRIu64
+                       ",\"difference\":%.6f,\"p\":%.6g}", a.images, oa, ob, d, pv);
+            } else {
+                printf("paired with %s on the same %" PRIu64 " images: right only here %" PRIu64 ", only there %" PRIu64
+                       ", %+.2f points, McNemar exact p = %.3g\n", against, a.images, oa, ob, 100 * d, pv);
+            }
+        }
+        trn_preds_free(&b);
+    }
+    trn_preds_free(&a);
+    return rc;
 }
 
 /* trainer valid: the accuracies, then the confusion matrix. */
@@ -81,6 +115,7 @@ static void print_table(const trn_dataset *ds, trn_split sp, size_t n, int k, co
 int cli_valid(int argc, char **argv)
 {
     const char *cfgp = NULL, *weights = NULL, *data = NULL, *split = NULL, *threads = NULL, *predp = NULL;
+    const char *against = NULL;
     ck_list set = {.n = 0};
     long long top = 0, batch = 32, limit = 0, lthreads = 2;
     int json = 0, rc0;
@@ -103,6 +138,10 @@ int cli_valid(int argc, char **argv)
          "also write every image's true and predicted class (top-1), in\n"
          "list order, to FILE (the per-image record catalog pack pairs\n"
          "for its paired test; format in trn.h, trn_preds)"},
+        {"--against", "FILE", CK_STR, &against, 0, 0,
+         "with --predictions: pair them with another model's predictions\n"
+         "FILE of the same images: right only here, only there, the\n"
+         "difference and McNemar's exact p (--json: key \"against\")"},
         {"--set", "key=value", CK_LIST, &set, 0, 0, "override a [net] key (repeatable)"},
         {"--threads", "N", CK_STR, &threads, 0, 0, "compute threads (default: THREADS, else all cores)"},
         {"--determinism", "MODE", CK_STR, &det, 0, 0, CLI_DETERMINISM_DOC},
@@ -120,6 +159,7 @@ int cli_valid(int argc, char **argv)
     cli_sets sets = {0};
     if (cli_add_sets(&sets, "valid", &set)) return 2;
     if (!cfgp || !weights || !data) return cli_usage("valid", "--cfg, --weights and --data are required");
+    if (against && !predp) return cli_usage("valid", "--against needs --predictions FILE (this model's, to pair)");
     int setrc = cli_check_sets("valid", cfgp, &sets);
     if (setrc) return setrc;
     if (cli_determinism("valid", det)) return 2;
@@ -156,7 +196,8 @@ int cli_valid(int argc, char **argv)
         else {
             (json ? print_json : print_table)(ds, (trn_split)sp, n, k, &r);
             trn_valid_result_free(&r);
-            rc = 0;
+            rc = against ? print_against(predp, against, json) : 0;
+            if (json) printf("}\n");
         }
     }
     trn_net_free(net);

@@ -352,6 +352,10 @@ typedef struct trn_predict_opts {
 int trn_predict(const trn_predict_opts *o, trn_err *err) TRN_MUST_CHECK;
 /* How many images p has right. */
 uint64_t trn_preds_correct(const trn_preds *p);
+/* Pairs two records of the same images (split, count and list hash
+ * equal): *only_a the images a has right and b wrong, *only_b the reverse
+ * (McNemar's discordant pairs: trn_mcnemar_p). -1 with err otherwise. */
+int trn_preds_pair(const trn_preds *a, const trn_preds *b, uint64_t *only_a, uint64_t *only_b, trn_err *err);
 void trn_preds_free(trn_preds *p);
 
 /* The label rule on one path: the index of the one label in labels[0..n)

@@ -112,6 +112,21 @@ uint64_t trn_preds_correct(const trn_preds *p)
     return k;
 }
 
+int trn_preds_pair(const trn_preds *a, const trn_preds *b, uint64_t *only_a, uint64_t *only_b, trn_err *err)
+{
+    *only_a = *only_b = 0;
+    if (a->split != b->split || a->images != b->images || a->list != b->list)
+        return trn_errf(err, "not the same images: %s split, %" PRIu64 " images, list %016" PRIx64 " against %s, %" PRIu64
+                             ", %016" PRIx64 ": evaluate both models on the same split of the same data set",
+                        trn_split_name(a->split), a->images, a->list, trn_split_name(b->split), b->images, b->list);
+    for (uint64_t i = 0; i < a->images; i++) {
+        int ra = a->pred[i] == a->truth[i], rb = b->pred[i] == b->truth[i];
+        *only_a += ra && !rb;
+        *only_b += rb && !ra;
+    }
+    return 0;
+}
+
 void trn_preds_free(trn_preds *p)
 {
     free(p->truth);

@@ -64,6 +64,7 @@ float fx_max_diff(const float *a, const float *b, size_t n);
     X(loader_cache_does_not_change_bytes) \
     X(loader_errors)                     \
     X(valid_counts_every_image)          \
+    X(preds_pair_discordant)             \
     X(predict_answers_every_image)       \
     X(fuzz_images)                       \
     X(fuzz_data_and_list_files)

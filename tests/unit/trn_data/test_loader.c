@@ -409,3 +409,26 @@ void predict_answers_every_image(void **state)
     trn_names_close(&names);
     trn_net_free(net);
 }
+
+/* trn_preds_pair (trainer valid --against): a right on images 0, 1, 3, b on
+ * 0, 2, 3, 4 of five: one image right only in a (1), two only in b (2, 4);
+ * records of other images (another list hash, another count) refused. */
+void preds_pair_discordant(void **state)
+{
+    (void)state;
+    int truth[5] = {0, 1, 2, 3, 0}, pa[5] = {0, 1, 0, 3, 1}, pb[5] = {0, 0, 2, 3, 0};
+    trn_preds a = {TRN_SPLIT_TEST, 5, 4, 0x1234, truth, pa}, b = {TRN_SPLIT_TEST, 5, 4, 0x1234, truth, pb};
+    uint64_t oa, ob;
+    trn_err e;
+    if (trn_preds_pair(&a, &b, &oa, &ob, &e)) fail_msg("%s", e.msg);
+    assert_int_equal(oa, 1);
+    assert_int_equal(ob, 2);
+    if (trn_preds_pair(&b, &a, &oa, &ob, &e)) fail_msg("%s", e.msg);
+    assert_int_equal(oa, 2);
+    assert_int_equal(ob, 1);
+    b.list = 0x1235;
+    assert_int_equal(trn_preds_pair(&a, &b, &oa, &ob, &e), -1);
+    assert_err_has(e, "not the same images");
+    b.list = a.list, b.images = 4;
+    assert_int_equal(trn_preds_pair(&a, &b, &oa, &ob, &e), -1);
+}
