@@ -100,8 +100,8 @@ V_smcd_LASSO := lasso_filter=0.35 $(SMCD_LASSO)
 V_smcd-8x_LASSO := lasso_filter=0.6 $(SMCD_LASSO)
 V_smcd-24x_LASSO := lasso_filter=0.7 $(SMCD_LASSO)
 # Their retraining counted in passes over the set's 54,000 training images
-# (4 epochs, 3375 batches) where the default's 2000-3000 batches are 2.4-3.6.
-V_smcd_TRAIN := epochs=4 learning_rate=0.02 burn_in=0 policy=poly power=2
+# (2 epochs, 1688 batches) where the default's 2000-3000 batches are 2.4-3.6.
+V_smcd_TRAIN := epochs=2 learning_rate=0.02 burn_in=0 policy=poly power=2
 V_smcd-8x_TRAIN := $(V_smcd_TRAIN)
 V_smcd-24x_TRAIN := $(V_smcd_TRAIN)
 endif
