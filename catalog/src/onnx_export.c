@@ -179,6 +179,9 @@ static int emit_exits(ox_emit *trunk, void *arg, trn_err *err)
         if (!t) return trn_errf(err, "out of memory");
         ox_emit e = {trunk->g, bn, a->cfg, ox_fmt(trunk->g, "exit%d_", j), trunk->bn_explicit, t};
         if (classes < 2) trn_errf(err, "exit %d has %zu outputs: a confidence needs 2 classes or more", j, classes);
+        else if (trn_exit_measure(a->x, j) != TRN_CONF_ENTROPY)
+            trn_errf(err, "confidence=%s: the ONNX export writes the entropy confidence only (exit%d_conf); "
+                     "derive the exits with confidence=entropy to export them", trn_conf_measure_name(trn_exit_measure(a->x, j)), j);
         else if (ox_emit_layers(&e, 0, &trunk->t[trn_exit_at(a->x, j)], err) == 0) {
             const char *p = ox_emit_output(&e, &t[L - 1], ox_fmt(trunk->g, "exit%d_probs", j));
             emit_confidence(&e, p, (int)classes, ox_fmt(trunk->g, "exit%d_conf", j));

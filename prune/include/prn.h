@@ -967,6 +967,9 @@ typedef struct prn_exits_opts {
     float min_threshold; /* floor of every T_lossless, so that alpha always applies (0.5) */
     float threshold_z;   /* lossless with a margin: exit-right-trunk-wrong minus the reverse
                           * must reach z sqrt(their sum) (1; 0: the plain rule) */
+    trn_conf_measure confidence; /* what an exit's thresholds compare (entropy, the thesis's eq. 4.1;
+                          * max: the top probability; margin: the top less the second); written
+                          * into exits.cfg, so that the runtime applies the same rule */
     int anneal;          /* 1: every branch's rate decays to 0 over its batches (poly, power 2);
                           * 0: constant (1) */
     int same_budget;     /* 1: before the insertion plan every searched branch is fine-tuned up to

@@ -88,6 +88,12 @@ int prn_exits_opts_set(prn_exits_opts *o, const char *kv, trn_err *err)
     if (!eq) return trn_errf(err, "--set %s: give key=value", kv);
     size_t k = (size_t)(eq - kv);
     const char *v = eq + 1;
+    if (k == strlen("confidence") && strncmp(kv, "confidence", k) == 0) {
+        if (trn_conf_measure_parse(v, &o->confidence) != 0)
+            return trn_errf(err, "--set %s: give confidence=entropy (the default: 1 + sum_c y_c log y_c / log C), "
+                            "max (the top probability) or margin (the top less the second)", kv);
+        return 0;
+    }
     char *end;
     double d = strtod(v, &end);
     if (end == v || *end) return trn_errf(err, "--set %s: '%s' is not a number", kv, v);
@@ -130,7 +136,8 @@ int prn_exits_opts_set(prn_exits_opts *o, const char *kv, trn_err *err)
                         "0|1|2, trunk_macs [0,1], trunk_tolerance [0,1], trunk_retrain >= 0, trunk_lr (0,10), "
                         "trunk_kd [0,1], trunk_compare_l1 0|1, sbs_images >= 1, sbs_epochs 1..1000, "
                         "sbs_first_epochs 1..1000, sbs_refit 0..1000, sbs_drop >= 1, sbs_stop (0,1], exit_cap "
-                        "[0,10], min_threshold [0,1), threshold_z [0,10], anneal 0|1, same_budget 0|1)", kv);
+                        "[0,10], min_threshold [0,1), threshold_z [0,10], anneal 0|1, same_budget 0|1, confidence "
+                        "entropy|max|margin)", kv);
 #undef KEY
 #undef INT_IN
     return 0;
@@ -162,10 +169,11 @@ static const char *branch_desc(const branch *b, char *buf, size_t size)
 }
 
 /* The [exit] section and the branch's layers, as cfg text. */
-static char *branch_text(const branch *b, int classes, float threshold)
+static char *branch_text(const branch *b, int classes, float threshold, trn_conf_measure m)
 {
     char *s = NULL;
     if (prn_appendf(&s, "[exit]\nat=%d\nthreshold=%.9g\n", b->at, threshold)) return NULL;
+    if (m != TRN_CONF_ENTROPY && prn_appendf(&s, "confidence=%s\n", trn_conf_measure_name(m))) return NULL;
     if (b->pool > 1 && prn_appendf(&s, "[maxpool]\nsize=%d\nstride=%d\n", b->pool, b->pool)) return NULL;
     for (int k = 0; k < b->layers; k++)
         if (prn_appendf(&s, "[convolutional]\nbatch_normalize=1\nfilters=%d\nsize=3\nstride=1\npad=1\n"
@@ -183,7 +191,7 @@ static int branch_build(branch *b, const trn_net *trunk, const prn_exits_opts *o
                         const branch *from, uint64_t seed, float lr, int batches, trn_err *err)
 {
     int classes = (int)trn_net_outputs(trunk);
-    char *body = branch_text(b, classes, 1);
+    char *body = branch_text(b, classes, 1, o->confidence);
     /* distillation from the trunk's output (temperature 1: the trunk's own
      * softmax); the teacher keys are nominal, the caller hands the targets */
     char *kd = o->kd > 0 ? prn_strdupf("distill_alpha=%g\ndistill_temperature=1\ndistill_cfg=%s\n"
@@ -313,7 +321,7 @@ static int evaluate(trn_net *trunk, branch **bs, int nb, const float *X, const i
             if (trn_net_forward(b, trn_net_layer_output(trunk, bs[k]->at), err) != 0) goto fail;
             const float *q = trn_net_output(b);
             for (size_t i = 0; i < m; i++) {
-                bs[k]->conf[i0 + i] = trn_confidence(q + i * C, C);
+                bs[k]->conf[i0 + i] = trn_confidence_by(trn_exit_measure(bs[k]->x, 0), q + i * C, C);
                 bs[k]->pred[i0 + i] = trn_argmax(q + i * C, C);
                 if (keep) memcpy(bs[k]->probs + (i0 + i) * C, q + i * C, (size_t)C * sizeof *q);
             }
@@ -1333,6 +1341,7 @@ shrunk:
         cJSON_AddNumberToObject(fields, "exit_cap", o->exit_cap);
         cJSON_AddNumberToObject(fields, "min_threshold", o->min_threshold);
         cJSON_AddNumberToObject(fields, "threshold_z", o->threshold_z);
+        cJSON_AddStringToObject(fields, "confidence", trn_conf_measure_name(o->confidence));
         cJSON_AddStringToObject(fields, "method", o->branchynet ? "branchynet" : "flexdnn");
         cJSON_AddNumberToObject(fields, "training_batches", (double)step);
         cJSON_AddNumberToObject(fields, "kd", o->kd);
@@ -1342,7 +1351,7 @@ shrunk:
     {
         char *text = NULL;
         for (int j = 0; j < np; j++) {
-            char *b = branch_text(plan[j], C, thr[j]);
+            char *b = branch_text(plan[j], C, thr[j], o->confidence);
             if (!b || prn_appendf(&text, "%s", b)) {
                 free(b);
                 trn_errf(err, "out of memory");

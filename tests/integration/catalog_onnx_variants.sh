@@ -69,6 +69,9 @@ printf '{"schema":1,"id":"ee","model":"eenet","technique":"early-exit","parent":
  "accuracy":{},"technique_fields":%s,"cost":%s}\n' "$(jq -c .technique_fields e/meta.json)" \
     "$("$BIN/trainer" info --json e/variant.cfg)" >ve/ee/variant.json
 expect_ok "export the early-exit variant" "$CAT" export --onnx ve -o oe
+mkdir -p vm && cp -r ve/ee vm/ && sed -i 's/^\[exit\]$/[exit]\nconfidence=margin/' vm/ee/exits.cfg
+expect_fail "exits with confidence=margin are refused (the graph computes the entropy measure)" "confidence=margin" \
+    "$CAT" export --onnx vm -o om
 nexits=$(grep -c '^\[exit\]' ve/ee/exits.cfg)
 t_check "one probs and one conf output per exit ($nexits), and the trunk's" "$onnx_py" -c '
 import onnx, sys; n = int(sys.argv[1]); o = [x.name for x in onnx.load("oe/ee.onnx").graph.output]

@@ -205,6 +205,7 @@ bad "bad --set key" "unknown key or value out of range" "${A[@]}" --set speed=2
 bad "bad --set value" "not a number" "${A[@]}" --set kd=much
 bad "anneal is 0 or 1" "anneal 0|1" "${A[@]}" --set anneal=2
 bad "same_budget is 0 or 1" "same_budget 0|1" "${A[@]}" --set same_budget=2
+bad "confidence names a measure" "give confidence=entropy" "${A[@]}" --set confidence=softmax
 sed 's/^valid *=.*//' "$T/s/s.data" >"$T/s/novalid.data"
 bad "no valid split" "no valid split" "${A[@]/$T\/s\/s.data/$T/s/novalid.data}"
 t_done

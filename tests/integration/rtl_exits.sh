@@ -8,7 +8,10 @@
 # install, and `rtl run --json` on the same images must give the same
 # answer, the same exit and every probability within 1e-5. Also --alpha:
 # 0 answers at the first exit, a huge alpha at the trunk; errors for a
-# negative alpha and for alpha on a plain variant.
+# negative alpha and for alpha on a plain variant. An exit model searched
+# with another confidence measure (--set confidence=margin) writes it into
+# exits.cfg, and rtl run applies it: the same exits at alpha 1 and at every
+# alpha of the profile (pred_by_alpha) as the trainer's evaluation.
 . "$TOP/tests/lib.sh"
 P=$BIN/prune
 CAT=$BIN/catalog
@@ -31,19 +34,33 @@ expect_ok "prune early-exit with predictions" "$P" early-exit --cfg base.cfg --w
 t_check "the trunk is pruned (FlexDNN's collective importance)" sh -c '! cmp -s base.cfg e/variant.cfg'
 
 # the catalog: base and the early-exit variant (its trunk the pruned one)
-mkdir -p variants/base variants/ee
+# the same search with the top-two margin as the exits' confidence
+expect_ok "prune early-exit --set confidence=margin" "$P" early-exit --cfg base.cfg --weights base.weights \
+    --data s/s.data --seed 4 --set batch=8 --set stage1=8 --set finetune=3 --set width=2 --set layers=1 \
+    --set pool_to=2 --set predictions=1 --set same_budget=0 --set min_threshold=0.05 --set confidence=margin --out em
+t_check "exits.cfg names the measure (confidence=margin)" grep -qx 'confidence=margin' em/exits.cfg
+t_check "meta.json says the measure" python3 -c '
+import json, sys; sys.exit(json.load(open(sys.argv[1]))["technique_fields"]["confidence"] != "margin")' em/meta.json
+
+mkdir -p variants/base
 cp base.cfg variants/base/variant.cfg && cp base.weights variants/base/variant.weights
-cp e/variant.cfg e/exits.cfg e/exits.weights variants/ee/ && cp e/init.weights variants/ee/variant.weights
 cost=$("$BIN/trainer" info --json base.cfg)
-ecost=$("$BIN/trainer" info --json e/variant.cfg)
 printf '{"schema":1,"id":"base","model":"eenet","technique":"base","parent":null,"depends_on":[],"description":"base",
  "task":"identity","files":[{"role":"cfg","path":"variant.cfg"},{"role":"weights","path":"variant.weights"}],
  "accuracy":{},"technique_fields":{},"cost":%s}\n' "$cost" >variants/base/variant.json
-tf=$(python3 -c 'import json,sys; print(json.dumps(json.load(open(sys.argv[1]))["technique_fields"]))' e/meta.json)
-printf '{"schema":1,"id":"ee","model":"eenet","technique":"early-exit","parent":"base","depends_on":[],"description":"ee",
+ee_variant() { # ID OUT: variants/ID from prune early-exit's folder OUT
+    mkdir -p "variants/$1"
+    cp "$2/variant.cfg" "$2/exits.cfg" "$2/exits.weights" "variants/$1/" && cp "$2/init.weights" "variants/$1/variant.weights"
+    local ecost tf
+    ecost=$("$BIN/trainer" info --json "$2/variant.cfg")
+    tf=$(python3 -c 'import json,sys; print(json.dumps(json.load(open(sys.argv[1]))["technique_fields"]))' "$2/meta.json")
+    printf '{"schema":1,"id":"%s","model":"eenet","technique":"early-exit","parent":"base","depends_on":[],"description":"%s",
  "task":"identity","files":[{"role":"cfg","path":"variant.cfg"},{"role":"weights","path":"variant.weights"},
  {"role":"exits_cfg","path":"exits.cfg"},{"role":"exits_weights","path":"exits.weights"}],
- "accuracy":{},"technique_fields":%s,"cost":%s}\n' "$tf" "$ecost" >variants/ee/variant.json
+ "accuracy":{},"technique_fields":%s,"cost":%s}\n' "$1" "$1" "$tf" "$ecost" >"variants/$1/variant.json"
+}
+ee_variant ee e
+ee_variant em em
 "$CAT" keygen -p k.pub -s k.key -W >/dev/null 2>&1
 expect_ok "catalog pack" "$CAT" pack variants -o pkg --task identity=s/s.names --version 1 --key k.key
 mkdir -p root/keys && cp k.pub root/keys/
@@ -95,6 +112,26 @@ import json, sys
 thr = [float(l.split("=")[1]) for l in open(sys.argv[2]) if l.startswith("threshold=")]
 bad = [r for r in json.load(open(sys.argv[1]))["results"] if r["exit"] < len(thr) and thr[r["exit"]] > 0]
 sys.exit(1 if bad else 0)' ainf.json e/exits.cfg
+# the margin model: rtl run applies exits.cfg's measure at alpha 1 and at each alpha of the profile
+rtl run eenet em "${images[@]}" --top 48 --json --threads 1 >runm.json 2>/dev/null
+if out=$(compare runm.json em/predictions.json 2>&1); then
+    t_ok "confidence=margin: rtl run equals the trainer's evaluation ($out)"
+else
+    t_fail "confidence=margin: rtl run equals the trainer's evaluation" "$out"
+fi
+mapfile -t alphas < <(python3 -c 'import json,sys; [print(a) for a in json.load(open(sys.argv[1]))["alphas"]]' em/predictions.json)
+bad=""
+for k in "${!alphas[@]}"; do
+    rtl run eenet em "${images[@]}" --json --alpha "${alphas[$k]}" --threads 1 >runm-a.json 2>/dev/null
+    python3 - runm-a.json em/predictions.json "$k" <<'EOF' || bad="$bad ${alphas[$k]}"
+import json, sys
+r = json.load(open(sys.argv[1]))["results"]; p = json.load(open(sys.argv[2]))["images"]; k = int(sys.argv[3])
+sys.exit(any(x["exit"] != w["exit_by_alpha"][k] or x["top"][0]["index"] != w["pred_by_alpha"][k] for x, w in zip(r, p)))
+EOF
+done
+t_check "confidence=margin: rtl run --alpha answers as the profile at every alpha (${#alphas[@]}; wrong at:$bad)" test -z "$bad"
+t_check "confidence=margin: the exits answer somewhere at alpha 1" \
+    python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(all(r["exit"] == d["exits"] for r in d["images"]))' em/predictions.json
 expect_fail "a negative alpha is refused" "alpha" rtl run eenet ee "${images[0]}" --alpha -1
 expect_fail "alpha on a plain variant is refused" "no early exits" rtl run eenet base "${images[0]}" --alpha 0.5
 t_done

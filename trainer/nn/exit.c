@@ -19,9 +19,12 @@
  * trunk layer's output shape and whose first layer is the [exit] section
  * (a pass-through: its output is its input, like [dropout] in inference).
  *
- * Confidence (the thesis's eq. 4.1): Conf(y) = 1 + (1 / log C) sum_c y_c
- * log y_c over the branch's softmax y, 1 for a one-hot y, 0 for a uniform
- * one. A branch answers when Conf(y) > alpha * threshold (eq. 4.7).
+ * Confidence (the thesis's eq. 4.1, the default, `confidence=entropy` in
+ * an [exit] section): Conf(y) = 1 + (1 / log C) sum_c y_c log y_c over the
+ * branch's softmax y, 1 for a one-hot y, 0 for a uniform one. The others:
+ * `max`, the top probability; `margin`, the top probability less the
+ * second. All lie in [0, 1]. A branch answers when Conf(y) > alpha *
+ * threshold (eq. 4.7).
  */
 #include "net.h"
 
@@ -32,7 +35,7 @@
 
 /* ---- the [exit] layer kind ------------------------------------------------ */
 
-static const char *const exit_keys[] = {"at", "threshold", NULL};
+static const char *const exit_keys[] = {"at", "threshold", "confidence", NULL};
 
 static int exit_setup(trn_layer *l, trn_build *b, trn_err *err)
 {
@@ -44,6 +47,11 @@ static int exit_setup(trn_layer *l, trn_build *b, trn_err *err)
     if (trn_build_int(b, "at", 0, 0, 1 << 20, &at, err) ||
         trn_build_float(b, "threshold", 1, 0, 1, &t, err))
         return -1;
+    trn_conf_measure m;
+    const char *cm = trn_build_str(b, "confidence", "entropy");
+    if (trn_conf_measure_parse(cm, &m) != 0)
+        return trn_build_fail(b, "confidence", err, "[exit] confidence=%s: give entropy (the default), max "
+                              "or margin", cm);
     if (l->index != 0)
         return trn_build_fail(b, NULL, err, "[exit] must be the first layer of an exit branch "
                               "(exits.cfg: trainer/README.md, Early exits)");
@@ -79,6 +87,46 @@ const trn_layer_ops trn_exit_kind = {
 
 /* ---- confidence ------------------------------------------------------------ */
 
+static const char *const measure_names[] = {"entropy", "max", "margin"};
+
+int trn_conf_measure_parse(const char *name, trn_conf_measure *m)
+{
+    for (int k = 0; k < (int)(sizeof measure_names / sizeof *measure_names); k++)
+        if (strcmp(name, measure_names[k]) == 0) {
+            *m = (trn_conf_measure)k;
+            return 0;
+        }
+    return -1;
+}
+
+const char *trn_conf_measure_name(trn_conf_measure m)
+{
+    return m >= TRN_CONF_ENTROPY && m <= TRN_CONF_MARGIN ? measure_names[m] : "?";
+}
+
+/* The top probability less the second (margin) or the top alone (max). */
+static float top_two(const float *y, int classes, int margin)
+{
+    float a = y[0], b = 0;
+    for (int c = 1; c < classes; c++) {
+        if (y[c] > a) {
+            b = a;
+            a = y[c];
+        } else if (y[c] > b) {
+            b = y[c];
+        }
+    }
+    float v = margin ? a - b : a;
+    return v < 0 ? 0 : v > 1 ? 1 : v;
+}
+
+float trn_confidence_by(trn_conf_measure m, const float *y, int classes)
+{
+    if (classes < 2) return 1;
+    if (m == TRN_CONF_MAX || m == TRN_CONF_MARGIN) return top_two(y, classes, m == TRN_CONF_MARGIN);
+    return trn_confidence(y, classes);
+}
+
 float trn_confidence(const float *y, int classes)
 {
     if (classes < 2) return 1;
@@ -97,6 +145,7 @@ struct trn_exits {
     int n;
     int *at;
     float *threshold;
+    trn_conf_measure *measure;
     trn_net **net;
     size_t *wbytes; /* each branch's weights file size */
     int trunk_layers;
@@ -108,6 +157,7 @@ void trn_exits_free(trn_exits *x)
     for (int j = 0; j < x->n; j++) trn_net_free(x->net[j]);
     free(x->at);
     free(x->threshold);
+    free(x->measure);
     free(x->net);
     free(x->wbytes);
     free(x);
@@ -162,9 +212,10 @@ trn_exits *trn_exits_create(const trn_net *trunk, const trn_cfg *cfg, const trn_
     for (int s = first; s < ns; s++) x->n += strcmp(trn_cfg_section_type(cfg, s), "exit") == 0;
     x->at = calloc((size_t)x->n, sizeof *x->at);
     x->threshold = calloc((size_t)x->n, sizeof *x->threshold);
+    x->measure = calloc((size_t)x->n, sizeof *x->measure);
     x->net = calloc((size_t)x->n, sizeof *x->net);
     x->wbytes = calloc((size_t)x->n, sizeof *x->wbytes);
-    if (!x->at || !x->threshold || !x->net || !x->wbytes) {
+    if (!x->at || !x->threshold || !x->measure || !x->net || !x->wbytes) {
         trn_errf(err, "out of memory");
         goto fail;
     }
@@ -207,6 +258,8 @@ trn_exits *trn_exits_create(const trn_net *trunk, const trn_cfg *cfg, const trn_
         }
         const char *t = trn_cfg_get(cfg, s, "threshold");
         x->threshold[j] = t ? strtof(t, NULL) : 1.0f;
+        const char *cm = trn_cfg_get(cfg, s, "confidence"); /* a bad name: the [exit] setup refused it */
+        if (cm) (void)trn_conf_measure_parse(cm, &x->measure[j]);
         if (trn_net_outputs(x->net[j]) != trn_net_outputs(trunk)) {
             trn_errf(err, "%s: exit %d has %zu outputs, the trunk %zu: a branch ends with [softmax] "
                      "over the trunk's classes", trn_cfg_where(cfg, s, NULL, where, sizeof where), j,
@@ -239,6 +292,10 @@ trn_exits *trn_exits_load(const trn_net *trunk, const char *cfg_path, const char
 int trn_exits_count(const trn_exits *x) { return x->n; }
 int trn_exit_at(const trn_exits *x, int j) { return j >= 0 && j < x->n ? x->at[j] : -1; }
 float trn_exit_threshold(const trn_exits *x, int j) { return j >= 0 && j < x->n ? x->threshold[j] : 1; }
+trn_conf_measure trn_exit_measure(const trn_exits *x, int j)
+{
+    return j >= 0 && j < x->n ? x->measure[j] : TRN_CONF_ENTROPY;
+}
 trn_net *trn_exit_net(const trn_exits *x, int j) { return j >= 0 && j < x->n ? x->net[j] : NULL; }
 
 int trn_exit_set_threshold(trn_exits *x, int j, float t, trn_err *err)
@@ -330,7 +387,7 @@ int trn_exits_forward(trn_net *trunk, trn_exits *x, const float *in, float alpha
         if (trn_net_forward(x->net[j], trn_net_layer_output(trunk, done), err) != 0)
             return trn_err_prefix(err, "exit %d", j);
         const float *y = trn_net_output(x->net[j]);
-        float conf = trn_confidence(y, classes);
+        float conf = trn_confidence_by(x->measure[j], y, classes);
         if (conf > alpha * x->threshold[j]) {
             r->exit = j;
             r->probs = y;

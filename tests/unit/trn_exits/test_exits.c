@@ -179,6 +179,68 @@ static void forward(void **state)
     trn_net_free(t);
 }
 
+/* The other measures: max, the top probability; margin, the top less the
+ * second; they rank vectors unlike the entropy's Conf. */
+static void confidence_measures(void **state)
+{
+    (void)state;
+    float a[4] = {.5f, .5f, 0, 0}, b[4] = {.4f, .2f, .2f, .2f}, c[3] = {.1f, .7f, .2f};
+    assert_float_equal(trn_confidence_by(TRN_CONF_MAX, c, 3), .7, 1e-6);
+    assert_float_equal(trn_confidence_by(TRN_CONF_MARGIN, c, 3), .5, 1e-6);
+    assert_float_equal(trn_confidence_by(TRN_CONF_ENTROPY, c, 3), trn_confidence(c, 3), 0);
+    assert_float_equal(trn_confidence_by(TRN_CONF_MARGIN, a, 4), 0, 1e-7);
+    /* entropy: a (two classes tied) above b; margin: b above a */
+    assert_true(trn_confidence(a, 4) > trn_confidence(b, 4));
+    assert_true(trn_confidence_by(TRN_CONF_MARGIN, b, 4) > trn_confidence_by(TRN_CONF_MARGIN, a, 4));
+    trn_conf_measure m = TRN_CONF_ENTROPY;
+    static const char *const names[] = {"entropy", "max", "margin"};
+    for (int k = 0; k < 3; k++) {
+        assert_int_equal(trn_conf_measure_parse(names[k], &m), 0);
+        assert_string_equal(trn_conf_measure_name(m), names[k]);
+    }
+    assert_int_equal(trn_conf_measure_parse("softmax", &m), -1);
+}
+
+/* An [exit]'s confidence= is the measure its threshold compares in the
+ * early-exit forward (what rtl run applies); a name not listed is refused
+ * where it stands. */
+static void forward_by_measure(void **state)
+{
+    (void)state;
+    trn_net *t = trunk_net(1);
+    trn_err e;
+    const char *text = "[exit]\nat=1\nthreshold=0.5\nconfidence=margin\n[avgpool]\n[connected]\noutput=5\n"
+                       "[softmax]\n[exit]\nat=3\n[avgpool]\n[connected]\noutput=5\n[softmax]\n";
+    trn_exits *x = make_exits(t, text, &e);
+    if (!x) fail_msg("%s", e.msg);
+    assert_int_equal(trn_exit_measure(x, 0), TRN_CONF_MARGIN);
+    assert_int_equal(trn_exit_measure(x, 1), TRN_CONF_ENTROPY);
+    tl_randomize(trn_exit_net(x, 0), 11);
+    float in[3 * 12 * 12];
+    tl_fill_uniform(in, sizeof in / sizeof *in, 5, 0, 1);
+    assert_int_equal(trn_net_forward_upto(t, in, 1, &e), 0);
+    assert_int_equal(trn_net_forward(trn_exit_net(x, 0), trn_net_layer_output(t, 1), &e), 0);
+    float y[5];
+    memcpy(y, trn_net_output(trn_exit_net(x, 0)), sizeof y);
+    float margin = trn_confidence_by(TRN_CONF_MARGIN, y, 5);
+    assert_true(fabsf(margin - trn_confidence(y, 5)) > 1e-4f); /* the measures tell apart here */
+    trn_exit_result r;
+    assert_int_equal(trn_exit_set_threshold(x, 0, margin * 0.999f, &e), 0);
+    assert_int_equal(trn_exits_forward(t, x, in, 1, &r, &e), 0);
+    assert_int_equal(r.exit, 0);
+    assert_float_equal(r.confidence, margin, 1e-7);
+    assert_int_equal(trn_exit_set_threshold(x, 0, margin * 1.001f + 1e-6f, &e), 0);
+    assert_int_equal(trn_exits_forward(t, x, in, 1, &r, &e), 0);
+    assert_int_not_equal(r.exit, 0);
+    trn_exits_free(x);
+
+    e.msg[0] = 0;
+    assert_null(make_exits(t, "[exit]\nat=1\nconfidence=bogus\n[avgpool]\n[connected]\noutput=5\n[softmax]\n", &e));
+    assert_non_null(strstr(e.msg, "confidence=bogus"));
+    assert_non_null(strstr(e.msg, "exits.cfg:3"));
+    trn_net_free(t);
+}
+
 static void weights_files(void **state)
 {
     (void)state;
@@ -236,6 +298,8 @@ int main(void)
         cmocka_unit_test(create_and_errors),
         cmocka_unit_test(forward),
         cmocka_unit_test(weights_files),
+        cmocka_unit_test(confidence_measures),
+        cmocka_unit_test(forward_by_measure),
     };
     int rc = cmocka_run_group_tests_name("trn_exits", tests, NULL, NULL);
     test_tmpdir_cleanup();

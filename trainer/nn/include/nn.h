@@ -720,6 +720,14 @@ int trn_net_layer_time(const trn_net *net, int i, double *forward_s, double *bac
 /* Conf(y) = 1 + (1 / log C) sum_c y_c log y_c of a probability vector of
  * `classes` values, clamped to [0, 1] (thesis eq. 4.1). */
 float trn_confidence(const float *y, int classes);
+/* The confidence measures an [exit] may name (confidence=NAME): the one
+ * above (entropy, the default), the top probability (max), the top less the
+ * second (margin); each in [0, 1]. */
+typedef enum trn_conf_measure { TRN_CONF_ENTROPY, TRN_CONF_MAX, TRN_CONF_MARGIN } trn_conf_measure;
+float trn_confidence_by(trn_conf_measure m, const float *y, int classes);
+/* Its name to the measure: 0, or -1 for a name not listed. */
+int trn_conf_measure_parse(const char *name, trn_conf_measure *m);
+const char *trn_conf_measure_name(trn_conf_measure m);
 
 typedef struct trn_exits trn_exits;
 /* Builds the branches of cfg over trunk (each a network of its own, made
@@ -737,6 +745,8 @@ int trn_exit_at(const trn_exits *x, int j);
 float trn_exit_threshold(const trn_exits *x, int j);
 trn_net *trn_exit_net(const trn_exits *x, int j);
 int trn_exit_set_threshold(trn_exits *x, int j, float t, trn_err *err);
+/* Exit j's confidence measure (its [exit]'s confidence=, entropy if none). */
+trn_conf_measure trn_exit_measure(const trn_exits *x, int j);
 /* The exits weights file: its size, loading (borrow as trn_weights_load_mem)
  * and saving (atomically). */
 size_t trn_exits_weights_bytes(const trn_exits *x);
