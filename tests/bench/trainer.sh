@@ -53,6 +53,8 @@ blas_line() {
     below=$(num openblas_below < "$1")
     echo "trainer bench: OpenBLAS core type $core (picked at load: $loaded), CPU $isa, products on $(str products < "$1")"
     [ "$below" = 1 ] && echo "WARNING: OpenBLAS's core type $core is below this CPU's ISA ($isa)"
+    printf "trainer bench: peak multiply-adds in registers (for information, not judged): AVX-512 %.1f, AVX2+FMA %.1f, SSE %.1f, NEON %.1f GFLOPS\n" \
+        "$(num fma_avx512_gflops < "$1")" "$(num fma_avx2_gflops < "$1")" "$(num fma_sse_gflops < "$1")" "$(num fma_neon_gflops < "$1")"
     return 0
 }
 fail() { echo "trainer bench: a measurement failed ($1 printed nothing)"; exit 1; }
@@ -86,6 +88,7 @@ for r in $(seq "$repeat"); do
     fi
     echo "$r $bt $bs $bi $df $dt $of $ot $og $cv $sg $vb $bw $fb $(cut -d' ' -f1 /proc/loadavg) $sq $bl $bo $(str ceiling_path < "$tmp/base")" >> "$tmp/runs"
 done
+[ "$have_dn" = 1 ] && awk '$13 > bw { bw = $13 } END { printf "trainer bench: memory copy bandwidth %.1f GB/s (a 256 MiB copy, read plus written bytes, best round)\n", bw }' "$tmp/runs"
 awk -v th="$threads" -v rep="$repeat" -v dn="$have_dn" '
 function rat(a, b) { return b > 0 ? a / b : 0 }
 {
