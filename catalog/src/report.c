@@ -854,17 +854,28 @@ static void doc_capacities(struct doc *d, const cJSON *m, const char *task)
 #define ALPHA_USEFUL_DROP 0.02
 #define ALPHA_USEFUL_DROP_TEXT "2"
 
+/* Appends to out (size bytes, *used of them written) what fmt says; 0, or
+ * -1 once out is full. */
+static int buf_appendf(char *out, size_t size, size_t *used, const char *fmt, ...)
+{
+    if (*used >= size) return -1;
+    va_list ap;
+    va_start(ap, fmt);
+    int w = vsnprintf(out + *used, size - *used, fmt, ap);
+    va_end(ap);
+    if (w < 0) return -1;
+    *used += (size_t)w;
+    return *used < size ? 0 : -1;
+}
+
 static void fmt_exit_rates(const cJSON *p, char *out, size_t size)
 {
     const cJSON *r = cJSON_GetObjectItemCaseSensitive(p, "exit_rates"), *e;
     size_t used = 0;
     out[0] = '\0';
-    cJSON_ArrayForEach(e, r) {
-        if (!cJSON_IsNumber(e) || used >= size) break;
-        int w = snprintf(out + used, size - used, "%s%.1f", used ? " / " : "", 100 * e->valuedouble);
-        if (w < 0) break;
-        used += (size_t)w;
-    }
+    cJSON_ArrayForEach(e, r)
+        if (!cJSON_IsNumber(e) || buf_appendf(out, size, &used, "%s%.1f", used ? " / " : "", 100 * e->valuedouble))
+            break;
     if (!out[0]) snprintf(out, size, "-");
 }
 
@@ -885,14 +896,12 @@ static void fmt_exit_header(const cJSON *v, char *out, size_t size)
 {
     const cJSON *ex = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(v, "technique_fields"), "exits"),
                 *e;
-    size_t used = (size_t)snprintf(out, size, "exit rates %% (after layer ");
-    cJSON_ArrayForEach(e, ex) {
-        if (used >= size) return;
-        int w = snprintf(out + used, size - used, "%.0f / ", num(e, "layer"));
-        if (w < 0) return;
-        used += (size_t)w;
-    }
-    if (used < size) snprintf(out + used, size - used, "end)");
+    size_t used = 0;
+    out[0] = '\0';
+    if (buf_appendf(out, size, &used, "exit rates %% (after layer ")) return;
+    cJSON_ArrayForEach(e, ex)
+        if (buf_appendf(out, size, &used, "%.0f / ", num(e, "layer"))) return;
+    buf_appendf(out, size, &used, "end)");
 }
 
 /* The cheapest point of the profile that is useful (not clearly worse than
