@@ -644,17 +644,7 @@ static int pruned_trunk(const trn_cfg *cfg, const trn_net *base, const prn_sbs *
     if (sb->nlayers > 64) return trn_errf(err, "more than 64 convolutional layers to prune");
     for (int l = 0; l < sb->nlayers; l++)
         kp[l] = (prn_keep){sb->layers[l].layer, counts[l], use_l1 ? sb->layers[l].l1_order : sb->layers[l].order};
-    *pnet = NULL;
-    if (!(*pcfg = prn_filters_cfg(cfg, base, kp, sb->nlayers, err))) return -1;
-    trn_net_opts no;
-    prn_net_opts(&no, 0);
-    if (!(*pnet = trn_net_create(*pcfg, &no, err)) || prn_filters_copy(base, *pnet, kp, sb->nlayers, err) != 0) {
-        trn_net_free(*pnet);
-        trn_cfg_free(*pcfg);
-        *pnet = NULL, *pcfg = NULL;
-        return -1;
-    }
-    return 0;
+    return prn_filters_net(cfg, base, kp, sb->nlayers, pcfg, pnet, err);
 }
 
 static uint64_t net_macs(const trn_net *n)

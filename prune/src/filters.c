@@ -336,9 +336,7 @@ int prn_filters_next_share(const trn_net *src, const prn_keep *keep, int nkeep, 
     return rc;
 }
 
-/* The pruned network keeping keep[]: *pcfg and *pnet (batch 1, inference
- * only) holding src's values; both NULL on an error. */
-static int filters_net(const trn_cfg *cfg, const trn_net *src, const prn_keep *keep, int nkeep, trn_cfg **pcfg,
+int prn_filters_net(const trn_cfg *cfg, const trn_net *src, const prn_keep *keep, int nkeep, trn_cfg **pcfg,
                        trn_net **pnet, trn_err *err)
 {
     trn_net_opts no;
@@ -419,7 +417,7 @@ int prn_filters_like(const trn_cfg *cfg, const trn_net *base, const prn_ranking 
     prn_keep *kp = calloc((size_t)(r->nlayers > 0 ? r->nlayers : 1), sizeof *kp);
     int n = 0, rc = -1;
     if (!kp) return trn_errf(err, "out of memory");
-    if (like_keeps(base, r, like, kp, &n, err) == 0 && filters_net(cfg, base, kp, n, &out->cfg, &out->net, err) == 0 &&
+    if (like_keeps(base, r, like, kp, &n, err) == 0 && prn_filters_net(cfg, base, kp, n, &out->cfg, &out->net, err) == 0 &&
         like_describe(base, r, kp, n, out, err) == 0) {
         out->technique = TECHNIQUE_PRUNED;
         trn_net_set_seen(out->net, trn_net_seen(base));

@@ -14,6 +14,11 @@ const char *prn_kind_word(prn_kind k);
 /* Options of the networks the library builds to check and hold variants:
  * batch 1, inference only, weights drawn from seed. */
 void prn_net_opts(trn_net_opts *o, uint64_t seed);
+/* The pruned network keeping keep[] (prn_filters_cfg, prn_filters_copy):
+ * *pcfg and *pnet (batch 1, inference only, prn_net_opts) holding src's
+ * values; both NULL on an error. */
+int prn_filters_net(const trn_cfg *cfg, const trn_net *src, const prn_keep *keep, int nkeep, trn_cfg **pcfg,
+                    trn_net **pnet, trn_err *err);
 
 /* A network of cfg (batch, inference only or not, seed) holding src's
  * parameter values; with keep_seen also src's count of images seen (the

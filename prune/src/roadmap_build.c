@@ -372,10 +372,7 @@ static int prune_step(rm_run *u, int k, trn_err *err)
         if (!(s->perm[l] = malloc((size_t)u->target[l] * sizeof(int)))) return trn_errf(err, "out of memory");
         for (int j = 0; j < u->target[l]; j++) s->perm[l][j] = p->perm[l][u->keep_buf[l][j]];
     }
-    if (!(s->cfg = prn_filters_cfg(p->cfg, p->net, kp, L, err))) return -1;
-    trn_net_opts no;
-    prn_net_opts(&no, 0);
-    if (!(s->net = trn_net_create(s->cfg, &no, err)) || prn_filters_copy(p->net, s->net, kp, L, err)) return -1;
+    if (prn_filters_net(p->cfg, p->net, kp, L, &s->cfg, &s->net, err)) return -1;
     if (o->rescale && prn_filters_rescale(s->net, p->net, NULL, err)) return -1;
     char tmpdir[4096];
     snprintf(tmpdir, sizeof tmpdir, "%s/.train-%d", o->out, k);
